@@ -1,0 +1,33 @@
+/** The single entry point: read settings, open storage, serve. */
+import { createApp } from "./src/app.ts";
+import { ConfigError, loadConfig } from "./src/config.ts";
+import { createKeyUsageRecorder } from "./src/key_usage.ts";
+
+function readConfig() {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(`cannot start: ${error.message}`);
+      Deno.exit(1);
+    }
+    throw error;
+  }
+}
+
+const config = readConfig();
+await Deno.mkdir(config.artifactsDir, { recursive: true });
+const kv = await Deno.openKv(config.kvPath);
+const rateLimitKv = config.rateLimitStore === "kv" ? kv : await Deno.openKv(":memory:");
+
+const app = createApp({ config, kv, rateLimitKv, recordKeyUse: createKeyUsageRecorder(kv) });
+
+Deno.serve({
+  port: config.port,
+  hostname: config.host,
+  onListen: ({ hostname, port }) => {
+    console.log(
+      `${config.serviceName} listening on http://${hostname}:${port} (data in ${config.dataDir})`,
+    );
+  },
+}, app.fetch);

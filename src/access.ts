@@ -1,0 +1,35 @@
+/** The access rules of an API key: acceptance (section 5) and scope (admin contract). */
+import type { ApiKey, Project } from "./store/mod.ts";
+
+export type KeyVerdict = "ok" | "invalid" | "forbidden";
+
+/** An active, unexpired key with `can_download` is accepted; see client-api.md section 5. */
+export function judgeApiKey(key: ApiKey | null, nowMs: number = Date.now()): KeyVerdict {
+  if (key === null || !key.active) return "invalid";
+  if (key.expires_at !== null && Date.parse(key.expires_at) <= nowMs) return "invalid";
+  if (!key.can_download) return "forbidden";
+  return "ok";
+}
+
+/** Whether the key's scope covers the project. Empty allow lists grant nothing; empty deny lists deny nothing. */
+export function scopeAllows(key: ApiKey, project: Project): boolean {
+  switch (key.scope_mode) {
+    case "all_projects":
+      return true;
+    case "project_allow_list":
+      return key.project_ids.includes(project.id);
+    case "project_deny_list":
+      return !key.project_ids.includes(project.id);
+    case "tag_allow_list":
+      return project.tags.some((tag) => key.tags.includes(tag));
+    case "tag_deny_list":
+      return !project.tags.some((tag) => key.tags.includes(tag));
+    default:
+      return false;
+  }
+}
+
+/** A project is visible to a key when it is active and in the key's scope. */
+export function projectVisible(key: ApiKey, project: Project | null): project is Project {
+  return project !== null && project.state === "active" && scopeAllows(key, project);
+}

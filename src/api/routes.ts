@@ -1,0 +1,128 @@
+/** The client JSON API under /api/v1 (client-api.md section 4). */
+import { Hono } from "hono";
+import { projectVisible } from "../access.ts";
+import { openArtifact } from "../artifacts.ts";
+import type { AppDeps, AppEnv } from "../app_types.ts";
+import { contentDisposition } from "../http/content_disposition.ts";
+import { API_ERRORS, ApiError } from "../http/errors.ts";
+import { jsonResponse } from "../http/json.ts";
+import {
+  type ApiKey,
+  countDownload,
+  getLatestRelease,
+  getProject,
+  getProjectBySlug,
+  getRelease,
+  listProjects,
+  type Project,
+  type Release,
+  SLUG_PATTERN,
+} from "../store/mod.ts";
+import { apiKeyGate } from "./auth.ts";
+import { apiIndex, projectJson, releaseEnvelope } from "./serialize.ts";
+
+const PROTECTED_HEADERS = {
+  "cache-control": "no-store, private, max-age=0",
+  pragma: "no-cache",
+  expires: "0",
+  vary: "Authorization",
+  "x-robots-tag": "noindex, nofollow",
+};
+
+export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
+  const { kv } = deps;
+  const api = new Hono<AppEnv>();
+  const index = JSON.stringify(apiIndex(deps.config.serviceName));
+
+  // Every response under /api/v1 (errors included) is private and uncacheable.
+  api.use(async (c, next) => {
+    await next();
+    for (const [name, value] of Object.entries(PROTECTED_HEADERS)) c.res.headers.set(name, value);
+  });
+
+  api.get("/", () => jsonResponse(JSON.parse(index)));
+
+  const gate = apiKeyGate(deps);
+
+  api.get("/projects", gate, async (c) => {
+    const key = c.get("apiKey");
+    const projects = (await listProjects(kv)).filter((p) => projectVisible(key, p));
+    return jsonResponse({ projects: projects.map(projectJson) });
+  });
+
+  api.get("/projects/:slug/releases/latest", gate, async (c) => {
+    const project = await findVisibleProjectBySlug(kv, c.get("apiKey"), c.req.param("slug"));
+    const release = await getLatestRelease(kv, project.id);
+    if (release === null || release.state !== "active") {
+      throw new ApiError(404, API_ERRORS.releaseNotFound);
+    }
+    return jsonResponse(releaseEnvelope(project, release));
+  });
+
+  api.get("/releases/:id", gate, async (c) => {
+    const { project, release } = await findVisibleRelease(kv, c.get("apiKey"), c.req.param("id"));
+    return jsonResponse(releaseEnvelope(project, release));
+  });
+
+  api.get("/releases/:id/download", gate, async (c) => {
+    const { release } = await findVisibleRelease(kv, c.get("apiKey"), c.req.param("id"));
+    const artifact = await openArtifact(deps.config.artifactsDir, release.storage_key);
+    if (artifact === null) throw new ApiError(404, API_ERRORS.releaseNotFound);
+    countDownload(kv, release.id).catch((error) => console.error("download count failed:", error));
+    return new Response(artifact.file.readable, {
+      status: 200,
+      headers: {
+        "content-type": release.content_type,
+        "content-length": String(artifact.size),
+        "content-disposition": contentDisposition(release.filename),
+      },
+    });
+  });
+
+  // The API is read-only: known paths refuse other methods, unknown paths are 404.
+  for (
+    const path of [
+      "/",
+      "/projects",
+      "/projects/:slug/releases/latest",
+      "/releases/:id",
+      "/releases/:id/download",
+    ]
+  ) {
+    api.on(["POST", "PUT", "PATCH", "DELETE"], path, () => {
+      throw new ApiError(405, API_ERRORS.methodNotAllowed, { allow: "GET, HEAD" });
+    });
+  }
+  api.all("*", () => {
+    throw new ApiError(404, API_ERRORS.resourceNotFound);
+  });
+  return api;
+}
+
+async function findVisibleProjectBySlug(kv: Deno.Kv, key: ApiKey, slug: string): Promise<Project> {
+  // A slug that cannot exist is not looked up (and cannot overflow a KV key).
+  const project = SLUG_PATTERN.test(slug) ? await getProjectBySlug(kv, slug) : null;
+  if (!projectVisible(key, project)) throw new ApiError(404, API_ERRORS.resourceNotFound);
+  return project;
+}
+
+/** Parses a release id: digits only; anything else is the spec's 400. */
+function parseReleaseId(raw: string): number {
+  if (!/^\d+$/.test(raw)) throw new ApiError(400, API_ERRORS.invalidReleaseId);
+  return Number(raw);
+}
+
+async function findVisibleRelease(
+  kv: Deno.Kv,
+  key: ApiKey,
+  rawId: string,
+): Promise<{ project: Project; release: Release }> {
+  const id = parseReleaseId(rawId);
+  const release = Number.isSafeInteger(id) ? await getRelease(kv, id) : null;
+  if (release === null || release.state !== "active") {
+    throw new ApiError(404, API_ERRORS.resourceNotFound);
+  }
+  const project = await getProject(kv, release.project_id);
+  if (!projectVisible(key, project)) throw new ApiError(404, API_ERRORS.resourceNotFound);
+  return { project, release };
+}

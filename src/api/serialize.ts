@@ -1,0 +1,64 @@
+/** The client API's JSON shapes (client-api.md section 2). */
+import type { Project, Release } from "../store/mod.ts";
+
+export function projectJson(project: Project) {
+  return {
+    id: project.id,
+    name: project.name,
+    slug: project.slug,
+    description: project.description,
+    latest_release_url: `/api/v1/projects/${project.slug}/releases/latest`,
+  };
+}
+
+export function releaseJson(release: Release) {
+  return {
+    id: release.id,
+    version: release.version,
+    // "present if set"
+    ...(release.build ? { build: release.build } : {}),
+    filename: release.filename,
+    checksum_sha256: release.checksum_sha256,
+    size_bytes: release.size_bytes,
+    content_type: release.content_type,
+    release_notes: release.release_notes,
+    created_at: release.created_at,
+    metadata_url: `/api/v1/releases/${release.id}`,
+    download_url: `/api/v1/releases/${release.id}/download`,
+  };
+}
+
+export function releaseEnvelope(project: Project, release: Release) {
+  return { project: projectJson(project), release: releaseJson(release) };
+}
+
+export function apiIndex(serviceName: string) {
+  return {
+    auth: { header: "Authorization: Bearer <api_key>", type: "bearer" },
+    routes: [
+      {
+        description: "active projects accessible to the key",
+        method: "GET",
+        path: "/api/v1/projects",
+      },
+      {
+        description: "latest active release metadata of an accessible project",
+        method: "GET",
+        path: "/api/v1/projects/{projectSlug}/releases/latest",
+      },
+      {
+        description: "release metadata of an accessible release",
+        method: "GET",
+        path: "/api/v1/releases/{releaseID}",
+      },
+      {
+        description: "private artifact download of an accessible release",
+        method: "GET",
+        path: "/api/v1/releases/{releaseID}/download",
+      },
+    ],
+    service: serviceName,
+    status: "client-api-ready",
+    version: "v1",
+  };
+}

@@ -1,0 +1,54 @@
+/** The whole HTTP application: middleware, the client API, health, and (later) the admin UI. */
+import { Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { secureHeaders } from "hono/secure-headers";
+import { createApiRoutes } from "./api/routes.ts";
+import type { AppDeps, AppEnv } from "./app_types.ts";
+import { pingKv } from "./health.ts";
+import { API_ERRORS, ApiError } from "./http/errors.ts";
+import { jsonResponse } from "./http/json.ts";
+
+export type { AppDeps, AppEnv } from "./app_types.ts";
+
+export function createApp(deps: AppDeps): Hono<AppEnv> {
+  const { config } = deps;
+  const app = new Hono<AppEnv>();
+
+  app.use(secureHeaders({
+    xFrameOptions: "DENY",
+    referrerPolicy: "no-referrer",
+    xContentTypeOptions: "nosniff",
+    strictTransportSecurity: config.https ? "max-age=31536000" : false,
+  }));
+
+  app.get("/healthz", async () => {
+    const timestamp = new Date().toISOString();
+    if (await pingKv(deps.kv)) {
+      return jsonResponse({ database: "ok", service: config.serviceName, status: "ok", timestamp });
+    }
+    return jsonResponse({
+      database: "unavailable",
+      error: "database ping failed",
+      service: config.serviceName,
+      status: "degraded",
+      timestamp,
+    }, 503);
+  });
+
+  app.route("/api/v1", createApiRoutes(deps));
+
+  app.notFound(() => jsonResponse({ error: API_ERRORS.resourceNotFound }, 404));
+
+  app.onError((error) => {
+    if (error instanceof ApiError) {
+      return jsonResponse({ error: error.message }, error.status, error.headers);
+    }
+    if (error instanceof HTTPException && error.status < 500) {
+      return jsonResponse({ error: error.message || "bad request" }, error.status);
+    }
+    console.error("internal error:", error);
+    return jsonResponse({ error: API_ERRORS.internal }, 500);
+  });
+
+  return app;
+}

@@ -1,0 +1,163 @@
+/**
+ * Operator settings, read once at start into one typed object.
+ *
+ * Every setting of `admin-contract.md` lives here, plus a few of our own
+ * (documented in the README). An invalid value throws a `ConfigError` that
+ * names the setting, so the service never starts half-configured.
+ */
+import { join } from "node:path";
+
+export type RateLimitStore = "memory" | "kv";
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  kvPath: string;
+  artifactsDir: string;
+  baseUrl: string;
+  /** True when `baseUrl` is `https://`: turns on HSTS and `Secure` cookies. */
+  https: boolean;
+  serviceName: string;
+  serviceRealm: string;
+  rateLimitPerMinute: number;
+  rateLimitBurst: number;
+  /** Where token buckets live: a private in-memory KV, or the main KV (shared by instances). */
+  rateLimitStore: RateLimitStore;
+  maxUploadBytes: number;
+  adminUsername: string;
+  adminPassword: string | undefined;
+  trustProxy: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly setting: string, message: string) {
+    super(`invalid setting ${setting}: ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function read(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === "" ? undefined : value.trim();
+}
+
+function readInteger(
+  env: Env,
+  name: string,
+  fallback: number,
+  { min, max }: { min: number; max: number },
+): number {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) {
+    throw new ConfigError(name, `expected a whole number, got "${raw}"`);
+  }
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(
+      name,
+      `expected a number from ${min} to ${max}, got "${raw}"`,
+    );
+  }
+  return value;
+}
+
+function readBoolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  const lower = raw.toLowerCase();
+  if (["true", "1", "yes", "on"].includes(lower)) return true;
+  if (["false", "0", "no", "off"].includes(lower)) return false;
+  throw new ConfigError(name, `expected true or false, got "${raw}"`);
+}
+
+function readUrl(env: Env, name: string, fallback: string): string {
+  const raw = read(env, name) ?? fallback;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `expected an absolute URL, got "${raw}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigError(name, `expected an http:// or https:// URL, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, "");
+}
+
+function readChoice<T extends string>(
+  env: Env,
+  name: string,
+  choices: readonly T[],
+  fallback: T,
+): T {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  if (!choices.includes(raw as T)) {
+    throw new ConfigError(name, `expected one of ${choices.join(", ")}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+export function loadConfig(env: Env = Deno.env.toObject()): Config {
+  const port = readInteger(env, "APP_PORT", 8000, { min: 0, max: 65535 });
+  const dataDir = read(env, "APP_DATA_DIR") ?? "./data";
+  const kvPath = read(env, "APP_KV_PATH") ?? join(dataDir, "kv.sqlite3");
+  if (/^[a-z]+:\/\//i.test(kvPath) && !/^https?:\/\//i.test(kvPath)) {
+    throw new ConfigError(
+      "APP_KV_PATH",
+      `expected a file path or an http(s):// URL, got "${kvPath}"`,
+    );
+  }
+  const baseUrl = readUrl(env, "APP_BASE_URL", `http://localhost:${port}`);
+  const host = read(env, "APP_HOST") ?? "0.0.0.0";
+  const rateLimitPerMinute = readInteger(env, "APP_CLIENT_RATE_LIMIT_PER_MINUTE", 120, {
+    min: 1,
+    max: 1_000_000_000,
+  });
+  const rateLimitBurst = readInteger(env, "APP_CLIENT_RATE_LIMIT_BURST", 60, {
+    min: 1,
+    max: 1_000_000_000,
+  });
+  return {
+    port,
+    host,
+    dataDir,
+    kvPath,
+    artifactsDir: join(dataDir, "artifacts"),
+    baseUrl,
+    https: baseUrl.startsWith("https://"),
+    serviceName: read(env, "APP_SERVICE_NAME") ?? "Update Distribution Service",
+    serviceRealm: readRealm(env),
+    rateLimitPerMinute,
+    rateLimitBurst,
+    rateLimitStore: readChoice(env, "APP_RATE_LIMIT_STORE", ["memory", "kv"], "memory"),
+    maxUploadBytes: readInteger(env, "APP_MAX_UPLOAD_BYTES", 4 * 1024 ** 3, {
+      min: 1,
+      max: Number.MAX_SAFE_INTEGER,
+    }),
+    adminUsername: read(env, "APP_ADMIN_USERNAME") ?? "admin",
+    adminPassword: env["APP_ADMIN_PASSWORD"] || undefined,
+    trustProxy: readBoolean(env, "APP_TRUST_PROXY", false),
+  };
+}
+
+function readRealm(env: Env): string {
+  const realm = read(env, "APP_SERVICE_REALM") ?? "update-distribution";
+  // The realm is written inside a quoted header parameter.
+  if (/["\\\x00-\x1f\x7f]/.test(realm)) {
+    throw new ConfigError(
+      "APP_SERVICE_REALM",
+      "must not contain quotes, backslashes or control characters",
+    );
+  }
+  return realm;
+}
+
+/** A config for tests: the defaults, with an in-memory-friendly data dir. */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return { ...loadConfig({ APP_DATA_DIR: "./data/test" }), ...overrides };
+}

@@ -1,0 +1,28 @@
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/** An error with a message that is safe to show to the client as `{"error": message}`. */
+export class ApiError extends HTTPException {
+  constructor(
+    status: ContentfulStatusCode,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(status, { message });
+    this.name = "ApiError";
+  }
+}
+
+/** The exact error strings of client-api.md section 7. */
+export const API_ERRORS = {
+  invalidReleaseId: "invalid release id",
+  missingKey: "missing bearer api key",
+  invalidKey: "invalid api key",
+  permissionDenied: "api key permission denied",
+  resourceNotFound: "resource not found",
+  releaseNotFound: "release not found",
+  rateLimited: "rate limit exceeded",
+  internal: "internal server error",
+  keyServiceUnavailable: "api key service unavailable",
+  methodNotAllowed: "method not allowed",
+} as const;

@@ -1,0 +1,21 @@
+import { recordApiKeyUse } from "./store/mod.ts";
+
+const INTERVAL_MS = 60_000;
+
+/**
+ * Returns a function that notes a key's use. It writes `last_used_at` at most
+ * once a minute per key, without awaiting the write, so the request path
+ * never waits on a durable commit for bookkeeping.
+ */
+export function createKeyUsageRecorder(kv: Deno.Kv): (keyId: number) => void {
+  const lastWrite = new Map<number, number>();
+  return (keyId) => {
+    const now = Date.now();
+    if (now - (lastWrite.get(keyId) ?? 0) < INTERVAL_MS) return;
+    lastWrite.set(keyId, now);
+    recordApiKeyUse(kv, keyId, new Date(now).toISOString()).catch((error) => {
+      lastWrite.delete(keyId);
+      console.error("could not record api key use:", error);
+    });
+  };
+}

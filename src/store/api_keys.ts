@@ -1,0 +1,121 @@
+import { createHash } from "node:crypto";
+import { claimId, commitWithRetry, now, readNextId } from "./atomic.ts";
+import { NotFoundError, ValidationError } from "./errors.ts";
+import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "./keys.ts";
+import { type ApiKey, SCOPE_MODES, type ScopeMode } from "./types.ts";
+import { requireTags, requireText } from "./validate.ts";
+
+/**
+ * Keys look like `uds_<43 base64url chars>`: 256 random bits behind a fixed
+ * prefix that secret scanners can match (`uds_[A-Za-z0-9_-]{43}`).
+ */
+export const API_KEY_PREFIX = "uds_";
+const SECRET_BYTES = 32;
+
+export function generateApiKeySecret(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(SECRET_BYTES));
+  const base64 = btoa(String.fromCharCode(...bytes));
+  return API_KEY_PREFIX + base64.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+export function hashApiKeySecret(secret: string): string {
+  return createHash("sha256").update(secret).digest("hex");
+}
+
+export interface ApiKeyInput {
+  name: string;
+  can_download: boolean;
+  scope_mode: string;
+  project_ids?: readonly number[];
+  tags?: readonly string[];
+  /** RFC 3339 time, or null for no expiry. */
+  expires_at?: string | null;
+}
+
+export function requireScopeMode(mode: string): ScopeMode {
+  if (!(SCOPE_MODES as readonly string[]).includes(mode)) {
+    throw new ValidationError("scope_mode", `scope_mode must be one of ${SCOPE_MODES.join(", ")}`);
+  }
+  return mode as ScopeMode;
+}
+
+/** Creates a key; the secret is returned here once and never stored. */
+export function createApiKey(
+  kv: Deno.Kv,
+  input: ApiKeyInput,
+): Promise<{ apiKey: ApiKey; secret: string }> {
+  const name = requireText("name", input.name, { min: 1, max: 200 });
+  const scopeMode = requireScopeMode(input.scope_mode);
+  const projectIds = [...new Set(input.project_ids ?? [])];
+  const tags = requireTags("tags", input.tags ?? []);
+  const expiresAt = input.expires_at ?? null;
+  if (expiresAt !== null && Number.isNaN(Date.parse(expiresAt))) {
+    throw new ValidationError("expires_at", "expires_at must be a date and time");
+  }
+  const secret = generateApiKeySecret();
+  const hash = hashApiKeySecret(secret);
+  return commitWithRetry(async () => {
+    const next = await readNextId(kv, "api_keys");
+    const apiKey: ApiKey = {
+      id: next.id,
+      name,
+      hash,
+      prefix: secret.slice(0, API_KEY_PREFIX.length + 6),
+      active: true,
+      expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
+      can_download: input.can_download,
+      scope_mode: scopeMode,
+      project_ids: projectIds,
+      tags,
+      created_at: now(),
+    };
+    const commit = await claimId(kv.atomic(), "api_keys", next)
+      .check({ key: apiKeyByHashKey(hash), versionstamp: null })
+      .set(apiKeyKey(apiKey.id), apiKey)
+      .set(apiKeyByHashKey(hash), apiKey.id)
+      .commit();
+    return { commit, value: { apiKey, secret } };
+  });
+}
+
+export async function getApiKey(kv: Deno.Kv, id: number): Promise<ApiKey | null> {
+  return (await kv.get<ApiKey>(apiKeyKey(id))).value;
+}
+
+/** Looks a presented key up by the hash of its secret. */
+export async function getApiKeyByHash(kv: Deno.Kv, hash: string): Promise<ApiKey | null> {
+  const id = (await kv.get<number>(apiKeyByHashKey(hash))).value;
+  return id === null ? null : await getApiKey(kv, id);
+}
+
+/** Every key with its `last_used_at`, in id order. */
+export async function listApiKeys(kv: Deno.Kv): Promise<ApiKey[]> {
+  const keys: ApiKey[] = [];
+  for await (const entry of kv.list<ApiKey>({ prefix: apiKeysPrefix() })) {
+    keys.push(entry.value);
+  }
+  for (let i = 0; i < keys.length; i += 10) {
+    const chunk = keys.slice(i, i + 10);
+    const used = await kv.getMany<string[]>(chunk.map((key) => apiKeyLastUsedKey(key.id)));
+    chunk.forEach((key, j) => key.last_used_at = used[j].value);
+  }
+  return keys;
+}
+
+export function setApiKeyActive(kv: Deno.Kv, id: number, active: boolean): Promise<ApiKey> {
+  return commitWithRetry(async () => {
+    const entry = await kv.get<ApiKey>(apiKeyKey(id));
+    if (entry.value === null) throw new NotFoundError("api key not found");
+    const apiKey = { ...entry.value, active };
+    const commit = await kv.atomic().check(entry).set(apiKeyKey(id), apiKey).commit();
+    return { commit, value: apiKey };
+  });
+}
+
+/**
+ * Records when a key was last used. Kept in its own entry so that this
+ * bookkeeping write never conflicts with an admin's change of the key.
+ */
+export async function recordApiKeyUse(kv: Deno.Kv, id: number, at: string): Promise<void> {
+  await kv.set(apiKeyLastUsedKey(id), at);
+}

@@ -1,0 +1,88 @@
+/**
+ * The Deno KV key layout, in one place. Every key the service writes is built
+ * here; nothing else spells a key prefix.
+ *
+ * | key                                          | value                         |
+ * | -------------------------------------------- | ----------------------------- |
+ * | ["counters", kind]                           | last integer id of that kind  |
+ * | ["projects", projectId]                      | Project                       |
+ * | ["projects_by_slug", slug]                   | projectId                     |
+ * | ["releases", releaseId]                      | Release                       |
+ * | ["releases_by_project", projectId, releaseId]| releaseId                     |
+ * | ["latest_release", projectId]                | releaseId or null             |
+ * | ["release_downloads", releaseId]             | Deno.KvU64 download count     |
+ * | ["api_keys", keyId]                          | ApiKey (never the secret)     |
+ * | ["api_keys_by_hash", sha256Hex]              | keyId                         |
+ * | ["api_key_last_used", keyId]                 | RFC 3339 time                 |
+ * | ["health", "ping"]                           | never written; read by /healthz|
+ * | ["rate_limit", bucketId]                     | token bucket state            |
+ *
+ * `latest_release` is rewritten on every release change of its project, so
+ * that its versionstamp serializes concurrent release writes of one project.
+ */
+
+export type IdKind = "projects" | "releases" | "api_keys";
+
+export function counterKey(kind: IdKind): Deno.KvKey {
+  return ["counters", kind];
+}
+
+export function projectKey(projectId: number): Deno.KvKey {
+  return ["projects", projectId];
+}
+
+export function projectsPrefix(): Deno.KvKey {
+  return ["projects"];
+}
+
+export function projectBySlugKey(slug: string): Deno.KvKey {
+  return ["projects_by_slug", slug];
+}
+
+export function releaseKey(releaseId: number): Deno.KvKey {
+  return ["releases", releaseId];
+}
+
+export function releasesPrefix(): Deno.KvKey {
+  return ["releases"];
+}
+
+export function releaseByProjectKey(projectId: number, releaseId: number): Deno.KvKey {
+  return ["releases_by_project", projectId, releaseId];
+}
+
+export function releasesByProjectPrefix(projectId: number): Deno.KvKey {
+  return ["releases_by_project", projectId];
+}
+
+export function latestReleaseKey(projectId: number): Deno.KvKey {
+  return ["latest_release", projectId];
+}
+
+export function releaseDownloadsKey(releaseId: number): Deno.KvKey {
+  return ["release_downloads", releaseId];
+}
+
+export function apiKeyKey(keyId: number): Deno.KvKey {
+  return ["api_keys", keyId];
+}
+
+export function apiKeysPrefix(): Deno.KvKey {
+  return ["api_keys"];
+}
+
+export function apiKeyByHashKey(hash: string): Deno.KvKey {
+  return ["api_keys_by_hash", hash];
+}
+
+export function apiKeyLastUsedKey(keyId: number): Deno.KvKey {
+  return ["api_key_last_used", keyId];
+}
+
+export function healthPingKey(): Deno.KvKey {
+  return ["health", "ping"];
+}
+
+export function rateLimitKey(bucketId: string): Deno.KvKey {
+  return ["rate_limit", bucketId];
+}

@@ -1,0 +1,117 @@
+import { claimId, commitWithRetry, now, readNextId } from "./atomic.ts";
+import { NotFoundError, ValidationError } from "./errors.ts";
+import { projectBySlugKey, projectKey, projectsPrefix } from "./keys.ts";
+import type { Project, ProjectState } from "./types.ts";
+import { requireSlug, requireTags, requireText, slugify } from "./validate.ts";
+
+export interface ProjectInput {
+  name: string;
+  slug?: string;
+  description?: string;
+  tags?: readonly string[];
+}
+
+/** Creates an active project. The slug is derived from the name when empty and must be unused. */
+export function createProject(kv: Deno.Kv, input: ProjectInput): Promise<Project> {
+  const name = requireText("name", input.name, { min: 1, max: 200 });
+  const slug = requireSlug(input.slug?.trim() || slugify(name));
+  const description = requireText("description", input.description, { max: 5000 });
+  const tags = requireTags("tags", input.tags ?? []);
+  return commitWithRetry(async () => {
+    const [next, bySlug] = await Promise.all([
+      readNextId(kv, "projects"),
+      kv.get<number>(projectBySlugKey(slug)),
+    ]);
+    if (bySlug.value !== null) {
+      throw new ValidationError("slug", `slug "${slug}" is already taken`);
+    }
+    const at = now();
+    const project: Project = {
+      id: next.id,
+      name,
+      slug,
+      description,
+      tags,
+      state: "active",
+      created_at: at,
+      updated_at: at,
+    };
+    const commit = await claimId(kv.atomic(), "projects", next)
+      .check(bySlug)
+      .set(projectKey(project.id), project)
+      .set(projectBySlugKey(slug), project.id)
+      .commit();
+    return { commit, value: project };
+  });
+}
+
+export async function getProject(kv: Deno.Kv, id: number): Promise<Project | null> {
+  return (await kv.get<Project>(projectKey(id))).value;
+}
+
+export async function getProjectBySlug(kv: Deno.Kv, slug: string): Promise<Project | null> {
+  const id = (await kv.get<number>(projectBySlugKey(slug))).value;
+  return id === null ? null : await getProject(kv, id);
+}
+
+/** Every project, active and archived, in id order. */
+export async function listProjects(kv: Deno.Kv): Promise<Project[]> {
+  const projects: Project[] = [];
+  for await (const entry of kv.list<Project>({ prefix: projectsPrefix() })) {
+    projects.push(entry.value);
+  }
+  return projects;
+}
+
+/** Looks up many slugs at once; unknown slugs raise a ValidationError on `field`. */
+export async function getProjectIdsBySlugs(
+  kv: Deno.Kv,
+  slugs: readonly string[],
+  field = "project_slugs",
+): Promise<number[]> {
+  const ids: number[] = [];
+  // getMany takes at most 10 keys.
+  for (let i = 0; i < slugs.length; i += 10) {
+    const chunk = slugs.slice(i, i + 10);
+    const entries = await kv.getMany<number[]>(chunk.map(projectBySlugKey));
+    entries.forEach((entry, j) => {
+      if (entry.value === null) {
+        throw new ValidationError(field, `unknown project "${chunk[j]}"`);
+      }
+      ids.push(entry.value);
+    });
+  }
+  return ids;
+}
+
+export interface ProjectUpdate {
+  name: string;
+  description?: string;
+  tags?: readonly string[];
+}
+
+/** Edits name, description and tags; the slug never changes. */
+export function updateProject(kv: Deno.Kv, id: number, input: ProjectUpdate): Promise<Project> {
+  const name = requireText("name", input.name, { min: 1, max: 200 });
+  const description = requireText("description", input.description, { max: 5000 });
+  const tags = requireTags("tags", input.tags ?? []);
+  return changeProject(kv, id, (project) => ({ ...project, name, description, tags }));
+}
+
+export function setProjectState(kv: Deno.Kv, id: number, state: ProjectState): Promise<Project> {
+  return changeProject(kv, id, (project) => ({ ...project, state }));
+}
+
+function changeProject(
+  kv: Deno.Kv,
+  id: number,
+  change: (project: Project) => Project,
+): Promise<Project> {
+  return commitWithRetry(async () => {
+    const entry = await kv.get<Project>(projectKey(id));
+    if (entry.value === null) throw new NotFoundError("project not found");
+    const project = { ...change(entry.value), updated_at: now() };
+    const commit = await kv.atomic().check(entry).set(projectKey(id), project).commit();
+    return { commit, value: project };
+  });
+}

@@ -1,0 +1,153 @@
+import { claimId, commitWithRetry, now, readNextId } from "./atomic.ts";
+import { NotFoundError, ValidationError } from "./errors.ts";
+import {
+  latestReleaseKey,
+  projectKey,
+  releaseByProjectKey,
+  releaseDownloadsKey,
+  releaseKey,
+  releasesByProjectPrefix,
+} from "./keys.ts";
+import type { Project, Release, ReleaseState } from "./types.ts";
+import { requireText, safeContentType, safeFilename } from "./validate.ts";
+
+export interface ReleaseInput {
+  project_id: number;
+  version: string;
+  build?: string;
+  release_notes?: string;
+  filename: string;
+  content_type?: string;
+  /** Facts of the stored artifact, from `saveArtifact`. */
+  storage_key: string;
+  checksum_sha256: string;
+  size_bytes: number;
+}
+
+/** Checks the admin-entered fields of a release before any bytes are stored. */
+export function validateReleaseFields(
+  input: { version?: string; build?: string; release_notes?: string },
+): { version: string; build: string; release_notes: string } {
+  return {
+    version: requireText("version", input.version, { min: 1, max: 128 }),
+    build: requireText("build", input.build, { max: 128 }),
+    release_notes: requireText("release_notes", input.release_notes, { max: 100_000 }),
+  };
+}
+
+/** Orders releases for "latest": greater `created_at` first, ties by greater id. */
+export function isNewerRelease(a: Release, b: Release): boolean {
+  if (a.created_at !== b.created_at) return a.created_at > b.created_at;
+  return a.id > b.id;
+}
+
+/** Records an active release of an existing project and moves the latest pointer when it is newer. */
+export function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<Release> {
+  const fields = validateReleaseFields(input);
+  const filename = safeFilename(input.filename);
+  const contentType = safeContentType(input.content_type);
+  return commitWithRetry(async () => {
+    const [next, projectEntry, latestEntry] = await Promise.all([
+      readNextId(kv, "releases"),
+      kv.get<Project>(projectKey(input.project_id)),
+      kv.get<number | null>(latestReleaseKey(input.project_id)),
+    ]);
+    if (projectEntry.value === null) throw new ValidationError("project", "project not found");
+    const release: Release = {
+      id: next.id,
+      project_id: input.project_id,
+      ...fields,
+      filename,
+      checksum_sha256: input.checksum_sha256,
+      size_bytes: input.size_bytes,
+      content_type: contentType,
+      created_at: now(),
+      state: "active",
+      storage_key: input.storage_key,
+    };
+    const current = latestEntry.value === null ? null : await getRelease(kv, latestEntry.value);
+    const latestId = current === null || isNewerRelease(release, current) ? release.id : current.id;
+    const commit = await claimId(kv.atomic(), "releases", next)
+      .check(projectEntry, latestEntry)
+      .set(releaseKey(release.id), release)
+      .set(releaseByProjectKey(release.project_id, release.id), release.id)
+      .set(latestReleaseKey(release.project_id), latestId)
+      .commit();
+    return { commit, value: release };
+  });
+}
+
+export async function getRelease(kv: Deno.Kv, id: number): Promise<Release | null> {
+  return (await kv.get<Release>(releaseKey(id))).value;
+}
+
+/** The latest active release of a project, or null when it has none. */
+export async function getLatestRelease(kv: Deno.Kv, projectId: number): Promise<Release | null> {
+  const id = (await kv.get<number | null>(latestReleaseKey(projectId))).value;
+  return id === null ? null : await getRelease(kv, id);
+}
+
+/** Every release of a project in every state, newest first. */
+export async function listReleasesByProject(kv: Deno.Kv, projectId: number): Promise<Release[]> {
+  const ids: number[] = [];
+  for await (
+    const entry of kv.list<number>({ prefix: releasesByProjectPrefix(projectId) }, {
+      reverse: true,
+    })
+  ) {
+    ids.push(entry.value);
+  }
+  const releases: Release[] = [];
+  for (let i = 0; i < ids.length; i += 10) {
+    const entries = await kv.getMany<Release[]>(ids.slice(i, i + 10).map(releaseKey));
+    for (const entry of entries) if (entry.value) releases.push(entry.value);
+  }
+  return releases;
+}
+
+/**
+ * Archives or re-activates a release and recomputes the project's latest
+ * pointer in the same commit (the pointer's versionstamp is checked, so a
+ * concurrent change of another release of the project forces a retry).
+ */
+export function setReleaseState(kv: Deno.Kv, id: number, state: ReleaseState): Promise<Release> {
+  return commitWithRetry(async () => {
+    const entry = await kv.get<Release>(releaseKey(id));
+    if (entry.value === null) throw new NotFoundError("release not found");
+    const release: Release = { ...entry.value, state };
+    const latestEntry = await kv.get<number | null>(latestReleaseKey(release.project_id));
+    const siblings = await listReleasesByProject(kv, release.project_id);
+    let latest: Release | null = null;
+    for (const candidate of siblings) {
+      const current = candidate.id === id ? release : candidate;
+      if (current.state === "active" && (latest === null || isNewerRelease(current, latest))) {
+        latest = current;
+      }
+    }
+    const commit = await kv.atomic()
+      .check(entry, latestEntry)
+      .set(releaseKey(id), release)
+      .set(latestReleaseKey(release.project_id), latest?.id ?? null)
+      .commit();
+    return { commit, value: release };
+  });
+}
+
+/** Counts one download with a KV `sum`: no read, so no conflict under load. */
+export async function countDownload(kv: Deno.Kv, releaseId: number): Promise<void> {
+  await kv.atomic().sum(releaseDownloadsKey(releaseId), 1n).commit();
+}
+
+/** Download counts of many releases, by release id. */
+export async function getDownloadCounts(
+  kv: Deno.Kv,
+  releaseIds: readonly number[],
+): Promise<Map<number, number>> {
+  const counts = new Map<number, number>();
+  for (let i = 0; i < releaseIds.length; i += 10) {
+    const chunk = releaseIds.slice(i, i + 10);
+    const entries = await kv.getMany<Deno.KvU64[]>(chunk.map(releaseDownloadsKey));
+    entries.forEach((entry, j) => counts.set(chunk[j], Number(entry.value?.value ?? 0n)));
+  }
+  return counts;
+}

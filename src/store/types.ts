@@ -1,0 +1,59 @@
+/** Records as stored in Deno KV. Field names follow the client API where they overlap. */
+
+export type ProjectState = "active" | "archived";
+export type ReleaseState = "active" | "archived";
+
+export interface Project {
+  id: number;
+  name: string;
+  slug: string;
+  description: string;
+  tags: string[];
+  state: ProjectState;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Release {
+  id: number;
+  project_id: number;
+  version: string;
+  build: string;
+  filename: string;
+  checksum_sha256: string;
+  size_bytes: number;
+  content_type: string;
+  release_notes: string;
+  created_at: string;
+  state: ReleaseState;
+  /** File name of the artifact under `$APP_DATA_DIR/artifacts/`. */
+  storage_key: string;
+}
+
+export const SCOPE_MODES = [
+  "all_projects",
+  "project_allow_list",
+  "project_deny_list",
+  "tag_allow_list",
+  "tag_deny_list",
+] as const;
+
+export type ScopeMode = typeof SCOPE_MODES[number];
+
+export interface ApiKey {
+  id: number;
+  name: string;
+  /** SHA-256 (hex) of the full key; the key itself is never stored. */
+  hash: string;
+  /** The first characters of the key, safe to show so admins can tell keys apart. */
+  prefix: string;
+  active: boolean;
+  expires_at: string | null;
+  can_download: boolean;
+  scope_mode: ScopeMode;
+  project_ids: number[];
+  tags: string[];
+  created_at: string;
+  /** Filled in from its own KV entry when listing; not part of the stored record. */
+  last_used_at?: string | null;
+}

@@ -1,0 +1,77 @@
+/** Field rules of `admin-contract.md`, shared by the store and the admin forms. */
+import { ValidationError } from "./errors.ts";
+
+export const SLUG_PATTERN = /^[a-z0-9-]{1,64}$/;
+
+/** Splits a comma-separated field: trimmed, lowercased, no empties, no duplicates. */
+export function parseList(raw: string | readonly string[] | undefined): string[] {
+  const parts = typeof raw === "string" ? raw.split(",") : (raw ?? []);
+  const seen = new Set<string>();
+  for (const part of parts) {
+    const item = part.trim().toLowerCase();
+    if (item) seen.add(item);
+  }
+  return [...seen];
+}
+
+/** Derives a slug from a display name ("My App 2" → "my-app-2"). */
+export function slugify(name: string): string {
+  return name
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 64)
+    .replace(/-+$/, "");
+}
+
+export function requireSlug(slug: string): string {
+  if (!SLUG_PATTERN.test(slug)) {
+    throw new ValidationError(
+      "slug",
+      "slug must be 1 to 64 characters of lowercase letters, digits and -",
+    );
+  }
+  return slug;
+}
+
+/** Trims `value` and checks its length; `min` 1 makes it required. */
+export function requireText(
+  field: string,
+  value: string | undefined,
+  { min = 0, max }: { min?: number; max: number },
+): string {
+  const text = (value ?? "").trim();
+  if (text.length < min) throw new ValidationError(field, `${field} is required`);
+  if (text.length > max) {
+    throw new ValidationError(field, `${field} must be at most ${max} characters`);
+  }
+  return text;
+}
+
+export function requireTags(field: string, tags: readonly string[]): string[] {
+  const list = parseList(tags);
+  for (const tag of list) {
+    if (tag.length > 64 || /[\x00-\x1f\x7f]/.test(tag)) {
+      throw new ValidationError(field, `tag "${tag}" must be at most 64 printable characters`);
+    }
+  }
+  return list;
+}
+
+/** The base name of an uploaded file: path parts and control characters dropped. */
+export function safeFilename(raw: string | undefined): string {
+  const base = (raw ?? "").split(/[\\/]/).pop() ?? "";
+  const clean = base.replace(/[\x00-\x1f\x7f]/g, "").trim().slice(0, 255);
+  return clean === "" || clean === "." || clean === ".." ? "artifact" : clean;
+}
+
+const MIME_PATTERN =
+  /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+(\s*;\s*[a-z0-9!#$&^_.+-]+=("[^"\x00-\x1f\x7f]*"|[a-z0-9!#$&^_.+-]+))*$/i;
+
+/** A MIME type safe to send back as a header; anything else becomes octet-stream. */
+export function safeContentType(raw: string | undefined): string {
+  const type = (raw ?? "").trim();
+  return type.length <= 200 && MIME_PATTERN.test(type) ? type : "application/octet-stream";
+}
