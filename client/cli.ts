@@ -1,0 +1,174 @@
+/**
+ * Command line front of the reference update client.
+ *
+ *   UPDATE_API_KEY=uds_… deno task client check --base-url URL --project SLUG --current VERSION
+ *   UPDATE_API_KEY=uds_… deno task client download --base-url URL --project SLUG [--current VERSION] [--out FILE]
+ *   UPDATE_API_KEY=uds_… deno task client download --base-url URL --release ID [--out FILE]
+ *
+ * The key is read from UPDATE_API_KEY only (argv is visible to every user in
+ * `ps`). `--base-url` defaults to UPDATE_BASE_URL. Exit codes: see EXIT below.
+ */
+import { basename } from "node:path";
+import { parseArgs } from "node:util";
+import {
+  checkForUpdate,
+  type ClientOptions,
+  downloadRelease,
+  type FailureKind,
+  getRelease,
+  isNewerVersion,
+  type Release,
+  UpdateClientError,
+} from "./update_client.ts";
+
+export const EXIT = {
+  ok: 0, // up to date, or downloaded and verified
+  unexpected: 1,
+  usage: 2,
+  auth: 3, // 401/403
+  not_found: 4, // 404
+  rate_limited: 5, // 429 after the retries
+  integrity: 6, // size or SHA-256 mismatch
+  network: 7, // connection failed or lost after the retries
+  server: 8, // 5xx or an answer the client does not understand
+  file: 9, // cannot write the target
+  update_available: 10, // `check` only
+} as const satisfies Record<FailureKind, number> & Record<string, number>;
+
+const USAGE = `usage:
+  deno task client check    --project SLUG --current VERSION [--base-url URL]
+  deno task client download --project SLUG [--current VERSION] [--out FILE] [--base-url URL]
+  deno task client download --release ID [--out FILE] [--base-url URL]
+options:
+  --retries N   retries after a 429 (honouring Retry-After) or a network failure; default 3
+environment: UPDATE_API_KEY (required), UPDATE_BASE_URL (default for --base-url)`;
+
+class UsageError extends Error {}
+
+export async function main(args: string[]): Promise<number> {
+  try {
+    return await run(args);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      console.error(`${error.message}\n${USAGE}`);
+      return EXIT.usage;
+    }
+    if (error instanceof UpdateClientError) {
+      console.error(`error (${error.kind}): ${error.message}`);
+      return EXIT[error.kind];
+    }
+    console.error("unexpected error:", error);
+    return EXIT.unexpected;
+  }
+}
+
+async function run(args: string[]): Promise<number> {
+  const { command, flags } = parseCommandLine(args);
+  const options = clientOptions(flags["base-url"], flags.retries);
+
+  if (command === "check") {
+    if (!flags.project || !flags.current) {
+      throw new UsageError("check needs --project and --current");
+    }
+    const update = await checkForUpdate({
+      ...options,
+      project: flags.project,
+      currentVersion: flags.current,
+    });
+    const latest = describe(update.release);
+    if (!update.available) {
+      console.log(`up to date: ${flags.current} (latest is ${latest})`);
+      return EXIT.ok;
+    }
+    console.log(`update available: ${flags.current} -> ${latest}`);
+    return EXIT.update_available;
+  }
+
+  // download
+  if (!flags.project === !flags.release) {
+    throw new UsageError("download needs either --project or --release");
+  }
+  let release: Release;
+  if (flags.release) {
+    if (!/^\d+$/.test(flags.release)) throw new UsageError("--release must be a number");
+    release = await getRelease(options, Number(flags.release));
+  } else {
+    const update = await checkForUpdate({
+      ...options,
+      project: flags.project!,
+      currentVersion: flags.current ?? "",
+    });
+    release = update.release;
+    if (flags.current && !isNewerVersion(release.version, flags.current)) {
+      console.log(`up to date: ${flags.current} (latest is ${describe(release)})`);
+      return EXIT.ok;
+    }
+  }
+  const target = flags.out ?? safeFileName(release.filename);
+  const result = await downloadRelease({ ...options, release, target });
+  console.log(
+    `downloaded ${describe(release)} to ${target} (${release.size_bytes} bytes, sha256 ok${
+      result.resumed ? ", resumed" : ""
+    })`,
+  );
+  return EXIT.ok;
+}
+
+function parseCommandLine(args: string[]) {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        "base-url": { type: "string" },
+        project: { type: "string" },
+        current: { type: "string" },
+        release: { type: "string" },
+        out: { type: "string" },
+        retries: { type: "string" },
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const [command, ...extra] = parsed.positionals;
+  if (command !== "check" && command !== "download") {
+    throw new UsageError(command ? `unknown command "${command}"` : "missing command");
+  }
+  if (extra.length) throw new UsageError(`unexpected argument "${extra[0]}"`);
+  return { command, flags: parsed.values };
+}
+
+function clientOptions(
+  baseUrlFlag: string | undefined,
+  retriesFlag: string | undefined,
+): ClientOptions {
+  if (retriesFlag !== undefined && !/^\d{1,2}$/.test(retriesFlag)) {
+    throw new UsageError("--retries must be a number from 0 to 99");
+  }
+  const apiKey = Deno.env.get("UPDATE_API_KEY")?.trim();
+  if (!apiKey) throw new UsageError("set the API key in the environment variable UPDATE_API_KEY");
+  const baseUrl = baseUrlFlag ?? Deno.env.get("UPDATE_BASE_URL");
+  if (!baseUrl) throw new UsageError("give --base-url or set UPDATE_BASE_URL");
+  try {
+    if (!/^https?:$/.test(new URL(baseUrl).protocol)) throw new Error();
+  } catch {
+    throw new UsageError(`--base-url must be an http:// or https:// URL, got "${baseUrl}"`);
+  }
+  return { baseUrl, apiKey, retries: retriesFlag === undefined ? 3 : Number(retriesFlag) };
+}
+
+/** The server's file name, reduced to a plain name in the current directory. */
+function safeFileName(name: string): string {
+  const base = basename(name.replaceAll("\\", "/"));
+  return base && base !== "." && base !== ".." ? base : "download.bin";
+}
+
+function describe(release: Release): string {
+  return `${release.version}${
+    release.build ? ` (build ${release.build})` : ""
+  } [release ${release.id}]`;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

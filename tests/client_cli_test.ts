@@ -1,0 +1,199 @@
+/** `deno task client …` against the real service (`deno task start`) on a free port. */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import { setApiKeyActive } from "../src/store/mod.ts";
+import { openDataDir } from "./data_dir_fixtures.ts";
+import { makeDataTempDir, runTask, startServer } from "./server_process.ts";
+
+function pattern(size: number, seed: number): Uint8Array {
+  return Uint8Array.from({ length: size }, (_, i) => (i * 31 + seed * 17 + (i >> 10)) & 0xff);
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+async function exists(path: string): Promise<boolean> {
+  return await Deno.stat(path).then(() => true, () => false);
+}
+
+Deno.test("reference client CLI against the real service", async (t) => {
+  const root = await makeDataTempDir("test-client-cli");
+  const dataDir = join(root, "service");
+  const out = join(root, "out");
+  await Deno.mkdir(out);
+
+  const fx = await openDataDir(dataDir);
+  const desktop = await fx.project({ name: "Desktop", slug: "desktop" });
+  await fx.project({ name: "Empty", slug: "empty" });
+  await fx.release(desktop.id, "1.0.0", pattern(1000, 1));
+  const broken = await fx.release(desktop.id, "1.0.1", pattern(5000, 2));
+  const latestBytes = pattern(200_000, 3);
+  const latest = await fx.release(desktop.id, "1.1.0", latestBytes, { build: "7" });
+  const { secret: key } = await fx.key({});
+  const { secret: noDownloadKey } = await fx.key({ can_download: false });
+  const disabled = await fx.key({});
+  await setApiKeyActive(fx.kv, disabled.apiKey.id, false);
+  const { secret: limitedKey } = await fx.key({});
+  const { secret: limitedKey2 } = await fx.key({});
+  fx.close();
+  // Same size, different bytes: the service serves it, the client must refuse it.
+  await Deno.writeFile(join(dataDir, "artifacts", broken.storage_key), pattern(5000, 99));
+
+  const server = await startServer(dataDir);
+  const client = (args: string[], apiKey: string | null = key) =>
+    runTask(
+      ["client", ...args, "--base-url", server.baseUrl],
+      apiKey ? { UPDATE_API_KEY: apiKey } : {},
+    );
+
+  try {
+    await t.step("check: up to date is 0, an update available is 10", async () => {
+      const same = await client(["check", "--project", "desktop", "--current", "1.1.0"]);
+      assert.equal(same.code, 0, same.stderr);
+      assert.match(same.stdout, /up to date: 1\.1\.0/);
+      const older = await client(["check", "--project", "desktop", "--current", "v1.0.9"]);
+      assert.equal(older.code, 10, older.stderr);
+      assert.match(older.stdout, /update available: v1\.0\.9 -> 1\.1\.0 \(build 7\)/);
+      const newer = await client(["check", "--project", "desktop", "--current", "1.2.0-beta.1"]);
+      assert.equal(newer.code, 0, "a newer running version is not offered a downgrade");
+    });
+
+    await t.step("download: verified file in place, no leftovers", async () => {
+      const target = join(out, "latest.bin");
+      const res = await client(["download", "--project", "desktop", "--out", target]);
+      assert.equal(res.code, 0, res.stderr);
+      assert.match(res.stdout, /downloaded 1\.1\.0 .* sha256 ok/);
+      assert.equal(sha256(await Deno.readFile(target)), latest.checksum_sha256);
+      assert.equal(await exists(`${target}.part`), false);
+      assert.equal(await exists(`${target}.part.json`), false);
+    });
+
+    await t.step("download with --current that is up to date downloads nothing", async () => {
+      const target = join(out, "nothing.bin");
+      const res = await client([
+        "download",
+        "--project",
+        "desktop",
+        "--current",
+        "1.1.0",
+        "--out",
+        target,
+      ]);
+      assert.equal(res.code, 0, res.stderr);
+      assert.match(res.stdout, /up to date/);
+      assert.equal(await exists(target), false);
+    });
+
+    await t.step("download with a part left behind resumes or restarts, and verifies", async () => {
+      // The ETag is either stale (the service must answer 200) or the service's own
+      // quoted SHA-256 (a service with Range support answers 206): both end verified.
+      for (const etag of ['"stale"', `"${latest.checksum_sha256}"`]) {
+        const target = join(out, `resume-${etag.length}.bin`);
+        await Deno.writeFile(`${target}.part`, latestBytes.subarray(0, 80_000));
+        await Deno.writeTextFile(
+          `${target}.part.json`,
+          JSON.stringify({
+            release_id: latest.id,
+            checksum_sha256: latest.checksum_sha256,
+            size_bytes: latest.size_bytes,
+            etag,
+          }),
+        );
+        const res = await client(["download", "--release", String(latest.id), "--out", target]);
+        assert.equal(res.code, 0, res.stderr);
+        assert.equal(sha256(await Deno.readFile(target)), latest.checksum_sha256);
+        assert.equal(await exists(`${target}.part`), false);
+      }
+    });
+
+    await t.step("a corrupted artifact: exit 6, nothing moved into place", async () => {
+      const target = join(out, "broken.bin");
+      const res = await client(["download", "--release", String(broken.id), "--out", target]);
+      assert.equal(res.code, 6, res.stderr);
+      assert.match(res.stderr, /SHA-256/);
+      assert.equal(await exists(target), false);
+      assert.equal(await exists(`${target}.part`), false);
+    });
+
+    await t.step("401/403: exit 3 with the service's message", async () => {
+      const check = ["check", "--project", "desktop", "--current", "1.0.0"];
+      const wrong = await client(check, "uds_not-a-real-key");
+      assert.equal(wrong.code, 3);
+      assert.match(wrong.stderr, /401 invalid api key/);
+      const off = await client(check, disabled.secret);
+      assert.equal(off.code, 3);
+      const denied = await client(check, noDownloadKey);
+      assert.equal(denied.code, 3);
+      assert.match(denied.stderr, /403 api key permission denied/);
+    });
+
+    await t.step("404: exit 4 for an unknown project, no release, unknown release", async () => {
+      const unknown = await client(["check", "--project", "nope", "--current", "1.0.0"]);
+      assert.equal(unknown.code, 4);
+      assert.match(unknown.stderr, /resource not found/);
+      const empty = await client(["check", "--project", "empty", "--current", "1.0.0"]);
+      assert.equal(empty.code, 4);
+      assert.match(empty.stderr, /release not found/);
+      const release = await client(["download", "--release", "999", "--out", join(out, "x")]);
+      assert.equal(release.code, 4);
+    });
+
+    await t.step("usage errors: exit 2; the key comes only from the environment", async () => {
+      const noKey = await client(["check", "--project", "desktop", "--current", "1.0.0"], null);
+      assert.equal(noKey.code, 2);
+      assert.match(noKey.stderr, /UPDATE_API_KEY/);
+      assert.equal((await client(["upgrade"])).code, 2);
+      assert.equal((await client(["check", "--project", "desktop"])).code, 2);
+      assert.equal((await client(["download", "--project", "desktop", "--release", "1"])).code, 2);
+      assert.equal((await client(["check", "--api-key", key])).code, 2);
+      assert.equal((await client(["download", "--release", "1", "--retries", "x"])).code, 2);
+    });
+
+    await t.step("no service listening: exit 7", async () => {
+      const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+      const closedPort = listener.addr.port;
+      listener.close();
+      const res = await runTask(
+        ["client", "check", "--project", "desktop", "--current", "1", "--retries", "0"],
+        { UPDATE_API_KEY: key, UPDATE_BASE_URL: `http://127.0.0.1:${closedPort}` },
+      );
+      assert.equal(res.code, 7, res.stderr);
+      assert.match(res.stderr, /network/);
+    });
+  } finally {
+    await server.stop();
+  }
+
+  await t.step(
+    "429: waits for Retry-After and succeeds, or exits 5 when out of retries",
+    async () => {
+      // One token, refilled each second: the download's second request is limited.
+      const limited = await startServer(dataDir, {
+        APP_CLIENT_RATE_LIMIT_BURST: "1",
+        APP_CLIENT_RATE_LIMIT_PER_MINUTE: "60",
+      });
+      try {
+        const run = (apiKey: string, retries: string, target: string) =>
+          runTask(
+            ["client", "download", "--project", "desktop", "--out", target, "--retries", retries],
+            { UPDATE_API_KEY: apiKey, UPDATE_BASE_URL: limited.baseUrl },
+          );
+        const gaveUp = await run(limitedKey, "0", join(out, "limited-0.bin"));
+        assert.equal(gaveUp.code, 5, gaveUp.stderr);
+        assert.match(gaveUp.stderr, /429 rate limit exceeded/);
+        const waited = await run(limitedKey2, "3", join(out, "limited-3.bin"));
+        assert.equal(waited.code, 0, waited.stderr);
+        assert.equal(
+          sha256(await Deno.readFile(join(out, "limited-3.bin"))),
+          latest.checksum_sha256,
+        );
+      } finally {
+        await limited.stop();
+      }
+    },
+  );
+
+  await Deno.remove(root, { recursive: true });
+});

@@ -1,0 +1,46 @@
+/**
+ * Fixtures written straight into a real data dir (KV file + artifacts/)
+ * through the store layer, for tests that run the service as a process.
+ */
+import { join } from "node:path";
+import { publishRelease } from "../src/artifacts.ts";
+import {
+  type ApiKeyInput,
+  createApiKey,
+  createProject,
+  type ProjectInput,
+} from "../src/store/mod.ts";
+
+export interface DataDirFixtures {
+  kv: Deno.Kv;
+  project: (input: ProjectInput) => ReturnType<typeof createProject>;
+  release: (
+    projectId: number,
+    version: string,
+    bytes: Uint8Array,
+    extra?: { filename?: string; build?: string; content_type?: string; release_notes?: string },
+  ) => ReturnType<typeof publishRelease>;
+  key: (input: Partial<ApiKeyInput>) => ReturnType<typeof createApiKey>;
+  close: () => void;
+}
+
+export async function openDataDir(dataDir: string): Promise<DataDirFixtures> {
+  await Deno.mkdir(dataDir, { recursive: true });
+  const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+  const artifactsDir = join(dataDir, "artifacts");
+  return {
+    kv,
+    project: (input) => createProject(kv, input),
+    release: (projectId, version, bytes, extra = {}) =>
+      publishRelease(
+        kv,
+        artifactsDir,
+        { project_id: projectId, version, filename: `app-${version}.bin`, ...extra },
+        ReadableStream.from([bytes]),
+        Number.MAX_SAFE_INTEGER,
+      ),
+    key: (input) =>
+      createApiKey(kv, { name: "key", can_download: true, scope_mode: "all_projects", ...input }),
+    close: () => kv.close(),
+  };
+}
