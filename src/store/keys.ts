@@ -19,6 +19,10 @@
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
+ *
+ * Backups (src/store/backup.ts) copy every entry except those under
+ * `BACKUP_SKIPPED_PREFIXES`; add the prefix of every new key written with
+ * `expireIn` there (short-lived state that a restore must not resurrect).
  */
 
 export type IdKind = "projects" | "releases" | "api_keys";
@@ -86,3 +90,18 @@ export function healthPingKey(): Deno.KvKey {
 export function rateLimitKey(bucketId: string): Deno.KvKey {
   return ["rate_limit", bucketId];
 }
+
+/** Short-lived entries (written with `expireIn`) that backups leave out. */
+export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
+  ["rate_limit"],
+];
+
+/**
+ * Single-key bookkeeping entries that change on every download or key use,
+ * never as part of a multi-key commit. A backup takes whatever value each one
+ * has when it is read instead of waiting for them to hold still.
+ */
+export const BACKUP_VOLATILE_PREFIXES: readonly Deno.KvKey[] = [
+  ["release_downloads"],
+  ["api_key_last_used"],
+];

@@ -1,5 +1,6 @@
 /** The store layer: the only code that touches Deno KV. */
 export * from "./api_keys.ts";
+export * from "./backup.ts";
 export * from "./errors.ts";
 export * from "./keys.ts";
 export * from "./projects.ts";

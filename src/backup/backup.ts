@@ -1,0 +1,178 @@
+/**
+ * `deno task backup <dir>`: a consistent copy of the KV entries and of the
+ * artifacts they reference, taken while the service keeps running.
+ *
+ * 1. A snapshot of all KV entries (src/store/backup.ts: full passes until two
+ *    agree), from a second connection to the KV file; backup only reads.
+ * 2. `kv.jsonl` from that snapshot.
+ * 3. The artifact of every release in the snapshot. Artifact files are
+ *    written (and fsynced) before their release record is committed and never
+ *    change afterwards, so every file a snapshot references is complete;
+ *    each copy is checked against the release's size and SHA-256.
+ * 4. `manifest.json` last: its presence marks a complete backup.
+ */
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import {
+  BACKUP_SKIPPED_PREFIXES,
+  countRecords,
+  type KvRecord,
+  releasesIn,
+  snapshotEntries,
+} from "../store/mod.ts";
+import { encodeRecord } from "./codec.ts";
+import {
+  ARTIFACTS_DIR,
+  BackupError,
+  copyFileHashed,
+  exists,
+  FORMAT,
+  FORMAT_VERSION,
+  KV_FILE,
+  type Manifest,
+  MANIFEST_FILE,
+  type ManifestArtifact,
+  STORAGE_KEY_PATTERN,
+} from "./format.ts";
+
+export interface DataLocation {
+  kvPath: string;
+  artifactsDir: string;
+}
+
+/** Writes a backup of `source` into `targetDir`, which must not exist yet. */
+export async function createBackup(source: DataLocation, targetDir: string): Promise<Manifest> {
+  requireLocalKv(source.kvPath);
+  if (!(await exists(source.kvPath))) {
+    // Opening a missing file would create an empty database: refuse instead.
+    throw new BackupError(`no database at ${source.kvPath} (check APP_DATA_DIR / APP_KV_PATH)`);
+  }
+  await createEmptyDir(targetDir);
+  try {
+    const kv = await Deno.openKv(source.kvPath);
+    let snapshot;
+    try {
+      snapshot = await snapshotEntries(kv);
+    } finally {
+      kv.close();
+    }
+    const kvSha256 = await writeKvFile(join(targetDir, KV_FILE), snapshot.records);
+    const artifacts = await copyArtifacts(snapshot.records, source.artifactsDir, targetDir);
+    const manifest: Manifest = {
+      format: FORMAT,
+      format_version: FORMAT_VERSION,
+      created_at: new Date().toISOString(),
+      kv: {
+        file: KV_FILE,
+        entries: snapshot.records.length,
+        sha256: kvSha256,
+        skipped_prefixes: BACKUP_SKIPPED_PREFIXES.map((prefix) => prefix.map(String)),
+        snapshot_passes: snapshot.passes,
+      },
+      counts: countRecords(snapshot.records),
+      artifacts,
+    };
+    await writeSynced(join(targetDir, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + "\n");
+    return manifest;
+  } catch (error) {
+    // Leave no half backup behind that could be mistaken for a complete one.
+    await Deno.remove(targetDir, { recursive: true }).catch(() => {});
+    throw error;
+  }
+}
+
+export function requireLocalKv(kvPath: string): void {
+  if (/^https?:\/\//i.test(kvPath) || kvPath === ":memory:") {
+    throw new BackupError(`backup and restore need a local KV file, not ${kvPath}`);
+  }
+}
+
+async function createEmptyDir(dir: string): Promise<void> {
+  try {
+    // Not recursive for the last step: an existing directory is refused.
+    await Deno.mkdir(join(dir, ".."), { recursive: true });
+    await Deno.mkdir(dir);
+  } catch (error) {
+    if (error instanceof Deno.errors.AlreadyExists) {
+      throw new BackupError(`${dir} already exists; give a new directory for the backup`);
+    }
+    throw error;
+  }
+}
+
+async function writeKvFile(path: string, records: readonly KvRecord[]): Promise<string> {
+  const file = await Deno.open(path, { write: true, createNew: true });
+  const hash = createHash("sha256");
+  const encoder = new TextEncoder();
+  try {
+    // Lines are grouped into chunks of about 1 MiB to keep writes few.
+    let chunk = "";
+    const flush = async () => {
+      const bytes = encoder.encode(chunk);
+      hash.update(bytes);
+      for (let written = 0; written < bytes.byteLength;) {
+        written += await file.write(bytes.subarray(written));
+      }
+      chunk = "";
+    };
+    for (const record of records) {
+      chunk += encodeRecord(record) + "\n";
+      if (chunk.length > 1_000_000) await flush();
+    }
+    await flush();
+    await file.sync();
+  } finally {
+    file.close();
+  }
+  return hash.digest("hex");
+}
+
+async function copyArtifacts(
+  records: readonly KvRecord[],
+  artifactsDir: string,
+  targetDir: string,
+): Promise<ManifestArtifact[]> {
+  await Deno.mkdir(join(targetDir, ARTIFACTS_DIR));
+  const copied = new Map<string, ManifestArtifact>();
+  for (const release of releasesIn(records)) {
+    const key = release.storage_key;
+    if (copied.has(key)) continue;
+    if (!STORAGE_KEY_PATTERN.test(key)) {
+      throw new BackupError(
+        `release ${release.id} has an invalid storage key ${JSON.stringify(key)}`,
+      );
+    }
+    const from = join(artifactsDir, key);
+    let copy;
+    try {
+      copy = await copyFileHashed(from, join(targetDir, ARTIFACTS_DIR, key));
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) {
+        throw new BackupError(`the artifact of release ${release.id} is missing: ${from}`);
+      }
+      throw error;
+    }
+    if (copy.size !== release.size_bytes || copy.sha256 !== release.checksum_sha256) {
+      throw new BackupError(
+        `the artifact of release ${release.id} (${from}) is damaged: ` +
+          `${copy.size} bytes with SHA-256 ${copy.sha256}, ` +
+          `expected ${release.size_bytes} bytes with SHA-256 ${release.checksum_sha256}`,
+      );
+    }
+    copied.set(key, { storage_key: key, sha256: copy.sha256, size_bytes: copy.size });
+  }
+  return [...copied.values()];
+}
+
+async function writeSynced(path: string, text: string): Promise<void> {
+  const file = await Deno.open(path, { write: true, createNew: true });
+  try {
+    const bytes = new TextEncoder().encode(text);
+    for (let written = 0; written < bytes.byteLength;) {
+      written += await file.write(bytes.subarray(written));
+    }
+    await file.sync();
+  } finally {
+    file.close();
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The backup directory format (version 1):
+ *
+ *   <dir>/kv.jsonl            one line per KV entry: {"key": [...], "value": ...} (see codec.ts)
+ *   <dir>/artifacts/<key>     the artifact file of each release, by storage key
+ *   <dir>/manifest.json       written last: a backup without it is incomplete
+ */
+import { createHash } from "node:crypto";
+
+export const FORMAT = "update-distribution-backup";
+export const FORMAT_VERSION = 1;
+export const KV_FILE = "kv.jsonl";
+export const ARTIFACTS_DIR = "artifacts";
+export const MANIFEST_FILE = "manifest.json";
+
+/** Storage keys are UUIDs; anything else in a record is refused (no path tricks). */
+export const STORAGE_KEY_PATTERN = /^[0-9a-f-]{36}$/;
+
+export interface ManifestArtifact {
+  storage_key: string;
+  sha256: string;
+  size_bytes: number;
+}
+
+export interface Manifest {
+  format: typeof FORMAT;
+  format_version: typeof FORMAT_VERSION;
+  created_at: string;
+  kv: {
+    file: typeof KV_FILE;
+    entries: number;
+    /** SHA-256 of kv.jsonl. */
+    sha256: string;
+    /** Key prefixes that were left out (short-lived state). */
+    skipped_prefixes: string[][];
+    /** Full passes over the KV until two agreed (see src/store/backup.ts). */
+    snapshot_passes: number;
+  };
+  counts: { projects: number; releases: number; api_keys: number };
+  artifacts: ManifestArtifact[];
+}
+
+/** A backup that cannot be made, or a backup/target that cannot be restored. */
+export class BackupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "BackupError";
+  }
+}
+
+/**
+ * Copies `from` to a new file `to` (never overwriting), computing SHA-256 and
+ * size of the bytes as they pass, and fsyncs the copy.
+ */
+export async function copyFileHashed(
+  from: string,
+  to: string,
+): Promise<{ sha256: string; size: number }> {
+  const source = await Deno.open(from, { read: true });
+  const hash = createHash("sha256");
+  let size = 0;
+  try {
+    const target = await Deno.open(to, { write: true, createNew: true });
+    try {
+      for await (const chunk of source.readable) {
+        hash.update(chunk);
+        size += chunk.byteLength;
+        for (let written = 0; written < chunk.byteLength;) {
+          written += await target.write(chunk.subarray(written));
+        }
+      }
+      await target.sync();
+    } finally {
+      target.close();
+    }
+  } finally {
+    try {
+      source.close();
+    } catch { /* the readable closed it */ }
+  }
+  return { sha256: hash.digest("hex"), size };
+}
+
+/** SHA-256 and size of a file, streamed. */
+export async function hashFile(path: string): Promise<{ sha256: string; size: number }> {
+  const file = await Deno.open(path, { read: true });
+  const hash = createHash("sha256");
+  let size = 0;
+  for await (const chunk of file.readable) {
+    hash.update(chunk);
+    size += chunk.byteLength;
+  }
+  return { sha256: hash.digest("hex"), size };
+}
+
+/** The lines of a UTF-8 text file, streamed. */
+export async function* readLines(path: string): AsyncGenerator<string> {
+  const file = await Deno.open(path, { read: true });
+  let rest = "";
+  for await (const text of file.readable.pipeThrough(new TextDecoderStream())) {
+    const lines = (rest + text).split("\n");
+    rest = lines.pop()!;
+    yield* lines;
+  }
+  if (rest !== "") yield rest;
+}
+
+export async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}

@@ -1,0 +1,12 @@
+/**
+ * `deno task restore <dir>`: rebuilds the empty data dir APP_DATA_DIR (or
+ * APP_KV_PATH) from the backup in <dir>.
+ */
+import { restoreBackup } from "../src/backup/restore.ts";
+import { runTool } from "./run_tool.ts";
+
+await runTool("restore", async (dir, config) => {
+  const manifest = await restoreBackup(dir, config);
+  return `restored ${manifest.kv.entries} KV entries and ${manifest.artifacts.length} artifacts ` +
+    `from ${dir} (backup of ${manifest.created_at}) into ${config.dataDir}`;
+});
