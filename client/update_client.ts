@@ -178,6 +178,13 @@ export interface DownloadResult {
   resumed: boolean;
 }
 
+export interface DownloadOptions extends ClientOptions {
+  release: Release;
+  /** Where the verified file ends up; `<target>.part` and `<target>.part.json` sit beside it. */
+  target: string;
+  onProgress?: (bytes: number, total: number) => void;
+}
+
 interface PartState {
   release_id: number;
   checksum_sha256: string;
@@ -191,11 +198,7 @@ interface PartState {
  * earlier attempt, verifies size and SHA-256, then renames it into place.
  */
 export function downloadRelease(
-  options: ClientOptions & {
-    release: Release;
-    target: string;
-    onProgress?: (bytes: number, total: number) => void;
-  },
+  options: DownloadOptions,
 ): Promise<DownloadResult> {
   let receivedBytes = 0;
   let resumed = false;
@@ -207,11 +210,7 @@ export function downloadRelease(
 }
 
 async function downloadOnce(
-  options: ClientOptions & {
-    release: Release;
-    target: string;
-    onProgress?: (bytes: number, total: number) => void;
-  },
+  options: DownloadOptions,
   onReceived: (bytes: number) => void,
 ): Promise<{ resumed: boolean }> {
   const { release, target } = options;
@@ -222,7 +221,7 @@ async function downloadOnce(
   const partHash = createHash("sha256");
   const partSize = state ? await hashFile(partPath, partHash) : 0;
   if (state && partSize === release.size_bytes) {
-    await finish(partPath, statePath, target, partHash, partSize, release);
+    await finish(partPath, statePath, target, partHash, partSize, release, true);
     return { resumed: true };
   }
 
@@ -285,7 +284,7 @@ async function downloadOnce(
     } finally {
       file.close();
     }
-    await finish(partPath, statePath, target, hash, size, release);
+    await finish(partPath, statePath, target, hash, size, release, resumed);
     return { resumed };
   } catch (error) {
     throw asClientError(error);
@@ -294,7 +293,11 @@ async function downloadOnce(
   }
 }
 
-/** Renames the part onto the target when size and SHA-256 match; otherwise deletes it. */
+/**
+ * Renames the part onto the target when size and SHA-256 match; otherwise
+ * deletes it. A resumed download that fails is retried once from zero, in
+ * case the bytes kept from the earlier attempt were the bad ones.
+ */
 async function finish(
   partPath: string,
   statePath: string,
@@ -302,6 +305,7 @@ async function finish(
   hash: Hash,
   size: number,
   release: Release,
+  resumed: boolean,
 ): Promise<void> {
   const digest = hash.digest("hex");
   if (size !== release.size_bytes || digest !== release.checksum_sha256.toLowerCase()) {
@@ -309,7 +313,8 @@ async function finish(
     const what = size !== release.size_bytes
       ? `size ${size} bytes, expected ${release.size_bytes}`
       : `SHA-256 ${digest}, expected ${release.checksum_sha256}`;
-    throw new UpdateClientError("integrity", `download rejected: ${what}`);
+    const retry = resumed ? 0 : undefined;
+    throw new UpdateClientError("integrity", `download rejected: ${what}`, undefined, retry);
   }
   await fileStep(() => Deno.rename(partPath, target), target);
   await Deno.remove(statePath).catch(() => {});

@@ -293,6 +293,25 @@ Deno.test("reference client downloads", async (t) => {
     assert.deepEqual(result, { receivedBytes: 0, resumed: true });
   });
 
+  await t.step(
+    "a damaged part fails the check after resuming, then one fresh try succeeds",
+    async () => {
+      const server = startRangeServer();
+      const file = target();
+      await Deno.writeFile(`${file}.part`, new Uint8Array(100_000)); // zeros, not the real bytes
+      await Deno.writeTextFile(
+        `${file}.part.json`,
+        JSON.stringify({ release_id: 7, checksum_sha256: SHA256, size_bytes: SIZE, etag: ETAG }),
+      );
+      const options = { baseUrl: server.baseUrl, apiKey: "k", release: releaseFor(), target: file };
+      const result = await downloadRelease({ ...options, ...noSleep });
+      await server.close();
+      await assertDownloaded(file);
+      assert.deepEqual(server.seen.map((r) => r.range), ["bytes=100000-", null]);
+      assert.equal(result.receivedBytes, SIZE * 2 - 100_000);
+    },
+  );
+
   await t.step("wrong bytes: checksum mismatch, nothing moved into place", async () => {
     const corrupt = BYTES.slice();
     corrupt[1234] ^= 0xff;
