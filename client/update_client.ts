@@ -147,27 +147,31 @@ export async function checkForUpdate(
   options: ClientOptions & { project: string; currentVersion: string },
 ): Promise<UpdateCheck> {
   const path = `/api/v1/projects/${encodeURIComponent(options.project)}/releases/latest`;
-  const envelope = await withRetries(options, async () => {
-    const res = await send(options, path, {});
-    try {
-      return await res.json() as { project: Project; release: Release };
-    } catch {
-      throw new UpdateClientError("server", "the service answered with invalid JSON", res.status);
-    }
-  });
-  const { project, release } = envelope;
-  if (typeof release?.version !== "string" || typeof release.download_url !== "string") {
-    throw new UpdateClientError("server", "the service answered without release metadata");
-  }
+  const { project, release } = await getEnvelope(options, path);
   return { available: isNewerVersion(release.version, options.currentVersion), project, release };
 }
 
 /** Release metadata by id (`/api/v1/releases/{id}`). */
-export function getRelease(options: ClientOptions, releaseId: number): Promise<Release> {
-  return withRetries(options, async () => {
-    const res = await send(options, `/api/v1/releases/${releaseId}`, {});
-    return (await res.json() as { release: Release }).release;
+export async function getRelease(options: ClientOptions, releaseId: number): Promise<Release> {
+  return (await getEnvelope(options, `/api/v1/releases/${releaseId}`)).release;
+}
+
+async function getEnvelope(
+  options: ClientOptions,
+  path: string,
+): Promise<{ project: Project; release: Release }> {
+  const envelope = await withRetries(options, async () => {
+    const res = await send(options, path, {});
+    return await res.json().catch((error) => {
+      if (error instanceof SyntaxError) return null; // not JSON: reported below
+      throw error; // the connection broke while reading
+    });
   });
+  const release = envelope?.release;
+  if (typeof release?.version !== "string" || typeof release.download_url !== "string") {
+    throw new UpdateClientError("server", `the service answered ${path} without release metadata`);
+  }
+  return envelope;
 }
 
 // ---------------------------------------------------------------- download
@@ -385,11 +389,15 @@ async function send(
   }
   if (res.status === 404) throw new UpdateClientError("not_found", message, res.status);
   if (res.status === 429) {
+    // A wait longer than the caller accepts is not retried (waiting less would earn another 429).
     const seconds = retryAfterSeconds(res.headers.get("retry-after"));
-    const wait = Math.min(seconds, options.maxRetryAfterSeconds ?? 60);
-    // Waiting less than the service asked for would only earn another 429.
-    const retryAfterMs = seconds <= (options.maxRetryAfterSeconds ?? 60) ? wait * 1000 : undefined;
-    throw new UpdateClientError("rate_limited", message, 429, retryAfterMs);
+    const acceptable = seconds <= (options.maxRetryAfterSeconds ?? 60);
+    throw new UpdateClientError(
+      "rate_limited",
+      message,
+      429,
+      acceptable ? seconds * 1000 : undefined,
+    );
   }
   if (res.status === 416) return res; // handled by the download
   throw new UpdateClientError("server", message, res.status);
