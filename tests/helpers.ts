@@ -18,10 +18,25 @@ export interface TestApp {
   config: Config;
   /** GET (or other method) with an optional bearer key. */
   request: (path: string, key?: string, init?: RequestInit) => Promise<Response>;
+  /** Like `request`, as if sent from the TCP peer `address`. */
+  requestFrom: (
+    address: string,
+    path: string,
+    key?: string,
+    init?: RequestInit,
+  ) => Promise<Response>;
   close: () => Promise<void>;
 }
 
-export async function createTestApp(overrides: Partial<Config> = {}): Promise<TestApp> {
+export interface TestAppOptions {
+  /** Wraps the main KV the app sees (the seed helpers keep the plain one). */
+  wrapKv?: (kv: Deno.Kv) => Deno.Kv;
+}
+
+export async function createTestApp(
+  overrides: Partial<Config> = {},
+  options: TestAppOptions = {},
+): Promise<TestApp> {
   const kv = await Deno.openKv(":memory:");
   const rateLimitKv = await Deno.openKv(":memory:");
   const dataDir = await Deno.makeTempDir({ prefix: "uds-test-" });
@@ -33,17 +48,23 @@ export async function createTestApp(overrides: Partial<Config> = {}): Promise<Te
     rateLimitPerMinute: 1_000_000,
     ...overrides,
   });
-  const app = createApp({ config, kv, rateLimitKv, recordKeyUse: () => {} });
+  const appKv = options.wrapKv ? options.wrapKv(kv) : kv;
+  const app = createApp({ config, kv: appKv, rateLimitKv, recordKeyUse: () => {} });
+  const send = (path: string, key?: string, init: RequestInit = {}, address?: string) => {
+    const headers = new Headers(init.headers);
+    if (key !== undefined) headers.set("authorization", `Bearer ${key}`);
+    const env = address === undefined
+      ? undefined
+      : { remoteAddr: { transport: "tcp", hostname: address, port: 40000 } };
+    return Promise.resolve(app.request(path, { ...init, headers }, env));
+  };
   return {
     app,
     kv,
     rateLimitKv,
     config,
-    request: (path, key, init = {}) => {
-      const headers = new Headers(init.headers);
-      if (key !== undefined) headers.set("authorization", `Bearer ${key}`);
-      return Promise.resolve(app.request(path, { ...init, headers }));
-    },
+    request: (path, key, init) => send(path, key, init),
+    requestFrom: (address, path, key, init) => send(path, key, init, address),
     close: async () => {
       kv.close();
       rateLimitKv.close();
@@ -61,7 +82,13 @@ export function seedRelease(
   projectId: number,
   version: string,
   bytes: Uint8Array = new TextEncoder().encode(`artifact ${version}`),
-  extra: { filename?: string; build?: string; content_type?: string; release_notes?: string } = {},
+  extra: {
+    filename?: string;
+    build?: string;
+    content_type?: string;
+    release_notes?: string;
+    created_at?: string;
+  } = {},
 ): Promise<Release> {
   return publishRelease(
     t.kv,
@@ -80,4 +107,76 @@ export async function seedKey(t: TestApp, input: Partial<ApiKeyInput> = {}) {
     ...input,
   });
   return { apiKey, secret };
+}
+
+export interface KvFaults {
+  /** `get`/`getMany` of a key for which this returns true throws. */
+  failGet?: (key: Deno.KvKey) => boolean;
+  /** `get` of a key for which this returns true never settles. */
+  hangGet?: (key: Deno.KvKey) => boolean;
+  /** Every atomic commit throws. */
+  failCommit?: boolean;
+}
+
+/** A KV that behaves like `kv` except for the faults asked for. */
+export function faultyKv(kv: Deno.Kv, faults: KvFaults): Deno.Kv {
+  return new Proxy(kv, {
+    get(target, prop) {
+      if (prop === "get") {
+        return (key: Deno.KvKey, options?: { consistency?: Deno.KvConsistencyLevel }) => {
+          if (faults.hangGet?.(key)) return new Promise(() => {});
+          if (faults.failGet?.(key)) return Promise.reject(new Error("kv get failed (test fault)"));
+          return target.get(key, options);
+        };
+      }
+      if (prop === "getMany") {
+        return (keys: Deno.KvKey[], options?: { consistency?: Deno.KvConsistencyLevel }) => {
+          if (keys.some((key) => faults.failGet?.(key))) {
+            return Promise.reject(new Error("kv getMany failed (test fault)"));
+          }
+          return target.getMany(keys, options);
+        };
+      }
+      if (prop === "atomic" && faults.failCommit) {
+        return () => {
+          const op = target.atomic();
+          const proxy: Deno.AtomicOperation = new Proxy(op, {
+            get(opTarget, opProp) {
+              if (opProp === "commit") {
+                return () => Promise.reject(new Error("kv commit failed (test fault)"));
+              }
+              const value = Reflect.get(opTarget, opProp, opTarget);
+              if (typeof value !== "function") return value;
+              // Builder methods return the operation: keep returning the proxy.
+              return (...args: unknown[]) => {
+                value.apply(opTarget, args);
+                return proxy;
+              };
+            },
+          });
+          return proxy;
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** Every entry of a KV as [key, value] pairs, in key order. */
+export async function dumpKv(kv: Deno.Kv): Promise<[Deno.KvKey, unknown][]> {
+  const entries: [Deno.KvKey, unknown][] = [];
+  for await (const entry of kv.list({ prefix: [] })) entries.push([entry.key, entry.value]);
+  return entries;
+}
+
+/** The names in a directory, or [] when it does not exist. */
+export async function listDir(dir: string): Promise<string[]> {
+  const names: string[] = [];
+  try {
+    for await (const entry of Deno.readDir(dir)) names.push(entry.name);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return names.sort();
 }
