@@ -96,7 +96,10 @@ Deno.test("APP_BASE_URL: an absolute http(s) URL; https:// turns on HSTS", async
     assert.equal(config.https, true);
   });
   for (const bad of ["not a url", "updates.example.com", "ftp://example.com", "/relative"]) {
-    await t.step(`"${bad}" is refused`, () => assertRejected({ APP_BASE_URL: bad }, "APP_BASE_URL"));
+    await t.step(
+      `"${bad}" is refused`,
+      () => assertRejected({ APP_BASE_URL: bad }, "APP_BASE_URL"),
+    );
   }
 });
 
