@@ -1,4 +1,5 @@
 /** Shared fixtures: an app on in-memory KVs and a temp data dir, plus seed helpers. */
+import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createApp } from "../src/app.ts";
 import { publishRelease } from "../src/artifacts.ts";
@@ -66,6 +67,8 @@ export async function createTestApp(
     request: (path, key, init) => send(path, key, init),
     requestFrom: (address, path, key, init) => send(path, key, init, address),
     close: async () => {
+      // Let fire-and-forget bookkeeping (download counts) finish before KV closes.
+      await new Promise((resolve) => setTimeout(resolve, 5));
       kv.close();
       rateLimitKv.close();
       await Deno.remove(dataDir, { recursive: true });
@@ -179,4 +182,56 @@ export async function listDir(dir: string): Promise<string[]> {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
   return names.sort();
+}
+
+/** The headers client-api.md section 7 puts on every response. */
+export function assertSecurityHeaders(res: Response, { hsts = false } = {}) {
+  assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+  assert.equal(res.headers.get("x-frame-options"), "DENY");
+  assert.equal(res.headers.get("referrer-policy"), "no-referrer");
+  assert.equal(
+    res.headers.get("strict-transport-security"),
+    hsts ? "max-age=31536000" : null,
+  );
+}
+
+/** The headers client-api.md section 7 puts on protected API responses. */
+export function assertProtectedHeaders(res: Response) {
+  assert.equal(res.headers.get("cache-control"), "no-store, private, max-age=0");
+  assert.equal(res.headers.get("pragma"), "no-cache");
+  assert.equal(res.headers.get("expires"), "0");
+  assert.equal(res.headers.get("vary"), "Authorization");
+  assert.equal(res.headers.get("x-robots-tag"), "noindex, nofollow");
+}
+
+/** Asserts a JSON body with the exact content type, and returns it. */
+// deno-lint-ignore no-explicit-any
+export async function readJson(res: Response, status: number): Promise<any> {
+  const text = await res.text();
+  assert.equal(res.status, status, `status of ${text}`);
+  assert.equal(res.headers.get("content-type"), "application/json; charset=utf-8");
+  return JSON.parse(text);
+}
+
+/** Asserts the spec's error object `{ "error": message }` and nothing else. */
+export async function assertError(res: Response, status: number, message: string) {
+  assert.deepEqual(await readJson(res, status), { error: message });
+}
+
+/** Captures console.error while `fn` runs. */
+export async function captureErrors<T>(
+  fn: () => Promise<T>,
+): Promise<{ value: T; logged: string }> {
+  const original = console.error;
+  const lines: string[] = [];
+  console.error = (...args: unknown[]) => {
+    lines.push(
+      args.map((a) => a instanceof Error ? `${a.name}: ${a.message}` : String(a)).join(" "),
+    );
+  };
+  try {
+    return { value: await fn(), logged: lines.join("\n") };
+  } finally {
+    console.error = original;
+  }
 }
