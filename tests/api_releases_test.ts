@@ -317,3 +317,23 @@ Deno.test("download: streams a large artifact without buffering it whole", () =>
     assert.ok(!first.done && first.value.byteLength < chunk.byteLength, "arrives in pieces");
     await reader.cancel();
   }));
+
+Deno.test({
+  name: "download: HEAD leaves no artifact file open",
+  ignore: Deno.build.os !== "linux",
+  fn: () =>
+    withApp(async (t, secret) => {
+      const project = await seedProject(t, { slug: "app" });
+      const release = await seedRelease(t, project.id, "1.0");
+      const openFiles = () => [...Deno.readDirSync("/proc/self/fd")].length;
+      const before = openFiles();
+      for (let i = 0; i < 20; i++) {
+        const res = await t.request(`/api/v1/releases/${release.id}/download`, secret, {
+          method: "HEAD",
+        });
+        assert.equal(res.status, 200);
+        await res.text();
+      }
+      assert.ok(openFiles() - before < 5, `${openFiles() - before} descriptors leaked`);
+    }),
+});
