@@ -22,7 +22,7 @@ const rateLimitKv = config.rateLimitStore === "kv" ? kv : await Deno.openKv(":me
 
 const app = createApp({ config, kv, rateLimitKv, recordKeyUse: createKeyUsageRecorder(kv) });
 
-Deno.serve({
+const server = Deno.serve({
   port: config.port,
   hostname: config.host,
   onListen: ({ hostname, port }) => {
@@ -31,3 +31,14 @@ Deno.serve({
     );
   },
 }, app.fetch);
+
+// Stop cleanly on SIGINT/SIGTERM (also as PID 1 in a container, which has no default handler).
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  if (Deno.build.os === "windows" && signal === "SIGTERM") continue;
+  Deno.addSignalListener(signal, () => {
+    server.shutdown().finally(() => {
+      kv.close();
+      Deno.exit(0);
+    });
+  });
+}

@@ -10,7 +10,17 @@ export interface AppDeps {
   recordKeyUse: (keyId: number) => void;
 }
 
+/** The bearer token of a client API request, resolved once by the rate limiter. */
+export interface PresentedKey {
+  /** The token after `Bearer `, or undefined when there is none. */
+  token: string | undefined;
+  /** The stored key the token belongs to, or null. */
+  key: ApiKey | null;
+  /** True when the key could not be looked up because KV failed. */
+  lookupFailed: boolean;
+}
+
 export interface AppEnv {
   Bindings: { remoteAddr?: Deno.Addr };
-  Variables: { apiKey: ApiKey };
+  Variables: { apiKey: ApiKey; presentedKey: PresentedKey };
 }

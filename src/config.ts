@@ -102,7 +102,17 @@ function readChoice<T extends string>(
   return raw as T;
 }
 
-export function loadConfig(env: Env = Deno.env.toObject()): Config {
+/**
+ * The process environment, read one name at a time, so that `deno task start`
+ * needs only `--allow-env=APP_*` rather than access to every variable.
+ */
+function processEnv(): Env {
+  return new Proxy({}, {
+    get: (_target, name) => typeof name === "string" ? Deno.env.get(name) : undefined,
+  });
+}
+
+export function loadConfig(env: Env = processEnv()): Config {
   const port = readInteger(env, "APP_PORT", 8000, { min: 0, max: 65535 });
   const dataDir = read(env, "APP_DATA_DIR") ?? "./data";
   const kvPath = read(env, "APP_KV_PATH") ?? join(dataDir, "kv.sqlite3");

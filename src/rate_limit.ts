@@ -3,6 +3,10 @@
  * `perMinute / 60` tokens a second. Each take is an atomic check-and-set of
  * the bucket entry, retried on conflict, so several instances sharing one KV
  * share the limit. Entries expire once the bucket would be full again.
+ *
+ * Within one process, takes of the same bucket are queued one after another:
+ * many concurrent requests of one key would otherwise make each other's
+ * commits fail, retry with back-off, and in the end give up.
  */
 import { commitWithRetry, rateLimitKey } from "./store/mod.ts";
 
@@ -24,6 +28,32 @@ export function takeToken(
   bucketId: string,
   rule: RateLimitRule,
   nowMs: () => number = Date.now,
+): Promise<TakeResult> {
+  return inTurn(kv, bucketId, () => takeTokenNow(kv, bucketId, rule, nowMs));
+}
+
+/** The tail of the queue of each bucket, per KV. */
+const queues = new WeakMap<Deno.Kv, Map<string, Promise<unknown>>>();
+
+/** Runs `task` after every earlier task of the same bucket has settled. */
+function inTurn<T>(kv: Deno.Kv, bucketId: string, task: () => Promise<T>): Promise<T> {
+  let tails = queues.get(kv);
+  if (tails === undefined) queues.set(kv, tails = new Map());
+  const previous = tails.get(bucketId);
+  const result = previous === undefined ? task() : previous.then(task, task);
+  const tail = result.then(() => {}, () => {});
+  tails.set(bucketId, tail);
+  tail.then(() => {
+    if (tails.get(bucketId) === tail) tails.delete(bucketId);
+  });
+  return result;
+}
+
+function takeTokenNow(
+  kv: Deno.Kv,
+  bucketId: string,
+  rule: RateLimitRule,
+  nowMs: () => number,
 ): Promise<TakeResult> {
   const perMs = rule.perMinute / 60_000;
   const key = rateLimitKey(bucketId);

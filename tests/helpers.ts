@@ -1,4 +1,5 @@
 /** Shared fixtures: an app on in-memory KVs and a temp data dir, plus seed helpers. */
+import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createApp } from "../src/app.ts";
 import { publishRelease } from "../src/artifacts.ts";
@@ -18,10 +19,25 @@ export interface TestApp {
   config: Config;
   /** GET (or other method) with an optional bearer key. */
   request: (path: string, key?: string, init?: RequestInit) => Promise<Response>;
+  /** Like `request`, as if sent from the TCP peer `address`. */
+  requestFrom: (
+    address: string,
+    path: string,
+    key?: string,
+    init?: RequestInit,
+  ) => Promise<Response>;
   close: () => Promise<void>;
 }
 
-export async function createTestApp(overrides: Partial<Config> = {}): Promise<TestApp> {
+export interface TestAppOptions {
+  /** Wraps the main KV the app sees (the seed helpers keep the plain one). */
+  wrapKv?: (kv: Deno.Kv) => Deno.Kv;
+}
+
+export async function createTestApp(
+  overrides: Partial<Config> = {},
+  options: TestAppOptions = {},
+): Promise<TestApp> {
   const kv = await Deno.openKv(":memory:");
   const rateLimitKv = await Deno.openKv(":memory:");
   const dataDir = await Deno.makeTempDir({ prefix: "uds-test-" });
@@ -33,18 +49,26 @@ export async function createTestApp(overrides: Partial<Config> = {}): Promise<Te
     rateLimitPerMinute: 1_000_000,
     ...overrides,
   });
-  const app = createApp({ config, kv, rateLimitKv, recordKeyUse: () => {} });
+  const appKv = options.wrapKv ? options.wrapKv(kv) : kv;
+  const app = createApp({ config, kv: appKv, rateLimitKv, recordKeyUse: () => {} });
+  const send = (path: string, key?: string, init: RequestInit = {}, address?: string) => {
+    const headers = new Headers(init.headers);
+    if (key !== undefined) headers.set("authorization", `Bearer ${key}`);
+    const env = address === undefined
+      ? undefined
+      : { remoteAddr: { transport: "tcp", hostname: address, port: 40000 } };
+    return Promise.resolve(app.request(path, { ...init, headers }, env));
+  };
   return {
     app,
     kv,
     rateLimitKv,
     config,
-    request: (path, key, init = {}) => {
-      const headers = new Headers(init.headers);
-      if (key !== undefined) headers.set("authorization", `Bearer ${key}`);
-      return Promise.resolve(app.request(path, { ...init, headers }));
-    },
+    request: (path, key, init) => send(path, key, init),
+    requestFrom: (address, path, key, init) => send(path, key, init, address),
     close: async () => {
+      // Let fire-and-forget bookkeeping (download counts) finish before KV closes.
+      await new Promise((resolve) => setTimeout(resolve, 5));
       kv.close();
       rateLimitKv.close();
       await Deno.remove(dataDir, { recursive: true });
@@ -61,7 +85,13 @@ export function seedRelease(
   projectId: number,
   version: string,
   bytes: Uint8Array = new TextEncoder().encode(`artifact ${version}`),
-  extra: { filename?: string; build?: string; content_type?: string; release_notes?: string } = {},
+  extra: {
+    filename?: string;
+    build?: string;
+    content_type?: string;
+    release_notes?: string;
+    created_at?: string;
+  } = {},
 ): Promise<Release> {
   return publishRelease(
     t.kv,
@@ -80,4 +110,128 @@ export async function seedKey(t: TestApp, input: Partial<ApiKeyInput> = {}) {
     ...input,
   });
   return { apiKey, secret };
+}
+
+export interface KvFaults {
+  /** `get`/`getMany` of a key for which this returns true throws. */
+  failGet?: (key: Deno.KvKey) => boolean;
+  /** `get` of a key for which this returns true never settles. */
+  hangGet?: (key: Deno.KvKey) => boolean;
+  /** Every atomic commit throws. */
+  failCommit?: boolean;
+}
+
+/** A KV that behaves like `kv` except for the faults asked for. */
+export function faultyKv(kv: Deno.Kv, faults: KvFaults): Deno.Kv {
+  return new Proxy(kv, {
+    get(target, prop) {
+      if (prop === "get") {
+        return (key: Deno.KvKey, options?: { consistency?: Deno.KvConsistencyLevel }) => {
+          if (faults.hangGet?.(key)) return new Promise(() => {});
+          if (faults.failGet?.(key)) return Promise.reject(new Error("kv get failed (test fault)"));
+          return target.get(key, options);
+        };
+      }
+      if (prop === "getMany") {
+        return (keys: Deno.KvKey[], options?: { consistency?: Deno.KvConsistencyLevel }) => {
+          if (keys.some((key) => faults.failGet?.(key))) {
+            return Promise.reject(new Error("kv getMany failed (test fault)"));
+          }
+          return target.getMany(keys, options);
+        };
+      }
+      if (prop === "atomic" && faults.failCommit) {
+        return () => {
+          const op = target.atomic();
+          const proxy: Deno.AtomicOperation = new Proxy(op, {
+            get(opTarget, opProp) {
+              if (opProp === "commit") {
+                return () => Promise.reject(new Error("kv commit failed (test fault)"));
+              }
+              const value = Reflect.get(opTarget, opProp, opTarget);
+              if (typeof value !== "function") return value;
+              // Builder methods return the operation: keep returning the proxy.
+              return (...args: unknown[]) => {
+                value.apply(opTarget, args);
+                return proxy;
+              };
+            },
+          });
+          return proxy;
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** Every entry of a KV as [key, value] pairs, in key order. */
+export async function dumpKv(kv: Deno.Kv): Promise<[Deno.KvKey, unknown][]> {
+  const entries: [Deno.KvKey, unknown][] = [];
+  for await (const entry of kv.list({ prefix: [] })) entries.push([entry.key, entry.value]);
+  return entries;
+}
+
+/** The names in a directory, or [] when it does not exist. */
+export async function listDir(dir: string): Promise<string[]> {
+  const names: string[] = [];
+  try {
+    for await (const entry of Deno.readDir(dir)) names.push(entry.name);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return names.sort();
+}
+
+/** The headers client-api.md section 7 puts on every response. */
+export function assertSecurityHeaders(res: Response, { hsts = false } = {}) {
+  assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+  assert.equal(res.headers.get("x-frame-options"), "DENY");
+  assert.equal(res.headers.get("referrer-policy"), "no-referrer");
+  assert.equal(
+    res.headers.get("strict-transport-security"),
+    hsts ? "max-age=31536000" : null,
+  );
+}
+
+/** The headers client-api.md section 7 puts on protected API responses. */
+export function assertProtectedHeaders(res: Response) {
+  assert.equal(res.headers.get("cache-control"), "no-store, private, max-age=0");
+  assert.equal(res.headers.get("pragma"), "no-cache");
+  assert.equal(res.headers.get("expires"), "0");
+  assert.equal(res.headers.get("vary"), "Authorization");
+  assert.equal(res.headers.get("x-robots-tag"), "noindex, nofollow");
+}
+
+/** Asserts a JSON body with the exact content type, and returns it. */
+// deno-lint-ignore no-explicit-any
+export async function readJson(res: Response, status: number): Promise<any> {
+  const text = await res.text();
+  assert.equal(res.status, status, `status of ${text}`);
+  assert.equal(res.headers.get("content-type"), "application/json; charset=utf-8");
+  return JSON.parse(text);
+}
+
+/** Asserts the spec's error object `{ "error": message }` and nothing else. */
+export async function assertError(res: Response, status: number, message: string) {
+  assert.deepEqual(await readJson(res, status), { error: message });
+}
+
+/** Captures console.error while `fn` runs. */
+export async function captureErrors<T>(
+  fn: () => Promise<T>,
+): Promise<{ value: T; logged: string }> {
+  const original = console.error;
+  const lines: string[] = [];
+  console.error = (...args: unknown[]) => {
+    lines.push(
+      args.map((a) => a instanceof Error ? `${a.name}: ${a.message}` : String(a)).join(" "),
+    );
+  };
+  try {
+    return { value: await fn(), logged: lines.join("\n") };
+  } finally {
+    console.error = original;
+  }
 }

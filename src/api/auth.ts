@@ -1,35 +1,44 @@
 /**
- * The gate in front of every protected client API route: rate limit first
- * (per key for a stored key, else per client address, so guessing keys is
- * limited too), then the key checks of client-api.md sections 5 and 7.
+ * The two gates of the client API. `rateLimitGate` runs first on every
+ * /api/v1 request and draws one token: from the key's bucket when the bearer
+ * token is a stored key, else from the client address's bucket (so guessing
+ * keys is limited too). `apiKeyGate` then guards the protected routes with the
+ * key checks of client-api.md sections 5 and 7, in the order 503, 401, 403.
  */
 import { createMiddleware } from "hono/factory";
 import { judgeApiKey } from "../access.ts";
-import type { AppDeps, AppEnv } from "../app_types.ts";
+import type { AppDeps, AppEnv, PresentedKey } from "../app_types.ts";
 import { clientAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import { takeToken } from "../rate_limit.ts";
-import { type ApiKey, getApiKeyByHash, hashApiKeySecret } from "../store/mod.ts";
+import { getApiKeyByHash, hashApiKeySecret } from "../store/mod.ts";
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;
 
-export function apiKeyGate(deps: AppDeps) {
+async function resolvePresentedKey(deps: AppDeps, header: string): Promise<PresentedKey> {
+  const token = BEARER.exec(header)?.[1];
+  if (!token) return { token, key: null, lookupFailed: false };
+  try {
+    return {
+      token,
+      key: await getApiKeyByHash(deps.kv, hashApiKeySecret(token)),
+      lookupFailed: false,
+    };
+  } catch (error) {
+    console.error("api key lookup failed:", error);
+    return { token, key: null, lookupFailed: true };
+  }
+}
+
+export function rateLimitGate(deps: AppDeps) {
   const { config } = deps;
   const rule = { burst: config.rateLimitBurst, perMinute: config.rateLimitPerMinute };
   return createMiddleware<AppEnv>(async (c, next) => {
-    const token = BEARER.exec(c.req.header("authorization") ?? "")?.[1];
-    let key: ApiKey | null = null;
-    let keyServiceDown = false;
-    if (token) {
-      try {
-        key = await getApiKeyByHash(deps.kv, hashApiKeySecret(token));
-      } catch (error) {
-        console.error("api key lookup failed:", error);
-        keyServiceDown = true;
-      }
-    }
-
-    const bucket = key ? `key:${key.id}` : `addr:${clientAddress(c, config.trustProxy)}`;
+    const presented = await resolvePresentedKey(deps, c.req.header("authorization") ?? "");
+    c.set("presentedKey", presented);
+    const bucket = presented.key
+      ? `key:${presented.key.id}`
+      : `addr:${clientAddress(c, config.trustProxy)}`;
     let taken;
     try {
       taken = await takeToken(deps.rateLimitKv, bucket, rule);
@@ -43,8 +52,15 @@ export function apiKeyGate(deps: AppDeps) {
         "retry-after": String(taken.retryAfterSeconds),
       });
     }
+    await next();
+  });
+}
 
-    if (keyServiceDown) throw new ApiError(503, API_ERRORS.keyServiceUnavailable);
+export function apiKeyGate(deps: AppDeps) {
+  const { config } = deps;
+  return createMiddleware<AppEnv>(async (c, next) => {
+    const { token, key, lookupFailed } = c.get("presentedKey");
+    if (lookupFailed) throw new ApiError(503, API_ERRORS.keyServiceUnavailable);
     if (!token) {
       throw new ApiError(401, API_ERRORS.missingKey, {
         "www-authenticate": `Bearer realm="${config.serviceRealm}"`,

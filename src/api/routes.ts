@@ -18,7 +18,7 @@ import {
   type Release,
   SLUG_PATTERN,
 } from "../store/mod.ts";
-import { apiKeyGate } from "./auth.ts";
+import { apiKeyGate, rateLimitGate } from "./auth.ts";
 import { apiIndex, projectJson, releaseEnvelope } from "./serialize.ts";
 
 const PROTECTED_HEADERS = {
@@ -39,6 +39,9 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
     await next();
     for (const [name, value] of Object.entries(PROTECTED_HEADERS)) c.res.headers.set(name, value);
   });
+
+  // Every /api/v1 request, known path or not, draws a token before any other check.
+  api.use(rateLimitGate(deps));
 
   api.get("/", () => jsonResponse(JSON.parse(index)));
 
@@ -68,15 +71,19 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
     const { release } = await findVisibleRelease(kv, c.get("apiKey"), c.req.param("id"));
     const artifact = await openArtifact(deps.config.artifactsDir, release.storage_key);
     if (artifact === null) throw new ApiError(404, API_ERRORS.releaseNotFound);
+    const headers = {
+      "content-type": release.content_type,
+      "content-length": String(artifact.size),
+      "content-disposition": contentDisposition(release.filename),
+    };
+    // Hono answers HEAD with the GET handler's headers and drops its body
+    // without cancelling it: close the file here instead of leaking it.
+    if (c.req.method === "HEAD") {
+      artifact.file.close();
+      return new Response(null, { status: 200, headers });
+    }
     countDownload(kv, release.id).catch((error) => console.error("download count failed:", error));
-    return new Response(artifact.file.readable, {
-      status: 200,
-      headers: {
-        "content-type": release.content_type,
-        "content-length": String(artifact.size),
-        "content-disposition": contentDisposition(release.filename),
-      },
-    });
+    return new Response(artifact.file.readable, { status: 200, headers });
   });
 
   // The API is read-only: known paths refuse other methods, unknown paths are 404.
@@ -89,7 +96,7 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
       "/releases/:id/download",
     ]
   ) {
-    api.on(["POST", "PUT", "PATCH", "DELETE"], path, () => {
+    api.on(["POST", "PUT", "PATCH", "DELETE", "OPTIONS"], path, () => {
       throw new ApiError(405, API_ERRORS.methodNotAllowed, { allow: "GET, HEAD" });
     });
   }

@@ -40,7 +40,7 @@ export function requireScopeMode(mode: string): ScopeMode {
 }
 
 /** Creates a key; the secret is returned here once and never stored. */
-export function createApiKey(
+export async function createApiKey(
   kv: Deno.Kv,
   input: ApiKeyInput,
 ): Promise<{ apiKey: ApiKey; secret: string }> {
@@ -54,7 +54,7 @@ export function createApiKey(
   }
   const secret = generateApiKeySecret();
   const hash = hashApiKeySecret(secret);
-  return commitWithRetry(async () => {
+  return await commitWithRetry(async () => {
     const next = await readNextId(kv, "api_keys");
     const apiKey: ApiKey = {
       id: next.id,
@@ -102,8 +102,8 @@ export async function listApiKeys(kv: Deno.Kv): Promise<ApiKey[]> {
   return keys;
 }
 
-export function setApiKeyActive(kv: Deno.Kv, id: number, active: boolean): Promise<ApiKey> {
-  return commitWithRetry(async () => {
+export async function setApiKeyActive(kv: Deno.Kv, id: number, active: boolean): Promise<ApiKey> {
+  return await commitWithRetry(async () => {
     const entry = await kv.get<ApiKey>(apiKeyKey(id));
     if (entry.value === null) throw new NotFoundError("api key not found");
     const apiKey = { ...entry.value, active };

@@ -12,12 +12,12 @@ export interface ProjectInput {
 }
 
 /** Creates an active project. The slug is derived from the name when empty and must be unused. */
-export function createProject(kv: Deno.Kv, input: ProjectInput): Promise<Project> {
+export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<Project> {
   const name = requireText("name", input.name, { min: 1, max: 200 });
   const slug = requireSlug(input.slug?.trim() || slugify(name));
   const description = requireText("description", input.description, { max: 5000 });
   const tags = requireTags("tags", input.tags ?? []);
-  return commitWithRetry(async () => {
+  return await commitWithRetry(async () => {
     const [next, bySlug] = await Promise.all([
       readNextId(kv, "projects"),
       kv.get<number>(projectBySlugKey(slug)),
@@ -91,23 +91,27 @@ export interface ProjectUpdate {
 }
 
 /** Edits name, description and tags; the slug never changes. */
-export function updateProject(kv: Deno.Kv, id: number, input: ProjectUpdate): Promise<Project> {
+export async function updateProject(
+  kv: Deno.Kv,
+  id: number,
+  input: ProjectUpdate,
+): Promise<Project> {
   const name = requireText("name", input.name, { min: 1, max: 200 });
   const description = requireText("description", input.description, { max: 5000 });
   const tags = requireTags("tags", input.tags ?? []);
-  return changeProject(kv, id, (project) => ({ ...project, name, description, tags }));
+  return await changeProject(kv, id, (project) => ({ ...project, name, description, tags }));
 }
 
 export function setProjectState(kv: Deno.Kv, id: number, state: ProjectState): Promise<Project> {
   return changeProject(kv, id, (project) => ({ ...project, state }));
 }
 
-function changeProject(
+async function changeProject(
   kv: Deno.Kv,
   id: number,
   change: (project: Project) => Project,
 ): Promise<Project> {
-  return commitWithRetry(async () => {
+  return await commitWithRetry(async () => {
     const entry = await kv.get<Project>(projectKey(id));
     if (entry.value === null) throw new NotFoundError("project not found");
     const project = { ...change(entry.value), updated_at: now() };

@@ -22,6 +22,8 @@ export interface ReleaseInput {
   storage_key: string;
   checksum_sha256: string;
   size_bytes: number;
+  /** Upload time; defaults to now. Set by tests and restores. Stored as `toISOString()`. */
+  created_at?: string;
 }
 
 /** Checks the admin-entered fields of a release before any bytes are stored. */
@@ -41,12 +43,22 @@ export function isNewerRelease(a: Release, b: Release): boolean {
   return a.id > b.id;
 }
 
+/** One time format for every stored `created_at`, so that comparing the strings orders them. */
+function requireTime(value: string): string {
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) {
+    throw new ValidationError("created_at", "created_at must be a date and time");
+  }
+  return new Date(ms).toISOString();
+}
+
 /** Records an active release of an existing project and moves the latest pointer when it is newer. */
-export function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<Release> {
+export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<Release> {
   const fields = validateReleaseFields(input);
   const filename = safeFilename(input.filename);
   const contentType = safeContentType(input.content_type);
-  return commitWithRetry(async () => {
+  const createdAt = input.created_at === undefined ? undefined : requireTime(input.created_at);
+  return await commitWithRetry(async () => {
     const [next, projectEntry, latestEntry] = await Promise.all([
       readNextId(kv, "releases"),
       kv.get<Project>(projectKey(input.project_id)),
@@ -61,7 +73,7 @@ export function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<Release
       checksum_sha256: input.checksum_sha256,
       size_bytes: input.size_bytes,
       content_type: contentType,
-      created_at: now(),
+      created_at: createdAt ?? now(),
       state: "active",
       storage_key: input.storage_key,
     };
@@ -110,8 +122,12 @@ export async function listReleasesByProject(kv: Deno.Kv, projectId: number): Pro
  * pointer in the same commit (the pointer's versionstamp is checked, so a
  * concurrent change of another release of the project forces a retry).
  */
-export function setReleaseState(kv: Deno.Kv, id: number, state: ReleaseState): Promise<Release> {
-  return commitWithRetry(async () => {
+export async function setReleaseState(
+  kv: Deno.Kv,
+  id: number,
+  state: ReleaseState,
+): Promise<Release> {
+  return await commitWithRetry(async () => {
     const entry = await kv.get<Release>(releaseKey(id));
     if (entry.value === null) throw new NotFoundError("release not found");
     const release: Release = { ...entry.value, state };

@@ -1,0 +1,245 @@
+/** The client API rate limit: a KV token bucket per key or per client address. */
+import assert from "node:assert/strict";
+import { takeToken } from "../src/rate_limit.ts";
+import { setApiKeyActive } from "../src/store/mod.ts";
+import {
+  assertError,
+  assertProtectedHeaders,
+  assertSecurityHeaders,
+  captureErrors,
+  createTestApp,
+  faultyKv,
+  seedKey,
+  seedProject,
+  type TestApp,
+} from "./helpers.ts";
+
+async function withLimit(
+  limit: { burst: number; perMinute?: number; trustProxy?: boolean },
+  fn: (t: TestApp) => Promise<void>,
+  options = {},
+) {
+  const t = await createTestApp({
+    rateLimitBurst: limit.burst,
+    rateLimitPerMinute: limit.perMinute ?? 1,
+    trustProxy: limit.trustProxy ?? false,
+  }, options);
+  try {
+    await seedProject(t, { slug: "app" });
+    await fn(t);
+  } finally {
+    await t.close();
+  }
+}
+
+async function status(res: Promise<Response>): Promise<number> {
+  const response = await res;
+  await response.body?.cancel();
+  return response.status;
+}
+
+Deno.test("429 rate limit exceeded with an integer Retry-After once the burst is spent", () =>
+  withLimit({ burst: 2, perMinute: 1 }, async (t) => {
+    const { secret } = await seedKey(t);
+    assert.equal(await status(t.request("/api/v1/projects", secret)), 200);
+    assert.equal(await status(t.request("/api/v1/projects", secret)), 200);
+    const res = await t.request("/api/v1/projects", secret);
+    assert.match(res.headers.get("retry-after") ?? "", /^[1-9]\d*$/);
+    assertSecurityHeaders(res);
+    assertProtectedHeaders(res);
+    await assertError(res, 429, "rate limit exceeded");
+  }));
+
+Deno.test("every /api/v1 request draws a token: index, unknown paths, write methods too", () =>
+  withLimit({ burst: 4 }, async (t) => {
+    assert.equal(await status(t.request("/api/v1")), 200);
+    assert.equal(await status(t.request("/api/v1/nope")), 404);
+    assert.equal(await status(t.request("/api/v1/projects", undefined, { method: "POST" })), 405);
+    assert.equal(await status(t.request("/api/v1/projects")), 401);
+    for (const path of ["/api/v1", "/api/v1/nope", "/api/v1/projects", "/api/v1/releases/x"]) {
+      await assertError(await t.request(path), 429, "rate limit exceeded");
+    }
+  }));
+
+Deno.test("/healthz and paths outside /api/v1 draw no token", () =>
+  withLimit({ burst: 1 }, async (t) => {
+    for (let i = 0; i < 3; i++) {
+      assert.equal(await status(t.request("/healthz")), 200);
+      assert.equal(await status(t.request("/elsewhere")), 404);
+    }
+    assert.equal(await status(t.request("/api/v1")), 200);
+    assert.equal(await status(t.request("/api/v1")), 429);
+  }));
+
+Deno.test("the rate limit is checked before 503, 401, 403, 400 and 404", () =>
+  withLimit({ burst: 1 }, async (t) => {
+    const { secret: noDownload } = await seedKey(t, { can_download: false });
+    assert.equal(await status(t.request("/api/v1")), 200); // spends the address's only token
+    await assertError(await t.request("/api/v1/projects"), 429, "rate limit exceeded");
+    await assertError(await t.request("/api/v1/projects", "uds_bad"), 429, "rate limit exceeded");
+    await assertError(await t.request("/api/v1/releases/x"), 429, "rate limit exceeded");
+    assert.equal(await status(t.request("/api/v1/projects", noDownload)), 403);
+    await assertError(
+      await t.request("/api/v1/releases/x", noDownload),
+      429,
+      "rate limit exceeded",
+    );
+  }));
+
+Deno.test("the rate limit is checked before 503 when the key service is down", () =>
+  withLimit(
+    { burst: 1 },
+    async (t) => {
+      await captureErrors(async () => {
+        await assertError(
+          await t.request("/api/v1/projects", "uds_x"),
+          503,
+          "api key service unavailable",
+        );
+        await assertError(await t.request("/api/v1/projects", "uds_x"), 429, "rate limit exceeded");
+      });
+    },
+    { wrapKv: (kv: Deno.Kv) => faultyKv(kv, { failGet: (key) => key[0] === "api_keys_by_hash" }) },
+  ));
+
+Deno.test("a stored key draws from its own bucket, apart from its address", () =>
+  withLimit({ burst: 2 }, async (t) => {
+    const a = await seedKey(t);
+    const b = await seedKey(t);
+    for (let i = 0; i < 2; i++) {
+      assert.equal(await status(t.request("/api/v1/projects", a.secret)), 200);
+    }
+    assert.equal(await status(t.request("/api/v1/projects", a.secret)), 429);
+    assert.equal(
+      await status(t.request("/api/v1/projects", b.secret)),
+      200,
+      "other key unaffected",
+    );
+    assert.equal(await status(t.request("/api/v1")), 200, "the address bucket is untouched");
+    // The same key from another address still shares the key's (empty) bucket.
+    assert.equal(await status(t.requestFrom("10.0.0.9", "/api/v1/projects", a.secret)), 429);
+  }));
+
+Deno.test("a disabled key still draws from its key's bucket", () =>
+  withLimit({ burst: 1 }, async (t) => {
+    const { apiKey, secret } = await seedKey(t);
+    await setApiKeyActive(t.kv, apiKey.id, false);
+    assert.equal(await status(t.request("/api/v1/projects", secret)), 401);
+    assert.equal(await status(t.request("/api/v1/projects", secret)), 429);
+    assert.equal(await status(t.request("/api/v1")), 200, "the address bucket is untouched");
+  }));
+
+Deno.test("no key, or a token that is not a stored key, draws from the address's bucket", () =>
+  withLimit({ burst: 3 }, async (t) => {
+    assert.equal(await status(t.requestFrom("192.0.2.1", "/api/v1/projects")), 401);
+    assert.equal(await status(t.requestFrom("192.0.2.1", "/api/v1/projects", "uds_guess1")), 401);
+    assert.equal(await status(t.requestFrom("192.0.2.1", "/api/v1/projects", "uds_guess2")), 401);
+    assert.equal(
+      await status(t.requestFrom("192.0.2.1", "/api/v1/projects", "uds_guess3")),
+      429,
+      "guessing keys is limited",
+    );
+    assert.equal(
+      await status(t.requestFrom("192.0.2.2", "/api/v1/projects")),
+      401,
+      "other address",
+    );
+  }));
+
+Deno.test("X-Forwarded-For is ignored unless APP_TRUST_PROXY is true", () =>
+  withLimit({ burst: 1, trustProxy: false }, async (t) => {
+    const from = (xff: string) =>
+      t.requestFrom("127.0.0.1", "/api/v1", undefined, { headers: { "x-forwarded-for": xff } });
+    assert.equal(await status(from("198.51.100.1")), 200);
+    assert.equal(await status(from("198.51.100.2")), 429, "same peer, same bucket");
+  }));
+
+Deno.test("with APP_TRUST_PROXY the client is the right-most X-Forwarded-For entry", () =>
+  withLimit({ burst: 1, trustProxy: true }, async (t) => {
+    const from = (xff: string) =>
+      t.requestFrom("127.0.0.1", "/api/v1", undefined, { headers: { "x-forwarded-for": xff } });
+    assert.equal(await status(from("198.51.100.1")), 200);
+    assert.equal(await status(from("198.51.100.2")), 200, "another client");
+    assert.equal(await status(from("203.0.113.7, 198.51.100.1")), 429, "spoofed left entries");
+    assert.equal(await status(from(" 1.1.1.1 ,198.51.100.2 ")), 429);
+    // Without the header the proxy's own address is used.
+    assert.equal(await status(t.requestFrom("127.0.0.1", "/api/v1")), 200);
+  }));
+
+Deno.test("Retry-After is the whole seconds until a token is back, at least 1", async (t) => {
+  for (const [perMinute, expected] of [[1, 60], [6, 10], [60, 1], [600, 1], [7, 9]]) {
+    await t.step(
+      `${perMinute} per minute → ${expected}s`,
+      () =>
+        withLimit({ burst: 1, perMinute }, async (app) => {
+          assert.equal(await status(app.request("/api/v1")), 200);
+          const res = await app.request("/api/v1");
+          assert.equal(res.status, 429);
+          assert.equal(res.headers.get("retry-after"), String(expected));
+          await res.body?.cancel();
+        }),
+    );
+  }
+});
+
+Deno.test("token bucket: capacity BURST, refilled at PER_MINUTE/60 a second", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    let now = 1_000_000;
+    const clock = () => now;
+    const rule = { burst: 3, perMinute: 60 }; // one token a second
+    const take = () => takeToken(kv, "bucket", rule, clock);
+    for (let i = 0; i < 3; i++) assert.deepEqual(await take(), { allowed: true });
+    assert.deepEqual(await take(), { allowed: false, retryAfterSeconds: 1 });
+    now += 500;
+    assert.deepEqual(await take(), { allowed: false, retryAfterSeconds: 1 }, "half a token");
+    now += 500;
+    assert.deepEqual(await take(), { allowed: true }, "one token after a second");
+    assert.equal((await take()).allowed, false);
+    now += 3_600_000; // an hour: the bucket holds no more than BURST
+    for (let i = 0; i < 3; i++) assert.deepEqual(await take(), { allowed: true });
+    assert.equal((await take()).allowed, false);
+    assert.equal((await takeToken(kv, "other", rule, clock)).allowed, true, "buckets are separate");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("token bucket: concurrent takes on one bucket queue up instead of conflicting", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    // Count the commits: with one process, each granted token should cost exactly one.
+    let commits = 0;
+    const counted = new Proxy(kv, {
+      get(target, prop) {
+        if (prop === "atomic") commits++;
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const rule = { burst: 100, perMinute: 1 };
+    const results = await Promise.all(
+      Array.from({ length: 300 }, () => takeToken(counted, "shared", rule, () => 42_000)),
+    );
+    assert.equal(results.filter((r) => r.allowed).length, 100, "exactly BURST granted");
+    assert.equal(commits, 100, "no conflicting commit was retried");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("a failing rate limiter lets requests through and logs the cause", async () => {
+  const t = await createTestApp({ rateLimitBurst: 1, rateLimitPerMinute: 1 });
+  try {
+    t.rateLimitKv.close();
+    const { value: statuses, logged } = await captureErrors(async () => [
+      await status(t.request("/api/v1")),
+      await status(t.request("/api/v1")),
+    ]);
+    assert.deepEqual(statuses, [200, 200]);
+    assert.match(logged, /rate limit check failed/);
+  } finally {
+    t.rateLimitKv.close = () => {};
+    await t.close();
+  }
+});

@@ -1,0 +1,132 @@
+/** Store layer: API keys: randomness, prefix, hash-only storage, lookup by hash. */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import {
+  API_KEY_PREFIX,
+  apiKeyByHashKey,
+  counterKey,
+  createApiKey,
+  generateApiKeySecret,
+  getApiKey,
+  getApiKeyByHash,
+  hashApiKeySecret,
+  listApiKeys,
+  NotFoundError,
+  recordApiKeyUse,
+  setApiKeyActive,
+  ValidationError,
+} from "../src/store/mod.ts";
+import { dumpKv } from "./helpers.ts";
+
+async function withKv(fn: (kv: Deno.Kv) => Promise<void>) {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    await fn(kv);
+  } finally {
+    kv.close();
+  }
+}
+
+const base = { name: "ci", can_download: true, scope_mode: "all_projects" };
+
+Deno.test("a key is uds_ followed by 256 random bits in base64url", () => {
+  const secrets = new Set<string>();
+  for (let i = 0; i < 200; i++) {
+    const secret = generateApiKeySecret();
+    assert.equal(API_KEY_PREFIX, "uds_");
+    assert.match(secret, /^uds_[A-Za-z0-9_-]{43}$/);
+    const b64 = secret.slice(4).replace(/-/g, "+").replace(/_/g, "/") + "=";
+    assert.equal(atob(b64).length, 32, "32 bytes = 256 bits");
+    secrets.add(secret);
+  }
+  assert.equal(secrets.size, 200, "no repeats");
+});
+
+Deno.test("the key hash is the hex SHA-256 of the full key", () => {
+  const secret = "uds_example";
+  assert.equal(hashApiKeySecret(secret), createHash("sha256").update(secret).digest("hex"));
+});
+
+Deno.test("only the hash of a key is stored, never the key", () =>
+  withKv(async (kv) => {
+    const { apiKey, secret } = await createApiKey(kv, base);
+    assert.equal(apiKey.hash, hashApiKeySecret(secret));
+    const everything = JSON.stringify(await dumpKv(kv));
+    assert.ok(!everything.includes(secret), "the full key is nowhere in KV");
+    assert.ok(!everything.includes(secret.slice(10)), "nor its secret part");
+    assert.equal(apiKey.prefix, secret.slice(0, 10), "a short prefix is kept to tell keys apart");
+  }));
+
+Deno.test("a key is found by the hash of what the client presents", () =>
+  withKv(async (kv) => {
+    const { apiKey, secret } = await createApiKey(kv, base);
+    assert.equal((await kv.get(apiKeyByHashKey(apiKey.hash))).value, apiKey.id);
+    assert.deepEqual(await getApiKeyByHash(kv, hashApiKeySecret(secret)), apiKey);
+    assert.equal(await getApiKeyByHash(kv, hashApiKeySecret(secret + "x")), null);
+  }));
+
+Deno.test("key ids are integers from a KV counter", () =>
+  withKv(async (kv) => {
+    const a = await createApiKey(kv, base);
+    const b = await createApiKey(kv, base);
+    assert.deepEqual([a.apiKey.id, b.apiKey.id], [1, 2]);
+    assert.equal((await kv.get(counterKey("api_keys"))).value, 2);
+  }));
+
+Deno.test("a new key is active and keeps its scope, lists and expiry", () =>
+  withKv(async (kv) => {
+    const { apiKey } = await createApiKey(kv, {
+      name: " deploy ",
+      can_download: false,
+      scope_mode: "tag_allow_list",
+      project_ids: [3, 1, 3],
+      tags: ["Beta", " beta", "win"],
+      expires_at: "2030-01-01T00:00:00+01:00",
+    });
+    assert.equal(apiKey.active, true);
+    assert.equal(apiKey.name, "deploy");
+    assert.equal(apiKey.can_download, false);
+    assert.equal(apiKey.scope_mode, "tag_allow_list");
+    assert.deepEqual(apiKey.project_ids, [3, 1]);
+    assert.deepEqual(apiKey.tags, ["beta", "win"]);
+    assert.equal(apiKey.expires_at, "2029-12-31T23:00:00.000Z");
+    assert.deepEqual(await getApiKey(kv, apiKey.id), apiKey);
+  }));
+
+Deno.test("invalid key input is refused and nothing is stored", () =>
+  withKv(async (kv) => {
+    for (
+      const [extra, field] of [
+        [{ scope_mode: "everything" }, "scope_mode"],
+        [{ name: "" }, "name"],
+        [{ expires_at: "soon" }, "expires_at"],
+      ] as const
+    ) {
+      await assert.rejects(
+        createApiKey(kv, { ...base, ...extra }),
+        (e) => e instanceof ValidationError && e.field === field,
+      );
+    }
+    assert.deepEqual(await dumpKv(kv), []);
+  }));
+
+Deno.test("disabling and enabling a key flips active", () =>
+  withKv(async (kv) => {
+    const { apiKey } = await createApiKey(kv, base);
+    assert.equal((await setApiKeyActive(kv, apiKey.id, false)).active, false);
+    assert.equal((await getApiKeyByHash(kv, apiKey.hash))?.active, false);
+    assert.equal((await setApiKeyActive(kv, apiKey.id, true)).active, true);
+    await assert.rejects(setApiKeyActive(kv, 77, false), NotFoundError);
+  }));
+
+Deno.test("last use is kept apart from the key and shown when listing", () =>
+  withKv(async (kv) => {
+    const keys = [];
+    for (let i = 0; i < 12; i++) keys.push((await createApiKey(kv, base)).apiKey);
+    await recordApiKeyUse(kv, keys[11].id, "2025-01-01T00:00:00.000Z");
+    const listed = await listApiKeys(kv);
+    assert.deepEqual(listed.map((k) => k.id), keys.map((k) => k.id));
+    assert.equal(listed[11].last_used_at, "2025-01-01T00:00:00.000Z");
+    assert.equal(listed[0].last_used_at, null);
+    assert.equal((await getApiKey(kv, keys[11].id))?.last_used_at, undefined);
+  }));

@@ -1,0 +1,197 @@
+/** Artifact store: streaming save, limits, and no release or stray file after any failure. */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import {
+  EmptyUploadError,
+  openArtifact,
+  publishRelease,
+  removeArtifact,
+  saveArtifact,
+  UploadTooLargeError,
+} from "../src/artifacts.ts";
+import { createProject, listReleasesByProject, ValidationError } from "../src/store/mod.ts";
+import { dumpKv, faultyKv, listDir } from "./helpers.ts";
+
+async function withDir(fn: (dir: string) => Promise<void>) {
+  const root = await Deno.makeTempDir({ prefix: "uds-artifacts-" });
+  try {
+    await fn(join(root, "artifacts"));
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+}
+
+function chunks(...parts: string[]): ReadableStream<Uint8Array> {
+  return ReadableStream.from(parts.map((part) => new TextEncoder().encode(part)));
+}
+
+/** A stream that yields `first`, then fails. */
+function failingStream(first: string): ReadableStream<Uint8Array> {
+  let sent = false;
+  return new ReadableStream({
+    pull(controller) {
+      if (sent) {
+        controller.error(new Error("connection reset"));
+        return;
+      }
+      sent = true;
+      controller.enqueue(new TextEncoder().encode(first));
+    },
+  });
+}
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+Deno.test("saveArtifact stores the bytes with their SHA-256 and size", () =>
+  withDir(async (dir) => {
+    const stored = await saveArtifact(dir, chunks("hello ", "wor", "ld"), 100);
+    assert.equal(stored.size_bytes, 11);
+    assert.equal(stored.checksum_sha256, sha256("hello world"));
+    assert.match(stored.storage_key, /^[0-9a-f-]{36}$/);
+    assert.equal(await Deno.readTextFile(join(dir, stored.storage_key)), "hello world");
+    assert.deepEqual(await listDir(dir), [stored.storage_key], "no temp file left");
+  }));
+
+Deno.test("saveArtifact handles a large upload in many chunks", () =>
+  withDir(async (dir) => {
+    const chunk = new Uint8Array(64 * 1024).fill(7);
+    const hash = createHash("sha256");
+    for (let i = 0; i < 64; i++) hash.update(chunk);
+    const stored = await saveArtifact(
+      dir,
+      ReadableStream.from(Array.from({ length: 64 }, () => chunk)),
+      64 * chunk.byteLength,
+    );
+    assert.equal(stored.size_bytes, 4 * 1024 * 1024);
+    assert.equal(stored.checksum_sha256, hash.digest("hex"));
+    assert.equal((await Deno.stat(join(dir, stored.storage_key))).size, 4 * 1024 * 1024);
+  }));
+
+Deno.test("APP_MAX_UPLOAD_BYTES: exactly the limit is accepted", () =>
+  withDir(async (dir) => {
+    const stored = await saveArtifact(dir, chunks("12345", "67890"), 10);
+    assert.equal(stored.size_bytes, 10);
+  }));
+
+Deno.test("APP_MAX_UPLOAD_BYTES: one byte over is refused while streaming, no file left", () =>
+  withDir(async (dir) => {
+    let pulled = 0;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulled++;
+        controller.enqueue(new Uint8Array(4));
+      },
+    });
+    await assert.rejects(saveArtifact(dir, endless, 10), UploadTooLargeError);
+    assert.ok(pulled <= 4, "stops reading at the limit");
+    await assert.rejects(saveArtifact(dir, chunks("12345", "678901"), 10), UploadTooLargeError);
+    assert.deepEqual(await listDir(dir), []);
+  }));
+
+Deno.test("an empty upload is refused, no file left", () =>
+  withDir(async (dir) => {
+    await assert.rejects(saveArtifact(dir, chunks(), 10), EmptyUploadError);
+    await assert.rejects(saveArtifact(dir, chunks("", ""), 10), EmptyUploadError);
+    assert.deepEqual(await listDir(dir), []);
+  }));
+
+Deno.test("a stream that fails mid-way leaves no file", () =>
+  withDir(async (dir) => {
+    await assert.rejects(saveArtifact(dir, failingStream("partial"), 100), /connection reset/);
+    assert.deepEqual(await listDir(dir), []);
+  }));
+
+Deno.test("openArtifact streams a stored file; missing or malformed keys give null", () =>
+  withDir(async (dir) => {
+    const stored = await saveArtifact(dir, chunks("abc"), 100);
+    const opened = await openArtifact(dir, stored.storage_key);
+    assert.ok(opened);
+    assert.equal(opened.size, 3);
+    assert.equal(await new Response(opened.file.readable).text(), "abc");
+    assert.equal(await openArtifact(dir, crypto.randomUUID()), null);
+    assert.equal(await openArtifact(dir, "../../etc/passwd"), null);
+    await removeArtifact(dir, stored.storage_key);
+    assert.equal(await openArtifact(dir, stored.storage_key), null);
+    await removeArtifact(dir, stored.storage_key); // removing twice is fine
+  }));
+
+Deno.test("publishRelease: stored bytes and the release record agree", () =>
+  withDir(async (dir) => {
+    const kv = await Deno.openKv(":memory:");
+    try {
+      const project = await createProject(kv, { name: "App", slug: "app" });
+      const release = await publishRelease(
+        kv,
+        dir,
+        { project_id: project.id, version: "1.0", filename: "a.zip" },
+        chunks("zip bytes"),
+        100,
+      );
+      assert.equal(release.size_bytes, 9);
+      assert.equal(release.checksum_sha256, sha256("zip bytes"));
+      assert.deepEqual(await listDir(dir), [release.storage_key]);
+    } finally {
+      kv.close();
+    }
+  }));
+
+Deno.test("publishRelease: a failed upload leaves no release and no file", () =>
+  withDir(async (dir) => {
+    const kv = await Deno.openKv(":memory:");
+    try {
+      const project = await createProject(kv, { name: "App", slug: "app" });
+      const before = await dumpKv(kv);
+      const fields = { project_id: project.id, version: "1.0", filename: "a.zip" };
+      await assert.rejects(
+        publishRelease(kv, dir, fields, chunks("x".repeat(11)), 10),
+        UploadTooLargeError,
+      );
+      await assert.rejects(publishRelease(kv, dir, fields, chunks(), 10), EmptyUploadError);
+      await assert.rejects(publishRelease(kv, dir, fields, failingStream("x"), 10), /reset/);
+      assert.deepEqual(await dumpKv(kv), before);
+      assert.deepEqual(await listDir(dir), []);
+    } finally {
+      kv.close();
+    }
+  }));
+
+Deno.test("publishRelease: a KV commit failure after the file was written removes the file", () =>
+  withDir(async (dir) => {
+    const kv = await Deno.openKv(":memory:");
+    try {
+      const project = await createProject(kv, { name: "App", slug: "app" });
+      const before = await dumpKv(kv);
+      const broken = faultyKv(kv, { failCommit: true });
+      await assert.rejects(
+        publishRelease(
+          broken,
+          dir,
+          { project_id: project.id, version: "1.0", filename: "a.zip" },
+          chunks("bytes"),
+          100,
+        ),
+        /kv commit failed/,
+      );
+      assert.deepEqual(await listDir(dir), [], "no file in artifacts/");
+      assert.deepEqual(await listReleasesByProject(kv, project.id), [], "no release");
+      assert.deepEqual(await dumpKv(kv), before);
+    } finally {
+      kv.close();
+    }
+  }));
+
+Deno.test("publishRelease: a release refused by the store removes the file", () =>
+  withDir(async (dir) => {
+    const kv = await Deno.openKv(":memory:");
+    try {
+      await assert.rejects(
+        publishRelease(kv, dir, { project_id: 5, version: "1", filename: "a" }, chunks("b"), 9),
+        ValidationError,
+      );
+      assert.deepEqual(await listDir(dir), []);
+      assert.deepEqual(await dumpKv(kv), []);
+    } finally {
+      kv.close();
+    }
+  }));

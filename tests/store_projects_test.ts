@@ -1,0 +1,153 @@
+/** Store layer: projects, their integer ids and the slug index. */
+import assert from "node:assert/strict";
+import {
+  counterKey,
+  createProject,
+  getProject,
+  getProjectBySlug,
+  getProjectIdsBySlugs,
+  listProjects,
+  NotFoundError,
+  projectBySlugKey,
+  setProjectState,
+  updateProject,
+  ValidationError,
+} from "../src/store/mod.ts";
+import { dumpKv } from "./helpers.ts";
+
+async function withKv(fn: (kv: Deno.Kv) => Promise<void>) {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    await fn(kv);
+  } finally {
+    kv.close();
+  }
+}
+
+Deno.test("project ids are integers from a KV counter, starting at 1", () =>
+  withKv(async (kv) => {
+    const a = await createProject(kv, { name: "A", slug: "a" });
+    const b = await createProject(kv, { name: "B", slug: "b" });
+    assert.equal(a.id, 1);
+    assert.equal(b.id, 2);
+    assert.equal((await kv.get(counterKey("projects"))).value, 2);
+  }));
+
+Deno.test("concurrent project creation hands out distinct ids", () =>
+  withKv(async (kv) => {
+    const created = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => createProject(kv, { name: `P${i}`, slug: `p-${i}` })),
+    );
+    const ids = created.map((p) => p.id).sort((x, y) => x - y);
+    assert.deepEqual(ids, Array.from({ length: 12 }, (_, i) => i + 1));
+  }));
+
+Deno.test("the slug index is written in the same commit as the project", () =>
+  withKv(async (kv) => {
+    const project = await createProject(kv, { name: "Desktop App", slug: "desktop" });
+    assert.equal((await kv.get(projectBySlugKey("desktop"))).value, project.id);
+    assert.deepEqual(await getProjectBySlug(kv, "desktop"), project);
+    assert.equal(await getProjectBySlug(kv, "unknown"), null);
+  }));
+
+Deno.test("a new project is active, with trimmed fields and normalized tags", () =>
+  withKv(async (kv) => {
+    const project = await createProject(kv, {
+      name: "  Desktop  ",
+      slug: "desktop",
+      description: " The app ",
+      tags: [" Beta ", "beta", "", "Windows"],
+    });
+    assert.equal(project.state, "active");
+    assert.equal(project.name, "Desktop");
+    assert.equal(project.description, "The app");
+    assert.deepEqual(project.tags, ["beta", "windows"]);
+    assert.deepEqual(await getProject(kv, project.id), project);
+  }));
+
+Deno.test("an empty slug is derived from the name", () =>
+  withKv(async (kv) => {
+    const project = await createProject(kv, { name: "Mÿ Äpp 2 — Pro!", slug: "" });
+    assert.equal(project.slug, "my-app-2-pro");
+  }));
+
+Deno.test("a slug must be 1-64 lowercase letters, digits and -", () =>
+  withKv(async (kv) => {
+    for (const slug of ["Upper", "with space", "a/b", "x".repeat(65), "ünï"]) {
+      await assert.rejects(
+        createProject(kv, { name: "n", slug }),
+        (e) => e instanceof ValidationError && e.field === "slug",
+        slug,
+      );
+    }
+    assert.deepEqual(await dumpKv(kv), [], "nothing stored");
+  }));
+
+Deno.test("a taken slug is refused, archived projects included, and nothing is stored", () =>
+  withKv(async (kv) => {
+    const first = await createProject(kv, { name: "A", slug: "app" });
+    await setProjectState(kv, first.id, "archived");
+    const before = await dumpKv(kv);
+    await assert.rejects(
+      createProject(kv, { name: "B", slug: "app" }),
+      (e) => e instanceof ValidationError && e.field === "slug",
+    );
+    assert.deepEqual(await dumpKv(kv), before);
+  }));
+
+Deno.test("concurrent creation of one slug lets exactly one win", () =>
+  withKv(async (kv) => {
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) => createProject(kv, { name: `N${i}`, slug: "same" })),
+    );
+    assert.equal(results.filter((r) => r.status === "fulfilled").length, 1);
+    assert.equal((await listProjects(kv)).length, 1);
+    assert.equal((await kv.get(counterKey("projects"))).value, 1);
+  }));
+
+Deno.test("editing a project changes name, description and tags but never the slug", () =>
+  withKv(async (kv) => {
+    const project = await createProject(kv, { name: "A", slug: "app", tags: ["x"] });
+    const edited = await updateProject(kv, project.id, {
+      name: "Renamed",
+      description: "new",
+      tags: ["Y"],
+    });
+    assert.equal(edited.slug, "app");
+    assert.equal(edited.name, "Renamed");
+    assert.deepEqual(edited.tags, ["y"]);
+    assert.equal((await getProjectBySlug(kv, "app"))?.name, "Renamed");
+    await assert.rejects(updateProject(kv, 99, { name: "x" }), NotFoundError);
+  }));
+
+Deno.test("archiving and re-activating a project flips its state", () =>
+  withKv(async (kv) => {
+    const project = await createProject(kv, { name: "A", slug: "app" });
+    assert.equal((await setProjectState(kv, project.id, "archived")).state, "archived");
+    assert.equal((await getProject(kv, project.id))?.state, "archived");
+    assert.equal((await setProjectState(kv, project.id, "active")).state, "active");
+    await assert.rejects(setProjectState(kv, 42, "archived"), NotFoundError);
+  }));
+
+Deno.test("listProjects returns every project in id order, archived included", () =>
+  withKv(async (kv) => {
+    for (let i = 1; i <= 11; i++) await createProject(kv, { name: `P${i}`, slug: `p${i}` });
+    await setProjectState(kv, 3, "archived");
+    const projects = await listProjects(kv);
+    assert.deepEqual(projects.map((p) => p.id), Array.from({ length: 11 }, (_, i) => i + 1));
+    assert.equal(projects[2].state, "archived");
+  }));
+
+Deno.test("slugs resolve to ids in bulk; an unknown slug is invalid input", () =>
+  withKv(async (kv) => {
+    for (let i = 1; i <= 12; i++) await createProject(kv, { name: `P${i}`, slug: `p${i}` });
+    const slugs = Array.from({ length: 12 }, (_, i) => `p${12 - i}`);
+    assert.deepEqual(
+      await getProjectIdsBySlugs(kv, slugs),
+      Array.from({ length: 12 }, (_, i) => 12 - i),
+    );
+    await assert.rejects(
+      getProjectIdsBySlugs(kv, ["p1", "nope"]),
+      (e) => e instanceof ValidationError && e.field === "project_slugs" && /nope/.test(e.message),
+    );
+  }));
