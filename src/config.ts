@@ -27,6 +27,10 @@ export interface Config {
   maxUploadBytes: number;
   adminUsername: string;
   adminPassword: string | undefined;
+  /** An admin session ends after this long without a request. */
+  adminSessionIdleMinutes: number;
+  /** An admin session ends this long after sign-in, however active. */
+  adminSessionMaxHours: number;
   trustProxy: boolean;
 }
 
@@ -141,6 +145,14 @@ export function loadConfig(env: Env = Deno.env.toObject()): Config {
     }),
     adminUsername: read(env, "APP_ADMIN_USERNAME") ?? "admin",
     adminPassword: env["APP_ADMIN_PASSWORD"] || undefined,
+    adminSessionIdleMinutes: readInteger(env, "APP_ADMIN_SESSION_IDLE_MINUTES", 60, {
+      min: 1,
+      max: 7 * 24 * 60,
+    }),
+    adminSessionMaxHours: readInteger(env, "APP_ADMIN_SESSION_MAX_HOURS", 12, {
+      min: 1,
+      max: 30 * 24,
+    }),
     trustProxy: readBoolean(env, "APP_TRUST_PROXY", false),
   };
 }

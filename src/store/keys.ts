@@ -16,9 +16,16 @@
  * | ["api_key_last_used", keyId]                 | RFC 3339 time                 |
  * | ["health", "ping"]                           | never written; read by /healthz|
  * | ["rate_limit", bucketId]                     | token bucket state            |
+ * | ["admin_users", username]                    | AdminUser (password hash)     |
+ * | ["admin_sessions", sha256Hex(sessionId)]     | AdminSession (expireIn)       |
+ * | ["admin_sessions_by_user", username, idHash] | true (expireIn), for sign-out |
+ * | ["login_failures", "user"|"addr", subject]   | LoginFailures (expireIn)      |
+ * | ["audit_log", atMs, entryId]                 | AuditEntry                    |
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
+ * Sessions are keyed by the hash of their id, so the KV never holds a usable
+ * session id; `audit_log` keys sort by time, newest last.
  */
 
 export type IdKind = "projects" | "releases" | "api_keys";
@@ -55,6 +62,11 @@ export function releasesByProjectPrefix(projectId: number): Deno.KvKey {
   return ["releases_by_project", projectId];
 }
 
+/** The index entries of every project's releases. */
+export function releaseIndexPrefix(): Deno.KvKey {
+  return ["releases_by_project"];
+}
+
 export function latestReleaseKey(projectId: number): Deno.KvKey {
   return ["latest_release", projectId];
 }
@@ -85,4 +97,36 @@ export function healthPingKey(): Deno.KvKey {
 
 export function rateLimitKey(bucketId: string): Deno.KvKey {
   return ["rate_limit", bucketId];
+}
+
+export function adminUserKey(username: string): Deno.KvKey {
+  return ["admin_users", username];
+}
+
+export function adminUsersPrefix(): Deno.KvKey {
+  return ["admin_users"];
+}
+
+export function adminSessionKey(idHash: string): Deno.KvKey {
+  return ["admin_sessions", idHash];
+}
+
+export function adminSessionByUserKey(username: string, idHash: string): Deno.KvKey {
+  return ["admin_sessions_by_user", username, idHash];
+}
+
+export function adminSessionsByUserPrefix(username: string): Deno.KvKey {
+  return ["admin_sessions_by_user", username];
+}
+
+export function loginFailuresKey(kind: "user" | "addr", subject: string): Deno.KvKey {
+  return ["login_failures", kind, subject];
+}
+
+export function auditKey(atMs: number, entryId: string): Deno.KvKey {
+  return ["audit_log", atMs, entryId];
+}
+
+export function auditPrefix(): Deno.KvKey {
+  return ["audit_log"];
 }
