@@ -143,7 +143,7 @@ export function loadConfig(env: Env = Deno.env.toObject()): Config {
       min: 1,
       max: Number.MAX_SAFE_INTEGER,
     }),
-    adminUsername: read(env, "APP_ADMIN_USERNAME") ?? "admin",
+    adminUsername: readAdminUsername(env),
     adminPassword: env["APP_ADMIN_PASSWORD"] || undefined,
     adminSessionIdleMinutes: readInteger(env, "APP_ADMIN_SESSION_IDLE_MINUTES", 60, {
       min: 1,
@@ -155,6 +155,17 @@ export function loadConfig(env: Env = Deno.env.toObject()): Config {
     }),
     trustProxy: readBoolean(env, "APP_TRUST_PROXY", false),
   };
+}
+
+function readAdminUsername(env: Env): string {
+  const username = read(env, "APP_ADMIN_USERNAME") ?? "admin";
+  if (!/^[A-Za-z0-9._@-]{1,64}$/.test(username)) {
+    throw new ConfigError(
+      "APP_ADMIN_USERNAME",
+      "expected 1 to 64 letters, digits, '.', '_', '@' or '-'",
+    );
+  }
+  return username;
 }
 
 function readRealm(env: Env): string {
