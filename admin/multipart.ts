@@ -8,8 +8,6 @@
  * current one. Raw part headers are kept, so a missing Content-Type stays
  * missing (the caller then uses application/octet-stream).
  */
-import { Buffer } from "node:buffer";
-
 export class MultipartError extends Error {
   constructor(message: string) {
     super(message);
@@ -48,8 +46,9 @@ export function multipartBoundary(contentType: string | undefined): string | nul
   return boundary && boundary.length <= 70 ? boundary : null;
 }
 
-const CRLF = Buffer.from("\r\n");
-const HEADER_END = Buffer.from("\r\n\r\n");
+const encoder = new TextEncoder();
+const CRLF = encoder.encode("\r\n");
+const HEADER_END = encoder.encode("\r\n\r\n");
 
 /** Yields the parts of a multipart body in order. */
 export async function* readMultipart(
@@ -58,7 +57,7 @@ export async function* readMultipart(
   limits: Partial<MultipartLimits> = {},
 ): AsyncGenerator<MultipartPart> {
   const { maxHeaderBytes, maxParts } = { ...DEFAULT_LIMITS, ...limits };
-  const scanner = new Scanner(stream.getReader(), Buffer.from(`\r\n--${boundary}`));
+  const scanner = new Scanner(stream.getReader(), encoder.encode(`\r\n--${boundary}`));
   try {
     // The body starts with "--boundary"; a leading CRLF makes it match the delimiter.
     scanner.prepend(CRLF);
@@ -115,7 +114,7 @@ class PartBody implements AsyncIterable<Uint8Array> {
       }
       chunks.push(chunk);
     }
-    return new TextDecoder().decode(Buffer.concat(chunks));
+    return new TextDecoder().decode(concat(chunks));
   }
 
   async skipRest(): Promise<void> {
@@ -127,16 +126,16 @@ class PartBody implements AsyncIterable<Uint8Array> {
 
 /** Buffered reading of the body with a search for the part delimiter. */
 class Scanner {
-  #buffer: Buffer = Buffer.alloc(0);
+  #buffer: Uint8Array = new Uint8Array(0);
   #ended = false;
 
   constructor(
     private readonly reader: ReadableStreamDefaultReader<Uint8Array>,
-    readonly delimiter: Buffer,
+    readonly delimiter: Uint8Array,
   ) {}
 
-  prepend(bytes: Buffer): void {
-    this.#buffer = Buffer.concat([bytes, this.#buffer]);
+  prepend(bytes: Uint8Array): void {
+    this.#buffer = concat([bytes, this.#buffer]);
   }
 
   /** Reads one more chunk into the buffer; false at the end of the body. */
@@ -153,8 +152,7 @@ class Scanner {
       this.#ended = true;
       return false;
     }
-    const chunk = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-    this.#buffer = this.#buffer.length === 0 ? chunk : Buffer.concat([this.#buffer, chunk]);
+    this.#buffer = this.#buffer.length === 0 ? value : concat([this.#buffer, value]);
     return true;
   }
 
@@ -166,9 +164,9 @@ class Scanner {
   }
 
   /** Drops everything up to and including `needle`; false when the body ends first. */
-  async skipPast(needle: Buffer): Promise<boolean> {
+  async skipPast(needle: Uint8Array): Promise<boolean> {
     for (;;) {
-      const at = this.#buffer.indexOf(needle);
+      const at = indexOf(this.#buffer, needle);
       if (at >= 0) {
         this.#buffer = this.#buffer.subarray(at + needle.length);
         return true;
@@ -186,9 +184,9 @@ class Scanner {
     if (!await this.#ensure(2)) throw new MultipartError("the multipart body ended too early");
     if (this.#buffer[0] === 0x2d && this.#buffer[1] === 0x2d) return false;
     for (;;) {
-      const at = this.#buffer.indexOf(CRLF);
+      const at = indexOf(this.#buffer, CRLF);
       if (at >= 0) {
-        if (!/^[ \t]*$/.test(this.#buffer.subarray(0, at).toString("latin1"))) {
+        if (this.#buffer.subarray(0, at).some((byte) => byte !== 0x20 && byte !== 0x09)) {
           throw new MultipartError("malformed multipart boundary line");
         }
         this.#buffer = this.#buffer.subarray(at + 2);
@@ -203,7 +201,7 @@ class Scanner {
     // A part without headers starts right away with the blank line.
     this.prepend(CRLF);
     for (;;) {
-      const at = this.#buffer.indexOf(HEADER_END);
+      const at = indexOf(this.#buffer, HEADER_END);
       if (at >= 0) {
         const block = new TextDecoder().decode(this.#buffer.subarray(2, at));
         this.#buffer = this.#buffer.subarray(at + HEADER_END.length);
@@ -222,7 +220,7 @@ class Scanner {
    */
   async readBodyChunk(): Promise<Uint8Array | null> {
     for (;;) {
-      const at = this.#buffer.indexOf(this.delimiter);
+      const at = indexOf(this.#buffer, this.delimiter);
       if (at === 0) {
         this.#buffer = this.#buffer.subarray(this.delimiter.length);
         return null;
@@ -232,7 +230,7 @@ class Scanner {
         this.#buffer = this.#buffer.subarray(at);
         return chunk;
       }
-      const safe = this.#buffer.length - this.delimiter.length + 1;
+      const safe = this.#buffer.length - partialMatchLength(this.#buffer, this.delimiter);
       if (safe > 0) {
         const chunk = this.#buffer.subarray(0, safe);
         this.#buffer = this.#buffer.subarray(safe);
@@ -246,6 +244,42 @@ class Scanner {
     if (!this.#ended) await this.reader.cancel().catch(() => {});
     this.reader.releaseLock();
   }
+}
+
+/**
+ * First index of `needle` in `haystack`, or -1. Jumps between candidates with
+ * the native `Uint8Array.indexOf` (much faster in Deno than `Buffer.indexOf`).
+ */
+function indexOf(haystack: Uint8Array, needle: Uint8Array): number {
+  const first = needle[0];
+  const last = haystack.length - needle.length;
+  for (let i = haystack.indexOf(first); i >= 0 && i <= last; i = haystack.indexOf(first, i + 1)) {
+    let j = 1;
+    while (j < needle.length && haystack[i + j] === needle[j]) j++;
+    if (j === needle.length) return i;
+  }
+  return -1;
+}
+
+/** How many bytes at the end of `haystack` could be the start of `needle`. */
+function partialMatchLength(haystack: Uint8Array, needle: Uint8Array): number {
+  const start = Math.max(0, haystack.length - needle.length + 1);
+  for (let i = haystack.indexOf(needle[0], start); i >= 0; i = haystack.indexOf(needle[0], i + 1)) {
+    let j = 1;
+    while (i + j < haystack.length && haystack[i + j] === needle[j]) j++;
+    if (i + j === haystack.length) return haystack.length - i;
+  }
+  return 0;
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
 }
 
 function parseHeaderBlock(block: string): Map<string, string> {

@@ -39,7 +39,11 @@ export function TagList({ tags }: { tags: readonly string[] }) {
   if (tags.length === 0) return <span class="muted">none</span>;
   return (
     <ul class="tag-list">
-      {tags.map((tag) => <li key={tag} class="tag">{tag}</li>)}
+      {tags.map(TagItem)}
     </ul>
   );
+}
+
+function TagItem(tag: string) {
+  return <li class="tag">{tag}</li>;
 }

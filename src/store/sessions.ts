@@ -3,7 +3,8 @@
  * the SHA-256 of that id, with `expireIn` so abandoned sessions disappear.
  * Expired entries may linger in KV for a while, so every read also checks the
  * absolute and idle limits itself. `last_seen_at` is written at most once per
- * `touchEveryMs`, so page views do not each cost a durable write.
+ * `touchEveryMs` (a minute; a quarter of the idle limit when that is shorter),
+ * so page views do not each cost a durable write.
  */
 import { randomToken, sha256Hex } from "../secrets.ts";
 import { adminSessionByUserKey, adminSessionKey, adminSessionsByUserPrefix } from "./keys.ts";
@@ -67,7 +68,9 @@ export async function getAdminSession(
     await deleteAdminSession(kv, id, session.username);
     return null;
   }
-  if (nowMs - session.last_seen_at >= (policy.touchEveryMs ?? DEFAULT_TOUCH_EVERY_MS)) {
+  // A short idle limit needs more frequent touches, or an active admin would time out.
+  const touchEvery = Math.min(policy.touchEveryMs ?? DEFAULT_TOUCH_EVERY_MS, policy.idleMs / 4);
+  if (nowMs - session.last_seen_at >= touchEvery) {
     const touched = { ...session, last_seen_at: nowMs };
     const expireIn = Math.max(1, Math.min(policy.idleMs, session.expires_at - nowMs));
     // Checked against the read, so a touch never brings back a session ended meanwhile.
