@@ -2,13 +2,15 @@
  * The admin web UI under /admin (admin-contract.md): server-rendered pages
  * with Hono JSX on top of the store layer.
  *
- * Order of the gates: response headers → static files → browser origin check
+ * Order of the gates: response headers → "/admin/x/" redirects to "/admin/x" →
+ * static files → browser origin check
  * → sign-in routes (own CSRF cookie) → session → release upload (streams and
  * checks its token itself) → CSRF token of every other POST → the pages.
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
+import { trimTrailingSlash } from "hono/trailing-slash";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
 import { originGuard, requireCsrfToken, requireSession } from "./guards.ts";
 import { addAccountRoutes, addLoginRoutes } from "./routes/auth.tsx";
@@ -35,6 +37,7 @@ export function createAdminRoutes(deps: AppDeps): Hono<AdminEnv> {
       c.res.headers.set(name, value);
     }
   });
+  admin.use(trimTrailingSlash({ alwaysRedirect: true }));
   addStaticRoutes(admin);
   admin.use(originGuard(deps));
   addLoginRoutes(admin, deps);

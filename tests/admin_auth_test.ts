@@ -309,3 +309,31 @@ Deno.test("the first admin is created at start", async (t) => {
     kv.close();
   });
 });
+
+Deno.test("admin settings are validated at start", async () => {
+  const { ConfigError, loadConfig } = await import("../src/config.ts");
+  const defaults = loadConfig({});
+  assert.equal(defaults.adminSessionIdleMinutes, 60);
+  assert.equal(defaults.adminSessionMaxHours, 12);
+  assert.equal(defaults.adminUsername, "admin");
+  const set = loadConfig({
+    APP_ADMIN_SESSION_IDLE_MINUTES: "15",
+    APP_ADMIN_SESSION_MAX_HOURS: "2",
+  });
+  assert.equal(set.adminSessionIdleMinutes, 15);
+  assert.equal(set.adminSessionMaxHours, 2);
+  for (
+    const [name, value] of [
+      ["APP_ADMIN_SESSION_IDLE_MINUTES", "0"],
+      ["APP_ADMIN_SESSION_IDLE_MINUTES", "soon"],
+      ["APP_ADMIN_SESSION_MAX_HOURS", "-1"],
+      ["APP_ADMIN_USERNAME", "bad name"],
+    ]
+  ) {
+    assert.throws(() => loadConfig({ [name]: value }), (error: Error) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.message, new RegExp(name));
+      return true;
+    });
+  }
+});

@@ -150,10 +150,13 @@ Deno.test("admin pages are safe", async (t) => {
     assert.deepEqual(await api.json(), { error: "resource not found" });
   });
 
-  await t.step("/ leads to the admin UI", async () => {
+  await t.step("/ leads to the admin UI; a trailing slash is dropped", async () => {
     const res = await client.fetch("/");
     assert.equal(res.status, 303);
     assert.equal(res.headers.get("location"), "/admin");
+    const slash = await client.fetch("/admin/projects/");
+    assert.equal(slash.status, 301);
+    assert.equal(new URL(slash.headers.get("location")!).pathname, "/admin/projects");
   });
 
   await t.step("an oversized form is refused with 413", async () => {
