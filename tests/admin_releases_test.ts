@@ -215,6 +215,16 @@ Deno.test("admin release upload refusals leave nothing behind", async (t) => {
         /security token/,
       ],
       [
+        "empty file and a wrong token after it",
+        [
+          { name: "version", body: "5.0.0" },
+          { name: "file", filename: "", type: "application/octet-stream", body: "" },
+          { name: "csrf_token", body: "wrong" },
+        ],
+        403,
+        /security token/,
+      ],
+      [
         "no token at all",
         [{ name: "version", body: "5.0.0" }, { name: "file", filename: "a.bin", body: "abc" }],
         403,

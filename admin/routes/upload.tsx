@@ -62,8 +62,12 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: AppDeps): void {
     try {
       for await (const part of readMultipart(body, boundary)) {
         if (part.name === "file" && stored === null) {
-          stored = await saveArtifact(dir, part.body, config.maxUploadBytes);
-          file = { filename: part.filename ?? "", contentType: part.contentType };
+          // An empty file is reported after the token check, like every other field error.
+          stored = await saveArtifact(dir, part.body, config.maxUploadBytes).catch((error) => {
+            if (error instanceof EmptyUploadError) return null;
+            throw error;
+          });
+          file = stored && { filename: part.filename ?? "", contentType: part.contentType };
         } else if (part.name === "csrf_token") {
           tokenOk = tokenMatches(session.csrf_token, await part.text(1024));
           if (!tokenOk) throw new CsrfError();
