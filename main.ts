@@ -1,4 +1,5 @@
 /** The single entry point: read settings, open storage, serve. */
+import { bootstrapAdmin } from "./admin/mod.ts";
 import { createApp } from "./src/app.ts";
 import { ConfigError, loadConfig } from "./src/config.ts";
 import { createKeyUsageRecorder } from "./src/key_usage.ts";
@@ -18,6 +19,7 @@ function readConfig() {
 const config = readConfig();
 await Deno.mkdir(config.artifactsDir, { recursive: true });
 const kv = await Deno.openKv(config.kvPath);
+await bootstrapAdmin(kv, config);
 const rateLimitKv = config.rateLimitStore === "kv" ? kv : await Deno.openKv(":memory:");
 
 const app = createApp({ config, kv, rateLimitKv, recordKeyUse: createKeyUsageRecorder(kv) });

@@ -1,5 +1,11 @@
-/** The whole HTTP application: middleware, the client API, health, and (later) the admin UI. */
+/** The whole HTTP application: middleware, the client API, health, and the admin UI. */
 import { Hono } from "hono";
+import {
+  createAdminRoutes,
+  isAdminPath,
+  renderAdminError,
+  renderAdminNotFound,
+} from "../admin/mod.ts";
 import { HTTPException } from "hono/http-exception";
 import { secureHeaders } from "hono/secure-headers";
 import { createApiRoutes } from "./api/routes.ts";
@@ -36,10 +42,17 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   });
 
   app.route("/api/v1", createApiRoutes(deps));
+  app.route("/admin", createAdminRoutes(deps));
+  app.get("/", (c) => c.redirect("/admin", 303));
 
-  app.notFound(() => jsonResponse({ error: API_ERRORS.resourceNotFound }, 404));
+  app.notFound((c) => {
+    if (isAdminPath(c.req.path)) return renderAdminNotFound(c, deps);
+    return jsonResponse({ error: API_ERRORS.resourceNotFound }, 404);
+  });
 
-  app.onError((error) => {
+  // Errors are mapped once: HTML pages under /admin, JSON everywhere else.
+  app.onError((error, c) => {
+    if (isAdminPath(c.req.path)) return renderAdminError(c, deps, error);
     if (error instanceof ApiError) {
       return jsonResponse({ error: error.message }, error.status, error.headers);
     }

@@ -27,6 +27,10 @@ export interface Config {
   maxUploadBytes: number;
   adminUsername: string;
   adminPassword: string | undefined;
+  /** An admin session ends after this long without a request. */
+  adminSessionIdleMinutes: number;
+  /** An admin session ends this long after sign-in, however active. */
+  adminSessionMaxHours: number;
   trustProxy: boolean;
 }
 
@@ -149,10 +153,29 @@ export function loadConfig(env: Env = processEnv()): Config {
       min: 1,
       max: Number.MAX_SAFE_INTEGER,
     }),
-    adminUsername: read(env, "APP_ADMIN_USERNAME") ?? "admin",
+    adminUsername: readAdminUsername(env),
     adminPassword: env["APP_ADMIN_PASSWORD"] || undefined,
+    adminSessionIdleMinutes: readInteger(env, "APP_ADMIN_SESSION_IDLE_MINUTES", 60, {
+      min: 1,
+      max: 7 * 24 * 60,
+    }),
+    adminSessionMaxHours: readInteger(env, "APP_ADMIN_SESSION_MAX_HOURS", 12, {
+      min: 1,
+      max: 30 * 24,
+    }),
     trustProxy: readBoolean(env, "APP_TRUST_PROXY", false),
   };
+}
+
+function readAdminUsername(env: Env): string {
+  const username = read(env, "APP_ADMIN_USERNAME") ?? "admin";
+  if (!/^[A-Za-z0-9._@-]{1,64}$/.test(username)) {
+    throw new ConfigError(
+      "APP_ADMIN_USERNAME",
+      "expected 1 to 64 letters, digits, '.', '_', '@' or '-'",
+    );
+  }
+  return username;
 }
 
 function readRealm(env: Env): string {

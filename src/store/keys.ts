@@ -16,6 +16,10 @@
  * | ["api_key_last_used", keyId]                 | RFC 3339 time                 |
  * | ["health", "ping"]                           | never written; read by /healthz|
  * | ["rate_limit", bucketId]                     | token bucket state            |
+ * | ["admin_users", username]                    | AdminUser (password hash)     |
+ * | ["admin_sessions", sha256Hex(sessionId)]     | AdminSession (expireIn)       |
+ * | ["login_failures", "user"|"addr", subject]   | LoginFailures (expireIn)      |
+ * | ["audit_log", atMs, entryId]                 | AuditEntry                    |
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
@@ -23,6 +27,8 @@
  * Backups (src/store/backup.ts) copy every entry except those under
  * `BACKUP_SKIPPED_PREFIXES`; add the prefix of every new key written with
  * `expireIn` there (short-lived state that a restore must not resurrect).
+ * Sessions are keyed by the hash of their id, so the KV never holds a usable
+ * session id; `audit_log` keys sort by time, newest last.
  */
 
 export type IdKind = "projects" | "releases" | "api_keys";
@@ -57,6 +63,11 @@ export function releaseByProjectKey(projectId: number, releaseId: number): Deno.
 
 export function releasesByProjectPrefix(projectId: number): Deno.KvKey {
   return ["releases_by_project", projectId];
+}
+
+/** The index entries of every project's releases. */
+export function releaseIndexPrefix(): Deno.KvKey {
+  return ["releases_by_project"];
 }
 
 export function latestReleaseKey(projectId: number): Deno.KvKey {
@@ -94,6 +105,9 @@ export function rateLimitKey(bucketId: string): Deno.KvKey {
 /** Short-lived entries (written with `expireIn`) that backups leave out. */
 export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["rate_limit"],
+  ["admin_sessions"],
+  ["admin_sessions_by_user"],
+  ["login_failures"],
 ];
 
 /**
@@ -105,3 +119,34 @@ export const BACKUP_VOLATILE_PREFIXES: readonly Deno.KvKey[] = [
   ["release_downloads"],
   ["api_key_last_used"],
 ];
+export function adminUserKey(username: string): Deno.KvKey {
+  return ["admin_users", username];
+}
+
+export function adminUsersPrefix(): Deno.KvKey {
+  return ["admin_users"];
+}
+
+export function adminSessionKey(idHash: string): Deno.KvKey {
+  return ["admin_sessions", idHash];
+}
+
+export function adminSessionByUserKey(username: string, idHash: string): Deno.KvKey {
+  return ["admin_sessions_by_user", username, idHash];
+}
+
+export function adminSessionsByUserPrefix(username: string): Deno.KvKey {
+  return ["admin_sessions_by_user", username];
+}
+
+export function loginFailuresKey(kind: "user" | "addr", subject: string): Deno.KvKey {
+  return ["login_failures", kind, subject];
+}
+
+export function auditKey(atMs: number, entryId: string): Deno.KvKey {
+  return ["audit_log", atMs, entryId];
+}
+
+export function auditPrefix(): Deno.KvKey {
+  return ["audit_log"];
+}

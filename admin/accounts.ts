@@ -1,0 +1,72 @@
+/** Admin accounts: the first account at start, sign-in checks and password changes. */
+import type { Config } from "../src/config.ts";
+import {
+  burnPasswordCheck,
+  generatePassword,
+  hashPassword,
+  verifyPassword,
+} from "../src/passwords.ts";
+import {
+  type AdminUser,
+  createAdminUser,
+  getAdminUser,
+  hasAdminUser,
+  recordAudit,
+  setAdminPasswordHash,
+} from "../src/store/mod.ts";
+
+/**
+ * Creates the first admin when none exists: from APP_ADMIN_USERNAME and
+ * APP_ADMIN_PASSWORD, or with a generated password printed once to the log.
+ * An existing admin is never touched.
+ */
+export async function bootstrapAdmin(
+  kv: Deno.Kv,
+  config: Config,
+  log: (message: string) => void = console.log,
+): Promise<"created" | "exists"> {
+  if (await hasAdminUser(kv)) return "exists";
+  const generated = config.adminPassword === undefined;
+  const password = config.adminPassword ?? generatePassword();
+  const user = await createAdminUser(kv, config.adminUsername, await hashPassword(password));
+  // Another instance sharing the KV may have created it in the meantime.
+  if (user === null) return "exists";
+  await recordAudit(kv, {
+    actor: "system",
+    action: "admin.created",
+    target: `admin ${user.username}`,
+    details: generated ? "generated password" : "password from APP_ADMIN_PASSWORD",
+    address: "-",
+  });
+  if (generated) {
+    log(
+      `created admin user "${user.username}" with the generated password: ${password}\n` +
+        `  sign in at ${config.baseUrl}/admin and change it; this password is not shown again`,
+    );
+  } else {
+    log(`created admin user "${user.username}" with the password from APP_ADMIN_PASSWORD`);
+  }
+  return "created";
+}
+
+/** The account when the password is right, else null; takes as long for unknown names. */
+export async function authenticate(
+  kv: Deno.Kv,
+  username: string,
+  password: string,
+): Promise<AdminUser | null> {
+  const user = await getAdminUser(kv, username);
+  if (user === null) {
+    await burnPasswordCheck(password);
+    return null;
+  }
+  return await verifyPassword(password, user.password_hash) ? user : null;
+}
+
+export async function changePassword(
+  kv: Deno.Kv,
+  username: string,
+  newPassword: string,
+): Promise<void> {
+  await setAdminPasswordHash(kv, username, await hashPassword(newPassword));
+}

@@ -1,0 +1,47 @@
+/** Helpers every admin route uses: page context, audit records, flash redirects. */
+import type { Context } from "hono";
+import { recordAudit } from "../src/store/mod.ts";
+import { setFlash, takeFlash } from "./cookies.ts";
+import { addressOf } from "./guards.ts";
+import type { AdminEnv, AppDeps, Flash } from "./types.ts";
+import type { PageContext } from "./views/layout.tsx";
+
+export type AdminContext = Context<AdminEnv>;
+
+/** What the layout needs: the admin, the CSRF token and a pending flash message. */
+export function pageContext(c: AdminContext, deps: AppDeps): PageContext {
+  const session = c.get("session");
+  return {
+    serviceName: deps.config.serviceName,
+    username: session?.username,
+    csrfToken: session?.csrf_token,
+    flash: c.req.method === "GET" ? takeFlash(c, deps.config) : null,
+  };
+}
+
+/** Records an admin action. A failed audit write is logged, not shown: the action itself is done. */
+export async function audit(
+  c: AdminContext,
+  deps: AppDeps,
+  action: string,
+  target: string,
+  details = "",
+  actor: string = c.get("session")?.username ?? "-",
+): Promise<void> {
+  try {
+    await recordAudit(deps.kv, { actor, action, target, details, address: addressOf(c, deps) });
+  } catch (error) {
+    console.error(`audit record failed (${action} ${target}):`, error);
+  }
+}
+
+/** 303 See Other to `location`, with a message for the next page. */
+export function redirectWithFlash(
+  c: AdminContext,
+  deps: AppDeps,
+  location: string,
+  flash: Flash,
+): Response {
+  setFlash(c, deps.config, flash);
+  return c.redirect(location, 303);
+}

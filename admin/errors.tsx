@@ -1,0 +1,79 @@
+/** Error pages under /admin: errors are thrown once in the routes and mapped here. */
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { ConflictError, NotFoundError, ValidationError } from "../src/store/mod.ts";
+import { CsrfError } from "./guards.ts";
+import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
+import type { AdminSession } from "../src/store/mod.ts";
+import type { AppDeps } from "./types.ts";
+import { ErrorPage } from "./views/error.tsx";
+
+const TITLES: Record<number, string> = {
+  400: "Bad request",
+  403: "Request refused",
+  404: "Not found",
+  405: "Method not allowed",
+  409: "Please try again",
+  413: "Too large",
+  500: "Something went wrong",
+};
+
+export function isAdminPath(path: string): boolean {
+  return path === "/admin" || path.startsWith("/admin/");
+}
+
+export function renderAdminError(c: Context, deps: AppDeps, error: unknown): Promise<Response> {
+  let status: ContentfulStatusCode = 500;
+  let message = "The server could not complete the request. The error was logged.";
+  if (error instanceof CsrfError) {
+    status = 403;
+    message = error.message;
+  } else if (error instanceof HTTPException && error.status < 500) {
+    status = error.status as ContentfulStatusCode;
+    message = error.message ||
+      (status === 413 ? "The form is too large." : "The request was refused.");
+  } else if (error instanceof NotFoundError) {
+    status = 404;
+    message = `${error.message[0].toUpperCase()}${error.message.slice(1)}.`;
+  } else if (error instanceof ValidationError) {
+    status = 400;
+    message = error.message;
+  } else if (error instanceof ConflictError) {
+    status = 409;
+    message = "The change collided with another one at the same moment. Please try again.";
+  } else {
+    console.error("admin error:", error);
+  }
+  return renderErrorPage(c, deps, status, message);
+}
+
+export function renderAdminNotFound(c: Context, deps: AppDeps): Promise<Response> {
+  return renderErrorPage(c, deps, 404, "There is no such page.");
+}
+
+async function renderErrorPage(
+  c: Context,
+  deps: AppDeps,
+  status: ContentfulStatusCode,
+  message: string,
+): Promise<Response> {
+  const session = c.get("session") as AdminSession | undefined;
+  const page = (
+    <ErrorPage
+      ctx={{
+        serviceName: deps.config.serviceName,
+        username: session?.username,
+        csrfToken: session?.csrf_token,
+      }}
+      status={status}
+      title={TITLES[status] ?? "Error"}
+      message={message}
+    />
+  );
+  const html = await page.toString();
+  return new Response(html, {
+    status,
+    headers: { "content-type": "text/html; charset=utf-8", ...ADMIN_RESPONSE_HEADERS },
+  });
+}

@@ -1,0 +1,33 @@
+/** Reading posted admin forms. */
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { FormValues } from "./types.ts";
+
+/** Reads a urlencoded (or small multipart) form; file parts are ignored. */
+export async function readForm(c: Context): Promise<FormValues> {
+  const type = (c.req.header("content-type") ?? "").split(";")[0].trim().toLowerCase();
+  if (type !== "application/x-www-form-urlencoded" && type !== "multipart/form-data") {
+    return {};
+  }
+  let data: FormData;
+  try {
+    data = await c.req.raw.formData();
+  } catch {
+    throw new HTTPException(400, { message: "the form could not be read" });
+  }
+  const values: FormValues = {};
+  for (const [name, value] of data) {
+    if (typeof value === "string") (values[name] ??= []).push(value);
+  }
+  return values;
+}
+
+/** The first value of a field, or "". */
+export function field(form: FormValues, name: string): string {
+  return form[name]?.[0] ?? "";
+}
+
+/** All values of a field joined with commas: a comma-separated text box and checkboxes both work. */
+export function listField(form: FormValues, name: string): string {
+  return (form[name] ?? []).join(",");
+}

@@ -1,0 +1,349 @@
+/**
+ * A streaming `multipart/form-data` reader on Web Streams.
+ *
+ * `Request.formData()` buffers the whole body and cuts file names at `;`, so
+ * uploads use this instead. It pulls from the body only as fast as the
+ * consumer reads a part's bytes, so memory stays constant whatever the size.
+ * Parts come one at a time: reading the next part skips what is left of the
+ * current one. Raw part headers are kept, so a missing Content-Type stays
+ * missing (the caller then uses application/octet-stream).
+ */
+export class MultipartError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "MultipartError";
+  }
+}
+
+export interface MultipartLimits {
+  /** Largest header block of one part. */
+  maxHeaderBytes: number;
+  /** Most parts in one body. */
+  maxParts: number;
+}
+
+const DEFAULT_LIMITS: MultipartLimits = { maxHeaderBytes: 16 * 1024, maxParts: 100 };
+
+export interface MultipartPart {
+  /** The form field name. */
+  name: string;
+  /** The `filename` (or `filename*`) parameter as sent, or undefined when absent. */
+  filename: string | undefined;
+  /** The part's Content-Type header as sent, or undefined when absent. */
+  contentType: string | undefined;
+  /** The part's bytes; valid until the next part is requested. */
+  body: AsyncIterable<Uint8Array>;
+  /** The part's bytes as UTF-8 text; more than `maxBytes` raises a MultipartError. */
+  text(maxBytes: number): Promise<string>;
+}
+
+/** The boundary of a multipart/form-data Content-Type, or null. */
+export function multipartBoundary(contentType: string | undefined): string | null {
+  if (contentType === undefined) return null;
+  const { type, params } = splitParams(contentType);
+  if (type.toLowerCase() !== "multipart/form-data") return null;
+  const boundary = paramValue(params, "boundary");
+  return boundary && boundary.length <= 70 ? boundary : null;
+}
+
+const encoder = new TextEncoder();
+const CRLF = encoder.encode("\r\n");
+const HEADER_END = encoder.encode("\r\n\r\n");
+
+/** Yields the parts of a multipart body in order. */
+export async function* readMultipart(
+  stream: ReadableStream<Uint8Array>,
+  boundary: string,
+  limits: Partial<MultipartLimits> = {},
+): AsyncGenerator<MultipartPart> {
+  const { maxHeaderBytes, maxParts } = { ...DEFAULT_LIMITS, ...limits };
+  const scanner = new Scanner(stream.getReader(), encoder.encode(`\r\n--${boundary}`));
+  try {
+    // The body starts with "--boundary"; a leading CRLF makes it match the delimiter.
+    scanner.prepend(CRLF);
+    if (!await scanner.skipPast(scanner.delimiter)) {
+      throw new MultipartError("the multipart body has no parts");
+    }
+    let parts = 0;
+    while (await scanner.afterDelimiter()) {
+      if (++parts > maxParts) throw new MultipartError("the form has too many parts");
+      const headers = await scanner.readHeaders(maxHeaderBytes);
+      const disposition = splitParams(headers.get("content-disposition") ?? "");
+      const name = paramValue(disposition.params, "name");
+      const body = new PartBody(scanner);
+      if (disposition.type.toLowerCase() === "form-data" && name !== undefined) {
+        yield {
+          name,
+          filename: filenameOf(disposition.params),
+          contentType: headers.get("content-type"),
+          body,
+          text: (maxBytes) => body.text(maxBytes),
+        };
+      }
+      await body.skipRest();
+    }
+  } finally {
+    await scanner.close();
+  }
+}
+
+/** The bytes of one part, pulled from the scanner on demand. */
+class PartBody implements AsyncIterable<Uint8Array> {
+  #done = false;
+
+  constructor(private readonly scanner: Scanner) {}
+
+  async next(): Promise<Uint8Array | null> {
+    if (this.#done) return null;
+    const chunk = await this.scanner.readBodyChunk();
+    if (chunk === null) this.#done = true;
+    return chunk;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    for (let chunk = await this.next(); chunk !== null; chunk = await this.next()) yield chunk;
+  }
+
+  async text(maxBytes: number): Promise<string> {
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for (let chunk = await this.next(); chunk !== null; chunk = await this.next()) {
+      size += chunk.byteLength;
+      if (size > maxBytes) {
+        throw new MultipartError(`a form field is larger than ${maxBytes} bytes`);
+      }
+      chunks.push(chunk);
+    }
+    return new TextDecoder().decode(concat(chunks));
+  }
+
+  async skipRest(): Promise<void> {
+    while (await this.next() !== null) {
+      // discard
+    }
+  }
+}
+
+/** Buffered reading of the body with a search for the part delimiter. */
+class Scanner {
+  #buffer: Uint8Array = new Uint8Array(0);
+  #ended = false;
+
+  constructor(
+    private readonly reader: ReadableStreamDefaultReader<Uint8Array>,
+    readonly delimiter: Uint8Array,
+  ) {}
+
+  prepend(bytes: Uint8Array): void {
+    this.#buffer = concat([bytes, this.#buffer]);
+  }
+
+  /** Reads one more chunk into the buffer; false at the end of the body. */
+  async #fill(): Promise<boolean> {
+    if (this.#ended) return false;
+    let result: ReadableStreamReadResult<Uint8Array>;
+    try {
+      result = await this.reader.read();
+    } catch {
+      throw new MultipartError("the upload was interrupted");
+    }
+    const { done, value } = result;
+    if (done) {
+      this.#ended = true;
+      return false;
+    }
+    this.#buffer = this.#buffer.length === 0 ? value : concat([this.#buffer, value]);
+    return true;
+  }
+
+  async #ensure(bytes: number): Promise<boolean> {
+    while (this.#buffer.length < bytes) {
+      if (!await this.#fill()) return false;
+    }
+    return true;
+  }
+
+  /** Drops everything up to and including `needle`; false when the body ends first. */
+  async skipPast(needle: Uint8Array): Promise<boolean> {
+    for (;;) {
+      const at = indexOf(this.#buffer, needle);
+      if (at >= 0) {
+        this.#buffer = this.#buffer.subarray(at + needle.length);
+        return true;
+      }
+      this.#buffer = this.#buffer.subarray(Math.max(0, this.#buffer.length - needle.length + 1));
+      if (!await this.#fill()) return false;
+    }
+  }
+
+  /**
+   * Just after a delimiter: "--" ends the body, CRLF (after optional
+   * whitespace) starts another part.
+   */
+  async afterDelimiter(): Promise<boolean> {
+    if (!await this.#ensure(2)) throw new MultipartError("the multipart body ended too early");
+    if (this.#buffer[0] === 0x2d && this.#buffer[1] === 0x2d) return false;
+    for (;;) {
+      const at = indexOf(this.#buffer, CRLF);
+      if (at >= 0) {
+        if (this.#buffer.subarray(0, at).some((byte) => byte !== 0x20 && byte !== 0x09)) {
+          throw new MultipartError("malformed multipart boundary line");
+        }
+        this.#buffer = this.#buffer.subarray(at + 2);
+        return true;
+      }
+      if (this.#buffer.length > 1024) throw new MultipartError("malformed multipart boundary line");
+      if (!await this.#fill()) throw new MultipartError("the multipart body ended too early");
+    }
+  }
+
+  async readHeaders(maxBytes: number): Promise<Map<string, string>> {
+    // A part without headers starts right away with the blank line.
+    this.prepend(CRLF);
+    for (;;) {
+      const at = indexOf(this.#buffer, HEADER_END);
+      if (at >= 0) {
+        const block = new TextDecoder().decode(this.#buffer.subarray(2, at));
+        this.#buffer = this.#buffer.subarray(at + HEADER_END.length);
+        return parseHeaderBlock(block);
+      }
+      if (this.#buffer.length > maxBytes) {
+        throw new MultipartError("a part's headers are too large");
+      }
+      if (!await this.#fill()) throw new MultipartError("the multipart body ended too early");
+    }
+  }
+
+  /**
+   * The next bytes of the current part, or null at its end (the delimiter is
+   * consumed). Bytes that could be the start of the delimiter stay buffered.
+   */
+  async readBodyChunk(): Promise<Uint8Array | null> {
+    for (;;) {
+      const at = indexOf(this.#buffer, this.delimiter);
+      if (at === 0) {
+        this.#buffer = this.#buffer.subarray(this.delimiter.length);
+        return null;
+      }
+      if (at > 0) {
+        const chunk = this.#buffer.subarray(0, at);
+        this.#buffer = this.#buffer.subarray(at);
+        return chunk;
+      }
+      const safe = this.#buffer.length - partialMatchLength(this.#buffer, this.delimiter);
+      if (safe > 0) {
+        const chunk = this.#buffer.subarray(0, safe);
+        this.#buffer = this.#buffer.subarray(safe);
+        return chunk;
+      }
+      if (!await this.#fill()) throw new MultipartError("the multipart body ended too early");
+    }
+  }
+
+  async close(): Promise<void> {
+    if (!this.#ended) await this.reader.cancel().catch(() => {});
+    this.reader.releaseLock();
+  }
+}
+
+/**
+ * First index of `needle` in `haystack`, or -1. Jumps between candidates with
+ * the native `Uint8Array.indexOf` (much faster in Deno than `Buffer.indexOf`).
+ */
+function indexOf(haystack: Uint8Array, needle: Uint8Array): number {
+  const first = needle[0];
+  const last = haystack.length - needle.length;
+  for (let i = haystack.indexOf(first); i >= 0 && i <= last; i = haystack.indexOf(first, i + 1)) {
+    let j = 1;
+    while (j < needle.length && haystack[i + j] === needle[j]) j++;
+    if (j === needle.length) return i;
+  }
+  return -1;
+}
+
+/** How many bytes at the end of `haystack` could be the start of `needle`. */
+function partialMatchLength(haystack: Uint8Array, needle: Uint8Array): number {
+  const start = Math.max(0, haystack.length - needle.length + 1);
+  for (let i = haystack.indexOf(needle[0], start); i >= 0; i = haystack.indexOf(needle[0], i + 1)) {
+    let j = 1;
+    while (i + j < haystack.length && haystack[i + j] === needle[j]) j++;
+    if (i + j === haystack.length) return haystack.length - i;
+  }
+  return 0;
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
+function parseHeaderBlock(block: string): Map<string, string> {
+  const headers = new Map<string, string>();
+  for (const line of block.split("\r\n")) {
+    const colon = line.indexOf(":");
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).trim().toLowerCase();
+    if (!headers.has(name)) headers.set(name, line.slice(colon + 1).trim());
+  }
+  return headers;
+}
+
+/**
+ * Splits `type; a=1; b="x;y"` into "type" and [["a","1"], ["b","x;y"]]. Quoted
+ * values may escape `"` and `\` with a backslash; any other backslash is kept
+ * (old browsers send Windows paths unescaped).
+ */
+function splitParams(header: string): { type: string; params: Array<[string, string]> } {
+  const semicolon = header.indexOf(";");
+  const type = (semicolon < 0 ? header : header.slice(0, semicolon)).trim();
+  const params: Array<[string, string]> = [];
+  let i = semicolon < 0 ? header.length : semicolon + 1;
+  while (i < header.length) {
+    while (i < header.length && /[\s;]/.test(header[i])) i++;
+    const eq = header.indexOf("=", i);
+    if (eq < 0) break;
+    const name = header.slice(i, eq).trim().toLowerCase();
+    i = eq + 1;
+    while (i < header.length && /[ \t]/.test(header[i])) i++;
+    let value = "";
+    if (header[i] === '"') {
+      i++;
+      while (i < header.length && header[i] !== '"') {
+        if (header[i] === "\\" && (header[i + 1] === '"' || header[i + 1] === "\\")) i++;
+        value += header[i++];
+      }
+      i++;
+    } else {
+      const end = header.indexOf(";", i);
+      value = header.slice(i, end < 0 ? header.length : end).trim();
+      i = end < 0 ? header.length : end;
+    }
+    params.push([name, value]);
+  }
+  return { type, params };
+}
+
+function paramValue(params: Array<[string, string]>, name: string): string | undefined {
+  return params.find(([key]) => key === name)?.[1];
+}
+
+/** `filename*=UTF-8''…` (RFC 5987) wins over `filename` when both are sent. */
+function filenameOf(params: Array<[string, string]>): string | undefined {
+  const extended = paramValue(params, "filename*");
+  if (extended !== undefined) {
+    const match = /^utf-8'[^']*'(.*)$/i.exec(extended);
+    if (match) {
+      try {
+        return decodeURIComponent(match[1]);
+      } catch {
+        // fall back to the plain parameter
+      }
+    }
+  }
+  return paramValue(params, "filename");
+}

@@ -1,0 +1,113 @@
+/** API keys: list, create (shown once), disable and enable. */
+import type { Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { scopeAllows } from "../../src/access.ts";
+import {
+  type ApiKey,
+  createApiKey,
+  getApiKey,
+  listApiKeys,
+  listProjects,
+  NotFoundError,
+  type Project,
+  setApiKeyActive,
+  ValidationError,
+} from "../../src/store/mod.ts";
+import { audit, pageContext, redirectWithFlash } from "../context.ts";
+import { apiKeyFormValues, apiKeyInput } from "../forms_api_key.ts";
+import type { AdminEnv, AppDeps, FormError } from "../types.ts";
+import { ApiKeyCreatedPage } from "../views/api_key_created.tsx";
+import { type ApiKeyFormValues, ApiKeysPage, EMPTY_KEY_FORM } from "../views/api_keys.tsx";
+
+export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
+  const { kv } = deps;
+
+  async function renderKeysPage(
+    c: Parameters<typeof pageContext>[0],
+    values: ApiKeyFormValues,
+    error?: FormError,
+  ) {
+    const [keys, projects] = await Promise.all([listApiKeys(kv), listProjects(kv)]);
+    keys.reverse(); // newest first
+    const knownTags = [...new Set(projects.flatMap((project) => project.tags))].sort();
+    return c.html(
+      <ApiKeysPage
+        ctx={pageContext(c, deps)}
+        keys={keys}
+        projects={projects}
+        knownTags={knownTags}
+        values={values}
+        error={error}
+      />,
+      error ? 400 : 200,
+    );
+  }
+
+  admin.get("/api-keys", (c) => renderKeysPage(c, EMPTY_KEY_FORM));
+
+  admin.post("/api-keys", async (c) => {
+    const values = apiKeyFormValues(c.get("form"));
+    let created: { apiKey: ApiKey; secret: string };
+    try {
+      created = await createApiKey(kv, await apiKeyInput(kv, values));
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      return await renderKeysPage(c, values, { field: error.field, message: error.message });
+    }
+    const { apiKey, secret } = created;
+    await audit(
+      c,
+      deps,
+      "api_key.create",
+      `api key ${apiKey.id}`,
+      `name "${apiKey.name}"; prefix ${apiKey.prefix}; scope ${apiKey.scope_mode}; download ${
+        apiKey.can_download ? "yes" : "no"
+      }; expires ${apiKey.expires_at ?? "never"}`,
+    );
+    const projects = await listProjects(kv);
+    return c.html(
+      <ApiKeyCreatedPage
+        ctx={pageContext(c, deps)}
+        apiKey={apiKey}
+        secret={secret}
+        curlExample={curlExample(deps.config.baseUrl, secret, exampleProject(apiKey, projects))}
+      />,
+    );
+  });
+
+  for (const [action, active] of [["disable", false], ["enable", true]] as const) {
+    admin.post(`/api-keys/:id/${action}`, async (c) => {
+      const raw = c.req.param("id");
+      const existing = /^\d{1,15}$/.test(raw) ? await getApiKey(kv, Number(raw)) : null;
+      if (existing === null) {
+        throw new HTTPException(404, { message: `There is no API key ${raw}.` });
+      }
+      let apiKey: ApiKey;
+      try {
+        apiKey = await setApiKeyActive(kv, existing.id, active);
+      } catch (error) {
+        if (error instanceof NotFoundError) {
+          throw new HTTPException(404, { message: `There is no API key ${raw}.` });
+        }
+        throw error;
+      }
+      await audit(c, deps, `api_key.${action}`, `api key ${apiKey.id}`, `name "${apiKey.name}"`);
+      return redirectWithFlash(c, deps, "/admin/api-keys", {
+        kind: "success",
+        text: `API key "${apiKey.name}" was ${active ? "enabled" : "disabled"}.`,
+      });
+    });
+  }
+}
+
+/** A project the new key can read, for the example command. */
+function exampleProject(apiKey: ApiKey, projects: Project[]): string {
+  const visible = projects.find((project) =>
+    project.state === "active" && scopeAllows(apiKey, project)
+  );
+  return visible?.slug ?? "PROJECT_SLUG";
+}
+
+function curlExample(baseUrl: string, secret: string, slug: string): string {
+  return `curl -fsS -H "Authorization: Bearer ${secret}" \\\n  ${baseUrl}/api/v1/projects/${slug}/releases/latest`;
+}

@@ -1,0 +1,178 @@
+/** Sign-in, sign-out and password change. */
+import type { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { randomToken } from "../../src/secrets.ts";
+import {
+  clearLoginFailures,
+  createAdminSession,
+  deleteAdminSession,
+  deleteAdminSessionsOfUser,
+  getAdminSession,
+  loginLockedFor,
+  recordLoginFailure,
+} from "../../src/store/mod.ts";
+import { authenticate, changePassword } from "../accounts.ts";
+import { audit, pageContext, redirectWithFlash } from "../context.ts";
+import {
+  clearLoginCsrfCookie,
+  clearSessionCookie,
+  getLoginCsrfCookie,
+  getSessionCookie,
+  setLoginCsrfCookie,
+  setSessionCookie,
+} from "../cookies.ts";
+import { field, readForm } from "../forms.ts";
+import { addressOf, sessionPolicy, tokenMatches } from "../guards.ts";
+import type { AdminEnv, AppDeps, FormError } from "../types.ts";
+import { LoginPage } from "../views/login.tsx";
+import { MIN_PASSWORD_LENGTH, PasswordPage } from "../views/password.tsx";
+
+export const INVALID_CREDENTIALS = "invalid username or password";
+const LOGIN_TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+
+/** The routes that work without a session: the sign-in form and its POST. */
+export function addLoginRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
+  const { kv, config } = deps;
+  const policy = sessionPolicy(deps);
+
+  /** The pre-session CSRF token: kept while the browser has a valid one, so tabs agree. */
+  function loginToken(c: Parameters<typeof getLoginCsrfCookie>[0]): string {
+    const current = getLoginCsrfCookie(c);
+    const token = current && LOGIN_TOKEN_PATTERN.test(current) ? current : randomToken();
+    setLoginCsrfCookie(c, config, token);
+    return token;
+  }
+
+  admin.get("/login", async (c) => {
+    if (await getAdminSession(kv, getSessionCookie(c), policy)) return c.redirect("/admin", 303);
+    return c.html(<LoginPage ctx={pageContext(c, deps)} csrfToken={loginToken(c)} />);
+  });
+
+  admin.post("/login", bodyLimit({ maxSize: 64 * 1024 }), async (c) => {
+    const form = await readForm(c);
+    const username = field(form, "username").trim();
+    const password = field(form, "password");
+    const ctx = pageContext(c, deps);
+    const cookieToken = getLoginCsrfCookie(c);
+    if (cookieToken === undefined || !tokenMatches(cookieToken, field(form, "csrf_token"))) {
+      const token = randomToken();
+      setLoginCsrfCookie(c, config, token);
+      return c.html(
+        <LoginPage
+          ctx={ctx}
+          csrfToken={token}
+          username={username}
+          error="The sign-in form had expired. Please sign in again."
+        />,
+        403,
+      );
+    }
+
+    const address = addressOf(c, deps);
+    const waitMs = await loginLockedFor(kv, { username, address });
+    if (waitMs > 0) {
+      const seconds = Math.ceil(waitMs / 1000);
+      c.header("retry-after", String(seconds));
+      return c.html(
+        <LoginPage
+          ctx={ctx}
+          csrfToken={cookieToken}
+          username={username}
+          error={`Too many failed sign-ins. Try again in ${seconds} seconds.`}
+        />,
+        429,
+      );
+    }
+
+    const user = await authenticate(kv, username, password);
+    if (user === null) {
+      await recordLoginFailure(kv, { username, address });
+      await audit(c, deps, "auth.sign_in_failed", `admin ${username.slice(0, 64)}`, "", username);
+      return c.html(
+        <LoginPage
+          ctx={ctx}
+          csrfToken={cookieToken}
+          username={username}
+          error={INVALID_CREDENTIALS}
+        />,
+        401,
+      );
+    }
+
+    await clearLoginFailures(kv, username);
+    const previous = getSessionCookie(c);
+    if (previous !== undefined) await deleteAdminSession(kv, previous);
+    const { id } = await createAdminSession(kv, { username: user.username, address }, policy);
+    setSessionCookie(c, config, id);
+    clearLoginCsrfCookie(c, config);
+    await audit(c, deps, "auth.sign_in", `admin ${user.username}`, "", user.username);
+    return c.redirect("/admin", 303);
+  });
+}
+
+/** Routes behind the session and CSRF gates. */
+export function addAccountRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
+  const { kv, config } = deps;
+
+  admin.post("/logout", async (c) => {
+    const session = c.get("session");
+    await deleteAdminSession(kv, c.get("sessionId"), session.username);
+    clearSessionCookie(c, config);
+    await audit(c, deps, "auth.sign_out", `admin ${session.username}`);
+    return c.redirect("/admin/login", 303);
+  });
+
+  admin.get("/account/password", (c) => c.html(<PasswordPage ctx={pageContext(c, deps)} />));
+
+  admin.post("/account/password", async (c) => {
+    const form = c.get("form");
+    const { username } = c.get("session");
+    const address = addressOf(c, deps);
+    const showError = (error: FormError, status: 400 | 429 = 400) =>
+      c.html(<PasswordPage ctx={pageContext(c, deps)} error={error} />, status);
+
+    const waitMs = await loginLockedFor(kv, { username, address });
+    if (waitMs > 0) {
+      const seconds = Math.ceil(waitMs / 1000);
+      c.header("retry-after", String(seconds));
+      return showError({
+        field: "current_password",
+        message: `Too many wrong passwords. Try again in ${seconds} seconds.`,
+      }, 429);
+    }
+    const newPassword = field(form, "new_password");
+    if (await authenticate(kv, username, field(form, "current_password")) === null) {
+      await recordLoginFailure(kv, { username, address });
+      await audit(
+        c,
+        deps,
+        "auth.password_change_failed",
+        `admin ${username}`,
+        "wrong current password",
+      );
+      return showError({ field: "current_password", message: "the current password is wrong" });
+    }
+    if (newPassword.length < MIN_PASSWORD_LENGTH || newPassword.length > 1024) {
+      return showError({
+        field: "new_password",
+        message: `the new password must be ${MIN_PASSWORD_LENGTH} to 1024 characters long`,
+      });
+    }
+    if (newPassword !== field(form, "confirm_password")) {
+      return showError({ field: "confirm_password", message: "the two new passwords differ" });
+    }
+    await changePassword(kv, username, newPassword);
+    const ended = await deleteAdminSessionsOfUser(kv, username, c.get("sessionId"));
+    await audit(
+      c,
+      deps,
+      "auth.password_changed",
+      `admin ${username}`,
+      `${ended} other sessions ended`,
+    );
+    return redirectWithFlash(c, deps, "/admin", {
+      kind: "success",
+      text: "Your password was changed. Your other sessions were signed out.",
+    });
+  });
+}

@@ -1,0 +1,39 @@
+/** Archiving and re-activating releases (uploads are in `upload.tsx`). */
+import type { Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { getProject, getRelease, setReleaseState } from "../../src/store/mod.ts";
+import { audit, redirectWithFlash } from "../context.ts";
+import type { AdminEnv, AppDeps } from "../types.ts";
+
+export function addReleaseRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
+  const { kv } = deps;
+  for (const [action, state] of [["archive", "archived"], ["activate", "active"]] as const) {
+    admin.post(`/releases/:id/${action}`, async (c) => {
+      const raw = c.req.param("id");
+      const release = /^\d{1,15}$/.test(raw) ? await getRelease(kv, Number(raw)) : null;
+      if (release === null) {
+        throw new HTTPException(404, { message: `There is no release ${raw}.` });
+      }
+      await setReleaseState(kv, release.id, state);
+      const project = await getProject(kv, release.project_id);
+      await audit(
+        c,
+        deps,
+        `release.${action}`,
+        `release ${release.id}`,
+        `project ${project?.slug ?? release.project_id}; version ${release.version}`,
+      );
+      return redirectWithFlash(
+        c,
+        deps,
+        project ? `/admin/projects/${project.slug}` : "/admin/projects",
+        {
+          kind: "success",
+          text: state === "archived"
+            ? `Release ${release.version} was archived.`
+            : `Release ${release.version} is active again.`,
+        },
+      );
+    });
+  }
+}

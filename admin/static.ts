@@ -1,0 +1,42 @@
+/**
+ * The stylesheet and script of the admin UI, served by the app itself (no CDN,
+ * and the Content-Security-Policy allows scripts and styles from 'self' only).
+ * Files are read once at start; their URLs carry a content hash, so browsers
+ * may cache them for good.
+ */
+import type { Hono } from "hono";
+import type { AdminEnv } from "./types.ts";
+import { createHash } from "node:crypto";
+
+interface Asset {
+  body: string;
+  type: string;
+  version: string;
+}
+
+function load(name: string, type: string): Asset {
+  const body = Deno.readTextFileSync(new URL(`./static/${name}`, import.meta.url));
+  const version = createHash("sha256").update(body).digest("hex").slice(0, 12);
+  return { body, type, version };
+}
+
+const ASSETS = new Map<string, Asset>([
+  ["style.css", load("style.css", "text/css; charset=utf-8")],
+  ["admin.js", load("admin.js", "text/javascript; charset=utf-8")],
+]);
+
+/** The versioned URL of an asset, e.g. `/admin/static/style.css?v=1a2b3c4d5e6f`. */
+export function assetUrl(name: "style.css" | "admin.js"): string {
+  return `/admin/static/${name}?v=${ASSETS.get(name)!.version}`;
+}
+
+export function addStaticRoutes(admin: Hono<AdminEnv>): void {
+  admin.get("/static/:name", (c) => {
+    const asset = ASSETS.get(c.req.param("name"));
+    if (asset === undefined) return c.notFound();
+    const cacheControl = c.req.query("v") === asset.version
+      ? "public, max-age=31536000, immutable"
+      : "no-cache";
+    return c.body(asset.body, 200, { "content-type": asset.type, "cache-control": cacheControl });
+  });
+}

@@ -1,0 +1,210 @@
+// Progressive enhancements of the admin UI. Every form works without this file.
+"use strict";
+
+(function () {
+  const UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
+
+  function humanBytes(bytes) {
+    let value = bytes;
+    let unit = 0;
+    while (value >= 1024 && unit < UNITS.length - 1) {
+      value /= 1024;
+      unit++;
+    }
+    return unit === 0 ? bytes + " B" : value.toFixed(value >= 100 ? 0 : 1) + " " + UNITS[unit];
+  }
+
+  // --- Release upload with a real progress bar (XMLHttpRequest upload events) ---
+
+  function enhanceUpload(form) {
+    const box = form.querySelector("[data-upload-progress]");
+    const bar = box.querySelector("progress");
+    const status = form.querySelector("[data-upload-status]");
+    const submit = form.querySelector("[data-upload-submit]");
+    const cancel = form.querySelector("[data-upload-cancel]");
+    const card = form.closest("section") || form.parentNode;
+    let xhr = null;
+
+    function setState(state) {
+      form.dataset.uploadState = state;
+      submit.disabled = state === "uploading";
+      cancel.hidden = state !== "uploading";
+    }
+
+    function setProgress(loaded, total) {
+      const percent = total > 0 ? Math.floor((loaded / total) * 100) : 0;
+      bar.max = total > 0 ? total : 1;
+      bar.value = total > 0 ? loaded : 0;
+      status.dataset.percent = String(percent);
+      status.textContent = percent + "% · " + humanBytes(loaded) + " of " + humanBytes(total);
+    }
+
+    function showError(message) {
+      clearError();
+      const error = document.createElement("div");
+      error.className = "flash flash-error";
+      error.setAttribute("role", "alert");
+      error.dataset.formError = "";
+      error.dataset.uploadError = "";
+      error.textContent = message;
+      card.insertBefore(error, form);
+    }
+
+    function clearError() {
+      card.querySelectorAll("[data-form-error]").forEach((node) => node.remove());
+    }
+
+    function finish(request) {
+      const doc = new DOMParser().parseFromString(request.responseText, "text/html");
+      const landed = request.responseURL ? new URL(request.responseURL).pathname : "";
+      if (landed === "/admin/login") {
+        setState("error");
+        showError("Your session has ended. Sign in again in another tab, then upload again.");
+        return;
+      }
+      if (request.status >= 200 && request.status < 300) {
+        const releases = doc.getElementById("releases");
+        const current = document.getElementById("releases");
+        if (releases && current) current.replaceWith(document.importNode(releases, true));
+        const flash = doc.getElementById("flash");
+        const currentFlash = document.getElementById("flash");
+        if (flash && currentFlash) currentFlash.replaceWith(document.importNode(flash, true));
+        const message = flash ? flash.textContent.trim() : "";
+        form.reset();
+        bar.max = 1;
+        bar.value = 1;
+        status.dataset.percent = "100";
+        status.textContent = "100% · Upload complete. " + message;
+        setState("done");
+        return;
+      }
+      const error = doc.querySelector("[data-form-error]");
+      setState("error");
+      showError(
+        error ? error.textContent.trim() : "The upload failed (HTTP " + request.status + ").",
+      );
+    }
+
+    form.addEventListener("submit", function (event) {
+      if (!globalThis.FormData || !globalThis.XMLHttpRequest || !globalThis.DOMParser) return;
+      event.preventDefault();
+      if (xhr) return;
+      clearError();
+      const input = form.elements.namedItem("file");
+      const file = input && input.files ? input.files[0] : undefined;
+      const max = Number(form.dataset.maxBytes || 0);
+      if (file && max && file.size > max) {
+        setState("error");
+        showError(
+          "The file is " + humanBytes(file.size) + ", larger than the upload limit of " +
+            humanBytes(max) + ".",
+        );
+        return;
+      }
+      const data = new FormData(form);
+      xhr = new XMLHttpRequest();
+      xhr.open("POST", form.action);
+      xhr.upload.addEventListener("progress", function (e) {
+        if (e.lengthComputable) setProgress(e.loaded, e.total);
+      });
+      xhr.upload.addEventListener("load", function () {
+        status.textContent = "100% · Sent. Checking and saving the release…";
+      });
+      xhr.addEventListener("load", function () {
+        const request = xhr;
+        xhr = null;
+        finish(request);
+      });
+      xhr.addEventListener("error", function () {
+        xhr = null;
+        setState("error");
+        showError("The upload failed: the connection was lost. Please try again.");
+      });
+      xhr.addEventListener("abort", function () {
+        xhr = null;
+        setState("cancelled");
+        status.textContent = "Upload cancelled.";
+      });
+      box.hidden = false;
+      setState("uploading");
+      setProgress(0, file ? file.size : 0);
+      xhr.send(data);
+    });
+
+    cancel.addEventListener("click", function () {
+      if (xhr) xhr.abort();
+    });
+  }
+
+  // --- Copy buttons ---
+
+  function copyText(button) {
+    const target = document.querySelector(button.dataset.copy);
+    if (!target) return;
+    const text = target.tagName === "INPUT" ? target.value : target.textContent;
+    const label = button.textContent;
+    const done = function (ok) {
+      button.textContent = ok ? "Copied" : "Select and copy by hand";
+      setTimeout(function () {
+        button.textContent = label;
+      }, 2000);
+    };
+    const fallback = function () {
+      if (target.tagName === "INPUT") {
+        target.select();
+      } else {
+        const range = document.createRange();
+        range.selectNodeContents(target);
+        const selection = globalThis.getSelection();
+        selection.removeAllRanges();
+        selection.addRange(range);
+      }
+      let ok = false;
+      try {
+        ok = document.execCommand("copy");
+      } catch (_) {
+        ok = false;
+      }
+      done(ok);
+    };
+    if (navigator.clipboard && globalThis.isSecureContext) {
+      navigator.clipboard.writeText(text).then(function () {
+        done(true);
+      }, fallback);
+    } else {
+      fallback();
+    }
+  }
+
+  // --- Scope editor: show the project list or the tags that the chosen mode uses ---
+
+  function enhanceScopeEditor(form) {
+    const lists = form.querySelectorAll("[data-scope-for]");
+    function update() {
+      const checked = form.querySelector('input[name="scope_mode"]:checked');
+      const mode = checked ? checked.value : "";
+      lists.forEach(function (list) {
+        list.hidden = list.dataset.scopeFor.split(" ").indexOf(mode) < 0;
+      });
+    }
+    form.addEventListener("change", function (event) {
+      if (event.target.name === "scope_mode") update();
+    });
+    update();
+  }
+
+  function start() {
+    document.querySelectorAll("form[data-upload]").forEach(enhanceUpload);
+    document.querySelectorAll("form[data-scope-editor]").forEach(enhanceScopeEditor);
+    document.addEventListener("click", function (event) {
+      const button = event.target.closest("[data-copy]");
+      if (button) copyText(button);
+    });
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();

@@ -1,0 +1,27 @@
+import type { AppDeps } from "../src/app_types.ts";
+import type { AdminSession } from "../src/store/mod.ts";
+
+export type { AppDeps };
+
+export interface Flash {
+  kind: "success" | "error";
+  text: string;
+}
+
+/** Every value of every field of a posted form, in order. */
+export type FormValues = Record<string, string[]>;
+
+export interface AdminEnv {
+  Bindings: { remoteAddr?: Deno.Addr };
+  Variables: {
+    session: AdminSession;
+    sessionId: string;
+    form: FormValues;
+  };
+}
+
+/** A message about one form field, shown beside it and at the top of the form. */
+export interface FormError {
+  field: string;
+  message: string;
+}

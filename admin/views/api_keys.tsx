@@ -1,0 +1,322 @@
+import { type ApiKey, type Project, SCOPE_MODES, type ScopeMode } from "../../src/store/mod.ts";
+import type { FormError } from "../types.ts";
+import { FieldError, FormErrorSummary, invalidProps, TagList, Time } from "./components.tsx";
+import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
+
+export const SCOPE_LABELS: Record<ScopeMode, { label: string; hint: string }> = {
+  all_projects: { label: "All projects", hint: "every active project" },
+  project_allow_list: { label: "Only these projects", hint: "the projects ticked below" },
+  project_deny_list: {
+    label: "All projects except these",
+    hint: "every active project but the ones ticked below",
+  },
+  tag_allow_list: {
+    label: "Projects with these tags",
+    hint: "projects that carry at least one of the tags",
+  },
+  tag_deny_list: {
+    label: "Projects without these tags",
+    hint: "projects that carry none of the tags",
+  },
+};
+
+export interface ApiKeyFormValues {
+  name: string;
+  can_download: boolean;
+  scope_mode: string;
+  project_slugs: string[];
+  tags: string[];
+  expires_at: string;
+}
+
+export const EMPTY_KEY_FORM: ApiKeyFormValues = {
+  name: "",
+  can_download: true,
+  scope_mode: "all_projects",
+  project_slugs: [],
+  tags: [],
+  expires_at: "",
+};
+
+export type KeyState = "active" | "disabled" | "expired";
+
+export function keyState(key: ApiKey, nowMs: number = Date.now()): KeyState {
+  if (!key.active) return "disabled";
+  if (key.expires_at !== null && Date.parse(key.expires_at) <= nowMs) return "expired";
+  return "active";
+}
+
+export function ApiKeysPage(
+  { ctx, keys, projects, knownTags, values, error }: {
+    ctx: PageContext;
+    keys: ApiKey[];
+    projects: Project[];
+    knownTags: string[];
+    values: ApiKeyFormValues;
+    error?: FormError | null;
+  },
+) {
+  const slugs = new Map(projects.map((project) => [project.id, project.slug]));
+  return (
+    <Layout ctx={ctx} title="API keys" nav="api-keys">
+      <div class="page-head">
+        <h1>API keys</h1>
+        <a class="button button-primary" href="#new-key">New API key</a>
+      </div>
+      <section class="card">
+        <h2>All keys</h2>
+        <p class="hint">
+          Keys are shown in full only once, when created. The service keeps only their hash.
+        </p>
+        {keys.length === 0 ? <p class="muted">No API keys yet.</p> : (
+          <div class="table-wrap">
+            <table class="data-table">
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Scope</th>
+                  <th scope="col">Download</th>
+                  <th scope="col">State</th>
+                  <th scope="col">Expires</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">Last used</th>
+                  <th scope="col">
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {keys.map((key) => {
+                  const state = keyState(key);
+                  return (
+                    <tr data-api-key-id={String(key.id)} class={`state-${state}`}>
+                      <td data-label="Name">
+                        <strong>{key.name}</strong>
+                        <code class="muted">{key.prefix}…</code>
+                        <span class="muted">id {key.id}</span>
+                      </td>
+                      <td data-label="Scope">
+                        <ScopeSummary apiKey={key} slugs={slugs} />
+                      </td>
+                      <td data-label="Download">{key.can_download ? "allowed" : "not allowed"}</td>
+                      <td data-label="State">
+                        <span class={`badge badge-${state}`}>{state}</span>
+                      </td>
+                      <td data-label="Expires">
+                        {key.expires_at
+                          ? <Time iso={key.expires_at} />
+                          : <span class="muted">never</span>}
+                      </td>
+                      <td data-label="Created">
+                        <Time iso={key.created_at} />
+                      </td>
+                      <td data-label="Last used">
+                        <Time iso={key.last_used_at} />
+                      </td>
+                      <td data-label="Actions">
+                        <form
+                          method="post"
+                          action={`/admin/api-keys/${key.id}/${key.active ? "disable" : "enable"}`}
+                          class="inline-form"
+                        >
+                          <CsrfInput token={ctx.csrfToken} />
+                          <button type="submit" class="button button-small">
+                            {key.active ? "Disable" : "Enable"}
+                          </button>
+                        </form>
+                      </td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+      <KeyForm
+        ctx={ctx}
+        projects={projects}
+        knownTags={knownTags}
+        values={values}
+        error={error}
+      />
+    </Layout>
+  );
+}
+
+function ScopeSummary({ apiKey, slugs }: { apiKey: ApiKey; slugs: Map<number, string> }) {
+  const mode = apiKey.scope_mode;
+  const label = SCOPE_LABELS[mode]?.label ?? mode;
+  if (mode === "project_allow_list" || mode === "project_deny_list") {
+    const names = apiKey.project_ids.map((id) => slugs.get(id) ?? `#${id}`);
+    return (
+      <>
+        <span class="scope-mode">{label}</span>
+        <TagList tags={names} />
+      </>
+    );
+  }
+  if (mode === "tag_allow_list" || mode === "tag_deny_list") {
+    return (
+      <>
+        <span class="scope-mode">{label}</span>
+        <TagList tags={apiKey.tags} />
+      </>
+    );
+  }
+  return <span class="scope-mode">{label}</span>;
+}
+
+function KeyForm(
+  { ctx, projects, knownTags, values, error }: {
+    ctx: PageContext;
+    projects: Project[];
+    knownTags: string[];
+    values: ApiKeyFormValues;
+    error?: FormError | null;
+  },
+) {
+  const otherTags = values.tags.filter((tag) => !knownTags.includes(tag));
+  return (
+    <section class="card" id="new-key" aria-labelledby="new-key-title">
+      <h2 id="new-key-title">New API key</h2>
+      <FormErrorSummary error={error} />
+      <form method="post" action="/admin/api-keys" class="stack" data-scope-editor>
+        <CsrfInput token={ctx.csrfToken} />
+        <div class="field">
+          <label for="key-name">Name</label>
+          <input
+            id="key-name"
+            name="name"
+            type="text"
+            value={values.name}
+            required
+            maxlength={200}
+            aria-describedby="key-name-hint"
+            {...invalidProps(error, "name", "key-name")}
+          />
+          <p class="hint" id="key-name-hint">Who or what uses the key, e.g. "Desktop app 3.x".</p>
+          <FieldError error={error} field="name" id="key-name" />
+        </div>
+        <div class="field checkbox">
+          <input
+            id="key-can-download"
+            name="can_download"
+            type="checkbox"
+            value="on"
+            checked={values.can_download}
+          />
+          <label for="key-can-download">May read releases and download artifacts</label>
+        </div>
+        <fieldset class="field" {...invalidProps(error, "scope_mode", "key-scope")}>
+          <legend>Scope</legend>
+          <div class="choices">
+            {SCOPE_MODES.map((mode) => (
+              <div class="choice">
+                <input
+                  id={`scope-${mode}`}
+                  name="scope_mode"
+                  type="radio"
+                  value={mode}
+                  checked={values.scope_mode === mode}
+                />
+                <label for={`scope-${mode}`}>
+                  {SCOPE_LABELS[mode].label}
+                  <span class="hint">{SCOPE_LABELS[mode].hint}</span>
+                </label>
+              </div>
+            ))}
+          </div>
+          <FieldError error={error} field="scope_mode" id="key-scope" />
+        </fieldset>
+        <fieldset
+          class="field scope-list"
+          data-scope-for="project_allow_list project_deny_list"
+          {...invalidProps(error, "project_slugs", "key-projects")}
+        >
+          <legend>Projects</legend>
+          <p class="hint">Used by "Only these projects" and "All projects except these".</p>
+          {projects.length === 0
+            ? <p class="muted">No projects yet.</p>
+            : (
+              <div class="checkbox-grid">
+                {projects.map((project) => (
+                  <div class="choice">
+                    <input
+                      id={`project-${project.slug}`}
+                      name="project_slugs"
+                      type="checkbox"
+                      value={project.slug}
+                      checked={values.project_slugs.includes(project.slug)}
+                    />
+                    <label for={`project-${project.slug}`}>
+                      {project.name} <code>{project.slug}</code>
+                      {project.state === "archived" && (
+                        <span class="badge badge-archived">archived</span>
+                      )}
+                    </label>
+                  </div>
+                ))}
+              </div>
+            )}
+          <FieldError error={error} field="project_slugs" id="key-projects" />
+        </fieldset>
+        <fieldset
+          class="field scope-list"
+          data-scope-for="tag_allow_list tag_deny_list"
+          {...invalidProps(error, "tags", "key-tags")}
+        >
+          <legend>Tags</legend>
+          <p class="hint">Used by "Projects with these tags" and "Projects without these tags".</p>
+          {knownTags.length > 0 && (
+            <div class="checkbox-grid">
+              {knownTags.map((tag, index) => (
+                <div class="choice">
+                  <input
+                    id={`tag-${index}`}
+                    name="tags"
+                    type="checkbox"
+                    value={tag}
+                    checked={values.tags.includes(tag)}
+                  />
+                  <label for={`tag-${index}`}>
+                    <span class="tag">{tag}</span>
+                  </label>
+                </div>
+              ))}
+            </div>
+          )}
+          <label for="key-other-tags">Other tags</label>
+          <input
+            id="key-other-tags"
+            name="tags"
+            type="text"
+            value={otherTags.join(", ")}
+            autocapitalize="none"
+            aria-describedby="key-other-tags-hint"
+          />
+          <p class="hint" id="key-other-tags-hint">
+            Comma-separated tags that no project carries yet.
+          </p>
+          <FieldError error={error} field="tags" id="key-tags" />
+        </fieldset>
+        <div class="field">
+          <label for="key-expires">
+            Expires <span class="optional">optional, UTC</span>
+          </label>
+          <input
+            id="key-expires"
+            name="expires_at"
+            type="datetime-local"
+            value={values.expires_at}
+            aria-describedby="key-expires-hint"
+            {...invalidProps(error, "expires_at", "key-expires")}
+          />
+          <p class="hint" id="key-expires-hint">Leave empty for a key that never expires.</p>
+          <FieldError error={error} field="expires_at" id="key-expires" />
+        </div>
+        <button type="submit" class="button button-primary">Create API key</button>
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,63 @@
+import type { AuditEntry } from "../../src/store/mod.ts";
+import { Time } from "./components.tsx";
+import { Layout, type PageContext } from "./layout.tsx";
+
+export function AuditPage(
+  { ctx, entries, next, first }: {
+    ctx: PageContext;
+    entries: AuditEntry[];
+    next: string | null;
+    first: boolean;
+  },
+) {
+  return (
+    <Layout ctx={ctx} title="Audit log" nav="audit">
+      <h1>Audit log</h1>
+      <section class="card">
+        <p class="hint">Every admin action, newest first.</p>
+        {entries.length === 0
+          ? <p class="muted">Nothing recorded yet.</p>
+          : (
+            <div class="table-wrap">
+              <table class="data-table">
+                <thead>
+                  <tr>
+                    <th scope="col">When</th>
+                    <th scope="col">Who</th>
+                    <th scope="col">Action</th>
+                    <th scope="col">Target</th>
+                    <th scope="col">Details</th>
+                    <th scope="col">Address</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {entries.map((entry) => (
+                    <tr data-audit-action={entry.action}>
+                      <td data-label="When">
+                        <Time iso={entry.at} />
+                      </td>
+                      <td data-label="Who">{entry.actor}</td>
+                      <td data-label="Action">
+                        <code>{entry.action}</code>
+                      </td>
+                      <td data-label="Target" class="break">{entry.target}</td>
+                      <td data-label="Details" class="break">{entry.details}</td>
+                      <td data-label="Address">{entry.address}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        <nav class="pager" aria-label="Pages">
+          {!first && <a href="/admin/audit" class="button">Newest</a>}
+          {next && (
+            <a href={`/admin/audit?before=${encodeURIComponent(next)}`} class="button">
+              Older entries
+            </a>
+          )}
+        </nav>
+      </section>
+    </Layout>
+  );
+}

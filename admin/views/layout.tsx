@@ -1,0 +1,100 @@
+/** The page frame shared by every admin page. */
+import type { Child } from "hono/jsx";
+import { raw } from "hono/html";
+import { assetUrl } from "../static.ts";
+import type { Flash } from "../types.ts";
+
+export interface PageContext {
+  serviceName: string;
+  /** Signed-in admin; absent on the sign-in page. */
+  username?: string;
+  csrfToken?: string;
+  flash?: Flash | null;
+}
+
+export type NavItem = "dashboard" | "projects" | "api-keys" | "audit" | "account";
+
+const NAV: Array<[NavItem, string, string]> = [
+  ["dashboard", "/admin", "Dashboard"],
+  ["projects", "/admin/projects", "Projects"],
+  ["api-keys", "/admin/api-keys", "API keys"],
+  ["audit", "/admin/audit", "Audit log"],
+];
+
+export function Layout(
+  { ctx, title, nav, children }: {
+    ctx: PageContext;
+    title: string;
+    nav?: NavItem;
+    children?: Child;
+  },
+) {
+  return (
+    <>
+      {raw("<!DOCTYPE html>")}
+      <html lang="en">
+        <head>
+          <meta charset="utf-8" />
+          <meta name="viewport" content="width=device-width, initial-scale=1" />
+          <meta name="robots" content="noindex, nofollow" />
+          <title>{title} · {ctx.serviceName}</title>
+          <link rel="stylesheet" href={assetUrl("style.css")} />
+          <script src={assetUrl("admin.js")} defer></script>
+        </head>
+        <body>
+          <a class="skip-link" href="#main">Skip to content</a>
+          <header class="site-header">
+            <div class="container header-inner">
+              <a class="brand" href="/admin">{ctx.serviceName}</a>
+              {ctx.username !== undefined && (
+                <nav class="main-nav" aria-label="Main">
+                  <ul>
+                    {NAV.map(([id, href, label]) => (
+                      <li>
+                        <a href={href} aria-current={nav === id ? "page" : undefined}>{label}</a>
+                      </li>
+                    ))}
+                  </ul>
+                </nav>
+              )}
+              {ctx.username !== undefined && (
+                <div class="user-menu">
+                  <a
+                    href="/admin/account/password"
+                    aria-current={nav === "account" ? "page" : undefined}
+                    title="Change password"
+                  >
+                    {ctx.username}
+                  </a>
+                  <form method="post" action="/admin/logout" class="inline-form">
+                    <CsrfInput token={ctx.csrfToken} />
+                    <button type="submit" class="button button-small button-quiet">Sign out</button>
+                  </form>
+                </div>
+              )}
+            </div>
+          </header>
+          <main id="main" class="container">
+            <div id="flash">{ctx.flash && <FlashMessage flash={ctx.flash} />}</div>
+            {children}
+          </main>
+        </body>
+      </html>
+    </>
+  );
+}
+
+export function CsrfInput({ token }: { token?: string }) {
+  return <input type="hidden" name="csrf_token" value={token ?? ""} />;
+}
+
+export function FlashMessage({ flash }: { flash: Flash }) {
+  return (
+    <div
+      class={`flash flash-${flash.kind}`}
+      role={flash.kind === "error" ? "alert" : "status"}
+    >
+      {flash.text}
+    </div>
+  );
+}

@@ -1,0 +1,315 @@
+import type { Project, Release } from "../../src/store/mod.ts";
+import { humanBytes } from "../format.ts";
+import type { FormError } from "../types.ts";
+import {
+  FieldError,
+  FormErrorSummary,
+  invalidProps,
+  StateBadge,
+  TagList,
+  Time,
+} from "./components.tsx";
+import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
+
+export interface ProjectEditValues {
+  name: string;
+  description: string;
+  tags: string;
+}
+
+export interface UploadValues {
+  version: string;
+  build: string;
+  release_notes: string;
+}
+
+export const EMPTY_UPLOAD_FORM: UploadValues = { version: "", build: "", release_notes: "" };
+
+export interface ProjectPageProps {
+  ctx: PageContext;
+  project: Project;
+  releases: Release[];
+  downloads: Map<number, number>;
+  maxUploadBytes: number;
+  edit: ProjectEditValues;
+  editError?: FormError | null;
+  upload: UploadValues;
+  uploadError?: FormError | null;
+}
+
+export function editValuesOf(project: Project): ProjectEditValues {
+  return { name: project.name, description: project.description, tags: project.tags.join(", ") };
+}
+
+export function ProjectPage(props: ProjectPageProps) {
+  const { ctx, project } = props;
+  return (
+    <Layout ctx={ctx} title={project.name} nav="projects">
+      <p class="breadcrumb">
+        <a href="/admin/projects">Projects</a> /
+      </p>
+      <div class="page-head">
+        <h1>
+          {project.name} <StateBadge state={project.state} />
+        </h1>
+        <code class="slug">{project.slug}</code>
+      </div>
+      {project.description && <p class="lead">{project.description}</p>}
+      <TagList tags={project.tags} />
+      <UploadForm {...props} />
+      <ReleasesTable {...props} />
+      <EditForm {...props} />
+    </Layout>
+  );
+}
+
+function UploadForm({ ctx, project, maxUploadBytes, upload, uploadError }: ProjectPageProps) {
+  return (
+    <section class="card" id="upload" aria-labelledby="upload-title">
+      <h2 id="upload-title">Upload a release</h2>
+      <FormErrorSummary error={uploadError} />
+      <form
+        method="post"
+        action={`/admin/projects/${project.slug}/releases`}
+        enctype="multipart/form-data"
+        class="stack"
+        data-upload
+        data-max-bytes={String(maxUploadBytes)}
+      >
+        {/* First in the form, so the token arrives before the file bytes. */}
+        <CsrfInput token={ctx.csrfToken} />
+        <div class="field-row">
+          <div class="field">
+            <label for="release-version">Version</label>
+            <input
+              id="release-version"
+              name="version"
+              type="text"
+              value={upload.version}
+              required
+              maxlength={128}
+              autocapitalize="none"
+              spellcheck={false}
+              {...invalidProps(uploadError, "version", "release-version")}
+            />
+            <FieldError error={uploadError} field="version" id="release-version" />
+          </div>
+          <div class="field">
+            <label for="release-build">
+              Build <span class="optional">optional</span>
+            </label>
+            <input
+              id="release-build"
+              name="build"
+              type="text"
+              value={upload.build}
+              maxlength={128}
+              autocapitalize="none"
+              spellcheck={false}
+              {...invalidProps(uploadError, "build", "release-build")}
+            />
+            <FieldError error={uploadError} field="build" id="release-build" />
+          </div>
+        </div>
+        <div class="field">
+          <label for="release-notes">
+            Release notes <span class="optional">optional</span>
+          </label>
+          <textarea
+            id="release-notes"
+            name="release_notes"
+            rows={4}
+            {...invalidProps(uploadError, "release_notes", "release-notes")}
+          >
+            {upload.release_notes}
+          </textarea>
+          <FieldError error={uploadError} field="release_notes" id="release-notes" />
+        </div>
+        <div class="field">
+          <label for="release-file">File</label>
+          <input
+            id="release-file"
+            name="file"
+            type="file"
+            required
+            aria-describedby="release-file-hint"
+            {...invalidProps(uploadError, "file", "release-file")}
+          />
+          <p class="hint" id="release-file-hint">
+            Up to {humanBytes(maxUploadBytes)}. Size and SHA-256 are computed by the service.
+          </p>
+          <FieldError error={uploadError} field="file" id="release-file" />
+        </div>
+        <div class="upload-progress" data-upload-progress hidden>
+          <progress max={100} value={0} aria-labelledby="upload-status"></progress>
+          <output id="upload-status" data-upload-status aria-live="polite"></output>
+        </div>
+        <div class="actions">
+          <button type="submit" class="button button-primary" data-upload-submit>
+            Upload release
+          </button>
+          <button type="button" class="button" data-upload-cancel hidden>Cancel upload</button>
+        </div>
+      </form>
+    </section>
+  );
+}
+
+function ReleasesTable({ ctx, releases, downloads }: ProjectPageProps) {
+  return (
+    <section class="card" id="releases" aria-labelledby="releases-title">
+      <h2 id="releases-title">Releases</h2>
+      {releases.length === 0 ? <p class="muted">No releases yet.</p> : (
+        <div class="table-wrap">
+          <table class="data-table">
+            <thead>
+              <tr>
+                <th scope="col">Version</th>
+                <th scope="col">File</th>
+                <th scope="col">Size</th>
+                <th scope="col">SHA-256</th>
+                <th scope="col">Created</th>
+                <th scope="col">State</th>
+                <th scope="col">Downloads</th>
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {releases.map((release) => (
+                <tr data-release-id={String(release.id)} class={`state-${release.state}`}>
+                  <td data-label="Version">
+                    <strong>{release.version}</strong>
+                    {release.build && <span class="muted">build {release.build}</span>}
+                    <span class="muted">id {release.id}</span>
+                  </td>
+                  <td data-label="File" class="break">
+                    {release.filename}
+                    <span class="muted">{release.content_type}</span>
+                  </td>
+                  <td data-label="Size" title={`${release.size_bytes} bytes`}>
+                    {humanBytes(release.size_bytes)}
+                  </td>
+                  <td data-label="SHA-256">
+                    <code class="hash">{release.checksum_sha256}</code>
+                  </td>
+                  <td data-label="Created">
+                    <Time iso={release.created_at} />
+                  </td>
+                  <td data-label="State">
+                    <StateBadge state={release.state} />
+                  </td>
+                  <td data-label="Downloads">{String(downloads.get(release.id) ?? 0)}</td>
+                  <td data-label="Actions">
+                    <form
+                      method="post"
+                      action={`/admin/releases/${release.id}/${
+                        release.state === "active" ? "archive" : "activate"
+                      }`}
+                      class="inline-form"
+                    >
+                      <CsrfInput token={ctx.csrfToken} />
+                      <button type="submit" class="button button-small">
+                        {release.state === "active" ? "Archive" : "Activate"}
+                      </button>
+                    </form>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {releases.some((release) => release.release_notes) && (
+        <details class="release-notes">
+          <summary>Release notes</summary>
+          {releases.filter((release) => release.release_notes).map((release) => (
+            <article>
+              <h3>{release.version}</h3>
+              <p class="pre">{release.release_notes}</p>
+            </article>
+          ))}
+        </details>
+      )}
+    </section>
+  );
+}
+
+function EditForm({ ctx, project, edit, editError }: ProjectPageProps) {
+  return (
+    <section class="card" id="settings" aria-labelledby="settings-title">
+      <h2 id="settings-title">Project settings</h2>
+      <FormErrorSummary error={editError} />
+      <form method="post" action={`/admin/projects/${project.slug}`} class="stack">
+        <CsrfInput token={ctx.csrfToken} />
+        <div class="field">
+          <label for="edit-name">Name</label>
+          <input
+            id="edit-name"
+            name="name"
+            type="text"
+            value={edit.name}
+            required
+            maxlength={200}
+            {...invalidProps(editError, "name", "edit-name")}
+          />
+          <FieldError error={editError} field="name" id="edit-name" />
+        </div>
+        <div class="field">
+          <label for="edit-description">Description</label>
+          <textarea
+            id="edit-description"
+            name="description"
+            rows={3}
+            maxlength={5000}
+            {...invalidProps(editError, "description", "edit-description")}
+          >
+            {edit.description}
+          </textarea>
+          <FieldError error={editError} field="description" id="edit-description" />
+        </div>
+        <div class="field">
+          <label for="edit-tags">Tags</label>
+          <input
+            id="edit-tags"
+            name="tags"
+            type="text"
+            value={edit.tags}
+            autocapitalize="none"
+            aria-describedby="edit-tags-hint"
+            {...invalidProps(editError, "tags", "edit-tags")}
+          />
+          <p class="hint" id="edit-tags-hint">
+            Comma-separated. Changes apply to API keys with tag scopes at once.
+          </p>
+          <FieldError error={editError} field="tags" id="edit-tags" />
+        </div>
+        <p class="hint">
+          The slug <code>{project.slug}</code> never changes.
+        </p>
+        <button type="submit" class="button button-primary">Save changes</button>
+      </form>
+      <div class="danger-zone">
+        <h3>{project.state === "active" ? "Archive project" : "Re-activate project"}</h3>
+        <p class="hint">
+          {project.state === "active"
+            ? "An archived project and its releases disappear from the client API. Nothing is deleted."
+            : "The project and its active releases become visible to API keys again."}
+        </p>
+        <form
+          method="post"
+          action={`/admin/projects/${project.slug}/${
+            project.state === "active" ? "archive" : "activate"
+          }`}
+          class="inline-form"
+        >
+          <CsrfInput token={ctx.csrfToken} />
+          <button type="submit" class="button">
+            {project.state === "active" ? "Archive project" : "Activate project"}
+          </button>
+        </form>
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,232 @@
+import assert from "node:assert/strict";
+import { parseExpiresAt } from "../admin/forms_api_key.ts";
+import { getApiKey, listApiKeys, listAuditEntries, ValidationError } from "../src/store/mod.ts";
+import { seedProject, seedRelease } from "./helpers.ts";
+import {
+  type AdminClient,
+  createAdminTestApp,
+  type Fields,
+  signedInClient,
+} from "./admin_helpers.ts";
+
+/** Creates a key through the form; returns the page and the markers. */
+async function createKey(client: AdminClient, fields: Fields) {
+  const res = await client.post("/admin/api-keys", fields);
+  const html = await res.text();
+  const secret = /data-api-key="([^"]+)"/.exec(html)?.[1];
+  const id = /data-api-key-id="(\d+)"/.exec(html)?.[1];
+  return { res, html, secret, id: id === undefined ? undefined : Number(id) };
+}
+
+Deno.test("admin API keys", async (t) => {
+  const app = await createAdminTestApp();
+  const client = await signedInClient(app);
+  const desktop = await seedProject(app, { slug: "desktop", name: "Desktop", tags: ["stable"] });
+  const mobile = await seedProject(app, { slug: "mobile", name: "Mobile", tags: ["beta"] });
+  await seedRelease(app, desktop.id, "1.0.0");
+  await seedRelease(app, mobile.id, "2.0.0");
+  const logged: string[] = [];
+  const originalLog = console.log;
+  const originalError = console.error;
+  console.log = (...args) => logged.push(args.join(" "));
+  console.error = (...args) => logged.push(args.join(" "));
+
+  let firstSecret = "";
+  let firstId = 0;
+
+  await t.step("the page has the create form with every field and the scope editor", async () => {
+    const { res, html } = await client.page("/admin/api-keys");
+    assert.equal(res.status, 200);
+    for (
+      const name of ["name", "can_download", "scope_mode", "project_slugs", "tags", "expires_at"]
+    ) {
+      assert.match(html, new RegExp(`name="${name}"`), name);
+    }
+    for (
+      const mode of [
+        "all_projects",
+        "project_allow_list",
+        "project_deny_list",
+        "tag_allow_list",
+        "tag_deny_list",
+      ]
+    ) {
+      assert.match(html, new RegExp(`value="${mode}"`), mode);
+    }
+    assert.match(html, /name="project_slugs" type="checkbox" value="desktop"/);
+    assert.match(html, /name="tags" type="checkbox" value="stable"/);
+  });
+
+  await t.step("create: 200 with the key once in data-api-key, and its id", async () => {
+    const { res, html, secret, id } = await createKey(client, {
+      name: "Desktop updater",
+      can_download: "on",
+      scope_mode: "project_allow_list",
+      project_slugs: "Desktop",
+      expires_at: "",
+    });
+    assert.equal(res.status, 200);
+    assert.match(secret!, /^uds_[A-Za-z0-9_-]{43}$/);
+    assert.ok(id! > 0);
+    assert.equal(html.match(/data-api-key="/g)?.length, 1);
+    assert.match(html, /data-copy=/, "a copy button");
+    assert.match(
+      html,
+      /curl -fsS -H &quot;Authorization: Bearer uds_|curl -fsS -H "Authorization: Bearer uds_/,
+    );
+    assert.match(html, /\/api\/v1\/projects\/desktop\/releases\/latest/);
+    assert.equal(res.headers.get("cache-control"), "no-store");
+    const stored = await getApiKey(app.kv, id!);
+    assert.equal(stored?.scope_mode, "project_allow_list");
+    assert.deepEqual(stored?.project_ids, [desktop.id]);
+    assert.equal(stored?.can_download, true);
+    assert.equal(stored?.expires_at, null);
+    firstSecret = secret!;
+    firstId = id!;
+  });
+
+  await t.step("the new key works against the client API within its scope", async () => {
+    const ok = await app.request("/api/v1/projects/desktop/releases/latest", firstSecret);
+    assert.equal(ok.status, 200);
+    await ok.body?.cancel();
+    const outside = await app.request("/api/v1/projects/mobile/releases/latest", firstSecret);
+    assert.equal(outside.status, 404);
+    await outside.body?.cancel();
+  });
+
+  await t.step("the key list shows every key but never the secret", async () => {
+    const { html } = await client.page("/admin/api-keys");
+    assert.ok(!html.includes(firstSecret));
+    assert.match(html, new RegExp(`<tr data-api-key-id="${firstId}"`));
+    const row = html.split(`data-api-key-id="${firstId}"`)[1].split("</tr>")[0];
+    assert.match(row, /Desktop updater/);
+    assert.match(row, /Only these projects/);
+    assert.match(row, /desktop/);
+    assert.match(row, /allowed/);
+    assert.match(row, /badge-active/);
+    assert.match(row, /never/);
+  });
+
+  await t.step("scope modes keep only the list they use", async () => {
+    const tag = await createKey(client, {
+      name: "Beta testers",
+      scope_mode: "tag_allow_list",
+      tags: ["Beta", "", "nightly, beta"],
+      project_slugs: "desktop",
+      expires_at: "2031-01-02T03:04",
+    });
+    assert.equal(tag.res.status, 200);
+    const stored = await getApiKey(app.kv, tag.id!);
+    assert.deepEqual(stored?.tags, ["beta", "nightly"]);
+    assert.deepEqual(stored?.project_ids, []);
+    assert.equal(stored?.can_download, false, "unchecked box: no download");
+    assert.equal(stored?.expires_at, "2031-01-02T03:04:00.000Z");
+
+    const deny = await createKey(client, {
+      name: "All but mobile",
+      can_download: "on",
+      scope_mode: "project_deny_list",
+      project_slugs: ["mobile", "desktop"],
+      tags: "ignored",
+      expires_at: "2031-06-01T12:00:00+02:00",
+    });
+    const denied = await getApiKey(app.kv, deny.id!);
+    assert.deepEqual(denied?.project_ids.sort(), [desktop.id, mobile.id].sort());
+    assert.deepEqual(denied?.tags, []);
+    assert.equal(denied?.expires_at, "2031-06-01T10:00:00.000Z");
+  });
+
+  for (
+    const [label, fields, field, message] of [
+      [
+        "unknown project slug",
+        { scope_mode: "project_allow_list", project_slugs: "desktop, nope" },
+        "project_slugs",
+        /unknown project (&quot;|")nope/,
+      ],
+      ["bad scope mode", { scope_mode: "everything" }, "scope_mode", /scope_mode must be one of/],
+      ["missing scope mode", { scope_mode: "" }, "scope_mode", /scope_mode must be one of/],
+      [
+        "bad expiry",
+        { scope_mode: "all_projects", expires_at: "next tuesday" },
+        "expires_at",
+        /expires_at must be/,
+      ],
+      [
+        "impossible date",
+        { scope_mode: "all_projects", expires_at: "2026-02-30T10:00" },
+        "expires_at",
+        /expires_at must be/,
+      ],
+      ["missing name", { scope_mode: "all_projects", name: " " }, "name", /name is required/],
+    ] as const
+  ) {
+    await t.step(`${label}: 400, form with message and values, nothing stored`, async () => {
+      const before = (await listApiKeys(app.kv)).length;
+      const { res, html, secret } = await createKey(client, {
+        name: "Kept name",
+        can_download: "on",
+        tags: "kept-tag",
+        ...fields,
+      });
+      assert.equal(res.status, 400);
+      assert.equal(secret, undefined);
+      assert.match(html, message);
+      assert.match(html, /data-form-error/);
+      assert.match(html, new RegExp(`aria-describedby="[^"]*-error"`), field);
+      if (label !== "missing name") assert.match(html, /value="Kept name"/);
+      assert.match(html, /kept-tag/);
+      assert.equal((await listApiKeys(app.kv)).length, before);
+    });
+  }
+
+  await t.step("disable and enable: 303, the API follows", async () => {
+    const disabled = await client.post(`/admin/api-keys/${firstId}/disable`);
+    assert.equal(disabled.status, 303);
+    assert.equal(disabled.headers.get("location"), "/admin/api-keys");
+    assert.equal((await getApiKey(app.kv, firstId))?.active, false);
+    const refused = await app.request("/api/v1/projects", firstSecret);
+    assert.equal(refused.status, 401);
+    await refused.body?.cancel();
+    const { html } = await client.page("/admin/api-keys");
+    const row = html.split(`data-api-key-id="${firstId}"`)[1].split("</tr>")[0];
+    assert.match(row, /badge-disabled/);
+    assert.match(row, new RegExp(`/admin/api-keys/${firstId}/enable`));
+    const enabled = await client.post(`/admin/api-keys/${firstId}/enable`);
+    assert.equal(enabled.status, 303);
+    const accepted = await app.request("/api/v1/projects", firstSecret);
+    assert.equal(accepted.status, 200);
+    await accepted.body?.cancel();
+    assert.equal((await client.post("/admin/api-keys/999/disable")).status, 404);
+    assert.equal((await client.post("/admin/api-keys/x/enable")).status, 404);
+  });
+
+  await t.step("key changes are audited without the secret; nothing logs it", async () => {
+    const { entries } = await listAuditEntries(app.kv, { limit: 100 });
+    const actions = entries.map((entry) => `${entry.action} ${entry.target}`);
+    assert.ok(actions.includes(`api_key.create api key ${firstId}`));
+    assert.ok(actions.includes(`api_key.disable api key ${firstId}`));
+    assert.ok(actions.includes(`api_key.enable api key ${firstId}`));
+    assert.ok(!JSON.stringify(entries).includes(firstSecret));
+    assert.ok(!logged.join("\n").includes(firstSecret));
+    const audit = await client.page("/admin/audit");
+    assert.ok(!audit.html.includes(firstSecret));
+  });
+
+  console.log = originalLog;
+  console.error = originalError;
+  await app.close();
+});
+
+Deno.test("expires_at accepts RFC 3339 and datetime-local (UTC)", () => {
+  assert.equal(parseExpiresAt(""), null);
+  assert.equal(parseExpiresAt("2026-12-31T23:59:59Z"), "2026-12-31T23:59:59.000Z");
+  assert.equal(parseExpiresAt("2026-12-31T23:59"), "2026-12-31T23:59:00.000Z");
+  assert.equal(parseExpiresAt("2026-12-31T23:59:30"), "2026-12-31T23:59:30.000Z");
+  assert.equal(parseExpiresAt("2026-12-31T23:59:59.5-01:00"), "2027-01-01T00:59:59.500Z");
+  for (
+    const bad of ["2026-12-31", "tomorrow", "2026-13-01T00:00", "2026-12-31T24:00", "12/31/2026"]
+  ) {
+    assert.throws(() => parseExpiresAt(bad), ValidationError, bad);
+  }
+});

@@ -1,0 +1,339 @@
+import assert from "node:assert/strict";
+import { bootstrapAdmin } from "../admin/mod.ts";
+import { testConfig } from "../src/config.ts";
+import { hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../src/passwords.ts";
+import {
+  createAdminSession,
+  getAdminSession,
+  getAdminUser,
+  listAuditEntries,
+} from "../src/store/mod.ts";
+import {
+  ADMIN_PASSWORD,
+  ADMIN_USER,
+  AdminClient,
+  createAdminTestApp,
+  signedInClient,
+} from "./admin_helpers.ts";
+
+Deno.test("admin sign-in", async (t) => {
+  const app = await createAdminTestApp();
+
+  await t.step("the login form carries a pre-session CSRF token bound to a cookie", async () => {
+    const client = new AdminClient(app);
+    const { res, html } = await client.page("/admin/login");
+    assert.equal(res.status, 200);
+    assert.match(html, /<form method="post" action="\/admin\/login"/);
+    assert.match(html, /name="username"/);
+    assert.match(html, /name="password"/);
+    assert.ok(client.csrfToken.length >= 40);
+    const cookie = res.headers.getSetCookie().find((c) => c.startsWith("uds_login_csrf="))!;
+    assert.ok(cookie.includes(client.csrfToken));
+    assert.match(cookie, /HttpOnly/);
+    assert.match(cookie, /SameSite=Strict/);
+  });
+
+  await t.step("right credentials: 303 to /admin with a session cookie", async () => {
+    const client = new AdminClient(app);
+    await client.page("/admin/login");
+    const res = await client.post("/admin/login", {
+      username: ADMIN_USER,
+      password: ADMIN_PASSWORD,
+    });
+    assert.equal(res.status, 303);
+    assert.equal(res.headers.get("location"), "/admin");
+    const cookie = res.headers.getSetCookie().find((c) => c.startsWith("uds_session="))!;
+    assert.match(cookie, /HttpOnly/);
+    assert.match(cookie, /SameSite=Lax/);
+    assert.match(cookie, /Path=\/admin(;|$)/);
+    assert.doesNotMatch(cookie, /Secure/);
+    const dashboard = await client.fetch("/admin");
+    assert.equal(dashboard.status, 200);
+    // A signed-in admin who opens the login page goes to the dashboard.
+    const login = await client.fetch("/admin/login");
+    assert.equal(login.status, 303);
+    assert.equal(login.headers.get("location"), "/admin");
+  });
+
+  await t.step("wrong password: 401, the form and the exact message, no session", async () => {
+    const client = new AdminClient(app);
+    client.address = "198.51.100.1";
+    await client.page("/admin/login");
+    const res = await client.post("/admin/login", { username: ADMIN_USER, password: "wrong" });
+    assert.equal(res.status, 401);
+    const html = await res.text();
+    assert.match(html, /invalid username or password/);
+    assert.match(html, /name="password"/);
+    assert.match(html, /value="admin"/, "the entered username is kept");
+    assert.ok(!client.cookies.has("uds_session"));
+    const unknown = await client.post("/admin/login", { username: "nobody", password: "x" });
+    assert.equal(unknown.status, 401);
+    assert.match(await unknown.text(), /invalid username or password/);
+  });
+
+  await t.step("a login POST without the cookie-bound token is refused with 403", async () => {
+    const client = new AdminClient(app);
+    await client.page("/admin/login");
+    const wrong = await client.post("/admin/login", {
+      username: ADMIN_USER,
+      password: ADMIN_PASSWORD,
+      csrf_token: "forged",
+    });
+    assert.equal(wrong.status, 403);
+    assert.ok(!client.cookies.has("uds_session"));
+    const fresh = new AdminClient(app);
+    const noCookie = await fresh.post("/admin/login", {
+      username: ADMIN_USER,
+      password: ADMIN_PASSWORD,
+      csrf_token: client.csrfToken,
+    });
+    assert.equal(noCookie.status, 403);
+    assert.ok(!fresh.cookies.has("uds_session"));
+  });
+
+  await t.step("sign-in and its failures are in the audit log", async () => {
+    const { entries } = await listAuditEntries(app.kv, { limit: 50 });
+    const actions = entries.map((entry) => entry.action);
+    assert.ok(actions.includes("auth.sign_in"));
+    const failure = entries.find((entry) => entry.action === "auth.sign_in_failed")!;
+    assert.equal(failure.address, "198.51.100.1");
+    assert.ok(["admin", "nobody"].includes(failure.actor));
+  });
+
+  await app.close();
+});
+
+Deno.test("admin sign-in throttling", async (t) => {
+  const app = await createAdminTestApp();
+
+  await t.step("per user name: after 5 failures even the right password is refused", async () => {
+    for (let i = 0; i < 5; i++) {
+      const client = new AdminClient(app);
+      client.address = `192.0.2.${i + 1}`;
+      await client.page("/admin/login");
+      const res = await client.post("/admin/login", { username: ADMIN_USER, password: "nope" });
+      assert.equal(res.status, 401);
+    }
+    const client = new AdminClient(app);
+    client.address = "192.0.2.99";
+    await client.page("/admin/login");
+    const res = await client.post("/admin/login", {
+      username: ADMIN_USER,
+      password: ADMIN_PASSWORD,
+    });
+    assert.equal(res.status, 429);
+    assert.ok(Number(res.headers.get("retry-after")) > 0);
+    assert.match(await res.text(), /Too many failed sign-ins/);
+    assert.ok(!client.cookies.has("uds_session"));
+  });
+
+  await t.step("per address: 20 failures with different names block that address", async () => {
+    const client = new AdminClient(app);
+    client.address = "192.0.2.200";
+    await client.page("/admin/login");
+    for (let i = 0; i < 20; i++) {
+      const res = await client.post("/admin/login", { username: `user${i}`, password: "x" });
+      assert.equal(res.status, 401, `attempt ${i}`);
+    }
+    const res = await client.post("/admin/login", { username: "someone", password: "x" });
+    assert.equal(res.status, 429);
+  });
+
+  await app.close();
+});
+
+Deno.test("admin sessions", async (t) => {
+  const app = await createAdminTestApp();
+
+  await t.step("logout ends the session on the server", async () => {
+    const client = await signedInClient(app);
+    const sessionId = client.cookies.get("uds_session")!;
+    const res = await client.post("/admin/logout");
+    assert.equal(res.status, 303);
+    assert.equal(res.headers.get("location"), "/admin/login");
+    assert.ok(!client.cookies.has("uds_session"));
+    // Replaying the old cookie does not work any more.
+    client.cookies.set("uds_session", sessionId);
+    const after = await client.fetch("/admin");
+    assert.equal(after.status, 303);
+    assert.equal(after.headers.get("location"), "/admin/login");
+  });
+
+  await t.step("idle and absolute limits end a session", async () => {
+    const policy = { idleMs: 60_000, maxMs: 3_600_000 };
+    const start = Date.now();
+    const { id } = await createAdminSession(
+      app.kv,
+      { username: ADMIN_USER, address: "x" },
+      policy,
+      start,
+    );
+    assert.ok(await getAdminSession(app.kv, id, policy, start + 30_000));
+    // 60 s after the last request the session is gone.
+    assert.equal(await getAdminSession(app.kv, id, policy, start + 90_000), null);
+
+    const second = await createAdminSession(
+      app.kv,
+      { username: ADMIN_USER, address: "x" },
+      policy,
+      start,
+    );
+    // Active every 50 s: the idle limit never hits, but the absolute one does.
+    let at = start;
+    for (; at < start + 3_500_000; at += 50_000) {
+      assert.ok(await getAdminSession(app.kv, second.id, policy, at), `alive at +${at - start}`);
+    }
+    assert.equal(await getAdminSession(app.kv, second.id, policy, start + 3_600_000), null);
+  });
+
+  await t.step("a session touch is written at most once a minute", async () => {
+    const policy = { idleMs: 600_000, maxMs: 3_600_000 };
+    const start = Date.now();
+    const { id, session } = await createAdminSession(
+      app.kv,
+      { username: ADMIN_USER, address: "x" },
+      policy,
+      start,
+    );
+    const seen = await getAdminSession(app.kv, id, policy, start + 30_000);
+    assert.equal(seen?.last_seen_at, session.last_seen_at);
+    const touched = await getAdminSession(app.kv, id, policy, start + 61_000);
+    assert.equal(touched?.last_seen_at, start + 61_000);
+  });
+
+  await t.step("the cookie is Secure when the base URL is https", async () => {
+    const https = await createAdminTestApp({ baseUrl: "https://updates.example", https: true });
+    const client = new AdminClient(https);
+    const res = await client.signIn();
+    assert.equal(res.status, 303);
+    const cookie = res.headers.getSetCookie().find((c) => c.startsWith("uds_session="))!;
+    assert.match(cookie, /; Secure/);
+    await https.close();
+  });
+
+  await app.close();
+});
+
+Deno.test("admin password change", async (t) => {
+  const app = await createAdminTestApp();
+  const client = await signedInClient(app);
+  const other = await signedInClient(app);
+
+  await t.step("the page has the form", async () => {
+    const { res, html } = await client.page("/admin/account/password");
+    assert.equal(res.status, 200);
+    assert.match(html, /name="current_password"/);
+    assert.match(html, /name="new_password"/);
+  });
+
+  await t.step("wrong current password, short or mismatched new one: 400", async () => {
+    const wrong = await client.post("/admin/account/password", {
+      current_password: "nope",
+      new_password: "a new long password",
+      confirm_password: "a new long password",
+    });
+    assert.equal(wrong.status, 400);
+    assert.match(await wrong.text(), /current password is wrong/);
+    const short = await client.post("/admin/account/password", {
+      current_password: ADMIN_PASSWORD,
+      new_password: "short",
+      confirm_password: "short",
+    });
+    assert.equal(short.status, 400);
+    const mismatch = await client.post("/admin/account/password", {
+      current_password: ADMIN_PASSWORD,
+      new_password: "a new long password",
+      confirm_password: "another long password",
+    });
+    assert.equal(mismatch.status, 400);
+    const user = await getAdminUser(app.kv, ADMIN_USER);
+    assert.ok(await verifyPassword(ADMIN_PASSWORD, user!.password_hash));
+  });
+
+  await t.step("success: 303, new password works, other sessions end", async () => {
+    const res = await client.post("/admin/account/password", {
+      current_password: ADMIN_PASSWORD,
+      new_password: "a new long password",
+      confirm_password: "a new long password",
+    });
+    assert.equal(res.status, 303);
+    assert.equal((await client.fetch("/admin")).status, 200, "this session stays");
+    assert.equal((await other.fetch("/admin")).status, 303, "other sessions end");
+    const fresh = new AdminClient(app);
+    fresh.address = "192.0.2.50";
+    assert.equal((await fresh.signIn(ADMIN_USER, ADMIN_PASSWORD)).status, 401);
+    assert.equal((await fresh.signIn(ADMIN_USER, "a new long password")).status, 303);
+  });
+
+  await app.close();
+});
+
+Deno.test("passwords are PBKDF2-SHA256 with a per-user salt", async () => {
+  const a = await hashPassword("same password");
+  const b = await hashPassword("same password");
+  assert.notEqual(a, b);
+  assert.match(a, new RegExp(`^pbkdf2-sha256\\$${PBKDF2_ITERATIONS}\\$`));
+  assert.ok(PBKDF2_ITERATIONS >= 600_000);
+  assert.ok(await verifyPassword("same password", a));
+  assert.ok(!(await verifyPassword("other password", a)));
+  assert.ok(!(await verifyPassword("same password", "garbage")));
+});
+
+Deno.test("the first admin is created at start", async (t) => {
+  await t.step("with a generated password, printed once", async () => {
+    const kv = await Deno.openKv(":memory:");
+    const config = testConfig({ adminUsername: "root", adminPassword: undefined });
+    const lines: string[] = [];
+    assert.equal(await bootstrapAdmin(kv, config, (line) => lines.push(line)), "created");
+    assert.equal(lines.length, 1);
+    const password = /generated password: (\S+)/.exec(lines[0])![1];
+    assert.ok(password.length >= 20);
+    const user = await getAdminUser(kv, "root");
+    assert.ok(await verifyPassword(password, user!.password_hash));
+    assert.equal(await bootstrapAdmin(kv, config, (line) => lines.push(line)), "exists");
+    assert.equal(lines.length, 1, "never printed again");
+    kv.close();
+  });
+
+  await t.step("from APP_ADMIN_PASSWORD, never overwriting an existing admin", async () => {
+    const kv = await Deno.openKv(":memory:");
+    const lines: string[] = [];
+    const config = testConfig({ adminUsername: "boss", adminPassword: "from the environment" });
+    await bootstrapAdmin(kv, config, (line) => lines.push(line));
+    assert.doesNotMatch(lines.join("\n"), /from the environment/, "the password is not logged");
+    const user = await getAdminUser(kv, "boss");
+    assert.ok(await verifyPassword("from the environment", user!.password_hash));
+    await bootstrapAdmin(kv, { ...config, adminPassword: "changed" }, () => {});
+    const again = await getAdminUser(kv, "boss");
+    assert.equal(again!.password_hash, user!.password_hash);
+    kv.close();
+  });
+});
+
+Deno.test("admin settings are validated at start", async () => {
+  const { ConfigError, loadConfig } = await import("../src/config.ts");
+  const defaults = loadConfig({});
+  assert.equal(defaults.adminSessionIdleMinutes, 60);
+  assert.equal(defaults.adminSessionMaxHours, 12);
+  assert.equal(defaults.adminUsername, "admin");
+  const set = loadConfig({
+    APP_ADMIN_SESSION_IDLE_MINUTES: "15",
+    APP_ADMIN_SESSION_MAX_HOURS: "2",
+  });
+  assert.equal(set.adminSessionIdleMinutes, 15);
+  assert.equal(set.adminSessionMaxHours, 2);
+  for (
+    const [name, value] of [
+      ["APP_ADMIN_SESSION_IDLE_MINUTES", "0"],
+      ["APP_ADMIN_SESSION_IDLE_MINUTES", "soon"],
+      ["APP_ADMIN_SESSION_MAX_HOURS", "-1"],
+      ["APP_ADMIN_USERNAME", "bad name"],
+    ]
+  ) {
+    assert.throws(() => loadConfig({ [name]: value }), (error: Error) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.message, new RegExp(name));
+      return true;
+    });
+  }
+});

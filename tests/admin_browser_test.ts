@@ -1,0 +1,320 @@
+/**
+ * The whole admin flow in a real browser (Debian's Chromium through
+ * playwright-core) against a real server started with `deno task start`:
+ * sign in, create a project with tags, upload a release and watch the
+ * progress bar finish, create a key and read it from the page, then use the
+ * key on the client API and check the downloaded artifact's checksum.
+ * Screenshots of the main pages land in tests/screenshots/ (git-ignored).
+ */
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
+import { chromium, type Page } from "playwright-core";
+import { randomBytes } from "./admin_helpers.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const ROOT = new URL("..", import.meta.url).pathname;
+const SCREENSHOTS = `${ROOT}tests/screenshots`;
+const PASSWORD = "browser test password 1";
+
+const hasChromium = await Deno.stat(CHROMIUM).then((info) => info.isFile, () => false);
+if (!hasChromium) {
+  console.warn(`admin browser tests ignored: ${CHROMIUM} not found (apt-get install chromium)`);
+}
+
+interface Server {
+  baseUrl: string;
+  output: () => string;
+  stop: () => Promise<void>;
+}
+
+/** Starts `deno task start` on a free port with its own data dir under ./data/. */
+async function startServer(dataDir: string): Promise<Server> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = 20000 + Math.floor(Math.random() * 40000);
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["task", "start"],
+      cwd: ROOT,
+      env: {
+        APP_PORT: String(port),
+        APP_HOST: "127.0.0.1",
+        APP_BASE_URL: baseUrl,
+        APP_DATA_DIR: dataDir,
+        APP_ADMIN_USERNAME: "admin",
+        APP_ADMIN_PASSWORD: PASSWORD,
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    let output = "";
+    const collect = async (stream: ReadableStream<Uint8Array>) => {
+      for await (const text of stream.pipeThrough(new TextDecoderStream())) output += text;
+    };
+    const collecting = Promise.all([collect(child.stdout), collect(child.stderr)]);
+    const exited = child.status.then(() => "exited" as const);
+    const deadline = Date.now() + 60_000;
+    let state: "listening" | "exited" | "waiting" = "waiting";
+    while (state === "waiting" && Date.now() < deadline) {
+      if (output.includes("listening on")) state = "listening";
+      else {
+        state = await Promise.race([
+          exited,
+          new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), 100)),
+        ]);
+      }
+    }
+    const stop = async () => {
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // already gone
+      }
+      await child.status;
+      await collecting;
+    };
+    if (state === "listening") return { baseUrl, output: () => output, stop };
+    await stop();
+    if (!/address already in use/i.test(output)) {
+      throw new Error(`the server did not start:\n${output}`);
+    }
+  }
+  throw new Error("no free port found");
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: `${SCREENSHOTS}/${name}.png`, fullPage: true });
+}
+
+Deno.test({
+  name: "admin UI in a real browser: sign in, project, upload, key, client download",
+  ignore: !hasChromium,
+  // Playwright keeps a pipe to the browser process between steps.
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async (t) => {
+  await Deno.mkdir(SCREENSHOTS, { recursive: true });
+  const dataDir = `./data/browser-test-${crypto.randomUUID()}`;
+  const server = await startServer(dataDir);
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], {
+    origin: server.baseUrl,
+  });
+  const page = await context.newPage();
+  const base = server.baseUrl;
+  const artifact = randomBytes(6 * 1024 * 1024);
+  const artifactName = "Desktop Setup 1.2.3.exe";
+  let apiKey = "";
+
+  try {
+    await t.step("an anonymous visit lands on the sign-in page", async () => {
+      await page.goto(`${base}/admin`);
+      assert.equal(new URL(page.url()).pathname, "/admin/login");
+      await screenshot(page, "login");
+    });
+
+    await t.step("a wrong password shows the error", async () => {
+      await page.fill("#username", "admin");
+      await page.fill("#password", "not the password");
+      await page.click("button[type=submit]");
+      await page.waitForSelector("[data-form-error]");
+      assert.match(
+        await page.textContent("[data-form-error]") ?? "",
+        /invalid username or password/,
+      );
+    });
+
+    await t.step("sign in (a real browser's same-origin POST passes the CSRF checks)", async () => {
+      await page.fill("#username", "admin");
+      await page.fill("#password", PASSWORD);
+      await Promise.all([page.waitForURL(`${base}/admin`), page.click("button[type=submit]")]);
+      assert.equal(await page.textContent("h1"), "Dashboard");
+    });
+
+    await t.step("create a project with tags", async () => {
+      await page.goto(`${base}/admin/projects`);
+      await page.fill("#project-name", "Desktop App");
+      await page.fill("#project-slug", "desktop");
+      await page.fill("#project-description", "The desktop client for Windows and macOS.");
+      await page.fill("#project-tags", "Desktop, stable");
+      await Promise.all([
+        page.waitForURL(`${base}/admin/projects/desktop`),
+        page.click("#new-project button[type=submit]"),
+      ]);
+      assert.match(await page.textContent(".flash-success") ?? "", /was created/);
+      const tags = await page.$$eval(".tag-list .tag", (nodes) => nodes.map((n) => n.textContent));
+      assert.deepEqual(tags, ["desktop", "stable"]);
+    });
+
+    await t.step("upload a release and watch the progress bar finish", async () => {
+      // Slow the upload down so the bar has something to show.
+      const cdp = await context.newCDPSession(page);
+      await cdp.send("Network.enable");
+      await cdp.send("Network.emulateNetworkConditions", {
+        offline: false,
+        latency: 0,
+        downloadThroughput: -1,
+        uploadThroughput: 4 * 1024 * 1024,
+      });
+      // Record every percentage the status line shows.
+      await page.evaluate(`(() => {
+        const status = document.querySelector("[data-upload-status]");
+        globalThis.progressSeen = [];
+        new MutationObserver(() => globalThis.progressSeen.push(Number(status.dataset.percent)))
+          .observe(status, { attributes: true, childList: true, characterData: true });
+      })()`);
+      assert.equal(await page.isVisible("[data-upload-cancel]"), false);
+      await page.fill("#release-version", "1.2.3");
+      await page.fill("#release-build", "42");
+      await page.fill("#release-notes", "First release.\nWith two lines.");
+      await page.setInputFiles("#release-file", {
+        name: artifactName,
+        mimeType: "application/x-msdownload",
+        buffer: Buffer.from(artifact),
+      });
+      await page.click("[data-upload-submit]");
+      await page.waitForSelector("[data-upload-progress]:not([hidden])");
+      await page.waitForSelector("form[data-upload-state=uploading]");
+      await screenshot(page, "upload-progress");
+      await page.waitForSelector("form[data-upload-state=done]", { timeout: 60_000 });
+      await cdp.send("Network.emulateNetworkConditions", {
+        offline: false,
+        latency: 0,
+        downloadThroughput: -1,
+        uploadThroughput: -1,
+      });
+      const seen = await page.evaluate<number[]>("globalThis.progressSeen");
+      assert.ok(seen.some((p) => p > 0 && p < 100), `intermediate progress: ${seen}`);
+      const bar = await page.evaluate<{ value: number; max: number }>(`(() => {
+        const bar = document.querySelector("[data-upload-progress] progress");
+        return { value: bar.value, max: bar.max };
+      })()`);
+      assert.equal(bar.value, bar.max);
+      assert.equal(await page.isVisible("[data-upload-cancel]"), false);
+      assert.match(await page.textContent("[data-upload-status]") ?? "", /100% · Upload complete/);
+      // The new release is on the page without a reload, with the right checksum.
+      const row = page.locator("#releases tr[data-release-id]").first();
+      assert.match(await row.textContent() ?? "", /1\.2\.3/);
+      assert.match(await row.textContent() ?? "", /6\.0 MiB/);
+      assert.equal(await row.locator("code.hash").textContent(), sha256(artifact));
+      await screenshot(page, "project");
+    });
+
+    await t.step("create a key for the project and read it from the page", async () => {
+      await page.goto(`${base}/admin/api-keys`);
+      // The scope editor shows the project list only for project modes.
+      assert.equal(await page.isVisible("#project-desktop"), false);
+      await page.check("#scope-project_allow_list");
+      assert.equal(await page.isVisible("#project-desktop"), true);
+      assert.equal(await page.isVisible("#key-other-tags"), false);
+      await page.fill("#key-name", "Desktop updater");
+      await page.check("#project-desktop");
+      await screenshot(page, "api-keys-form");
+      await Promise.all([
+        page.waitForSelector("[data-api-key]"),
+        page.click("#new-key button[type=submit]"),
+      ]);
+      apiKey = await page.getAttribute("[data-api-key]", "data-api-key") ?? "";
+      assert.match(apiKey, /^uds_/);
+      assert.match(await page.getAttribute("[data-api-key]", "data-api-key-id") ?? "", /^\d+$/);
+      assert.match(
+        await page.textContent("#curl-example") ?? "",
+        new RegExp(`Bearer ${apiKey}.*\\n.*${base}/api/v1/projects/desktop/releases/latest`),
+      );
+      await page.click("button[data-copy='#new-api-key']");
+      await page.waitForSelector("button[data-copy='#new-api-key']:text('Copied')");
+      assert.equal(await page.evaluate<string>("navigator.clipboard.readText()"), apiKey);
+      await screenshot(page, "api-key-created");
+    });
+
+    await t.step(
+      "the key works on the client API; the download has the right checksum",
+      async () => {
+        const auth = { authorization: `Bearer ${apiKey}` };
+        const latest = await fetch(`${base}/api/v1/projects/desktop/releases/latest`, {
+          headers: auth,
+        });
+        assert.equal(latest.status, 200);
+        const { release } = await latest.json();
+        assert.equal(release.version, "1.2.3");
+        assert.equal(release.build, "42");
+        assert.equal(release.filename, artifactName);
+        assert.equal(release.content_type, "application/x-msdownload");
+        assert.equal(release.size_bytes, artifact.length);
+        assert.equal(release.checksum_sha256, sha256(artifact));
+        const download = await fetch(`${base}${release.download_url}`, { headers: auth });
+        assert.equal(download.status, 200);
+        const bytes = new Uint8Array(await download.arrayBuffer());
+        assert.equal(sha256(bytes), release.checksum_sha256);
+      },
+    );
+
+    await t.step("key list, dashboard and audit log", async () => {
+      await page.goto(`${base}/admin/api-keys`);
+      assert.equal(await page.locator("tr[data-api-key-id]").count(), 1);
+      assert.ok(!(await page.content()).includes(apiKey), "the key is never shown again");
+      await screenshot(page, "api-keys");
+      await page.goto(`${base}/admin/projects`);
+      await screenshot(page, "projects");
+      await page.goto(`${base}/admin`);
+      assert.equal(await page.textContent("[data-count=releases]"), "1");
+      await screenshot(page, "dashboard");
+      await page.goto(`${base}/admin/audit`);
+      const actions = await page.$$eval(
+        "tr[data-audit-action]",
+        (rows) => rows.map((row) => row.getAttribute("data-audit-action")),
+      );
+      for (const action of ["auth.sign_in", "project.create", "release.upload", "api_key.create"]) {
+        assert.ok(actions.includes(action), action);
+      }
+      await screenshot(page, "audit");
+    });
+
+    await t.step("on a phone-sized screen the pages still work", async () => {
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.goto(`${base}/admin/projects/desktop`);
+      const overflow = await page.evaluate<number>(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth",
+      );
+      assert.ok(overflow <= 0, `no sideways scrolling (${overflow}px)`);
+      await screenshot(page, "project-phone");
+      await page.goto(`${base}/admin/api-keys`);
+      await screenshot(page, "api-keys-phone");
+      await page.setViewportSize({ width: 1280, height: 900 });
+    });
+
+    await t.step("sign out ends the session", async () => {
+      await page.goto(`${base}/admin`);
+      await Promise.all([
+        page.waitForURL(`${base}/admin/login`),
+        page.click(".user-menu button[type=submit]"),
+      ]);
+      await page.goto(`${base}/admin`);
+      assert.equal(new URL(page.url()).pathname, "/admin/login");
+    });
+  } catch (error) {
+    console.error(`server output:\n${server.output()}`);
+    throw error;
+  } finally {
+    await browser.close();
+    await server.stop();
+    await Deno.remove(`${ROOT}${dataDir.slice(2)}`, { recursive: true }).catch(() => {});
+  }
+});

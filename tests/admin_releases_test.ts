@@ -1,0 +1,352 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import {
+  getLatestRelease,
+  getRelease,
+  listAuditEntries,
+  listReleasesByProject,
+  type Project,
+} from "../src/store/mod.ts";
+import { seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import {
+  type AdminClient,
+  createAdminTestApp,
+  listArtifactFiles,
+  randomBytes,
+  signedInClient,
+} from "./admin_helpers.ts";
+
+const UPLOAD_PATH = "/admin/projects/app/releases";
+
+function sha256(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+/** A multipart body written by hand, for part orders and headers FormData cannot produce. */
+function rawMultipart(
+  parts: Array<{ name: string; filename?: string; type?: string; body: string | Uint8Array }>,
+): { body: Uint8Array<ArrayBuffer>; contentType: string } {
+  const boundary = "----rawboundary7MA4YWxkTrZu0gW";
+  const chunks: Uint8Array[] = [];
+  const text = (s: string) => chunks.push(new TextEncoder().encode(s));
+  for (const part of parts) {
+    text(`--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"`);
+    if (part.filename !== undefined) text(`; filename="${part.filename}"`);
+    text("\r\n");
+    if (part.type) text(`Content-Type: ${part.type}\r\n`);
+    text("\r\n");
+    if (typeof part.body === "string") text(part.body);
+    else chunks.push(part.body);
+    text("\r\n");
+  }
+  text(`--${boundary}--\r\n`);
+  const body = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return { body, contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+function postRaw(client: AdminClient, raw: { body: Uint8Array; contentType: string }) {
+  return client.fetch(UPLOAD_PATH, {
+    method: "POST",
+    body: raw.body as Uint8Array<ArrayBuffer>,
+    headers: { "content-type": raw.contentType },
+  });
+}
+
+async function setup(
+  maxUploadBytes = 64 * 1024,
+): Promise<{ app: TestApp; client: AdminClient; project: Project }> {
+  const app = await createAdminTestApp({ maxUploadBytes });
+  const project = await seedProject(app, { slug: "app", name: "App" });
+  const client = await signedInClient(app);
+  return { app, client, project };
+}
+
+Deno.test("admin release upload", async (t) => {
+  const { app, client, project } = await setup();
+
+  await t.step(
+    "upload: 303 to the project page; size and SHA-256 from the stored bytes",
+    async () => {
+      const bytes = randomBytes(50_000);
+      const res = await client.upload(UPLOAD_PATH, [
+        ["csrf_token", client.csrfToken],
+        ["version", " 2.0.0 "],
+        ["build", "1234"],
+        ["release_notes", "Fixes <everything>"],
+        [
+          "file",
+          new File([bytes as BlobPart], "App Setup;1.exe", { type: "application/x-msdownload" }),
+        ],
+      ]);
+      assert.equal(res.status, 303);
+      assert.equal(res.headers.get("location"), "/admin/projects/app");
+      const [release] = await listReleasesByProject(app.kv, project.id);
+      assert.equal(release.version, "2.0.0");
+      assert.equal(release.build, "1234");
+      assert.equal(release.release_notes, "Fixes <everything>");
+      assert.equal(release.filename, "App Setup;1.exe");
+      assert.equal(release.content_type, "application/x-msdownload");
+      assert.equal(release.size_bytes, bytes.length);
+      assert.equal(release.checksum_sha256, sha256(bytes));
+      assert.equal(release.state, "active");
+      assert.equal((await listArtifactFiles(app)).length, 1);
+
+      const { html } = await client.page("/admin/projects/app");
+      assert.match(html, new RegExp(`data-release-id="${release.id}"`));
+      assert.match(html, new RegExp(release.checksum_sha256));
+      assert.match(html, /48\.8 KiB/);
+      assert.match(html, /Fixes &lt;everything&gt;/);
+      assert.match(html, /was uploaded/);
+    },
+  );
+
+  await t.step("the file part may come before the other fields", async () => {
+    const raw = rawMultipart([
+      { name: "file", filename: "first.bin", type: "application/octet-stream", body: "abc" },
+      { name: "version", body: "3.0.0" },
+      { name: "csrf_token", body: client.csrfToken },
+    ]);
+    const res = await postRaw(client, raw);
+    assert.equal(res.status, 303);
+    const latest = await getLatestRelease(app.kv, project.id);
+    assert.equal(latest?.version, "3.0.0");
+    assert.equal(latest?.filename, "first.bin");
+  });
+
+  await t.step("path parts and odd characters: only the base name is kept", async () => {
+    for (
+      const [sent, kept] of [
+        ["../../etc/passwd", "passwd"],
+        ["C:\\Users\\me\\setup.exe", "setup.exe"],
+        ["..", "artifact"],
+        // Quoted-string escapes are undone; control characters dropped.
+        ['we\\"ird\u0007 name.bin', 'we"ird name.bin'],
+      ]
+    ) {
+      const raw = rawMultipart([
+        { name: "csrf_token", body: client.csrfToken },
+        { name: "version", body: `v-${kept}` },
+        { name: "file", filename: sent, body: "data" },
+      ]);
+      assert.equal((await postRaw(client, raw)).status, 303, sent);
+      const latest = await getLatestRelease(app.kv, project.id);
+      assert.equal(latest?.filename, kept, sent);
+    }
+    for (const name of await listArtifactFiles(app)) {
+      assert.match(name, /^[0-9a-f-]{36}$/, "stored under a generated name only");
+    }
+  });
+
+  await t.step("a part without Content-Type is application/octet-stream", async () => {
+    const raw = rawMultipart([
+      { name: "csrf_token", body: client.csrfToken },
+      { name: "version", body: "4.0.0" },
+      { name: "file", filename: "plain.bin", body: "xyz" },
+    ]);
+    assert.equal((await postRaw(client, raw)).status, 303);
+    const latest = await getLatestRelease(app.kv, project.id);
+    assert.equal(latest?.content_type, "application/octet-stream");
+  });
+
+  await app.close();
+});
+
+Deno.test("admin release upload refusals leave nothing behind", async (t) => {
+  const { app, client, project } = await setup();
+  await seedRelease(app, project.id, "1.0.0");
+
+  async function assertUnchanged(label: string) {
+    assert.equal((await listReleasesByProject(app.kv, project.id)).length, 1, label);
+    assert.equal((await listArtifactFiles(app)).length, 1, `${label}: no stray file`);
+  }
+
+  for (
+    const [label, parts, status, message] of [
+      [
+        "missing version after the file",
+        [
+          { name: "csrf_token", body: "TOKEN" },
+          { name: "file", filename: "a.bin", body: "abc" },
+          { name: "version", body: "" },
+          { name: "build", body: "kept-build" },
+        ],
+        400,
+        /version is required/,
+      ],
+      [
+        "version too long",
+        [
+          { name: "csrf_token", body: "TOKEN" },
+          { name: "version", body: "v".repeat(129) },
+          { name: "file", filename: "a.bin", body: "abc" },
+        ],
+        400,
+        /version must be at most 128/,
+      ],
+      [
+        "empty file",
+        [
+          { name: "csrf_token", body: "TOKEN" },
+          { name: "version", body: "5.0.0" },
+          { name: "file", filename: "", type: "application/octet-stream", body: "" },
+        ],
+        400,
+        /file is required/,
+      ],
+      [
+        "no file part",
+        [{ name: "csrf_token", body: "TOKEN" }, { name: "version", body: "5.0.0" }],
+        400,
+        /file is required/,
+      ],
+      [
+        "token after the file and wrong",
+        [
+          { name: "version", body: "5.0.0" },
+          { name: "file", filename: "a.bin", body: "abc" },
+          { name: "csrf_token", body: "wrong" },
+        ],
+        403,
+        /security token/,
+      ],
+      [
+        "empty file and a wrong token after it",
+        [
+          { name: "version", body: "5.0.0" },
+          { name: "file", filename: "", type: "application/octet-stream", body: "" },
+          { name: "csrf_token", body: "wrong" },
+        ],
+        403,
+        /security token/,
+      ],
+      [
+        "no token at all",
+        [{ name: "version", body: "5.0.0" }, { name: "file", filename: "a.bin", body: "abc" }],
+        403,
+        /security token/,
+      ],
+      [
+        "file over APP_MAX_UPLOAD_BYTES",
+        [
+          { name: "csrf_token", body: "TOKEN" },
+          { name: "version", body: "5.0.0" },
+          { name: "file", filename: "big.bin", body: randomBytes(64 * 1024 + 1) },
+        ],
+        413,
+        /larger than the upload limit of 64\.0 KiB/,
+      ],
+    ] as const
+  ) {
+    await t.step(`${label}: ${status}`, async () => {
+      const raw = rawMultipart(parts.map((part) => ({
+        ...part,
+        body: part.body === "TOKEN" ? client.csrfToken : part.body,
+      })));
+      const res = await postRaw(client, raw);
+      assert.equal(res.status, status);
+      const html = await res.text();
+      assert.match(html, message);
+      if (status === 400) {
+        assert.match(html, /data-form-error/);
+        assert.match(html, /enctype="multipart\/form-data"/, "the upload form is shown again");
+      }
+      if (label.startsWith("missing version")) assert.match(html, /value="kept-build"/);
+      await assertUnchanged(label);
+    });
+  }
+
+  await t.step("a Content-Length far over the limit is refused before reading", async () => {
+    const res = await client.fetch(UPLOAD_PATH, {
+      method: "POST",
+      body: new Uint8Array(10),
+      headers: {
+        "content-type": "multipart/form-data; boundary=x",
+        "content-length": String(1024 * 1024 * 1024),
+      },
+    });
+    assert.equal(res.status, 413);
+    await assertUnchanged("content-length");
+  });
+
+  await t.step("not multipart or malformed: 400", async () => {
+    const urlencoded = await client.post(UPLOAD_PATH, { version: "1" });
+    assert.equal(urlencoded.status, 400);
+    const broken = await client.fetch(UPLOAD_PATH, {
+      method: "POST",
+      body:
+        `--x\r\nContent-Disposition: form-data; name="csrf_token"\r\n\r\n${client.csrfToken}\r\n--x\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\ntruncated`,
+      headers: { "content-type": "multipart/form-data; boundary=x" },
+    });
+    assert.equal(broken.status, 400);
+    assert.match(await broken.text(), /could not be read/);
+    await assertUnchanged("malformed");
+  });
+
+  await app.close();
+});
+
+Deno.test("admin release list and state changes", async (t) => {
+  const { app, client, project } = await setup(16 * 1024 * 1024);
+  const older = await seedRelease(app, project.id, "1.0.0", new Uint8Array(1536));
+  const newer = await seedRelease(app, project.id, "1.1.0", new Uint8Array(3 * 1024 * 1024), {
+    build: "77",
+    filename: "app-1.1.0.dmg",
+  });
+  const { secret } = await seedKey(app);
+
+  await t.step("every release in every state with its facts and download count", async () => {
+    await app.request(`/api/v1/releases/${newer.id}/download`, secret).then((r) =>
+      r.body?.cancel()
+    );
+    await app.request(`/api/v1/releases/${newer.id}/download`, secret).then((r) =>
+      r.body?.cancel()
+    );
+    await client.post(`/admin/releases/${older.id}/archive`);
+    const { html } = await client.page("/admin/projects/app");
+    const row = (id: number) => html.split(`data-release-id="${id}"`)[1].split("</tr>")[0];
+    assert.match(row(newer.id), /1\.1\.0/);
+    assert.match(row(newer.id), /build 77/);
+    assert.match(row(newer.id), /app-1\.1\.0\.dmg/);
+    assert.match(row(newer.id), /3\.0 MiB/);
+    assert.match(row(newer.id), new RegExp(newer.checksum_sha256));
+    assert.match(row(newer.id), new RegExp(`datetime="${newer.created_at}"`));
+    assert.match(row(newer.id), /<td data-label="Downloads">2<\/td>/);
+    assert.match(row(newer.id), /badge-active/);
+    assert.match(row(older.id), /badge-archived/);
+    assert.match(row(older.id), /1\.5 KiB/);
+    assert.match(row(older.id), new RegExp(`action="/admin/releases/${older.id}/activate"`));
+  });
+
+  await t.step("archive and activate: 303, the API follows", async () => {
+    const archived = await client.post(`/admin/releases/${newer.id}/archive`);
+    assert.equal(archived.status, 303);
+    assert.equal(archived.headers.get("location"), "/admin/projects/app");
+    assert.equal((await getRelease(app.kv, newer.id))?.state, "archived");
+    const latest = await app.request("/api/v1/projects/app/releases/latest", secret);
+    assert.equal(latest.status, 404);
+    await latest.body?.cancel();
+    const activated = await client.post(`/admin/releases/${older.id}/activate`);
+    assert.equal(activated.status, 303);
+    const again = await app.request("/api/v1/projects/app/releases/latest", secret);
+    assert.equal((await again.json()).release.id, older.id);
+  });
+
+  await t.step("unknown release ids: 404", async () => {
+    assert.equal((await client.post("/admin/releases/999/archive")).status, 404);
+    assert.equal((await client.post("/admin/releases/abc/archive")).status, 404);
+  });
+
+  await t.step("release changes are audited", async () => {
+    const { entries } = await listAuditEntries(app.kv, { limit: 50 });
+    const actions = entries.map((entry) => `${entry.action} ${entry.target}`);
+    assert.ok(actions.includes(`release.archive release ${newer.id}`));
+    assert.ok(actions.includes(`release.activate release ${older.id}`));
+  });
+
+  await app.close();
+});
