@@ -8,6 +8,7 @@ import { judgeApiKey } from "../access.ts";
 import type { AppDeps, AppEnv } from "../app_types.ts";
 import { clientAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
+import { recordKeyCheckFailure, recordKvError, recordRateLimited } from "../metrics.ts";
 import { takeToken } from "../rate_limit.ts";
 import { type ApiKey, getApiKeyByHash, hashApiKeySecret } from "../store/mod.ts";
 
@@ -23,7 +24,9 @@ export function apiKeyGate(deps: AppDeps) {
     if (token) {
       try {
         key = await getApiKeyByHash(deps.kv, hashApiKeySecret(token));
+        if (key) c.set("keyId", key.id);
       } catch (error) {
+        recordKvError("key_lookup");
         console.error("api key lookup failed:", error);
         keyServiceDown = true;
       }
@@ -35,10 +38,12 @@ export function apiKeyGate(deps: AppDeps) {
       taken = await takeToken(deps.rateLimitKv, bucket, rule);
     } catch (error) {
       // A rate limiter that cannot be reached must not take the API down with it.
+      recordKvError("rate_limit");
       console.error("rate limit check failed:", error);
       taken = { allowed: true } as const;
     }
     if (!taken.allowed) {
+      recordRateLimited();
       throw new ApiError(429, API_ERRORS.rateLimited, {
         "retry-after": String(taken.retryAfterSeconds),
       });
@@ -46,17 +51,22 @@ export function apiKeyGate(deps: AppDeps) {
 
     if (keyServiceDown) throw new ApiError(503, API_ERRORS.keyServiceUnavailable);
     if (!token) {
+      recordKeyCheckFailure("missing");
       throw new ApiError(401, API_ERRORS.missingKey, {
         "www-authenticate": `Bearer realm="${config.serviceRealm}"`,
       });
     }
     const verdict = judgeApiKey(key);
     if (verdict === "invalid") {
+      recordKeyCheckFailure("invalid");
       throw new ApiError(401, API_ERRORS.invalidKey, {
         "www-authenticate": `Bearer realm="${config.serviceRealm}", error="invalid_token"`,
       });
     }
-    if (verdict === "forbidden") throw new ApiError(403, API_ERRORS.permissionDenied);
+    if (verdict === "forbidden") {
+      recordKeyCheckFailure("forbidden");
+      throw new ApiError(403, API_ERRORS.permissionDenied);
+    }
     c.set("apiKey", key!);
     deps.recordKeyUse(key!.id);
     await next();

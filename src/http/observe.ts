@@ -1,0 +1,137 @@
+/**
+ * The outermost middleware: request metrics and the access log.
+ *
+ * It costs a clock read, a map lookup and (when logging) one JSON line per
+ * request. Only bodies whose size is unknown up front (admin pages) and
+ * artifact downloads are wrapped in a counting stream; downloads are logged
+ * and counted when their last byte has been handed to the connection (or the
+ * client went away), so the log shows the bytes actually sent.
+ */
+import { createMiddleware } from "hono/factory";
+import { routePath } from "hono/route";
+import type { AppDeps, AppEnv } from "../app_types.ts";
+import type { AccessLogRecord } from "../log.ts";
+import {
+  recordDownloadBytes,
+  recordDownloadFinished,
+  recordDownloadStarted,
+  recordRequest,
+  trackInFlight,
+} from "../metrics.ts";
+import { clientAddress } from "./client_address.ts";
+
+const MAX_USER_AGENT = 256;
+
+export function observeRequests(deps: AppDeps) {
+  const { logger } = deps;
+  const { trustProxy } = deps.config;
+
+  return createMiddleware<AppEnv>(async (c, next) => {
+    const started = performance.now();
+    const time = logger ? new Date().toISOString() : "";
+    trackInFlight(1);
+    try {
+      await next();
+    } catch (error) {
+      trackInFlight(-1);
+      throw error;
+    }
+    const res = c.res;
+    recordRequest(c.req.method, routePath(c), res.status, (performance.now() - started) / 1000);
+
+    const releaseId = c.get("releaseId");
+    const isHead = c.req.method === "HEAD";
+    const isDownload = releaseId !== undefined && res.ok && res.body !== null && !isHead;
+    if (isHead && res.body !== null) {
+      // Hono answers HEAD with the GET handler's headers and drops its body:
+      // release the body (an open artifact file) instead of leaking it.
+      res.body.cancel().catch(() => {});
+    }
+
+    const record = (bytes: number, aborted: boolean): AccessLogRecord => {
+      const entry: AccessLogRecord = {
+        time,
+        method: c.req.method,
+        path: rawPath(c.req.url),
+        status: res.status,
+        duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
+        bytes,
+        client: clientAddress(c, trustProxy),
+      };
+      const keyId = c.get("keyId");
+      if (keyId !== undefined) entry.key_id = keyId;
+      if (releaseId !== undefined) entry.release_id = releaseId;
+      const userAgent = c.req.header("user-agent");
+      if (userAgent) entry.user_agent = userAgent.slice(0, MAX_USER_AGENT);
+      if (aborted) entry.aborted = true;
+      return entry;
+    };
+
+    const length = res.headers.get("content-length");
+    if (isDownload || (res.body !== null && length === null && !isHead && logger)) {
+      if (isDownload) recordDownloadStarted();
+      c.res = new Response(
+        countingStream(res.body!, isDownload ? recordDownloadBytes : undefined, (bytes, done) => {
+          trackInFlight(-1);
+          if (isDownload) recordDownloadFinished(done);
+          logger?.access(record(bytes, !done));
+        }),
+        res,
+      );
+      return;
+    }
+    trackInFlight(-1);
+    logger?.access(record(isHead || res.body === null ? 0 : Number(length), false));
+  });
+}
+
+/** The path part of a request URL exactly as sent: still percent-encoded, no query string. */
+export function rawPath(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start === -1) return "/";
+  const query = url.indexOf("?", start);
+  return query === -1 ? url.slice(start) : url.slice(start, query);
+}
+
+/**
+ * Passes `body` through, counting bytes. `onEnd` runs once: with `true` after
+ * the last chunk, with `false` when the consumer cancels (client gone) or the
+ * source fails.
+ */
+export function countingStream(
+  body: ReadableStream<Uint8Array>,
+  onChunk: ((bytes: number) => void) | undefined,
+  onEnd: (bytes: number, complete: boolean) => void,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let bytes = 0;
+  let ended = false;
+  const end = (complete: boolean) => {
+    if (ended) return;
+    ended = true;
+    onEnd(bytes, complete);
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        end(false);
+        throw error;
+      }
+      if (chunk.done) {
+        controller.close();
+        end(true);
+        return;
+      }
+      bytes += chunk.value.byteLength;
+      onChunk?.(chunk.value.byteLength);
+      controller.enqueue(chunk.value);
+    },
+    cancel(reason) {
+      end(false);
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
+}
