@@ -136,21 +136,27 @@ new Gauge({
   },
 });
 
-export type KeyCheckFailureReason = "missing" | "invalid" | "forbidden";
-export type KvOperation =
-  | "key_lookup"
-  | "rate_limit"
-  | "health"
-  | "key_usage"
-  | "download_count"
-  | "admin"
-  | "other";
-export type UploadFailureReason = "too_large" | "empty" | "invalid" | "error";
+const KEY_CHECK_FAILURE_REASONS = ["missing", "invalid", "forbidden"] as const;
+const KV_OPERATIONS = [
+  "key_lookup",
+  "rate_limit",
+  "health",
+  "key_usage",
+  "download_count",
+  "admin",
+  "other",
+] as const;
+const UPLOAD_FAILURE_REASONS = ["too_large", "empty", "invalid", "error"] as const;
+
+export type KeyCheckFailureReason = typeof KEY_CHECK_FAILURE_REASONS[number];
+export type KvOperation = typeof KV_OPERATIONS[number];
+export type UploadFailureReason = typeof UPLOAD_FAILURE_REASONS[number];
 
 // Series with a fixed label set start at 0, so rate() and alerts see them before the first event.
 for (const result of ["complete", "aborted"]) downloadsTotal.inc({ result }, 0);
-for (const reason of ["missing", "invalid", "forbidden"]) keyCheckFailures.inc({ reason }, 0);
-for (const reason of ["too_large", "empty", "invalid", "error"]) uploadFailures.inc({ reason }, 0);
+for (const reason of KEY_CHECK_FAILURE_REASONS) keyCheckFailures.inc({ reason }, 0);
+for (const operation of KV_OPERATIONS) kvErrors.inc({ operation }, 0);
+for (const reason of UPLOAD_FAILURE_REASONS) uploadFailures.inc({ reason }, 0);
 
 const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 

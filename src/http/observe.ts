@@ -39,14 +39,18 @@ export function observeRequests(deps: AppDeps) {
     const res = c.res;
     recordRequest(c.req.method, routePath(c), res.status, (performance.now() - started) / 1000);
 
+    // Reading `res.body` turns a fixed body into a stream and costs Deno.serve
+    // its fast path, so it is touched only for downloads and unsized bodies.
     const releaseId = c.get("releaseId");
     const isHead = c.req.method === "HEAD";
-    const isDownload = releaseId !== undefined && res.ok && res.body !== null && !isHead;
-    if (isHead && res.body !== null) {
+    if (isHead && releaseId !== undefined) {
       // Hono answers HEAD with the GET handler's headers and drops its body:
       // release the body (an open artifact file) instead of leaking it.
-      res.body.cancel().catch(() => {});
+      res.body?.cancel().catch(() => {});
     }
+    const isDownload = releaseId !== undefined && res.ok && !isHead && res.body !== null;
+    const length = res.headers.get("content-length");
+    const body = isDownload || (logger && length === null && !isHead) ? res.body : null;
 
     const record = (bytes: number, aborted: boolean): AccessLogRecord => {
       const entry: AccessLogRecord = {
@@ -67,11 +71,10 @@ export function observeRequests(deps: AppDeps) {
       return entry;
     };
 
-    const length = res.headers.get("content-length");
-    if (isDownload || (res.body !== null && length === null && !isHead && logger)) {
+    if (body !== null) {
       if (isDownload) recordDownloadStarted();
       c.res = new Response(
-        countingStream(res.body!, isDownload ? recordDownloadBytes : undefined, (bytes, done) => {
+        countingStream(body, isDownload ? recordDownloadBytes : undefined, (bytes, done) => {
           trackInFlight(-1);
           if (isDownload) recordDownloadFinished(done);
           logger?.access(record(bytes, !done));
@@ -81,7 +84,7 @@ export function observeRequests(deps: AppDeps) {
       return;
     }
     trackInFlight(-1);
-    logger?.access(record(isHead || res.body === null ? 0 : Number(length), false));
+    logger?.access(record(isHead || length === null ? 0 : Number(length), false));
   });
 }
 
