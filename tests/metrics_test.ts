@@ -172,6 +172,19 @@ Deno.test("metrics move with traffic", async (t) => {
     assert.equal(moved("uds_artifact_downloads_in_flight"), 0);
   });
 
+  await t.step("all bytes sent then cancelled (as Deno.serve does) is complete", async () => {
+    const moved = await delta(async () => {
+      const res = await app.request(`/api/v1/releases/${release.id}/download`, secret);
+      const reader = res.body!.getReader();
+      let received = 0;
+      while (received < bytes.byteLength) received += (await reader.read()).value!.byteLength;
+      await reader.cancel();
+    });
+    assert.equal(moved('uds_artifact_downloads_total{result="complete"}'), 1);
+    assert.equal(moved('uds_artifact_downloads_total{result="aborted"}'), 0);
+    assert.equal(moved("uds_artifact_download_bytes_total"), bytes.byteLength);
+  });
+
   await t.step("an aborted download counts as aborted with the bytes sent so far", async () => {
     const moved = await delta(async () => {
       const res = await app.request(`/api/v1/releases/${release.id}/download`, secret);
@@ -196,6 +209,21 @@ Deno.test("metrics move with traffic", async (t) => {
     });
     assert.equal(moved('uds_artifact_downloads_total{result="complete"}'), 0);
     assert.equal(moved("uds_artifact_download_bytes_total"), 0);
+  });
+
+  await t.step("HEAD of a download leaves no artifact file open", async () => {
+    const openFiles = async () => {
+      let count = 0;
+      for await (const _ of Deno.readDir("/proc/self/fd")) count++;
+      return count;
+    };
+    if (Deno.build.os !== "linux") return;
+    const before = await openFiles();
+    for (let i = 0; i < 30; i++) {
+      await app.request(`/api/v1/releases/${release.id}/download`, secret, { method: "HEAD" });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.ok(await openFiles() - before < 10, "one open file per HEAD would be a leak");
   });
 
   await app.close();

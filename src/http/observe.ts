@@ -73,11 +73,15 @@ export function observeRequests(deps: AppDeps) {
 
     if (body !== null) {
       if (isDownload) recordDownloadStarted();
+      // With a Content-Length the server cancels the stream after the last
+      // byte instead of reading its end: all bytes sent is complete.
+      const expected = length === null ? undefined : Number(length);
       c.res = new Response(
-        countingStream(body, isDownload ? recordDownloadBytes : undefined, (bytes, done) => {
+        countingStream(body, isDownload ? recordDownloadBytes : undefined, (bytes, ended) => {
+          const complete = ended || bytes === expected;
           trackInFlight(-1);
-          if (isDownload) recordDownloadFinished(done);
-          logger?.access(record(bytes, !done));
+          if (isDownload) recordDownloadFinished(complete);
+          logger?.access(record(bytes, !complete));
         }),
         res,
       );
@@ -98,8 +102,8 @@ export function rawPath(url: string): string {
 
 /**
  * Passes `body` through, counting bytes. `onEnd` runs once: with `true` after
- * the last chunk, with `false` when the consumer cancels (client gone) or the
- * source fails.
+ * the stream's end was read, with `false` when the consumer cancels (client
+ * gone, or the server has sent the Content-Length) or the source fails.
  */
 export function countingStream(
   body: ReadableStream<Uint8Array>,
