@@ -1,8 +1,12 @@
-/** The single entry point: read settings, open storage, serve. */
+/** The single entry point: read settings, open storage, serve, stop gracefully. */
 import { bootstrapAdmin } from "./admin/mod.ts";
 import { createApp } from "./src/app.ts";
 import { ConfigError, loadConfig } from "./src/config.ts";
+import { createMetricsApp, metricsAddressLabel } from "./src/http/metrics_route.ts";
 import { createKeyUsageRecorder } from "./src/key_usage.ts";
+import { createBufferedWriter, createLogger } from "./src/log.ts";
+import { inFlightRequests } from "./src/metrics.ts";
+import { drainServers, onStopSignals } from "./src/shutdown.ts";
 
 function readConfig() {
   try {
@@ -17,30 +21,63 @@ function readConfig() {
 }
 
 const config = readConfig();
+const stdout = createBufferedWriter();
+const logger = createLogger(config.logFormat, stdout.write);
 await Deno.mkdir(config.artifactsDir, { recursive: true });
 const kv = await Deno.openKv(config.kvPath);
-await bootstrapAdmin(kv, config);
+await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
 const rateLimitKv = config.rateLimitStore === "kv" ? kv : await Deno.openKv(":memory:");
 
-const app = createApp({ config, kv, rateLimitKv, recordKeyUse: createKeyUsageRecorder(kv) });
+const app = createApp({
+  config,
+  kv,
+  rateLimitKv,
+  recordKeyUse: createKeyUsageRecorder(kv),
+  logger,
+});
 
-const server = Deno.serve({
+const servers: Deno.HttpServer[] = [];
+servers.push(Deno.serve({
   port: config.port,
   hostname: config.host,
   onListen: ({ hostname, port }) => {
-    console.log(
+    logger.event(
+      "info",
       `${config.serviceName} listening on http://${hostname}:${port} (data in ${config.dataDir})`,
+      { metrics: metricsAddressLabel(config) },
     );
   },
-}, app.fetch);
+}, app.fetch));
 
-// Stop cleanly on SIGINT/SIGTERM (also as PID 1 in a container, which has no default handler).
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  if (Deno.build.os === "windows" && signal === "SIGTERM") continue;
-  Deno.addSignalListener(signal, () => {
-    server.shutdown().finally(() => {
-      kv.close();
-      Deno.exit(0);
-    });
-  });
+if (config.metricsAddress !== undefined) {
+  servers.push(Deno.serve({
+    ...config.metricsAddress,
+    onListen: ({ hostname, port }) => {
+      logger.event("info", `metrics listening on http://${hostname}:${port}/metrics`);
+    },
+  }, createMetricsApp(config).fetch));
 }
+
+onStopSignals(async (signal) => {
+  logger.event("info", "stopping: no new connections, waiting for requests in flight", {
+    signal,
+    in_flight: inFlightRequests(),
+    timeout_seconds: config.shutdownTimeoutSeconds,
+  });
+  stdout.flush();
+  const drained = await drainServers(servers, config.shutdownTimeoutSeconds * 1000);
+  if (!drained) {
+    logger.event("warn", "shutdown timeout reached: cutting the requests still in flight", {
+      in_flight: inFlightRequests(),
+    });
+  }
+  if (rateLimitKv !== kv) rateLimitKv.close();
+  kv.close();
+  logger.event("info", "stopped");
+  stdout.flush();
+  Deno.exit(0);
+}, (signal) => {
+  logger.event("warn", "second stop signal: exiting now", { signal });
+  stdout.flush();
+  Deno.exit(1);
+});

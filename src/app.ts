@@ -13,6 +13,9 @@ import type { AppDeps, AppEnv } from "./app_types.ts";
 import { pingKv } from "./health.ts";
 import { API_ERRORS, ApiError } from "./http/errors.ts";
 import { jsonResponse } from "./http/json.ts";
+import { metricsHandler } from "./http/metrics_route.ts";
+import { observeRequests } from "./http/observe.ts";
+import { recordKvError } from "./metrics.ts";
 
 export type { AppDeps, AppEnv } from "./app_types.ts";
 
@@ -20,6 +23,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const { config } = deps;
   const app = new Hono<AppEnv>();
 
+  app.use(observeRequests(deps));
   app.use(secureHeaders({
     xFrameOptions: "DENY",
     referrerPolicy: "no-referrer",
@@ -32,6 +36,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     if (await pingKv(deps.kv)) {
       return jsonResponse({ database: "ok", service: config.serviceName, status: "ok", timestamp });
     }
+    recordKvError("health");
     return jsonResponse({
       database: "unavailable",
       error: "database ping failed",
@@ -40,6 +45,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       timestamp,
     }, 503);
   });
+
+  // With a separate metrics address, /metrics is served only there (see main.ts).
+  if (config.metricsToken !== undefined && config.metricsAddress === undefined) {
+    app.get("/metrics", metricsHandler(config.metricsToken));
+  }
 
   app.route("/api/v1", createApiRoutes(deps));
   app.route("/admin", createAdminRoutes(deps));

@@ -8,6 +8,13 @@
 import { join } from "node:path";
 
 export type RateLimitStore = "memory" | "kv";
+export type LogFormat = "json" | "text";
+
+/** A listen address from a `host:port` setting. */
+export interface ListenAddress {
+  hostname: string;
+  port: number;
+}
 
 export interface Config {
   port: number;
@@ -32,6 +39,14 @@ export interface Config {
   /** An admin session ends this long after sign-in, however active. */
   adminSessionMaxHours: number;
   trustProxy: boolean;
+  /** Bearer token that unlocks `GET /metrics`; without it (and without an address) metrics are off. */
+  metricsToken: string | undefined;
+  /** When set, `/metrics` is served only on this separate listener, never on the main one. */
+  metricsAddress: ListenAddress | undefined;
+  /** Access log and service log lines on stdout: one JSON object per line, or text for a terminal. */
+  logFormat: LogFormat;
+  /** How long a stop (SIGTERM/SIGINT) waits for in-flight requests and downloads. */
+  shutdownTimeoutSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -164,6 +179,13 @@ export function loadConfig(env: Env = processEnv()): Config {
       max: 30 * 24,
     }),
     trustProxy: readBoolean(env, "APP_TRUST_PROXY", false),
+    metricsToken: readMetricsToken(env),
+    metricsAddress: readMetricsAddress(env, port),
+    logFormat: readChoice(env, "APP_LOG_FORMAT", ["json", "text"], "json"),
+    shutdownTimeoutSeconds: readInteger(env, "APP_SHUTDOWN_TIMEOUT_SECONDS", 30, {
+      min: 0,
+      max: 86_400,
+    }),
   };
 }
 
@@ -176,6 +198,38 @@ function readAdminUsername(env: Env): string {
     );
   }
   return username;
+}
+
+const MIN_METRICS_TOKEN_LENGTH = 16;
+
+function readMetricsToken(env: Env): string | undefined {
+  const token = read(env, "APP_METRICS_TOKEN");
+  if (token === undefined) return undefined;
+  if (token.length < MIN_METRICS_TOKEN_LENGTH || /[^\x21-\x7e]/.test(token)) {
+    throw new ConfigError(
+      "APP_METRICS_TOKEN",
+      `expected at least ${MIN_METRICS_TOKEN_LENGTH} printable characters without spaces`,
+    );
+  }
+  return token;
+}
+
+/** `host:port`, `[ipv6]:port` or `:port` (all interfaces). */
+function readMetricsAddress(env: Env, mainPort: number): ListenAddress | undefined {
+  const raw = read(env, "APP_METRICS_ADDRESS");
+  if (raw === undefined) return undefined;
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:\[\]]*)):(\d{1,5})$/.exec(raw);
+  const port = match ? Number(match[3]) : NaN;
+  if (!match || port > 65535) {
+    throw new ConfigError(
+      "APP_METRICS_ADDRESS",
+      `expected host:port such as 127.0.0.1:9464, got "${raw}"`,
+    );
+  }
+  if (port !== 0 && port === mainPort) {
+    throw new ConfigError("APP_METRICS_ADDRESS", `port ${port} is already APP_PORT`);
+  }
+  return { hostname: match[1] ?? (match[2] || "0.0.0.0"), port };
 }
 
 function readRealm(env: Env): string {

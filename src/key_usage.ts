@@ -1,3 +1,4 @@
+import { recordKvError } from "./metrics.ts";
 import { recordApiKeyUse } from "./store/mod.ts";
 
 const INTERVAL_MS = 60_000;
@@ -15,6 +16,7 @@ export function createKeyUsageRecorder(kv: Deno.Kv): (keyId: number) => void {
     lastWrite.set(keyId, now);
     recordApiKeyUse(kv, keyId, new Date(now).toISOString()).catch((error) => {
       lastWrite.delete(keyId);
+      recordKvError("key_usage");
       console.error("could not record api key use:", error);
     });
   };

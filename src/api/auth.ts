@@ -10,6 +10,7 @@ import { judgeApiKey } from "../access.ts";
 import type { AppDeps, AppEnv, PresentedKey } from "../app_types.ts";
 import { clientAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
+import { recordKeyCheckFailure, recordKvError, recordRateLimited } from "../metrics.ts";
 import { takeToken } from "../rate_limit.ts";
 import { getApiKeyByHash, hashApiKeySecret } from "../store/mod.ts";
 
@@ -25,6 +26,7 @@ async function resolvePresentedKey(deps: AppDeps, header: string): Promise<Prese
       lookupFailed: false,
     };
   } catch (error) {
+    recordKvError("key_lookup");
     console.error("api key lookup failed:", error);
     return { token, key: null, lookupFailed: true };
   }
@@ -36,6 +38,7 @@ export function rateLimitGate(deps: AppDeps) {
   return createMiddleware<AppEnv>(async (c, next) => {
     const presented = await resolvePresentedKey(deps, c.req.header("authorization") ?? "");
     c.set("presentedKey", presented);
+    if (presented.key) c.set("keyId", presented.key.id);
     const bucket = presented.key
       ? `key:${presented.key.id}`
       : `addr:${clientAddress(c, config.trustProxy)}`;
@@ -44,10 +47,12 @@ export function rateLimitGate(deps: AppDeps) {
       taken = await takeToken(deps.rateLimitKv, bucket, rule);
     } catch (error) {
       // A rate limiter that cannot be reached must not take the API down with it.
+      recordKvError("rate_limit");
       console.error("rate limit check failed:", error);
       taken = { allowed: true } as const;
     }
     if (!taken.allowed) {
+      recordRateLimited();
       throw new ApiError(429, API_ERRORS.rateLimited, {
         "retry-after": String(taken.retryAfterSeconds),
       });
@@ -62,17 +67,22 @@ export function apiKeyGate(deps: AppDeps) {
     const { token, key, lookupFailed } = c.get("presentedKey");
     if (lookupFailed) throw new ApiError(503, API_ERRORS.keyServiceUnavailable);
     if (!token) {
+      recordKeyCheckFailure("missing");
       throw new ApiError(401, API_ERRORS.missingKey, {
         "www-authenticate": `Bearer realm="${config.serviceRealm}"`,
       });
     }
     const verdict = judgeApiKey(key);
     if (verdict === "invalid") {
+      recordKeyCheckFailure("invalid");
       throw new ApiError(401, API_ERRORS.invalidKey, {
         "www-authenticate": `Bearer realm="${config.serviceRealm}", error="invalid_token"`,
       });
     }
-    if (verdict === "forbidden") throw new ApiError(403, API_ERRORS.permissionDenied);
+    if (verdict === "forbidden") {
+      recordKeyCheckFailure("forbidden");
+      throw new ApiError(403, API_ERRORS.permissionDenied);
+    }
     c.set("apiKey", key!);
     deps.recordKeyUse(key!.id);
     await next();

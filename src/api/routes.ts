@@ -5,7 +5,8 @@ import { openArtifact } from "../artifacts.ts";
 import type { AppDeps, AppEnv } from "../app_types.ts";
 import { contentDisposition } from "../http/content_disposition.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
-import { jsonResponse } from "../http/json.ts";
+import { jsonResponse, jsonText } from "../http/json.ts";
+import { recordKvError } from "../metrics.ts";
 import {
   type ApiKey,
   countDownload,
@@ -19,6 +20,7 @@ import {
   SLUG_PATTERN,
 } from "../store/mod.ts";
 import { apiKeyGate, rateLimitGate } from "./auth.ts";
+import { openApiJson } from "./openapi.ts";
 import { apiIndex, projectJson, releaseEnvelope } from "./serialize.ts";
 
 const PROTECTED_HEADERS = {
@@ -45,6 +47,10 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
 
   api.get("/", () => jsonResponse(JSON.parse(index)));
 
+  // Public like the index, but not listed in it (the index lists the four key routes only).
+  const openApi = openApiJson(deps.config.baseUrl);
+  api.get("/openapi.json", () => jsonText(openApi));
+
   const gate = apiKeyGate(deps);
 
   api.get("/projects", gate, async (c) => {
@@ -69,6 +75,7 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
 
   api.get("/releases/:id/download", gate, async (c) => {
     const { release } = await findVisibleRelease(kv, c.get("apiKey"), c.req.param("id"));
+    c.set("releaseId", release.id);
     const artifact = await openArtifact(deps.config.artifactsDir, release.storage_key);
     if (artifact === null) throw new ApiError(404, API_ERRORS.releaseNotFound);
     const headers = {
@@ -82,7 +89,10 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
       artifact.file.close();
       return new Response(null, { status: 200, headers });
     }
-    countDownload(kv, release.id).catch((error) => console.error("download count failed:", error));
+    countDownload(kv, release.id).catch((error) => {
+      recordKvError("download_count");
+      console.error("download count failed:", error);
+    });
     return new Response(artifact.file.readable, { status: 200, headers });
   });
 

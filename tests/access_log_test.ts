@@ -1,0 +1,232 @@
+import assert from "node:assert/strict";
+import { createApp } from "../src/app.ts";
+import type { Config, LogFormat } from "../src/config.ts";
+import {
+  type AccessLogRecord,
+  createBufferedWriter,
+  createLogger,
+  formatAccessLine,
+  formatEventLine,
+} from "../src/log.ts";
+import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+
+const REMOTE = { remoteAddr: { transport: "tcp", hostname: "192.0.2.7", port: 40000 } };
+
+/** The test app's storage behind a second app that logs into `lines`. */
+function loggingApp(t: TestApp, format: LogFormat, overrides: Partial<Config> = {}) {
+  const lines: string[] = [];
+  const app = createApp({
+    config: { ...t.config, ...overrides },
+    kv: t.kv,
+    rateLimitKv: t.rateLimitKv,
+    recordKeyUse: () => {},
+    logger: createLogger(format, (line) => lines.push(line)),
+  });
+  const request = (path: string, headers: Record<string, string> = {}, method = "GET") =>
+    app.fetch(new Request(`http://localhost${path}`, { method, headers }), REMOTE);
+  return { lines, request };
+}
+
+Deno.test("access log", async (t) => {
+  const app = await createTestApp();
+  const project = await seedProject(app, { slug: "desktop" });
+  const bytes = new Uint8Array(200_000).fill(1);
+  const release = await seedRelease(app, project.id, "1.0.0", bytes);
+  const { apiKey, secret } = await seedKey(app);
+  const auth = { authorization: `Bearer ${secret}` };
+
+  await t.step("one JSON line per request with the documented fields", async () => {
+    const { lines, request } = loggingApp(app, "json");
+    const res = await request("/api/v1/projects/desktop/releases/latest?x=1", {
+      ...auth,
+      "user-agent": "MyApp/2.3",
+    });
+    const body = await res.arrayBuffer();
+    assert.equal(lines.length, 1);
+    const entry = JSON.parse(lines[0]) as AccessLogRecord;
+    assert.deepEqual(Object.keys(entry).sort(), [
+      "bytes",
+      "client",
+      "duration_ms",
+      "key_id",
+      "method",
+      "path",
+      "status",
+      "time",
+      "user_agent",
+    ]);
+    assert.equal(entry.method, "GET");
+    assert.equal(entry.path, "/api/v1/projects/desktop/releases/latest", "no query string");
+    assert.equal(entry.status, 200);
+    assert.equal(entry.bytes, body.byteLength);
+    assert.equal(entry.client, "192.0.2.7");
+    assert.equal(entry.key_id, apiKey.id);
+    assert.equal(entry.user_agent, "MyApp/2.3");
+    assert.ok(entry.duration_ms >= 0 && entry.duration_ms < 10_000);
+    assert.ok(Math.abs(Date.parse(entry.time) - Date.now()) < 60_000);
+  });
+
+  await t.step("a download is logged once its body is sent, with its release id", async () => {
+    const { lines, request } = loggingApp(app, "json");
+    const res = await request(`/api/v1/releases/${release.id}/download`, auth);
+    assert.equal(lines.length, 0, "not logged before the body is sent");
+    assert.equal((await res.arrayBuffer()).byteLength, bytes.byteLength);
+    assert.equal(lines.length, 1);
+    const entry = JSON.parse(lines[0]);
+    assert.equal(entry.release_id, release.id);
+    assert.equal(entry.key_id, apiKey.id);
+    assert.equal(entry.bytes, bytes.byteLength);
+    assert.equal(entry.aborted, undefined);
+  });
+
+  await t.step("a download cut short is logged as aborted with the bytes sent", async () => {
+    const { lines, request } = loggingApp(app, "json");
+    const res = await request(`/api/v1/releases/${release.id}/download`, auth);
+    const reader = res.body!.getReader();
+    await reader.read();
+    await reader.cancel();
+    const entry = JSON.parse(lines[0]);
+    assert.equal(entry.aborted, true);
+    assert.ok(entry.bytes > 0 && entry.bytes < bytes.byteLength);
+  });
+
+  await t.step("errors and failed key checks are logged; the key itself never", async () => {
+    const { lines, request } = loggingApp(app, "json");
+    await (await request("/api/v1/projects")).arrayBuffer();
+    await (await request(`/api/v1/projects?api_key=${secret}`, {
+      authorization: `Bearer ${secret}x`,
+      cookie: "session=s3cr3t-session-id",
+    })).arrayBuffer();
+    await (await request("/api/v1/releases/abc", auth)).arrayBuffer();
+    const entries = lines.map((line) => JSON.parse(line));
+    assert.deepEqual(entries.map((e) => e.status), [401, 401, 400]);
+    assert.equal(entries[0].bytes, JSON.stringify({ error: "missing bearer api key" }).length);
+    for (const line of lines) {
+      assert.ok(!line.includes(secret.slice(4)), "no part of the key");
+      assert.ok(!line.includes("s3cr3t"), "no cookie");
+    }
+  });
+
+  await t.step("client address from X-Forwarded-For only with APP_TRUST_PROXY", async () => {
+    const forwarded = { "x-forwarded-for": "203.0.113.9, 198.51.100.4" };
+    const direct = loggingApp(app, "json");
+    await (await direct.request("/api/v1", forwarded)).arrayBuffer();
+    assert.equal(JSON.parse(direct.lines[0]).client, "192.0.2.7");
+    const proxied = loggingApp(app, "json", { trustProxy: true });
+    await (await proxied.request("/api/v1", forwarded)).arrayBuffer();
+    assert.equal(JSON.parse(proxied.lines[0]).client, "198.51.100.4");
+  });
+
+  await t.step("HEAD logs no body bytes", async () => {
+    const { lines, request } = loggingApp(app, "json");
+    const res = await request(`/api/v1/releases/${release.id}/download`, auth, "HEAD");
+    assert.equal(res.status, 200);
+    assert.equal(JSON.parse(lines[0]).bytes, 0);
+  });
+
+  await t.step("responses without a length (HTML, text) are counted as sent", async () => {
+    const { Hono } = await import("hono");
+    const { observeRequests } = await import("../src/http/observe.ts");
+    const lines: string[] = [];
+    const page = new Hono();
+    page.use(observeRequests({
+      config: app.config,
+      logger: createLogger("json", (line) => lines.push(line)),
+    } as never));
+    page.get("/page", (c) => c.html("<p>héllo</p>"));
+    page.get("/gone", (c) => c.redirect("/page", 303));
+    assert.equal(await (await page.request("/page")).text(), "<p>héllo</p>");
+    await (await page.request("/gone")).arrayBuffer();
+    assert.deepEqual(lines.map((line) => JSON.parse(line).bytes), [13, 0]);
+  });
+
+  await t.step("text format for a terminal", async () => {
+    const { lines, request } = loggingApp(app, "text");
+    const res = await request(`/api/v1/releases/${release.id}/download`, {
+      ...auth,
+      "user-agent": 'odd "agent"',
+    });
+    await res.arrayBuffer();
+    assert.match(
+      lines[0],
+      new RegExp(
+        `^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z 192\\.0\\.2\\.7 GET /api/v1/releases/${release.id}/download 200 ${bytes.byteLength}B [\\d.]+ms key=${apiKey.id} release=${release.id} "odd \\\\"agent\\\\""$`,
+      ),
+    );
+    assert.ok(!lines[0].includes(secret));
+  });
+
+  await app.close();
+});
+
+Deno.test("log formatting", async (t) => {
+  const record: AccessLogRecord = {
+    time: "2025-01-02T03:04:05.678Z",
+    method: "GET",
+    path: "/api/v1/projects",
+    status: 200,
+    duration_ms: 1.5,
+    bytes: 42,
+    client: "127.0.0.1",
+  };
+
+  await t.step("json access line is the record", () => {
+    assert.deepEqual(JSON.parse(formatAccessLine(record, "json")), record);
+  });
+
+  await t.step("text access line", () => {
+    assert.equal(
+      formatAccessLine({ ...record, aborted: true }, "text"),
+      "2025-01-02T03:04:05.678Z 127.0.0.1 GET /api/v1/projects 200 42B 1.5ms aborted",
+    );
+  });
+
+  await t.step("events", () => {
+    const time = "2025-01-02T03:04:05.678Z";
+    assert.deepEqual(
+      JSON.parse(formatEventLine(time, "warn", "stopping", { in_flight: 2 }, "json")),
+      { time, level: "warn", msg: "stopping", in_flight: 2 },
+    );
+    assert.equal(
+      formatEventLine(time, "info", "stopped", { signal: "SIGTERM", gone: undefined }, "text"),
+      `${time} INFO stopped signal="SIGTERM"`,
+    );
+  });
+});
+
+Deno.test("buffered writer batches lines per tick and flushes on demand", async () => {
+  const writes: string[] = [];
+  const decoder = new TextDecoder();
+  // A sink that takes at most 5 bytes per call, like a busy pipe.
+  const out = {
+    writeSync(bytes: Uint8Array) {
+      const n = Math.min(5, bytes.byteLength);
+      writes.push(decoder.decode(bytes.subarray(0, n)));
+      return n;
+    },
+  };
+  const writer = createBufferedWriter(out);
+  writer.write("first");
+  writer.write("second");
+  assert.equal(writes.length, 0, "nothing written synchronously");
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.equal(writes.join(""), "first\nsecond\n");
+
+  writes.length = 0;
+  writer.write("third");
+  writer.flush();
+  assert.equal(writes.join(""), "third\n");
+
+  writes.length = 0;
+  const small = createBufferedWriter(out, 10);
+  small.write("0123456789ab");
+  assert.equal(writes.join(""), "0123456789ab\n", "a full buffer is written at once");
+
+  const broken = createBufferedWriter({
+    writeSync() {
+      throw new Deno.errors.BrokenPipe("closed");
+    },
+  });
+  broken.write("lost");
+  broken.flush(); // must not throw
+});
