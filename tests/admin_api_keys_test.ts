@@ -69,11 +69,24 @@ Deno.test("admin API keys", async (t) => {
     assert.match(secret!, /^uds_[A-Za-z0-9_-]{43}$/);
     assert.ok(id! > 0);
     assert.equal(html.match(/data-api-key="/g)?.length, 1);
-    assert.match(html, /data-copy=/, "a copy button");
+    assert.equal(html.split(secret!).length - 1, 1, "the full key occurs exactly once");
+    const holder = /<[^>]*data-api-key="[^"]*"[^>]*>/.exec(html)![0];
+    assert.ok(holder.includes(`data-api-key="${secret}"`), "…in the data-api-key attribute");
+    assert.ok(holder.includes(`data-api-key-id="${id}"`), "…of the element with its id");
+    for (const prefix of [secret!.slice(0, 12), secret!.slice(-12)]) {
+      assert.equal(html.split(prefix).length - 1, 1, "no partial or escaped copy either");
+    }
+    assert.match(html, /data-copy-key="#new-api-key"/, "a copy key button");
+    assert.match(html, /data-copy-command="#curl-example"/, "a copy command button");
     assert.match(
       html,
-      /curl -fsS -H &quot;Authorization: Bearer uds_|curl -fsS -H "Authorization: Bearer uds_/,
+      /curl -fsS -H (&quot;|")Authorization: Bearer \$UDS_API_KEY(&quot;|")/,
+      "the example command reads the key from a shell variable",
     );
+    assert.match(html, /export UDS_API_KEY=/);
+    for (const [name, value] of res.headers) {
+      assert.ok(!value.includes(secret!), `header ${name}`);
+    }
     assert.match(html, /\/api\/v1\/projects\/desktop\/releases\/latest/);
     assert.equal(res.headers.get("cache-control"), "no-store");
     const stored = await getApiKey(app.kv, id!);

@@ -234,13 +234,30 @@ Deno.test({
       apiKey = await page.getAttribute("[data-api-key]", "data-api-key") ?? "";
       assert.match(apiKey, /^uds_/);
       assert.match(await page.getAttribute("[data-api-key]", "data-api-key-id") ?? "", /^\d+$/);
-      assert.match(
-        await page.textContent("#curl-example") ?? "",
-        new RegExp(`Bearer ${apiKey}.*\\n.*${base}/api/v1/projects/desktop/releases/latest`),
+      // After the scripts ran the key is still in the page once: the attribute, nothing else.
+      assert.equal((await page.content()).split(apiKey).length - 1, 1);
+      assert.equal(await page.locator(`[data-api-key="${apiKey}"][data-api-key-id]`).count(), 1);
+      // CSS shows it from the attribute.
+      assert.equal(
+        await page.evaluate<string>(
+          `getComputedStyle(document.getElementById("new-api-key"), "::before").content`,
+        ),
+        JSON.stringify(apiKey),
       );
-      await page.click("button[data-copy='#new-api-key']");
-      await page.waitForSelector("button[data-copy='#new-api-key']:text('Copied')");
+      const example = await page.textContent("#curl-example") ?? "";
+      assert.match(example, /Bearer \$UDS_API_KEY"/);
+      assert.ok(!example.includes(apiKey));
+      await page.click("button[data-copy-key]");
+      await page.waitForSelector("button[data-copy-key]:text('Copied')");
       assert.equal(await page.evaluate<string>("navigator.clipboard.readText()"), apiKey);
+      await page.click("button[data-copy-command]");
+      await page.waitForSelector("button[data-copy-command]:text('Copied')");
+      assert.equal(
+        await page.evaluate<string>("navigator.clipboard.readText()"),
+        `curl -fsS -H "Authorization: Bearer ${apiKey}" \\\n` +
+          `  ${base}/api/v1/projects/desktop/releases/latest`,
+      );
+      assert.equal((await page.content()).split(apiKey).length - 1, 1, "copying adds no copy");
       await screenshot(page, "api-key-created");
     });
 
@@ -285,6 +302,11 @@ Deno.test({
         assert.ok(actions.includes(action), action);
       }
       await screenshot(page, "audit");
+    });
+
+    await t.step("no log line shows the key", () => {
+      assert.ok(apiKey.length > 0);
+      assert.ok(!server.output().includes(apiKey));
     });
 
     await t.step("on a phone-sized screen the pages still work", async () => {

@@ -16,7 +16,7 @@ import {
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import { apiKeyFormValues, apiKeyInput } from "../forms_api_key.ts";
 import type { AdminEnv, AppDeps, FormError } from "../types.ts";
-import { ApiKeyCreatedPage } from "../views/api_key_created.tsx";
+import { ApiKeyCreatedPage, KEY_PLACEHOLDER } from "../views/api_key_created.tsx";
 import { type ApiKeyFormValues, ApiKeysPage, EMPTY_KEY_FORM } from "../views/api_keys.tsx";
 
 export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
@@ -70,7 +70,7 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
         ctx={pageContext(c, deps)}
         apiKey={apiKey}
         secret={secret}
-        curlExample={curlExample(deps.config.baseUrl, secret, exampleProject(apiKey, projects))}
+        curlExample={curlExample(deps.config.baseUrl, exampleProject(apiKey, projects))}
       />,
     );
   });
@@ -108,6 +108,7 @@ function exampleProject(apiKey: ApiKey, projects: Project[]): string {
   return visible?.slug ?? "PROJECT_SLUG";
 }
 
-function curlExample(baseUrl: string, secret: string, slug: string): string {
-  return `curl -fsS -H "Authorization: Bearer ${secret}" \\\n  ${baseUrl}/api/v1/projects/${slug}/releases/latest`;
+/** The example command, with the shell variable where the key goes (the page shows the key once). */
+function curlExample(baseUrl: string, slug: string): string {
+  return `curl -fsS -H "Authorization: Bearer ${KEY_PLACEHOLDER}" \\\n  ${baseUrl}/api/v1/projects/${slug}/releases/latest`;
 }

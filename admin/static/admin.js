@@ -136,44 +136,68 @@
     });
   }
 
-  // --- Copy buttons ---
+  // --- Copy buttons on the new-key page ---
+  // The key is in the page once, in the data-api-key attribute; it is read from
+  // there at click time and never written into the DOM (no hidden input, no
+  // filled-in command text).
 
-  function copyText(button) {
-    const target = document.querySelector(button.dataset.copy);
-    if (!target) return;
-    const text = target.tagName === "INPUT" ? target.value : target.textContent;
+  function keyFrom(selector) {
+    const holder = selector ? document.querySelector(selector) : null;
+    return holder ? holder.dataset.apiKey || "" : "";
+  }
+
+  // Last resort without the Clipboard API: a copy command whose data is set in
+  // the copy event, so no element has to hold the text.
+  function copyWithEvent(text) {
+    let written = false;
+    const onCopy = function (event) {
+      event.clipboardData.setData("text/plain", text);
+      event.preventDefault();
+      written = true;
+    };
+    document.addEventListener("copy", onCopy);
+    try {
+      document.execCommand("copy");
+    } catch (_) {
+      written = false;
+    } finally {
+      document.removeEventListener("copy", onCopy);
+    }
+    return written;
+  }
+
+  function copyToClipboard(button, text) {
     const label = button.textContent;
     const done = function (ok) {
-      button.textContent = ok ? "Copied" : "Select and copy by hand";
+      if (!ok) globalThis.prompt("Copy this text (Ctrl+C / Cmd+C):", text);
+      button.textContent = ok ? "Copied" : label;
       setTimeout(function () {
         button.textContent = label;
       }, 2000);
     };
-    const fallback = function () {
-      if (target.tagName === "INPUT") {
-        target.select();
-      } else {
-        const range = document.createRange();
-        range.selectNodeContents(target);
-        const selection = globalThis.getSelection();
-        selection.removeAllRanges();
-        selection.addRange(range);
-      }
-      let ok = false;
-      try {
-        ok = document.execCommand("copy");
-      } catch (_) {
-        ok = false;
-      }
-      done(ok);
-    };
     if (navigator.clipboard && globalThis.isSecureContext) {
       navigator.clipboard.writeText(text).then(function () {
         done(true);
-      }, fallback);
+      }, function () {
+        done(copyWithEvent(text));
+      });
     } else {
-      fallback();
+      done(copyWithEvent(text));
     }
+  }
+
+  function copyKey(button) {
+    const key = keyFrom(button.dataset.copyKey);
+    if (key) copyToClipboard(button, key);
+  }
+
+  // The example command shows a shell variable; the copied command has the key in its place.
+  function copyCommand(button) {
+    const example = document.querySelector(button.dataset.copyCommand);
+    const key = keyFrom(button.dataset.keySource);
+    const placeholder = button.dataset.keyPlaceholder;
+    if (!example || !key || !placeholder) return;
+    copyToClipboard(button, example.textContent.split(placeholder).join(key));
   }
 
   // --- Scope editor: show the project list or the tags that the chosen mode uses ---
@@ -197,8 +221,10 @@
     document.querySelectorAll("form[data-upload]").forEach(enhanceUpload);
     document.querySelectorAll("form[data-scope-editor]").forEach(enhanceScopeEditor);
     document.addEventListener("click", function (event) {
-      const button = event.target.closest("[data-copy]");
-      if (button) copyText(button);
+      const keyButton = event.target.closest("[data-copy-key]");
+      if (keyButton) copyKey(keyButton);
+      const commandButton = event.target.closest("[data-copy-command]");
+      if (commandButton) copyCommand(commandButton);
     });
   }
 

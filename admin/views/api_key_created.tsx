@@ -3,12 +3,22 @@ import { Time } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
 import { SCOPE_LABELS } from "./api_keys.tsx";
 
-/** Shown once, right after creation: the only place the full key ever appears. */
+/** The shell variable the example command reads the key from. */
+export const KEY_VARIABLE = "UDS_API_KEY";
+export const KEY_PLACEHOLDER = `$${KEY_VARIABLE}`;
+
+/**
+ * Shown once, right after creation: the only place the full key ever appears,
+ * and on this page exactly once, in the `data-api-key` attribute. CSS shows it
+ * (`content: attr(data-api-key)`), the copy buttons read it in script at click
+ * time, and the curl example uses `$UDS_API_KEY` instead of repeating it.
+ */
 export function ApiKeyCreatedPage(
   { ctx, apiKey, secret, curlExample }: {
     ctx: PageContext;
     apiKey: ApiKey;
     secret: string;
+    /** The example command with {@link KEY_PLACEHOLDER} where the key goes. */
     curlExample: string;
   },
 ) {
@@ -20,20 +30,17 @@ export function ApiKeyCreatedPage(
           The key <strong>{apiKey.name}</strong>{" "}
           was created. Copy it now: it is shown only this once and cannot be shown again.
         </div>
-        <label for="new-api-key" class="key-label">API key</label>
+        <p class="key-label" id="new-api-key-label">API key</p>
         <div class="copy-row">
-          <input
+          <div
             id="new-api-key"
             class="key-value"
-            type="text"
-            readonly
-            value={secret}
+            role="note"
+            aria-labelledby="new-api-key-label"
             data-api-key={secret}
             data-api-key-id={String(apiKey.id)}
-            spellcheck={false}
-            autocomplete="off"
           />
-          <button type="button" class="button button-primary" data-copy="#new-api-key">
+          <button type="button" class="button button-primary" data-copy-key="#new-api-key">
             Copy key
           </button>
         </div>
@@ -48,10 +55,23 @@ export function ApiKeyCreatedPage(
           <dd>{apiKey.expires_at ? <Time iso={apiKey.expires_at} /> : "never"}</dd>
         </dl>
         <h2>Try it</h2>
-        <p class="hint">Ask for the latest release of a project with this key:</p>
+        <p class="hint">
+          Ask for the latest release of a project with this key. Put the key in the shell variable
+          first (<code>export {KEY_VARIABLE}='…'</code>{" "}
+          with the copied key pasted between the quotes), or use "Copy command", which copies the
+          command with the key filled in.
+        </p>
         <div class="copy-row">
           <pre class="code" id="curl-example"><code>{curlExample}</code></pre>
-          <button type="button" class="button" data-copy="#curl-example">Copy command</button>
+          <button
+            type="button"
+            class="button"
+            data-copy-command="#curl-example"
+            data-key-source="#new-api-key"
+            data-key-placeholder={KEY_PLACEHOLDER}
+          >
+            Copy command
+          </button>
         </div>
         <p>
           <a href="/admin/api-keys" class="button">Back to API keys</a>
