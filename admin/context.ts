@@ -1,5 +1,6 @@
 /** Helpers every admin route uses: page context, audit records, flash redirects. */
 import type { Context } from "hono";
+import { recordKvError } from "../src/metrics.ts";
 import { recordAudit } from "../src/store/mod.ts";
 import { setFlash, takeFlash } from "./cookies.ts";
 import { addressOf } from "./guards.ts";
@@ -31,6 +32,7 @@ export async function audit(
   try {
     await recordAudit(deps.kv, { actor, action, target, details, address: addressOf(c, deps) });
   } catch (error) {
+    recordKvError("admin");
     console.error(`audit record failed (${action} ${target}):`, error);
   }
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { renderMetrics } from "../src/metrics.ts";
 import {
   getLatestRelease,
   getRelease,
@@ -346,6 +347,99 @@ Deno.test("admin release list and state changes", async (t) => {
     const actions = entries.map((entry) => `${entry.action} ${entry.target}`);
     assert.ok(actions.includes(`release.archive release ${newer.id}`));
     assert.ok(actions.includes(`release.activate release ${older.id}`));
+  });
+
+  await app.close();
+});
+
+/** `name{labels}` → value, from the text exposition format. */
+async function scrapeMetrics(): Promise<Map<string, number>> {
+  const series = new Map<string, number>();
+  for (const line of (await renderMetrics()).split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const at = line.lastIndexOf(" ");
+    series.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return series;
+}
+
+const UPLOAD_SERIES = [
+  "uds_uploads_total",
+  "uds_upload_bytes_total",
+  ...["too_large", "empty", "invalid", "error"].map((reason) =>
+    `uds_upload_failures_total{reason="${reason}"}`
+  ),
+];
+
+/** How the upload series moved while `action` ran; unmoved series are left out. */
+async function uploadMetricsMoved(action: () => Promise<unknown>): Promise<Record<string, number>> {
+  const before = await scrapeMetrics();
+  await action();
+  const after = await scrapeMetrics();
+  const moved: Record<string, number> = {};
+  for (const name of UPLOAD_SERIES) {
+    assert.ok(after.has(name), `no series ${name}`);
+    const change = after.get(name)! - (before.get(name) ?? 0);
+    if (change !== 0) moved[name] = change;
+  }
+  return moved;
+}
+
+Deno.test("admin uploads move the upload metrics", async (t) => {
+  const { app, client } = await setup(64 * 1024);
+  const upload = (file: File, version = "1.0.0", csrf = client.csrfToken) =>
+    client.upload(UPLOAD_PATH, [["csrf_token", csrf], ["version", version], ["file", file]]);
+  const expectStatus = async (res: Promise<Response>, status: number) => {
+    const answer = await res;
+    await answer.body?.cancel();
+    assert.equal(answer.status, status);
+  };
+
+  await t.step("a stored upload counts once with its bytes", async () => {
+    const moved = await uploadMetricsMoved(() =>
+      expectStatus(upload(new File([randomBytes(5000) as BlobPart], "a.bin")), 303)
+    );
+    assert.deepEqual(moved, { uds_uploads_total: 1, uds_upload_bytes_total: 5000 });
+  });
+
+  const refusals: Array<[string, () => Promise<Response>, number, string]> = [
+    [
+      "too large",
+      () => upload(new File([randomBytes(70 * 1024) as BlobPart], "big.bin")),
+      413,
+      "too_large",
+    ],
+    ["empty file", () => upload(new File([], "empty.bin")), 400, "empty"],
+    ["missing version", () => upload(new File(["x"], "x.bin"), ""), 400, "invalid"],
+    ["wrong CSRF token", () => upload(new File(["x"], "x.bin"), "1.0.1", "wrong"), 403, "invalid"],
+    [
+      "not multipart",
+      () => client.fetch(UPLOAD_PATH, { method: "POST", body: "version=1" }),
+      400,
+      "invalid",
+    ],
+  ];
+  for (const [label, send, status, reason] of refusals) {
+    await t.step(`${label}: one failure with reason ${reason}`, async () => {
+      const moved = await uploadMetricsMoved(() => expectStatus(send(), status));
+      assert.deepEqual(moved, { [`uds_upload_failures_total{reason="${reason}"}`]: 1 });
+    });
+  }
+
+  await t.step("a failure on our side (artifacts dir unusable): reason error", async () => {
+    await Deno.remove(app.config.artifactsDir, { recursive: true }).catch(() => {});
+    await Deno.writeTextFile(app.config.artifactsDir, "not a directory");
+    const quiet = console.error;
+    console.error = () => {};
+    try {
+      const moved = await uploadMetricsMoved(() =>
+        expectStatus(upload(new File(["x"], "x.bin"), "1.0.2"), 500)
+      );
+      assert.deepEqual(moved, { 'uds_upload_failures_total{reason="error"}': 1 });
+    } finally {
+      console.error = quiet;
+      await Deno.remove(app.config.artifactsDir);
+    }
   });
 
   await app.close();

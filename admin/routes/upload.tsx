@@ -13,7 +13,14 @@ import {
   type StoredArtifact,
   UploadTooLargeError,
 } from "../../src/artifacts.ts";
-import { createRelease, validateReleaseFields, ValidationError } from "../../src/store/mod.ts";
+import { recordKvError, recordUpload, recordUploadFailure } from "../../src/metrics.ts";
+import type { UploadFailureReason } from "../../src/metrics.ts";
+import {
+  ConflictError,
+  createRelease,
+  validateReleaseFields,
+  ValidationError,
+} from "../../src/store/mod.ts";
 import { audit, redirectWithFlash } from "../context.ts";
 import { humanBytes } from "../format.ts";
 import { CsrfError, tokenMatches } from "../guards.ts";
@@ -35,20 +42,26 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: AppDeps): void {
     const project = await loadProject(deps, c.req.param("slug"));
     const session = c.get("session");
     const values: UploadValues = { ...EMPTY_UPLOAD_FORM };
-    const refuse = (status: 400 | 413, error: FormError) =>
-      renderProjectPage(c, deps, project, { upload: values, uploadError: error }, status);
+    const refuse = (status: 400 | 413, error: FormError, reason: UploadFailureReason) => {
+      recordUploadFailure(reason);
+      return renderProjectPage(c, deps, project, { upload: values, uploadError: error }, status);
+    };
     const tooLarge = () =>
       refuse(413, {
         field: "file",
         message: `The file is larger than the upload limit of ${
           humanBytes(config.maxUploadBytes)
         } (${config.maxUploadBytes} bytes).`,
-      });
+      }, "too_large");
 
     const boundary = multipartBoundary(c.req.header("content-type"));
     const body = c.req.raw.body;
     if (boundary === null || body === null) {
-      return refuse(400, { field: "file", message: "Send the release as multipart/form-data." });
+      return refuse(
+        400,
+        { field: "file", message: "Send the release as multipart/form-data." },
+        "invalid",
+      );
     }
     const declared = Number(c.req.header("content-length") ?? NaN);
     if (declared > config.maxUploadBytes + FIELDS_ALLOWANCE_BYTES) {
@@ -84,7 +97,13 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: AppDeps): void {
         filename: file.filename,
         content_type: file.contentType,
         ...stored,
+      }).catch((error) => {
+        if (!(error instanceof ValidationError || error instanceof ConflictError)) {
+          recordKvError("admin");
+        }
+        throw error;
       });
+      recordUpload(release.size_bytes);
       await audit(
         c,
         deps,
@@ -108,17 +127,19 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: AppDeps): void {
         return refuse(400, {
           field: "file",
           message: "Choose a file: file is required and must not be empty.",
-        });
+        }, "empty");
       }
       if (error instanceof ValidationError) {
-        return refuse(400, { field: error.field, message: error.message });
+        return refuse(400, { field: error.field, message: error.message }, "invalid");
       }
       if (error instanceof MultipartError) {
         return refuse(400, {
           field: "file",
           message: `The upload could not be read: ${error.message}.`,
-        });
+        }, "invalid");
       }
+      // A wrong CSRF token is a refused form; anything else failed on our side.
+      recordUploadFailure(error instanceof CsrfError ? "invalid" : "error");
       throw error;
     }
   });
