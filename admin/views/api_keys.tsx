@@ -1,6 +1,13 @@
 import { type ApiKey, type Project, SCOPE_MODES, type ScopeMode } from "../../src/store/mod.ts";
 import type { FormError } from "../types.ts";
-import { FieldError, FormErrorSummary, invalidProps, TagList, Time } from "./components.tsx";
+import {
+  FieldError,
+  FormErrorSummary,
+  InputField,
+  invalidProps,
+  TagList,
+  Time,
+} from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 
 export const SCOPE_LABELS: Record<ScopeMode, { label: string; hint: string }> = {
@@ -183,21 +190,16 @@ function KeyForm(
       <FormErrorSummary error={error} />
       <form method="post" action="/admin/api-keys" class="stack" data-scope-editor>
         <CsrfInput token={ctx.csrfToken} />
-        <div class="field">
-          <label for="key-name">Name</label>
-          <input
-            id="key-name"
-            name="name"
-            type="text"
-            value={values.name}
-            required
-            maxlength={200}
-            aria-describedby="key-name-hint"
-            {...invalidProps(error, "name", "key-name")}
-          />
-          <p class="hint" id="key-name-hint">Who or what uses the key, e.g. "Desktop app 3.x".</p>
-          <FieldError error={error} field="name" id="key-name" />
-        </div>
+        <InputField
+          id="key-name"
+          name="name"
+          label="Name"
+          value={values.name}
+          error={error}
+          required
+          maxlength={200}
+          hint='Who or what uses the key, e.g. "Desktop app 3.x".'
+        />
         <div class="field checkbox">
           <input
             id="key-can-download"
@@ -300,21 +302,16 @@ function KeyForm(
           </p>
           <FieldError error={error} field="tags" id="key-tags" />
         </fieldset>
-        <div class="field">
-          <label for="key-expires">
-            Expires <span class="optional">optional, UTC</span>
-          </label>
-          <input
-            id="key-expires"
-            name="expires_at"
-            type="datetime-local"
-            value={values.expires_at}
-            aria-describedby="key-expires-hint"
-            {...invalidProps(error, "expires_at", "key-expires")}
-          />
-          <p class="hint" id="key-expires-hint">Leave empty for a key that never expires.</p>
-          <FieldError error={error} field="expires_at" id="key-expires" />
-        </div>
+        <InputField
+          id="key-expires"
+          name="expires_at"
+          label="Expires"
+          optional="optional, UTC"
+          type="datetime-local"
+          value={values.expires_at}
+          error={error}
+          hint="Leave empty for a key that never expires."
+        />
         <button type="submit" class="button button-primary">Create API key</button>
       </form>
     </section>

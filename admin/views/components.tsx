@@ -1,4 +1,5 @@
 /** Small pieces shared by the admin pages. */
+import type { Child, JSX } from "hono/jsx";
 import { shortTime } from "../format.ts";
 import type { FormError } from "../types.ts";
 
@@ -24,6 +25,81 @@ export function FieldError(
 ) {
   if (error?.field !== field) return null;
   return <p class="field-error" id={`${id}-error`}>{error.message}</p>;
+}
+
+/** What every labelled form field has: the label, an optional hint, and its error. */
+interface FieldProps {
+  id: string;
+  /** The form field name; also the `field` of a {@link FormError} about it. */
+  name: string;
+  label: Child;
+  /** A small note after the label, e.g. "optional". */
+  optional?: string;
+  hint?: Child;
+  error?: FormError | null;
+}
+
+type InputFieldProps = FieldProps & JSX.IntrinsicElements["input"];
+type TextAreaFieldProps = FieldProps & JSX.IntrinsicElements["textarea"] & { value: string };
+
+/** A labelled `<input>` in a `.field` block, with its hint and error message. */
+export function InputField(
+  { id, name, label, optional, hint, error, type = "text", value, ...attrs }: InputFieldProps,
+) {
+  return (
+    <FieldBlock id={id} name={name} label={label} optional={optional} hint={hint} error={error}>
+      <input
+        id={id}
+        name={name}
+        type={type}
+        value={value}
+        {...attrs}
+        {...describedBy(id, name, hint, error)}
+      />
+    </FieldBlock>
+  );
+}
+
+/** A labelled `<textarea>` in a `.field` block, with its hint and error message. */
+export function TextAreaField(
+  { id, name, label, optional, hint, error, value, ...attrs }: TextAreaFieldProps,
+) {
+  return (
+    <FieldBlock id={id} name={name} label={label} optional={optional} hint={hint} error={error}>
+      <textarea id={id} name={name} {...attrs} {...describedBy(id, name, hint, error)}>
+        {value}
+      </textarea>
+    </FieldBlock>
+  );
+}
+
+function FieldBlock(
+  { id, name, label, optional, hint, error, children }: FieldProps & { children: Child },
+) {
+  return (
+    <div class="field">
+      <label for={id}>
+        {label}
+        {optional && (
+          <>
+            {" "}
+            <span class="optional">{optional}</span>
+          </>
+        )}
+      </label>
+      {children}
+      {hint && <p class="hint" id={`${id}-hint`}>{hint}</p>}
+      <FieldError error={error} field={name} id={id} />
+    </div>
+  );
+}
+
+/** The hint describes the control, unless an error message replaces it. */
+function describedBy(id: string, name: string, hint: Child, error?: FormError | null) {
+  return {
+    ...(hint ? { "aria-describedby": `${id}-hint` } : {}),
+    ...invalidProps(error, name, id),
+  };
 }
 
 export function Time({ iso }: { iso: string | null | undefined }) {

@@ -1,3 +1,4 @@
+import { InputField } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 
 export function LoginPage(
@@ -15,31 +16,26 @@ export function LoginPage(
         {error && <div class="flash flash-error" role="alert" data-form-error>{error}</div>}
         <form method="post" action="/admin/login" class="stack">
           <CsrfInput token={csrfToken} />
-          <div class="field">
-            <label for="username">Username</label>
-            <input
-              id="username"
-              name="username"
-              type="text"
-              value={username ?? ""}
-              autocomplete="username"
-              autocapitalize="none"
-              spellcheck={false}
-              required
-              autofocus={!username}
-            />
-          </div>
-          <div class="field">
-            <label for="password">Password</label>
-            <input
-              id="password"
-              name="password"
-              type="password"
-              autocomplete="current-password"
-              required
-              autofocus={!!username}
-            />
-          </div>
+          <InputField
+            id="username"
+            name="username"
+            label="Username"
+            value={username ?? ""}
+            autocomplete="username"
+            autocapitalize="none"
+            spellcheck={false}
+            required
+            autofocus={!username}
+          />
+          <InputField
+            id="password"
+            name="password"
+            label="Password"
+            type="password"
+            autocomplete="current-password"
+            required
+            autofocus={!!username}
+          />
           <button type="submit" class="button button-primary">Sign in</button>
         </form>
       </section>

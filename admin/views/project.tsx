@@ -2,11 +2,11 @@ import type { Project, Release } from "../../src/store/mod.ts";
 import { humanBytes } from "../format.ts";
 import type { FormError } from "../types.ts";
 import {
-  FieldError,
   FormErrorSummary,
-  invalidProps,
+  InputField,
   StateBadge,
   TagList,
+  TextAreaField,
   Time,
 } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
@@ -79,67 +79,49 @@ function UploadForm({ ctx, project, maxUploadBytes, upload, uploadError }: Proje
         {/* First in the form, so the token arrives before the file bytes. */}
         <CsrfInput token={ctx.csrfToken} />
         <div class="field-row">
-          <div class="field">
-            <label for="release-version">Version</label>
-            <input
-              id="release-version"
-              name="version"
-              type="text"
-              value={upload.version}
-              required
-              maxlength={128}
-              autocapitalize="none"
-              spellcheck={false}
-              {...invalidProps(uploadError, "version", "release-version")}
-            />
-            <FieldError error={uploadError} field="version" id="release-version" />
-          </div>
-          <div class="field">
-            <label for="release-build">
-              Build <span class="optional">optional</span>
-            </label>
-            <input
-              id="release-build"
-              name="build"
-              type="text"
-              value={upload.build}
-              maxlength={128}
-              autocapitalize="none"
-              spellcheck={false}
-              {...invalidProps(uploadError, "build", "release-build")}
-            />
-            <FieldError error={uploadError} field="build" id="release-build" />
-          </div>
-        </div>
-        <div class="field">
-          <label for="release-notes">
-            Release notes <span class="optional">optional</span>
-          </label>
-          <textarea
-            id="release-notes"
-            name="release_notes"
-            rows={4}
-            {...invalidProps(uploadError, "release_notes", "release-notes")}
-          >
-            {upload.release_notes}
-          </textarea>
-          <FieldError error={uploadError} field="release_notes" id="release-notes" />
-        </div>
-        <div class="field">
-          <label for="release-file">File</label>
-          <input
-            id="release-file"
-            name="file"
-            type="file"
+          <InputField
+            id="release-version"
+            name="version"
+            label="Version"
+            value={upload.version}
+            error={uploadError}
             required
-            aria-describedby="release-file-hint"
-            {...invalidProps(uploadError, "file", "release-file")}
+            maxlength={128}
+            autocapitalize="none"
+            spellcheck={false}
           />
-          <p class="hint" id="release-file-hint">
-            Up to {humanBytes(maxUploadBytes)}. Size and SHA-256 are computed by the service.
-          </p>
-          <FieldError error={uploadError} field="file" id="release-file" />
+          <InputField
+            id="release-build"
+            name="build"
+            label="Build"
+            optional="optional"
+            value={upload.build}
+            error={uploadError}
+            maxlength={128}
+            autocapitalize="none"
+            spellcheck={false}
+          />
         </div>
+        <TextAreaField
+          id="release-notes"
+          name="release_notes"
+          label="Release notes"
+          optional="optional"
+          value={upload.release_notes}
+          error={uploadError}
+          rows={4}
+        />
+        <InputField
+          id="release-file"
+          name="file"
+          label="File"
+          type="file"
+          error={uploadError}
+          required
+          hint={
+            <>Up to {humanBytes(maxUploadBytes)}. Size and SHA-256 are computed by the service.</>
+          }
+        />
         <div class="upload-progress" data-upload-progress hidden>
           <progress max={100} value={0} aria-labelledby="upload-status"></progress>
           <output id="upload-status" data-upload-status aria-live="polite"></output>
@@ -243,48 +225,33 @@ function EditForm({ ctx, project, edit, editError }: ProjectPageProps) {
       <FormErrorSummary error={editError} />
       <form method="post" action={`/admin/projects/${project.slug}`} class="stack">
         <CsrfInput token={ctx.csrfToken} />
-        <div class="field">
-          <label for="edit-name">Name</label>
-          <input
-            id="edit-name"
-            name="name"
-            type="text"
-            value={edit.name}
-            required
-            maxlength={200}
-            {...invalidProps(editError, "name", "edit-name")}
-          />
-          <FieldError error={editError} field="name" id="edit-name" />
-        </div>
-        <div class="field">
-          <label for="edit-description">Description</label>
-          <textarea
-            id="edit-description"
-            name="description"
-            rows={3}
-            maxlength={5000}
-            {...invalidProps(editError, "description", "edit-description")}
-          >
-            {edit.description}
-          </textarea>
-          <FieldError error={editError} field="description" id="edit-description" />
-        </div>
-        <div class="field">
-          <label for="edit-tags">Tags</label>
-          <input
-            id="edit-tags"
-            name="tags"
-            type="text"
-            value={edit.tags}
-            autocapitalize="none"
-            aria-describedby="edit-tags-hint"
-            {...invalidProps(editError, "tags", "edit-tags")}
-          />
-          <p class="hint" id="edit-tags-hint">
-            Comma-separated. Changes apply to API keys with tag scopes at once.
-          </p>
-          <FieldError error={editError} field="tags" id="edit-tags" />
-        </div>
+        <InputField
+          id="edit-name"
+          name="name"
+          label="Name"
+          value={edit.name}
+          error={editError}
+          required
+          maxlength={200}
+        />
+        <TextAreaField
+          id="edit-description"
+          name="description"
+          label="Description"
+          value={edit.description}
+          error={editError}
+          rows={3}
+          maxlength={5000}
+        />
+        <InputField
+          id="edit-tags"
+          name="tags"
+          label="Tags"
+          value={edit.tags}
+          error={editError}
+          autocapitalize="none"
+          hint="Comma-separated. Changes apply to API keys with tag scopes at once."
+        />
         <p class="hint">
           The slug <code>{project.slug}</code> never changes.
         </p>

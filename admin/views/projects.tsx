@@ -1,11 +1,11 @@
 import type { Project } from "../../src/store/mod.ts";
 import type { FormError } from "../types.ts";
 import {
-  FieldError,
   FormErrorSummary,
-  invalidProps,
+  InputField,
   StateBadge,
   TagList,
+  TextAreaField,
   Time,
 } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
@@ -98,68 +98,49 @@ export function ProjectsPage(
         <FormErrorSummary error={error} />
         <form method="post" action="/admin/projects" class="stack">
           <CsrfInput token={ctx.csrfToken} />
-          <div class="field">
-            <label for="project-name">Name</label>
-            <input
-              id="project-name"
-              name="name"
-              type="text"
-              value={values.name}
-              required
-              maxlength={200}
-              {...invalidProps(error, "name", "project-name")}
-            />
-            <FieldError error={error} field="name" id="project-name" />
-          </div>
-          <div class="field">
-            <label for="project-slug">Slug</label>
-            <input
-              id="project-slug"
-              name="slug"
-              type="text"
-              value={values.slug}
-              pattern="[a-z0-9\-]{1,64}"
-              maxlength={64}
-              autocapitalize="none"
-              spellcheck={false}
-              aria-describedby="project-slug-hint"
-              {...invalidProps(error, "slug", "project-slug")}
-            />
-            <p class="hint" id="project-slug-hint">
-              Lowercase letters, digits and -. Used in URLs and never changes. Leave empty to derive
-              it from the name.
-            </p>
-            <FieldError error={error} field="slug" id="project-slug" />
-          </div>
-          <div class="field">
-            <label for="project-description">Description</label>
-            <textarea
-              id="project-description"
-              name="description"
-              rows={3}
-              maxlength={5000}
-              {...invalidProps(error, "description", "project-description")}
-            >
-              {values.description}
-            </textarea>
-            <FieldError error={error} field="description" id="project-description" />
-          </div>
-          <div class="field">
-            <label for="project-tags">Tags</label>
-            <input
-              id="project-tags"
-              name="tags"
-              type="text"
-              value={values.tags}
-              autocapitalize="none"
-              aria-describedby="project-tags-hint"
-              {...invalidProps(error, "tags", "project-tags")}
-            />
-            <p class="hint" id="project-tags-hint">
-              Comma-separated, e.g. <code>desktop, stable</code>. Keys with tag scopes use them.
-            </p>
-            <FieldError error={error} field="tags" id="project-tags" />
-          </div>
+          <InputField
+            id="project-name"
+            name="name"
+            label="Name"
+            value={values.name}
+            error={error}
+            required
+            maxlength={200}
+          />
+          <InputField
+            id="project-slug"
+            name="slug"
+            label="Slug"
+            value={values.slug}
+            error={error}
+            pattern="[a-z0-9\-]{1,64}"
+            maxlength={64}
+            autocapitalize="none"
+            spellcheck={false}
+            hint="Lowercase letters, digits and -. Used in URLs and never changes. Leave empty to derive it from the name."
+          />
+          <TextAreaField
+            id="project-description"
+            name="description"
+            label="Description"
+            value={values.description}
+            error={error}
+            rows={3}
+            maxlength={5000}
+          />
+          <InputField
+            id="project-tags"
+            name="tags"
+            label="Tags"
+            value={values.tags}
+            error={error}
+            autocapitalize="none"
+            hint={
+              <>
+                Comma-separated, e.g. <code>desktop, stable</code>. Keys with tag scopes use them.
+              </>
+            }
+          />
           <button type="submit" class="button button-primary">Create project</button>
         </form>
       </section>
