@@ -1,10 +1,13 @@
 import { type ApiKey, type Project, SCOPE_MODES, type ScopeMode } from "../../src/store/mod.ts";
 import type { FormError } from "../types.ts";
 import {
+  DataTable,
   FieldError,
   FormErrorSummary,
   InputField,
   invalidProps,
+  PostButton,
+  StateBadge,
   TagList,
   Time,
 } from "./components.tsx";
@@ -76,68 +79,46 @@ export function ApiKeysPage(
           Keys are shown in full only once, when created. The service keeps only their hash.
         </p>
         {keys.length === 0 ? <p class="muted">No API keys yet.</p> : (
-          <div class="table-wrap">
-            <table class="data-table">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Scope</th>
-                  <th scope="col">Download</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Last used</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
+          <DataTable
+            columns={["Name", "Scope", "Download", "State", "Expires", "Created", "Last used"]}
+            actions
+          >
+            {keys.map((key) => {
+              const state = keyState(key);
+              return (
+                <tr data-api-key-id={String(key.id)} class={`state-${state}`}>
+                  <td data-label="Name">
+                    <strong>{key.name}</strong>
+                    <code class="muted">{key.prefix}…</code>
+                    <span class="muted">id {key.id}</span>
+                  </td>
+                  <td data-label="Scope">
+                    <ScopeSummary apiKey={key} slugs={slugs} />
+                  </td>
+                  <td data-label="Download">{key.can_download ? "allowed" : "not allowed"}</td>
+                  <td data-label="State">
+                    <StateBadge state={state} />
+                  </td>
+                  <td data-label="Expires">
+                    <Time iso={key.expires_at} />
+                  </td>
+                  <td data-label="Created">
+                    <Time iso={key.created_at} />
+                  </td>
+                  <td data-label="Last used">
+                    <Time iso={key.last_used_at} />
+                  </td>
+                  <td data-label="Actions">
+                    <PostButton
+                      action={`/admin/api-keys/${key.id}/${key.active ? "disable" : "enable"}`}
+                      csrfToken={ctx.csrfToken}
+                      label={key.active ? "Disable" : "Enable"}
+                    />
+                  </td>
                 </tr>
-              </thead>
-              <tbody>
-                {keys.map((key) => {
-                  const state = keyState(key);
-                  return (
-                    <tr data-api-key-id={String(key.id)} class={`state-${state}`}>
-                      <td data-label="Name">
-                        <strong>{key.name}</strong>
-                        <code class="muted">{key.prefix}…</code>
-                        <span class="muted">id {key.id}</span>
-                      </td>
-                      <td data-label="Scope">
-                        <ScopeSummary apiKey={key} slugs={slugs} />
-                      </td>
-                      <td data-label="Download">{key.can_download ? "allowed" : "not allowed"}</td>
-                      <td data-label="State">
-                        <span class={`badge badge-${state}`}>{state}</span>
-                      </td>
-                      <td data-label="Expires">
-                        {key.expires_at
-                          ? <Time iso={key.expires_at} />
-                          : <span class="muted">never</span>}
-                      </td>
-                      <td data-label="Created">
-                        <Time iso={key.created_at} />
-                      </td>
-                      <td data-label="Last used">
-                        <Time iso={key.last_used_at} />
-                      </td>
-                      <td data-label="Actions">
-                        <form
-                          method="post"
-                          action={`/admin/api-keys/${key.id}/${key.active ? "disable" : "enable"}`}
-                          class="inline-form"
-                        >
-                          <CsrfInput token={ctx.csrfToken} />
-                          <button type="submit" class="button button-small">
-                            {key.active ? "Disable" : "Enable"}
-                          </button>
-                        </form>
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
+              );
+            })}
+          </DataTable>
         )}
       </section>
       <KeyForm
@@ -154,24 +135,17 @@ export function ApiKeysPage(
 function ScopeSummary({ apiKey, slugs }: { apiKey: ApiKey; slugs: Map<number, string> }) {
   const mode = apiKey.scope_mode;
   const label = SCOPE_LABELS[mode]?.label ?? mode;
-  if (mode === "project_allow_list" || mode === "project_deny_list") {
-    const names = apiKey.project_ids.map((id) => slugs.get(id) ?? `#${id}`);
-    return (
-      <>
-        <span class="scope-mode">{label}</span>
-        <TagList tags={names} />
-      </>
-    );
-  }
-  if (mode === "tag_allow_list" || mode === "tag_deny_list") {
-    return (
-      <>
-        <span class="scope-mode">{label}</span>
-        <TagList tags={apiKey.tags} />
-      </>
-    );
-  }
-  return <span class="scope-mode">{label}</span>;
+  const list = mode === "project_allow_list" || mode === "project_deny_list"
+    ? apiKey.project_ids.map((id) => slugs.get(id) ?? `#${id}`)
+    : mode === "tag_allow_list" || mode === "tag_deny_list"
+    ? apiKey.tags
+    : null;
+  return (
+    <>
+      <span class="scope-mode">{label}</span>
+      {list && <TagList tags={list} />}
+    </>
+  );
 }
 
 function KeyForm(

@@ -1,5 +1,5 @@
 import type { AuditEntry } from "../../src/store/mod.ts";
-import { Time } from "./components.tsx";
+import { DataTable, Time } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
 
 export function AuditPage(
@@ -18,36 +18,22 @@ export function AuditPage(
         {entries.length === 0
           ? <p class="muted">Nothing recorded yet.</p>
           : (
-            <div class="table-wrap">
-              <table class="data-table">
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Who</th>
-                    <th scope="col">Action</th>
-                    <th scope="col">Target</th>
-                    <th scope="col">Details</th>
-                    <th scope="col">Address</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {entries.map((entry) => (
-                    <tr data-audit-action={entry.action}>
-                      <td data-label="When">
-                        <Time iso={entry.at} />
-                      </td>
-                      <td data-label="Who">{entry.actor}</td>
-                      <td data-label="Action">
-                        <code>{entry.action}</code>
-                      </td>
-                      <td data-label="Target" class="break">{entry.target}</td>
-                      <td data-label="Details" class="break">{entry.details}</td>
-                      <td data-label="Address">{entry.address}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable columns={["When", "Who", "Action", "Target", "Details", "Address"]}>
+              {entries.map((entry) => (
+                <tr data-audit-action={entry.action}>
+                  <td data-label="When">
+                    <Time iso={entry.at} />
+                  </td>
+                  <td data-label="Who">{entry.actor}</td>
+                  <td data-label="Action">
+                    <code>{entry.action}</code>
+                  </td>
+                  <td data-label="Target" class="break">{entry.target}</td>
+                  <td data-label="Details" class="break">{entry.details}</td>
+                  <td data-label="Address">{entry.address}</td>
+                </tr>
+              ))}
+            </DataTable>
           )}
         <nav class="pager" aria-label="Pages">
           {!first && <a href="/admin/audit" class="button">Newest</a>}

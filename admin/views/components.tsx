@@ -2,6 +2,7 @@
 import type { Child, JSX } from "hono/jsx";
 import { shortTime } from "../format.ts";
 import type { FormError } from "../types.ts";
+import { CsrfInput } from "./layout.tsx";
 
 /** The message at the top of a form that was sent back with an error. */
 export function FormErrorSummary({ error }: { error?: FormError | null }) {
@@ -100,6 +101,54 @@ function describedBy(id: string, name: string, hint: Child, error?: FormError | 
     ...(hint ? { "aria-describedby": `${id}-hint` } : {}),
     ...invalidProps(error, name, id),
   };
+}
+
+/**
+ * A responsive `.data-table` with a header cell per column; `actions` adds a last,
+ * visually hidden "Actions" column. Cells carry `data-label` with their column name,
+ * which the narrow-screen CSS shows.
+ */
+export function DataTable(
+  { columns, actions, children }: { columns: string[]; actions?: boolean; children: Child },
+) {
+  return (
+    <div class="table-wrap">
+      <table class="data-table">
+        <thead>
+          <tr>
+            {columns.map(HeaderCell)}
+            {actions && (
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            )}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}
+
+function HeaderCell(column: string) {
+  return <th scope="col">{column}</th>;
+}
+
+/** A form that is just one button posting to `action` (archive, enable, …), with its CSRF token. */
+export function PostButton(
+  { action, csrfToken, label, buttonClass = "button button-small" }: {
+    action: string;
+    csrfToken?: string;
+    label: string;
+    buttonClass?: string;
+  },
+) {
+  return (
+    <form method="post" action={action} class="inline-form">
+      <CsrfInput token={csrfToken} />
+      <button type="submit" class={buttonClass}>{label}</button>
+    </form>
+  );
 }
 
 export function Time({ iso }: { iso: string | null | undefined }) {

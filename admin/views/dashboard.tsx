@@ -1,6 +1,6 @@
 import type { Project, Release } from "../../src/store/mod.ts";
 import { humanBytes } from "../format.ts";
-import { StateBadge, Time } from "./components.tsx";
+import { DataTable, StateBadge, Time } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
 
 export interface DashboardData {
@@ -61,45 +61,31 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
         {data.recent.length === 0
           ? <p class="muted">No releases yet. Open a project to upload its first release.</p>
           : (
-            <div class="table-wrap">
-              <table class="data-table">
-                <thead>
-                  <tr>
-                    <th scope="col">Project</th>
-                    <th scope="col">Version</th>
-                    <th scope="col">File</th>
-                    <th scope="col">Size</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">State</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.recent.map(({ release, project }) => (
-                    <tr data-release-id={String(release.id)}>
-                      <td data-label="Project">
-                        {project
-                          ? <a href={`/admin/projects/${project.slug}`}>{project.name}</a>
-                          : <span class="muted">unknown</span>}
-                      </td>
-                      <td data-label="Version">
-                        <strong>{release.version}</strong>
-                        {release.build && <span class="muted">build {release.build}</span>}
-                      </td>
-                      <td data-label="File" class="break">{release.filename}</td>
-                      <td data-label="Size" title={`${release.size_bytes} bytes`}>
-                        {humanBytes(release.size_bytes)}
-                      </td>
-                      <td data-label="Created">
-                        <Time iso={release.created_at} />
-                      </td>
-                      <td data-label="State">
-                        <StateBadge state={release.state} />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable columns={["Project", "Version", "File", "Size", "Created", "State"]}>
+              {data.recent.map(({ release, project }) => (
+                <tr data-release-id={String(release.id)}>
+                  <td data-label="Project">
+                    {project
+                      ? <a href={`/admin/projects/${project.slug}`}>{project.name}</a>
+                      : <span class="muted">unknown</span>}
+                  </td>
+                  <td data-label="Version">
+                    <strong>{release.version}</strong>
+                    {release.build && <span class="muted">build {release.build}</span>}
+                  </td>
+                  <td data-label="File" class="break">{release.filename}</td>
+                  <td data-label="Size" title={`${release.size_bytes} bytes`}>
+                    {humanBytes(release.size_bytes)}
+                  </td>
+                  <td data-label="Created">
+                    <Time iso={release.created_at} />
+                  </td>
+                  <td data-label="State">
+                    <StateBadge state={release.state} />
+                  </td>
+                </tr>
+              ))}
+            </DataTable>
           )}
       </section>
     </Layout>

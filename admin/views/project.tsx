@@ -2,8 +2,10 @@ import type { Project, Release } from "../../src/store/mod.ts";
 import { humanBytes } from "../format.ts";
 import type { FormError } from "../types.ts";
 import {
+  DataTable,
   FormErrorSummary,
   InputField,
+  PostButton,
   StateBadge,
   TagList,
   TextAreaField,
@@ -142,66 +144,46 @@ function ReleasesTable({ ctx, releases, downloads }: ProjectPageProps) {
     <section class="card" id="releases" aria-labelledby="releases-title">
       <h2 id="releases-title">Releases</h2>
       {releases.length === 0 ? <p class="muted">No releases yet.</p> : (
-        <div class="table-wrap">
-          <table class="data-table">
-            <thead>
-              <tr>
-                <th scope="col">Version</th>
-                <th scope="col">File</th>
-                <th scope="col">Size</th>
-                <th scope="col">SHA-256</th>
-                <th scope="col">Created</th>
-                <th scope="col">State</th>
-                <th scope="col">Downloads</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {releases.map((release) => (
-                <tr data-release-id={String(release.id)} class={`state-${release.state}`}>
-                  <td data-label="Version">
-                    <strong>{release.version}</strong>
-                    {release.build && <span class="muted">build {release.build}</span>}
-                    <span class="muted">id {release.id}</span>
-                  </td>
-                  <td data-label="File" class="break">
-                    {release.filename}
-                    <span class="muted">{release.content_type}</span>
-                  </td>
-                  <td data-label="Size" title={`${release.size_bytes} bytes`}>
-                    {humanBytes(release.size_bytes)}
-                  </td>
-                  <td data-label="SHA-256">
-                    <code class="hash">{release.checksum_sha256}</code>
-                  </td>
-                  <td data-label="Created">
-                    <Time iso={release.created_at} />
-                  </td>
-                  <td data-label="State">
-                    <StateBadge state={release.state} />
-                  </td>
-                  <td data-label="Downloads">{String(downloads.get(release.id) ?? 0)}</td>
-                  <td data-label="Actions">
-                    <form
-                      method="post"
-                      action={`/admin/releases/${release.id}/${
-                        release.state === "active" ? "archive" : "activate"
-                      }`}
-                      class="inline-form"
-                    >
-                      <CsrfInput token={ctx.csrfToken} />
-                      <button type="submit" class="button button-small">
-                        {release.state === "active" ? "Archive" : "Activate"}
-                      </button>
-                    </form>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          columns={["Version", "File", "Size", "SHA-256", "Created", "State", "Downloads"]}
+          actions
+        >
+          {releases.map((release) => (
+            <tr data-release-id={String(release.id)} class={`state-${release.state}`}>
+              <td data-label="Version">
+                <strong>{release.version}</strong>
+                {release.build && <span class="muted">build {release.build}</span>}
+                <span class="muted">id {release.id}</span>
+              </td>
+              <td data-label="File" class="break">
+                {release.filename}
+                <span class="muted">{release.content_type}</span>
+              </td>
+              <td data-label="Size" title={`${release.size_bytes} bytes`}>
+                {humanBytes(release.size_bytes)}
+              </td>
+              <td data-label="SHA-256">
+                <code class="hash">{release.checksum_sha256}</code>
+              </td>
+              <td data-label="Created">
+                <Time iso={release.created_at} />
+              </td>
+              <td data-label="State">
+                <StateBadge state={release.state} />
+              </td>
+              <td data-label="Downloads">{String(downloads.get(release.id) ?? 0)}</td>
+              <td data-label="Actions">
+                <PostButton
+                  action={`/admin/releases/${release.id}/${
+                    release.state === "active" ? "archive" : "activate"
+                  }`}
+                  csrfToken={ctx.csrfToken}
+                  label={release.state === "active" ? "Archive" : "Activate"}
+                />
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       )}
       {releases.some((release) => release.release_notes) && (
         <details class="release-notes">
@@ -219,6 +201,7 @@ function ReleasesTable({ ctx, releases, downloads }: ProjectPageProps) {
 }
 
 function EditForm({ ctx, project, edit, editError }: ProjectPageProps) {
+  const active = project.state === "active";
   return (
     <section class="card" id="settings" aria-labelledby="settings-title">
       <h2 id="settings-title">Project settings</h2>
@@ -258,24 +241,18 @@ function EditForm({ ctx, project, edit, editError }: ProjectPageProps) {
         <button type="submit" class="button button-primary">Save changes</button>
       </form>
       <div class="danger-zone">
-        <h3>{project.state === "active" ? "Archive project" : "Re-activate project"}</h3>
+        <h3>{active ? "Archive project" : "Re-activate project"}</h3>
         <p class="hint">
-          {project.state === "active"
+          {active
             ? "An archived project and its releases disappear from the client API. Nothing is deleted."
             : "The project and its active releases become visible to API keys again."}
         </p>
-        <form
-          method="post"
-          action={`/admin/projects/${project.slug}/${
-            project.state === "active" ? "archive" : "activate"
-          }`}
-          class="inline-form"
-        >
-          <CsrfInput token={ctx.csrfToken} />
-          <button type="submit" class="button">
-            {project.state === "active" ? "Archive project" : "Activate project"}
-          </button>
-        </form>
+        <PostButton
+          action={`/admin/projects/${project.slug}/${active ? "archive" : "activate"}`}
+          csrfToken={ctx.csrfToken}
+          label={active ? "Archive project" : "Activate project"}
+          buttonClass="button"
+        />
       </div>
     </section>
   );

@@ -1,6 +1,7 @@
 import type { Project } from "../../src/store/mod.ts";
 import type { FormError } from "../types.ts";
 import {
+  DataTable,
   FormErrorSummary,
   InputField,
   StateBadge,
@@ -47,50 +48,36 @@ export function ProjectsPage(
       <section class="card">
         <h2>All projects</h2>
         <p class="muted">{active} active, {rows.length - active} archived</p>
-        {rows.length === 0
-          ? <p>No projects yet. Create the first one below.</p>
-          : (
-            <div class="table-wrap">
-              <table class="data-table">
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Slug</th>
-                    <th scope="col">Tags</th>
-                    <th scope="col">Latest version</th>
-                    <th scope="col">State</th>
-                    <th scope="col">Updated</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {rows.map(({ project, latestVersion }) => (
-                    <tr data-project-slug={project.slug} class={`state-${project.state}`}>
-                      <td data-label="Name">
-                        <a href={`/admin/projects/${project.slug}`}>
-                          <strong>{project.name}</strong>
-                        </a>
-                      </td>
-                      <td data-label="Slug">
-                        <code>{project.slug}</code>
-                      </td>
-                      <td data-label="Tags">
-                        <TagList tags={project.tags} />
-                      </td>
-                      <td data-label="Latest version">
-                        {latestVersion ?? <span class="muted">no active release</span>}
-                      </td>
-                      <td data-label="State">
-                        <StateBadge state={project.state} />
-                      </td>
-                      <td data-label="Updated">
-                        <Time iso={project.updated_at} />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )}
+        {rows.length === 0 ? <p>No projects yet. Create the first one below.</p> : (
+          <DataTable
+            columns={["Name", "Slug", "Tags", "Latest version", "State", "Updated"]}
+          >
+            {rows.map(({ project, latestVersion }) => (
+              <tr data-project-slug={project.slug} class={`state-${project.state}`}>
+                <td data-label="Name">
+                  <a href={`/admin/projects/${project.slug}`}>
+                    <strong>{project.name}</strong>
+                  </a>
+                </td>
+                <td data-label="Slug">
+                  <code>{project.slug}</code>
+                </td>
+                <td data-label="Tags">
+                  <TagList tags={project.tags} />
+                </td>
+                <td data-label="Latest version">
+                  {latestVersion ?? <span class="muted">no active release</span>}
+                </td>
+                <td data-label="State">
+                  <StateBadge state={project.state} />
+                </td>
+                <td data-label="Updated">
+                  <Time iso={project.updated_at} />
+                </td>
+              </tr>
+            ))}
+          </DataTable>
+        )}
       </section>
 
       <section class="card" id="new-project" aria-labelledby="new-project-title">
