@@ -15,6 +15,7 @@ import {
   createAdminTestApp,
   signedInClient,
 } from "./admin_helpers.ts";
+import { withKv } from "./helpers.ts";
 
 Deno.test("admin sign-in", async (t) => {
   const app = await createAdminTestApp();
@@ -280,34 +281,35 @@ Deno.test("passwords are PBKDF2-SHA256 with a per-user salt", async () => {
 });
 
 Deno.test("the first admin is created at start", async (t) => {
-  await t.step("with a generated password, printed once", async () => {
-    const kv = await Deno.openKv(":memory:");
-    const config = testConfig({ adminUsername: "root", adminPassword: undefined });
-    const lines: string[] = [];
-    assert.equal(await bootstrapAdmin(kv, config, (line) => lines.push(line)), "created");
-    assert.equal(lines.length, 1);
-    const password = /generated password: (\S+)/.exec(lines[0])![1];
-    assert.ok(password.length >= 20);
-    const user = await getAdminUser(kv, "root");
-    assert.ok(await verifyPassword(password, user!.password_hash));
-    assert.equal(await bootstrapAdmin(kv, config, (line) => lines.push(line)), "exists");
-    assert.equal(lines.length, 1, "never printed again");
-    kv.close();
-  });
+  await t.step("with a generated password, printed once", () =>
+    withKv(async (kv) => {
+      const config = testConfig({ adminUsername: "root", adminPassword: undefined });
+      const lines: string[] = [];
+      assert.equal(await bootstrapAdmin(kv, config, (line) => lines.push(line)), "created");
+      assert.equal(lines.length, 1);
+      const password = /generated password: (\S+)/.exec(lines[0])![1];
+      assert.ok(password.length >= 20);
+      const user = await getAdminUser(kv, "root");
+      assert.ok(await verifyPassword(password, user!.password_hash));
+      assert.equal(await bootstrapAdmin(kv, config, (line) => lines.push(line)), "exists");
+      assert.equal(lines.length, 1, "never printed again");
+    }));
 
-  await t.step("from APP_ADMIN_PASSWORD, never overwriting an existing admin", async () => {
-    const kv = await Deno.openKv(":memory:");
-    const lines: string[] = [];
-    const config = testConfig({ adminUsername: "boss", adminPassword: "from the environment" });
-    await bootstrapAdmin(kv, config, (line) => lines.push(line));
-    assert.doesNotMatch(lines.join("\n"), /from the environment/, "the password is not logged");
-    const user = await getAdminUser(kv, "boss");
-    assert.ok(await verifyPassword("from the environment", user!.password_hash));
-    await bootstrapAdmin(kv, { ...config, adminPassword: "changed" }, () => {});
-    const again = await getAdminUser(kv, "boss");
-    assert.equal(again!.password_hash, user!.password_hash);
-    kv.close();
-  });
+  await t.step(
+    "from APP_ADMIN_PASSWORD, never overwriting an existing admin",
+    () =>
+      withKv(async (kv) => {
+        const lines: string[] = [];
+        const config = testConfig({ adminUsername: "boss", adminPassword: "from the environment" });
+        await bootstrapAdmin(kv, config, (line) => lines.push(line));
+        assert.doesNotMatch(lines.join("\n"), /from the environment/, "the password is not logged");
+        const user = await getAdminUser(kv, "boss");
+        assert.ok(await verifyPassword("from the environment", user!.password_hash));
+        await bootstrapAdmin(kv, { ...config, adminPassword: "changed" }, () => {});
+        const again = await getAdminUser(kv, "boss");
+        assert.equal(again!.password_hash, user!.password_hash);
+      }),
+  );
 });
 
 Deno.test("admin settings are validated at start", async () => {

@@ -166,6 +166,16 @@ export function faultyKv(kv: Deno.Kv, faults: KvFaults): Deno.Kv {
   });
 }
 
+/** Runs `fn` with a fresh in-memory KV and closes it afterwards, also when `fn` throws. */
+export async function withKv<T>(fn: (kv: Deno.Kv) => Promise<T>): Promise<T> {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    return await fn(kv);
+  } finally {
+    kv.close();
+  }
+}
+
 /** Every entry of a KV as [key, value] pairs, in key order. */
 export async function dumpKv(kv: Deno.Kv): Promise<[Deno.KvKey, unknown][]> {
   const entries: [Deno.KvKey, unknown][] = [];

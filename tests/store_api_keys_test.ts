@@ -16,16 +16,7 @@ import {
   setApiKeyActive,
   ValidationError,
 } from "../src/store/mod.ts";
-import { dumpKv } from "./helpers.ts";
-
-async function withKv(fn: (kv: Deno.Kv) => Promise<void>) {
-  const kv = await Deno.openKv(":memory:");
-  try {
-    await fn(kv);
-  } finally {
-    kv.close();
-  }
-}
+import { dumpKv, withKv } from "./helpers.ts";
 
 const base = { name: "ci", can_download: true, scope_mode: "all_projects" };
 

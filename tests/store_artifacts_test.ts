@@ -11,7 +11,7 @@ import {
   UploadTooLargeError,
 } from "../src/artifacts.ts";
 import { createProject, listReleasesByProject, ValidationError } from "../src/store/mod.ts";
-import { dumpKv, faultyKv, listDir } from "./helpers.ts";
+import { dumpKv, faultyKv, listDir, withKv } from "./helpers.ts";
 
 async function withDir(fn: (dir: string) => Promise<void>) {
   const root = await Deno.makeTempDir({ prefix: "uds-artifacts-" });
@@ -117,9 +117,8 @@ Deno.test("openArtifact streams a stored file; missing or malformed keys give nu
   }));
 
 Deno.test("publishRelease: stored bytes and the release record agree", () =>
-  withDir(async (dir) => {
-    const kv = await Deno.openKv(":memory:");
-    try {
+  withDir((dir) =>
+    withKv(async (kv) => {
       const project = await createProject(kv, { name: "App", slug: "app" });
       const release = await publishRelease(
         kv,
@@ -131,15 +130,12 @@ Deno.test("publishRelease: stored bytes and the release record agree", () =>
       assert.equal(release.size_bytes, 9);
       assert.equal(release.checksum_sha256, sha256("zip bytes"));
       assert.deepEqual(await listDir(dir), [release.storage_key]);
-    } finally {
-      kv.close();
-    }
-  }));
+    })
+  ));
 
 Deno.test("publishRelease: a failed upload leaves no release and no file", () =>
-  withDir(async (dir) => {
-    const kv = await Deno.openKv(":memory:");
-    try {
+  withDir((dir) =>
+    withKv(async (kv) => {
       const project = await createProject(kv, { name: "App", slug: "app" });
       const before = await dumpKv(kv);
       const fields = { project_id: project.id, version: "1.0", filename: "a.zip" };
@@ -151,15 +147,12 @@ Deno.test("publishRelease: a failed upload leaves no release and no file", () =>
       await assert.rejects(publishRelease(kv, dir, fields, failingStream("x"), 10), /reset/);
       assert.deepEqual(await dumpKv(kv), before);
       assert.deepEqual(await listDir(dir), []);
-    } finally {
-      kv.close();
-    }
-  }));
+    })
+  ));
 
 Deno.test("publishRelease: a KV commit failure after the file was written removes the file", () =>
-  withDir(async (dir) => {
-    const kv = await Deno.openKv(":memory:");
-    try {
+  withDir((dir) =>
+    withKv(async (kv) => {
       const project = await createProject(kv, { name: "App", slug: "app" });
       const before = await dumpKv(kv);
       const broken = faultyKv(kv, { failCommit: true });
@@ -176,22 +169,17 @@ Deno.test("publishRelease: a KV commit failure after the file was written remove
       assert.deepEqual(await listDir(dir), [], "no file in artifacts/");
       assert.deepEqual(await listReleasesByProject(kv, project.id), [], "no release");
       assert.deepEqual(await dumpKv(kv), before);
-    } finally {
-      kv.close();
-    }
-  }));
+    })
+  ));
 
 Deno.test("publishRelease: a release refused by the store removes the file", () =>
-  withDir(async (dir) => {
-    const kv = await Deno.openKv(":memory:");
-    try {
+  withDir((dir) =>
+    withKv(async (kv) => {
       await assert.rejects(
         publishRelease(kv, dir, { project_id: 5, version: "1", filename: "a" }, chunks("b"), 9),
         ValidationError,
       );
       assert.deepEqual(await listDir(dir), []);
       assert.deepEqual(await dumpKv(kv), []);
-    } finally {
-      kv.close();
-    }
-  }));
+    })
+  ));

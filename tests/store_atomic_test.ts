@@ -9,7 +9,7 @@ import {
   setReleaseState,
   updateProject,
 } from "../src/store/mod.ts";
-import { dumpKv, faultyKv } from "./helpers.ts";
+import { dumpKv, faultyKv, withKv } from "./helpers.ts";
 
 const ok = { ok: true, versionstamp: "00000000000000010000" } as const;
 
@@ -49,9 +49,8 @@ Deno.test("commitWithRetry gives up with a ConflictError when checks keep failin
   assert.equal(attempts, 20);
 });
 
-Deno.test("a failed commit writes nothing: no record, no index entry, no counter bump", async () => {
-  const kv = await Deno.openKv(":memory:");
-  try {
+Deno.test("a failed commit writes nothing: no record, no index entry, no counter bump", () =>
+  withKv(async (kv) => {
     const project = await createProject(kv, { name: "App", slug: "app" });
     const release = await createRelease(kv, {
       project_id: project.id,
@@ -71,7 +70,4 @@ Deno.test("a failed commit writes nothing: no record, no index entry, no counter
     );
     await assert.rejects(setReleaseState(broken, release.id, "archived"), /commit failed/);
     assert.deepEqual(await dumpKv(kv), before);
-  } finally {
-    kv.close();
-  }
-});
+  }));

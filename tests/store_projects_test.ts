@@ -13,16 +13,7 @@ import {
   updateProject,
   ValidationError,
 } from "../src/store/mod.ts";
-import { dumpKv } from "./helpers.ts";
-
-async function withKv(fn: (kv: Deno.Kv) => Promise<void>) {
-  const kv = await Deno.openKv(":memory:");
-  try {
-    await fn(kv);
-  } finally {
-    kv.close();
-  }
-}
+import { dumpKv, withKv } from "./helpers.ts";
 
 Deno.test("project ids are integers from a KV counter, starting at 1", () =>
   withKv(async (kv) => {

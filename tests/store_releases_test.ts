@@ -16,16 +16,13 @@ import {
   setReleaseState,
   ValidationError,
 } from "../src/store/mod.ts";
-import { dumpKv } from "./helpers.ts";
+import { dumpKv, withKv } from "./helpers.ts";
 
-async function withProject(fn: (kv: Deno.Kv, projectId: number) => Promise<void>) {
-  const kv = await Deno.openKv(":memory:");
-  try {
+function withProject(fn: (kv: Deno.Kv, projectId: number) => Promise<void>) {
+  return withKv(async (kv) => {
     const project = await createProject(kv, { name: "App", slug: "app" });
     await fn(kv, project.id);
-  } finally {
-    kv.close();
-  }
+  });
 }
 
 function input(projectId: number, extra: Partial<ReleaseInput> = {}): ReleaseInput {
@@ -61,18 +58,14 @@ Deno.test("a release, its project index entry and the latest pointer are one com
     assert.equal((await kv.get(latestReleaseKey(projectId))).value, release.id);
   }));
 
-Deno.test("a release of an unknown project is refused and nothing is stored", async () => {
-  const kv = await Deno.openKv(":memory:");
-  try {
+Deno.test("a release of an unknown project is refused and nothing is stored", () =>
+  withKv(async (kv) => {
     await assert.rejects(
       createRelease(kv, input(99)),
       (e) => e instanceof ValidationError && e.field === "project",
     );
     assert.deepEqual(await dumpKv(kv), []);
-  } finally {
-    kv.close();
-  }
-});
+  }));
 
 Deno.test("release fields are validated before anything is stored", () =>
   withProject(async (kv, projectId) => {
