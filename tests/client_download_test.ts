@@ -136,6 +136,20 @@ function releaseFor(checksum = SHA256, size = SIZE): Release {
   };
 }
 
+/** Download options for the usual release from `server` into `target`. */
+function downloadOptions(server: { baseUrl: string }, target: string) {
+  return { baseUrl: server.baseUrl, apiKey: "k", release: releaseFor(), target };
+}
+
+/** The `.part.json` state of an earlier download of {@link releaseFor}() from the server. */
+const PART_OF_RELEASE = { release_id: 7, checksum_sha256: SHA256, size_bytes: SIZE, etag: ETAG };
+
+/** Leaves a partial download of `bytes` beside `file`, as an interrupted earlier call would. */
+async function writePart(file: string, bytes: Uint8Array, state: Record<string, unknown>) {
+  await Deno.writeFile(`${file}.part`, bytes);
+  await Deno.writeTextFile(`${file}.part.json`, JSON.stringify(state));
+}
+
 const noSleep = { sleep: () => Promise.resolve() };
 
 async function exists(path: string): Promise<boolean> {
@@ -190,7 +204,7 @@ Deno.test("reference client downloads", async (t) => {
     async () => {
       const server = startRangeServer({ dropAfter: 100_000, drops: 1 });
       const file = target();
-      const options = { baseUrl: server.baseUrl, apiKey: "k", release: releaseFor(), target: file };
+      const options = downloadOptions(server, file);
       await rejectsWith(downloadRelease({ ...options, retries: 0 }), "network");
       assert.equal(await exists(file), false);
       const partSize = (await Deno.stat(`${file}.part`)).size;
@@ -212,10 +226,7 @@ Deno.test("reference client downloads", async (t) => {
     const file = target();
     const waits: number[] = [];
     const result = await downloadRelease({
-      baseUrl: server.baseUrl,
-      apiKey: "k",
-      release: releaseFor(),
-      target: file,
+      ...downloadOptions(server, file),
       sleep: (ms) => Promise.resolve(void waits.push(ms)),
     });
     await server.close();
@@ -232,7 +243,7 @@ Deno.test("reference client downloads", async (t) => {
   await t.step("a server without Range support answers 200: the client restarts", async () => {
     const server = startRangeServer({ ranges: false, dropAfter: 120_000, drops: 1 });
     const file = target();
-    const options = { baseUrl: server.baseUrl, apiKey: "k", release: releaseFor(), target: file };
+    const options = downloadOptions(server, file);
     await rejectsWith(downloadRelease({ ...options, retries: 0 }), "network");
     const result = await downloadRelease({ ...options, retries: 0 });
     await server.close();
@@ -244,7 +255,7 @@ Deno.test("reference client downloads", async (t) => {
   await t.step("an If-Range that no longer matches gets 200 and a restart", async () => {
     const server = startRangeServer({ dropAfter: 70_000, drops: 1 });
     const file = target();
-    const options = { baseUrl: server.baseUrl, apiKey: "k", release: releaseFor(), target: file };
+    const options = downloadOptions(server, file);
     await rejectsWith(downloadRelease({ ...options, retries: 0 }), "network");
     server.behaviour.etag = '"changed"';
     const result = await downloadRelease({ ...options, retries: 0 });
@@ -257,17 +268,13 @@ Deno.test("reference client downloads", async (t) => {
   await t.step("a part left for another release is thrown away", async () => {
     const server = startRangeServer();
     const file = target();
-    await Deno.writeFile(`${file}.part`, new Uint8Array(1000));
-    await Deno.writeTextFile(
-      `${file}.part.json`,
-      JSON.stringify({ release_id: 6, checksum_sha256: "0".repeat(64), size_bytes: 1, etag: null }),
-    );
-    await downloadRelease({
-      baseUrl: server.baseUrl,
-      apiKey: "k",
-      release: releaseFor(),
-      target: file,
+    await writePart(file, new Uint8Array(1000), {
+      release_id: 6,
+      checksum_sha256: "0".repeat(64),
+      size_bytes: 1,
+      etag: null,
     });
+    await downloadRelease(downloadOptions(server, file));
     await server.close();
     await assertDownloaded(file);
     assert.equal(server.seen[0].range, null);
@@ -276,17 +283,8 @@ Deno.test("reference client downloads", async (t) => {
   await t.step("a complete part is verified locally without a request", async () => {
     const server = startRangeServer();
     const file = target();
-    await Deno.writeFile(`${file}.part`, BYTES);
-    await Deno.writeTextFile(
-      `${file}.part.json`,
-      JSON.stringify({ release_id: 7, checksum_sha256: SHA256, size_bytes: SIZE, etag: ETAG }),
-    );
-    const result = await downloadRelease({
-      baseUrl: server.baseUrl,
-      apiKey: "k",
-      release: releaseFor(),
-      target: file,
-    });
+    await writePart(file, BYTES, PART_OF_RELEASE);
+    const result = await downloadRelease(downloadOptions(server, file));
     await server.close();
     await assertDownloaded(file);
     assert.equal(server.seen.length, 0);
@@ -298,12 +296,9 @@ Deno.test("reference client downloads", async (t) => {
     async () => {
       const server = startRangeServer();
       const file = target();
-      await Deno.writeFile(`${file}.part`, new Uint8Array(100_000)); // zeros, not the real bytes
-      await Deno.writeTextFile(
-        `${file}.part.json`,
-        JSON.stringify({ release_id: 7, checksum_sha256: SHA256, size_bytes: SIZE, etag: ETAG }),
-      );
-      const options = { baseUrl: server.baseUrl, apiKey: "k", release: releaseFor(), target: file };
+      // The right state for the release, but zeros instead of its bytes.
+      await writePart(file, new Uint8Array(100_000), PART_OF_RELEASE);
+      const options = downloadOptions(server, file);
       const result = await downloadRelease({ ...options, ...noSleep });
       await server.close();
       await assertDownloaded(file);
@@ -319,12 +314,7 @@ Deno.test("reference client downloads", async (t) => {
     const file = target();
     await Deno.writeTextFile(file, "the old version stays");
     await rejectsWith(
-      downloadRelease({
-        baseUrl: server.baseUrl,
-        apiKey: "k",
-        release: releaseFor(),
-        target: file,
-      }),
+      downloadRelease(downloadOptions(server, file)),
       "integrity",
     );
     await server.close();
@@ -337,12 +327,7 @@ Deno.test("reference client downloads", async (t) => {
     const server = startRangeServer({ body: new Uint8Array(SIZE * 2) });
     const file = target();
     await rejectsWith(
-      downloadRelease({
-        baseUrl: server.baseUrl,
-        apiKey: "k",
-        release: releaseFor(),
-        target: file,
-      }),
+      downloadRelease(downloadOptions(server, file)),
       "integrity",
     );
     await server.close();
@@ -354,12 +339,7 @@ Deno.test("reference client downloads", async (t) => {
     const server = startRangeServer({ body: BYTES.subarray(0, SIZE - 1) });
     const file = target();
     await rejectsWith(
-      downloadRelease({
-        baseUrl: server.baseUrl,
-        apiKey: "k",
-        release: releaseFor(),
-        target: file,
-      }),
+      downloadRelease(downloadOptions(server, file)),
       "integrity",
     );
     await server.close();
@@ -373,10 +353,7 @@ Deno.test("reference client downloads", async (t) => {
     const file = target();
     const waits: number[] = [];
     await downloadRelease({
-      baseUrl: server.baseUrl,
-      apiKey: "k",
-      release: releaseFor(),
-      target: file,
+      ...downloadOptions(server, file),
       sleep: (ms) => Promise.resolve(void waits.push(ms)),
     });
     await server.close();
@@ -418,10 +395,7 @@ Deno.test("reference client downloads", async (t) => {
     const file = target();
     await rejectsWith(
       downloadRelease({
-        baseUrl: server.baseUrl,
-        apiKey: "k",
-        release: releaseFor(),
-        target: file,
+        ...downloadOptions(server, file),
         retries: 0,
         idleTimeoutMs: 300,
       }),
@@ -433,16 +407,9 @@ Deno.test("reference client downloads", async (t) => {
 
   await t.step("a refused connection is a network failure", async () => {
     const server = startRangeServer();
-    const baseUrl = server.baseUrl;
     await server.close();
     await rejectsWith(
-      downloadRelease({
-        baseUrl,
-        apiKey: "k",
-        release: releaseFor(),
-        target: target(),
-        retries: 0,
-      }),
+      downloadRelease({ ...downloadOptions(server, target()), retries: 0 }),
       "network",
     );
   });
