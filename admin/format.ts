@@ -20,10 +20,3 @@ export function shortTime(iso: string | null | undefined): string {
   if (Number.isNaN(date.getTime())) return iso;
   return `${date.toISOString().slice(0, 16).replace("T", " ")} UTC`;
 }
-
-/** An RFC 3339 time as an HTML datetime-local value in UTC ("2026-03-01T14:05"). */
-export function toDatetimeLocal(iso: string | null | undefined): string {
-  if (!iso) return "";
-  const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? "" : date.toISOString().slice(0, 16);
-}

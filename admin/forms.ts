@@ -1,7 +1,8 @@
 /** Reading posted admin forms. */
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import type { FormValues } from "./types.ts";
+import type { ValidationError } from "../src/store/mod.ts";
+import type { FormError, FormValues } from "./types.ts";
 
 /** Reads a urlencoded (or small multipart) form; file parts are ignored. */
 export async function readForm(c: Context): Promise<FormValues> {
@@ -30,4 +31,9 @@ export function field(form: FormValues, name: string): string {
 /** All values of a field joined with commas: a comma-separated text box and checkboxes both work. */
 export function listField(form: FormValues, name: string): string {
   return (form[name] ?? []).join(",");
+}
+
+/** A store's refusal of a field, as the message shown beside it. */
+export function formErrorOf(error: ValidationError): FormError {
+  return { field: error.field, message: error.message };
 }

@@ -5,7 +5,6 @@ import { scopeAllows } from "../../src/access.ts";
 import {
   type ApiKey,
   createApiKey,
-  getApiKey,
   listApiKeys,
   listProjects,
   NotFoundError,
@@ -13,7 +12,8 @@ import {
   setApiKeyActive,
   ValidationError,
 } from "../../src/store/mod.ts";
-import { audit, pageContext, redirectWithFlash } from "../context.ts";
+import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
+import { formErrorOf } from "../forms.ts";
 import { apiKeyFormValues, apiKeyInput } from "../forms_api_key.ts";
 import type { AdminEnv, AppDeps, FormError } from "../types.ts";
 import { ApiKeyCreatedPage, KEY_PLACEHOLDER } from "../views/api_key_created.tsx";
@@ -23,7 +23,7 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
   const { kv } = deps;
 
   async function renderKeysPage(
-    c: Parameters<typeof pageContext>[0],
+    c: AdminContext,
     values: ApiKeyFormValues,
     error?: FormError,
   ) {
@@ -52,7 +52,7 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
       created = await createApiKey(kv, await apiKeyInput(kv, values));
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
-      return await renderKeysPage(c, values, { field: error.field, message: error.message });
+      return await renderKeysPage(c, values, formErrorOf(error));
     }
     const { apiKey, secret } = created;
     await audit(
@@ -78,18 +78,13 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
   for (const [action, active] of [["disable", false], ["enable", true]] as const) {
     admin.post(`/api-keys/:id/${action}`, async (c) => {
       const raw = c.req.param("id");
-      const existing = /^\d{1,15}$/.test(raw) ? await getApiKey(kv, Number(raw)) : null;
-      if (existing === null) {
-        throw new HTTPException(404, { message: `There is no API key ${raw}.` });
-      }
+      const notFound = new HTTPException(404, { message: `There is no API key ${raw}.` });
+      if (!/^\d{1,15}$/.test(raw)) throw notFound;
       let apiKey: ApiKey;
       try {
-        apiKey = await setApiKeyActive(kv, existing.id, active);
+        apiKey = await setApiKeyActive(kv, Number(raw), active);
       } catch (error) {
-        if (error instanceof NotFoundError) {
-          throw new HTTPException(404, { message: `There is no API key ${raw}.` });
-        }
-        throw error;
+        throw error instanceof NotFoundError ? notFound : error;
       }
       await audit(c, deps, `api_key.${action}`, `api key ${apiKey.id}`, `name "${apiKey.name}"`);
       return redirectWithFlash(c, deps, "/admin/api-keys", {

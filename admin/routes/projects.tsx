@@ -5,13 +5,14 @@ import {
   getLatestRelease,
   listProjects,
   parseList,
+  type Project,
   setProjectState,
   updateProject,
   ValidationError,
 } from "../../src/store/mod.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
-import { field, listField } from "../forms.ts";
-import type { AdminEnv, AppDeps, FormError } from "../types.ts";
+import { field, formErrorOf, listField } from "../forms.ts";
+import type { AdminEnv, AppDeps } from "../types.ts";
 import {
   EMPTY_PROJECT_FORM,
   type ProjectFormValues,
@@ -59,26 +60,19 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
         description: values.description,
         tags: parseList(values.tags),
       });
-      await audit(
-        c,
-        deps,
-        "project.create",
-        `project ${project.slug}`,
-        `name "${project.name}"; tags ${project.tags.join(", ") || "none"}`,
-      );
+      await audit(c, deps, "project.create", `project ${project.slug}`, projectDetails(project));
       return redirectWithFlash(c, deps, `/admin/projects/${project.slug}`, {
         kind: "success",
         text: `Project "${project.name}" was created.`,
       });
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
-      const formError: FormError = { field: error.field, message: error.message };
       return c.html(
         <ProjectsPage
           ctx={pageContext(c, deps)}
           rows={await projectRows()}
           values={values}
-          error={formError}
+          error={formErrorOf(error)}
         />,
         400,
       );
@@ -104,13 +98,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
         description: edit.description,
         tags: parseList(edit.tags),
       });
-      await audit(
-        c,
-        deps,
-        "project.update",
-        `project ${updated.slug}`,
-        `name "${updated.name}"; tags ${updated.tags.join(", ") || "none"}`,
-      );
+      await audit(c, deps, "project.update", `project ${updated.slug}`, projectDetails(updated));
       return redirectWithFlash(c, deps, `/admin/projects/${updated.slug}`, {
         kind: "success",
         text: "The project was saved.",
@@ -119,7 +107,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
       if (!(error instanceof ValidationError)) throw error;
       return await renderProjectPage(c, deps, project, {
         edit,
-        editError: { field: error.field, message: error.message },
+        editError: formErrorOf(error),
       }, 400);
     }
   });
@@ -137,4 +125,9 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
       });
     });
   }
+}
+
+/** The audit details of a created or edited project. */
+function projectDetails(project: Project): string {
+  return `name "${project.name}"; tags ${project.tags.join(", ") || "none"}`;
 }

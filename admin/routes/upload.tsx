@@ -23,6 +23,7 @@ import {
 } from "../../src/store/mod.ts";
 import { audit, redirectWithFlash } from "../context.ts";
 import { humanBytes } from "../format.ts";
+import { formErrorOf } from "../forms.ts";
 import { CsrfError, tokenMatches } from "../guards.ts";
 import { multipartBoundary, MultipartError, readMultipart } from "../multipart.ts";
 import type { AdminEnv, AppDeps, FormError } from "../types.ts";
@@ -130,7 +131,7 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: AppDeps): void {
         }, "empty");
       }
       if (error instanceof ValidationError) {
-        return refuse(400, { field: error.field, message: error.message }, "invalid");
+        return refuse(400, formErrorOf(error), "invalid");
       }
       if (error instanceof MultipartError) {
         return refuse(400, {
