@@ -7,6 +7,7 @@ import { createKeyUsageRecorder } from "./src/key_usage.ts";
 import { createBufferedWriter, createLogger } from "./src/log.ts";
 import { inFlightRequests } from "./src/metrics.ts";
 import { drainServers, onStopSignals } from "./src/shutdown.ts";
+import { setCacheRefreshMs } from "./src/store/mod.ts";
 
 function readConfig() {
   try {
@@ -26,12 +27,12 @@ const logger = createLogger(config.logFormat, stdout.write);
 await Deno.mkdir(config.artifactsDir, { recursive: true });
 const kv = await Deno.openKv(config.kvPath);
 await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
-const rateLimitKv = config.rateLimitStore === "kv" ? kv : await Deno.openKv(":memory:");
+setCacheRefreshMs(kv, config.cacheRefreshMs);
 
 const app = createApp({
   config,
   kv,
-  rateLimitKv,
+  rateLimitKv: config.rateLimitStore === "kv" ? kv : undefined,
   recordKeyUse: createKeyUsageRecorder(kv),
   logger,
 });
@@ -71,7 +72,6 @@ onStopSignals(async (signal) => {
       in_flight: inFlightRequests(),
     });
   }
-  if (rateLimitKv !== kv) rateLimitKv.close();
   kv.close();
   logger.event("info", "stopped");
   stdout.flush();

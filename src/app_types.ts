@@ -6,8 +6,11 @@ import type { ApiKey } from "./store/mod.ts";
 export interface AppDeps {
   config: Config;
   kv: Deno.Kv;
-  /** Where token buckets live: a private in-memory KV, or `kv` itself. */
-  rateLimitKv: Deno.Kv;
+  /**
+   * The KV that holds the token buckets when they are shared between
+   * instances (APP_RATE_LIMIT_STORE=kv); absent, they live in process memory.
+   */
+  rateLimitKv?: Deno.Kv;
   recordKeyUse: (keyId: number) => void;
   /** Access log and service events; absent means no logging (tests). */
   logger?: Logger;

@@ -29,8 +29,10 @@ export interface Config {
   serviceRealm: string;
   rateLimitPerMinute: number;
   rateLimitBurst: number;
-  /** Where token buckets live: a private in-memory KV, or the main KV (shared by instances). */
+  /** Where token buckets live: this process's memory, or the main KV (shared by instances). */
   rateLimitStore: RateLimitStore;
+  /** How often the read cache looks for writes of other processes to the KV, in ms. */
+  cacheRefreshMs: number;
   maxUploadBytes: number;
   adminUsername: string;
   adminPassword: string | undefined;
@@ -164,6 +166,7 @@ export function loadConfig(env: Env = processEnv()): Config {
     rateLimitPerMinute,
     rateLimitBurst,
     rateLimitStore: readChoice(env, "APP_RATE_LIMIT_STORE", ["memory", "kv"], "memory"),
+    cacheRefreshMs: readInteger(env, "APP_CACHE_REFRESH_MS", 1000, { min: 0, max: 3_600_000 }),
     maxUploadBytes: readInteger(env, "APP_MAX_UPLOAD_BYTES", 4 * 1024 ** 3, {
       min: 1,
       max: Number.MAX_SAFE_INTEGER,

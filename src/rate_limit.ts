@@ -1,12 +1,16 @@
 /**
- * A token bucket per client, kept in Deno KV: capacity `burst`, refilled at
- * `perMinute / 60` tokens a second. Each take is an atomic check-and-set of
- * the bucket entry, retried on conflict, so several instances sharing one KV
- * share the limit. Entries expire once the bucket would be full again.
+ * Token buckets per client: capacity `burst`, refilled at `perMinute / 60`
+ * tokens a second. Two stores, chosen by APP_RATE_LIMIT_STORE:
  *
- * Within one process, takes of the same bucket are queued one after another:
- * many concurrent requests of one key would otherwise make each other's
- * commits fail, retry with back-off, and in the end give up.
+ * - `memory` (default): a map in this process. A take is a few arithmetic
+ *   operations with no I/O, so the limiter costs the hot path nothing.
+ *   Buckets are lost on restart, which the contract allows.
+ * - `kv`: the main Deno KV, so that several instances sharing one KV share
+ *   the limit. Each take is an atomic check-and-set of the bucket entry,
+ *   retried on conflict; entries expire once the bucket would be full again.
+ *   Within one process, takes of the same bucket are queued one after
+ *   another: many concurrent requests of one key would otherwise make each
+ *   other's commits fail, retry with back-off, and in the end give up.
  */
 import { commitWithRetry, rateLimitKey } from "./store/mod.ts";
 
@@ -22,6 +26,74 @@ interface Bucket {
 }
 
 export type TakeResult = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+export interface RateLimiter {
+  take(bucketId: string): TakeResult | Promise<TakeResult>;
+}
+
+/** Tokens in `bucket` at `now` (a missing bucket is full). */
+function tokensAt(bucket: Bucket | null | undefined, now: number, rule: RateLimitRule): number {
+  if (bucket == null) return rule.burst;
+  const perMs = rule.perMinute / 60_000;
+  return Math.min(rule.burst, bucket.tokens + Math.max(0, now - bucket.at) * perMs);
+}
+
+/** The refusal for a bucket holding less than one token: whole seconds until one is back. */
+function refusal(tokens: number, rule: RateLimitRule): TakeResult {
+  const perSecond = rule.perMinute / 60;
+  return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / perSecond)) };
+}
+
+export interface MemoryRateLimiter extends RateLimiter {
+  take(bucketId: string): TakeResult;
+  /** Buckets held in memory (tests). */
+  size(): number;
+}
+
+const ALLOWED: TakeResult = { allowed: true };
+/** Full buckets are dropped from memory this often (and when there are too many). */
+const SWEEP_INTERVAL_MS = 60_000;
+const SWEEP_SIZE = 100_000;
+
+export function createMemoryRateLimiter(
+  rule: RateLimitRule,
+  nowMs: () => number = Date.now,
+): MemoryRateLimiter {
+  const buckets = new Map<string, Bucket>();
+  let sweptAt = nowMs();
+
+  function sweep(now: number): void {
+    sweptAt = now;
+    for (const [id, bucket] of buckets) {
+      if (tokensAt(bucket, now, rule) >= rule.burst) buckets.delete(id);
+    }
+  }
+
+  return {
+    take(bucketId) {
+      const now = nowMs();
+      if (now - sweptAt >= SWEEP_INTERVAL_MS || buckets.size >= SWEEP_SIZE) sweep(now);
+      const bucket = buckets.get(bucketId);
+      const tokens = tokensAt(bucket, now, rule);
+      if (tokens < 1) return refusal(tokens, rule);
+      if (bucket === undefined) buckets.set(bucketId, { tokens: tokens - 1, at: now });
+      else {
+        bucket.tokens = tokens - 1;
+        bucket.at = now;
+      }
+      return ALLOWED;
+    },
+    size: () => buckets.size,
+  };
+}
+
+export function createKvRateLimiter(
+  kv: Deno.Kv,
+  rule: RateLimitRule,
+  nowMs: () => number = Date.now,
+): RateLimiter {
+  return { take: (bucketId) => takeToken(kv, bucketId, rule, nowMs) };
+}
 
 export function takeToken(
   kv: Deno.Kv,
@@ -60,17 +132,8 @@ function takeTokenNow(
   return commitWithRetry<TakeResult>(async () => {
     const entry = await kv.get<Bucket>(key);
     const now = nowMs();
-    const bucket = entry.value;
-    const tokens = bucket === null
-      ? rule.burst
-      : Math.min(rule.burst, bucket.tokens + Math.max(0, now - bucket.at) * perMs);
-    if (tokens < 1) {
-      const retryAfterSeconds = Math.max(1, Math.ceil((1 - tokens) / perMs / 1000));
-      return {
-        commit: { ok: true, versionstamp: "" },
-        value: { allowed: false, retryAfterSeconds },
-      };
-    }
+    const tokens = tokensAt(entry.value, now, rule);
+    if (tokens < 1) return { commit: { ok: true, versionstamp: "" }, value: refusal(tokens, rule) };
     const left = tokens - 1;
     const msUntilFull = Math.ceil((rule.burst - left) / perMs);
     const commit = await kv.atomic()

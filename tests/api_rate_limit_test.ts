@@ -1,6 +1,13 @@
-/** The client API rate limit: a KV token bucket per key or per client address. */
+/** The client API rate limit: a token bucket per key or per client address, in memory or in KV. */
 import assert from "node:assert/strict";
-import { takeToken } from "../src/rate_limit.ts";
+import { createApp } from "../src/app.ts";
+import {
+  createKvRateLimiter,
+  createMemoryRateLimiter,
+  type RateLimiter,
+  type RateLimitRule,
+  takeToken,
+} from "../src/rate_limit.ts";
 import { setApiKeyActive } from "../src/store/mod.ts";
 import {
   assertError,
@@ -15,7 +22,7 @@ import {
 } from "./helpers.ts";
 
 async function withLimit(
-  limit: { burst: number; perMinute?: number; trustProxy?: boolean },
+  limit: { burst: number; perMinute?: number; trustProxy?: boolean; store?: "memory" | "kv" },
   fn: (t: TestApp) => Promise<void>,
   options = {},
 ) {
@@ -23,6 +30,7 @@ async function withLimit(
     rateLimitBurst: limit.burst,
     rateLimitPerMinute: limit.perMinute ?? 1,
     trustProxy: limit.trustProxy ?? false,
+    rateLimitStore: limit.store ?? "memory",
   }, options);
   try {
     await seedProject(t, { slug: "app" });
@@ -38,17 +46,42 @@ async function status(res: Promise<Response>): Promise<number> {
   return response.status;
 }
 
-Deno.test("429 rate limit exceeded with an integer Retry-After once the burst is spent", () =>
-  withLimit({ burst: 2, perMinute: 1 }, async (t) => {
-    const { secret } = await seedKey(t);
-    assert.equal(await status(t.request("/api/v1/projects", secret)), 200);
-    assert.equal(await status(t.request("/api/v1/projects", secret)), 200);
-    const res = await t.request("/api/v1/projects", secret);
-    assert.match(res.headers.get("retry-after") ?? "", /^[1-9]\d*$/);
-    assertSecurityHeaders(res);
-    assertProtectedHeaders(res);
-    await assertError(res, 429, "rate limit exceeded");
-  }));
+for (const store of ["memory", "kv"] as const) {
+  Deno.test(`429 rate limit exceeded with an integer Retry-After once the burst is spent (${store} store)`, () =>
+    withLimit({ burst: 2, perMinute: 1, store }, async (t) => {
+      const { secret } = await seedKey(t);
+      assert.equal(await status(t.request("/api/v1/projects", secret)), 200);
+      assert.equal(await status(t.request("/api/v1/projects", secret)), 200);
+      const res = await t.request("/api/v1/projects", secret);
+      assert.equal(res.headers.get("retry-after"), "60");
+      assertSecurityHeaders(res);
+      assertProtectedHeaders(res);
+      await assertError(res, 429, "rate limit exceeded");
+      assert.equal(await status(t.request("/api/v1")), 200, "the address bucket is apart");
+    }));
+}
+
+Deno.test("kv store: instances sharing one KV share the limit; memory store: they do not", async () => {
+  for (const [store, expected] of [["kv", 429], ["memory", 200]] as const) {
+    const t = await createTestApp({
+      rateLimitBurst: 1,
+      rateLimitPerMinute: 1,
+      rateLimitStore: store,
+    });
+    try {
+      const second = createApp({
+        config: t.config,
+        kv: t.kv,
+        rateLimitKv: store === "kv" ? t.rateLimitKv : undefined,
+        recordKeyUse: () => {},
+      });
+      assert.equal(await status(t.request("/api/v1")), 200);
+      assert.equal(await status(Promise.resolve(second.request("/api/v1"))), expected, store);
+    } finally {
+      await t.close();
+    }
+  }
+});
 
 Deno.test("every /api/v1 request draws a token: index, unknown paths, write methods too", () =>
   withLimit({ burst: 4 }, async (t) => {
@@ -182,13 +215,16 @@ Deno.test("Retry-After is the whole seconds until a token is back, at least 1", 
   }
 });
 
-Deno.test("token bucket: capacity BURST, refilled at PER_MINUTE/60 a second", async () => {
-  const kv = await Deno.openKv(":memory:");
-  try {
+const LIMITERS: [string, (rule: RateLimitRule, clock: () => number) => Promise<RateLimiter>][] = [
+  ["memory", (rule, clock) => Promise.resolve(createMemoryRateLimiter(rule, clock))],
+  ["kv", async (rule, clock) => createKvRateLimiter(await Deno.openKv(":memory:"), rule, clock)],
+];
+
+for (const [store, create] of LIMITERS) {
+  Deno.test(`token bucket (${store}): capacity BURST, refilled at PER_MINUTE/60 a second`, async () => {
     let now = 1_000_000;
-    const clock = () => now;
-    const rule = { burst: 3, perMinute: 60 }; // one token a second
-    const take = () => takeToken(kv, "bucket", rule, clock);
+    const limiter = await create({ burst: 3, perMinute: 60 }, () => now); // one token a second
+    const take = () => Promise.resolve(limiter.take("bucket"));
     for (let i = 0; i < 3; i++) assert.deepEqual(await take(), { allowed: true });
     assert.deepEqual(await take(), { allowed: false, retryAfterSeconds: 1 });
     now += 500;
@@ -199,10 +235,27 @@ Deno.test("token bucket: capacity BURST, refilled at PER_MINUTE/60 a second", as
     now += 3_600_000; // an hour: the bucket holds no more than BURST
     for (let i = 0; i < 3; i++) assert.deepEqual(await take(), { allowed: true });
     assert.equal((await take()).allowed, false);
-    assert.equal((await takeToken(kv, "other", rule, clock)).allowed, true, "buckets are separate");
-  } finally {
-    kv.close();
-  }
+    assert.equal((await limiter.take("other")).allowed, true, "buckets are separate");
+  });
+}
+
+Deno.test("memory buckets: full buckets are dropped, so the map does not grow forever", () => {
+  let now = 0;
+  const limiter = createMemoryRateLimiter({ burst: 2, perMinute: 60 }, () => now);
+  for (let i = 0; i < 1000; i++) limiter.take(`addr:${i}`);
+  assert.equal(limiter.size(), 1000);
+  now += 30_000; // every bucket is full again long before the next sweep
+  limiter.take("addr:0");
+  assert.equal(limiter.size(), 1000, "no sweep within the interval");
+  now += 30_000;
+  limiter.take("addr:late");
+  assert.equal(limiter.size(), 1, "only the bucket just drawn from is kept");
+  assert.deepEqual(limiter.take("addr:late"), { allowed: true });
+  assert.equal(
+    limiter.take("addr:late").allowed,
+    false,
+    "a swept bucket starts full, not fresh twice",
+  );
 });
 
 Deno.test("token bucket: concurrent takes on one bucket queue up instead of conflicting", async () => {
@@ -229,7 +282,7 @@ Deno.test("token bucket: concurrent takes on one bucket queue up instead of conf
 });
 
 Deno.test("a failing rate limiter lets requests through and logs the cause", async () => {
-  const t = await createTestApp({ rateLimitBurst: 1, rateLimitPerMinute: 1 });
+  const t = await createTestApp({ rateLimitBurst: 1, rateLimitPerMinute: 1, rateLimitStore: "kv" });
   try {
     t.rateLimitKv.close();
     const { value: statuses, logged } = await captureErrors(async () => [

@@ -10,6 +10,7 @@ import {
   createProject,
   type ProjectInput,
   type Release,
+  setCacheRefreshMs,
 } from "../src/store/mod.ts";
 
 export interface TestApp {
@@ -50,7 +51,16 @@ export async function createTestApp(
     ...overrides,
   });
   const appKv = options.wrapKv ? options.wrapKv(kv) : kv;
-  const app = createApp({ config, kv: appKv, rateLimitKv, recordKeyUse: () => {} });
+  // Seeds written through the plain KV are another handle to the app's read
+  // cache: have it look for their writes on every request.
+  if (appKv !== kv) setCacheRefreshMs(appKv, 0);
+  const app = createApp({
+    config,
+    kv: appKv,
+    // Buckets in process memory (the default store) unless the test asks for the KV store.
+    rateLimitKv: config.rateLimitStore === "kv" ? rateLimitKv : undefined,
+    recordKeyUse: () => {},
+  });
   const send = (path: string, key?: string, init: RequestInit = {}, address?: string) => {
     const headers = new Headers(init.headers);
     if (key !== undefined) headers.set("authorization", `Bearer ${key}`);

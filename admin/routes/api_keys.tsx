@@ -96,7 +96,7 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
 }
 
 /** A project the new key can read, for the example command. */
-function exampleProject(apiKey: ApiKey, projects: Project[]): string {
+function exampleProject(apiKey: ApiKey, projects: readonly Project[]): string {
   const visible = projects.find((project) =>
     project.state === "active" && scopeAllows(apiKey, project)
   );

@@ -25,9 +25,8 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
   const { kv } = deps;
 
   async function projectRows(): Promise<ProjectRow[]> {
-    const projects = await listProjects(kv);
-    // Active projects first, then by name.
-    projects.sort((a, b) =>
+    // Active projects first, then by name (a sorted copy: the listed array is shared).
+    const projects = [...await listProjects(kv)].sort((a, b) =>
       a.state === b.state ? a.name.localeCompare(b.name) : a.state === "active" ? -1 : 1
     );
     return await Promise.all(projects.map(async (project) => ({

@@ -60,7 +60,7 @@ export function ApiKeysPage(
   { ctx, keys, projects, knownTags, values, error }: {
     ctx: PageContext;
     keys: ApiKey[];
-    projects: Project[];
+    projects: readonly Project[];
     knownTags: string[];
     values: ApiKeyFormValues;
     error?: FormError | null;
@@ -151,7 +151,7 @@ function ScopeSummary({ apiKey, slugs }: { apiKey: ApiKey; slugs: Map<number, st
 function KeyForm(
   { ctx, projects, knownTags, values, error }: {
     ctx: PageContext;
-    projects: Project[];
+    projects: readonly Project[];
     knownTags: string[];
     values: ApiKeyFormValues;
     error?: FormError | null;

@@ -11,7 +11,7 @@ import type { AppDeps, AppEnv, PresentedKey } from "../app_types.ts";
 import { clientAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import { recordKeyCheckFailure, recordKvError, recordRateLimited } from "../metrics.ts";
-import { takeToken } from "../rate_limit.ts";
+import { createKvRateLimiter, createMemoryRateLimiter } from "../rate_limit.ts";
 import { getApiKeyByHash, hashApiKeySecret } from "../store/mod.ts";
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;
@@ -35,6 +35,9 @@ async function resolvePresentedKey(deps: AppDeps, header: string): Promise<Prese
 export function rateLimitGate(deps: AppDeps) {
   const { config } = deps;
   const rule = { burst: config.rateLimitBurst, perMinute: config.rateLimitPerMinute };
+  const limiter = deps.rateLimitKv
+    ? createKvRateLimiter(deps.rateLimitKv, rule)
+    : createMemoryRateLimiter(rule);
   return createMiddleware<AppEnv>(async (c, next) => {
     const presented = await resolvePresentedKey(deps, c.req.header("authorization") ?? "");
     c.set("presentedKey", presented);
@@ -44,7 +47,7 @@ export function rateLimitGate(deps: AppDeps) {
       : `addr:${clientAddress(c, config.trustProxy)}`;
     let taken;
     try {
-      taken = await takeToken(deps.rateLimitKv, bucket, rule);
+      taken = await limiter.take(bucket);
     } catch (error) {
       // A rate limiter that cannot be reached must not take the API down with it.
       recordKvError("rate_limit");

@@ -5,7 +5,7 @@ import { openArtifact } from "../artifacts.ts";
 import type { AppDeps, AppEnv } from "../app_types.ts";
 import { contentDisposition } from "../http/content_disposition.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
-import { jsonResponse, jsonText } from "../http/json.ts";
+import { jsonBytes, jsonResponse, jsonText } from "../http/json.ts";
 import { recordKvError } from "../metrics.ts";
 import {
   type ApiKey,
@@ -21,7 +21,7 @@ import {
 } from "../store/mod.ts";
 import { apiKeyGate, rateLimitGate } from "./auth.ts";
 import { openApiJson } from "./openapi.ts";
-import { apiIndex, projectJson, releaseEnvelope } from "./serialize.ts";
+import { apiIndex, projectListBody, releaseEnvelopeBody } from "./serialize.ts";
 
 const PROTECTED_HEADERS = {
   "cache-control": "no-store, private, max-age=0",
@@ -55,8 +55,8 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
 
   api.get("/projects", gate, async (c) => {
     const key = c.get("apiKey");
-    const projects = (await listProjects(kv)).filter((p) => projectVisible(key, p));
-    return jsonResponse({ projects: projects.map(projectJson) });
+    const projects = await listProjects(kv);
+    return jsonBytes(projectListBody(key, projects, (project) => projectVisible(key, project)));
   });
 
   api.get("/projects/:slug/releases/latest", gate, async (c) => {
@@ -65,12 +65,12 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
     if (release === null || release.state !== "active") {
       throw new ApiError(404, API_ERRORS.releaseNotFound);
     }
-    return jsonResponse(releaseEnvelope(project, release));
+    return jsonBytes(releaseEnvelopeBody(project, release));
   });
 
   api.get("/releases/:id", gate, async (c) => {
     const { project, release } = await findVisibleRelease(kv, c.get("apiKey"), c.req.param("id"));
-    return jsonResponse(releaseEnvelope(project, release));
+    return jsonBytes(releaseEnvelopeBody(project, release));
   });
 
   api.get("/releases/:id/download", gate, async (c) => {

@@ -1,5 +1,5 @@
 /** The client API's JSON shapes (client-api.md section 2). */
-import type { Project, Release } from "../store/mod.ts";
+import type { ApiKey, Project, Release } from "../store/mod.ts";
 
 export function projectJson(project: Project) {
   return {
@@ -30,6 +30,41 @@ export function releaseJson(release: Release) {
 
 export function releaseEnvelope(project: Project, release: Release) {
   return { project: projectJson(project), release: releaseJson(release) };
+}
+
+/**
+ * Bodies serialized once per record version. Records from the store's read
+ * cache are the same objects until a write replaces them, so an object
+ * identity is a version: a new project or release object means new JSON.
+ */
+const envelopeBodies = new WeakMap<Release, { project: Project; body: Uint8Array<ArrayBuffer> }>();
+const projectListBodies = new WeakMap<
+  ApiKey,
+  { projects: readonly Project[]; body: Uint8Array<ArrayBuffer> }
+>();
+const encoder = new TextEncoder();
+
+/** The UTF-8 JSON of `releaseEnvelope(project, release)`. */
+export function releaseEnvelopeBody(project: Project, release: Release): Uint8Array<ArrayBuffer> {
+  const hit = envelopeBodies.get(release);
+  if (hit?.project === project) return hit.body;
+  const body = encoder.encode(JSON.stringify(releaseEnvelope(project, release)));
+  envelopeBodies.set(release, { project, body });
+  return body;
+}
+
+/** The UTF-8 JSON of the project list that `key` sees among all of `projects`. */
+export function projectListBody(
+  key: ApiKey,
+  projects: readonly Project[],
+  visible: (project: Project) => boolean,
+): Uint8Array<ArrayBuffer> {
+  const hit = projectListBodies.get(key);
+  if (hit?.projects === projects) return hit.body;
+  const json = JSON.stringify({ projects: projects.filter(visible).map(projectJson) });
+  const body = encoder.encode(json);
+  projectListBodies.set(key, { projects, body });
+  return body;
 }
 
 export function apiIndex(serviceName: string) {

@@ -22,7 +22,15 @@ export function jsonText(
   status: StatusCode = 200,
   headers: Record<string, string> = {},
 ): Response {
-  const body = encoder.encode(json);
+  return jsonBytes(encoder.encode(json), status, headers);
+}
+
+/** A response from encoded JSON; `body` may be shared between responses (it is never written). */
+export function jsonBytes(
+  body: Uint8Array<ArrayBuffer>,
+  status: StatusCode = 200,
+  headers: Record<string, string> = {},
+): Response {
   return new Response(body, {
     status,
     headers: {

@@ -15,6 +15,7 @@
  * | ["api_keys_by_hash", sha256Hex]              | keyId                         |
  * | ["api_key_last_used", keyId]                 | RFC 3339 time                 |
  * | ["health", "ping"]                           | never written; read by /healthz|
+ * | ["meta", "generation"]                       | Deno.KvU64 bumped by every write of a project, release or key (read cache) |
  * | ["rate_limit", bucketId]                     | token bucket state            |
  * | ["admin_users", username]                    | AdminUser (password hash)     |
  * | ["admin_sessions", sha256Hex(sessionId)]     | AdminSession (expireIn)       |
@@ -96,6 +97,11 @@ export function apiKeyLastUsedKey(keyId: number): Deno.KvKey {
 
 export function healthPingKey(): Deno.KvKey {
   return ["health", "ping"];
+}
+
+/** Bumped by every project, release and key write; see cache.ts. */
+export function cacheGenerationKey(): Deno.KvKey {
+  return ["meta", "generation"];
 }
 
 export function rateLimitKey(bucketId: string): Deno.KvKey {

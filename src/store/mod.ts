@@ -13,3 +13,4 @@ export * from "./stats.ts";
 export * from "./types.ts";
 export * from "./validate.ts";
 export { commitWithRetry } from "./atomic.ts";
+export * from "./cache.ts";

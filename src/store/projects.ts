@@ -1,4 +1,5 @@
 import { claimId, commitWithRetry, now, readNextId } from "./atomic.ts";
+import { cachedRead, changeOp, writeThrough } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { projectBySlugKey, projectKey, projectsPrefix } from "./keys.ts";
 import type { Project, ProjectState } from "./types.ts";
@@ -17,50 +18,55 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
   const slug = requireSlug(input.slug?.trim() || slugify(name));
   const description = requireText("description", input.description, { max: 5000 });
   const tags = requireTags("tags", input.tags ?? []);
-  return await commitWithRetry(async () => {
-    const [next, bySlug] = await Promise.all([
-      readNextId(kv, "projects"),
-      kv.get<number>(projectBySlugKey(slug)),
-    ]);
-    if (bySlug.value !== null) {
-      throw new ValidationError("slug", `slug "${slug}" is already taken`);
-    }
-    const at = now();
-    const project: Project = {
-      id: next.id,
-      name,
-      slug,
-      description,
-      tags,
-      state: "active",
-      created_at: at,
-      updated_at: at,
-    };
-    const commit = await claimId(kv.atomic(), "projects", next)
-      .check(bySlug)
-      .set(projectKey(project.id), project)
-      .set(projectBySlugKey(slug), project.id)
-      .commit();
-    return { commit, value: project };
+  return await writeThrough(kv, () =>
+    commitWithRetry(async () => {
+      const [next, bySlug] = await Promise.all([
+        readNextId(kv, "projects"),
+        kv.get<number>(projectBySlugKey(slug)),
+      ]);
+      if (bySlug.value !== null) {
+        throw new ValidationError("slug", `slug "${slug}" is already taken`);
+      }
+      const at = now();
+      const project: Project = {
+        id: next.id,
+        name,
+        slug,
+        description,
+        tags,
+        state: "active",
+        created_at: at,
+        updated_at: at,
+      };
+      const commit = await claimId(changeOp(kv), "projects", next)
+        .check(bySlug)
+        .set(projectKey(project.id), project)
+        .set(projectBySlugKey(slug), project.id)
+        .commit();
+      return { commit, value: project };
+    }));
+}
+
+export function getProject(kv: Deno.Kv, id: number): Promise<Project | null> {
+  return cachedRead(kv, "project", id, async () => (await kv.get<Project>(projectKey(id))).value);
+}
+
+export function getProjectBySlug(kv: Deno.Kv, slug: string): Promise<Project | null> {
+  return cachedRead(kv, "project_by_slug", slug, async () => {
+    const id = (await kv.get<number>(projectBySlugKey(slug))).value;
+    return id === null ? null : (await kv.get<Project>(projectKey(id))).value;
   });
 }
 
-export async function getProject(kv: Deno.Kv, id: number): Promise<Project | null> {
-  return (await kv.get<Project>(projectKey(id))).value;
-}
-
-export async function getProjectBySlug(kv: Deno.Kv, slug: string): Promise<Project | null> {
-  const id = (await kv.get<number>(projectBySlugKey(slug))).value;
-  return id === null ? null : await getProject(kv, id);
-}
-
-/** Every project, active and archived, in id order. */
-export async function listProjects(kv: Deno.Kv): Promise<Project[]> {
-  const projects: Project[] = [];
-  for await (const entry of kv.list<Project>({ prefix: projectsPrefix() })) {
-    projects.push(entry.value);
-  }
-  return projects;
+/** Every project, active and archived, in id order. The array is shared: do not change it. */
+export function listProjects(kv: Deno.Kv): Promise<readonly Project[]> {
+  return cachedRead(kv, "project_list", "all", async () => {
+    const projects: Project[] = [];
+    for await (const entry of kv.list<Project>({ prefix: projectsPrefix() })) {
+      projects.push(entry.value);
+    }
+    return projects;
+  }) as Promise<readonly Project[]>;
 }
 
 /** Looks up many slugs at once; unknown slugs raise a ValidationError on `field`. */
@@ -111,11 +117,12 @@ async function changeProject(
   id: number,
   change: (project: Project) => Project,
 ): Promise<Project> {
-  return await commitWithRetry(async () => {
-    const entry = await kv.get<Project>(projectKey(id));
-    if (entry.value === null) throw new NotFoundError("project not found");
-    const project = { ...change(entry.value), updated_at: now() };
-    const commit = await kv.atomic().check(entry).set(projectKey(id), project).commit();
-    return { commit, value: project };
-  });
+  return await writeThrough(kv, () =>
+    commitWithRetry(async () => {
+      const entry = await kv.get<Project>(projectKey(id));
+      if (entry.value === null) throw new NotFoundError("project not found");
+      const project = { ...change(entry.value), updated_at: now() };
+      const commit = await changeOp(kv).check(entry).set(projectKey(id), project).commit();
+      return { commit, value: project };
+    }));
 }

@@ -1,0 +1,145 @@
+/**
+ * An in-process read cache of what the client API reads on every request:
+ * keys by hash, projects, releases, latest pointers and the project list.
+ * Cached records are shared objects: callers must not mutate them.
+ *
+ * Every write of a project, release or key goes through this store layer,
+ * which (1) adds `.sum(cacheGenerationKey(), 1n)` to its atomic commit and
+ * (2) calls `forgetCachedReads(kv)` once the commit is done. So a key that an
+ * admin disables or re-scopes in this process is refused on the very next
+ * request. A read that began before such a write and finishes after it is
+ * not cached (its `generation` no longer matches).
+ *
+ * Writes by another process sharing the KV file (a backup restore, a script)
+ * are noticed through the generation entry, read at most once per
+ * `APP_CACHE_REFRESH_MS` (default 1000 ms; 0 reads it on every request).
+ *
+ * Only found records are cached: a lookup of an unknown key or slug always
+ * asks the KV (such requests are rate limited per client address), so the
+ * cache cannot be filled with garbage. Each map is also bounded.
+ */
+import { cacheGenerationKey } from "./keys.ts";
+
+const MAX_ENTRIES = 200_000;
+
+interface ReadCache {
+  /** How stale another process's writes may look, in ms. */
+  refreshMs: number;
+  /** Bumped by every local write; a fill started under an older one is dropped. */
+  generation: number;
+  /** The KV-wide generation counter as last read, or undefined before the first read. */
+  seen: bigint | null | undefined;
+  checkedAt: number;
+  pendingCheck: Promise<void> | null;
+  maps: Map<string, Map<unknown, unknown>>;
+}
+
+const caches = new WeakMap<Deno.Kv, ReadCache>();
+
+/** How stale writes of other processes to `kv` may look, in ms (APP_CACHE_REFRESH_MS). */
+export function setCacheRefreshMs(kv: Deno.Kv, ms: number): void {
+  cacheOf(kv).refreshMs = ms;
+}
+
+function cacheOf(kv: Deno.Kv): ReadCache {
+  let cache = caches.get(kv);
+  if (cache === undefined) {
+    cache = {
+      refreshMs: 1000,
+      generation: 0,
+      seen: undefined,
+      checkedAt: 0,
+      pendingCheck: null,
+      maps: new Map(),
+    };
+    caches.set(kv, cache);
+  }
+  return cache;
+}
+
+/** Drops every cached read of `kv`. The store calls this after each write. */
+export function forgetCachedReads(kv: Deno.Kv): void {
+  const cache = cacheOf(kv);
+  cache.generation++;
+  cache.maps.clear();
+}
+
+/** Starts an atomic operation that tells other processes the cached data changed. */
+export function changeOp(kv: Deno.Kv): Deno.AtomicOperation {
+  return kv.atomic().sum(cacheGenerationKey(), 1n);
+}
+
+/** Runs a store write, then forgets the cached reads (also when it failed half-way). */
+export async function writeThrough<T>(kv: Deno.Kv, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } finally {
+    forgetCachedReads(kv);
+  }
+}
+
+/** Makes sure writes of other processes are noticed within `refreshMs`. */
+function checkGeneration(kv: Deno.Kv, cache: ReadCache): Promise<void> | undefined {
+  const now = Date.now();
+  if (cache.seen !== undefined && now - cache.checkedAt < cache.refreshMs) return undefined;
+  cache.pendingCheck ??= (async () => {
+    try {
+      const entry = await kv.get<Deno.KvU64>(cacheGenerationKey());
+      const value = entry.value?.value ?? null;
+      if (cache.seen !== undefined && cache.seen !== value) forgetCachedReads(kv);
+      cache.seen = value;
+      cache.checkedAt = now;
+    } catch {
+      // Unknown whether others wrote: read everything afresh, and check again next time.
+      // (If the KV is really down, those reads fail and report it.)
+      forgetCachedReads(kv);
+      cache.seen = undefined;
+    } finally {
+      cache.pendingCheck = null;
+    }
+  })();
+  return cache.pendingCheck;
+}
+
+/**
+ * Returns the cached value of `name`/`id`, or loads it. `load` results that
+ * are null are returned but not cached.
+ */
+export function cachedRead<K, V>(
+  kv: Deno.Kv,
+  name: string,
+  id: K,
+  load: () => Promise<V | null>,
+): Promise<V | null> {
+  const cache = cacheOf(kv);
+  const check = checkGeneration(kv, cache);
+  if (check === undefined) {
+    // The hot path: no async function, no await.
+    const hit = cache.maps.get(name)?.get(id) as V | undefined;
+    if (hit !== undefined) return Promise.resolve(hit);
+  }
+  return readThrough(cache, check, name, id, load);
+}
+
+async function readThrough<K, V>(
+  cache: ReadCache,
+  check: Promise<void> | undefined,
+  name: string,
+  id: K,
+  load: () => Promise<V | null>,
+): Promise<V | null> {
+  if (check !== undefined) await check;
+  const hit = cache.maps.get(name)?.get(id) as V | undefined;
+  if (hit !== undefined) return hit;
+  const generation = cache.generation;
+  const value = await load();
+  if (value !== null && cache.generation === generation) remember(cache, name, id, value);
+  return value;
+}
+
+function remember(cache: ReadCache, name: string, id: unknown, value: unknown): void {
+  let map = cache.maps.get(name);
+  if (map === undefined) cache.maps.set(name, map = new Map());
+  else if (map.size >= MAX_ENTRIES) map.clear();
+  map.set(id, value);
+}

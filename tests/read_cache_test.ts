@@ -1,0 +1,185 @@
+/**
+ * The in-process read cache (src/store/cache.ts): every write through the
+ * store is seen by the very next request; writes of another KV handle (another
+ * process) within APP_CACHE_REFRESH_MS; a read that raced a write is not kept.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { createApp } from "../src/app.ts";
+import { testConfig } from "../src/config.ts";
+import {
+  cacheGenerationKey,
+  createApiKey,
+  createProject,
+  getApiKeyByHash,
+  hashApiKeySecret,
+  setApiKeyActive,
+  setCacheRefreshMs,
+  setProjectState,
+  setReleaseState,
+  updateProject,
+} from "../src/store/mod.ts";
+import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
+
+async function statusOf(res: Response | Promise<Response>): Promise<number> {
+  const response = await res;
+  await response.body?.cancel();
+  return response.status;
+}
+
+async function latestVersion(res: Response | Promise<Response>): Promise<string | number> {
+  const response = await res;
+  if (response.status !== 200) {
+    await response.body?.cancel();
+    return response.status;
+  }
+  return (await response.json()).release.version;
+}
+
+Deno.test("read cache: writes in this process are seen by the very next request", async (t) => {
+  const app = await createTestApp();
+  try {
+    const project = await seedProject(app, { slug: "desktop", tags: ["stable"] });
+    await seedRelease(app, project.id, "1.0.0");
+    const { apiKey, secret } = await seedKey(app);
+    const latest = () => app.request("/api/v1/projects/desktop/releases/latest", secret);
+
+    await t.step("a disabled key is refused at once, an enabled one accepted at once", async () => {
+      assert.equal(await statusOf(latest()), 200);
+      assert.equal(await statusOf(latest()), 200, "served from the cache");
+      await setApiKeyActive(app.kv, apiKey.id, false);
+      assert.equal(await statusOf(latest()), 401);
+      await setApiKeyActive(app.kv, apiKey.id, true);
+      assert.equal(await statusOf(latest()), 200);
+    });
+
+    await t.step("a new release, an archived one, and a re-activated one move latest", async () => {
+      assert.equal(await latestVersion(latest()), "1.0.0");
+      const newer = await seedRelease(app, project.id, "1.1.0");
+      assert.equal(await latestVersion(latest()), "1.1.0");
+      await setReleaseState(app.kv, newer.id, "archived");
+      assert.equal(await latestVersion(latest()), "1.0.0");
+      await setReleaseState(app.kv, newer.id, "active");
+      assert.equal(await latestVersion(latest()), "1.1.0");
+    });
+
+    await t.step("an edited project shows its new name; an archived one is gone", async () => {
+      await updateProject(app.kv, project.id, { name: "Desktop Two", tags: ["stable"] });
+      const res = await latest();
+      assert.equal((await res.json()).project.name, "Desktop Two");
+      const listed = async () => (await (await app.request("/api/v1/projects", secret)).json());
+      assert.equal((await listed()).projects.length, 1);
+      await setProjectState(app.kv, project.id, "archived");
+      assert.equal(await statusOf(latest()), 404);
+      assert.deepEqual((await listed()).projects, []);
+    });
+
+    await t.step("a key scoped by tags loses a project whose tags change", async () => {
+      await setProjectState(app.kv, project.id, "active");
+      const tagged = await seedKey(app, { scope_mode: "tag_allow_list", tags: ["stable"] });
+      const byTag = () => app.request("/api/v1/projects/desktop/releases/latest", tagged.secret);
+      assert.equal(await statusOf(byTag()), 200);
+      await updateProject(app.kv, project.id, { name: "Desktop Two", tags: ["beta"] });
+      assert.equal(await statusOf(byTag()), 404);
+    });
+  } finally {
+    await app.close();
+  }
+});
+
+Deno.test("read cache: every write bumps the KV-wide generation counter", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const generation = async () => (await kv.get<Deno.KvU64>(cacheGenerationKey())).value?.value;
+    assert.equal(await generation(), undefined);
+    const project = await createProject(kv, { name: "App", slug: "app" });
+    assert.equal(await generation(), 1n);
+    await updateProject(kv, project.id, { name: "App 2" });
+    const { apiKey } = await createApiKey(kv, {
+      name: "k",
+      can_download: true,
+      scope_mode: "all_projects",
+    });
+    await setApiKeyActive(kv, apiKey.id, false);
+    assert.equal(await generation(), 4n);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("read cache: another process's writes are seen within APP_CACHE_REFRESH_MS", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "uds-cache-" });
+  const path = join(dir, "kv.sqlite3");
+  // Two handles on one file behave like two processes: neither sees the other's cache.
+  const served = await Deno.openKv(path);
+  const other = await Deno.openKv(path);
+  try {
+    setCacheRefreshMs(served, 300);
+    await createProject(other, { name: "App", slug: "app" });
+    const { apiKey, secret } = await createApiKey(other, {
+      name: "k",
+      can_download: true,
+      scope_mode: "all_projects",
+    });
+    const app = createApp({
+      config: testConfig({ dataDir: dir, artifactsDir: join(dir, "artifacts") }),
+      kv: served,
+      recordKeyUse: () => {},
+    });
+    const projects = () =>
+      app.request("/api/v1/projects", { headers: { authorization: `Bearer ${secret}` } });
+    assert.equal(await statusOf(projects()), 200);
+    await setApiKeyActive(other, apiKey.id, false);
+    assert.equal(await statusOf(projects()), 200, "still cached within the refresh interval");
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    assert.equal(await statusOf(projects()), 401, "seen once the interval has passed");
+
+    setCacheRefreshMs(served, 0);
+    await setApiKeyActive(other, apiKey.id, true);
+    assert.equal(await statusOf(projects()), 200, "with 0, seen on the next request");
+  } finally {
+    served.close();
+    other.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("read cache: a read that raced a write is not kept", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const { apiKey, secret } = await createApiKey(kv, {
+      name: "k",
+      can_download: true,
+      scope_mode: "all_projects",
+    });
+    // Hold the first read of the key record until the key has been disabled.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => release = resolve);
+    let holdNext = true;
+    const slow = new Proxy(kv, {
+      get(target, prop) {
+        if (prop === "get") {
+          return async (key: Deno.KvKey) => {
+            const entry = await target.get(key);
+            if (holdNext && key[0] === "api_keys") {
+              holdNext = false;
+              await held;
+            }
+            return entry;
+          };
+        }
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const hash = hashApiKeySecret(secret);
+    const racing = getApiKeyByHash(slow, hash);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await setApiKeyActive(slow, apiKey.id, false);
+    release();
+    assert.equal((await racing)?.active, true, "the racing read got the old record");
+    assert.equal((await getApiKeyByHash(slow, hash))?.active, false, "but did not cache it");
+  } finally {
+    kv.close();
+  }
+});
