@@ -30,7 +30,8 @@ function loggingApp(t: TestApp, format: LogFormat, overrides: Partial<Config> = 
 Deno.test("access log", async (t) => {
   const app = await createTestApp();
   const project = await seedProject(app, { slug: "desktop" });
-  const bytes = new Uint8Array(200_000).fill(1);
+  // Several read chunks (src/api/download.ts reads 256 KiB at a time), so a download can be cut.
+  const bytes = new Uint8Array(1_000_000).fill(1);
   const release = await seedRelease(app, project.id, "1.0.0", bytes);
   const { apiKey, secret } = await seedKey(app);
   const auth = { authorization: `Bearer ${secret}` };

@@ -16,7 +16,11 @@ import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "
 
 type Json = Record<string, unknown>;
 const doc = document as unknown as Json;
-const paths = doc.paths as Record<string, Record<string, { responses: Record<string, Json> }>>;
+type Method = "get" | "head";
+const paths = doc.paths as Record<
+  string,
+  Partial<Record<Method, { responses: Record<string, Json> }>>
+>;
 
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 ajv.addFormat("date-time", /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/);
@@ -53,15 +57,22 @@ function deref(node: Json, pointer: string): { node: Json; pointer: string } {
 
 const covered = new Set<string>();
 
-/** Checks one real response against the document: status, headers, body schema. */
-async function conforms(route: string, res: Response): Promise<void> {
-  const status = String(res.status);
-  const operation = paths[route]?.get;
-  assert.ok(operation, `${route} is not documented`);
-  assert.ok(operation.responses[status], `${route} answered ${status}, which is not documented`);
+/**
+ * Checks one real response against the document: status, headers, body
+ * schema. A HEAD answer must have no body; a status its operation does not
+ * list is checked against the operation's `default` response.
+ */
+async function conforms(route: string, res: Response, method: Method = "get"): Promise<void> {
+  const operation = paths[route]?.[method];
+  assert.ok(operation, `${method} ${route} is not documented`);
+  const status = operation.responses[String(res.status)] ? String(res.status) : "default";
+  assert.ok(
+    operation.responses[status],
+    `${method} ${route} answered ${res.status}, which is not documented`,
+  );
   const response = deref(
     operation.responses[status],
-    `/paths/${escape(route)}/get/responses/${status}`,
+    `/paths/${escape(route)}/${method}/responses/${status}`,
   );
 
   const headers = (response.node.headers ?? {}) as Record<string, Json>;
@@ -76,8 +87,11 @@ async function conforms(route: string, res: Response): Promise<void> {
     assert.ok(validate(value), `${route} ${status}: header ${name}: ${value}`);
   }
 
-  const content = response.node.content as Record<string, unknown>;
-  if (content["application/json"]) {
+  const content = response.node.content as Record<string, unknown> | undefined;
+  if (method === "head") {
+    assert.equal(content, undefined, `${route} ${status}: a HEAD answer has no content`);
+    assert.equal((await res.arrayBuffer()).byteLength, 0, `HEAD ${route} ${status}: a body`);
+  } else if (content?.["application/json"]) {
     assert.equal(res.headers.get("content-type"), "application/json; charset=utf-8");
     const body = await res.json();
     const validate = validatorAt(`${response.pointer}/content/application~1json/schema`);
@@ -86,10 +100,10 @@ async function conforms(route: string, res: Response): Promise<void> {
       `${route} ${status}: ${JSON.stringify(validate.errors)}\n${JSON.stringify(body)}`,
     );
   } else {
-    assert.ok(content["*/*"], `${route} ${status}: no content documented`);
+    assert.ok(content?.["*/*"], `${route} ${status}: no content documented`);
     await res.arrayBuffer();
   }
-  covered.add(`${route} ${status}`);
+  covered.add(method === "get" ? `${route} ${status}` : `${method} ${route} ${status}`);
 }
 
 /** A KV whose reads fail for keys that `fails` picks (storage outage). */
@@ -219,6 +233,34 @@ Deno.test("the OpenAPI document", async (t) => {
     await conforms(DOWNLOAD, await app.request(`/api/v1/releases/${missing.id}/download`, secret));
   });
 
+  await t.step("download extension: 206, 416 and HEAD", async () => {
+    const path = `/api/v1/releases/${release.id}/download`;
+    const ranged = (range: string, method = "GET", extra: Record<string, string> = {}) =>
+      app.request(path, secret, { method, headers: { range, ...extra } });
+    const etag = `"${release.checksum_sha256}"`;
+
+    const partial = await ranged("bytes=100-", "GET", { "if-range": etag });
+    assert.equal(partial.status, 206);
+    assert.equal(partial.headers.get("content-range"), "bytes 100-4999/5000");
+    assert.equal(partial.headers.get("content-length"), "4900");
+    await conforms(DOWNLOAD, partial);
+
+    const unsatisfiable = await ranged("bytes=5000-");
+    assert.equal(unsatisfiable.status, 416);
+    await conforms(DOWNLOAD, unsatisfiable);
+
+    await conforms(DOWNLOAD, await app.request(path, secret, { method: "HEAD" }), "head");
+    const headPartial = await ranged("bytes=-10", "HEAD");
+    assert.equal(headPartial.status, 206);
+    await conforms(DOWNLOAD, headPartial, "head");
+    await conforms(DOWNLOAD, await ranged("bytes=9999-", "HEAD"), "head");
+    const headMissing = await app.request(`/api/v1/releases/${missing.id}/download`, secret, {
+      method: "HEAD",
+    });
+    assert.equal(headMissing.status, 404);
+    await conforms(DOWNLOAD, headMissing, "head");
+  });
+
   await t.step("429 on every key route", async () => {
     const limited = appOn(app, app.kv, { rateLimitBurst: 1, rateLimitPerMinute: 1 });
     const { secret: once } = await seedKey(app);
@@ -254,9 +296,10 @@ Deno.test("the OpenAPI document", async (t) => {
   });
 
   await t.step("every documented route and status was exercised", () => {
-    const documented = Object.entries(paths).flatMap(([route, item]) =>
-      Object.keys(item.get.responses).map((status) => `${route} ${status}`)
-    );
+    const documented = Object.entries(paths).flatMap(([route, item]) => [
+      ...Object.keys(item.get?.responses ?? {}).map((status) => `${route} ${status}`),
+      ...Object.keys(item.head?.responses ?? {}).map((status) => `head ${route} ${status}`),
+    ]);
     assert.deepEqual([...covered].sort(), documented.sort());
   });
 

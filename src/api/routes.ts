@@ -1,9 +1,7 @@
 /** The client JSON API under /api/v1 (client-api.md section 4). */
 import { Hono } from "hono";
 import { projectVisible } from "../access.ts";
-import { openArtifact } from "../artifacts.ts";
 import type { AppDeps, AppEnv } from "../app_types.ts";
-import { contentDisposition } from "../http/content_disposition.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import { jsonBytes, jsonResponse, jsonText } from "../http/json.ts";
 import { recordKvError } from "../metrics.ts";
@@ -20,6 +18,7 @@ import {
   SLUG_PATTERN,
 } from "../store/mod.ts";
 import { apiKeyGate, rateLimitGate } from "./auth.ts";
+import { serveArtifact } from "./download.ts";
 import { openApiJson } from "./openapi.ts";
 import { apiIndex, projectListBody, releaseEnvelopeBody } from "./serialize.ts";
 
@@ -76,24 +75,14 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
   api.get("/releases/:id/download", gate, async (c) => {
     const { release } = await findVisibleRelease(kv, c.get("apiKey"), c.req.param("id"));
     c.set("releaseId", release.id);
-    const artifact = await openArtifact(deps.config.artifactsDir, release.storage_key);
-    if (artifact === null) throw new ApiError(404, API_ERRORS.releaseNotFound);
-    const headers = {
-      "content-type": release.content_type,
-      "content-length": String(artifact.size),
-      "content-disposition": contentDisposition(release.filename),
-    };
-    // Hono answers HEAD with the GET handler's headers and drops its body
-    // without cancelling it: close the file here instead of leaking it.
-    if (c.req.method === "HEAD") {
-      artifact.file.close();
-      return new Response(null, { status: 200, headers });
+    const served = await serveArtifact(deps.config.artifactsDir, release, c.req.raw);
+    if (served.countsAsDownload) {
+      countDownload(kv, release.id).catch((error) => {
+        recordKvError("download_count");
+        console.error("download count failed:", error);
+      });
     }
-    countDownload(kv, release.id).catch((error) => {
-      recordKvError("download_count");
-      console.error("download count failed:", error);
-    });
-    return new Response(artifact.file.readable, { status: 200, headers });
+    return served.response;
   });
 
   // The API is read-only: known paths refuse other methods, unknown paths are 404.

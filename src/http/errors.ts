@@ -13,7 +13,7 @@ export class ApiError extends HTTPException {
   }
 }
 
-/** The exact error strings of client-api.md section 7. */
+/** The exact error strings of client-api.md section 7 (and of the extensions beyond it). */
 export const API_ERRORS = {
   invalidReleaseId: "invalid release id",
   missingKey: "missing bearer api key",
@@ -25,4 +25,6 @@ export const API_ERRORS = {
   internal: "internal server error",
   keyServiceUnavailable: "api key service unavailable",
   methodNotAllowed: "method not allowed",
+  /** 416 of a download `Range` that starts at or beyond the end (an extension beyond v1). */
+  rangeNotSatisfiable: "range not satisfiable",
 } as const;

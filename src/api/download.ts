@@ -1,0 +1,187 @@
+/**
+ * Artifact downloads with single byte ranges (RFC 9110 section 14), so that
+ * clients can resume: `ETag` (the artifact's SHA-256, strong) and
+ * `Accept-Ranges: bytes` on every answer, `Range` honoured when `If-Range` is
+ * absent or names the current ETag, `206` with `Content-Range`, `416` for a
+ * start beyond the end. Multi-range and malformed `Range` headers are ignored
+ * (a full `200`), as RFC 9110 allows. The file is streamed from its offset in
+ * large chunks and never read whole.
+ */
+import { openArtifact } from "../artifacts.ts";
+import { contentDisposition } from "../http/content_disposition.ts";
+import { API_ERRORS, ApiError } from "../http/errors.ts";
+import type { Release } from "../store/mod.ts";
+
+/** Bytes read from the file per chunk. */
+export const CHUNK_SIZE = 256 * 1024;
+
+/** An inclusive byte range inside the file: `start <= end < size`. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+const RANGE_SPEC = /^(\d*)-(\d*)$/;
+
+/**
+ * Reads a `Range` header for a file of `size` bytes: the one range it asks
+ * for (clipped to the file), `"unsatisfiable"` when it starts at or beyond the
+ * end (or is an empty suffix), or null when it is absent, malformed, of another
+ * unit or asks for more than one range: those are ignored and the whole file
+ * is sent.
+ */
+export function parseRange(
+  header: string | null | undefined,
+  size: number,
+): ByteRange | "unsatisfiable" | null {
+  if (!header) return null;
+  const eq = header.indexOf("=");
+  if (eq === -1 || header.slice(0, eq).trim().toLowerCase() !== "bytes") return null;
+  // Empty list elements are allowed (RFC 9110 section 5.6.1); more than one range is not served.
+  const specs = header.slice(eq + 1).split(",").map((s) => s.trim()).filter((s) => s !== "");
+  if (specs.length !== 1) return null;
+  const match = RANGE_SPEC.exec(specs[0]);
+  if (match === null) return null;
+  const [, first, last] = match;
+  if (first === "") {
+    if (last === "") return null; // "-" alone
+    const suffix = Number(last);
+    if (suffix === 0 || size === 0) return "unsatisfiable";
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(first);
+  const end = last === "" ? Infinity : Number(last);
+  if (end < start) return null; // invalid: last-pos before first-pos
+  if (start >= size) return "unsatisfiable";
+  return { start, end: Math.min(end, size - 1) };
+}
+
+/** The strong ETag of an artifact: its SHA-256 hex, quoted. */
+export function artifactEtag(checksumSha256: string): string {
+  return `"${checksumSha256.toLowerCase()}"`;
+}
+
+/**
+ * Whether a `Range` may be honoured under `If-Range`: when there is none, or
+ * it is exactly the current strong ETag. A date, a weak or another ETag means
+ * the client's part may be stale, so the whole file is sent.
+ */
+export function ifRangeAllows(ifRange: string | null | undefined, etag: string): boolean {
+  if (ifRange === null || ifRange === undefined) return true;
+  return ifRange.trim() === etag;
+}
+
+/**
+ * A stream of `length` bytes of `file` from `start`, read in {@link CHUNK_SIZE}
+ * chunks. It seeks first, closes the file at the end, on cancel (client gone)
+ * and on error, and fails if the file ends early (so a short body is never
+ * passed off as complete).
+ */
+export async function fileSliceStream(
+  file: Deno.FsFile,
+  start: number,
+  length: number,
+  chunkSize = CHUNK_SIZE,
+): Promise<ReadableStream<Uint8Array>> {
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    file.close();
+  };
+  try {
+    if (start > 0) await file.seek(start, Deno.SeekMode.Start);
+  } catch (error) {
+    close();
+    throw error;
+  }
+  let remaining = length;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (remaining === 0) {
+        close();
+        controller.close();
+        return;
+      }
+      const buffer = new Uint8Array(Math.min(chunkSize, remaining));
+      let filled = 0;
+      try {
+        while (filled < buffer.byteLength) {
+          const n = await file.read(buffer.subarray(filled));
+          if (n === null) throw new Error(`artifact ended ${remaining - filled} bytes early`);
+          filled += n;
+        }
+      } catch (error) {
+        close();
+        controller.error(error);
+        return;
+      }
+      remaining -= filled;
+      controller.enqueue(buffer);
+      if (remaining === 0) {
+        close();
+        controller.close();
+      }
+    },
+    cancel() {
+      close();
+    },
+  });
+}
+
+export interface ArtifactResponse {
+  response: Response;
+  /**
+   * Whether this answer counts as one download: a full `200` GET, or a `206`
+   * GET from byte 0. A resumed download (its later ranges) is counted once.
+   */
+  countsAsDownload: boolean;
+}
+
+/**
+ * The answer to GET or HEAD of a release's artifact: `200` (whole file),
+ * `206` (one range) or, by throwing, `404 release not found` (file missing)
+ * and `416 range not satisfiable`.
+ */
+export async function serveArtifact(
+  artifactsDir: string,
+  release: Release,
+  request: Request,
+): Promise<ArtifactResponse> {
+  const artifact = await openArtifact(artifactsDir, release.storage_key);
+  if (artifact === null) throw new ApiError(404, API_ERRORS.releaseNotFound);
+  const { file, size } = artifact;
+  const etag = artifactEtag(release.checksum_sha256);
+
+  const range = ifRangeAllows(request.headers.get("if-range"), etag)
+    ? parseRange(request.headers.get("range"), size)
+    : null;
+  if (range === "unsatisfiable") {
+    file.close();
+    throw new ApiError(416, API_ERRORS.rangeNotSatisfiable, {
+      "accept-ranges": "bytes",
+      "content-range": `bytes */${size}`,
+    });
+  }
+
+  const start = range?.start ?? 0;
+  const length = range === null ? size : range.end - range.start + 1;
+  const headers: Record<string, string> = {
+    "content-type": release.content_type,
+    "content-length": String(length),
+    "content-disposition": contentDisposition(release.filename),
+    etag,
+    "accept-ranges": "bytes",
+  };
+  if (range !== null) headers["content-range"] = `bytes ${range.start}-${range.end}/${size}`;
+  const status = range === null ? 200 : 206;
+
+  // Hono answers HEAD with the GET handler's headers and drops its body
+  // without cancelling it: close the file here instead of leaking it.
+  if (request.method === "HEAD") {
+    file.close();
+    return { response: new Response(null, { status, headers }), countsAsDownload: false };
+  }
+  const body = await fileSliceStream(file, start, length);
+  return { response: new Response(body, { status, headers }), countsAsDownload: start === 0 };
+}
