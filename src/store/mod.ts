@@ -3,6 +3,7 @@ export * from "./admin_users.ts";
 export * from "./api_keys.ts";
 export * from "./backup.ts";
 export * from "./audit.ts";
+export * from "./bulk.ts";
 export * from "./errors.ts";
 export * from "./keys.ts";
 export * from "./login_throttle.ts";

@@ -1,0 +1,174 @@
+/**
+ * The bench's data sets, written through the store layer straight into the
+ * KV file of a data dir before the service starts on it (so no two
+ * processes ever hold the file at once).
+ */
+import { join } from "node:path";
+import { publishRelease, saveArtifact } from "../src/artifacts.ts";
+import { loadConfig } from "../src/config.ts";
+import {
+  createApiKey,
+  createApiKeysBulk,
+  createProject,
+  createReleasesBulk,
+  type Release,
+} from "../src/store/mod.ts";
+
+const MiB = 1024 * 1024;
+
+/** Where the service keeps its KV file and artifacts for a data dir (src/config.ts decides). */
+export function storagePaths(dataDir: string): { kvPath: string; artifactsDir: string } {
+  const config = loadConfig({ APP_DATA_DIR: dataDir });
+  return { kvPath: config.kvPath, artifactsDir: config.artifactsDir };
+}
+
+async function withStore<T>(dataDir: string, fn: (kv: Deno.Kv) => Promise<T>): Promise<T> {
+  await Deno.mkdir(dataDir, { recursive: true });
+  const kv = await Deno.openKv(storagePaths(dataDir).kvPath);
+  try {
+    return await fn(kv);
+  } finally {
+    kv.close();
+  }
+}
+
+/**
+ * `bytes` of incompressible data as a stream of 1 MiB chunks: one random
+ * block repeated (the content does not matter, only that nothing compresses it).
+ */
+export function fillerStream(bytes: number): ReadableStream<Uint8Array> {
+  const block = new Uint8Array(MiB);
+  for (let i = 0; i < block.length; i += 65536) {
+    crypto.getRandomValues(block.subarray(i, i + 65536));
+  }
+  let left = bytes;
+  return new ReadableStream({
+    pull(controller) {
+      if (left <= 0) return controller.close();
+      const n = Math.min(left, block.length);
+      left -= n;
+      // A copy: the consumer may keep or transfer the chunk.
+      controller.enqueue(block.slice(0, n));
+    },
+  });
+}
+
+/** Writes a file of `bytes` filler bytes. */
+export async function writeFillerFile(path: string, bytes: number): Promise<void> {
+  const file = await Deno.open(path, { write: true, create: true, truncate: true });
+  await fillerStream(bytes).pipeTo(file.writable);
+}
+
+export interface BasicData {
+  slug: string;
+  key: string;
+  release: Release;
+  artifactPath: string;
+}
+
+/** One project `app`, one release with an artifact of `artifactBytes`, one key for all projects. */
+export function seedBasic(dataDir: string, artifactBytes: number): Promise<BasicData> {
+  return withStore(dataDir, async (kv) => {
+    const { artifactsDir } = storagePaths(dataDir);
+    const project = await createProject(kv, { name: "App", slug: "app" });
+    const release = await publishRelease(
+      kv,
+      artifactsDir,
+      { project_id: project.id, version: "1.0.0", filename: "app-1.0.0.bin" },
+      fillerStream(artifactBytes),
+      Number.MAX_SAFE_INTEGER,
+    );
+    const { secret } = await createApiKey(kv, {
+      name: "bench",
+      can_download: true,
+      scope_mode: "all_projects",
+    });
+    return {
+      slug: project.slug,
+      key: secret,
+      release,
+      artifactPath: join(artifactsDir, release.storage_key),
+    };
+  });
+}
+
+/** `total` projects and one key whose allow list holds `allowed` of them, spread evenly. */
+export function seedProjects(
+  dataDir: string,
+  total: number,
+  allowed: number,
+): Promise<{ key: string }> {
+  return withStore(dataDir, async (kv) => {
+    const ids: number[] = [];
+    for (let i = 0; i < total; i++) {
+      const project = await createProject(kv, {
+        name: `Project ${i + 1}`,
+        slug: `project-${i + 1}`,
+        description: `Bench project number ${i + 1}`,
+        tags: i % 2 === 0 ? ["even"] : ["odd"],
+      });
+      ids.push(project.id);
+    }
+    const step = total / allowed;
+    const allowList = Array.from({ length: allowed }, (_, i) => ids[Math.floor(i * step)]);
+    const { secret } = await createApiKey(kv, {
+      name: "allow list",
+      can_download: true,
+      scope_mode: "project_allow_list",
+      project_ids: allowList,
+    });
+    return { key: secret };
+  });
+}
+
+/**
+ * One project `app` with `releases` releases (one stored artifact, shared by
+ * their records) and `keys` keys; returns the key in the middle of the range.
+ */
+export function seedLarge(
+  dataDir: string,
+  releases: number,
+  keys: number,
+): Promise<{ slug: string; key: string; latest: Release }> {
+  return withStore(dataDir, async (kv) => {
+    const { artifactsDir } = storagePaths(dataDir);
+    const project = await createProject(kv, { name: "App", slug: "app" });
+    const artifact = await saveArtifact(artifactsDir, fillerStream(4096), Number.MAX_SAFE_INTEGER);
+    const start = Date.now() - releases * 60_000;
+    const [created, apiKeys] = await Promise.all([
+      createReleasesBulk(
+        kv,
+        project.id,
+        Array.from({ length: releases }, (_, i) => ({
+          version: `1.${Math.floor(i / 100)}.${i % 100}`,
+          build: String(i + 1),
+          filename: `app-${i + 1}.bin`,
+          release_notes: `Release ${i + 1} of the bench project.`,
+          created_at: new Date(start + i * 60_000).toISOString(),
+          ...artifact,
+        })),
+      ),
+      createApiKeysBulk(
+        kv,
+        Array.from({ length: keys }, (_, i) => ({
+          name: `bulk key ${i + 1}`,
+          can_download: true,
+          scope_mode: i % 3 === 0 ? "project_allow_list" : "all_projects",
+          project_ids: i % 3 === 0 ? [project.id] : [],
+        })),
+      ),
+    ]);
+    // A key from the middle of the id range with the same scope as the small data set's key.
+    let pick = Math.floor(apiKeys.length / 2);
+    while (pick < apiKeys.length - 1 && apiKeys[pick].apiKey.scope_mode !== "all_projects") pick++;
+    return { slug: project.slug, key: apiKeys[pick].secret, latest: created[created.length - 1] };
+  });
+}
+
+/** One empty project `upload` to upload into. */
+export function seedUpload(dataDir: string): Promise<{ slug: string }> {
+  return withStore(dataDir, async (kv) => {
+    const project = await createProject(kv, { name: "Upload", slug: "upload" });
+    return { slug: project.slug };
+  });
+}

@@ -1,0 +1,357 @@
+/**
+ * Child processes of the bench: the service (`deno task start`), the bare
+ * Deno baseline, nginx, and one-shot tools (wrk, curl). Every long-running
+ * child is registered in a `Cleanup` so that a failure or Ctrl-C stops it.
+ */
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
+
+const decoder = new TextDecoder();
+
+/** The absolute path of an executable on PATH, or null. */
+export function which(name: string): string | null {
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    if (!dir) continue;
+    const path = join(dir, name);
+    try {
+      const info = Deno.statSync(path);
+      if (info.isFile && ((info.mode ?? 0o111) & 0o111) !== 0) return path;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+/** Stack of undo steps, run newest first; safe to run twice. */
+export class Cleanup {
+  #steps: Array<() => Promise<void> | void> = [];
+
+  add(step: () => Promise<void> | void): void {
+    this.#steps.push(step);
+  }
+
+  async run(): Promise<void> {
+    while (this.#steps.length > 0) {
+      const step = this.#steps.pop()!;
+      try {
+        await step();
+      } catch (error) {
+        console.error(`cleanup step failed: ${error instanceof Error ? error.message : error}`);
+      }
+    }
+  }
+}
+
+/** Runs a command to completion. */
+export async function run(
+  cmd: string,
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const output = await new Deno.Command(cmd, {
+    args,
+    env: options.env,
+    cwd: options.cwd,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return {
+    code: output.code,
+    stdout: decoder.decode(output.stdout),
+    stderr: decoder.decode(output.stderr),
+  };
+}
+
+/** The last `limit` characters written to a stream, kept for error messages. */
+class Tail {
+  text = "";
+  constructor(readonly limit = 8000) {}
+  push(chunk: string) {
+    this.text = (this.text + chunk).slice(-this.limit);
+  }
+}
+
+export interface Server {
+  /** `http://127.0.0.1:<port>` */
+  baseUrl: string;
+  port: number;
+  /** Pid of the spawned process (for the service: `deno task`, not the server itself). */
+  pid: number;
+  /** Recent output, for error messages. */
+  output: () => string;
+  /** Settles when the child exits. */
+  status: Promise<Deno.CommandStatus>;
+  stop: () => Promise<void>;
+}
+
+/**
+ * Spawns a long-running child, reads its stdout until `ready` matches, then
+ * keeps draining stdout so that a chatty access log never blocks the child.
+ */
+async function spawnServer(
+  name: string,
+  cmd: string,
+  args: string[],
+  options: {
+    env?: Record<string, string>;
+    /** Matches the stdout line that says the child listens; group 1 is the port. */
+    ready?: RegExp;
+    /** The port, when known beforehand (then there is no ready line to wait for). */
+    port?: number;
+    timeoutMs?: number;
+    cleanup: Cleanup;
+  },
+): Promise<Server> {
+  const child = new Deno.Command(cmd, {
+    args,
+    cwd: PROJECT_ROOT,
+    env: { NO_COLOR: "1", ...options.env },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const tail = new Tail();
+  let port = options.port ?? 0;
+  let resolveReady: () => void = () => {};
+  const readyNow = new Promise<void>((resolve) => resolveReady = resolve);
+  let ready = options.ready === undefined;
+  if (ready) resolveReady();
+  const drained = Promise.all([
+    (async () => {
+      // stdout: scanned for the ready line, then only drained (the access log goes nowhere).
+      let pending = "";
+      for await (const chunk of child.stdout) {
+        if (ready) continue;
+        const text = decoder.decode(chunk, { stream: true });
+        tail.push(text);
+        pending += text;
+        const match = options.ready!.exec(pending);
+        if (match) {
+          port = Number(match[1]);
+          ready = true;
+          resolveReady();
+        }
+      }
+    })(),
+    (async () => {
+      // stderr: kept (its tail) for error messages.
+      for await (const chunk of child.stderr) tail.push(decoder.decode(chunk, { stream: true }));
+    })(),
+  ]).catch(() => {});
+
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // already gone
+    }
+    const killer = setTimeout(() => {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        // already gone
+      }
+    }, 15_000);
+    await child.status;
+    clearTimeout(killer);
+    await drained;
+  };
+  options.cleanup.add(stop);
+
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const outcome = await Promise.race([
+    readyNow.then(() => "ready" as const),
+    child.status.then(() => "exited" as const),
+    new Promise<"timeout">((resolve) => timer = setTimeout(() => resolve("timeout"), timeoutMs)),
+  ]);
+  clearTimeout(timer);
+  if (outcome !== "ready") {
+    await stop();
+    throw new Error(
+      `${name} ${
+        outcome === "exited" ? "exited before it was ready" : "did not start in time"
+      }:\n` +
+        tail.text,
+    );
+  }
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    port,
+    pid: child.pid,
+    output: () => tail.text,
+    status: child.status,
+    stop,
+  };
+}
+
+/** The service through `deno task start`, on a free port with the given data dir. */
+export function startService(
+  dataDir: string,
+  env: Record<string, string>,
+  cleanup: Cleanup,
+): Promise<Server> {
+  // Settings from the caller's environment must not leak in (an APP_KV_PATH would point the
+  // service at another database than the one seeded): an empty value counts as unset.
+  const inherited = Object.keys(Deno.env.toObject()).filter((name) => name.startsWith("APP_"));
+  return spawnServer("the service", Deno.execPath(), ["task", "-q", "start"], {
+    env: {
+      ...Object.fromEntries(inherited.map((name) => [name, ""])),
+      APP_DATA_DIR: dataDir,
+      APP_PORT: "0",
+      APP_HOST: "127.0.0.1",
+      APP_CLIENT_RATE_LIMIT_PER_MINUTE: "1000000000",
+      APP_CLIENT_RATE_LIMIT_BURST: "1000000000",
+      ...env,
+    },
+    ready: /listening on http:\/\/[^:\s]+:(\d+)/,
+    cleanup,
+  });
+}
+
+/** bench/baseline_server.ts: a bare `Deno.serve` answering `bodyFile` as JSON. */
+export function startBaseline(bodyFile: string, cleanup: Cleanup): Promise<Server> {
+  return spawnServer(
+    "the baseline server",
+    Deno.execPath(),
+    [
+      "run",
+      "--allow-net=127.0.0.1",
+      `--allow-read=${bodyFile}`,
+      join(PROJECT_ROOT, "bench", "baseline_server.ts"),
+      bodyFile,
+    ],
+    { ready: /baseline listening on port (\d+)/, cleanup },
+  );
+}
+
+/** A free TCP port on 127.0.0.1 (for programs that cannot pick one themselves). */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** The nginx configuration of the download baseline. */
+export function nginxConfig(
+  { workDir, root, port, asRoot }: {
+    workDir: string;
+    root: string;
+    port: number;
+    asRoot: boolean;
+  },
+): string {
+  return [
+    // Started as root, nginx would run its worker as `nobody`, which may not read our files.
+    asRoot ? "user root;" : "",
+    "daemon off;",
+    "worker_processes 1;",
+    `pid ${join(workDir, "nginx.pid")};`,
+    `error_log ${join(workDir, "error.log")} warn;`,
+    "events { worker_connections 1024; }",
+    "http {",
+    "  access_log off;",
+    "  sendfile on;",
+    "  tcp_nopush on;",
+    "  default_type application/octet-stream;",
+    ...["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map((kind) =>
+      `  ${kind}_temp_path ${join(workDir, `${kind}_temp`)};`
+    ),
+    `  server { listen 127.0.0.1:${port}; root ${root}; }`,
+    "}",
+    "",
+  ].filter((line) => line !== "").join("\n");
+}
+
+/** nginx serving the files of `root` with sendfile, as a child process (no daemon). */
+export async function startNginx(
+  nginx: string,
+  root: string,
+  workDir: string,
+  cleanup: Cleanup,
+): Promise<Server> {
+  await Deno.mkdir(workDir, { recursive: true });
+  const port = freePort();
+  const conf = join(workDir, "nginx.conf");
+  await Deno.writeTextFile(
+    conf,
+    nginxConfig({ workDir, root, port, asRoot: Deno.uid() === 0 }),
+  );
+  const server = await spawnServer(
+    "nginx",
+    nginx,
+    ["-p", `${workDir}/`, "-e", join(workDir, "error.log"), "-c", conf],
+    { port, cleanup },
+  );
+  // nginx prints nothing when it is up: poll the port until it answers.
+  const deadline = Date.now() + 10_000;
+  let exited = false;
+  server.status.then(() => exited = true);
+  while (true) {
+    try {
+      const res = await fetch(`${server.baseUrl}/`, { method: "HEAD" });
+      await res.body?.cancel();
+      return server;
+    } catch (error) {
+      if (exited || Date.now() > deadline) {
+        const log = await Deno.readTextFile(join(workDir, "error.log")).catch(() => "");
+        await server.stop();
+        throw new Error(`nginx did not start: ${error}\n${server.output()}\n${log}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+/** Pids of every descendant of `pid`, from /proc/<pid>/task/<tid>/children. */
+export async function descendants(pid: number): Promise<number[]> {
+  const found: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    const current = queue.shift()!;
+    let tids: string[] = [];
+    try {
+      for await (const entry of Deno.readDir(`/proc/${current}/task`)) tids.push(entry.name);
+    } catch {
+      tids = [];
+    }
+    for (const tid of tids) {
+      const text = await Deno.readTextFile(`/proc/${current}/task/${tid}/children`).catch(() => "");
+      for (const child of text.split(/\s+/).filter(Boolean).map(Number)) {
+        found.push(child);
+        queue.push(child);
+      }
+    }
+  }
+  return found;
+}
+
+/**
+ * The pid of the process that runs main.ts under `deno task start` (the task
+ * runner itself is a separate deno process): the task pid when it runs
+ * main.ts itself, else the descendant whose command line names main.ts.
+ */
+export async function findServicePid(taskPid: number): Promise<number> {
+  for (const pid of [taskPid, ...await descendants(taskPid)]) {
+    const cmdline = await Deno.readTextFile(`/proc/${pid}/cmdline`).catch(() => "");
+    const args = cmdline.split("\0");
+    if (args.includes("main.ts") && args.includes("run")) return pid;
+  }
+  throw new Error(`no process running main.ts under pid ${taskPid}`);
+}
+
+/** A memory figure of /proc/<pid>/status in KiB: VmHWM is the peak resident set. */
+export async function procStatusKiB(pid: number, field: "VmHWM" | "VmRSS"): Promise<number> {
+  const status = await Deno.readTextFile(`/proc/${pid}/status`);
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status);
+  if (!match) throw new Error(`no ${field} in /proc/${pid}/status`);
+  return Number(match[1]);
+}

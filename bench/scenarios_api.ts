@@ -1,0 +1,237 @@
+/** The JSON API scenarios, measured with wrk: latest release, project list, large data set. */
+import { join } from "node:path";
+import { type BenchContext, type Scenario, scratch } from "./context.ts";
+import { seedLarge, seedProjects } from "./data.ts";
+import { startBaseline, startService } from "./process.ts";
+import { makeRow } from "./table.ts";
+import { runWrk, type WrkResult } from "./wrk.ts";
+
+const BASELINE = "Deno.serve";
+
+/** A warm-up run (figures dropped) when asked for, then the measured run. */
+async function measure(ctx: BenchContext, url: string, key: string): Promise<WrkResult> {
+  const { params, tools } = ctx;
+  const options = {
+    url,
+    headers: { authorization: `Bearer ${key}` },
+    connections: params.connections,
+    threads: params.threads,
+  };
+  if (params.warmup > 0) await runWrk(tools.wrk!, { ...options, durationSeconds: params.warmup });
+  return await runWrk(tools.wrk!, { ...options, durationSeconds: params.duration });
+}
+
+/**
+ * GETs `url` once with the key, checks the answer is 200 JSON, and returns
+ * its exact bytes (the baseline serves the same bytes).
+ */
+async function fetchBody(
+  url: string,
+  key: string,
+  check: (json: unknown) => string | null,
+): Promise<Uint8Array> {
+  const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  const text = new TextDecoder().decode(bytes);
+  if (res.status !== 200) throw new Error(`GET ${url} answered ${res.status}: ${text}`);
+  const problem = check(JSON.parse(text));
+  if (problem) throw new Error(`GET ${url}: ${problem}`);
+  return bytes;
+}
+
+/** Measures the service, then a bare Deno.serve answering the same bytes. */
+async function againstBaseline(
+  ctx: BenchContext,
+  name: string,
+  url: string,
+  key: string,
+  body: Uint8Array,
+): Promise<{ service: WrkResult; baseline: WrkResult }> {
+  const bodyFile = scratch(ctx, `${name}-body.json`);
+  await Deno.writeFile(bodyFile, body);
+  const baselineServer = await startBaseline(bodyFile, ctx.cleanup);
+  try {
+    ctx.log(`${name}: wrk on the service (${body.byteLength} B body)`);
+    const service = await measure(ctx, url, key);
+    ctx.log(`${name}: wrk on the baseline`);
+    const baseline = await measure(ctx, `${baselineServer.baseUrl}/`, key);
+    return { service, baseline };
+  } finally {
+    await baselineServer.stop();
+  }
+}
+
+const wrkNote = (ctx: BenchContext) =>
+  `wrk ${ctx.params.threads} threads, ${ctx.params.connections} connections, ${ctx.params.duration} s`;
+
+// ---------------------------------------------------------------------------
+
+const LATEST = "latest-release";
+
+export const latestRelease: Scenario = {
+  name: "latest",
+  needs: ["wrk"],
+  template: () => [
+    {
+      scenario: LATEST,
+      metric: "requests/s",
+      unit: "req/s",
+      service: null,
+      baselineName: BASELINE,
+      ratioOf: "service/baseline",
+      target: { of: "ratio", op: ">=", value: 0.6 },
+    },
+    { scenario: LATEST, metric: "p50 latency", unit: "ms", service: null, baselineName: BASELINE },
+    {
+      scenario: LATEST,
+      metric: "p99 latency",
+      unit: "ms",
+      service: null,
+      baselineName: BASELINE,
+      target: { of: "service", op: "<=", value: 5 },
+    },
+  ],
+  async run(ctx) {
+    const { data, server } = await ctx.basic();
+    const url = `${server.baseUrl}/api/v1/projects/${data.slug}/releases/latest`;
+    const body = await fetchBody(
+      url,
+      data.key,
+      // deno-lint-ignore no-explicit-any
+      (json: any) => json?.release?.id === data.release.id ? null : "not the seeded release",
+    );
+    const { service, baseline } = await againstBaseline(ctx, "latest", url, data.key, body);
+    const [rps, p50, p99] = this.template(ctx.params);
+    return [
+      makeRow({
+        ...rps,
+        service: service.requestsPerSec,
+        baseline: baseline.requestsPerSec,
+        note: wrkNote(ctx),
+      }),
+      makeRow({ ...p50, service: service.p50Ms, baseline: baseline.p50Ms }),
+      makeRow({ ...p99, service: service.p99Ms, baseline: baseline.p99Ms }),
+    ];
+  },
+};
+
+// ---------------------------------------------------------------------------
+
+const PROJECTS = "project list";
+
+export const projectList: Scenario = {
+  name: "projects",
+  needs: ["wrk"],
+  template: () => [
+    {
+      scenario: PROJECTS,
+      metric: "requests/s",
+      unit: "req/s",
+      service: null,
+      baselineName: BASELINE,
+      ratioOf: "service/baseline",
+      target: { of: "ratio", op: ">=", value: 0.4 },
+    },
+    {
+      scenario: PROJECTS,
+      metric: "p99 latency",
+      unit: "ms",
+      service: null,
+      baselineName: BASELINE,
+    },
+  ],
+  async run(ctx) {
+    const { projects, allowList } = ctx.params;
+    const dataDir = join(ctx.workDir, "projects");
+    ctx.log(`${PROJECTS}: seeding ${projects} projects, a key allowed ${allowList} of them`);
+    const { key } = await seedProjects(dataDir, projects, allowList);
+    const server = await startService(dataDir, {}, ctx.cleanup);
+    try {
+      const url = `${server.baseUrl}/api/v1/projects`;
+      const body = await fetchBody(
+        url,
+        key,
+        // deno-lint-ignore no-explicit-any
+        (json: any) =>
+          json?.projects?.length === allowList
+            ? null
+            : `expected ${allowList} projects, got ${json?.projects?.length}`,
+      );
+      const { service, baseline } = await againstBaseline(ctx, "projects", url, key, body);
+      const [rps, p99] = this.template(ctx.params);
+      return [
+        makeRow({
+          ...rps,
+          service: service.requestsPerSec,
+          baseline: baseline.requestsPerSec,
+          note:
+            `${allowList} of ${projects} projects visible to the key (${body.byteLength} B body)`,
+        }),
+        makeRow({ ...p99, service: service.p99Ms, baseline: baseline.p99Ms }),
+      ];
+    } finally {
+      await server.stop();
+    }
+  },
+};
+
+// ---------------------------------------------------------------------------
+
+const LARGE = "latest-release, large data";
+const SMALL_BASELINE = "1 release, 1 key";
+
+export const largeData: Scenario = {
+  name: "large",
+  needs: ["wrk"],
+  template: (params) => [
+    {
+      scenario: LARGE,
+      metric: "requests/s",
+      unit: "req/s",
+      service: null,
+      baselineName: SMALL_BASELINE,
+      ratioOf: "baseline/service",
+      target: { of: "ratio", op: "<=", value: 1.2 },
+      note: `${params.releases} releases, ${params.keys} keys; ratio = small-data rate ÷ ` +
+        "large-data rate (how much slower with data)",
+    },
+    {
+      scenario: LARGE,
+      metric: "p99 latency",
+      unit: "ms",
+      service: null,
+      baselineName: SMALL_BASELINE,
+    },
+  ],
+  async run(ctx) {
+    const { releases, keys } = ctx.params;
+    const small = await ctx.basic();
+    const dataDir = join(ctx.workDir, "large");
+    ctx.log(`${LARGE}: seeding ${releases} releases and ${keys} keys (bulk)`);
+    const started = performance.now();
+    const large = await seedLarge(dataDir, releases, keys);
+    ctx.log(`${LARGE}: seeded in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    const server = await startService(dataDir, {}, ctx.cleanup);
+    try {
+      const largeUrl = `${server.baseUrl}/api/v1/projects/${large.slug}/releases/latest`;
+      await fetchBody(
+        largeUrl,
+        large.key,
+        // deno-lint-ignore no-explicit-any
+        (json: any) => json?.release?.id === large.latest.id ? null : "not the newest release",
+      );
+      const smallUrl = `${small.server.baseUrl}/api/v1/projects/${small.data.slug}/releases/latest`;
+      ctx.log(`${LARGE}: wrk on the large data set`);
+      const largeRun = await measure(ctx, largeUrl, large.key);
+      ctx.log(`${LARGE}: wrk on the small data set`);
+      const smallRun = await measure(ctx, smallUrl, small.data.key);
+      const [rps, p99] = this.template(ctx.params);
+      return [
+        makeRow({ ...rps, service: largeRun.requestsPerSec, baseline: smallRun.requestsPerSec }),
+        makeRow({ ...p99, service: largeRun.p99Ms, baseline: smallRun.p99Ms }),
+      ];
+    } finally {
+      await server.stop();
+    }
+  },
+};

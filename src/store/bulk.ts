@@ -1,0 +1,180 @@
+/**
+ * Bulk creation of API keys and releases, for seeding large data sets (the
+ * benchmark's 100,000 keys and 10,000 releases). The records and the key
+ * layout are exactly those of `createApiKey` and `createRelease`; only the
+ * commits differ: one atomic commit per batch, which claims a block of ids
+ * from the counter at once instead of one id per commit.
+ *
+ * Every batch checks the counter it bumps (and for releases the project and
+ * its latest pointer), so concurrent writers are serialized as usual and a
+ * conflicting batch is retried whole.
+ */
+import {
+  API_KEY_PREFIX,
+  type ApiKeyInput,
+  generateApiKeySecret,
+  hashApiKeySecret,
+  requireScopeMode,
+} from "./api_keys.ts";
+import { commitWithRetry, now } from "./atomic.ts";
+import { ValidationError } from "./errors.ts";
+import {
+  apiKeyByHashKey,
+  apiKeyKey,
+  counterKey,
+  type IdKind,
+  latestReleaseKey,
+  projectKey,
+  releaseByProjectKey,
+  releaseKey,
+} from "./keys.ts";
+import {
+  getRelease,
+  isNewerRelease,
+  type ReleaseInput,
+  validateReleaseFields,
+} from "./releases.ts";
+import type { ApiKey, Project, Release } from "./types.ts";
+import { requireTags, requireText, safeContentType, safeFilename } from "./validate.ts";
+
+/**
+ * Records per commit. A KV commit takes at most 100 checks, 1,000 mutations,
+ * 80 KiB of keys and 800 KiB in all: a key is one check (its hash must be
+ * unused) and two entries, a release two entries of a few hundred bytes
+ * (release notes can make one much larger, hence the modest default).
+ */
+export const API_KEYS_PER_COMMIT = 90;
+export const RELEASES_PER_COMMIT = 200;
+const MAX_API_KEYS_PER_COMMIT = 99;
+const MAX_RELEASES_PER_COMMIT = 499;
+
+/** Reads a counter and reserves `count` ids after it: the first id, and the entry to check. */
+async function reserveIds(kv: Deno.Kv, kind: IdKind, count: number) {
+  const counter = await kv.get<number>(counterKey(kind));
+  const first = (counter.value ?? 0) + 1;
+  return { first, last: first + count - 1, counter };
+}
+
+function batches<T>(items: readonly T[], size: number, max: number): T[][] {
+  if (!Number.isInteger(size) || size < 1 || size > max) {
+    throw new RangeError(`batch size must be a whole number from 1 to ${max}`);
+  }
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/**
+ * Creates many keys, `batchSize` per commit. Like `createApiKey`, each secret
+ * is returned here once and only its hash is stored. Ids are consecutive
+ * within a batch and ascending in input order.
+ */
+export async function createApiKeysBulk(
+  kv: Deno.Kv,
+  inputs: readonly ApiKeyInput[],
+  { batchSize = API_KEYS_PER_COMMIT }: { batchSize?: number } = {},
+): Promise<Array<{ apiKey: ApiKey; secret: string }>> {
+  const prepared = inputs.map((input) => {
+    const name = requireText("name", input.name, { min: 1, max: 200 });
+    const expiresAt = input.expires_at ?? null;
+    if (expiresAt !== null && Number.isNaN(Date.parse(expiresAt))) {
+      throw new ValidationError("expires_at", "expires_at must be a date and time");
+    }
+    const secret = generateApiKeySecret();
+    return {
+      secret,
+      record: {
+        name,
+        hash: hashApiKeySecret(secret),
+        prefix: secret.slice(0, API_KEY_PREFIX.length + 6),
+        active: true,
+        expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
+        can_download: input.can_download,
+        scope_mode: requireScopeMode(input.scope_mode),
+        project_ids: [...new Set(input.project_ids ?? [])],
+        tags: requireTags("tags", input.tags ?? []),
+      },
+    };
+  });
+  const created: Array<{ apiKey: ApiKey; secret: string }> = [];
+  for (const batch of batches(prepared, batchSize, MAX_API_KEYS_PER_COMMIT)) {
+    const done = await commitWithRetry(async () => {
+      const ids = await reserveIds(kv, "api_keys", batch.length);
+      const at = now();
+      let op = kv.atomic().check(ids.counter).set(counterKey("api_keys"), ids.last);
+      const value = batch.map(({ secret, record }, i) => {
+        const apiKey: ApiKey = { id: ids.first + i, ...record, created_at: at };
+        op = op
+          .check({ key: apiKeyByHashKey(apiKey.hash), versionstamp: null })
+          .set(apiKeyKey(apiKey.id), apiKey)
+          .set(apiKeyByHashKey(apiKey.hash), apiKey.id);
+        return { apiKey, secret };
+      });
+      return { commit: await op.commit(), value };
+    });
+    created.push(...done);
+  }
+  return created;
+}
+
+/**
+ * Records many active releases of one existing project, `batchSize` per
+ * commit, and moves the project's latest pointer like `createRelease` does.
+ * The artifacts must already be stored (`storage_key`, checksum and size).
+ */
+export async function createReleasesBulk(
+  kv: Deno.Kv,
+  projectId: number,
+  inputs: readonly Omit<ReleaseInput, "project_id">[],
+  { batchSize = RELEASES_PER_COMMIT }: { batchSize?: number } = {},
+): Promise<Release[]> {
+  const prepared = inputs.map((input) => {
+    const createdAt = input.created_at === undefined ? undefined : Date.parse(input.created_at);
+    if (createdAt !== undefined && Number.isNaN(createdAt)) {
+      throw new ValidationError("created_at", "created_at must be a date and time");
+    }
+    return {
+      ...validateReleaseFields(input),
+      filename: safeFilename(input.filename),
+      content_type: safeContentType(input.content_type),
+      checksum_sha256: input.checksum_sha256,
+      size_bytes: input.size_bytes,
+      storage_key: input.storage_key,
+      created_at: createdAt === undefined ? undefined : new Date(createdAt).toISOString(),
+    };
+  });
+  const created: Release[] = [];
+  for (const batch of batches(prepared, batchSize, MAX_RELEASES_PER_COMMIT)) {
+    const done = await commitWithRetry(async () => {
+      const [ids, projectEntry, latestEntry] = await Promise.all([
+        reserveIds(kv, "releases", batch.length),
+        kv.get<Project>(projectKey(projectId)),
+        kv.get<number | null>(latestReleaseKey(projectId)),
+      ]);
+      if (projectEntry.value === null) throw new ValidationError("project", "project not found");
+      let latest = latestEntry.value === null ? null : await getRelease(kv, latestEntry.value);
+      const at = now();
+      let op = kv.atomic()
+        .check(ids.counter, projectEntry, latestEntry)
+        .set(counterKey("releases"), ids.last);
+      const value = batch.map((fields, i): Release => {
+        const release: Release = {
+          ...fields,
+          id: ids.first + i,
+          project_id: projectId,
+          created_at: fields.created_at ?? at,
+          state: "active",
+        };
+        if (latest === null || isNewerRelease(release, latest)) latest = release;
+        op = op
+          .set(releaseKey(release.id), release)
+          .set(releaseByProjectKey(projectId, release.id), release.id);
+        return release;
+      });
+      op = op.set(latestReleaseKey(projectId), latest?.id ?? null);
+      return { commit: await op.commit(), value };
+    });
+    created.push(...done);
+  }
+  return created;
+}

@@ -1,0 +1,103 @@
+/** Store layer: bulk keys and releases write what createApiKey and createRelease write. */
+import assert from "node:assert/strict";
+import {
+  counterKey,
+  createApiKey,
+  createApiKeysBulk,
+  createProject,
+  createRelease,
+  createReleasesBulk,
+  getApiKeyByHash,
+  getLatestRelease,
+  hashApiKeySecret,
+  listReleasesByProject,
+  ValidationError,
+} from "../src/store/mod.ts";
+import { dumpKv, withKv } from "./helpers.ts";
+
+const artifact = {
+  storage_key: crypto.randomUUID(),
+  checksum_sha256: "ab".repeat(32),
+  size_bytes: 1,
+};
+
+Deno.test("bulk keys: one record and one hash index entry each, ids from the counter", () =>
+  withKv(async (kv) => {
+    const first = await createApiKey(kv, {
+      name: "one",
+      can_download: true,
+      scope_mode: "all_projects",
+    });
+    const inputs = Array.from({ length: 25 }, (_, i) => ({
+      name: `bulk ${i}`,
+      can_download: i % 2 === 0,
+      scope_mode: "project_allow_list",
+      project_ids: [1, 1, 2],
+    }));
+    const created = await createApiKeysBulk(kv, inputs, { batchSize: 10 });
+    assert.deepEqual(created.map((c) => c.apiKey.id), inputs.map((_, i) => i + 2));
+    for (const { apiKey, secret } of created) {
+      assert.match(secret, /^uds_[A-Za-z0-9_-]{43}$/);
+      assert.deepEqual(await getApiKeyByHash(kv, hashApiKeySecret(secret)), apiKey);
+      assert.deepEqual(apiKey.project_ids, [1, 2]);
+    }
+    assert.equal((await kv.get(counterKey("api_keys"))).value, 26);
+    const next = await createApiKey(kv, {
+      name: "after",
+      can_download: true,
+      scope_mode: "all_projects",
+    });
+    assert.equal(next.apiKey.id, 27);
+    const everything = JSON.stringify(await dumpKv(kv));
+    assert.ok(created.every((c) => !everything.includes(c.secret)), "no secret is stored");
+    assert.ok(!everything.includes(first.secret));
+  }));
+
+Deno.test("bulk keys: invalid input is refused before anything is written", () =>
+  withKv(async (kv) => {
+    await assert.rejects(
+      createApiKeysBulk(kv, [
+        { name: "ok", can_download: true, scope_mode: "all_projects" },
+        { name: "bad", can_download: true, scope_mode: "everything" },
+      ]),
+      ValidationError,
+    );
+    await assert.rejects(
+      createApiKeysBulk(kv, [{ name: "x", can_download: true, scope_mode: "all_projects" }], {
+        batchSize: 100,
+      }),
+      RangeError,
+    );
+    assert.deepEqual(await dumpKv(kv), []);
+  }));
+
+Deno.test("bulk releases: indexed under the project, latest pointer moved like createRelease", () =>
+  withKv(async (kv) => {
+    const project = await createProject(kv, { name: "App", slug: "app" });
+    const single = await createRelease(kv, {
+      project_id: project.id,
+      version: "0.1",
+      filename: "a.bin",
+      created_at: "2030-01-01T00:00:00Z",
+      ...artifact,
+    });
+    const inputs = Array.from({ length: 30 }, (_, i) => ({
+      version: `1.${i}`,
+      filename: `dir/app-${i}.bin`,
+      created_at: new Date(Date.UTC(2020, 0, 1, 0, 0, i)).toISOString(),
+      ...artifact,
+    }));
+    const created = await createReleasesBulk(kv, project.id, inputs, { batchSize: 7 });
+    assert.equal(created.length, 30);
+    assert.equal(created[0].id, single.id + 1);
+    assert.equal(created[0].filename, "app-0.bin");
+    assert.equal((await getLatestRelease(kv, project.id))?.id, single.id, "the newer single one");
+    assert.equal((await listReleasesByProject(kv, project.id)).length, 31);
+
+    const newer = await createReleasesBulk(kv, project.id, [
+      { version: "2.0", filename: "b.bin", created_at: "2031-01-01T00:00:00Z", ...artifact },
+      { version: "1.9", filename: "c.bin", created_at: "2030-06-01T00:00:00Z", ...artifact },
+    ]);
+    assert.deepEqual(await getLatestRelease(kv, project.id), newer[0]);
+    await assert.rejects(createReleasesBulk(kv, 999, [inputs[0]]), ValidationError);
+  }));
