@@ -193,6 +193,14 @@ export async function dumpKv(kv: Deno.Kv): Promise<[Deno.KvKey, unknown][]> {
   return entries;
 }
 
+/** Every KV entry as one JSON text (KvU64 counters as decimal strings), to search for secrets. */
+export async function dumpKvText(kv: Deno.Kv): Promise<string> {
+  return JSON.stringify(
+    await dumpKv(kv),
+    (_name, value) => typeof value === "bigint" ? String(value) : value,
+  );
+}
+
 /** The names in a directory, or [] when it does not exist. */
 export async function listDir(dir: string): Promise<string[]> {
   const names: string[] = [];
