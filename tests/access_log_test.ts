@@ -211,7 +211,9 @@ Deno.test("buffered writer batches lines per tick and flushes on demand", async 
   writer.write("second");
   assert.equal(writes.length, 0, "nothing written synchronously");
   await new Promise((resolve) => setTimeout(resolve, 5));
-  assert.equal(writes.join(""), "first\nsecond\n");
+  assert.equal(writes.length, 0, "lines wait a little for others");
+  await new Promise((resolve) => setTimeout(resolve, 40));
+  assert.equal(writes.join(""), "first\nsecond\n", "then go out in one batch");
 
   writes.length = 0;
   writer.write("third");
