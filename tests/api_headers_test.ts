@@ -322,3 +322,30 @@ Deno.test("download artifacts never leave artifacts/ (storage key is not a path)
     await t.close();
   }
 });
+
+Deno.test("JSON and file responses skip the document-only headers that admin pages carry", async () => {
+  const t = await createTestApp();
+  try {
+    const documentOnly = [
+      "cross-origin-opener-policy",
+      "origin-agent-cluster",
+      "x-dns-prefetch-control",
+      "x-download-options",
+      "x-permitted-cross-domain-policies",
+      "x-xss-protection",
+    ];
+    for (const path of ["/api/v1", "/healthz", "/nowhere"]) {
+      const res = await t.request(path);
+      await res.body?.cancel();
+      assertSecurityHeaders(res);
+      assert.equal(res.headers.get("cross-origin-resource-policy"), "same-origin", path);
+      for (const name of documentOnly) assert.equal(res.headers.get(name), null, `${path} ${name}`);
+    }
+    const page = await t.request("/admin/login");
+    await page.body?.cancel();
+    assertSecurityHeaders(page);
+    for (const name of documentOnly) assert.notEqual(page.headers.get(name), null, name);
+  } finally {
+    await t.close();
+  }
+});
