@@ -157,6 +157,48 @@ Deno.test("admin release upload", async (t) => {
   await app.close();
 });
 
+Deno.test("admin release upload of several MiB: the stored bytes are the sent bytes", async (t) => {
+  const { app, client, project } = await setup(16 * 1024 * 1024);
+  const boundary = "----rawboundary7MA4YWxkTrZu0gW";
+  // Random bytes with near copies of the raw body's delimiter sprinkled in
+  const bytes = randomBytes(5 * 1024 * 1024 + 3);
+  // (one byte short, and the next byte is not the missing one: random bytes could complete it)
+  const near = new TextEncoder().encode(`\r\n--${boundary.slice(0, -1)}_`);
+  for (let at = 1000; at + near.length < bytes.length; at += 300_001) bytes.set(near, at);
+
+  const assertStored = async (version: string) => {
+    const release = await getLatestRelease(app.kv, project.id);
+    assert.equal(release?.version, version);
+    assert.equal(release?.size_bytes, bytes.length);
+    assert.equal(release?.checksum_sha256, sha256(bytes));
+    const stored = await Deno.readFile(`${app.config.artifactsDir}/${release?.storage_key}`);
+    assert.equal(sha256(stored), sha256(bytes));
+  };
+
+  await t.step("FormData body (a byte stream, read into a reused buffer)", async () => {
+    const res = await client.upload(UPLOAD_PATH, [
+      ["csrf_token", client.csrfToken],
+      ["version", "6.0.0"],
+      ["file", new File([bytes as BlobPart], "big.bin")],
+    ]);
+    assert.equal(res.status, 303);
+    await assertStored("6.0.0");
+  });
+
+  await t.step("raw body (a plain stream of chunks)", async () => {
+    const raw = rawMultipart([
+      { name: "csrf_token", body: client.csrfToken },
+      { name: "version", body: "6.0.1" },
+      { name: "file", filename: "big.bin", body: bytes },
+    ]);
+    assert.equal(raw.contentType, `multipart/form-data; boundary=${boundary}`);
+    assert.equal((await postRaw(client, raw)).status, 303);
+    await assertStored("6.0.1");
+  });
+
+  await app.close();
+});
+
 Deno.test("admin release upload refusals leave nothing behind", async (t) => {
   const { app, client, project } = await setup();
   await seedRelease(app, project.id, "1.0.0");

@@ -68,6 +68,92 @@ Deno.test("saveArtifact handles a large upload in many chunks", () =>
     assert.equal((await Deno.stat(join(dir, stored.storage_key))).size, 4 * 1024 * 1024);
   }));
 
+const MiB = 1024 * 1024;
+
+/**
+ * `total` bytes in pieces of the given sizes (repeating), every piece written
+ * into the same buffer: like a reader that reuses its buffer, so bytes kept by
+ * reference instead of copied would end up wrong in the file. `sha256` is of
+ * the bytes as they were handed out. With `fail`, the stream errors or ends
+ * there instead.
+ */
+function reusedBuffer(total: number, sizes: number[], fail?: { at: number; error: Error }) {
+  const source = new Uint8Array(MiB + 7);
+  crypto.getRandomValues(source.subarray(0, 65536));
+  source.copyWithin(65536, 0);
+  const buffer = new Uint8Array(Math.max(...sizes));
+  const hash = createHash("sha256");
+  async function* pieces() {
+    let offset = 0;
+    for (let i = 0; offset < total; i++) {
+      if (fail && offset >= fail.at) throw fail.error;
+      const size = Math.min(sizes[i % sizes.length], total - offset);
+      for (let filled = 0; filled < size;) {
+        const from = (offset + filled) % source.length;
+        const take = Math.min(size - filled, source.length - from);
+        buffer.set(source.subarray(from, from + take), filled);
+        filled += take;
+      }
+      hash.update(buffer.subarray(0, size));
+      yield buffer.subarray(0, size);
+      offset += size;
+    }
+  }
+  return { stream: pieces(), sha256: () => hash.digest("hex") };
+}
+
+/**
+ * Paths under `dir` that this process still holds open (Linux), to see that
+ * every file handle is closed. Listed by `ls`: the test task's permissions
+ * keep /proc/self from Deno itself.
+ */
+async function openFilesIn(dir: string): Promise<string[]> {
+  const { stdout } = await new Deno.Command("ls", { args: ["-l", `/proc/${Deno.pid}/fd`] })
+    .output();
+  return new TextDecoder().decode(stdout).split("\n").filter((line) => line.includes(dir));
+}
+
+async function fileSha256(path: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of (await Deno.open(path)).readable) hash.update(chunk);
+  return hash.digest("hex");
+}
+
+Deno.test("saveArtifact: odd chunk sizes across block edges, from a buffer the caller reuses", () =>
+  withDir(async (dir) => {
+    const total = 6 * MiB + 3;
+    const sizes = [1, MiB - 1, MiB + 1, 3, 2 * MiB, 65536, 7];
+    const { stream, sha256 } = reusedBuffer(total, sizes);
+    const stored = await saveArtifact(dir, stream, total);
+    const expected = sha256();
+    assert.equal(stored.size_bytes, total);
+    assert.equal(stored.checksum_sha256, expected);
+    assert.equal(await fileSha256(join(dir, stored.storage_key)), expected, "the file's bytes");
+    assert.deepEqual(await listDir(dir), [stored.storage_key]);
+  }));
+
+Deno.test("saveArtifact: past the early-sync mark (64 MiB) stored intact, or nothing left", () =>
+  withDir(async (dir) => {
+    const total = 65 * MiB + 1;
+    const ok = reusedBuffer(total, [256 * 1024]);
+    const stored = await saveArtifact(dir, ok.stream, total);
+    const expected = ok.sha256();
+    assert.equal(stored.checksum_sha256, expected);
+    assert.equal(await fileSha256(join(dir, stored.storage_key)), expected);
+    await removeArtifact(dir, stored.storage_key);
+
+    // Failing with writes and a background sync under way: all of it is waited for and removed.
+    const failing = reusedBuffer(total, [256 * 1024], {
+      at: 64 * MiB + 512 * 1024,
+      error: new Error("connection reset"),
+    });
+    await assert.rejects(saveArtifact(dir, failing.stream, total), /connection reset/);
+    const tooLarge = reusedBuffer(total, [256 * 1024]);
+    await assert.rejects(saveArtifact(dir, tooLarge.stream, 64 * MiB + 1), UploadTooLargeError);
+    assert.deepEqual(await openFilesIn(dir), [], "both handles of every upload are closed");
+    assert.deepEqual(await listDir(dir), []);
+  }));
+
 Deno.test("APP_MAX_UPLOAD_BYTES: exactly the limit is accepted", () =>
   withDir(async (dir) => {
     const stored = await saveArtifact(dir, chunks("12345", "67890"), 10);

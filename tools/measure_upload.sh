@@ -68,6 +68,7 @@ downloaded=$(curl -sf -H "Authorization: Bearer $key" "$base$download_url" | sha
 seconds=$(echo "$end - $start" | bc)
 echo "upload status:        $status (303 expected)"
 echo "upload time:          ${seconds} s for ${size_mib} MiB"
+echo "throughput:           $(echo "$size_mib * 1048576 / $seconds / 1000000" | bc) MB/s"
 echo "server VmHWM before:  $((before / 1024)) MiB"
 echo "server VmHWM after:   $((after / 1024)) MiB"
 if [ "$downloaded" = "$expected" ]; then
