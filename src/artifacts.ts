@@ -1,7 +1,8 @@
 /**
  * Artifact files under `$APP_DATA_DIR/artifacts/`. Bytes are streamed to a
  * temporary file while SHA-256 and size are computed (constant memory, no
- * second read), fsynced, then renamed into place. Only after that does the
+ * second read), fsynced, then renamed into place (and the directory fsynced,
+ * so the new name survives a crash). Only after that does the
  * caller commit a release record; `publishRelease` ties the two together so
  * that a failure at any step leaves neither a release nor a stray file.
  */
@@ -41,8 +42,10 @@ export async function saveArtifact(
   await Deno.mkdir(dir, { recursive: true });
   const storageKey = crypto.randomUUID();
   const tempPath = join(dir, `.upload-${storageKey}.part`);
+  const finalPath = join(dir, storageKey);
   const writer = await ArtifactWriter.create(tempPath);
   let size = 0;
+  let renamed = false;
   try {
     for await (const chunk of stream) {
       size += chunk.byteLength;
@@ -51,13 +54,28 @@ export async function saveArtifact(
     }
     if (size === 0) throw new EmptyUploadError();
     await writer.finish();
-    await Deno.rename(tempPath, join(dir, storageKey));
+    await Deno.rename(tempPath, finalPath);
+    renamed = true;
+    await syncDirectory(dir);
   } catch (error) {
     await writer.abort();
-    await Deno.remove(tempPath).catch(() => {});
+    await Deno.remove(renamed ? finalPath : tempPath).catch(() => {});
     throw error;
   }
   return { storage_key: storageKey, checksum_sha256: writer.digest(), size_bytes: size };
+}
+
+/**
+ * Makes a rename durable: without an fsync of the directory, a crash soon
+ * after could lose the new name while the release record already points at it.
+ */
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await Deno.open(dir, { read: true });
+  try {
+    await handle.sync();
+  } finally {
+    handle.close();
+  }
 }
 
 /** Chunks are gathered into blocks of this size: fewer, larger writes. */
