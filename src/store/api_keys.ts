@@ -1,6 +1,6 @@
 import { hash as oneShotHash } from "node:crypto";
-import { claimId, commitWithRetry, now, readNextId } from "./atomic.ts";
-import { cachedRead, changeOp, writeThrough } from "./cache.ts";
+import { claimId, now, readNextId } from "./atomic.ts";
+import { cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "./keys.ts";
 import { type ApiKey, SCOPE_MODES, type ScopeMode } from "./types.ts";
@@ -56,29 +56,28 @@ export async function createApiKey(
   }
   const secret = generateApiKeySecret();
   const hash = hashApiKeySecret(secret);
-  return await writeThrough(kv, () =>
-    commitWithRetry(async () => {
-      const next = await readNextId(kv, "api_keys");
-      const apiKey: ApiKey = {
-        id: next.id,
-        name,
-        hash,
-        prefix: secret.slice(0, API_KEY_PREFIX.length + 6),
-        active: true,
-        expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
-        can_download: input.can_download,
-        scope_mode: scopeMode,
-        project_ids: projectIds,
-        tags,
-        created_at: now(),
-      };
-      const commit = await claimId(changeOp(kv), "api_keys", next)
-        .check({ key: apiKeyByHashKey(hash), versionstamp: null })
-        .set(apiKeyKey(apiKey.id), apiKey)
-        .set(apiKeyByHashKey(hash), apiKey.id)
-        .commit();
-      return { commit, value: { apiKey, secret } };
-    }));
+  return await commitChange(kv, async () => {
+    const next = await readNextId(kv, "api_keys");
+    const apiKey: ApiKey = {
+      id: next.id,
+      name,
+      hash,
+      prefix: secret.slice(0, API_KEY_PREFIX.length + 6),
+      active: true,
+      expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
+      can_download: input.can_download,
+      scope_mode: scopeMode,
+      project_ids: projectIds,
+      tags,
+      created_at: now(),
+    };
+    const commit = await claimId(changeOp(kv), "api_keys", next)
+      .check({ key: apiKeyByHashKey(hash), versionstamp: null })
+      .set(apiKeyKey(apiKey.id), apiKey)
+      .set(apiKeyByHashKey(hash), apiKey.id)
+      .commit();
+    return { commit, value: { apiKey, secret } };
+  });
 }
 
 export async function getApiKey(kv: Deno.Kv, id: number): Promise<ApiKey | null> {
@@ -108,14 +107,13 @@ export async function listApiKeys(kv: Deno.Kv): Promise<ApiKey[]> {
 }
 
 export async function setApiKeyActive(kv: Deno.Kv, id: number, active: boolean): Promise<ApiKey> {
-  return await writeThrough(kv, () =>
-    commitWithRetry(async () => {
-      const entry = await kv.get<ApiKey>(apiKeyKey(id));
-      if (entry.value === null) throw new NotFoundError("api key not found");
-      const apiKey = { ...entry.value, active };
-      const commit = await changeOp(kv).check(entry).set(apiKeyKey(id), apiKey).commit();
-      return { commit, value: apiKey };
-    }));
+  return await commitChange(kv, async () => {
+    const entry = await kv.get<ApiKey>(apiKeyKey(id));
+    if (entry.value === null) throw new NotFoundError("api key not found");
+    const apiKey = { ...entry.value, active };
+    const commit = await changeOp(kv).check(entry).set(apiKeyKey(id), apiKey).commit();
+    return { commit, value: apiKey };
+  });
 }
 
 /**

@@ -16,8 +16,8 @@ import {
   hashApiKeySecret,
   requireScopeMode,
 } from "./api_keys.ts";
-import { commitWithRetry, now } from "./atomic.ts";
-import { changeOp, writeThrough } from "./cache.ts";
+import { now } from "./atomic.ts";
+import { changeOp, commitChange } from "./cache.ts";
 import { ValidationError } from "./errors.ts";
 import {
   apiKeyByHashKey,
@@ -94,21 +94,20 @@ export async function createApiKeysBulk(
   });
   const created: Array<{ apiKey: ApiKey; secret: string }> = [];
   for (const batch of batches(prepared, batchSize, MAX_API_KEYS_PER_COMMIT)) {
-    const done = await writeThrough(kv, () =>
-      commitWithRetry(async () => {
-        const ids = await reserveIds(kv, "api_keys", batch.length);
-        const at = now();
-        let op = changeOp(kv).check(ids.counter).set(counterKey("api_keys"), ids.last);
-        const value = batch.map(({ secret, record }, i) => {
-          const apiKey: ApiKey = { id: ids.first + i, ...record, created_at: at };
-          op = op
-            .check({ key: apiKeyByHashKey(apiKey.hash), versionstamp: null })
-            .set(apiKeyKey(apiKey.id), apiKey)
-            .set(apiKeyByHashKey(apiKey.hash), apiKey.id);
-          return { apiKey, secret };
-        });
-        return { commit: await op.commit(), value };
-      }));
+    const done = await commitChange(kv, async () => {
+      const ids = await reserveIds(kv, "api_keys", batch.length);
+      const at = now();
+      let op = changeOp(kv).check(ids.counter).set(counterKey("api_keys"), ids.last);
+      const value = batch.map(({ secret, record }, i) => {
+        const apiKey: ApiKey = { id: ids.first + i, ...record, created_at: at };
+        op = op
+          .check({ key: apiKeyByHashKey(apiKey.hash), versionstamp: null })
+          .set(apiKeyKey(apiKey.id), apiKey)
+          .set(apiKeyByHashKey(apiKey.hash), apiKey.id);
+        return { apiKey, secret };
+      });
+      return { commit: await op.commit(), value };
+    });
     created.push(...done);
   }
   return created;
@@ -142,38 +141,37 @@ export async function createReleasesBulk(
   });
   const created: Release[] = [];
   for (const batch of batches(prepared, batchSize, MAX_RELEASES_PER_COMMIT)) {
-    const done = await writeThrough(kv, () =>
-      commitWithRetry(async () => {
-        const [ids, projectEntry, latestEntry] = await Promise.all([
-          reserveIds(kv, "releases", batch.length),
-          kv.get<Project>(projectKey(projectId)),
-          kv.get<number | null>(latestReleaseKey(projectId)),
-        ]);
-        if (projectEntry.value === null) throw new ValidationError("project", "project not found");
-        let latest = latestEntry.value === null
-          ? null
-          : (await kv.get<Release>(releaseKey(latestEntry.value))).value;
-        const at = now();
-        let op = changeOp(kv)
-          .check(ids.counter, projectEntry, latestEntry)
-          .set(counterKey("releases"), ids.last);
-        const value = batch.map((fields, i): Release => {
-          const release: Release = {
-            ...fields,
-            id: ids.first + i,
-            project_id: projectId,
-            created_at: fields.created_at ?? at,
-            state: "active",
-          };
-          if (latest === null || isNewerRelease(release, latest)) latest = release;
-          op = op
-            .set(releaseKey(release.id), release)
-            .set(releaseByProjectKey(projectId, release.id), release.id);
-          return release;
-        });
-        op = op.set(latestReleaseKey(projectId), latest?.id ?? null);
-        return { commit: await op.commit(), value };
-      }));
+    const done = await commitChange(kv, async () => {
+      const [ids, projectEntry, latestEntry] = await Promise.all([
+        reserveIds(kv, "releases", batch.length),
+        kv.get<Project>(projectKey(projectId)),
+        kv.get<number | null>(latestReleaseKey(projectId)),
+      ]);
+      if (projectEntry.value === null) throw new ValidationError("project", "project not found");
+      let latest = latestEntry.value === null
+        ? null
+        : (await kv.get<Release>(releaseKey(latestEntry.value))).value;
+      const at = now();
+      let op = changeOp(kv)
+        .check(ids.counter, projectEntry, latestEntry)
+        .set(counterKey("releases"), ids.last);
+      const value = batch.map((fields, i): Release => {
+        const release: Release = {
+          ...fields,
+          id: ids.first + i,
+          project_id: projectId,
+          created_at: fields.created_at ?? at,
+          state: "active",
+        };
+        if (latest === null || isNewerRelease(release, latest)) latest = release;
+        op = op
+          .set(releaseKey(release.id), release)
+          .set(releaseByProjectKey(projectId, release.id), release.id);
+        return release;
+      });
+      op = op.set(latestReleaseKey(projectId), latest?.id ?? null);
+      return { commit: await op.commit(), value };
+    });
     created.push(...done);
   }
   return created;

@@ -4,8 +4,9 @@
  * Cached records are shared objects: callers must not mutate them.
  *
  * Every write of a project, release or key goes through this store layer,
- * which (1) adds `.sum(cacheGenerationKey(), 1n)` to its atomic commit and
- * (2) calls `forgetCachedReads(kv)` once the commit is done. So a key that an
+ * which starts its atomic operation with `changeOp(kv)` (adding
+ * `.sum(cacheGenerationKey(), 1n)`) and commits it with `commitChange`, which
+ * calls `forgetCachedReads(kv)` once the commit is done. So a key that an
  * admin disables or re-scopes in this process is refused on the very next
  * request. A read that began before such a write and finishes after it is
  * not cached (its `generation` no longer matches).
@@ -18,6 +19,7 @@
  * asks the KV (such requests are rate limited per client address), so the
  * cache cannot be filled with garbage. Each map is also bounded.
  */
+import { commitWithRetry } from "./atomic.ts";
 import { cacheGenerationKey } from "./keys.ts";
 
 const MAX_ENTRIES = 200_000;
@@ -69,10 +71,17 @@ export function changeOp(kv: Deno.Kv): Deno.AtomicOperation {
   return kv.atomic().sum(cacheGenerationKey(), 1n);
 }
 
-/** Runs a store write, then forgets the cached reads (also when it failed half-way). */
-export async function writeThrough<T>(kv: Deno.Kv, write: () => Promise<T>): Promise<T> {
+/**
+ * `commitWithRetry` for writes of cached records (whose atomic operation
+ * starts with `changeOp`): the cached reads are dropped once it is done, and
+ * also when it failed, since a commit may have landed before an error.
+ */
+export async function commitChange<T>(
+  kv: Deno.Kv,
+  attempt: () => Promise<{ commit: Deno.KvCommitResult | Deno.KvCommitError; value: T }>,
+): Promise<T> {
   try {
-    return await write();
+    return await commitWithRetry(attempt);
   } finally {
     forgetCachedReads(kv);
   }

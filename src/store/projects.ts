@@ -1,5 +1,5 @@
-import { claimId, commitWithRetry, now, readNextId } from "./atomic.ts";
-import { cachedRead, changeOp, writeThrough } from "./cache.ts";
+import { claimId, now, readNextId } from "./atomic.ts";
+import { cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { projectBySlugKey, projectKey, projectsPrefix } from "./keys.ts";
 import type { Project, ProjectState } from "./types.ts";
@@ -18,33 +18,32 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
   const slug = requireSlug(input.slug?.trim() || slugify(name));
   const description = requireText("description", input.description, { max: 5000 });
   const tags = requireTags("tags", input.tags ?? []);
-  return await writeThrough(kv, () =>
-    commitWithRetry(async () => {
-      const [next, bySlug] = await Promise.all([
-        readNextId(kv, "projects"),
-        kv.get<number>(projectBySlugKey(slug)),
-      ]);
-      if (bySlug.value !== null) {
-        throw new ValidationError("slug", `slug "${slug}" is already taken`);
-      }
-      const at = now();
-      const project: Project = {
-        id: next.id,
-        name,
-        slug,
-        description,
-        tags,
-        state: "active",
-        created_at: at,
-        updated_at: at,
-      };
-      const commit = await claimId(changeOp(kv), "projects", next)
-        .check(bySlug)
-        .set(projectKey(project.id), project)
-        .set(projectBySlugKey(slug), project.id)
-        .commit();
-      return { commit, value: project };
-    }));
+  return await commitChange(kv, async () => {
+    const [next, bySlug] = await Promise.all([
+      readNextId(kv, "projects"),
+      kv.get<number>(projectBySlugKey(slug)),
+    ]);
+    if (bySlug.value !== null) {
+      throw new ValidationError("slug", `slug "${slug}" is already taken`);
+    }
+    const at = now();
+    const project: Project = {
+      id: next.id,
+      name,
+      slug,
+      description,
+      tags,
+      state: "active",
+      created_at: at,
+      updated_at: at,
+    };
+    const commit = await claimId(changeOp(kv), "projects", next)
+      .check(bySlug)
+      .set(projectKey(project.id), project)
+      .set(projectBySlugKey(slug), project.id)
+      .commit();
+    return { commit, value: project };
+  });
 }
 
 export function getProject(kv: Deno.Kv, id: number): Promise<Project | null> {
@@ -117,12 +116,11 @@ async function changeProject(
   id: number,
   change: (project: Project) => Project,
 ): Promise<Project> {
-  return await writeThrough(kv, () =>
-    commitWithRetry(async () => {
-      const entry = await kv.get<Project>(projectKey(id));
-      if (entry.value === null) throw new NotFoundError("project not found");
-      const project = { ...change(entry.value), updated_at: now() };
-      const commit = await changeOp(kv).check(entry).set(projectKey(id), project).commit();
-      return { commit, value: project };
-    }));
+  return await commitChange(kv, async () => {
+    const entry = await kv.get<Project>(projectKey(id));
+    if (entry.value === null) throw new NotFoundError("project not found");
+    const project = { ...change(entry.value), updated_at: now() };
+    const commit = await changeOp(kv).check(entry).set(projectKey(id), project).commit();
+    return { commit, value: project };
+  });
 }

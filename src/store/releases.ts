@@ -1,5 +1,5 @@
-import { claimId, commitWithRetry, now, readNextId } from "./atomic.ts";
-import { cachedRead, changeOp, writeThrough } from "./cache.ts";
+import { claimId, now, readNextId } from "./atomic.ts";
+import { cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import {
   latestReleaseKey,
@@ -59,40 +59,37 @@ export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<R
   const filename = safeFilename(input.filename);
   const contentType = safeContentType(input.content_type);
   const createdAt = input.created_at === undefined ? undefined : requireTime(input.created_at);
-  return await writeThrough(kv, () =>
-    commitWithRetry(async () => {
-      const [next, projectEntry, latestEntry] = await Promise.all([
-        readNextId(kv, "releases"),
-        kv.get<Project>(projectKey(input.project_id)),
-        kv.get<number | null>(latestReleaseKey(input.project_id)),
-      ]);
-      if (projectEntry.value === null) throw new ValidationError("project", "project not found");
-      const release: Release = {
-        id: next.id,
-        project_id: input.project_id,
-        ...fields,
-        filename,
-        checksum_sha256: input.checksum_sha256,
-        size_bytes: input.size_bytes,
-        content_type: contentType,
-        created_at: createdAt ?? now(),
-        state: "active",
-        storage_key: input.storage_key,
-      };
-      const current = latestEntry.value === null
-        ? null
-        : (await kv.get<Release>(releaseKey(latestEntry.value))).value;
-      const latestId = current === null || isNewerRelease(release, current)
-        ? release.id
-        : current.id;
-      const commit = await claimId(changeOp(kv), "releases", next)
-        .check(projectEntry, latestEntry)
-        .set(releaseKey(release.id), release)
-        .set(releaseByProjectKey(release.project_id, release.id), release.id)
-        .set(latestReleaseKey(release.project_id), latestId)
-        .commit();
-      return { commit, value: release };
-    }));
+  return await commitChange(kv, async () => {
+    const [next, projectEntry, latestEntry] = await Promise.all([
+      readNextId(kv, "releases"),
+      kv.get<Project>(projectKey(input.project_id)),
+      kv.get<number | null>(latestReleaseKey(input.project_id)),
+    ]);
+    if (projectEntry.value === null) throw new ValidationError("project", "project not found");
+    const release: Release = {
+      id: next.id,
+      project_id: input.project_id,
+      ...fields,
+      filename,
+      checksum_sha256: input.checksum_sha256,
+      size_bytes: input.size_bytes,
+      content_type: contentType,
+      created_at: createdAt ?? now(),
+      state: "active",
+      storage_key: input.storage_key,
+    };
+    const current = latestEntry.value === null
+      ? null
+      : (await kv.get<Release>(releaseKey(latestEntry.value))).value;
+    const latestId = current === null || isNewerRelease(release, current) ? release.id : current.id;
+    const commit = await claimId(changeOp(kv), "releases", next)
+      .check(projectEntry, latestEntry)
+      .set(releaseKey(release.id), release)
+      .set(releaseByProjectKey(release.project_id, release.id), release.id)
+      .set(latestReleaseKey(release.project_id), latestId)
+      .commit();
+    return { commit, value: release };
+  });
 }
 
 export function getRelease(kv: Deno.Kv, id: number): Promise<Release | null> {
@@ -135,27 +132,26 @@ export async function setReleaseState(
   id: number,
   state: ReleaseState,
 ): Promise<Release> {
-  return await writeThrough(kv, () =>
-    commitWithRetry(async () => {
-      const entry = await kv.get<Release>(releaseKey(id));
-      if (entry.value === null) throw new NotFoundError("release not found");
-      const release: Release = { ...entry.value, state };
-      const latestEntry = await kv.get<number | null>(latestReleaseKey(release.project_id));
-      const siblings = await listReleasesByProject(kv, release.project_id);
-      let latest: Release | null = null;
-      for (const candidate of siblings) {
-        const current = candidate.id === id ? release : candidate;
-        if (current.state === "active" && (latest === null || isNewerRelease(current, latest))) {
-          latest = current;
-        }
+  return await commitChange(kv, async () => {
+    const entry = await kv.get<Release>(releaseKey(id));
+    if (entry.value === null) throw new NotFoundError("release not found");
+    const release: Release = { ...entry.value, state };
+    const latestEntry = await kv.get<number | null>(latestReleaseKey(release.project_id));
+    const siblings = await listReleasesByProject(kv, release.project_id);
+    let latest: Release | null = null;
+    for (const candidate of siblings) {
+      const current = candidate.id === id ? release : candidate;
+      if (current.state === "active" && (latest === null || isNewerRelease(current, latest))) {
+        latest = current;
       }
-      const commit = await changeOp(kv)
-        .check(entry, latestEntry)
-        .set(releaseKey(id), release)
-        .set(latestReleaseKey(release.project_id), latest?.id ?? null)
-        .commit();
-      return { commit, value: release };
-    }));
+    }
+    const commit = await changeOp(kv)
+      .check(entry, latestEntry)
+      .set(releaseKey(id), release)
+      .set(latestReleaseKey(release.project_id), latest?.id ?? null)
+      .commit();
+    return { commit, value: release };
+  });
 }
 
 /** Counts one download with a KV `sum`: no read, so no conflict under load. */
