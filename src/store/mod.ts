@@ -14,4 +14,4 @@ export * from "./stats.ts";
 export * from "./types.ts";
 export * from "./validate.ts";
 export { commitWithRetry } from "./atomic.ts";
-export * from "./cache.ts";
+export { setCacheRefreshMs } from "./cache.ts";
