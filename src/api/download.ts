@@ -132,15 +132,16 @@ export async function fileSliceStream(
 export interface ArtifactResponse {
   response: Response;
   /**
-   * Whether this answer counts as one download: a full `200` GET, or a `206`
-   * GET from byte 0. A resumed download (its later ranges) is counted once.
+   * Whether this answer counts as one download: a GET answered with the whole
+   * file (a `200`, or a `206` whose range is the whole file). The later parts
+   * of a resumed download and probes like `bytes=0-0` do not count.
    */
   countsAsDownload: boolean;
 }
 
 /**
  * The answer to GET or HEAD of a release's artifact: `200` (whole file),
- * `206` (one range) or, by throwing, `404 release not found` (file missing)
+ * `206` (one range, GET only: HEAD ignores `Range`) or, by throwing, `404 release not found` (file missing)
  * and `416 range not satisfiable`.
  */
 export async function serveArtifact(
@@ -153,7 +154,8 @@ export async function serveArtifact(
   const { file, size } = artifact;
   const etag = artifactEtag(release.checksum_sha256);
 
-  const range = ifRangeAllows(request.headers.get("if-range"), etag)
+  // RFC 9110 section 14.2: Range is defined for GET only; HEAD describes the whole file.
+  const range = request.method === "GET" && ifRangeAllows(request.headers.get("if-range"), etag)
     ? parseRange(request.headers.get("range"), size)
     : null;
   if (range === "unsatisfiable") {
@@ -183,5 +185,8 @@ export async function serveArtifact(
     return { response: new Response(null, { status, headers }), countsAsDownload: false };
   }
   const body = await fileSliceStream(file, start, length);
-  return { response: new Response(body, { status, headers }), countsAsDownload: start === 0 };
+  // A download counts once: the whole file in one answer. The parts of a
+  // resumed download, and probes such as `bytes=0-0`, do not count again.
+  const whole = start === 0 && length === size;
+  return { response: new Response(body, { status, headers }), countsAsDownload: whole };
 }
