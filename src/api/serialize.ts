@@ -1,5 +1,5 @@
 /** The client API's JSON shapes (client-api.md section 2). */
-import type { ApiKey, Project, Release } from "../store/mod.ts";
+import type { Project, Release } from "../store/mod.ts";
 
 export function projectJson(project: Project) {
   return {
@@ -33,15 +33,13 @@ export function releaseEnvelope(project: Project, release: Release) {
 }
 
 /**
- * Bodies serialized once per record version. Records from the store's read
+ * JSON serialized once per record version. Records from the store's read
  * cache are the same objects until a write replaces them, so an object
  * identity is a version: a new project or release object means new JSON.
+ * Memory follows the records, never the number of keys or requests.
  */
 const envelopeBodies = new WeakMap<Release, { project: Project; body: Uint8Array<ArrayBuffer> }>();
-const projectListBodies = new WeakMap<
-  ApiKey,
-  { projects: readonly Project[]; body: Uint8Array<ArrayBuffer> }
->();
+const projectFragments = new WeakMap<Project, string>();
 const encoder = new TextEncoder();
 
 /** The UTF-8 JSON of `releaseEnvelope(project, release)`. */
@@ -53,18 +51,18 @@ export function releaseEnvelopeBody(project: Project, release: Release): Uint8Ar
   return body;
 }
 
-/** The UTF-8 JSON of the project list that `key` sees among all of `projects`. */
-export function projectListBody(
-  key: ApiKey,
-  projects: readonly Project[],
-  visible: (project: Project) => boolean,
-): Uint8Array<ArrayBuffer> {
-  const hit = projectListBodies.get(key);
-  if (hit?.projects === projects) return hit.body;
-  const json = JSON.stringify({ projects: projects.filter(visible).map(projectJson) });
-  const body = encoder.encode(json);
-  projectListBodies.set(key, { projects, body });
-  return body;
+/** The JSON text of `{ projects: projects.map(projectJson) }`, from per-project pieces. */
+export function projectListText(projects: Iterable<Project>): string {
+  let items = "";
+  for (const project of projects) {
+    let fragment = projectFragments.get(project);
+    if (fragment === undefined) {
+      fragment = JSON.stringify(projectJson(project));
+      projectFragments.set(project, fragment);
+    }
+    items += items === "" ? fragment : `,${fragment}`;
+  }
+  return `{"projects":[${items}]}`;
 }
 
 export function apiIndex(serviceName: string) {
