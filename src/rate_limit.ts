@@ -51,14 +51,24 @@ export interface MemoryRateLimiter extends RateLimiter {
 }
 
 const ALLOWED: TakeResult = { allowed: true };
-/** Full buckets are dropped from memory this often (and when there are too many). */
+/** Full buckets are dropped from memory this often, */
 const SWEEP_INTERVAL_MS = 60_000;
+/** or once a second while there are this many, */
 const SWEEP_SIZE = 100_000;
+const BUSY_SWEEP_INTERVAL_MS = 1_000;
+/**
+ * and there are never more than this many: beyond it the least recently used
+ * bucket is forgotten (its client starts again from a full bucket). Only a
+ * flood from this many distinct clients within one refill period gets there.
+ */
+export const MAX_MEMORY_BUCKETS = 200_000;
 
 export function createMemoryRateLimiter(
   rule: RateLimitRule,
   nowMs: () => number = Date.now,
+  maxBuckets = MAX_MEMORY_BUCKETS,
 ): MemoryRateLimiter {
+  // Map order is use order: a bucket is moved to the end each time it is drawn from.
   const buckets = new Map<string, Bucket>();
   let sweptAt = nowMs();
 
@@ -72,15 +82,19 @@ export function createMemoryRateLimiter(
   return {
     take(bucketId) {
       const now = nowMs();
-      if (now - sweptAt >= SWEEP_INTERVAL_MS || buckets.size >= SWEEP_SIZE) sweep(now);
+      const sinceSweep = now - sweptAt;
+      if (
+        sinceSweep >= SWEEP_INTERVAL_MS ||
+        (buckets.size >= SWEEP_SIZE && sinceSweep >= BUSY_SWEEP_INTERVAL_MS)
+      ) {
+        sweep(now);
+      }
       const bucket = buckets.get(bucketId);
       const tokens = tokensAt(bucket, now, rule);
       if (tokens < 1) return refusal(tokens, rule);
-      if (bucket === undefined) buckets.set(bucketId, { tokens: tokens - 1, at: now });
-      else {
-        bucket.tokens = tokens - 1;
-        bucket.at = now;
-      }
+      if (bucket !== undefined) buckets.delete(bucketId);
+      else if (buckets.size >= maxBuckets) buckets.delete(buckets.keys().next().value!);
+      buckets.set(bucketId, { tokens: tokens - 1, at: now });
       return ALLOWED;
     },
     size: () => buckets.size,

@@ -296,3 +296,30 @@ Deno.test("a failing rate limiter lets requests through and logs the cause", asy
     await t.close();
   }
 });
+
+Deno.test("memory buckets: at most maxBuckets; the least recently used is forgotten first", () => {
+  let now = 0;
+  const limiter = createMemoryRateLimiter({ burst: 1, perMinute: 1 }, () => now, 3);
+  for (const id of ["a", "b", "c"]) assert.equal(limiter.take(id).allowed, true);
+  now += 61_000; // a, b and c are full again, but swept only when the next take comes
+  assert.equal(limiter.take("a").allowed, true, "a drew again (after the sweep)");
+  assert.equal(limiter.size(), 1);
+  for (const id of ["b", "c"]) assert.equal(limiter.take(id).allowed, true);
+  assert.equal(limiter.take("d").allowed, true, "a fourth client: the oldest, a, is forgotten");
+  assert.equal(limiter.size(), 3);
+  assert.equal(limiter.take("b").allowed, false, "b is still remembered, and empty");
+  assert.equal(limiter.take("a").allowed, true, "a starts again from a full bucket");
+});
+
+Deno.test("memory buckets: a full map is swept at most once a second, not on every take", () => {
+  let now = 0;
+  const limiter = createMemoryRateLimiter({ burst: 5, perMinute: 1 }, () => now);
+  for (let i = 0; i < 100_000; i++) limiter.take(`addr:${i}`);
+  const started = performance.now();
+  for (let i = 0; i < 2_000; i++) limiter.take("busy");
+  const perTake = (performance.now() - started) / 2_000;
+  assert.ok(perTake < 0.05, `${perTake.toFixed(3)} ms a take: a sweep ran on every take`);
+  now += 1_000;
+  limiter.take("busy"); // one sweep: nothing is full yet, nothing dropped
+  assert.equal(limiter.size(), 100_001);
+});
