@@ -20,7 +20,7 @@ import {
 import { apiKeyGate, rateLimitGate } from "./auth.ts";
 import { serveArtifact } from "./download.ts";
 import { openApiJson } from "./openapi.ts";
-import { apiIndex, projectListText, releaseEnvelopeBody } from "./serialize.ts";
+import { apiIndex, projectListBody, releaseEnvelopeBody } from "./serialize.ts";
 
 const PROTECTED_HEADERS = {
   "cache-control": "no-store, private, max-age=0",
@@ -54,8 +54,8 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
 
   api.get("/projects", gate, async (c) => {
     const key = c.get("apiKey");
-    const projects = (await listProjects(kv)).filter((project) => projectVisible(key, project));
-    return jsonText(projectListText(projects));
+    const projects = await listProjects(kv);
+    return jsonBytes(projectListBody(key, projects, (project) => projectVisible(key, project)));
   });
 
   api.get("/projects/:slug/releases/latest", gate, async (c) => {

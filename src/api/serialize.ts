@@ -1,5 +1,5 @@
 /** The client API's JSON shapes (client-api.md section 2). */
-import type { Project, Release } from "../store/mod.ts";
+import type { ApiKey, Project, Release } from "../store/mod.ts";
 
 export function projectJson(project: Project) {
   return {
@@ -48,6 +48,48 @@ export function releaseEnvelopeBody(project: Project, release: Release): Uint8Ar
   if (hit?.project === project) return hit.body;
   const body = encoder.encode(JSON.stringify(releaseEnvelope(project, release)));
   envelopeBodies.set(release, { project, body });
+  return body;
+}
+
+/**
+ * Project-list bodies by scope (keys with the same scope share one), for the
+ * current project list only, and no more than `LIST_BODY_BUDGET` bytes in all:
+ * beyond that the map starts over, so memory never follows the number of keys.
+ */
+const listBodies = new Map<
+  string,
+  { projects: readonly Project[]; body: Uint8Array<ArrayBuffer> }
+>();
+const LIST_BODY_BUDGET = 32 * 1024 * 1024;
+let listBodyBytes = 0;
+const scopeSignatures = new WeakMap<ApiKey, string>();
+
+function scopeSignature(key: ApiKey): string {
+  let signature = scopeSignatures.get(key);
+  if (signature === undefined) {
+    signature = JSON.stringify([key.scope_mode, key.project_ids, key.tags]);
+    scopeSignatures.set(key, signature);
+  }
+  return signature;
+}
+
+/** The UTF-8 JSON of the projects of `projects` that `key` sees (`visible`). */
+export function projectListBody(
+  key: ApiKey,
+  projects: readonly Project[],
+  visible: (project: Project) => boolean,
+): Uint8Array<ArrayBuffer> {
+  const signature = scopeSignature(key);
+  const hit = listBodies.get(signature);
+  if (hit?.projects === projects) return hit.body;
+  const body = encoder.encode(projectListText(projects.filter(visible)));
+  if (hit !== undefined) listBodyBytes -= hit.body.byteLength;
+  if (listBodyBytes + body.byteLength > LIST_BODY_BUDGET) {
+    listBodies.clear();
+    listBodyBytes = 0;
+  }
+  listBodies.set(signature, { projects, body });
+  listBodyBytes += body.byteLength;
   return body;
 }
 
