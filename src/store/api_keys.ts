@@ -41,40 +41,50 @@ export function requireScopeMode(mode: string): ScopeMode {
   return mode as ScopeMode;
 }
 
-/** Creates a key; the secret is returned here once and never stored. */
-export async function createApiKey(
-  kv: Deno.Kv,
+/**
+ * Checks a key's input and makes its secret: the secret, and the record
+ * without the id and creation time that its commit gives it.
+ */
+export function prepareApiKey(
   input: ApiKeyInput,
-): Promise<{ apiKey: ApiKey; secret: string }> {
+): { secret: string; record: Omit<ApiKey, "id" | "created_at"> } {
   const name = requireText("name", input.name, { min: 1, max: 200 });
   const scopeMode = requireScopeMode(input.scope_mode);
-  const projectIds = [...new Set(input.project_ids ?? [])];
   const tags = requireTags("tags", input.tags ?? []);
   const expiresAt = input.expires_at ?? null;
   if (expiresAt !== null && Number.isNaN(Date.parse(expiresAt))) {
     throw new ValidationError("expires_at", "expires_at must be a date and time");
   }
   const secret = generateApiKeySecret();
-  const hash = hashApiKeySecret(secret);
-  return await commitChange(kv, async () => {
-    const next = await readNextId(kv, "api_keys");
-    const apiKey: ApiKey = {
-      id: next.id,
+  return {
+    secret,
+    record: {
       name,
-      hash,
+      hash: hashApiKeySecret(secret),
       prefix: secret.slice(0, API_KEY_PREFIX.length + 6),
       active: true,
       expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
       can_download: input.can_download,
       scope_mode: scopeMode,
-      project_ids: projectIds,
+      project_ids: [...new Set(input.project_ids ?? [])],
       tags,
-      created_at: now(),
-    };
+    },
+  };
+}
+
+/** Creates a key; the secret is returned here once and never stored. */
+export async function createApiKey(
+  kv: Deno.Kv,
+  input: ApiKeyInput,
+): Promise<{ apiKey: ApiKey; secret: string }> {
+  const { secret, record } = prepareApiKey(input);
+  return await commitChange(kv, async () => {
+    const next = await readNextId(kv, "api_keys");
+    const apiKey: ApiKey = { id: next.id, ...record, created_at: now() };
     const commit = await claimId(changeOp(kv), "api_keys", next)
-      .check({ key: apiKeyByHashKey(hash), versionstamp: null })
+      .check({ key: apiKeyByHashKey(apiKey.hash), versionstamp: null })
       .set(apiKeyKey(apiKey.id), apiKey)
-      .set(apiKeyByHashKey(hash), apiKey.id)
+      .set(apiKeyByHashKey(apiKey.hash), apiKey.id)
       .commit();
     return { commit, value: { apiKey, secret } };
   });

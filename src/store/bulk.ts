@@ -9,13 +9,7 @@
  * its latest pointer), so concurrent writers are serialized as usual and a
  * conflicting batch is retried whole.
  */
-import {
-  API_KEY_PREFIX,
-  type ApiKeyInput,
-  generateApiKeySecret,
-  hashApiKeySecret,
-  requireScopeMode,
-} from "./api_keys.ts";
+import { type ApiKeyInput, prepareApiKey } from "./api_keys.ts";
 import { now } from "./atomic.ts";
 import { changeOp, commitChange } from "./cache.ts";
 import { ValidationError } from "./errors.ts";
@@ -29,9 +23,8 @@ import {
   releaseByProjectKey,
   releaseKey,
 } from "./keys.ts";
-import { isNewerRelease, type ReleaseInput, validateReleaseFields } from "./releases.ts";
+import { isNewerRelease, prepareRelease, type ReleaseInput } from "./releases.ts";
 import type { ApiKey, Project, Release } from "./types.ts";
-import { requireTags, requireText, safeContentType, safeFilename } from "./validate.ts";
 
 /**
  * Records per commit. A KV commit takes at most 100 checks, 1,000 mutations,
@@ -70,28 +63,7 @@ export async function createApiKeysBulk(
   inputs: readonly ApiKeyInput[],
   { batchSize = API_KEYS_PER_COMMIT }: { batchSize?: number } = {},
 ): Promise<Array<{ apiKey: ApiKey; secret: string }>> {
-  const prepared = inputs.map((input) => {
-    const name = requireText("name", input.name, { min: 1, max: 200 });
-    const expiresAt = input.expires_at ?? null;
-    if (expiresAt !== null && Number.isNaN(Date.parse(expiresAt))) {
-      throw new ValidationError("expires_at", "expires_at must be a date and time");
-    }
-    const secret = generateApiKeySecret();
-    return {
-      secret,
-      record: {
-        name,
-        hash: hashApiKeySecret(secret),
-        prefix: secret.slice(0, API_KEY_PREFIX.length + 6),
-        active: true,
-        expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
-        can_download: input.can_download,
-        scope_mode: requireScopeMode(input.scope_mode),
-        project_ids: [...new Set(input.project_ids ?? [])],
-        tags: requireTags("tags", input.tags ?? []),
-      },
-    };
-  });
+  const prepared = inputs.map(prepareApiKey);
   const created: Array<{ apiKey: ApiKey; secret: string }> = [];
   for (const batch of batches(prepared, batchSize, MAX_API_KEYS_PER_COMMIT)) {
     const done = await commitChange(kv, async () => {
@@ -124,21 +96,7 @@ export async function createReleasesBulk(
   inputs: readonly Omit<ReleaseInput, "project_id">[],
   { batchSize = RELEASES_PER_COMMIT }: { batchSize?: number } = {},
 ): Promise<Release[]> {
-  const prepared = inputs.map((input) => {
-    const createdAt = input.created_at === undefined ? undefined : Date.parse(input.created_at);
-    if (createdAt !== undefined && Number.isNaN(createdAt)) {
-      throw new ValidationError("created_at", "created_at must be a date and time");
-    }
-    return {
-      ...validateReleaseFields(input),
-      filename: safeFilename(input.filename),
-      content_type: safeContentType(input.content_type),
-      checksum_sha256: input.checksum_sha256,
-      size_bytes: input.size_bytes,
-      storage_key: input.storage_key,
-      created_at: createdAt === undefined ? undefined : new Date(createdAt).toISOString(),
-    };
-  });
+  const prepared = inputs.map(prepareRelease);
   const created: Release[] = [];
   for (const batch of batches(prepared, batchSize, MAX_RELEASES_PER_COMMIT)) {
     const done = await commitChange(kv, async () => {

@@ -53,12 +53,27 @@ function requireTime(value: string): string {
   return new Date(ms).toISOString();
 }
 
+/** The checked fields of a new release, without what its commit gives it (id, project, state). */
+export type PreparedRelease =
+  & Omit<Release, "id" | "project_id" | "state" | "created_at">
+  & { created_at: string | undefined };
+
+/** Checks a release's input; `created_at` stays undefined for "now". */
+export function prepareRelease(input: Omit<ReleaseInput, "project_id">): PreparedRelease {
+  return {
+    ...validateReleaseFields(input),
+    filename: safeFilename(input.filename),
+    content_type: safeContentType(input.content_type),
+    checksum_sha256: input.checksum_sha256,
+    size_bytes: input.size_bytes,
+    storage_key: input.storage_key,
+    created_at: input.created_at === undefined ? undefined : requireTime(input.created_at),
+  };
+}
+
 /** Records an active release of an existing project and moves the latest pointer when it is newer. */
 export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<Release> {
-  const fields = validateReleaseFields(input);
-  const filename = safeFilename(input.filename);
-  const contentType = safeContentType(input.content_type);
-  const createdAt = input.created_at === undefined ? undefined : requireTime(input.created_at);
+  const fields = prepareRelease(input);
   return await commitChange(kv, async () => {
     const [next, projectEntry, latestEntry] = await Promise.all([
       readNextId(kv, "releases"),
@@ -67,16 +82,11 @@ export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<R
     ]);
     if (projectEntry.value === null) throw new ValidationError("project", "project not found");
     const release: Release = {
+      ...fields,
       id: next.id,
       project_id: input.project_id,
-      ...fields,
-      filename,
-      checksum_sha256: input.checksum_sha256,
-      size_bytes: input.size_bytes,
-      content_type: contentType,
-      created_at: createdAt ?? now(),
+      created_at: fields.created_at ?? now(),
       state: "active",
-      storage_key: input.storage_key,
     };
     const current = latestEntry.value === null
       ? null
