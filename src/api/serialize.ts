@@ -39,7 +39,6 @@ export function releaseEnvelope(project: Project, release: Release) {
  * Memory follows the records, never the number of keys or requests.
  */
 const envelopeBodies = new WeakMap<Release, { project: Project; body: Uint8Array<ArrayBuffer> }>();
-const projectFragments = new WeakMap<Project, string>();
 const encoder = new TextEncoder();
 
 /** The UTF-8 JSON of `releaseEnvelope(project, release)`. */
@@ -82,7 +81,9 @@ export function projectListBody(
   const signature = scopeSignature(key);
   const hit = listBodies.get(signature);
   if (hit?.projects === projects) return hit.body;
-  const body = encoder.encode(projectListText(projects.filter(visible)));
+  const body = encoder.encode(
+    JSON.stringify({ projects: projects.filter(visible).map(projectJson) }),
+  );
   if (hit !== undefined) listBodyBytes -= hit.body.byteLength;
   if (listBodyBytes + body.byteLength > LIST_BODY_BUDGET) {
     listBodies.clear();
@@ -91,20 +92,6 @@ export function projectListBody(
   listBodies.set(signature, { projects, body });
   listBodyBytes += body.byteLength;
   return body;
-}
-
-/** The JSON text of `{ projects: projects.map(projectJson) }`, from per-project pieces. */
-export function projectListText(projects: Iterable<Project>): string {
-  let items = "";
-  for (const project of projects) {
-    let fragment = projectFragments.get(project);
-    if (fragment === undefined) {
-      fragment = JSON.stringify(projectJson(project));
-      projectFragments.set(project, fragment);
-    }
-    items += items === "" ? fragment : `,${fragment}`;
-  }
-  return `{"projects":[${items}]}`;
 }
 
 export function apiIndex(serviceName: string) {
