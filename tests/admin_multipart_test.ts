@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { Delimiter, multipartBoundary, MultipartError, readMultipart } from "../admin/multipart.ts";
+import { concatBytes } from "./helpers.ts";
 
 const encoder = new TextEncoder();
 
@@ -176,17 +177,6 @@ function naivePartialAtEnd(haystack: Uint8Array, needle: Uint8Array): number {
     if (haystack.subarray(haystack.length - n).every((byte, i) => byte === needle[i])) return n;
   }
   return 0;
-}
-
-function concatBytes(...parts: Array<string | Uint8Array>): Uint8Array {
-  const encoded = parts.map((part) => typeof part === "string" ? encoder.encode(part) : part);
-  const out = new Uint8Array(encoded.reduce((n, part) => n + part.length, 0));
-  let offset = 0;
-  for (const part of encoded) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }
 
 /** A form with one file part between two text fields. */

@@ -17,6 +17,7 @@ import {
   assertError,
   assertProtectedHeaders,
   assertSecurityHeaders,
+  concatBytes,
   createTestApp,
   readJson,
   seedKey,
@@ -29,16 +30,6 @@ const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest(
 /** Bytes that differ at every offset that matters, so a wrong slice is noticed. */
 const pattern = (length: number) =>
   Uint8Array.from({ length }, (_, i) => (i * 7919 + (i >> 8)) & 0xff);
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, part) => n + part.byteLength, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.byteLength;
-  }
-  return out;
-}
 
 /** Lets the fire-and-forget download count land, then reads it. */
 async function downloadCount(kv: Deno.Kv, releaseId: number): Promise<number> {
@@ -117,7 +108,7 @@ Deno.test("fileSliceStream: exactly N bytes from an offset, in large chunks, the
     for await (const chunk of stream) chunks.push(chunk);
     assert.deepEqual(chunks.map((c) => c.byteLength), [CHUNK_SIZE, CHUNK_SIZE, 500]);
     assert.deepEqual(
-      concat(chunks),
+      concatBytes(...chunks),
       bytes.subarray(1000, start + length),
     );
 
@@ -325,7 +316,7 @@ Deno.test("download ranges", async (t) => {
     );
     assert.equal(rest.headers.get("content-length"), String(fresh.size_bytes - got));
     parts.push(new Uint8Array(await rest.arrayBuffer()));
-    const joined = concat(parts);
+    const joined = concatBytes(...parts);
     assert.equal(joined.byteLength, fresh.size_bytes);
     assert.equal(sha256(joined), fresh.checksum_sha256);
     assert.equal(await downloadCount(app.kv, fresh.id), before + 1);

@@ -263,3 +263,17 @@ export async function captureErrors<T>(
     console.error = original;
   }
 }
+
+/** Joins byte arrays (strings are UTF-8 encoded) into one. */
+export function concatBytes(...parts: Array<string | Uint8Array>): Uint8Array {
+  const encoded = parts.map((part) =>
+    typeof part === "string" ? new TextEncoder().encode(part) : part
+  );
+  const out = new Uint8Array(encoded.reduce((n, part) => n + part.length, 0));
+  let offset = 0;
+  for (const part of encoded) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
