@@ -1,12 +1,12 @@
 /** The single entry point: read settings, open storage, serve, stop gracefully. */
 import { bootstrapAdmin } from "./admin/mod.ts";
-import { createApp } from "./src/app.ts";
-import { ConfigError, loadConfig } from "./src/config.ts";
+import { createApp } from "./app.ts";
+import { ConfigError, loadConfig } from "./src/lib/config.ts";
 import { createMetricsApp, metricsAddressLabel } from "./src/http/metrics_route.ts";
-import { createKeyUsageRecorder } from "./src/key_usage.ts";
-import { createBufferedWriter, createLogger } from "./src/log.ts";
-import { inFlightRequests } from "./src/metrics.ts";
-import { drainServers, onStopSignals } from "./src/shutdown.ts";
+import { createKeyUsageRecorder } from "./src/store/key_usage.ts";
+import { createBufferedWriter, createLogger } from "./src/lib/log.ts";
+import { inFlightRequests } from "./src/lib/metrics.ts";
+import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { setCacheRefreshMs } from "./src/store/mod.ts";
 
 function readConfig() {

@@ -1,11 +1,11 @@
 /** Admin accounts: the first account at start, sign-in checks and password changes. */
-import type { Config } from "../src/config.ts";
+import type { Config } from "../src/lib/config.ts";
 import {
   burnPasswordCheck,
   generatePassword,
   hashPassword,
   verifyPassword,
-} from "../src/passwords.ts";
+} from "../src/lib/passwords.ts";
 import {
   type AdminUser,
   createAdminUser,

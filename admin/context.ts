@@ -1,6 +1,6 @@
 /** Helpers every admin route uses: page context, audit records, flash redirects. */
 import type { Context } from "hono";
-import { recordKvError } from "../src/metrics.ts";
+import { recordKvError } from "../src/lib/metrics.ts";
 import { recordAudit } from "../src/store/mod.ts";
 import { setFlash, takeFlash } from "./cookies.ts";
 import { addressOf } from "./guards.ts";

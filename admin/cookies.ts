@@ -4,7 +4,7 @@
  */
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import type { Config } from "../src/config.ts";
+import type { Config } from "../src/lib/config.ts";
 import type { Flash } from "./types.ts";
 
 export const SESSION_COOKIE = "uds_session";

@@ -6,7 +6,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
 import { clientAddress } from "../src/http/client_address.ts";
-import { constantTimeEqual } from "../src/secrets.ts";
+import { constantTimeEqual } from "../src/lib/secrets.ts";
 import { getAdminSession, type SessionPolicy } from "../src/store/mod.ts";
 import { clearSessionCookie, getSessionCookie } from "./cookies.ts";
 import { readForm } from "./forms.ts";

@@ -1,4 +1,4 @@
-import type { AppDeps } from "../src/app_types.ts";
+import type { AppDeps } from "../src/http/app_env.ts";
 import type { AdminSession } from "../src/store/mod.ts";
 
 export type { AppDeps };

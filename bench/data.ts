@@ -4,8 +4,8 @@
  * processes ever hold the file at once).
  */
 import { join } from "node:path";
-import { publishRelease, saveArtifact } from "../src/artifacts.ts";
-import { loadConfig } from "../src/config.ts";
+import { publishRelease, saveArtifact } from "../src/storage/artifacts.ts";
+import { loadConfig } from "../src/lib/config.ts";
 import {
   createApiKey,
   createApiKeysBulk,
@@ -16,7 +16,7 @@ import {
 
 const MiB = 1024 * 1024;
 
-/** Where the service keeps its KV file and artifacts for a data dir (src/config.ts decides). */
+/** Where the service keeps its KV file and artifacts for a data dir (src/lib/config.ts decides). */
 export function storagePaths(dataDir: string): { kvPath: string; artifactsDir: string } {
   const config = loadConfig({ APP_DATA_DIR: dataDir });
   return { kvPath: config.kvPath, artifactsDir: config.artifactsDir };

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
-import { createApp } from "../src/app.ts";
-import type { Config, LogFormat } from "../src/config.ts";
+import { createApp } from "../app.ts";
+import type { Config, LogFormat } from "../src/lib/config.ts";
 import {
   type AccessLogRecord,
   createBufferedWriter,
   createLogger,
   formatAccessLine,
   formatEventLine,
-} from "../src/log.ts";
+} from "../src/lib/log.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 
 const REMOTE = { remoteAddr: { transport: "tcp", hostname: "192.0.2.7", port: 40000 } };

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { bootstrapAdmin } from "../admin/mod.ts";
-import { testConfig } from "../src/config.ts";
-import { hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../src/passwords.ts";
+import { testConfig } from "../src/lib/config.ts";
+import { hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../src/lib/passwords.ts";
 import {
   createAdminSession,
   getAdminSession,
@@ -313,7 +313,7 @@ Deno.test("the first admin is created at start", async (t) => {
 });
 
 Deno.test("admin settings are validated at start", async () => {
-  const { ConfigError, loadConfig } = await import("../src/config.ts");
+  const { ConfigError, loadConfig } = await import("../src/lib/config.ts");
   const defaults = loadConfig({});
   assert.equal(defaults.adminSessionIdleMinutes, 60);
   assert.equal(defaults.adminSessionMaxHours, 12);

@@ -1,8 +1,8 @@
 /** Fixtures for admin UI tests: an app with one admin, and a browser-like client with cookies. */
 import { createTestApp, type TestApp } from "./helpers.ts";
-import { hashPassword } from "../src/passwords.ts";
+import { hashPassword } from "../src/lib/passwords.ts";
 import { createAdminUser } from "../src/store/mod.ts";
-import type { Config } from "../src/config.ts";
+import type { Config } from "../src/lib/config.ts";
 
 export const ADMIN_USER = "admin";
 export const ADMIN_PASSWORD = "correct horse battery staple";

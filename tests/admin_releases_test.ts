@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { renderMetrics } from "../src/metrics.ts";
+import { renderMetrics } from "../src/lib/metrics.ts";
 import {
   getLatestRelease,
   getRelease,

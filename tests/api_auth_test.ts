@@ -1,6 +1,6 @@
 /** Authentication and scope (client-api.md sections 5 and 7, admin-contract.md scope modes). */
 import assert from "node:assert/strict";
-import { judgeApiKey } from "../src/access.ts";
+import { judgeApiKey } from "../src/store/access.ts";
 import { type ApiKey, setApiKeyActive, setProjectState, updateProject } from "../src/store/mod.ts";
 import {
   assertError,

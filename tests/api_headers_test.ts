@@ -1,9 +1,9 @@
 /** Response rules that hold across routes: headers, JSON, unknown paths, methods, 500s, hot path. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createApp } from "../src/app.ts";
+import { createApp } from "../app.ts";
 import { contentDisposition } from "../src/http/content_disposition.ts";
-import { createKeyUsageRecorder } from "../src/key_usage.ts";
+import { createKeyUsageRecorder } from "../src/store/key_usage.ts";
 import { apiKeyLastUsedKey, releaseKey } from "../src/store/mod.ts";
 import {
   assertError,

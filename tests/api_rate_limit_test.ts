@@ -1,13 +1,13 @@
 /** The client API rate limit: a token bucket per key or per client address, in memory or in KV. */
 import assert from "node:assert/strict";
-import { createApp } from "../src/app.ts";
+import { createApp } from "../app.ts";
 import {
   createKvRateLimiter,
   createMemoryRateLimiter,
   type RateLimiter,
   type RateLimitRule,
   takeToken,
-} from "../src/rate_limit.ts";
+} from "../src/store/rate_limit.ts";
 import { setApiKeyActive } from "../src/store/mod.ts";
 import {
   assertError,

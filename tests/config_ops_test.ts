@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ConfigError, loadConfig } from "../src/config.ts";
+import { ConfigError, loadConfig } from "../src/lib/config.ts";
 
 function configError(env: Record<string, string>): ConfigError {
   try {

@@ -1,6 +1,6 @@
 /** Settings (admin-contract.md "Operator settings"): defaults, parsing, and the refusal to start. */
 import assert from "node:assert/strict";
-import { ConfigError, loadConfig } from "../src/config.ts";
+import { ConfigError, loadConfig } from "../src/lib/config.ts";
 
 function assertRejected(env: Record<string, string>, setting: string) {
   assert.throws(

@@ -3,7 +3,7 @@
  * through the store layer, for tests that run the service as a process.
  */
 import { join } from "node:path";
-import { publishRelease } from "../src/artifacts.ts";
+import { publishRelease } from "../src/storage/artifacts.ts";
 import {
   type ApiKeyInput,
   createApiKey,

@@ -9,9 +9,9 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { downloadRelease, type Release as ClientRelease } from "../client/update_client.ts";
 import { CHUNK_SIZE, fileSliceStream, parseRange } from "../src/api/download.ts";
-import { createApp } from "../src/app.ts";
-import { createLogger } from "../src/log.ts";
-import { renderMetrics } from "../src/metrics.ts";
+import { createApp } from "../app.ts";
+import { createLogger } from "../src/lib/log.ts";
+import { renderMetrics } from "../src/lib/metrics.ts";
 import { getDownloadCounts } from "../src/store/mod.ts";
 import {
   assertError,

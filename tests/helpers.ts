@@ -1,9 +1,9 @@
 /** Shared fixtures: an app on in-memory KVs and a temp data dir, plus seed helpers. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createApp } from "../src/app.ts";
-import { publishRelease } from "../src/artifacts.ts";
-import { type Config, testConfig } from "../src/config.ts";
+import { createApp } from "../app.ts";
+import { publishRelease } from "../src/storage/artifacts.ts";
+import { type Config, testConfig } from "../src/lib/config.ts";
 import {
   type ApiKeyInput,
   createApiKey,

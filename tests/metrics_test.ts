@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { Hono } from "hono";
-import { type AppDeps, type AppEnv, createApp } from "../src/app.ts";
-import type { Config } from "../src/config.ts";
+import { type AppDeps, type AppEnv, createApp } from "../app.ts";
+import type { Config } from "../src/lib/config.ts";
 import { createMetricsApp } from "../src/http/metrics_route.ts";
 import { observeRequests } from "../src/http/observe.ts";
-import { recordUpload, recordUploadFailure, renderMetrics } from "../src/metrics.ts";
+import { recordUpload, recordUploadFailure, renderMetrics } from "../src/lib/metrics.ts";
 import { setApiKeyActive } from "../src/store/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 

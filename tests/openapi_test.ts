@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020";
 import document from "../docs/openapi.json" with { type: "json" };
 import { openApiFromYaml } from "../scripts/build_openapi.ts";
-import { createApp } from "../src/app.ts";
-import type { Config } from "../src/config.ts";
+import { createApp } from "../app.ts";
+import type { Config } from "../src/lib/config.ts";
 import { setApiKeyActive } from "../src/store/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 

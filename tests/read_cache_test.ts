@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createApp } from "../src/app.ts";
-import { testConfig } from "../src/config.ts";
+import { createApp } from "../app.ts";
+import { testConfig } from "../src/lib/config.ts";
 import {
   cacheGenerationKey,
   createApiKey,

@@ -1,6 +1,6 @@
 /** The client API's precomputed bodies: shared by scope, renewed with the records. */
 import assert from "node:assert/strict";
-import { projectVisible } from "../src/access.ts";
+import { projectVisible } from "../src/store/access.ts";
 import { projectListBody, releaseEnvelopeBody } from "../src/api/serialize.ts";
 import type { ApiKey, Project, Release } from "../src/store/mod.ts";
 

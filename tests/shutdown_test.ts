@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { publishRelease } from "../src/artifacts.ts";
+import { publishRelease } from "../src/storage/artifacts.ts";
 import { createApiKey, createProject } from "../src/store/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;

@@ -9,7 +9,7 @@ import {
   removeArtifact,
   saveArtifact,
   UploadTooLargeError,
-} from "../src/artifacts.ts";
+} from "../src/storage/artifacts.ts";
 import { createProject, listReleasesByProject, ValidationError } from "../src/store/mod.ts";
 import { dumpKv, faultyKv, listDir, withKv } from "./helpers.ts";
 

@@ -1,6 +1,6 @@
 /** The shared frame of the backup and restore commands: arguments, settings, exit codes. */
 import { BackupError } from "../src/backup/format.ts";
-import { type Config, ConfigError, loadConfig } from "../src/config.ts";
+import { type Config, ConfigError, loadConfig } from "../src/lib/config.ts";
 import { SnapshotUnstableError } from "../src/store/mod.ts";
 
 /** Only these settings are read (the tasks grant no other environment access). */

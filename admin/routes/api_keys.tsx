@@ -1,7 +1,7 @@
 /** API keys: list, create (shown once), disable and enable. */
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { scopeAllows } from "../../src/access.ts";
+import { scopeAllows } from "../../src/store/access.ts";
 import {
   type ApiKey,
   createApiKey,

@@ -1,7 +1,7 @@
 /** Sign-in, sign-out and password change. */
 import type { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { randomToken } from "../../src/secrets.ts";
+import { randomToken } from "../../src/lib/secrets.ts";
 import {
   clearLoginFailures,
   createAdminSession,

@@ -12,9 +12,9 @@ import {
   saveArtifact,
   type StoredArtifact,
   UploadTooLargeError,
-} from "../../src/artifacts.ts";
-import { recordKvError, recordUpload, recordUploadFailure } from "../../src/metrics.ts";
-import type { UploadFailureReason } from "../../src/metrics.ts";
+} from "../../src/storage/artifacts.ts";
+import { recordKvError, recordUpload, recordUploadFailure } from "../../src/lib/metrics.ts";
+import type { UploadFailureReason } from "../../src/lib/metrics.ts";
 import {
   ConflictError,
   createRelease,

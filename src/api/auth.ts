@@ -6,12 +6,12 @@
  * key checks of client-api.md sections 5 and 7, in the order 503, 401, 403.
  */
 import { createMiddleware } from "hono/factory";
-import { judgeApiKey } from "../access.ts";
-import type { AppDeps, AppEnv, PresentedKey } from "../app_types.ts";
+import { judgeApiKey } from "../store/access.ts";
+import type { AppDeps, AppEnv, PresentedKey } from "../http/app_env.ts";
 import { clientAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
-import { recordKeyCheckFailure, recordKvError, recordRateLimited } from "../metrics.ts";
-import { createKvRateLimiter, createMemoryRateLimiter } from "../rate_limit.ts";
+import { recordKeyCheckFailure, recordKvError, recordRateLimited } from "../lib/metrics.ts";
+import { createKvRateLimiter, createMemoryRateLimiter } from "../store/rate_limit.ts";
 import { getApiKeyByHash, hashApiKeySecret } from "../store/mod.ts";
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;

@@ -7,7 +7,7 @@
  * (a full `200`), as RFC 9110 allows. The file is streamed from its offset in
  * large chunks and never read whole.
  */
-import { openArtifact } from "../artifacts.ts";
+import { openArtifact } from "../storage/artifacts.ts";
 import { contentDisposition } from "../http/content_disposition.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Release } from "../store/mod.ts";

@@ -1,10 +1,10 @@
 /** The client JSON API under /api/v1 (client-api.md section 4). */
 import { Hono } from "hono";
-import { projectVisible } from "../access.ts";
-import type { AppDeps, AppEnv } from "../app_types.ts";
+import { projectVisible } from "../store/access.ts";
+import type { AppDeps, AppEnv } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import { jsonBytes, jsonResponse, jsonText } from "../http/json.ts";
-import { recordKvError } from "../metrics.ts";
+import { recordKvError } from "../lib/metrics.ts";
 import {
   type ApiKey,
   countDownload,

@@ -5,8 +5,8 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Hono } from "hono";
-import type { Config } from "../config.ts";
-import { METRICS_CONTENT_TYPE, renderMetrics } from "../metrics.ts";
+import type { Config } from "../lib/config.ts";
+import { METRICS_CONTENT_TYPE, renderMetrics } from "../lib/metrics.ts";
 import { jsonResponse } from "./json.ts";
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;

@@ -10,15 +10,15 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { matchedRoutes, routePath } from "hono/route";
-import type { AppDeps, AppEnv } from "../app_types.ts";
-import type { AccessLogRecord } from "../log.ts";
+import type { AppDeps, AppEnv } from "./app_env.ts";
+import type { AccessLogRecord } from "../lib/log.ts";
 import {
   recordDownloadBytes,
   recordDownloadFinished,
   recordDownloadStarted,
   recordRequest,
   trackInFlight,
-} from "../metrics.ts";
+} from "../lib/metrics.ts";
 import { clientAddress } from "./client_address.ts";
 
 const MAX_USER_AGENT = 256;

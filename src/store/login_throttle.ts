@@ -4,7 +4,7 @@
  * subject out for a doubling time (30 s, 1 min, 2 min … at most 15 min).
  * Counts are forgotten an hour after the last failure (KV `expireIn`).
  */
-import { sha256Hex } from "../secrets.ts";
+import { sha256Hex } from "../lib/secrets.ts";
 import { commitWithRetry } from "./atomic.ts";
 import { loginFailuresKey } from "./keys.ts";
 

@@ -6,7 +6,7 @@
  * `touchEveryMs` (a minute; a quarter of the idle limit when that is shorter),
  * so page views do not each cost a durable write.
  */
-import { randomToken, sha256Hex } from "../secrets.ts";
+import { randomToken, sha256Hex } from "../lib/secrets.ts";
 import { adminSessionByUserKey, adminSessionKey, adminSessionsByUserPrefix } from "./keys.ts";
 
 export interface AdminSession {

@@ -1,5 +1,5 @@
-import { recordKvError } from "./metrics.ts";
-import { recordApiKeyUse } from "./store/mod.ts";
+import { recordKvError } from "../lib/metrics.ts";
+import { recordApiKeyUse } from "./mod.ts";
 
 const INTERVAL_MS = 60_000;
 

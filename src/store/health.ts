@@ -1,4 +1,4 @@
-import { healthPingKey } from "./store/mod.ts";
+import { healthPingKey } from "./mod.ts";
 
 /** True when the KV answers a read within `timeoutMs`. */
 export async function pingKv(kv: Deno.Kv, timeoutMs = 2000): Promise<boolean> {

@@ -12,7 +12,7 @@
  *   another: many concurrent requests of one key would otherwise make each
  *   other's commits fail, retry with back-off, and in the end give up.
  */
-import { commitWithRetry, rateLimitKey } from "./store/mod.ts";
+import { commitWithRetry, rateLimitKey } from "./mod.ts";
 
 export interface RateLimitRule {
   burst: number;

@@ -5,19 +5,19 @@ import {
   isAdminPath,
   renderAdminError,
   renderAdminNotFound,
-} from "../admin/mod.ts";
+} from "./admin/mod.ts";
 import { HTTPException } from "hono/http-exception";
 import { secureHeaders } from "hono/secure-headers";
-import { createApiRoutes } from "./api/routes.ts";
-import type { AppDeps, AppEnv } from "./app_types.ts";
-import { pingKv } from "./health.ts";
-import { API_ERRORS, ApiError } from "./http/errors.ts";
-import { jsonResponse } from "./http/json.ts";
-import { metricsHandler } from "./http/metrics_route.ts";
-import { observeRequests } from "./http/observe.ts";
-import { recordKvError } from "./metrics.ts";
+import { createApiRoutes } from "./src/api/routes.ts";
+import type { AppDeps, AppEnv } from "./src/http/app_env.ts";
+import { pingKv } from "./src/store/health.ts";
+import { API_ERRORS, ApiError } from "./src/http/errors.ts";
+import { jsonResponse } from "./src/http/json.ts";
+import { metricsHandler } from "./src/http/metrics_route.ts";
+import { observeRequests } from "./src/http/observe.ts";
+import { recordKvError } from "./src/lib/metrics.ts";
 
-export type { AppDeps, AppEnv } from "./app_types.ts";
+export type { AppDeps, AppEnv } from "./src/http/app_env.ts";
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const { config } = deps;

@@ -1,6 +1,6 @@
-import type { Config } from "./config.ts";
-import type { Logger } from "./log.ts";
-import type { ApiKey } from "./store/mod.ts";
+import type { Config } from "../lib/config.ts";
+import type { Logger } from "../lib/log.ts";
+import type { ApiKey } from "../store/mod.ts";
 
 /** What the HTTP layers need from the outside world; tests pass in-memory ones. */
 export interface AppDeps {

@@ -1,5 +1,5 @@
 /** The access rules of an API key: acceptance (section 5) and scope (admin contract). */
-import type { ApiKey, Project } from "./store/mod.ts";
+import type { ApiKey, Project } from "./mod.ts";
 
 export type KeyVerdict = "ok" | "invalid" | "forbidden";
 

@@ -8,7 +8,7 @@
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { createRelease, type Release, type ReleaseInput } from "./store/mod.ts";
+import { createRelease, type Release, type ReleaseInput } from "../store/mod.ts";
 
 export interface StoredArtifact {
   storage_key: string;
