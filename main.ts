@@ -8,6 +8,7 @@ import { createBufferedWriter, createLogger } from "./src/lib/log.ts";
 import { inFlightRequests } from "./src/lib/metrics.ts";
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { setCacheRefreshMs } from "./src/store/mod.ts";
+import { createFsStore } from "./src/storage/mod.ts";
 
 function readConfig() {
   try {
@@ -32,6 +33,7 @@ setCacheRefreshMs(kv, config.cacheRefreshMs);
 const app = createApp({
   config,
   kv,
+  artifacts: createFsStore(config.artifactsDir),
   rateLimitKv: config.rateLimitStore === "kv" ? kv : undefined,
   recordKeyUse: createKeyUsageRecorder(kv),
   logger,

@@ -4,7 +4,8 @@
  * processes ever hold the file at once).
  */
 import { join } from "node:path";
-import { publishRelease, saveArtifact } from "../src/storage/artifacts.ts";
+import { saveArtifact } from "../src/storage/artifacts.ts";
+import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { loadConfig } from "../src/lib/config.ts";
 import {
   createApiKey,
@@ -73,7 +74,7 @@ export function seedBasic(dataDir: string, artifactBytes: number): Promise<Basic
     const project = await createProject(kv, { name: "App", slug: "app" });
     const release = await publishRelease(
       kv,
-      artifactsDir,
+      createFsStore(artifactsDir),
       { project_id: project.id, version: "1.0.0", filename: "app-1.0.0.bin" },
       fillerStream(artifactBytes),
       Number.MAX_SAFE_INTEGER,

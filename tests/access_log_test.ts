@@ -18,6 +18,7 @@ function loggingApp(t: TestApp, format: LogFormat, overrides: Partial<Config> = 
   const app = createApp({
     config: { ...t.config, ...overrides },
     kv: t.kv,
+    artifacts: t.artifacts,
     rateLimitKv: t.rateLimitKv,
     recordKeyUse: () => {},
     logger: createLogger(format, (line) => lines.push(line)),

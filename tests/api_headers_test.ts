@@ -278,6 +278,7 @@ Deno.test("hot path: no durable KV write per request; last use at most once a mi
     const app = createApp({
       config: t.config,
       kv: counted.kv,
+      artifacts: t.artifacts,
       rateLimitKv: t.rateLimitKv,
       recordKeyUse: createKeyUsageRecorder(counted.kv),
     });

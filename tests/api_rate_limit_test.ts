@@ -72,6 +72,7 @@ Deno.test("kv store: instances sharing one KV share the limit; memory store: the
       const second = createApp({
         config: t.config,
         kv: t.kv,
+        artifacts: t.artifacts,
         rateLimitKv: store === "kv" ? t.rateLimitKv : undefined,
         recordKeyUse: () => {},
       });

@@ -3,7 +3,7 @@
  * through the store layer, for tests that run the service as a process.
  */
 import { join } from "node:path";
-import { publishRelease } from "../src/storage/artifacts.ts";
+import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import {
   type ApiKeyInput,
   createApiKey,
@@ -27,14 +27,14 @@ export interface DataDirFixtures {
 export async function openDataDir(dataDir: string): Promise<DataDirFixtures> {
   await Deno.mkdir(dataDir, { recursive: true });
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-  const artifactsDir = join(dataDir, "artifacts");
+  const artifacts = createFsStore(join(dataDir, "artifacts"));
   return {
     kv,
     project: (input) => createProject(kv, input),
     release: (projectId, version, bytes, extra = {}) =>
       publishRelease(
         kv,
-        artifactsDir,
+        artifacts,
         { project_id: projectId, version, filename: `app-${version}.bin`, ...extra },
         ReadableStream.from([bytes]),
         Number.MAX_SAFE_INTEGER,

@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { downloadRelease, type Release as ClientRelease } from "../client/update_client.ts";
-import { CHUNK_SIZE, fileSliceStream, parseRange } from "../src/api/download.ts";
+import { parseRange } from "../src/api/download.ts";
+import { CHUNK_SIZE, fileSliceStream } from "../src/storage/fs_store.ts";
 import { createApp } from "../app.ts";
 import { createLogger } from "../src/lib/log.ts";
 import { renderMetrics } from "../src/lib/metrics.ts";
@@ -346,6 +347,7 @@ Deno.test("download ranges", async (t) => {
     const logging = createApp({
       config: app.config,
       kv: app.kv,
+      artifacts: app.artifacts,
       rateLimitKv: app.rateLimitKv,
       recordKeyUse: () => {},
       logger: createLogger("json", (line) => lines.push(line)),

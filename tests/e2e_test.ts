@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { publishRelease } from "../src/storage/artifacts.ts";
+import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { createApiKey, createProject } from "../src/store/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -82,11 +82,11 @@ Deno.test("e2e: deno task start serves the client flow of spec section 1", async
     // 1. The administrator's part, through the store layer on the server's own KV file.
     kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
     const project = await createProject(kv, { name: "Desktop", slug: "desktop" });
-    const artifactsDir = join(dataDir, "artifacts");
+    const artifacts = createFsStore(join(dataDir, "artifacts"));
     const oldBytes = new TextEncoder().encode("old build");
     await publishRelease(
       kv,
-      artifactsDir,
+      artifacts,
       { project_id: project.id, version: "1.0.0", filename: "desktop-1.0.0.zip" },
       ReadableStream.from([oldBytes]),
       1024,
@@ -94,7 +94,7 @@ Deno.test("e2e: deno task start serves the client flow of spec section 1", async
     const newBytes = new TextEncoder().encode("new build ".repeat(1000));
     const release = await publishRelease(
       kv,
-      artifactsDir,
+      artifacts,
       {
         project_id: project.id,
         version: "1.1.0",

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createApp } from "../app.ts";
-import { publishRelease } from "../src/storage/artifacts.ts";
+import { type ArtifactStore, createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { type Config, testConfig } from "../src/lib/config.ts";
 import {
   type ApiKeyInput,
@@ -17,6 +17,7 @@ export interface TestApp {
   app: ReturnType<typeof createApp>;
   kv: Deno.Kv;
   rateLimitKv: Deno.Kv;
+  artifacts: ArtifactStore;
   config: Config;
   /** GET (or other method) with an optional bearer key. */
   request: (path: string, key?: string, init?: RequestInit) => Promise<Response>;
@@ -54,9 +55,11 @@ export async function createTestApp(
   // Seeds written through the plain KV are another handle to the app's read
   // cache: have it look for their writes on every request.
   if (appKv !== kv) setCacheRefreshMs(appKv, 0);
+  const artifacts = createFsStore(config.artifactsDir);
   const app = createApp({
     config,
     kv: appKv,
+    artifacts,
     // Buckets in process memory (the default store) unless the test asks for the KV store.
     rateLimitKv: config.rateLimitStore === "kv" ? rateLimitKv : undefined,
     recordKeyUse: () => {},
@@ -72,6 +75,7 @@ export async function createTestApp(
   return {
     app,
     kv,
+    artifacts,
     rateLimitKv,
     config,
     request: (path, key, init) => send(path, key, init),
@@ -105,7 +109,7 @@ export function seedRelease(
 ): Promise<Release> {
   return publishRelease(
     t.kv,
-    t.config.artifactsDir,
+    t.artifacts,
     { project_id: projectId, version, filename: extra.filename ?? `app-${version}.bin`, ...extra },
     ReadableStream.from([bytes]),
     t.config.maxUploadBytes,

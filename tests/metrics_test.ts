@@ -254,6 +254,7 @@ Deno.test("metrics move with traffic", async (t) => {
     const app = createApp({
       config: broken.config,
       kv: broken.kv,
+      artifacts: broken.artifacts,
       rateLimitKv: broken.rateLimitKv,
       recordKeyUse: () => {},
     });

@@ -134,6 +134,7 @@ function appOn(t: TestApp, kv: Deno.Kv, overrides: Partial<Config> = {}) {
   const app = createApp({
     config: { ...t.config, ...overrides },
     kv,
+    artifacts: t.artifacts,
     rateLimitKv: t.rateLimitKv,
     recordKeyUse: () => {},
   });

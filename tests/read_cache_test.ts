@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createApp } from "../app.ts";
 import { testConfig } from "../src/lib/config.ts";
+import { createFsStore } from "../src/storage/mod.ts";
 import {
   cacheGenerationKey,
   createApiKey,
@@ -124,6 +125,7 @@ Deno.test("read cache: another process's writes are seen within APP_CACHE_REFRES
     const app = createApp({
       config: testConfig({ dataDir: dir, artifactsDir: join(dir, "artifacts") }),
       kv: served,
+      artifacts: createFsStore(join(dir, "artifacts")),
       recordKeyUse: () => {},
     });
     const projects = () =>

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { publishRelease } from "../src/storage/artifacts.ts";
+import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { createApiKey, createProject } from "../src/store/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -32,7 +32,7 @@ async function seed(): Promise<Seeded> {
     const project = await createProject(kv, { name: "Desktop", slug: "desktop" });
     const release = await publishRelease(
       kv,
-      join(absolute, "artifacts"),
+      createFsStore(join(absolute, "artifacts")),
       { project_id: project.id, version: "1.0.0", filename: "app.bin" },
       ReadableStream.from(chunks),
       SIZE,

@@ -2,14 +2,13 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
+import { openArtifact, removeArtifact, saveArtifact } from "../src/storage/artifacts.ts";
 import {
+  createFsStore,
   EmptyUploadError,
-  openArtifact,
   publishRelease,
-  removeArtifact,
-  saveArtifact,
   UploadTooLargeError,
-} from "../src/storage/artifacts.ts";
+} from "../src/storage/mod.ts";
 import { createProject, listReleasesByProject, ValidationError } from "../src/store/mod.ts";
 import { dumpKv, faultyKv, listDir, withKv } from "./helpers.ts";
 
@@ -208,7 +207,7 @@ Deno.test("publishRelease: stored bytes and the release record agree", () =>
       const project = await createProject(kv, { name: "App", slug: "app" });
       const release = await publishRelease(
         kv,
-        dir,
+        createFsStore(dir),
         { project_id: project.id, version: "1.0", filename: "a.zip" },
         chunks("zip bytes"),
         100,
@@ -226,11 +225,17 @@ Deno.test("publishRelease: a failed upload leaves no release and no file", () =>
       const before = await dumpKv(kv);
       const fields = { project_id: project.id, version: "1.0", filename: "a.zip" };
       await assert.rejects(
-        publishRelease(kv, dir, fields, chunks("x".repeat(11)), 10),
+        publishRelease(kv, createFsStore(dir), fields, chunks("x".repeat(11)), 10),
         UploadTooLargeError,
       );
-      await assert.rejects(publishRelease(kv, dir, fields, chunks(), 10), EmptyUploadError);
-      await assert.rejects(publishRelease(kv, dir, fields, failingStream("x"), 10), /reset/);
+      await assert.rejects(
+        publishRelease(kv, createFsStore(dir), fields, chunks(), 10),
+        EmptyUploadError,
+      );
+      await assert.rejects(
+        publishRelease(kv, createFsStore(dir), fields, failingStream("x"), 10),
+        /reset/,
+      );
       assert.deepEqual(await dumpKv(kv), before);
       assert.deepEqual(await listDir(dir), []);
     })
@@ -245,7 +250,7 @@ Deno.test("publishRelease: a KV commit failure after the file was written remove
       await assert.rejects(
         publishRelease(
           broken,
-          dir,
+          createFsStore(dir),
           { project_id: project.id, version: "1.0", filename: "a.zip" },
           chunks("bytes"),
           100,
@@ -262,7 +267,13 @@ Deno.test("publishRelease: a release refused by the store removes the file", () 
   withDir((dir) =>
     withKv(async (kv) => {
       await assert.rejects(
-        publishRelease(kv, dir, { project_id: 5, version: "1", filename: "a" }, chunks("b"), 9),
+        publishRelease(
+          kv,
+          createFsStore(dir),
+          { project_id: 5, version: "1", filename: "a" },
+          chunks("b"),
+          9,
+        ),
         ValidationError,
       );
       assert.deepEqual(await listDir(dir), []);

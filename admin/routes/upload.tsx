@@ -8,11 +8,9 @@
 import type { Hono } from "hono";
 import {
   EmptyUploadError,
-  removeArtifact,
-  saveArtifact,
   type StoredArtifact,
   UploadTooLargeError,
-} from "../../src/storage/artifacts.ts";
+} from "../../src/storage/mod.ts";
 import { recordKvError, recordUpload, recordUploadFailure } from "../../src/lib/metrics.ts";
 import type { UploadFailureReason } from "../../src/lib/metrics.ts";
 import {
@@ -36,8 +34,7 @@ const MAX_FIELD_BYTES = 512 * 1024;
 const TEXT_FIELDS = ["version", "build", "release_notes"] as const;
 
 export function addUploadRoute(admin: Hono<AdminEnv>, deps: AppDeps): void {
-  const { kv, config } = deps;
-  const dir = config.artifactsDir;
+  const { kv, config, artifacts } = deps;
 
   admin.post("/projects/:slug/releases", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
@@ -77,7 +74,7 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: AppDeps): void {
       for await (const part of readMultipart(body, boundary)) {
         if (part.name === "file" && stored === null) {
           // An empty file is reported after the token check, like every other field error.
-          stored = await saveArtifact(dir, part.body, config.maxUploadBytes).catch((error) => {
+          stored = await artifacts.save(part.body, config.maxUploadBytes).catch((error) => {
             if (error instanceof EmptyUploadError) return null;
             throw error;
           });
@@ -122,7 +119,7 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: AppDeps): void {
         }, SHA-256 ${release.checksum_sha256}.`,
       });
     } catch (error) {
-      if (stored !== null) await removeArtifact(dir, stored.storage_key);
+      if (stored !== null) await artifacts.remove(stored.storage_key);
       if (error instanceof UploadTooLargeError) return tooLarge();
       if (error instanceof EmptyUploadError) {
         return refuse(400, {

@@ -5,15 +5,12 @@
  * absent or names the current ETag, `206` with `Content-Range`, `416` for a
  * start beyond the end. Multi-range and malformed `Range` headers are ignored
  * (a full `200`), as RFC 9110 allows. The file is streamed from its offset in
- * large chunks and never read whole.
+ * large chunks and never read whole, from whichever backend holds it.
  */
-import { openArtifact } from "../storage/artifacts.ts";
+import type { ArtifactStore } from "../storage/mod.ts";
 import { contentDisposition } from "../http/content_disposition.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Release } from "../store/mod.ts";
-
-/** Bytes read from the file per chunk. */
-export const CHUNK_SIZE = 256 * 1024;
 
 /** An inclusive byte range inside the file: `start <= end < size`. */
 export interface ByteRange {
@@ -71,64 +68,6 @@ export function ifRangeAllows(ifRange: string | null | undefined, etag: string):
   return ifRange.trim() === etag;
 }
 
-/**
- * A stream of `length` bytes of `file` from `start`, read in {@link CHUNK_SIZE}
- * chunks. It seeks first, closes the file at the end, on cancel (client gone)
- * and on error, and fails if the file ends early (so a short body is never
- * passed off as complete).
- */
-export async function fileSliceStream(
-  file: Deno.FsFile,
-  start: number,
-  length: number,
-  chunkSize = CHUNK_SIZE,
-): Promise<ReadableStream<Uint8Array>> {
-  let closed = false;
-  const close = () => {
-    if (closed) return;
-    closed = true;
-    file.close();
-  };
-  try {
-    if (start > 0) await file.seek(start, Deno.SeekMode.Start);
-  } catch (error) {
-    close();
-    throw error;
-  }
-  let remaining = length;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (remaining === 0) {
-        close();
-        controller.close();
-        return;
-      }
-      const buffer = new Uint8Array(Math.min(chunkSize, remaining));
-      let filled = 0;
-      try {
-        while (filled < buffer.byteLength) {
-          const n = await file.read(buffer.subarray(filled));
-          if (n === null) throw new Error(`artifact ended ${remaining - filled} bytes early`);
-          filled += n;
-        }
-      } catch (error) {
-        close();
-        controller.error(error);
-        return;
-      }
-      remaining -= filled;
-      controller.enqueue(buffer);
-      if (remaining === 0) {
-        close();
-        controller.close();
-      }
-    },
-    cancel() {
-      close();
-    },
-  });
-}
-
 export interface ArtifactResponse {
   response: Response;
   /**
@@ -145,13 +84,13 @@ export interface ArtifactResponse {
  * and `416 range not satisfiable`.
  */
 export async function serveArtifact(
-  artifactsDir: string,
+  store: ArtifactStore,
   release: Release,
   request: Request,
 ): Promise<ArtifactResponse> {
-  const artifact = await openArtifact(artifactsDir, release.storage_key);
+  const artifact = await store.open(release.storage_key);
   if (artifact === null) throw new ApiError(404, API_ERRORS.releaseNotFound);
-  const { file, size } = artifact;
+  const { size } = artifact;
   const etag = artifactEtag(release.checksum_sha256);
 
   // RFC 9110 section 14.2: Range is defined for GET only; HEAD describes the whole file.
@@ -159,7 +98,7 @@ export async function serveArtifact(
     ? parseRange(request.headers.get("range"), size)
     : null;
   if (range === "unsatisfiable") {
-    file.close();
+    artifact.close();
     throw new ApiError(416, API_ERRORS.rangeNotSatisfiable, {
       "accept-ranges": "bytes",
       "content-range": `bytes */${size}`,
@@ -179,12 +118,12 @@ export async function serveArtifact(
   const status = range === null ? 200 : 206;
 
   // Hono answers HEAD with the GET handler's headers and drops its body
-  // without cancelling it: close the file here instead of leaking it.
+  // without cancelling it: close the artifact here instead of leaking it.
   if (request.method === "HEAD") {
-    file.close();
+    artifact.close();
     return { response: new Response(null, { status, headers }), countsAsDownload: false };
   }
-  const body = await fileSliceStream(file, start, length);
+  const body = await artifact.read(start, length);
   // A download counts once: the whole file in one answer. The parts of a
   // resumed download, and probes such as `bytes=0-0`, do not count again.
   const whole = start === 0 && length === size;

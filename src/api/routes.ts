@@ -75,7 +75,7 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
   api.get("/releases/:id/download", gate, async (c) => {
     const { release } = await findVisibleRelease(kv, c.get("apiKey"), c.req.param("id"));
     c.set("releaseId", release.id);
-    const served = await serveArtifact(deps.config.artifactsDir, release, c.req.raw);
+    const served = await serveArtifact(deps.artifacts, release, c.req.raw);
     if (served.countsAsDownload) {
       countDownload(kv, release.id).catch((error) => {
         recordKvError("download_count");

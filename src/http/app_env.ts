@@ -1,11 +1,14 @@
 import type { Config } from "../lib/config.ts";
 import type { Logger } from "../lib/log.ts";
+import type { ArtifactStore } from "../storage/mod.ts";
 import type { ApiKey } from "../store/mod.ts";
 
 /** What the HTTP layers need from the outside world; tests pass in-memory ones. */
 export interface AppDeps {
   config: Config;
   kv: Deno.Kv;
+  /** Where artifact bytes live: the data dir (`fs`) or a bucket (`s3`). */
+  artifacts: ArtifactStore;
   /**
    * The KV that holds the token buckets when they are shared between
    * instances (APP_RATE_LIMIT_STORE=kv); absent, they live in process memory.

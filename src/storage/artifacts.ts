@@ -1,42 +1,25 @@
 /**
- * Artifact files under `$APP_DATA_DIR/artifacts/`. Bytes are streamed to a
+ * The `fs` backend's files under `$APP_DATA_DIR/artifacts/`. Bytes are streamed to a
  * temporary file while SHA-256 and size are computed (constant memory, no
  * second read), fsynced, then renamed into place (and the directory fsynced,
  * so the new name survives a crash). Only after that does the
- * caller commit a release record; `publishRelease` ties the two together so
- * that a failure at any step leaves neither a release nor a stray file.
+ * caller commit a release record (`publishRelease` in publish.ts). `fs_store.ts`
+ * puts these functions behind the `ArtifactStore` interface.
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { createRelease, type Release, type ReleaseInput } from "../store/mod.ts";
-
-export interface StoredArtifact {
-  storage_key: string;
-  checksum_sha256: string;
-  size_bytes: number;
-}
-
-/** The upload is larger than `APP_MAX_UPLOAD_BYTES`. */
-export class UploadTooLargeError extends Error {
-  constructor(readonly maxBytes: number) {
-    super(`the file is larger than the upload limit of ${maxBytes} bytes`);
-    this.name = "UploadTooLargeError";
-  }
-}
-
-/** The upload carried no bytes. */
-export class EmptyUploadError extends Error {
-  constructor() {
-    super("the file is empty");
-    this.name = "EmptyUploadError";
-  }
-}
+import {
+  type ByteSource,
+  EmptyUploadError,
+  type StoredArtifact,
+  UploadTooLargeError,
+} from "./types.ts";
 
 const STORAGE_KEY_PATTERN = /^[0-9a-f-]{36}$/;
 
 export async function saveArtifact(
   dir: string,
-  stream: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
+  stream: ByteSource,
   maxBytes: number,
 ): Promise<StoredArtifact> {
   await Deno.mkdir(dir, { recursive: true });
@@ -237,23 +220,4 @@ export async function removeArtifact(dir: string, storageKey: string): Promise<v
   await Deno.remove(join(dir, storageKey)).catch((error) => {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   });
-}
-
-export type PublishInput = Omit<ReleaseInput, keyof StoredArtifact>;
-
-/** Stores the bytes, then commits the release; on any failure removes the file again. */
-export async function publishRelease(
-  kv: Deno.Kv,
-  dir: string,
-  input: PublishInput,
-  stream: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
-  maxBytes: number,
-): Promise<Release> {
-  const artifact = await saveArtifact(dir, stream, maxBytes);
-  try {
-    return await createRelease(kv, { ...input, ...artifact });
-  } catch (error) {
-    await removeArtifact(dir, artifact.storage_key);
-    throw error;
-  }
 }

@@ -1,0 +1,90 @@
+/** The `fs` backend: artifact files in one directory (see artifacts.ts). */
+import { openArtifact, removeArtifact, saveArtifact } from "./artifacts.ts";
+import type { ArtifactStore, OpenedArtifact } from "./types.ts";
+
+/** Bytes read from a file per chunk. */
+export const CHUNK_SIZE = 256 * 1024;
+
+export interface FsArtifactStore extends ArtifactStore {
+  readonly kind: "fs";
+  readonly dir: string;
+}
+
+export function createFsStore(dir: string): FsArtifactStore {
+  return {
+    kind: "fs",
+    dir,
+    save: (source, maxBytes) => saveArtifact(dir, source, maxBytes),
+    open: async (storageKey) => {
+      const opened = await openArtifact(dir, storageKey);
+      return opened && openedFile(opened.file, opened.size);
+    },
+    remove: (storageKey) => removeArtifact(dir, storageKey),
+  };
+}
+
+function openedFile(file: Deno.FsFile, size: number): OpenedArtifact {
+  return {
+    size,
+    read: (start, length) => fileSliceStream(file, start, length),
+    close: () => file.close(),
+  };
+}
+
+/**
+ * A stream of `length` bytes of `file` from `start`, read in {@link CHUNK_SIZE}
+ * chunks. It seeks first, closes the file at the end, on cancel (client gone)
+ * and on error, and fails if the file ends early (so a short body is never
+ * passed off as complete).
+ */
+export async function fileSliceStream(
+  file: Deno.FsFile,
+  start: number,
+  length: number,
+  chunkSize = CHUNK_SIZE,
+): Promise<ReadableStream<Uint8Array>> {
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    file.close();
+  };
+  try {
+    if (start > 0) await file.seek(start, Deno.SeekMode.Start);
+  } catch (error) {
+    close();
+    throw error;
+  }
+  let remaining = length;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (remaining === 0) {
+        close();
+        controller.close();
+        return;
+      }
+      const buffer = new Uint8Array(Math.min(chunkSize, remaining));
+      let filled = 0;
+      try {
+        while (filled < buffer.byteLength) {
+          const n = await file.read(buffer.subarray(filled));
+          if (n === null) throw new Error(`artifact ended ${remaining - filled} bytes early`);
+          filled += n;
+        }
+      } catch (error) {
+        close();
+        controller.error(error);
+        return;
+      }
+      remaining -= filled;
+      controller.enqueue(buffer);
+      if (remaining === 0) {
+        close();
+        controller.close();
+      }
+    },
+    cancel() {
+      close();
+    },
+  });
+}

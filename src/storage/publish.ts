@@ -1,0 +1,22 @@
+/** Ties a stored artifact to its release record: the record is written only once the bytes are complete. */
+import { createRelease, type Release, type ReleaseInput } from "../store/mod.ts";
+import type { ArtifactStore, ByteSource, StoredArtifact } from "./types.ts";
+
+export type PublishInput = Omit<ReleaseInput, keyof StoredArtifact>;
+
+/** Stores the bytes, then commits the release; on any failure removes the artifact again. */
+export async function publishRelease(
+  kv: Deno.Kv,
+  store: ArtifactStore,
+  input: PublishInput,
+  source: ByteSource,
+  maxBytes: number,
+): Promise<Release> {
+  const artifact = await store.save(source, maxBytes);
+  try {
+    return await createRelease(kv, { ...input, ...artifact });
+  } catch (error) {
+    await store.remove(artifact.storage_key);
+    throw error;
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The one interface every artifact backend implements (`fs`, `s3`), and the
+ * errors an upload can end with. Callers never see which backend they use,
+ * except for the download modes that hand the bytes to someone else
+ * (`presignGet` for redirect, `xAccelPath` for nginx).
+ */
+
+/** What a finished upload gives the release record. */
+export interface StoredArtifact {
+  storage_key: string;
+  checksum_sha256: string;
+  size_bytes: number;
+}
+
+/** The bytes of an upload, as a web stream or any async iterable of chunks. */
+export type ByteSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
+
+/** A stored artifact opened for reading: its size, and its bytes from any offset. */
+export interface OpenedArtifact {
+  size: number;
+  /**
+   * `length` bytes from `start`. Takes over the artifact: the stream closes it
+   * at its end, on cancel and on error. Fails if the artifact ends early.
+   */
+  read(start: number, length: number): Promise<ReadableStream<Uint8Array>>;
+  /** Releases the artifact without reading it. */
+  close(): void;
+}
+
+/** How a presigned download URL presents the file. */
+export interface PresignOptions {
+  filename: string;
+  contentType: string;
+  ttlSeconds: number;
+}
+
+export interface ArtifactStore {
+  readonly kind: "fs" | "s3";
+  /**
+   * Stores the bytes under a new key while SHA-256 and size are computed, in
+   * bounded memory. Throws `UploadTooLargeError` as soon as more than
+   * `maxBytes` arrive and `EmptyUploadError` for no bytes; on any failure
+   * nothing is left behind. Resolves only once the artifact is complete.
+   */
+  save(source: ByteSource, maxBytes: number): Promise<StoredArtifact>;
+  /** The artifact, or null when it is missing. */
+  open(storageKey: string): Promise<OpenedArtifact | null>;
+  /** Removes an artifact; a missing one is fine. */
+  remove(storageKey: string): Promise<void>;
+}
+
+/** The upload is larger than `APP_MAX_UPLOAD_BYTES`. */
+export class UploadTooLargeError extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`the file is larger than the upload limit of ${maxBytes} bytes`);
+    this.name = "UploadTooLargeError";
+  }
+}
+
+/** The upload carried no bytes. */
+export class EmptyUploadError extends Error {
+  constructor() {
+    super("the file is empty");
+    this.name = "EmptyUploadError";
+  }
+}
