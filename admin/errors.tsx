@@ -3,7 +3,6 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ConflictError, NotFoundError, ValidationError } from "../src/store/mod.ts";
-import { CsrfError } from "./guards.ts";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
 import type { AdminSession } from "../src/store/mod.ts";
 import type { AppDeps } from "./types.ts";
@@ -26,10 +25,8 @@ export function isAdminPath(path: string): boolean {
 export function renderAdminError(c: Context, deps: AppDeps, error: unknown): Promise<Response> {
   let status: ContentfulStatusCode = 500;
   let message = "The server could not complete the request. The error was logged.";
-  if (error instanceof CsrfError) {
-    status = 403;
-    message = error.message;
-  } else if (error instanceof HTTPException && error.status < 500) {
+  // HTTPExceptions include CsrfError (403) and the body limit's 413.
+  if (error instanceof HTTPException && error.status < 500) {
     status = error.status as ContentfulStatusCode;
     message = error.message ||
       (status === 413 ? "The form is too large." : "The request was refused.");

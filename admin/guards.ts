@@ -3,14 +3,21 @@
  * gate and the CSRF token check of every POST.
  */
 import type { Context, MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
+import { matchedRoutes } from "hono/route";
 import { clientAddress } from "../src/http/client_address.ts";
 import { constantTimeEqual } from "../src/lib/secrets.ts";
 import { getAdminSession, type SessionPolicy } from "../src/store/mod.ts";
 import { clearSessionCookie, getSessionCookie } from "./cookies.ts";
 import { readForm } from "./forms.ts";
+import { multipartBoundary, type MultipartPart, readMultipart } from "./multipart.ts";
 import type { AdminEnv, AppDeps } from "./types.ts";
+
+/** Largest urlencoded (or buffered multipart) form. */
+const FORM_LIMIT_BYTES = 1024 * 1024;
+const CSRF_TOKEN_MAX_BYTES = 1024;
 
 export function sessionPolicy(deps: AppDeps): SessionPolicy {
   return {
@@ -80,14 +87,66 @@ export function tokenMatches(expected: string, given: string | undefined | null)
   return typeof given === "string" && given !== "" && constantTimeEqual(expected, given);
 }
 
-/** Reads the posted form and checks its `csrf_token` against the session before anything else. */
+/**
+ * Put before a route handler that reads a multipart body as a stream
+ * (`c.get("parts")`) instead of a buffered form; the CSRF gate then checks the
+ * token in the stream.
+ */
+export const streamedForm: MiddlewareHandler<AdminEnv> = async (_c, next) => await next();
+
+/**
+ * The CSRF check of every POST, before any handler runs. A form is read (at
+ * most 1 MiB) and its `csrf_token` compared with the session's; the handler
+ * gets the fields as `c.get("form")`. A multipart body sent to a handler
+ * registered behind `streamedForm` is not buffered: the handler gets its parts
+ * as `c.get("parts")`, a stream that fails with a CsrfError as soon as a wrong
+ * token arrives, and at its end when none came. Such a handler stores nothing
+ * durable before the stream is done (and removes what it wrote on an error).
+ */
 export function requireCsrfToken(): MiddlewareHandler<AdminEnv> {
+  const limit = bodyLimit({
+    maxSize: FORM_LIMIT_BYTES,
+    onError: () => {
+      throw new HTTPException(413, { message: "The form is too large." });
+    },
+  });
   return async (c, next) => {
-    const form = await readForm(c);
-    if (!tokenMatches(c.get("session").csrf_token, form["csrf_token"]?.[0])) throw new CsrfError();
-    c.set("form", form);
-    await next();
+    if (c.req.method !== "POST") return await next();
+    const expected = c.get("session").csrf_token;
+    const boundary = multipartBoundary(c.req.header("content-type"));
+    const body = c.req.raw.body;
+    if (boundary !== null && body !== null && streamsTo(c)) {
+      c.set("parts", tokenCheckedParts(readMultipart(body, boundary), expected));
+      return await next();
+    }
+    return await limit(c, async () => {
+      const form = await readForm(c);
+      if (!tokenMatches(expected, form["csrf_token"]?.[0])) throw new CsrfError();
+      c.set("form", form);
+      await next();
+    });
   };
+}
+
+function streamsTo(c: Context): boolean {
+  return matchedRoutes(c).some((route) => route.handler === streamedForm);
+}
+
+/** `parts` without the `csrf_token` parts, each checked against `expected`; one must come. */
+async function* tokenCheckedParts(
+  parts: AsyncIterable<MultipartPart>,
+  expected: string,
+): AsyncGenerator<MultipartPart> {
+  let checked = false;
+  for await (const part of parts) {
+    if (part.name !== "csrf_token") {
+      yield part;
+      continue;
+    }
+    if (!tokenMatches(expected, await part.text(CSRF_TOKEN_MAX_BYTES))) throw new CsrfError();
+    checked = true;
+  }
+  if (!checked) throw new CsrfError();
 }
 
 export function addressOf(c: Context, deps: AppDeps): string {

@@ -1,5 +1,6 @@
 import type { AppDeps } from "../src/http/app_env.ts";
 import type { AdminSession } from "../src/store/mod.ts";
+import type { MultipartPart } from "./multipart.ts";
 
 export type { AppDeps };
 
@@ -17,6 +18,8 @@ export interface AdminEnv {
     session: AdminSession;
     sessionId: string;
     form: FormValues;
+    /** A streamed multipart form whose CSRF token is checked on the way (guards.ts). */
+    parts: AsyncIterable<MultipartPart>;
   };
 }
 

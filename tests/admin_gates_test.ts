@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import type { TestApp } from "./helpers.ts";
 import { seedKey, seedProject, seedRelease } from "./helpers.ts";
 import {
+  ADMIN_PASSWORD,
   AdminClient,
   createAdminTestApp,
   type Fields,
@@ -10,34 +11,63 @@ import {
   signedInClient,
 } from "./admin_helpers.ts";
 
-const GET_ROUTES = [
-  "/admin",
-  "/admin/projects",
-  "/admin/projects/alpha",
-  "/admin/api-keys",
-  "/admin/audit",
-  "/admin/account/password",
-];
+/** What works without a session; every other registered admin route must refuse. */
+const PUBLIC_ROUTES = new Set(["GET /admin/login", "POST /admin/login", "GET /admin/static/:name"]);
 
-/** Each POST route with fields that would succeed with a valid token. */
-function postRoutes(releaseId: number, keyId: number): Array<[string, Fields]> {
-  return [
-    ["/admin/projects", { name: "Beta", slug: "beta", description: "", tags: "x" }],
-    ["/admin/projects/alpha", { name: "Renamed", description: "d", tags: "y" }],
-    ["/admin/projects/alpha/archive", {}],
-    ["/admin/projects/alpha/activate", {}],
-    [`/admin/releases/${releaseId}/archive`, {}],
-    [`/admin/releases/${releaseId}/activate`, {}],
-    ["/admin/api-keys", { name: "k", scope_mode: "all_projects", can_download: "on" }],
-    [`/admin/api-keys/${keyId}/disable`, {}],
-    [`/admin/api-keys/${keyId}/enable`, {}],
-    ["/admin/account/password", {
-      current_password: "x",
-      new_password: "a long new password",
-      confirm_password: "a long new password",
-    }],
-    ["/admin/logout", {}],
-  ];
+/** Fields that would make a POST succeed with a valid token, so a missing gate shows as a change. */
+const SUCCEEDING_FIELDS: Record<string, Fields> = {
+  "/admin/projects": { name: "Beta", slug: "beta", description: "", tags: "x" },
+  "/admin/projects/:slug": { name: "Renamed", description: "d", tags: "y" },
+  "/admin/projects/:slug/releases": { version: "9.9.9" },
+  "/admin/api-keys": { name: "k", scope_mode: "all_projects", can_download: "on" },
+  "/admin/account/password": {
+    current_password: ADMIN_PASSWORD,
+    new_password: "a long new password",
+    confirm_password: "a long new password",
+  },
+};
+
+interface Route {
+  method: string;
+  /** The registered pattern, e.g. `/admin/projects/:slug`. */
+  pattern: string;
+  /** The pattern with its parameters filled with seeded records. */
+  path: string;
+}
+
+/** Every admin route the app registered (its own list, not a hand-written one), minus middleware. */
+function adminRoutes(t: TestApp, ids: { releaseId: number; keyId: number }): Route[] {
+  const seen = new Map<string, Route>();
+  for (const { method, path: pattern } of t.app.routes) {
+    if (method === "ALL" || !(pattern === "/admin" || pattern.startsWith("/admin/"))) continue;
+    const path = pattern.replace(/:(\w+)/g, (_, name: string) => {
+      if (name === "slug") return "alpha";
+      if (name === "id") return String(pattern.includes("/api-keys/") ? ids.keyId : ids.releaseId);
+      if (name === "name") return "style.css";
+      throw new Error(`no test value for :${name} in ${pattern}`);
+    });
+    seen.set(`${method} ${pattern}`, { method, pattern, path });
+  }
+  return [...seen.values()];
+}
+
+function gatedRoutes(routes: Route[]): Route[] {
+  return routes.filter((route) => !PUBLIC_ROUTES.has(`${route.method} ${route.pattern}`));
+}
+
+/** The same form urlencoded and as multipart with a file, so both body readers face the gates. */
+function bodiesOf(fields: Fields, token: string | undefined): Array<[string, BodyInit]> {
+  const all: Fields = token === undefined ? fields : { csrf_token: token, ...fields };
+  const urlencoded = new URLSearchParams();
+  const multipart = new FormData();
+  for (const [name, value] of Object.entries(all)) {
+    for (const item of Array.isArray(value) ? value : [value]) {
+      urlencoded.append(name, item);
+      multipart.append(name, item);
+    }
+  }
+  multipart.append("file", new File(["bytes"], "x.bin"));
+  return [["urlencoded", urlencoded], ["multipart", multipart]];
 }
 
 /** All durable state except sessions (which only record activity). */
@@ -62,50 +92,68 @@ async function seeded() {
   return { t, releaseId: release.id, keyId: apiKey.id };
 }
 
-Deno.test("admin routes need a session", async (t) => {
+Deno.test("every admin route the app registers is behind the gates", async (t) => {
   const { t: app, releaseId, keyId } = await seeded();
-  const anonymous = new AdminClient(app);
+  const routes = adminRoutes(app, { releaseId, keyId });
+  const gated = gatedRoutes(routes);
 
-  await t.step("GET answers 303 to /admin/login", async () => {
-    for (const path of GET_ROUTES) {
-      const res = await anonymous.fetch(path);
-      assert.equal(res.status, 303, path);
-      assert.equal(res.headers.get("location"), "/admin/login", path);
+  await t.step("the list is the app's own and complete", () => {
+    const names = routes.map((route) => `${route.method} ${route.pattern}`);
+    for (const known of [...PUBLIC_ROUTES, "GET /admin", "POST /admin/logout"]) {
+      assert.ok(names.includes(known), `${known} is registered`);
+    }
+    assert.ok(names.includes("POST /admin/projects/:slug/releases"), "the upload is listed");
+    assert.ok(gated.length >= 18, `found ${gated.length} gated routes`);
+    for (const pattern of Object.keys(SUCCEEDING_FIELDS)) {
+      assert.ok(names.includes(`POST ${pattern}`), `fixture for a registered route: ${pattern}`);
     }
   });
 
-  await t.step("POST answers 303 to /admin/login and changes nothing", async () => {
-    const before = await snapshot(app);
-    for (const [path, fields] of postRoutes(releaseId, keyId)) {
-      const res = await anonymous.post(path, { ...fields, csrf_token: "anything" });
-      assert.equal(res.status, 303, path);
-      assert.equal(res.headers.get("location"), "/admin/login", path);
+  await t.step("the public routes answer without a session", async () => {
+    const anonymous = new AdminClient(app);
+    for (const route of routes.filter((r) => r.method === "GET" && !gated.includes(r))) {
+      assert.equal((await anonymous.fetch(route.path)).status, 200, route.path);
     }
-    const upload = await anonymous.upload("/admin/projects/alpha/releases", [
-      ["csrf_token", "anything"],
-      ["version", "9.9.9"],
-      ["file", new File(["bytes"], "x.bin")],
-    ]);
-    assert.equal(upload.status, 303);
-    assert.equal(await snapshot(app), before);
   });
+
+  await t.step(
+    "without a session: GET 303 to /admin/login, POST refused, nothing changed",
+    async () => {
+      const anonymous = new AdminClient(app);
+      const before = await snapshot(app);
+      for (const route of gated) {
+        const label = `${route.method} ${route.pattern}`;
+        if (route.method === "GET") {
+          const res = await anonymous.fetch(route.path);
+          assert.equal(res.status, 303, label);
+          assert.equal(res.headers.get("location"), "/admin/login", label);
+          continue;
+        }
+        for (const [encoding, body] of bodiesOf(SUCCEEDING_FIELDS[route.pattern] ?? {}, "any")) {
+          const res = await anonymous.fetch(route.path, { method: route.method, body });
+          await res.body?.cancel();
+          if (res.status === 303) {
+            assert.equal(res.headers.get("location"), "/admin/login", `${label} ${encoding}`);
+          } else {
+            assert.ok([401, 403].includes(res.status), `${label} ${encoding}: ${res.status}`);
+          }
+        }
+      }
+      assert.equal(await snapshot(app), before);
+    },
+  );
 
   await t.step("a forged or stale session cookie is no session", async () => {
+    const anonymous = new AdminClient(app);
     anonymous.cookies.set("uds_session", "A".repeat(43));
     const res = await anonymous.fetch("/admin");
     assert.equal(res.status, 303);
     assert.equal(res.headers.get("location"), "/admin/login");
   });
 
-  await app.close();
-});
-
-Deno.test("admin POSTs need the session's CSRF token", async (t) => {
-  const { t: app, releaseId, keyId } = await seeded();
   const client = await signedInClient(app);
   const other = await signedInClient(app);
   assert.notEqual(client.csrfToken, other.csrfToken);
-
   for (
     const [label, token] of [
       ["missing", undefined],
@@ -114,31 +162,30 @@ Deno.test("admin POSTs need the session's CSRF token", async (t) => {
       ["another session's", other.csrfToken],
     ] as const
   ) {
-    await t.step(`${label} token: 403 and nothing changed`, async () => {
-      const before = await snapshot(app);
-      for (const [path, fields] of postRoutes(releaseId, keyId)) {
-        const body: Fields = { ...fields };
-        const res = token === undefined
-          ? await client.fetch(path, {
-            method: "POST",
-            body: new URLSearchParams(body as Record<string, string>),
-          })
-          : await client.post(path, { ...body, csrf_token: token });
-        assert.equal(res.status, 403, `${path}`);
-        assert.match(await res.text(), /security token/, path);
-      }
-      const parts: Array<[string, string | File]> = [
-        ["version", "9.9.9"],
-        ["file", new File(["bytes"], "x.bin")],
-      ];
-      if (token !== undefined) parts.unshift(["csrf_token", token]);
-      const upload = await client.upload("/admin/projects/alpha/releases", parts);
-      assert.equal(upload.status, 403);
-      assert.equal(await snapshot(app), before);
-      // Still signed in: a refused form does not end the session.
-      assert.equal((await client.fetch("/admin")).status, 200);
-    });
+    await t.step(
+      `with a session, ${label} CSRF token: every POST 403, nothing changed`,
+      async () => {
+        const before = await snapshot(app);
+        for (const route of gated.filter((r) => r.method === "POST")) {
+          for (const [encoding, body] of bodiesOf(SUCCEEDING_FIELDS[route.pattern] ?? {}, token)) {
+            const res = await client.fetch(route.path, { method: "POST", body });
+            assert.equal(res.status, 403, `${route.pattern} ${encoding}`);
+            assert.match(await res.text(), /security token/, `${route.pattern} ${encoding}`);
+          }
+        }
+        assert.equal(await snapshot(app), before);
+        // Still signed in: a refused form does not end the session.
+        assert.equal((await client.fetch("/admin")).status, 200);
+      },
+    );
   }
+
+  await t.step("control: with the token, the same requests do change things", async () => {
+    const before = await snapshot(app);
+    const res = await client.post("/admin/projects", SUCCEEDING_FIELDS["/admin/projects"]);
+    assert.equal(res.status, 303);
+    assert.notEqual(await snapshot(app), before);
+  });
 
   await app.close();
 });

@@ -455,8 +455,8 @@ Deno.test("admin uploads move the upload metrics", async (t) => {
     ["missing version", () => upload(new File(["x"], "x.bin"), ""), 400, "invalid"],
     ["wrong CSRF token", () => upload(new File(["x"], "x.bin"), "1.0.1", "wrong"), 403, "invalid"],
     [
-      "not multipart",
-      () => client.fetch(UPLOAD_PATH, { method: "POST", body: "version=1" }),
+      "not multipart (a urlencoded form with its token)",
+      () => client.post(UPLOAD_PATH, { version: "1" }),
       400,
       "invalid",
     ],

@@ -1,9 +1,10 @@
 /**
  * Release upload: the multipart body is streamed straight into the artifact
- * store (constant memory), then the release is recorded. The CSRF token is
- * checked as soon as it arrives; forms put it first, but a token sent after
- * the file still counts: the stored file is then removed again if the token
- * or any other field is wrong, so a refused upload leaves nothing behind.
+ * store (constant memory), then the release is recorded. The parts come
+ * through the CSRF gate (guards.ts), which checks the token as soon as it
+ * arrives; forms put it first, but a token sent after the file still counts:
+ * the stored file is then removed again if the token or any other field is
+ * wrong, so a refused upload leaves nothing behind.
  */
 import type { Hono } from "hono";
 import {
@@ -22,8 +23,8 @@ import {
 import { audit, redirectWithFlash } from "../context.ts";
 import { humanBytes } from "../format.ts";
 import { formErrorOf } from "../forms.ts";
-import { CsrfError, tokenMatches } from "../guards.ts";
-import { multipartBoundary, MultipartError, readMultipart } from "../multipart.ts";
+import { CsrfError, streamedForm } from "../guards.ts";
+import { MultipartError } from "../multipart.ts";
 import type { AdminEnv, AppDeps, FormError } from "../types.ts";
 import { EMPTY_UPLOAD_FORM, type UploadValues } from "../views/project.tsx";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
@@ -36,9 +37,8 @@ const TEXT_FIELDS = ["version", "build", "release_notes"] as const;
 export function addUploadRoute(admin: Hono<AdminEnv>, deps: AppDeps): void {
   const { kv, config, artifacts } = deps;
 
-  admin.post("/projects/:slug/releases", async (c) => {
+  admin.post("/projects/:slug/releases", streamedForm, async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
-    const session = c.get("session");
     const values: UploadValues = { ...EMPTY_UPLOAD_FORM };
     const refuse = (status: 400 | 413, error: FormError, reason: UploadFailureReason) => {
       recordUploadFailure(reason);
@@ -52,9 +52,8 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: AppDeps): void {
         } (${config.maxUploadBytes} bytes).`,
       }, "too_large");
 
-    const boundary = multipartBoundary(c.req.header("content-type"));
-    const body = c.req.raw.body;
-    if (boundary === null || body === null) {
+    const parts = c.get("parts");
+    if (parts === undefined) {
       return refuse(
         400,
         { field: "file", message: "Send the release as multipart/form-data." },
@@ -63,15 +62,14 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: AppDeps): void {
     }
     const declared = Number(c.req.header("content-length") ?? NaN);
     if (declared > config.maxUploadBytes + FIELDS_ALLOWANCE_BYTES) {
-      await body.cancel().catch(() => {});
+      await c.req.raw.body?.cancel().catch(() => {});
       return tooLarge();
     }
 
-    let tokenOk = false;
     let stored: StoredArtifact | null = null;
     let file: { filename: string; contentType: string | undefined } | null = null;
     try {
-      for await (const part of readMultipart(body, boundary)) {
+      for await (const part of parts) {
         if (part.name === "file" && stored === null) {
           // An empty file is reported after the token check, like every other field error.
           stored = await artifacts.save(part.body, config.maxUploadBytes).catch((error) => {
@@ -79,14 +77,10 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: AppDeps): void {
             throw error;
           });
           file = stored && { filename: part.filename ?? "", contentType: part.contentType };
-        } else if (part.name === "csrf_token") {
-          tokenOk = tokenMatches(session.csrf_token, await part.text(1024));
-          if (!tokenOk) throw new CsrfError();
         } else if ((TEXT_FIELDS as readonly string[]).includes(part.name)) {
           values[part.name as typeof TEXT_FIELDS[number]] = await part.text(MAX_FIELD_BYTES);
         }
       }
-      if (!tokenOk) throw new CsrfError();
       const fields = validateReleaseFields(values);
       if (stored === null || file === null) throw new EmptyUploadError();
       const release = await createRelease(kv, {
