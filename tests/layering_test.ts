@@ -1,0 +1,143 @@
+/**
+ * The layering rules of docs/architecture.md, checked on the import lines of
+ * every source file: each import points down (or stays in its own layer),
+ * `src/api/` and `admin/` never import each other, nothing under `src/`
+ * imports `admin/`, and the reference client imports nothing of the service.
+ */
+import assert from "node:assert/strict";
+import { dirname, join, relative, resolve } from "node:path";
+
+const ROOT = resolve(dirname(new URL(import.meta.url).pathname), "..");
+
+/** Layers from the top; a file may import its own layer or any layer below it. */
+const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolean }> = [
+  { name: "main.ts", rank: 6, owns: (p) => p === "main.ts" },
+  { name: "app.ts", rank: 5, owns: (p) => p === "app.ts" },
+  { name: "src/api", rank: 4, owns: (p) => p.startsWith("src/api/") },
+  { name: "admin", rank: 4, owns: (p) => p.startsWith("admin/") },
+  { name: "src/backup", rank: 4, owns: (p) => p.startsWith("src/backup/") },
+  { name: "src/http", rank: 3, owns: (p) => p.startsWith("src/http/") },
+  { name: "src/storage", rank: 3, owns: (p) => p.startsWith("src/storage/") },
+  { name: "src/store", rank: 2, owns: (p) => p.startsWith("src/store/") },
+  { name: "src/lib", rank: 1, owns: (p) => p.startsWith("src/lib/") },
+];
+
+/** Files that are data, not code: any layer may read them. */
+function isData(path: string): boolean {
+  return path.startsWith("docs/") && path.endsWith(".json");
+}
+
+function layerOf(path: string) {
+  return LAYERS.find((layer) => layer.owns(path));
+}
+
+async function sourceFiles(dir: string): Promise<string[]> {
+  const files: string[] = [];
+  for await (const entry of Deno.readDir(join(ROOT, dir))) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory) files.push(...await sourceFiles(path));
+    else if (/\.tsx?$/.test(entry.name)) files.push(path);
+  }
+  return files;
+}
+
+/** The specifiers of a file's static and dynamic imports and re-exports. */
+export function importsOf(source: string): string[] {
+  const found: string[] = [];
+  const pattern = /(?:\bfrom\s+|\bimport\s*\(\s*|^\s*import\s+)["']([^"']+)["']/gm;
+  for (const match of source.matchAll(pattern)) found.push(match[1]);
+  return found;
+}
+
+interface Edge {
+  from: string;
+  /** A relative import as a path from the repository root, a package as its specifier. */
+  to: string;
+  local: boolean;
+}
+
+async function importEdges(files: string[]): Promise<Edge[]> {
+  const edges: Edge[] = [];
+  for (const from of files) {
+    for (const specifier of importsOf(await Deno.readTextFile(join(ROOT, from)))) {
+      const local = specifier.startsWith(".");
+      const to = local ? relative(ROOT, resolve(ROOT, dirname(from), specifier)) : specifier;
+      edges.push({ from, to, local });
+    }
+  }
+  return edges;
+}
+
+Deno.test("imports follow the layers of docs/architecture.md", async (t) => {
+  const service = [
+    "main.ts",
+    "app.ts",
+    ...await sourceFiles("src"),
+    ...await sourceFiles("admin"),
+  ];
+  const edges = await importEdges(service);
+
+  await t.step("the walk saw the service", () => {
+    assert.ok(service.length > 60, `${service.length} files`);
+    assert.ok(edges.some(({ from, to }) => from === "app.ts" && to === "admin/mod.ts"));
+    for (const file of service) assert.ok(layerOf(file), `${file} belongs to a layer`);
+  });
+
+  await t.step("every relative import points down or stays in its layer", () => {
+    const wrong: string[] = [];
+    for (const { from, to, local } of edges) {
+      if (!local || isData(to)) continue;
+      const source = layerOf(from)!;
+      const target = layerOf(to);
+      if (target === undefined) wrong.push(`${from} -> ${to} (outside the layers)`);
+      else if (target.rank > source.rank) wrong.push(`${from} -> ${to} (up)`);
+      else if (target.rank === source.rank && target !== source) {
+        wrong.push(`${from} -> ${to} (across)`);
+      }
+    }
+    assert.deepEqual(wrong, []);
+  });
+
+  await t.step("nothing under src/ imports admin/", () => {
+    const wrong = edges.filter(({ from, to }) =>
+      from.startsWith("src/") && to.startsWith("admin/")
+    );
+    assert.deepEqual(wrong, []);
+  });
+
+  await t.step("packages come from npm: or node: (no JSR, no URLs)", () => {
+    const wrong = edges.filter(({ to, local }) => !local && /^(jsr:|https?:|@std\/)/.test(to));
+    assert.deepEqual(wrong, []);
+  });
+});
+
+Deno.test("the reference client imports nothing of the service", async () => {
+  const edges = await importEdges(await sourceFiles("client"));
+  assert.ok(edges.length > 0);
+  const wrong = edges.filter(({ to, local }) =>
+    local ? !to.startsWith("client/") : !/^(node:|npm:)/.test(to)
+  );
+  assert.deepEqual(wrong, []);
+});
+
+Deno.test("importsOf reads every import form", () => {
+  const source = [
+    'import { a } from "./a.ts";',
+    "import {",
+    "  b,",
+    '} from "../b.ts";',
+    'import type { C } from "./c.ts";',
+    'export { d } from "./d.ts";',
+    'import "./e.ts";',
+    'const f = await import("./f.ts");',
+    '// "from" in a comment: "not an import"',
+  ].join("\n");
+  assert.deepEqual(importsOf(source), [
+    "./a.ts",
+    "../b.ts",
+    "./c.ts",
+    "./d.ts",
+    "./e.ts",
+    "./f.ts",
+  ]);
+});
