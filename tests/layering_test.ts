@@ -11,12 +11,12 @@ const ROOT = resolve(dirname(new URL(import.meta.url).pathname), "..");
 
 /** Layers from the top; a file may import its own layer or any layer below it. */
 const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolean }> = [
-  { name: "main.ts", rank: 6, owns: (p) => p === "main.ts" },
-  { name: "app.ts", rank: 5, owns: (p) => p === "app.ts" },
-  { name: "src/api", rank: 4, owns: (p) => p.startsWith("src/api/") },
-  { name: "admin", rank: 4, owns: (p) => p.startsWith("admin/") },
-  { name: "src/backup", rank: 4, owns: (p) => p.startsWith("src/backup/") },
-  { name: "src/http", rank: 3, owns: (p) => p.startsWith("src/http/") },
+  { name: "main.ts", rank: 7, owns: (p) => p === "main.ts" },
+  { name: "app.ts", rank: 6, owns: (p) => p === "app.ts" },
+  { name: "src/api", rank: 5, owns: (p) => p.startsWith("src/api/") },
+  { name: "admin", rank: 5, owns: (p) => p.startsWith("admin/") },
+  { name: "src/backup", rank: 5, owns: (p) => p.startsWith("src/backup/") },
+  { name: "src/http", rank: 4, owns: (p) => p.startsWith("src/http/") },
   { name: "src/storage", rank: 3, owns: (p) => p.startsWith("src/storage/") },
   { name: "src/store", rank: 2, owns: (p) => p.startsWith("src/store/") },
   { name: "src/lib", rank: 1, owns: (p) => p.startsWith("src/lib/") },
