@@ -11,7 +11,7 @@ import { secureHeaders } from "hono/secure-headers";
 import { createApiRoutes } from "./src/api/routes.ts";
 import type { AppDeps, AppEnv } from "./src/http/app_env.ts";
 import { pingKv } from "./src/store/health.ts";
-import { API_ERRORS, ApiError } from "./src/http/errors.ts";
+import { API_ERRORS, ApiError, isClientGone } from "./src/http/errors.ts";
 import { jsonResponse } from "./src/http/json.ts";
 import { metricsHandler } from "./src/http/metrics_route.ts";
 import { observeRequests } from "./src/http/observe.ts";
@@ -85,6 +85,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     if (error instanceof HTTPException && error.status < 500) {
       return jsonResponse({ error: error.message || "bad request" }, error.status);
     }
+    if (isClientGone(error)) return jsonResponse({ error: "request cut off" }, 400);
     console.error("internal error:", error);
     return jsonResponse({ error: API_ERRORS.internal }, 500);
   });

@@ -2,6 +2,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { isClientGone } from "../src/http/errors.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../src/store/mod.ts";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
 import type { AdminSession } from "../src/store/mod.ts";
@@ -39,6 +40,9 @@ export function renderAdminError(c: Context, deps: AppDeps, error: unknown): Pro
   } else if (error instanceof ConflictError) {
     status = 409;
     message = "The change collided with another one at the same moment. Please try again.";
+  } else if (isClientGone(error)) {
+    status = 400;
+    message = "The request was cut off before its end.";
   } else {
     console.error("admin error:", error);
   }

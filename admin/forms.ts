@@ -16,7 +16,8 @@ export async function readForm(c: Context): Promise<FormValues> {
   } catch {
     throw new HTTPException(400, { message: "the form could not be read" });
   }
-  const values: FormValues = {};
+  // No prototype: fields named `constructor`, `__proto__` or `toString` are plain fields.
+  const values: FormValues = Object.create(null);
   for (const [name, value] of data) {
     if (typeof value === "string") (values[name] ??= []).push(value);
   }

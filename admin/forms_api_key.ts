@@ -1,10 +1,10 @@
 /** Reading the API key form into store input, with the contract's field rules. */
+import { isSlug } from "../src/lib/limits.ts";
 import {
   type ApiKeyInput,
   getProjectIdsBySlugs,
   parseList,
   requireScopeMode,
-  SLUG_PATTERN,
   ValidationError,
 } from "../src/store/mod.ts";
 import { field, listField } from "./forms.ts";
@@ -61,7 +61,7 @@ export function apiKeyFormValues(form: FormValues): ApiKeyFormValues {
 export async function apiKeyInput(kv: Deno.Kv, values: ApiKeyFormValues): Promise<ApiKeyInput> {
   const mode = requireScopeMode(values.scope_mode);
   for (const slug of values.project_slugs) {
-    if (!SLUG_PATTERN.test(slug)) {
+    if (!isSlug(slug)) {
       throw new ValidationError("project_slugs", `unknown project "${slug}"`);
     }
   }

@@ -149,6 +149,35 @@ async function* tokenCheckedParts(
   if (!checked) throw new CsrfError();
 }
 
+/**
+ * Refuses a request whose URL cannot be parsed (an unparseable `Host` header
+ * such as `%zz`) with 400, before any middleware tries to parse it.
+ */
+export function requireValidHost(): MiddlewareHandler {
+  return async (c, next) => {
+    if (!URL.canParse(c.req.url)) {
+      throw new HTTPException(400, { message: "The request's Host header is not a valid host." });
+    }
+    await next();
+  };
+}
+
+/**
+ * Redirects GET and HEAD of `/admin/x/` to `/admin/x` (301) with a relative
+ * `Location`: the Host header is never copied into it (Hono's
+ * trimTrailingSlash builds an absolute URL from the Host header).
+ */
+export function trimTrailingSlash(): MiddlewareHandler {
+  return async (c, next) => {
+    const { method, path } = c.req;
+    if ((method === "GET" || method === "HEAD") && path.length > 1 && path.endsWith("/")) {
+      const url = new URL(c.req.url);
+      return c.redirect(url.pathname.replace(/\/+$/, "") + url.search, 301);
+    }
+    await next();
+  };
+}
+
 export function addressOf(c: Context, deps: AppDeps): string {
   return clientAddress(c, deps.config.trustProxy);
 }

@@ -15,9 +15,14 @@
  * tests/admin_gates_test.ts walks every registered route and proves it.
  */
 import { Hono } from "hono";
-import { trimTrailingSlash } from "hono/trailing-slash";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
-import { originGuard, requireCsrfToken, requireSession } from "./guards.ts";
+import {
+  originGuard,
+  requireCsrfToken,
+  requireSession,
+  requireValidHost,
+  trimTrailingSlash,
+} from "./guards.ts";
 import { addAccountRoutes, addLoginRoutes } from "./routes/auth.tsx";
 import { addApiKeyRoutes } from "./routes/api_keys.tsx";
 import { addOverviewRoutes } from "./routes/overview.tsx";
@@ -39,7 +44,7 @@ export function createAdminRoutes(deps: AppDeps): Hono<AdminEnv> {
       c.res.headers.set(name, value);
     }
   });
-  admin.use(trimTrailingSlash({ alwaysRedirect: true }));
+  admin.use(requireValidHost(), trimTrailingSlash());
   admin.use(originGuard(deps));
   // Hono flattens mounted routes in order: the public routes answer before the
   // protected sub-app's gates, which then cover every later /admin path.

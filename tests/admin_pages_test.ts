@@ -156,7 +156,7 @@ Deno.test("admin pages are safe", async (t) => {
     assert.equal(res.headers.get("location"), "/admin");
     const slash = await client.fetch("/admin/projects/");
     assert.equal(slash.status, 301);
-    assert.equal(new URL(slash.headers.get("location")!).pathname, "/admin/projects");
+    assert.equal(slash.headers.get("location"), "/admin/projects");
   });
 
   await t.step("an oversized form is refused with 413", async () => {

@@ -1,6 +1,7 @@
 /** API keys: list, create (shown once), disable and enable. */
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { scopeAllows } from "../../src/store/access.ts";
 import {
   type ApiKey,
@@ -79,7 +80,7 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
     admin.post(`/api-keys/:id/${action}`, async (c) => {
       const raw = c.req.param("id");
       const notFound = new HTTPException(404, { message: `There is no API key ${raw}.` });
-      if (!/^\d{1,15}$/.test(raw)) throw notFound;
+      if (!ID_PATTERN.test(raw)) throw notFound;
       let apiKey: ApiKey;
       try {
         apiKey = await setApiKeyActive(kv, Number(raw), active);

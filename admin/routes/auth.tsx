@@ -1,6 +1,7 @@
 /** Sign-in, sign-out and password change. */
 import type { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { TOKEN_PATTERN } from "../../src/lib/limits.ts";
 import { randomToken } from "../../src/lib/secrets.ts";
 import {
   clearLoginFailures,
@@ -28,7 +29,6 @@ import { LoginPage } from "../views/login.tsx";
 import { MIN_PASSWORD_LENGTH, PasswordPage } from "../views/password.tsx";
 
 export const INVALID_CREDENTIALS = "invalid username or password";
-const LOGIN_TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
 /** The routes that work without a session: the sign-in form and its POST. */
 export function addLoginRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
@@ -38,7 +38,7 @@ export function addLoginRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
   /** The pre-session CSRF token: kept while the browser has a valid one, so tabs agree. */
   function loginToken(c: Parameters<typeof getLoginCsrfCookie>[0]): string {
     const current = getLoginCsrfCookie(c);
-    const token = current && LOGIN_TOKEN_PATTERN.test(current) ? current : randomToken();
+    const token = current && TOKEN_PATTERN.test(current) ? current : randomToken();
     setLoginCsrfCookie(c, config, token);
     return token;
   }

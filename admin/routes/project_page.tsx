@@ -1,11 +1,11 @@
 /** Loading a project for its page, and rendering that page (also with form errors). */
 import { HTTPException } from "hono/http-exception";
+import { isSlug } from "../../src/lib/limits.ts";
 import {
   getDownloadCounts,
   getProjectBySlug,
   listReleasesByProject,
   type Project,
-  SLUG_PATTERN,
 } from "../../src/store/mod.ts";
 import { type AdminContext, pageContext } from "../context.ts";
 import type { AppDeps, FormError } from "../types.ts";
@@ -18,7 +18,7 @@ import {
 } from "../views/project.tsx";
 
 export async function loadProject(deps: AppDeps, slug: string): Promise<Project> {
-  const project = SLUG_PATTERN.test(slug) ? await getProjectBySlug(deps.kv, slug) : null;
+  const project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;
   if (project === null) throw new HTTPException(404, { message: `There is no project "${slug}".` });
   return project;
 }

@@ -1,6 +1,7 @@
 /** Archiving and re-activating releases (uploads are in `upload.tsx`). */
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { getProject, getRelease, setReleaseState } from "../../src/store/mod.ts";
 import { audit, redirectWithFlash } from "../context.ts";
 import type { AdminEnv, AppDeps } from "../types.ts";
@@ -10,7 +11,7 @@ export function addReleaseRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
   for (const [action, state] of [["archive", "archived"], ["activate", "active"]] as const) {
     admin.post(`/releases/:id/${action}`, async (c) => {
       const raw = c.req.param("id");
-      const release = /^\d{1,15}$/.test(raw) ? await getRelease(kv, Number(raw)) : null;
+      const release = ID_PATTERN.test(raw) ? await getRelease(kv, Number(raw)) : null;
       if (release === null) {
         throw new HTTPException(404, { message: `There is no release ${raw}.` });
       }

@@ -1,3 +1,4 @@
+import { NAME_MAX_LENGTH } from "../../src/lib/limits.ts";
 import { type ApiKey, type Project, SCOPE_MODES, type ScopeMode } from "../../src/store/mod.ts";
 import type { FormError } from "../types.ts";
 import {
@@ -171,7 +172,7 @@ function KeyForm(
           value={values.name}
           error={error}
           required
-          maxlength={200}
+          maxlength={NAME_MAX_LENGTH}
           hint='Who or what uses the key, e.g. "Desktop app 3.x".'
         />
         <div class="field checkbox">

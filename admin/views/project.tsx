@@ -1,3 +1,9 @@
+import {
+  DESCRIPTION_MAX_LENGTH,
+  NAME_MAX_LENGTH,
+  RELEASE_NOTES_MAX_LENGTH,
+  VERSION_MAX_LENGTH,
+} from "../../src/lib/limits.ts";
 import type { Project, Release } from "../../src/store/mod.ts";
 import { humanBytes } from "../format.ts";
 import type { FormError } from "../types.ts";
@@ -88,7 +94,7 @@ function UploadForm({ ctx, project, maxUploadBytes, upload, uploadError }: Proje
             value={upload.version}
             error={uploadError}
             required
-            maxlength={128}
+            maxlength={VERSION_MAX_LENGTH}
             autocapitalize="none"
             spellcheck={false}
           />
@@ -99,7 +105,7 @@ function UploadForm({ ctx, project, maxUploadBytes, upload, uploadError }: Proje
             optional="optional"
             value={upload.build}
             error={uploadError}
-            maxlength={128}
+            maxlength={VERSION_MAX_LENGTH}
             autocapitalize="none"
             spellcheck={false}
           />
@@ -112,6 +118,7 @@ function UploadForm({ ctx, project, maxUploadBytes, upload, uploadError }: Proje
           value={upload.release_notes}
           error={uploadError}
           rows={4}
+          maxlength={RELEASE_NOTES_MAX_LENGTH}
         />
         <InputField
           id="release-file"
@@ -215,7 +222,7 @@ function EditForm({ ctx, project, edit, editError }: ProjectPageProps) {
           value={edit.name}
           error={editError}
           required
-          maxlength={200}
+          maxlength={NAME_MAX_LENGTH}
         />
         <TextAreaField
           id="edit-description"
@@ -224,7 +231,7 @@ function EditForm({ ctx, project, edit, editError }: ProjectPageProps) {
           value={edit.description}
           error={editError}
           rows={3}
-          maxlength={5000}
+          maxlength={DESCRIPTION_MAX_LENGTH}
         />
         <InputField
           id="edit-tags"

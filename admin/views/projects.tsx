@@ -1,3 +1,4 @@
+import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH, SLUG_MAX_LENGTH } from "../../src/lib/limits.ts";
 import type { Project } from "../../src/store/mod.ts";
 import type { FormError } from "../types.ts";
 import {
@@ -92,7 +93,7 @@ export function ProjectsPage(
             value={values.name}
             error={error}
             required
-            maxlength={200}
+            maxlength={NAME_MAX_LENGTH}
           />
           <InputField
             id="project-slug"
@@ -101,7 +102,7 @@ export function ProjectsPage(
             value={values.slug}
             error={error}
             pattern="[a-z0-9\-]{1,64}"
-            maxlength={64}
+            maxlength={SLUG_MAX_LENGTH}
             autocapitalize="none"
             spellcheck={false}
             hint="Lowercase letters, digits and -. Used in URLs and never changes. Leave empty to derive it from the name."
@@ -113,7 +114,7 @@ export function ProjectsPage(
             value={values.description}
             error={error}
             rows={3}
-            maxlength={5000}
+            maxlength={DESCRIPTION_MAX_LENGTH}
           />
           <InputField
             id="project-tags"

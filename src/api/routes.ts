@@ -4,6 +4,7 @@ import { projectVisible } from "../store/access.ts";
 import type { AppDeps, AppEnv } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import { jsonBytes, jsonResponse, jsonText } from "../http/json.ts";
+import { ID_PATTERN, isSlug } from "../lib/limits.ts";
 import { recordKvError } from "../lib/metrics.ts";
 import {
   type ApiKey,
@@ -15,7 +16,6 @@ import {
   listProjects,
   type Project,
   type Release,
-  SLUG_PATTERN,
 } from "../store/mod.ts";
 import { apiKeyGate, rateLimitGate } from "./auth.ts";
 import { serveArtifact } from "./download.ts";
@@ -107,15 +107,19 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
 
 async function findVisibleProjectBySlug(kv: Deno.Kv, key: ApiKey, slug: string): Promise<Project> {
   // A slug that cannot exist is not looked up (and cannot overflow a KV key).
-  const project = SLUG_PATTERN.test(slug) ? await getProjectBySlug(kv, slug) : null;
+  const project = isSlug(slug) ? await getProjectBySlug(kv, slug) : null;
   if (!projectVisible(key, project)) throw new ApiError(404, API_ERRORS.resourceNotFound);
   return project;
 }
 
-/** Parses a release id: digits only; anything else is the spec's 400. */
-function parseReleaseId(raw: string): number {
-  if (!/^\d+$/.test(raw)) throw new ApiError(400, API_ERRORS.invalidReleaseId);
-  return Number(raw);
+/**
+ * Parses a release id: anything but digits is the spec's 400; a number too
+ * long to be an id (null) is simply not found.
+ */
+function parseReleaseId(raw: string): number | null {
+  if (ID_PATTERN.test(raw)) return Number(raw);
+  if (/^\d+$/.test(raw)) return null;
+  throw new ApiError(400, API_ERRORS.invalidReleaseId);
 }
 
 async function findVisibleRelease(
@@ -124,7 +128,7 @@ async function findVisibleRelease(
   rawId: string,
 ): Promise<{ project: Project; release: Release }> {
   const id = parseReleaseId(rawId);
-  const release = Number.isSafeInteger(id) ? await getRelease(kv, id) : null;
+  const release = id === null ? null : await getRelease(kv, id);
   if (release === null || release.state !== "active") {
     throw new ApiError(404, API_ERRORS.resourceNotFound);
   }

@@ -14,7 +14,7 @@ export const ARTIFACTS_DIR = "artifacts";
 export const MANIFEST_FILE = "manifest.json";
 
 /** Storage keys are UUIDs; anything else in a record is refused (no path tricks). */
-export const STORAGE_KEY_PATTERN = /^[0-9a-f-]{36}$/;
+export { STORAGE_KEY_PATTERN } from "../lib/limits.ts";
 
 export interface ManifestArtifact {
   storage_key: string;

@@ -28,3 +28,15 @@ export const API_ERRORS = {
   /** 416 of a download `Range` that starts at or beyond the end (an extension beyond v1). */
   rangeNotSatisfiable: "range not satisfiable",
 } as const;
+
+/**
+ * Whether `error` means the client went away while its request was being read
+ * (a dropped connection mid-body): a refused request, not a fault of ours.
+ */
+export function isClientGone(error: unknown): boolean {
+  return error instanceof Deno.errors.BadResource ||
+    error instanceof Deno.errors.ConnectionReset ||
+    error instanceof Deno.errors.ConnectionAborted ||
+    error instanceof Deno.errors.BrokenPipe ||
+    error instanceof Deno.errors.UnexpectedEof;
+}

@@ -6,6 +6,7 @@
  * names the setting, so the service never starts half-configured.
  */
 import { join } from "node:path";
+import { USERNAME_PATTERN } from "./limits.ts";
 
 export type RateLimitStore = "memory" | "kv";
 export type LogFormat = "json" | "text";
@@ -194,7 +195,7 @@ export function loadConfig(env: Env = processEnv()): Config {
 
 function readAdminUsername(env: Env): string {
   const username = read(env, "APP_ADMIN_USERNAME") ?? "admin";
-  if (!/^[A-Za-z0-9._@-]{1,64}$/.test(username)) {
+  if (!USERNAME_PATTERN.test(username)) {
     throw new ConfigError(
       "APP_ADMIN_USERNAME",
       "expected 1 to 64 letters, digits, '.', '_', '@' or '-'",

@@ -8,14 +8,13 @@
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";
+import { STORAGE_KEY_PATTERN } from "../lib/limits.ts";
 import {
   type ByteSource,
   EmptyUploadError,
   type StoredArtifact,
   UploadTooLargeError,
 } from "./types.ts";
-
-const STORAGE_KEY_PATTERN = /^[0-9a-f-]{36}$/;
 
 export async function saveArtifact(
   dir: string,

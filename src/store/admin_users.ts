@@ -1,4 +1,5 @@
 /** Admin accounts. Only the password hash is stored; hashing lives in `src/passwords.ts`. */
+import { USERNAME_PATTERN } from "../lib/limits.ts";
 import { commitWithRetry, now } from "./atomic.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { adminUserKey, adminUsersPrefix } from "./keys.ts";
@@ -10,8 +11,6 @@ export interface AdminUser {
   created_at: string;
   updated_at: string;
 }
-
-export const USERNAME_PATTERN = /^[A-Za-z0-9._@-]{1,64}$/;
 
 export function requireUsername(username: string): string {
   if (!USERNAME_PATTERN.test(username)) {

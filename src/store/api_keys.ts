@@ -1,4 +1,5 @@
 import { hash as oneShotHash } from "node:crypto";
+import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
 import { claimId, now, readNextId } from "./atomic.ts";
 import { cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
@@ -48,9 +49,16 @@ export function requireScopeMode(mode: string): ScopeMode {
 export function prepareApiKey(
   input: ApiKeyInput,
 ): { secret: string; record: Omit<ApiKey, "id" | "created_at"> } {
-  const name = requireText("name", input.name, { min: 1, max: 200 });
+  const name = requireText("name", input.name, { min: 1, max: NAME_MAX_LENGTH });
   const scopeMode = requireScopeMode(input.scope_mode);
   const tags = requireTags("tags", input.tags ?? []);
+  const projectIds = [...new Set(input.project_ids ?? [])];
+  if (projectIds.length > SCOPE_PROJECTS_MAX_COUNT) {
+    throw new ValidationError(
+      "project_ids",
+      `a key's scope can name at most ${SCOPE_PROJECTS_MAX_COUNT} projects`,
+    );
+  }
   const expiresAt = input.expires_at ?? null;
   if (expiresAt !== null && Number.isNaN(Date.parse(expiresAt))) {
     throw new ValidationError("expires_at", "expires_at must be a date and time");
@@ -66,7 +74,7 @@ export function prepareApiKey(
       expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
       can_download: input.can_download,
       scope_mode: scopeMode,
-      project_ids: [...new Set(input.project_ids ?? [])],
+      project_ids: projectIds,
       tags,
     },
   };

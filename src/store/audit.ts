@@ -1,4 +1,5 @@
 /** The admin audit log: who did what, when, from which address. Newest first when listed. */
+import { ADDRESS_MAX_LENGTH } from "../lib/limits.ts";
 import { auditKey, auditPrefix } from "./keys.ts";
 
 export interface AuditEntry {
@@ -33,7 +34,7 @@ export async function recordAudit(
     action: input.action,
     target: input.target.slice(0, 500),
     details: input.details.slice(0, 2000),
-    address: input.address.slice(0, 128),
+    address: input.address.slice(0, ADDRESS_MAX_LENGTH),
   };
   await kv.set(auditKey(nowMs, entry.id), entry);
   return entry;

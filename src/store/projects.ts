@@ -1,3 +1,4 @@
+import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
 import { claimId, now, readNextId } from "./atomic.ts";
 import { cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
@@ -14,9 +15,11 @@ export interface ProjectInput {
 
 /** Creates an active project. The slug is derived from the name when empty and must be unused. */
 export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<Project> {
-  const name = requireText("name", input.name, { min: 1, max: 200 });
+  const name = requireText("name", input.name, { min: 1, max: NAME_MAX_LENGTH });
   const slug = requireSlug(input.slug?.trim() || slugify(name));
-  const description = requireText("description", input.description, { max: 5000 });
+  const description = requireText("description", input.description, {
+    max: DESCRIPTION_MAX_LENGTH,
+  });
   const tags = requireTags("tags", input.tags ?? []);
   return await commitChange(kv, async () => {
     const [next, bySlug] = await Promise.all([
@@ -101,8 +104,10 @@ export async function updateProject(
   id: number,
   input: ProjectUpdate,
 ): Promise<Project> {
-  const name = requireText("name", input.name, { min: 1, max: 200 });
-  const description = requireText("description", input.description, { max: 5000 });
+  const name = requireText("name", input.name, { min: 1, max: NAME_MAX_LENGTH });
+  const description = requireText("description", input.description, {
+    max: DESCRIPTION_MAX_LENGTH,
+  });
   const tags = requireTags("tags", input.tags ?? []);
   return await changeProject(kv, id, (project) => ({ ...project, name, description, tags }));
 }

@@ -1,3 +1,4 @@
+import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { claimId, now, readNextId } from "./atomic.ts";
 import { cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
@@ -32,9 +33,11 @@ export function validateReleaseFields(
   input: { version?: string; build?: string; release_notes?: string },
 ): { version: string; build: string; release_notes: string } {
   return {
-    version: requireText("version", input.version, { min: 1, max: 128 }),
-    build: requireText("build", input.build, { max: 128 }),
-    release_notes: requireText("release_notes", input.release_notes, { max: 100_000 }),
+    version: requireText("version", input.version, { min: 1, max: VERSION_MAX_LENGTH }),
+    build: requireText("build", input.build, { max: VERSION_MAX_LENGTH }),
+    release_notes: requireText("release_notes", input.release_notes, {
+      max: RELEASE_NOTES_MAX_LENGTH,
+    }),
   };
 }
 

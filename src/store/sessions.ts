@@ -6,6 +6,7 @@
  * `touchEveryMs` (a minute; a quarter of the idle limit when that is shorter),
  * so page views do not each cost a durable write.
  */
+import { ADDRESS_MAX_LENGTH, TOKEN_PATTERN } from "../lib/limits.ts";
 import { randomToken, sha256Hex } from "../lib/secrets.ts";
 import { adminSessionByUserKey, adminSessionKey, adminSessionsByUserPrefix } from "./keys.ts";
 
@@ -26,7 +27,6 @@ export interface SessionPolicy {
   touchEveryMs?: number;
 }
 
-const SESSION_ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 const DEFAULT_TOUCH_EVERY_MS = 60_000;
 
 export async function createAdminSession(
@@ -43,7 +43,7 @@ export async function createAdminSession(
     created_at: nowMs,
     last_seen_at: nowMs,
     expires_at: nowMs + policy.maxMs,
-    address: input.address.slice(0, 128),
+    address: input.address.slice(0, ADDRESS_MAX_LENGTH),
   };
   await kv.atomic()
     .set(adminSessionKey(idHash), session, { expireIn: Math.min(policy.idleMs, policy.maxMs) })
@@ -59,7 +59,7 @@ export async function getAdminSession(
   policy: SessionPolicy,
   nowMs: number = Date.now(),
 ): Promise<AdminSession | null> {
-  if (id === undefined || !SESSION_ID_PATTERN.test(id)) return null;
+  if (id === undefined || !TOKEN_PATTERN.test(id)) return null;
   const key = adminSessionKey(sha256Hex(id));
   const entry = await kv.get<AdminSession>(key);
   const session = entry.value;
@@ -85,7 +85,7 @@ export async function deleteAdminSession(
   id: string,
   username?: string,
 ): Promise<void> {
-  if (!SESSION_ID_PATTERN.test(id)) return;
+  if (!TOKEN_PATTERN.test(id)) return;
   const idHash = sha256Hex(id);
   const op = kv.atomic().delete(adminSessionKey(idHash));
   if (username !== undefined) op.delete(adminSessionByUserKey(username, idHash));

@@ -1,7 +1,14 @@
 /** Field rules of `admin-contract.md`, shared by the store and the admin forms. */
 import { ValidationError } from "./errors.ts";
 
-export const SLUG_PATTERN = /^[a-z0-9-]{1,64}$/;
+import {
+  CONTENT_TYPE_MAX_LENGTH,
+  FILENAME_MAX_LENGTH,
+  SLUG_MAX_LENGTH,
+  SLUG_PATTERN,
+  TAG_MAX_LENGTH,
+  TAGS_MAX_COUNT,
+} from "../lib/limits.ts";
 
 /** Splits a comma-separated field: trimmed, lowercased, no empties, no duplicates. */
 export function parseList(raw: string | readonly string[] | undefined): string[] {
@@ -22,7 +29,7 @@ export function slugify(name: string): string {
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, "-")
     .replace(/^-+|-+$/g, "")
-    .slice(0, 64)
+    .slice(0, SLUG_MAX_LENGTH)
     .replace(/-+$/, "");
 }
 
@@ -30,7 +37,7 @@ export function requireSlug(slug: string): string {
   if (!SLUG_PATTERN.test(slug)) {
     throw new ValidationError(
       "slug",
-      "slug must be 1 to 64 characters of lowercase letters, digits and -",
+      `slug must be 1 to ${SLUG_MAX_LENGTH} characters of lowercase letters, digits and -`,
     );
   }
   return slug;
@@ -52,9 +59,15 @@ export function requireText(
 
 export function requireTags(field: string, tags: readonly string[]): string[] {
   const list = parseList(tags);
+  if (list.length > TAGS_MAX_COUNT) {
+    throw new ValidationError(field, `at most ${TAGS_MAX_COUNT} tags are allowed`);
+  }
   for (const tag of list) {
-    if (tag.length > 64 || /[\x00-\x1f\x7f]/.test(tag)) {
-      throw new ValidationError(field, `tag "${tag}" must be at most 64 printable characters`);
+    if (tag.length > TAG_MAX_LENGTH || /[\x00-\x1f\x7f]/.test(tag)) {
+      throw new ValidationError(
+        field,
+        `tag "${tag}" must be at most ${TAG_MAX_LENGTH} printable characters`,
+      );
     }
   }
   return list;
@@ -63,7 +76,7 @@ export function requireTags(field: string, tags: readonly string[]): string[] {
 /** The base name of an uploaded file: path parts and control characters dropped. */
 export function safeFilename(raw: string | undefined): string {
   const base = (raw ?? "").split(/[\\/]/).pop() ?? "";
-  const clean = base.replace(/[\x00-\x1f\x7f]/g, "").trim().slice(0, 255);
+  const clean = base.replace(/[\x00-\x1f\x7f]/g, "").trim().slice(0, FILENAME_MAX_LENGTH);
   return clean === "" || clean === "." || clean === ".." ? "artifact" : clean;
 }
 
@@ -73,5 +86,7 @@ const MIME_PATTERN =
 /** A MIME type safe to send back as a header; anything else becomes octet-stream. */
 export function safeContentType(raw: string | undefined): string {
   const type = (raw ?? "").trim();
-  return type.length <= 200 && MIME_PATTERN.test(type) ? type : "application/octet-stream";
+  return type.length <= CONTENT_TYPE_MAX_LENGTH && MIME_PATTERN.test(type)
+    ? type
+    : "application/octet-stream";
 }

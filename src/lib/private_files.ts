@@ -1,0 +1,108 @@
+/**
+ * Files only the service's user may read: the KV (password hashes, sessions,
+ * audit log), artifacts and backups are created 0600 and their directories
+ * 0700, whatever the umask. The mode is set again after creation, because a
+ * umask can only take bits away from the mode asked for, never add them.
+ */
+
+export const PRIVATE_FILE_MODE = 0o600;
+export const PRIVATE_DIR_MODE = 0o700;
+
+/** Creates `path` (and missing parents) as a 0700 directory; an existing one is left as it is. */
+export async function makePrivateDir(path: string): Promise<void> {
+  const created = await missingAncestors(path);
+  await Deno.mkdir(path, { recursive: true, mode: PRIVATE_DIR_MODE });
+  for (const dir of created) await chmodIfSupported(dir, PRIVATE_DIR_MODE);
+}
+
+/** The directories from `path` upwards that do not exist yet. */
+async function missingAncestors(path: string): Promise<string[]> {
+  const missing: string[] = [];
+  let current = path.replace(/\/+$/, "") || "/";
+  for (;;) {
+    try {
+      await Deno.lstat(current);
+      return missing;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+    missing.push(current);
+    const parent = current.replace(/\/[^/]*$/, "");
+    if (parent === current || parent === "" || parent === ".") return missing;
+    current = parent;
+  }
+}
+
+/** Opens a new file (it must not exist yet) for writing, with mode 0600. */
+export async function createPrivateFile(path: string): Promise<Deno.FsFile> {
+  const file = await Deno.open(path, { write: true, createNew: true, mode: PRIVATE_FILE_MODE });
+  try {
+    await chmodIfSupported(path, PRIVATE_FILE_MODE);
+  } catch (error) {
+    file.close();
+    throw error;
+  }
+  return file;
+}
+
+/** Writes a whole new file (replacing an old one) with mode 0600. */
+export async function writePrivateFile(path: string, data: Uint8Array | string): Promise<void> {
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  await Deno.writeFile(path, bytes, { mode: PRIVATE_FILE_MODE });
+  await chmodIfSupported(path, PRIVATE_FILE_MODE);
+}
+
+/** The files SQLite keeps beside a database file. */
+const KV_COMPANIONS = ["", "-wal", "-shm", "-journal"];
+
+/**
+ * Opens the KV at `path` with its files private: a missing database file is
+ * created 0600 first (SQLite gives its -wal and -shm files the database's
+ * mode), and every file of it is set to 0600 after opening. KV Connect URLs
+ * and `:memory:` are opened as they are.
+ */
+export async function openPrivateKv(path: string): Promise<Deno.Kv> {
+  if (path === ":memory:" || /^https?:\/\//i.test(path)) return await Deno.openKv(path);
+  try {
+    (await createPrivateFile(path)).close();
+  } catch (error) {
+    if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+  }
+  const kv = await Deno.openKv(path);
+  try {
+    await restrictKvFiles(path);
+  } catch (error) {
+    kv.close();
+    throw error;
+  }
+  return kv;
+}
+
+/** Sets every existing file of the KV at `path` to 0600. */
+export async function restrictKvFiles(path: string): Promise<void> {
+  for (const suffix of KV_COMPANIONS) {
+    try {
+      await chmodIfSupported(path + suffix, PRIVATE_FILE_MODE);
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+  }
+}
+
+/**
+ * A warning when other users may read or enter `dir` (mode bits for group or
+ * others), or null. PostgreSQL refuses to start in that case; we warn.
+ */
+export async function openToOthersWarning(dir: string): Promise<string | null> {
+  if (Deno.build.os === "windows") return null;
+  const { mode } = await Deno.stat(dir);
+  if (mode === null || (mode & 0o077) === 0) return null;
+  const octal = (mode & 0o777).toString(8).padStart(3, "0");
+  return `the data directory ${dir} can be read by other users (mode ${octal}); ` +
+    `it holds password hashes, sessions and artifacts: run chmod 700 ${dir}`;
+}
+
+async function chmodIfSupported(path: string, mode: number): Promise<void> {
+  if (Deno.build.os === "windows") return;
+  await Deno.chmod(path, mode);
+}
