@@ -4,13 +4,14 @@ import { bodyLimit } from "hono/body-limit";
 import { TOKEN_PATTERN } from "../../src/lib/limits.ts";
 import { randomToken } from "../../src/lib/secrets.ts";
 import {
-  clearLoginFailures,
+  type AdminUser,
   createAdminSession,
   deleteAdminSession,
   deleteAdminSessionsOfUser,
   getAdminSession,
-  loginLockedFor,
-  recordLoginFailure,
+  type LoginSubject,
+  releaseLoginAttempt,
+  reserveLoginAttempt,
 } from "../../src/store/mod.ts";
 import { authenticate, changePassword } from "../accounts.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
@@ -29,6 +30,25 @@ import { LoginPage } from "../views/login.tsx";
 import { MIN_PASSWORD_LENGTH, PasswordPage } from "../views/password.tsx";
 
 export const INVALID_CREDENTIALS = "invalid username or password";
+
+/**
+ * Checks a password under the sign-in throttle: the check is reserved first
+ * (so parallel guesses cannot overtake the count) and given back when the
+ * password was right. `locked` when the throttle refuses the check now.
+ */
+async function checkPasswordThrottled(
+  deps: AppDeps,
+  subject: LoginSubject,
+  password: string,
+): Promise<
+  { locked: true; retryAfterSeconds: number } | { locked: false; user: AdminUser | null }
+> {
+  const { waitMs } = await reserveLoginAttempt(deps.kv, subject);
+  if (waitMs > 0) return { locked: true, retryAfterSeconds: Math.ceil(waitMs / 1000) };
+  const user = await authenticate(deps.kv, subject.username, password);
+  if (user !== null) await releaseLoginAttempt(deps.kv, subject);
+  return { locked: false, user };
+}
 
 /** The routes that work without a session: the sign-in form and its POST. */
 export function addLoginRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
@@ -69,24 +89,22 @@ export function addLoginRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
     }
 
     const address = addressOf(c, deps);
-    const waitMs = await loginLockedFor(kv, { username, address });
-    if (waitMs > 0) {
-      const seconds = Math.ceil(waitMs / 1000);
-      c.header("retry-after", String(seconds));
+    const checked = await checkPasswordThrottled(deps, { username, address }, password);
+    if (checked.locked) {
+      c.header("retry-after", String(checked.retryAfterSeconds));
       return c.html(
         <LoginPage
           ctx={ctx}
           csrfToken={cookieToken}
           username={username}
-          error={`Too many failed sign-ins. Try again in ${seconds} seconds.`}
+          error={`Too many failed sign-ins. Try again in ${checked.retryAfterSeconds} seconds.`}
         />,
         429,
       );
     }
 
-    const user = await authenticate(kv, username, password);
+    const { user } = checked;
     if (user === null) {
-      await recordLoginFailure(kv, { username, address });
       await audit(c, deps, "auth.sign_in_failed", `admin ${username.slice(0, 64)}`, "", username);
       return c.html(
         <LoginPage
@@ -99,7 +117,6 @@ export function addLoginRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
       );
     }
 
-    await clearLoginFailures(kv, username);
     const previous = getSessionCookie(c);
     if (previous !== undefined) await deleteAdminSession(kv, previous);
     const { id } = await createAdminSession(kv, { username: user.username, address }, policy);
@@ -131,18 +148,20 @@ export function addAccountRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
     const showError = (error: FormError, status: 400 | 429 = 400) =>
       c.html(<PasswordPage ctx={pageContext(c, deps)} error={error} />, status);
 
-    const waitMs = await loginLockedFor(kv, { username, address });
-    if (waitMs > 0) {
-      const seconds = Math.ceil(waitMs / 1000);
-      c.header("retry-after", String(seconds));
+    const checked = await checkPasswordThrottled(
+      deps,
+      { username, address },
+      field(form, "current_password"),
+    );
+    if (checked.locked) {
+      c.header("retry-after", String(checked.retryAfterSeconds));
       return showError({
         field: "current_password",
-        message: `Too many wrong passwords. Try again in ${seconds} seconds.`,
+        message: `Too many wrong passwords. Try again in ${checked.retryAfterSeconds} seconds.`,
       }, 429);
     }
     const newPassword = field(form, "new_password");
-    if (await authenticate(kv, username, field(form, "current_password")) === null) {
-      await recordLoginFailure(kv, { username, address });
+    if (checked.user === null) {
       await audit(
         c,
         deps,

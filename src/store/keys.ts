@@ -19,7 +19,7 @@
  * | ["rate_limit", bucketId]                     | token bucket state            |
  * | ["admin_users", username]                    | AdminUser (password hash)     |
  * | ["admin_sessions", sha256Hex(sessionId)]     | AdminSession (expireIn)       |
- * | ["login_failures", "user"|"addr", subject]   | LoginFailures (expireIn)      |
+ * | ["login_failures", "pair"|"user"|"addr", subject] | sign-in counts (expireIn) |
  * | ["audit_log", atMs, entryId]                 | AuditEntry                    |
  *
  * `latest_release` is rewritten on every release change of its project, so
@@ -145,7 +145,7 @@ export function adminSessionsByUserPrefix(username: string): Deno.KvKey {
   return ["admin_sessions_by_user", username];
 }
 
-export function loginFailuresKey(kind: "user" | "addr", subject: string): Deno.KvKey {
+export function loginFailuresKey(kind: "pair" | "user" | "addr", subject: string): Deno.KvKey {
   return ["login_failures", kind, subject];
 }
 
