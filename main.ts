@@ -8,7 +8,7 @@ import { createBufferedWriter, createLogger } from "./src/lib/log.ts";
 import { inFlightRequests } from "./src/lib/metrics.ts";
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { setCacheRefreshMs } from "./src/store/mod.ts";
-import { createFsStore } from "./src/storage/mod.ts";
+import { openArtifactStore, StorageUnavailableError } from "./src/storage/mod.ts";
 
 function readConfig() {
   try {
@@ -25,7 +25,11 @@ function readConfig() {
 const config = readConfig();
 const stdout = createBufferedWriter();
 const logger = createLogger(config.logFormat, stdout.write);
-await Deno.mkdir(config.artifactsDir, { recursive: true });
+const artifacts = await openArtifactStore(config).catch((error) => {
+  if (!(error instanceof StorageUnavailableError)) throw error;
+  console.error(`cannot start: APP_STORAGE=s3: ${error.message}`);
+  Deno.exit(1);
+});
 const kv = await Deno.openKv(config.kvPath);
 await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
 setCacheRefreshMs(kv, config.cacheRefreshMs);
@@ -33,7 +37,7 @@ setCacheRefreshMs(kv, config.cacheRefreshMs);
 const app = createApp({
   config,
   kv,
-  artifacts: createFsStore(config.artifactsDir),
+  artifacts,
   rateLimitKv: config.rateLimitStore === "kv" ? kv : undefined,
   recordKeyUse: createKeyUsageRecorder(kv),
   logger,

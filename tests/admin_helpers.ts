@@ -1,5 +1,5 @@
 /** Fixtures for admin UI tests: an app with one admin, and a browser-like client with cookies. */
-import { createTestApp, type TestApp } from "./helpers.ts";
+import { createTestApp, type TestApp, type TestAppOptions } from "./helpers.ts";
 import { hashPassword } from "../src/lib/passwords.ts";
 import { createAdminUser } from "../src/store/mod.ts";
 import type { Config } from "../src/lib/config.ts";
@@ -10,8 +10,11 @@ export const ADMIN_PASSWORD = "correct horse battery staple";
 // One hash for the whole test run: PBKDF2 at 600,000 rounds takes ~0.1 s.
 let passwordHash: Promise<string> | undefined;
 
-export async function createAdminTestApp(overrides: Partial<Config> = {}): Promise<TestApp> {
-  const t = await createTestApp(overrides);
+export async function createAdminTestApp(
+  overrides: Partial<Config> = {},
+  options: TestAppOptions = {},
+): Promise<TestApp> {
+  const t = await createTestApp(overrides, options);
   passwordHash ??= hashPassword(ADMIN_PASSWORD);
   await createAdminUser(t.kv, ADMIN_USER, await passwordHash);
   return t;

@@ -34,6 +34,8 @@ export interface TestApp {
 export interface TestAppOptions {
   /** Wraps the main KV the app sees (the seed helpers keep the plain one). */
   wrapKv?: (kv: Deno.Kv) => Deno.Kv;
+  /** Another artifact backend (an s3 bucket); by default files under the temp data dir. */
+  artifacts?: ArtifactStore;
 }
 
 export async function createTestApp(
@@ -55,7 +57,7 @@ export async function createTestApp(
   // Seeds written through the plain KV are another handle to the app's read
   // cache: have it look for their writes on every request.
   if (appKv !== kv) setCacheRefreshMs(appKv, 0);
-  const artifacts = createFsStore(config.artifactsDir);
+  const artifacts = options.artifacts ?? createFsStore(config.artifactsDir);
   const app = createApp({
     config,
     kv: appKv,

@@ -11,6 +11,7 @@ import type { ArtifactStore } from "../storage/mod.ts";
 import { contentDisposition } from "../http/content_disposition.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Release } from "../store/mod.ts";
+import type { DownloadMode } from "../lib/config.ts";
 
 /** An inclusive byte range inside the file: `start <= end < size`. */
 export interface ByteRange {
@@ -68,6 +69,17 @@ export function ifRangeAllows(ifRange: string | null | undefined, etag: string):
   return ifRange.trim() === etag;
 }
 
+/** How the bytes reach the client once every check has passed (APP_DOWNLOAD_MODE). */
+export interface Delivery {
+  mode: DownloadMode;
+  /** redirect: how long the presigned URL stays valid. */
+  urlTtlSeconds: number;
+  /** x-accel: the nginx `internal` location holding the artifact files. */
+  xAccelPrefix: string;
+}
+
+export const STREAM: Delivery = { mode: "stream", urlTtlSeconds: 60, xAccelPrefix: "/" };
+
 export interface ArtifactResponse {
   response: Response;
   /**
@@ -81,12 +93,15 @@ export interface ArtifactResponse {
 /**
  * The answer to GET or HEAD of a release's artifact: `200` (whole file),
  * `206` (one range, GET only: HEAD ignores `Range`) or, by throwing, `404 release not found` (file missing)
- * and `416 range not satisfiable`.
+ * and `416 range not satisfiable`. With `redirect` or `x-accel` delivery a GET
+ * that passed all of that is handed on instead (see {@link handOff}); HEAD is
+ * always answered here.
  */
 export async function serveArtifact(
   store: ArtifactStore,
   release: Release,
   request: Request,
+  delivery: Delivery = STREAM,
 ): Promise<ArtifactResponse> {
   const artifact = await store.open(release.storage_key);
   if (artifact === null) throw new ApiError(404, API_ERRORS.releaseNotFound);
@@ -123,9 +138,54 @@ export async function serveArtifact(
     artifact.close();
     return { response: new Response(null, { status, headers }), countsAsDownload: false };
   }
-  const body = await artifact.read(start, length);
   // A download counts once: the whole file in one answer. The parts of a
   // resumed download, and probes such as `bytes=0-0`, do not count again.
   const whole = start === 0 && length === size;
+  // A Range refused by If-Range is served here: whoever the request is handed
+  // to compares If-Range with its own ETag, not ours.
+  const rangeRefused = range === null && request.headers.has("range");
+  if (delivery.mode !== "stream" && !rangeRefused) {
+    artifact.close();
+    const response = await handOff(store, release, delivery, headers);
+    return { response, countsAsDownload: whole };
+  }
+  const body = await artifact.read(start, length);
   return { response: new Response(body, { status, headers }), countsAsDownload: whole };
+}
+
+/**
+ * A GET that passed every check, handed to someone else to send: `redirect`
+ * answers `302` to a presigned URL of the object (it carries the
+ * Content-Disposition and Content-Type; the client repeats its Range there);
+ * `x-accel` answers with an empty body and `X-Accel-Redirect`, and nginx
+ * sends the file itself, honouring Range.
+ */
+async function handOff(
+  store: ArtifactStore,
+  release: Release,
+  delivery: Delivery,
+  headers: Record<string, string>,
+): Promise<Response> {
+  if (delivery.mode === "redirect") {
+    if (store.presignGet === undefined) throw new Error("redirect downloads need the s3 store");
+    const location = await store.presignGet(release.storage_key, {
+      contentDisposition: headers["content-disposition"],
+      contentType: release.content_type,
+      ttlSeconds: delivery.urlTtlSeconds,
+    });
+    return new Response(null, {
+      status: 302,
+      headers: { location, "cache-control": "private, no-store" },
+    });
+  }
+  return new Response(null, {
+    status: 200,
+    headers: {
+      "x-accel-redirect": `${delivery.xAccelPrefix}${release.storage_key}`,
+      "content-type": headers["content-type"],
+      "content-disposition": headers["content-disposition"],
+      etag: headers.etag,
+      "accept-ranges": "bytes",
+    },
+  });
 }

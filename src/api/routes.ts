@@ -18,7 +18,7 @@ import {
   type Release,
 } from "../store/mod.ts";
 import { apiKeyGate, rateLimitGate } from "./auth.ts";
-import { serveArtifact } from "./download.ts";
+import { type Delivery, serveArtifact } from "./download.ts";
 import { openApiJson } from "./openapi.ts";
 import { apiIndex, projectListBody, releaseEnvelopeBody } from "./serialize.ts";
 
@@ -31,8 +31,13 @@ const PROTECTED_HEADERS = {
 };
 
 export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
-  const { kv } = deps;
+  const { kv, config } = deps;
   const api = new Hono<AppEnv>();
+  const delivery: Delivery = {
+    mode: config.downloadMode,
+    urlTtlSeconds: config.downloadUrlTtlSeconds,
+    xAccelPrefix: config.xAccelPrefix,
+  };
   const index = JSON.stringify(apiIndex(deps.config.serviceName));
 
   // Every response under /api/v1 (errors included) is private and uncacheable.
@@ -75,7 +80,7 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
   api.get("/releases/:id/download", gate, async (c) => {
     const { release } = await findVisibleRelease(kv, c.get("apiKey"), c.req.param("id"));
     c.set("releaseId", release.id);
-    const served = await serveArtifact(deps.artifacts, release, c.req.raw);
+    const served = await serveArtifact(deps.artifacts, release, c.req.raw, delivery);
     if (served.countsAsDownload) {
       countDownload(kv, release.id).catch((error) => {
         recordKvError("download_count");

@@ -10,6 +10,24 @@ import { USERNAME_PATTERN } from "./limits.ts";
 
 export type RateLimitStore = "memory" | "kv";
 export type LogFormat = "json" | "text";
+export type StorageKind = "fs" | "s3";
+/** How artifact bytes reach a client once every check has passed. */
+export type DownloadMode = "stream" | "redirect" | "x-accel";
+
+/** An S3-compatible bucket (AWS S3, MinIO, Ceph RGW, R2) that holds the artifacts. */
+export interface S3Config {
+  /** Undefined means AWS for the region. */
+  endpoint: string | undefined;
+  region: string;
+  bucket: string;
+  /** Put before every object key; empty or ending in `/`. */
+  prefix: string;
+  accessKeyId: string | undefined;
+  secretAccessKey: string | undefined;
+  forcePathStyle: boolean;
+  /** Multipart uploads and unreferenced objects older than this are removed by the sweep. */
+  sweepAfterSeconds: number;
+}
 
 /** A listen address from a `host:port` setting. */
 export interface ListenAddress {
@@ -35,6 +53,15 @@ export interface Config {
   /** How often the read cache looks for writes of other processes to the KV, in ms. */
   cacheRefreshMs: number;
   maxUploadBytes: number;
+  /** Where artifacts live: files under `artifactsDir`, or the `s3` bucket. */
+  storage: StorageKind;
+  /** Set exactly when `storage` is `s3`. */
+  s3: S3Config | undefined;
+  downloadMode: DownloadMode;
+  /** How long a presigned download URL (redirect mode) stays valid. */
+  downloadUrlTtlSeconds: number;
+  /** The nginx `internal` location that `X-Accel-Redirect` points into; starts and ends with `/`. */
+  xAccelPrefix: string;
   adminUsername: string;
   adminPassword: string | undefined;
   /** An admin session ends after this long without a request. */
@@ -154,6 +181,19 @@ export function loadConfig(env: Env = processEnv()): Config {
     min: 1,
     max: 1_000_000_000,
   });
+  const storage = readChoice(env, "APP_STORAGE", ["fs", "s3"], "fs");
+  const downloadMode = readChoice(
+    env,
+    "APP_DOWNLOAD_MODE",
+    ["stream", "redirect", "x-accel"],
+    "stream",
+  );
+  if (downloadMode === "redirect" && storage !== "s3") {
+    throw new ConfigError("APP_DOWNLOAD_MODE", "redirect needs APP_STORAGE=s3");
+  }
+  if (downloadMode === "x-accel" && storage !== "fs") {
+    throw new ConfigError("APP_DOWNLOAD_MODE", "x-accel needs APP_STORAGE=fs");
+  }
   return {
     port,
     host,
@@ -172,6 +212,14 @@ export function loadConfig(env: Env = processEnv()): Config {
       min: 1,
       max: Number.MAX_SAFE_INTEGER,
     }),
+    storage,
+    s3: storage === "s3" ? readS3(env) : undefined,
+    downloadMode,
+    downloadUrlTtlSeconds: readInteger(env, "APP_DOWNLOAD_URL_TTL_SECONDS", 60, {
+      min: 1,
+      max: 604_800, // the most SigV4 allows: 7 days
+    }),
+    xAccelPrefix: readXAccelPrefix(env),
     adminUsername: readAdminUsername(env),
     adminPassword: env["APP_ADMIN_PASSWORD"] || undefined,
     adminSessionIdleMinutes: readInteger(env, "APP_ADMIN_SESSION_IDLE_MINUTES", 60, {
@@ -202,6 +250,49 @@ function readAdminUsername(env: Env): string {
     );
   }
   return username;
+}
+
+function readS3(env: Env): S3Config {
+  const bucket = read(env, "APP_S3_BUCKET");
+  if (bucket === undefined) throw new ConfigError("APP_S3_BUCKET", "required with APP_STORAGE=s3");
+  const endpoint = read(env, "APP_S3_ENDPOINT");
+  if (endpoint !== undefined) readUrl(env, "APP_S3_ENDPOINT", endpoint);
+  const prefix = read(env, "APP_S3_PREFIX") ?? "";
+  if (prefix.startsWith("/") || /[\x00-\x1f\x7f]/.test(prefix) || prefix.length > 512) {
+    throw new ConfigError("APP_S3_PREFIX", "expected a key prefix without a leading / or controls");
+  }
+  const accessKeyId = read(env, "APP_S3_ACCESS_KEY_ID");
+  const secretAccessKey = read(env, "APP_S3_SECRET_ACCESS_KEY");
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw new ConfigError(
+      accessKeyId === undefined ? "APP_S3_ACCESS_KEY_ID" : "APP_S3_SECRET_ACCESS_KEY",
+      "set both APP_S3_ACCESS_KEY_ID and APP_S3_SECRET_ACCESS_KEY, or neither",
+    );
+  }
+  return {
+    endpoint: endpoint?.replace(/\/+$/, ""),
+    region: read(env, "APP_S3_REGION") ?? "us-east-1",
+    bucket,
+    prefix: prefix === "" || prefix.endsWith("/") ? prefix : `${prefix}/`,
+    accessKeyId,
+    secretAccessKey,
+    forcePathStyle: readBoolean(env, "APP_S3_FORCE_PATH_STYLE", false),
+    sweepAfterSeconds: readInteger(env, "APP_S3_SWEEP_AFTER_SECONDS", 86_400, {
+      min: 1,
+      max: 30 * 86_400,
+    }),
+  };
+}
+
+function readXAccelPrefix(env: Env): string {
+  const prefix = read(env, "APP_X_ACCEL_PREFIX") ?? "/_uds_artifacts/";
+  if (!/^\/[A-Za-z0-9._~\/-]*\/$/.test(prefix)) {
+    throw new ConfigError(
+      "APP_X_ACCEL_PREFIX",
+      `expected a path that starts and ends with /, such as /_uds_artifacts/, got "${prefix}"`,
+    );
+  }
+  return prefix;
 }
 
 const MIN_METRICS_TOKEN_LENGTH = 16;

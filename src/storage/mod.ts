@@ -1,4 +1,25 @@
 /** Artifact storage: one interface, the `fs` and `s3` backends behind it. */
+import type { Config } from "../lib/config.ts";
+import { createFsStore } from "./fs_store.ts";
+import type { ArtifactStore } from "./types.ts";
+
 export * from "./types.ts";
 export { createFsStore, type FsArtifactStore } from "./fs_store.ts";
+export { StorageUnavailableError } from "./unavailable.ts";
+// Types only: the S3 client is loaded when APP_STORAGE=s3 asks for it.
+export type { BucketEntry, S3ArtifactStore } from "./s3_store.ts";
 export { type PublishInput, publishRelease } from "./publish.ts";
+
+/**
+ * The backend `APP_STORAGE` names. For `s3` the bucket is checked first (it
+ * must exist and take a write), so a wrong setting stops start-up at once.
+ */
+export async function openArtifactStore(config: Config): Promise<ArtifactStore> {
+  if (config.storage === "s3") {
+    // Loaded only here: with fs, the S3 client costs neither start-up time nor memory.
+    const { createS3Store } = await import("./s3_store.ts");
+    return await createS3Store(config.s3!, config.maxUploadBytes);
+  }
+  await Deno.mkdir(config.artifactsDir, { recursive: true });
+  return createFsStore(config.artifactsDir);
+}

@@ -29,7 +29,8 @@ export interface OpenedArtifact {
 
 /** How a presigned download URL presents the file. */
 export interface PresignOptions {
-  filename: string;
+  /** The whole Content-Disposition value the URL answers with. */
+  contentDisposition: string;
   contentType: string;
   ttlSeconds: number;
 }
@@ -47,6 +48,8 @@ export interface ArtifactStore {
   open(storageKey: string): Promise<OpenedArtifact | null>;
   /** Removes an artifact; a missing one is fine. */
   remove(storageKey: string): Promise<void>;
+  /** s3 only: a GET URL valid for `ttlSeconds` (redirect downloads). */
+  presignGet?(storageKey: string, options: PresignOptions): Promise<string>;
 }
 
 /** The upload is larger than `APP_MAX_UPLOAD_BYTES`. */

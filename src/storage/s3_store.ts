@@ -1,0 +1,374 @@
+/**
+ * The `s3` backend: artifacts as objects in one bucket of any S3-compatible
+ * store (AWS S3, MinIO, Ceph RGW, R2), through the AWS SDK (see
+ * docs/operators.md for why this client).
+ *
+ * Uploads stream into a multipart upload (lib-storage `Upload`) while SHA-256
+ * and size are computed on the way. Memory is bounded by the part buffers:
+ * at most (UPLOAD_QUEUE + 1) parts of `partSize` bytes (8 MiB unless
+ * APP_MAX_UPLOAD_BYTES needs larger parts to stay within 10,000 parts), so
+ * 40 MiB per upload. More than `maxBytes` fails the stream at once; any
+ * failure aborts the multipart upload, so no object appears and no part is
+ * kept. The object exists only once CompleteMultipartUpload succeeded, and only
+ * then does the caller record the release. Uploads cut by a crash are removed
+ * by `sweep` (sweep.ts).
+ */
+import { createHash } from "node:crypto";
+import {
+  AbortMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from "@aws-sdk/client-s3";
+import { Upload } from "@aws-sdk/lib-storage";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import { FetchHttpHandler } from "@smithy/fetch-http-handler";
+import type { S3Config } from "../lib/config.ts";
+import { StorageUnavailableError } from "./unavailable.ts";
+import {
+  type ArtifactStore,
+  type ByteSource,
+  EmptyUploadError,
+  type OpenedArtifact,
+  type PresignOptions,
+  type StoredArtifact,
+  UploadTooLargeError,
+} from "./types.ts";
+
+const MiB = 1024 * 1024;
+const MIN_PART_BYTES = 8 * MiB;
+/** S3 allows at most this many parts in one multipart upload. */
+const MAX_PARTS = 10_000;
+/** Parts uploaded at the same time by one upload. */
+const UPLOAD_QUEUE = 4;
+const STORAGE_KEY_PATTERN = /^[0-9a-f-]{36}$/;
+
+/** An object or an unfinished multipart upload found in the bucket. */
+export interface BucketEntry {
+  storageKey: string;
+  /** Object size; 0 for an unfinished upload. */
+  size: number;
+  /** Last modified (object) or initiated (multipart upload). */
+  at: Date;
+  /** Set for an unfinished multipart upload. */
+  uploadId?: string;
+}
+
+export interface S3ArtifactStore extends ArtifactStore {
+  readonly kind: "s3";
+  readonly settings: S3Config;
+  /** A GET URL valid for `ttlSeconds` that answers with the given Content-Disposition. */
+  presignGet(storageKey: string, options: PresignOptions): Promise<string>;
+  /** Every artifact object under the prefix. */
+  listObjects(): AsyncIterable<BucketEntry>;
+  /** Every unfinished multipart upload under the prefix. */
+  listUploads(): AsyncIterable<BucketEntry>;
+  abortUpload(storageKey: string, uploadId: string): Promise<void>;
+  /** Stores bytes under a given key (restore, migration); the caller checks them. */
+  put(storageKey: string, source: ByteSource, size: number): Promise<void>;
+}
+
+function clientConfig(settings: S3Config): S3ClientConfig {
+  return {
+    endpoint: settings.endpoint,
+    region: settings.region,
+    forcePathStyle: settings.forcePathStyle,
+    credentials: settings.accessKeyId === undefined ? undefined : {
+      accessKeyId: settings.accessKeyId,
+      secretAccessKey: settings.secretAccessKey!,
+    },
+    // Only the checksums S3 itself requires: many S3-compatible stores do
+    // not know the newer flexible checksums, and the SHA-256 is ours anyway.
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+    // Given here, so the SDK does not look for them in ~/.aws (which the
+    // service may not read): only APP_S3_* settings count.
+    maxAttempts: 3,
+    retryMode: "standard",
+    defaultsMode: "standard",
+    useFipsEndpoint: false,
+    useDualstackEndpoint: false,
+    disableS3ExpressSessionAuth: true,
+    useArnRegion: false,
+    authSchemePreference: [],
+    defaultUserAgentProvider: () => Promise.resolve([["update-distribution-service"]]),
+  };
+}
+
+/**
+ * Opens the bucket and checks that it can be written (a probe object is put
+ * and deleted). Throws `StorageUnavailableError` with one line otherwise.
+ */
+export async function createS3Store(
+  settings: S3Config,
+  maxUploadBytes: number,
+): Promise<S3ArtifactStore> {
+  // Two clients: uploads and bucket calls through the SDK's default (node:http)
+  // handler, which keeps upload memory lowest; object reads through fetch,
+  // which streams GET bodies about twice as fast under Deno.
+  const client = new S3Client(clientConfig(settings));
+  const reader = new S3Client({
+    ...clientConfig(settings),
+    requestHandler: new FetchHttpHandler(),
+  });
+  const { bucket, prefix } = settings;
+  const objectKey = (storageKey: string) => `${prefix}${storageKey}`;
+  const partSize = Math.max(MIN_PART_BYTES, Math.ceil(maxUploadBytes / MAX_PARTS));
+
+  await checkBucket(client, settings);
+
+  const store: S3ArtifactStore = {
+    kind: "s3",
+    settings,
+    async save(source, maxBytes) {
+      const storageKey = crypto.randomUUID();
+      const counted = countingStream(source, maxBytes);
+      const first = await counted.peek().catch(async (error) => {
+        await counted.cancel();
+        throw error;
+      });
+      if (first === null) throw new EmptyUploadError();
+      const upload = new Upload({
+        client,
+        params: { Bucket: bucket, Key: objectKey(storageKey), Body: counted.stream },
+        partSize,
+        queueSize: UPLOAD_QUEUE,
+        leavePartsOnError: false,
+      });
+      try {
+        await upload.done();
+      } catch (error) {
+        await counted.cancel();
+        // The stream's own error (too large, client gone) rather than the SDK's wrapping of it.
+        throw counted.failure() ?? error;
+      }
+      return { storage_key: storageKey, ...counted.result() } satisfies StoredArtifact;
+    },
+    async open(storageKey) {
+      if (!STORAGE_KEY_PATTERN.test(storageKey)) return null;
+      try {
+        const head = await reader.send(
+          new HeadObjectCommand({ Bucket: bucket, Key: objectKey(storageKey) }),
+        );
+        return openedObject(reader, bucket, objectKey(storageKey), head.ContentLength ?? 0);
+      } catch (error) {
+        if (isNotFound(error)) return null;
+        throw error;
+      }
+    },
+    async remove(storageKey) {
+      if (!STORAGE_KEY_PATTERN.test(storageKey)) return;
+      await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: objectKey(storageKey) }));
+    },
+    presignGet(storageKey, { contentDisposition, contentType, ttlSeconds }) {
+      return getSignedUrl(
+        reader,
+        new GetObjectCommand({
+          Bucket: bucket,
+          Key: objectKey(storageKey),
+          ResponseContentDisposition: contentDisposition,
+          ResponseContentType: contentType,
+        }),
+        { expiresIn: ttlSeconds },
+      );
+    },
+    async *listObjects() {
+      let token: string | undefined;
+      do {
+        const page = await client.send(
+          new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
+        );
+        for (const object of page.Contents ?? []) {
+          const storageKey = object.Key?.slice(prefix.length) ?? "";
+          if (!STORAGE_KEY_PATTERN.test(storageKey)) continue;
+          yield { storageKey, size: object.Size ?? 0, at: object.LastModified ?? new Date(0) };
+        }
+        token = page.IsTruncated ? page.NextContinuationToken : undefined;
+      } while (token !== undefined);
+    },
+    async *listUploads() {
+      let keyMarker: string | undefined;
+      let uploadIdMarker: string | undefined;
+      do {
+        const page = await client.send(
+          new ListMultipartUploadsCommand({
+            Bucket: bucket,
+            Prefix: prefix,
+            KeyMarker: keyMarker,
+            UploadIdMarker: uploadIdMarker,
+          }),
+        );
+        for (const upload of page.Uploads ?? []) {
+          const storageKey = upload.Key?.slice(prefix.length) ?? "";
+          if (!STORAGE_KEY_PATTERN.test(storageKey) || upload.UploadId === undefined) continue;
+          yield {
+            storageKey,
+            size: 0,
+            at: upload.Initiated ?? new Date(0),
+            uploadId: upload.UploadId,
+          };
+        }
+        const more = page.IsTruncated === true;
+        keyMarker = more ? page.NextKeyMarker : undefined;
+        uploadIdMarker = more ? page.NextUploadIdMarker : undefined;
+      } while (keyMarker !== undefined);
+    },
+    async abortUpload(storageKey, uploadId) {
+      await client.send(
+        new AbortMultipartUploadCommand({
+          Bucket: bucket,
+          Key: objectKey(storageKey),
+          UploadId: uploadId,
+        }),
+      );
+    },
+    async put(storageKey, source, size) {
+      if (!STORAGE_KEY_PATTERN.test(storageKey)) throw new Error(`bad storage key ${storageKey}`);
+      const counted = countingStream(source, size);
+      try {
+        await new Upload({
+          client,
+          params: { Bucket: bucket, Key: objectKey(storageKey), Body: counted.stream },
+          partSize,
+          queueSize: UPLOAD_QUEUE,
+        }).done();
+      } catch (error) {
+        await counted.cancel();
+        throw counted.failure() ?? error;
+      }
+    },
+  };
+  return store;
+}
+
+async function checkBucket(client: S3Client, settings: S3Config): Promise<void> {
+  const where = `bucket "${settings.bucket}"${
+    settings.endpoint ? ` at ${settings.endpoint}` : ` in AWS ${settings.region}`
+  }`;
+  try {
+    await client.send(new HeadBucketCommand({ Bucket: settings.bucket }));
+  } catch (error) {
+    throw new StorageUnavailableError(`cannot reach ${where}: ${describe(error)}`);
+  }
+  const probe = `${settings.prefix}.write-check-${crypto.randomUUID()}`;
+  try {
+    await client.send(new PutObjectCommand({ Bucket: settings.bucket, Key: probe, Body: "ok" }));
+    await client.send(new DeleteObjectCommand({ Bucket: settings.bucket, Key: probe }));
+  } catch (error) {
+    throw new StorageUnavailableError(`cannot write to ${where}: ${describe(error)}`);
+  }
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  const name = error.name !== "Error" ? error.name : "";
+  const text = [status && `HTTP ${status}`, name, error.message !== name && error.message]
+    .filter(Boolean).join(" ");
+  return text.replace(/\s+/g, " ").slice(0, 300) || "unknown error";
+}
+
+function isNotFound(error: unknown): boolean {
+  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e?.name === "NotFound" || e?.name === "NoSuchKey" || e?.$metadata?.httpStatusCode === 404;
+}
+
+function openedObject(client: S3Client, bucket: string, key: string, size: number): OpenedArtifact {
+  return {
+    size,
+    async read(start, length) {
+      if (length === 0) return ReadableStream.from<Uint8Array>([]);
+      const got = await client.send(
+        new GetObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          Range: `bytes=${start}-${start + length - 1}`,
+        }),
+      );
+      const body = got.Body?.transformToWebStream() as ReadableStream<Uint8Array> | undefined;
+      if (body === undefined) throw new Error(`object ${key} has no body`);
+      return exactLength(body, length);
+    },
+    close() {},
+  };
+}
+
+/** Passes `body` on and fails it if it ends before `length` bytes (never a short body passed off as whole). */
+function exactLength(body: ReadableStream<Uint8Array>, length: number): ReadableStream<Uint8Array> {
+  let seen = 0;
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        seen += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+      flush() {
+        if (seen !== length) throw new Error(`artifact ended ${length - seen} bytes early`);
+      },
+    }),
+  );
+}
+
+/**
+ * The upload's bytes as a stream that counts and hashes them, and fails with
+ * `UploadTooLargeError` as soon as they pass `maxBytes` (before that chunk is
+ * handed on). `peek` reads ahead to tell an empty upload before any S3 call.
+ */
+function countingStream(source: ByteSource, maxBytes: number) {
+  const iterator = (source as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+  const hash = createHash("sha256");
+  let size = 0;
+  let failure: unknown;
+  let done = false;
+  let peeked: Uint8Array | null = null;
+
+  async function next(): Promise<Uint8Array | null> {
+    while (true) {
+      const step = await iterator.next();
+      if (step.done) return null;
+      if (step.value.byteLength === 0) continue;
+      size += step.value.byteLength;
+      if (size > maxBytes) throw new UploadTooLargeError(maxBytes);
+      hash.update(step.value);
+      // A copy: the source may reuse its buffer once we ask for the next chunk.
+      return step.value.slice();
+    }
+  }
+
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const chunk = peeked ?? await next();
+        peeked = null;
+        if (chunk === null) {
+          done = true;
+          controller.close();
+        } else {
+          controller.enqueue(chunk);
+        }
+      } catch (error) {
+        failure = error;
+        controller.error(error);
+      }
+    },
+  }, { highWaterMark: 0 });
+
+  return {
+    stream,
+    async peek(): Promise<Uint8Array | null> {
+      peeked = await next();
+      return peeked;
+    },
+    failure: () => failure,
+    async cancel(): Promise<void> {
+      if (!done) await iterator.return?.().catch(() => {});
+    },
+    result: () => ({ checksum_sha256: hash.digest("hex"), size_bytes: size }),
+  };
+}

@@ -1,0 +1,131 @@
+/**
+ * A real S3 for tests: a one-host Ceph radosgw (tools/start_rgw.sh) on free
+ * loopback ports, started detached (setsid, stdio to a log file, never
+ * inherited), with one fresh bucket per call of `bucket()`. Tests that need it
+ * are skipped, with one line saying why, when Ceph is not installed.
+ */
+import { join } from "node:path";
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import type { S3Config } from "../src/lib/config.ts";
+import { PROJECT_ROOT } from "./server_process.ts";
+
+const CEPH_BINARIES = ["ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "ceph"];
+
+function onPath(name: string): boolean {
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    try {
+      if (Deno.statSync(join(dir, name)).isFile) return true;
+    } catch { /* not here */ }
+  }
+  return false;
+}
+
+/** Why S3 tests cannot run here, or undefined when they can. */
+export const cephMissing: string | undefined = (() => {
+  const missing = CEPH_BINARIES.filter((name) => !onPath(name));
+  if (missing.length === 0) return undefined;
+  const reason = `S3 tests skipped: Ceph is not installed (missing ${missing.join(", ")}); ` +
+    "apt-get install -y ceph-mon ceph-osd radosgw ceph-common";
+  console.warn(reason);
+  return reason;
+})();
+
+export interface Rgw {
+  endpoint: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** Creates a new empty bucket and returns the S3 settings that point at it. */
+  bucket: (overrides?: Partial<S3Config>) => Promise<S3Config>;
+  /** The APP_S3_* environment for a bucket. */
+  env: (s3: S3Config) => Record<string, string>;
+  stop: () => Promise<void>;
+}
+
+function freePorts(count: number): number[] {
+  const listeners = Array.from(
+    { length: count },
+    () => Deno.listen({ hostname: "127.0.0.1", port: 0 }),
+  );
+  const ports = listeners.map((l) => (l.addr as Deno.NetAddr).port);
+  for (const l of listeners) l.close();
+  return ports;
+}
+
+export async function startRgw(): Promise<Rgw> {
+  const dir = await Deno.makeTempDir({ prefix: "uds-rgw-" });
+  const clusterDir = join(dir, "cluster");
+  const logPath = join(dir, "start.log");
+  const [port, monPort, monV2Port] = freePorts(3);
+  // Detached: its own session, stdio to a file, nothing inherited. The daemons
+  // fork and outlive the script, which exits once the endpoint answers.
+  const output = await new Deno.Command("setsid", {
+    args: [
+      "bash",
+      "-c",
+      'exec "$0" "$@" >"$LOG" 2>&1 </dev/null',
+      join(PROJECT_ROOT, "tools/start_rgw.sh"),
+      clusterDir,
+      String(port),
+      String(monPort),
+      String(monV2Port),
+    ],
+    env: { LOG: logPath },
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).output();
+  const stdout = await Deno.readTextFile(logPath).catch(() => "");
+  const ready = /READY endpoint=(\S+) key=(\S+) secret=(\S+)/.exec(stdout);
+  const stop = async () => {
+    await new Deno.Command(join(PROJECT_ROOT, "tools/stop_rgw.sh"), {
+      args: [clusterDir],
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  };
+  if (!output.success || ready === null) {
+    await stop();
+    throw new Error(`radosgw did not start (exit ${output.code}):\n${stdout.slice(-2000)}`);
+  }
+  const [, endpoint, accessKeyId, secretAccessKey] = ready;
+  const admin = new S3Client({
+    endpoint,
+    region: "us-east-1",
+    forcePathStyle: true,
+    credentials: { accessKeyId, secretAccessKey },
+  });
+  return {
+    endpoint,
+    accessKeyId,
+    secretAccessKey,
+    async bucket(overrides = {}) {
+      const bucket = `uds-${crypto.randomUUID().slice(0, 8)}`;
+      await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+      return {
+        endpoint,
+        region: "us-east-1",
+        bucket,
+        prefix: "",
+        accessKeyId,
+        secretAccessKey,
+        forcePathStyle: true,
+        sweepAfterSeconds: 86_400,
+        ...overrides,
+      };
+    },
+    env: (s3) => ({
+      APP_STORAGE: "s3",
+      APP_S3_ENDPOINT: s3.endpoint ?? "",
+      APP_S3_REGION: s3.region,
+      APP_S3_BUCKET: s3.bucket,
+      APP_S3_PREFIX: s3.prefix,
+      APP_S3_ACCESS_KEY_ID: s3.accessKeyId ?? "",
+      APP_S3_SECRET_ACCESS_KEY: s3.secretAccessKey ?? "",
+      APP_S3_FORCE_PATH_STYLE: String(s3.forcePathStyle),
+      APP_S3_SWEEP_AFTER_SECONDS: String(s3.sweepAfterSeconds),
+    }),
+    stop,
+  };
+}

@@ -1,0 +1,314 @@
+/**
+ * The s3 backend against a real radosgw (tests/rgw.ts): streaming multipart
+ * uploads with the size limit enforced on the way and nothing left after a
+ * failure; downloads with every rule of the fs backend (ETag, Range,
+ * If-Range, HEAD, Content-Disposition, counts); redirect mode; start-up
+ * refusing an unreachable bucket with one line.
+ */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { ListMultipartUploadsCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import type { S3Config } from "../src/lib/config.ts";
+import { EmptyUploadError, type S3ArtifactStore, UploadTooLargeError } from "../src/storage/mod.ts";
+import { createS3Store } from "../src/storage/s3_store.ts";
+import { getDownloadCounts, listReleasesByProject } from "../src/store/mod.ts";
+import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";
+import { seedKey, seedProject, seedRelease } from "./helpers.ts";
+import { cephMissing, type Rgw, startRgw } from "./rgw.ts";
+import { makeDataTempDir, runTask } from "./server_process.ts";
+
+const MiB = 1024 * 1024;
+const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+
+/** What the bucket holds: object keys and unfinished multipart uploads. */
+async function bucketContents(s3: S3Config): Promise<{ objects: string[]; uploads: string[] }> {
+  const client = new S3Client({
+    endpoint: s3.endpoint,
+    region: s3.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3.accessKeyId!, secretAccessKey: s3.secretAccessKey! },
+  });
+  const objects = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
+  const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: s3.bucket }));
+  return {
+    objects: (objects.Contents ?? []).map((o) => o.Key!).sort(),
+    uploads: (uploads.Uploads ?? []).map((u) => u.Key!).sort(),
+  };
+}
+
+/** `total` bytes in `chunk`-sized pieces, then an error when `failAfter` bytes were sent. */
+function source(bytes: Uint8Array, chunk = 64 * 1024, failAfter = Infinity) {
+  let offset = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(c) {
+      if (offset >= failAfter) return c.error(new Error("connection reset"));
+      if (offset >= bytes.length) return c.close();
+      c.enqueue(bytes.slice(offset, offset + chunk));
+      offset += chunk;
+    },
+  });
+}
+
+/** Lets the fire-and-forget download count land, then reads it. */
+async function downloadCount(kv: Deno.Kv, releaseId: number): Promise<number> {
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  return (await getDownloadCounts(kv, [releaseId])).get(releaseId) ?? 0;
+}
+
+async function readAll(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+Deno.test({
+  name: "s3 backend against radosgw",
+  ignore: cephMissing !== undefined,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn(t) {
+    const rgw: Rgw = await startRgw();
+    try {
+      const s3 = await rgw.bucket({ prefix: "artifacts/" });
+      const store: S3ArtifactStore = await createS3Store(s3, 1024 ** 3);
+
+      await t.step("a multipart upload (3 parts) keeps bytes, SHA-256 and size", async () => {
+        const bytes = randomBytes(20 * MiB + 123);
+        const stored = await store.save(source(bytes), 64 * MiB);
+        assert.equal(stored.size_bytes, bytes.length);
+        assert.equal(stored.checksum_sha256, sha256(bytes));
+        assert.deepEqual(await bucketContents(s3), {
+          objects: [`artifacts/${stored.storage_key}`],
+          uploads: [],
+        });
+        const opened = await store.open(stored.storage_key);
+        assert.equal(opened?.size, bytes.length);
+        assert.deepEqual(await readAll(await opened!.read(0, bytes.length)), bytes);
+        const middle = await store.open(stored.storage_key);
+        assert.deepEqual(
+          await readAll(await middle!.read(9 * MiB, 1000)),
+          bytes.subarray(9 * MiB, 9 * MiB + 1000),
+        );
+        await store.remove(stored.storage_key);
+        assert.equal(await store.open(stored.storage_key), null);
+        await store.remove(stored.storage_key); // twice is fine
+      });
+
+      await t.step(
+        "over the limit while streaming: refused, upload aborted, nothing kept",
+        async () => {
+          const bytes = randomBytes(18 * MiB);
+          await assert.rejects(store.save(source(bytes), 17 * MiB), UploadTooLargeError);
+          await assert.rejects(store.save(source(bytes.subarray(0, 11)), 10), UploadTooLargeError);
+          assert.deepEqual(await bucketContents(s3), { objects: [], uploads: [] });
+        },
+      );
+
+      await t.step("a client gone mid-upload aborts the multipart upload", async () => {
+        const bytes = randomBytes(20 * MiB);
+        await assert.rejects(store.save(source(bytes, 64 * 1024, 17 * MiB), 64 * MiB), /reset/);
+        await assert.rejects(store.save(source(new Uint8Array(0)), 10), EmptyUploadError);
+        assert.deepEqual(await bucketContents(s3), { objects: [], uploads: [] });
+      });
+
+      await t.step("missing and malformed keys open as null", async () => {
+        assert.equal(await store.open(crypto.randomUUID()), null);
+        assert.equal(await store.open("../etc/passwd"), null);
+      });
+
+      await t.step("start-up: a wrong bucket or secret stops with one line", async () => {
+        const dataDir = await makeDataTempDir("test-s3-start");
+        try {
+          for (
+            const [env, expected] of [
+              [{ ...rgw.env(s3), APP_S3_BUCKET: "no-such-bucket" }, /cannot reach bucket/],
+              [{ ...rgw.env(s3), APP_S3_SECRET_ACCESS_KEY: "wrong" }, /cannot reach bucket/],
+            ] as const
+          ) {
+            const run = await runTask(["start"], {
+              ...env,
+              APP_DATA_DIR: dataDir,
+              APP_PORT: "0",
+              APP_HOST: "127.0.0.1",
+              APP_ADMIN_PASSWORD: "test-password-123",
+            });
+            assert.equal(run.code, 1);
+            const lines = run.stderr.trim().split("\n");
+            assert.equal(lines.length, 1, run.stderr);
+            assert.match(lines[0], /^cannot start: APP_STORAGE=s3: /);
+            assert.match(lines[0], expected);
+          }
+        } finally {
+          await Deno.remove(dataDir, { recursive: true });
+        }
+      });
+
+      await t.step("service: upload through the admin form, download by the rules", async () => {
+        const bucket = await rgw.bucket();
+        const artifacts = await createS3Store(bucket, 64 * MiB);
+        const app = await createAdminTestApp({ maxUploadBytes: 12 * MiB }, { artifacts });
+        try {
+          const project = await seedProject(app, { slug: "app" });
+          const client = await signedInClient(app);
+          await client.page("/admin/projects/app");
+          const bytes = randomBytes(9 * MiB + 7);
+          const res = await client.upload("/admin/projects/app/releases", [
+            ["csrf_token", client.csrfToken],
+            ["version", "1.0.0"],
+            [
+              "file",
+              new File([bytes as BlobPart], "App Setup.exe", { type: "application/x-msdownload" }),
+            ],
+          ]);
+          assert.equal(res.status, 303);
+          const [release] = await listReleasesByProject(app.kv, project.id);
+          assert.equal(release.checksum_sha256, sha256(bytes));
+          assert.equal(release.size_bytes, bytes.length);
+
+          const tooBig = await client.upload("/admin/projects/app/releases", [
+            ["csrf_token", client.csrfToken],
+            ["version", "2.0.0"],
+            ["file", new File([randomBytes(13 * MiB) as BlobPart], "big.bin")],
+          ]);
+          assert.equal(tooBig.status, 413);
+          await tooBig.body?.cancel();
+          assert.deepEqual(await bucketContents(bucket), {
+            objects: [release.storage_key],
+            uploads: [],
+          });
+
+          const { secret } = await seedKey(app);
+          const path = `/api/v1/releases/${release.id}/download`;
+          const whole = await app.request(path, secret);
+          assert.equal(whole.status, 200);
+          assert.equal(whole.headers.get("etag"), `"${release.checksum_sha256}"`);
+          assert.equal(whole.headers.get("content-length"), String(bytes.length));
+          assert.match(whole.headers.get("content-disposition")!, /App Setup\.exe/);
+          assert.equal(sha256(new Uint8Array(await whole.arrayBuffer())), release.checksum_sha256);
+
+          const part = await app.request(path, secret, { headers: { range: "bytes=100-199" } });
+          assert.equal(part.status, 206);
+          assert.equal(part.headers.get("content-range"), `bytes 100-199/${bytes.length}`);
+          assert.deepEqual(new Uint8Array(await part.arrayBuffer()), bytes.subarray(100, 200));
+
+          const stale = await app.request(path, secret, {
+            headers: { range: "bytes=100-199", "if-range": '"other"' },
+          });
+          assert.equal(stale.status, 200);
+          await stale.body?.cancel();
+
+          const head = await app.request(path, secret, { method: "HEAD" });
+          assert.equal(head.status, 200);
+          assert.equal(head.headers.get("content-length"), String(bytes.length));
+
+          const beyond = await app.request(path, secret, { headers: { range: "bytes=99999999-" } });
+          assert.equal(beyond.status, 416);
+          await beyond.body?.cancel();
+        } finally {
+          await app.close();
+        }
+      });
+
+      await t.step("download counts, a missing object is 404", async () => {
+        const bucket = await rgw.bucket();
+        const artifacts = await createS3Store(bucket, 64 * MiB);
+        const app = await createAdminTestApp({}, { artifacts });
+        try {
+          const project = await seedProject(app, { slug: "app" });
+          const release = await seedRelease(app, project.id, "1.0", randomBytes(1000));
+          const { secret } = await seedKey(app);
+          const path = `/api/v1/releases/${release.id}/download`;
+          await (await app.request(path, secret)).arrayBuffer();
+          await (await app.request(path, secret, { headers: { range: "bytes=0-9" } }))
+            .arrayBuffer();
+          await (await app.request(path, secret, { method: "HEAD" })).body?.cancel();
+          assert.equal(await downloadCount(app.kv, release.id), 1);
+          await artifacts.remove(release.storage_key);
+          const gone = await app.request(path, secret);
+          assert.equal(gone.status, 404);
+          assert.deepEqual(await gone.json(), { error: "release not found" });
+        } finally {
+          await app.close();
+        }
+      });
+
+      await t.step("redirect mode: 302 to a presigned URL only after every check", async () => {
+        const bucket = await rgw.bucket();
+        const artifacts = await createS3Store(bucket, 64 * MiB);
+        const app = await createAdminTestApp({
+          storage: "s3",
+          downloadMode: "redirect",
+          downloadUrlTtlSeconds: 60,
+        }, { artifacts });
+        try {
+          const project = await seedProject(app, { slug: "app" });
+          const other = await seedProject(app, { slug: "other" });
+          const bytes = randomBytes(300_000);
+          const release = await seedRelease(app, project.id, "1.0", bytes, {
+            filename: "App Setup.exe",
+            content_type: "application/x-msdownload",
+          });
+          const hidden = await seedRelease(app, other.id, "1.0", randomBytes(10));
+          const { secret } = await seedKey(app, {
+            scope_mode: "project_allow_list",
+            project_ids: [project.id],
+          });
+          const { secret: noDownload } = await seedKey(app, { can_download: false });
+          const path = `/api/v1/releases/${release.id}/download`;
+
+          const redirect = await app.request(path, secret);
+          assert.equal(redirect.status, 302);
+          const location = redirect.headers.get("location")!;
+          assert.ok(location.startsWith(`${bucket.endpoint}/${bucket.bucket}/`), location);
+          assert.match(location, /X-Amz-Expires=60/);
+          const followed = await fetch(location);
+          assert.equal(followed.status, 200);
+          assert.match(followed.headers.get("content-disposition")!, /App Setup\.exe/);
+          assert.equal(followed.headers.get("content-type"), "application/x-msdownload");
+          assert.equal(sha256(new Uint8Array(await followed.arrayBuffer())), sha256(bytes));
+
+          const ranged = await fetch(location, { headers: { range: "bytes=10-19" } });
+          assert.equal(ranged.status, 206);
+          assert.deepEqual(new Uint8Array(await ranged.arrayBuffer()), bytes.subarray(10, 20));
+
+          const tampered = await fetch(
+            location.replace(
+              /X-Amz-Signature=[0-9a-f]/,
+              (m) => m.endsWith("0") ? `${m.slice(0, -1)}1` : `${m.slice(0, -1)}0`,
+            ),
+          );
+          assert.equal(tampered.status, 403);
+          await tampered.body?.cancel();
+
+          // No URL for a key that may not download or cannot see the release.
+          for (
+            const [key, target, status] of [
+              [noDownload, path, 403],
+              [secret, `/api/v1/releases/${hidden.id}/download`, 404],
+              [undefined, path, 401],
+            ] as const
+          ) {
+            const res = await app.request(target, key);
+            assert.equal(res.status, status);
+            assert.equal(res.headers.get("location"), null);
+            await res.body?.cancel();
+          }
+
+          // HEAD is answered by the service; a Range refused by If-Range is streamed whole.
+          const head = await app.request(path, secret, { method: "HEAD" });
+          assert.equal(head.status, 200);
+          assert.equal(head.headers.get("content-length"), String(bytes.length));
+          const stale = await app.request(path, secret, {
+            headers: { range: "bytes=0-9", "if-range": '"older"' },
+          });
+          assert.equal(stale.status, 200);
+          assert.equal(sha256(new Uint8Array(await stale.arrayBuffer())), sha256(bytes));
+
+          assert.equal(await downloadCount(app.kv, release.id), 2);
+        } finally {
+          await app.close();
+        }
+      });
+    } finally {
+      await rgw.stop();
+    }
+  },
+});
