@@ -7,7 +7,7 @@ import { createKeyUsageRecorder } from "./src/store/key_usage.ts";
 import { createBufferedWriter, createLogger } from "./src/lib/log.ts";
 import { inFlightRequests } from "./src/lib/metrics.ts";
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
-import { setCacheRefreshMs } from "./src/store/mod.ts";
+import { followOtherWriters } from "./src/store/mod.ts";
 import { openArtifactStore, StorageUnavailableError } from "./src/storage/mod.ts";
 
 function readConfig() {
@@ -32,7 +32,7 @@ const artifacts = await openArtifactStore(config).catch((error) => {
 });
 const kv = await Deno.openKv(config.kvPath);
 await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
-setCacheRefreshMs(kv, config.cacheRefreshMs);
+const stopFollowingWriters = followOtherWriters(kv, config.cacheRefreshMs);
 
 const app = createApp({
   config,
@@ -78,6 +78,7 @@ onStopSignals(async (signal) => {
       in_flight: inFlightRequests(),
     });
   }
+  stopFollowingWriters();
   kv.close();
   logger.event("info", "stopped");
   stdout.flush();

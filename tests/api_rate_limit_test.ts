@@ -6,7 +6,7 @@ import {
   createMemoryRateLimiter,
   type RateLimiter,
   type RateLimitRule,
-  takeToken,
+  SYNC_INTERVAL_MS,
 } from "../src/store/rate_limit.ts";
 import { setApiKeyActive } from "../src/store/mod.ts";
 import {
@@ -77,6 +77,8 @@ Deno.test("kv store: instances sharing one KV share the limit; memory store: the
         recordKeyUse: () => {},
       });
       assert.equal(await status(t.request("/api/v1")), 200);
+      // The kv store writes takes in rounds: the other instance sees them one round later.
+      await new Promise((resolve) => setTimeout(resolve, 4 * SYNC_INTERVAL_MS));
       assert.equal(await status(Promise.resolve(second.request("/api/v1"))), expected, store);
     } finally {
       await t.close();
@@ -218,7 +220,11 @@ Deno.test("Retry-After is the whole seconds until a token is back, at least 1", 
 
 const LIMITERS: [string, (rule: RateLimitRule, clock: () => number) => Promise<RateLimiter>][] = [
   ["memory", (rule, clock) => Promise.resolve(createMemoryRateLimiter(rule, clock))],
-  ["kv", async (rule, clock) => createKvRateLimiter(await Deno.openKv(":memory:"), rule, clock)],
+  [
+    "kv",
+    async (rule, clock) =>
+      createKvRateLimiter(await Deno.openKv(":memory:"), rule, { nowMs: clock }),
+  ],
 ];
 
 for (const [store, create] of LIMITERS) {
@@ -259,10 +265,9 @@ Deno.test("memory buckets: full buckets are dropped, so the map does not grow fo
   );
 });
 
-Deno.test("token bucket: concurrent takes on one bucket queue up instead of conflicting", async () => {
+Deno.test("kv store: concurrent takes of one bucket grant exactly BURST, one commit a round", async () => {
   const kv = await Deno.openKv(":memory:");
   try {
-    // Count the commits: with one process, each granted token should cost exactly one.
     let commits = 0;
     const counted = new Proxy(kv, {
       get(target, prop) {
@@ -271,12 +276,38 @@ Deno.test("token bucket: concurrent takes on one bucket queue up instead of conf
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
-    const rule = { burst: 100, perMinute: 1 };
+    const limiter = createKvRateLimiter(counted, { burst: 100, perMinute: 1 }, {
+      nowMs: () => 42_000,
+    });
     const results = await Promise.all(
-      Array.from({ length: 300 }, () => takeToken(counted, "shared", rule, () => 42_000)),
+      Array.from({ length: 300 }, () => Promise.resolve(limiter.take("shared"))),
     );
     assert.equal(results.filter((r) => r.allowed).length, 100, "exactly BURST granted");
-    assert.equal(commits, 100, "no conflicting commit was retried");
+    await new Promise((resolve) => setTimeout(resolve, 4 * SYNC_INTERVAL_MS));
+    assert.ok(commits <= 3, `${commits} commits for 300 takes`);
+    const entry = await kv.get<{ tokens: number }>(["rate_limit", "shared"]);
+    assert.equal(entry.value?.tokens, 0, "the KV entry holds the takes");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("kv store: instances on one KV share a bucket, within one round's takes", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const rule = { burst: 20, perMinute: 1 };
+    const instances = [0, 1, 2].map(() => createKvRateLimiter(kv, rule));
+    let allowed = 0;
+    for (let i = 0; i < 90; i++) {
+      if ((await instances[i % 3].take("key:1")).allowed) allowed++;
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    // Each instance may grant what it sees within one round before it hears of the others.
+    assert.ok(allowed >= 20 && allowed <= 26, `${allowed} granted for a burst of 20`);
+    await new Promise((resolve) => setTimeout(resolve, 4 * SYNC_INTERVAL_MS));
+    for (const limiter of instances) {
+      assert.equal((await limiter.take("key:1")).allowed, false, "every instance sees it spent");
+    }
   } finally {
     kv.close();
   }

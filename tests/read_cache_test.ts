@@ -12,6 +12,7 @@ import {
   cacheGenerationKey,
   createApiKey,
   createProject,
+  followOtherWriters,
   getApiKeyByHash,
   hashApiKeySecret,
   setApiKeyActive,
@@ -140,6 +141,64 @@ Deno.test("read cache: another process's writes are seen within APP_CACHE_REFRES
     await setApiKeyActive(other, apiKey.id, true);
     assert.equal(await statusOf(projects()), 200, "with 0, seen on the next request");
   } finally {
+    served.close();
+    other.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("read cache: followOtherWriters sees another process's write within the bound, polling in the background", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "uds-cache-" });
+  const path = join(dir, "kv.sqlite3");
+  const served = await Deno.openKv(path);
+  const other = await Deno.openKv(path);
+  let generationReads = 0;
+  const counted = new Proxy(served, {
+    get(target, prop) {
+      if (prop === "get") {
+        return (key: Deno.KvKey) => {
+          if (key[0] === "meta") generationReads++;
+          return target.get(key);
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  const stop = followOtherWriters(counted, 100);
+  try {
+    const { apiKey, secret } = await createApiKey(other, {
+      name: "k",
+      can_download: true,
+      scope_mode: "all_projects",
+    });
+    const hash = hashApiKeySecret(secret);
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    assert.equal((await getApiKeyByHash(counted, hash))?.active, true);
+
+    const readsBefore = generationReads;
+    const started = performance.now();
+    let lookups = 0;
+    while (performance.now() - started < 300) {
+      assert.equal((await getApiKeyByHash(counted, hash))?.active, true);
+      lookups++;
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    const reads = generationReads - readsBefore;
+    assert.ok(lookups > 50, `${lookups} lookups`);
+    assert.ok(reads >= 3 && reads <= 10, `${reads} generation reads in 300 ms: polled every 50 ms`);
+
+    await setApiKeyActive(other, apiKey.id, false);
+    const disabledAt = performance.now();
+    while ((await getApiKeyByHash(counted, hash))?.active !== false) {
+      assert.ok(performance.now() - disabledAt < 1000, "not seen within a second");
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    const seenAfter = performance.now() - disabledAt;
+    // The bound is 100 ms; allow for timers firing late on a loaded machine.
+    assert.ok(seenAfter <= 150, `seen after ${seenAfter.toFixed(1)} ms`);
+  } finally {
+    stop();
     served.close();
     other.close();
     await Deno.remove(dir, { recursive: true });

@@ -207,7 +207,7 @@ export function loadConfig(env: Env = processEnv()): Config {
     rateLimitPerMinute,
     rateLimitBurst,
     rateLimitStore: readChoice(env, "APP_RATE_LIMIT_STORE", ["memory", "kv"], "memory"),
-    cacheRefreshMs: readInteger(env, "APP_CACHE_REFRESH_MS", 1000, { min: 0, max: 3_600_000 }),
+    cacheRefreshMs: readInteger(env, "APP_CACHE_REFRESH_MS", 100, { min: 0, max: 3_600_000 }),
     maxUploadBytes: readInteger(env, "APP_MAX_UPLOAD_BYTES", 4 * 1024 ** 3, {
       min: 1,
       max: Number.MAX_SAFE_INTEGER,

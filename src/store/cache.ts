@@ -11,9 +11,15 @@
  * request. A read that began before such a write and finishes after it is
  * not cached (its `generation` no longer matches).
  *
- * Writes by another process sharing the KV file (a backup restore, a script)
- * are noticed through the generation entry, read at most once per
- * `APP_CACHE_REFRESH_MS` (default 1000 ms; 0 reads it on every request).
+ * Writes by another process sharing the KV (another instance, a restore, a
+ * script) are noticed through the generation entry within
+ * `APP_CACHE_REFRESH_MS` (default 100 ms). `followOtherWriters` (main.ts)
+ * reads it in the background every half of that, and follows it with
+ * `kv.watch`, so the request path reads no KV for it. Only when that poll is
+ * late (a KV slower than half the bound) does a request wait for the read,
+ * so the bound holds. 0 reads it on every request. Without
+ * `followOtherWriters` (tests, tools) the request path reads it at most once
+ * per bound.
  *
  * Only found records are cached: a lookup of an unknown key or slug always
  * asks the KV (such requests are rate limited per client address), so the
@@ -23,6 +29,8 @@ import { commitWithRetry } from "./atomic.ts";
 import { cacheGenerationKey } from "./keys.ts";
 
 const MAX_ENTRIES = 200_000;
+/** The default of APP_CACHE_REFRESH_MS. */
+export const DEFAULT_REFRESH_MS = 100;
 
 interface ReadCache {
   /** How stale another process's writes may look, in ms. */
@@ -47,7 +55,7 @@ function cacheOf(kv: Deno.Kv): ReadCache {
   let cache = caches.get(kv);
   if (cache === undefined) {
     cache = {
-      refreshMs: 1000,
+      refreshMs: DEFAULT_REFRESH_MS,
       generation: 0,
       seen: undefined,
       checkedAt: 0,
@@ -87,17 +95,54 @@ export async function commitChange<T>(
   }
 }
 
+/**
+ * Keeps the read cache of `kv` within `boundMs` of other processes' writes
+ * without reading on the request path: polls the generation entry every
+ * `boundMs / 2` and follows it with `kv.watch`, which reports other instances'
+ * writes at once on a KV Connect URL (on a file it sees only this process's
+ * writes, so there the poll does the work). Returns the function that stops both.
+ */
+export function followOtherWriters(kv: Deno.Kv, boundMs: number): () => void {
+  const cache = cacheOf(kv);
+  cache.refreshMs = boundMs;
+  if (boundMs === 0) return () => {};
+  const timer = setInterval(() => checkGeneration(kv, cache, true), Math.max(1, boundMs >> 1));
+  Deno.unrefTimer(timer);
+  const reader = kv.watch<[Deno.KvU64]>([cacheGenerationKey()]).getReader();
+  (async () => {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      noteGeneration(kv, cache, value[0].value?.value ?? null, Date.now());
+    }
+  })().catch(() => {/* the poll goes on */});
+  return () => {
+    clearInterval(timer);
+    reader.cancel().catch(() => {});
+  };
+}
+
+/** Records the generation read at `readAt`, dropping the cache when another process moved it. */
+function noteGeneration(kv: Deno.Kv, cache: ReadCache, value: bigint | null, readAt: number) {
+  if (cache.seen !== undefined && cache.seen !== value) forgetCachedReads(kv);
+  cache.seen = value;
+  cache.checkedAt = Math.max(cache.checkedAt, readAt);
+}
+
 /** Makes sure writes of other processes are noticed within `refreshMs`. */
-function checkGeneration(kv: Deno.Kv, cache: ReadCache): Promise<void> | undefined {
+function checkGeneration(
+  kv: Deno.Kv,
+  cache: ReadCache,
+  force = false,
+): Promise<void> | undefined {
   const now = Date.now();
-  if (cache.seen !== undefined && now - cache.checkedAt < cache.refreshMs) return undefined;
+  if (!force && cache.seen !== undefined && now - cache.checkedAt < cache.refreshMs) {
+    return undefined;
+  }
   cache.pendingCheck ??= (async () => {
     try {
       const entry = await kv.get<Deno.KvU64>(cacheGenerationKey());
-      const value = entry.value?.value ?? null;
-      if (cache.seen !== undefined && cache.seen !== value) forgetCachedReads(kv);
-      cache.seen = value;
-      cache.checkedAt = now;
+      noteGeneration(kv, cache, entry.value?.value ?? null, now);
     } catch {
       // Unknown whether others wrote: read everything afresh, and check again next time.
       // (If the KV is really down, those reads fail and report it.)

@@ -14,4 +14,4 @@ export * from "./stats.ts";
 export * from "./types.ts";
 export * from "./validate.ts";
 export { commitWithRetry } from "./atomic.ts";
-export { setCacheRefreshMs } from "./cache.ts";
+export { followOtherWriters, setCacheRefreshMs } from "./cache.ts";

@@ -5,14 +5,13 @@
  * - `memory` (default): a map in this process. A take is a few arithmetic
  *   operations with no I/O, so the limiter costs the hot path nothing.
  *   Buckets are lost on restart, which the contract allows.
- * - `kv`: the main Deno KV, so that several instances sharing one KV share
- *   the limit. Each take is an atomic check-and-set of the bucket entry,
- *   retried on conflict; entries expire once the bucket would be full again.
- *   Within one process, takes of the same bucket are queued one after
- *   another: many concurrent requests of one key would otherwise make each
- *   other's commits fail, retry with back-off, and in the end give up.
+ * - `kv`: shared by every instance on one KV. Takes are local as in
+ *   `memory`; background rounds reconcile them with the KV every few ms
+ *   (see `createKvRateLimiter` for how, and for the accuracy).
  */
-import { commitWithRetry, rateLimitKey } from "./mod.ts";
+import { recordKvError } from "../lib/metrics.ts";
+import { commitWithRetry } from "./atomic.ts";
+import { rateLimitKey } from "./keys.ts";
 
 export interface RateLimitRule {
   burst: number;
@@ -71,6 +70,8 @@ export function createMemoryRateLimiter(
   // Map order is use order: a bucket is moved to the end each time it is drawn from.
   const buckets = new Map<string, Bucket>();
   let sweptAt = nowMs();
+  /** The error of the last round, while the KV keeps failing. */
+  let kvError: unknown = null;
 
   function sweep(now: number): void {
     sweptAt = now;
@@ -101,59 +102,200 @@ export function createMemoryRateLimiter(
   };
 }
 
+export interface KvRateLimiterOptions {
+  nowMs?: () => number;
+  /** Pause between two reconcile rounds, in ms. */
+  syncIntervalMs?: number;
+}
+
+/** The default pause between two reconcile rounds of the `kv` store. */
+export const SYNC_INTERVAL_MS = 5;
+/** A bucket not reconciled for this long is reconciled before it is drawn from again. */
+export const FRESH_MS = 20;
+/** getMany reads at most 10 keys. */
+const SYNC_CHUNK = 10;
+/** After a failed round, the next one waits this long. */
+const RETRY_AFTER_ERROR_MS = 1000;
+
+/** A bucket of the `kv` store as this process sees it: tokens and refill time include its takes. */
+interface LocalBucket extends Bucket {
+  /** The KV entry as this process last wrote or read it; null before the first round. */
+  base: Bucket | null;
+  /** Takes granted here since the last round; > 0 means the next round has work. */
+  pending: number;
+  /** `nowMs()` of the last round, or -Infinity before the first. */
+  syncedAt: number;
+  waiters: Array<{ resolve: () => void; reject: (error: unknown) => void }>;
+}
+
+/**
+ * The `kv` store: a local bucket per client, drawn from without I/O, and
+ * reconciled with the KV entry `["rate_limit", bucket]` in background rounds
+ * (every SYNC_INTERVAL_MS while there is something to do). A round subtracts
+ * this process's takes since the last round from the entry (one atomic
+ * check-and-set per 10 buckets, retried on conflict) and reads back the
+ * level left by every instance. A bucket this process has not reconciled
+ * within FRESH_MS (a new client, or a quiet one) waits for the next round
+ * before its first take, so it never starts from a guess.
+ *
+ * Accuracy: an instance learns of other instances' takes within one round
+ * (SYNC_INTERVAL_MS plus the commit time). In that window every other
+ * instance may grant what its own view allows, so at most (N − 1) × the
+ * tokens one instance grants to that bucket within one round (never more
+ * than (N − 1) × BURST) go beyond what one shared bucket would grant. The
+ * entry may go below zero (takes already granted elsewhere), so over time
+ * the refill rate is never exceeded.
+ *
+ * Why check-and-set of batched takes rather than KV `sum`: a bucket's cap
+ * makes its level depend on the order of takes and refills, which a sum
+ * counter cannot hold, and `sum` ignores `expireIn`, so counters of every
+ * client address ever seen would stay in the KV forever. A round costs one
+ * commit per 10 active buckets, however many requests they had.
+ */
 export function createKvRateLimiter(
   kv: Deno.Kv,
   rule: RateLimitRule,
-  nowMs: () => number = Date.now,
+  options: KvRateLimiterOptions = {},
 ): RateLimiter {
-  return { take: (bucketId) => takeToken(kv, bucketId, rule, nowMs) };
-}
-
-export function takeToken(
-  kv: Deno.Kv,
-  bucketId: string,
-  rule: RateLimitRule,
-  nowMs: () => number = Date.now,
-): Promise<TakeResult> {
-  return inTurn(kv, bucketId, () => takeTokenNow(kv, bucketId, rule, nowMs));
-}
-
-/** The tail of the queue of each bucket, per KV. */
-const queues = new WeakMap<Deno.Kv, Map<string, Promise<unknown>>>();
-
-/** Runs `task` after every earlier task of the same bucket has settled. */
-function inTurn<T>(kv: Deno.Kv, bucketId: string, task: () => Promise<T>): Promise<T> {
-  let tails = queues.get(kv);
-  if (tails === undefined) queues.set(kv, tails = new Map());
-  const previous = tails.get(bucketId);
-  const result = previous === undefined ? task() : previous.then(task, task);
-  const tail = result.then(() => {}, () => {});
-  tails.set(bucketId, tail);
-  tail.then(() => {
-    if (tails.get(bucketId) === tail) tails.delete(bucketId);
-  });
-  return result;
-}
-
-function takeTokenNow(
-  kv: Deno.Kv,
-  bucketId: string,
-  rule: RateLimitRule,
-  nowMs: () => number,
-): Promise<TakeResult> {
+  const nowMs = options.nowMs ?? Date.now;
+  const intervalMs = options.syncIntervalMs ?? SYNC_INTERVAL_MS;
   const perMs = rule.perMinute / 60_000;
-  const key = rateLimitKey(bucketId);
-  return commitWithRetry<TakeResult>(async () => {
-    const entry = await kv.get<Bucket>(key);
+  const buckets = new Map<string, LocalBucket>();
+  /** Buckets with takes to write or waiters to serve in the next round. */
+  const due = new Set<string>();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let running = false;
+  let nextRoundAt = 0;
+  let sweptAt = nowMs();
+  /** The error of the last round, while the KV keeps failing. */
+  let kvError: unknown = null;
+
+  function schedule(): void {
+    if (timer !== undefined || running) return;
+    timer = setTimeout(round, Math.max(0, nextRoundAt - Date.now()));
+  }
+
+  async function round(): Promise<void> {
+    timer = undefined;
+    running = true;
+    const ids = [...due];
+    due.clear();
+    let failed = false;
+    try {
+      for (let i = 0; i < ids.length; i += SYNC_CHUNK) {
+        if (!await syncChunk(ids.slice(i, i + SYNC_CHUNK))) failed = true;
+      }
+      sweep();
+    } finally {
+      running = false;
+      nextRoundAt = Date.now() + (failed ? RETRY_AFTER_ERROR_MS : intervalMs);
+      if (due.size > 0) schedule();
+    }
+  }
+
+  /**
+   * Reconciles a few buckets with their KV entries; false when the KV failed.
+   * What this process drew from a bucket since the last round is its `base`
+   * minus its local view, both refilled to now; that is subtracted from the
+   * entry as it is now (other instances' takes included). With no other
+   * writer the result is exactly the local view.
+   */
+  async function syncChunk(ids: string[]): Promise<boolean> {
+    const local = ids.map((id) => buckets.get(id)!);
+    const seen = local.map(({ tokens, at, base, pending }) => ({ tokens, at, base, pending }));
+    const keys = ids.map(rateLimitKey);
+    let synced: { now: number; levels: number[] };
+    try {
+      synced = await commitWithRetry(async () => {
+        const entries = await kv.getMany<Bucket[]>(keys);
+        const now = nowMs();
+        const op = kv.atomic();
+        const levels = entries.map((entry, i) => {
+          const view = seen[i];
+          const drawn = view.base === null
+            ? view.pending
+            : Math.max(0, tokensAt(view.base, now, rule) - tokensAt(view, now, rule));
+          const level = tokensAt(entry.value, now, rule) - drawn;
+          const msUntilFull = Math.ceil((rule.burst - level) / perMs);
+          op.check(entry).set(keys[i], { tokens: level, at: now } satisfies Bucket, {
+            expireIn: msUntilFull + 1000,
+          });
+          return level;
+        });
+        return { commit: await op.commit(), value: { now, levels } };
+      });
+    } catch (error) {
+      recordKvError("rate_limit");
+      kvError = error;
+      local.forEach((bucket, i) => {
+        for (const waiter of bucket.waiters.splice(0)) waiter.reject(error);
+        if (bucket.pending > 0) due.add(ids[i]);
+      });
+      return false;
+    }
+    kvError = null;
+    local.forEach((bucket, i) => {
+      const level = synced.levels[i];
+      // Takes granted here while the round was in flight are left for the next one.
+      bucket.pending -= seen[i].pending;
+      bucket.base = { tokens: level, at: synced.now };
+      bucket.tokens = level - bucket.pending;
+      bucket.at = synced.now;
+      bucket.syncedAt = synced.now;
+      if (bucket.pending > 0) due.add(ids[i]);
+      for (const waiter of bucket.waiters.splice(0)) waiter.resolve();
+    });
+    return true;
+  }
+
+  /** Forgets buckets with nothing to write that would be reconciled before their next use. */
+  function sweep(): void {
     const now = nowMs();
-    const tokens = tokensAt(entry.value, now, rule);
-    if (tokens < 1) return { commit: { ok: true, versionstamp: "" }, value: refusal(tokens, rule) };
-    const left = tokens - 1;
-    const msUntilFull = Math.ceil((rule.burst - left) / perMs);
-    const commit = await kv.atomic()
-      .check(entry)
-      .set(key, { tokens: left, at: now } satisfies Bucket, { expireIn: msUntilFull + 1000 })
-      .commit();
-    return { commit, value: { allowed: true } };
-  });
+    if (now - sweptAt < BUSY_SWEEP_INTERVAL_MS) return;
+    sweptAt = now;
+    for (const [id, bucket] of buckets) {
+      if (bucket.pending === 0 && bucket.waiters.length === 0 && now - bucket.syncedAt > FRESH_MS) {
+        buckets.delete(id);
+      }
+    }
+  }
+
+  function takeLocal(id: string, bucket: LocalBucket, now: number): TakeResult {
+    const tokens = tokensAt(bucket, now, rule);
+    if (tokens < 1) return refusal(tokens, rule);
+    bucket.tokens = tokens - 1;
+    bucket.at = now;
+    bucket.pending++;
+    due.add(id);
+    schedule();
+    return ALLOWED;
+  }
+
+  return {
+    take(bucketId) {
+      const now = nowMs();
+      let bucket = buckets.get(bucketId);
+      if (bucket !== undefined && now - bucket.syncedAt <= FRESH_MS) {
+        return takeLocal(bucketId, bucket, now);
+      }
+      if (bucket === undefined) {
+        bucket = {
+          tokens: rule.burst,
+          at: now,
+          base: null,
+          pending: 0,
+          syncedAt: -Infinity,
+          waiters: [],
+        };
+        buckets.set(bucketId, bucket);
+      }
+      const waiting = bucket;
+      due.add(bucketId);
+      schedule();
+      // While the KV fails, do not make every request wait for the retry.
+      if (kvError !== null) return Promise.reject(kvError);
+      return new Promise<void>((resolve, reject) => waiting.waiters.push({ resolve, reject }))
+        .then(() => takeLocal(bucketId, waiting, nowMs()));
+    },
+  };
 }
