@@ -70,8 +70,6 @@ export function createMemoryRateLimiter(
   // Map order is use order: a bucket is moved to the end each time it is drawn from.
   const buckets = new Map<string, Bucket>();
   let sweptAt = nowMs();
-  /** The error of the last round, while the KV keeps failing. */
-  let kvError: unknown = null;
 
   function sweep(now: number): void {
     sweptAt = now;
