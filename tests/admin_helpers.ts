@@ -22,21 +22,47 @@ export async function createAdminTestApp(
 
 export type Fields = Record<string, string | string[]>;
 
+/** Sends one request of an `AdminClient`, as if from `address`. */
+export type Sender = (path: string, init: RequestInit, address: string) => Promise<Response>;
+
+function appSender(t: TestApp): Sender {
+  return async (path, init, address) => {
+    const env = { remoteAddr: { transport: "tcp", hostname: address, port: 40000 } };
+    return await t.app.request(path, init, env);
+  };
+}
+
+/**
+ * Sends each request to the next of `baseUrls` in turn (a round-robin
+ * balancer), not following redirects, as `app.request` does not.
+ */
+export function httpSender(baseUrls: string[]): Sender {
+  let next = 0;
+  return (path, init) => {
+    const baseUrl = baseUrls[next++ % baseUrls.length];
+    return fetch(baseUrl + path, { ...init, redirect: "manual" });
+  };
+}
+
 /** Sends requests like a browser would: keeps cookies, reads CSRF tokens from pages. */
 export class AdminClient {
   readonly cookies = new Map<string, string>();
   csrfToken = "";
   address = "203.0.113.7";
 
-  constructor(readonly t: TestApp) {}
+  readonly send: Sender;
+
+  /** Requests go to the in-process app of `t`, or through `send` (real servers: `httpSender`). */
+  constructor(target: TestApp | Sender) {
+    this.send = typeof target === "function" ? target : appSender(target);
+  }
 
   async fetch(path: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(init.headers);
     if (this.cookies.size > 0) {
       headers.set("cookie", [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; "));
     }
-    const env = { remoteAddr: { transport: "tcp", hostname: this.address, port: 40000 } };
-    const res = await this.t.app.request(path, { ...init, headers }, env);
+    const res = await this.send(path, { ...init, headers }, this.address);
     for (const line of res.headers.getSetCookie()) {
       const [pair] = line.split(";");
       const eq = pair.indexOf("=");

@@ -216,6 +216,8 @@ Deno.test("read cache: a read that raced a write is not kept", async () => {
     // Hold the first read of the key record until the key has been disabled.
     let release!: () => void;
     const held = new Promise<void>((resolve) => release = resolve);
+    let reached!: () => void;
+    const holding = new Promise<void>((resolve) => reached = resolve);
     let holdNext = true;
     const slow = new Proxy(kv, {
       get(target, prop) {
@@ -224,6 +226,7 @@ Deno.test("read cache: a read that raced a write is not kept", async () => {
             const entry = await target.get(key);
             if (holdNext && key[0] === "api_keys") {
               holdNext = false;
+              reached();
               await held;
             }
             return entry;
@@ -235,7 +238,8 @@ Deno.test("read cache: a read that raced a write is not kept", async () => {
     });
     const hash = hashApiKeySecret(secret);
     const racing = getApiKeyByHash(slow, hash);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await holding; // not a fixed sleep: on a loaded machine the read may take longer
+
     await setApiKeyActive(slow, apiKey.id, false);
     release();
     assert.equal((await racing)?.active, true, "the racing read got the old record");

@@ -93,3 +93,22 @@ export async function startServer(
     },
   };
 }
+
+/**
+ * `count` instances of the service on one data dir (one KV file, one
+ * artifacts dir), started one after another, as behind a load balancer.
+ */
+export async function startInstances(
+  count: number,
+  dataDir: string,
+  env: Record<string, string> = {},
+): Promise<ServerProcess[]> {
+  const servers: ServerProcess[] = [];
+  try {
+    for (let i = 0; i < count; i++) servers.push(await startServer(dataDir, env));
+  } catch (error) {
+    await Promise.all(servers.map((server) => server.stop()));
+    throw error;
+  }
+  return servers;
+}
