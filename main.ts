@@ -47,6 +47,7 @@ const servers: Deno.HttpServer[] = [];
 servers.push(Deno.serve({
   port: config.port,
   hostname: config.host,
+  reusePort: config.reusePort,
   onListen: ({ hostname, port }) => {
     logger.event(
       "info",

@@ -16,8 +16,14 @@ async function statusOf(res: Promise<Response>): Promise<number> {
   return response.status;
 }
 
-function getWithKey(server: ServerProcess, path: string, secret: string): Promise<number> {
-  return statusOf(fetch(server.baseUrl + path, { headers: { authorization: `Bearer ${secret}` } }));
+async function getWithKey(server: ServerProcess, path: string, secret: string): Promise<number> {
+  try {
+    return await statusOf(
+      fetch(server.baseUrl + path, { headers: { authorization: `Bearer ${secret}` } }),
+    );
+  } catch (error) {
+    throw new Error(`${server.baseUrl}${path}: ${error}\n${server.output().slice(-3000)}`);
+  }
 }
 
 /** A client with `admin`'s session and CSRF token that talks to `server` only. */

@@ -9,6 +9,8 @@ export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 export interface ServerProcess {
   baseUrl: string;
+  /** Everything it wrote to stdout and stderr so far. */
+  output: () => string;
   stop: () => Promise<void>;
 }
 
@@ -87,6 +89,7 @@ export async function startServer(
 
   return {
     baseUrl: `http://127.0.0.1:${port}`,
+    output: () => log.join(""),
     stop: async () => {
       child.kill("SIGTERM");
       await child.status;

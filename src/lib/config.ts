@@ -38,6 +38,8 @@ export interface ListenAddress {
 export interface Config {
   port: number;
   host: string;
+  /** Listen with SO_REUSEPORT, so that several processes share the port (`start:all-cores`). */
+  reusePort: boolean;
   dataDir: string;
   kvPath: string;
   artifactsDir: string;
@@ -197,6 +199,7 @@ export function loadConfig(env: Env = processEnv()): Config {
   return {
     port,
     host,
+    reusePort: readBoolean(env, "APP_REUSE_PORT", false),
     dataDir,
     kvPath,
     artifactsDir: join(dataDir, "artifacts"),

@@ -170,13 +170,16 @@ export function createKvRateLimiter(
 
   function schedule(): void {
     if (timer !== undefined || running) return;
-    timer = setTimeout(round, Math.max(0, nextRoundAt - Date.now()));
+    timer = setTimeout(() => {
+      // A bug here must not end the process through an unhandled rejection.
+      round().catch((error) => console.error("rate limit round failed:", error));
+    }, Math.max(0, nextRoundAt - Date.now()));
   }
 
   async function round(): Promise<void> {
     timer = undefined;
     running = true;
-    const ids = [...due];
+    const ids = [...due].filter((id) => buckets.has(id));
     due.clear();
     let failed = false;
     try {
@@ -252,7 +255,8 @@ export function createKvRateLimiter(
     if (now - sweptAt < BUSY_SWEEP_INTERVAL_MS) return;
     sweptAt = now;
     for (const [id, bucket] of buckets) {
-      if (bucket.pending === 0 && bucket.waiters.length === 0 && now - bucket.syncedAt > FRESH_MS) {
+      const idle = bucket.pending === 0 && bucket.waiters.length === 0 && !due.has(id);
+      if (idle && now - bucket.syncedAt > FRESH_MS) {
         buckets.delete(id);
       }
     }
