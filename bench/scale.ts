@@ -1,0 +1,218 @@
+/**
+ * `deno task bench:scale`: the figures of running several instances, each
+ * pair measured in the same run (absolute figures swing on a shared VM;
+ * ratios hold):
+ * - requests/s of a protected API call with the `memory` and the `kv` rate
+ *   limit store (one instance, wrk);
+ * - how long a key disabled through instance A stays usable on B and C
+ *   (three instances on one KV file, measured per disable);
+ * - requests/s with `start:all-cores` on every core vs one worker.
+ * Needs wrk. Prints a JSON report.
+ */
+import { join } from "node:path";
+import { createApiKey, createProject } from "../src/store/mod.ts";
+import { Cleanup, freePort, PROJECT_ROOT, startService, which } from "./process.ts";
+import { runWrk } from "./wrk.ts";
+
+const SECONDS = Number(Deno.env.get("SCALE_SECONDS") ?? 5);
+const ROUNDS = Number(Deno.env.get("SCALE_ROUNDS") ?? 2);
+const REVOCATIONS = Number(Deno.env.get("SCALE_REVOCATIONS") ?? 40);
+const PASSWORD = "bench-password-123";
+
+const wrk = which("wrk");
+if (wrk === null) {
+  console.error("wrk is not installed (apt-get install -y wrk)");
+  Deno.exit(2);
+}
+const cleanup = new Cleanup();
+const dataDir = join(PROJECT_ROOT, "data", `bench-scale-${crypto.randomUUID().slice(0, 8)}`);
+await Deno.mkdir(dataDir, { recursive: true });
+cleanup.add(() => Deno.remove(dataDir, { recursive: true }));
+
+const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+await createProject(kv, { name: "Bench", slug: "bench" });
+const { apiKey, secret } = await createApiKey(kv, {
+  name: "bench",
+  can_download: true,
+  scope_mode: "all_projects",
+});
+kv.close();
+const auth = { authorization: `Bearer ${secret}` };
+const env = { APP_ADMIN_PASSWORD: PASSWORD, APP_LOG_FORMAT: "json" };
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+async function rateLimitStores() {
+  const figures: Record<string, number[]> = { memory: [], kv: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const store of ["memory", "kv"]) {
+      const server = await startService(dataDir, { ...env, APP_RATE_LIMIT_STORE: store }, cleanup);
+      const result = await runWrk(wrk!, {
+        url: `${server.baseUrl}/api/v1/projects`,
+        headers: auth,
+        durationSeconds: SECONDS,
+        connections: 32,
+        threads: 1,
+      });
+      figures[store].push(Math.round(result.requestsPerSec));
+      await server.stop();
+    }
+  }
+  const memory = median(figures.memory);
+  const kvStore = median(figures.kv);
+  return { runs: figures, memory, kv: kvStore, ratio: +(kvStore / memory).toFixed(2) };
+}
+
+/** An admin session on one instance: cookie jar and the CSRF token of the last page. */
+async function signIn(baseUrl: string) {
+  const cookies = new Map<string, string>();
+  let token = "";
+  const send = async (path: string, init: RequestInit = {}) => {
+    const headers = new Headers(init.headers);
+    headers.set("cookie", [...cookies].map(([k, v]) => `${k}=${v}`).join("; "));
+    const res = await fetch(baseUrl + path, { ...init, headers, redirect: "manual" });
+    for (const line of res.headers.getSetCookie()) {
+      const [pair] = line.split(";");
+      const eq = pair.indexOf("=");
+      cookies.set(pair.slice(0, eq), pair.slice(eq + 1));
+    }
+    const html = await res.text();
+    token = /name="csrf_token" value="([^"]*)"/.exec(html)?.[1] ?? token;
+    return res.status;
+  };
+  const post = (path: string, fields: Record<string, string> = {}) =>
+    send(path, { method: "POST", body: new URLSearchParams({ csrf_token: token, ...fields }) });
+  await send("/admin/login");
+  if (await post("/admin/login", { username: "admin", password: PASSWORD }) !== 303) {
+    throw new Error("sign-in failed");
+  }
+  await send("/admin/api-keys");
+  return post;
+}
+
+async function revocationLatency() {
+  const instances = [];
+  for (let i = 0; i < 3; i++) instances.push(await startService(dataDir, env, cleanup));
+  const [a, ...others] = instances;
+  const post = await signIn(a.baseUrl);
+  const status = async (baseUrl: string) => {
+    const res = await fetch(`${baseUrl}/api/v1/projects`, { headers: auth });
+    await res.body?.cancel();
+    return res.status;
+  };
+  const untilStatus = async (baseUrl: string, wanted: number, since: number) => {
+    while (await status(baseUrl) !== wanted) {
+      if (performance.now() - since > 5000) throw new Error(`${baseUrl} never answered ${wanted}`);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    return performance.now() - since;
+  };
+  const latencies: number[] = [];
+  for (let i = 0; i < REVOCATIONS; i++) {
+    if (await post(`/admin/api-keys/${apiKey.id}/disable`) !== 303) throw new Error("disable");
+    const disabledAt = performance.now();
+    latencies.push(
+      ...await Promise.all(others.map((o) => untilStatus(o.baseUrl, 401, disabledAt))),
+    );
+    if (await post(`/admin/api-keys/${apiKey.id}/enable`) !== 303) throw new Error("enable");
+    const enabledAt = performance.now();
+    await Promise.all(others.map((o) => untilStatus(o.baseUrl, 200, enabledAt)));
+    // Land at a random point of the 50 ms poll cycle next time.
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * 50));
+  }
+  await Promise.all(instances.map((server) => server.stop()));
+  const ms = (value: number) => +value.toFixed(1);
+  return {
+    samples: latencies.length,
+    p50_ms: ms(percentile(latencies, 50)),
+    p90_ms: ms(percentile(latencies, 90)),
+    p99_ms: ms(percentile(latencies, 99)),
+    max_ms: ms(Math.max(...latencies)),
+  };
+}
+
+/** `start:all-cores` with `workers` workers, until every one listens. */
+async function startAllCores(workers: number, port: number) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["task", "-q", "start:all-cores"],
+    cwd: PROJECT_ROOT,
+    env: {
+      ...env,
+      APP_DATA_DIR: dataDir,
+      APP_PORT: String(port),
+      APP_HOST: "127.0.0.1",
+      APP_WORKERS: String(workers),
+      APP_RATE_LIMIT_STORE: "kv",
+      APP_CLIENT_RATE_LIMIT_PER_MINUTE: "1000000000",
+      APP_CLIENT_RATE_LIMIT_BURST: "1000000000",
+    },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  let listening = 0;
+  const decoder = new TextDecoder();
+  const ready = Promise.withResolvers<void>();
+  const drained = (async () => {
+    for await (const chunk of child.stdout) {
+      if (listening >= workers) continue;
+      listening += decoder.decode(chunk).split("listening on").length - 1;
+      if (listening >= workers) ready.resolve();
+    }
+  })();
+  await ready.promise;
+  return async () => {
+    child.kill("SIGTERM");
+    await child.status;
+    await drained;
+  };
+}
+
+async function allCoresVsOne() {
+  const cores = navigator.hardwareConcurrency;
+  const figures: Record<string, number[]> = { one: [], all: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [name, workers] of [["one", 1], ["all", cores]] as const) {
+      const port = freePort();
+      const stop = await startAllCores(workers, port);
+      const result = await runWrk(wrk!, {
+        url: `http://127.0.0.1:${port}/api/v1/projects`,
+        headers: auth,
+        durationSeconds: SECONDS,
+        connections: 64,
+        threads: 2,
+      });
+      figures[name].push(Math.round(result.requestsPerSec));
+      await stop();
+    }
+  }
+  const one = median(figures.one);
+  const all = median(figures.all);
+  return { cores, runs: figures, one, all, ratio: +(all / one).toFixed(2) };
+}
+
+try {
+  const report = {
+    generated_at: new Date().toISOString(),
+    conditions: {
+      cpus: navigator.hardwareConcurrency,
+      loadavg_1m_at_start: Deno.loadavg()[0],
+      seconds_per_wrk_run: SECONDS,
+      rounds: ROUNDS,
+    },
+    rate_limit_req_per_s: await rateLimitStores(),
+    revocation_latency: await revocationLatency(),
+    all_cores_req_per_s: await allCoresVsOne(),
+  };
+  console.log(JSON.stringify(report, null, 2));
+} finally {
+  await cleanup.run();
+}
