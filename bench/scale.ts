@@ -11,7 +11,7 @@
  */
 import { join } from "node:path";
 import { createApiKey, createProject } from "../src/store/mod.ts";
-import { Cleanup, freePort, PROJECT_ROOT, startService, which } from "./process.ts";
+import { Cleanup, freePort, PROJECT_ROOT, type Server, startService, which } from "./process.ts";
 import { runWrk } from "./wrk.ts";
 
 const SECONDS = Number(Deno.env.get("SCALE_SECONDS") ?? 5);
@@ -29,14 +29,10 @@ const dataDir = join(PROJECT_ROOT, "data", `bench-scale-${crypto.randomUUID().sl
 await Deno.mkdir(dataDir, { recursive: true });
 cleanup.add(() => Deno.remove(dataDir, { recursive: true }));
 
-const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-await createProject(kv, { name: "Bench", slug: "bench" });
-const { apiKey, secret } = await createApiKey(kv, {
-  name: "bench",
-  can_download: true,
-  scope_mode: "all_projects",
+const { apiKey, secret } = await withKv(async (kv) => {
+  await createProject(kv, { name: "Bench", slug: "bench" });
+  return await createApiKey(kv, { name: "bench", can_download: true, scope_mode: "all_projects" });
 });
-kv.close();
 const auth = { authorization: `Bearer ${secret}` };
 const env = { APP_ADMIN_PASSWORD: PASSWORD, APP_LOG_FORMAT: "json" };
 
@@ -139,6 +135,58 @@ async function revocationLatency() {
   };
 }
 
+/**
+ * Three instances with the kv store and a burst of 300 (no refill to speak
+ * of): 8 concurrent clients of one key, each request to the next instance,
+ * until 400 answers. Returns how many beyond 300 were granted, per trial.
+ */
+async function rateLimitSlack() {
+  const burst = 300;
+  const extra: number[] = [];
+  let rate = 0;
+  for (let trial = 0; trial < 3; trial++) {
+    const { secret: trialSecret } = await withKv((kv) =>
+      createApiKey(kv, { name: `slack ${trial}`, can_download: true, scope_mode: "all_projects" })
+    );
+    const instances: Server[] = [];
+    for (let i = 0; i < 3; i++) {
+      instances.push(
+        await startService(dataDir, {
+          ...env,
+          APP_RATE_LIMIT_STORE: "kv",
+          APP_CLIENT_RATE_LIMIT_BURST: String(burst),
+          APP_CLIENT_RATE_LIMIT_PER_MINUTE: "1",
+        }, cleanup),
+      );
+    }
+    let next = 0;
+    const statuses: number[] = [];
+    const started = performance.now();
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      while (statuses.length < burst + 100) {
+        const res = await fetch(`${instances[next++ % 3].baseUrl}/api/v1/projects`, {
+          headers: { authorization: `Bearer ${trialSecret}` },
+        });
+        await res.body?.cancel();
+        statuses.push(res.status);
+      }
+    }));
+    rate = Math.round(statuses.length / ((performance.now() - started) / 1000));
+    extra.push(statuses.filter((status) => status === 200).length - burst);
+    await Promise.all(instances.map((server) => server.stop()));
+  }
+  return { instances: 3, burst, request_rate_per_s: rate, granted_beyond_burst: extra };
+}
+
+async function withKv<T>(fn: (kv: Deno.Kv) => Promise<T>): Promise<T> {
+  const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+  try {
+    return await fn(kv);
+  } finally {
+    kv.close();
+  }
+}
+
 /** `start:all-cores` with `workers` workers, until every one listens. */
 async function startAllCores(workers: number, port: number) {
   const child = new Deno.Command(Deno.execPath(), {
@@ -210,6 +258,7 @@ try {
     },
     rate_limit_req_per_s: await rateLimitStores(),
     revocation_latency: await revocationLatency(),
+    rate_limit_slack: await rateLimitSlack(),
     all_cores_req_per_s: await allCoresVsOne(),
   };
   console.log(JSON.stringify(report, null, 2));

@@ -62,6 +62,8 @@ for _ in $(seq 1 120); do
   curl -sf -o /dev/null "http://127.0.0.1:$PORT/" && break
   sleep 0.5
 done
-radosgw-admin $C -n client.rgw.uds --admin-socket=/dev/null user create --uid=uds \
+# Its own admin socket: the default is the running radosgw's, and a socket at /dev/null
+# would replace /dev/null and delete it on exit.
+radosgw-admin $C -n client.rgw.uds --admin-socket="$D/run/radosgw-admin.asok" user create --uid=uds \
   --display-name=UDS --access-key="$KEY" --secret="$SECRET" >/dev/null
 echo "READY endpoint=http://127.0.0.1:$PORT key=$KEY secret=$SECRET pids: $(cat run/mon.a.pid) $(cat run/osd.0.pid) $(cat run/client.rgw.uds.pid)"
