@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { bootstrapAdmin } from "../admin/mod.ts";
-import { testConfig } from "../src/lib/config.ts";
 import { hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../src/lib/passwords.ts";
 import {
   createAdminSession,
@@ -15,7 +14,7 @@ import {
   createAdminTestApp,
   signedInClient,
 } from "./admin_helpers.ts";
-import { withKv } from "./helpers.ts";
+import { testConfig, withKv } from "./helpers.ts";
 
 Deno.test("admin sign-in", async (t) => {
   const app = await createAdminTestApp();

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createApp } from "../app.ts";
 import { type ArtifactStore, createFsStore, publishRelease } from "../src/storage/mod.ts";
-import { type Config, testConfig } from "../src/lib/config.ts";
+import { type Config, loadConfig } from "../src/lib/config.ts";
 import {
   type ApiKeyInput,
   createApiKey,
@@ -12,6 +12,11 @@ import {
   type Release,
   setCacheRefreshMs,
 } from "../src/store/mod.ts";
+
+/** A config for tests: the defaults, with a data dir under ./data/test, and `overrides`. */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return { ...loadConfig({ APP_DATA_DIR: "./data/test" }), ...overrides };
+}
 
 export interface TestApp {
   app: ReturnType<typeof createApp>;

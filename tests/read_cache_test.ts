@@ -6,7 +6,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createApp } from "../app.ts";
-import { testConfig } from "../src/lib/config.ts";
 import { createFsStore } from "../src/storage/mod.ts";
 import {
   cacheGenerationKey,
@@ -21,7 +20,7 @@ import {
   setReleaseState,
   updateProject,
 } from "../src/store/mod.ts";
-import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
+import { createTestApp, seedKey, seedProject, seedRelease, testConfig } from "./helpers.ts";
 
 async function statusOf(res: Response | Promise<Response>): Promise<number> {
   const response = await res;

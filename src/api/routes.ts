@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import { projectVisible } from "../store/access.ts";
 import type { AppDeps, AppEnv } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
-import { jsonBytes, jsonResponse, jsonText } from "../http/json.ts";
+import { jsonBytes, jsonText } from "../http/json.ts";
 import { ID_PATTERN, isSlug } from "../lib/limits.ts";
 import { recordKvError } from "../lib/metrics.ts";
 import {
@@ -38,7 +38,7 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
     urlTtlSeconds: config.downloadUrlTtlSeconds,
     xAccelPrefix: config.xAccelPrefix,
   };
-  const index = JSON.stringify(apiIndex(deps.config.serviceName));
+  const index = new TextEncoder().encode(JSON.stringify(apiIndex(deps.config.serviceName)));
 
   // Every response under /api/v1 (errors included) is private and uncacheable.
   api.use(async (c, next) => {
@@ -49,7 +49,7 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
   // Every /api/v1 request, known path or not, draws a token before any other check.
   api.use(rateLimitGate(deps));
 
-  api.get("/", () => jsonResponse(JSON.parse(index)));
+  api.get("/", () => jsonBytes(index));
 
   // Public like the index, but not listed in it (the index lists the four key routes only).
   const openApi = openApiJson(deps.config.baseUrl);

@@ -341,8 +341,3 @@ function readRealm(env: Env): string {
   }
   return realm;
 }
-
-/** A config for tests: the defaults, with an in-memory-friendly data dir. */
-export function testConfig(overrides: Partial<Config> = {}): Config {
-  return { ...loadConfig({ APP_DATA_DIR: "./data/test" }), ...overrides };
-}
