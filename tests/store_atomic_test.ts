@@ -3,11 +3,16 @@ import assert from "node:assert/strict";
 import {
   commitWithRetry,
   ConflictError,
+  countDownload,
   createApiKey,
   createProject,
   createRelease,
+  getDownloadCounts,
+  getProjectIdsBySlugs,
+  type Project,
   setReleaseState,
   updateProject,
+  ValidationError,
 } from "../src/store/mod.ts";
 import { dumpKv, faultyKv, withKv } from "./helpers.ts";
 
@@ -71,3 +76,42 @@ Deno.test("a failed commit writes nothing: no record, no index entry, no counter
     await assert.rejects(setReleaseState(broken, release.id, "archived"), /commit failed/);
     assert.deepEqual(await dumpKv(kv), before);
   }));
+
+Deno.test("many-key reads past getMany's 10-key limit keep order and gaps", async (t) => {
+  await withKv(async (kv) => {
+    const slugs = Array.from({ length: 23 }, (_, i) => `p-${i}`);
+    const projects: Project[] = [];
+    for (const slug of slugs) projects.push(await createProject(kv, { slug, name: slug }));
+
+    await t.step("ids of 23 slugs, in the order asked", async () => {
+      const asked = [...slugs].reverse();
+      const ids = await getProjectIdsBySlugs(kv, asked);
+      assert.deepEqual(ids, asked.map((slug) => projects.find((p) => p.slug === slug)!.id));
+    });
+
+    await t.step("an unknown slug in the third chunk is named", async () => {
+      await assert.rejects(
+        getProjectIdsBySlugs(kv, [...slugs, "nope"]),
+        (error: Error) =>
+          error instanceof ValidationError && /unknown project "nope"/.test(error.message),
+      );
+    });
+
+    await t.step("download counts of 23 releases, missing counters as 0", async () => {
+      const release = await createRelease(kv, {
+        project_id: projects[0].id,
+        version: "1.0.0",
+        filename: "a.bin",
+        storage_key: crypto.randomUUID(),
+        size_bytes: 1,
+        checksum_sha256: "0".repeat(64),
+      });
+      await countDownload(kv, release.id);
+      const ids = [...Array.from({ length: 22 }, (_, i) => 1000 + i), release.id];
+      const counts = await getDownloadCounts(kv, ids);
+      assert.deepEqual([...counts.keys()], ids);
+      assert.equal(counts.get(release.id), 1);
+      assert.equal(counts.get(1000), 0);
+    });
+  });
+});

@@ -1,8 +1,9 @@
 import { hash as oneShotHash } from "node:crypto";
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
-import { claimId, now, readNextId } from "./atomic.ts";
+import { claimIds, now, reserveIds } from "./atomic.ts";
 import { cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
+import { getManyEntries } from "./get_many.ts";
 import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "./keys.ts";
 import { type ApiKey, SCOPE_MODES, type ScopeMode } from "./types.ts";
 import { requireTags, requireText } from "./validate.ts";
@@ -87,9 +88,9 @@ export async function createApiKey(
 ): Promise<{ apiKey: ApiKey; secret: string }> {
   const { secret, record } = prepareApiKey(input);
   return await commitChange(kv, async () => {
-    const next = await readNextId(kv, "api_keys");
-    const apiKey: ApiKey = { id: next.id, ...record, created_at: now() };
-    const commit = await claimId(changeOp(kv), "api_keys", next)
+    const ids = await reserveIds(kv, "api_keys");
+    const apiKey: ApiKey = { id: ids.first, ...record, created_at: now() };
+    const commit = await claimIds(changeOp(kv), "api_keys", ids)
       .check({ key: apiKeyByHashKey(apiKey.hash), versionstamp: null })
       .set(apiKeyKey(apiKey.id), apiKey)
       .set(apiKeyByHashKey(apiKey.hash), apiKey.id)
@@ -116,11 +117,8 @@ export async function listApiKeys(kv: Deno.Kv): Promise<ApiKey[]> {
   for await (const entry of kv.list<ApiKey>({ prefix: apiKeysPrefix() })) {
     keys.push(entry.value);
   }
-  for (let i = 0; i < keys.length; i += 10) {
-    const chunk = keys.slice(i, i + 10);
-    const used = await kv.getMany<string[]>(chunk.map((key) => apiKeyLastUsedKey(key.id)));
-    chunk.forEach((key, j) => key.last_used_at = used[j].value);
-  }
+  const used = await getManyEntries<string>(kv, keys.map((key) => apiKeyLastUsedKey(key.id)));
+  keys.forEach((key, i) => key.last_used_at = used[i].value);
   return keys;
 }
 

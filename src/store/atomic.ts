@@ -34,22 +34,30 @@ function pause(attempt: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Reads the id counter of `kind`: the next id, and the entry to `check()`. */
-export async function readNextId(
-  kv: Deno.Kv,
-  kind: IdKind,
-): Promise<{ id: number; counter: Deno.KvEntryMaybe<number> }> {
-  const counter = await kv.get<number>(counterKey(kind));
-  return { id: (counter.value ?? 0) + 1, counter };
+/** A block of ids read from the counter of a kind, and the counter entry to `check()`. */
+export interface ReservedIds {
+  first: number;
+  last: number;
+  counter: Deno.KvEntryMaybe<number>;
 }
 
-/** Adds the counter bump for an id from `readNextId` to an atomic operation. */
-export function claimId(
+/** Reads the id counter of `kind` and reserves the next `count` ids (one by default). */
+export async function reserveIds(kv: Deno.Kv, kind: IdKind, count = 1): Promise<ReservedIds> {
+  const counter = await kv.get<number>(counterKey(kind));
+  const first = (counter.value ?? 0) + 1;
+  return { first, last: first + count - 1, counter };
+}
+
+/**
+ * Adds the claim of ids from `reserveIds` to an atomic operation: the counter
+ * must be unchanged, and moves past the block.
+ */
+export function claimIds(
   op: Deno.AtomicOperation,
   kind: IdKind,
-  next: { id: number; counter: Deno.KvEntryMaybe<number> },
+  ids: ReservedIds,
 ): Deno.AtomicOperation {
-  return op.check(next.counter).set(counterKey(kind), next.id);
+  return op.check(ids.counter).set(counterKey(kind), ids.last);
 }
 
 export function now(): string {

@@ -10,14 +10,12 @@
  * conflicting batch is retried whole.
  */
 import { type ApiKeyInput, prepareApiKey } from "./api_keys.ts";
-import { now } from "./atomic.ts";
+import { claimIds, now, reserveIds } from "./atomic.ts";
 import { changeOp, commitChange } from "./cache.ts";
 import { ValidationError } from "./errors.ts";
 import {
   apiKeyByHashKey,
   apiKeyKey,
-  counterKey,
-  type IdKind,
   latestReleaseKey,
   projectKey,
   releaseByProjectKey,
@@ -36,13 +34,6 @@ export const API_KEYS_PER_COMMIT = 90;
 export const RELEASES_PER_COMMIT = 200;
 const MAX_API_KEYS_PER_COMMIT = 99;
 const MAX_RELEASES_PER_COMMIT = 499;
-
-/** Reads a counter and reserves `count` ids after it: the first id, and the entry to check. */
-async function reserveIds(kv: Deno.Kv, kind: IdKind, count: number) {
-  const counter = await kv.get<number>(counterKey(kind));
-  const first = (counter.value ?? 0) + 1;
-  return { first, last: first + count - 1, counter };
-}
 
 function batches<T>(items: readonly T[], size: number, max: number): T[][] {
   if (!Number.isInteger(size) || size < 1 || size > max) {
@@ -69,7 +60,7 @@ export async function createApiKeysBulk(
     const done = await commitChange(kv, async () => {
       const ids = await reserveIds(kv, "api_keys", batch.length);
       const at = now();
-      let op = changeOp(kv).check(ids.counter).set(counterKey("api_keys"), ids.last);
+      let op = claimIds(changeOp(kv), "api_keys", ids);
       const value = batch.map(({ secret, record }, i) => {
         const apiKey: ApiKey = { id: ids.first + i, ...record, created_at: at };
         op = op
@@ -110,9 +101,7 @@ export async function createReleasesBulk(
         ? null
         : (await kv.get<Release>(releaseKey(latestEntry.value))).value;
       const at = now();
-      let op = changeOp(kv)
-        .check(ids.counter, projectEntry, latestEntry)
-        .set(counterKey("releases"), ids.last);
+      let op = claimIds(changeOp(kv), "releases", ids).check(projectEntry, latestEntry);
       const value = batch.map((fields, i): Release => {
         const release: Release = {
           ...fields,

@@ -1,7 +1,8 @@
 import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
-import { claimId, now, readNextId } from "./atomic.ts";
+import { claimIds, now, reserveIds } from "./atomic.ts";
 import { cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
+import { getManyEntries } from "./get_many.ts";
 import { projectBySlugKey, projectKey, projectsPrefix } from "./keys.ts";
 import type { Project, ProjectState } from "./types.ts";
 import { requireSlug, requireTags, requireText, slugify } from "./validate.ts";
@@ -23,7 +24,7 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
   const tags = requireTags("tags", input.tags ?? []);
   return await commitChange(kv, async () => {
     const [next, bySlug] = await Promise.all([
-      readNextId(kv, "projects"),
+      reserveIds(kv, "projects"),
       kv.get<number>(projectBySlugKey(slug)),
     ]);
     if (bySlug.value !== null) {
@@ -31,7 +32,7 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
     }
     const at = now();
     const project: Project = {
-      id: next.id,
+      id: next.first,
       name,
       slug,
       description,
@@ -40,7 +41,7 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
       created_at: at,
       updated_at: at,
     };
-    const commit = await claimId(changeOp(kv), "projects", next)
+    const commit = await claimIds(changeOp(kv), "projects", next)
       .check(bySlug)
       .set(projectKey(project.id), project)
       .set(projectBySlugKey(slug), project.id)
@@ -77,19 +78,11 @@ export async function getProjectIdsBySlugs(
   slugs: readonly string[],
   field = "project_slugs",
 ): Promise<number[]> {
-  const ids: number[] = [];
-  // getMany takes at most 10 keys.
-  for (let i = 0; i < slugs.length; i += 10) {
-    const chunk = slugs.slice(i, i + 10);
-    const entries = await kv.getMany<number[]>(chunk.map(projectBySlugKey));
-    entries.forEach((entry, j) => {
-      if (entry.value === null) {
-        throw new ValidationError(field, `unknown project "${chunk[j]}"`);
-      }
-      ids.push(entry.value);
-    });
-  }
-  return ids;
+  const entries = await getManyEntries<number>(kv, slugs.map(projectBySlugKey));
+  return entries.map((entry, i) => {
+    if (entry.value === null) throw new ValidationError(field, `unknown project "${slugs[i]}"`);
+    return entry.value;
+  });
 }
 
 export interface ProjectUpdate {

@@ -1,7 +1,8 @@
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
-import { claimId, now, readNextId } from "./atomic.ts";
+import { claimIds, now, reserveIds } from "./atomic.ts";
 import { cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
+import { getManyEntries } from "./get_many.ts";
 import {
   latestReleaseKey,
   projectKey,
@@ -79,14 +80,14 @@ export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<R
   const fields = prepareRelease(input);
   return await commitChange(kv, async () => {
     const [next, projectEntry, latestEntry] = await Promise.all([
-      readNextId(kv, "releases"),
+      reserveIds(kv, "releases"),
       kv.get<Project>(projectKey(input.project_id)),
       kv.get<number | null>(latestReleaseKey(input.project_id)),
     ]);
     if (projectEntry.value === null) throw new ValidationError("project", "project not found");
     const release: Release = {
       ...fields,
-      id: next.id,
+      id: next.first,
       project_id: input.project_id,
       created_at: fields.created_at ?? now(),
       state: "active",
@@ -95,7 +96,7 @@ export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<R
       ? null
       : (await kv.get<Release>(releaseKey(latestEntry.value))).value;
     const latestId = current === null || isNewerRelease(release, current) ? release.id : current.id;
-    const commit = await claimId(changeOp(kv), "releases", next)
+    const commit = await claimIds(changeOp(kv), "releases", next)
       .check(projectEntry, latestEntry)
       .set(releaseKey(release.id), release)
       .set(releaseByProjectKey(release.project_id, release.id), release.id)
@@ -127,12 +128,8 @@ export async function listReleasesByProject(kv: Deno.Kv, projectId: number): Pro
   ) {
     ids.push(entry.value);
   }
-  const releases: Release[] = [];
-  for (let i = 0; i < ids.length; i += 10) {
-    const entries = await kv.getMany<Release[]>(ids.slice(i, i + 10).map(releaseKey));
-    for (const entry of entries) if (entry.value) releases.push(entry.value);
-  }
-  return releases;
+  const entries = await getManyEntries<Release>(kv, ids.map(releaseKey));
+  return entries.flatMap((entry) => entry.value === null ? [] : [entry.value]);
 }
 
 /**
@@ -177,11 +174,6 @@ export async function getDownloadCounts(
   kv: Deno.Kv,
   releaseIds: readonly number[],
 ): Promise<Map<number, number>> {
-  const counts = new Map<number, number>();
-  for (let i = 0; i < releaseIds.length; i += 10) {
-    const chunk = releaseIds.slice(i, i + 10);
-    const entries = await kv.getMany<Deno.KvU64[]>(chunk.map(releaseDownloadsKey));
-    entries.forEach((entry, j) => counts.set(chunk[j], Number(entry.value?.value ?? 0n)));
-  }
-  return counts;
+  const entries = await getManyEntries<Deno.KvU64>(kv, releaseIds.map(releaseDownloadsKey));
+  return new Map(releaseIds.map((id, i) => [id, Number(entries[i].value?.value ?? 0n)]));
 }
