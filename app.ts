@@ -45,7 +45,9 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     xPermittedCrossDomainPolicies: false,
     xXssProtection: false,
   });
-  app.use((c, next) => isAdminPath(c.req.path) ? pageHeaders(c, next) : apiHeaders(c, next));
+  if (deps.benchOff !== "headers") {
+    app.use((c, next) => isAdminPath(c.req.path) ? pageHeaders(c, next) : apiHeaders(c, next));
+  }
 
   app.get("/healthz", async () => {
     const timestamp = new Date().toISOString();

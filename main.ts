@@ -1,6 +1,7 @@
 /** The single entry point: read settings, open storage, serve, stop gracefully. */
 import { bootstrapAdmin } from "./admin/mod.ts";
 import { createApp } from "./app.ts";
+import { BENCH_LAYERS, type BenchLayer } from "./src/http/app_env.ts";
 import { ConfigError, loadConfig } from "./src/lib/config.ts";
 import { createMetricsApp, metricsAddressLabel } from "./src/http/metrics_route.ts";
 import { createKeyUsageRecorder } from "./src/store/key_usage.ts";
@@ -22,6 +23,18 @@ function readConfig() {
   }
 }
 
+/** APP_BENCH_OFF: a layer `deno task bench` switches off to measure it (never set it yourself). */
+function benchLayerOff(): BenchLayer | undefined {
+  const name = Deno.env.get("APP_BENCH_OFF");
+  if (!name) return undefined;
+  if (!Object.hasOwn(BENCH_LAYERS, name)) {
+    console.error(`cannot start: APP_BENCH_OFF must be one of ${Object.keys(BENCH_LAYERS)}`);
+    Deno.exit(1);
+  }
+  console.error(`APP_BENCH_OFF=${name}: for measuring only, a rule of the service is off`);
+  return name as BenchLayer;
+}
+
 const config = readConfig();
 const stdout = createBufferedWriter();
 const logger = createLogger(config.logFormat, stdout.write);
@@ -34,13 +47,15 @@ const kv = await Deno.openKv(config.kvPath);
 await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
 const stopFollowingWriters = followOtherWriters(kv, config.cacheRefreshMs);
 
+const benchOff = benchLayerOff();
 const app = createApp({
   config,
   kv,
   artifacts,
   rateLimitKv: config.rateLimitStore === "kv" ? kv : undefined,
   recordKeyUse: createKeyUsageRecorder(kv),
-  logger,
+  logger: benchOff === "access_log" ? undefined : logger,
+  benchOff,
 });
 
 const servers: Deno.HttpServer[] = [];

@@ -1,18 +1,20 @@
 /**
  * The baseline of the API scenarios: a bare `Deno.serve` that answers every
- * request with one constant JSON body, read once at start from the file
- * given as the only argument (the bench writes the service's real response
- * there, so both send bodies of the same size). No routing, no KV, no log.
+ * request with one constant JSON body and the same response headers the
+ * service sent, both read once at start from the files given as arguments
+ * (the bench writes the service's real response there). No routing, no KV,
+ * no log: what any server must spend to send those bytes.
  *
- *   deno run --allow-net --allow-read bench/baseline_server.ts <body.json> [port]
+ *   deno run --allow-net --allow-read bench/baseline_server.ts <body.json> <headers.json> [port]
  */
-const [bodyFile, portArg = "0"] = Deno.args;
-if (!bodyFile) {
-  console.error("usage: baseline_server.ts <body.json> [port]");
+const [bodyFile, headersFile, portArg = "0"] = Deno.args;
+if (!bodyFile || !headersFile) {
+  console.error("usage: baseline_server.ts <body.json> <headers.json> [port]");
   Deno.exit(2);
 }
 const body = await Deno.readFile(bodyFile);
-const headers = { "content-type": "application/json; charset=utf-8" };
+/** `[name, value]` pairs, as the service sent them (without `date`, which Deno.serve adds). */
+const headers: [string, string][] = JSON.parse(await Deno.readTextFile(headersFile));
 
 Deno.serve({
   hostname: "127.0.0.1",

@@ -49,7 +49,7 @@ export function createContext(
     log,
     basic: () =>
       basic ??= (async () => {
-        const dataDir = join(workDir, "basic");
+        const dataDir = basicDataDir(workDir);
         log(`seeding the basic data set (1 release of ${params.artifactMiB} MiB, 1 key)`);
         const data = await seedBasic(dataDir, Math.round(params.artifactMiB * MiB));
         const server = await startService(dataDir, {}, cleanup);
@@ -71,4 +71,9 @@ export interface Scenario {
 /** A file path for a scenario's scratch data inside the run's temp dir. */
 export function scratch(ctx: BenchContext, name: string): string {
   return join(ctx.workDir, name);
+}
+
+/** The data dir of the basic data set (one project, release and key). */
+export function basicDataDir(workDir: string): string {
+  return join(workDir, "basic");
 }

@@ -7,7 +7,7 @@ import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";
 import { PROJECT_ROOT } from "./process.ts";
 
-export const SCENARIOS = ["latest", "projects", "download", "large", "upload"] as const;
+export const SCENARIOS = ["latest", "projects", "layers", "download", "large", "upload"] as const;
 export type ScenarioName = typeof SCENARIOS[number];
 
 export interface BenchParams {

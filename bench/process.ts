@@ -216,17 +216,22 @@ export function startService(
   });
 }
 
-/** bench/baseline_server.ts: a bare `Deno.serve` answering `bodyFile` as JSON. */
-export function startBaseline(bodyFile: string, cleanup: Cleanup): Promise<Server> {
+/** bench/baseline_server.ts: a bare `Deno.serve` answering `bodyFile` with the headers of `headersFile`. */
+export function startBaseline(
+  bodyFile: string,
+  headersFile: string,
+  cleanup: Cleanup,
+): Promise<Server> {
   return spawnServer(
     "the baseline server",
     Deno.execPath(),
     [
       "run",
       "--allow-net=127.0.0.1",
-      `--allow-read=${bodyFile}`,
+      `--allow-read=${bodyFile},${headersFile}`,
       join(PROJECT_ROOT, "bench", "baseline_server.ts"),
       bodyFile,
+      headersFile,
     ],
     { ready: /baseline listening on port (\d+)/, cleanup },
   );
@@ -355,3 +360,16 @@ export async function procStatusKiB(pid: number, field: "VmHWM" | "VmRSS"): Prom
   if (!match) throw new Error(`no ${field} in /proc/${pid}/status`);
   return Number(match[1]);
 }
+
+/** CPU time (user + system) a process has used so far, in seconds, from /proc/<pid>/stat. */
+export async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+  // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  return (utime + stime) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** USER_HZ: 100 on every Linux this runs on (`getconf CLK_TCK`). */
+const CLOCK_TICKS_PER_SECOND = 100;

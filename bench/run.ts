@@ -16,9 +16,10 @@ import { type BenchParams, ParamError, parseParams, USAGE } from "./params.ts";
 import { Cleanup, PROJECT_ROOT, run, which } from "./process.ts";
 import { largeData, latestRelease, projectList } from "./scenarios_api.ts";
 import { download, upload } from "./scenarios_files.ts";
+import { formatLayerCosts, layers } from "./scenarios_layers.ts";
 import { formatTable, makeRow, type Row, skippedRows } from "./table.ts";
 
-const ALL: Scenario[] = [latestRelease, projectList, download, largeData, upload];
+const ALL: Scenario[] = [latestRelease, projectList, layers, download, largeData, upload];
 
 export interface BenchReport {
   generated_at: string;
@@ -135,6 +136,8 @@ if (import.meta.main) {
   }
   const report = await bench(params);
   console.log(formatTable(report.rows));
+  const costs = formatLayerCosts(report.rows);
+  if (costs !== null) console.log(`\n${costs}`);
   await Deno.mkdir(dirname(params.out), { recursive: true });
   await Deno.writeTextFile(params.out, JSON.stringify(report, null, 2) + "\n");
   console.log(`\nresults written to ${params.out}`);

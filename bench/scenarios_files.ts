@@ -1,6 +1,6 @@
 /** The file scenarios, driven by curl: artifact download (against nginx) and admin upload. */
 import { join } from "node:path";
-import { INSTALL_HINT, MB, MiB, type Scenario, scratch } from "./context.ts";
+import { basicDataDir, INSTALL_HINT, MB, MiB, type Scenario, scratch } from "./context.ts";
 import { seedUpload, storagePaths, writeFillerFile } from "./data.ts";
 import { findServicePid, procStatusKiB, run, startNginx, startService } from "./process.ts";
 import { makeRow } from "./table.ts";
@@ -84,7 +84,7 @@ export const download: Scenario = {
     const nginx = ctx.tools.nginx
       ? await startNginx(
         ctx.tools.nginx,
-        storagePaths(join(ctx.workDir, "basic")).artifactsDir,
+        storagePaths(basicDataDir(ctx.workDir)).artifactsDir,
         scratch(ctx, "nginx"),
         ctx.cleanup,
       )

@@ -41,10 +41,12 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
   const index = new TextEncoder().encode(JSON.stringify(apiIndex(deps.config.serviceName)));
 
   // Every response under /api/v1 (errors included) is private and uncacheable.
-  api.use(async (c, next) => {
-    await next();
-    for (const [name, value] of Object.entries(PROTECTED_HEADERS)) c.res.headers.set(name, value);
-  });
+  if (deps.benchOff !== "headers") {
+    api.use(async (c, next) => {
+      await next();
+      for (const [name, value] of Object.entries(PROTECTED_HEADERS)) c.res.headers.set(name, value);
+    });
+  }
 
   // Every /api/v1 request, known path or not, draws a token before any other check.
   api.use(rateLimitGate(deps));

@@ -17,7 +17,24 @@ export interface AppDeps {
   recordKeyUse: (keyId: number) => void;
   /** Access log and service events; absent means no logging (tests). */
   logger?: Logger;
+  /** A layer switched off to measure its cost (`deno task bench` only; see BENCH_LAYERS). */
+  benchOff?: BenchLayer;
 }
+
+/**
+ * The parts of a client API request that `deno task bench` switches off one
+ * at a time (APP_BENCH_OFF=<name>, read by main.ts) to report what each one
+ * costs. A production setting never sets it: each one breaks a rule.
+ */
+export const BENCH_LAYERS = {
+  access_log: "access log",
+  metrics: "request metrics",
+  headers: "security and cache headers",
+  rate_limit: "rate limit",
+  key_check: "key hash, lookup and check",
+} as const;
+
+export type BenchLayer = keyof typeof BENCH_LAYERS;
 
 /** The bearer token of a client API request, resolved once by the rate limiter. */
 export interface PresentedKey {

@@ -39,7 +39,9 @@ export function observeRequests(deps: AppDeps) {
     }
     const res = c.res;
     const answeredMs = performance.now() - started;
-    recordRequest(c.req.method, routeLabel(c), res.status, answeredMs / 1000);
+    if (deps.benchOff !== "metrics") {
+      recordRequest(c.req.method, routeLabel(c), res.status, answeredMs / 1000);
+    }
 
     // Reading `res.body` turns a fixed body into a stream and costs Deno.serve
     // its fast path, so it is touched only for downloads and unsized bodies.

@@ -1,0 +1,111 @@
+/**
+ * What each layer of a client API request costs: the latest-release route's
+ * server CPU per request with every layer on, then with one layer switched
+ * off at a time (APP_BENCH_OFF), against the bare Deno.serve baseline. CPU
+ * time per request, unlike requests/s, holds whatever else the machine runs.
+ */
+import { BENCH_LAYERS, type BenchLayer } from "../src/http/app_env.ts";
+import { basicDataDir, type Scenario } from "./context.ts";
+import { findServicePid, startService } from "./process.ts";
+import { BASELINE, fetchAnswer, measure, withBaseline } from "./scenarios_api.ts";
+import { makeRow, type Row } from "./table.ts";
+
+const LAYERS = "layers (latest-release)";
+const ALL_ON = "all layers on";
+
+export const layers: Scenario = {
+  name: "layers",
+  needs: ["wrk"],
+  template: () => [
+    {
+      scenario: LAYERS,
+      metric: "server CPU, all layers on",
+      unit: "µs/req",
+      service: null,
+      baselineName: BASELINE,
+      note: "all layers on: the mean of a run before and one after the others",
+    },
+    ...Object.values(BENCH_LAYERS).map((label) => ({
+      scenario: LAYERS,
+      metric: `server CPU without ${label}`,
+      unit: "µs/req",
+      service: null,
+      baselineName: ALL_ON,
+    })),
+  ],
+  async run(ctx) {
+    const { data, server } = await ctx.basic();
+    const path = `/api/v1/projects/${data.slug}/releases/latest`;
+    const answer = await fetchAnswer(
+      `${server.baseUrl}${path}`,
+      data.key,
+      // deno-lint-ignore no-explicit-any
+      (json: any) => json?.release?.id === data.release.id ? null : "not the seeded release",
+    );
+    const servicePid = await findServicePid(server.pid);
+    const allOn = async () =>
+      (await measure(ctx, `${server.baseUrl}${path}`, data.key, servicePid)).cpuUsPerRequest;
+
+    ctx.log(`${LAYERS}: all layers on`);
+    const first = await allOn();
+    const without = new Map<BenchLayer, number>();
+    for (const layer of Object.keys(BENCH_LAYERS) as BenchLayer[]) {
+      ctx.log(`${LAYERS}: without ${BENCH_LAYERS[layer]}`);
+      const off = await startService(
+        basicDataDir(ctx.workDir),
+        { APP_BENCH_OFF: layer },
+        ctx.cleanup,
+      );
+      try {
+        const pid = await findServicePid(off.pid);
+        without.set(
+          layer,
+          (await measure(ctx, `${off.baseUrl}${path}`, data.key, pid)).cpuUsPerRequest,
+        );
+      } finally {
+        await off.stop();
+      }
+    }
+    ctx.log(`${LAYERS}: all layers on again, and the baseline`);
+    const full = (first + await allOn()) / 2;
+    const baseline = await withBaseline(
+      ctx,
+      "layers",
+      answer,
+      async (bare) => (await measure(ctx, `${bare.baseUrl}/`, data.key, bare.pid)).cpuUsPerRequest,
+    );
+
+    const [total, ...rows] = this.template(ctx.params);
+    return [
+      makeRow({ ...total, service: full, baseline }),
+      ...(Object.keys(BENCH_LAYERS) as BenchLayer[]).map((layer, i) =>
+        makeRow({ ...rows[i], service: without.get(layer)!, baseline: full })
+      ),
+    ];
+  },
+};
+
+/** The cost of each layer from the rows of `layers`: µs per request it adds. */
+export function formatLayerCosts(rows: Row[]): string | null {
+  const mine = rows.filter((row) => row.scenario === LAYERS);
+  const total = mine[0];
+  if (total?.service == null || total.baseline == null) return null;
+  const lines = [
+    `Server CPU per latest-release request (µs): baseline ${total.baseline.toFixed(1)}, ` +
+    `service ${total.service.toFixed(1)}, above the baseline ${
+      (total.service - total.baseline).toFixed(1)
+    }`,
+  ];
+  const width = Math.max(...Object.values(BENCH_LAYERS).map((label) => label.length));
+  let layered = 0;
+  for (const row of mine.slice(1)) {
+    if (row.service === null) continue;
+    const label = row.metric.replace("server CPU without ", "");
+    const cost = total.service - row.service;
+    layered += cost;
+    lines.push(`  ${label.padEnd(width)}  ${cost.toFixed(1).padStart(6)}`);
+  }
+  const rest = total.service - total.baseline - layered;
+  lines.push(`  ${"the rest (routing, handler)".padEnd(width)}  ${rest.toFixed(1).padStart(6)}`);
+  return lines.join("\n");
+}
