@@ -8,6 +8,7 @@ import {
 } from "./admin/mod.ts";
 import { HTTPException } from "hono/http-exception";
 import { secureHeaders } from "hono/secure-headers";
+import type { StatusCode } from "hono/utils/http-status";
 import { createApiRoutes } from "./src/api/routes.ts";
 import type { AppDeps, AppEnv } from "./src/http/app_env.ts";
 import { pingKv } from "./src/store/health.ts";
@@ -15,39 +16,30 @@ import { API_ERRORS, ApiError, isClientGone } from "./src/http/errors.ts";
 import { jsonResponse } from "./src/http/json.ts";
 import { metricsHandler } from "./src/http/metrics_route.ts";
 import { observeRequests } from "./src/http/observe.ts";
+import { createApiResponder, isApiPath } from "./src/http/response_headers.ts";
 import { recordKvError } from "./src/lib/metrics.ts";
 
 export type { AppDeps, AppEnv } from "./src/http/app_env.ts";
+
+const encoder = new TextEncoder();
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const { config } = deps;
   const app = new Hono<AppEnv>();
 
+  // Outermost: request metrics, the access log, and the spec's security
+  // headers on every response that was not built with them (client API
+  // responses are; see src/http/response_headers.ts).
   app.use(observeRequests(deps));
-  // The spec's security headers on every response. Admin pages (HTML) also get
-  // Hono's other defaults; JSON and file responses skip those that only mean
-  // something to a browser rendering a document (COOP, Origin-Agent-Cluster,
-  // X-DNS-Prefetch-Control, X-Download-Options, X-Permitted-Cross-Domain-Policies,
-  // X-XSS-Protection): each header costs the hot path about half a microsecond.
-  const spec = {
+  // Admin pages (HTML) get Hono's document headers too.
+  const pageHeaders = secureHeaders({
     xFrameOptions: "DENY",
     referrerPolicy: "no-referrer",
     xContentTypeOptions: "nosniff",
     strictTransportSecurity: config.https ? "max-age=31536000" : false,
-  } as const;
-  const pageHeaders = secureHeaders(spec);
-  const apiHeaders = secureHeaders({
-    ...spec,
-    crossOriginOpenerPolicy: false,
-    originAgentCluster: false,
-    xDnsPrefetchControl: false,
-    xDownloadOptions: false,
-    xPermittedCrossDomainPolicies: false,
-    xXssProtection: false,
   });
-  if (deps.benchOff !== "headers") {
-    app.use((c, next) => isAdminPath(c.req.path) ? pageHeaders(c, next) : apiHeaders(c, next));
-  }
+  if (deps.benchOff !== "headers") app.use("/admin/*", pageHeaders);
+  const api = createApiResponder(config, deps.benchOff !== "headers");
 
   app.get("/healthz", async () => {
     const timestamp = new Date().toISOString();
@@ -81,15 +73,20 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   // Errors are mapped once: HTML pages under /admin, JSON everywhere else.
   app.onError((error, c) => {
     if (isAdminPath(c.req.path)) return renderAdminError(c, deps, error);
+    // Under /api/v1 with the protected-response headers too.
+    const respond = isApiPath(c.req.path)
+      ? (data: unknown, status: StatusCode, headers?: Record<string, string>) =>
+        api.json(encoder.encode(JSON.stringify(data)), status, headers)
+      : jsonResponse;
     if (error instanceof ApiError) {
-      return jsonResponse({ error: error.message }, error.status, error.headers);
+      return respond({ error: error.message }, error.status, error.headers);
     }
     if (error instanceof HTTPException && error.status < 500) {
-      return jsonResponse({ error: error.message || "bad request" }, error.status);
+      return respond({ error: error.message || "bad request" }, error.status);
     }
     if (isClientGone(error)) return jsonResponse({ error: "request cut off" }, 400);
     console.error("internal error:", error);
-    return jsonResponse({ error: API_ERRORS.internal }, 500);
+    return respond({ error: API_ERRORS.internal }, 500);
   });
 
   return app;

@@ -37,7 +37,7 @@ function benchLayerOff(): BenchLayer | undefined {
 
 const config = readConfig();
 const stdout = createBufferedWriter();
-const logger = createLogger(config.logFormat, stdout.write);
+const logger = createLogger(config.logFormat, stdout);
 const artifacts = await openArtifactStore(config).catch((error) => {
   if (!(error instanceof StorageUnavailableError)) throw error;
   console.error(`cannot start: APP_STORAGE=s3: ${error.message}`);

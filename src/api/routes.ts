@@ -3,8 +3,8 @@ import { Hono } from "hono";
 import { projectVisible } from "../store/access.ts";
 import type { AppDeps, AppEnv } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
-import { jsonBytes, jsonText } from "../http/json.ts";
 import { ID_PATTERN, isSlug } from "../lib/limits.ts";
+import { createApiResponder, setHeaders } from "../http/response_headers.ts";
 import { recordKvError } from "../lib/metrics.ts";
 import {
   type ApiKey,
@@ -17,18 +17,12 @@ import {
   type Project,
   type Release,
 } from "../store/mod.ts";
-import { apiKeyGate, rateLimitGate } from "./auth.ts";
+import { acceptedKey, rateLimitGate } from "./auth.ts";
 import { type Delivery, serveArtifact } from "./download.ts";
 import { openApiJson } from "./openapi.ts";
 import { apiIndex, projectListBody, releaseEnvelopeBody } from "./serialize.ts";
 
-const PROTECTED_HEADERS = {
-  "cache-control": "no-store, private, max-age=0",
-  pragma: "no-cache",
-  expires: "0",
-  vary: "Authorization",
-  "x-robots-tag": "noindex, nofollow",
-};
+const encoder = new TextEncoder();
 
 export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
   const { kv, config } = deps;
@@ -38,49 +32,45 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
     urlTtlSeconds: config.downloadUrlTtlSeconds,
     xAccelPrefix: config.xAccelPrefix,
   };
-  const index = new TextEncoder().encode(JSON.stringify(apiIndex(deps.config.serviceName)));
-
-  // Every response under /api/v1 (errors included) is private and uncacheable.
-  if (deps.benchOff !== "headers") {
-    api.use(async (c, next) => {
-      await next();
-      for (const [name, value] of Object.entries(PROTECTED_HEADERS)) c.res.headers.set(name, value);
-    });
-  }
+  // Every response is built with its headers (security and protected-response
+  // ones included); errors get theirs in app.onError.
+  const respond = createApiResponder(deps.config, deps.benchOff !== "headers");
+  const index = encoder.encode(JSON.stringify(apiIndex(deps.config.serviceName)));
+  const openApi = encoder.encode(openApiJson(deps.config.baseUrl));
 
   // Every /api/v1 request, known path or not, draws a token before any other check.
   api.use(rateLimitGate(deps));
 
-  api.get("/", () => jsonBytes(index));
+  api.get("/", () => respond.ok(index));
 
   // Public like the index, but not listed in it (the index lists the four key routes only).
-  const openApi = openApiJson(deps.config.baseUrl);
-  api.get("/openapi.json", () => jsonText(openApi));
+  api.get("/openapi.json", () => respond.ok(openApi));
 
-  const gate = apiKeyGate(deps);
-
-  api.get("/projects", gate, async (c) => {
-    const key = c.get("apiKey");
+  api.get("/projects", async (c) => {
+    const key = acceptedKey(c, deps);
     const projects = await listProjects(kv);
-    return jsonBytes(projectListBody(key, projects, (project) => projectVisible(key, project)));
+    return respond.ok(projectListBody(key, projects, (project) => projectVisible(key, project)));
   });
 
-  api.get("/projects/:slug/releases/latest", gate, async (c) => {
-    const project = await findVisibleProjectBySlug(kv, c.get("apiKey"), c.req.param("slug"));
+  api.get("/projects/:slug/releases/latest", async (c) => {
+    const key = acceptedKey(c, deps);
+    const project = await findVisibleProjectBySlug(kv, key, c.req.param("slug"));
     const release = await getLatestRelease(kv, project.id);
     if (release === null || release.state !== "active") {
       throw new ApiError(404, API_ERRORS.releaseNotFound);
     }
-    return jsonBytes(releaseEnvelopeBody(project, release));
+    return respond.ok(releaseEnvelopeBody(project, release));
   });
 
-  api.get("/releases/:id", gate, async (c) => {
-    const { project, release } = await findVisibleRelease(kv, c.get("apiKey"), c.req.param("id"));
-    return jsonBytes(releaseEnvelopeBody(project, release));
+  api.get("/releases/:id", async (c) => {
+    const key = acceptedKey(c, deps);
+    const { project, release } = await findVisibleRelease(kv, key, c.req.param("id"));
+    return respond.ok(releaseEnvelopeBody(project, release));
   });
 
-  api.get("/releases/:id/download", gate, async (c) => {
-    const { release } = await findVisibleRelease(kv, c.get("apiKey"), c.req.param("id"));
+  api.get("/releases/:id/download", async (c) => {
+    const key = acceptedKey(c, deps);
+    const { release } = await findVisibleRelease(kv, key, c.req.param("id"));
     c.set("releaseId", release.id);
     const served = await serveArtifact(deps.artifacts, release, c.req.raw, delivery);
     if (served.countsAsDownload) {
@@ -89,6 +79,7 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
         console.error("download count failed:", error);
       });
     }
+    setHeaders(served.response.headers, respond.headers);
     return served.response;
   });
 

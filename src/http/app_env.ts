@@ -49,7 +49,6 @@ export interface PresentedKey {
 export interface AppEnv {
   Bindings: { remoteAddr?: Deno.Addr };
   Variables: {
-    apiKey: ApiKey;
     presentedKey: PresentedKey;
     /** Id of the presented key once it is found, accepted or not (for the access log). */
     keyId?: number;

@@ -1,17 +1,19 @@
 /**
- * The outermost middleware: request metrics and the access log.
+ * The outermost middleware: request metrics, the access log, and the spec's
+ * security headers on every response not built with them.
  *
- * It costs a clock read, a map lookup and (when logging) one JSON line per
- * request. Only bodies whose size is unknown up front (admin pages) and
- * artifact downloads are wrapped in a counting stream; downloads are logged
- * and counted when their last byte has been handed to the connection (or the
- * client went away), so the log shows the bytes actually sent.
+ * It costs two clock reads, a map lookup and (when logging) one small record
+ * per request; the log line is made when the log batch is written. Only
+ * bodies whose size is unknown up front (admin pages) and artifact downloads
+ * are wrapped in a counting stream; downloads are logged and counted when
+ * their last byte has been handed to the connection (or the client went
+ * away), so the log shows the bytes actually sent.
  */
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { matchedRoutes, routePath } from "hono/route";
 import type { AppDeps, AppEnv } from "./app_env.ts";
-import type { AccessLogRecord } from "../lib/log.ts";
+import type { AccessEntry } from "../lib/log.ts";
 import {
   recordDownloadBytes,
   recordDownloadFinished,
@@ -20,16 +22,17 @@ import {
   trackInFlight,
 } from "../lib/metrics.ts";
 import { clientAddress } from "./client_address.ts";
-
-const MAX_USER_AGENT = 256;
+import { type HeaderList, securityHeaders, setHeaders } from "./response_headers.ts";
 
 export function observeRequests(deps: AppDeps) {
   const { logger } = deps;
   const { trustProxy } = deps.config;
+  const metricsOn = deps.benchOff !== "metrics";
+  const headers = deps.benchOff === "headers" ? [] : securityHeaders(deps.config);
 
   return createMiddleware<AppEnv>(async (c, next) => {
     const started = performance.now();
-    const time = logger ? isoTimeNow() : "";
+    const startedMs = logger ? Date.now() : 0;
     trackInFlight(1);
     try {
       await next();
@@ -39,82 +42,93 @@ export function observeRequests(deps: AppDeps) {
     }
     const res = c.res;
     const answeredMs = performance.now() - started;
-    if (deps.benchOff !== "metrics") {
-      recordRequest(c.req.method, routeLabel(c), res.status, answeredMs / 1000);
-    }
+    ensureHeaders(res, headers);
+    if (metricsOn) recordRequest(c.req.method, routeLabel(c), res.status, answeredMs / 1000);
 
+    const isHead = c.req.method === "HEAD";
+    const length = res.headers.get("content-length");
+    const download = isDownload(c, res, isHead);
     // Reading `res.body` turns a fixed body into a stream and costs Deno.serve
     // its fast path, so it is touched only for downloads and unsized bodies.
-    const releaseId = c.get("releaseId");
-    const isHead = c.req.method === "HEAD";
-    if (isHead && releaseId !== undefined) {
-      // Hono answers HEAD with the GET handler's headers and drops its body:
-      // release the body (an open artifact file) instead of leaking it.
-      res.body?.cancel().catch(() => {});
-    }
-    const isDownload = releaseId !== undefined && res.ok && !isHead && res.body !== null;
-    const length = res.headers.get("content-length");
-    const body = isDownload || (logger && length === null && !isHead) ? res.body : null;
-
-    const record = (bytes: number, aborted: boolean, elapsedMs: number): AccessLogRecord => {
-      const entry: AccessLogRecord = {
-        time,
-        method: c.req.method,
-        path: rawPath(c.req.url),
-        status: res.status,
-        duration_ms: Math.round(elapsedMs * 1000) / 1000,
-        bytes,
-        client: clientAddress(c, trustProxy),
-      };
-      const keyId = c.get("keyId");
-      if (keyId !== undefined) entry.key_id = keyId;
-      if (releaseId !== undefined) entry.release_id = releaseId;
-      const userAgent = c.req.header("user-agent");
-      if (userAgent) entry.user_agent = userAgent.slice(0, MAX_USER_AGENT);
-      if (aborted) entry.aborted = true;
-      return entry;
-    };
-
-    if (body !== null) {
-      if (isDownload) recordDownloadStarted();
-      // With a Content-Length the server cancels the stream after the last
-      // byte instead of reading its end: all bytes sent is complete.
-      const expected = length === null ? undefined : Number(length);
-      c.res = new Response(
-        countingStream(body, isDownload ? recordDownloadBytes : undefined, (bytes, ended) => {
-          const complete = ended || bytes === expected;
-          trackInFlight(-1);
-          if (isDownload) recordDownloadFinished(complete);
-          logger?.access(record(bytes, !complete, performance.now() - started));
-        }),
-        res,
-      );
+    if (download || (logger && length === null && !isHead && res.body !== null)) {
+      c.res = countedResponse(res, length, download, (bytes, complete) => {
+        trackInFlight(-1);
+        logger?.access(accessEntry(c, startedMs, trustProxy, bytes, !complete, started));
+      });
       return;
     }
     trackInFlight(-1);
-    logger?.access(record(isHead || length === null ? 0 : Number(length), false, answeredMs));
+    if (logger) {
+      const bytes = isHead || length === null ? 0 : Number(length);
+      logger.access(accessEntry(c, startedMs, trustProxy, bytes, false, started, answeredMs));
+    }
   });
 }
 
-let isoMs = 0;
-let isoText = "";
-
-/** `new Date().toISOString()`, made once per millisecond (a busy server answers many in one). */
-function isoTimeNow(): string {
-  const ms = Date.now();
-  if (ms !== isoMs) {
-    isoMs = ms;
-    isoText = new Date(ms).toISOString();
+/**
+ * Sets the security headers on a response that lacks them: client API
+ * responses are built with them, admin pages get them from `secureHeaders`.
+ */
+function ensureHeaders(res: Response, headers: HeaderList): void {
+  if (headers.length > 0 && !res.headers.has("x-content-type-options")) {
+    setHeaders(res.headers, headers);
   }
-  return isoText;
 }
 
-/** The path part of a request URL exactly as sent: still percent-encoded, no query string. */
-export function rawPath(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start === -1) return "/";
-  const query = url.indexOf("?", start);
-  return query === -1 ? url.slice(start) : url.slice(start, query);
+/** An artifact download with a body to stream (the download route sets `releaseId`). */
+function isDownload(c: Context<AppEnv>, res: Response, isHead: boolean): boolean {
+  return c.get("releaseId") !== undefined && res.ok && !isHead && res.body !== null;
+}
+
+/**
+ * `res` with its body counted as it is sent. `onEnd` runs once, with whether
+ * all of it went out. Downloads also move the download metrics.
+ */
+function countedResponse(
+  res: Response,
+  length: string | null,
+  download: boolean,
+  onEnd: (bytes: number, complete: boolean) => void,
+): Response {
+  if (download) recordDownloadStarted();
+  // With a Content-Length the server cancels the stream after the last
+  // byte instead of reading its end: all bytes sent is complete.
+  const expected = length === null ? undefined : Number(length);
+  const body = countingStream(
+    res.body!,
+    download ? recordDownloadBytes : undefined,
+    (bytes, ended) => {
+      const complete = ended || bytes === expected;
+      if (download) recordDownloadFinished(complete);
+      onEnd(bytes, complete);
+    },
+  );
+  return new Response(body, res);
+}
+
+/** The access log entry of the request in `c`. */
+function accessEntry(
+  c: Context<AppEnv>,
+  startedMs: number,
+  trustProxy: boolean,
+  bytes: number,
+  aborted: boolean,
+  started: number,
+  elapsedMs = performance.now() - started,
+): AccessEntry {
+  return {
+    startedMs,
+    method: c.req.method,
+    url: c.req.url,
+    status: c.res.status,
+    durationMs: elapsedMs,
+    bytes,
+    client: clientAddress(c, trustProxy),
+    keyId: c.get("keyId"),
+    releaseId: c.get("releaseId"),
+    userAgent: c.req.header("user-agent"),
+    aborted,
+  };
 }
 
 /**

@@ -28,18 +28,90 @@ export interface AccessLogRecord {
   aborted?: true;
 }
 
+/**
+ * What the request observer hands the logger for each request: the values as
+ * they are, made into a line (`accessLogRecord`, then `formatAccessLine`) only
+ * when the batch is written, off the request's own path.
+ */
+export interface AccessEntry {
+  /** `Date.now()` when the request arrived. */
+  startedMs: number;
+  method: string;
+  /** The full request URL; the line keeps its path only. */
+  url: string;
+  status: number;
+  durationMs: number;
+  bytes: number;
+  client: string;
+  keyId: number | undefined;
+  releaseId: number | undefined;
+  userAgent: string | undefined;
+  aborted: boolean;
+}
+
+const MAX_USER_AGENT = 256;
+
+/** The fields of an access line, in their order. */
+export function accessLogRecord(entry: AccessEntry): AccessLogRecord {
+  const record: AccessLogRecord = {
+    time: isoTime(entry.startedMs),
+    method: entry.method,
+    path: rawPath(entry.url),
+    status: entry.status,
+    duration_ms: Math.round(entry.durationMs * 1000) / 1000,
+    bytes: entry.bytes,
+    client: entry.client,
+  };
+  if (entry.keyId !== undefined) record.key_id = entry.keyId;
+  if (entry.releaseId !== undefined) record.release_id = entry.releaseId;
+  if (entry.userAgent) record.user_agent = entry.userAgent.slice(0, MAX_USER_AGENT);
+  if (entry.aborted) record.aborted = true;
+  return record;
+}
+
+let isoMs = NaN;
+let isoText = "";
+
+/** `new Date(ms).toISOString()`, made once per millisecond (a busy server logs many in one). */
+function isoTime(ms: number): string {
+  if (ms !== isoMs) {
+    isoMs = ms;
+    isoText = new Date(ms).toISOString();
+  }
+  return isoText;
+}
+
+/** The path part of a request URL exactly as sent: still percent-encoded, no query string. */
+export function rawPath(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start === -1) return "/";
+  const query = url.indexOf("?", start);
+  return query === -1 ? url.slice(start) : url.slice(start, query);
+}
+
 export type EventLevel = "info" | "warn" | "error";
 type EventFields = Record<string, string | number | boolean | undefined>;
 
 export interface Logger {
-  access(record: AccessLogRecord): void;
+  access(entry: AccessEntry): void;
   /** A service event for operators. Never pass a secret in `fields`. */
   event(level: EventLevel, message: string, fields?: EventFields): void;
 }
 
-export function createLogger(format: LogFormat, writeLine: (line: string) => void): Logger {
+/**
+ * A logger writing to `out`: a function takes each line as it happens; a
+ * `LineWriter` gets access entries to format when it writes its batch.
+ */
+export function createLogger(
+  format: LogFormat,
+  out: ((line: string) => void) | LineWriter,
+): Logger {
+  const accessLine = (entry: AccessEntry) => formatAccessLine(accessLogRecord(entry), format);
+  const writeLine = typeof out === "function" ? out : out.write;
   return {
-    access: (record) => writeLine(formatAccessLine(record, format)),
+    access: typeof out === "function"
+      ? (entry) => out(accessLine(entry))
+      : (entry) => out.writeLater(entry, accessLine),
     event: (level, message, fields = {}) =>
       writeLine(formatEventLine(new Date().toISOString(), level, message, fields, format)),
   };
@@ -79,9 +151,13 @@ export function formatEventLine(
 
 /** How long a log line may wait for others to be written with it. */
 const FLUSH_DELAY_MS = 25;
+/** What a deferred line counts towards the buffer limit before it is made. */
+const ESTIMATED_LINE_CHARS = 200;
 
 export interface LineWriter {
   write(line: string): void;
+  /** Queues the line `render(item)`, made only when the batch is written. */
+  writeLater<T>(item: T, render: (item: T) => string): void;
   /** Writes out whatever is buffered; call before the process exits. */
   flush(): void;
 }
@@ -98,17 +174,21 @@ export function createBufferedWriter(
   maxBufferedChars = 64 * 1024,
 ): LineWriter {
   const encoder = new TextEncoder();
-  let lines: string[] = [];
+  // Each item is a line, or a value to give its renderer (at the same index) at flush time.
+  let items: unknown[] = [];
+  let renderers: Array<((item: never) => string) | undefined> = [];
   let buffered = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
 
   function flush(): void {
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
-    if (lines.length === 0) return;
-    const bytes = encoder.encode(lines.join("\n") + "\n");
-    lines = [];
+    if (items.length === 0) return;
+    const lines = items.map((item, i) => renderers[i]?.(item as never) ?? item as string);
+    items = [];
+    renderers = [];
     buffered = 0;
+    const bytes = encoder.encode(lines.join("\n") + "\n");
     try {
       for (let written = 0; written < bytes.byteLength;) {
         written += out.writeSync(bytes.subarray(written));
@@ -118,12 +198,22 @@ export function createBufferedWriter(
     }
   }
 
+  function queued(chars: number): void {
+    buffered += chars;
+    if (buffered >= maxBufferedChars) flush();
+    else if (timer === undefined) timer = setTimeout(flush, FLUSH_DELAY_MS);
+  }
+
   return {
     write(line) {
-      lines.push(line);
-      buffered += line.length;
-      if (buffered >= maxBufferedChars) flush();
-      else if (timer === undefined) timer = setTimeout(flush, FLUSH_DELAY_MS);
+      items.push(line);
+      renderers.push(undefined);
+      queued(line.length);
+    },
+    writeLater(item, render) {
+      items.push(item);
+      renderers.push(render as (item: never) => string);
+      queued(ESTIMATED_LINE_CHARS);
     },
     flush,
   };

@@ -8,25 +8,83 @@
  * patterns (never raw paths), methods outside the usual ones are `OTHER`,
  * reasons and operations are the union types below.
  */
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Registry } from "prom-client";
 
 export const metricsRegistry = new Registry();
 const registers = [metricsRegistry];
 
-const requestsTotal = new Counter({
-  name: "http_requests_total",
-  help: "HTTP requests answered, by method, matched route pattern and status code.",
-  labelNames: ["method", "route", "status"] as const,
-  registers,
-});
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-const requestDuration = new Histogram({
-  name: "http_request_duration_seconds",
-  help: "Time from request to response headers, by method and matched route pattern.",
-  labelNames: ["method", "route"] as const,
-  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-  registers,
-});
+/** The requests of one (method, route, status): a plain number bumped per request. */
+interface StatusSeries {
+  labels: { method: string; route: string; status: string };
+  count: number;
+}
+
+/**
+ * The latencies of one (method, route): per-bucket counts (not cumulative)
+ * in a typed array, the last slot for values above every bound.
+ */
+interface DurationSeries {
+  labels: { method: string; route: string };
+  buckets: Float64Array;
+  sum: number;
+  count: number;
+}
+
+// The two request metrics are recorded into these and turned into the
+// exposition format only when /metrics is scraped: prom-client would hash a
+// label object on every request. Both are shaped for prom-client's registry,
+// which renders them exactly as its own Counter and Histogram.
+const statusSeries = new Map<string, StatusSeries>();
+const durationSeries = new Map<string, DurationSeries>();
+
+metricsRegistry.registerMetric(
+  {
+    name: "http_requests_total",
+    help: "HTTP requests answered, by method, matched route pattern and status code.",
+    type: "counter",
+    aggregator: "sum",
+    get: () => ({
+      name: "http_requests_total",
+      help: "HTTP requests answered, by method, matched route pattern and status code.",
+      type: "counter",
+      aggregator: "sum",
+      values: [...statusSeries.values()].map(({ labels, count }) => ({ labels, value: count })),
+    }),
+  } as unknown as Parameters<Registry["registerMetric"]>[0],
+);
+
+metricsRegistry.registerMetric(
+  {
+    name: "http_request_duration_seconds",
+    help: "Time from request to response headers, by method and matched route pattern.",
+    type: "histogram",
+    aggregator: "sum",
+    get: () => ({
+      name: "http_request_duration_seconds",
+      help: "Time from request to response headers, by method and matched route pattern.",
+      type: "histogram",
+      aggregator: "sum",
+      values: [...durationSeries.values()].flatMap(durationValues),
+    }),
+  } as unknown as Parameters<Registry["registerMetric"]>[0],
+);
+
+/** One histogram series as prom-client's Histogram exports it: cumulative buckets, sum, count. */
+function durationValues({ labels, buckets, sum, count }: DurationSeries) {
+  const name = "http_request_duration_seconds";
+  let cumulative = 0;
+  return [
+    ...DURATION_BUCKETS.map((le, i) => {
+      cumulative += buckets[i];
+      return { labels: { le, ...labels }, value: cumulative, metricName: `${name}_bucket` };
+    }),
+    { labels: { le: "+Inf", ...labels }, value: count, metricName: `${name}_bucket` },
+    { labels: { ...labels }, value: sum, metricName: `${name}_sum` },
+    { labels: { ...labels }, value: count, metricName: `${name}_count` },
+  ];
+}
 
 let inFlight = 0;
 
@@ -160,15 +218,6 @@ for (const reason of UPLOAD_FAILURE_REASONS) uploadFailures.inc({ reason }, 0);
 
 const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 
-interface RequestSeries {
-  count: { inc(): void };
-  duration: { observe(value: number): void };
-}
-
-// Label children are looked up once per (method, route, status): the hot path
-// then only bumps numbers instead of hashing label objects.
-const requestSeries = new Map<string, RequestSeries>();
-
 /** One answered request. `route` must be a route pattern (bounded), not a raw path. */
 export function recordRequest(
   method: string,
@@ -176,18 +225,30 @@ export function recordRequest(
   status: number,
   seconds: number,
 ): void {
-  const id = `${method} ${route} ${status}`;
-  let series = requestSeries.get(id);
+  const label = KNOWN_METHODS.has(method) ? method : "OTHER";
+  const durationId = `${label} ${route}`;
+  const id = `${durationId} ${status}`;
+  let series = statusSeries.get(id);
   if (series === undefined) {
-    const label = KNOWN_METHODS.has(method) ? method : "OTHER";
-    series = {
-      count: requestsTotal.labels(label, route, String(status)),
-      duration: requestDuration.labels(label, route),
-    };
-    requestSeries.set(id, series);
+    series = { labels: { method: label, route, status: String(status) }, count: 0 };
+    statusSeries.set(id, series);
   }
-  series.count.inc();
-  series.duration.observe(seconds);
+  series.count++;
+  let duration = durationSeries.get(durationId);
+  if (duration === undefined) {
+    duration = {
+      labels: { method: label, route },
+      buckets: new Float64Array(DURATION_BUCKETS.length + 1),
+      sum: 0,
+      count: 0,
+    };
+    durationSeries.set(durationId, duration);
+  }
+  let bucket = 0;
+  while (bucket < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[bucket]) bucket++;
+  duration.buckets[bucket]++;
+  duration.sum += seconds;
+  duration.count++;
 }
 
 /** +1 when a request arrives, -1 when its response (body included) is done. */

@@ -1,0 +1,86 @@
+/**
+ * The headers the contract puts on responses, as ready-made lists: the
+ * security headers of every response, and the protected-response headers of
+ * every /api/v1 response (client-api.md section 7). Client API responses are
+ * built with all of them at once (a cached body gets one cached list), so no
+ * middleware has to set headers one by one on the hot path.
+ */
+import type { Config } from "../lib/config.ts";
+import { JSON_CONTENT_TYPE } from "./json.ts";
+
+export type HeaderList = [string, string][];
+
+/**
+ * The spec's security headers, plus Cross-Origin-Resource-Policy (Hono's
+ * default). Admin pages (HTML) also get Hono's document-only headers; JSON
+ * and file responses skip those (COOP, Origin-Agent-Cluster,
+ * X-DNS-Prefetch-Control, X-Download-Options, X-Permitted-Cross-Domain-Policies,
+ * X-XSS-Protection): each header costs the hot path about half a microsecond.
+ */
+export function securityHeaders(config: Pick<Config, "https">): HeaderList {
+  return [
+    ["cross-origin-resource-policy", "same-origin"],
+    ["referrer-policy", "no-referrer"],
+    ...(config.https ? [["strict-transport-security", "max-age=31536000"]] as HeaderList : []),
+    ["x-content-type-options", "nosniff"],
+    ["x-frame-options", "DENY"],
+  ];
+}
+
+/** Every response under /api/v1 (errors included) is private and uncacheable. */
+export const PROTECTED_HEADERS: HeaderList = [
+  ["cache-control", "no-store, private, max-age=0"],
+  ["pragma", "no-cache"],
+  ["expires", "0"],
+  ["vary", "Authorization"],
+  ["x-robots-tag", "noindex, nofollow"],
+];
+
+/** Whether a request path belongs to the client API (whose responses carry PROTECTED_HEADERS). */
+export function isApiPath(path: string): boolean {
+  return path === "/api/v1" || path.startsWith("/api/v1/");
+}
+
+/** Sets each header of `list` on `headers` (for responses built elsewhere, e.g. downloads). */
+export function setHeaders(headers: Headers, list: HeaderList): void {
+  for (const [name, value] of list) headers.set(name, value);
+}
+
+/** Builds the JSON responses of the client API, every header included. */
+export interface ApiResponder {
+  /** The headers every client API response carries. */
+  readonly headers: HeaderList;
+  /**
+   * A 200 JSON response of `body`. A body that is cached (one per record
+   * version) gets its header list made once and reused.
+   */
+  ok(body: Uint8Array<ArrayBuffer>): Response;
+  /** A JSON response with any status and extra headers (errors). */
+  json(body: Uint8Array<ArrayBuffer>, status: number, extra?: Record<string, string>): Response;
+}
+
+/** `withHeaders` false leaves out all but the content headers (the bench measures what they cost). */
+export function createApiResponder(
+  config: Pick<Config, "https">,
+  withHeaders = true,
+): ApiResponder {
+  const fixed: HeaderList = withHeaders ? [...securityHeaders(config), ...PROTECTED_HEADERS] : [];
+  const lists = new WeakMap<Uint8Array, HeaderList>();
+  const listOf = (body: Uint8Array, extra?: Record<string, string>): HeaderList => [
+    ["content-type", JSON_CONTENT_TYPE],
+    ["content-length", String(body.byteLength)],
+    ...fixed,
+    ...Object.entries(extra ?? {}),
+  ];
+  return {
+    headers: fixed,
+    ok(body) {
+      let headers = lists.get(body);
+      if (headers === undefined) lists.set(body, headers = listOf(body));
+      return new Response(body, { headers });
+    },
+    json(body, status, extra) {
+      return new Response(body, { status, headers: listOf(body, extra) });
+    },
+  };
+}
