@@ -17,6 +17,8 @@ export interface BenchParams {
   warmup: number;
   connections: number;
   threads: number;
+  /** Rounds of the layers scenario (each figure is the least of them). */
+  rounds: number;
   /** Projects in the project-list data set, and how many of them the key may see. */
   projects: number;
   allowList: number;
@@ -76,6 +78,14 @@ const NUMBERS: Spec[] = [
     fallback: 2,
     integer: true,
     help: "wrk threads",
+  },
+  {
+    key: "rounds",
+    flag: "rounds",
+    env: "BENCH_ROUNDS",
+    fallback: 3,
+    integer: true,
+    help: "rounds of the layers scenario (each figure: the least)",
   },
   {
     key: "projects",

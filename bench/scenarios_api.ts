@@ -24,6 +24,7 @@ export async function measure(
   url: string,
   key: string,
   pid: number,
+  warmup = true,
 ): Promise<Measured> {
   const { params, tools } = ctx;
   const options = {
@@ -32,7 +33,9 @@ export async function measure(
     connections: params.connections,
     threads: params.threads,
   };
-  if (params.warmup > 0) await runWrk(tools.wrk!, { ...options, durationSeconds: params.warmup });
+  if (warmup && params.warmup > 0) {
+    await runWrk(tools.wrk!, { ...options, durationSeconds: params.warmup });
+  }
   const cpuBefore = await cpuSeconds(pid);
   const result = await runWrk(tools.wrk!, { ...options, durationSeconds: params.duration });
   const cpu = await cpuSeconds(pid) - cpuBefore;

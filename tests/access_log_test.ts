@@ -2,11 +2,14 @@ import assert from "node:assert/strict";
 import { createApp } from "../app.ts";
 import type { Config, LogFormat } from "../src/lib/config.ts";
 import {
+  type AccessEntry,
   type AccessLogRecord,
+  accessLogRecord,
   createBufferedWriter,
   createLogger,
   formatAccessLine,
   formatEventLine,
+  jsonAccessLine,
 } from "../src/lib/log.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 
@@ -174,6 +177,33 @@ Deno.test("log formatting", async (t) => {
 
   await t.step("json access line is the record", () => {
     assert.deepEqual(JSON.parse(formatAccessLine(record, "json")), record);
+  });
+
+  await t.step("the JSON line made without an object is the record's JSON", () => {
+    const entry: AccessEntry = {
+      startedMs: Date.parse("2025-01-02T03:04:05.678Z"),
+      method: "GET",
+      url: "http://h:1/api/v1/x%22y/%F0%9F%98%80?token=secret",
+      status: 200,
+      durationMs: 1.23456,
+      bytes: 42,
+      client: 'odd"client\\',
+      keyId: undefined,
+      releaseId: undefined,
+      userAgent: undefined,
+      aborted: false,
+    };
+    for (
+      const variant of [
+        entry,
+        { ...entry, keyId: 7, releaseId: 9, userAgent: 'ua "quoted" \u0001 é', aborted: true },
+        { ...entry, userAgent: "x".repeat(300), status: 404, durationMs: 0.0004 },
+        { ...entry, method: "PROPFIND", url: "http://h:1", userAgent: "" },
+      ]
+    ) {
+      assert.equal(jsonAccessLine(variant), JSON.stringify(accessLogRecord(variant)));
+    }
+    assert.ok(!jsonAccessLine(entry).includes("secret"), "no query string");
   });
 
   await t.step("text access line", () => {

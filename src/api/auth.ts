@@ -1,6 +1,6 @@
 /**
  * The two gates of the client API. `rateLimitGate` runs first on every
- * /api/v1 request and draws one token: from the key's bucket when the bearer
+ * /api/v1 request (src/api/routes.ts registers every handler through it) and draws one token: from the key's bucket when the bearer
  * token is a stored key, else from the client address's bucket (so guessing
  * keys is limited too). `acceptedKey` is then the first step of every
  * protected route: the key checks of client-api.md sections 5 and 7, in the
@@ -8,7 +8,6 @@
  * middleware frame costs the hot path.)
  */
 import type { Context } from "hono";
-import { createMiddleware } from "hono/factory";
 import { judgeApiKey } from "../store/access.ts";
 import type { AppDeps, AppEnv, PresentedKey } from "../http/app_env.ts";
 import { clientAddress } from "../http/client_address.ts";
@@ -63,13 +62,18 @@ async function resolvePresentedKey(deps: AppDeps, header: string): Promise<Prese
   }
 }
 
-export function rateLimitGate(deps: AppDeps) {
+/**
+ * Draws the request's token: resolves the presented key (kept in the context
+ * for `acceptedKey` and the access log) and throws the spec's 429 when its
+ * bucket is empty. A plain function the API's handlers call first.
+ */
+export function rateLimitGate(deps: AppDeps): (c: Context<AppEnv>) => Promise<void> {
   const { config } = deps;
   const rule = { burst: config.rateLimitBurst, perMinute: config.rateLimitPerMinute };
   const limiter = deps.rateLimitKv
     ? createKvRateLimiter(deps.rateLimitKv, rule)
     : createMemoryRateLimiter(rule);
-  return createMiddleware<AppEnv>(async (c, next) => {
+  return async (c) => {
     const presented = await resolvePresentedKey(deps, c.req.header("authorization") ?? "");
     c.set("presentedKey", presented);
     if (presented.key) c.set("keyId", presented.key.id);
@@ -93,8 +97,7 @@ export function rateLimitGate(deps: AppDeps) {
         "retry-after": String(taken.retryAfterSeconds),
       });
     }
-    await next();
-  });
+  };
 }
 
 /**

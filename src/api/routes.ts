@@ -1,5 +1,5 @@
 /** The client JSON API under /api/v1 (client-api.md section 4). */
-import { Hono } from "hono";
+import { type Handler, Hono } from "hono";
 import { projectVisible } from "../store/access.ts";
 import type { AppDeps, AppEnv } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
@@ -38,21 +38,30 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
   const index = encoder.encode(JSON.stringify(apiIndex(deps.config.serviceName)));
   const openApi = encoder.encode(openApiJson(deps.config.baseUrl));
 
-  // Every /api/v1 request, known path or not, draws a token before any other check.
-  api.use(rateLimitGate(deps));
+  // Every /api/v1 request, known path or not, draws a token before any other
+  // check: every handler is registered through `limited`, which draws first
+  // (a call in the handler's own frame rather than a middleware frame).
+  const drawToken = rateLimitGate(deps);
+  const limited =
+    <P extends string>(handler: Handler<AppEnv, P>): Handler<AppEnv, P> => async (c, next) => {
+      await drawToken(c);
+      return handler(c, next);
+    };
+  const get = <P extends string>(path: P, handler: Handler<AppEnv, P>) =>
+    api.get(path, limited(handler));
 
-  api.get("/", () => respond.ok(index));
+  get("/", () => respond.ok(index));
 
   // Public like the index, but not listed in it (the index lists the four key routes only).
-  api.get("/openapi.json", () => respond.ok(openApi));
+  get("/openapi.json", () => respond.ok(openApi));
 
-  api.get("/projects", async (c) => {
+  get("/projects", async (c) => {
     const key = acceptedKey(c, deps);
     const projects = await listProjects(kv);
     return respond.ok(projectListBody(key, projects, (project) => projectVisible(key, project)));
   });
 
-  api.get("/projects/:slug/releases/latest", async (c) => {
+  get("/projects/:slug/releases/latest", async (c) => {
     const key = acceptedKey(c, deps);
     const project = await findVisibleProjectBySlug(kv, key, c.req.param("slug"));
     const release = await getLatestRelease(kv, project.id);
@@ -62,13 +71,13 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
     return respond.ok(releaseEnvelopeBody(project, release));
   });
 
-  api.get("/releases/:id", async (c) => {
+  get("/releases/:id", async (c) => {
     const key = acceptedKey(c, deps);
     const { project, release } = await findVisibleRelease(kv, key, c.req.param("id"));
     return respond.ok(releaseEnvelopeBody(project, release));
   });
 
-  api.get("/releases/:id/download", async (c) => {
+  get("/releases/:id/download", async (c) => {
     const key = acceptedKey(c, deps);
     const { release } = await findVisibleRelease(kv, key, c.req.param("id"));
     c.set("releaseId", release.id);
@@ -93,13 +102,20 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
       "/releases/:id/download",
     ]
   ) {
-    api.on(["POST", "PUT", "PATCH", "DELETE", "OPTIONS"], path, () => {
-      throw new ApiError(405, API_ERRORS.methodNotAllowed, { allow: "GET, HEAD" });
-    });
+    api.on(
+      ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+      path,
+      limited(() => {
+        throw new ApiError(405, API_ERRORS.methodNotAllowed, { allow: "GET, HEAD" });
+      }),
+    );
   }
-  api.all("*", () => {
-    throw new ApiError(404, API_ERRORS.resourceNotFound);
-  });
+  api.all(
+    "*",
+    limited(() => {
+      throw new ApiError(404, API_ERRORS.resourceNotFound);
+    }),
+  );
   return api;
 }
 

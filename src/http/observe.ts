@@ -22,7 +22,7 @@ import {
   trackInFlight,
 } from "../lib/metrics.ts";
 import { clientAddress } from "./client_address.ts";
-import { type HeaderList, securityHeaders, setHeaders } from "./response_headers.ts";
+import { type HeaderList, isApiPath, securityHeaders, setHeaders } from "./response_headers.ts";
 
 export function observeRequests(deps: AppDeps) {
   const { logger } = deps;
@@ -42,10 +42,11 @@ export function observeRequests(deps: AppDeps) {
     }
     const res = c.res;
     const answeredMs = performance.now() - started;
-    ensureHeaders(res, headers);
-    if (metricsOn) recordRequest(c.req.method, routeLabel(c), res.status, answeredMs / 1000);
+    const method = c.req.method;
+    if (!isApiPath(c.req.path)) ensureHeaders(res, headers);
+    if (metricsOn) recordRequest(method, routeLabel(c), res.status, answeredMs / 1000);
 
-    const isHead = c.req.method === "HEAD";
+    const isHead = method === "HEAD";
     const length = res.headers.get("content-length");
     const download = isDownload(c, res, isHead);
     // Reading `res.body` turns a fixed body into a stream and costs Deno.serve
@@ -53,21 +54,24 @@ export function observeRequests(deps: AppDeps) {
     if (download || (logger && length === null && !isHead && res.body !== null)) {
       c.res = countedResponse(res, length, download, (bytes, complete) => {
         trackInFlight(-1);
-        logger?.access(accessEntry(c, startedMs, trustProxy, bytes, !complete, started));
+        logger?.access(accessEntry(c, method, startedMs, trustProxy, bytes, !complete, started));
       });
       return;
     }
     trackInFlight(-1);
     if (logger) {
       const bytes = isHead || length === null ? 0 : Number(length);
-      logger.access(accessEntry(c, startedMs, trustProxy, bytes, false, started, answeredMs));
+      logger.access(
+        accessEntry(c, method, startedMs, trustProxy, bytes, false, started, answeredMs),
+      );
     }
   });
 }
 
 /**
- * Sets the security headers on a response that lacks them: client API
- * responses are built with them, admin pages get them from `secureHeaders`.
+ * Sets the security headers on a response that lacks them. Client API
+ * responses are built with them (src/http/response_headers.ts; a test checks
+ * every kind of them), admin pages get them from `secureHeaders`.
  */
 function ensureHeaders(res: Response, headers: HeaderList): void {
   if (headers.length > 0 && !res.headers.has("x-content-type-options")) {
@@ -109,6 +113,7 @@ function countedResponse(
 /** The access log entry of the request in `c`. */
 function accessEntry(
   c: Context<AppEnv>,
+  method: string,
   startedMs: number,
   trustProxy: boolean,
   bytes: number,
@@ -118,7 +123,7 @@ function accessEntry(
 ): AccessEntry {
   return {
     startedMs,
-    method: c.req.method,
+    method,
     url: c.req.url,
     status: c.res.status,
     durationMs: elapsedMs,

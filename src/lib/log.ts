@@ -69,6 +69,24 @@ export function accessLogRecord(entry: AccessEntry): AccessLogRecord {
   return record;
 }
 
+/**
+ * `JSON.stringify(accessLogRecord(entry))`, the same text made without the
+ * intermediate object (it runs for every request).
+ */
+export function jsonAccessLine(entry: AccessEntry): string {
+  let line = `{"time":"${isoTime(entry.startedMs)}","method":${JSON.stringify(entry.method)}` +
+    `,"path":${JSON.stringify(rawPath(entry.url))},"status":${entry.status}` +
+    `,"duration_ms":${Math.round(entry.durationMs * 1000) / 1000},"bytes":${entry.bytes}` +
+    `,"client":${JSON.stringify(entry.client)}`;
+  if (entry.keyId !== undefined) line += `,"key_id":${entry.keyId}`;
+  if (entry.releaseId !== undefined) line += `,"release_id":${entry.releaseId}`;
+  if (entry.userAgent) {
+    line += `,"user_agent":${JSON.stringify(entry.userAgent.slice(0, MAX_USER_AGENT))}`;
+  }
+  if (entry.aborted) line += `,"aborted":true`;
+  return line + "}";
+}
+
 let isoMs = NaN;
 let isoText = "";
 
@@ -106,7 +124,9 @@ export function createLogger(
   format: LogFormat,
   out: ((line: string) => void) | LineWriter,
 ): Logger {
-  const accessLine = (entry: AccessEntry) => formatAccessLine(accessLogRecord(entry), format);
+  const accessLine = format === "json"
+    ? jsonAccessLine
+    : (entry: AccessEntry) => formatAccessLine(accessLogRecord(entry), format);
   const writeLine = typeof out === "function" ? out : out.write;
   return {
     access: typeof out === "function"
