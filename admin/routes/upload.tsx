@@ -4,10 +4,13 @@
  * through the CSRF gate (guards.ts), which checks the token as soon as it
  * arrives; forms put it first, but a token sent after the file still counts:
  * the stored file is then removed again if the token or any other field is
- * wrong, so a refused upload leaves nothing behind.
+ * wrong, so a refused upload leaves nothing behind. Receiving (`receiveUpload`),
+ * recording (`recordRelease`) and mapping errors to form errors
+ * (`uploadRefusal`) are separate pieces; the route only puts them in order.
  */
 import type { Hono } from "hono";
 import {
+  type ArtifactStore,
   EmptyUploadError,
   type StoredArtifact,
   UploadTooLargeError,
@@ -17,6 +20,7 @@ import type { UploadFailureReason } from "../../src/lib/metrics.ts";
 import {
   ConflictError,
   createRelease,
+  type Release,
   validateReleaseFields,
   ValidationError,
 } from "../../src/store/mod.ts";
@@ -24,7 +28,7 @@ import { audit, redirectWithFlash } from "../context.ts";
 import { humanBytes } from "../format.ts";
 import { formErrorOf } from "../forms.ts";
 import { CsrfError, streamedForm } from "../guards.ts";
-import { MultipartError } from "../multipart.ts";
+import { MultipartError, type MultipartPart } from "../multipart.ts";
 import type { AdminEnv, AppDeps, FormError } from "../types.ts";
 import { EMPTY_UPLOAD_FORM, type UploadValues } from "../views/project.tsx";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
@@ -35,104 +39,168 @@ const MAX_FIELD_BYTES = 512 * 1024;
 const TEXT_FIELDS = ["version", "build", "release_notes"] as const;
 
 export function addUploadRoute(admin: Hono<AdminEnv>, deps: AppDeps): void {
-  const { kv, config, artifacts } = deps;
+  const { config } = deps;
 
   admin.post("/projects/:slug/releases", streamedForm, async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
     const values: UploadValues = { ...EMPTY_UPLOAD_FORM };
-    const refuse = (status: 400 | 413, error: FormError, reason: UploadFailureReason) => {
+    const refuse = ({ status, error, reason }: UploadRefusal) => {
       recordUploadFailure(reason);
       return renderProjectPage(c, deps, project, { upload: values, uploadError: error }, status);
     };
-    const tooLarge = () =>
-      refuse(413, {
-        field: "file",
-        message: `The file is larger than the upload limit of ${
-          humanBytes(config.maxUploadBytes)
-        } (${config.maxUploadBytes} bytes).`,
-      }, "too_large");
 
     const parts = c.get("parts");
-    if (parts === undefined) {
-      return refuse(
-        400,
-        { field: "file", message: "Send the release as multipart/form-data." },
-        "invalid",
-      );
-    }
+    if (parts === undefined) return refuse(NOT_MULTIPART);
     const declared = Number(c.req.header("content-length") ?? NaN);
     if (declared > config.maxUploadBytes + FIELDS_ALLOWANCE_BYTES) {
       await c.req.raw.body?.cancel().catch(() => {});
-      return tooLarge();
+      return refuse(tooLarge(config.maxUploadBytes));
     }
 
-    let stored: StoredArtifact | null = null;
-    let file: { filename: string; contentType: string | undefined } | null = null;
+    let release: Release;
     try {
-      for await (const part of parts) {
-        if (part.name === "file" && stored === null) {
-          // An empty file is reported after the token check, like every other field error.
-          stored = await artifacts.save(part.body, config.maxUploadBytes).catch((error) => {
-            if (error instanceof EmptyUploadError) return null;
-            throw error;
-          });
-          file = stored && { filename: part.filename ?? "", contentType: part.contentType };
-        } else if ((TEXT_FIELDS as readonly string[]).includes(part.name)) {
-          values[part.name as typeof TEXT_FIELDS[number]] = await part.text(MAX_FIELD_BYTES);
-        }
-      }
-      const fields = validateReleaseFields(values);
-      if (stored === null || file === null) throw new EmptyUploadError();
-      const release = await createRelease(kv, {
-        project_id: project.id,
-        ...fields,
-        filename: file.filename,
-        content_type: file.contentType,
-        ...stored,
-      }).catch((error) => {
-        if (!(error instanceof ValidationError || error instanceof ConflictError)) {
-          recordKvError("admin");
-        }
-        throw error;
-      });
-      recordUpload(release.size_bytes);
-      await audit(
-        c,
-        deps,
-        "release.upload",
-        `release ${release.id}`,
-        `project ${project.slug}; version ${release.version}; ${release.filename}; ` +
-          `${release.size_bytes} bytes; sha256 ${release.checksum_sha256}`,
-      );
-      return redirectWithFlash(c, deps, `/admin/projects/${project.slug}`, {
-        kind: "success",
-        text: `Release ${release.version}${
-          release.build ? ` (build ${release.build})` : ""
-        } was uploaded: ${release.filename}, ${
-          humanBytes(release.size_bytes)
-        }, SHA-256 ${release.checksum_sha256}.`,
-      });
+      const received = await receiveUpload(parts, deps.artifacts, config.maxUploadBytes, values);
+      release = await recordRelease(deps, project.id, values, received);
     } catch (error) {
-      if (stored !== null) await artifacts.remove(stored.storage_key);
-      if (error instanceof UploadTooLargeError) return tooLarge();
-      if (error instanceof EmptyUploadError) {
-        return refuse(400, {
-          field: "file",
-          message: "Choose a file: file is required and must not be empty.",
-        }, "empty");
-      }
-      if (error instanceof ValidationError) {
-        return refuse(400, formErrorOf(error), "invalid");
-      }
-      if (error instanceof MultipartError) {
-        return refuse(400, {
-          field: "file",
-          message: `The upload could not be read: ${error.message}.`,
-        }, "invalid");
-      }
+      const refusal = uploadRefusal(error, config.maxUploadBytes);
+      if (refusal !== null) return refuse(refusal);
       // A wrong CSRF token is a refused form; anything else failed on our side.
       recordUploadFailure(error instanceof CsrfError ? "invalid" : "error");
       throw error;
     }
+    recordUpload(release.size_bytes);
+    await audit(
+      c,
+      deps,
+      "release.upload",
+      `release ${release.id}`,
+      `project ${project.slug}; version ${release.version}; ${release.filename}; ` +
+        `${release.size_bytes} bytes; sha256 ${release.checksum_sha256}`,
+    );
+    return redirectWithFlash(c, deps, `/admin/projects/${project.slug}`, {
+      kind: "success",
+      text: `Release ${release.version}${
+        release.build ? ` (build ${release.build})` : ""
+      } was uploaded: ${release.filename}, ${
+        humanBytes(release.size_bytes)
+      }, SHA-256 ${release.checksum_sha256}.`,
+    });
   });
+}
+
+/** The stored file of an upload and how the browser named it; null when it was empty or missing. */
+type ReceivedFile = {
+  stored: StoredArtifact;
+  filename: string;
+  contentType: string | undefined;
+} | null;
+
+/**
+ * Receiving: reads every part, streaming the file into the artifact store and
+ * the text fields into `values`. If reading fails after the file was stored,
+ * the file is removed again.
+ */
+async function receiveUpload(
+  parts: AsyncIterable<MultipartPart>,
+  artifacts: ArtifactStore,
+  maxBytes: number,
+  values: UploadValues,
+): Promise<ReceivedFile> {
+  let received: ReceivedFile = null;
+  try {
+    for await (const part of parts) {
+      if (part.name === "file" && received === null) {
+        // An empty file is reported after the token check, like every other field error.
+        const stored = await artifacts.save(part.body, maxBytes).catch((error) => {
+          if (error instanceof EmptyUploadError) return null;
+          throw error;
+        });
+        if (stored !== null) {
+          received = { stored, filename: part.filename ?? "", contentType: part.contentType };
+        }
+      } else if ((TEXT_FIELDS as readonly string[]).includes(part.name)) {
+        values[part.name as typeof TEXT_FIELDS[number]] = await part.text(MAX_FIELD_BYTES);
+      }
+    }
+  } catch (error) {
+    if (received !== null) await artifacts.remove(received.stored.storage_key);
+    throw error;
+  }
+  return received;
+}
+
+/** Checks the fields and commits the release; on any refusal or failure removes the stored file. */
+async function recordRelease(
+  deps: AppDeps,
+  projectId: number,
+  values: UploadValues,
+  received: ReceivedFile,
+): Promise<Release> {
+  try {
+    const fields = validateReleaseFields(values);
+    if (received === null) throw new EmptyUploadError();
+    return await createRelease(deps.kv, {
+      project_id: projectId,
+      ...fields,
+      filename: received.filename,
+      content_type: received.contentType,
+      ...received.stored,
+    }).catch((error) => {
+      if (!(error instanceof ValidationError || error instanceof ConflictError)) {
+        recordKvError("admin");
+      }
+      throw error;
+    });
+  } catch (error) {
+    if (received !== null) await deps.artifacts.remove(received.stored.storage_key);
+    throw error;
+  }
+}
+
+interface UploadRefusal {
+  status: 400 | 413;
+  error: FormError;
+  reason: UploadFailureReason;
+}
+
+const NOT_MULTIPART: UploadRefusal = {
+  status: 400,
+  error: { field: "file", message: "Send the release as multipart/form-data." },
+  reason: "invalid",
+};
+
+function tooLarge(maxBytes: number): UploadRefusal {
+  return {
+    status: 413,
+    error: {
+      field: "file",
+      message: `The file is larger than the upload limit of ${
+        humanBytes(maxBytes)
+      } (${maxBytes} bytes).`,
+    },
+    reason: "too_large",
+  };
+}
+
+/** Mapping errors to form errors: the refusal a person can fix, or null for a failure of ours. */
+function uploadRefusal(error: unknown, maxBytes: number): UploadRefusal | null {
+  if (error instanceof UploadTooLargeError) return tooLarge(maxBytes);
+  if (error instanceof EmptyUploadError) {
+    return {
+      status: 400,
+      error: { field: "file", message: "Choose a file: file is required and must not be empty." },
+      reason: "empty",
+    };
+  }
+  if (error instanceof ValidationError) {
+    return { status: 400, error: formErrorOf(error), reason: "invalid" };
+  }
+  if (error instanceof MultipartError) {
+    return {
+      status: 400,
+      error: { field: "file", message: `The upload could not be read: ${error.message}.` },
+      reason: "invalid",
+    };
+  }
+  return null;
 }

@@ -30,6 +30,7 @@ import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { FetchHttpHandler } from "@smithy/fetch-http-handler";
 import type { S3Config } from "../lib/config.ts";
+import { STORAGE_KEY_PATTERN } from "../lib/limits.ts";
 import { StorageUnavailableError } from "./unavailable.ts";
 import {
   type ArtifactStore,
@@ -47,7 +48,6 @@ const MIN_PART_BYTES = 8 * MiB;
 const MAX_PARTS = 10_000;
 /** Parts uploaded at the same time by one upload. */
 const UPLOAD_QUEUE = 4;
-const STORAGE_KEY_PATTERN = /^[0-9a-f-]{36}$/;
 
 /** An object or an unfinished multipart upload found in the bucket. */
 export interface BucketEntry {
