@@ -9,7 +9,7 @@ import { createBufferedWriter, createLogger } from "./src/lib/log.ts";
 import { inFlightRequests } from "./src/lib/metrics.ts";
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { followOtherWriters } from "./src/store/mod.ts";
-import { openArtifactStore, StorageUnavailableError } from "./src/storage/mod.ts";
+import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
 
 function readConfig() {
   try {
@@ -46,6 +46,18 @@ const artifacts = await openArtifactStore(config).catch((error) => {
 const kv = await Deno.openKv(config.kvPath);
 await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
 const stopFollowingWriters = followOtherWriters(kv, config.cacheRefreshMs);
+if (artifacts.kind === "s3") {
+  scheduleSweeps(kv, artifacts, (result) => {
+    if ("error" in result) {
+      logger.event("warn", `storage sweep failed: ${String(result.error)}`);
+    } else if (result.abortedUploads > 0 || result.removedObjects > 0) {
+      logger.event("info", "storage sweep removed what an interrupted upload left", {
+        aborted_uploads: result.abortedUploads,
+        removed_objects: result.removedObjects,
+      });
+    }
+  });
+}
 
 const benchOff = benchLayerOff();
 const app = createApp({

@@ -7,11 +7,23 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { ListMultipartUploadsCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import {
+  CreateMultipartUploadCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  S3Client,
+  UploadPartCommand,
+} from "@aws-sdk/client-s3";
 import type { S3Config } from "../src/lib/config.ts";
-import { EmptyUploadError, type S3ArtifactStore, UploadTooLargeError } from "../src/storage/mod.ts";
+import {
+  EmptyUploadError,
+  publishRelease,
+  type S3ArtifactStore,
+  sweepBucket,
+  UploadTooLargeError,
+} from "../src/storage/mod.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
-import { getDownloadCounts, listReleasesByProject } from "../src/store/mod.ts";
+import { createProject, getDownloadCounts, listReleasesByProject } from "../src/store/mod.ts";
 import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";
 import { seedKey, seedProject, seedRelease } from "./helpers.ts";
 import { cephMissing, type Rgw, startRgw } from "./rgw.ts";
@@ -20,14 +32,18 @@ import { makeDataTempDir, runTask } from "./server_process.ts";
 const MiB = 1024 * 1024;
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
-/** What the bucket holds: object keys and unfinished multipart uploads. */
-async function bucketContents(s3: S3Config): Promise<{ objects: string[]; uploads: string[] }> {
-  const client = new S3Client({
+function sdkClient(s3: S3Config): S3Client {
+  return new S3Client({
     endpoint: s3.endpoint,
     region: s3.region,
     forcePathStyle: true,
     credentials: { accessKeyId: s3.accessKeyId!, secretAccessKey: s3.secretAccessKey! },
   });
+}
+
+/** What the bucket holds: object keys and unfinished multipart uploads. */
+async function bucketContents(s3: S3Config): Promise<{ objects: string[]; uploads: string[] }> {
+  const client = sdkClient(s3);
   const objects = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
   const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: s3.bucket }));
   return {
@@ -227,6 +243,51 @@ Deno.test({
           assert.deepEqual(await gone.json(), { error: "release not found" });
         } finally {
           await app.close();
+        }
+      });
+
+      await t.step("sweep: old unfinished uploads and unreferenced objects go", async () => {
+        const bucket = await rgw.bucket({ prefix: "a/", sweepAfterSeconds: 1 });
+        const store = await createS3Store(bucket, 64 * MiB);
+        const young = await createS3Store({ ...bucket, sweepAfterSeconds: 3600 }, 64 * MiB);
+        const kv = await Deno.openKv(":memory:");
+        try {
+          const project = await createProject(kv, { name: "App", slug: "app" });
+          const kept = await publishRelease(
+            kv,
+            store,
+            { project_id: project.id, version: "1", filename: "a.bin" },
+            source(randomBytes(1000)),
+            MiB,
+          );
+          const orphan = await store.save(source(randomBytes(1000)), MiB);
+          // An upload cut by a crash: one part sent, never completed nor aborted.
+          const client = sdkClient(bucket);
+          const created = await client.send(
+            new CreateMultipartUploadCommand({
+              Bucket: bucket.bucket,
+              Key: `a/${crypto.randomUUID()}`,
+            }),
+          );
+          await client.send(
+            new UploadPartCommand({
+              Bucket: bucket.bucket,
+              Key: created.Key,
+              UploadId: created.UploadId,
+              PartNumber: 1,
+              Body: randomBytes(1000),
+            }),
+          );
+          assert.deepEqual(await sweepBucket(kv, young), { abortedUploads: 0, removedObjects: 0 });
+          await new Promise((resolve) => setTimeout(resolve, 2100));
+          assert.deepEqual(await sweepBucket(kv, store), { abortedUploads: 1, removedObjects: 1 });
+          assert.deepEqual(await bucketContents(bucket), {
+            objects: [`a/${kept.storage_key}`],
+            uploads: [],
+          });
+          assert.equal(await store.open(orphan.storage_key), null);
+        } finally {
+          kv.close();
         }
       });
 

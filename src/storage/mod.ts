@@ -1,7 +1,7 @@
 /** Artifact storage: one interface, the `fs` and `s3` backends behind it. */
 import type { Config } from "../lib/config.ts";
-import { createFsStore } from "./fs_store.ts";
-import type { ArtifactStore } from "./types.ts";
+import { createFsStore, type FsArtifactStore } from "./fs_store.ts";
+import type { S3ArtifactStore } from "./s3_store.ts";
 
 export * from "./types.ts";
 export { createFsStore, type FsArtifactStore } from "./fs_store.ts";
@@ -9,12 +9,15 @@ export { StorageUnavailableError } from "./unavailable.ts";
 // Types only: the S3 client is loaded when APP_STORAGE=s3 asks for it.
 export type { BucketEntry, S3ArtifactStore } from "./s3_store.ts";
 export { type PublishInput, publishRelease } from "./publish.ts";
+export { scheduleSweeps, sweepBucket, type SweepResult } from "./sweep.ts";
 
 /**
  * The backend `APP_STORAGE` names. For `s3` the bucket is checked first (it
  * must exist and take a write), so a wrong setting stops start-up at once.
  */
-export async function openArtifactStore(config: Config): Promise<ArtifactStore> {
+export async function openArtifactStore(
+  config: Config,
+): Promise<FsArtifactStore | S3ArtifactStore> {
   if (config.storage === "s3") {
     // Loaded only here: with fs, the S3 client costs neither start-up time nor memory.
     const { createS3Store } = await import("./s3_store.ts");

@@ -10,6 +10,7 @@ import {
   releaseDownloadsKey,
   releaseKey,
   releasesByProjectPrefix,
+  releasesPrefix,
 } from "./keys.ts";
 import type { Project, Release, ReleaseState } from "./types.ts";
 import { requireText, safeContentType, safeFilename } from "./validate.ts";
@@ -176,4 +177,13 @@ export async function getDownloadCounts(
 ): Promise<Map<number, number>> {
   const entries = await getManyEntries<Deno.KvU64>(kv, releaseIds.map(releaseDownloadsKey));
   return new Map(releaseIds.map((id, i) => [id, Number(entries[i].value?.value ?? 0n)]));
+}
+
+/** The storage key of every release, in any state: the artifacts the storage sweep must keep. */
+export async function listStorageKeys(kv: Deno.Kv): Promise<Set<string>> {
+  const keys = new Set<string>();
+  for await (const entry of kv.list<Release>({ prefix: releasesPrefix() })) {
+    keys.add(entry.value.storage_key);
+  }
+  return keys;
 }
