@@ -245,13 +245,17 @@ export function freePort(): number {
   return port;
 }
 
-/** The nginx configuration of the download baseline. */
+/**
+ * The nginx configuration of the download baseline: files of `root`, or the
+ * directives of `server` (a proxy with an x-accel location, say) inside the server block.
+ */
 export function nginxConfig(
-  { workDir, root, port, asRoot }: {
+  { workDir, root, port, asRoot, server }: {
     workDir: string;
     root: string;
     port: number;
     asRoot: boolean;
+    server?: string;
   },
 ): string {
   return [
@@ -270,25 +274,28 @@ export function nginxConfig(
     ...["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map((kind) =>
       `  ${kind}_temp_path ${join(workDir, `${kind}_temp`)};`
     ),
-    `  server { listen 127.0.0.1:${port}; root ${root}; }`,
+    server === undefined
+      ? `  server { listen 127.0.0.1:${port}; root ${root}; }`
+      : `  server {\n    listen 127.0.0.1:${port};\n${server}\n  }`,
     "}",
     "",
   ].filter((line) => line !== "").join("\n");
 }
 
-/** nginx serving the files of `root` with sendfile, as a child process (no daemon). */
+/** nginx serving the files of `root` with sendfile (or `server`), as a child process (no daemon). */
 export async function startNginx(
   nginx: string,
   root: string,
   workDir: string,
   cleanup: Cleanup,
+  serverBlock?: string,
 ): Promise<Server> {
   await Deno.mkdir(workDir, { recursive: true });
   const port = freePort();
   const conf = join(workDir, "nginx.conf");
   await Deno.writeTextFile(
     conf,
-    nginxConfig({ workDir, root, port, asRoot: Deno.uid() === 0 }),
+    nginxConfig({ workDir, root, port, asRoot: Deno.uid() === 0, server: serverBlock }),
   );
   const server = await spawnServer(
     "nginx",

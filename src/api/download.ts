@@ -184,8 +184,9 @@ async function handOff(
       "x-accel-redirect": `${delivery.xAccelPrefix}${release.storage_key}`,
       "content-type": headers["content-type"],
       "content-disposition": headers["content-disposition"],
+      // nginx replaces its own ETag with this one (see the location in docs/operators.md)
+      // and adds Accept-Ranges itself.
       etag: headers.etag,
-      "accept-ranges": "bytes",
     },
   });
 }

@@ -1,0 +1,159 @@
+/**
+ * APP_DOWNLOAD_MODE=x-accel behind a real nginx (the location of
+ * docs/operators.md): the service checks the key and answers with
+ * X-Accel-Redirect only; nginx sends the file with sendfile, with our ETag,
+ * Content-Disposition, Range and If-Range; the internal location cannot be
+ * reached from outside; a refused key never gets a path.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { Cleanup, startNginx, which } from "../bench/process.ts";
+import { getDownloadCounts } from "../src/store/mod.ts";
+import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
+
+const nginx = which("nginx");
+if (nginx === null) {
+  console.warn("x-accel test skipped: nginx is not installed (apt-get install nginx)");
+}
+
+/** The nginx directives of docs/operators.md for x-accel, pointed at one app and one data dir. */
+export function xAccelServer(appPort: number, artifactsDir: string): string {
+  return `
+    location / {
+      proxy_pass http://127.0.0.1:${appPort};
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+    }
+    location /_uds_artifacts/ {
+      internal;
+      alias ${artifactsDir}/;
+      etag off;
+      add_header ETag $upstream_http_etag;
+      add_header Last-Modified "";
+      add_header X-Content-Type-Options $upstream_http_x_content_type_options;
+      add_header X-Frame-Options $upstream_http_x_frame_options;
+      add_header Referrer-Policy $upstream_http_referrer_policy;
+      add_header Cross-Origin-Resource-Policy $upstream_http_cross_origin_resource_policy;
+      add_header Strict-Transport-Security $upstream_http_strict_transport_security;
+      add_header X-Robots-Tag $upstream_http_x_robots_tag;
+      add_header Pragma $upstream_http_pragma;
+      add_header Vary $upstream_http_vary;
+    }`;
+}
+
+Deno.test({
+  name: "x-accel downloads through nginx",
+  ignore: nginx === null,
+  async fn(t) {
+    const app = await createTestApp({ downloadMode: "x-accel" });
+    const cleanup = new Cleanup();
+    const served = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      (request, info) => app.app.fetch(request, { remoteAddr: info.remoteAddr }),
+    );
+    try {
+      const workDir = await Deno.makeTempDir({ prefix: "uds-nginx-" });
+      cleanup.add(() => Deno.remove(workDir, { recursive: true }));
+      const proxy = await startNginx(
+        nginx!,
+        workDir,
+        workDir,
+        cleanup,
+        xAccelServer(served.addr.port, app.config.artifactsDir),
+      );
+      const project = await seedProject(app, { slug: "app" });
+      const bytes = crypto.getRandomValues(new Uint8Array(60_000));
+      const release = await seedRelease(app, project.id, "1.0", bytes, {
+        filename: "App Setup.exe",
+        content_type: "application/x-msdownload",
+      });
+      const { secret } = await seedKey(app);
+      const { secret: noDownload } = await seedKey(app, { can_download: false });
+      const url = `${proxy.baseUrl}/api/v1/releases/${release.id}/download`;
+      const auth = (extra: Record<string, string> = {}) => ({
+        headers: { authorization: `Bearer ${secret}`, ...extra },
+      });
+
+      await t.step("the service answers with X-Accel-Redirect only", async () => {
+        const direct = await app.request(`/api/v1/releases/${release.id}/download`, secret);
+        assert.equal(direct.status, 200);
+        assert.equal(
+          direct.headers.get("x-accel-redirect"),
+          `/_uds_artifacts/${release.storage_key}`,
+        );
+        assert.equal(await direct.text(), "");
+      });
+
+      await t.step("nginx sends the file with the headers the service would send", async () => {
+        const res = await fetch(url, auth());
+        assert.equal(res.status, 200);
+        assert.deepEqual(new Uint8Array(await res.arrayBuffer()), bytes);
+        // Every header of the service's own answer reaches the client (nginx adds a few).
+        const direct = await app.request(`/api/v1/releases/${release.id}/download`, secret);
+        await direct.body?.cancel();
+        direct.headers.delete("x-accel-redirect");
+        for (const [name, value] of direct.headers) {
+          assert.equal(res.headers.get(name), value, name);
+        }
+        assert.equal(res.headers.get("etag"), `"${release.checksum_sha256}"`);
+        assert.equal(res.headers.get("last-modified"), null);
+      });
+
+      await t.step("Range and If-Range by nginx, judged by our ETag", async () => {
+        const part = await fetch(url, auth({ range: "bytes=10-19" }));
+        assert.equal(part.status, 206);
+        assert.equal(part.headers.get("content-range"), `bytes 10-19/${bytes.length}`);
+        assert.deepEqual(new Uint8Array(await part.arrayBuffer()), bytes.subarray(10, 20));
+        const current = await fetch(
+          url,
+          auth({ range: "bytes=10-19", "if-range": `"${release.checksum_sha256}"` }),
+        );
+        assert.equal(current.status, 206);
+        await current.body?.cancel();
+        const stale = await fetch(url, auth({ range: "bytes=10-19", "if-range": '"older"' }));
+        assert.equal(stale.status, 200);
+        assert.deepEqual(new Uint8Array(await stale.arrayBuffer()), bytes);
+        const beyond = await fetch(url, auth({ range: "bytes=999999-" }));
+        assert.equal(beyond.status, 416);
+        assert.deepEqual(await beyond.json(), { error: "range not satisfiable" });
+        const head = await fetch(url, { method: "HEAD", ...auth() });
+        assert.equal(head.status, 200);
+        assert.equal(head.headers.get("content-length"), String(bytes.length));
+        assert.equal(head.headers.get("x-accel-redirect"), null);
+      });
+
+      await t.step("the internal location is closed; refused keys get no path", async () => {
+        const inside = await fetch(`${proxy.baseUrl}/_uds_artifacts/${release.storage_key}`);
+        assert.equal(inside.status, 404);
+        await inside.body?.cancel();
+        for (const [key, status] of [[noDownload, 403], ["uds_wrong", 401]] as const) {
+          const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+          assert.equal(res.status, status);
+          assert.equal(res.headers.get("x-accel-redirect"), null);
+          assert.match(res.headers.get("content-type")!, /application\/json/);
+          await res.body?.cancel();
+        }
+      });
+
+      await t.step("whole-file answers count as downloads; ranges and HEAD do not", async () => {
+        const before = (await getDownloadCounts(app.kv, [release.id])).get(release.id) ?? 0;
+        for (
+          const extra of [{}, { range: "bytes=0-9" }, { range: "bytes=0-" }] as Record<
+            string,
+            string
+          >[]
+        ) {
+          await (await fetch(url, auth(extra))).arrayBuffer();
+        }
+        await (await fetch(url, { method: "HEAD", ...auth() })).body?.cancel();
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        const after = (await getDownloadCounts(app.kv, [release.id])).get(release.id) ?? 0;
+        assert.equal(after - before, 2, "the whole GET and bytes=0- count");
+      });
+    } finally {
+      await cleanup.run();
+      await served.shutdown();
+      await app.close();
+    }
+  },
+});
