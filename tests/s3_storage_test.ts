@@ -28,6 +28,8 @@ import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers
 import { seedKey, seedProject, seedRelease } from "./helpers.ts";
 import { cephMissing, type Rgw, startRgw } from "./rgw.ts";
 import { makeDataTempDir, runTask } from "./server_process.ts";
+import { openDataDir } from "./data_dir_fixtures.ts";
+import { join } from "node:path";
 
 const MiB = 1024 * 1024;
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
@@ -288,6 +290,107 @@ Deno.test({
           assert.equal(await store.open(orphan.storage_key), null);
         } finally {
           kv.close();
+        }
+      });
+
+      await t.step("backup and restore cover s3, each object checked by SHA-256", async () => {
+        const root = await makeDataTempDir("test-s3-backup");
+        try {
+          const origin = await rgw.bucket({ prefix: "uds/" });
+          const store = await createS3Store(origin, 64 * MiB);
+          await Deno.mkdir(join(root, "source"));
+          const kv = await Deno.openKv(join(root, "source", "kv.sqlite3"));
+          const project = await createProject(kv, { name: "App", slug: "app" });
+          const bytes = [randomBytes(9 * MiB), randomBytes(1234)];
+          for (const [i, b] of bytes.entries()) {
+            await publishRelease(
+              kv,
+              store,
+              { project_id: project.id, version: `${i}`, filename: "a.bin" },
+              source(b),
+              64 * MiB,
+            );
+          }
+          kv.close();
+          const env = (s3: S3Config, dataDir: string) => ({
+            ...rgw.env(s3),
+            APP_DATA_DIR: join(root, dataDir),
+          });
+          const backup = await runTask(["backup", join(root, "backup")], env(origin, "source"));
+          assert.equal(backup.code, 0, backup.stderr);
+          assert.match(backup.stdout, /2 artifacts \(\d+ bytes\), all SHA-256 verified/);
+
+          const target = await rgw.bucket();
+          const restored = await runTask(["restore", join(root, "backup")], env(target, "target"));
+          assert.equal(restored.code, 0, restored.stderr);
+          const targetStore = await createS3Store(target, 64 * MiB);
+          const targetKv = await Deno.openKv(join(root, "target", "kv.sqlite3"));
+          try {
+            const releases = await listReleasesByProject(targetKv, project.id);
+            assert.equal(releases.length, 2);
+            for (const release of releases) {
+              const opened = await targetStore.open(release.storage_key);
+              const got = await readAll(await opened!.read(0, opened!.size));
+              assert.equal(sha256(got), release.checksum_sha256);
+            }
+          } finally {
+            targetKv.close();
+          }
+
+          // A bucket that holds anything is refused; a damaged artifact leaves the bucket empty.
+          const again = await runTask(["restore", join(root, "backup")], env(target, "again"));
+          assert.equal(again.code, 1);
+          assert.match(again.stderr, /is not empty .*empty bucket/);
+          const [first] = (await Array.fromAsync(Deno.readDir(join(root, "backup", "artifacts"))))
+            .map((e) => e.name).sort();
+          await Deno.writeTextFile(join(root, "backup", "artifacts", first), "tampered");
+          const fresh = await rgw.bucket();
+          const damaged = await runTask(["restore", join(root, "backup")], env(fresh, "damaged"));
+          assert.equal(damaged.code, 1);
+          assert.match(damaged.stderr, /damaged/);
+          assert.deepEqual(await bucketContents(fresh), { objects: [], uploads: [] });
+        } finally {
+          await Deno.remove(root, { recursive: true });
+        }
+      });
+
+      await t.step("migrate-artifacts moves a data dir's artifacts fs -> s3 and back", async () => {
+        const root = await makeDataTempDir("test-s3-migrate");
+        try {
+          const fx = await openDataDir(root);
+          const project = await fx.project({ name: "App", slug: "app" });
+          const one = await fx.release(project.id, "1", randomBytes(3 * MiB));
+          const two = await fx.release(project.id, "2", randomBytes(10));
+          fx.close();
+          const bucket = await rgw.bucket({ prefix: "moved/" });
+          const env = { ...rgw.env(bucket), APP_DATA_DIR: root };
+          const there = await runTask(["migrate-artifacts", "fs-to-s3"], env);
+          assert.equal(there.code, 0, there.stderr);
+          assert.match(there.stdout, /2 artifacts copied .* 0 already there/);
+          assert.deepEqual(
+            (await bucketContents(bucket)).objects,
+            [`moved/${one.storage_key}`, `moved/${two.storage_key}`].sort(),
+          );
+          const rerun = await runTask(["migrate-artifacts", "fs-to-s3"], env);
+          assert.match(rerun.stdout, /0 artifacts copied .* 2 already there/);
+
+          // Back: into an empty artifacts dir, byte for byte.
+          const files = join(root, "artifacts");
+          const before = await Deno.readFile(join(files, one.storage_key));
+          await Deno.remove(files, { recursive: true });
+          const back = await runTask(["migrate-artifacts", "s3-to-fs"], env);
+          assert.equal(back.code, 0, back.stderr);
+          assert.deepEqual(await Deno.readFile(join(files, one.storage_key)), before);
+          assert.equal(
+            sha256(await Deno.readFile(join(files, two.storage_key))),
+            two.checksum_sha256,
+          );
+
+          const wrong = await runTask(["migrate-artifacts", "sideways"], env);
+          assert.equal(wrong.code, 1);
+          assert.match(wrong.stderr, /expected fs-to-s3 or s3-to-fs/);
+        } finally {
+          await Deno.remove(root, { recursive: true });
         }
       });
 

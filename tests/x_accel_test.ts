@@ -6,7 +6,6 @@
  * reached from outside; a refused key never gets a path.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { Cleanup, startNginx, which } from "../bench/process.ts";
 import { getDownloadCounts } from "../src/store/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";

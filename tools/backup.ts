@@ -1,12 +1,13 @@
 /**
  * `deno task backup <dir>`: copies the data of APP_DATA_DIR (or APP_KV_PATH)
- * into the new directory <dir>, while the service keeps running.
+ * and its artifacts (the data dir, or the bucket with APP_STORAGE=s3) into the
+ * new directory <dir>, while the service keeps running.
  */
 import { createBackup } from "../src/backup/backup.ts";
-import { runTool } from "./run_tool.ts";
+import { runTool, toolStore } from "./run_tool.ts";
 
 await runTool("backup", async (dir, config) => {
-  const manifest = await createBackup(config, dir);
+  const manifest = await createBackup({ ...config, artifacts: await toolStore(config) }, dir);
   const { projects, releases, api_keys } = manifest.counts;
   const bytes = manifest.artifacts.reduce((sum, artifact) => sum + artifact.size_bytes, 0);
   return `backup written to ${dir}: ${manifest.kv.entries} KV entries ` +

@@ -1,12 +1,13 @@
 /**
  * `deno task restore <dir>`: rebuilds the empty data dir APP_DATA_DIR (or
- * APP_KV_PATH) from the backup in <dir>.
+ * APP_KV_PATH), and its artifacts (the data dir, or the empty bucket with
+ * APP_STORAGE=s3), from the backup in <dir>.
  */
 import { restoreBackup } from "../src/backup/restore.ts";
-import { runTool } from "./run_tool.ts";
+import { runTool, toolStore } from "./run_tool.ts";
 
 await runTool("restore", async (dir, config) => {
-  const manifest = await restoreBackup(dir, config);
+  const manifest = await restoreBackup(dir, { ...config, artifacts: await toolStore(config) });
   return `restored ${manifest.kv.entries} KV entries and ${manifest.artifacts.length} artifacts ` +
     `from ${dir} (backup of ${manifest.created_at}) into ${config.dataDir}`;
 });

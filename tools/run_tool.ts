@@ -1,27 +1,51 @@
-/** The shared frame of the backup and restore commands: arguments, settings, exit codes. */
+/** The shared frame of the backup, restore and migrate commands: arguments, settings, exit codes. */
 import { BackupError } from "../src/backup/format.ts";
 import { type Config, ConfigError, loadConfig } from "../src/lib/config.ts";
+import { openArtifactStore, StorageUnavailableError } from "../src/storage/mod.ts";
+import type { ArtifactStore } from "../src/storage/mod.ts";
 import { SnapshotUnstableError } from "../src/store/mod.ts";
 
 /** Only these settings are read (the tasks grant no other environment access). */
-const SETTINGS = ["APP_DATA_DIR", "APP_KV_PATH"];
+const SETTINGS = [
+  "APP_DATA_DIR",
+  "APP_KV_PATH",
+  "APP_STORAGE",
+  "APP_S3_ENDPOINT",
+  "APP_S3_REGION",
+  "APP_S3_BUCKET",
+  "APP_S3_PREFIX",
+  "APP_S3_ACCESS_KEY_ID",
+  "APP_S3_SECRET_ACCESS_KEY",
+  "APP_S3_FORCE_PATH_STYLE",
+];
+
+/** The settings of this process, with `overrides` (such as APP_STORAGE) on top. */
+export function toolConfig(overrides: Record<string, string> = {}): Config {
+  const env = Object.fromEntries(SETTINGS.map((setting) => [setting, Deno.env.get(setting)]));
+  return loadConfig({ ...env, ...overrides });
+}
+
+/** The configured artifact store: the data dir's files, or the checked s3 bucket. */
+export function toolStore(config: Config): Promise<ArtifactStore> {
+  return openArtifactStore(config);
+}
 
 export async function runTool(
-  name: "backup" | "restore",
-  run: (dir: string, config: Config) => Promise<string>,
+  name: string,
+  run: (arg: string, config: Config) => Promise<string>,
+  usage = "<dir>",
 ): Promise<never> {
   if (Deno.args.length !== 1 || Deno.args[0].startsWith("-")) {
-    console.error(`usage: deno task ${name} <dir>`);
+    console.error(`usage: deno task ${name} ${usage}`);
     Deno.exit(2);
   }
   try {
-    const env = Object.fromEntries(SETTINGS.map((setting) => [setting, Deno.env.get(setting)]));
-    console.log(await run(Deno.args[0], loadConfig(env)));
+    console.log(await run(Deno.args[0], toolConfig()));
     Deno.exit(0);
   } catch (error) {
     if (
       error instanceof BackupError || error instanceof ConfigError ||
-      error instanceof SnapshotUnstableError
+      error instanceof SnapshotUnstableError || error instanceof StorageUnavailableError
     ) {
       console.error(`${name} failed: ${error.message}`);
     } else if (error instanceof Deno.errors.NotCapable) {

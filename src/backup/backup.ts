@@ -5,10 +5,11 @@
  * 1. A snapshot of all KV entries (src/store/backup.ts: full passes until two
  *    agree), from a second connection to the KV file; backup only reads.
  * 2. `kv.jsonl` from that snapshot.
- * 3. The artifact of every release in the snapshot. Artifact files are
- *    written (and fsynced) before their release record is committed and never
- *    change afterwards, so every file a snapshot references is complete;
- *    each copy is checked against the release's size and SHA-256.
+ * 3. The artifact of every release in the snapshot, from the data dir or the
+ *    s3 bucket. Artifacts are complete (fsynced file, completed multipart
+ *    upload) before their release record is committed and never change
+ *    afterwards, so every artifact a snapshot references is complete; each
+ *    copy is checked against the release's size and SHA-256.
  * 4. `manifest.json` last: its presence marks a complete backup.
  */
 import { createHash } from "node:crypto";
@@ -24,7 +25,6 @@ import { encodeRecord } from "./codec.ts";
 import {
   ARTIFACTS_DIR,
   BackupError,
-  copyFileHashed,
   exists,
   FORMAT,
   FORMAT_VERSION,
@@ -33,20 +33,25 @@ import {
   MANIFEST_FILE,
   type ManifestArtifact,
   STORAGE_KEY_PATTERN,
+  writeStreamHashed,
 } from "./format.ts";
+import { type ArtifactStore, createFsStore } from "../storage/mod.ts";
 
 export interface DataLocation {
   kvPath: string;
   artifactsDir: string;
+  /** Where the artifacts are; by default the files of `artifactsDir`. */
+  artifacts?: ArtifactStore;
+}
+
+export function artifactStoreOf(location: DataLocation): ArtifactStore {
+  return location.artifacts ?? createFsStore(location.artifactsDir);
 }
 
 /** Writes a backup of `source` into `targetDir`, which must not exist yet. */
 export async function createBackup(source: DataLocation, targetDir: string): Promise<Manifest> {
   requireLocalKv(source.kvPath);
-  if (!(await exists(source.kvPath))) {
-    // Opening a missing file would create an empty database: refuse instead.
-    throw new BackupError(`no database at ${source.kvPath} (check APP_DATA_DIR / APP_KV_PATH)`);
-  }
+  await requireDatabase(source.kvPath);
   await createEmptyDir(targetDir);
   try {
     const kv = await Deno.openKv(source.kvPath);
@@ -57,7 +62,7 @@ export async function createBackup(source: DataLocation, targetDir: string): Pro
       kv.close();
     }
     const kvSha256 = await writeKvFile(join(targetDir, KV_FILE), snapshot.records);
-    const artifacts = await copyArtifacts(snapshot.records, source.artifactsDir, targetDir);
+    const artifacts = await copyArtifacts(snapshot.records, artifactStoreOf(source), targetDir);
     const manifest: Manifest = {
       format: FORMAT,
       format_version: FORMAT_VERSION,
@@ -78,6 +83,14 @@ export async function createBackup(source: DataLocation, targetDir: string): Pro
     // Leave no half backup behind that could be mistaken for a complete one.
     await Deno.remove(targetDir, { recursive: true }).catch(() => {});
     throw error;
+  }
+}
+
+/** Refuses a KV file that does not exist: opening it would create an empty database. */
+export async function requireDatabase(kvPath: string): Promise<void> {
+  if (/^https?:\/\//i.test(kvPath)) return;
+  if (kvPath === ":memory:" || !(await exists(kvPath))) {
+    throw new BackupError(`no database at ${kvPath} (check APP_DATA_DIR / APP_KV_PATH)`);
   }
 }
 
@@ -129,7 +142,7 @@ async function writeKvFile(path: string, records: readonly KvRecord[]): Promise<
 
 async function copyArtifacts(
   records: readonly KvRecord[],
-  artifactsDir: string,
+  store: ArtifactStore,
   targetDir: string,
 ): Promise<ManifestArtifact[]> {
   await Deno.mkdir(join(targetDir, ARTIFACTS_DIR));
@@ -142,16 +155,15 @@ async function copyArtifacts(
         `release ${release.id} has an invalid storage key ${JSON.stringify(key)}`,
       );
     }
-    const from = join(artifactsDir, key);
-    let copy;
-    try {
-      copy = await copyFileHashed(from, join(targetDir, ARTIFACTS_DIR, key));
-    } catch (error) {
-      if (error instanceof Deno.errors.NotFound) {
-        throw new BackupError(`the artifact of release ${release.id} is missing: ${from}`);
-      }
-      throw error;
+    const from = store.where(key);
+    const opened = await store.open(key);
+    if (opened === null) {
+      throw new BackupError(`the artifact of release ${release.id} is missing: ${from}`);
     }
+    const copy = await writeStreamHashed(
+      await opened.read(0, opened.size),
+      join(targetDir, ARTIFACTS_DIR, key),
+    );
     if (copy.size !== release.size_bytes || copy.sha256 !== release.checksum_sha256) {
       throw new BackupError(
         `the artifact of release ${release.id} (${from}) is damaged: ` +

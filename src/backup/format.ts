@@ -57,26 +57,34 @@ export async function copyFileHashed(
   to: string,
 ): Promise<{ sha256: string; size: number }> {
   const source = await Deno.open(from, { read: true });
-  const hash = createHash("sha256");
-  let size = 0;
   try {
-    const target = await Deno.open(to, { write: true, createNew: true });
-    try {
-      for await (const chunk of source.readable) {
-        hash.update(chunk);
-        size += chunk.byteLength;
-        for (let written = 0; written < chunk.byteLength;) {
-          written += await target.write(chunk.subarray(written));
-        }
-      }
-      await target.sync();
-    } finally {
-      target.close();
-    }
+    return await writeStreamHashed(source.readable, to);
   } finally {
     try {
       source.close();
     } catch { /* the readable closed it */ }
+  }
+}
+
+/** Writes `stream` to a new file `to` (never overwriting) with SHA-256 and size, fsynced. */
+export async function writeStreamHashed(
+  stream: ReadableStream<Uint8Array>,
+  to: string,
+): Promise<{ sha256: string; size: number }> {
+  const hash = createHash("sha256");
+  let size = 0;
+  const target = await Deno.open(to, { write: true, createNew: true });
+  try {
+    for await (const chunk of stream) {
+      hash.update(chunk);
+      size += chunk.byteLength;
+      for (let written = 0; written < chunk.byteLength;) {
+        written += await target.write(chunk.subarray(written));
+      }
+    }
+    await target.sync();
+  } finally {
+    target.close();
   }
   return { sha256: hash.digest("hex"), size };
 }

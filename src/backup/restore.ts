@@ -2,19 +2,20 @@
  * `deno task restore <dir>`: rebuilds an empty data dir from a backup.
  *
  * It checks the manifest and the SHA-256 of kv.jsonl first, refuses a target
- * that already has a KV file or artifacts, places each artifact only after
- * its SHA-256 and size matched the manifest, then imports the KV entries in
+ * that already has a KV file or artifacts, places each artifact (in the data
+ * dir or the s3 bucket) and keeps it only when its SHA-256 and size match the
+ * manifest, then imports the KV entries in
  * batched atomic commits. On any failure it removes what it created, so the
  * data dir is empty again and the restore can simply be rerun.
  */
 import { join } from "node:path";
 import { importEntries, isKvEmpty, type KvRecord } from "../store/mod.ts";
-import { type DataLocation, requireLocalKv } from "./backup.ts";
+import type { ArtifactStore } from "../storage/mod.ts";
+import { artifactStoreOf, type DataLocation, requireLocalKv } from "./backup.ts";
 import { decodeRecord } from "./codec.ts";
 import {
   ARTIFACTS_DIR,
   BackupError,
-  copyFileHashed,
   exists,
   FORMAT,
   FORMAT_VERSION,
@@ -39,15 +40,17 @@ export async function restoreBackup(sourceDir: string, target: DataLocation): Pr
       `${kvFile} does not match its SHA-256 in the manifest: the backup is damaged`,
     );
   }
-  await requireEmptyTarget(target);
+  const store = artifactStoreOf(target);
+  await requireEmptyTarget(target, store);
 
-  const createdArtifactsDir = !(await exists(target.artifactsDir));
+  const createdArtifactsDir = store.kind === "fs" && !(await exists(target.artifactsDir));
   const placed: string[] = [];
   let kvCreated = false;
   try {
-    await Deno.mkdir(target.artifactsDir, { recursive: true });
+    if (store.kind === "fs") await Deno.mkdir(target.artifactsDir, { recursive: true });
     for (const artifact of manifest.artifacts) {
-      placed.push(await restoreArtifact(sourceDir, artifact, target.artifactsDir));
+      await restoreArtifact(sourceDir, artifact, store);
+      placed.push(artifact.storage_key);
     }
     await Deno.mkdir(join(target.kvPath, ".."), { recursive: true });
     kvCreated = true;
@@ -71,7 +74,7 @@ export async function restoreBackup(sourceDir: string, target: DataLocation): Pr
     if (createdArtifactsDir) {
       await Deno.remove(target.artifactsDir, { recursive: true }).catch(() => {});
     } else {
-      for (const path of placed) await Deno.remove(path).catch(() => {});
+      for (const key of placed) await store.remove(key).catch(() => {});
     }
     throw error;
   }
@@ -97,8 +100,8 @@ async function readManifest(sourceDir: string): Promise<Manifest> {
   return manifest;
 }
 
-/** Refuses a data dir that already holds a KV database or any artifact. */
-async function requireEmptyTarget(target: DataLocation): Promise<void> {
+/** Refuses a data dir that already holds a KV database, or any artifact in its store. */
+async function requireEmptyTarget(target: DataLocation, store: ArtifactStore): Promise<void> {
   for (const suffix of KV_SIDECARS) {
     if (await exists(target.kvPath + suffix)) {
       throw new BackupError(
@@ -109,43 +112,44 @@ async function requireEmptyTarget(target: DataLocation): Promise<void> {
       );
     }
   }
-  if (await exists(target.artifactsDir)) {
-    for await (const entry of Deno.readDir(target.artifactsDir)) {
-      throw new BackupError(
-        `${target.artifactsDir} is not empty (${entry.name}): restore only into an empty data dir`,
-      );
-    }
+  const found = await store.findAny();
+  if (found !== null) {
+    throw new BackupError(
+      `${store.where("")} is not empty (${found}): restore only into an empty data dir` +
+        (store.kind === "s3" ? " and an empty bucket (or APP_S3_PREFIX)" : ""),
+    );
   }
 }
 
-/** Copies one artifact in under a temporary name, verifies it, renames it into place. */
+/**
+ * Stores one artifact of the backup under its key and checks the stored bytes
+ * against the manifest; a mismatch removes it again.
+ */
 async function restoreArtifact(
   sourceDir: string,
   artifact: Manifest["artifacts"][number],
-  artifactsDir: string,
-): Promise<string> {
+  store: ArtifactStore,
+): Promise<void> {
   if (!STORAGE_KEY_PATTERN.test(artifact.storage_key)) {
     throw new BackupError(
       `invalid storage key in the manifest: ${JSON.stringify(artifact.storage_key)}`,
     );
   }
   const from = join(sourceDir, ARTIFACTS_DIR, artifact.storage_key);
-  const temp = join(artifactsDir, `.restore-${artifact.storage_key}.part`);
-  const to = join(artifactsDir, artifact.storage_key);
+  let file: Deno.FsFile;
   try {
-    const copy = await copyFileHashed(from, temp);
-    if (copy.sha256 !== artifact.sha256 || copy.size !== artifact.size_bytes) {
-      throw new BackupError(
-        `${from} is damaged: ${copy.size} bytes with SHA-256 ${copy.sha256}, ` +
-          `expected ${artifact.size_bytes} bytes with SHA-256 ${artifact.sha256}`,
-      );
-    }
-    await Deno.rename(temp, to);
-    return to;
+    file = await Deno.open(from, { read: true });
   } catch (error) {
-    await Deno.remove(temp).catch(() => {});
     if (error instanceof Deno.errors.NotFound) throw new BackupError(`${from} is missing`);
     throw error;
+  }
+  const copy = await store.put(artifact.storage_key, file.readable);
+  if (copy.checksum_sha256 !== artifact.sha256 || copy.size_bytes !== artifact.size_bytes) {
+    await store.remove(artifact.storage_key);
+    throw new BackupError(
+      `${from} is damaged: ${copy.size_bytes} bytes with SHA-256 ${copy.checksum_sha256}, ` +
+        `expected ${artifact.size_bytes} bytes with SHA-256 ${artifact.sha256}`,
+    );
   }
 }
 

@@ -51,7 +51,7 @@ export async function saveArtifact(
  * Makes a rename durable: without an fsync of the directory, a crash soon
  * after could lose the new name while the release record already points at it.
  */
-async function syncDirectory(dir: string): Promise<void> {
+export async function syncDirectory(dir: string): Promise<void> {
   const handle = await Deno.open(dir, { read: true });
   try {
     await handle.sync();

@@ -1,5 +1,7 @@
 /** The `fs` backend: artifact files in one directory (see artifacts.ts). */
-import { openArtifact, removeArtifact, saveArtifact } from "./artifacts.ts";
+import { join } from "node:path";
+import { STORAGE_KEY_PATTERN } from "../lib/limits.ts";
+import { openArtifact, removeArtifact, saveArtifact, syncDirectory } from "./artifacts.ts";
 import type { ArtifactStore, OpenedArtifact } from "./types.ts";
 
 /** Bytes read from a file per chunk. */
@@ -20,7 +22,36 @@ export function createFsStore(dir: string): FsArtifactStore {
       return opened && openedFile(opened.file, opened.size);
     },
     remove: (storageKey) => removeArtifact(dir, storageKey),
+    async put(storageKey, source) {
+      if (!STORAGE_KEY_PATTERN.test(storageKey)) throw new Error(`bad storage key ${storageKey}`);
+      const target = join(dir, storageKey);
+      if (await fileExists(target)) throw new Error(`${target} already exists`);
+      // Written like an upload (temporary file, fsync), then renamed to the given key.
+      const stored = await saveArtifact(dir, source, Number.MAX_SAFE_INTEGER);
+      await Deno.rename(join(dir, stored.storage_key), target);
+      await syncDirectory(dir);
+      return { checksum_sha256: stored.checksum_sha256, size_bytes: stored.size_bytes };
+    },
+    where: (storageKey) => join(dir, storageKey),
+    async findAny() {
+      try {
+        for await (const entry of Deno.readDir(dir)) return entry.name;
+      } catch (error) {
+        if (!(error instanceof Deno.errors.NotFound)) throw error;
+      }
+      return null;
+    },
   };
+}
+
+async function fileExists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
 }
 
 function openedFile(file: Deno.FsFile, size: number): OpenedArtifact {

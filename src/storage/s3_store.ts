@@ -70,8 +70,6 @@ export interface S3ArtifactStore extends ArtifactStore {
   /** Every unfinished multipart upload under the prefix. */
   listUploads(): AsyncIterable<BucketEntry>;
   abortUpload(storageKey: string, uploadId: string): Promise<void>;
-  /** Stores bytes under a given key (restore, migration); the caller checks them. */
-  put(storageKey: string, source: ByteSource, size: number): Promise<void>;
 }
 
 function clientConfig(settings: S3Config): S3ClientConfig {
@@ -228,9 +226,12 @@ export async function createS3Store(
         }),
       );
     },
-    async put(storageKey, source, size) {
+    async put(storageKey, source) {
       if (!STORAGE_KEY_PATTERN.test(storageKey)) throw new Error(`bad storage key ${storageKey}`);
-      const counted = countingStream(source, size);
+      if (await store.open(storageKey) !== null) {
+        throw new Error(`${store.where(storageKey)} already exists`);
+      }
+      const counted = countingStream(source, Number.MAX_SAFE_INTEGER);
       try {
         await new Upload({
           client,
@@ -242,6 +243,15 @@ export async function createS3Store(
         await counted.cancel();
         throw counted.failure() ?? error;
       }
+      return counted.result();
+    },
+    where: (storageKey) => `s3://${bucket}/${objectKey(storageKey)}`,
+    async findAny() {
+      const page = await client.send(
+        new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, MaxKeys: 1 }),
+      );
+      const key = page.Contents?.[0]?.Key;
+      return key === undefined ? null : `s3://${bucket}/${key}`;
     },
   };
   return store;

@@ -48,6 +48,16 @@ export interface ArtifactStore {
   open(storageKey: string): Promise<OpenedArtifact | null>;
   /** Removes an artifact; a missing one is fine. */
   remove(storageKey: string): Promise<void>;
+  /**
+   * Stores bytes under a given key (restore, migration between backends):
+   * complete or not at all, like `save`. Refuses a key that already exists.
+   * Returns SHA-256 and size of the bytes stored, for the caller to check.
+   */
+  put(storageKey: string, source: ByteSource): Promise<Omit<StoredArtifact, "storage_key">>;
+  /** Where an artifact lives, for messages: a file path or an s3:// URL. */
+  where(storageKey: string): string;
+  /** The name of something already stored (an artifact or any other file), or null when empty. */
+  findAny(): Promise<string | null>;
   /** s3 only: a GET URL valid for `ttlSeconds` (redirect downloads). */
   presignGet?(storageKey: string, options: PresignOptions): Promise<string>;
 }

@@ -179,11 +179,14 @@ export async function getDownloadCounts(
   return new Map(releaseIds.map((id, i) => [id, Number(entries[i].value?.value ?? 0n)]));
 }
 
+/** Every release of every project, in any state, by id. */
+export async function* listAllReleases(kv: Deno.Kv): AsyncGenerator<Release> {
+  for await (const entry of kv.list<Release>({ prefix: releasesPrefix() })) yield entry.value;
+}
+
 /** The storage key of every release, in any state: the artifacts the storage sweep must keep. */
 export async function listStorageKeys(kv: Deno.Kv): Promise<Set<string>> {
   const keys = new Set<string>();
-  for await (const entry of kv.list<Release>({ prefix: releasesPrefix() })) {
-    keys.add(entry.value.storage_key);
-  }
+  for await (const release of listAllReleases(kv)) keys.add(release.storage_key);
   return keys;
 }

@@ -1,0 +1,29 @@
+/**
+ * `deno task migrate-artifacts fs-to-s3|s3-to-fs`: copies every release's
+ * artifact between the data dir (APP_DATA_DIR) and the bucket (APP_S3_*),
+ * checked against its SHA-256; see src/backup/migrate.ts for when to run it.
+ */
+import { migrateArtifacts } from "../src/backup/migrate.ts";
+import { BackupError } from "../src/backup/format.ts";
+import { requireDatabase } from "../src/backup/backup.ts";
+import { runTool, toolConfig, toolStore } from "./run_tool.ts";
+
+await runTool("migrate-artifacts", async (direction) => {
+  if (direction !== "fs-to-s3" && direction !== "s3-to-fs") {
+    throw new BackupError(`expected fs-to-s3 or s3-to-fs, got "${direction}"`);
+  }
+  const fs = await toolStore(toolConfig({ APP_STORAGE: "fs" }));
+  const s3Config = toolConfig({ APP_STORAGE: "s3" });
+  const s3 = await toolStore(s3Config);
+  const [from, to] = direction === "fs-to-s3" ? [fs, s3] : [s3, fs];
+  await requireDatabase(s3Config.kvPath);
+  const kv = await Deno.openKv(s3Config.kvPath);
+  try {
+    const result = await migrateArtifacts(kv, from, to, (line) => console.log(line));
+    return `${direction}: ${result.copied} artifacts copied (${result.copiedBytes} bytes), ` +
+      `${result.present} already there, every one SHA-256 verified; ` +
+      `now set APP_STORAGE=${direction === "fs-to-s3" ? "s3" : "fs"} and restart`;
+  } finally {
+    kv.close();
+  }
+}, "fs-to-s3|s3-to-fs");
