@@ -11,75 +11,17 @@ import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { chromium, type Page } from "playwright-core";
 import { randomBytes } from "./admin_helpers.ts";
+import { makeDataTempDir, PROJECT_ROOT, startServer } from "./server_process.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
-const ROOT = new URL("..", import.meta.url).pathname;
-const SCREENSHOTS = `${ROOT}tests/screenshots`;
+const SCREENSHOTS = `${PROJECT_ROOT}tests/screenshots`;
 const PASSWORD = "browser test password 1";
+/** The public address the server is told (APP_BASE_URL); the browser talks to the real port. */
+const PUBLIC_BASE_URL = "http://updates.test:8080";
 
 const hasChromium = await Deno.stat(CHROMIUM).then((info) => info.isFile, () => false);
 if (!hasChromium) {
   console.warn(`admin browser tests ignored: ${CHROMIUM} not found (apt-get install chromium)`);
-}
-
-interface Server {
-  baseUrl: string;
-  output: () => string;
-  stop: () => Promise<void>;
-}
-
-/** Starts `deno task start` on a free port with its own data dir under ./data/. */
-async function startServer(dataDir: string): Promise<Server> {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const port = 20000 + Math.floor(Math.random() * 40000);
-    const baseUrl = `http://127.0.0.1:${port}`;
-    const child = new Deno.Command(Deno.execPath(), {
-      args: ["task", "start"],
-      cwd: ROOT,
-      env: {
-        APP_PORT: String(port),
-        APP_HOST: "127.0.0.1",
-        APP_BASE_URL: baseUrl,
-        APP_DATA_DIR: dataDir,
-        APP_ADMIN_USERNAME: "admin",
-        APP_ADMIN_PASSWORD: PASSWORD,
-      },
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    let output = "";
-    const collect = async (stream: ReadableStream<Uint8Array>) => {
-      for await (const text of stream.pipeThrough(new TextDecoderStream())) output += text;
-    };
-    const collecting = Promise.all([collect(child.stdout), collect(child.stderr)]);
-    const exited = child.status.then(() => "exited" as const);
-    const deadline = Date.now() + 60_000;
-    let state: "listening" | "exited" | "waiting" = "waiting";
-    while (state === "waiting" && Date.now() < deadline) {
-      if (output.includes("listening on")) state = "listening";
-      else {
-        state = await Promise.race([
-          exited,
-          new Promise<"waiting">((resolve) => setTimeout(() => resolve("waiting"), 100)),
-        ]);
-      }
-    }
-    const stop = async () => {
-      try {
-        child.kill("SIGTERM");
-      } catch {
-        // already gone
-      }
-      await child.status;
-      await collecting;
-    };
-    if (state === "listening") return { baseUrl, output: () => output, stop };
-    await stop();
-    if (!/address already in use/i.test(output)) {
-      throw new Error(`the server did not start:\n${output}`);
-    }
-  }
-  throw new Error("no free port found");
 }
 
 function sha256(bytes: Uint8Array): string {
@@ -98,8 +40,12 @@ Deno.test({
   sanitizeOps: false,
 }, async (t) => {
   await Deno.mkdir(SCREENSHOTS, { recursive: true });
-  const dataDir = `./data/browser-test-${crypto.randomUUID()}`;
-  const server = await startServer(dataDir);
+  const dataDir = await makeDataTempDir("browser-test");
+  const server = await startServer(dataDir, {
+    APP_ADMIN_USERNAME: "admin",
+    APP_ADMIN_PASSWORD: PASSWORD,
+    APP_BASE_URL: PUBLIC_BASE_URL,
+  });
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -255,7 +201,7 @@ Deno.test({
       assert.equal(
         await page.evaluate<string>("navigator.clipboard.readText()"),
         `curl -fsS -H "Authorization: Bearer ${apiKey}" \\\n` +
-          `  ${base}/api/v1/projects/desktop/releases/latest`,
+          `  ${PUBLIC_BASE_URL}/api/v1/projects/desktop/releases/latest`,
       );
       assert.equal((await page.content()).split(apiKey).length - 1, 1, "copying adds no copy");
       await screenshot(page, "api-key-created");
@@ -337,6 +283,6 @@ Deno.test({
   } finally {
     await browser.close();
     await server.stop();
-    await Deno.remove(`${ROOT}${dataDir.slice(2)}`, { recursive: true }).catch(() => {});
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   }
 });

@@ -1,5 +1,5 @@
 /**
- * End to end: `deno task start` as a real process on a free port, with its data under ./data/,
+ * End to end: `deno task start` as a real process (tests/server_process.ts), data under ./data/,
  * fixtures written through the store layer into the same KV file, and the client flow of
  * client-api.md section 1 walked over HTTP.
  */
@@ -8,61 +8,11 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { createApiKey, createProject } from "../src/store/mod.ts";
-
-const ROOT = new URL("..", import.meta.url).pathname;
-
-interface Server {
-  baseUrl: string;
-  output: () => string;
-  stop: () => Promise<Deno.CommandStatus>;
-}
-
-/** Runs `deno task start` and waits for its "listening on" line. */
-async function startServer(env: Record<string, string>): Promise<Server> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["task", "start"],
-    cwd: ROOT,
-    env: { ...env, NO_COLOR: "1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let output = "";
-  const decoder = new TextDecoder();
-  const drain = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream) output += decoder.decode(chunk, { stream: true });
-  };
-  const drained = Promise.all([drain(child.stdout), drain(child.stderr)]);
-  const stop = async () => {
-    try {
-      child.kill("SIGTERM");
-    } catch { /* already gone */ }
-    const status = await child.status;
-    await drained;
-    return status;
-  };
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    const port = /listening on http:\/\/[^:]+:(\d+)/.exec(output)?.[1];
-    if (port) return { baseUrl: `http://127.0.0.1:${port}`, output: () => output, stop };
-    const exited = await Promise.race([
-      child.status.then(() => true),
-      new Promise<false>((resolve) => setTimeout(() => resolve(false), 50)),
-    ]);
-    if (exited) break;
-  }
-  await stop();
-  throw new Error(`the server did not start:\n${output}`);
-}
+import { makeDataTempDir, startServer } from "./server_process.ts";
 
 Deno.test("e2e: deno task start serves the client flow of spec section 1", async (t) => {
-  const name = `e2e-${crypto.randomUUID()}`;
-  const dataDir = join(ROOT, "data", name);
-  const server = await startServer({
-    APP_PORT: "0",
-    APP_HOST: "127.0.0.1",
-    APP_DATA_DIR: `./data/${name}`,
-    APP_SERVICE_NAME: "E2E Updates",
-  });
+  const dataDir = await makeDataTempDir("e2e");
+  await using server = await startServer(dataDir, { APP_SERVICE_NAME: "E2E Updates" });
   let kv: Deno.Kv | undefined;
   try {
     const get = (path: string, key?: string) =>

@@ -7,11 +7,21 @@ import { fileURLToPath } from "node:url";
 
 export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
 
-export interface ServerProcess {
+export interface ServerProcess extends AsyncDisposable {
+  /** `http://127.0.0.1:<port>`, the port the server picked (it starts with APP_PORT=0). */
   baseUrl: string;
+  port: number;
   /** Everything it wrote to stdout and stderr so far. */
   output: () => string;
-  stop: () => Promise<void>;
+  /** Its stdout so far, line by line (the log lines). */
+  lines: () => string[];
+  /** Settles when the process has exited. */
+  exited: Promise<Deno.CommandStatus>;
+  /** The exit code, or undefined while it runs. */
+  exitCode: () => number | undefined;
+  kill: (signal?: Deno.Signal) => void;
+  /** SIGTERM unless it already exited; settles with the exit status once its output is read. */
+  stop: () => Promise<Deno.CommandStatus>;
 }
 
 /** A fresh, unique directory under ./data/ for one test's data dirs and backups. */
@@ -41,6 +51,14 @@ export async function runTask(
   };
 }
 
+const LISTENING = /listening on http:\/\/[^:\s"]+:(\d+)/;
+const START_TIMEOUT_MS = 30_000;
+
+/**
+ * Starts `deno task start` with its state in `dataDir` (under ./data/) on a
+ * port the server picks itself (APP_PORT=0), and resolves once it logged the
+ * port it listens on. `await using` stops it at the end of the scope.
+ */
 export async function startServer(
   dataDir: string,
   env: Record<string, string> = {},
@@ -63,38 +81,78 @@ export async function startServer(
     stderr: "piped",
   }).spawn();
 
-  const log: string[] = [];
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`server did not start:\n${log.join("")}`)),
-      30_000,
-    );
-    const decoder = new TextDecoder();
-    (async () => {
-      for await (const chunk of child.stdout) {
-        log.push(decoder.decode(chunk));
-        const match = /listening on http:\/\/[^:]+:(\d+)/.exec(log.join(""));
-        if (match) {
-          clearTimeout(timer);
-          resolve(Number(match[1]));
-        }
-      }
-      clearTimeout(timer);
-      reject(new Error(`server exited before listening:\n${log.join("")}`));
-    })().catch(reject);
-    (async () => {
-      for await (const chunk of child.stderr) log.push(decoder.decode(chunk));
-    })().catch(() => {});
+  let output = "";
+  const stdoutLines: string[] = [];
+  const listening = Promise.withResolvers<number>();
+  let code: number | undefined;
+  const exited = child.status.then((status) => {
+    code = status.code;
+    return status;
   });
-
-  return {
-    baseUrl: `http://127.0.0.1:${port}`,
-    output: () => log.join(""),
-    stop: async () => {
-      child.kill("SIGTERM");
-      await child.status;
-    },
+  const readStdout = async () => {
+    let partial = "";
+    for await (const text of child.stdout.pipeThrough(new TextDecoderStream())) {
+      output += text;
+      const parts = (partial + text).split("\n");
+      partial = parts.pop()!;
+      for (const line of parts) {
+        stdoutLines.push(line);
+        const port = LISTENING.exec(line)?.[1];
+        if (port) listening.resolve(Number(port));
+      }
+    }
+    if (partial) stdoutLines.push(partial);
   };
+  const readStderr = async () => {
+    for await (const text of child.stderr.pipeThrough(new TextDecoderStream())) output += text;
+  };
+  const drained = Promise.all([readStdout(), readStderr()]).catch(() => {});
+  const kill = (signal: Deno.Signal = "SIGTERM") => {
+    if (code !== undefined) return;
+    try {
+      child.kill(signal);
+    } catch {
+      // exited in between
+    }
+  };
+  const stop = async () => {
+    kill("SIGTERM");
+    const status = await exited;
+    await drained;
+    return status;
+  };
+
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    const port = await Promise.race([
+      listening.promise,
+      exited.then(() => Promise.reject(new Error(`server exited before listening:\n${output}`))),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`server did not start in ${START_TIMEOUT_MS} ms:\n${output}`)),
+          START_TIMEOUT_MS,
+        );
+      }),
+    ]);
+    return {
+      baseUrl: `http://127.0.0.1:${port}`,
+      port,
+      output: () => output,
+      lines: () => stdoutLines,
+      exited,
+      exitCode: () => code,
+      kill,
+      stop,
+      [Symbol.asyncDispose]: async () => {
+        await stop();
+      },
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

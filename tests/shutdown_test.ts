@@ -9,8 +9,8 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { createApiKey, createProject } from "../src/store/mod.ts";
+import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 
-const ROOT = new URL("..", import.meta.url).pathname;
 const SIZE = 24 * 1024 * 1024;
 
 interface Seeded {
@@ -22,17 +22,15 @@ interface Seeded {
 
 /** A data dir under ./data (the only place the start task may write) with one large release. */
 async function seed(): Promise<Seeded> {
-  const dataDir = `./data/test-shutdown-${crypto.randomUUID()}`;
-  const absolute = join(ROOT, dataDir);
-  await Deno.mkdir(absolute, { recursive: true });
-  const kv = await Deno.openKv(join(absolute, "kv.sqlite3"));
+  const dataDir = await makeDataTempDir("test-shutdown");
+  const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
   try {
     const block = crypto.getRandomValues(new Uint8Array(64 * 1024));
     const chunks = Array.from({ length: SIZE / block.byteLength }, () => block);
     const project = await createProject(kv, { name: "Desktop", slug: "desktop" });
     const release = await publishRelease(
       kv,
-      createFsStore(join(absolute, "artifacts")),
+      createFsStore(join(dataDir, "artifacts")),
       { project_id: project.id, version: "1.0.0", filename: "app.bin" },
       ReadableStream.from(chunks),
       SIZE,
@@ -48,60 +46,13 @@ async function seed(): Promise<Seeded> {
   }
 }
 
-interface Server {
-  process: Deno.ChildProcess;
-  port: number;
-  lines: string[];
-  /** Settles with the exit code; `undefined` while running. */
-  exitCode: () => number | undefined;
-  exited: Promise<number>;
-}
-
-async function startServer(dataDir: string, env: Record<string, string> = {}): Promise<Server> {
-  const process = new Deno.Command(Deno.execPath(), {
-    args: ["task", "start"],
-    cwd: ROOT,
-    env: { APP_PORT: "0", APP_HOST: "127.0.0.1", APP_DATA_DIR: dataDir, ...env },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let code: number | undefined;
-  const exited = process.status.then((status) => code = status.code);
-  const lines: string[] = [];
-  const listening = Promise.withResolvers<number>();
-  (async () => {
-    let rest = "";
-    for await (const text of process.stdout.pipeThrough(new TextDecoderStream())) {
-      const parts = (rest + text).split("\n");
-      rest = parts.pop()!;
-      for (const line of parts) {
-        lines.push(line);
-        const port = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(line)?.[1];
-        if (port) listening.resolve(Number(port));
-      }
-    }
-  })();
-  const stderr = new Response(process.stderr).text();
-  const port = await Promise.race([
-    listening.promise,
-    exited.then(async () => {
-      throw new Error(`server exited early: ${await stderr}`);
-    }),
-    new Promise<never>((_, reject) =>
-      setTimeout(() => reject(new Error("server did not start")), 20_000)
-    ),
-  ]);
-  return { process, port, lines, exitCode: () => code, exited };
-}
-
 function sleep(ms: number) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-async function startDownload(server: Server, seeded: Seeded) {
+async function startDownload(server: ServerProcess, seeded: Seeded) {
   const res = await fetch(
-    `http://127.0.0.1:${server.port}/api/v1/releases/${seeded.releaseId}/download`,
+    `${server.baseUrl}/api/v1/releases/${seeded.releaseId}/download`,
     { headers: { authorization: `Bearer ${seeded.secret}` } },
   );
   assert.equal(res.status, 200);
@@ -111,24 +62,19 @@ async function startDownload(server: Server, seeded: Seeded) {
   return { reader, first: first.value };
 }
 
-Deno.test({
-  name: "graceful shutdown of the real server",
-  // The server runs as a child process; its stdout reader ends when it exits.
-  sanitizeOps: false,
-  sanitizeResources: false,
-}, async (t) => {
+Deno.test("graceful shutdown of the real server", async (t) => {
   const seeded = await seed();
-  let server: Server | undefined;
+  let server: ServerProcess | undefined;
   try {
     await t.step("SIGTERM lets a download in flight finish, then exits 0", async () => {
       server = await startServer(seeded.dataDir);
       const { reader, first } = await startDownload(server, seeded);
-      server.process.kill("SIGTERM");
+      server.kill("SIGTERM");
       await sleep(700);
       assert.equal(server.exitCode(), undefined, "still running while the download is unfinished");
 
       await assert.rejects(
-        fetch(`http://127.0.0.1:${server.port}/healthz`).then((res) => res.body?.cancel()),
+        fetch(`${server.baseUrl}/healthz`).then((res) => res.body?.cancel()),
         "no new connections once stopping",
       );
 
@@ -142,13 +88,14 @@ Deno.test({
       assert.equal(received, SIZE);
       assert.equal(hash.digest("hex"), seeded.checksum);
 
-      assert.equal(await server.exited, 0);
-      const events = server.lines.map((line) => JSON.parse(line));
+      assert.equal((await server.exited).code, 0);
+      const events = server.lines().map((line) => JSON.parse(line));
       assert.ok(events.some((e) => e.level === "info" && /^stopping/.test(e.msg)));
       assert.equal(events.at(-1).msg, "stopped");
       const download = events.find((e) => e.path?.endsWith("/download"));
       assert.equal(download.bytes, SIZE);
       assert.equal(download.aborted, undefined);
+      await server.stop();
     });
 
     await t.step("a stalled download is cut at APP_SHUTDOWN_TIMEOUT_SECONDS; exit 0", async () => {
@@ -158,18 +105,17 @@ Deno.test({
       });
       const { reader } = await startDownload(server, seeded);
       const stopAt = performance.now();
-      server.process.kill("SIGTERM");
-      assert.equal(await server.exited, 0);
+      server.kill("SIGTERM");
+      assert.equal((await server.exited).code, 0);
       const took = performance.now() - stopAt;
       assert.ok(took >= 900 && took < 8000, `stopped after ${took} ms`);
-      assert.ok(server.lines.some((line) => / WARN shutdown timeout reached/.test(line)));
+      assert.ok(server.lines().some((line) => / WARN shutdown timeout reached/.test(line)));
       await reader.cancel().catch(() => {});
+      await server.stop();
     });
   } finally {
-    if (server?.exitCode() === undefined) {
-      server?.process.kill("SIGKILL");
-      await server?.exited;
-    }
-    await Deno.remove(join(ROOT, seeded.dataDir), { recursive: true });
+    server?.kill("SIGKILL");
+    await server?.stop();
+    await Deno.remove(seeded.dataDir, { recursive: true });
   }
 });
