@@ -32,7 +32,7 @@ function loggingApp(t: TestApp, format: LogFormat, overrides: Partial<Config> = 
 }
 
 Deno.test("access log", async (t) => {
-  const app = await createTestApp();
+  await using app = await createTestApp();
   const project = await seedProject(app, { slug: "desktop" });
   // Several read chunks (src/api/download.ts reads 256 KiB at a time), so a download can be cut.
   const bytes = new Uint8Array(1_000_000).fill(1);
@@ -160,8 +160,6 @@ Deno.test("access log", async (t) => {
     );
     assert.ok(!lines[0].includes(secret));
   });
-
-  await app.close();
 });
 
 Deno.test("log formatting", async (t) => {

@@ -19,7 +19,7 @@ async function createKey(client: AdminClient, fields: Fields) {
 }
 
 Deno.test("admin API keys", async (t) => {
-  const app = await createAdminTestApp();
+  await using app = await createAdminTestApp();
   const client = await signedInClient(app);
   const desktop = await seedProject(app, { slug: "desktop", name: "Desktop", tags: ["stable"] });
   const mobile = await seedProject(app, { slug: "mobile", name: "Mobile", tags: ["beta"] });
@@ -228,7 +228,6 @@ Deno.test("admin API keys", async (t) => {
 
   console.log = originalLog;
   console.error = originalError;
-  await app.close();
 });
 
 Deno.test("expires_at accepts RFC 3339 and datetime-local (UTC)", () => {

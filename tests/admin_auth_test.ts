@@ -17,7 +17,7 @@ import {
 import { testConfig, withKv } from "./helpers.ts";
 
 Deno.test("admin sign-in", async (t) => {
-  const app = await createAdminTestApp();
+  await using app = await createAdminTestApp();
 
   await t.step("the login form carries a pre-session CSRF token bound to a cookie", async () => {
     const client = new AdminClient(app);
@@ -99,12 +99,10 @@ Deno.test("admin sign-in", async (t) => {
     assert.equal(failure.address, "198.51.100.1");
     assert.ok(["admin", "nobody"].includes(failure.actor));
   });
-
-  await app.close();
 });
 
 Deno.test("admin sign-in throttling", async (t) => {
-  const app = await createAdminTestApp();
+  await using app = await createAdminTestApp();
 
   await t.step("per (user, address): after 5 failures that address is refused", async () => {
     const attacker = new AdminClient(app);
@@ -139,12 +137,10 @@ Deno.test("admin sign-in throttling", async (t) => {
     const res = await client.post("/admin/login", { username: "someone", password: "x" });
     assert.equal(res.status, 429);
   });
-
-  await app.close();
 });
 
 Deno.test("admin sessions", async (t) => {
-  const app = await createAdminTestApp();
+  await using app = await createAdminTestApp();
 
   await t.step("logout ends the session on the server", async () => {
     const client = await signedInClient(app);
@@ -203,20 +199,20 @@ Deno.test("admin sessions", async (t) => {
   });
 
   await t.step("the cookie is Secure when the base URL is https", async () => {
-    const https = await createAdminTestApp({ baseUrl: "https://updates.example", https: true });
+    await using https = await createAdminTestApp({
+      baseUrl: "https://updates.example",
+      https: true,
+    });
     const client = new AdminClient(https);
     const res = await client.signIn();
     assert.equal(res.status, 303);
     const cookie = res.headers.getSetCookie().find((c) => c.startsWith("uds_session="))!;
     assert.match(cookie, /; Secure/);
-    await https.close();
   });
-
-  await app.close();
 });
 
 Deno.test("admin password change", async (t) => {
-  const app = await createAdminTestApp();
+  await using app = await createAdminTestApp();
   const client = await signedInClient(app);
   const other = await signedInClient(app);
 
@@ -265,8 +261,6 @@ Deno.test("admin password change", async (t) => {
     assert.equal((await fresh.signIn(ADMIN_USER, ADMIN_PASSWORD)).status, 401);
     assert.equal((await fresh.signIn(ADMIN_USER, "a new long password")).status, 303);
   });
-
-  await app.close();
 });
 
 Deno.test("passwords are PBKDF2-SHA256 with a per-user salt", async () => {

@@ -84,16 +84,17 @@ async function snapshot(t: TestApp): Promise<string> {
   );
 }
 
-async function seeded() {
-  const t = await createAdminTestApp();
+/** Seeds a project, a release and a key whose ids the routes' parameters take. */
+async function seed(t: TestApp) {
   const project = await seedProject(t, { slug: "alpha", name: "Alpha", tags: ["one"] });
   const release = await seedRelease(t, project.id, "1.0.0");
   const { apiKey } = await seedKey(t);
-  return { t, releaseId: release.id, keyId: apiKey.id };
+  return { releaseId: release.id, keyId: apiKey.id };
 }
 
 Deno.test("every admin route the app registers is behind the gates", async (t) => {
-  const { t: app, releaseId, keyId } = await seeded();
+  await using app = await createAdminTestApp();
+  const { releaseId, keyId } = await seed(app);
   const routes = adminRoutes(app, { releaseId, keyId });
   const gated = gatedRoutes(routes);
 
@@ -186,12 +187,10 @@ Deno.test("every admin route the app registers is behind the gates", async (t) =
     assert.equal(res.status, 303);
     assert.notEqual(await snapshot(app), before);
   });
-
-  await app.close();
 });
 
 Deno.test("admin POSTs check the browser's origin headers", async (t) => {
-  const { t: app } = await seeded();
+  await using app = await createAdminTestApp();
   const client = await signedInClient(app);
 
   await t.step("cross-site requests are refused even with the right token", async () => {
@@ -220,6 +219,4 @@ Deno.test("admin POSTs check the browser's origin headers", async (t) => {
     });
     assert.equal(byOrigin.status, 303);
   });
-
-  await app.close();
 });

@@ -4,7 +4,7 @@ import { seedKey, seedProject, seedRelease } from "./helpers.ts";
 import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 
 Deno.test("admin dashboard", async (t) => {
-  const app = await createAdminTestApp();
+  await using app = await createAdminTestApp();
   const client = await signedInClient(app);
   const one = await seedProject(app, { slug: "one", name: "One" });
   await seedProject(app, { slug: "two", name: "Two" });
@@ -29,12 +29,10 @@ Deno.test("admin dashboard", async (t) => {
       assert.ok(html.includes(`href="${href}"`), href);
     }
   });
-
-  await app.close();
 });
 
 Deno.test("admin audit log pages newest first", async (t) => {
-  const app = await createAdminTestApp();
+  await using app = await createAdminTestApp();
   const client = await signedInClient(app);
   const base = Date.now() - 1_000_000;
   for (let i = 0; i < 120; i++) {
@@ -70,12 +68,10 @@ Deno.test("admin audit log pages newest first", async (t) => {
     const res = await client.fetch("/admin/audit?before=garbage");
     assert.equal(res.status, 200);
   });
-
-  await app.close();
 });
 
 Deno.test("admin pages are safe", async (t) => {
-  const app = await createAdminTestApp();
+  await using app = await createAdminTestApp();
   const client = await signedInClient(app);
 
   await t.step("CSP without inline scripts, security headers, no caching", async () => {
@@ -167,6 +163,4 @@ Deno.test("admin pages are safe", async (t) => {
     assert.equal(res.status, 413);
     assert.match(res.headers.get("content-type")!, /^text\/html/);
   });
-
-  await app.close();
 });

@@ -4,7 +4,7 @@ import { seedProject, seedRelease } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 
 Deno.test("admin projects", async (t) => {
-  const app = await createAdminTestApp();
+  await using app = await createAdminTestApp();
   const client = await signedInClient(app);
 
   await t.step("list page shows the create form with its fields", async () => {
@@ -168,6 +168,4 @@ Deno.test("admin projects", async (t) => {
     const times = entries.map((entry) => entry.at);
     assert.deepEqual(times, [...times].sort().reverse());
   });
-
-  await app.close();
 });

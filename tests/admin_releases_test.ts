@@ -58,17 +58,16 @@ function postRaw(client: AdminClient, raw: { body: Uint8Array; contentType: stri
   });
 }
 
-async function setup(
-  maxUploadBytes = 64 * 1024,
-): Promise<{ app: TestApp; client: AdminClient; project: Project }> {
-  const app = await createAdminTestApp({ maxUploadBytes });
+/** Seeds the project "app" and signs a client in. */
+async function setup(app: TestApp): Promise<{ client: AdminClient; project: Project }> {
   const project = await seedProject(app, { slug: "app", name: "App" });
   const client = await signedInClient(app);
-  return { app, client, project };
+  return { client, project };
 }
 
 Deno.test("admin release upload", async (t) => {
-  const { app, client, project } = await setup();
+  await using app = await createAdminTestApp({ maxUploadBytes: 64 * 1024 });
+  const { client, project } = await setup(app);
 
   await t.step(
     "upload: 303 to the project page; size and SHA-256 from the stored bytes",
@@ -153,12 +152,11 @@ Deno.test("admin release upload", async (t) => {
     const latest = await getLatestRelease(app.kv, project.id);
     assert.equal(latest?.content_type, "application/octet-stream");
   });
-
-  await app.close();
 });
 
 Deno.test("admin release upload of several MiB: the stored bytes are the sent bytes", async (t) => {
-  const { app, client, project } = await setup(16 * 1024 * 1024);
+  await using app = await createAdminTestApp({ maxUploadBytes: 16 * 1024 * 1024 });
+  const { client, project } = await setup(app);
   const boundary = "----rawboundary7MA4YWxkTrZu0gW";
   // Random bytes with near copies of the raw body's delimiter sprinkled in
   const bytes = randomBytes(5 * 1024 * 1024 + 3);
@@ -195,12 +193,11 @@ Deno.test("admin release upload of several MiB: the stored bytes are the sent by
     assert.equal((await postRaw(client, raw)).status, 303);
     await assertStored("6.0.1");
   });
-
-  await app.close();
 });
 
 Deno.test("admin release upload refusals leave nothing behind", async (t) => {
-  const { app, client, project } = await setup();
+  await using app = await createAdminTestApp();
+  const { client, project } = await setup(app);
   await seedRelease(app, project.id, "1.0.0");
 
   async function assertUnchanged(label: string) {
@@ -329,12 +326,11 @@ Deno.test("admin release upload refusals leave nothing behind", async (t) => {
     assert.match(await broken.text(), /could not be read/);
     await assertUnchanged("malformed");
   });
-
-  await app.close();
 });
 
 Deno.test("admin release list and state changes", async (t) => {
-  const { app, client, project } = await setup(16 * 1024 * 1024);
+  await using app = await createAdminTestApp({ maxUploadBytes: 16 * 1024 * 1024 });
+  const { client, project } = await setup(app);
   const older = await seedRelease(app, project.id, "1.0.0", new Uint8Array(1536));
   const newer = await seedRelease(app, project.id, "1.1.0", new Uint8Array(3 * 1024 * 1024), {
     build: "77",
@@ -390,8 +386,6 @@ Deno.test("admin release list and state changes", async (t) => {
     assert.ok(actions.includes(`release.archive release ${newer.id}`));
     assert.ok(actions.includes(`release.activate release ${older.id}`));
   });
-
-  await app.close();
 });
 
 /** `name{labels}` → value, from the text exposition format. */
@@ -428,7 +422,8 @@ async function uploadMetricsMoved(action: () => Promise<unknown>): Promise<Recor
 }
 
 Deno.test("admin uploads move the upload metrics", async (t) => {
-  const { app, client } = await setup(64 * 1024);
+  await using app = await createAdminTestApp({ maxUploadBytes: 64 * 1024 });
+  const { client } = await setup(app);
   const upload = (file: File, version = "1.0.0", csrf = client.csrfToken) =>
     client.upload(UPLOAD_PATH, [["csrf_token", csrf], ["version", version], ["file", file]]);
   const expectStatus = async (res: Promise<Response>, status: number) => {
@@ -483,6 +478,4 @@ Deno.test("admin uploads move the upload metrics", async (t) => {
       await Deno.remove(app.config.artifactsDir);
     }
   });
-
-  await app.close();
 });

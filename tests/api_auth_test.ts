@@ -24,14 +24,10 @@ const PROTECTED = [
 ];
 
 async function withApp(fn: (t: TestApp) => Promise<void>) {
-  const t = await createTestApp({ serviceRealm: "acme-updates" });
-  try {
-    const project = await seedProject(t, { slug: "app" });
-    await seedRelease(t, project.id, "1.0.0");
-    await fn(t);
-  } finally {
-    await t.close();
-  }
+  await using t = await createTestApp({ serviceRealm: "acme-updates" });
+  const project = await seedProject(t, { slug: "app" });
+  await seedRelease(t, project.id, "1.0.0");
+  await fn(t);
 }
 
 Deno.test("401 missing bearer api key, with WWW-Authenticate Bearer realm", () =>
@@ -152,52 +148,40 @@ Deno.test("check order: 401 and 403 come before 400 and 404", () =>
   }));
 
 Deno.test("503 api key service unavailable when KV fails while checking a key", async () => {
-  const t = await createTestApp({}, {
+  await using t = await createTestApp({}, {
     wrapKv: (kv) => faultyKv(kv, { failGet: (key) => key[0] === "api_keys_by_hash" }),
   });
-  try {
-    const { secret } = await seedKey(t);
-    for (const path of PROTECTED) {
-      const { value: res, logged } = await captureErrors(() => t.request(path, secret));
-      assertProtectedHeaders(res);
-      assertSecurityHeaders(res);
-      await assertError(res, 503, "api key service unavailable");
-      assert.match(logged, /api key lookup failed/);
-    }
-    // Without a token there is nothing to look up: still the plain 401.
-    await assertError(await t.request("/api/v1/projects"), 401, "missing bearer api key");
-  } finally {
-    await t.close();
+  const { secret } = await seedKey(t);
+  for (const path of PROTECTED) {
+    const { value: res, logged } = await captureErrors(() => t.request(path, secret));
+    assertProtectedHeaders(res);
+    assertSecurityHeaders(res);
+    await assertError(res, 503, "api key service unavailable");
+    assert.match(logged, /api key lookup failed/);
   }
+  // Without a token there is nothing to look up: still the plain 401.
+  await assertError(await t.request("/api/v1/projects"), 401, "missing bearer api key");
 });
 
 Deno.test("503 also when the key record itself cannot be read", async () => {
-  const t = await createTestApp({}, {
+  await using t = await createTestApp({}, {
     wrapKv: (kv) => faultyKv(kv, { failGet: (key) => key[0] === "api_keys" }),
   });
-  try {
-    const { secret } = await seedKey(t);
-    const { value: res } = await captureErrors(() => t.request("/api/v1/projects", secret));
-    await assertError(res, 503, "api key service unavailable");
-  } finally {
-    await t.close();
-  }
+  const { secret } = await seedKey(t);
+  const { value: res } = await captureErrors(() => t.request("/api/v1/projects", secret));
+  await assertError(res, 503, "api key service unavailable");
 });
 
 /** Projects: a (tags beta, win), b (tag mac), c (no tags); each with one release. */
 async function withScopeFixtures(
   fn: (t: TestApp, ids: Record<"a" | "b" | "c", number>) => Promise<void>,
 ) {
-  const t = await createTestApp();
-  try {
-    const a = await seedProject(t, { slug: "a", tags: ["beta", "win"] });
-    const b = await seedProject(t, { slug: "b", tags: ["mac"] });
-    const c = await seedProject(t, { slug: "c" });
-    for (const p of [a, b, c]) await seedRelease(t, p.id, "1.0");
-    await fn(t, { a: a.id, b: b.id, c: c.id });
-  } finally {
-    await t.close();
-  }
+  await using t = await createTestApp();
+  const a = await seedProject(t, { slug: "a", tags: ["beta", "win"] });
+  const b = await seedProject(t, { slug: "b", tags: ["mac"] });
+  const c = await seedProject(t, { slug: "c" });
+  for (const p of [a, b, c]) await seedRelease(t, p.id, "1.0");
+  await fn(t, { a: a.id, b: b.id, c: c.id });
 }
 
 /** Which of the fixture projects the key can reach, through every protected route. */

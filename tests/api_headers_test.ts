@@ -43,166 +43,130 @@ async function everyKindOfResponse(t: TestApp): Promise<[string, Response][]> {
 }
 
 Deno.test("security headers on every response, errors and 404s included", async () => {
-  const t = await createTestApp();
-  try {
-    for (const [name, res] of await everyKindOfResponse(t)) {
-      await res.body?.cancel();
-      try {
-        assertSecurityHeaders(res);
-      } catch (error) {
-        throw new Error(`${name}: ${(error as Error).message}`);
-      }
+  await using t = await createTestApp();
+  for (const [name, res] of await everyKindOfResponse(t)) {
+    await res.body?.cancel();
+    try {
+      assertSecurityHeaders(res);
+    } catch (error) {
+      throw new Error(`${name}: ${(error as Error).message}`);
     }
-  } finally {
-    await t.close();
   }
 });
 
 Deno.test("HSTS max-age=31536000 on every response when APP_BASE_URL is https://", async () => {
-  const t = await createTestApp({ baseUrl: "https://updates.example.com", https: true });
-  try {
-    for (const [name, res] of await everyKindOfResponse(t)) {
-      await res.body?.cancel();
-      assert.equal(res.headers.get("strict-transport-security"), "max-age=31536000", name);
-    }
-  } finally {
-    await t.close();
+  await using t = await createTestApp({ baseUrl: "https://updates.example.com", https: true });
+  for (const [name, res] of await everyKindOfResponse(t)) {
+    await res.body?.cancel();
+    assert.equal(res.headers.get("strict-transport-security"), "max-age=31536000", name);
   }
 });
 
 Deno.test("no HSTS when APP_BASE_URL is http://", async () => {
-  const t = await createTestApp({ baseUrl: "http://updates.example.com", https: false });
-  try {
-    for (const [name, res] of await everyKindOfResponse(t)) {
-      await res.body?.cancel();
-      assert.equal(res.headers.get("strict-transport-security"), null, name);
-    }
-  } finally {
-    await t.close();
+  await using t = await createTestApp({ baseUrl: "http://updates.example.com", https: false });
+  for (const [name, res] of await everyKindOfResponse(t)) {
+    await res.body?.cancel();
+    assert.equal(res.headers.get("strict-transport-security"), null, name);
   }
 });
 
 Deno.test("application/json; charset=utf-8 on every JSON body", async () => {
-  const t = await createTestApp();
-  try {
-    for (const [name, res] of await everyKindOfResponse(t)) {
-      if (name === "download") {
-        await res.body?.cancel();
-        continue;
-      }
-      assert.equal(res.headers.get("content-type"), "application/json; charset=utf-8", name);
-      JSON.parse(await res.text());
+  await using t = await createTestApp();
+  for (const [name, res] of await everyKindOfResponse(t)) {
+    if (name === "download") {
+      await res.body?.cancel();
+      continue;
     }
-  } finally {
-    await t.close();
+    assert.equal(res.headers.get("content-type"), "application/json; charset=utf-8", name);
+    JSON.parse(await res.text());
   }
 });
 
 Deno.test("protected-response cache headers on every /api/v1 response", async () => {
-  const t = await createTestApp();
-  try {
-    for (const [name, res] of await everyKindOfResponse(t)) {
-      await res.body?.cancel();
-      if (name === "healthz" || name === "404 outside api") continue;
-      try {
-        assertProtectedHeaders(res);
-      } catch (error) {
-        throw new Error(`${name}: ${(error as Error).message}`);
-      }
+  await using t = await createTestApp();
+  for (const [name, res] of await everyKindOfResponse(t)) {
+    await res.body?.cancel();
+    if (name === "healthz" || name === "404 outside api") continue;
+    try {
+      assertProtectedHeaders(res);
+    } catch (error) {
+      throw new Error(`${name}: ${(error as Error).message}`);
     }
-  } finally {
-    await t.close();
   }
 });
 
 Deno.test("unknown paths under /api/v1 answer 404 resource not found as JSON", async () => {
-  const t = await createTestApp();
-  try {
-    const { secret } = await seedKey(t);
-    for (
-      const path of [
-        "/api/v1/nope",
-        "/api/v1/",
-        "/api/v1/projects/app",
-        "/api/v1/projects/app/releases",
-        "/api/v1/projects/app/releases/1",
-        "/api/v1/releases",
-        "/api/v1/releases/1/download/extra",
-        "/api/v1/keys",
-      ]
-    ) {
-      for (const key of [undefined, secret]) {
-        const res = await t.request(path, key);
-        assertProtectedHeaders(res);
-        await assertError(res, 404, "resource not found");
-      }
+  await using t = await createTestApp();
+  const { secret } = await seedKey(t);
+  for (
+    const path of [
+      "/api/v1/nope",
+      "/api/v1/",
+      "/api/v1/projects/app",
+      "/api/v1/projects/app/releases",
+      "/api/v1/projects/app/releases/1",
+      "/api/v1/releases",
+      "/api/v1/releases/1/download/extra",
+      "/api/v1/keys",
+    ]
+  ) {
+    for (const key of [undefined, secret]) {
+      const res = await t.request(path, key);
+      assertProtectedHeaders(res);
+      await assertError(res, 404, "resource not found");
     }
-  } finally {
-    await t.close();
   }
 });
 
 Deno.test("unknown paths outside the API answer 404 JSON too", async () => {
-  const t = await createTestApp();
-  try {
-    for (const path of ["/nope", "/api", "/api/v2/projects", "/healthz/x"]) {
-      await assertError(await t.request(path), 404, "resource not found");
-    }
-  } finally {
-    await t.close();
+  await using t = await createTestApp();
+  for (const path of ["/nope", "/api", "/api/v2/projects", "/healthz/x"]) {
+    await assertError(await t.request(path), 404, "resource not found");
   }
 });
 
 Deno.test("write methods are not offered: 405 with Allow: GET, HEAD", async () => {
-  const t = await createTestApp();
-  try {
-    const { secret } = await seedKey(t);
-    for (
-      const path of [
-        "/api/v1",
-        "/api/v1/projects",
-        "/api/v1/projects/app/releases/latest",
-        "/api/v1/releases/1",
-        "/api/v1/releases/1/download",
-      ]
-    ) {
-      for (const method of ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"]) {
-        for (const key of [undefined, secret]) {
-          const res = await t.request(path, key, {
-            method,
-            body: method === "OPTIONS" ? null : "{}",
-          });
-          assert.equal(res.headers.get("allow"), "GET, HEAD", `${method} ${path}`);
-          assertSecurityHeaders(res);
-          assertProtectedHeaders(res);
-          await assertError(res, 405, "method not allowed");
-        }
+  await using t = await createTestApp();
+  const { secret } = await seedKey(t);
+  for (
+    const path of [
+      "/api/v1",
+      "/api/v1/projects",
+      "/api/v1/projects/app/releases/latest",
+      "/api/v1/releases/1",
+      "/api/v1/releases/1/download",
+    ]
+  ) {
+    for (const method of ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"]) {
+      for (const key of [undefined, secret]) {
+        const res = await t.request(path, key, {
+          method,
+          body: method === "OPTIONS" ? null : "{}",
+        });
+        assert.equal(res.headers.get("allow"), "GET, HEAD", `${method} ${path}`);
+        assertSecurityHeaders(res);
+        assertProtectedHeaders(res);
+        await assertError(res, 405, "method not allowed");
       }
     }
-  } finally {
-    await t.close();
   }
 });
 
 Deno.test("500 internal server error: JSON body, cause logged, no stack trace", async () => {
-  const t = await createTestApp({}, {
+  await using t = await createTestApp({}, {
     wrapKv: (kv) => faultyKv(kv, { failGet: (key) => key[0] === "projects_by_slug" }),
   });
-  try {
-    const { secret } = await seedKey(t);
-    const { value: res, logged } = await captureErrors(() =>
-      t.request("/api/v1/projects/app/releases/latest", secret)
-    );
-    assertSecurityHeaders(res);
-    assertProtectedHeaders(res);
-    const text = await res.clone().text();
-    await assertError(res, 500, "internal server error");
-    assert.doesNotMatch(text, /kv get failed|at |\.ts/);
-    assert.match(logged, /internal error/);
-    assert.match(logged, /kv get failed \(test fault\)/);
-  } finally {
-    await t.close();
-  }
+  const { secret } = await seedKey(t);
+  const { value: res, logged } = await captureErrors(() =>
+    t.request("/api/v1/projects/app/releases/latest", secret)
+  );
+  assertSecurityHeaders(res);
+  assertProtectedHeaders(res);
+  const text = await res.clone().text();
+  await assertError(res, 500, "internal server error");
+  assert.doesNotMatch(text, /kv get failed|at |\.ts/);
+  assert.match(logged, /internal error/);
+  assert.match(logged, /kv get failed \(test fault\)/);
 });
 
 Deno.test("Content-Disposition: a plain name is sent as attachment; filename=<name>", () => {
@@ -236,23 +200,19 @@ Deno.test("Content-Disposition: quotes, spaces, non-ASCII and control characters
 });
 
 Deno.test("Content-Disposition on download: an unusual filename arrives safely", async () => {
-  const t = await createTestApp();
-  try {
-    const project = await seedProject(t, { slug: "app" });
-    const release = await seedRelease(t, project.id, "1.0", undefined, {
-      filename: 'naïve "v2".zip',
-    });
-    const { secret } = await seedKey(t);
-    const res = await t.request(`/api/v1/releases/${release.id}/download`, secret);
-    assert.equal(res.status, 200);
-    assert.equal(
-      res.headers.get("content-disposition"),
-      `attachment; filename="na_ve _v2_.zip"; filename*=UTF-8''na%C3%AFve%20%22v2%22.zip`,
-    );
-    await res.body?.cancel();
-  } finally {
-    await t.close();
-  }
+  await using t = await createTestApp();
+  const project = await seedProject(t, { slug: "app" });
+  const release = await seedRelease(t, project.id, "1.0", undefined, {
+    filename: 'naïve "v2".zip',
+  });
+  const { secret } = await seedKey(t);
+  const res = await t.request(`/api/v1/releases/${release.id}/download`, secret);
+  assert.equal(res.status, 200);
+  assert.equal(
+    res.headers.get("content-disposition"),
+    `attachment; filename="na_ve _v2_.zip"; filename*=UTF-8''na%C3%AFve%20%22v2%22.zip`,
+  );
+  await res.body?.cancel();
 });
 
 /** Counts the durable writes made through a KV. */
@@ -269,84 +229,72 @@ function countingKv(kv: Deno.Kv): { kv: Deno.Kv; writes: () => number } {
 }
 
 Deno.test("hot path: no durable KV write per request; last use at most once a minute", async () => {
-  const t = await createTestApp();
-  try {
-    const project = await seedProject(t, { slug: "app" });
-    const release = await seedRelease(t, project.id, "1.0");
-    const { apiKey, secret } = await seedKey(t);
-    const counted = countingKv(t.kv);
-    const app = createApp({
-      config: t.config,
-      kv: counted.kv,
-      artifacts: t.artifacts,
-      rateLimitKv: t.rateLimitKv,
-      recordKeyUse: createKeyUsageRecorder(counted.kv),
-    });
-    for (let i = 0; i < 10; i++) {
-      for (
-        const path of [
-          "/api/v1",
-          "/api/v1/projects",
-          "/api/v1/projects/app/releases/latest",
-          `/api/v1/releases/${release.id}`,
-        ]
-      ) {
-        const res = await app.request(path, { headers: { authorization: `Bearer ${secret}` } });
-        assert.equal(res.status, 200);
-        await res.body?.cancel();
-      }
+  await using t = await createTestApp();
+  const project = await seedProject(t, { slug: "app" });
+  const release = await seedRelease(t, project.id, "1.0");
+  const { apiKey, secret } = await seedKey(t);
+  const counted = countingKv(t.kv);
+  const app = createApp({
+    config: t.config,
+    kv: counted.kv,
+    artifacts: t.artifacts,
+    rateLimitKv: t.rateLimitKv,
+    recordKeyUse: createKeyUsageRecorder(counted.kv),
+  });
+  for (let i = 0; i < 10; i++) {
+    for (
+      const path of [
+        "/api/v1",
+        "/api/v1/projects",
+        "/api/v1/projects/app/releases/latest",
+        `/api/v1/releases/${release.id}`,
+      ]
+    ) {
+      const res = await app.request(path, { headers: { authorization: `Bearer ${secret}` } });
+      assert.equal(res.status, 200);
+      await res.body?.cancel();
     }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    assert.equal(counted.writes(), 1, "one last_used_at write for 40 requests");
-    assert.ok((await t.kv.get(apiKeyLastUsedKey(apiKey.id))).value);
-  } finally {
-    await t.close();
   }
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(counted.writes(), 1, "one last_used_at write for 40 requests");
+  assert.ok((await t.kv.get(apiKeyLastUsedKey(apiKey.id))).value);
 });
 
 Deno.test("download artifacts never leave artifacts/ (storage key is not a path)", async () => {
-  const t = await createTestApp();
-  try {
-    const project = await seedProject(t, { slug: "app" });
-    const release = await seedRelease(t, project.id, "1.0");
-    const { secret } = await seedKey(t);
-    // A record pointing outside artifacts/ (e.g. a tampered restore) is treated as a missing file.
-    const outside = join(t.config.dataDir, "secret.txt");
-    await Deno.writeTextFile(outside, "secret");
-    await t.kv.set(releaseKey(release.id), { ...release, storage_key: "../secret.txt" });
-    await assertError(
-      await t.request(`/api/v1/releases/${release.id}/download`, secret),
-      404,
-      "release not found",
-    );
-  } finally {
-    await t.close();
-  }
+  await using t = await createTestApp();
+  const project = await seedProject(t, { slug: "app" });
+  const release = await seedRelease(t, project.id, "1.0");
+  const { secret } = await seedKey(t);
+  // A record pointing outside artifacts/ (e.g. a tampered restore) is treated as a missing file.
+  const outside = join(t.config.dataDir, "secret.txt");
+  await Deno.writeTextFile(outside, "secret");
+  await t.kv.set(releaseKey(release.id), { ...release, storage_key: "../secret.txt" });
+  await assertError(
+    await t.request(`/api/v1/releases/${release.id}/download`, secret),
+    404,
+    "release not found",
+  );
 });
 
 Deno.test("JSON and file responses skip the document-only headers that admin pages carry", async () => {
-  const t = await createTestApp();
-  try {
-    const documentOnly = [
-      "cross-origin-opener-policy",
-      "origin-agent-cluster",
-      "x-dns-prefetch-control",
-      "x-download-options",
-      "x-permitted-cross-domain-policies",
-      "x-xss-protection",
-    ];
-    for (const path of ["/api/v1", "/healthz", "/nowhere"]) {
-      const res = await t.request(path);
-      await res.body?.cancel();
-      assertSecurityHeaders(res);
-      assert.equal(res.headers.get("cross-origin-resource-policy"), "same-origin", path);
-      for (const name of documentOnly) assert.equal(res.headers.get(name), null, `${path} ${name}`);
-    }
-    const page = await t.request("/admin/login");
-    await page.body?.cancel();
-    assertSecurityHeaders(page);
-    for (const name of documentOnly) assert.notEqual(page.headers.get(name), null, name);
-  } finally {
-    await t.close();
+  await using t = await createTestApp();
+  const documentOnly = [
+    "cross-origin-opener-policy",
+    "origin-agent-cluster",
+    "x-dns-prefetch-control",
+    "x-download-options",
+    "x-permitted-cross-domain-policies",
+    "x-xss-protection",
+  ];
+  for (const path of ["/api/v1", "/healthz", "/nowhere"]) {
+    const res = await t.request(path);
+    await res.body?.cancel();
+    assertSecurityHeaders(res);
+    assert.equal(res.headers.get("cross-origin-resource-policy"), "same-origin", path);
+    for (const name of documentOnly) assert.equal(res.headers.get(name), null, `${path} ${name}`);
   }
+  const page = await t.request("/admin/login");
+  await page.body?.cancel();
+  assertSecurityHeaders(page);
+  for (const name of documentOnly) assert.notEqual(page.headers.get(name), null, name);
 });

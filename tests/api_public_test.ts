@@ -13,142 +13,110 @@ const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
 const isPing = (key: Deno.KvKey) => key[0] === "health";
 
 Deno.test("healthz: 200 with database ok and status ok when KV answers", async () => {
-  const t = await createTestApp({ serviceName: "Acme Updates" });
-  try {
-    const res = await t.request("/healthz");
-    const body = await readJson(res, 200);
-    assert.deepEqual(Object.keys(body).sort(), ["database", "service", "status", "timestamp"]);
-    assert.equal(body.database, "ok");
-    assert.equal(body.status, "ok");
-    assert.equal(body.service, "Acme Updates");
-    assert.match(body.timestamp, RFC3339);
-    assert.ok(Math.abs(Date.parse(body.timestamp) - Date.now()) < 5000);
-    assertSecurityHeaders(res);
-  } finally {
-    await t.close();
-  }
+  await using t = await createTestApp({ serviceName: "Acme Updates" });
+  const res = await t.request("/healthz");
+  const body = await readJson(res, 200);
+  assert.deepEqual(Object.keys(body).sort(), ["database", "service", "status", "timestamp"]);
+  assert.equal(body.database, "ok");
+  assert.equal(body.status, "ok");
+  assert.equal(body.service, "Acme Updates");
+  assert.match(body.timestamp, RFC3339);
+  assert.ok(Math.abs(Date.parse(body.timestamp) - Date.now()) < 5000);
+  assertSecurityHeaders(res);
 });
 
 Deno.test("healthz: 503 degraded with database ping failed when KV throws", async () => {
-  const t = await createTestApp({}, { wrapKv: (kv) => faultyKv(kv, { failGet: isPing }) });
-  try {
-    const res = await t.request("/healthz");
-    const body = await readJson(res, 503);
-    assert.deepEqual(Object.keys(body).sort(), [
-      "database",
-      "error",
-      "service",
-      "status",
-      "timestamp",
-    ]);
-    assert.equal(body.database, "unavailable");
-    assert.equal(body.status, "degraded");
-    assert.equal(body.error, "database ping failed");
-    assert.equal(body.service, "Update Distribution Service");
-    assert.match(body.timestamp, RFC3339);
-    assertSecurityHeaders(res);
-  } finally {
-    await t.close();
-  }
+  await using t = await createTestApp({}, { wrapKv: (kv) => faultyKv(kv, { failGet: isPing }) });
+  const res = await t.request("/healthz");
+  const body = await readJson(res, 503);
+  assert.deepEqual(Object.keys(body).sort(), [
+    "database",
+    "error",
+    "service",
+    "status",
+    "timestamp",
+  ]);
+  assert.equal(body.database, "unavailable");
+  assert.equal(body.status, "degraded");
+  assert.equal(body.error, "database ping failed");
+  assert.equal(body.service, "Update Distribution Service");
+  assert.match(body.timestamp, RFC3339);
+  assertSecurityHeaders(res);
 });
 
 Deno.test("healthz: 503 degraded when KV never answers (ping timeout)", async () => {
-  const t = await createTestApp({}, { wrapKv: (kv) => faultyKv(kv, { hangGet: isPing }) });
-  try {
-    const started = Date.now();
-    const body = await readJson(await t.request("/healthz"), 503);
-    assert.equal(body.status, "degraded");
-    assert.equal(body.error, "database ping failed");
-    assert.ok(Date.now() - started < 5000, "answers within the timeout");
-  } finally {
-    await t.close();
-  }
+  await using t = await createTestApp({}, { wrapKv: (kv) => faultyKv(kv, { hangGet: isPing }) });
+  const started = Date.now();
+  const body = await readJson(await t.request("/healthz"), 503);
+  assert.equal(body.status, "degraded");
+  assert.equal(body.error, "database ping failed");
+  assert.ok(Date.now() - started < 5000, "answers within the timeout");
 });
 
 Deno.test("healthz: HEAD answers 200 without a body", async () => {
-  const t = await createTestApp();
-  try {
-    const res = await t.request("/healthz", undefined, { method: "HEAD" });
-    assert.equal(res.status, 200);
-    assert.equal(await res.text(), "");
-  } finally {
-    await t.close();
-  }
+  await using t = await createTestApp();
+  const res = await t.request("/healthz", undefined, { method: "HEAD" });
+  assert.equal(res.status, 200);
+  assert.equal(await res.text(), "");
 });
 
 Deno.test("healthz: never rate limited", async () => {
-  const t = await createTestApp({ rateLimitBurst: 1, rateLimitPerMinute: 1 });
-  try {
-    for (let i = 0; i < 5; i++) {
-      const res = await t.request("/healthz");
-      assert.equal(res.status, 200);
-      await res.body?.cancel();
-    }
-  } finally {
-    await t.close();
+  await using t = await createTestApp({ rateLimitBurst: 1, rateLimitPerMinute: 1 });
+  for (let i = 0; i < 5; i++) {
+    const res = await t.request("/healthz");
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
   }
 });
 
 Deno.test("api index: the exact index object, without authorization", async () => {
-  const t = await createTestApp({ serviceName: "Acme Updates" });
-  try {
-    const res = await t.request("/api/v1");
-    assert.deepEqual(await readJson(res, 200), {
-      auth: { header: "Authorization: Bearer <api_key>", type: "bearer" },
-      routes: [
-        {
-          description: "active projects accessible to the key",
-          method: "GET",
-          path: "/api/v1/projects",
-        },
-        {
-          description: "latest active release metadata of an accessible project",
-          method: "GET",
-          path: "/api/v1/projects/{projectSlug}/releases/latest",
-        },
-        {
-          description: "release metadata of an accessible release",
-          method: "GET",
-          path: "/api/v1/releases/{releaseID}",
-        },
-        {
-          description: "private artifact download of an accessible release",
-          method: "GET",
-          path: "/api/v1/releases/{releaseID}/download",
-        },
-      ],
-      service: "Acme Updates",
-      status: "client-api-ready",
-      version: "v1",
-    });
-    assertSecurityHeaders(res);
-  } finally {
-    await t.close();
-  }
+  await using t = await createTestApp({ serviceName: "Acme Updates" });
+  const res = await t.request("/api/v1");
+  assert.deepEqual(await readJson(res, 200), {
+    auth: { header: "Authorization: Bearer <api_key>", type: "bearer" },
+    routes: [
+      {
+        description: "active projects accessible to the key",
+        method: "GET",
+        path: "/api/v1/projects",
+      },
+      {
+        description: "latest active release metadata of an accessible project",
+        method: "GET",
+        path: "/api/v1/projects/{projectSlug}/releases/latest",
+      },
+      {
+        description: "release metadata of an accessible release",
+        method: "GET",
+        path: "/api/v1/releases/{releaseID}",
+      },
+      {
+        description: "private artifact download of an accessible release",
+        method: "GET",
+        path: "/api/v1/releases/{releaseID}/download",
+      },
+    ],
+    service: "Acme Updates",
+    status: "client-api-ready",
+    version: "v1",
+  });
+  assertSecurityHeaders(res);
 });
 
 Deno.test("api index: any Authorization header is ignored, even a bad one", async () => {
-  const t = await createTestApp();
-  try {
-    const { secret } = await seedKey(t);
-    for (const key of [secret, "uds_not-a-key", ""]) {
-      const body = await readJson(await t.request("/api/v1", key), 200);
-      assert.equal(body.status, "client-api-ready");
-    }
-  } finally {
-    await t.close();
+  await using t = await createTestApp();
+  const { secret } = await seedKey(t);
+  for (const key of [secret, "uds_not-a-key", ""]) {
+    const body = await readJson(await t.request("/api/v1", key), 200);
+    assert.equal(body.status, "client-api-ready");
   }
 });
 
 Deno.test("api index: still 200 when the key service is down", async () => {
-  const t = await createTestApp({}, {
+  await using t = await createTestApp({}, {
     wrapKv: (kv) => faultyKv(kv, { failGet: () => true }),
   });
-  try {
-    const { value: res, logged } = await captureErrors(() => t.request("/api/v1", "uds_x"));
-    assert.equal((await readJson(res, 200)).version, "v1");
-    assert.match(logged, /api key lookup failed/);
-  } finally {
-    await t.close();
-  }
+  const { value: res, logged } = await captureErrors(() => t.request("/api/v1", "uds_x"));
+  assert.equal((await readJson(res, 200)).version, "v1");
+  assert.match(logged, /api key lookup failed/);
 });

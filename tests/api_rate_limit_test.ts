@@ -26,18 +26,14 @@ async function withLimit(
   fn: (t: TestApp) => Promise<void>,
   options = {},
 ) {
-  const t = await createTestApp({
+  await using t = await createTestApp({
     rateLimitBurst: limit.burst,
     rateLimitPerMinute: limit.perMinute ?? 1,
     trustProxy: limit.trustProxy ?? false,
     rateLimitStore: limit.store ?? "memory",
   }, options);
-  try {
-    await seedProject(t, { slug: "app" });
-    await fn(t);
-  } finally {
-    await t.close();
-  }
+  await seedProject(t, { slug: "app" });
+  await fn(t);
 }
 
 async function status(res: Promise<Response>): Promise<number> {
@@ -63,26 +59,22 @@ for (const store of ["memory", "kv"] as const) {
 
 Deno.test("kv store: instances sharing one KV share the limit; memory store: they do not", async () => {
   for (const [store, expected] of [["kv", 429], ["memory", 200]] as const) {
-    const t = await createTestApp({
+    await using t = await createTestApp({
       rateLimitBurst: 1,
       rateLimitPerMinute: 1,
       rateLimitStore: store,
     });
-    try {
-      const second = createApp({
-        config: t.config,
-        kv: t.kv,
-        artifacts: t.artifacts,
-        rateLimitKv: store === "kv" ? t.rateLimitKv : undefined,
-        recordKeyUse: () => {},
-      });
-      assert.equal(await status(t.request("/api/v1")), 200);
-      // The kv store writes takes in rounds: the other instance sees them one round later.
-      await new Promise((resolve) => setTimeout(resolve, 4 * SYNC_INTERVAL_MS));
-      assert.equal(await status(Promise.resolve(second.request("/api/v1"))), expected, store);
-    } finally {
-      await t.close();
-    }
+    const second = createApp({
+      config: t.config,
+      kv: t.kv,
+      artifacts: t.artifacts,
+      rateLimitKv: store === "kv" ? t.rateLimitKv : undefined,
+      recordKeyUse: () => {},
+    });
+    assert.equal(await status(t.request("/api/v1")), 200);
+    // The kv store writes takes in rounds: the other instance sees them one round later.
+    await new Promise((resolve) => setTimeout(resolve, 4 * SYNC_INTERVAL_MS));
+    assert.equal(await status(Promise.resolve(second.request("/api/v1"))), expected, store);
   }
 });
 
@@ -314,7 +306,11 @@ Deno.test("kv store: instances on one KV share a bucket, within one round's take
 });
 
 Deno.test("a failing rate limiter lets requests through and logs the cause", async () => {
-  const t = await createTestApp({ rateLimitBurst: 1, rateLimitPerMinute: 1, rateLimitStore: "kv" });
+  await using t = await createTestApp({
+    rateLimitBurst: 1,
+    rateLimitPerMinute: 1,
+    rateLimitStore: "kv",
+  });
   try {
     t.rateLimitKv.close();
     const { value: statuses, logged } = await captureErrors(async () => [
@@ -325,7 +321,6 @@ Deno.test("a failing rate limiter lets requests through and logs the cause", asy
     assert.match(logged, /rate limit check failed/);
   } finally {
     t.rateLimitKv.close = () => {};
-    await t.close();
   }
 });
 

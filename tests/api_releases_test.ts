@@ -16,13 +16,9 @@ import {
 } from "./helpers.ts";
 
 async function withApp(fn: (t: TestApp, secret: string) => Promise<void>) {
-  const t = await createTestApp();
-  try {
-    const { secret } = await seedKey(t);
-    await fn(t, secret);
-  } finally {
-    await t.close();
-  }
+  await using t = await createTestApp();
+  const { secret } = await seedKey(t);
+  await fn(t, secret);
 }
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");

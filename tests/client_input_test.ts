@@ -45,203 +45,191 @@ function tags(count: number): string[] {
 }
 
 Deno.test("issue 9.6: release notes, description, tags and scope at their limits fit in KV", async (t) => {
-  const app = await createTestApp();
-  try {
-    await t.step("a release with every field full is stored and read back", async () => {
-      const project = await seedProject(app, { slug: "full" });
-      const release = await createRelease(app.kv, {
+  await using app = await createTestApp();
+  await t.step("a release with every field full is stored and read back", async () => {
+    const project = await seedProject(app, { slug: "full" });
+    const release = await createRelease(app.kv, {
+      project_id: project.id,
+      version: wide(VERSION_MAX_LENGTH),
+      build: wide(VERSION_MAX_LENGTH),
+      release_notes: wide(RELEASE_NOTES_MAX_LENGTH),
+      filename: wide(FILENAME_MAX_LENGTH),
+      content_type: `application/${"x".repeat(CONTENT_TYPE_MAX_LENGTH - 12)}`,
+      storage_key: crypto.randomUUID(),
+      checksum_sha256: "0".repeat(64),
+      size_bytes: Number.MAX_SAFE_INTEGER,
+    });
+    const stored = await getRelease(app.kv, release.id);
+    assert.equal(stored?.release_notes.length, RELEASE_NOTES_MAX_LENGTH);
+  });
+
+  await t.step("release notes one character over the limit: a ValidationError", async () => {
+    const project = await seedProject(app, { slug: "over" });
+    await assert.rejects(
+      createRelease(app.kv, {
         project_id: project.id,
-        version: wide(VERSION_MAX_LENGTH),
-        build: wide(VERSION_MAX_LENGTH),
-        release_notes: wide(RELEASE_NOTES_MAX_LENGTH),
-        filename: wide(FILENAME_MAX_LENGTH),
-        content_type: `application/${"x".repeat(CONTENT_TYPE_MAX_LENGTH - 12)}`,
+        version: "1",
+        // ASCII: 65,001 characters used to reach KV and fail there with a 500.
+        release_notes: "x".repeat(65_001),
+        filename: "a.bin",
         storage_key: crypto.randomUUID(),
         checksum_sha256: "0".repeat(64),
-        size_bytes: Number.MAX_SAFE_INTEGER,
-      });
-      const stored = await getRelease(app.kv, release.id);
-      assert.equal(stored?.release_notes.length, RELEASE_NOTES_MAX_LENGTH);
-    });
+        size_bytes: 1,
+      }),
+      (error) => error instanceof ValidationError && error.field === "release_notes",
+    );
+  });
 
-    await t.step("release notes one character over the limit: a ValidationError", async () => {
-      const project = await seedProject(app, { slug: "over" });
-      await assert.rejects(
-        createRelease(app.kv, {
-          project_id: project.id,
-          version: "1",
-          // ASCII: 65,001 characters used to reach KV and fail there with a 500.
-          release_notes: "x".repeat(65_001),
-          filename: "a.bin",
-          storage_key: crypto.randomUUID(),
-          checksum_sha256: "0".repeat(64),
-          size_bytes: 1,
-        }),
-        (error) => error instanceof ValidationError && error.field === "release_notes",
-      );
+  await t.step("a project with every field full is stored; one tag more is refused", async () => {
+    const project = await createProject(app.kv, {
+      name: wide(NAME_MAX_LENGTH),
+      slug: "wide-project",
+      description: wide(DESCRIPTION_MAX_LENGTH),
+      tags: tags(TAGS_MAX_COUNT),
     });
+    assert.equal((await getProject(app.kv, project.id))?.tags.length, TAGS_MAX_COUNT);
+    await assert.rejects(
+      updateProject(app.kv, project.id, { name: "x", tags: tags(TAGS_MAX_COUNT + 1) }),
+      (error) => error instanceof ValidationError && error.field === "tags",
+    );
+  });
 
-    await t.step("a project with every field full is stored; one tag more is refused", async () => {
-      const project = await createProject(app.kv, {
-        name: wide(NAME_MAX_LENGTH),
-        slug: "wide-project",
-        description: wide(DESCRIPTION_MAX_LENGTH),
-        tags: tags(TAGS_MAX_COUNT),
-      });
-      assert.equal((await getProject(app.kv, project.id))?.tags.length, TAGS_MAX_COUNT);
-      await assert.rejects(
-        updateProject(app.kv, project.id, { name: "x", tags: tags(TAGS_MAX_COUNT + 1) }),
-        (error) => error instanceof ValidationError && error.field === "tags",
-      );
+  await t.step("a key with a full scope is stored; one project more is refused", async () => {
+    const ids = Array.from({ length: SCOPE_PROJECTS_MAX_COUNT }, (_, i) => 2 ** 40 + i);
+    const { apiKey } = await createApiKey(app.kv, {
+      name: wide(NAME_MAX_LENGTH),
+      can_download: true,
+      scope_mode: "project_allow_list",
+      project_ids: ids,
+      tags: tags(TAGS_MAX_COUNT),
     });
-
-    await t.step("a key with a full scope is stored; one project more is refused", async () => {
-      const ids = Array.from({ length: SCOPE_PROJECTS_MAX_COUNT }, (_, i) => 2 ** 40 + i);
-      const { apiKey } = await createApiKey(app.kv, {
-        name: wide(NAME_MAX_LENGTH),
+    assert.equal((await getApiKey(app.kv, apiKey.id))?.project_ids.length, ids.length);
+    await assert.rejects(
+      createApiKey(app.kv, {
+        name: "too wide",
         can_download: true,
         scope_mode: "project_allow_list",
-        project_ids: ids,
-        tags: tags(TAGS_MAX_COUNT),
-      });
-      assert.equal((await getApiKey(app.kv, apiKey.id))?.project_ids.length, ids.length);
-      await assert.rejects(
-        createApiKey(app.kv, {
-          name: "too wide",
-          can_download: true,
-          scope_mode: "project_allow_list",
-          project_ids: [...ids, 1],
-        }),
-        (error) => error instanceof ValidationError && error.field === "project_ids",
-      );
-    });
-  } finally {
-    await app.close();
-  }
+        project_ids: [...ids, 1],
+      }),
+      (error) => error instanceof ValidationError && error.field === "project_ids",
+    );
+  });
 });
 
 Deno.test("issue 9.6: 500s that a client can cause are clear 4xx answers", async (t) => {
-  const app = await createAdminTestApp({ maxUploadBytes: 1024 * 1024 });
-  try {
-    const client = await signedInClient(app);
-    await seedProject(app, { slug: "app" });
+  await using app = await createAdminTestApp({ maxUploadBytes: 1024 * 1024 });
+  const client = await signedInClient(app);
+  await seedProject(app, { slug: "app" });
 
-    await t.step("form fields named constructor, __proto__ and toString", async () => {
-      for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
-        const { value: res, logged } = await captureErrors(() =>
-          client.post("/admin/projects", { [name]: "x", name: `P ${name}`, slug: "" })
-        );
-        assert.ok(res.status < 500, `${name}: ${res.status}`);
-        assert.equal(logged, "");
-      }
-      // The sign-in form reads the same way.
-      const anonymous = new AdminClient(app);
-      await anonymous.page("/admin/login");
-      const res = await anonymous.post("/admin/login", {
-        constructor: "x",
-        __proto__: "y",
-        username: "admin",
-        password: "wrong password",
-      });
-      assert.equal(res.status, 401);
-    });
-
-    await t.step("an unparseable Host header on admin routes is a 400", async () => {
-      // A Request with such a URL cannot be built in process: go through Deno.serve.
-      const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, app.app.fetch);
-      try {
-        for (const path of ["/admin/login", "/admin/", "/admin"]) {
-          for (const method of ["GET", "POST"]) {
-            const { value: status, logged } = await captureErrors(() =>
-              rawStatus(
-                server.addr.port,
-                `${method} ${path} HTTP/1.1\r\nHost: %zz\r\nOrigin: http://x\r\n` +
-                  "Content-Length: 0\r\nConnection: close\r\n\r\n",
-              )
-            );
-            assert.equal(status, "400", `${method} ${path}`);
-            assert.equal(logged, "");
-          }
-        }
-      } finally {
-        await server.shutdown();
-      }
-    });
-
-    await t.step(
-      "a client that drops the connection mid-body gets a 400, no error log",
-      async () => {
-        await client.page("/admin/projects");
-        const cut = () =>
-          new ReadableStream<Uint8Array>({
-            start(controller) {
-              controller.enqueue(new TextEncoder().encode(`csrf_token=${client.csrfToken}&na`));
-            },
-            pull(controller) {
-              controller.error(
-                new Deno.errors.BadResource(
-                  "Cannot read request body as underlying resource unavailable",
-                ),
-              );
-            },
-          });
-        for (const path of ["/admin/login", "/admin/projects"]) {
-          const { value: res, logged } = await captureErrors(() =>
-            client.fetch(path, {
-              method: "POST",
-              headers: { "content-type": "application/x-www-form-urlencoded" },
-              body: cut(),
-              // @ts-ignore: Deno's RequestInit takes duplex for streamed bodies.
-              duplex: "half",
-            })
-          );
-          assert.equal(res.status, 400, path);
-          assert.equal(logged, "", path);
-          await res.body?.cancel();
-        }
-      },
-    );
-
-    await t.step("release notes over the limit are a 400 form error, not a 500", async () => {
-      await client.page("/admin/projects/app");
+  await t.step("form fields named constructor, __proto__ and toString", async () => {
+    for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
       const { value: res, logged } = await captureErrors(() =>
-        client.upload("/admin/projects/app/releases", [
-          ["csrf_token", client.csrfToken],
-          ["version", "1.0.0"],
-          ["release_notes", "n".repeat(65_001)],
-          ["file", new File(["bytes"], "app.bin")],
-        ])
+        client.post("/admin/projects", { [name]: "x", name: `P ${name}`, slug: "" })
       );
-      assert.equal(res.status, 400);
-      assert.match(await res.text(), /release_notes must be at most 30000 characters/);
+      assert.ok(res.status < 500, `${name}: ${res.status}`);
       assert.equal(logged, "");
+    }
+    // The sign-in form reads the same way.
+    const anonymous = new AdminClient(app);
+    await anonymous.page("/admin/login");
+    const res = await anonymous.post("/admin/login", {
+      constructor: "x",
+      __proto__: "y",
+      username: "admin",
+      password: "wrong password",
     });
+    assert.equal(res.status, 401);
+  });
 
-    await t.step("the form fields carry the limits as maxlength", async () => {
-      const { html } = await client.page("/admin/projects/app");
-      assert.match(
-        html,
-        new RegExp(`name="release_notes"[^>]*maxlength="${RELEASE_NOTES_MAX_LENGTH}"`),
-      );
-      assert.match(
-        html,
-        new RegExp(`name="description"[^>]*maxlength="${DESCRIPTION_MAX_LENGTH}"`),
-      );
-    });
-  } finally {
-    await app.close();
-  }
+  await t.step("an unparseable Host header on admin routes is a 400", async () => {
+    // A Request with such a URL cannot be built in process: go through Deno.serve.
+    const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, app.app.fetch);
+    try {
+      for (const path of ["/admin/login", "/admin/", "/admin"]) {
+        for (const method of ["GET", "POST"]) {
+          const { value: status, logged } = await captureErrors(() =>
+            rawStatus(
+              server.addr.port,
+              `${method} ${path} HTTP/1.1\r\nHost: %zz\r\nOrigin: http://x\r\n` +
+                "Content-Length: 0\r\nConnection: close\r\n\r\n",
+            )
+          );
+          assert.equal(status, "400", `${method} ${path}`);
+          assert.equal(logged, "");
+        }
+      }
+    } finally {
+      await server.shutdown();
+    }
+  });
+
+  await t.step(
+    "a client that drops the connection mid-body gets a 400, no error log",
+    async () => {
+      await client.page("/admin/projects");
+      const cut = () =>
+        new ReadableStream<Uint8Array>({
+          start(controller) {
+            controller.enqueue(new TextEncoder().encode(`csrf_token=${client.csrfToken}&na`));
+          },
+          pull(controller) {
+            controller.error(
+              new Deno.errors.BadResource(
+                "Cannot read request body as underlying resource unavailable",
+              ),
+            );
+          },
+        });
+      for (const path of ["/admin/login", "/admin/projects"]) {
+        const { value: res, logged } = await captureErrors(() =>
+          client.fetch(path, {
+            method: "POST",
+            headers: { "content-type": "application/x-www-form-urlencoded" },
+            body: cut(),
+            // @ts-ignore: Deno's RequestInit takes duplex for streamed bodies.
+            duplex: "half",
+          })
+        );
+        assert.equal(res.status, 400, path);
+        assert.equal(logged, "", path);
+        await res.body?.cancel();
+      }
+    },
+  );
+
+  await t.step("release notes over the limit are a 400 form error, not a 500", async () => {
+    await client.page("/admin/projects/app");
+    const { value: res, logged } = await captureErrors(() =>
+      client.upload("/admin/projects/app/releases", [
+        ["csrf_token", client.csrfToken],
+        ["version", "1.0.0"],
+        ["release_notes", "n".repeat(65_001)],
+        ["file", new File(["bytes"], "app.bin")],
+      ])
+    );
+    assert.equal(res.status, 400);
+    assert.match(await res.text(), /release_notes must be at most 30000 characters/);
+    assert.equal(logged, "");
+  });
+
+  await t.step("the form fields carry the limits as maxlength", async () => {
+    const { html } = await client.page("/admin/projects/app");
+    assert.match(
+      html,
+      new RegExp(`name="release_notes"[^>]*maxlength="${RELEASE_NOTES_MAX_LENGTH}"`),
+    );
+    assert.match(
+      html,
+      new RegExp(`name="description"[^>]*maxlength="${DESCRIPTION_MAX_LENGTH}"`),
+    );
+  });
 });
 
 Deno.test("issue 9.9: a trailing-slash redirect never copies the Host header", async () => {
-  const app = await createAdminTestApp();
-  try {
-    const res = await app.app.request("http://evil.example/admin/projects/?tab=1", {
-      redirect: "manual",
-    });
-    assert.equal(res.status, 301);
-    assert.equal(res.headers.get("location"), "/admin/projects?tab=1");
-  } finally {
-    await app.close();
-  }
+  await using app = await createAdminTestApp();
+  const res = await app.app.request("http://evil.example/admin/projects/?tab=1", {
+    redirect: "manual",
+  });
+  assert.equal(res.status, 301);
+  assert.equal(res.headers.get("location"), "/admin/projects?tab=1");
 });

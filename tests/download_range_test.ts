@@ -122,7 +122,7 @@ Deno.test("fileSliceStream: exactly N bytes from an offset, in large chunks, the
 });
 
 Deno.test("download ranges", async (t) => {
-  const app = await createTestApp();
+  await using app = await createTestApp();
   const project = await seedProject(app, { slug: "desktop" });
   const SIZE = 1_000_000;
   const bytes = pattern(SIZE);
@@ -456,8 +456,6 @@ Deno.test("download ranges", async (t) => {
       }
     },
   );
-
-  await app.close();
 });
 
 /** Passes `body` through until `limit` bytes, then fails like a dropped connection. */

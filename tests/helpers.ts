@@ -18,7 +18,8 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
   return { ...loadConfig({ APP_DATA_DIR: "./data/test" }), ...overrides };
 }
 
-export interface TestApp {
+/** An app under test; `await using t = await createTestApp()` closes it at the end of the scope. */
+export interface TestApp extends AsyncDisposable {
   app: ReturnType<typeof createApp>;
   kv: Deno.Kv;
   rateLimitKv: Deno.Kv;
@@ -33,6 +34,7 @@ export interface TestApp {
     key?: string,
     init?: RequestInit,
   ) => Promise<Response>;
+  /** Closes the KVs and removes the data dir; a second call does nothing. */
   close: () => Promise<void>;
 }
 
@@ -71,6 +73,15 @@ export async function createTestApp(
     rateLimitKv: config.rateLimitStore === "kv" ? rateLimitKv : undefined,
     recordKeyUse: () => {},
   });
+  let closed: Promise<void> | undefined;
+  const close = () =>
+    closed ??= (async () => {
+      // Let fire-and-forget bookkeeping (download counts) finish before KV closes.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      kv.close();
+      rateLimitKv.close();
+      await Deno.remove(dataDir, { recursive: true });
+    })();
   const send = (path: string, key?: string, init: RequestInit = {}, address?: string) => {
     const headers = new Headers(init.headers);
     if (key !== undefined) headers.set("authorization", `Bearer ${key}`);
@@ -87,13 +98,8 @@ export async function createTestApp(
     config,
     request: (path, key, init) => send(path, key, init),
     requestFrom: (address, path, key, init) => send(path, key, init, address),
-    close: async () => {
-      // Let fire-and-forget bookkeeping (download counts) finish before KV closes.
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      kv.close();
-      rateLimitKv.close();
-      await Deno.remove(dataDir, { recursive: true });
-    },
+    close,
+    [Symbol.asyncDispose]: close,
   };
 }
 

@@ -38,13 +38,9 @@ async function withApp(
   overrides: Partial<Config>,
   run: (t: TestApp, secret: string) => Promise<void>,
 ): Promise<void> {
-  const t = await createTestApp(overrides);
-  try {
-    const { secret } = await seedKey(t);
-    await run(t, secret);
-  } finally {
-    await t.close();
-  }
+  await using t = await createTestApp(overrides);
+  const { secret } = await seedKey(t);
+  await run(t, secret);
 }
 
 Deno.test("/metrics access", async (t) => {
@@ -117,7 +113,7 @@ Deno.test("/metrics access", async (t) => {
 });
 
 Deno.test("metrics move with traffic", async (t) => {
-  const app = await createTestApp({ metricsToken: TOKEN });
+  await using app = await createTestApp({ metricsToken: TOKEN });
   const project = await seedProject(app, { slug: "desktop" });
   const bytes = new Uint8Array(300_000).fill(7);
   const release = await seedRelease(app, project.id, "1.0.0", bytes);
@@ -235,8 +231,6 @@ Deno.test("metrics move with traffic", async (t) => {
     }
     assert.deepEqual(await openArtifacts(), [], "HEAD must close the file it opened");
   });
-
-  await app.close();
 
   await t.step("429s", async () => {
     await withApp({ rateLimitBurst: 1, rateLimitPerMinute: 1 }, async (limited, key) => {

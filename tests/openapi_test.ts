@@ -152,7 +152,7 @@ Deno.test("docs/openapi.json is docs/openapi.yaml (run `deno task openapi`)", as
 });
 
 Deno.test("the OpenAPI document", async (t) => {
-  const app = await createTestApp({ baseUrl: "https://updates.example.com" });
+  await using app = await createTestApp({ baseUrl: "https://updates.example.com" });
   const project = await seedProject(app, { slug: "desktop" });
   await seedProject(app, { slug: "empty" });
   const release = await seedRelease(app, project.id, "1.0.0", new Uint8Array(5000).fill(3), {
@@ -302,6 +302,4 @@ Deno.test("the OpenAPI document", async (t) => {
     ]);
     assert.deepEqual([...covered].sort(), documented.sort());
   });
-
-  await app.close();
 });

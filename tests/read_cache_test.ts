@@ -38,54 +38,50 @@ async function latestVersion(res: Response | Promise<Response>): Promise<string 
 }
 
 Deno.test("read cache: writes in this process are seen by the very next request", async (t) => {
-  const app = await createTestApp();
-  try {
-    const project = await seedProject(app, { slug: "desktop", tags: ["stable"] });
-    await seedRelease(app, project.id, "1.0.0");
-    const { apiKey, secret } = await seedKey(app);
-    const latest = () => app.request("/api/v1/projects/desktop/releases/latest", secret);
+  await using app = await createTestApp();
+  const project = await seedProject(app, { slug: "desktop", tags: ["stable"] });
+  await seedRelease(app, project.id, "1.0.0");
+  const { apiKey, secret } = await seedKey(app);
+  const latest = () => app.request("/api/v1/projects/desktop/releases/latest", secret);
 
-    await t.step("a disabled key is refused at once, an enabled one accepted at once", async () => {
-      assert.equal(await statusOf(latest()), 200);
-      assert.equal(await statusOf(latest()), 200, "served from the cache");
-      await setApiKeyActive(app.kv, apiKey.id, false);
-      assert.equal(await statusOf(latest()), 401);
-      await setApiKeyActive(app.kv, apiKey.id, true);
-      assert.equal(await statusOf(latest()), 200);
-    });
+  await t.step("a disabled key is refused at once, an enabled one accepted at once", async () => {
+    assert.equal(await statusOf(latest()), 200);
+    assert.equal(await statusOf(latest()), 200, "served from the cache");
+    await setApiKeyActive(app.kv, apiKey.id, false);
+    assert.equal(await statusOf(latest()), 401);
+    await setApiKeyActive(app.kv, apiKey.id, true);
+    assert.equal(await statusOf(latest()), 200);
+  });
 
-    await t.step("a new release, an archived one, and a re-activated one move latest", async () => {
-      assert.equal(await latestVersion(latest()), "1.0.0");
-      const newer = await seedRelease(app, project.id, "1.1.0");
-      assert.equal(await latestVersion(latest()), "1.1.0");
-      await setReleaseState(app.kv, newer.id, "archived");
-      assert.equal(await latestVersion(latest()), "1.0.0");
-      await setReleaseState(app.kv, newer.id, "active");
-      assert.equal(await latestVersion(latest()), "1.1.0");
-    });
+  await t.step("a new release, an archived one, and a re-activated one move latest", async () => {
+    assert.equal(await latestVersion(latest()), "1.0.0");
+    const newer = await seedRelease(app, project.id, "1.1.0");
+    assert.equal(await latestVersion(latest()), "1.1.0");
+    await setReleaseState(app.kv, newer.id, "archived");
+    assert.equal(await latestVersion(latest()), "1.0.0");
+    await setReleaseState(app.kv, newer.id, "active");
+    assert.equal(await latestVersion(latest()), "1.1.0");
+  });
 
-    await t.step("an edited project shows its new name; an archived one is gone", async () => {
-      await updateProject(app.kv, project.id, { name: "Desktop Two", tags: ["stable"] });
-      const res = await latest();
-      assert.equal((await res.json()).project.name, "Desktop Two");
-      const listed = async () => (await (await app.request("/api/v1/projects", secret)).json());
-      assert.equal((await listed()).projects.length, 1);
-      await setProjectState(app.kv, project.id, "archived");
-      assert.equal(await statusOf(latest()), 404);
-      assert.deepEqual((await listed()).projects, []);
-    });
+  await t.step("an edited project shows its new name; an archived one is gone", async () => {
+    await updateProject(app.kv, project.id, { name: "Desktop Two", tags: ["stable"] });
+    const res = await latest();
+    assert.equal((await res.json()).project.name, "Desktop Two");
+    const listed = async () => (await (await app.request("/api/v1/projects", secret)).json());
+    assert.equal((await listed()).projects.length, 1);
+    await setProjectState(app.kv, project.id, "archived");
+    assert.equal(await statusOf(latest()), 404);
+    assert.deepEqual((await listed()).projects, []);
+  });
 
-    await t.step("a key scoped by tags loses a project whose tags change", async () => {
-      await setProjectState(app.kv, project.id, "active");
-      const tagged = await seedKey(app, { scope_mode: "tag_allow_list", tags: ["stable"] });
-      const byTag = () => app.request("/api/v1/projects/desktop/releases/latest", tagged.secret);
-      assert.equal(await statusOf(byTag()), 200);
-      await updateProject(app.kv, project.id, { name: "Desktop Two", tags: ["beta"] });
-      assert.equal(await statusOf(byTag()), 404);
-    });
-  } finally {
-    await app.close();
-  }
+  await t.step("a key scoped by tags loses a project whose tags change", async () => {
+    await setProjectState(app.kv, project.id, "active");
+    const tagged = await seedKey(app, { scope_mode: "tag_allow_list", tags: ["stable"] });
+    const byTag = () => app.request("/api/v1/projects/desktop/releases/latest", tagged.secret);
+    assert.equal(await statusOf(byTag()), 200);
+    await updateProject(app.kv, project.id, { name: "Desktop Two", tags: ["beta"] });
+    assert.equal(await statusOf(byTag()), 404);
+  });
 });
 
 Deno.test("read cache: every write bumps the KV-wide generation counter", async () => {

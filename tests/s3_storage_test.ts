@@ -162,90 +162,82 @@ Deno.test({
       await t.step("service: upload through the admin form, download by the rules", async () => {
         const bucket = await rgw.bucket();
         const artifacts = await createS3Store(bucket, 64 * MiB);
-        const app = await createAdminTestApp({ maxUploadBytes: 12 * MiB }, { artifacts });
-        try {
-          const project = await seedProject(app, { slug: "app" });
-          const client = await signedInClient(app);
-          await client.page("/admin/projects/app");
-          const bytes = randomBytes(9 * MiB + 7);
-          const res = await client.upload("/admin/projects/app/releases", [
-            ["csrf_token", client.csrfToken],
-            ["version", "1.0.0"],
-            [
-              "file",
-              new File([bytes as BlobPart], "App Setup.exe", { type: "application/x-msdownload" }),
-            ],
-          ]);
-          assert.equal(res.status, 303);
-          const [release] = await listReleasesByProject(app.kv, project.id);
-          assert.equal(release.checksum_sha256, sha256(bytes));
-          assert.equal(release.size_bytes, bytes.length);
+        await using app = await createAdminTestApp({ maxUploadBytes: 12 * MiB }, { artifacts });
+        const project = await seedProject(app, { slug: "app" });
+        const client = await signedInClient(app);
+        await client.page("/admin/projects/app");
+        const bytes = randomBytes(9 * MiB + 7);
+        const res = await client.upload("/admin/projects/app/releases", [
+          ["csrf_token", client.csrfToken],
+          ["version", "1.0.0"],
+          [
+            "file",
+            new File([bytes as BlobPart], "App Setup.exe", { type: "application/x-msdownload" }),
+          ],
+        ]);
+        assert.equal(res.status, 303);
+        const [release] = await listReleasesByProject(app.kv, project.id);
+        assert.equal(release.checksum_sha256, sha256(bytes));
+        assert.equal(release.size_bytes, bytes.length);
 
-          const tooBig = await client.upload("/admin/projects/app/releases", [
-            ["csrf_token", client.csrfToken],
-            ["version", "2.0.0"],
-            ["file", new File([randomBytes(13 * MiB) as BlobPart], "big.bin")],
-          ]);
-          assert.equal(tooBig.status, 413);
-          await tooBig.body?.cancel();
-          assert.deepEqual(await bucketContents(bucket), {
-            objects: [release.storage_key],
-            uploads: [],
-          });
+        const tooBig = await client.upload("/admin/projects/app/releases", [
+          ["csrf_token", client.csrfToken],
+          ["version", "2.0.0"],
+          ["file", new File([randomBytes(13 * MiB) as BlobPart], "big.bin")],
+        ]);
+        assert.equal(tooBig.status, 413);
+        await tooBig.body?.cancel();
+        assert.deepEqual(await bucketContents(bucket), {
+          objects: [release.storage_key],
+          uploads: [],
+        });
 
-          const { secret } = await seedKey(app);
-          const path = `/api/v1/releases/${release.id}/download`;
-          const whole = await app.request(path, secret);
-          assert.equal(whole.status, 200);
-          assert.equal(whole.headers.get("etag"), `"${release.checksum_sha256}"`);
-          assert.equal(whole.headers.get("content-length"), String(bytes.length));
-          assert.match(whole.headers.get("content-disposition")!, /App Setup\.exe/);
-          assert.equal(sha256(new Uint8Array(await whole.arrayBuffer())), release.checksum_sha256);
+        const { secret } = await seedKey(app);
+        const path = `/api/v1/releases/${release.id}/download`;
+        const whole = await app.request(path, secret);
+        assert.equal(whole.status, 200);
+        assert.equal(whole.headers.get("etag"), `"${release.checksum_sha256}"`);
+        assert.equal(whole.headers.get("content-length"), String(bytes.length));
+        assert.match(whole.headers.get("content-disposition")!, /App Setup\.exe/);
+        assert.equal(sha256(new Uint8Array(await whole.arrayBuffer())), release.checksum_sha256);
 
-          const part = await app.request(path, secret, { headers: { range: "bytes=100-199" } });
-          assert.equal(part.status, 206);
-          assert.equal(part.headers.get("content-range"), `bytes 100-199/${bytes.length}`);
-          assert.deepEqual(new Uint8Array(await part.arrayBuffer()), bytes.subarray(100, 200));
+        const part = await app.request(path, secret, { headers: { range: "bytes=100-199" } });
+        assert.equal(part.status, 206);
+        assert.equal(part.headers.get("content-range"), `bytes 100-199/${bytes.length}`);
+        assert.deepEqual(new Uint8Array(await part.arrayBuffer()), bytes.subarray(100, 200));
 
-          const stale = await app.request(path, secret, {
-            headers: { range: "bytes=100-199", "if-range": '"other"' },
-          });
-          assert.equal(stale.status, 200);
-          await stale.body?.cancel();
+        const stale = await app.request(path, secret, {
+          headers: { range: "bytes=100-199", "if-range": '"other"' },
+        });
+        assert.equal(stale.status, 200);
+        await stale.body?.cancel();
 
-          const head = await app.request(path, secret, { method: "HEAD" });
-          assert.equal(head.status, 200);
-          assert.equal(head.headers.get("content-length"), String(bytes.length));
+        const head = await app.request(path, secret, { method: "HEAD" });
+        assert.equal(head.status, 200);
+        assert.equal(head.headers.get("content-length"), String(bytes.length));
 
-          const beyond = await app.request(path, secret, { headers: { range: "bytes=99999999-" } });
-          assert.equal(beyond.status, 416);
-          await beyond.body?.cancel();
-        } finally {
-          await app.close();
-        }
+        const beyond = await app.request(path, secret, { headers: { range: "bytes=99999999-" } });
+        assert.equal(beyond.status, 416);
+        await beyond.body?.cancel();
       });
 
       await t.step("download counts, a missing object is 404", async () => {
         const bucket = await rgw.bucket();
         const artifacts = await createS3Store(bucket, 64 * MiB);
-        const app = await createAdminTestApp({}, { artifacts });
-        try {
-          const project = await seedProject(app, { slug: "app" });
-          const release = await seedRelease(app, project.id, "1.0", randomBytes(1000));
-          const { secret } = await seedKey(app);
-          const path = `/api/v1/releases/${release.id}/download`;
-          await (await app.request(path, secret)).arrayBuffer();
-          await (await app.request(path, secret, { headers: { range: "bytes=0-9" } }))
-            .arrayBuffer();
-          await (await app.request(path, secret, { method: "HEAD" })).body?.cancel();
-          assert.equal(await downloadCount(app.kv, release.id), 1);
-          await artifacts.remove(release.storage_key);
-          const gone = await app.request(path, secret);
-          assert.equal(gone.status, 404);
-          assert.deepEqual(await gone.json(), { error: "release not found" });
-        } finally {
-          await app.close();
-        }
+        await using app = await createAdminTestApp({}, { artifacts });
+        const project = await seedProject(app, { slug: "app" });
+        const release = await seedRelease(app, project.id, "1.0", randomBytes(1000));
+        const { secret } = await seedKey(app);
+        const path = `/api/v1/releases/${release.id}/download`;
+        await (await app.request(path, secret)).arrayBuffer();
+        await (await app.request(path, secret, { headers: { range: "bytes=0-9" } }))
+          .arrayBuffer();
+        await (await app.request(path, secret, { method: "HEAD" })).body?.cancel();
+        assert.equal(await downloadCount(app.kv, release.id), 1);
+        await artifacts.remove(release.storage_key);
+        const gone = await app.request(path, secret);
+        assert.equal(gone.status, 404);
+        assert.deepEqual(await gone.json(), { error: "release not found" });
       });
 
       await t.step("sweep: old unfinished uploads and unreferenced objects go", async () => {
@@ -397,79 +389,75 @@ Deno.test({
       await t.step("redirect mode: 302 to a presigned URL only after every check", async () => {
         const bucket = await rgw.bucket();
         const artifacts = await createS3Store(bucket, 64 * MiB);
-        const app = await createAdminTestApp({
+        await using app = await createAdminTestApp({
           storage: "s3",
           downloadMode: "redirect",
           downloadUrlTtlSeconds: 60,
         }, { artifacts });
-        try {
-          const project = await seedProject(app, { slug: "app" });
-          const other = await seedProject(app, { slug: "other" });
-          const bytes = randomBytes(300_000);
-          const release = await seedRelease(app, project.id, "1.0", bytes, {
-            filename: "App Setup.exe",
-            content_type: "application/x-msdownload",
-          });
-          const hidden = await seedRelease(app, other.id, "1.0", randomBytes(10));
-          const { secret } = await seedKey(app, {
-            scope_mode: "project_allow_list",
-            project_ids: [project.id],
-          });
-          const { secret: noDownload } = await seedKey(app, { can_download: false });
-          const path = `/api/v1/releases/${release.id}/download`;
+        const project = await seedProject(app, { slug: "app" });
+        const other = await seedProject(app, { slug: "other" });
+        const bytes = randomBytes(300_000);
+        const release = await seedRelease(app, project.id, "1.0", bytes, {
+          filename: "App Setup.exe",
+          content_type: "application/x-msdownload",
+        });
+        const hidden = await seedRelease(app, other.id, "1.0", randomBytes(10));
+        const { secret } = await seedKey(app, {
+          scope_mode: "project_allow_list",
+          project_ids: [project.id],
+        });
+        const { secret: noDownload } = await seedKey(app, { can_download: false });
+        const path = `/api/v1/releases/${release.id}/download`;
 
-          const redirect = await app.request(path, secret);
-          assert.equal(redirect.status, 302);
-          const location = redirect.headers.get("location")!;
-          assert.ok(location.startsWith(`${bucket.endpoint}/${bucket.bucket}/`), location);
-          assert.match(location, /X-Amz-Expires=60/);
-          const followed = await fetch(location);
-          assert.equal(followed.status, 200);
-          assert.match(followed.headers.get("content-disposition")!, /App Setup\.exe/);
-          assert.equal(followed.headers.get("content-type"), "application/x-msdownload");
-          assert.equal(sha256(new Uint8Array(await followed.arrayBuffer())), sha256(bytes));
+        const redirect = await app.request(path, secret);
+        assert.equal(redirect.status, 302);
+        const location = redirect.headers.get("location")!;
+        assert.ok(location.startsWith(`${bucket.endpoint}/${bucket.bucket}/`), location);
+        assert.match(location, /X-Amz-Expires=60/);
+        const followed = await fetch(location);
+        assert.equal(followed.status, 200);
+        assert.match(followed.headers.get("content-disposition")!, /App Setup\.exe/);
+        assert.equal(followed.headers.get("content-type"), "application/x-msdownload");
+        assert.equal(sha256(new Uint8Array(await followed.arrayBuffer())), sha256(bytes));
 
-          const ranged = await fetch(location, { headers: { range: "bytes=10-19" } });
-          assert.equal(ranged.status, 206);
-          assert.deepEqual(new Uint8Array(await ranged.arrayBuffer()), bytes.subarray(10, 20));
+        const ranged = await fetch(location, { headers: { range: "bytes=10-19" } });
+        assert.equal(ranged.status, 206);
+        assert.deepEqual(new Uint8Array(await ranged.arrayBuffer()), bytes.subarray(10, 20));
 
-          const tampered = await fetch(
-            location.replace(
-              /X-Amz-Signature=[0-9a-f]/,
-              (m) => m.endsWith("0") ? `${m.slice(0, -1)}1` : `${m.slice(0, -1)}0`,
-            ),
-          );
-          assert.equal(tampered.status, 403);
-          await tampered.body?.cancel();
+        const tampered = await fetch(
+          location.replace(
+            /X-Amz-Signature=[0-9a-f]/,
+            (m) => m.endsWith("0") ? `${m.slice(0, -1)}1` : `${m.slice(0, -1)}0`,
+          ),
+        );
+        assert.equal(tampered.status, 403);
+        await tampered.body?.cancel();
 
-          // No URL for a key that may not download or cannot see the release.
-          for (
-            const [key, target, status] of [
-              [noDownload, path, 403],
-              [secret, `/api/v1/releases/${hidden.id}/download`, 404],
-              [undefined, path, 401],
-            ] as const
-          ) {
-            const res = await app.request(target, key);
-            assert.equal(res.status, status);
-            assert.equal(res.headers.get("location"), null);
-            await res.body?.cancel();
-          }
-
-          // HEAD is answered by the service; a Range refused by If-Range is streamed whole.
-          const head = await app.request(path, secret, { method: "HEAD" });
-          assert.equal(head.status, 200);
-          assert.equal(head.headers.get("content-length"), String(bytes.length));
-          const stale = await app.request(path, secret, {
-            headers: { range: "bytes=0-9", "if-range": '"older"' },
-          });
-          assert.equal(stale.status, 200);
-          assert.equal(sha256(new Uint8Array(await stale.arrayBuffer())), sha256(bytes));
-
-          assert.equal(await downloadCount(app.kv, release.id), 2);
-        } finally {
-          await app.close();
+        // No URL for a key that may not download or cannot see the release.
+        for (
+          const [key, target, status] of [
+            [noDownload, path, 403],
+            [secret, `/api/v1/releases/${hidden.id}/download`, 404],
+            [undefined, path, 401],
+          ] as const
+        ) {
+          const res = await app.request(target, key);
+          assert.equal(res.status, status);
+          assert.equal(res.headers.get("location"), null);
+          await res.body?.cancel();
         }
+
+        // HEAD is answered by the service; a Range refused by If-Range is streamed whole.
+        const head = await app.request(path, secret, { method: "HEAD" });
+        assert.equal(head.status, 200);
+        assert.equal(head.headers.get("content-length"), String(bytes.length));
+        const stale = await app.request(path, secret, {
+          headers: { range: "bytes=0-9", "if-range": '"older"' },
+        });
+        assert.equal(stale.status, 200);
+        assert.equal(sha256(new Uint8Array(await stale.arrayBuffer())), sha256(bytes));
+
+        assert.equal(await downloadCount(app.kv, release.id), 2);
       });
     } finally {
       await rgw.stop();
