@@ -196,7 +196,7 @@ Deno.test("admin release upload of several MiB: the stored bytes are the sent by
 });
 
 Deno.test("admin release upload refusals leave nothing behind", async (t) => {
-  await using app = await createAdminTestApp();
+  await using app = await createAdminTestApp({ maxUploadBytes: 64 * 1024 });
   const { client, project } = await setup(app);
   await seedRelease(app, project.id, "1.0.0");
 
