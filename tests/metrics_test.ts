@@ -1,8 +1,14 @@
 import assert from "node:assert/strict";
+import { Counter, Histogram, Registry } from "prom-client";
 import { createApp } from "../app.ts";
 import type { Config } from "../src/lib/config.ts";
 import { createMetricsApp } from "../src/http/metrics_route.ts";
-import { recordUpload, recordUploadFailure, renderMetrics } from "../src/lib/metrics.ts";
+import {
+  recordRequest,
+  recordUpload,
+  recordUploadFailure,
+  renderMetrics,
+} from "../src/lib/metrics.ts";
 import { setApiKeyActive } from "../src/store/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 
@@ -293,4 +299,46 @@ Deno.test("metrics move with traffic", async (t) => {
     assert.ok(series.get("process_uptime_seconds")! > 0);
     assert.ok(series.get("process_start_time_seconds")! > 1_600_000_000);
   });
+});
+
+Deno.test("request metrics render exactly as prom-client's Counter and Histogram would", async () => {
+  // The same observations through prom-client's own metrics, in a registry of their own.
+  const reference = new Registry();
+  const counter = new Counter({
+    name: "http_requests_total",
+    help: "HTTP requests answered, by method, matched route pattern and status code.",
+    labelNames: ["method", "route", "status"],
+    registers: [reference],
+  });
+  const histogram = new Histogram({
+    name: "http_request_duration_seconds",
+    help: "Time from request to response headers, by method and matched route pattern.",
+    labelNames: ["method", "route"],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [reference],
+  });
+  const observations: Array<[string, string, number, number]> = [
+    ["GET", "/equivalence/a", 200, 0.0004],
+    ["GET", "/equivalence/a", 200, 0.001],
+    ["GET", "/equivalence/a", 404, 0.0031],
+    ["HEAD", "/equivalence/a", 200, 0.25],
+    ["PROPFIND", "/equivalence/*", 405, 12],
+    ["BREW", "/equivalence/*", 405, 0.07],
+    ["GET", "/equivalence/b", 429, 0],
+  ];
+  for (const [method, route, status, seconds] of observations) {
+    recordRequest(method, route, status, seconds);
+    const label = method === "GET" || method === "HEAD" ? method : "OTHER";
+    counter.inc({ method: label, route, status: String(status) });
+    histogram.observe({ method: label, route }, seconds);
+  }
+  /** The lines of the two request metrics about the routes above, and their HELP and TYPE. */
+  const ours = (text: string) =>
+    text.split("\n").filter((line) =>
+      line.includes('route="/equivalence/') ||
+      /^# (HELP|TYPE) http_request(s_total|_duration_seconds) /.test(line)
+    );
+  const expected = ours(await reference.metrics());
+  assert.equal(expected.length, 4 + 5 + 4 * 16, "HELP and TYPE, 5 counter series, 4 histograms");
+  assert.deepEqual(ours(await renderMetrics()), expected);
 });
