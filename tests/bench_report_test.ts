@@ -4,6 +4,7 @@ import { ParamError, parseParams } from "../bench/params.ts";
 import { nginxConfig } from "../bench/process.ts";
 import { formatTable, makeRow } from "../bench/table.ts";
 import { parseWrkOutput, parseWrkTime } from "../bench/wrk.ts";
+import { formatLayerCosts, layers } from "../bench/scenarios_layers.ts";
 
 const WRK_REPORT = `Running 10s test @ http://127.0.0.1:8000/api/v1/projects/app/releases/latest
   2 threads and 64 connections
@@ -131,4 +132,24 @@ Deno.test("nginx config: sendfile, no access log, our own pid and temp paths", (
     nginxConfig({ workDir: "/w", root: "/r", port: 1, asRoot: false }),
     /user root/,
   );
+});
+
+Deno.test("layer costs: all on minus one off, and the rest above the baseline", () => {
+  const params = parseParams([], () => undefined);
+  assert.ok(params !== "help");
+  const [total, ...rows] = layers.template(params);
+  const offs = [40, 45, 48, 44, 41];
+  const table = formatLayerCosts([
+    makeRow({ ...total, service: 50, baseline: 20 }),
+    ...rows.map((row, i) => makeRow({ ...row, service: offs[i], baseline: 50 })),
+  ]);
+  assert.ok(table !== null);
+  assert.match(table, /baseline 20\.0, service 50\.0, above the baseline 30\.0/);
+  assert.match(table, /access log +10\.0$/m);
+  assert.match(table, /request metrics +5\.0$/m);
+  assert.match(table, /security and cache headers +2\.0$/m);
+  assert.match(table, /rate limit +6\.0$/m);
+  assert.match(table, /key hash, lookup and check +9\.0$/m);
+  assert.match(table, /the rest \(routing, handler\) +-2\.0$/m);
+  assert.equal(formatLayerCosts([]), null, "no layers rows, no table");
 });

@@ -29,6 +29,7 @@ Deno.test({
         "--duration=1",
         "--warmup=0",
         "--connections=8",
+        "--rounds=1",
         "--projects=60",
         "--allow-list=50",
         "--artifact-mib=1",
