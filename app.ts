@@ -76,7 +76,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     // Under /api/v1 with the protected-response headers too.
     const respond = isApiPath(c.req.path)
       ? (data: unknown, status: StatusCode, headers?: Record<string, string>) =>
-        api.json(encoder.encode(JSON.stringify(data)), status, headers)
+        api.json(c, encoder.encode(JSON.stringify(data)), status, headers)
       : jsonResponse;
     if (error instanceof ApiError) {
       return respond({ error: error.message }, error.status, error.headers);

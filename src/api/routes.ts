@@ -50,15 +50,15 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
   const get = <P extends string>(path: P, handler: Handler<AppEnv, P>) =>
     api.get(path, limited(handler));
 
-  get("/", () => respond.ok(index));
+  get("/", (c) => respond.ok(c, index));
 
   // Public like the index, but not listed in it (the index lists the four key routes only).
-  get("/openapi.json", () => respond.ok(openApi));
+  get("/openapi.json", (c) => respond.ok(c, openApi));
 
   get("/projects", async (c) => {
     const key = acceptedKey(c, deps);
     const projects = await listProjects(kv);
-    return respond.ok(projectListBody(key, projects, (project) => projectVisible(key, project)));
+    return respond.ok(c, projectListBody(key, projects, (project) => projectVisible(key, project)));
   });
 
   get("/projects/:slug/releases/latest", async (c) => {
@@ -68,13 +68,13 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
     if (release === null || release.state !== "active") {
       throw new ApiError(404, API_ERRORS.releaseNotFound);
     }
-    return respond.ok(releaseEnvelopeBody(project, release));
+    return respond.ok(c, releaseEnvelopeBody(project, release));
   });
 
   get("/releases/:id", async (c) => {
     const key = acceptedKey(c, deps);
     const { project, release } = await findVisibleRelease(kv, key, c.req.param("id"));
-    return respond.ok(releaseEnvelopeBody(project, release));
+    return respond.ok(c, releaseEnvelopeBody(project, release));
   });
 
   get("/releases/:id/download", async (c) => {

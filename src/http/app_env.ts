@@ -52,6 +52,12 @@ export interface AppEnv {
     presentedKey: PresentedKey;
     /** Id of the presented key once it is found, accepted or not (for the access log). */
     keyId?: number;
+    /**
+     * The body size of a response built with a known size (client API JSON),
+     * so the request observer need not read the response's headers: reading
+     * them makes Deno drop the native response it prepared for a fixed body.
+     */
+    bodyBytes?: number;
     /** Set by the download route: marks the response as an artifact download. */
     releaseId?: number;
   };

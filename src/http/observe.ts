@@ -47,7 +47,7 @@ export function observeRequests(deps: AppDeps) {
     if (metricsOn) recordRequest(method, routeLabel(c), res.status, answeredMs / 1000);
 
     const isHead = method === "HEAD";
-    const length = res.headers.get("content-length");
+    const length = c.get("bodyBytes") ?? contentLength(res);
     const download = isDownload(c, res, isHead);
     // Reading `res.body` turns a fixed body into a stream and costs Deno.serve
     // its fast path, so it is touched only for downloads and unsized bodies.
@@ -60,7 +60,7 @@ export function observeRequests(deps: AppDeps) {
     }
     trackInFlight(-1);
     if (logger) {
-      const bytes = isHead || length === null ? 0 : Number(length);
+      const bytes = isHead || length === null ? 0 : length;
       logger.access(
         accessEntry(c, method, startedMs, trustProxy, bytes, false, started, answeredMs),
       );
@@ -79,6 +79,12 @@ function ensureHeaders(res: Response, headers: HeaderList): void {
   }
 }
 
+/** The Content-Length of `res`, or null. (Reading a response's headers costs Deno's fast path.) */
+function contentLength(res: Response): number | null {
+  const length = res.headers.get("content-length");
+  return length === null ? null : Number(length);
+}
+
 /** An artifact download with a body to stream (the download route sets `releaseId`). */
 function isDownload(c: Context<AppEnv>, res: Response, isHead: boolean): boolean {
   return c.get("releaseId") !== undefined && res.ok && !isHead && res.body !== null;
@@ -90,14 +96,14 @@ function isDownload(c: Context<AppEnv>, res: Response, isHead: boolean): boolean
  */
 function countedResponse(
   res: Response,
-  length: string | null,
+  length: number | null,
   download: boolean,
   onEnd: (bytes: number, complete: boolean) => void,
 ): Response {
   if (download) recordDownloadStarted();
   // With a Content-Length the server cancels the stream after the last
   // byte instead of reading its end: all bytes sent is complete.
-  const expected = length === null ? undefined : Number(length);
+  const expected = length ?? undefined;
   const body = countingStream(
     res.body!,
     download ? recordDownloadBytes : undefined,

@@ -5,7 +5,9 @@
  * built with all of them at once (a cached body gets one cached list), so no
  * middleware has to set headers one by one on the hot path.
  */
+import type { Context } from "hono";
 import type { Config } from "../lib/config.ts";
+import type { AppEnv } from "./app_env.ts";
 import { JSON_CONTENT_TYPE } from "./json.ts";
 
 export type HeaderList = [string, string][];
@@ -51,12 +53,17 @@ export interface ApiResponder {
   /** The headers every client API response carries. */
   readonly headers: HeaderList;
   /**
-   * A 200 JSON response of `body`. A body that is cached (one per record
-   * version) gets its header list made once and reused.
+   * A 200 JSON response of `body` to the request of `c`. A body that is
+   * cached (one per record version) gets its header list made once and reused.
    */
-  ok(body: Uint8Array<ArrayBuffer>): Response;
+  ok(c: Context<AppEnv>, body: Uint8Array<ArrayBuffer>): Response;
   /** A JSON response with any status and extra headers (errors). */
-  json(body: Uint8Array<ArrayBuffer>, status: number, extra?: Record<string, string>): Response;
+  json(
+    c: Context<AppEnv>,
+    body: Uint8Array<ArrayBuffer>,
+    status: number,
+    extra?: Record<string, string>,
+  ): Response;
 }
 
 /** `withHeaders` false leaves out all but the content headers (the bench measures what they cost). */
@@ -74,12 +81,14 @@ export function createApiResponder(
   ];
   return {
     headers: fixed,
-    ok(body) {
+    ok(c, body) {
       let headers = lists.get(body);
       if (headers === undefined) lists.set(body, headers = listOf(body));
+      c.set("bodyBytes", body.byteLength);
       return new Response(body, { headers });
     },
-    json(body, status, extra) {
+    json(c, body, status, extra) {
+      c.set("bodyBytes", body.byteLength);
       return new Response(body, { status, headers: listOf(body, extra) });
     },
   };
