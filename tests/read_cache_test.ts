@@ -8,12 +8,17 @@ import { join } from "node:path";
 import { createApp } from "../app.ts";
 import { createFsStore } from "../src/storage/mod.ts";
 import {
-  cacheGenerationKey,
   createApiKey,
   createProject,
+  createRelease,
   followOtherWriters,
   getApiKeyByHash,
+  getLatestRelease,
+  getProject,
+  getProjectBySlug,
+  getRelease,
   hashApiKeySecret,
+  listProjects,
   setApiKeyActive,
   setCacheRefreshMs,
   setProjectState,
@@ -84,23 +89,65 @@ Deno.test("read cache: writes in this process are seen by the very next request"
   });
 });
 
-Deno.test("read cache: every write bumps the KV-wide generation counter", async () => {
-  const kv = await Deno.openKv(":memory:");
+Deno.test("read cache: every kind of store write reaches another handle's cached reads", async (t) => {
+  const dir = await Deno.makeTempDir({ prefix: "uds-cache-" });
+  const path = join(dir, "kv.sqlite3");
+  // Two handles on one file behave like two processes: neither sees the other's cache.
+  const served = await Deno.openKv(path);
+  const other = await Deno.openKv(path);
+  setCacheRefreshMs(served, 0);
   try {
-    const generation = async () => (await kv.get<Deno.KvU64>(cacheGenerationKey())).value?.value;
-    assert.equal(await generation(), undefined);
-    const project = await createProject(kv, { name: "App", slug: "app" });
-    assert.equal(await generation(), 1n);
-    await updateProject(kv, project.id, { name: "App 2" });
-    const { apiKey } = await createApiKey(kv, {
-      name: "k",
-      can_download: true,
-      scope_mode: "all_projects",
+    // Every read below is asked once before the write, so a stale cached answer would show.
+    await t.step("projects: create, edit, archive", async () => {
+      assert.deepEqual(await listProjects(served), []);
+      assert.equal(await getProjectBySlug(served, "app"), null);
+      const project = await createProject(other, { name: "App", slug: "app" });
+      assert.deepEqual((await listProjects(served)).map((p) => p.slug), ["app"]);
+      assert.equal((await getProjectBySlug(served, "app"))?.id, project.id);
+      assert.equal((await getProject(served, project.id))?.name, "App");
+      await updateProject(other, project.id, { name: "App 2" });
+      assert.equal((await getProject(served, project.id))?.name, "App 2");
+      assert.equal((await getProjectBySlug(served, "app"))?.name, "App 2");
+      await setProjectState(other, project.id, "archived");
+      assert.equal((await getProject(served, project.id))?.state, "archived");
+      await setProjectState(other, project.id, "active");
     });
-    await setApiKeyActive(kv, apiKey.id, false);
-    assert.equal(await generation(), 4n);
+
+    await t.step("keys: disable, enable", async () => {
+      const { apiKey, secret } = await createApiKey(other, {
+        name: "k",
+        can_download: true,
+        scope_mode: "all_projects",
+      });
+      const hash = hashApiKeySecret(secret);
+      assert.equal((await getApiKeyByHash(served, hash))?.active, true);
+      await setApiKeyActive(other, apiKey.id, false);
+      assert.equal((await getApiKeyByHash(served, hash))?.active, false);
+      await setApiKeyActive(other, apiKey.id, true);
+      assert.equal((await getApiKeyByHash(served, hash))?.active, true);
+    });
+
+    await t.step("releases: create, archive", async () => {
+      const project = (await getProjectBySlug(served, "app"))!;
+      assert.equal(await getLatestRelease(served, project.id), null);
+      const release = await createRelease(other, {
+        project_id: project.id,
+        version: "1.0.0",
+        filename: "a.bin",
+        storage_key: crypto.randomUUID(),
+        checksum_sha256: "0".repeat(64),
+        size_bytes: 1,
+      });
+      assert.equal((await getLatestRelease(served, project.id))?.id, release.id);
+      assert.equal((await getRelease(served, release.id))?.state, "active");
+      await setReleaseState(other, release.id, "archived");
+      assert.equal((await getRelease(served, release.id))?.state, "archived");
+      assert.equal(await getLatestRelease(served, project.id), null);
+    });
   } finally {
-    kv.close();
+    served.close();
+    other.close();
+    await Deno.remove(dir, { recursive: true });
   }
 });
 
