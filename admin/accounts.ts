@@ -34,14 +34,15 @@ export async function bootstrapAdmin(
   await recordAudit(kv, {
     actor: "system",
     action: "admin.created",
-    target: `admin ${user.username}`,
+    target: `account "${user.username}"`,
     details: generated ? "generated password" : "password from APP_ADMIN_PASSWORD",
     address: "-",
   });
   if (generated) {
+    // One line (a JSON log would show a line break as a literal \n), the password last.
     log(
-      `created admin user "${user.username}" with the generated password: ${password}\n` +
-        `  sign in at ${config.baseUrl}/admin and change it; this password is not shown again`,
+      `created admin user "${user.username}"; sign in at ${config.baseUrl}/admin and change ` +
+        `the password, it is not shown again; generated password: ${password}`,
     );
   } else {
     log(`created admin user "${user.username}" with the password from APP_ADMIN_PASSWORD`);

@@ -69,6 +69,16 @@ export async function apiKeyInput(kv: Deno.Kv, values: ApiKeyFormValues): Promis
   const expiresAt = parseExpiresAt(values.expires_at);
   const projectMode = mode === "project_allow_list" || mode === "project_deny_list";
   const tagMode = mode === "tag_allow_list" || mode === "tag_deny_list";
+  // An empty allow list would create a key that reaches nothing: surely not what was meant.
+  if (mode === "project_allow_list" && projectIds.length === 0) {
+    throw new ValidationError(
+      "project_slugs",
+      'choose at least one project for "Only these projects"',
+    );
+  }
+  if (mode === "tag_allow_list" && values.tags.length === 0) {
+    throw new ValidationError("tags", 'enter at least one tag for "Projects with these tags"');
+  }
   return {
     name: values.name,
     can_download: values.can_download,

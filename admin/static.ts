@@ -23,10 +23,11 @@ function load(name: string, type: string): Asset {
 const ASSETS = new Map<string, Asset>([
   ["style.css", load("style.css", "text/css; charset=utf-8")],
   ["admin.js", load("admin.js", "text/javascript; charset=utf-8")],
+  ["favicon.svg", load("favicon.svg", "image/svg+xml")],
 ]);
 
 /** The versioned URL of an asset, e.g. `/admin/static/style.css?v=1a2b3c4d5e6f`. */
-export function assetUrl(name: "style.css" | "admin.js"): string {
+export function assetUrl(name: "style.css" | "admin.js" | "favicon.svg"): string {
   return `/admin/static/${name}?v=${ASSETS.get(name)!.version}`;
 }
 

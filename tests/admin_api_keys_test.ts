@@ -69,15 +69,23 @@ Deno.test("admin API keys", async (t) => {
     assert.match(secret!, /^uds_[A-Za-z0-9_-]{43}$/);
     assert.ok(id! > 0);
     assert.equal(html.match(/data-api-key="/g)?.length, 1);
-    assert.equal(html.split(secret!).length - 1, 1, "the full key occurs exactly once");
-    const holder = /<[^>]*data-api-key="[^"]*"[^>]*>/.exec(html)![0];
+    // The key is in one element: its data-api-key attribute, and its text (selectable).
+    const element = /<(\w+)[^>]*data-api-key="[^"]*"[^>]*>([^<]*)<\/\1>/.exec(html)!;
+    const holder = element[0];
     assert.ok(holder.includes(`data-api-key="${secret}"`), "…in the data-api-key attribute");
     assert.ok(holder.includes(`data-api-key-id="${id}"`), "…of the element with its id");
-    for (const prefix of [secret!.slice(0, 12), secret!.slice(-12)]) {
-      assert.equal(html.split(prefix).length - 1, 1, "no partial or escaped copy either");
+    assert.equal(element[2].trim(), secret, "…shown as the element's text");
+    const outside = html.replace(holder, "");
+    for (const part of [secret!, secret!.slice(0, 12), secret!.slice(-12)]) {
+      assert.ok(!outside.includes(part), "no other full, partial or escaped copy");
     }
     assert.match(html, /data-copy-key="#new-api-key"/, "a copy key button");
     assert.match(html, /data-copy-command="#curl-example"/, "a copy command button");
+    // The copy buttons need the script: hidden in the HTML, shown by admin.js.
+    assert.equal(
+      html.match(/<button[^>]*data-copy-(key|command)[^>]*\shidden(=""|[\s>])/g)?.length,
+      2,
+    );
     assert.match(
       html,
       /curl -fsS -H (&quot;|")Authorization: Bearer \$UDS_API_KEY(&quot;|")/,

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { bootstrapAdmin } from "../admin/mod.ts";
+import { formatEventLine } from "../src/lib/log.ts";
 import { hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../src/lib/passwords.ts";
 import {
   createAdminSession,
@@ -281,8 +282,13 @@ Deno.test("the first admin is created at start", async (t) => {
       const lines: string[] = [];
       assert.equal(await bootstrapAdmin(kv, config, (line) => lines.push(line)), "created");
       assert.equal(lines.length, 1);
-      const password = /generated password: (\S+)/.exec(lines[0])![1];
+      const password = /generated password: (\S+)$/.exec(lines[0])![1];
       assert.ok(password.length >= 20);
+      // One readable line: in the JSON log it shows no literal "\n".
+      assert.ok(!lines[0].includes("\n"));
+      const json = formatEventLine("2026-01-01T00:00:00Z", "warn", lines[0], {}, "json");
+      assert.ok(!json.includes("\\n"), json);
+      assert.match(json, /sign in at http:\/\/[^ ]+\/admin and change the password/);
       const user = await getAdminUser(kv, "root");
       assert.ok(await verifyPassword(password, user!.password_hash));
       assert.equal(await bootstrapAdmin(kv, config, (line) => lines.push(line)), "exists");

@@ -25,7 +25,13 @@ Deno.test("admin dashboard", async (t) => {
     assert.match(html, /1 active/);
     assert.match(html, new RegExp(`data-release-id="${latest.id}"`));
     assert.ok(html.indexOf("1.1.0") < html.indexOf("1.0.0"), "newest first");
-    for (const href of ["/admin/projects#new-project", "/admin/api-keys#new-key", "/admin/audit"]) {
+    for (
+      const href of [
+        "/admin/projects?new=1#new-project",
+        "/admin/api-keys?new=1#new-key",
+        "/admin/audit",
+      ]
+    ) {
       assert.ok(html.includes(`href="${href}"`), href);
     }
   });

@@ -354,7 +354,9 @@ Deno.test("admin release list and state changes", async (t) => {
     assert.match(row(newer.id), /3\.0 MiB/);
     assert.match(row(newer.id), new RegExp(newer.checksum_sha256));
     assert.match(row(newer.id), new RegExp(`datetime="${newer.created_at}"`));
-    assert.match(row(newer.id), /<td data-label="Downloads">2<\/td>/);
+    assert.match(row(newer.id), /data-downloads-total[^>]*>2</);
+    assert.match(row(newer.id), /2 in 30 days/);
+    assert.match(row(newer.id), /2 in 90 days/);
     assert.match(row(newer.id), /badge-active/);
     assert.match(row(older.id), /badge-archived/);
     assert.match(row(older.id), /1\.5 KiB/);

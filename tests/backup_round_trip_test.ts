@@ -118,7 +118,13 @@ Deno.test("backup while serving, restore, and every API answer is the same", asy
     future: await fx.key({ expires_at: "2999-01-01T00:00:00Z" }),
   };
   await setApiKeyActive(fx.kv, keys.disabled.apiKey.id, false);
-  for (let i = 0; i < 3; i++) await countDownload(fx.kv, releases[1].id);
+  for (let i = 0; i < 3; i++) {
+    await countDownload(fx.kv, {
+      releaseId: releases[1].id,
+      projectId: releases[1].project_id,
+      keyId: keys.all.apiKey.id,
+    });
+  }
   await recordApiKeyUse(fx.kv, keys.all.apiKey.id, "2026-01-01T00:00:00.000Z");
   fx.close();
 

@@ -5,9 +5,12 @@ import {
   counterKey,
   createProject,
   createRelease,
+  getDailyDownloads,
   getDownloadCounts,
   getLatestRelease,
+  getRecentDownloadCounts,
   getRelease,
+  getTopKeysByDownloads,
   latestReleaseKey,
   listReleasesByProject,
   NotFoundError,
@@ -238,8 +241,70 @@ Deno.test("download counts add up without reads", () =>
   withProject(async (kv, projectId) => {
     const a = await createRelease(kv, input(projectId));
     const b = await createRelease(kv, input(projectId));
-    await Promise.all([countDownload(kv, a.id), countDownload(kv, a.id), countDownload(kv, a.id)]);
+    const download = { releaseId: a.id, projectId, keyId: 1 };
+    await Promise.all([
+      countDownload(kv, download),
+      countDownload(kv, download),
+      countDownload(kv, download),
+    ]);
     const counts = await getDownloadCounts(kv, [a.id, b.id]);
     assert.equal(counts.get(a.id), 3);
     assert.equal(counts.get(b.id), 0);
   }));
+
+Deno.test("per-day download counters: per project, per release and in all; top keys", () =>
+  withProject(async (kv, projectId) => {
+    const a = await createRelease(kv, input(projectId));
+    const b = await createRelease(kv, input(projectId));
+    const today = new Date("2026-03-10T12:00:00Z");
+    const at = (day: number) => new Date(Date.UTC(2026, 2, day, 8));
+    const count = (releaseId: number, keyId: number, day: number) =>
+      countDownload(kv, { releaseId, projectId, keyId, at: at(day) });
+    await Promise.all([count(a.id, 7, 10), count(a.id, 7, 10), count(b.id, 8, 9)]);
+    await count(a.id, 9, 1); // 10 days ago: inside 30 days, outside 7
+    await count(b.id, 8, 10 - 40 + 28); // 2026-02-26 ... still inside 30 days
+    await count(a.id, 7, 10 - 100); // 100 days ago: outside 90 days
+
+    const week = await getDailyDownloads(kv, ["project", projectId], 7, today);
+    assert.equal(week.length, 7);
+    assert.deepEqual(week.at(-1), { day: "2026-03-10", downloads: 2 });
+    assert.deepEqual(week.at(-2), { day: "2026-03-09", downloads: 1 });
+    assert.equal(week.reduce((sum, d) => sum + d.downloads, 0), 3);
+    assert.equal(week[0].day, "2026-03-04");
+
+    const all90 = await getDailyDownloads(kv, ["all"], 90, today);
+    assert.equal(all90.length, 90);
+    assert.equal(all90.reduce((sum, d) => sum + d.downloads, 0), 5);
+    const releaseA = await getDailyDownloads(kv, ["release", a.id], 30, today);
+    assert.equal(releaseA.reduce((sum, d) => sum + d.downloads, 0), 3);
+
+    const recent = await getRecentDownloadCounts(kv, [a.id, b.id], 30, today);
+    assert.equal(recent.get(a.id), 3);
+    assert.equal(recent.get(b.id), 2);
+    // Totals count every download, whatever the day.
+    assert.equal((await getDownloadCounts(kv, [a.id])).get(a.id), 4);
+    assert.deepEqual(await getTopKeysByDownloads(kv, 2), [
+      { keyId: 7, downloads: 3 },
+      { keyId: 8, downloads: 2 },
+    ]);
+  }));
+
+Deno.test("one download is one atomic commit: the counters move together", async () => {
+  using kv = await Deno.openKv(":memory:");
+  let commits = 0;
+  const realAtomic = kv.atomic.bind(kv);
+  kv.atomic = () => {
+    const op = realAtomic();
+    const realCommit = op.commit.bind(op);
+    op.commit = () => {
+      commits++;
+      return realCommit();
+    };
+    return op;
+  };
+  await countDownload(kv, { releaseId: 1, projectId: 2, keyId: 3 });
+  assert.equal(commits, 1);
+  assert.equal((await getDownloadCounts(kv, [1])).get(1), 1);
+  assert.equal((await getDailyDownloads(kv, ["project", 2], 1))[0].downloads, 1);
+  assert.deepEqual(await getTopKeysByDownloads(kv, 5), [{ keyId: 3, downloads: 1 }]);
+});

@@ -16,6 +16,7 @@ import {
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { formErrorOf } from "../forms.ts";
 import { apiKeyFormValues, apiKeyInput } from "../forms_api_key.ts";
+import { listPage } from "../listing.ts";
 import type { AdminEnv, AppDeps, FormError } from "../types.ts";
 import { ApiKeyCreatedPage, KEY_PLACEHOLDER } from "../views/api_key_created.tsx";
 import { type ApiKeyFormValues, ApiKeysPage, EMPTY_KEY_FORM } from "../views/api_keys.tsx";
@@ -29,12 +30,21 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
     error?: FormError,
   ) {
     const [keys, projects] = await Promise.all([listApiKeys(kv), listProjects(kv)]);
-    keys.reverse(); // newest first
+    const newestFirst = [...keys].reverse();
+    const list = listPage(
+      newestFirst,
+      error ? {} : c.req.query(),
+      (key) => [key.name, String(key.id), key.prefix],
+      "/admin/api-keys",
+      "#key-list",
+    );
     const knownTags = [...new Set(projects.flatMap((project) => project.tags))].sort();
     return c.html(
       <ApiKeysPage
         ctx={pageContext(c, deps)}
-        keys={keys}
+        list={list}
+        total={keys.length}
+        openForm={c.req.query("new") !== undefined}
         projects={projects}
         knownTags={knownTags}
         values={values}

@@ -14,7 +14,7 @@ import {
   reserveLoginAttempt,
 } from "../../src/store/mod.ts";
 import { authenticate, changePassword } from "../accounts.ts";
-import { audit, pageContext, redirectWithFlash } from "../context.ts";
+import { accountTarget, audit, pageContext, redirectWithFlash } from "../context.ts";
 import {
   clearLoginCsrfCookie,
   clearSessionCookie,
@@ -105,7 +105,7 @@ export function addLoginRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
 
     const { user } = checked;
     if (user === null) {
-      await audit(c, deps, "auth.sign_in_failed", `admin ${username.slice(0, 64)}`, "", username);
+      await audit(c, deps, "auth.sign_in_failed", accountTarget(username), "", username);
       return c.html(
         <LoginPage
           ctx={ctx}
@@ -122,7 +122,7 @@ export function addLoginRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
     const { id } = await createAdminSession(kv, { username: user.username, address }, policy);
     setSessionCookie(c, config, id);
     clearLoginCsrfCookie(c, config);
-    await audit(c, deps, "auth.sign_in", `admin ${user.username}`, "", user.username);
+    await audit(c, deps, "auth.sign_in", accountTarget(user.username), "", user.username);
     return c.redirect("/admin", 303);
   });
 }
@@ -135,8 +135,11 @@ export function addAccountRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
     const session = c.get("session");
     await deleteAdminSession(kv, c.get("sessionId"), session.username);
     clearSessionCookie(c, config);
-    await audit(c, deps, "auth.sign_out", `admin ${session.username}`);
-    return c.redirect("/admin/login", 303);
+    await audit(c, deps, "auth.sign_out", accountTarget(session.username));
+    return redirectWithFlash(c, deps, "/admin/login", {
+      kind: "success",
+      text: "You are signed out.",
+    });
   });
 
   admin.get("/account/password", (c) => c.html(<PasswordPage ctx={pageContext(c, deps)} />));
@@ -166,7 +169,7 @@ export function addAccountRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
         c,
         deps,
         "auth.password_change_failed",
-        `admin ${username}`,
+        accountTarget(username),
         "wrong current password",
       );
       return showError({ field: "current_password", message: "the current password is wrong" });
@@ -186,7 +189,7 @@ export function addAccountRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
       c,
       deps,
       "auth.password_changed",
-      `admin ${username}`,
+      accountTarget(username),
       `${ended} other sessions ended`,
     );
     return redirectWithFlash(c, deps, "/admin", {

@@ -2,6 +2,8 @@
 import type { Hono } from "hono";
 import {
   countReleases,
+  getDailyDownloads,
+  getTopKeysByDownloads,
   listApiKeys,
   listAuditEntries,
   listProjects,
@@ -12,19 +14,25 @@ import type { AdminEnv, AppDeps } from "../types.ts";
 import { AuditPage } from "../views/audit.tsx";
 import { DashboardPage } from "../views/dashboard.tsx";
 import { keyState } from "../views/api_keys.tsx";
+import { chartRange } from "../views/chart.tsx";
 
 const AUDIT_PAGE_SIZE = 50;
+const TOP_KEYS = 5;
 
 export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
   const { kv } = deps;
 
   admin.get("/", async (c) => {
-    const [projects, releases, keys, recent] = await Promise.all([
+    const days = chartRange(c.req.query("days"));
+    const [projects, releases, keys, recent, series, topKeys] = await Promise.all([
       listProjects(kv),
       countReleases(kv),
       listApiKeys(kv),
       listRecentReleases(kv, 10),
+      getDailyDownloads(kv, ["all"], days),
+      getTopKeysByDownloads(kv, TOP_KEYS),
     ]);
+    const keysById = new Map(keys.map((key) => [key.id, key]));
     const byId = new Map(projects.map((project) => [project.id, project]));
     const archived = projects.filter((project) => project.state === "archived").length;
     return c.html(
@@ -38,6 +46,8 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
             total: keys.length,
           },
           recent: recent.map((release) => ({ release, project: byId.get(release.project_id) })),
+          chart: { series, days },
+          topKeys: topKeys.map((top) => ({ ...top, key: keysById.get(top.keyId) })),
         }}
       />,
     );

@@ -2,13 +2,19 @@
 import { HTTPException } from "hono/http-exception";
 import { isSlug } from "../../src/lib/limits.ts";
 import {
+  getDailyDownloads,
   getDownloadCounts,
+  getLatestRelease,
   getProjectBySlug,
+  getRecentDownloadCounts,
   listReleasesByProject,
   type Project,
+  type Release,
 } from "../../src/store/mod.ts";
 import { type AdminContext, pageContext } from "../context.ts";
+import { listPage } from "../listing.ts";
 import type { AppDeps, FormError } from "../types.ts";
+import { chartRange } from "../views/chart.tsx";
 import {
   editValuesOf,
   EMPTY_UPLOAD_FORM,
@@ -35,14 +41,43 @@ export async function renderProjectPage(
   } = {},
   status: 200 | 400 | 403 | 413 = 200,
 ): Promise<Response> {
-  const releases = await listReleasesByProject(deps.kv, project.id);
-  const downloads = await getDownloadCounts(deps.kv, releases.map((release) => release.id));
+  const { kv } = deps;
+  // A form sent back shows the first page: the query belongs to the page the form was on.
+  const query = c.req.method === "GET" ? c.req.query() : {};
+  const days = chartRange(query.days);
+  const [all, latest, series] = await Promise.all([
+    listReleasesByProject(kv, project.id),
+    getLatestRelease(kv, project.id),
+    getDailyDownloads(kv, ["project", project.id], days),
+  ]);
+  const releases = listPage(
+    all,
+    query,
+    (release) => [release.version, release.build, release.filename],
+    `/admin/projects/${project.slug}`,
+    "#releases",
+  );
+  const ids = releases.rows.map((release) => release.id);
+  const [totals, last30, last90] = await Promise.all([
+    getDownloadCounts(kv, ids),
+    getRecentDownloadCounts(kv, ids, 30),
+    getRecentDownloadCounts(kv, ids, 90),
+  ]);
+  const downloads = new Map(ids.map((id) => [id, {
+    total: totals.get(id) ?? 0,
+    last30: last30.get(id) ?? 0,
+    last90: last90.get(id) ?? 0,
+  }]));
   return c.html(
     <ProjectPage
       ctx={pageContext(c, deps)}
       project={project}
       releases={releases}
+      releaseCount={all.length}
+      latestId={latest?.state === "active" ? latest.id : null}
+      duplicateVersions={duplicateActiveVersions(all)}
       downloads={downloads}
+      chart={{ series, days }}
       maxUploadBytes={deps.config.maxUploadBytes}
       edit={form.edit ?? editValuesOf(project)}
       editError={form.editError}
@@ -51,4 +86,17 @@ export async function renderProjectPage(
     />,
     status,
   );
+}
+
+/**
+ * Versions that more than one active release carries. Uploading the same
+ * version twice is allowed (a rebuilt artifact); the page warns about it,
+ * since clients get only the newest of them.
+ */
+export function duplicateActiveVersions(releases: readonly Release[]): string[] {
+  const seen = new Map<string, number>();
+  for (const release of releases) {
+    if (release.state === "active") seen.set(release.version, (seen.get(release.version) ?? 0) + 1);
+  }
+  return [...seen].filter(([, count]) => count > 1).map(([version]) => version);
 }

@@ -10,9 +10,10 @@ import {
   updateProject,
   ValidationError,
 } from "../../src/store/mod.ts";
-import { audit, pageContext, redirectWithFlash } from "../context.ts";
+import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf, listField } from "../forms.ts";
-import type { AdminEnv, AppDeps } from "../types.ts";
+import { listPage } from "../listing.ts";
+import type { AdminEnv, AppDeps, FormError } from "../types.ts";
 import {
   EMPTY_PROJECT_FORM,
   type ProjectFormValues,
@@ -24,25 +25,49 @@ import { loadProject, renderProjectPage } from "./project_page.tsx";
 export function addProjectRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
   const { kv } = deps;
 
-  async function projectRows(): Promise<ProjectRow[]> {
-    // Active projects first, then by name (a sorted copy: the listed array is shared).
+  /** The projects page: one page of the list (active first, then by name) and the create form. */
+  async function renderProjectsPage(
+    c: AdminContext,
+    form: { values: ProjectFormValues; error?: FormError; openForm?: boolean },
+  ): Promise<Response> {
+    // A sorted copy: the listed array is shared.
     const projects = [...await listProjects(kv)].sort((a, b) =>
       a.state === b.state ? a.name.localeCompare(b.name) : a.state === "active" ? -1 : 1
     );
-    return await Promise.all(projects.map(async (project) => ({
+    const query = form.error ? {} : c.req.query();
+    const list = listPage(
+      projects,
+      query,
+      (project) => [project.name, project.slug, ...project.tags],
+      "/admin/projects",
+      "#project-list",
+    );
+    const rows: ProjectRow[] = await Promise.all(list.rows.map(async (project) => ({
       project,
       latestVersion: (await getLatestRelease(kv, project.id))?.version ?? null,
     })));
-  }
-
-  admin.get("/projects", async (c) =>
-    c.html(
+    return c.html(
       <ProjectsPage
         ctx={pageContext(c, deps)}
-        rows={await projectRows()}
-        values={EMPTY_PROJECT_FORM}
+        list={{ ...list, rows }}
+        total={projects.length}
+        active={projects.filter((project) => project.state === "active").length}
+        values={form.values}
+        error={form.error}
+        openForm={form.openForm ?? false}
       />,
-    ));
+      form.error ? 400 : 200,
+    );
+  }
+
+  admin.get(
+    "/projects",
+    (c) =>
+      renderProjectsPage(c, {
+        values: EMPTY_PROJECT_FORM,
+        openForm: c.req.query("new") !== undefined,
+      }),
+  );
 
   admin.post("/projects", async (c) => {
     const form = c.get("form");
@@ -66,15 +91,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
       });
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
-      return c.html(
-        <ProjectsPage
-          ctx={pageContext(c, deps)}
-          rows={await projectRows()}
-          values={values}
-          error={formErrorOf(error)}
-        />,
-        400,
-      );
+      return await renderProjectsPage(c, { values, error: formErrorOf(error) });
     }
   });
 

@@ -27,6 +27,7 @@
 
     function setState(state) {
       form.dataset.uploadState = state;
+      box.dataset.state = state;
       submit.disabled = state === "uploading";
       cancel.hidden = state !== "uploading";
     }
@@ -39,7 +40,8 @@
       status.textContent = percent + "% · " + humanBytes(loaded) + " of " + humanBytes(total);
     }
 
-    function showError(message) {
+    // The error replaces the progress text too, so nothing still reads "saving…".
+    function showError(message, invalid) {
       clearError();
       const error = document.createElement("div");
       error.className = "flash flash-error";
@@ -48,10 +50,35 @@
       error.dataset.uploadError = "";
       error.textContent = message;
       card.insertBefore(error, form);
+      delete status.dataset.percent;
+      status.textContent = "Upload failed: " + message;
+      (invalid || []).forEach(markInvalid);
+      const first = form.querySelector("[aria-invalid=true]");
+      if (first && first.focus) first.focus();
+    }
+
+    // Outline a field the server refused, with its message under it, as the re-shown form does.
+    function markInvalid(serverField) {
+      const field = serverField.id ? form.querySelector("#" + CSS.escape(serverField.id)) : null;
+      if (!field) return;
+      field.setAttribute("aria-invalid", "true");
+      const message = serverField.ownerDocument.getElementById(serverField.id + "-error");
+      if (!message) return;
+      const copy = document.importNode(message, true);
+      copy.dataset.uploadFieldError = "";
+      field.setAttribute("aria-describedby", copy.id);
+      field.closest(".field").appendChild(copy);
     }
 
     function clearError() {
       card.querySelectorAll("[data-form-error]").forEach((node) => node.remove());
+      form.querySelectorAll("[data-upload-field-error]").forEach((node) => node.remove());
+      form.querySelectorAll("[aria-invalid=true]").forEach((node) => {
+        node.removeAttribute("aria-invalid");
+        const hint = document.getElementById(node.id + "-hint");
+        if (hint) node.setAttribute("aria-describedby", hint.id);
+        else node.removeAttribute("aria-describedby");
+      });
     }
 
     function finish(request) {
@@ -78,10 +105,13 @@
         setState("done");
         return;
       }
-      const error = doc.querySelector("[data-form-error]");
+      const error = doc.querySelector("#upload [data-form-error]") ||
+        doc.querySelector("[data-form-error]");
+      const uploadForm = doc.querySelector("form[data-upload]");
       setState("error");
       showError(
         error ? error.textContent.trim() : "The upload failed (HTTP " + request.status + ").",
+        uploadForm ? Array.from(uploadForm.querySelectorAll("[aria-invalid=true]")) : [],
       );
     }
 
@@ -108,7 +138,9 @@
         if (e.lengthComputable) setProgress(e.loaded, e.total);
       });
       xhr.upload.addEventListener("load", function () {
-        status.textContent = "100% · Sent. Checking and saving the release…";
+        if (form.dataset.uploadState === "uploading") {
+          status.textContent = "100% · Sent. Checking and saving the release…";
+        }
       });
       xhr.addEventListener("load", function () {
         const request = xhr;
@@ -217,7 +249,19 @@
     update();
   }
 
+  // A create form folded above its list opens when a link points at it (#new-project).
+  function openTargetedDetails() {
+    const target = location.hash ? document.getElementById(location.hash.slice(1)) : null;
+    if (target && target.tagName === "DETAILS") target.open = true;
+  }
+
   function start() {
+    // Controls that only work with this script (the copy buttons) are hidden in the HTML.
+    document.querySelectorAll("[data-needs-script]").forEach(function (node) {
+      node.hidden = false;
+    });
+    openTargetedDetails();
+    globalThis.addEventListener("hashchange", openTargetedDetails);
     document.querySelectorAll("form[data-upload]").forEach(enhanceUpload);
     document.querySelectorAll("form[data-scope-editor]").forEach(enhanceScopeEditor);
     document.addEventListener("click", function (event) {

@@ -9,9 +9,11 @@ export const KEY_PLACEHOLDER = `$${KEY_VARIABLE}`;
 
 /**
  * Shown once, right after creation: the only place the full key ever appears,
- * and on this page exactly once, in the `data-api-key` attribute. CSS shows it
- * (`content: attr(data-api-key)`), the copy buttons read it in script at click
- * time, and the curl example uses `$UDS_API_KEY` instead of repeating it.
+ * in one element that carries it as `data-api-key` and shows it as real,
+ * selectable text (one click selects it all). The copy buttons read it at
+ * click time and are hidden until the script shows them, so they never appear
+ * without JavaScript; the curl example uses `$UDS_API_KEY` instead of
+ * repeating the key.
  */
 export function ApiKeyCreatedPage(
   { ctx, apiKey, secret, curlExample }: {
@@ -32,15 +34,22 @@ export function ApiKeyCreatedPage(
         </div>
         <p class="key-label" id="new-api-key-label">API key</p>
         <div class="copy-row">
-          <div
+          <code
             id="new-api-key"
             class="key-value"
-            role="note"
             aria-labelledby="new-api-key-label"
             data-api-key={secret}
             data-api-key-id={String(apiKey.id)}
-          />
-          <button type="button" class="button button-primary" data-copy-key="#new-api-key">
+          >
+            {secret}
+          </code>
+          <button
+            type="button"
+            class="button button-primary"
+            data-copy-key="#new-api-key"
+            data-needs-script
+            hidden
+          >
             Copy key
           </button>
         </div>
@@ -58,8 +67,8 @@ export function ApiKeyCreatedPage(
         <p class="hint">
           Ask for the latest release of a project with this key. Put the key in the shell variable
           first (<code>export {KEY_VARIABLE}='…'</code>{" "}
-          with the copied key pasted between the quotes), or use "Copy command", which copies the
-          command with the key filled in.
+          with the copied key pasted between the quotes). With JavaScript on, "Copy command" copies
+          the command with the key filled in.
         </p>
         <div class="copy-row">
           <pre class="code" id="curl-example"><code>{curlExample}</code></pre>
@@ -69,6 +78,8 @@ export function ApiKeyCreatedPage(
             data-copy-command="#curl-example"
             data-key-source="#new-api-key"
             data-key-placeholder={KEY_PLACEHOLDER}
+            data-needs-script
+            hidden
           >
             Copy command
           </button>

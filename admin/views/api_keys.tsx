@@ -1,13 +1,17 @@
 import { NAME_MAX_LENGTH } from "../../src/lib/limits.ts";
 import { type ApiKey, type Project, SCOPE_MODES, type ScopeMode } from "../../src/store/mod.ts";
 import type { FormError } from "../types.ts";
+import { type ListPage, pageSummary } from "../listing.ts";
 import {
+  autofocusProps,
   DataTable,
   FieldError,
   FormErrorSummary,
   InputField,
   invalidProps,
+  Pager,
   PostButton,
+  SearchBox,
   StateBadge,
   TagList,
   Time,
@@ -57,14 +61,20 @@ export function keyState(key: ApiKey, nowMs: number = Date.now()): KeyState {
   return "active";
 }
 
+/**
+ * The create form comes first, folded unless it is wanted (no keys yet,
+ * `?new=1`, or it was sent back with an error), so it is never below a long list.
+ */
 export function ApiKeysPage(
-  { ctx, keys, projects, knownTags, values, error }: {
+  { ctx, list, total, projects, knownTags, values, error, openForm }: {
     ctx: PageContext;
-    keys: ApiKey[];
+    list: ListPage<ApiKey>;
+    total: number;
     projects: readonly Project[];
     knownTags: string[];
     values: ApiKeyFormValues;
     error?: FormError | null;
+    openForm: boolean;
   },
 ) {
   const slugs = new Map(projects.map((project) => [project.id, project.slug]));
@@ -72,19 +82,35 @@ export function ApiKeysPage(
     <Layout ctx={ctx} title="API keys" nav="api-keys">
       <div class="page-head">
         <h1>API keys</h1>
-        <a class="button button-primary" href="#new-key">New API key</a>
+        <a class="button button-primary" href="/admin/api-keys?new=1#new-key">New API key</a>
       </div>
-      <section class="card">
-        <h2>All keys</h2>
+      <KeyForm
+        ctx={ctx}
+        projects={projects}
+        knownTags={knownTags}
+        values={values}
+        error={error}
+        open={openForm || !!error || total === 0}
+      />
+      <section class="card" id="key-list" aria-labelledby="key-list-title">
+        <h2 id="key-list-title">All keys</h2>
         <p class="hint">
           Keys are shown in full only once, when created. The service keeps only their hash.
         </p>
-        {keys.length === 0 ? <p class="muted">No API keys yet.</p> : (
+        {total > 0 && (
+          <SearchBox
+            action="/admin/api-keys"
+            q={list.q}
+            label="Search API keys"
+            placeholder="Name or id"
+          />
+        )}
+        {total === 0 ? <p class="muted">No API keys yet.</p> : list.rows.length > 0 && (
           <DataTable
             columns={["Name", "Scope", "Download", "State", "Expires", "Created", "Last used"]}
             actions
           >
-            {keys.map((key) => {
+            {list.rows.map((key) => {
               const state = keyState(key);
               return (
                 <tr data-api-key-id={String(key.id)} class={`state-${state}`}>
@@ -100,13 +126,13 @@ export function ApiKeysPage(
                   <td data-label="State">
                     <StateBadge state={state} />
                   </td>
-                  <td data-label="Expires">
+                  <td data-label="Expires" class="nowrap">
                     <Time iso={key.expires_at} />
                   </td>
-                  <td data-label="Created">
+                  <td data-label="Created" class="nowrap">
                     <Time iso={key.created_at} />
                   </td>
-                  <td data-label="Last used">
+                  <td data-label="Last used" class="nowrap">
                     <Time iso={key.last_used_at} />
                   </td>
                   <td data-label="Actions">
@@ -121,14 +147,12 @@ export function ApiKeysPage(
             })}
           </DataTable>
         )}
+        <Pager
+          newer={list.newer}
+          older={list.older}
+          summary={pageSummary(list, total, "keys")}
+        />
       </section>
-      <KeyForm
-        ctx={ctx}
-        projects={projects}
-        knownTags={knownTags}
-        values={values}
-        error={error}
-      />
     </Layout>
   );
 }
@@ -150,18 +174,21 @@ function ScopeSummary({ apiKey, slugs }: { apiKey: ApiKey; slugs: Map<number, st
 }
 
 function KeyForm(
-  { ctx, projects, knownTags, values, error }: {
+  { ctx, projects, knownTags, values, error, open }: {
     ctx: PageContext;
     projects: readonly Project[];
     knownTags: string[];
     values: ApiKeyFormValues;
     error?: FormError | null;
+    open: boolean;
   },
 ) {
   const otherTags = values.tags.filter((tag) => !knownTags.includes(tag));
   return (
-    <section class="card" id="new-key" aria-labelledby="new-key-title">
-      <h2 id="new-key-title">New API key</h2>
+    <details class="card create-card" id="new-key" open={open}>
+      <summary>
+        <h2>New API key</h2>
+      </summary>
       <FormErrorSummary error={error} />
       <form method="post" action="/admin/api-keys" class="stack" data-scope-editor>
         <CsrfInput token={ctx.csrfToken} />
@@ -196,6 +223,7 @@ function KeyForm(
                   type="radio"
                   value={mode}
                   checked={values.scope_mode === mode}
+                  {...(mode === SCOPE_MODES[0] ? autofocusProps(error, "scope_mode") : {})}
                 />
                 <label for={`scope-${mode}`}>
                   {SCOPE_LABELS[mode].label}
@@ -217,7 +245,7 @@ function KeyForm(
             ? <p class="muted">No projects yet.</p>
             : (
               <div class="checkbox-grid">
-                {projects.map((project) => (
+                {projects.map((project, index) => (
                   <div class="choice">
                     <input
                       id={`project-${project.slug}`}
@@ -225,6 +253,7 @@ function KeyForm(
                       type="checkbox"
                       value={project.slug}
                       checked={values.project_slugs.includes(project.slug)}
+                      {...(index === 0 ? autofocusProps(error, "project_slugs") : {})}
                     />
                     <label for={`project-${project.slug}`}>
                       {project.name} <code>{project.slug}</code>
@@ -270,6 +299,7 @@ function KeyForm(
             type="text"
             value={otherTags.join(", ")}
             autocapitalize="none"
+            {...autofocusProps(error, "tags")}
             aria-describedby="key-other-tags-hint"
           />
           <p class="hint" id="key-other-tags-hint">
@@ -289,6 +319,6 @@ function KeyForm(
         />
         <button type="submit" class="button button-primary">Create API key</button>
       </form>
-    </section>
+    </details>
   );
 }

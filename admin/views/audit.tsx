@@ -1,5 +1,5 @@
 import type { AuditEntry } from "../../src/store/mod.ts";
-import { DataTable, Time } from "./components.tsx";
+import { DataTable, Pager, Time } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
 
 export function AuditPage(
@@ -35,14 +35,12 @@ export function AuditPage(
               ))}
             </DataTable>
           )}
-        <nav class="pager" aria-label="Pages">
-          {!first && <a href="/admin/audit" class="button">Newest</a>}
-          {next && (
-            <a href={`/admin/audit?before=${encodeURIComponent(next)}`} class="button">
-              Older entries
-            </a>
-          )}
-        </nav>
+        <Pager
+          newer={first ? null : "/admin/audit"}
+          newerLabel="Newest"
+          older={next ? `/admin/audit?before=${encodeURIComponent(next)}` : null}
+          olderLabel="Older entries"
+        />
       </section>
     </Layout>
   );

@@ -1,10 +1,15 @@
 /** Small pieces shared by the admin pages. */
 import type { Child, JSX } from "hono/jsx";
 import { shortTime } from "../format.ts";
+import { SEARCH_MAX_LENGTH } from "../listing.ts";
 import type { FormError } from "../types.ts";
 import { CsrfInput } from "./layout.tsx";
 
-/** The message at the top of a form that was sent back with an error. */
+/**
+ * The message at the top of a form that was sent back with an error. The
+ * invalid field itself gets `autofocus` (see {@link invalidProps}), so the
+ * browser scrolls the form into view however long the page is.
+ */
 export function FormErrorSummary({ error }: { error?: FormError | null }) {
   if (!error) return null;
   return (
@@ -21,11 +26,16 @@ export function invalidProps(error: FormError | null | undefined, field: string,
     : {};
 }
 
+/** The invalid control takes the focus on load: the browser scrolls it (and its message) into view. */
+export function autofocusProps(error: FormError | null | undefined, field: string) {
+  return error?.field === field ? { autofocus: true } : {};
+}
+
 export function FieldError(
   { error, field, id }: { error?: FormError | null; field: string; id: string },
 ) {
   if (error?.field !== field) return null;
-  return <p class="field-error" id={`${id}-error`}>{error.message}</p>;
+  return <p class="field-error" id={`${id}-error`} role="alert">{error.message}</p>;
 }
 
 /** What every labelled form field has: the label, an optional hint, and its error. */
@@ -56,6 +66,7 @@ export function InputField(
         value={value}
         {...attrs}
         {...describedBy(id, name, hint, error)}
+        {...autofocusProps(error, name)}
       />
     </FieldBlock>
   );
@@ -67,7 +78,13 @@ export function TextAreaField(
 ) {
   return (
     <FieldBlock id={id} name={name} label={label} optional={optional} hint={hint} error={error}>
-      <textarea id={id} name={name} {...attrs} {...describedBy(id, name, hint, error)}>
+      <textarea
+        id={id}
+        name={name}
+        {...attrs}
+        {...describedBy(id, name, hint, error)}
+        {...autofocusProps(error, name)}
+      >
         {value}
       </textarea>
     </FieldBlock>
@@ -171,4 +188,58 @@ export function TagList({ tags }: { tags: readonly string[] }) {
 
 function TagItem(tag: string) {
   return <li class="tag">{tag}</li>;
+}
+
+/**
+ * A search box for a list page: a GET form with the `q` parameter, so a search
+ * is a link like any other and works without JavaScript.
+ */
+export function SearchBox(
+  { action, q, label, placeholder }: {
+    action: string;
+    q: string;
+    label: string;
+    placeholder: string;
+  },
+) {
+  return (
+    <form method="get" action={action} class="search" role="search">
+      <label for="search-q" class="visually-hidden">{label}</label>
+      <input
+        id="search-q"
+        name="q"
+        type="search"
+        value={q}
+        placeholder={placeholder}
+        maxlength={SEARCH_MAX_LENGTH}
+        autocapitalize="none"
+        spellcheck={false}
+      />
+      <button type="submit" class="button">Search</button>
+      {q && <a href={action} class="button">Clear</a>}
+    </form>
+  );
+}
+
+/**
+ * "Newer" / "older" links between pages of a list, as `rel="prev"` and
+ * `rel="next"` (the links are null on the first and the last page).
+ */
+export function Pager(
+  { newer, older, newerLabel = "Newer", olderLabel = "Older", summary }: {
+    newer: string | null;
+    older: string | null;
+    newerLabel?: string;
+    olderLabel?: string;
+    summary?: string;
+  },
+) {
+  if (newer === null && older === null && !summary) return null;
+  return (
+    <nav class="pager" aria-label="Pages">
+      {newer !== null && <a href={newer} rel="prev" class="button">← {newerLabel}</a>}
+      {summary && <span class="muted pager-summary">{summary}</span>}
+      {older !== null && <a href={older} rel="next" class="button">{olderLabel} →</a>}
+    </nav>
+  );
 }

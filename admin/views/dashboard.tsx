@@ -1,13 +1,16 @@
-import type { Project, Release } from "../../src/store/mod.ts";
-import { humanBytes } from "../format.ts";
-import { DataTable, StateBadge, Time } from "./components.tsx";
+import type { ApiKey, DailyDownloads, Project, Release } from "../../src/store/mod.ts";
+import { type ChartRange, DownloadChart } from "./chart.tsx";
+import { DataTable } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
+import { RELEASE_COLUMNS, ReleaseCells } from "./release_cells.tsx";
 
 export interface DashboardData {
   projects: { active: number; archived: number };
   releases: number;
   apiKeys: { active: number; total: number };
   recent: Array<{ release: Release; project: Project | undefined }>;
+  chart: { series: DailyDownloads[]; days: ChartRange };
+  topKeys: Array<{ keyId: number; key: ApiKey | undefined; downloads: number }>;
 }
 
 export function DashboardPage({ ctx, data }: { ctx: PageContext; data: DashboardData }) {
@@ -42,13 +45,15 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
         <h2>Quick links</h2>
         <ul class="quick-links">
           <li>
-            <a class="button button-primary" href="/admin/projects#new-project">New project</a>
+            <a class="button button-primary" href="/admin/projects?new=1#new-project">
+              New project
+            </a>
           </li>
           <li>
             <a class="button" href="/admin/projects">Upload a release</a>
           </li>
           <li>
-            <a class="button" href="/admin/api-keys#new-key">New API key</a>
+            <a class="button" href="/admin/api-keys?new=1#new-key">New API key</a>
           </li>
           <li>
             <a class="button" href="/admin/audit">Audit log</a>
@@ -56,12 +61,38 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
         </ul>
       </section>
 
+      <DownloadChart
+        series={data.chart.series}
+        days={data.chart.days}
+        path="/admin"
+        title="Downloads per day, all projects"
+      />
+
+      <section class="card" id="top-keys" aria-labelledby="top-keys-title">
+        <h2 id="top-keys-title">Top API keys by downloads</h2>
+        {data.topKeys.length === 0 ? <p class="muted">No downloads yet.</p> : (
+          <ol class="top-keys">
+            {data.topKeys.map(({ key, keyId, downloads }) => (
+              <li data-top-key-id={String(keyId)}>
+                <span>
+                  {key ? <strong>{key.name}</strong> : <span class="muted">deleted key</span>}{" "}
+                  <span class="muted">id {keyId}</span>
+                </span>
+                <span class="top-keys-count">
+                  <strong>{downloads}</strong> downloads
+                </span>
+              </li>
+            ))}
+          </ol>
+        )}
+      </section>
+
       <section class="card">
         <h2>Recent releases</h2>
         {data.recent.length === 0
           ? <p class="muted">No releases yet. Open a project to upload its first release.</p>
           : (
-            <DataTable columns={["Project", "Version", "File", "Size", "Created", "State"]}>
+            <DataTable columns={["Project", ...RELEASE_COLUMNS]}>
               {data.recent.map(({ release, project }) => (
                 <tr data-release-id={String(release.id)}>
                   <td data-label="Project">
@@ -69,20 +100,7 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
                       ? <a href={`/admin/projects/${project.slug}`}>{project.name}</a>
                       : <span class="muted">unknown</span>}
                   </td>
-                  <td data-label="Version">
-                    <strong>{release.version}</strong>
-                    {release.build && <span class="muted">build {release.build}</span>}
-                  </td>
-                  <td data-label="File" class="break">{release.filename}</td>
-                  <td data-label="Size" title={`${release.size_bytes} bytes`}>
-                    {humanBytes(release.size_bytes)}
-                  </td>
-                  <td data-label="Created">
-                    <Time iso={release.created_at} />
-                  </td>
-                  <td data-label="State">
-                    <StateBadge state={release.state} />
-                  </td>
+                  <ReleaseCells release={release} />
                 </tr>
               ))}
             </DataTable>

@@ -38,6 +38,7 @@ export function Layout(
           <meta name="viewport" content="width=device-width, initial-scale=1" />
           <meta name="robots" content="noindex, nofollow" />
           <title>{title} · {ctx.serviceName}</title>
+          <link rel="icon" type="image/svg+xml" href={assetUrl("favicon.svg")} />
           <link rel="stylesheet" href={assetUrl("style.css")} />
           <script src={assetUrl("admin.js")} defer></script>
         </head>

@@ -1,23 +1,23 @@
-import {
-  DESCRIPTION_MAX_LENGTH,
-  NAME_MAX_LENGTH,
-  RELEASE_NOTES_MAX_LENGTH,
-  VERSION_MAX_LENGTH,
-} from "../../src/lib/limits.ts";
-import type { Project, Release } from "../../src/store/mod.ts";
+import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../../src/lib/limits.ts";
+import type { DailyDownloads, Project, Release } from "../../src/store/mod.ts";
 import { humanBytes } from "../format.ts";
+import { type ListPage, pageSummary } from "../listing.ts";
 import type { FormError } from "../types.ts";
+import { type ChartRange, DownloadChart } from "./chart.tsx";
 import {
   DataTable,
   FormErrorSummary,
   InputField,
+  Pager,
   PostButton,
+  SearchBox,
   StateBadge,
   TagList,
   TextAreaField,
-  Time,
 } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
+import { ProjectFields } from "./project_fields.tsx";
+import { RELEASE_COLUMNS, ReleaseCells } from "./release_cells.tsx";
 
 export interface ProjectEditValues {
   name: string;
@@ -33,11 +33,26 @@ export interface UploadValues {
 
 export const EMPTY_UPLOAD_FORM: UploadValues = { version: "", build: "", release_notes: "" };
 
+/** Download figures of one release. */
+export interface ReleaseDownloads {
+  total: number;
+  last30: number;
+  last90: number;
+}
+
 export interface ProjectPageProps {
   ctx: PageContext;
   project: Project;
-  releases: Release[];
-  downloads: Map<number, number>;
+  /** One page of the project's releases (all states), newest first. */
+  releases: ListPage<Release>;
+  /** Releases of the project in every state, before search and paging. */
+  releaseCount: number;
+  /** The release the client API serves as latest, if any. */
+  latestId: number | null;
+  /** Versions carried by more than one active release. */
+  duplicateVersions: string[];
+  downloads: Map<number, ReleaseDownloads>;
+  chart: { series: DailyDownloads[]; days: ChartRange };
   maxUploadBytes: number;
   edit: ProjectEditValues;
   editError?: FormError | null;
@@ -50,7 +65,7 @@ export function editValuesOf(project: Project): ProjectEditValues {
 }
 
 export function ProjectPage(props: ProjectPageProps) {
-  const { ctx, project } = props;
+  const { ctx, project, chart } = props;
   return (
     <Layout ctx={ctx} title={project.name} nav="projects">
       <p class="breadcrumb">
@@ -66,6 +81,12 @@ export function ProjectPage(props: ProjectPageProps) {
       <TagList tags={project.tags} />
       <UploadForm {...props} />
       <ReleasesTable {...props} />
+      <DownloadChart
+        series={chart.series}
+        days={chart.days}
+        path={`/admin/projects/${project.slug}`}
+        title="Downloads per day"
+      />
       <EditForm {...props} />
     </Layout>
   );
@@ -75,6 +96,12 @@ function UploadForm({ ctx, project, maxUploadBytes, upload, uploadError }: Proje
   return (
     <section class="card" id="upload" aria-labelledby="upload-title">
       <h2 id="upload-title">Upload a release</h2>
+      {project.state === "archived" && (
+        <p class="flash flash-warning" data-archived-hint>
+          This project is archived: clients see none of its releases, including one uploaded now,
+          until the project is activated again (under Project settings below).
+        </p>
+      )}
       <FormErrorSummary error={uploadError} />
       <form
         method="post"
@@ -146,63 +173,70 @@ function UploadForm({ ctx, project, maxUploadBytes, upload, uploadError }: Proje
   );
 }
 
-function ReleasesTable({ ctx, releases, downloads }: ProjectPageProps) {
+function ReleasesTable(
+  { ctx, project, releases, releaseCount, latestId, duplicateVersions, downloads }:
+    ProjectPageProps,
+) {
+  const path = `/admin/projects/${project.slug}`;
   return (
     <section class="card" id="releases" aria-labelledby="releases-title">
       <h2 id="releases-title">Releases</h2>
-      {releases.length === 0 ? <p class="muted">No releases yet.</p> : (
-        <DataTable
-          columns={["Version", "File", "Size", "SHA-256", "Created", "State", "Downloads"]}
-          actions
-        >
-          {releases.map((release) => (
-            <tr data-release-id={String(release.id)} class={`state-${release.state}`}>
-              <td data-label="Version">
-                <strong>{release.version}</strong>
-                {release.build && <span class="muted">build {release.build}</span>}
-                <span class="muted">id {release.id}</span>
-              </td>
-              <td data-label="File" class="break">
-                {release.filename}
-                <span class="muted">{release.content_type}</span>
-              </td>
-              <td data-label="Size" title={`${release.size_bytes} bytes`}>
-                {humanBytes(release.size_bytes)}
-              </td>
-              <td data-label="SHA-256">
-                <code class="hash">{release.checksum_sha256}</code>
-              </td>
-              <td data-label="Created">
-                <Time iso={release.created_at} />
-              </td>
-              <td data-label="State">
-                <StateBadge state={release.state} />
-              </td>
-              <td data-label="Downloads">{String(downloads.get(release.id) ?? 0)}</td>
-              <td data-label="Actions">
-                <PostButton
-                  action={`/admin/releases/${release.id}/${
-                    release.state === "active" ? "archive" : "activate"
-                  }`}
-                  csrfToken={ctx.csrfToken}
-                  label={release.state === "active" ? "Archive" : "Activate"}
-                />
-              </td>
-            </tr>
-          ))}
-        </DataTable>
+      {duplicateVersions.length > 0 && (
+        <p class="flash flash-warning" role="status" data-duplicate-version>
+          More than one active release has version{" "}
+          {duplicateVersions.join(", ")}. Clients get the one marked latest (the newest upload);
+          archive the others to avoid confusion.
+        </p>
       )}
-      {releases.some((release) => release.release_notes) && (
-        <details class="release-notes">
-          <summary>Release notes</summary>
-          {releases.filter((release) => release.release_notes).map((release) => (
-            <article>
-              <h3>{release.version}</h3>
-              <p class="pre">{release.release_notes}</p>
-            </article>
-          ))}
-        </details>
+      {releaseCount > 0 && (
+        <SearchBox
+          action={path}
+          q={releases.q}
+          label="Search releases"
+          placeholder="Version or file name"
+        />
       )}
+      {releaseCount === 0
+        ? <p class="muted">No releases yet.</p>
+        : releases.rows.length > 0 && (
+          <DataTable columns={[...RELEASE_COLUMNS, "SHA-256", "Downloads"]} actions>
+            {releases.rows.map((release) => {
+              const latest = release.id === latestId;
+              const counts = downloads.get(release.id) ?? { total: 0, last30: 0, last90: 0 };
+              return (
+                <tr
+                  data-release-id={String(release.id)}
+                  data-latest={latest ? "true" : undefined}
+                  class={`state-${release.state}${latest ? " is-latest" : ""}`}
+                >
+                  <ReleaseCells release={release} latest={latest} notes />
+                  <td data-label="SHA-256">
+                    <code class="hash">{release.checksum_sha256}</code>
+                  </td>
+                  <td data-label="Downloads" class="nowrap">
+                    <strong data-downloads-total>{String(counts.total)}</strong>
+                    <span class="muted">{counts.last30} in 30 days</span>
+                    <span class="muted">{counts.last90} in 90 days</span>
+                  </td>
+                  <td data-label="Actions">
+                    <PostButton
+                      action={`/admin/releases/${release.id}/${
+                        release.state === "active" ? "archive" : "activate"
+                      }`}
+                      csrfToken={ctx.csrfToken}
+                      label={release.state === "active" ? "Archive" : "Activate"}
+                    />
+                  </td>
+                </tr>
+              );
+            })}
+          </DataTable>
+        )}
+      <Pager
+        newer={releases.newer}
+        older={releases.older}
+        summary={pageSummary(releases, releaseCount, "releases")}
+      />
     </section>
   );
 }
@@ -215,32 +249,11 @@ function EditForm({ ctx, project, edit, editError }: ProjectPageProps) {
       <FormErrorSummary error={editError} />
       <form method="post" action={`/admin/projects/${project.slug}`} class="stack">
         <CsrfInput token={ctx.csrfToken} />
-        <InputField
-          id="edit-name"
-          name="name"
-          label="Name"
-          value={edit.name}
+        <ProjectFields
+          idPrefix="edit"
+          values={edit}
           error={editError}
-          required
-          maxlength={NAME_MAX_LENGTH}
-        />
-        <TextAreaField
-          id="edit-description"
-          name="description"
-          label="Description"
-          value={edit.description}
-          error={editError}
-          rows={3}
-          maxlength={DESCRIPTION_MAX_LENGTH}
-        />
-        <InputField
-          id="edit-tags"
-          name="tags"
-          label="Tags"
-          value={edit.tags}
-          error={editError}
-          autocapitalize="none"
-          hint="Comma-separated. Changes apply to API keys with tag scopes at once."
+          tagsHint="Changes apply to API keys with tag scopes at once."
         />
         <p class="hint">
           The slug <code>{project.slug}</code> never changes.

@@ -83,7 +83,11 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
     c.set("releaseId", release.id);
     const served = await serveArtifact(deps.artifacts, release, c.req.raw, delivery);
     if (served.countsAsDownload) {
-      countDownload(kv, release.id).catch((error) => {
+      countDownload(kv, {
+        releaseId: release.id,
+        projectId: release.project_id,
+        keyId: c.get("apiKey").id,
+      }).catch((error) => {
         recordKvError("download_count");
         console.error("download count failed:", error);
       });

@@ -11,6 +11,10 @@
  * | ["releases_by_project", projectId, releaseId]| releaseId                     |
  * | ["latest_release", projectId]                | releaseId or null             |
  * | ["release_downloads", releaseId]             | Deno.KvU64 download count     |
+ * | ["downloads_by_day", "all", day]             | Deno.KvU64 downloads that UTC day (YYYY-MM-DD) |
+ * | ["downloads_by_day", "project", id, day]     | Deno.KvU64, per project       |
+ * | ["downloads_by_day", "release", id, day]     | Deno.KvU64, per release       |
+ * | ["key_downloads", keyId]                     | Deno.KvU64 downloads with that key |
  * | ["api_keys", keyId]                          | ApiKey (never the secret)     |
  * | ["api_keys_by_hash", sha256Hex]              | keyId                         |
  * | ["api_key_last_used", keyId]                 | RFC 3339 time                 |
@@ -79,6 +83,25 @@ export function releaseDownloadsKey(releaseId: number): Deno.KvKey {
   return ["release_downloads", releaseId];
 }
 
+/** Whose downloads a per-day counter counts: all of them, one project's or one release's. */
+export type DownloadScope = ["all"] | ["project", number] | ["release", number];
+
+export function downloadsByDayKey(scope: DownloadScope, day: string): Deno.KvKey {
+  return ["downloads_by_day", ...scope, day];
+}
+
+export function downloadsByDayPrefix(scope: DownloadScope): Deno.KvKey {
+  return ["downloads_by_day", ...scope];
+}
+
+export function keyDownloadsKey(keyId: number): Deno.KvKey {
+  return ["key_downloads", keyId];
+}
+
+export function keyDownloadsPrefix(): Deno.KvKey {
+  return ["key_downloads"];
+}
+
 export function apiKeyKey(keyId: number): Deno.KvKey {
   return ["api_keys", keyId];
 }
@@ -123,6 +146,8 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
  */
 export const BACKUP_VOLATILE_PREFIXES: readonly Deno.KvKey[] = [
   ["release_downloads"],
+  ["downloads_by_day"],
+  ["key_downloads"],
   ["api_key_last_used"],
 ];
 export function adminUserKey(username: string): Deno.KvKey {

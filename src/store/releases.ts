@@ -165,11 +165,6 @@ export async function setReleaseState(
   });
 }
 
-/** Counts one download with a KV `sum`: no read, so no conflict under load. */
-export async function countDownload(kv: Deno.Kv, releaseId: number): Promise<void> {
-  await kv.atomic().sum(releaseDownloadsKey(releaseId), 1n).commit();
-}
-
 /** Download counts of many releases, by release id. */
 export async function getDownloadCounts(
   kv: Deno.Kv,

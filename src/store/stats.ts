@@ -1,5 +1,14 @@
-/** Read-only figures for the admin dashboard. */
-import { releaseIndexPrefix, releasesPrefix } from "./keys.ts";
+/** Download counters, and the read-only figures for the admin dashboard. */
+import {
+  downloadsByDayKey,
+  downloadsByDayPrefix,
+  type DownloadScope,
+  keyDownloadsKey,
+  keyDownloadsPrefix,
+  releaseDownloadsKey,
+  releaseIndexPrefix,
+  releasesPrefix,
+} from "./keys.ts";
 import type { Release } from "./types.ts";
 
 /** Counts releases in every state by walking the small per-project index entries. */
@@ -18,4 +27,103 @@ export async function listRecentReleases(kv: Deno.Kv, limit: number): Promise<Re
     releases.push(entry.value);
   }
   return releases;
+}
+
+/** One finished download: which release (of which project) was fetched with which key. */
+export interface DownloadEvent {
+  releaseId: number;
+  projectId: number;
+  keyId: number;
+  /** When; defaults to now. The UTC day of it picks the per-day counters. */
+  at?: Date;
+}
+
+/**
+ * Counts one download in a single atomic commit of KV `sum`s: the release's
+ * total, the day's counters (all downloads, the project's, the release's) and
+ * the key's total. Sums never read, so concurrent downloads never conflict,
+ * and the download costs one commit however many counters it feeds.
+ */
+export async function countDownload(kv: Deno.Kv, download: DownloadEvent): Promise<void> {
+  const day = utcDay(download.at ?? new Date());
+  await kv.atomic()
+    .sum(releaseDownloadsKey(download.releaseId), 1n)
+    .sum(downloadsByDayKey(["all"], day), 1n)
+    .sum(downloadsByDayKey(["project", download.projectId], day), 1n)
+    .sum(downloadsByDayKey(["release", download.releaseId], day), 1n)
+    .sum(keyDownloadsKey(download.keyId), 1n)
+    .commit();
+}
+
+/** A day's downloads, oldest day first. */
+export interface DailyDownloads {
+  day: string;
+  downloads: number;
+}
+
+/**
+ * Downloads per UTC day for the last `days` days up to and including today
+ * (`until`), days without downloads as 0: one range read of the day keys.
+ */
+export async function getDailyDownloads(
+  kv: Deno.Kv,
+  scope: DownloadScope,
+  days: number,
+  until: Date = new Date(),
+): Promise<DailyDownloads[]> {
+  const dayList = lastDays(days, until);
+  const counts = new Map<string, number>();
+  const prefix = downloadsByDayPrefix(scope);
+  for await (
+    const entry of kv.list<Deno.KvU64>({
+      start: [...prefix, dayList[0]],
+      end: [...prefix, `${dayList[dayList.length - 1]}\u0000`],
+    })
+  ) {
+    counts.set(String(entry.key[entry.key.length - 1]), Number(entry.value.value));
+  }
+  return dayList.map((day) => ({ day, downloads: counts.get(day) ?? 0 }));
+}
+
+/** Downloads of each release over the last `days` days, by release id. */
+export async function getRecentDownloadCounts(
+  kv: Deno.Kv,
+  releaseIds: readonly number[],
+  days: number,
+  until: Date = new Date(),
+): Promise<Map<number, number>> {
+  const totals = await Promise.all(
+    releaseIds.map(async (id) =>
+      (await getDailyDownloads(kv, ["release", id], days, until))
+        .reduce((sum, { downloads }) => sum + downloads, 0)
+    ),
+  );
+  return new Map(releaseIds.map((id, i) => [id, totals[i]]));
+}
+
+/** The keys with the most downloads, most first; keys without downloads are left out. */
+export async function getTopKeysByDownloads(
+  kv: Deno.Kv,
+  limit: number,
+): Promise<Array<{ keyId: number; downloads: number }>> {
+  const top: Array<{ keyId: number; downloads: number }> = [];
+  for await (const entry of kv.list<Deno.KvU64>({ prefix: keyDownloadsPrefix() })) {
+    const downloads = Number(entry.value.value);
+    if (downloads > 0) top.push({ keyId: Number(entry.key[1]), downloads });
+  }
+  return top.sort((a, b) => b.downloads - a.downloads || a.keyId - b.keyId).slice(0, limit);
+}
+
+/** "2026-03-01" for any time that day (UTC). */
+export function utcDay(at: Date): string {
+  return at.toISOString().slice(0, 10);
+}
+
+/** The `days` UTC days ending with the day of `until`, oldest first. */
+export function lastDays(days: number, until: Date): string[] {
+  const end = Date.UTC(until.getUTCFullYear(), until.getUTCMonth(), until.getUTCDate());
+  return Array.from(
+    { length: days },
+    (_, i) => utcDay(new Date(end - (days - 1 - i) * 86_400_000)),
+  );
 }

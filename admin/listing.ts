@@ -1,0 +1,74 @@
+/** Search and paging of the admin lists (projects, API keys, a project's releases). */
+
+export const PAGE_SIZE = 50;
+/** Longer search text is cut off: no name, slug, version or file name is longer. */
+export const SEARCH_MAX_LENGTH = 255;
+
+/** What a list page shows: one page of the matching rows, and links to its neighbours. */
+export interface ListPage<T> {
+  rows: T[];
+  /** The search text, trimmed ("" for none). */
+  q: string;
+  /** Rows that match the search, on every page. */
+  matched: number;
+  page: number;
+  /** Link to the page before (rel="prev"), or null on the first page. */
+  newer: string | null;
+  /** Link to the page after (rel="next"), or null on the last page. */
+  older: string | null;
+}
+
+/** The `q` and `page` query parameters of a list page. */
+export interface ListQuery {
+  q?: string;
+  page?: string;
+}
+
+/**
+ * Filters `items` by `q` (every word must occur, case-insensitive, in one of
+ * the texts `searchable` gives for an item) and cuts out the requested page.
+ * A page number past the end shows the last page.
+ */
+export function listPage<T>(
+  items: readonly T[],
+  query: ListQuery,
+  searchable: (item: T) => ReadonlyArray<string | undefined>,
+  path: string,
+  anchor = "",
+): ListPage<T> {
+  const q = (query.q ?? "").trim().slice(0, SEARCH_MAX_LENGTH);
+  const words = q.toLowerCase().split(/\s+/).filter(Boolean);
+  const matching = words.length === 0 ? [...items] : items.filter((item) => {
+    const text = searchable(item).filter(Boolean).join("\n").toLowerCase();
+    return words.every((word) => text.includes(word));
+  });
+  const pages = Math.max(1, Math.ceil(matching.length / PAGE_SIZE));
+  const requested = /^\d{1,6}$/.test(query.page ?? "") ? Number(query.page) : 1;
+  const page = Math.min(Math.max(requested, 1), pages);
+  const link = (to: number) => {
+    const params = new URLSearchParams();
+    if (q) params.set("q", q);
+    if (to > 1) params.set("page", String(to));
+    const search = params.toString();
+    return `${path}${search ? `?${search}` : ""}${anchor}`;
+  };
+  return {
+    rows: matching.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE),
+    q,
+    matched: matching.length,
+    page,
+    newer: page > 1 ? link(page - 1) : null,
+    older: page < pages ? link(page + 1) : null,
+  };
+}
+
+/** "Rows 51–100 of 120" (or "3 of 120 match") under a list. */
+export function pageSummary(list: ListPage<unknown>, total: number, noun: string): string {
+  if (list.matched === 0) return list.q ? `No ${noun} match "${list.q}".` : "";
+  const first = (list.page - 1) * PAGE_SIZE + 1;
+  const last = first + list.rows.length - 1;
+  const range = list.matched > PAGE_SIZE ? `${first}–${last} of ` : "";
+  return list.q
+    ? `${range}${list.matched} of ${total} ${noun} match "${list.q}".`
+    : `${range}${total} ${noun}.`;
+}

@@ -1,0 +1,111 @@
+/**
+ * Downloads per day as an inline SVG bar chart, drawn on the server: no
+ * script, no library, no CDN. The SVG scales to the width of the page (a phone
+ * too); a table with the same numbers follows it for screen readers.
+ */
+import type { DailyDownloads } from "../../src/store/mod.ts";
+
+/** The chart's ranges, in days. */
+export const CHART_RANGES = [30, 90] as const;
+export type ChartRange = typeof CHART_RANGES[number];
+
+/** `?days=90` picks the long range; anything else is 30 days. */
+export function chartRange(raw: string | undefined): ChartRange {
+  return raw === "90" ? 90 : 30;
+}
+
+const WIDTH = 600;
+const HEIGHT = 160;
+
+export function DownloadChart(
+  { series, days, path, title }: {
+    series: DailyDownloads[];
+    days: ChartRange;
+    /** The page's address, for the 30/90-day links. */
+    path: string;
+    title: string;
+  },
+) {
+  const total = series.reduce((sum, { downloads }) => sum + downloads, 0);
+  const max = Math.max(1, ...series.map(({ downloads }) => downloads));
+  const slot = WIDTH / series.length;
+  const gap = series.length > 60 ? 1 : 2;
+  const first = series[0]?.day ?? "";
+  const last = series[series.length - 1]?.day ?? "";
+  return (
+    <section
+      class="card chart"
+      id="downloads"
+      data-chart="downloads"
+      data-days={String(days)}
+      aria-labelledby="chart-title"
+    >
+      <div class="chart-head">
+        <h2 id="chart-title">{title}</h2>
+        <nav class="chart-ranges" aria-label="Chart range">
+          {CHART_RANGES.map((range) => (
+            <a
+              href={`${path}?days=${range}#downloads`}
+              class="button button-small"
+              aria-current={range === days ? "true" : undefined}
+            >
+              {range} days
+            </a>
+          ))}
+        </nav>
+      </div>
+      <p class="muted">
+        <strong data-downloads-total>{total}</strong> downloads in the last {days} days, at most
+        {" "}
+        {total === 0 ? 0 : max} on one day.
+      </p>
+      <svg
+        class="chart-svg"
+        viewBox={`0 0 ${WIDTH} ${HEIGHT}`}
+        preserveAspectRatio="none"
+        role="presentation"
+        aria-hidden="true"
+        focusable="false"
+      >
+        <line x1="0" y1={HEIGHT - 0.5} x2={WIDTH} y2={HEIGHT - 0.5} class="chart-axis-line" />
+        {series.map(({ day, downloads }, i) => {
+          const height = downloads === 0 ? 0 : Math.max(2, (downloads / max) * (HEIGHT - 8));
+          return (
+            <rect
+              x={(i * slot + gap / 2).toFixed(2)}
+              y={(HEIGHT - height).toFixed(2)}
+              width={(slot - gap).toFixed(2)}
+              height={height.toFixed(2)}
+              class="chart-bar"
+              data-day={day}
+              data-downloads={String(downloads)}
+            >
+              <title>{day}: {downloads}</title>
+            </rect>
+          );
+        })}
+      </svg>
+      <div class="chart-axis" aria-hidden="true">
+        <span>{first}</span>
+        <span>{last}</span>
+      </div>
+      <table class="visually-hidden">
+        <caption>{title}, last {days} days</caption>
+        <thead>
+          <tr>
+            <th scope="col">Day</th>
+            <th scope="col">Downloads</th>
+          </tr>
+        </thead>
+        <tbody>
+          {series.map(({ day, downloads }) => (
+            <tr>
+              <td>{day}</td>
+              <td>{downloads}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
