@@ -128,6 +128,29 @@ Deno.test("admin API keys", async (t) => {
     assert.match(row, /never/);
   });
 
+  await t.step("projects with these tags, no tag given: 400, nothing stored", async () => {
+    const before = (await listApiKeys(app.kv)).length;
+    const { res, html, secret } = await createKey(client, {
+      name: "Reaches nothing",
+      scope_mode: "tag_allow_list",
+      tags: " , ",
+      project_slugs: "desktop",
+    });
+    assert.equal(res.status, 400);
+    assert.equal(secret, undefined);
+    assert.match(html, /enter at least one tag/);
+    assert.match(html, /id="key-tags-error" role="alert"/);
+    assert.match(html, /value="Reaches nothing"/);
+    assert.equal((await listApiKeys(app.kv)).length, before);
+    // The deny lists may stay empty: they deny nothing.
+    const denyNone = await createKey(client, {
+      name: "Deny none",
+      scope_mode: "tag_deny_list",
+      tags: "",
+    });
+    assert.equal(denyNone.res.status, 200);
+  });
+
   await t.step("scope modes keep only the list they use", async () => {
     const tag = await createKey(client, {
       name: "Beta testers",
@@ -180,6 +203,12 @@ Deno.test("admin API keys", async (t) => {
         /expires_at must be/,
       ],
       ["missing name", { scope_mode: "all_projects", name: " " }, "name", /name is required/],
+      [
+        "only these projects, none chosen",
+        { scope_mode: "project_allow_list", project_slugs: "" },
+        "project_slugs",
+        /choose at least one project/,
+      ],
     ] as const
   ) {
     await t.step(`${label}: 400, form with message and values, nothing stored`, async () => {

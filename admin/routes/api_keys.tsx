@@ -34,7 +34,7 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
     const list = listPage(
       newestFirst,
       error ? {} : c.req.query(),
-      (key) => [key.name, String(key.id), key.prefix],
+      (key) => [key.name, String(key.id)],
       "/admin/api-keys",
       "#key-list",
     );

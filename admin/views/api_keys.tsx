@@ -82,7 +82,6 @@ export function ApiKeysPage(
     <Layout ctx={ctx} title="API keys" nav="api-keys">
       <div class="page-head">
         <h1>API keys</h1>
-        <a class="button button-primary" href="/admin/api-keys?new=1#new-key">New API key</a>
       </div>
       <KeyForm
         ctx={ctx}
@@ -241,6 +240,8 @@ function KeyForm(
         >
           <legend>Projects</legend>
           <p class="hint">Used by "Only these projects" and "All projects except these".</p>
+          {/* Above the list (it can be long), where the focused first checkbox is. */}
+          <FieldError error={error} field="project_slugs" id="key-projects" />
           {projects.length === 0
             ? <p class="muted">No projects yet.</p>
             : (
@@ -265,7 +266,6 @@ function KeyForm(
                 ))}
               </div>
             )}
-          <FieldError error={error} field="project_slugs" id="key-projects" />
         </fieldset>
         <fieldset
           class="field scope-list"

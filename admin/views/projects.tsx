@@ -51,7 +51,6 @@ export function ProjectsPage(
     <Layout ctx={ctx} title="Projects" nav="projects">
       <div class="page-head">
         <h1>Projects</h1>
-        <a class="button button-primary" href="/admin/projects?new=1#new-project">New project</a>
       </div>
       <details
         class="card create-card"
