@@ -8,7 +8,7 @@
  * The key is read from UPDATE_API_KEY only (argv is visible to every user in
  * `ps`). `--base-url` defaults to UPDATE_BASE_URL. Exit codes: see EXIT below.
  */
-import { basename } from "node:path";
+import { basename, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import {
   checkForUpdate,
@@ -18,6 +18,7 @@ import {
   getRelease,
   isNewerVersion,
   type Release,
+  type RetryNotice,
   UpdateClientError,
 } from "./update_client.ts";
 
@@ -104,7 +105,7 @@ async function run(args: string[]): Promise<number> {
       return EXIT.ok;
     }
   }
-  const target = flags.out ?? safeFileName(release.filename);
+  const target = resolve(userDirectory(), flags.out ?? safeFileName(release.filename));
   const result = await downloadRelease({ ...options, release, target });
   console.log(
     `downloaded ${describe(release)} to ${target} (${release.size_bytes} bytes, sha256 ok${
@@ -156,7 +157,28 @@ function clientOptions(
   } catch {
     throw new UsageError(`--base-url must be an http:// or https:// URL, got "${baseUrl}"`);
   }
-  return { baseUrl, apiKey, retries: retriesFlag === undefined ? 3 : Number(retriesFlag) };
+  return {
+    baseUrl,
+    apiKey,
+    retries: retriesFlag === undefined ? 3 : Number(retriesFlag),
+    onRetry: (retry) => console.error(retryMessage(retry)),
+  };
+}
+
+/** "rate limited (429 … on /api/v1/…): waiting 20 s before retry 1 of 3" */
+export function retryMessage(retry: RetryNotice): string {
+  const seconds = Math.ceil(retry.waitMs / 1000);
+  const what = retry.kind === "rate_limited" ? "rate limited by the service" : "connection failed";
+  return `${what} (${retry.message}): waiting ${seconds} s before retry ${retry.attempt} of ${retry.retries}`;
+}
+
+/**
+ * Where a relative --out (or the default file name) goes: the directory the
+ * user ran the command in. `deno task` runs the script in the project
+ * directory and passes the caller's directory as INIT_CWD.
+ */
+function userDirectory(): string {
+  return Deno.env.get("INIT_CWD") || Deno.cwd();
 }
 
 /** The server's file name, reduced to a plain name in the current directory. */

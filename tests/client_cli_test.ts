@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { setApiKeyActive } from "../src/store/mod.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
-import { makeDataTempDir, runTask, startServer } from "./server_process.ts";
+import { makeDataTempDir, PROJECT_ROOT, runTask, startServer } from "./server_process.ts";
 
 function pattern(size: number, seed: number): Uint8Array {
   return Uint8Array.from({ length: size }, (_, i) => (i * 31 + seed * 17 + (i >> 10)) & 0xff);
@@ -68,6 +68,29 @@ Deno.test("reference client CLI against the real service", async (t) => {
       assert.equal(sha256(await Deno.readFile(target)), latest.checksum_sha256);
       assert.equal(await exists(`${target}.part`), false);
       assert.equal(await exists(`${target}.part.json`), false);
+    });
+
+    await t.step("a relative --out, or none, lands where the user ran the task", async () => {
+      // deno task runs in the project directory; INIT_CWD says where the user was.
+      const here = join(out, "user-dir");
+      await Deno.mkdir(here);
+      const run = async (args: string[]) => {
+        const output = await new Deno.Command(Deno.execPath(), {
+          args: ["task", "-q", "client", ...args, "--base-url", server.baseUrl],
+          cwd: here,
+          env: { NO_COLOR: "1", UPDATE_API_KEY: key },
+        }).output();
+        assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+      };
+      await run(["download", "--project", "desktop", "--out", "relative.bin"]);
+      assert.equal(sha256(await Deno.readFile(join(here, "relative.bin"))), latest.checksum_sha256);
+      await run(["download", "--project", "desktop"]);
+      assert.equal(
+        sha256(await Deno.readFile(join(here, "app-1.1.0.bin"))),
+        latest.checksum_sha256,
+      );
+      assert.equal(await exists(join(PROJECT_ROOT, "relative.bin")), false);
+      assert.equal(await exists(join(PROJECT_ROOT, "app-1.1.0.bin")), false);
     });
 
     await t.step("download with --current that is up to date downloads nothing", async () => {
@@ -160,7 +183,13 @@ Deno.test("reference client CLI against the real service", async (t) => {
         { UPDATE_API_KEY: key, UPDATE_BASE_URL: `http://127.0.0.1:${closedPort}` },
       );
       assert.equal(res.code, 7, res.stderr);
-      assert.match(res.stderr, /network/);
+      // Not just "fetch failed": where it was going.
+      assert.match(
+        res.stderr,
+        new RegExp(
+          `network failure reaching 127\\.0\\.0\\.1:${closedPort}/api/v1/projects/desktop/`,
+        ),
+      );
     });
   } finally {
     await server.stop();
@@ -185,6 +214,11 @@ Deno.test("reference client CLI against the real service", async (t) => {
         assert.match(gaveUp.stderr, /429 rate limit exceeded/);
         const waited = await run(limitedKey2, "3", join(out, "limited-3.bin"));
         assert.equal(waited.code, 0, waited.stderr);
+        // While it waits it says for what and how long.
+        assert.match(
+          waited.stderr,
+          /rate limited by the service \(429 rate limit exceeded .*\): waiting \d+ s before retry 1 of 3/,
+        );
         assert.equal(
           sha256(await Deno.readFile(join(out, "limited-3.bin"))),
           latest.checksum_sha256,

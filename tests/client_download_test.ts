@@ -9,6 +9,7 @@ import {
   checkForUpdate,
   downloadRelease,
   type Release,
+  type RetryNotice,
   UpdateClientError,
 } from "../client/update_client.ts";
 
@@ -352,13 +353,22 @@ Deno.test("reference client downloads", async (t) => {
     });
     const file = target();
     const waits: number[] = [];
+    const notices: RetryNotice[] = [];
     await downloadRelease({
       ...downloadOptions(server, file),
       sleep: (ms) => Promise.resolve(void waits.push(ms)),
+      onRetry: (notice) => notices.push(notice),
     });
     await server.close();
     await assertDownloaded(file);
     assert.deepEqual(waits, [2000]);
+    // The caller hears what it waits for, and for how long, before the wait.
+    assert.equal(notices.length, 1);
+    assert.equal(notices[0].kind, "rate_limited");
+    assert.equal(notices[0].waitMs, 2000);
+    assert.equal(notices[0].attempt, 1);
+    assert.equal(notices[0].retries, 3);
+    assert.match(notices[0].message, /^429 .*\/api\/v1\/releases\/7\/download/);
   });
 
   await t.step("429 until the retries run out, or a Retry-After too long to wait", async () => {
@@ -405,13 +415,14 @@ Deno.test("reference client downloads", async (t) => {
     assert.ok((await Deno.stat(`${file}.part`)).size > 0);
   });
 
-  await t.step("a refused connection is a network failure", async () => {
+  await t.step("a refused connection is a network failure naming host and path", async () => {
     const server = startRangeServer();
     await server.close();
-    await rejectsWith(
-      downloadRelease({ ...downloadOptions(server, target()), retries: 0 }),
-      "network",
-    );
+    const download = downloadRelease({ ...downloadOptions(server, target()), retries: 0 });
+    await rejectsWith(download, "network");
+    const error = await download.catch((error) => error);
+    const { host } = new URL(server.baseUrl);
+    assert.match(error.message, new RegExp(`reaching ${host}/api/v1/releases/7/download: `));
   });
 
   await t.step("checkForUpdate applies the version rule to the latest release", async () => {
