@@ -12,6 +12,7 @@ import {
   type RetryNotice,
   UpdateClientError,
 } from "../client/update_client.ts";
+import { EXPECTED_DROP } from "./expected_noise.ts";
 
 const SIZE = 300_000;
 const BYTES = Uint8Array.from({ length: SIZE }, (_, i) => (i * 7919 + (i >> 8)) & 0xff);
@@ -111,7 +112,7 @@ function bodyStream(bytes: Uint8Array, cut: number, stall: boolean, unstall: Pro
     async pull(controller) {
       if (sent >= cut) {
         if (stall) await unstall;
-        controller.error(new Error("connection dropped on purpose"));
+        controller.error(EXPECTED_DROP); // a plain string: see expected_noise.ts
         return;
       }
       const end = Math.min(bytes.length, sent + 16_384, cut);
