@@ -14,6 +14,12 @@ function sha256(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
 }
 
+function environmentWithout(name: string): Record<string, string> {
+  const env = Deno.env.toObject();
+  delete env[name];
+  return env;
+}
+
 async function exists(path: string): Promise<boolean> {
   return await Deno.stat(path).then(() => true, () => false);
 }
@@ -78,7 +84,9 @@ Deno.test("reference client CLI against the real service", async (t) => {
         const output = await new Deno.Command(Deno.execPath(), {
           args: ["task", "-q", "client", ...args, "--base-url", server.baseUrl],
           cwd: here,
-          env: { NO_COLOR: "1", UPDATE_API_KEY: key },
+          // As from a shell: deno task keeps an INIT_CWD it inherits (as under `deno task ok`).
+          clearEnv: true,
+          env: { ...environmentWithout("INIT_CWD"), NO_COLOR: "1", UPDATE_API_KEY: key },
         }).output();
         assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
       };
