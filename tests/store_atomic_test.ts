@@ -106,7 +106,7 @@ Deno.test("many-key reads past getMany's 10-key limit keep order and gaps", asyn
         size_bytes: 1,
         checksum_sha256: "0".repeat(64),
       });
-      await countDownload(kv, release.id);
+      await countDownload(kv, { releaseId: release.id, projectId: projects[0].id, keyId: 1 });
       const ids = [...Array.from({ length: 22 }, (_, i) => 1000 + i), release.id];
       const counts = await getDownloadCounts(kv, ids);
       assert.deepEqual([...counts.keys()], ids);

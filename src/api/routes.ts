@@ -86,7 +86,7 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
       countDownload(kv, {
         releaseId: release.id,
         projectId: release.project_id,
-        keyId: c.get("apiKey").id,
+        keyId: key.id,
       }).catch((error) => {
         recordKvError("download_count");
         console.error("download count failed:", error);
