@@ -2,19 +2,9 @@
 import assert from "node:assert/strict";
 import { judgeApiKey } from "../src/store/access.ts";
 import { type ApiKey, setApiKeyActive, setProjectState, updateProject } from "../src/store/mod.ts";
-import {
-  assertError,
-  assertProtectedHeaders,
-  assertSecurityHeaders,
-  captureErrors,
-  createTestApp,
-  faultyKv,
-  readJson,
-  seedKey,
-  seedProject,
-  seedRelease,
-  type TestApp,
-} from "./helpers.ts";
+import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";
+import { captureErrors, faultyKv } from "./faults.ts";
+import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 
 const PROTECTED = [
   "/api/v1/projects",

@@ -5,18 +5,9 @@ import { createApp } from "../app.ts";
 import { contentDisposition } from "../src/http/content_disposition.ts";
 import { createKeyUsageRecorder } from "../src/store/key_usage.ts";
 import { apiKeyLastUsedKey, releaseKey } from "../src/store/mod.ts";
-import {
-  assertError,
-  assertProtectedHeaders,
-  assertSecurityHeaders,
-  captureErrors,
-  createTestApp,
-  faultyKv,
-  seedKey,
-  seedProject,
-  seedRelease,
-  type TestApp,
-} from "./helpers.ts";
+import { assertError, assertProtectedHeaders, assertSecurityHeaders } from "./asserts.ts";
+import { captureErrors, faultyKv } from "./faults.ts";
+import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 
 /** A request of every kind of outcome the service can give. */
 async function everyKindOfResponse(t: TestApp): Promise<[string, Response][]> {

@@ -1,13 +1,8 @@
 /** The two public routes: GET /healthz and GET /api/v1 (client-api.md section 4). */
 import assert from "node:assert/strict";
-import {
-  assertSecurityHeaders,
-  captureErrors,
-  createTestApp,
-  faultyKv,
-  readJson,
-  seedKey,
-} from "./helpers.ts";
+import { assertSecurityHeaders, readJson } from "./asserts.ts";
+import { captureErrors, faultyKv } from "./faults.ts";
+import { createTestApp, seedKey } from "./helpers.ts";
 
 const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
 const isPing = (key: Deno.KvKey) => key[0] === "health";

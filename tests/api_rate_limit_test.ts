@@ -9,17 +9,9 @@ import {
   SYNC_INTERVAL_MS,
 } from "../src/store/rate_limit.ts";
 import { setApiKeyActive } from "../src/store/mod.ts";
-import {
-  assertError,
-  assertProtectedHeaders,
-  assertSecurityHeaders,
-  captureErrors,
-  createTestApp,
-  faultyKv,
-  seedKey,
-  seedProject,
-  type TestApp,
-} from "./helpers.ts";
+import { assertError, assertProtectedHeaders, assertSecurityHeaders } from "./asserts.ts";
+import { captureErrors, faultyKv } from "./faults.ts";
+import { createTestApp, seedKey, seedProject, type TestApp } from "./helpers.ts";
 
 async function withLimit(
   limit: { burst: number; perMinute?: number; trustProxy?: boolean; store?: "memory" | "kv" },

@@ -3,17 +3,8 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { setProjectState, setReleaseState } from "../src/store/mod.ts";
-import {
-  assertError,
-  assertProtectedHeaders,
-  assertSecurityHeaders,
-  createTestApp,
-  readJson,
-  seedKey,
-  seedProject,
-  seedRelease,
-  type TestApp,
-} from "./helpers.ts";
+import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";
+import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 
 async function withApp(fn: (t: TestApp, secret: string) => Promise<void>) {
   await using t = await createTestApp();

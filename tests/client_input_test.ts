@@ -4,7 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
-import { captureErrors, createTestApp, seedProject } from "./helpers.ts";
+import { captureErrors } from "./faults.ts";
+import { createTestApp, seedProject } from "./helpers.ts";
 import {
   createApiKey,
   createProject,

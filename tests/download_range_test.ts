@@ -14,17 +14,8 @@ import { createApp } from "../app.ts";
 import { createLogger } from "../src/lib/log.ts";
 import { renderMetrics } from "../src/lib/metrics.ts";
 import { getDownloadCounts } from "../src/store/mod.ts";
-import {
-  assertError,
-  assertProtectedHeaders,
-  assertSecurityHeaders,
-  concatBytes,
-  createTestApp,
-  readJson,
-  seedKey,
-  seedProject,
-  seedRelease,
-} from "./helpers.ts";
+import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";
+import { concatBytes, createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 

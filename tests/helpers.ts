@@ -1,5 +1,4 @@
-/** Shared fixtures: an app on in-memory KVs and a temp data dir, plus seed helpers. */
-import assert from "node:assert/strict";
+/** Shared fixtures: an app on in-memory KVs and a temp data dir, seed helpers, KV utilities. */
 import { join } from "node:path";
 import { createApp } from "../app.ts";
 import { type ArtifactStore, createFsStore, publishRelease } from "../src/storage/mod.ts";
@@ -139,60 +138,6 @@ export async function seedKey(t: TestApp, input: Partial<ApiKeyInput> = {}) {
   return { apiKey, secret };
 }
 
-export interface KvFaults {
-  /** `get`/`getMany` of a key for which this returns true throws. */
-  failGet?: (key: Deno.KvKey) => boolean;
-  /** `get` of a key for which this returns true never settles. */
-  hangGet?: (key: Deno.KvKey) => boolean;
-  /** Every atomic commit throws. */
-  failCommit?: boolean;
-}
-
-/** A KV that behaves like `kv` except for the faults asked for. */
-export function faultyKv(kv: Deno.Kv, faults: KvFaults): Deno.Kv {
-  return new Proxy(kv, {
-    get(target, prop) {
-      if (prop === "get") {
-        return (key: Deno.KvKey, options?: { consistency?: Deno.KvConsistencyLevel }) => {
-          if (faults.hangGet?.(key)) return new Promise(() => {});
-          if (faults.failGet?.(key)) return Promise.reject(new Error("kv get failed (test fault)"));
-          return target.get(key, options);
-        };
-      }
-      if (prop === "getMany") {
-        return (keys: Deno.KvKey[], options?: { consistency?: Deno.KvConsistencyLevel }) => {
-          if (keys.some((key) => faults.failGet?.(key))) {
-            return Promise.reject(new Error("kv getMany failed (test fault)"));
-          }
-          return target.getMany(keys, options);
-        };
-      }
-      if (prop === "atomic" && faults.failCommit) {
-        return () => {
-          const op = target.atomic();
-          const proxy: Deno.AtomicOperation = new Proxy(op, {
-            get(opTarget, opProp) {
-              if (opProp === "commit") {
-                return () => Promise.reject(new Error("kv commit failed (test fault)"));
-              }
-              const value = Reflect.get(opTarget, opProp, opTarget);
-              if (typeof value !== "function") return value;
-              // Builder methods return the operation: keep returning the proxy.
-              return (...args: unknown[]) => {
-                value.apply(opTarget, args);
-                return proxy;
-              };
-            },
-          });
-          return proxy;
-        };
-      }
-      const value = Reflect.get(target, prop, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-}
-
 /** Runs `fn` with a fresh in-memory KV and closes it afterwards, also when `fn` throws. */
 export async function withKv<T>(fn: (kv: Deno.Kv) => Promise<T>): Promise<T> {
   const kv = await Deno.openKv(":memory:");
@@ -227,58 +172,6 @@ export async function listDir(dir: string): Promise<string[]> {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
   return names.sort();
-}
-
-/** The headers client-api.md section 7 puts on every response. */
-export function assertSecurityHeaders(res: Response, { hsts = false } = {}) {
-  assert.equal(res.headers.get("x-content-type-options"), "nosniff");
-  assert.equal(res.headers.get("x-frame-options"), "DENY");
-  assert.equal(res.headers.get("referrer-policy"), "no-referrer");
-  assert.equal(
-    res.headers.get("strict-transport-security"),
-    hsts ? "max-age=31536000" : null,
-  );
-}
-
-/** The headers client-api.md section 7 puts on protected API responses. */
-export function assertProtectedHeaders(res: Response) {
-  assert.equal(res.headers.get("cache-control"), "no-store, private, max-age=0");
-  assert.equal(res.headers.get("pragma"), "no-cache");
-  assert.equal(res.headers.get("expires"), "0");
-  assert.equal(res.headers.get("vary"), "Authorization");
-  assert.equal(res.headers.get("x-robots-tag"), "noindex, nofollow");
-}
-
-/** Asserts a JSON body with the exact content type, and returns it. */
-// deno-lint-ignore no-explicit-any
-export async function readJson(res: Response, status: number): Promise<any> {
-  const text = await res.text();
-  assert.equal(res.status, status, `status of ${text}`);
-  assert.equal(res.headers.get("content-type"), "application/json; charset=utf-8");
-  return JSON.parse(text);
-}
-
-/** Asserts the spec's error object `{ "error": message }` and nothing else. */
-export async function assertError(res: Response, status: number, message: string) {
-  assert.deepEqual(await readJson(res, status), { error: message });
-}
-
-/** Captures console.error while `fn` runs. */
-export async function captureErrors<T>(
-  fn: () => Promise<T>,
-): Promise<{ value: T; logged: string }> {
-  const original = console.error;
-  const lines: string[] = [];
-  console.error = (...args: unknown[]) => {
-    lines.push(
-      args.map((a) => a instanceof Error ? `${a.name}: ${a.message}` : String(a)).join(" "),
-    );
-  };
-  try {
-    return { value: await fn(), logged: lines.join("\n") };
-  } finally {
-    console.error = original;
-  }
 }
 
 /** Joins byte arrays (strings are UTF-8 encoded) into one. */

@@ -10,7 +10,8 @@ import {
   UploadTooLargeError,
 } from "../src/storage/mod.ts";
 import { createProject, listReleasesByProject, ValidationError } from "../src/store/mod.ts";
-import { dumpKv, faultyKv, listDir, withKv } from "./helpers.ts";
+import { faultyKv } from "./faults.ts";
+import { dumpKv, listDir, withKv } from "./helpers.ts";
 
 async function withDir(fn: (dir: string) => Promise<void>) {
   const root = await Deno.makeTempDir({ prefix: "uds-artifacts-" });

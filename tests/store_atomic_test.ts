@@ -14,7 +14,8 @@ import {
   updateProject,
   ValidationError,
 } from "../src/store/mod.ts";
-import { dumpKv, faultyKv, withKv } from "./helpers.ts";
+import { faultyKv } from "./faults.ts";
+import { dumpKv, withKv } from "./helpers.ts";
 
 const ok = { ok: true, versionstamp: "00000000000000010000" } as const;
 
