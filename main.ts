@@ -1,26 +1,43 @@
 /** The single entry point: read settings, open storage, serve, stop gracefully. */
+import { dirname } from "node:path";
 import { bootstrapAdmin } from "./admin/mod.ts";
 import { createApp } from "./app.ts";
 import { BENCH_LAYERS, type BenchLayer } from "./src/http/app_env.ts";
 import { ConfigError, loadConfig } from "./src/lib/config.ts";
 import { createMetricsApp, metricsAddressLabel } from "./src/http/metrics_route.ts";
+import { endOpenResponses } from "./src/http/observe.ts";
 import { createKeyUsageRecorder } from "./src/store/key_usage.ts";
-import { createBufferedWriter, createLogger } from "./src/lib/log.ts";
+import { keepServing, type KeptServer } from "./src/lib/keep_serving.ts";
+import { createBufferedWriter, createLogger, type Logger } from "./src/lib/log.ts";
 import { inFlightRequests } from "./src/lib/metrics.ts";
+import { makePrivateDir, openPrivateKv, openToOthersWarning } from "./src/lib/private_files.ts";
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
+import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
 import { followOtherWriters } from "./src/store/mod.ts";
-import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
+import {
+  type ArtifactStore,
+  openArtifactStore,
+  scheduleSweeps,
+  StorageUnavailableError,
+} from "./src/storage/mod.ts";
+
+/** Abandoned upload parts are swept at start, once the grace period has passed, then this often. */
+const SWEEP_EVERY_MS = 10 * 60_000;
+const FIRST_SWEEP_DELAY_MS = 6_000;
 
 function readConfig() {
   try {
     return loadConfig();
   } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(`cannot start: ${error.message}`);
-      Deno.exit(1);
-    }
+    if (error instanceof ConfigError) exitWith(error.message);
     throw error;
   }
+}
+
+/** A start-up failure the operator can fix: one line, exit 1, no stack trace. */
+function exitWith(message: string): never {
+  console.error(`cannot start: ${message}`);
+  Deno.exit(1);
 }
 
 /** APP_BENCH_OFF: a layer `deno task bench` switches off to measure it (never set it yourself). */
@@ -38,81 +55,183 @@ function benchLayerOff(): BenchLayer | undefined {
 const config = readConfig();
 const stdout = createBufferedWriter();
 const logger = createLogger(config.logFormat, stdout);
-const artifacts = await openArtifactStore(config).catch((error) => {
-  if (!(error instanceof StorageUnavailableError)) throw error;
-  console.error(`cannot start: APP_STORAGE=s3: ${error.message}`);
-  Deno.exit(1);
-});
-const kv = await Deno.openKv(config.kvPath);
-await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
-const stopFollowingWriters = followOtherWriters(kv, config.cacheRefreshMs);
-if (artifacts.kind === "s3") {
-  scheduleSweeps(kv, artifacts, (result) => {
-    if ("error" in result) {
-      logger.event("warn", `storage sweep failed: ${String(result.error)}`);
-    } else if (result.abortedUploads > 0 || result.removedObjects > 0) {
-      logger.event("info", "storage sweep removed what an interrupted upload left", {
-        aborted_uploads: result.abortedUploads,
-        removed_objects: result.removedObjects,
-      });
-    }
+
+/** The data dir (0700, with a warning when others can read it), the artifact store and the KV. */
+async function openStorage(): Promise<
+  { kv: Deno.Kv; artifacts: Awaited<ReturnType<typeof openArtifactStore>> }
+> {
+  await dataDirStep(config, config.dataDir, "create", () => makePrivateDir(config.dataDir));
+  const warning = await dataDirStep(
+    config,
+    config.dataDir,
+    "read",
+    () => openToOthersWarning(config.dataDir),
+  );
+  if (warning !== null) logger.event("warn", warning);
+  const artifacts = await dataDirStep(
+    config,
+    config.artifactsDir,
+    "create",
+    () => openArtifactStore(config),
+  ).catch((error) => {
+    if (error instanceof StorageUnavailableError) exitWith(`APP_STORAGE=s3: ${error.message}`);
+    throw error;
   });
-}
-
-const benchOff = benchLayerOff();
-const app = createApp({
-  config,
-  kv,
-  artifacts,
-  rateLimitKv: config.rateLimitStore === "kv" ? kv : undefined,
-  recordKeyUse: createKeyUsageRecorder(kv),
-  logger: benchOff === "access_log" ? undefined : logger,
-  benchOff,
-});
-
-const servers: Deno.HttpServer[] = [];
-servers.push(Deno.serve({
-  port: config.port,
-  hostname: config.host,
-  reusePort: config.reusePort,
-  onListen: ({ hostname, port }) => {
-    logger.event(
-      "info",
-      `${config.serviceName} listening on http://${hostname}:${port} (data in ${config.dataDir})`,
-      { metrics: metricsAddressLabel(config) },
+  if (!/^https?:\/\//i.test(config.kvPath)) {
+    await dataDirStep(
+      config,
+      config.kvPath,
+      "create",
+      () => makePrivateDir(dirname(config.kvPath)),
     );
-  },
-}, app.fetch));
-
-if (config.metricsAddress !== undefined) {
-  servers.push(Deno.serve({
-    ...config.metricsAddress,
-    onListen: ({ hostname, port }) => {
-      logger.event("info", `metrics listening on http://${hostname}:${port}/metrics`);
-    },
-  }, createMetricsApp(config).fetch));
+  }
+  const kv = await dataDirStep(config, config.kvPath, "open", () => openPrivateKv(config.kvPath));
+  return { kv, artifacts };
 }
 
-onStopSignals(async (signal) => {
-  logger.event("info", "stopping: no new connections, waiting for requests in flight", {
-    signal,
-    in_flight: inFlightRequests(),
-    timeout_seconds: config.shutdownTimeoutSeconds,
-  });
-  stdout.flush();
-  const drained = await drainServers(servers, config.shutdownTimeoutSeconds * 1000);
-  if (!drained) {
-    logger.event("warn", "shutdown timeout reached: cutting the requests still in flight", {
-      in_flight: inFlightRequests(),
+/** Sweeps what dead uploads left behind now, after the grace period, and then regularly. */
+function sweepRegularly(artifacts: ArtifactStore, log: Logger): void {
+  if (artifacts.sweep === undefined) return;
+  const sweep = async () => {
+    try {
+      const removed = await artifacts.sweep!();
+      if (removed > 0) log.event("info", "removed abandoned upload parts", { removed });
+    } catch (error) {
+      log.event("warn", "sweeping abandoned upload parts failed", { error: String(error) });
+    }
+  };
+  sweep();
+  setTimeout(sweep, FIRST_SWEEP_DELAY_MS);
+  Deno.unrefTimer(setInterval(sweep, SWEEP_EVERY_MS));
+}
+
+/** Serves `fetch` on `address`, restarting after faults such as running out of descriptors. */
+function serve(
+  setting: string,
+  address: { hostname: string; port: number; reusePort?: boolean },
+  fetch: (request: Request, info: Deno.ServeHandlerInfo) => Response | Promise<Response>,
+  listening: (hostname: string, port: number) => void,
+): KeptServer {
+  let port = address.port;
+  return listenStep(setting, address, () =>
+    keepServing((restarted) =>
+      Deno.serve({
+        // A restart takes the same port again, even when 0 (any port) was asked for.
+        port,
+        hostname: address.hostname,
+        reusePort: address.reusePort,
+        onListen: (addr) => {
+          port = addr.port;
+          if (!restarted) listening(addr.hostname, addr.port);
+        },
+      }, fetch), {
+      down: (error) =>
+        logger.event("warn", `${setting} server stopped accepting connections; restarting it`, {
+          error: String(error),
+          hint: "too many open connections? see docs/operators.md (Operations)",
+        }),
+      recovered: (downMs, restarts) =>
+        logger.event("info", `${setting} server serving normally again`, {
+          down_ms: downMs,
+          restarts,
+        }),
+    }));
+}
+
+async function start() {
+  const { kv, artifacts } = await openStorage();
+  await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
+  const stopFollowingWriters = followOtherWriters(kv, config.cacheRefreshMs);
+  if (artifacts.kind === "s3") {
+    scheduleSweeps(kv, artifacts, (result) => {
+      if ("error" in result) {
+        logger.event("warn", `storage sweep failed: ${String(result.error)}`);
+      } else if (result.abortedUploads > 0 || result.removedObjects > 0) {
+        logger.event("info", "storage sweep removed what an interrupted upload left", {
+          aborted_uploads: result.abortedUploads,
+          removed_objects: result.removedObjects,
+        });
+      }
     });
   }
-  stopFollowingWriters();
-  kv.close();
-  logger.event("info", "stopped");
-  stdout.flush();
-  Deno.exit(0);
-}, (signal) => {
-  logger.event("warn", "second stop signal: exiting now", { signal });
-  stdout.flush();
-  Deno.exit(1);
+
+  const benchOff = benchLayerOff();
+  const app = createApp({
+    config,
+    kv,
+    artifacts,
+    rateLimitKv: config.rateLimitStore === "kv" ? kv : undefined,
+    recordKeyUse: createKeyUsageRecorder(kv),
+    logger: benchOff === "access_log" ? undefined : logger,
+    benchOff,
+  });
+
+  const servers: KeptServer[] = [];
+  servers.push(serve(
+    "APP_PORT",
+    { hostname: config.host, port: config.port, reusePort: config.reusePort },
+    app.fetch,
+    (hostname, port) => {
+      logger.event(
+        "info",
+        `${config.serviceName} listening on http://${hostname}:${port} (data in ${config.dataDir})`,
+        { metrics: metricsAddressLabel(config) },
+      );
+    },
+  ));
+
+  if (config.metricsAddress !== undefined) {
+    servers.push(serve(
+      "APP_METRICS_ADDRESS",
+      config.metricsAddress,
+      createMetricsApp(config).fetch,
+      (hostname, port) => {
+        logger.event("info", `metrics listening on http://${hostname}:${port}/metrics`);
+      },
+    ));
+  }
+  sweepRegularly(artifacts, logger);
+  return { kv, servers, stopFollowingWriters };
+}
+
+let started: Awaited<ReturnType<typeof start>>;
+try {
+  started = await start();
+} catch (error) {
+  if (error instanceof StartupError) exitWith(error.message);
+  throw error;
+}
+const { kv, servers, stopFollowingWriters } = started;
+
+onStopSignals({
+  stop: async (signal) => {
+    logger.event("info", "stopping: no new connections, waiting for requests in flight", {
+      signal,
+      in_flight: inFlightRequests(),
+      timeout_seconds: config.shutdownTimeoutSeconds,
+    });
+    stdout.flush();
+    const drained = await drainServers(servers, config.shutdownTimeoutSeconds * 1000);
+    if (!drained) {
+      logger.event("warn", "shutdown timeout reached: cutting the requests still in flight", {
+        in_flight: inFlightRequests(),
+      });
+      // Downloads still streaming get their access-log line, marked aborted.
+      endOpenResponses();
+    }
+    stopFollowingWriters();
+    kv.close();
+    logger.event("info", "stopped");
+    stdout.flush();
+    Deno.exit(0);
+  },
+  repeated: (signal) => {
+    logger.event("info", "stop signal repeated within a second: still draining", { signal });
+  },
+  force: (signal) => {
+    logger.event("warn", "second stop signal: exiting now", { signal });
+    endOpenResponses();
+    stdout.flush();
+    Deno.exit(1);
+  },
 });

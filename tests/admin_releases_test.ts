@@ -404,7 +404,7 @@ async function scrapeMetrics(): Promise<Map<string, number>> {
 const UPLOAD_SERIES = [
   "uds_uploads_total",
   "uds_upload_bytes_total",
-  ...["too_large", "empty", "invalid", "error"].map((reason) =>
+  ...["too_large", "empty", "invalid", "storage_full", "error"].map((reason) =>
     `uds_upload_failures_total{reason="${reason}"}`
   ),
 ];

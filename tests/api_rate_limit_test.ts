@@ -92,9 +92,11 @@ Deno.test("/healthz and paths outside /api/v1 draw no token", () =>
   }));
 
 Deno.test("the rate limit is checked before 503, 401, 403, 400 and 404", () =>
-  withLimit({ burst: 1 }, async (t) => {
+  withLimit({ burst: 2 }, async (t) => {
     const { secret: noDownload } = await seedKey(t, { can_download: false });
-    assert.equal(await status(t.request("/api/v1")), 200); // spends the address's only token
+    // Known from another address: the key is in the read cache from now on.
+    assert.equal(await status(t.requestFrom("10.0.0.5", "/api/v1/projects", noDownload)), 403);
+    for (let i = 0; i < 2; i++) assert.equal(await status(t.request("/api/v1")), 200);
     await assertError(await t.request("/api/v1/projects"), 429, "rate limit exceeded");
     await assertError(await t.request("/api/v1/projects", "uds_bad"), 429, "rate limit exceeded");
     await assertError(await t.request("/api/v1/releases/x"), 429, "rate limit exceeded");
@@ -105,6 +107,36 @@ Deno.test("the rate limit is checked before 503, 401, 403, 400 and 404", () =>
       "rate limit exceeded",
     );
   }));
+
+Deno.test("issue 9.9: a request the rate limit refuses makes no KV lookup of an unknown token", async () => {
+  let lookups = 0;
+  await withLimit(
+    { burst: 2 },
+    async (t) => {
+      for (let i = 0; i < 2; i++) {
+        assert.equal(await status(t.request("/api/v1/projects", `uds_guess${i}`)), 401);
+      }
+      assert.equal(lookups, 2);
+      for (let i = 0; i < 20; i++) {
+        await assertError(
+          await t.request("/api/v1/projects", `uds_more${i}`),
+          429,
+          "rate limit exceeded",
+        );
+      }
+      assert.equal(lookups, 2, "no lookup for refused requests");
+    },
+    {
+      wrapKv: (kv: Deno.Kv) =>
+        faultyKv(kv, {
+          failGet: (key) => {
+            if (key[0] === "api_keys_by_hash") lookups++;
+            return false;
+          },
+        }),
+    },
+  );
+});
 
 Deno.test("the rate limit is checked before 503 when the key service is down", () =>
   withLimit(

@@ -12,6 +12,7 @@ import type { Hono } from "hono";
 import {
   type ArtifactStore,
   EmptyUploadError,
+  StorageFullError,
   type StoredArtifact,
   UploadTooLargeError,
 } from "../../src/storage/mod.ts";
@@ -158,7 +159,7 @@ async function recordRelease(
 }
 
 interface UploadRefusal {
-  status: 400 | 413;
+  status: 400 | 413 | 507;
   error: FormError;
   reason: UploadFailureReason;
 }
@@ -185,6 +186,17 @@ function tooLarge(maxBytes: number): UploadRefusal {
 /** Mapping errors to form errors: the refusal a person can fix, or null for a failure of ours. */
 function uploadRefusal(error: unknown, maxBytes: number): UploadRefusal | null {
   if (error instanceof UploadTooLargeError) return tooLarge(maxBytes);
+  if (error instanceof StorageFullError) {
+    return {
+      status: 507,
+      error: {
+        field: "file",
+        message: "The server's storage ran out of space while the file was written. " +
+          "Nothing was stored; free some space (or ask the operator to) and upload again.",
+      },
+      reason: "storage_full",
+    };
+  }
   if (error instanceof EmptyUploadError) {
     return {
       status: 400,

@@ -14,7 +14,12 @@ import { clientAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import { recordKeyCheckFailure, recordKvError, recordRateLimited } from "../lib/metrics.ts";
 import { createKvRateLimiter, createMemoryRateLimiter } from "../store/rate_limit.ts";
-import { type ApiKey, getApiKeyByHash, hashApiKeySecret } from "../store/mod.ts";
+import {
+  type ApiKey,
+  cachedApiKeyByHash,
+  getApiKeyByHash,
+  hashApiKeySecret,
+} from "../store/mod.ts";
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;
 const ALLOWED = { allowed: true } as const;
@@ -33,22 +38,31 @@ let benchLast: { header: string; presented: Promise<PresentedKey> } | undefined;
 const tokenHashes = new Map<string, string>();
 const MAX_REMEMBERED_TOKENS = 10_000;
 
-async function resolvePresentedKey(deps: AppDeps, header: string): Promise<PresentedKey> {
+/**
+ * The key the `Authorization` header presents. `beforeLookup` runs (and may
+ * throw) when only a KV read could tell: the token's key is not in the cache.
+ */
+async function resolvePresentedKey(
+  deps: AppDeps,
+  header: string,
+  beforeLookup: () => void | Promise<void>,
+): Promise<PresentedKey> {
   if (deps.benchOff === "key_check") {
     // Measuring: the last answer again, without hashing or looking up.
     if (benchLast?.header !== header) {
       benchLast = {
         header,
-        presented: resolvePresentedKey({ ...deps, benchOff: undefined }, header),
+        presented: resolvePresentedKey({ ...deps, benchOff: undefined }, header, beforeLookup),
       };
     }
     return benchLast.presented;
   }
   const token = BEARER.exec(header)?.[1];
   if (!token) return { token, key: null, lookupFailed: false };
+  const remembered = tokenHashes.get(token);
+  const hash = remembered ?? hashApiKeySecret(token);
+  if (cachedApiKeyByHash(deps.kv, hash) === undefined) await beforeLookup();
   try {
-    const remembered = tokenHashes.get(token);
-    const hash = remembered ?? hashApiKeySecret(token);
     const key = await getApiKeyByHash(deps.kv, hash);
     if (key !== null && remembered === undefined) {
       if (tokenHashes.size >= MAX_REMEMBERED_TOKENS) tokenHashes.clear();
@@ -73,8 +87,29 @@ export function rateLimitGate(deps: AppDeps): (c: Context<AppEnv>) => Promise<vo
   const limiter = deps.rateLimitKv
     ? createKvRateLimiter(deps.rateLimitKv, rule)
     : createMemoryRateLimiter(rule);
+  // A token the cache does not know is looked up in KV only while its address
+  // has tokens left: a refused flood of made-up keys costs no KV read. (A real
+  // key not cached yet waits on its address for that one lookup.)
+  const addressHasTokens = async (c: Context<AppEnv>) => {
+    let refused;
+    try {
+      refused = await limiter.peek(`addr:${clientAddress(c, config.trustProxy)}`);
+    } catch {
+      return; // the take below reports a limiter that cannot be reached
+    }
+    if (refused !== null && !refused.allowed) {
+      recordRateLimited();
+      throw new ApiError(429, API_ERRORS.rateLimited, {
+        "retry-after": String(refused.retryAfterSeconds),
+      });
+    }
+  };
   return async (c) => {
-    const presented = await resolvePresentedKey(deps, c.req.header("authorization") ?? "");
+    const presented = await resolvePresentedKey(
+      deps,
+      c.req.header("authorization") ?? "",
+      () => deps.benchOff === "rate_limit" ? undefined : addressHasTokens(c),
+    );
     c.set("presentedKey", presented);
     if (presented.key) c.set("keyId", presented.key.id);
     const bucket = presented.key

@@ -83,9 +83,10 @@ export const STREAM: Delivery = { mode: "stream", urlTtlSeconds: 60, xAccelPrefi
 export interface ArtifactResponse {
   response: Response;
   /**
-   * Whether this answer counts as one download: a GET answered with the whole
-   * file (a `200`, or a `206` whose range is the whole file). The later parts
-   * of a resumed download and probes like `bytes=0-0` do not count.
+   * Whether this answer counts as one download once its last byte is sent: a
+   * GET of the whole file, or the resumption of one (a range to the end of
+   * the file, under an `If-Range` with its ETag). A download cut off counts
+   * only when it is resumed to its end; probes like `bytes=0-0` never count.
    */
   countsAsDownload: boolean;
 }
@@ -138,19 +139,21 @@ export async function serveArtifact(
     artifact.close();
     return { response: new Response(null, { status, headers }), countsAsDownload: false };
   }
-  // A download counts once: the whole file in one answer. The parts of a
-  // resumed download, and probes such as `bytes=0-0`, do not count again.
-  const whole = start === 0 && length === size;
+  // A download counts once, when the file's last byte is sent: the whole file
+  // in one answer, or the part that completes a resumed download.
+  const toTheEnd = start + length === size;
+  const resumed = start > 0 && request.headers.get("if-range")?.trim() === etag;
+  const counts = toTheEnd && (start === 0 || resumed);
   // A Range refused by If-Range is served here: whoever the request is handed
   // to compares If-Range with its own ETag, not ours.
   const rangeRefused = range === null && request.headers.has("range");
   if (delivery.mode !== "stream" && !rangeRefused) {
     artifact.close();
     const response = await handOff(store, release, delivery, headers);
-    return { response, countsAsDownload: whole };
+    return { response, countsAsDownload: counts };
   }
   const body = await artifact.read(start, length);
-  return { response: new Response(body, { status, headers }), countsAsDownload: whole };
+  return { response: new Response(body, { status, headers }), countsAsDownload: counts };
 }
 
 /**

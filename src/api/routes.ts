@@ -83,14 +83,15 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
     c.set("releaseId", release.id);
     const served = await serveArtifact(deps.artifacts, release, c.req.raw, delivery);
     if (served.countsAsDownload) {
-      countDownload(kv, {
-        releaseId: release.id,
-        projectId: release.project_id,
-        keyId: key.id,
-      }).catch((error) => {
-        recordKvError("download_count");
-        console.error("download count failed:", error);
-      });
+      c.set("onDownloaded", () =>
+        countDownload(kv, {
+          releaseId: release.id,
+          projectId: release.project_id,
+          keyId: key.id,
+        }).catch((error) => {
+          recordKvError("download_count");
+          console.error("download count failed:", error);
+        }));
     }
     setHeaders(served.response.headers, respond.headers);
     return served.response;

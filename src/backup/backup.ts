@@ -12,6 +12,7 @@
  *    copy is checked against the release's size and SHA-256.
  * 4. `manifest.json` last: its presence marks a complete backup.
  */
+import { createPrivateFile, makePrivateDir, PRIVATE_DIR_MODE } from "../lib/private_files.ts";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import {
@@ -103,8 +104,9 @@ export function requireLocalKv(kvPath: string): void {
 async function createEmptyDir(dir: string): Promise<void> {
   try {
     // Not recursive for the last step: an existing directory is refused.
-    await Deno.mkdir(join(dir, ".."), { recursive: true });
-    await Deno.mkdir(dir);
+    await makePrivateDir(join(dir, ".."));
+    await Deno.mkdir(dir, { mode: PRIVATE_DIR_MODE });
+    await Deno.chmod(dir, PRIVATE_DIR_MODE);
   } catch (error) {
     if (error instanceof Deno.errors.AlreadyExists) {
       throw new BackupError(`${dir} already exists; give a new directory for the backup`);
@@ -114,7 +116,7 @@ async function createEmptyDir(dir: string): Promise<void> {
 }
 
 async function writeKvFile(path: string, records: readonly KvRecord[]): Promise<string> {
-  const file = await Deno.open(path, { write: true, createNew: true });
+  const file = await createPrivateFile(path);
   const hash = createHash("sha256");
   const encoder = new TextEncoder();
   try {
@@ -145,7 +147,7 @@ async function copyArtifacts(
   store: ArtifactStore,
   targetDir: string,
 ): Promise<ManifestArtifact[]> {
-  await Deno.mkdir(join(targetDir, ARTIFACTS_DIR));
+  await makePrivateDir(join(targetDir, ARTIFACTS_DIR));
   const copied = new Map<string, ManifestArtifact>();
   for (const release of releasesIn(records)) {
     const key = release.storage_key;
@@ -177,7 +179,7 @@ async function copyArtifacts(
 }
 
 async function writeSynced(path: string, text: string): Promise<void> {
-  const file = await Deno.open(path, { write: true, createNew: true });
+  const file = await createPrivateFile(path);
   try {
     const bytes = new TextEncoder().encode(text);
     for (let written = 0; written < bytes.byteLength;) {

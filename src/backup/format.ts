@@ -5,6 +5,7 @@
  *   <dir>/artifacts/<key>     the artifact file of each release, by storage key
  *   <dir>/manifest.json       written last: a backup without it is incomplete
  */
+import { createPrivateFile } from "../lib/private_files.ts";
 import { createHash } from "node:crypto";
 
 export const FORMAT = "update-distribution-backup";
@@ -73,7 +74,7 @@ export async function writeStreamHashed(
 ): Promise<{ sha256: string; size: number }> {
   const hash = createHash("sha256");
   let size = 0;
-  const target = await Deno.open(to, { write: true, createNew: true });
+  const target = await createPrivateFile(to);
   try {
     for await (const chunk of stream) {
       hash.update(chunk);

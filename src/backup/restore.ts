@@ -8,6 +8,7 @@
  * batched atomic commits. On any failure it removes what it created, so the
  * data dir is empty again and the restore can simply be rerun.
  */
+import { makePrivateDir, openPrivateKv } from "../lib/private_files.ts";
 import { join } from "node:path";
 import { importEntries, isKvEmpty, type KvRecord } from "../store/mod.ts";
 import type { ArtifactStore } from "../storage/mod.ts";
@@ -47,14 +48,14 @@ export async function restoreBackup(sourceDir: string, target: DataLocation): Pr
   const placed: string[] = [];
   let kvCreated = false;
   try {
-    if (store.kind === "fs") await Deno.mkdir(target.artifactsDir, { recursive: true });
+    if (store.kind === "fs") await makePrivateDir(target.artifactsDir);
     for (const artifact of manifest.artifacts) {
       await restoreArtifact(sourceDir, artifact, store);
       placed.push(artifact.storage_key);
     }
-    await Deno.mkdir(join(target.kvPath, ".."), { recursive: true });
+    await makePrivateDir(join(target.kvPath, ".."));
     kvCreated = true;
-    const kv = await Deno.openKv(target.kvPath);
+    const kv = await openPrivateKv(target.kvPath);
     try {
       if (!(await isKvEmpty(kv))) throw new BackupError(`${target.kvPath} is not empty`);
       const written = await importEntries(kv, readRecords(kvFile));

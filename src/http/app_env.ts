@@ -60,5 +60,11 @@ export interface AppEnv {
     bodyBytes?: number;
     /** Set by the download route: marks the response as an artifact download. */
     releaseId?: number;
+    /**
+     * Set by the download route when the answer counts as a download: called
+     * once its last byte has been sent (or, for an answer without a body such
+     * as a redirect, once it is answered). A download cut off never counts.
+     */
+    onDownloaded?: () => void;
   };
 }

@@ -54,10 +54,13 @@ export function observeRequests(deps: AppDeps) {
     if (download || (logger && length === null && !isHead && res.body !== null)) {
       c.res = countedResponse(res, length, download, (bytes, complete) => {
         trackInFlight(-1);
+        if (complete) c.get("onDownloaded")?.();
         logger?.access(accessEntry(c, method, startedMs, trustProxy, bytes, !complete, started));
       });
       return;
     }
+    // A download handed to someone else (a redirect, X-Accel-Redirect) counts when answered.
+    if (res.status < 400 && !isHead) c.get("onDownloaded")?.();
     trackInFlight(-1);
     if (logger) {
       const bytes = isHead || length === null ? 0 : length;
@@ -112,8 +115,21 @@ function countedResponse(
       if (download) recordDownloadFinished(complete);
       onEnd(bytes, complete);
     },
+    openResponses,
   );
   return new Response(body, res);
+}
+
+/** How to end each body still being sent (see `endOpenResponses`). */
+const openResponses = new Set<() => void>();
+
+/**
+ * Ends every response still being sent as cut off: its access-log line is
+ * written, marked `aborted`, and a download counts as unfinished. For the
+ * shutdown timeout, just before the process exits.
+ */
+export function endOpenResponses(): void {
+  for (const cut of [...openResponses]) cut();
 }
 
 /** The access log entry of the request in `c`. */
@@ -151,6 +167,7 @@ export function countingStream(
   body: ReadableStream<Uint8Array>,
   onChunk: ((bytes: number) => void) | undefined,
   onEnd: (bytes: number, complete: boolean) => void,
+  open?: Set<() => void>,
 ): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let bytes = 0;
@@ -158,8 +175,12 @@ export function countingStream(
   const end = (complete: boolean) => {
     if (ended) return;
     ended = true;
+    open?.delete(cut);
     onEnd(bytes, complete);
   };
+  // While in `open`, the stream can be ended from outside as cut off.
+  const cut = () => end(false);
+  open?.add(cut);
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       let chunk: ReadableStreamReadResult<Uint8Array>;

@@ -165,8 +165,8 @@ function processEnv(): Env {
 
 export function loadConfig(env: Env = processEnv()): Config {
   const port = readInteger(env, "APP_PORT", 8000, { min: 0, max: 65535 });
-  const dataDir = read(env, "APP_DATA_DIR") ?? "./data";
-  const kvPath = read(env, "APP_KV_PATH") ?? join(dataDir, "kv.sqlite3");
+  const dataDir = readPath(env, "APP_DATA_DIR") ?? "./data";
+  const kvPath = readPath(env, "APP_KV_PATH") ?? join(dataDir, "kv.sqlite3");
   if (/^[a-z]+:\/\//i.test(kvPath) && !/^https?:\/\//i.test(kvPath)) {
     throw new ConfigError(
       "APP_KV_PATH",
@@ -242,6 +242,18 @@ export function loadConfig(env: Env = processEnv()): Config {
       max: 86_400,
     }),
   };
+}
+
+/** A path setting; `deno task start` lists it in comma-separated permission flags. */
+function readPath(env: Env, name: string): string | undefined {
+  const path = read(env, name);
+  if (path !== undefined && path.includes(",")) {
+    throw new ConfigError(
+      name,
+      `must not contain a comma (Deno's permission lists are comma-separated), got "${path}"`,
+    );
+  }
+  return path;
 }
 
 function readAdminUsername(env: Env): string {

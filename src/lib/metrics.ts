@@ -204,7 +204,7 @@ const KV_OPERATIONS = [
   "admin",
   "other",
 ] as const;
-const UPLOAD_FAILURE_REASONS = ["too_large", "empty", "invalid", "error"] as const;
+const UPLOAD_FAILURE_REASONS = ["too_large", "empty", "invalid", "storage_full", "error"] as const;
 
 export type KeyCheckFailureReason = typeof KEY_CHECK_FAILURE_REASONS[number];
 export type KvOperation = typeof KV_OPERATIONS[number];

@@ -24,6 +24,8 @@ async function missingAncestors(path: string): Promise<string[]> {
       await Deno.lstat(current);
       return missing;
     } catch (error) {
+      // Outside what this process may read: not ours to create or change.
+      if (error instanceof Deno.errors.NotCapable) return missing;
       if (!(error instanceof Deno.errors.NotFound)) throw error;
     }
     missing.push(current);

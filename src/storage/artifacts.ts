@@ -9,19 +9,24 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { STORAGE_KEY_PATTERN } from "../lib/limits.ts";
+import { createPrivateFile, makePrivateDir } from "../lib/private_files.ts";
 import {
   type ByteSource,
   EmptyUploadError,
+  StorageFullError,
   type StoredArtifact,
   UploadTooLargeError,
 } from "./types.ts";
+
+/** Upload parts are named `.upload-<uuid>.part` while they are written. */
+const PART_PATTERN = /^\.upload-[0-9a-f-]{36}\.part$/;
 
 export async function saveArtifact(
   dir: string,
   stream: ByteSource,
   maxBytes: number,
 ): Promise<StoredArtifact> {
-  await Deno.mkdir(dir, { recursive: true });
+  await makePrivateDir(dir);
   const storageKey = crypto.randomUUID();
   const tempPath = join(dir, `.upload-${storageKey}.part`);
   const finalPath = join(dir, storageKey);
@@ -36,15 +41,69 @@ export async function saveArtifact(
     }
     if (size === 0) throw new EmptyUploadError();
     await writer.finish();
+    // Renamed while still locked: a sweep never sees an unlocked live part.
     await Deno.rename(tempPath, finalPath);
     renamed = true;
+    writer.close();
     await syncDirectory(dir);
   } catch (error) {
     await writer.abort();
     await Deno.remove(renamed ? finalPath : tempPath).catch(() => {});
-    throw error;
+    throw isStorageFull(error) ? new StorageFullError(error) : error;
   }
   return { storage_key: storageKey, checksum_sha256: writer.digest(), size_bytes: size };
+}
+
+/** ENOSPC (disk full) or EDQUOT (quota exceeded), from a write, an fsync or the rename. */
+function isStorageFull(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === "ENOSPC" || code === "EDQUOT" ||
+    (error instanceof Error && /\(os error (28|122)\)/.test(error.message));
+}
+
+/** A part younger than this may have been created but not yet locked by its writer. */
+export const PART_GRACE_MS = 5_000;
+
+/**
+ * Removes upload parts whose writer is gone. A writer holds an exclusive lock
+ * on its part from just after creating it until it is renamed or removed, and
+ * the kernel drops the lock when the writer dies (kill -9 included), so a part
+ * whose lock can be taken has no writer in any process or instance sharing the
+ * directory. Parts younger than PART_GRACE_MS are left for the next sweep.
+ * Returns the number removed.
+ */
+export async function sweepAbandonedParts(dir: string, nowMs = Date.now()): Promise<number> {
+  let removed = 0;
+  let entries: Deno.DirEntry[];
+  try {
+    entries = await Array.fromAsync(Deno.readDir(dir));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return 0;
+    throw error;
+  }
+  for (const entry of entries) {
+    if (!entry.isFile || !PART_PATTERN.test(entry.name)) continue;
+    const path = join(dir, entry.name);
+    let file: Deno.FsFile;
+    try {
+      file = await Deno.open(path, { read: true, write: true });
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) continue;
+      throw error;
+    }
+    try {
+      const { mtime } = await file.stat();
+      if (mtime !== null && nowMs - mtime.getTime() < PART_GRACE_MS) continue;
+      if (!await file.tryLock(true)) continue;
+      await Deno.remove(path).catch((error) => {
+        if (!(error instanceof Deno.errors.NotFound)) throw error;
+      });
+      removed++;
+    } finally {
+      file.close();
+    }
+  }
+  return removed;
 }
 
 /**
@@ -98,8 +157,17 @@ class ArtifactWriter {
 
   private constructor(private readonly path: string, private readonly file: Deno.FsFile) {}
 
+  /** Creates the part file and holds an exclusive lock on it until it is closed (see sweep). */
   static async create(path: string): Promise<ArtifactWriter> {
-    return new ArtifactWriter(path, await Deno.open(path, { write: true, createNew: true }));
+    const file = await createPrivateFile(path);
+    try {
+      await file.lock(true);
+    } catch (error) {
+      file.close();
+      await Deno.remove(path).catch(() => {});
+      throw error;
+    }
+    return new ArtifactWriter(path, file);
   }
 
   /** Takes a copy of `chunk`; the caller may reuse it once this resolves. */
@@ -114,13 +182,17 @@ class ArtifactWriter {
     }
   }
 
-  /** Writes what is left, waits for every write, fsyncs and closes the file. */
+  /** Writes what is left, waits for every write and fsyncs; the file stays open (and locked). */
   async finish(): Promise<void> {
     if (this.#filled > 0) await this.#submit();
     await this.#tail;
     await this.#lastSync;
     if (this.#syncError !== null) throw this.#syncError.error;
     await this.file.sync();
+  }
+
+  /** Closes the file, which drops its lock. */
+  close(): void {
     this.#close();
   }
 

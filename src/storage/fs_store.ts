@@ -1,7 +1,13 @@
 /** The `fs` backend: artifact files in one directory (see artifacts.ts). */
 import { join } from "node:path";
 import { STORAGE_KEY_PATTERN } from "../lib/limits.ts";
-import { openArtifact, removeArtifact, saveArtifact, syncDirectory } from "./artifacts.ts";
+import {
+  openArtifact,
+  removeArtifact,
+  saveArtifact,
+  sweepAbandonedParts,
+  syncDirectory,
+} from "./artifacts.ts";
 import type { ArtifactStore, OpenedArtifact } from "./types.ts";
 
 /** Bytes read from a file per chunk. */
@@ -41,6 +47,7 @@ export function createFsStore(dir: string): FsArtifactStore {
       }
       return null;
     },
+    sweep: () => sweepAbandonedParts(dir),
   };
 }
 

@@ -1,4 +1,5 @@
 /** Artifact storage: one interface, the `fs` and `s3` backends behind it. */
+import { makePrivateDir } from "../lib/private_files.ts";
 import type { Config } from "../lib/config.ts";
 import { createFsStore, type FsArtifactStore } from "./fs_store.ts";
 import type { S3ArtifactStore } from "./s3_store.ts";
@@ -23,6 +24,6 @@ export async function openArtifactStore(
     const { createS3Store } = await import("./s3_store.ts");
     return await createS3Store(config.s3!, config.maxUploadBytes);
   }
-  await Deno.mkdir(config.artifactsDir, { recursive: true });
+  await makePrivateDir(config.artifactsDir);
   return createFsStore(config.artifactsDir);
 }

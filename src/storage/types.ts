@@ -60,6 +60,11 @@ export interface ArtifactStore {
   findAny(): Promise<string | null>;
   /** s3 only: a GET URL valid for `ttlSeconds` (redirect downloads). */
   presignGet?(storageKey: string, options: PresignOptions): Promise<string>;
+  /**
+   * Removes what uploads whose writer is gone left behind (a crash, kill -9),
+   * never what a live upload of any instance is still writing; the count removed.
+   */
+  sweep?(): Promise<number>;
 }
 
 /** The upload is larger than `APP_MAX_UPLOAD_BYTES`. */
@@ -67,6 +72,14 @@ export class UploadTooLargeError extends Error {
   constructor(readonly maxBytes: number) {
     super(`the file is larger than the upload limit of ${maxBytes} bytes`);
     this.name = "UploadTooLargeError";
+  }
+}
+
+/** The storage ran out of space (or quota) while the upload was written; nothing was kept. */
+export class StorageFullError extends Error {
+  constructor(cause?: unknown) {
+    super("the storage has no space left for this file", { cause });
+    this.name = "StorageFullError";
   }
 }
 

@@ -1,7 +1,7 @@
 import { hash as oneShotHash } from "node:crypto";
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
 import { claimIds, now, reserveIds } from "./atomic.ts";
-import { cachedRead, changeOp, commitChange } from "./cache.ts";
+import { cachedRead, changeOp, commitChange, peekCachedRead } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { getManyEntries } from "./get_many.ts";
 import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "./keys.ts";
@@ -109,6 +109,11 @@ export function getApiKeyByHash(kv: Deno.Kv, hash: string): Promise<ApiKey | nul
     const id = (await kv.get<number>(apiKeyByHashKey(hash))).value;
     return id === null ? null : await getApiKey(kv, id);
   });
+}
+
+/** The key of `hash` when the read cache holds it; undefined when only a KV read could tell. */
+export function cachedApiKeyByHash(kv: Deno.Kv, hash: string): ApiKey | undefined {
+  return peekCachedRead<ApiKey>(kv, "api_key_by_hash", hash);
 }
 
 /** Every key with its `last_used_at`, in id order. */

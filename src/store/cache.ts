@@ -155,6 +155,13 @@ function checkGeneration(
   return cache.pendingCheck;
 }
 
+/** The cached value of `name`/`id` when the cache holds it and is current; else undefined. */
+export function peekCachedRead<V>(kv: Deno.Kv, name: string, id: unknown): V | undefined {
+  const cache = cacheOf(kv);
+  if (checkGeneration(kv, cache) !== undefined) return undefined;
+  return cache.maps.get(name)?.get(id) as V | undefined;
+}
+
 /**
  * Returns the cached value of `name`/`id`, or loads it. `load` results that
  * are null are returned but not cached.

@@ -28,6 +28,8 @@ export type TakeResult = { allowed: true } | { allowed: false; retryAfterSeconds
 
 export interface RateLimiter {
   take(bucketId: string): TakeResult | Promise<TakeResult>;
+  /** The refusal `take` would give now, or null when it would allow; takes nothing. */
+  peek(bucketId: string): TakeResult | null | Promise<TakeResult | null>;
 }
 
 /** Tokens in `bucket` at `now` (a missing bucket is full). */
@@ -95,6 +97,10 @@ export function createMemoryRateLimiter(
       else if (buckets.size >= maxBuckets) buckets.delete(buckets.keys().next().value!);
       buckets.set(bucketId, { tokens: tokens - 1, at: now });
       return ALLOWED;
+    },
+    peek(bucketId) {
+      const tokens = tokensAt(buckets.get(bucketId), nowMs(), rule);
+      return tokens < 1 ? refusal(tokens, rule) : null;
     },
     size: () => buckets.size,
   };
@@ -298,6 +304,14 @@ export function createKvRateLimiter(
       if (kvError !== null) return Promise.reject(kvError);
       return new Promise<void>((resolve, reject) => waiting.waiters.push({ resolve, reject }))
         .then(() => takeLocal(bucketId, waiting, nowMs()));
+    },
+    peek(bucketId) {
+      // Only a bucket reconciled lately is judged; any other may have tokens.
+      const now = nowMs();
+      const bucket = buckets.get(bucketId);
+      if (bucket === undefined || now - bucket.syncedAt > FRESH_MS) return null;
+      const tokens = tokensAt(bucket, now, rule);
+      return tokens < 1 ? refusal(tokens, rule) : null;
     },
   };
 }

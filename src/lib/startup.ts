@@ -1,0 +1,76 @@
+/**
+ * Start-up failures an operator can fix, as one line that names the setting
+ * and the fix (main.ts prints it and exits 1, without a stack trace).
+ */
+import type { Config, ListenAddress } from "./config.ts";
+
+/** A start-up step that failed: what was being done, and for which setting. */
+export class StartupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "StartupError";
+  }
+}
+
+/** Runs a data-dir step (`what` is e.g. "create"), turning file-system refusals into one line. */
+export async function dataDirStep<T>(
+  config: Config,
+  path: string,
+  what: string,
+  step: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    const setting = path.startsWith(config.dataDir) ? "APP_DATA_DIR" : "APP_KV_PATH";
+    if (error instanceof Deno.errors.NotCapable) {
+      throw new StartupError(
+        `${setting}: this process may not ${what} ${path}; start the service with ` +
+          "`deno task start`, which allows exactly the paths of APP_DATA_DIR and APP_KV_PATH",
+      );
+    }
+    if (error instanceof Deno.errors.PermissionDenied) {
+      throw new StartupError(
+        `${setting}: cannot ${what} ${path} (permission denied); create it for this user, ` +
+          `e.g. sudo install -d -m 700 -o "$(id -un)" ${path}`,
+      );
+    }
+    if (error instanceof Deno.errors.NotADirectory || error instanceof Deno.errors.AlreadyExists) {
+      throw new StartupError(`${setting}: ${path} is not a directory; point ${setting} elsewhere`);
+    }
+    if (error instanceof Deno.errors.IsADirectory) {
+      throw new StartupError(`${setting}: ${path} is a directory; give the path of a file`);
+    }
+    throw error;
+  }
+}
+
+/** Runs `Deno.serve` for `setting`, turning a busy or forbidden address into one line. */
+export function listenStep<T>(
+  setting: string,
+  address: ListenAddress,
+  listen: () => T,
+): T {
+  try {
+    return listen();
+  } catch (error) {
+    const where = `${address.hostname}:${address.port}`;
+    if (error instanceof Deno.errors.AddrInUse) {
+      throw new StartupError(
+        `${setting}: ${where} is already in use; stop the other process or choose another port`,
+      );
+    }
+    if (error instanceof Deno.errors.PermissionDenied) {
+      throw new StartupError(
+        `${setting}: not allowed to listen on ${where}; ports below 1024 need privileges, ` +
+          "use a higher port behind a reverse proxy",
+      );
+    }
+    if (error instanceof Deno.errors.AddrNotAvailable) {
+      throw new StartupError(
+        `${setting}: ${address.hostname} is not an address of this host; use 0.0.0.0 or one of its addresses`,
+      );
+    }
+    throw error;
+  }
+}
