@@ -11,6 +11,8 @@ export interface ServerProcess extends AsyncDisposable {
   /** `http://127.0.0.1:<port>`, the port the server picked (it starts with APP_PORT=0). */
   baseUrl: string;
   port: number;
+  /** The pid of the process started (`deno task`, or the `via` command that execs it). */
+  pid: number;
   /** Everything it wrote to stdout and stderr so far. */
   output: () => string;
   /** Its stdout so far, line by line (the log lines). */
@@ -62,9 +64,21 @@ const START_TIMEOUT_MS = 30_000;
 export async function startServer(
   dataDir: string,
   env: Record<string, string> = {},
+  {
+    via = [],
+  }: {
+    /**
+     * A command that runs `deno task -q start` (given as its last arguments):
+     * `["setsid"]` for a process group of its own, or
+     * `["bash", "-c", 'ulimit -n 256; exec "$0" "$@"']` for a descriptor limit.
+     */
+    via?: string[];
+  } = {},
 ): Promise<ServerProcess> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["task", "-q", "start"],
+  const deno = [Deno.execPath(), "task", "-q", "start"];
+  const [command, ...args] = [...via, ...deno];
+  const child = new Deno.Command(command, {
+    args,
     cwd: PROJECT_ROOT,
     env: {
       NO_COLOR: "1",
@@ -137,6 +151,7 @@ export async function startServer(
     return {
       baseUrl: `http://127.0.0.1:${port}`,
       port,
+      pid: child.pid,
       output: () => output,
       lines: () => stdoutLines,
       exited,

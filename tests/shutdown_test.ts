@@ -110,8 +110,51 @@ Deno.test("graceful shutdown of the real server", async (t) => {
       const took = performance.now() - stopAt;
       assert.ok(took >= 900 && took < 8000, `stopped after ${took} ms`);
       assert.ok(server.lines().some((line) => / WARN shutdown timeout reached/.test(line)));
+      // issue 9.10: the download cut at the timeout has its access-log line, marked aborted.
+      assert.ok(
+        server.lines().some((line) =>
+          / GET \/api\/v1\/releases\/\d+\/download 200 .* aborted/.test(line)
+        ),
+        server.output(),
+      );
       await reader.cancel().catch(() => {});
       await server.stop();
+    });
+
+    await t.step("issue 9.10: SIGTERM to the process group drains downloads; exit 0", async () => {
+      server = await startServer(seeded.dataDir, {}, { via: ["setsid"] });
+      const { reader, first } = await startDownload(server, seeded);
+      // As systemd's KillMode=control-group: deno task and the server both get it,
+      // and deno task passes its copy on.
+      const kill = await new Deno.Command("kill", { args: ["-TERM", "--", `-${server.pid}`] })
+        .output();
+      assert.ok(kill.success);
+      let received = first.byteLength;
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+        received += chunk.value.byteLength;
+        if (received < SIZE / 2) await sleep(1);
+      }
+      assert.equal(received, SIZE);
+      assert.equal((await server.exited).code, 0);
+      await server.stop();
+      const events = server.lines().map((line) => JSON.parse(line));
+      assert.ok(!events.some((e) => /second stop signal/.test(e.msg ?? "")));
+      assert.equal(events.find((e) => e.path?.endsWith("/download")).bytes, SIZE);
+    });
+
+    await t.step("issue 9.10: a second signal over a second later forces the exit", async () => {
+      server = await startServer(seeded.dataDir);
+      const { reader } = await startDownload(server, seeded);
+      server.kill("SIGTERM");
+      await sleep(1500);
+      assert.equal(server.exitCode(), undefined, "still draining");
+      server.kill("SIGINT");
+      assert.equal((await server.exited).code, 1);
+      await server.stop();
+      const events = server.lines().map((line) => JSON.parse(line));
+      assert.ok(events.some((e) => e.level === "warn" && /second stop signal/.test(e.msg)));
+      assert.equal(events.find((e) => e.path?.endsWith("/download"))?.aborted, true);
+      await reader.cancel().catch(() => {});
     });
   } finally {
     server?.kill("SIGKILL");
