@@ -9,27 +9,16 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
-import { chromium, type Page } from "playwright-core";
 import { randomBytes } from "./admin_helpers.ts";
-import { makeDataTempDir, PROJECT_ROOT, startServer } from "./server_process.ts";
+import { hasChromium, launchBrowser, screenshot, sidewaysOverflow } from "./browser.ts";
+import { makeDataTempDir, startServer } from "./server_process.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const SCREENSHOTS = `${PROJECT_ROOT}tests/screenshots`;
 const PASSWORD = "browser test password 1";
 /** The public address the server is told (APP_BASE_URL); the browser talks to the real port. */
 const PUBLIC_BASE_URL = "http://updates.test:8080";
 
-const hasChromium = await Deno.stat(CHROMIUM).then((info) => info.isFile, () => false);
-if (!hasChromium) {
-  console.warn(`admin browser tests ignored: ${CHROMIUM} not found (apt-get install chromium)`);
-}
-
 function sha256(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
-}
-
-async function screenshot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: `${SCREENSHOTS}/${name}.png`, fullPage: true });
 }
 
 Deno.test({
@@ -39,26 +28,13 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
 }, async (t) => {
-  await Deno.mkdir(SCREENSHOTS, { recursive: true });
   const dataDir = await makeDataTempDir("browser-test");
   const server = await startServer(dataDir, {
     APP_ADMIN_USERNAME: "admin",
     APP_ADMIN_PASSWORD: PASSWORD,
     APP_BASE_URL: PUBLIC_BASE_URL,
   });
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  const browser = await launchBrowser();
   const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
   await context.grantPermissions(["clipboard-read", "clipboard-write"], {
     origin: server.baseUrl,
@@ -255,9 +231,7 @@ Deno.test({
     await t.step("on a phone-sized screen the pages still work", async () => {
       await page.setViewportSize({ width: 390, height: 844 });
       await page.goto(`${base}/admin/projects/desktop`);
-      const overflow = await page.evaluate<number>(
-        "document.documentElement.scrollWidth - document.documentElement.clientWidth",
-      );
+      const overflow = await sidewaysOverflow(page);
       assert.ok(overflow <= 0, `no sideways scrolling (${overflow}px)`);
       await screenshot(page, "project-phone");
       await page.goto(`${base}/admin/api-keys`);
