@@ -10,6 +10,7 @@ import {
   createApiKey,
   createProject,
   createRelease,
+  createReleasesBulk,
   getApiKey,
   getProject,
   getRelease,
@@ -233,4 +234,23 @@ Deno.test("issue 9.9: a trailing-slash redirect never copies the Host header", a
   });
   assert.equal(res.status, 301);
   assert.equal(res.headers.get("location"), "/admin/projects?tab=1");
+});
+
+Deno.test("issue 9.6: bulk release commits stay within KV's commit size with full notes", async () => {
+  const app = await createTestApp();
+  try {
+    const project = await seedProject(app, { slug: "bulk" });
+    const inputs = Array.from({ length: 30 }, (_, i) => ({
+      version: `1.0.${i}`,
+      release_notes: wide(RELEASE_NOTES_MAX_LENGTH),
+      filename: "a.bin",
+      storage_key: crypto.randomUUID(),
+      checksum_sha256: "0".repeat(64),
+      size_bytes: 1,
+    }));
+    const created = await createReleasesBulk(app.kv, project.id, inputs);
+    assert.equal(created.length, 30);
+  } finally {
+    await app.close();
+  }
 });

@@ -35,13 +35,42 @@ export const RELEASES_PER_COMMIT = 200;
 const MAX_API_KEYS_PER_COMMIT = 99;
 const MAX_RELEASES_PER_COMMIT = 499;
 
-function batches<T>(items: readonly T[], size: number, max: number): T[][] {
+/**
+ * `items` in batches of at most `size`; with `bytesOf`, a batch also ends
+ * before its estimated bytes pass COMMIT_BYTES (a KV commit takes 800 KiB).
+ */
+function batches<T>(
+  items: readonly T[],
+  size: number,
+  max: number,
+  bytesOf?: (item: T) => number,
+): T[][] {
   if (!Number.isInteger(size) || size < 1 || size > max) {
     throw new RangeError(`batch size must be a whole number from 1 to ${max}`);
   }
   const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  let batch: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const itemBytes = bytesOf?.(item) ?? 0;
+    if (batch.length === size || (batch.length > 0 && bytes + itemBytes > COMMIT_BYTES)) {
+      out.push(batch);
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(item);
+    bytes += itemBytes;
+  }
+  if (batch.length > 0) out.push(batch);
   return out;
+}
+
+/** What one commit may carry, with room to spare below KV's 800 KiB. */
+const COMMIT_BYTES = 600 * 1024;
+
+/** A release's stored size at most: 2 bytes a character of its text, plus the rest. */
+function releaseBytes(release: { release_notes: string }): number {
+  return 2 * release.release_notes.length + 2048;
 }
 
 /**
@@ -89,7 +118,7 @@ export async function createReleasesBulk(
 ): Promise<Release[]> {
   const prepared = inputs.map(prepareRelease);
   const created: Release[] = [];
-  for (const batch of batches(prepared, batchSize, MAX_RELEASES_PER_COMMIT)) {
+  for (const batch of batches(prepared, batchSize, MAX_RELEASES_PER_COMMIT, releaseBytes)) {
     const done = await commitChange(kv, async () => {
       const [ids, projectEntry, latestEntry] = await Promise.all([
         reserveIds(kv, "releases", batch.length),
