@@ -8,18 +8,14 @@
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { createHash } from "node:crypto";
 import { randomBytes } from "./admin_helpers.ts";
 import { hasChromium, launchBrowser, screenshot, sidewaysOverflow } from "./browser.ts";
 import { makeDataTempDir, startServer } from "./server_process.ts";
+import { sha256 } from "./helpers.ts";
 
 const PASSWORD = "browser test password 1";
 /** The public address the server is told (APP_BASE_URL); the browser talks to the real port. */
 const PUBLIC_BASE_URL = "http://updates.test:8080";
-
-function sha256(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
 
 Deno.test({
   name: "admin UI in a real browser: sign in, project, upload, key, client download",

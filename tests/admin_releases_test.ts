@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { renderMetrics } from "../src/lib/metrics.ts";
 import {
   getLatestRelease,
@@ -8,7 +7,7 @@ import {
   listReleasesByProject,
   type Project,
 } from "../src/store/mod.ts";
-import { seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import { seedKey, seedProject, seedRelease, sha256, type TestApp } from "./helpers.ts";
 import {
   type AdminClient,
   createAdminTestApp,
@@ -18,10 +17,6 @@ import {
 } from "./admin_helpers.ts";
 
 const UPLOAD_PATH = "/admin/projects/app/releases";
-
-function sha256(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
 
 /** A multipart body written by hand, for part orders and headers FormData cannot produce. */
 function rawMultipart(

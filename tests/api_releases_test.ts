@@ -1,18 +1,22 @@
 /** The four protected routes: projects, latest release, release metadata, download. */
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { setProjectState, setReleaseState } from "../src/store/mod.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";
-import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import {
+  createTestApp,
+  seedKey,
+  seedProject,
+  seedRelease,
+  sha256,
+  type TestApp,
+} from "./helpers.ts";
 
 async function withApp(fn: (t: TestApp, secret: string) => Promise<void>) {
   await using t = await createTestApp();
   const { secret } = await seedKey(t);
   await fn(t, secret);
 }
-
-const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
 Deno.test("projects: every field of the Project object", () =>
   withApp(async (t, secret) => {

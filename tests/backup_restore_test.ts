@@ -5,19 +5,10 @@ import { createBackup } from "../src/backup/backup.ts";
 import { restoreBackup } from "../src/backup/restore.ts";
 import { BackupError, type Manifest } from "../src/backup/format.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
+import { exists, listDir } from "./helpers.ts";
 
 function location(dataDir: string) {
   return { kvPath: join(dataDir, "kv.sqlite3"), artifactsDir: join(dataDir, "artifacts") };
-}
-
-async function exists(path: string): Promise<boolean> {
-  return await Deno.stat(path).then(() => true, () => false);
-}
-
-async function listDir(path: string): Promise<string[]> {
-  const names: string[] = [];
-  for await (const entry of Deno.readDir(path)) names.push(entry.name);
-  return names.sort();
 }
 
 Deno.test("backup and restore guard rails", async (t) => {

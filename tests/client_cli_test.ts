@@ -1,27 +1,19 @@
 /** `deno task client …` against the real service (`deno task start`) on a free port. */
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { setApiKeyActive } from "../src/store/mod.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, PROJECT_ROOT, runTask, startServer } from "./server_process.ts";
+import { exists, sha256 } from "./helpers.ts";
 
 function pattern(size: number, seed: number): Uint8Array {
   return Uint8Array.from({ length: size }, (_, i) => (i * 31 + seed * 17 + (i >> 10)) & 0xff);
-}
-
-function sha256(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
 }
 
 function environmentWithout(name: string): Record<string, string> {
   const env = Deno.env.toObject();
   delete env[name];
   return env;
-}
-
-async function exists(path: string): Promise<boolean> {
-  return await Deno.stat(path).then(() => true, () => false);
 }
 
 Deno.test("reference client CLI against the real service", async (t) => {

@@ -13,6 +13,7 @@ import {
   UpdateClientError,
 } from "../client/update_client.ts";
 import { EXPECTED_DROP } from "./expected_noise.ts";
+import { exists } from "./helpers.ts";
 
 const SIZE = 300_000;
 const BYTES = Uint8Array.from({ length: SIZE }, (_, i) => (i * 7919 + (i >> 8)) & 0xff);
@@ -153,15 +154,6 @@ async function writePart(file: string, bytes: Uint8Array, state: Record<string, 
 }
 
 const noSleep = { sleep: () => Promise.resolve() };
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function assertDownloaded(target: string) {
   const got = await Deno.readFile(target);

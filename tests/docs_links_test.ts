@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { dirname, join, relative } from "node:path";
 import { PROJECT_ROOT } from "./server_process.ts";
+import { exists } from "./helpers.ts";
 
 async function pages(): Promise<string[]> {
   const files = [join(PROJECT_ROOT, "README.md")];
@@ -16,10 +17,6 @@ async function pages(): Promise<string[]> {
     }
   }
   return files.sort();
-}
-
-async function exists(path: string): Promise<boolean> {
-  return await Deno.stat(path).then(() => true, () => false);
 }
 
 Deno.test("docs: relative links resolve; no page points at a file outside the repository", async (t) => {

@@ -1,13 +1,6 @@
 /** Issue 9 item 9: a download counts when its last byte has been sent, never when cut off. */
 import assert from "node:assert/strict";
-import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
-import { getDownloadCounts } from "../src/store/mod.ts";
-
-async function downloadCount(kv: Deno.Kv, releaseId: number): Promise<number> {
-  // Counting runs after the body's end, off the request: give it a moment.
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  return (await getDownloadCounts(kv, [releaseId])).get(releaseId) ?? 0;
-}
+import { createTestApp, downloadCount, seedKey, seedProject, seedRelease } from "./helpers.ts";
 
 Deno.test("issue 9.9: a download counts once its last byte is sent, a cut-off one never", async (t) => {
   const app = await createTestApp();

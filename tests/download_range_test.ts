@@ -5,7 +5,6 @@
  * reference client resuming against the real app.
  */
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { downloadRelease, type Release as ClientRelease } from "../client/update_client.ts";
 import { parseRange } from "../src/api/download.ts";
@@ -13,21 +12,20 @@ import { CHUNK_SIZE, fileSliceStream } from "../src/storage/fs_store.ts";
 import { createApp } from "../app.ts";
 import { createLogger } from "../src/lib/log.ts";
 import { renderMetrics } from "../src/lib/metrics.ts";
-import { getDownloadCounts } from "../src/store/mod.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";
-import { concatBytes, createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
-
-const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+import {
+  concatBytes,
+  createTestApp,
+  downloadCount,
+  seedKey,
+  seedProject,
+  seedRelease,
+  sha256,
+} from "./helpers.ts";
 
 /** Bytes that differ at every offset that matters, so a wrong slice is noticed. */
 const pattern = (length: number) =>
   Uint8Array.from({ length }, (_, i) => (i * 7919 + (i >> 8)) & 0xff);
-
-/** Lets the fire-and-forget download count land, then reads it. */
-async function downloadCount(kv: Deno.Kv, releaseId: number): Promise<number> {
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  return (await getDownloadCounts(kv, [releaseId])).get(releaseId) ?? 0;
-}
 
 /** Open descriptors of this process, counted by `ls` (the test task may not read /proc). */
 async function openFiles(): Promise<number> {

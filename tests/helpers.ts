@@ -1,4 +1,5 @@
 /** Shared fixtures: an app on in-memory KVs and a temp data dir, seed helpers, KV utilities. */
+import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { createApp } from "../app.ts";
 import { type ArtifactStore, createFsStore, publishRelease } from "../src/storage/mod.ts";
@@ -7,6 +8,7 @@ import {
   type ApiKeyInput,
   createApiKey,
   createProject,
+  getDownloadCounts,
   type ProjectInput,
   type Release,
   setCacheRefreshMs,
@@ -186,4 +188,32 @@ export function concatBytes(...parts: Array<string | Uint8Array>): Uint8Array {
     offset += part.length;
   }
   return out;
+}
+
+/** The SHA-256 of bytes (or of a string's UTF-8), as 64 hex digits. */
+export function sha256(data: Uint8Array | string): string {
+  return createHash("sha256").update(data).digest("hex");
+}
+
+/** Whether anything exists at `path`. */
+export async function exists(path: string): Promise<boolean> {
+  return await Deno.stat(path).then(() => true, () => false);
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A response's status, its body dropped. */
+export async function statusOf(res: Response | Promise<Response>): Promise<number> {
+  const response = await res;
+  await response.body?.cancel();
+  return response.status;
+}
+
+/** A release's download count, once the count of a download just served has landed. */
+export async function downloadCount(kv: Deno.Kv, releaseId: number): Promise<number> {
+  // Counting runs after the body's end, off the request: give it a moment.
+  await sleep(50);
+  return (await getDownloadCounts(kv, [releaseId])).get(releaseId) ?? 0;
 }

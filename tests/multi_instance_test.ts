@@ -7,14 +7,9 @@
 import assert from "node:assert/strict";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import { makeDataTempDir, type ServerProcess, startInstances } from "./server_process.ts";
+import { statusOf } from "./helpers.ts";
 
 const BURST = 300;
-
-async function statusOf(res: Promise<Response>): Promise<number> {
-  const response = await res;
-  await response.body?.cancel();
-  return response.status;
-}
 
 async function getWithKey(server: ServerProcess, path: string, secret: string): Promise<number> {
   try {

@@ -25,13 +25,14 @@ import {
   setReleaseState,
   updateProject,
 } from "../src/store/mod.ts";
-import { createTestApp, seedKey, seedProject, seedRelease, testConfig } from "./helpers.ts";
-
-async function statusOf(res: Response | Promise<Response>): Promise<number> {
-  const response = await res;
-  await response.body?.cancel();
-  return response.status;
-}
+import {
+  createTestApp,
+  seedKey,
+  seedProject,
+  seedRelease,
+  statusOf,
+  testConfig,
+} from "./helpers.ts";
 
 async function latestVersion(res: Response | Promise<Response>): Promise<string | number> {
   const response = await res;

@@ -6,7 +6,6 @@
  * refusing an unreachable bucket with one line.
  */
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import {
   CreateMultipartUploadCommand,
   ListMultipartUploadsCommand,
@@ -23,17 +22,15 @@ import {
   UploadTooLargeError,
 } from "../src/storage/mod.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
-import { createProject, getDownloadCounts, listReleasesByProject } from "../src/store/mod.ts";
+import { createProject, listReleasesByProject } from "../src/store/mod.ts";
 import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";
-import { seedKey, seedProject, seedRelease } from "./helpers.ts";
+import { downloadCount, seedKey, seedProject, seedRelease, sha256 } from "./helpers.ts";
 import { cephMissing, type Rgw, startRgw } from "./rgw.ts";
 import { makeDataTempDir, runTask } from "./server_process.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { join } from "node:path";
 
 const MiB = 1024 * 1024;
-const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
-
 function sdkClient(s3: S3Config): S3Client {
   return new S3Client({
     endpoint: s3.endpoint,
@@ -65,12 +62,6 @@ function source(bytes: Uint8Array, chunk = 64 * 1024, failAfter = Infinity) {
       offset += chunk;
     },
   });
-}
-
-/** Lets the fire-and-forget download count land, then reads it. */
-async function downloadCount(kv: Deno.Kv, releaseId: number): Promise<number> {
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  return (await getDownloadCounts(kv, [releaseId])).get(releaseId) ?? 0;
 }
 
 async function readAll(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { PROJECT_ROOT, startServer } from "./server_process.ts";
+import { sleep } from "./helpers.ts";
 
 const BASE_ENV = {
   NO_COLOR: "1",
@@ -40,10 +41,6 @@ async function healthy(port: number): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-function sleep(ms: number) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 Deno.test({

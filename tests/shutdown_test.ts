@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { createApiKey, createProject } from "../src/store/mod.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
+import { sleep } from "./helpers.ts";
 
 const SIZE = 24 * 1024 * 1024;
 
@@ -44,10 +45,6 @@ async function seed(): Promise<Seeded> {
   } finally {
     kv.close();
   }
-}
-
-function sleep(ms: number) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 async function startDownload(server: ServerProcess, seeded: Seeded) {

@@ -11,7 +11,7 @@ import {
 } from "../src/storage/mod.ts";
 import { createProject, listReleasesByProject, ValidationError } from "../src/store/mod.ts";
 import { faultyKv } from "./faults.ts";
-import { dumpKv, listDir, withKv } from "./helpers.ts";
+import { dumpKv, listDir, sha256, withKv } from "./helpers.ts";
 
 async function withDir(fn: (dir: string) => Promise<void>) {
   const root = await Deno.makeTempDir({ prefix: "uds-artifacts-" });
@@ -40,8 +40,6 @@ function failingStream(first: string): ReadableStream<Uint8Array> {
     },
   });
 }
-
-const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 Deno.test("saveArtifact stores the bytes with their SHA-256 and size", () =>
   withDir(async (dir) => {
