@@ -30,14 +30,20 @@ interface DurationSeries {
   buckets: Float64Array;
   sum: number;
   count: number;
+  /** The request counts of this (method, route) by status. */
+  statuses: Map<number, StatusSeries>;
 }
 
 // The two request metrics are recorded into these and turned into the
 // exposition format only when /metrics is scraped: prom-client would hash a
-// label object on every request. Both are shaped for prom-client's registry,
-// which renders them exactly as its own Counter and Histogram.
-const statusSeries = new Map<string, StatusSeries>();
-const durationSeries = new Map<string, DurationSeries>();
+// label object on every request. A request finds its series by route, method
+// and status without making a string; the lists keep the order series were
+// created in, which is the order prom-client shows them in. Both are shaped
+// for prom-client's registry, which renders them exactly as its own Counter
+// and Histogram.
+const seriesByRoute = new Map<string, Map<string, DurationSeries>>();
+const statusSeries: StatusSeries[] = [];
+const durationSeries: DurationSeries[] = [];
 
 metricsRegistry.registerMetric(
   {
@@ -50,7 +56,7 @@ metricsRegistry.registerMetric(
       help: "HTTP requests answered, by method, matched route pattern and status code.",
       type: "counter",
       aggregator: "sum",
-      values: [...statusSeries.values()].map(({ labels, count }) => ({ labels, value: count })),
+      values: statusSeries.map(({ labels, count }) => ({ labels, value: count })),
     }),
   } as unknown as Parameters<Registry["registerMetric"]>[0],
 );
@@ -66,7 +72,7 @@ metricsRegistry.registerMetric(
       help: "Time from request to response headers, by method and matched route pattern.",
       type: "histogram",
       aggregator: "sum",
-      values: [...durationSeries.values()].flatMap(durationValues),
+      values: durationSeries.flatMap(durationValues),
     }),
   } as unknown as Parameters<Registry["registerMetric"]>[0],
 );
@@ -226,24 +232,27 @@ export function recordRequest(
   seconds: number,
 ): void {
   const label = KNOWN_METHODS.has(method) ? method : "OTHER";
-  const durationId = `${label} ${route}`;
-  const id = `${durationId} ${status}`;
-  let series = statusSeries.get(id);
-  if (series === undefined) {
-    series = { labels: { method: label, route, status: String(status) }, count: 0 };
-    statusSeries.set(id, series);
-  }
-  series.count++;
-  let duration = durationSeries.get(durationId);
+  let byMethod = seriesByRoute.get(route);
+  if (byMethod === undefined) seriesByRoute.set(route, byMethod = new Map());
+  let duration = byMethod.get(label);
   if (duration === undefined) {
     duration = {
       labels: { method: label, route },
       buckets: new Float64Array(DURATION_BUCKETS.length + 1),
       sum: 0,
       count: 0,
+      statuses: new Map(),
     };
-    durationSeries.set(durationId, duration);
+    byMethod.set(label, duration);
+    durationSeries.push(duration);
   }
+  let series = duration.statuses.get(status);
+  if (series === undefined) {
+    series = { labels: { method: label, route, status: String(status) }, count: 0 };
+    duration.statuses.set(status, series);
+    statusSeries.push(series);
+  }
+  series.count++;
   let bucket = 0;
   while (bucket < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[bucket]) bucket++;
   duration.buckets[bucket]++;
