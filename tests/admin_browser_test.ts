@@ -4,7 +4,8 @@
  * sign in, create a project with tags, upload a release and watch the
  * progress bar finish, create a key and read it from the page, then use the
  * key on the client API and check the downloaded artifact's checksum.
- * Screenshots of the main pages land in tests/screenshots/ (git-ignored).
+ * Screenshots of the main pages land in tests/screenshots/flow-*.png (git-ignored); every page
+ * at both screen sizes is in admin_ui_browser_test.ts.
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
@@ -45,7 +46,7 @@ Deno.test({
     await t.step("an anonymous visit lands on the sign-in page", async () => {
       await page.goto(`${base}/admin`);
       assert.equal(new URL(page.url()).pathname, "/admin/login");
-      await screenshot(page, "login");
+      await screenshot(page, "flow-login");
     });
 
     await t.step("a wrong password shows the error", async () => {
@@ -111,7 +112,7 @@ Deno.test({
       await page.click("[data-upload-submit]");
       await page.waitForSelector("[data-upload-progress]:not([hidden])");
       await page.waitForSelector("form[data-upload-state=uploading]");
-      await screenshot(page, "upload-progress");
+      await screenshot(page, "flow-upload-progress");
       await page.waitForSelector("form[data-upload-state=done]", { timeout: 60_000 });
       await cdp.send("Network.emulateNetworkConditions", {
         offline: false,
@@ -133,7 +134,7 @@ Deno.test({
       assert.match(await row.textContent() ?? "", /1\.2\.3/);
       assert.match(await row.textContent() ?? "", /6\.0 MiB/);
       assert.equal(await row.locator("code.hash").textContent(), sha256(artifact));
-      await screenshot(page, "project");
+      await screenshot(page, "flow-project");
     });
 
     await t.step("create a key for the project and read it from the page", async () => {
@@ -146,7 +147,7 @@ Deno.test({
       assert.equal(await page.isVisible("#key-other-tags"), false);
       await page.fill("#key-name", "Desktop updater");
       await page.check("#project-desktop");
-      await screenshot(page, "api-keys-form");
+      await screenshot(page, "flow-api-keys-form");
       await Promise.all([
         page.waitForSelector("[data-api-key]"),
         page.click("#new-key button[type=submit]"),
@@ -173,7 +174,7 @@ Deno.test({
           `  ${PUBLIC_BASE_URL}/api/v1/projects/desktop/releases/latest`,
       );
       assert.equal(await copies(), 2, "copying adds no copy");
-      await screenshot(page, "api-key-created");
+      await screenshot(page, "flow-api-key-created");
     });
 
     await t.step(
@@ -202,12 +203,12 @@ Deno.test({
       await page.goto(`${base}/admin/api-keys`);
       assert.equal(await page.locator("tr[data-api-key-id]").count(), 1);
       assert.ok(!(await page.content()).includes(apiKey), "the key is never shown again");
-      await screenshot(page, "api-keys");
+      await screenshot(page, "flow-api-keys");
       await page.goto(`${base}/admin/projects`);
-      await screenshot(page, "projects");
+      await screenshot(page, "flow-projects");
       await page.goto(`${base}/admin`);
       assert.equal(await page.textContent("[data-count=releases]"), "1");
-      await screenshot(page, "dashboard");
+      await screenshot(page, "flow-dashboard");
       await page.goto(`${base}/admin/audit`);
       const actions = await page.$$eval(
         "tr[data-audit-action]",
@@ -216,7 +217,7 @@ Deno.test({
       for (const action of ["auth.sign_in", "project.create", "release.upload", "api_key.create"]) {
         assert.ok(actions.includes(action), action);
       }
-      await screenshot(page, "audit");
+      await screenshot(page, "flow-audit");
     });
 
     await t.step("no log line shows the key", () => {
@@ -229,9 +230,9 @@ Deno.test({
       await page.goto(`${base}/admin/projects/desktop`);
       const overflow = await sidewaysOverflow(page);
       assert.ok(overflow <= 0, `no sideways scrolling (${overflow}px)`);
-      await screenshot(page, "project-phone");
+      await screenshot(page, "flow-project-phone");
       await page.goto(`${base}/admin/api-keys`);
-      await screenshot(page, "api-keys-phone");
+      await screenshot(page, "flow-api-keys-phone");
       await page.setViewportSize({ width: 1366, height: 900 });
     });
 
