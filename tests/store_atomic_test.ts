@@ -4,12 +4,15 @@ import {
   commitWithRetry,
   ConflictError,
   countDownload,
+  createAdminUser,
   createApiKey,
   createProject,
   createRelease,
   getDownloadCounts,
   getProjectIdsBySlugs,
+  listAuditEntries,
   type Project,
+  recordAudit,
   setReleaseState,
   updateProject,
   ValidationError,
@@ -42,6 +45,41 @@ Deno.test("commitWithRetry passes other errors through at once", async () => {
   );
   assert.equal(attempts, 1);
 });
+
+Deno.test("the first admin and audit records are written even while another process holds the lock", () =>
+  withKv(async (kv) => {
+    // Instances starting together on one KV file: the first commits find it locked.
+    let locked = 2;
+    const busy = new Proxy(kv, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target);
+        if (prop !== "atomic" && prop !== "set") return value.bind?.(target) ?? value;
+        return (...args: unknown[]) => {
+          if (prop === "set") {
+            if (locked-- > 0) return Promise.reject(new TypeError("database is locked"));
+            return target.set(...(args as Parameters<Deno.Kv["set"]>));
+          }
+          const op = target.atomic();
+          const commit = op.commit.bind(op);
+          op.commit = () =>
+            locked-- > 0 ? Promise.reject(new TypeError("database is locked")) : commit();
+          return op;
+        };
+      },
+    });
+    const user = await createAdminUser(busy, "admin", "hash");
+    assert.equal(user?.username, "admin");
+    assert.equal(await createAdminUser(busy, "admin", "other"), null, "a taken name is null");
+    locked = 2;
+    await recordAudit(busy, {
+      actor: "system",
+      action: "x",
+      target: "y",
+      details: "",
+      address: "-",
+    });
+    assert.equal((await listAuditEntries(kv, { limit: 5 })).entries.length, 1);
+  }));
 
 Deno.test("commitWithRetry gives up with a ConflictError when checks keep failing", async () => {
   let attempts = 0;

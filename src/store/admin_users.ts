@@ -1,6 +1,6 @@
 /** Admin accounts. Only the password hash is stored; hashing lives in `src/passwords.ts`. */
 import { USERNAME_PATTERN } from "../lib/limits.ts";
-import { commitWithRetry, now } from "./atomic.ts";
+import { commitWithRetry, now, retryWhileLocked } from "./atomic.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { adminUserKey, adminUsersPrefix } from "./keys.ts";
 
@@ -47,7 +47,11 @@ export async function createAdminUser(
     updated_at: at,
   };
   const key = adminUserKey(username);
-  const commit = await kv.atomic().check({ key, versionstamp: null }).set(key, user).commit();
+  // Instances sharing one KV file may start together: a locked database is retried; a failed
+  // check means the name is taken.
+  const commit = await retryWhileLocked(() =>
+    kv.atomic().check({ key, versionstamp: null }).set(key, user).commit()
+  );
   return commit.ok ? user : null;
 }
 

@@ -25,6 +25,22 @@ export async function commitWithRetry<T>(
   throw new ConflictError();
 }
 
+/**
+ * Runs a single write again while another process holds the lock of a shared
+ * KV file ("database is locked"), e.g. when several instances start at once.
+ * Other errors, and the write's own result, pass through unchanged.
+ */
+export async function retryWhileLocked<T>(write: () => Promise<T>): Promise<T> {
+  for (let i = 0;; i++) {
+    try {
+      return await write();
+    } catch (error) {
+      if (!isLockedError(error) || i >= MAX_ATTEMPTS - 1) throw error;
+    }
+    await pause(i);
+  }
+}
+
 function isLockedError(error: unknown): boolean {
   return error instanceof Error && /database is locked/i.test(error.message);
 }

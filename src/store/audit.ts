@@ -1,5 +1,6 @@
 /** The admin audit log: who did what, when, from which address. Newest first when listed. */
 import { ADDRESS_MAX_LENGTH } from "../lib/limits.ts";
+import { retryWhileLocked } from "./atomic.ts";
 import { auditKey, auditPrefix } from "./keys.ts";
 
 export interface AuditEntry {
@@ -36,7 +37,7 @@ export async function recordAudit(
     details: input.details.slice(0, 2000),
     address: input.address.slice(0, ADDRESS_MAX_LENGTH),
   };
-  await kv.set(auditKey(nowMs, entry.id), entry);
+  await retryWhileLocked(() => kv.set(auditKey(nowMs, entry.id), entry));
   return entry;
 }
 
