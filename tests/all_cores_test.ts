@@ -3,7 +3,7 @@
  * (SO_REUSEPORT), each with its own metrics port; SIGTERM stops them all.
  */
 import assert from "node:assert/strict";
-import { makeDataTempDir, PROJECT_ROOT } from "./server_process.ts";
+import { makeDataTempDir, startServer } from "./server_process.ts";
 
 /** A port with nothing listening on it, nor on the next one. */
 function freePortPair(): number {
@@ -20,23 +20,6 @@ function freePortPair(): number {
   }
 }
 
-function startAllCores(env: Record<string, string>) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["task", "-q", "start:all-cores"],
-    cwd: PROJECT_ROOT,
-    env: { NO_COLOR: "1", APP_HOST: "127.0.0.1", APP_LOG_FORMAT: "text", ...env },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let output = "";
-  const decoder = new TextDecoder();
-  const drained = Promise.all([child.stdout, child.stderr].map(async (stream) => {
-    for await (const chunk of stream) output += decoder.decode(chunk, { stream: true });
-  }));
-  return { child, drained, output: () => output };
-}
-
 /** The sum of `http_requests_total` for `/healthz` on one metrics listener. */
 async function healthzCount(metricsPort: number): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
@@ -48,20 +31,14 @@ Deno.test("start:all-cores: two workers share the port; SIGTERM stops both", asy
   const dataDir = await makeDataTempDir("all-cores");
   const port = freePortPair();
   const metricsPort = freePortPair();
-  const run = startAllCores({
+  const run = await startServer(dataDir, {
     APP_WORKERS: "2",
     APP_PORT: String(port),
-    APP_DATA_DIR: dataDir,
-    APP_ADMIN_PASSWORD: "test-password-123",
+    APP_LOG_FORMAT: "text",
     APP_RATE_LIMIT_STORE: "kv",
     APP_METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
-  });
+  }, { task: "start:all-cores", listeners: 2 });
   try {
-    const deadline = Date.now() + 30_000;
-    while ((run.output().match(/listening on http:\/\/127\.0\.0\.1:\d+ /g) ?? []).length < 2) {
-      assert.ok(Date.now() < deadline, `two workers did not start:\n${run.output()}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
     const requests = 40;
     for (let i = 0; i < requests; i++) {
       // A new connection each time, so the kernel picks a worker each time.
@@ -75,26 +52,22 @@ Deno.test("start:all-cores: two workers share the port; SIGTERM stops both", asy
     assert.equal(counts[0] + counts[1], requests, `per worker: ${counts}`);
     assert.ok(counts[0] > 0 && counts[1] > 0, `both workers served: ${counts}`);
 
-    run.child.kill("SIGTERM");
-    const status = await run.child.status;
+    const status = await run.stop();
     assert.equal(status.code, 0, run.output());
     assert.equal((run.output().match(/INFO stopped/g) ?? []).length, 2, run.output());
     await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), "nothing listens any more");
   } finally {
-    try {
-      run.child.kill("SIGKILL");
-    } catch {
-      // already stopped
-    }
-    await run.drained;
+    run.kill("SIGKILL");
+    await run.stop();
     await Deno.remove(dataDir, { recursive: true });
   }
 });
 
 Deno.test("start:all-cores: several workers need a fixed APP_PORT", async () => {
-  const run = startAllCores({ APP_WORKERS: "2", APP_PORT: "0" });
-  const status = await run.child.status;
-  await run.drained;
-  assert.equal(status.code, 1);
-  assert.match(run.output(), /cannot start: invalid setting APP_PORT/);
+  const dataDir = await makeDataTempDir("all-cores");
+  await assert.rejects(
+    startServer(dataDir, { APP_WORKERS: "2", APP_PORT: "0" }, { task: "start:all-cores" }),
+    /exited with code 1 before listening:[^]*cannot start: invalid setting APP_PORT/,
+  );
+  await Deno.remove(dataDir, { recursive: true });
 });

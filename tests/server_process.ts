@@ -66,7 +66,13 @@ export async function startServer(
   env: Record<string, string> = {},
   {
     via = [],
+    task = "start",
+    listeners = 1,
   }: {
+    /** The deno task to run (`start:all-cores` for several workers on one port). */
+    task?: string;
+    /** How many "listening on" lines to wait for: one per worker. */
+    listeners?: number;
     /**
      * A command that runs `deno task -q start` (given as its last arguments):
      * `["setsid"]` for a process group of its own, or
@@ -75,7 +81,7 @@ export async function startServer(
     via?: string[];
   } = {},
 ): Promise<ServerProcess> {
-  const deno = [Deno.execPath(), "task", "-q", "start"];
+  const deno = [Deno.execPath(), "task", "-q", task];
   const [command, ...args] = [...via, ...deno];
   const child = new Deno.Command(command, {
     args,
@@ -98,6 +104,7 @@ export async function startServer(
   let output = "";
   const stdoutLines: string[] = [];
   const listening = Promise.withResolvers<number>();
+  const ports: number[] = [];
   let code: number | undefined;
   const exited = child.status.then((status) => {
     code = status.code;
@@ -112,7 +119,8 @@ export async function startServer(
       for (const line of parts) {
         stdoutLines.push(line);
         const port = LISTENING.exec(line)?.[1];
-        if (port) listening.resolve(Number(port));
+        if (port) ports.push(Number(port));
+        if (ports.length === listeners) listening.resolve(ports[0]);
       }
     }
     if (partial) stdoutLines.push(partial);
@@ -140,7 +148,10 @@ export async function startServer(
   try {
     const port = await Promise.race([
       listening.promise,
-      exited.then(() => Promise.reject(new Error(`server exited before listening:\n${output}`))),
+      exited.then(async ({ code }) => {
+        await drained;
+        throw new Error(`server exited with code ${code} before listening:\n${output}`);
+      }),
       new Promise<never>((_, reject) => {
         timer = setTimeout(
           () => reject(new Error(`server did not start in ${START_TIMEOUT_MS} ms:\n${output}`)),
