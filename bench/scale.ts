@@ -18,6 +18,8 @@ const SECONDS = Number(Deno.env.get("SCALE_SECONDS") ?? 5);
 const ROUNDS = Number(Deno.env.get("SCALE_ROUNDS") ?? 2);
 const REVOCATIONS = Number(Deno.env.get("SCALE_REVOCATIONS") ?? 40);
 const PASSWORD = "bench-password-123";
+/** Which parts to run (comma-separated): rate_limit, revocation, slack, all_cores. */
+const PARTS = (Deno.env.get("SCALE_PARTS") ?? "rate_limit,revocation,slack,all_cores").split(",");
 
 const wrk = which("wrk");
 if (wrk === null) {
@@ -256,10 +258,10 @@ try {
       seconds_per_wrk_run: SECONDS,
       rounds: ROUNDS,
     },
-    rate_limit_req_per_s: await rateLimitStores(),
-    revocation_latency: await revocationLatency(),
-    rate_limit_slack: await rateLimitSlack(),
-    all_cores_req_per_s: await allCoresVsOne(),
+    rate_limit_req_per_s: PARTS.includes("rate_limit") ? await rateLimitStores() : null,
+    revocation_latency: PARTS.includes("revocation") ? await revocationLatency() : null,
+    rate_limit_slack: PARTS.includes("slack") ? await rateLimitSlack() : null,
+    all_cores_req_per_s: PARTS.includes("all_cores") ? await allCoresVsOne() : null,
   };
   console.log(JSON.stringify(report, null, 2));
 } finally {

@@ -115,7 +115,7 @@ export interface KvRateLimiterOptions {
 /** The default pause between two reconcile rounds of the `kv` store. */
 export const SYNC_INTERVAL_MS = 5;
 /** A bucket not reconciled for this long is reconciled before it is drawn from again. */
-export const FRESH_MS = 20;
+export const FRESH_MS = 50;
 /** getMany reads at most 10 keys. */
 const SYNC_CHUNK = 10;
 /** After a failed round, the next one waits this long. */
@@ -139,16 +139,17 @@ interface LocalBucket extends Bucket {
  * this process's takes since the last round from the entry (one atomic
  * check-and-set per 10 buckets, retried on conflict) and reads back the
  * level left by every instance. A bucket this process has not reconciled
- * within FRESH_MS (a new client, or a quiet one) waits for the next round
- * before its first take, so it never starts from a guess.
+ * within FRESH_MS (a new client, a quiet one, or rounds slowed down by a
+ * slow KV) waits for the next round before its next take, so it never
+ * starts from a guess.
  *
- * Accuracy: an instance learns of other instances' takes within one round
- * (SYNC_INTERVAL_MS plus the commit time). In that window every other
- * instance may grant what its own view allows, so at most (N − 1) × the
- * tokens one instance grants to that bucket within one round (never more
- * than (N − 1) × BURST) go beyond what one shared bucket would grant. The
- * entry may go below zero (takes already granted elsewhere), so over time
- * the refill rate is never exceeded.
+ * Accuracy: an instance draws only from a view of the bucket at most
+ * FRESH_MS old (past that, takes wait for a round), and a view misses only
+ * what the other instances granted since their last round. So at most
+ * (N − 1) × the tokens one instance grants that client within FRESH_MS plus
+ * one round (never more than (N − 1) × BURST) go beyond what one shared
+ * bucket would grant. The entry may go below zero (takes already granted
+ * elsewhere), so over time the refill rate is never exceeded.
  *
  * Why check-and-set of batched takes rather than KV `sum`: a bucket's cap
  * makes its level depend on the order of takes and refills, which a sum
