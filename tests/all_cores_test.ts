@@ -41,10 +41,9 @@ Deno.test("start:all-cores: two workers share the port; SIGTERM stops both", asy
   try {
     const requests = 40;
     for (let i = 0; i < requests; i++) {
-      // A new connection each time, so the kernel picks a worker each time.
-      const res = await fetch(`http://127.0.0.1:${port}/healthz`, {
-        headers: { connection: "close" },
-      });
+      // A new client, so a new connection each time: the kernel picks a worker per connection.
+      using client = Deno.createHttpClient({});
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`, { client });
       assert.equal(res.status, 200);
       await res.body?.cancel();
     }
@@ -57,7 +56,8 @@ Deno.test("start:all-cores: two workers share the port; SIGTERM stops both", asy
     assert.equal((run.output().match(/INFO stopped/g) ?? []).length, 2, run.output());
     await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), "nothing listens any more");
   } finally {
-    run.kill("SIGKILL");
+    // SIGTERM, which `deno task` passes on; SIGKILL would kill only the task and orphan the
+    // workers, whose open output would then keep stop() waiting.
     await run.stop();
     await Deno.remove(dataDir, { recursive: true });
   }
