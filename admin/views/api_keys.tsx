@@ -1,7 +1,7 @@
 import { NAME_MAX_LENGTH } from "../../src/lib/limits.ts";
 import { type ApiKey, type Project, SCOPE_MODES, type ScopeMode } from "../../src/store/mod.ts";
 import type { FormError } from "../types.ts";
-import { type ListPage, pageSummary } from "../listing.ts";
+import type { ListPage } from "../listing.ts";
 import {
   autofocusProps,
   DataTable,
@@ -9,7 +9,7 @@ import {
   FormErrorSummary,
   InputField,
   invalidProps,
-  Pager,
+  ListPager,
   PostButton,
   SearchBox,
   StateBadge,
@@ -146,11 +146,7 @@ export function ApiKeysPage(
             })}
           </DataTable>
         )}
-        <Pager
-          newer={list.newer}
-          older={list.older}
-          summary={pageSummary(list, total, "keys")}
-        />
+        <ListPager list={list} total={total} noun="keys" />
       </section>
     </Layout>
   );

@@ -1,7 +1,7 @@
 /** Small pieces shared by the admin pages. */
 import type { Child, JSX } from "hono/jsx";
 import { shortTime } from "../format.ts";
-import { SEARCH_MAX_LENGTH } from "../listing.ts";
+import { type ListPage, pageSummary, SEARCH_MAX_LENGTH } from "../listing.ts";
 import type { FormError } from "../types.ts";
 import { CsrfInput } from "./layout.tsx";
 
@@ -225,6 +225,27 @@ export function SearchBox(
  * "Newer" / "older" links between pages of a list, as `rel="prev"` and
  * `rel="next"` (the links are null on the first and the last page).
  */
+/** The pager under a searchable list: its links and "1–50 of 120 keys". */
+export function ListPager(
+  { list, total, noun, newerLabel, olderLabel }: {
+    list: ListPage<unknown>;
+    total: number;
+    noun: string;
+    newerLabel?: string;
+    olderLabel?: string;
+  },
+) {
+  return (
+    <Pager
+      newer={list.newer}
+      older={list.older}
+      newerLabel={newerLabel}
+      olderLabel={olderLabel}
+      summary={pageSummary(list, total, noun)}
+    />
+  );
+}
+
 export function Pager(
   { newer, older, newerLabel = "Newer", olderLabel = "Older", summary }: {
     newer: string | null;

@@ -1,14 +1,14 @@
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../../src/lib/limits.ts";
 import type { DailyDownloads, Project, Release } from "../../src/store/mod.ts";
 import { humanBytes } from "../format.ts";
-import { type ListPage, pageSummary } from "../listing.ts";
+import type { ListPage } from "../listing.ts";
 import type { FormError } from "../types.ts";
 import { type ChartRange, DownloadChart } from "./chart.tsx";
 import {
   DataTable,
   FormErrorSummary,
   InputField,
-  Pager,
+  ListPager,
   PostButton,
   SearchBox,
   StateBadge,
@@ -232,11 +232,7 @@ function ReleasesTable(
             })}
           </DataTable>
         )}
-      <Pager
-        newer={releases.newer}
-        older={releases.older}
-        summary={pageSummary(releases, releaseCount, "releases")}
-      />
+      <ListPager list={releases} total={releaseCount} noun="releases" />
     </section>
   );
 }

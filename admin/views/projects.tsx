@@ -1,10 +1,10 @@
 import type { Project } from "../../src/store/mod.ts";
-import { type ListPage, pageSummary } from "../listing.ts";
+import type { ListPage } from "../listing.ts";
 import type { FormError } from "../types.ts";
 import {
   DataTable,
   FormErrorSummary,
-  Pager,
+  ListPager,
   SearchBox,
   StateBadge,
   TagList,
@@ -116,12 +116,12 @@ export function ProjectsPage(
               ))}
             </DataTable>
           )}
-        <Pager
-          newer={list.newer}
-          older={list.older}
+        <ListPager
+          list={list}
+          total={total}
+          noun="projects"
           newerLabel="Previous"
           olderLabel="Next"
-          summary={pageSummary(list, total, "projects")}
         />
       </section>
     </Layout>
