@@ -45,17 +45,10 @@ async function downloadRate(
   return (size * clients) / slowest / MB;
 }
 
-async function medianRate(
-  curl: string,
-  url: string,
-  headers: string[],
-  clients: number,
-  size: number,
-): Promise<number> {
+/** {@link downloadRate} run DOWNLOAD_ROUNDS times; the median. */
+async function medianRate(...args: Parameters<typeof downloadRate>): Promise<number> {
   const rates: number[] = [];
-  for (let i = 0; i < DOWNLOAD_ROUNDS; i++) {
-    rates.push(await downloadRate(curl, url, headers, clients, size));
-  }
+  for (let i = 0; i < DOWNLOAD_ROUNDS; i++) rates.push(await downloadRate(...args));
   return median(rates);
 }
 
