@@ -1,4 +1,3 @@
-import { NAME_MAX_LENGTH } from "../../src/lib/limits.ts";
 import { type ApiKey, type Project, SCOPE_MODES, type ScopeMode } from "../../src/store/mod.ts";
 import type { FormError } from "../types.ts";
 import type { ListPage } from "../listing.ts";
@@ -17,6 +16,7 @@ import {
   Time,
 } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
+import { TEXT_FIELDS } from "./text_fields.ts";
 
 export const SCOPE_LABELS: Record<ScopeMode, { label: string; hint: string }> = {
   all_projects: { label: "All projects", hint: "every active project" },
@@ -189,12 +189,9 @@ function KeyForm(
         <CsrfInput token={ctx.csrfToken} />
         <InputField
           id="key-name"
-          name="name"
-          label="Name"
+          {...TEXT_FIELDS.name}
           value={values.name}
           error={error}
-          required
-          maxlength={NAME_MAX_LENGTH}
           hint='Who or what uses the key, e.g. "Desktop app 3.x".'
         />
         <div class="field checkbox">

@@ -1,4 +1,3 @@
-import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../../src/lib/limits.ts";
 import type { DailyDownloads, Project, Release } from "../../src/store/mod.ts";
 import { humanBytes } from "../format.ts";
 import type { ListPage } from "../listing.ts";
@@ -18,6 +17,7 @@ import {
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { ProjectFields } from "./project_fields.tsx";
 import { RELEASE_COLUMNS, ReleaseCells } from "./release_cells.tsx";
+import { TEXT_FIELDS } from "./text_fields.ts";
 
 export interface ProjectEditValues {
   name: string;
@@ -116,36 +116,22 @@ function UploadForm({ ctx, project, maxUploadBytes, upload, uploadError }: Proje
         <div class="field-row">
           <InputField
             id="release-version"
-            name="version"
-            label="Version"
+            {...TEXT_FIELDS.version}
             value={upload.version}
             error={uploadError}
-            required
-            maxlength={VERSION_MAX_LENGTH}
-            autocapitalize="none"
-            spellcheck={false}
           />
           <InputField
             id="release-build"
-            name="build"
-            label="Build"
-            optional="optional"
+            {...TEXT_FIELDS.build}
             value={upload.build}
             error={uploadError}
-            maxlength={VERSION_MAX_LENGTH}
-            autocapitalize="none"
-            spellcheck={false}
           />
         </div>
         <TextAreaField
           id="release-notes"
-          name="release_notes"
-          label="Release notes"
-          optional="optional"
+          {...TEXT_FIELDS.releaseNotes}
           value={upload.release_notes}
           error={uploadError}
-          rows={4}
-          maxlength={RELEASE_NOTES_MAX_LENGTH}
         />
         <InputField
           id="release-file"

@@ -1,7 +1,8 @@
 /** The fields a project form has: name, slug (only when creating), description and tags. */
-import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH, SLUG_MAX_LENGTH } from "../../src/lib/limits.ts";
+import { SLUG_MAX_LENGTH } from "../../src/lib/limits.ts";
 import type { FormError } from "../types.ts";
 import { InputField, TextAreaField } from "./components.tsx";
+import { TEXT_FIELDS } from "./text_fields.ts";
 
 export interface ProjectFieldValues {
   name: string;
@@ -27,12 +28,9 @@ export function ProjectFields(
     <>
       <InputField
         id={`${idPrefix}-name`}
-        name="name"
-        label="Name"
+        {...TEXT_FIELDS.name}
         value={values.name}
         error={error}
-        required
-        maxlength={NAME_MAX_LENGTH}
       />
       {values.slug !== undefined && (
         <InputField
@@ -51,12 +49,9 @@ export function ProjectFields(
       )}
       <TextAreaField
         id={`${idPrefix}-description`}
-        name="description"
-        label="Description"
+        {...TEXT_FIELDS.description}
         value={values.description}
         error={error}
-        rows={3}
-        maxlength={DESCRIPTION_MAX_LENGTH}
       />
       <InputField
         id={`${idPrefix}-tags`}
