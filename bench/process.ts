@@ -282,6 +282,31 @@ export function nginxConfig(
   ].filter((line) => line !== "").join("\n");
 }
 
+/** The nginx directives of docs/operators.md for x-accel, pointed at one app and one data dir. */
+export function xAccelServer(appPort: number, artifactsDir: string): string {
+  return `
+    location / {
+      proxy_pass http://127.0.0.1:${appPort};
+      proxy_set_header Host $host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+    }
+    location /_uds_artifacts/ {
+      internal;
+      alias ${artifactsDir}/;
+      etag off;
+      add_header ETag $upstream_http_etag;
+      add_header Last-Modified "";
+      add_header X-Content-Type-Options $upstream_http_x_content_type_options;
+      add_header X-Frame-Options $upstream_http_x_frame_options;
+      add_header Referrer-Policy $upstream_http_referrer_policy;
+      add_header Cross-Origin-Resource-Policy $upstream_http_cross_origin_resource_policy;
+      add_header Strict-Transport-Security $upstream_http_strict_transport_security;
+      add_header X-Robots-Tag $upstream_http_x_robots_tag;
+      add_header Pragma $upstream_http_pragma;
+      add_header Vary $upstream_http_vary;
+    }`;
+}
+
 /** nginx serving the files of `root` with sendfile (or `server`), as a child process (no daemon). */
 export async function startNginx(
   nginx: string,

@@ -4,6 +4,7 @@
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { findServicePid } from "../bench/process.ts";
 
 export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -24,6 +25,8 @@ export interface ServerProcess extends AsyncDisposable {
   kill: (signal?: Deno.Signal) => void;
   /** SIGTERM unless it already exited; settles with the exit status once its output is read. */
   stop: () => Promise<Deno.CommandStatus>;
+  /** kill -9 of the server process itself (not the task runner): a crash, no shutdown. */
+  crash: () => Promise<void>;
 }
 
 /** A fresh, unique directory under ./data/ for one test's data dirs and backups. */
@@ -169,6 +172,10 @@ export async function startServer(
       exitCode: () => code,
       kill,
       stop,
+      crash: async () => {
+        Deno.kill(await findServicePid(child.pid), "SIGKILL");
+        await exited;
+      },
       [Symbol.asyncDispose]: async () => {
         await stop();
       },

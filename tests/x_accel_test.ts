@@ -6,38 +6,13 @@
  * reached from outside; a refused key never gets a path.
  */
 import assert from "node:assert/strict";
-import { Cleanup, startNginx, which } from "../bench/process.ts";
+import { Cleanup, startNginx, which, xAccelServer } from "../bench/process.ts";
 import { getDownloadCounts } from "../src/store/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
 
 const nginx = which("nginx");
 if (nginx === null) {
   console.warn("x-accel test skipped: nginx is not installed (apt-get install nginx)");
-}
-
-/** The nginx directives of docs/operators.md for x-accel, pointed at one app and one data dir. */
-export function xAccelServer(appPort: number, artifactsDir: string): string {
-  return `
-    location / {
-      proxy_pass http://127.0.0.1:${appPort};
-      proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-    }
-    location /_uds_artifacts/ {
-      internal;
-      alias ${artifactsDir}/;
-      etag off;
-      add_header ETag $upstream_http_etag;
-      add_header Last-Modified "";
-      add_header X-Content-Type-Options $upstream_http_x_content_type_options;
-      add_header X-Frame-Options $upstream_http_x_frame_options;
-      add_header Referrer-Policy $upstream_http_referrer_policy;
-      add_header Cross-Origin-Resource-Policy $upstream_http_cross_origin_resource_policy;
-      add_header Strict-Transport-Security $upstream_http_strict_transport_security;
-      add_header X-Robots-Tag $upstream_http_x_robots_tag;
-      add_header Pragma $upstream_http_pragma;
-      add_header Vary $upstream_http_vary;
-    }`;
 }
 
 Deno.test({

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A throwaway one-host Ceph cluster with an S3 endpoint, for tests and measurements:
-# 1 mon, 1 memstore OSD (1 GiB, in memory), auth none, pool size 1, radosgw on 127.0.0.1.
+# 1 mon, 1 memstore OSD (1 GiB in memory, or RGW_MEMSTORE_BYTES), auth none, pool size 1,
+# radosgw on 127.0.0.1.
 #
 #   tools/start_rgw.sh DIR RGW_PORT MON_PORT MON_V2_PORT
 #
@@ -44,7 +45,7 @@ mon_data = $D/mon.\$id
 [osd]
 osd_data = $D/osd.\$id
 osd_objectstore = memstore
-memstore_device_bytes = 1073741824
+memstore_device_bytes = ${RGW_MEMSTORE_BYTES:-1073741824}
 [client.rgw.uds]
 rgw_frontends = beast endpoint=127.0.0.1:$PORT
 rgw_data = $D/rgw

@@ -3,11 +3,11 @@
  * store (AWS S3, MinIO, Ceph RGW, R2), through the AWS SDK (see
  * docs/operators.md for why this client).
  *
- * Uploads stream into a multipart upload (lib-storage `Upload`) while SHA-256
+ * Uploads stream into a multipart upload (`PartUploader`) while SHA-256
  * and size are computed on the way. Memory is bounded by the part buffers:
  * at most (UPLOAD_QUEUE + 1) parts of `partSize` bytes (8 MiB unless
  * APP_MAX_UPLOAD_BYTES needs larger parts to stay within 10,000 parts), so
- * 40 MiB per upload. More than `maxBytes` fails the stream at once; any
+ * 24 MiB per upload. More than `maxBytes` fails the stream at once; any
  * failure aborts the multipart upload, so no object appears and no part is
  * kept. The object exists only once CompleteMultipartUpload succeeded, and only
  * then does the caller record the release. Uploads cut by a crash are removed
@@ -16,6 +16,8 @@
 import { createHash } from "node:crypto";
 import {
   AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
@@ -25,8 +27,8 @@ import {
   PutObjectCommand,
   S3Client,
   type S3ClientConfig,
+  UploadPartCommand,
 } from "@aws-sdk/client-s3";
-import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { FetchHttpHandler } from "@smithy/fetch-http-handler";
 import type { S3Config } from "../lib/config.ts";
@@ -47,7 +49,7 @@ const MIN_PART_BYTES = 8 * MiB;
 /** S3 allows at most this many parts in one multipart upload. */
 const MAX_PARTS = 10_000;
 /** Parts uploaded at the same time by one upload. */
-const UPLOAD_QUEUE = 4;
+const UPLOAD_QUEUE = 2;
 
 /** An object or an unfinished multipart upload found in the bucket. */
 export interface BucketEntry {
@@ -118,6 +120,7 @@ export async function createS3Store(
   const { bucket, prefix } = settings;
   const objectKey = (storageKey: string) => `${prefix}${storageKey}`;
   const partSize = Math.max(MIN_PART_BYTES, Math.ceil(maxUploadBytes / MAX_PARTS));
+  const uploader = new PartUploader(client, bucket, partSize);
 
   await checkBucket(client, settings);
 
@@ -126,27 +129,10 @@ export async function createS3Store(
     settings,
     async save(source, maxBytes) {
       const storageKey = crypto.randomUUID();
-      const counted = countingStream(source, maxBytes);
-      const first = await counted.peek().catch(async (error) => {
-        await counted.cancel();
-        throw error;
-      });
-      if (first === null) throw new EmptyUploadError();
-      const upload = new Upload({
-        client,
-        params: { Bucket: bucket, Key: objectKey(storageKey), Body: counted.stream },
-        partSize,
-        queueSize: UPLOAD_QUEUE,
-        leavePartsOnError: false,
-      });
-      try {
-        await upload.done();
-      } catch (error) {
-        await counted.cancel();
-        // The stream's own error (too large, client gone) rather than the SDK's wrapping of it.
-        throw counted.failure() ?? error;
-      }
-      return { storage_key: storageKey, ...counted.result() } satisfies StoredArtifact;
+      const counted = countedChunks(source, maxBytes);
+      const result = await uploader.upload(objectKey(storageKey), counted);
+      if (result === null) throw new EmptyUploadError();
+      return { storage_key: storageKey, ...result } satisfies StoredArtifact;
     },
     async open(storageKey) {
       if (!STORAGE_KEY_PATTERN.test(storageKey)) return null;
@@ -231,19 +217,12 @@ export async function createS3Store(
       if (await store.open(storageKey) !== null) {
         throw new Error(`${store.where(storageKey)} already exists`);
       }
-      const counted = countingStream(source, Number.MAX_SAFE_INTEGER);
-      try {
-        await new Upload({
-          client,
-          params: { Bucket: bucket, Key: objectKey(storageKey), Body: counted.stream },
-          partSize,
-          queueSize: UPLOAD_QUEUE,
-        }).done();
-      } catch (error) {
-        await counted.cancel();
-        throw counted.failure() ?? error;
-      }
-      return counted.result();
+      const result = await uploader.upload(
+        objectKey(storageKey),
+        countedChunks(source, Number.MAX_SAFE_INTEGER),
+      );
+      if (result === null) throw new EmptyUploadError();
+      return result;
     },
     where: (storageKey) => `s3://${bucket}/${objectKey(storageKey)}`,
     async findAny() {
@@ -326,59 +305,145 @@ function exactLength(body: ReadableStream<Uint8Array>, length: number): Readable
 }
 
 /**
- * The upload's bytes as a stream that counts and hashes them, and fails with
- * `UploadTooLargeError` as soon as they pass `maxBytes` (before that chunk is
- * handed on). `peek` reads ahead to tell an empty upload before any S3 call.
+ * The upload's chunks, counted and hashed as they pass; fails with
+ * `UploadTooLargeError` as soon as they pass `maxBytes`. A chunk is valid only
+ * until the next is asked for (the multipart reader reuses its buffer).
  */
-function countingStream(source: ByteSource, maxBytes: number) {
+function countedChunks(source: ByteSource, maxBytes: number) {
   const iterator = (source as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
   const hash = createHash("sha256");
   let size = 0;
-  let failure: unknown;
   let done = false;
-  let peeked: Uint8Array | null = null;
-
-  async function next(): Promise<Uint8Array | null> {
-    while (true) {
-      const step = await iterator.next();
-      if (step.done) return null;
-      if (step.value.byteLength === 0) continue;
-      size += step.value.byteLength;
-      if (size > maxBytes) throw new UploadTooLargeError(maxBytes);
-      hash.update(step.value);
-      // A copy: the source may reuse its buffer once we ask for the next chunk.
-      return step.value.slice();
-    }
-  }
-
-  const stream = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const chunk = peeked ?? await next();
-        peeked = null;
-        if (chunk === null) {
+  return {
+    async next(): Promise<Uint8Array | null> {
+      while (true) {
+        const step = await iterator.next();
+        if (step.done) {
           done = true;
-          controller.close();
-        } else {
-          controller.enqueue(chunk);
+          return null;
         }
-      } catch (error) {
-        failure = error;
-        controller.error(error);
+        if (step.value.byteLength === 0) continue;
+        size += step.value.byteLength;
+        if (size > maxBytes) throw new UploadTooLargeError(maxBytes);
+        hash.update(step.value);
+        return step.value;
       }
     },
-  }, { highWaterMark: 0 });
-
-  return {
-    stream,
-    async peek(): Promise<Uint8Array | null> {
-      peeked = await next();
-      return peeked;
-    },
-    failure: () => failure,
+    /** Stops the source (the client's request body) after a failure. */
     async cancel(): Promise<void> {
       if (!done) await iterator.return?.().catch(() => {});
     },
     result: () => ({ checksum_sha256: hash.digest("hex"), size_bytes: size }),
   };
+}
+
+type CountedChunks = ReturnType<typeof countedChunks>;
+
+/**
+ * Streams chunks into one object through the SDK's multipart calls, with a
+ * fixed pool of part buffers: each chunk is copied once, into the part being
+ * filled, while up to UPLOAD_QUEUE full parts are being sent. A part buffer is
+ * reused once its UploadPart has answered, so an upload holds at most
+ * (UPLOAD_QUEUE + 1) × partSize bytes, however large it is and without
+ * garbage for the collector. Less than one part is sent with one PutObject.
+ * On any failure the multipart upload is aborted and the source cancelled.
+ */
+class PartUploader {
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+    private readonly partSize: number,
+  ) {}
+
+  /** SHA-256 and size of what was stored, or null (nothing stored) when the source was empty. */
+  async upload(
+    key: string,
+    chunks: CountedChunks,
+  ): Promise<{ checksum_sha256: string; size_bytes: number } | null> {
+    const { client, bucket, partSize } = this;
+    const free: Uint8Array[] = [];
+    let part: Uint8Array = new Uint8Array(partSize);
+    let filled = 0;
+    let nextPart = 1;
+    let uploadId: string | undefined;
+    const sent: Array<{ PartNumber: number; ETag: string }> = [];
+    const inFlight: Array<Promise<void>> = [];
+    let sendError: unknown;
+
+    const sendPart = async (bytes: Uint8Array, buffer: Uint8Array, partNumber: number) => {
+      try {
+        const answer = await client.send(
+          new UploadPartCommand({
+            Bucket: bucket,
+            Key: key,
+            UploadId: uploadId,
+            PartNumber: partNumber,
+            Body: bytes,
+          }),
+        );
+        sent.push({ PartNumber: partNumber, ETag: answer.ETag! });
+      } catch (error) {
+        sendError ??= error;
+      } finally {
+        free.push(buffer);
+      }
+    };
+
+    try {
+      while (true) {
+        const chunk = await chunks.next();
+        if (chunk === null) break;
+        let offset = 0;
+        while (offset < chunk.byteLength) {
+          const take = Math.min(chunk.byteLength - offset, partSize - filled);
+          part.set(chunk.subarray(offset, offset + take), filled);
+          filled += take;
+          offset += take;
+          if (filled < partSize) continue;
+          if (sendError !== undefined) throw sendError;
+          uploadId ??= (await client.send(
+            new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }),
+          )).UploadId;
+          const sending = sendPart(part, part, nextPart++);
+          inFlight.push(sending);
+          sending.then(() => inFlight.splice(inFlight.indexOf(sending), 1));
+          if (inFlight.length >= UPLOAD_QUEUE) await Promise.race(inFlight);
+          part = free.pop() ?? new Uint8Array(partSize);
+          filled = 0;
+        }
+      }
+      if (uploadId === undefined) {
+        if (filled === 0) return null;
+        await client.send(
+          new PutObjectCommand({ Bucket: bucket, Key: key, Body: part.subarray(0, filled) }),
+        );
+        return chunks.result();
+      }
+      if (filled > 0) {
+        await sendPart(part.subarray(0, filled), part, nextPart++);
+      }
+      await Promise.all(inFlight);
+      if (sendError !== undefined) throw sendError;
+      sent.sort((a, b) => a.PartNumber - b.PartNumber);
+      await client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: bucket,
+          Key: key,
+          UploadId: uploadId,
+          MultipartUpload: { Parts: sent },
+        }),
+      );
+      return chunks.result();
+    } catch (error) {
+      await chunks.cancel();
+      await Promise.all(inFlight);
+      if (uploadId !== undefined) {
+        // Best effort: what an abort cannot remove, the sweep does.
+        await client.send(
+          new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }),
+        ).catch(() => {});
+      }
+      throw error;
+    }
+  }
 }
