@@ -212,7 +212,9 @@ Deno.test({
             return (parts.Parts ?? []).length > 0;
           });
           const crashedAt = Date.now();
-          await a.crash();
+          await a.crash().catch((error) => {
+            throw new Error(`${error} (exit code ${a.exitCode()})\n${a.output().slice(-3000)}`);
+          });
           assert.ok((await upload) instanceof Error, "the upload's connection was cut");
 
           const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));

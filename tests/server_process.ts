@@ -4,7 +4,6 @@
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { findServicePid } from "../bench/process.ts";
 
 export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -173,7 +172,7 @@ export async function startServer(
       kill,
       stop,
       crash: async () => {
-        Deno.kill(await findServicePid(child.pid), "SIGKILL");
+        Deno.kill(await serverPid(child.pid), "SIGKILL");
         await exited;
       },
       [Symbol.asyncDispose]: async () => {
@@ -205,4 +204,19 @@ export async function startInstances(
     throw error;
   }
   return servers;
+}
+
+/**
+ * The pid of the `deno run … main.ts` child of the `deno task` process `taskPid`,
+ * found by its parent pid in /proc (a thread's `children` list can miss it).
+ */
+async function serverPid(taskPid: number): Promise<number> {
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    const status = await Deno.readTextFile(`/proc/${entry.name}/status`).catch(() => "");
+    if (Number(/^PPid:\s+(\d+)/m.exec(status)?.[1]) !== taskPid) continue;
+    const cmdline = await Deno.readTextFile(`/proc/${entry.name}/cmdline`).catch(() => "");
+    if (cmdline.split("\0").includes("main.ts")) return Number(entry.name);
+  }
+  throw new Error(`no server process under deno task ${taskPid}`);
 }
