@@ -207,16 +207,16 @@ export async function startInstances(
 }
 
 /**
- * The pid of the `deno run … main.ts` child of the `deno task` process `taskPid`,
- * found by its parent pid in /proc (a thread's `children` list can miss it).
+ * The pid of the `deno run … main.ts` child of the `deno task` process `taskPid`
+ * (by `pgrep`: the test task may not list /proc itself).
  */
 async function serverPid(taskPid: number): Promise<number> {
-  for await (const entry of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    const status = await Deno.readTextFile(`/proc/${entry.name}/status`).catch(() => "");
-    if (Number(/^PPid:\s+(\d+)/m.exec(status)?.[1]) !== taskPid) continue;
-    const cmdline = await Deno.readTextFile(`/proc/${entry.name}/cmdline`).catch(() => "");
-    if (cmdline.split("\0").includes("main.ts")) return Number(entry.name);
-  }
-  throw new Error(`no server process under deno task ${taskPid}`);
+  const { stdout } = await new Deno.Command("pgrep", {
+    args: ["-P", String(taskPid), "-f", "main.ts"],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  const pid = Number(new TextDecoder().decode(stdout).trim().split("\n")[0]);
+  if (!pid) throw new Error(`no server process under deno task ${taskPid}`);
+  return pid;
 }
