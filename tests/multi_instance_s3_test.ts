@@ -8,7 +8,6 @@
  * multi_instance_test.ts.)
  */
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import {
   ListMultipartUploadsCommand,
@@ -19,11 +18,11 @@ import {
 import type { S3Config } from "../src/lib/config.ts";
 import { createApiKey } from "../src/store/mod.ts";
 import { AdminClient, httpSender, randomBytes } from "./admin_helpers.ts";
+import { sha256 } from "./helpers.ts";
 import { cephMissing, startRgw } from "./rgw.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 
 const MiB = 1024 * 1024;
-const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
 function s3Client(s3: S3Config): S3Client {
   return new S3Client({
