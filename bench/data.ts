@@ -4,6 +4,7 @@
  * processes ever hold the file at once).
  */
 import { join } from "node:path";
+import { fillerStream } from "./filler.ts";
 import { saveArtifact } from "../src/storage/artifacts.ts";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { loadConfig } from "../src/lib/config.ts";
@@ -14,8 +15,6 @@ import {
   createReleasesBulk,
   type Release,
 } from "../src/store/mod.ts";
-
-const MiB = 1024 * 1024;
 
 /** Where the service keeps its KV file and artifacts for a data dir (src/lib/config.ts decides). */
 export function storagePaths(dataDir: string): { kvPath: string; artifactsDir: string } {
@@ -31,27 +30,6 @@ async function withStore<T>(dataDir: string, fn: (kv: Deno.Kv) => Promise<T>): P
   } finally {
     kv.close();
   }
-}
-
-/**
- * `bytes` of incompressible data as a stream of 1 MiB chunks: one random
- * block repeated (the content does not matter, only that nothing compresses it).
- */
-export function fillerStream(bytes: number): ReadableStream<Uint8Array> {
-  const block = new Uint8Array(MiB);
-  for (let i = 0; i < block.length; i += 65536) {
-    crypto.getRandomValues(block.subarray(i, i + 65536));
-  }
-  let left = bytes;
-  return new ReadableStream({
-    pull(controller) {
-      if (left <= 0) return controller.close();
-      const n = Math.min(left, block.length);
-      left -= n;
-      // A copy: the consumer may keep or transfer the chunk.
-      controller.enqueue(block.slice(0, n));
-    },
-  });
 }
 
 /** Writes a file of `bytes` filler bytes. */

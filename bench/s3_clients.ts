@@ -7,23 +7,11 @@
  *
  * Without a running radosgw, start one with tools/rgw.sh (see docs/contributing.md).
  */
+import { fillerStream } from "./filler.ts";
 const [endpoint, accessKeyId, secretAccessKey, mib = "64"] = Deno.args;
 const lib = Deno.env.get("S3_CLIENT_LIB");
 const BUCKET = "client-bench";
 const PART = 8 * 1024 * 1024;
-
-function filler(bytes: number): ReadableStream<Uint8Array> {
-  const block = crypto.getRandomValues(new Uint8Array(64 * 1024));
-  let left = bytes;
-  return new ReadableStream({
-    pull(c) {
-      if (left <= 0) return c.close();
-      const n = Math.min(left, block.byteLength);
-      c.enqueue(block.slice(0, n));
-      left -= n;
-    },
-  });
-}
 
 async function drain(body: ReadableStream<Uint8Array>): Promise<number> {
   let n = 0;
@@ -56,7 +44,7 @@ async function runSdk(bytes: number) {
   const t1 = performance.now();
   await new Upload({
     client: s3,
-    params: { Bucket: BUCKET, Key: "sdk", Body: filler(bytes) },
+    params: { Bucket: BUCKET, Key: "sdk", Body: fillerStream(bytes) },
     partSize: PART,
     queueSize: 4,
   }).done();
@@ -95,7 +83,7 @@ async function runAws4fetch(bytes: number) {
         await r.body?.cancel();
         etags[no - 1] = r.headers.get("etag")!;
       });
-  for await (const chunk of filler(bytes)) {
+  for await (const chunk of fillerStream(bytes)) {
     part.set(chunk, filled);
     filled += chunk.byteLength;
     if (filled === PART) {

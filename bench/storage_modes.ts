@@ -30,25 +30,13 @@ import { createS3Store } from "../src/storage/s3_store.ts";
 import { createApiKey, createProject } from "../src/store/mod.ts";
 import { startRgw } from "../tests/rgw.ts";
 import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
+import { fillerStream } from "./filler.ts";
 
 const MiB = 1024 * 1024;
 const downloadMiB = Number(Deno.args[0] ?? 256);
 const uploadMiB = Number(Deno.args[1] ?? 1024);
 const curl = which("curl")!;
 const nginxBin = which("nginx");
-
-function filler(bytes: number): ReadableStream<Uint8Array> {
-  const block = crypto.getRandomValues(new Uint8Array(64 * 1024));
-  let left = bytes;
-  return new ReadableStream({
-    pull(c) {
-      if (left <= 0) return c.close();
-      const n = Math.min(left, block.byteLength);
-      c.enqueue(block.slice(0, n));
-      left -= n;
-    },
-  });
-}
 
 async function curlRate(url: string, args: string[]): Promise<number> {
   const rates: number[] = [];
@@ -89,7 +77,7 @@ try {
     kv,
     fs,
     { project_id: project.id, version: "1", filename: "app.bin" },
-    filler(Math.max(downloadMiB, 1) * MiB),
+    fillerStream(Math.max(downloadMiB, 1) * MiB),
     Number.MAX_SAFE_INTEGER,
   );
   const bucket = await createS3Store(s3, 8 * 1024 * MiB);
@@ -158,7 +146,7 @@ try {
   const cookie = [...admin.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
   const bigFile = join(dataDir, "upload.bin");
   const big = await Deno.open(bigFile, { write: true, create: true });
-  await filler(uploadMiB * MiB).pipeTo(big.writable);
+  await fillerStream(uploadMiB * MiB).pipeTo(big.writable);
   const before = await procStatusKiB(pid, "VmRSS");
   const started = performance.now();
   const upload = await run(curl, [

@@ -15,23 +15,13 @@ import {
   ListPartsCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
-import type { S3Config } from "../src/lib/config.ts";
 import { createApiKey } from "../src/store/mod.ts";
 import { AdminClient, httpSender, randomBytes } from "./admin_helpers.ts";
 import { sha256 } from "./helpers.ts";
-import { cephMissing, startRgw } from "./rgw.ts";
+import { cephMissing, s3Client, startRgw } from "./rgw.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 
 const MiB = 1024 * 1024;
-
-function s3Client(s3: S3Config): S3Client {
-  return new S3Client({
-    endpoint: s3.endpoint,
-    region: s3.region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: s3.accessKeyId!, secretAccessKey: s3.secretAccessKey! },
-  });
-}
 
 async function bucketContents(client: S3Client, bucket: string) {
   const objects = await client.send(new ListObjectsV2Command({ Bucket: bucket }));

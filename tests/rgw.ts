@@ -30,6 +30,18 @@ export const cephMissing: string | undefined = (() => {
   return reason;
 })();
 
+/** An SDK client of the bucket's store, for tests that look at what is stored. */
+export function s3Client(
+  s3: Pick<S3Config, "endpoint" | "region" | "accessKeyId" | "secretAccessKey">,
+): S3Client {
+  return new S3Client({
+    endpoint: s3.endpoint,
+    region: s3.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3.accessKeyId!, secretAccessKey: s3.secretAccessKey! },
+  });
+}
+
 export interface Rgw {
   endpoint: string;
   accessKeyId: string;
@@ -90,12 +102,7 @@ export async function startRgw(): Promise<Rgw> {
     throw new Error(`radosgw did not start (exit ${output.code}):\n${stdout.slice(-2000)}`);
   }
   const [, endpoint, accessKeyId, secretAccessKey] = ready;
-  const admin = new S3Client({
-    endpoint,
-    region: "us-east-1",
-    forcePathStyle: true,
-    credentials: { accessKeyId, secretAccessKey },
-  });
+  const admin = s3Client({ endpoint, region: "us-east-1", accessKeyId, secretAccessKey });
   return {
     endpoint,
     accessKeyId,

@@ -10,7 +10,6 @@ import {
   CreateMultipartUploadCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
-  S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import type { S3Config } from "../src/lib/config.ts";
@@ -25,24 +24,15 @@ import { createS3Store } from "../src/storage/s3_store.ts";
 import { createProject, listReleasesByProject } from "../src/store/mod.ts";
 import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";
 import { downloadCount, seedKey, seedProject, seedRelease, sha256 } from "./helpers.ts";
-import { cephMissing, type Rgw, startRgw } from "./rgw.ts";
+import { cephMissing, type Rgw, s3Client, startRgw } from "./rgw.ts";
 import { makeDataTempDir, runTask } from "./server_process.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { join } from "node:path";
 
 const MiB = 1024 * 1024;
-function sdkClient(s3: S3Config): S3Client {
-  return new S3Client({
-    endpoint: s3.endpoint,
-    region: s3.region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: s3.accessKeyId!, secretAccessKey: s3.secretAccessKey! },
-  });
-}
-
 /** What the bucket holds: object keys and unfinished multipart uploads. */
 async function bucketContents(s3: S3Config): Promise<{ objects: string[]; uploads: string[] }> {
-  const client = sdkClient(s3);
+  const client = s3Client(s3);
   const objects = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
   const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: s3.bucket }));
   return {
@@ -247,7 +237,7 @@ Deno.test({
           );
           const orphan = await store.save(source(randomBytes(1000)), MiB);
           // An upload cut by a crash: one part sent, never completed nor aborted.
-          const client = sdkClient(bucket);
+          const client = s3Client(bucket);
           const created = await client.send(
             new CreateMultipartUploadCommand({
               Bucket: bucket.bucket,

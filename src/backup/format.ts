@@ -114,12 +114,4 @@ export async function* readLines(path: string): AsyncGenerator<string> {
   if (rest !== "") yield rest;
 }
 
-export async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
-}
+export { pathExists as exists } from "../lib/files.ts";

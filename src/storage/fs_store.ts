@@ -9,6 +9,7 @@ import {
   syncDirectory,
 } from "./artifacts.ts";
 import type { ArtifactStore, OpenedArtifact } from "./types.ts";
+import { pathExists } from "../lib/files.ts";
 
 /** Bytes read from a file per chunk. */
 export const CHUNK_SIZE = 256 * 1024;
@@ -31,7 +32,7 @@ export function createFsStore(dir: string): FsArtifactStore {
     async put(storageKey, source) {
       if (!STORAGE_KEY_PATTERN.test(storageKey)) throw new Error(`bad storage key ${storageKey}`);
       const target = join(dir, storageKey);
-      if (await fileExists(target)) throw new Error(`${target} already exists`);
+      if (await pathExists(target)) throw new Error(`${target} already exists`);
       // Written like an upload (temporary file, fsync), then renamed to the given key.
       const stored = await saveArtifact(dir, source, Number.MAX_SAFE_INTEGER);
       await Deno.rename(join(dir, stored.storage_key), target);
@@ -49,16 +50,6 @@ export function createFsStore(dir: string): FsArtifactStore {
     },
     sweep: () => sweepAbandonedParts(dir),
   };
-}
-
-async function fileExists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
 }
 
 function openedFile(file: Deno.FsFile, size: number): OpenedArtifact {
