@@ -26,7 +26,6 @@ import { encodeRecord } from "./codec.ts";
 import {
   ARTIFACTS_DIR,
   BackupError,
-  exists,
   FORMAT,
   FORMAT_VERSION,
   KV_FILE,
@@ -37,6 +36,7 @@ import {
   writeStreamHashed,
 } from "./format.ts";
 import { type ArtifactStore, createFsStore } from "../storage/mod.ts";
+import { pathExists } from "../lib/files.ts";
 
 export interface DataLocation {
   kvPath: string;
@@ -90,7 +90,7 @@ export async function createBackup(source: DataLocation, targetDir: string): Pro
 /** Refuses a KV file that does not exist: opening it would create an empty database. */
 export async function requireDatabase(kvPath: string): Promise<void> {
   if (/^https?:\/\//i.test(kvPath)) return;
-  if (kvPath === ":memory:" || !(await exists(kvPath))) {
+  if (kvPath === ":memory:" || !(await pathExists(kvPath))) {
     throw new BackupError(`no database at ${kvPath} (check APP_DATA_DIR / APP_KV_PATH)`);
   }
 }

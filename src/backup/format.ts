@@ -113,5 +113,3 @@ export async function* readLines(path: string): AsyncGenerator<string> {
   }
   if (rest !== "") yield rest;
 }
-
-export { pathExists as exists } from "../lib/files.ts";

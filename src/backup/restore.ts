@@ -17,7 +17,6 @@ import { decodeRecord } from "./codec.ts";
 import {
   ARTIFACTS_DIR,
   BackupError,
-  exists,
   FORMAT,
   FORMAT_VERSION,
   hashFile,
@@ -27,6 +26,7 @@ import {
   readLines,
   STORAGE_KEY_PATTERN,
 } from "./format.ts";
+import { pathExists } from "../lib/files.ts";
 
 /** SQLite's companion files of a KV database file. */
 const KV_SIDECARS = ["", "-wal", "-shm", "-journal"];
@@ -44,7 +44,7 @@ export async function restoreBackup(sourceDir: string, target: DataLocation): Pr
   const store = artifactStoreOf(target);
   await requireEmptyTarget(target, store);
 
-  const createdArtifactsDir = store.kind === "fs" && !(await exists(target.artifactsDir));
+  const createdArtifactsDir = store.kind === "fs" && !(await pathExists(target.artifactsDir));
   const placed: string[] = [];
   let kvCreated = false;
   try {
@@ -104,7 +104,7 @@ async function readManifest(sourceDir: string): Promise<Manifest> {
 /** Refuses a data dir that already holds a KV database, or any artifact in its store. */
 async function requireEmptyTarget(target: DataLocation, store: ArtifactStore): Promise<void> {
   for (const suffix of KV_SIDECARS) {
-    if (await exists(target.kvPath + suffix)) {
+    if (await pathExists(target.kvPath + suffix)) {
       throw new BackupError(
         `${
           target.kvPath + suffix
