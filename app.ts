@@ -61,7 +61,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     app.get("/metrics", metricsHandler(config.metricsToken));
   }
 
-  app.route("/api/v1", createApiRoutes(deps));
+  app.route("/api/v1", createApiRoutes(deps, api));
   app.route("/admin", createAdminRoutes(deps));
   app.get("/", (c) => c.redirect("/admin", 303));
 

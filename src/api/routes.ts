@@ -4,7 +4,7 @@ import { projectVisible } from "../store/access.ts";
 import type { AppDeps, AppEnv } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import { ID_PATTERN, isSlug } from "../lib/limits.ts";
-import { createApiResponder, setHeaders } from "../http/response_headers.ts";
+import { type ApiResponder, setHeaders } from "../http/response_headers.ts";
 import { recordKvError } from "../lib/metrics.ts";
 import {
   type ApiKey,
@@ -24,7 +24,8 @@ import { apiIndex, projectListBody, releaseEnvelopeBody } from "./serialize.ts";
 
 const encoder = new TextEncoder();
 
-export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
+/** The client API; `respond` builds its responses with every header (one per app, shared with its error mapping). */
+export function createApiRoutes(deps: AppDeps, respond: ApiResponder): Hono<AppEnv> {
   const { kv, config } = deps;
   const api = new Hono<AppEnv>();
   const delivery: Delivery = {
@@ -32,9 +33,6 @@ export function createApiRoutes(deps: AppDeps): Hono<AppEnv> {
     urlTtlSeconds: config.downloadUrlTtlSeconds,
     xAccelPrefix: config.xAccelPrefix,
   };
-  // Every response is built with its headers (security and protected-response
-  // ones included); errors get theirs in app.onError.
-  const respond = createApiResponder(deps.config, deps.benchOff !== "headers");
   const index = encoder.encode(JSON.stringify(apiIndex(deps.config.serviceName)));
   const openApi = encoder.encode(openApiJson(deps.config.baseUrl));
 
