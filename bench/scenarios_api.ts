@@ -45,9 +45,14 @@ export async function measure(
 /** A 200 JSON answer of the service: its exact bytes and headers (the baseline sends the same). */
 export interface Answer {
   body: Uint8Array;
-  /** `[name, value]` pairs in the order sent, without `date` (every server adds its own). */
+  /**
+   * `[name, value]` pairs in the order sent, without `date` and `content-length`
+   * (Deno.serve adds both itself; an explicit Content-Length costs it more).
+   */
   headers: [string, string][];
 }
+
+const ADDED_BY_DENO_SERVE = new Set(["date", "content-length"]);
 
 /** GETs `url` once with the key and checks the answer is 200 JSON. */
 export async function fetchAnswer(
@@ -61,7 +66,7 @@ export async function fetchAnswer(
   if (res.status !== 200) throw new Error(`GET ${url} answered ${res.status}: ${text}`);
   const problem = check(JSON.parse(text));
   if (problem) throw new Error(`GET ${url}: ${problem}`);
-  const headers = [...res.headers].filter(([name]) => name !== "date");
+  const headers = [...res.headers].filter(([name]) => !ADDED_BY_DENO_SERVE.has(name));
   return { body, headers };
 }
 
