@@ -13,7 +13,11 @@ import type { AppDeps, AppEnv, PresentedKey } from "../http/app_env.ts";
 import { clientAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import { recordKeyCheckFailure, recordKvError, recordRateLimited } from "../lib/metrics.ts";
-import { createKvRateLimiter, createMemoryRateLimiter } from "../store/rate_limit.ts";
+import {
+  createKvRateLimiter,
+  createMemoryRateLimiter,
+  type TakeResult,
+} from "../store/rate_limit.ts";
 import {
   type ApiKey,
   cachedApiKeyByHash,
@@ -22,9 +26,10 @@ import {
 } from "../store/mod.ts";
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;
-const ALLOWED = { allowed: true } as const;
+const ALLOWED: TakeResult = { allowed: true };
 
-let benchLast: { header: string; presented: Promise<PresentedKey> } | undefined;
+/** APP_BENCH_OFF=key_check: the last header and its key, reused without hashing or looking up. */
+let benchLast: { header: string; presented: PresentedKey } | undefined;
 
 /**
  * The hashes of recently presented tokens that belong to a stored key:
@@ -39,8 +44,25 @@ const tokenHashes = new Map<string, string>();
 const MAX_REMEMBERED_TOKENS = 10_000;
 
 /**
- * The key the `Authorization` header presents. `beforeLookup` runs (and may
- * throw) when only a KV read could tell: the token's key is not in the cache.
+ * The key the `Authorization` header presents when that is known without a
+ * KV read (no token, or a remembered token whose key record is in the read
+ * cache); undefined when only `resolvePresentedKey` can tell.
+ */
+function presentedKeyNow(deps: AppDeps, header: string): PresentedKey | undefined {
+  if (deps.benchOff === "key_check") {
+    return benchLast?.header === header ? benchLast.presented : undefined;
+  }
+  const token = BEARER.exec(header)?.[1];
+  if (!token) return { token, key: null, lookupFailed: false };
+  const hash = tokenHashes.get(token);
+  const key = hash === undefined ? undefined : cachedApiKeyByHash(deps.kv, hash);
+  return key === undefined ? undefined : { token, key, lookupFailed: false };
+}
+
+/**
+ * The key the `Authorization` header presents, read through KV when needed.
+ * `beforeLookup` runs (and may throw) when only a KV read could tell: the
+ * token's key is not in the cache.
  */
 async function resolvePresentedKey(
   deps: AppDeps,
@@ -48,14 +70,13 @@ async function resolvePresentedKey(
   beforeLookup: () => void | Promise<void>,
 ): Promise<PresentedKey> {
   if (deps.benchOff === "key_check") {
-    // Measuring: the last answer again, without hashing or looking up.
-    if (benchLast?.header !== header) {
-      benchLast = {
-        header,
-        presented: resolvePresentedKey({ ...deps, benchOff: undefined }, header, beforeLookup),
-      };
-    }
-    return benchLast.presented;
+    const presented = await resolvePresentedKey(
+      { ...deps, benchOff: undefined },
+      header,
+      beforeLookup,
+    );
+    benchLast = { header, presented };
+    return presented;
   }
   const token = BEARER.exec(header)?.[1];
   if (!token) return { token, key: null, lookupFailed: false };
@@ -79,9 +100,13 @@ async function resolvePresentedKey(
 /**
  * Draws the request's token: resolves the presented key (kept in the context
  * for `acceptedKey` and the access log) and throws the spec's 429 when its
- * bucket is empty. A plain function the API's handlers call first.
+ * bucket is empty. A plain function the API's handlers call first; it
+ * returns a promise only when it had to wait (a key not in the read cache, or
+ * the shared `kv` limiter), so a cached key costs no turn of the event loop.
  */
-export function rateLimitGate(deps: AppDeps): (c: Context<AppEnv>) => Promise<void> {
+export function rateLimitGate(
+  deps: AppDeps,
+): (c: Context<AppEnv>) => void | Promise<void> {
   const { config } = deps;
   const rule = { burst: config.rateLimitBurst, perMinute: config.rateLimitPerMinute };
   const limiter = deps.rateLimitKv
@@ -104,35 +129,53 @@ export function rateLimitGate(deps: AppDeps): (c: Context<AppEnv>) => Promise<vo
       });
     }
   };
-  return async (c) => {
-    const presented = await resolvePresentedKey(
-      deps,
-      c.req.header("authorization") ?? "",
-      () => deps.benchOff === "rate_limit" ? undefined : addressHasTokens(c),
-    );
+  const limiterFailed = (error: unknown): TakeResult => {
+    // A rate limiter that cannot be reached must not take the API down with it.
+    recordKvError("rate_limit");
+    console.error("rate limit check failed:", error);
+    return ALLOWED;
+  };
+  const draw = (c: Context<AppEnv>, presented: PresentedKey): void | Promise<void> => {
     c.set("presentedKey", presented);
     if (presented.key) c.set("keyId", presented.key.id);
+    if (deps.benchOff === "rate_limit") return;
     const bucket = presented.key
       ? `key:${presented.key.id}`
       : `addr:${clientAddress(c, config.trustProxy)}`;
     let taken;
     try {
-      taken = deps.benchOff === "rate_limit" ? ALLOWED : limiter.take(bucket);
-      // The in-memory limiter answers at once: no await (and no extra turn) for it.
-      if (taken instanceof Promise) taken = await taken;
+      taken = limiter.take(bucket);
     } catch (error) {
-      // A rate limiter that cannot be reached must not take the API down with it.
-      recordKvError("rate_limit");
-      console.error("rate limit check failed:", error);
-      taken = ALLOWED;
+      taken = limiterFailed(error);
     }
-    if (!taken.allowed) {
-      recordRateLimited();
-      throw new ApiError(429, API_ERRORS.rateLimited, {
-        "retry-after": String(taken.retryAfterSeconds),
+    // The in-memory limiter answers at once: no await (and no extra turn) for it.
+    if (taken instanceof Promise) {
+      return taken.catch(limiterFailed).then((result) => {
+        refuseIfEmpty(result);
       });
     }
+    refuseIfEmpty(taken);
   };
+  return (c) => {
+    const header = c.req.header("authorization") ?? "";
+    const presented = presentedKeyNow(deps, header);
+    if (presented !== undefined) return draw(c, presented);
+    return resolvePresentedKey(
+      deps,
+      header,
+      () => deps.benchOff === "rate_limit" ? undefined : addressHasTokens(c),
+    ).then((resolved) => draw(c, resolved));
+  };
+}
+
+/** Throws the spec's 429 when the bucket had no token for this request. */
+function refuseIfEmpty(taken: TakeResult): void {
+  if (!taken.allowed) {
+    recordRateLimited();
+    throw new ApiError(429, API_ERRORS.rateLimited, {
+      "retry-after": String(taken.retryAfterSeconds),
+    });
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
 import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
 import { claimIds, now, reserveIds } from "./atomic.ts";
-import { cachedRead, changeOp, commitChange } from "./cache.ts";
+import { cachedRead, changeOp, commitChange, peekCachedRead } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { getManyEntries } from "./get_many.ts";
 import { projectBySlugKey, projectKey, projectsPrefix } from "./keys.ts";
@@ -59,6 +59,16 @@ export function getProjectBySlug(kv: Deno.Kv, slug: string): Promise<Project | n
     const id = (await kv.get<number>(projectBySlugKey(slug))).value;
     return id === null ? null : (await kv.get<Project>(projectKey(id))).value;
   });
+}
+
+/** The project of `slug` when the read cache holds it; undefined when only a KV read could tell. */
+export function cachedProjectBySlug(kv: Deno.Kv, slug: string): Project | undefined {
+  return peekCachedRead<Project>(kv, "project_by_slug", slug);
+}
+
+/** `listProjects` when the read cache holds it; undefined when only a KV read could tell. */
+export function cachedProjectList(kv: Deno.Kv): readonly Project[] | undefined {
+  return peekCachedRead<readonly Project[]>(kv, "project_list", "all");
 }
 
 /** Every project, active and archived, in id order. The array is shared: do not change it. */

@@ -1,6 +1,6 @@
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { claimIds, now, reserveIds } from "./atomic.ts";
-import { cachedRead, changeOp, commitChange } from "./cache.ts";
+import { cachedRead, changeOp, commitChange, peekCachedRead } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { getManyEntries } from "./get_many.ts";
 import {
@@ -117,6 +117,11 @@ export function getLatestRelease(kv: Deno.Kv, projectId: number): Promise<Releas
     const id = (await kv.get<number | null>(latestReleaseKey(projectId))).value;
     return id === null ? null : (await kv.get<Release>(releaseKey(id))).value;
   });
+}
+
+/** `getLatestRelease` when the read cache holds it; undefined when only a KV read could tell. */
+export function cachedLatestRelease(kv: Deno.Kv, projectId: number): Release | undefined {
+  return peekCachedRead<Release>(kv, "latest_release", projectId);
 }
 
 /** Every release of a project in every state, newest first. */
