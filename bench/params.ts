@@ -17,6 +17,8 @@ export interface BenchParams {
   warmup: number;
   connections: number;
   threads: number;
+  /** Interleaved runs of service and baseline in `latest` and `projects` (each figure: the best). */
+  runs: number;
   /** Rounds of the layers scenario (each figure is the least of them). */
   rounds: number;
   /** Projects in the project-list data set, and how many of them the key may see. */
@@ -75,9 +77,18 @@ const NUMBERS: Spec[] = [
     key: "threads",
     flag: "threads",
     env: "BENCH_THREADS",
-    fallback: 2,
+    fallback: 1,
     integer: true,
     help: "wrk threads",
+  },
+  {
+    key: "runs",
+    flag: "runs",
+    env: "BENCH_RUNS",
+    fallback: 2,
+    integer: true,
+    help:
+      "interleaved wrk runs of service and baseline in the API scenarios (each figure: the best)",
   },
   {
     key: "rounds",

@@ -89,7 +89,11 @@ export async function withBaseline<T>(
   }
 }
 
-/** Measures the service, then a bare Deno.serve answering the same bytes and headers. */
+/**
+ * Measures the service and a bare Deno.serve answering the same bytes and
+ * headers in turn, `--runs` times (service, baseline, service, …: a slow
+ * moment of the machine hits both), and keeps each one's best figures.
+ */
 function againstBaseline(
   ctx: BenchContext,
   name: string,
@@ -100,14 +104,32 @@ function againstBaseline(
 ): Promise<{ service: Measured; baseline: Measured }> {
   return withBaseline(ctx, name, answer, async (baselineServer) => {
     const servicePid = await findServicePid(server.pid);
-    ctx.log(
-      `${name}: wrk on the service (${answer.body.byteLength} B body, ${answer.headers.length} headers)`,
-    );
-    const service = await measure(ctx, url, key, servicePid);
-    ctx.log(`${name}: wrk on the baseline`);
-    const baseline = await measure(ctx, `${baselineServer.baseUrl}/`, key, baselineServer.pid);
-    return { service, baseline };
+    const services: Measured[] = [];
+    const baselines: Measured[] = [];
+    for (let run = 1; run <= ctx.params.runs; run++) {
+      const of = ctx.params.runs > 1 ? ` (run ${run} of ${ctx.params.runs})` : "";
+      ctx.log(
+        `${name}: wrk on the service${of} (${answer.body.byteLength} B body, ${answer.headers.length} headers)`,
+      );
+      services.push(await measure(ctx, url, key, servicePid, run === 1));
+      ctx.log(`${name}: wrk on the baseline${of}`);
+      baselines.push(
+        await measure(ctx, `${baselineServer.baseUrl}/`, key, baselineServer.pid, run === 1),
+      );
+    }
+    return { service: bestOf(services), baseline: bestOf(baselines) };
   });
+}
+
+/** The best of each figure over several runs: most requests/s, least latency and CPU. */
+export function bestOf(runs: Measured[]): Measured {
+  const least = (pick: (run: Measured) => number) => Math.min(...runs.map(pick));
+  return {
+    ...runs.reduce((best, run) => run.requestsPerSec > best.requestsPerSec ? run : best),
+    p50Ms: least((run) => run.p50Ms),
+    p99Ms: least((run) => run.p99Ms),
+    cpuUsPerRequest: least((run) => run.cpuUsPerRequest),
+  };
 }
 
 /** The row of server CPU per request, service against baseline. */
@@ -122,7 +144,8 @@ function cpuRow(scenario: string) {
 }
 
 const wrkNote = (ctx: BenchContext) =>
-  `wrk ${ctx.params.threads} threads, ${ctx.params.connections} connections, ${ctx.params.duration} s`;
+  `wrk ${ctx.params.threads} threads, ${ctx.params.connections} connections, ${ctx.params.duration} s; ` +
+  `best of ${ctx.params.runs} interleaved runs`;
 
 // ---------------------------------------------------------------------------
 

@@ -197,8 +197,11 @@ Deno.test("log formatting", async (t) => {
         { ...entry, keyId: 7, releaseId: 9, userAgent: 'ua "quoted" \u0001 é', aborted: true },
         { ...entry, userAgent: "x".repeat(300), status: 404, durationMs: 0.0004 },
         { ...entry, method: "PROPFIND", url: "http://h:1", userAgent: "" },
+        { ...entry, url: `http://h:1/${"%22".repeat(400)}?q`, client: "x".repeat(600) },
       ]
     ) {
+      // Twice: the second line is made from the remembered JSON of path, client and User-Agent.
+      assert.equal(jsonAccessLine(variant), JSON.stringify(accessLogRecord(variant)));
       assert.equal(jsonAccessLine(variant), JSON.stringify(accessLogRecord(variant)));
     }
     assert.ok(!jsonAccessLine(entry).includes("secret"), "no query string");

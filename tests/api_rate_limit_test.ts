@@ -362,6 +362,28 @@ Deno.test("memory buckets: at most maxBuckets; the least recently used is forgot
   assert.equal(limiter.take("a").allowed, true, "a starts again from a full bucket");
 });
 
+Deno.test("memory buckets: the use order moves a drawn bucket to the end at most once a second", async (t) => {
+  await t.step("drawn 1 s after its last move: moved, so another bucket is forgotten first", () => {
+    let now = 0;
+    const limiter = createMemoryRateLimiter({ burst: 2, perMinute: 1 }, () => now, 3);
+    for (const id of ["a", "b", "c"]) assert.equal(limiter.take(id).allowed, true);
+    now = 1_000;
+    assert.equal(limiter.take("a").allowed, true, "a's last token");
+    assert.equal(limiter.take("d").allowed, true, "a fourth client: b is now the oldest");
+    assert.equal(limiter.take("a").allowed, false, "a is remembered, and empty");
+    assert.equal(limiter.take("b").allowed, true, "b was forgotten: a full bucket again");
+  });
+  await t.step("drawn again within 1 s: keeps its place (the order is exact to a second)", () => {
+    let now = 0;
+    const limiter = createMemoryRateLimiter({ burst: 2, perMinute: 1 }, () => now, 3);
+    for (const id of ["a", "b", "c"]) assert.equal(limiter.take(id).allowed, true);
+    now = 500;
+    assert.equal(limiter.take("a").allowed, true, "a's last token");
+    assert.equal(limiter.take("d").allowed, true, "a fourth client: a is still the oldest");
+    assert.equal(limiter.take("a").allowed, true, "a was forgotten: a full bucket again");
+  });
+});
+
 Deno.test("memory buckets: a full map is swept at most once a second, not on every take", () => {
   let now = 0;
   const limiter = createMemoryRateLimiter({ burst: 5, perMinute: 1 }, () => now);

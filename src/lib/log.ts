@@ -71,20 +71,52 @@ export function accessLogRecord(entry: AccessEntry): AccessLogRecord {
 
 /**
  * `JSON.stringify(accessLogRecord(entry))`, the same text made without the
- * intermediate object (it runs for every request).
+ * intermediate object (it runs for every request). The JSON of the path,
+ * address and User-Agent is remembered: a busy server sees the same few.
  */
 export function jsonAccessLine(entry: AccessEntry): string {
-  let line = `{"time":"${isoTime(entry.startedMs)}","method":${JSON.stringify(entry.method)}` +
-    `,"path":${JSON.stringify(rawPath(entry.url))},"status":${entry.status}` +
+  let line =
+    `{"time":"${isoTime(entry.startedMs)}","method":${jsonOf(methodJson, entry.method)},"path":${
+      pathJson(entry.url)
+    },"status":${entry.status}` +
     `,"duration_ms":${Math.round(entry.durationMs * 1000) / 1000},"bytes":${entry.bytes}` +
-    `,"client":${JSON.stringify(entry.client)}`;
+    `,"client":${jsonOf(clientJson, entry.client)}`;
   if (entry.keyId !== undefined) line += `,"key_id":${entry.keyId}`;
   if (entry.releaseId !== undefined) line += `,"release_id":${entry.releaseId}`;
   if (entry.userAgent) {
-    line += `,"user_agent":${JSON.stringify(entry.userAgent.slice(0, MAX_USER_AGENT))}`;
+    line += `,"user_agent":${jsonOf(userAgentJson, entry.userAgent, MAX_USER_AGENT)}`;
   }
   if (entry.aborted) line += `,"aborted":true`;
   return line + "}";
+}
+
+/**
+ * Remembered JSON texts: each map at most `MAX_REMEMBERED_JSON` (then it
+ * starts over), and only of texts up to `MAX_REMEMBERED_CHARS` (so odd long
+ * URLs cannot fill memory).
+ */
+const MAX_REMEMBERED_JSON = 1024;
+const MAX_REMEMBERED_CHARS = 512;
+const methodJson = new Map<string, string>();
+const pathJsonByUrl = new Map<string, string>();
+const clientJson = new Map<string, string>();
+const userAgentJson = new Map<string, string>();
+
+function remember(map: Map<string, string>, text: string, json: string): string {
+  if (text.length > MAX_REMEMBERED_CHARS) return json;
+  if (map.size >= MAX_REMEMBERED_JSON) map.clear();
+  map.set(text, json);
+  return json;
+}
+
+/** `JSON.stringify(text.slice(0, maxLength))`, remembered in `map`. */
+function jsonOf(map: Map<string, string>, text: string, maxLength = Infinity): string {
+  return map.get(text) ?? remember(map, text, JSON.stringify(text.slice(0, maxLength)));
+}
+
+/** `JSON.stringify(rawPath(url))`, remembered per URL. */
+function pathJson(url: string): string {
+  return pathJsonByUrl.get(url) ?? remember(pathJsonByUrl, url, JSON.stringify(rawPath(url)));
 }
 
 let isoMs = NaN;
@@ -204,11 +236,15 @@ export function createBufferedWriter(
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
     if (items.length === 0) return;
-    const lines = items.map((item, i) => renderers[i]?.(item as never) ?? item as string);
+    let text = "";
+    for (let i = 0; i < items.length; i++) {
+      const render = renderers[i];
+      text += (render === undefined ? items[i] as string : render(items[i] as never)) + "\n";
+    }
     items = [];
     renderers = [];
     buffered = 0;
-    const bytes = encoder.encode(lines.join("\n") + "\n");
+    const bytes = encoder.encode(text);
     try {
       for (let written = 0; written < bytes.byteLength;) {
         written += out.writeSync(bytes.subarray(written));

@@ -63,14 +63,25 @@ const BUSY_SWEEP_INTERVAL_MS = 1_000;
  * flood from this many distinct clients within one refill period gets there.
  */
 export const MAX_MEMORY_BUCKETS = 200_000;
+/**
+ * A bucket drawn from is moved to the end of the use order at most this
+ * often (moving costs a map delete and insert): the order, and so which
+ * bucket is forgotten first, is exact to this many ms.
+ */
+const REORDER_MS = 1_000;
+
+interface MemoryBucket extends Bucket {
+  /** `nowMs()` when the bucket was last moved to the end of the use order. */
+  movedAt: number;
+}
 
 export function createMemoryRateLimiter(
   rule: RateLimitRule,
   nowMs: () => number = Date.now,
   maxBuckets = MAX_MEMORY_BUCKETS,
 ): MemoryRateLimiter {
-  // Map order is use order: a bucket is moved to the end each time it is drawn from.
-  const buckets = new Map<string, Bucket>();
+  // Map order is use order (to REORDER_MS): a bucket is moved to the end when drawn from.
+  const buckets = new Map<string, MemoryBucket>();
   let sweptAt = nowMs();
 
   function sweep(now: number): void {
@@ -93,9 +104,18 @@ export function createMemoryRateLimiter(
       const bucket = buckets.get(bucketId);
       const tokens = tokensAt(bucket, now, rule);
       if (tokens < 1) return refusal(tokens, rule);
-      if (bucket !== undefined) buckets.delete(bucketId);
-      else if (buckets.size >= maxBuckets) buckets.delete(buckets.keys().next().value!);
-      buckets.set(bucketId, { tokens: tokens - 1, at: now });
+      if (bucket === undefined) {
+        if (buckets.size >= maxBuckets) buckets.delete(buckets.keys().next().value!);
+        buckets.set(bucketId, { tokens: tokens - 1, at: now, movedAt: now });
+        return ALLOWED;
+      }
+      bucket.tokens = tokens - 1;
+      bucket.at = now;
+      if (now - bucket.movedAt >= REORDER_MS) {
+        buckets.delete(bucketId);
+        buckets.set(bucketId, bucket);
+        bucket.movedAt = now;
+      }
       return ALLOWED;
     },
     peek(bucketId) {
