@@ -257,6 +257,22 @@ Deno.test("buffered writer batches lines per tick and flushes on demand", async 
   small.write("0123456789ab");
   assert.equal(writes.join(""), "0123456789ab\n", "a full buffer is written at once");
 
+  writes.length = 0;
+  const bytes: number[] = [];
+  const tight = createBufferedWriter({
+    writeSync(chunk: Uint8Array) {
+      bytes.push(...chunk);
+      return chunk.byteLength;
+    },
+  }, 16);
+  for (const line of ["ééé", "😀😀", "a", "\u0001é😀x"]) tight.write(line);
+  tight.flush();
+  assert.equal(
+    new TextDecoder().decode(new Uint8Array(bytes)),
+    "ééé\n😀😀\na\n\u0001é😀x\n",
+    "multi-byte lines across a small buffer: whole, in order",
+  );
+
   const broken = createBufferedWriter({
     writeSync() {
       throw new Deno.errors.BrokenPipe("closed");
