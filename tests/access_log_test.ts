@@ -28,7 +28,7 @@ function loggingApp(t: TestApp, format: LogFormat, overrides: Partial<Config> = 
   });
   const request = (path: string, headers: Record<string, string> = {}, method = "GET") =>
     app.fetch(new Request(`http://localhost${path}`, { method, headers }), REMOTE);
-  return { lines, request };
+  return { lines, request, app };
 }
 
 Deno.test("access log", async (t) => {
@@ -160,6 +160,37 @@ Deno.test("access log", async (t) => {
     );
     assert.ok(!lines[0].includes(secret));
   });
+});
+
+Deno.test("every route, and every path no route knows, is observed exactly once", async () => {
+  await using t = await createTestApp({ metricsToken: "metrics-token" });
+  const project = await seedProject(t, { slug: "alpha" });
+  const release = await seedRelease(t, project.id, "1.0.0", new Uint8Array(10));
+  const { lines, request, app } = loggingApp(t, "json");
+  // Unknown paths, and methods no route of a known path takes (its middleware, then not-found).
+  const extra = ["GET /nope", "GET /admin/nope", "GET /api/v1/nope", "GET /api/v1/", "GET /admin/"]
+    .concat(["POST /healthz", "DELETE /", "PUT /metrics", "PATCH /admin/nope"]);
+  const sent: string[] = [];
+  for (const { method, path: pattern } of app.routes) {
+    if (method === "ALL") continue;
+    const path = pattern.replace(
+      /:(\w+)/g,
+      (_, name: string) =>
+        name === "slug" ? "alpha" : name === "name" ? "style.css" : String(release.id),
+    );
+    sent.push(`${method} ${path}`);
+  }
+  sent.push(...extra);
+  assert.ok(sent.length > 30, `${sent.length} requests`);
+  for (const line of sent) {
+    const [method, path] = line.split(" ");
+    lines.length = 0;
+    const res = await request(path, {}, method);
+    await res.body?.cancel();
+    assert.equal(lines.length, 1, `${line}: ${lines.length} access lines`);
+    assert.equal(JSON.parse(lines[0]).status, res.status, line);
+    assert.equal(res.headers.get("x-content-type-options"), "nosniff", line);
+  }
 });
 
 Deno.test("log formatting", async (t) => {

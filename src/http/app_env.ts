@@ -49,6 +49,8 @@ export interface PresentedKey {
 export interface AppEnv {
   Bindings: { remoteAddr?: Deno.Addr };
   Variables: {
+    /** Set by the observing middleware (src/http/observe.ts), so nothing observes a request twice. */
+    observed?: boolean;
     presentedKey: PresentedKey;
     /** Id of the presented key once it is found, accepted or not (for the access log). */
     keyId?: number;
