@@ -87,7 +87,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   app.route(
     "/api/v1",
-    createApiRoutes(deps, api, (handler) => observe.endpoint(handler, mapError)),
+    createApiRoutes(deps, api, (handler) => observe.endpoint(handler, mapError, true)),
   );
   app.route("/admin", createAdminRoutes(deps));
   app.get("/", (c) => c.redirect("/admin", 303));

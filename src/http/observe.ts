@@ -41,6 +41,8 @@ export interface Observer {
   endpoint<P extends string>(
     handler: Handler<AppEnv, P>,
     mapError: ErrorMapper,
+    /** True when `handler` is registered on one route only: its label is looked up once. */
+    oneRoute?: boolean,
   ): Handler<AppEnv, P>;
 }
 
@@ -51,12 +53,13 @@ export function createObserver(deps: AppDeps): Observer {
   const headers = deps.benchOff === "headers" ? [] : securityHeaders(deps.config);
 
   /** Everything after the response of `c` is known; may replace `c.res` (counted bodies). */
-  function finish(c: Context<AppEnv>, started: number, startedMs: number): void {
+  /** `route`: the request's route label when the caller knows it (else it is looked up). */
+  function finish(c: Context<AppEnv>, started: number, startedMs: number, route?: string): void {
     const res = c.res;
     const answeredMs = performance.now() - started;
     const method = c.req.method;
     if (!isApiPath(c.req.path)) ensureHeaders(res, headers);
-    if (metricsOn) recordRequest(method, routeLabel(c), res.status, answeredMs / 1000);
+    if (metricsOn) recordRequest(method, route ?? routeLabel(c), res.status, answeredMs / 1000);
 
     const isHead = method === "HEAD";
     const length = c.get("bodyBytes") ?? contentLength(res);
@@ -82,6 +85,19 @@ export function createObserver(deps: AppDeps): Observer {
     }
   }
 
+  /** Observes the response `res` of `c` and returns what to send (a download: counted). */
+  function answered(
+    c: Context<AppEnv>,
+    res: Response,
+    started: number,
+    startedMs: number,
+    route: string | undefined,
+  ): Response {
+    c.res = res;
+    finish(c, started, startedMs, route);
+    return c.res;
+  }
+
   return {
     middleware: createMiddleware<AppEnv>(async (c, next) => {
       const started = performance.now();
@@ -96,29 +112,28 @@ export function createObserver(deps: AppDeps): Observer {
       }
       finish(c, started, startedMs);
     }),
-    endpoint: (handler, mapError) => (c, next) => {
-      if (c.get("observed")) return handler(c, next);
-      const started = performance.now();
-      const startedMs = logger ? Date.now() : 0;
-      trackInFlight(1);
-      const answer = (res: Response) => {
-        c.res = res;
-        finish(c, started, startedMs);
-        return c.res;
+    endpoint: (handler, mapError, oneRoute = false) => {
+      // The label of a handler registered on one route is looked up once.
+      let route: string | undefined;
+      const labelOf = (c: Context<AppEnv>) => oneRoute ? (route ??= routeLabel(c)) : undefined;
+      return (c, next) => {
+        if (c.get("observed")) return handler(c, next);
+        const started = performance.now();
+        const startedMs = logger ? Date.now() : 0;
+        trackInFlight(1);
+        let res;
+        try {
+          res = handler(c, next);
+        } catch (error) {
+          res = mapError(asError(error), c);
+        }
+        // Answered at once (the hot path: no promise, no closure), or later.
+        if (!(res instanceof Promise)) {
+          return answered(c, res as Response, started, startedMs, labelOf(c));
+        }
+        return res.then((value) => value, (error) => mapError(asError(error), c))
+          .then((value) => answered(c, value as Response, started, startedMs, labelOf(c)));
       };
-      const fail = (error: unknown) => {
-        const mapped = mapError(asError(error), c);
-        return mapped instanceof Promise ? mapped.then(answer) : answer(mapped);
-      };
-      let res;
-      try {
-        res = handler(c, next);
-      } catch (error) {
-        return fail(error);
-      }
-      // Hono's handlers may answer with a promise, and in theory with nothing (its 404).
-      if (res instanceof Promise) return res.then((value) => answer(value as Response), fail);
-      return answer(res as Response);
     },
   };
 }
