@@ -85,14 +85,17 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   };
   app.onError(mapError);
 
-  app.route(
-    "/api/v1",
-    createApiRoutes(deps, api, (handler) => observe.endpoint(handler, mapError, true)),
+  const clientApi = createApiRoutes(
+    deps,
+    api,
+    (handler) => observe.endpoint(handler, mapError, true),
   );
+  app.route("/api/v1", clientApi.routes);
   app.route("/admin", createAdminRoutes(deps));
   app.get("/", (c) => c.redirect("/admin", 303));
 
-  const notFound = observe.endpoint((c) => {
+  const notFound = observe.endpoint((c, next) => {
+    if (isApiPath(c.req.path)) return clientApi.notFound(c, next);
     if (isAdminPath(c.req.path)) return renderAdminNotFound(c, deps);
     return jsonResponse({ error: API_ERRORS.resourceNotFound }, 404);
   }, mapError);

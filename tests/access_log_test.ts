@@ -193,6 +193,17 @@ Deno.test("every route, and every path no route knows, is observed exactly once"
   }
 });
 
+Deno.test("no middleware or catch-all reaches a client API route: Hono calls its handler directly", async () => {
+  await using t = await createTestApp();
+  const shared = t.app.routes.filter((route) =>
+    route.method === "ALL" &&
+    (route.path === "*" || route.path === "/*" || route.path.startsWith("/api"))
+  );
+  assert.deepEqual(shared.map((route) => route.path), []);
+  const api = t.app.routes.filter((route) => route.path.startsWith("/api/v1"));
+  assert.ok(api.length >= 5, `${api.length} client API routes`);
+});
+
 Deno.test("log formatting", async (t) => {
   const record: AccessLogRecord = {
     time: "2025-01-02T03:04:05.678Z",

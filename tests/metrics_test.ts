@@ -147,8 +147,10 @@ Deno.test("metrics move with traffic", async (t) => {
   await t.step("unknown methods and paths stay within a bounded label set", async () => {
     const moved = await delta(async () => {
       await (await app.request("/no/such/path/12345", undefined, { method: "PROPFIND" })).text();
+      await (await app.request("/api/v1/no/such/12345")).text();
     });
     assert.equal(moved('http_requests_total{method="OTHER",route="/*",status="404"}'), 1);
+    assert.equal(moved('http_requests_total{method="GET",route="/api/v1/*",status="404"}'), 1);
     assert.ok(!(await renderMetrics()).includes("12345"));
   });
 

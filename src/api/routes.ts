@@ -30,6 +30,17 @@ const encoder = new TextEncoder();
 /** Wraps each route's handler: the request observation (metrics, access log) and error mapping. */
 export type EndpointWrapper = <P extends string>(handler: Handler<AppEnv, P>) => Handler<AppEnv, P>;
 
+export interface ClientApi {
+  /** The routes, to mount at /api/v1. */
+  routes: Hono<AppEnv>;
+  /**
+   * The answer to a path under /api/v1 no route knows (a token drawn, then the
+   * spec's 404), for the app's not-found handler: a catch-all route would
+   * match every API request too, and two handlers make Hono compose them.
+   */
+  notFound: Handler<AppEnv>;
+}
+
 /**
  * The client API. `respond` builds its responses with every header (one per
  * app, shared with its error mapping); `endpoint` wraps every handler, in
@@ -39,7 +50,7 @@ export function createApiRoutes(
   deps: AppDeps,
   respond: ApiResponder,
   endpoint: EndpointWrapper,
-): Hono<AppEnv> {
+): ClientApi {
   const { kv, config } = deps;
   const api = new Hono<AppEnv>();
   const delivery: Delivery = {
@@ -117,7 +128,8 @@ export function createApiRoutes(
     return served.response;
   });
 
-  // The API is read-only: known paths refuse other methods, unknown paths are 404.
+  // The API is read-only: known paths refuse other methods; unknown paths are
+  // 404 (`notFound`, through the app's not-found handler).
   for (
     const path of [
       "/",
@@ -135,13 +147,10 @@ export function createApiRoutes(
       })),
     );
   }
-  api.all(
-    "*",
-    endpoint(limited(() => {
-      throw new ApiError(404, API_ERRORS.resourceNotFound);
-    })),
-  );
-  return api;
+  const notFound = limited(() => {
+    throw new ApiError(404, API_ERRORS.resourceNotFound);
+  });
+  return { routes: api, notFound };
 }
 
 /** The latest-release answer of a project the key may see; else the spec's 404s. */

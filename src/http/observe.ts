@@ -292,6 +292,7 @@ function routeLabel(c: Context<AppEnv>): string {
   for (let i = routes.length - 1; i >= 0; i--) {
     if (routes[i].method !== "ALL") return routes[i].path;
   }
-  // A middleware's pattern (the admin pages), or "/*" for a path nothing matched.
-  return routes.length > 0 ? routes[0].path : "/*";
+  // A middleware's pattern (the admin pages), or for a path nothing matched its area's.
+  if (routes.length > 0) return routes[0].path;
+  return isApiPath(c.req.path) ? "/api/v1/*" : "/*";
 }
