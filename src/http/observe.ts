@@ -52,8 +52,11 @@ export function createObserver(deps: AppDeps): Observer {
   const metricsOn = deps.benchOff !== "metrics";
   const headers = deps.benchOff === "headers" ? [] : securityHeaders(deps.config);
 
-  /** Everything after the response of `c` is known; may replace `c.res` (counted bodies). */
-  /** `route`: the request's route label when the caller knows it (else it is looked up). */
+  /**
+   * Everything after the response of `c` is known; may replace `c.res`
+   * (counted bodies). `route`: the request's route label when the caller
+   * knows it (else it is looked up).
+   */
   function finish(c: Context<AppEnv>, started: number, startedMs: number, route?: string): void {
     const res = c.res;
     const answeredMs = performance.now() - started;
