@@ -1,8 +1,9 @@
 /**
  * The two gates of the client API. `rateLimitGate` runs first on every
- * /api/v1 request (src/api/routes.ts registers every handler through it) and draws one token: from the key's bucket when the bearer
- * token is a stored key, else from the client address's bucket (so guessing
- * keys is limited too). `acceptedKey` is then the first step of every
+ * /api/v1 request (src/api/routes.ts registers every handler through it) and
+ * draws one token: from the key's bucket when the bearer token is a stored
+ * key, else from the client address's bucket (so guessing keys is limited
+ * too). `acceptedKey` is then the first step of every
  * protected route: the key checks of client-api.md sections 5 and 7, in the
  * order 503, 401, 403. (A plain call rather than a second middleware: each
  * middleware frame costs the hot path.)
@@ -28,9 +29,6 @@ import {
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;
 const ALLOWED: TakeResult = { allowed: true };
 
-/** APP_BENCH_OFF=key_check: the last header and its key, reused without hashing or looking up. */
-let benchLast: { header: string; presented: PresentedKey } | undefined;
-
 /**
  * The hashes of recently presented tokens that belong to a stored key:
  * hashing costs a few µs a request, a map lookup a fraction of one. Only
@@ -43,58 +41,9 @@ let benchLast: { header: string; presented: PresentedKey } | undefined;
 const tokenHashes = new Map<string, string>();
 const MAX_REMEMBERED_TOKENS = 10_000;
 
-/**
- * The key the `Authorization` header presents when that is known without a
- * KV read (no token, or a remembered token whose key record is in the read
- * cache); undefined when only `resolvePresentedKey` can tell.
- */
-function presentedKeyNow(deps: AppDeps, header: string): PresentedKey | undefined {
-  if (deps.benchOff === "key_check") {
-    return benchLast?.header === header ? benchLast.presented : undefined;
-  }
-  const token = BEARER.exec(header)?.[1];
-  if (!token) return { token, key: null, lookupFailed: false };
-  const hash = tokenHashes.get(token);
-  const key = hash === undefined ? undefined : cachedApiKeyByHash(deps.kv, hash);
-  return key === undefined ? undefined : { token, key, lookupFailed: false };
-}
-
-/**
- * The key the `Authorization` header presents, read through KV when needed.
- * `beforeLookup` runs (and may throw) when only a KV read could tell: the
- * token's key is not in the cache.
- */
-async function resolvePresentedKey(
-  deps: AppDeps,
-  header: string,
-  beforeLookup: () => void | Promise<void>,
-): Promise<PresentedKey> {
-  if (deps.benchOff === "key_check") {
-    const presented = await resolvePresentedKey(
-      { ...deps, benchOff: undefined },
-      header,
-      beforeLookup,
-    );
-    benchLast = { header, presented };
-    return presented;
-  }
-  const token = BEARER.exec(header)?.[1];
-  if (!token) return { token, key: null, lookupFailed: false };
-  const remembered = tokenHashes.get(token);
-  const hash = remembered ?? hashApiKeySecret(token);
-  if (cachedApiKeyByHash(deps.kv, hash) === undefined) await beforeLookup();
-  try {
-    const key = await getApiKeyByHash(deps.kv, hash);
-    if (key !== null && remembered === undefined) {
-      if (tokenHashes.size >= MAX_REMEMBERED_TOKENS) tokenHashes.clear();
-      tokenHashes.set(token, hash);
-    }
-    return { token, key, lookupFailed: false };
-  } catch (error) {
-    recordKvError("key_lookup");
-    console.error("api key lookup failed:", error);
-    return { token, key: null, lookupFailed: true };
-  }
+function rememberToken(token: string, hash: string): void {
+  if (tokenHashes.size >= MAX_REMEMBERED_TOKENS) tokenHashes.clear();
+  tokenHashes.set(token, hash);
 }
 
 /**
@@ -122,12 +71,51 @@ export function rateLimitGate(
     } catch {
       return; // the take below reports a limiter that cannot be reached
     }
-    if (refused !== null && !refused.allowed) {
-      recordRateLimited();
-      throw new ApiError(429, API_ERRORS.rateLimited, {
-        "retry-after": String(refused.retryAfterSeconds),
-      });
+    if (refused !== null) refuseIfEmpty(refused);
+  };
+  /**
+   * The key `token` presents: at once when the read cache holds its record,
+   * else a promise of the KV lookup (made only while the address has tokens).
+   */
+  const present = (
+    c: Context<AppEnv>,
+    token: string | undefined,
+  ): PresentedKey | Promise<PresentedKey> => {
+    if (!token) return { token, key: null, lookupFailed: false };
+    const remembered = tokenHashes.get(token);
+    const hash = remembered ?? hashApiKeySecret(token);
+    const cached = cachedApiKeyByHash(deps.kv, hash);
+    if (cached === undefined) return lookUp(c, token, hash, remembered === undefined);
+    if (remembered === undefined) rememberToken(token, hash);
+    return { token, key: cached, lookupFailed: false };
+  };
+  const lookUp = async (
+    c: Context<AppEnv>,
+    token: string,
+    hash: string,
+    remember: boolean,
+  ): Promise<PresentedKey> => {
+    if (deps.benchOff !== "rate_limit") await addressHasTokens(c);
+    try {
+      const key = await getApiKeyByHash(deps.kv, hash);
+      if (key !== null && remember) rememberToken(token, hash);
+      return { token, key, lookupFailed: false };
+    } catch (error) {
+      recordKvError("key_lookup");
+      console.error("api key lookup failed:", error);
+      return { token, key: null, lookupFailed: true };
     }
+  };
+  // APP_BENCH_OFF=key_check: the last header's key again, without hashing or looking up.
+  let benchLast: { header: string; presented: PresentedKey } | undefined;
+  const presentedBy = (
+    c: Context<AppEnv>,
+    header: string,
+  ): PresentedKey | Promise<PresentedKey> => {
+    if (deps.benchOff !== "key_check") return present(c, BEARER.exec(header)?.[1]);
+    if (benchLast?.header === header) return benchLast.presented;
+    return Promise.resolve(present(c, BEARER.exec(header)?.[1]))
+      .then((presented) => (benchLast = { header, presented }).presented);
   };
   const limiterFailed = (error: unknown): TakeResult => {
     // A rate limiter that cannot be reached must not take the API down with it.
@@ -157,14 +145,10 @@ export function rateLimitGate(
     refuseIfEmpty(taken);
   };
   return (c) => {
-    const header = c.req.header("authorization") ?? "";
-    const presented = presentedKeyNow(deps, header);
-    if (presented !== undefined) return draw(c, presented);
-    return resolvePresentedKey(
-      deps,
-      header,
-      () => deps.benchOff === "rate_limit" ? undefined : addressHasTokens(c),
-    ).then((resolved) => draw(c, resolved));
+    const presented = presentedBy(c, c.req.header("authorization") ?? "");
+    return presented instanceof Promise
+      ? presented.then((resolved) => draw(c, resolved))
+      : draw(c, presented);
   };
 }
 
