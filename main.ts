@@ -54,7 +54,7 @@ function benchLayerOff(): BenchLayer | undefined {
 
 const config = readConfig();
 const stdout = createBufferedWriter();
-const logger = createLogger(config.logFormat, stdout);
+const logger = createLogger(config.logFormat, stdout.write);
 
 /** The data dir (0700, with a warning when others can read it), the artifact store and the KV. */
 async function openStorage(): Promise<

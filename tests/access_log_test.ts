@@ -131,13 +131,15 @@ Deno.test("access log", async (t) => {
 
   await t.step("responses without a length (HTML, text) are counted as sent", async () => {
     const { Hono } = await import("hono");
-    const { observeRequests } = await import("../src/http/observe.ts");
+    const { createObserver } = await import("../src/http/observe.ts");
     const lines: string[] = [];
     const page = new Hono();
-    page.use(observeRequests({
-      config: app.config,
-      logger: createLogger("json", (line) => lines.push(line)),
-    } as never));
+    page.use(
+      createObserver({
+        config: app.config,
+        logger: createLogger("json", (line) => lines.push(line)),
+      } as never).middleware,
+    );
     page.get("/page", (c) => c.html("<p>héllo</p>"));
     page.get("/gone", (c) => c.redirect("/page", 303));
     assert.equal(await (await page.request("/page")).text(), "<p>héllo</p>");

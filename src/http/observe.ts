@@ -141,11 +141,6 @@ export function createObserver(deps: AppDeps): Observer {
   };
 }
 
-/** The observation as middleware alone (a Hono app of its own: tests). */
-export function observeRequests(deps: AppDeps): MiddlewareHandler<AppEnv> {
-  return createObserver(deps).middleware;
-}
-
 function asError(error: unknown): Error {
   return error instanceof Error ? error : new Error(String(error));
 }

@@ -148,18 +148,11 @@ export interface Logger {
   event(level: EventLevel, message: string, fields?: EventFields): void;
 }
 
-/**
- * A logger writing to `out`: a function takes each line as it happens; a
- * `LineWriter` gets access entries to format when it writes its batch.
- */
-export function createLogger(
-  format: LogFormat,
-  out: ((line: string) => void) | LineWriter,
-): Logger {
+/** A logger handing each line, made as it happens, to `writeLine` (e.g. a `LineWriter`'s `write`). */
+export function createLogger(format: LogFormat, writeLine: (line: string) => void): Logger {
   const accessLine = format === "json"
     ? jsonAccessLine
     : (entry: AccessEntry) => formatAccessLine(accessLogRecord(entry), format);
-  const writeLine = typeof out === "function" ? out : out.write;
   return {
     access: (entry) => writeLine(accessLine(entry)),
     event: (level, message, fields = {}) =>
