@@ -22,7 +22,7 @@ export function storagePaths(dataDir: string): { kvPath: string; artifactsDir: s
   return { kvPath: config.kvPath, artifactsDir: config.artifactsDir };
 }
 
-async function withStore<T>(dataDir: string, fn: (kv: Deno.Kv) => Promise<T>): Promise<T> {
+export async function withStore<T>(dataDir: string, fn: (kv: Deno.Kv) => Promise<T>): Promise<T> {
   await Deno.mkdir(dataDir, { recursive: true });
   const kv = await Deno.openKv(storagePaths(dataDir).kvPath);
   try {

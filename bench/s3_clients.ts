@@ -5,7 +5,7 @@
  *
  *   deno run -A bench/s3_clients.ts http://127.0.0.1:PORT KEY SECRET [MiB]
  *
- * Without a running radosgw, start one with tools/rgw.sh (see docs/contributing.md).
+ * Without a running radosgw, start one with tools/start_rgw.sh (see docs/contributing.md).
  */
 import { fillerStream } from "./filler.ts";
 const [endpoint, accessKeyId, secretAccessKey, mib = "64"] = Deno.args;

@@ -12,6 +12,8 @@
 import { join } from "node:path";
 import { createApiKey, createProject } from "../src/store/mod.ts";
 import { Cleanup, freePort, PROJECT_ROOT, type Server, startService, which } from "./process.ts";
+import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
+import { withStore } from "./data.ts";
 import { runWrk } from "./wrk.ts";
 
 const SECONDS = Number(Deno.env.get("SCALE_SECONDS") ?? 5);
@@ -31,7 +33,7 @@ const dataDir = join(PROJECT_ROOT, "data", `bench-scale-${crypto.randomUUID().sl
 await Deno.mkdir(dataDir, { recursive: true });
 cleanup.add(() => Deno.remove(dataDir, { recursive: true }));
 
-const { apiKey, secret } = await withKv(async (kv) => {
+const { apiKey, secret } = await withStore(dataDir, async (kv) => {
   await createProject(kv, { name: "Bench", slug: "bench" });
   return await createApiKey(kv, { name: "bench", can_download: true, scope_mode: "all_projects" });
 });
@@ -69,31 +71,16 @@ async function rateLimitStores() {
   return { runs: figures, memory, kv: kvStore, ratio: +(kvStore / memory).toFixed(2) };
 }
 
-/** An admin session on one instance: cookie jar and the CSRF token of the last page. */
+/** An admin session on one instance; returns a poster of forms (with the session's CSRF token). */
 async function signIn(baseUrl: string) {
-  const cookies = new Map<string, string>();
-  let token = "";
-  const send = async (path: string, init: RequestInit = {}) => {
-    const headers = new Headers(init.headers);
-    headers.set("cookie", [...cookies].map(([k, v]) => `${k}=${v}`).join("; "));
-    const res = await fetch(baseUrl + path, { ...init, headers, redirect: "manual" });
-    for (const line of res.headers.getSetCookie()) {
-      const [pair] = line.split(";");
-      const eq = pair.indexOf("=");
-      cookies.set(pair.slice(0, eq), pair.slice(eq + 1));
-    }
-    const html = await res.text();
-    token = /name="csrf_token" value="([^"]*)"/.exec(html)?.[1] ?? token;
+  const admin = new AdminClient(httpSender([baseUrl]));
+  if ((await admin.signIn("admin", PASSWORD)).status !== 303) throw new Error("sign-in failed");
+  await admin.page("/admin/api-keys");
+  return async (path: string) => {
+    const res = await admin.post(path);
+    await res.body?.cancel();
     return res.status;
   };
-  const post = (path: string, fields: Record<string, string> = {}) =>
-    send(path, { method: "POST", body: new URLSearchParams({ csrf_token: token, ...fields }) });
-  await send("/admin/login");
-  if (await post("/admin/login", { username: "admin", password: PASSWORD }) !== 303) {
-    throw new Error("sign-in failed");
-  }
-  await send("/admin/api-keys");
-  return post;
 }
 
 async function revocationLatency() {
@@ -147,8 +134,14 @@ async function rateLimitSlack() {
   const extra: number[] = [];
   let rate = 0;
   for (let trial = 0; trial < 3; trial++) {
-    const { secret: trialSecret } = await withKv((kv) =>
-      createApiKey(kv, { name: `slack ${trial}`, can_download: true, scope_mode: "all_projects" })
+    const { secret: trialSecret } = await withStore(
+      dataDir,
+      (kv) =>
+        createApiKey(kv, {
+          name: `slack ${trial}`,
+          can_download: true,
+          scope_mode: "all_projects",
+        }),
     );
     const instances: Server[] = [];
     for (let i = 0; i < 3; i++) {
@@ -178,15 +171,6 @@ async function rateLimitSlack() {
     await Promise.all(instances.map((server) => server.stop()));
   }
   return { instances: 3, burst, request_rate_per_s: rate, granted_beyond_burst: extra };
-}
-
-async function withKv<T>(fn: (kv: Deno.Kv) => Promise<T>): Promise<T> {
-  const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-  try {
-    return await fn(kv);
-  } finally {
-    kv.close();
-  }
 }
 
 /** `start:all-cores` with `workers` workers, until every one listens. */

@@ -70,6 +70,19 @@ export async function fetchAnswer(
   return { body, headers };
 }
 
+/** The basic service, its latest-release path, and its checked answer there. */
+export async function latestAnswer(ctx: BenchContext) {
+  const { data, server } = await ctx.basic();
+  const path = `/api/v1/projects/${data.slug}/releases/latest`;
+  const answer = await fetchAnswer(
+    `${server.baseUrl}${path}`,
+    data.key,
+    // deno-lint-ignore no-explicit-any
+    (json: any) => json?.release?.id === data.release.id ? null : "not the seeded release",
+  );
+  return { data, server, path, answer };
+}
+
 /** A bare Deno.serve answering `answer`, for the length of `use`. */
 export async function withBaseline<T>(
   ctx: BenchContext,
@@ -122,7 +135,7 @@ function againstBaseline(
 }
 
 /** The best of each figure over several runs: most requests/s, least latency and CPU. */
-export function bestOf(runs: Measured[]): Measured {
+function bestOf(runs: Measured[]): Measured {
   const least = (pick: (run: Measured) => number) => Math.min(...runs.map(pick));
   return {
     ...runs.reduce((best, run) => run.requestsPerSec > best.requestsPerSec ? run : best),
@@ -176,14 +189,8 @@ export const latestRelease: Scenario = {
     cpuRow(LATEST),
   ],
   async run(ctx) {
-    const { data, server } = await ctx.basic();
-    const url = `${server.baseUrl}/api/v1/projects/${data.slug}/releases/latest`;
-    const answer = await fetchAnswer(
-      url,
-      data.key,
-      // deno-lint-ignore no-explicit-any
-      (json: any) => json?.release?.id === data.release.id ? null : "not the seeded release",
-    );
+    const { data, server, path, answer } = await latestAnswer(ctx);
+    const url = `${server.baseUrl}${path}`;
     const { service, baseline } = await againstBaseline(
       ctx,
       "latest",

@@ -6,8 +6,8 @@
  */
 import { BENCH_LAYERS, type BenchLayer } from "../src/http/app_env.ts";
 import { basicDataDir, type Scenario } from "./context.ts";
-import { findServicePid, startService } from "./process.ts";
-import { BASELINE, fetchAnswer, measure, withBaseline } from "./scenarios_api.ts";
+import { findServicePid, type Server, startService } from "./process.ts";
+import { BASELINE, latestAnswer, measure, withBaseline } from "./scenarios_api.ts";
 import { makeRow, type Row } from "./table.ts";
 
 const LAYERS = "layers (latest-release)";
@@ -34,44 +34,45 @@ export const layers: Scenario = {
     })),
   ],
   async run(ctx) {
-    const { data, server } = await ctx.basic();
-    const path = `/api/v1/projects/${data.slug}/releases/latest`;
-    const answer = await fetchAnswer(
-      `${server.baseUrl}${path}`,
-      data.key,
-      // deno-lint-ignore no-explicit-any
-      (json: any) => json?.release?.id === data.release.id ? null : "not the seeded release",
-    );
+    const { data, server, path, answer } = await latestAnswer(ctx);
     // Every configuration runs at once (idle while another is measured), and
     // each is measured once a round: the least of the rounds is the least
     // disturbed by whatever else the machine runs.
     const targets: Array<{ name: string; url: string; pid: number }> = [
       { name: ALL_ON, url: `${server.baseUrl}${path}`, pid: await findServicePid(server.pid) },
     ];
+    const offs: Server[] = [];
     for (const layer of Object.keys(BENCH_LAYERS) as BenchLayer[]) {
       const off = await startService(
         basicDataDir(ctx.workDir),
         { APP_BENCH_OFF: layer },
         ctx.cleanup,
       );
+      offs.push(off);
       targets.push({
         name: layer,
         url: `${off.baseUrl}${path}`,
         pid: await findServicePid(off.pid),
       });
     }
-    const least = await withBaseline(ctx, "layers", answer, async (bare) => {
-      targets.push({ name: BASELINE, url: `${bare.baseUrl}/`, pid: bare.pid });
-      const least = new Map<string, number>();
-      for (let round = 1; round <= ctx.params.rounds; round++) {
-        ctx.log(`${LAYERS}: round ${round} of ${ctx.params.rounds}`);
-        for (const { name, url, pid } of targets) {
-          const { cpuUsPerRequest } = await measure(ctx, url, data.key, pid, round === 1);
-          least.set(name, Math.min(least.get(name) ?? Infinity, cpuUsPerRequest));
+    // The services with a layer off are stopped here, not left idle through later scenarios.
+    let least: Map<string, number>;
+    try {
+      least = await withBaseline(ctx, "layers", answer, async (bare) => {
+        targets.push({ name: BASELINE, url: `${bare.baseUrl}/`, pid: bare.pid });
+        const least = new Map<string, number>();
+        for (let round = 1; round <= ctx.params.rounds; round++) {
+          ctx.log(`${LAYERS}: round ${round} of ${ctx.params.rounds}`);
+          for (const { name, url, pid } of targets) {
+            const { cpuUsPerRequest } = await measure(ctx, url, data.key, pid, round === 1);
+            least.set(name, Math.min(least.get(name) ?? Infinity, cpuUsPerRequest));
+          }
         }
-      }
-      return least;
-    });
+        return least;
+      });
+    } finally {
+      await Promise.all(offs.map((off) => off.stop()));
+    }
     const full = least.get(ALL_ON)!;
     const baseline = least.get(BASELINE)!;
 

@@ -166,7 +166,7 @@ function clientOptions(
 }
 
 /** "rate limited (429 … on /api/v1/…): waiting 20 s before retry 1 of 3" */
-export function retryMessage(retry: RetryNotice): string {
+function retryMessage(retry: RetryNotice): string {
   const seconds = Math.ceil(retry.waitMs / 1000);
   const what = retry.kind === "rate_limited" ? "rate limited by the service" : "connection failed";
   return `${what} (${retry.message}): waiting ${seconds} s before retry ${retry.attempt} of ${retry.retries}`;

@@ -4,10 +4,14 @@
  * new directory <dir>, while the service keeps running.
  */
 import { createBackup } from "../src/backup/backup.ts";
-import { runTool, toolStore } from "./run_tool.ts";
+import { openArtifactStore } from "../src/storage/mod.ts";
+import { runTool } from "./run_tool.ts";
 
 await runTool("backup", async (dir, config) => {
-  const manifest = await createBackup({ ...config, artifacts: await toolStore(config) }, dir);
+  const manifest = await createBackup(
+    { ...config, artifacts: await openArtifactStore(config) },
+    dir,
+  );
   const { projects, releases, api_keys } = manifest.counts;
   const bytes = manifest.artifacts.reduce((sum, artifact) => sum + artifact.size_bytes, 0);
   return `backup written to ${dir}: ${manifest.kv.entries} KV entries ` +

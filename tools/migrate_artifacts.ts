@@ -6,15 +6,16 @@
 import { migrateArtifacts } from "../src/backup/migrate.ts";
 import { BackupError } from "../src/backup/format.ts";
 import { requireDatabase } from "../src/backup/backup.ts";
-import { runTool, toolConfig, toolStore } from "./run_tool.ts";
+import { openArtifactStore } from "../src/storage/mod.ts";
+import { runTool, toolConfig } from "./run_tool.ts";
 
 await runTool("migrate-artifacts", async (direction) => {
   if (direction !== "fs-to-s3" && direction !== "s3-to-fs") {
     throw new BackupError(`expected fs-to-s3 or s3-to-fs, got "${direction}"`);
   }
-  const fs = await toolStore(toolConfig({ APP_STORAGE: "fs" }));
+  const fs = await openArtifactStore(toolConfig({ APP_STORAGE: "fs" }));
   const s3Config = toolConfig({ APP_STORAGE: "s3" });
-  const s3 = await toolStore(s3Config);
+  const s3 = await openArtifactStore(s3Config);
   const [from, to] = direction === "fs-to-s3" ? [fs, s3] : [s3, fs];
   await requireDatabase(s3Config.kvPath);
   const kv = await Deno.openKv(s3Config.kvPath);

@@ -4,10 +4,14 @@
  * APP_STORAGE=s3), from the backup in <dir>.
  */
 import { restoreBackup } from "../src/backup/restore.ts";
-import { runTool, toolStore } from "./run_tool.ts";
+import { openArtifactStore } from "../src/storage/mod.ts";
+import { runTool } from "./run_tool.ts";
 
 await runTool("restore", async (dir, config) => {
-  const manifest = await restoreBackup(dir, { ...config, artifacts: await toolStore(config) });
+  const manifest = await restoreBackup(dir, {
+    ...config,
+    artifacts: await openArtifactStore(config),
+  });
   return `restored ${manifest.kv.entries} KV entries and ${manifest.artifacts.length} artifacts ` +
     `from ${dir} (backup of ${manifest.created_at}) into ${config.dataDir}`;
 });

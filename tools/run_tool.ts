@@ -2,7 +2,6 @@
 import { BackupError } from "../src/backup/format.ts";
 import { type Config, ConfigError, loadConfig } from "../src/lib/config.ts";
 import { openArtifactStore, StorageUnavailableError } from "../src/storage/mod.ts";
-import type { ArtifactStore } from "../src/storage/mod.ts";
 import { SnapshotUnstableError } from "../src/store/mod.ts";
 
 /** Only these settings are read (the tasks grant no other environment access). */
@@ -23,11 +22,6 @@ const SETTINGS = [
 export function toolConfig(overrides: Record<string, string> = {}): Config {
   const env = Object.fromEntries(SETTINGS.map((setting) => [setting, Deno.env.get(setting)]));
   return loadConfig({ ...env, ...overrides });
-}
-
-/** The configured artifact store: the data dir's files, or the checked s3 bucket. */
-export function toolStore(config: Config): Promise<ArtifactStore> {
-  return openArtifactStore(config);
 }
 
 export async function runTool(
