@@ -1,7 +1,7 @@
 /** The shared frame of the backup, restore and migrate commands: arguments, settings, exit codes. */
 import { BackupError } from "../src/backup/format.ts";
 import { type Config, ConfigError, loadConfig } from "../src/lib/config.ts";
-import { openArtifactStore, StorageUnavailableError } from "../src/storage/mod.ts";
+import { StorageUnavailableError } from "../src/storage/mod.ts";
 import { SnapshotUnstableError } from "../src/store/mod.ts";
 
 /** Only these settings are read (the tasks grant no other environment access). */

@@ -21,14 +21,15 @@ import {
 /** Upload parts are named `.upload-<uuid>.part` while they are written. */
 const PART_PATTERN = /^\.upload-[0-9a-f-]{36}\.part$/;
 
+/** Writes `stream` to `dir` as `storageKey` (a new random one unless given) through a locked part. */
 export async function saveArtifact(
   dir: string,
   stream: ByteSource,
   maxBytes: number,
+  storageKey: string = crypto.randomUUID(),
 ): Promise<StoredArtifact> {
   await makePrivateDir(dir);
-  const storageKey = crypto.randomUUID();
-  const tempPath = join(dir, `.upload-${storageKey}.part`);
+  const tempPath = join(dir, `.upload-${crypto.randomUUID()}.part`);
   const finalPath = join(dir, storageKey);
   const writer = await ArtifactWriter.create(tempPath);
   let size = 0;

@@ -1,13 +1,7 @@
 /** The `fs` backend: artifact files in one directory (see artifacts.ts). */
 import { join } from "node:path";
 import { STORAGE_KEY_PATTERN } from "../lib/limits.ts";
-import {
-  openArtifact,
-  removeArtifact,
-  saveArtifact,
-  sweepAbandonedParts,
-  syncDirectory,
-} from "./artifacts.ts";
+import { openArtifact, removeArtifact, saveArtifact, sweepAbandonedParts } from "./artifacts.ts";
 import type { ArtifactStore, OpenedArtifact } from "./types.ts";
 import { pathExists } from "../lib/files.ts";
 
@@ -33,10 +27,8 @@ export function createFsStore(dir: string): FsArtifactStore {
       if (!STORAGE_KEY_PATTERN.test(storageKey)) throw new Error(`bad storage key ${storageKey}`);
       const target = join(dir, storageKey);
       if (await pathExists(target)) throw new Error(`${target} already exists`);
-      // Written like an upload (temporary file, fsync), then renamed to the given key.
-      const stored = await saveArtifact(dir, source, Number.MAX_SAFE_INTEGER);
-      await Deno.rename(join(dir, stored.storage_key), target);
-      await syncDirectory(dir);
+      // Written like an upload (locked part, fsync, rename), under the given key.
+      const stored = await saveArtifact(dir, source, Number.MAX_SAFE_INTEGER, storageKey);
       return { checksum_sha256: stored.checksum_sha256, size_bytes: stored.size_bytes };
     },
     where: (storageKey) => join(dir, storageKey),
