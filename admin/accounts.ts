@@ -1,5 +1,6 @@
 /** Admin accounts: the first account at start, sign-in checks and password changes. */
 import type { Config } from "../src/lib/config.ts";
+import { USERNAME_MAX_LENGTH } from "../src/lib/limits.ts";
 import {
   burnPasswordCheck,
   generatePassword,
@@ -14,6 +15,11 @@ import {
   recordAudit,
   setAdminPasswordHash,
 } from "../src/store/mod.ts";
+
+/** The audit target naming an admin account (`account "admin"`, not "admin admin"). */
+export function accountTarget(username: string): string {
+  return `account "${username.slice(0, USERNAME_MAX_LENGTH)}"`;
+}
 
 /**
  * Creates the first admin when none exists: from APP_ADMIN_USERNAME and
@@ -34,7 +40,7 @@ export async function bootstrapAdmin(
   await recordAudit(kv, {
     actor: "system",
     action: "admin.created",
-    target: `account "${user.username}"`,
+    target: accountTarget(user.username),
     details: generated ? "generated password" : "password from APP_ADMIN_PASSWORD",
     address: "-",
   });

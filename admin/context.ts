@@ -20,11 +20,6 @@ export function pageContext(c: AdminContext, deps: AppDeps): PageContext {
   };
 }
 
-/** The audit target naming an admin account (`account "admin"`, not "admin admin"). */
-export function accountTarget(username: string): string {
-  return `account "${username.slice(0, 64)}"`;
-}
-
 /** Records an admin action. A failed audit write is logged, not shown: the action itself is done. */
 export async function audit(
   c: AdminContext,

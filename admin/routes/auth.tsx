@@ -13,8 +13,8 @@ import {
   releaseLoginAttempt,
   reserveLoginAttempt,
 } from "../../src/store/mod.ts";
-import { authenticate, changePassword } from "../accounts.ts";
-import { accountTarget, audit, pageContext, redirectWithFlash } from "../context.ts";
+import { accountTarget, authenticate, changePassword } from "../accounts.ts";
+import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import {
   clearLoginCsrfCookie,
   clearSessionCookie,

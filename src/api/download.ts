@@ -78,8 +78,6 @@ export interface Delivery {
   xAccelPrefix: string;
 }
 
-export const STREAM: Delivery = { mode: "stream", urlTtlSeconds: 60, xAccelPrefix: "/" };
-
 export interface ArtifactResponse {
   response: Response;
   /**
@@ -102,7 +100,7 @@ export async function serveArtifact(
   store: ArtifactStore,
   release: Release,
   request: Request,
-  delivery: Delivery = STREAM,
+  delivery: Delivery,
 ): Promise<ArtifactResponse> {
   const artifact = await store.open(release.storage_key);
   if (artifact === null) throw new ApiError(404, API_ERRORS.releaseNotFound);

@@ -49,24 +49,6 @@ export class BackupError extends Error {
   }
 }
 
-/**
- * Copies `from` to a new file `to` (never overwriting), computing SHA-256 and
- * size of the bytes as they pass, and fsyncs the copy.
- */
-export async function copyFileHashed(
-  from: string,
-  to: string,
-): Promise<{ sha256: string; size: number }> {
-  const source = await Deno.open(from, { read: true });
-  try {
-    return await writeStreamHashed(source.readable, to);
-  } finally {
-    try {
-      source.close();
-    } catch { /* the readable closed it */ }
-  }
-}
-
 /** Writes `stream` to a new file `to` (never overwriting) with SHA-256 and size, fsynced. */
 export async function writeStreamHashed(
   stream: ReadableStream<Uint8Array>,

@@ -47,13 +47,6 @@ export async function createPrivateFile(path: string): Promise<Deno.FsFile> {
   return file;
 }
 
-/** Writes a whole new file (replacing an old one) with mode 0600. */
-export async function writePrivateFile(path: string, data: Uint8Array | string): Promise<void> {
-  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
-  await Deno.writeFile(path, bytes, { mode: PRIVATE_FILE_MODE });
-  await chmodIfSupported(path, PRIVATE_FILE_MODE);
-}
-
 /** The files SQLite keeps beside a database file. */
 const KV_COMPANIONS = ["", "-wal", "-shm", "-journal"];
 
