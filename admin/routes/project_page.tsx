@@ -6,7 +6,7 @@ import {
   getDownloadCounts,
   getLatestRelease,
   getProjectBySlug,
-  getRecentDownloadCounts,
+  getRecentDownloadCountsByWindow,
   listReleasesByProject,
   type Project,
   type Release,
@@ -58,16 +58,14 @@ export async function renderProjectPage(
     "#releases",
   );
   const ids = releases.rows.map((release) => release.id);
-  const [totals, last30, last90] = await Promise.all([
+  const [totals, recent] = await Promise.all([
     getDownloadCounts(kv, ids),
-    getRecentDownloadCounts(kv, ids, 30),
-    getRecentDownloadCounts(kv, ids, 90),
+    getRecentDownloadCountsByWindow(kv, ids, [30, 90]),
   ]);
-  const downloads = new Map(ids.map((id) => [id, {
-    total: totals.get(id) ?? 0,
-    last30: last30.get(id) ?? 0,
-    last90: last90.get(id) ?? 0,
-  }]));
+  const downloads = new Map(ids.map((id) => {
+    const [last30, last90] = recent.get(id)!;
+    return [id, { total: totals.get(id) ?? 0, last30, last90 }];
+  }));
   return c.html(
     <ProjectPage
       ctx={pageContext(c, deps)}

@@ -92,13 +92,29 @@ export async function getRecentDownloadCounts(
   days: number,
   until: Date = new Date(),
 ): Promise<Map<number, number>> {
-  const totals = await Promise.all(
-    releaseIds.map(async (id) =>
-      (await getDailyDownloads(kv, ["release", id], days, until))
-        .reduce((sum, { downloads }) => sum + downloads, 0)
-    ),
+  const counts = await getRecentDownloadCountsByWindow(kv, releaseIds, [days], until);
+  return new Map([...counts].map(([id, [count]]) => [id, count]));
+}
+
+/**
+ * Downloads of each release over each of `windows` (days up to `until`), by
+ * release id: one range read per release, of the longest window.
+ */
+export async function getRecentDownloadCountsByWindow(
+  kv: Deno.Kv,
+  releaseIds: readonly number[],
+  windows: readonly number[],
+  until: Date = new Date(),
+): Promise<Map<number, number[]>> {
+  const longest = Math.max(...windows);
+  const series = await Promise.all(
+    releaseIds.map((id) => getDailyDownloads(kv, ["release", id], longest, until)),
   );
-  return new Map(releaseIds.map((id, i) => [id, totals[i]]));
+  const sumOfLast = (daily: DailyDownloads[], days: number) =>
+    daily.slice(daily.length - days).reduce((sum, { downloads }) => sum + downloads, 0);
+  return new Map(
+    releaseIds.map((id, i) => [id, windows.map((days) => sumOfLast(series[i], days))]),
+  );
 }
 
 /** The keys with the most downloads, most first; keys without downloads are left out. */
