@@ -105,4 +105,4 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 }
 
 /** The paths whose routes the observing middleware runs on: all but the client API's. */
-export const OBSERVED_PATHS = ["/", "/healthz", "/metrics", "/admin/*"] as const;
+const OBSERVED_PATHS = ["/", "/healthz", "/metrics", "/admin/*"] as const;

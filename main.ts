@@ -45,8 +45,7 @@ function benchLayerOff(): BenchLayer | undefined {
   const name = Deno.env.get("APP_BENCH_OFF");
   if (!name) return undefined;
   if (!Object.hasOwn(BENCH_LAYERS, name)) {
-    console.error(`cannot start: APP_BENCH_OFF must be one of ${Object.keys(BENCH_LAYERS)}`);
-    Deno.exit(1);
+    exitWith(`APP_BENCH_OFF must be one of ${Object.keys(BENCH_LAYERS)}`);
   }
   console.error(`APP_BENCH_OFF=${name}: for measuring only, a rule of the service is off`);
   return name as BenchLayer;

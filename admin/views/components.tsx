@@ -221,10 +221,6 @@ export function SearchBox(
   );
 }
 
-/**
- * "Newer" / "older" links between pages of a list, as `rel="prev"` and
- * `rel="next"` (the links are null on the first and the last page).
- */
 /** The pager under a searchable list: its links and "1–50 of 120 keys". */
 export function ListPager(
   { list, total, noun, newerLabel, olderLabel }: {
@@ -246,6 +242,10 @@ export function ListPager(
   );
 }
 
+/**
+ * "Newer" / "older" links between pages of a list, as `rel="prev"` and
+ * `rel="next"` (the links are null on the first and the last page).
+ */
 export function Pager(
   { newer, older, newerLabel = "Newer", olderLabel = "Older", summary }: {
     newer: string | null;
