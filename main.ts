@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import { bootstrapAdmin } from "./admin/mod.ts";
 import { createApp } from "./app.ts";
 import { BENCH_LAYERS, type BenchLayer } from "./src/http/app_env.ts";
-import { ConfigError, loadConfig } from "./src/lib/config.ts";
+import { ConfigError, isRemoteKv, loadConfig } from "./src/lib/config.ts";
 import { createMetricsApp, metricsAddressLabel } from "./src/http/metrics_route.ts";
 import { endOpenResponses } from "./src/http/observe.ts";
 import { createKeyUsageRecorder } from "./src/store/key_usage.ts";
@@ -76,7 +76,7 @@ async function openStorage(): Promise<
     if (error instanceof StorageUnavailableError) exitWith(`APP_STORAGE=s3: ${error.message}`);
     throw error;
   });
-  if (!/^https?:\/\//i.test(config.kvPath)) {
+  if (!isRemoteKv(config.kvPath)) {
     await dataDirStep(
       config,
       config.kvPath,

@@ -6,13 +6,13 @@
  * With invalid settings it prints ./data: main.ts then names the setting.
  */
 import { dirname, relative } from "node:path";
-import { loadConfig } from "../src/lib/config.ts";
+import { isRemoteKv, loadConfig } from "../src/lib/config.ts";
 
 function dataPaths(): string[] {
   try {
     const config = loadConfig();
     const paths = [config.dataDir];
-    const isFile = config.kvPath !== ":memory:" && !/^https?:\/\//i.test(config.kvPath);
+    const isFile = config.kvPath !== ":memory:" && !isRemoteKv(config.kvPath);
     if (isFile && relative(config.dataDir, config.kvPath).startsWith("..")) {
       paths.push(dirname(config.kvPath));
     }

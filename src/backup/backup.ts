@@ -37,6 +37,7 @@ import {
 } from "./format.ts";
 import { type ArtifactStore, createFsStore } from "../storage/mod.ts";
 import { pathExists } from "../lib/files.ts";
+import { isRemoteKv } from "../lib/config.ts";
 
 export interface DataLocation {
   kvPath: string;
@@ -89,14 +90,14 @@ export async function createBackup(source: DataLocation, targetDir: string): Pro
 
 /** Refuses a KV file that does not exist: opening it would create an empty database. */
 export async function requireDatabase(kvPath: string): Promise<void> {
-  if (/^https?:\/\//i.test(kvPath)) return;
+  if (isRemoteKv(kvPath)) return;
   if (kvPath === ":memory:" || !(await pathExists(kvPath))) {
     throw new BackupError(`no database at ${kvPath} (check APP_DATA_DIR / APP_KV_PATH)`);
   }
 }
 
 export function requireLocalKv(kvPath: string): void {
-  if (/^https?:\/\//i.test(kvPath) || kvPath === ":memory:") {
+  if (isRemoteKv(kvPath) || kvPath === ":memory:") {
     throw new BackupError(`backup and restore need a local KV file, not ${kvPath}`);
   }
 }

@@ -8,7 +8,7 @@
  * batched atomic commits. On any failure it removes what it created, so the
  * data dir is empty again and the restore can simply be rerun.
  */
-import { makePrivateDir, openPrivateKv } from "../lib/private_files.ts";
+import { KV_FILE_SUFFIXES, makePrivateDir, openPrivateKv } from "../lib/private_files.ts";
 import { join } from "node:path";
 import { importEntries, isKvEmpty, type KvRecord } from "../store/mod.ts";
 import type { ArtifactStore } from "../storage/mod.ts";
@@ -27,9 +27,6 @@ import {
   STORAGE_KEY_PATTERN,
 } from "./format.ts";
 import { pathExists } from "../lib/files.ts";
-
-/** SQLite's companion files of a KV database file. */
-const KV_SIDECARS = ["", "-wal", "-shm", "-journal"];
 
 export async function restoreBackup(sourceDir: string, target: DataLocation): Promise<Manifest> {
   requireLocalKv(target.kvPath);
@@ -70,7 +67,9 @@ export async function restoreBackup(sourceDir: string, target: DataLocation): Pr
     return manifest;
   } catch (error) {
     if (kvCreated) {
-      for (const suffix of KV_SIDECARS) await Deno.remove(target.kvPath + suffix).catch(() => {});
+      for (const suffix of KV_FILE_SUFFIXES) {
+        await Deno.remove(target.kvPath + suffix).catch(() => {});
+      }
     }
     if (createdArtifactsDir) {
       await Deno.remove(target.artifactsDir, { recursive: true }).catch(() => {});
@@ -103,7 +102,7 @@ async function readManifest(sourceDir: string): Promise<Manifest> {
 
 /** Refuses a data dir that already holds a KV database, or any artifact in its store. */
 async function requireEmptyTarget(target: DataLocation, store: ArtifactStore): Promise<void> {
-  for (const suffix of KV_SIDECARS) {
+  for (const suffix of KV_FILE_SUFFIXES) {
     if (await pathExists(target.kvPath + suffix)) {
       throw new BackupError(
         `${

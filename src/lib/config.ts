@@ -163,11 +163,16 @@ function processEnv(): Env {
   });
 }
 
+/** Whether APP_KV_PATH names a remote database (KV Connect), not a file or `:memory:`. */
+export function isRemoteKv(kvPath: string): boolean {
+  return /^https?:\/\//i.test(kvPath);
+}
+
 export function loadConfig(env: Env = processEnv()): Config {
   const port = readInteger(env, "APP_PORT", 8000, { min: 0, max: 65535 });
   const dataDir = readPath(env, "APP_DATA_DIR") ?? "./data";
   const kvPath = readPath(env, "APP_KV_PATH") ?? join(dataDir, "kv.sqlite3");
-  if (/^[a-z]+:\/\//i.test(kvPath) && !/^https?:\/\//i.test(kvPath)) {
+  if (/^[a-z]+:\/\//i.test(kvPath) && !isRemoteKv(kvPath)) {
     throw new ConfigError(
       "APP_KV_PATH",
       `expected a file path or an http(s):// URL, got "${kvPath}"`,

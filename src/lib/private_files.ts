@@ -4,6 +4,7 @@
  * 0700, whatever the umask. The mode is set again after creation, because a
  * umask can only take bits away from the mode asked for, never add them.
  */
+import { isRemoteKv } from "./config.ts";
 
 export const PRIVATE_FILE_MODE = 0o600;
 export const PRIVATE_DIR_MODE = 0o700;
@@ -47,8 +48,8 @@ export async function createPrivateFile(path: string): Promise<Deno.FsFile> {
   return file;
 }
 
-/** The files SQLite keeps beside a database file. */
-const KV_COMPANIONS = ["", "-wal", "-shm", "-journal"];
+/** A KV database file and the files SQLite keeps beside it: the suffixes of their names. */
+export const KV_FILE_SUFFIXES = ["", "-wal", "-shm", "-journal"];
 
 /**
  * Opens the KV at `path` with its files private: a missing database file is
@@ -57,7 +58,7 @@ const KV_COMPANIONS = ["", "-wal", "-shm", "-journal"];
  * and `:memory:` are opened as they are.
  */
 export async function openPrivateKv(path: string): Promise<Deno.Kv> {
-  if (path === ":memory:" || /^https?:\/\//i.test(path)) return await Deno.openKv(path);
+  if (path === ":memory:" || isRemoteKv(path)) return await Deno.openKv(path);
   try {
     (await createPrivateFile(path)).close();
   } catch (error) {
@@ -75,7 +76,7 @@ export async function openPrivateKv(path: string): Promise<Deno.Kv> {
 
 /** Sets every existing file of the KV at `path` to 0600. */
 export async function restrictKvFiles(path: string): Promise<void> {
-  for (const suffix of KV_COMPANIONS) {
+  for (const suffix of KV_FILE_SUFFIXES) {
     try {
       await chmodIfSupported(path + suffix, PRIVATE_FILE_MODE);
     } catch (error) {
