@@ -45,36 +45,38 @@ const seriesByRoute = new Map<string, Map<string, DurationSeries>>();
 const statusSeries: StatusSeries[] = [];
 const durationSeries: DurationSeries[] = [];
 
-metricsRegistry.registerMetric(
+/**
+ * Registers a metric whose values are collected at scrape time: prom-client's
+ * registry asks it for its name, help and type and then for `get()`.
+ */
+function registerCollected(
+  meta: { name: string; help: string; type: "counter" | "histogram" },
+  values: () => unknown[],
+): void {
+  const metric = { ...meta, aggregator: "sum" };
+  metricsRegistry.registerMetric(
+    { ...metric, get: () => ({ ...metric, values: values() }) } as unknown as Parameters<
+      Registry["registerMetric"]
+    >[0],
+  );
+}
+
+registerCollected(
   {
     name: "http_requests_total",
     help: "HTTP requests answered, by method, matched route pattern and status code.",
     type: "counter",
-    aggregator: "sum",
-    get: () => ({
-      name: "http_requests_total",
-      help: "HTTP requests answered, by method, matched route pattern and status code.",
-      type: "counter",
-      aggregator: "sum",
-      values: statusSeries.map(({ labels, count }) => ({ labels, value: count })),
-    }),
-  } as unknown as Parameters<Registry["registerMetric"]>[0],
+  },
+  () => statusSeries.map(({ labels, count }) => ({ labels, value: count })),
 );
 
-metricsRegistry.registerMetric(
+registerCollected(
   {
     name: "http_request_duration_seconds",
     help: "Time from request to response headers, by method and matched route pattern.",
     type: "histogram",
-    aggregator: "sum",
-    get: () => ({
-      name: "http_request_duration_seconds",
-      help: "Time from request to response headers, by method and matched route pattern.",
-      type: "histogram",
-      aggregator: "sum",
-      values: durationSeries.flatMap(durationValues),
-    }),
-  } as unknown as Parameters<Registry["registerMetric"]>[0],
+  },
+  () => durationSeries.flatMap(durationValues),
 );
 
 /** One histogram series as prom-client's Histogram exports it: cumulative buckets, sum, count. */
