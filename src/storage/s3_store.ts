@@ -124,15 +124,20 @@ export async function createS3Store(
 
   await checkBucket(client, settings);
 
+  /** Uploads `source` (at most `maxBytes`) as the object of `storageKey`; nothing stored when empty. */
+  const uploadAs = async (storageKey: string, source: ByteSource, maxBytes: number) => {
+    const stored = await uploader.upload(objectKey(storageKey), countedChunks(source, maxBytes));
+    if (stored === null) throw new EmptyUploadError();
+    return stored;
+  };
+
   const store: S3ArtifactStore = {
     kind: "s3",
     settings,
     async save(source, maxBytes) {
       const storageKey = crypto.randomUUID();
-      const counted = countedChunks(source, maxBytes);
-      const result = await uploader.upload(objectKey(storageKey), counted);
-      if (result === null) throw new EmptyUploadError();
-      return { storage_key: storageKey, ...result } satisfies StoredArtifact;
+      const stored = await uploadAs(storageKey, source, maxBytes);
+      return { storage_key: storageKey, ...stored } satisfies StoredArtifact;
     },
     async open(storageKey) {
       if (!STORAGE_KEY_PATTERN.test(storageKey)) return null;
@@ -217,12 +222,7 @@ export async function createS3Store(
       if (await store.open(storageKey) !== null) {
         throw new Error(`${store.where(storageKey)} already exists`);
       }
-      const result = await uploader.upload(
-        objectKey(storageKey),
-        countedChunks(source, Number.MAX_SAFE_INTEGER),
-      );
-      if (result === null) throw new EmptyUploadError();
-      return result;
+      return await uploadAs(storageKey, source, Number.MAX_SAFE_INTEGER);
     },
     where: (storageKey) => `s3://${bucket}/${objectKey(storageKey)}`,
     async findAny() {
