@@ -12,7 +12,7 @@ import { constantTimeEqual } from "../src/lib/secrets.ts";
 import { getAdminSession, type SessionPolicy } from "../src/store/mod.ts";
 import { clearSessionCookie, getSessionCookie } from "./cookies.ts";
 import { readForm } from "./forms.ts";
-import { multipartBoundary, type MultipartPart, readMultipart } from "./multipart.ts";
+import { multipartBoundary, type MultipartPart, readMultipart } from "../src/http/multipart.ts";
 import type { AdminEnv, AppDeps } from "./types.ts";
 
 /** Largest urlencoded (or buffered multipart) form. */

@@ -1,6 +1,6 @@
 import type { AppDeps } from "../src/http/app_env.ts";
 import type { AdminSession } from "../src/store/mod.ts";
-import type { MultipartPart } from "./multipart.ts";
+import type { MultipartPart } from "../src/http/multipart.ts";
 
 export type { AppDeps };
 

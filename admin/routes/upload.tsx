@@ -29,7 +29,7 @@ import { audit, redirectWithFlash } from "../context.ts";
 import { humanBytes } from "../format.ts";
 import { formErrorOf } from "../forms.ts";
 import { CsrfError, streamedForm } from "../guards.ts";
-import { MultipartError, type MultipartPart } from "../multipart.ts";
+import { MultipartError, type MultipartPart } from "../../src/http/multipart.ts";
 import type { AdminEnv, AppDeps, FormError } from "../types.ts";
 import { EMPTY_UPLOAD_FORM, type UploadValues } from "../views/project.tsx";
 import { loadProject, renderProjectPage } from "./project_page.tsx";

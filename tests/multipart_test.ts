@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { Delimiter, multipartBoundary, MultipartError, readMultipart } from "../admin/multipart.ts";
+import { Delimiter } from "../src/http/byte_search.ts";
+import { multipartBoundary, MultipartError, readMultipart } from "../src/http/multipart.ts";
 import { concatBytes } from "./helpers.ts";
 
 const encoder = new TextEncoder();

@@ -13,6 +13,9 @@
  * a part's bytes are handed out as views into that buffer: only the few bytes
  * at a chunk's end that may start a delimiter are ever copied.
  */
+import { Delimiter, indexOf } from "./byte_search.ts";
+import { filenameOf, paramValue, parseHeaderBlock, splitParams } from "./header_params.ts";
+
 export class MultipartError extends Error {
   constructor(message: string) {
     super(message);
@@ -312,73 +315,6 @@ function openSource(stream: ReadableStream<Uint8Array>): Source {
   };
 }
 
-/**
- * Boyer-Moore-Horspool search for the part delimiter: each window is judged by
- * its last byte and most windows are skipped by the delimiter's length, so a
- * 64 KiB chunk costs a few thousand steps whatever bytes the file holds.
- */
-export class Delimiter {
-  readonly #bytes: Uint8Array;
-  readonly #skip = new Int32Array(256);
-
-  constructor(bytes: Uint8Array) {
-    if (bytes.length === 0) throw new RangeError("empty delimiter");
-    this.#bytes = bytes;
-    const last = bytes.length - 1;
-    this.#skip.fill(bytes.length);
-    for (let i = 0; i < last; i++) this.#skip[bytes[i]] = last - i;
-  }
-
-  get length(): number {
-    return this.#bytes.length;
-  }
-
-  /** First index of the delimiter in `haystack`, or -1. */
-  find(haystack: Uint8Array): number {
-    const needle = this.#bytes;
-    const skip = this.#skip;
-    const last = needle.length - 1;
-    const lastByte = needle[last];
-    // `end` is the index of the current window's last byte.
-    for (let end = last; end < haystack.length; end += skip[haystack[end]]) {
-      if (haystack[end] !== lastByte) continue;
-      let i = last - 1;
-      let at = end - 1;
-      while (i >= 0 && haystack[at] === needle[i]) {
-        i--;
-        at--;
-      }
-      if (i < 0) return end - last;
-    }
-    return -1;
-  }
-
-  /** How many bytes at the end of `haystack` could be the start of the delimiter. */
-  partialAtEnd(haystack: Uint8Array): number {
-    const needle = this.#bytes;
-    const first = needle[0];
-    const start = Math.max(0, haystack.length - needle.length + 1);
-    for (let i = haystack.indexOf(first, start); i >= 0; i = haystack.indexOf(first, i + 1)) {
-      let j = 1;
-      while (i + j < haystack.length && haystack[i + j] === needle[j]) j++;
-      if (i + j === haystack.length) return haystack.length - i;
-    }
-    return 0;
-  }
-}
-
-/** First index of a short `needle` in `haystack` (header lines), or -1. */
-function indexOf(haystack: Uint8Array, needle: Uint8Array): number {
-  const first = needle[0];
-  const last = haystack.length - needle.length;
-  for (let i = haystack.indexOf(first); i >= 0 && i <= last; i = haystack.indexOf(first, i + 1)) {
-    let j = 1;
-    while (j < needle.length && haystack[i + j] === needle[j]) j++;
-    if (j === needle.length) return i;
-  }
-  return -1;
-}
-
 function concat(parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
   let offset = 0;
@@ -387,70 +323,4 @@ function concat(parts: Uint8Array[]): Uint8Array {
     offset += part.length;
   }
   return out;
-}
-
-function parseHeaderBlock(block: string): Map<string, string> {
-  const headers = new Map<string, string>();
-  for (const line of block.split("\r\n")) {
-    const colon = line.indexOf(":");
-    if (colon <= 0) continue;
-    const name = line.slice(0, colon).trim().toLowerCase();
-    if (!headers.has(name)) headers.set(name, line.slice(colon + 1).trim());
-  }
-  return headers;
-}
-
-/**
- * Splits `type; a=1; b="x;y"` into "type" and [["a","1"], ["b","x;y"]]. Quoted
- * values may escape `"` and `\` with a backslash; any other backslash is kept
- * (old browsers send Windows paths unescaped).
- */
-function splitParams(header: string): { type: string; params: Array<[string, string]> } {
-  const semicolon = header.indexOf(";");
-  const type = (semicolon < 0 ? header : header.slice(0, semicolon)).trim();
-  const params: Array<[string, string]> = [];
-  let i = semicolon < 0 ? header.length : semicolon + 1;
-  while (i < header.length) {
-    while (i < header.length && /[\s;]/.test(header[i])) i++;
-    const eq = header.indexOf("=", i);
-    if (eq < 0) break;
-    const name = header.slice(i, eq).trim().toLowerCase();
-    i = eq + 1;
-    while (i < header.length && /[ \t]/.test(header[i])) i++;
-    let value = "";
-    if (header[i] === '"') {
-      i++;
-      while (i < header.length && header[i] !== '"') {
-        if (header[i] === "\\" && (header[i + 1] === '"' || header[i + 1] === "\\")) i++;
-        value += header[i++];
-      }
-      i++;
-    } else {
-      const end = header.indexOf(";", i);
-      value = header.slice(i, end < 0 ? header.length : end).trim();
-      i = end < 0 ? header.length : end;
-    }
-    params.push([name, value]);
-  }
-  return { type, params };
-}
-
-function paramValue(params: Array<[string, string]>, name: string): string | undefined {
-  return params.find(([key]) => key === name)?.[1];
-}
-
-/** `filename*=UTF-8''…` (RFC 5987) wins over `filename` when both are sent. */
-function filenameOf(params: Array<[string, string]>): string | undefined {
-  const extended = paramValue(params, "filename*");
-  if (extended !== undefined) {
-    const match = /^utf-8'[^']*'(.*)$/i.exec(extended);
-    if (match) {
-      try {
-        return decodeURIComponent(match[1]);
-      } catch {
-        // fall back to the plain parameter
-      }
-    }
-  }
-  return paramValue(params, "filename");
 }
