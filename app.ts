@@ -1,29 +1,30 @@
-/** The whole HTTP application: middleware, the client API, health, and the admin UI. */
-import { Hono } from "hono";
-import {
-  createAdminRoutes,
-  isAdminPath,
-  renderAdminError,
-  renderAdminNotFound,
-} from "./admin/mod.ts";
-import { HTTPException } from "hono/http-exception";
+/**
+ * The whole HTTP application, composed: request observation, the client API
+ * under /api/v1, health and metrics, and the admin UI under /admin. Each
+ * surface maps its own errors (the API to JSON, the admin UI to pages); this
+ * file only says which surface answers which path.
+ */
+import { type Context, Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
-import type { StatusCode } from "hono/utils/http-status";
+import { createAdminRoutes } from "./admin/mod.ts";
 import { createApiRoutes } from "./src/api/routes.ts";
 import type { AppDeps, AppEnv } from "./src/http/app_env.ts";
-import { pingKv } from "./src/store/health.ts";
-import { API_ERRORS, ApiError, isClientGone } from "./src/http/errors.ts";
+import { withDefaultParts } from "./src/http/app_parts.ts";
+import { mapJsonError } from "./src/http/errors.ts";
+import { healthHandler } from "./src/http/health.ts";
 import { jsonResponse } from "./src/http/json.ts";
 import { metricsHandler } from "./src/http/metrics_route.ts";
-import { createObserver, type ErrorMapper } from "./src/http/observe.ts";
-import { createApiResponder, isApiPath } from "./src/http/response_headers.ts";
-import { recordKvError } from "./src/lib/metrics.ts";
+import { createObserver } from "./src/http/observe.ts";
+import { API_ERRORS } from "./src/http/errors.ts";
 
 export type { AppDeps, AppEnv } from "./src/http/app_env.ts";
 
-const encoder = new TextEncoder();
+/** Where each surface is mounted. */
+const API_PREFIX = "/api/v1";
+const ADMIN_PREFIX = "/admin";
 
-export function createApp(deps: AppDeps): Hono<AppEnv> {
+export function createApp(appDeps: AppDeps): Hono<AppEnv> {
+  const deps = withDefaultParts(appDeps);
   const { config } = deps;
   const app = new Hono<AppEnv>();
 
@@ -33,76 +34,51 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   // route outside the client API; the API's handlers and the not-found
   // handler are wrapped instead (`observe.endpoint`), which saves the hot
   // path a middleware frame. tests/access_log_test.ts checks every route.
-  const observe = createObserver(deps);
-  for (const path of OBSERVED_PATHS) app.use(path, observe.middleware);
+  const observer = createObserver(deps);
+  for (const path of OBSERVED_PATHS) app.use(path, observer.middleware);
   // Admin pages (HTML) get Hono's document headers too.
-  const pageHeaders = secureHeaders({
-    xFrameOptions: "DENY",
-    referrerPolicy: "no-referrer",
-    xContentTypeOptions: "nosniff",
-    strictTransportSecurity: config.https ? "max-age=31536000" : false,
-  });
-  if (deps.benchOff !== "headers") app.use("/admin/*", pageHeaders);
-  const api = createApiResponder(config, deps.benchOff !== "headers");
+  app.use(
+    `${ADMIN_PREFIX}/*`,
+    secureHeaders({
+      xFrameOptions: "DENY",
+      referrerPolicy: "no-referrer",
+      xContentTypeOptions: "nosniff",
+      strictTransportSecurity: config.https ? "max-age=31536000" : false,
+    }),
+  );
 
-  app.get("/healthz", async () => {
-    const timestamp = new Date().toISOString();
-    if (await pingKv(deps.kv)) {
-      return jsonResponse({ database: "ok", service: config.serviceName, status: "ok", timestamp });
-    }
-    recordKvError("health");
-    return jsonResponse({
-      database: "unavailable",
-      error: "database ping failed",
-      service: config.serviceName,
-      status: "degraded",
-      timestamp,
-    }, 503);
-  });
-
+  app.get("/healthz", healthHandler(deps));
   // With a separate metrics address, /metrics is served only there (see main.ts).
   if (config.metricsToken !== undefined && config.metricsAddress === undefined) {
-    app.get("/metrics", metricsHandler(config.metricsToken));
+    app.get("/metrics", metricsHandler(deps.metrics, config.metricsToken));
   }
 
-  // Errors are mapped once: HTML pages under /admin, JSON everywhere else.
-  const mapError: ErrorMapper = (error, c) => {
-    if (isAdminPath(c.req.path)) return renderAdminError(c, deps, error);
-    // Under /api/v1 with the protected-response headers too.
-    const respond = isApiPath(c.req.path)
-      ? (data: unknown, status: StatusCode, headers?: Record<string, string>) =>
-        api.json(c, encoder.encode(JSON.stringify(data)), status, headers)
-      : jsonResponse;
-    if (error instanceof ApiError) {
-      return respond({ error: error.message }, error.status, error.headers);
-    }
-    if (error instanceof HTTPException && error.status < 500) {
-      return respond({ error: error.message || "bad request" }, error.status);
-    }
-    if (isClientGone(error)) return jsonResponse({ error: "request cut off" }, 400);
-    console.error("internal error:", error);
-    return respond({ error: API_ERRORS.internal }, 500);
-  };
-  app.onError(mapError);
+  const clientApi = createApiRoutes(deps, observer);
+  const adminUi = createAdminRoutes(deps);
+  app.route(API_PREFIX, clientApi.routes);
+  app.route(ADMIN_PREFIX, adminUi.routes);
+  app.get("/", (c) => c.redirect(ADMIN_PREFIX, 303));
 
-  const clientApi = createApiRoutes(
-    deps,
-    api,
-    (handler) => observe.endpoint(handler, mapError, true),
+  // Errors outside both surfaces (health, metrics, the redirect) are JSON.
+  app.onError(mapJsonError);
+  // Hono does not take a mounted app's not-found handler: each surface's is called by its prefix.
+  const otherNotFound = observer.endpoint(
+    () => jsonResponse({ error: API_ERRORS.resourceNotFound }, 404),
+    mapJsonError,
   );
-  app.route("/api/v1", clientApi.routes);
-  app.route("/admin", createAdminRoutes(deps));
-  app.get("/", (c) => c.redirect("/admin", 303));
-
-  const notFound = observe.endpoint((c, next) => {
-    if (isApiPath(c.req.path)) return clientApi.notFound(c, next);
-    if (isAdminPath(c.req.path)) return renderAdminNotFound(c, deps);
-    return jsonResponse({ error: API_ERRORS.resourceNotFound }, 404);
-  }, mapError);
-  app.notFound((c) => notFound(c, async () => {}) as Response | Promise<Response>);
+  app.notFound((c) => {
+    if (isUnder(c, API_PREFIX)) return clientApi.notFound(c);
+    if (isUnder(c, ADMIN_PREFIX)) return adminUi.notFound(c);
+    return otherNotFound(c, async () => {}) as Response | Promise<Response>;
+  });
 
   return app;
 }
 
+function isUnder(c: Context, prefix: string): boolean {
+  const path = c.req.path;
+  return path === prefix || path.startsWith(`${prefix}/`);
+}
+
 /** The paths whose routes the observing middleware runs on: all but the client API's. */
-const OBSERVED_PATHS = ["/", "/healthz", "/metrics", "/admin/*"] as const;
+const OBSERVED_PATHS = ["/", "/healthz", "/metrics", `${ADMIN_PREFIX}/*`] as const;

@@ -2,14 +2,13 @@
 import { dirname } from "node:path";
 import { bootstrapAdmin } from "./admin/mod.ts";
 import { createApp } from "./app.ts";
-import { BENCH_LAYERS, type BenchLayer } from "./src/http/app_env.ts";
 import { ConfigError, isRemoteKv, loadConfig } from "./src/lib/config.ts";
 import { createMetricsApp, metricsAddressLabel } from "./src/http/metrics_route.ts";
-import { endOpenResponses } from "./src/http/observe.ts";
+import { createOpenResponses } from "./src/http/open_responses.ts";
 import { createKeyUsageRecorder } from "./src/store/key_usage.ts";
 import { keepServing, type KeptServer } from "./src/lib/keep_serving.ts";
 import { createBufferedWriter, createLogger, type Logger } from "./src/lib/log.ts";
-import { inFlightRequests } from "./src/lib/metrics.ts";
+import { createMetrics } from "./src/lib/metrics.ts";
 import { makePrivateDir, openPrivateKv, openToOthersWarning } from "./src/lib/private_files.ts";
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
@@ -40,20 +39,13 @@ function exitWith(message: string): never {
   Deno.exit(1);
 }
 
-/** APP_BENCH_OFF: a layer `deno task bench` switches off to measure it (never set it yourself). */
-function benchLayerOff(): BenchLayer | undefined {
-  const name = Deno.env.get("APP_BENCH_OFF");
-  if (!name) return undefined;
-  if (!Object.hasOwn(BENCH_LAYERS, name)) {
-    exitWith(`APP_BENCH_OFF must be one of ${Object.keys(BENCH_LAYERS)}`);
-  }
-  console.error(`APP_BENCH_OFF=${name}: for measuring only, a rule of the service is off`);
-  return name as BenchLayer;
-}
-
 const config = readConfig();
 const stdout = createBufferedWriter();
 const logger = createLogger(config.logFormat, stdout.write);
+/** One registry for the process, served by /metrics (on either listener). */
+const metrics = createMetrics();
+/** The responses being sent, ended as cut off when the shutdown timeout is reached. */
+const openResponses = createOpenResponses();
 
 /** The data dir (0700, with a warning when others can read it), the artifact store and the KV. */
 async function openStorage(): Promise<
@@ -154,15 +146,15 @@ async function start() {
     });
   }
 
-  const benchOff = benchLayerOff();
   const app = createApp({
     config,
     kv,
     artifacts,
     rateLimitKv: config.rateLimitStore === "kv" ? kv : undefined,
-    recordKeyUse: createKeyUsageRecorder(kv),
-    logger: benchOff === "access_log" ? undefined : logger,
-    benchOff,
+    recordKeyUse: createKeyUsageRecorder(kv, () => metrics.recordKvError("key_usage")),
+    logger,
+    metrics,
+    openResponses,
   });
 
   const servers: KeptServer[] = [];
@@ -183,7 +175,7 @@ async function start() {
     servers.push(serve(
       "APP_METRICS_ADDRESS",
       config.metricsAddress,
-      createMetricsApp(config).fetch,
+      createMetricsApp(config, metrics).fetch,
       (hostname, port) => {
         logger.event("info", `metrics listening on http://${hostname}:${port}/metrics`);
       },
@@ -206,17 +198,17 @@ onStopSignals({
   stop: async (signal) => {
     logger.event("info", "stopping: no new connections, waiting for requests in flight", {
       signal,
-      in_flight: inFlightRequests(),
+      in_flight: metrics.inFlightRequests(),
       timeout_seconds: config.shutdownTimeoutSeconds,
     });
     stdout.flush();
     const drained = await drainServers(servers, config.shutdownTimeoutSeconds * 1000);
     if (!drained) {
       logger.event("warn", "shutdown timeout reached: cutting the requests still in flight", {
-        in_flight: inFlightRequests(),
+        in_flight: metrics.inFlightRequests(),
       });
       // Downloads still streaming get their access-log line, marked aborted.
-      endOpenResponses();
+      openResponses.endAll();
     }
     stopFollowingWriters();
     kv.close();
@@ -229,7 +221,7 @@ onStopSignals({
   },
   force: (signal) => {
     logger.event("warn", "second stop signal: exiting now", { signal });
-    endOpenResponses();
+    openResponses.endAll();
     stdout.flush();
     Deno.exit(1);
   },

@@ -1,16 +1,15 @@
 /** Helpers every admin route uses: page context, audit records, flash redirects. */
 import type { Context } from "hono";
-import { recordKvError } from "../src/lib/metrics.ts";
 import { recordAudit } from "../src/store/mod.ts";
 import { setFlash, takeFlash } from "./cookies.ts";
 import { addressOf } from "./guards.ts";
-import type { AdminEnv, AppDeps, Flash } from "./types.ts";
+import type { AdminEnv, Flash, ServiceDeps } from "./types.ts";
 import type { PageContext } from "./views/layout.tsx";
 
 export type AdminContext = Context<AdminEnv>;
 
 /** What the layout needs: the admin, the CSRF token and a pending flash message. */
-export function pageContext(c: AdminContext, deps: AppDeps): PageContext {
+export function pageContext(c: AdminContext, deps: ServiceDeps): PageContext {
   const session = c.get("session");
   return {
     serviceName: deps.config.serviceName,
@@ -20,19 +19,25 @@ export function pageContext(c: AdminContext, deps: AppDeps): PageContext {
   };
 }
 
+/** One admin action, for `audit`. */
+export interface AuditedAction {
+  action: string;
+  target: string;
+  details?: string;
+  /** Who did it (default: the signed-in admin). */
+  actor?: string;
+}
+
 /** Records an admin action. A failed audit write is logged, not shown: the action itself is done. */
 export async function audit(
   c: AdminContext,
-  deps: AppDeps,
-  action: string,
-  target: string,
-  details = "",
-  actor: string = c.get("session")?.username ?? "-",
+  deps: ServiceDeps,
+  { action, target, details = "", actor = c.get("session")?.username ?? "-" }: AuditedAction,
 ): Promise<void> {
   try {
     await recordAudit(deps.kv, { actor, action, target, details, address: addressOf(c, deps) });
   } catch (error) {
-    recordKvError("admin");
+    deps.metrics.recordKvError("admin");
     console.error(`audit record failed (${action} ${target}):`, error);
   }
 }
@@ -40,7 +45,7 @@ export async function audit(
 /** 303 See Other to `location`, with a message for the next page. */
 export function redirectWithFlash(
   c: AdminContext,
-  deps: AppDeps,
+  deps: ServiceDeps,
   location: string,
   flash: Flash,
 ): Response {

@@ -6,7 +6,7 @@ import { isClientGone } from "../src/http/errors.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../src/store/mod.ts";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
 import type { AdminSession } from "../src/store/mod.ts";
-import type { AppDeps } from "./types.ts";
+import type { ServiceDeps } from "./types.ts";
 import { ErrorPage } from "./views/error.tsx";
 
 const TITLES: Record<number, string> = {
@@ -19,11 +19,7 @@ const TITLES: Record<number, string> = {
   500: "Something went wrong",
 };
 
-export function isAdminPath(path: string): boolean {
-  return path === "/admin" || path.startsWith("/admin/");
-}
-
-export function renderAdminError(c: Context, deps: AppDeps, error: unknown): Promise<Response> {
+export function renderAdminError(c: Context, deps: ServiceDeps, error: unknown): Promise<Response> {
   let status: ContentfulStatusCode = 500;
   let message = "The server could not complete the request. The error was logged.";
   // HTTPExceptions include CsrfError (403) and the body limit's 413.
@@ -49,13 +45,13 @@ export function renderAdminError(c: Context, deps: AppDeps, error: unknown): Pro
   return renderErrorPage(c, deps, status, message);
 }
 
-export function renderAdminNotFound(c: Context, deps: AppDeps): Promise<Response> {
+export function renderAdminNotFound(c: Context, deps: ServiceDeps): Promise<Response> {
   return renderErrorPage(c, deps, 404, "There is no such page.");
 }
 
 async function renderErrorPage(
   c: Context,
-  deps: AppDeps,
+  deps: ServiceDeps,
   status: ContentfulStatusCode,
   message: string,
 ): Promise<Response> {

@@ -7,19 +7,20 @@ import { bodyLimit } from "hono/body-limit";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
 import { matchedRoutes } from "hono/route";
+import { COMPOSED_HANDLER } from "hono/utils/constants";
 import { clientAddress } from "../src/http/client_address.ts";
 import { constantTimeEqual } from "../src/lib/secrets.ts";
 import { getAdminSession, type SessionPolicy } from "../src/store/mod.ts";
 import { clearSessionCookie, getSessionCookie } from "./cookies.ts";
 import { readForm } from "./forms.ts";
 import { multipartBoundary, type MultipartPart, readMultipart } from "../src/http/multipart.ts";
-import type { AdminEnv, AppDeps } from "./types.ts";
+import type { AdminEnv, ServiceDeps } from "./types.ts";
 
 /** Largest urlencoded (or buffered multipart) form. */
 const FORM_LIMIT_BYTES = 1024 * 1024;
 const CSRF_TOKEN_MAX_BYTES = 1024;
 
-export function sessionPolicy(deps: AppDeps): SessionPolicy {
+export function sessionPolicy(deps: ServiceDeps): SessionPolicy {
   return {
     idleMs: deps.config.adminSessionIdleMinutes * 60_000,
     maxMs: deps.config.adminSessionMaxHours * 3_600_000,
@@ -44,7 +45,7 @@ export class CsrfError extends HTTPException {
  * neither header are not from a browser that could be tricked into sending
  * them, and rely on the CSRF token alone.
  */
-export function originGuard(deps: AppDeps): MiddlewareHandler {
+export function originGuard(deps: ServiceDeps): MiddlewareHandler {
   const baseOrigin = new URL(deps.config.baseUrl).origin;
   const check = csrf({
     origin: (origin, c) => origin === baseOrigin || origin === new URL(c.req.url).origin,
@@ -68,7 +69,7 @@ export function originGuard(deps: AppDeps): MiddlewareHandler {
 }
 
 /** Loads the session; without one, answers 303 to the sign-in page (GET and POST alike). */
-export function requireSession(deps: AppDeps): MiddlewareHandler<AdminEnv> {
+export function requireSession(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
   const policy = sessionPolicy(deps);
   return async (c, next) => {
     const id = getSessionCookie(c);
@@ -129,7 +130,12 @@ export function requireCsrfToken(): MiddlewareHandler<AdminEnv> {
 }
 
 function streamsTo(c: Context): boolean {
-  return matchedRoutes(c).some((route) => route.handler === streamedForm);
+  // Mounted under an app with its own error handler, Hono wraps each handler
+  // and keeps the original under COMPOSED_HANDLER.
+  return matchedRoutes(c).some((route) => {
+    const handler = route.handler as { [COMPOSED_HANDLER]?: unknown };
+    return (handler[COMPOSED_HANDLER] ?? handler) === streamedForm;
+  });
 }
 
 /** `parts` without the `csrf_token` parts, each checked against `expected`; one must come. */
@@ -178,6 +184,6 @@ export function trimTrailingSlash(): MiddlewareHandler {
   };
 }
 
-export function addressOf(c: Context, deps: AppDeps): string {
+export function addressOf(c: Context, deps: ServiceDeps): string {
   return clientAddress(c, deps.config.trustProxy);
 }

@@ -14,7 +14,7 @@
  * the browser origin check of unsafe requests.
  * tests/admin_gates_test.ts walks every registered route and proves it.
  */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
 import {
   originGuard,
@@ -29,14 +29,25 @@ import { addOverviewRoutes } from "./routes/overview.tsx";
 import { addProjectRoutes } from "./routes/projects.tsx";
 import { addReleaseRoutes } from "./routes/releases.tsx";
 import { addUploadRoute } from "./routes/upload.tsx";
+import { renderAdminError, renderAdminNotFound } from "./errors.tsx";
 import { addStaticRoutes } from "./static.ts";
-import type { AdminEnv, AppDeps } from "./types.ts";
+import type { AdminEnv, ServiceDeps } from "./types.ts";
+import { createLoginThrottle, type LoginThrottle } from "../src/store/mod.ts";
 
 export { bootstrapAdmin } from "./accounts.ts";
-export { isAdminPath, renderAdminError, renderAdminNotFound } from "./errors.tsx";
 
-export function createAdminRoutes(deps: AppDeps): Hono<AdminEnv> {
+export interface AdminUi {
+  /** The routes, to mount at /admin. Their errors become HTML error pages here. */
+  routes: Hono<AdminEnv>;
+  /** The page for a path under /admin that no route knows. */
+  notFound: (c: Context) => Promise<Response>;
+}
+
+export function createAdminRoutes(deps: ServiceDeps): AdminUi {
   const admin = new Hono<AdminEnv>();
+  // Registered before the routes: Hono wraps each route with its sub-app's
+  // error handler when it is mounted, so every admin error is a page.
+  admin.onError((error, c) => renderAdminError(c, deps, error));
   admin.use(async (c, next) => {
     await next();
     for (const [name, value] of Object.entries(ADMIN_RESPONSE_HEADERS)) {
@@ -48,26 +59,28 @@ export function createAdminRoutes(deps: AppDeps): Hono<AdminEnv> {
   admin.use(originGuard(deps));
   // Hono flattens mounted routes in order: the public routes answer before the
   // protected sub-app's gates, which then cover every later /admin path.
-  admin.route("/", createPublicRoutes(deps));
-  admin.route("/", createProtectedRoutes(deps));
-  return admin;
+  // One sign-in throttle for the sign-in form and the password change.
+  const throttle = createLoginThrottle(deps.kv);
+  admin.route("/", createPublicRoutes(deps, throttle));
+  admin.route("/", createProtectedRoutes(deps, throttle));
+  return { routes: admin, notFound: (c) => renderAdminNotFound(c, deps) };
 }
 
 /** What works without a session: the static assets and signing in. */
-function createPublicRoutes(deps: AppDeps): Hono<AdminEnv> {
+function createPublicRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<AdminEnv> {
   const open = new Hono<AdminEnv>();
   addStaticRoutes(open);
-  addLoginRoutes(open, deps);
+  addLoginRoutes(open, deps, throttle);
   return open;
 }
 
 /** Everything else: a session for every route, the session's CSRF token for every POST. */
-function createProtectedRoutes(deps: AppDeps): Hono<AdminEnv> {
+function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<AdminEnv> {
   const gated = new Hono<AdminEnv>();
   gated.use(requireSession(deps));
   gated.use(requireCsrfToken());
   addOverviewRoutes(gated, deps);
-  addAccountRoutes(gated, deps);
+  addAccountRoutes(gated, deps, throttle);
   addProjectRoutes(gated, deps);
   addUploadRoute(gated, deps);
   addReleaseRoutes(gated, deps);

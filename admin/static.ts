@@ -20,7 +20,7 @@ function load(name: string, type: string): Asset {
   return { body, type, version };
 }
 
-const ASSETS = new Map<string, Asset>([
+const ASSETS: ReadonlyMap<string, Asset> = new Map<string, Asset>([
   ["style.css", load("style.css", "text/css; charset=utf-8")],
   ["admin.js", load("admin.js", "text/javascript; charset=utf-8")],
   ["favicon.svg", load("favicon.svg", "image/svg+xml")],

@@ -1,8 +1,8 @@
-import type { AppDeps } from "../src/http/app_env.ts";
+import type { ServiceDeps } from "../src/http/app_env.ts";
 import type { AdminSession } from "../src/store/mod.ts";
 import type { MultipartPart } from "../src/http/multipart.ts";
 
-export type { AppDeps };
+export type { ServiceDeps };
 
 export interface Flash {
   kind: "success" | "error";

@@ -198,22 +198,45 @@ export function startService(
   env: Record<string, string>,
   cleanup: Cleanup,
 ): Promise<Server> {
+  return spawnServer("the service", Deno.execPath(), ["task", "-q", "start"], {
+    env: { ...serviceEnv(dataDir), ...env },
+    ready: SERVICE_READY,
+    cleanup,
+  });
+}
+
+const SERVICE_READY = /listening on http:\/\/[^:\s]+:(\d+)/;
+
+/** The settings of a service under the bench: `dataDir`, any free port, no rate limit to speak of. */
+function serviceEnv(dataDir: string): Record<string, string> {
   // Settings from the caller's environment must not leak in (an APP_KV_PATH would point the
   // service at another database than the one seeded): an empty value counts as unset.
   const inherited = Object.keys(Deno.env.toObject()).filter((name) => name.startsWith("APP_"));
-  return spawnServer("the service", Deno.execPath(), ["task", "-q", "start"], {
-    env: {
-      ...Object.fromEntries(inherited.map((name) => [name, ""])),
-      APP_DATA_DIR: dataDir,
-      APP_PORT: "0",
-      APP_HOST: "127.0.0.1",
-      APP_CLIENT_RATE_LIMIT_PER_MINUTE: "1000000000",
-      APP_CLIENT_RATE_LIMIT_BURST: "1000000000",
-      ...env,
-    },
-    ready: /listening on http:\/\/[^:\s]+:(\d+)/,
-    cleanup,
-  });
+  return {
+    ...Object.fromEntries(inherited.map((name) => [name, ""])),
+    APP_DATA_DIR: dataDir,
+    APP_PORT: "0",
+    APP_HOST: "127.0.0.1",
+    APP_CLIENT_RATE_LIMIT_PER_MINUTE: "1000000000",
+    APP_CLIENT_RATE_LIMIT_BURST: "1000000000",
+  };
+}
+
+/**
+ * bench/layer_server.ts: the service's app with the part of `layer` replaced
+ * by a no-op ("none": all parts real), on the settings `startService` uses.
+ */
+export function startLayerServer(
+  dataDir: string,
+  layer: string,
+  cleanup: Cleanup,
+): Promise<Server> {
+  return spawnServer(
+    `the layer server (${layer})`,
+    Deno.execPath(),
+    ["run", "-A", join(PROJECT_ROOT, "bench", "layer_server.ts"), layer],
+    { env: serviceEnv(dataDir), ready: SERVICE_READY, cleanup },
+  );
 }
 
 /** bench/baseline_server.ts: a bare `Deno.serve` answering `bodyFile` with the headers of `headersFile`. */

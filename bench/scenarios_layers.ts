@@ -1,12 +1,13 @@
 /**
  * What each layer of a client API request costs: the latest-release route's
  * server CPU per request with every layer on, then with one layer switched
- * off at a time (APP_BENCH_OFF), against the bare Deno.serve baseline. CPU
+ * off at a time (bench/layer_server.ts passes a no-op part in its place),
+ * against the bare Deno.serve baseline. CPU
  * time per request, unlike requests/s, holds whatever else the machine runs.
  */
-import { BENCH_LAYERS, type BenchLayer } from "../src/http/app_env.ts";
 import { basicDataDir, type Scenario } from "./context.ts";
-import { findServicePid, type Server, startService } from "./process.ts";
+import { BENCH_LAYERS, type BenchLayer } from "./layers.ts";
+import { type Server, startLayerServer } from "./process.ts";
 import { BASELINE, latestAnswer, measure, withBaseline } from "./scenarios_api.ts";
 import { makeRow, type Row } from "./table.ts";
 
@@ -34,25 +35,20 @@ export const layers: Scenario = {
     })),
   ],
   async run(ctx) {
-    const { data, server, path, answer } = await latestAnswer(ctx);
+    const { data, path, answer } = await latestAnswer(ctx);
     // Every configuration runs at once (idle while another is measured), and
     // each is measured once a round: the least of the rounds is the least
-    // disturbed by whatever else the machine runs.
-    const targets: Array<{ name: string; url: string; pid: number }> = [
-      { name: ALL_ON, url: `${server.baseUrl}${path}`, pid: await findServicePid(server.pid) },
-    ];
+    // disturbed by whatever else the machine runs. "All on" is built by the
+    // same layer server with nothing replaced, so only the part differs.
+    const targets: Array<{ name: string; url: string; pid: number }> = [];
     const offs: Server[] = [];
-    for (const layer of Object.keys(BENCH_LAYERS) as BenchLayer[]) {
-      const off = await startService(
-        basicDataDir(ctx.workDir),
-        { APP_BENCH_OFF: layer },
-        ctx.cleanup,
-      );
+    for (const layer of ["none", ...Object.keys(BENCH_LAYERS)] as Array<BenchLayer | "none">) {
+      const off = await startLayerServer(basicDataDir(ctx.workDir), layer, ctx.cleanup);
       offs.push(off);
       targets.push({
-        name: layer,
+        name: layer === "none" ? ALL_ON : layer,
         url: `${off.baseUrl}${path}`,
-        pid: await findServicePid(off.pid),
+        pid: off.pid,
       });
     }
     // The services with a layer off are stopped here, not left idle through later scenarios.
@@ -97,7 +93,7 @@ export function formatLayerCosts(rows: Row[]): string | null {
       (total.service - total.baseline).toFixed(1)
     }`,
   ];
-  const width = Math.max(...Object.values(BENCH_LAYERS).map((label) => label.length));
+  const width = Math.max(...Object.values(BENCH_LAYERS).map((label: string) => label.length));
   let layered = 0;
   for (const row of mine.slice(1)) {
     if (row.service === null) continue;

@@ -6,10 +6,10 @@ import {
   type AccessLogRecord,
   accessLogRecord,
   createBufferedWriter,
+  createJsonAccessLine,
   createLogger,
   formatAccessLine,
   formatEventLine,
-  jsonAccessLine,
 } from "../src/lib/log.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 
@@ -132,13 +132,17 @@ Deno.test("access log", async (t) => {
   await t.step("responses without a length (HTML, text) are counted as sent", async () => {
     const { Hono } = await import("hono");
     const { createObserver } = await import("../src/http/observe.ts");
+    const { withDefaultParts } = await import("../src/http/app_parts.ts");
     const lines: string[] = [];
     const page = new Hono();
     page.use(
-      createObserver({
+      createObserver(withDefaultParts({
         config: app.config,
+        kv: app.kv,
+        artifacts: app.artifacts,
+        recordKeyUse: () => {},
         logger: createLogger("json", (line) => lines.push(line)),
-      } as never).middleware,
+      })).middleware,
     );
     page.get("/page", (c) => c.html("<p>héllo</p>"));
     page.get("/gone", (c) => c.redirect("/page", 303));
@@ -235,6 +239,7 @@ Deno.test("log formatting", async (t) => {
       userAgent: undefined,
       aborted: false,
     };
+    const jsonAccessLine = createJsonAccessLine();
     for (
       const variant of [
         entry,
@@ -261,11 +266,19 @@ Deno.test("log formatting", async (t) => {
   await t.step("events", () => {
     const time = "2025-01-02T03:04:05.678Z";
     assert.deepEqual(
-      JSON.parse(formatEventLine(time, "warn", "stopping", { in_flight: 2 }, "json")),
+      JSON.parse(formatEventLine(
+        { time, level: "warn", message: "stopping", fields: { in_flight: 2 } },
+        "json",
+      )),
       { time, level: "warn", msg: "stopping", in_flight: 2 },
     );
     assert.equal(
-      formatEventLine(time, "info", "stopped", { signal: "SIGTERM", gone: undefined }, "text"),
+      formatEventLine({
+        time,
+        level: "info",
+        message: "stopped",
+        fields: { signal: "SIGTERM", gone: undefined },
+      }, "text"),
       `${time} INFO stopped signal="SIGTERM"`,
     );
   });

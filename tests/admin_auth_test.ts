@@ -286,7 +286,10 @@ Deno.test("the first admin is created at start", async (t) => {
       assert.ok(password.length >= 20);
       // One readable line: in the JSON log it shows no literal "\n".
       assert.ok(!lines[0].includes("\n"));
-      const json = formatEventLine("2026-01-01T00:00:00Z", "warn", lines[0], {}, "json");
+      const json = formatEventLine(
+        { time: "2026-01-01T00:00:00Z", level: "warn", message: lines[0], fields: {} },
+        "json",
+      );
       assert.ok(!json.includes("\\n"), json);
       assert.match(json, /sign in at http:\/\/[^ ]+\/admin and change the password/);
       const user = await getAdminUser(kv, "root");

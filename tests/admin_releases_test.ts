@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { renderMetrics } from "../src/lib/metrics.ts";
 import {
   getLatestRelease,
   getRelease,
@@ -7,7 +6,7 @@ import {
   listReleasesByProject,
   type Project,
 } from "../src/store/mod.ts";
-import { seedKey, seedProject, seedRelease, sha256, type TestApp } from "./helpers.ts";
+import { seedKey, seedProject, seedRelease, sha256, type TestApp, testMetrics } from "./helpers.ts";
 import {
   type AdminClient,
   createAdminTestApp,
@@ -388,7 +387,7 @@ Deno.test("admin release list and state changes", async (t) => {
 /** `name{labels}` → value, from the text exposition format. */
 async function scrapeMetrics(): Promise<Map<string, number>> {
   const series = new Map<string, number>();
-  for (const line of (await renderMetrics()).split("\n")) {
+  for (const line of (await testMetrics.render()).split("\n")) {
     if (line === "" || line.startsWith("#")) continue;
     const at = line.lastIndexOf(" ");
     series.set(line.slice(0, at), Number(line.slice(at + 1)));

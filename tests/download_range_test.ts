@@ -11,7 +11,6 @@ import { parseRange } from "../src/api/download.ts";
 import { CHUNK_SIZE, fileSliceStream } from "../src/storage/fs_store.ts";
 import { createApp } from "../app.ts";
 import { createLogger } from "../src/lib/log.ts";
-import { renderMetrics } from "../src/lib/metrics.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";
 import {
   concatBytes,
@@ -21,6 +20,7 @@ import {
   seedProject,
   seedRelease,
   sha256,
+  testMetrics,
 } from "./helpers.ts";
 
 /** Bytes that differ at every offset that matters, so a wrong slice is noticed. */
@@ -340,6 +340,7 @@ Deno.test("download ranges", async (t) => {
       rateLimitKv: app.rateLimitKv,
       recordKeyUse: () => {},
       logger: createLogger("json", (line) => lines.push(line)),
+      metrics: testMetrics,
     });
     const request = (headers: Record<string, string>) =>
       logging.fetch(
@@ -469,7 +470,7 @@ function dropAfter(body: ReadableStream<Uint8Array>, limit: number): ReadableStr
 }
 
 async function metric(series: string): Promise<number> {
-  for (const line of (await renderMetrics()).split("\n")) {
+  for (const line of (await testMetrics.render()).split("\n")) {
     if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
   }
   return 0;

@@ -1,4 +1,5 @@
 /** Shared fixtures: an app on in-memory KVs and a temp data dir, seed helpers, KV utilities. */
+import { createMetrics } from "../src/lib/metrics.ts";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { createApp } from "../app.ts";
@@ -20,6 +21,12 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
 }
 
 /** An app under test; `await using t = await createTestApp()` closes it at the end of the scope. */
+/**
+ * The metrics every test app records into (one registry for the test
+ * process, as main.ts has one for the service): tests read what moved.
+ */
+export const testMetrics = createMetrics();
+
 export interface TestApp extends AsyncDisposable {
   app: ReturnType<typeof createApp>;
   kv: Deno.Kv;
@@ -73,6 +80,7 @@ export async function createTestApp(
     // Buckets in process memory (the default store) unless the test asks for the KV store.
     rateLimitKv: config.rateLimitStore === "kv" ? rateLimitKv : undefined,
     recordKeyUse: () => {},
+    metrics: testMetrics,
   });
   let closed: Promise<void> | undefined;
   const close = () =>

@@ -17,10 +17,22 @@ const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolea
   { name: "admin", rank: 5, owns: (p) => p.startsWith("admin/") },
   { name: "src/backup", rank: 5, owns: (p) => p.startsWith("src/backup/") },
   { name: "src/http", rank: 4, owns: (p) => p.startsWith("src/http/") },
+  // A new capability (publishing/, signing/, webhooks/, rollouts/ …) gets a
+  // folder of its own under src/: its rules and background work, below the
+  // api and admin surfaces that route to it; its KV access stays in src/store.
+  { name: "src/<capability>", rank: 4, owns: isCapability },
   { name: "src/storage", rank: 3, owns: (p) => p.startsWith("src/storage/") },
   { name: "src/store", rank: 2, owns: (p) => p.startsWith("src/store/") },
   { name: "src/lib", rank: 1, owns: (p) => p.startsWith("src/lib/") },
 ];
+
+/** The folders under src/ that are layers of their own; any other is a capability's. */
+const LAYER_FOLDERS = ["api", "backup", "http", "storage", "store", "lib"];
+
+function isCapability(path: string): boolean {
+  const folder = /^src\/([^/]+)\//.exec(path)?.[1];
+  return folder !== undefined && !LAYER_FOLDERS.includes(folder);
+}
 
 /** Files that are data, not code: any layer may read them. */
 function isData(path: string): boolean {
@@ -97,6 +109,26 @@ Deno.test("imports follow the layers of docs/architecture.md", async (t) => {
     }
     assert.deepEqual(wrong, []);
   });
+
+  await t.step(
+    "a capability keeps its KV access in src/store/ and its routes in api or admin",
+    async () => {
+      assert.ok(isCapability("src/publishing/tokens.ts") && !isCapability("src/store/keys.ts"));
+      const wrong: string[] = [];
+      for (const file of service.filter(isCapability)) {
+        const source = await Deno.readTextFile(join(ROOT, file));
+        if (/\.atomic\(\)|\bkv\.(get|getMany|set|list|delete|watch)\(/.test(source)) {
+          wrong.push(`${file}: KV access (belongs in src/store/)`);
+        }
+        if (/\bnew Hono\b/.test(source)) {
+          wrong.push(
+            `${file}: routes (belong in src/api/ or admin/)`,
+          );
+        }
+      }
+      assert.deepEqual(wrong, []);
+    },
+  );
 
   await t.step("nothing under src/ imports admin/", () => {
     const wrong = edges.filter(({ from, to }) =>

@@ -3,14 +3,15 @@ import { Counter, Histogram, Registry } from "prom-client";
 import { createApp } from "../app.ts";
 import type { Config } from "../src/lib/config.ts";
 import { createMetricsApp } from "../src/http/metrics_route.ts";
-import {
-  recordRequest,
-  recordUpload,
-  recordUploadFailure,
-  renderMetrics,
-} from "../src/lib/metrics.ts";
 import { setApiKeyActive } from "../src/store/mod.ts";
-import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import {
+  createTestApp,
+  seedKey,
+  seedProject,
+  seedRelease,
+  type TestApp,
+  testMetrics,
+} from "./helpers.ts";
 
 const TOKEN = "metrics-token-0123456789";
 
@@ -26,7 +27,7 @@ function parseMetrics(text: string): Map<string, number> {
 }
 
 async function scrape(): Promise<Map<string, number>> {
-  return parseMetrics(await renderMetrics());
+  return parseMetrics(await testMetrics.render());
 }
 
 /** How much each series moved while `action` ran. */
@@ -97,7 +98,7 @@ Deno.test("/metrics access", async (t) => {
       assert.equal(main.status, 404);
       await main.body?.cancel();
 
-      const metricsApp = createMetricsApp(app.config);
+      const metricsApp = createMetricsApp(app.config, testMetrics);
       const res = await metricsApp.request("/metrics", {
         headers: { authorization: `Bearer ${TOKEN}` },
       });
@@ -111,7 +112,7 @@ Deno.test("/metrics access", async (t) => {
       await other.body?.cancel();
     });
     // Without a token the separate listener is open (it is meant for a private network).
-    const open = createMetricsApp({ metricsToken: undefined } as Config);
+    const open = createMetricsApp({ metricsToken: undefined } as Config, testMetrics);
     const res = await open.request("/metrics");
     assert.equal(res.status, 200);
     await res.body?.cancel();
@@ -140,7 +141,7 @@ Deno.test("metrics move with traffic", async (t) => {
     assert.equal(moved(`http_requests_total{method="GET",${route},status="404"}`), 1);
     assert.equal(moved(`http_request_duration_seconds_count{method="GET",${route}}`), 4);
     assert.equal(moved(`http_request_duration_seconds_bucket{le="+Inf",method="GET",${route}}`), 4);
-    const text = await renderMetrics();
+    const text = await testMetrics.render();
     assert.ok(!text.includes("nothing-here"), "raw paths never become labels");
   });
 
@@ -151,7 +152,7 @@ Deno.test("metrics move with traffic", async (t) => {
     });
     assert.equal(moved('http_requests_total{method="OTHER",route="/*",status="404"}'), 1);
     assert.equal(moved('http_requests_total{method="GET",route="/api/v1/*",status="404"}'), 1);
-    assert.ok(!(await renderMetrics()).includes("12345"));
+    assert.ok(!(await testMetrics.render()).includes("12345"));
   });
 
   await t.step("failed key checks by reason", async () => {
@@ -261,6 +262,7 @@ Deno.test("metrics move with traffic", async (t) => {
       artifacts: broken.artifacts,
       rateLimitKv: broken.rateLimitKv,
       recordKeyUse: () => {},
+      metrics: testMetrics,
     });
     broken.kv.close();
     const quiet = console.error;
@@ -284,9 +286,9 @@ Deno.test("metrics move with traffic", async (t) => {
 
   await t.step("uploads: count, bytes and failures by reason", async () => {
     const moved = await delta(() => {
-      recordUpload(1234);
-      recordUpload(766);
-      recordUploadFailure("too_large");
+      testMetrics.recordUpload(1234);
+      testMetrics.recordUpload(766);
+      testMetrics.recordUploadFailure("too_large");
       return Promise.resolve();
     });
     assert.equal(moved("uds_uploads_total"), 2);
@@ -329,7 +331,7 @@ Deno.test("request metrics render exactly as prom-client's Counter and Histogram
     ["GET", "/equivalence/b", 429, 0],
   ];
   for (const [method, route, status, seconds] of observations) {
-    recordRequest(method, route, status, seconds);
+    testMetrics.recordRequest(method, route, status, seconds);
     const label = method === "GET" || method === "HEAD" ? method : "OTHER";
     counter.inc({ method: label, route, status: String(status) });
     histogram.observe({ method: label, route }, seconds);
@@ -342,5 +344,5 @@ Deno.test("request metrics render exactly as prom-client's Counter and Histogram
     );
   const expected = ours(await reference.metrics());
   assert.equal(expected.length, 4 + 5 + 4 * 16, "HELP and TYPE, 5 counter series, 4 histograms");
-  assert.deepEqual(ours(await renderMetrics()), expected);
+  assert.deepEqual(ours(await testMetrics.render()), expected);
 });

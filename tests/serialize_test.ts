@@ -2,8 +2,8 @@
 import assert from "node:assert/strict";
 import { projectVisible } from "../src/store/access.ts";
 import {
+  createProjectListBodies,
   projectJson,
-  projectListBody,
   releaseEnvelope,
   releaseEnvelopeBody,
 } from "../src/api/serialize.ts";
@@ -35,6 +35,7 @@ const key = (id: number, scope: Partial<ApiKey>): ApiKey => ({
   ...scope,
 });
 
+const projectListBody = createProjectListBodies();
 const list = (k: ApiKey, projects: readonly Project[]) =>
   projectListBody(k, projects, (p) => projectVisible(k, p));
 const decode = (body: Uint8Array) => JSON.parse(new TextDecoder().decode(body));

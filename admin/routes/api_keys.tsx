@@ -17,11 +17,11 @@ import { type AdminContext, audit, pageContext, redirectWithFlash } from "../con
 import { formErrorOf } from "../forms.ts";
 import { apiKeyFormValues, apiKeyInput } from "../forms_api_key.ts";
 import { listPage } from "../listing.ts";
-import type { AdminEnv, AppDeps, FormError } from "../types.ts";
+import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { ApiKeyCreatedPage, KEY_PLACEHOLDER } from "../views/api_key_created.tsx";
 import { type ApiKeyFormValues, ApiKeysPage, EMPTY_KEY_FORM } from "../views/api_keys.tsx";
 
-export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
+export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { kv } = deps;
 
   async function renderKeysPage(
@@ -66,15 +66,14 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
       return await renderKeysPage(c, values, formErrorOf(error));
     }
     const { apiKey, secret } = created;
-    await audit(
-      c,
-      deps,
-      "api_key.create",
-      `api key ${apiKey.id}`,
-      `name "${apiKey.name}"; prefix ${apiKey.prefix}; scope ${apiKey.scope_mode}; download ${
-        apiKey.can_download ? "yes" : "no"
-      }; expires ${apiKey.expires_at ?? "never"}`,
-    );
+    await audit(c, deps, {
+      action: "api_key.create",
+      target: `api key ${apiKey.id}`,
+      details:
+        `name "${apiKey.name}"; prefix ${apiKey.prefix}; scope ${apiKey.scope_mode}; download ${
+          apiKey.can_download ? "yes" : "no"
+        }; expires ${apiKey.expires_at ?? "never"}`,
+    });
     const projects = await listProjects(kv);
     return c.html(
       <ApiKeyCreatedPage
@@ -97,7 +96,11 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
       } catch (error) {
         throw error instanceof NotFoundError ? notFound : error;
       }
-      await audit(c, deps, `api_key.${action}`, `api key ${apiKey.id}`, `name "${apiKey.name}"`);
+      await audit(c, deps, {
+        action: `api_key.${action}`,
+        target: `api key ${apiKey.id}`,
+        details: `name "${apiKey.name}"`,
+      });
       return redirectWithFlash(c, deps, "/admin/api-keys", {
         kind: "success",
         text: `API key "${apiKey.name}" was ${active ? "enabled" : "disabled"}.`,

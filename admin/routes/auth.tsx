@@ -10,8 +10,7 @@ import {
   deleteAdminSessionsOfUser,
   getAdminSession,
   type LoginSubject,
-  releaseLoginAttempt,
-  reserveLoginAttempt,
+  type LoginThrottle,
 } from "../../src/store/mod.ts";
 import { accountTarget, authenticate, changePassword } from "../accounts.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
@@ -25,7 +24,7 @@ import {
 } from "../cookies.ts";
 import { field, readForm } from "../forms.ts";
 import { addressOf, sessionPolicy, tokenMatches } from "../guards.ts";
-import type { AdminEnv, AppDeps, FormError } from "../types.ts";
+import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { LoginPage } from "../views/login.tsx";
 import { MIN_PASSWORD_LENGTH, PasswordPage } from "../views/password.tsx";
 
@@ -37,21 +36,25 @@ export const INVALID_CREDENTIALS = "invalid username or password";
  * password was right. `locked` when the throttle refuses the check now.
  */
 async function checkPasswordThrottled(
-  deps: AppDeps,
+  { kv, throttle }: { kv: Deno.Kv; throttle: LoginThrottle },
   subject: LoginSubject,
   password: string,
 ): Promise<
   { locked: true; retryAfterSeconds: number } | { locked: false; user: AdminUser | null }
 > {
-  const { waitMs } = await reserveLoginAttempt(deps.kv, subject);
+  const { waitMs } = await throttle.reserve(subject);
   if (waitMs > 0) return { locked: true, retryAfterSeconds: Math.ceil(waitMs / 1000) };
-  const user = await authenticate(deps.kv, subject.username, password);
-  if (user !== null) await releaseLoginAttempt(deps.kv, subject);
+  const user = await authenticate(kv, subject.username, password);
+  if (user !== null) await throttle.release(subject);
   return { locked: false, user };
 }
 
 /** The routes that work without a session: the sign-in form and its POST. */
-export function addLoginRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
+export function addLoginRoutes(
+  admin: Hono<AdminEnv>,
+  deps: ServiceDeps,
+  throttle: LoginThrottle,
+): void {
   const { kv, config } = deps;
   const policy = sessionPolicy(deps);
 
@@ -89,7 +92,7 @@ export function addLoginRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
     }
 
     const address = addressOf(c, deps);
-    const checked = await checkPasswordThrottled(deps, { username, address }, password);
+    const checked = await checkPasswordThrottled({ kv, throttle }, { username, address }, password);
     if (checked.locked) {
       c.header("retry-after", String(checked.retryAfterSeconds));
       return c.html(
@@ -105,7 +108,11 @@ export function addLoginRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
 
     const { user } = checked;
     if (user === null) {
-      await audit(c, deps, "auth.sign_in_failed", accountTarget(username), "", username);
+      await audit(c, deps, {
+        action: "auth.sign_in_failed",
+        target: accountTarget(username),
+        actor: username,
+      });
       return c.html(
         <LoginPage
           ctx={ctx}
@@ -122,20 +129,28 @@ export function addLoginRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
     const { id } = await createAdminSession(kv, { username: user.username, address }, policy);
     setSessionCookie(c, config, id);
     clearLoginCsrfCookie(c, config);
-    await audit(c, deps, "auth.sign_in", accountTarget(user.username), "", user.username);
+    await audit(c, deps, {
+      action: "auth.sign_in",
+      target: accountTarget(user.username),
+      actor: user.username,
+    });
     return c.redirect("/admin", 303);
   });
 }
 
 /** Routes behind the session and CSRF gates. */
-export function addAccountRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
+export function addAccountRoutes(
+  admin: Hono<AdminEnv>,
+  deps: ServiceDeps,
+  throttle: LoginThrottle,
+): void {
   const { kv, config } = deps;
 
   admin.post("/logout", async (c) => {
     const session = c.get("session");
     await deleteAdminSession(kv, c.get("sessionId"), session.username);
     clearSessionCookie(c, config);
-    await audit(c, deps, "auth.sign_out", accountTarget(session.username));
+    await audit(c, deps, { action: "auth.sign_out", target: accountTarget(session.username) });
     return redirectWithFlash(c, deps, "/admin/login", {
       kind: "success",
       text: "You are signed out.",
@@ -152,7 +167,7 @@ export function addAccountRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
       c.html(<PasswordPage ctx={pageContext(c, deps)} error={error} />, status);
 
     const checked = await checkPasswordThrottled(
-      deps,
+      { kv, throttle },
       { username, address },
       field(form, "current_password"),
     );
@@ -165,13 +180,11 @@ export function addAccountRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
     }
     const newPassword = field(form, "new_password");
     if (checked.user === null) {
-      await audit(
-        c,
-        deps,
-        "auth.password_change_failed",
-        accountTarget(username),
-        "wrong current password",
-      );
+      await audit(c, deps, {
+        action: "auth.password_change_failed",
+        target: accountTarget(username),
+        details: "wrong current password",
+      });
       return showError({ field: "current_password", message: "the current password is wrong" });
     }
     if (newPassword.length < MIN_PASSWORD_LENGTH || newPassword.length > 1024) {
@@ -185,13 +198,11 @@ export function addAccountRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
     }
     await changePassword(kv, username, newPassword);
     const ended = await deleteAdminSessionsOfUser(kv, username, c.get("sessionId"));
-    await audit(
-      c,
-      deps,
-      "auth.password_changed",
-      accountTarget(username),
-      `${ended} other sessions ended`,
-    );
+    await audit(c, deps, {
+      action: "auth.password_changed",
+      target: accountTarget(username),
+      details: `${ended} other sessions ended`,
+    });
     return redirectWithFlash(c, deps, "/admin", {
       kind: "success",
       text: "Your password was changed. Your other sessions were signed out.",

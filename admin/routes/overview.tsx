@@ -10,7 +10,7 @@ import {
   listRecentReleases,
 } from "../../src/store/mod.ts";
 import { pageContext } from "../context.ts";
-import type { AdminEnv, AppDeps } from "../types.ts";
+import type { AdminEnv, ServiceDeps } from "../types.ts";
 import { AuditPage } from "../views/audit.tsx";
 import { DashboardPage } from "../views/dashboard.tsx";
 import { keyState } from "../views/api_keys.tsx";
@@ -19,7 +19,7 @@ import { chartRange } from "../views/chart.tsx";
 const AUDIT_PAGE_SIZE = 50;
 const TOP_KEYS = 5;
 
-export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
+export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { kv } = deps;
 
   admin.get("/", async (c) => {

@@ -13,7 +13,7 @@ import {
 } from "../../src/store/mod.ts";
 import { type AdminContext, pageContext } from "../context.ts";
 import { listPage } from "../listing.ts";
-import type { AppDeps, FormError } from "../types.ts";
+import type { FormError, ServiceDeps } from "../types.ts";
 import { chartRange } from "../views/chart.tsx";
 import {
   editValuesOf,
@@ -23,7 +23,7 @@ import {
   type UploadValues,
 } from "../views/project.tsx";
 
-export async function loadProject(deps: AppDeps, slug: string): Promise<Project> {
+export async function loadProject(deps: ServiceDeps, slug: string): Promise<Project> {
   const project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;
   if (project === null) throw new HTTPException(404, { message: `There is no project "${slug}".` });
   return project;
@@ -31,7 +31,7 @@ export async function loadProject(deps: AppDeps, slug: string): Promise<Project>
 
 export async function renderProjectPage(
   c: AdminContext,
-  deps: AppDeps,
+  deps: ServiceDeps,
   project: Project,
   form: {
     edit?: ProjectEditValues;

@@ -13,7 +13,7 @@ import {
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf, listField } from "../forms.ts";
 import { listPage } from "../listing.ts";
-import type { AdminEnv, AppDeps, FormError } from "../types.ts";
+import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import {
   EMPTY_PROJECT_FORM,
   type ProjectFormValues,
@@ -22,7 +22,7 @@ import {
 } from "../views/projects.tsx";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
 
-export function addProjectRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
+export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { kv } = deps;
 
   /** The projects page: one page of the list (active first, then by name) and the create form. */
@@ -84,7 +84,11 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
         description: values.description,
         tags: parseList(values.tags),
       });
-      await audit(c, deps, "project.create", `project ${project.slug}`, projectDetails(project));
+      await audit(c, deps, {
+        action: "project.create",
+        target: `project ${project.slug}`,
+        details: projectDetails(project),
+      });
       return redirectWithFlash(c, deps, `/admin/projects/${project.slug}`, {
         kind: "success",
         text: `Project "${project.name}" was created.`,
@@ -114,7 +118,11 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
         description: edit.description,
         tags: parseList(edit.tags),
       });
-      await audit(c, deps, "project.update", `project ${updated.slug}`, projectDetails(updated));
+      await audit(c, deps, {
+        action: "project.update",
+        target: `project ${updated.slug}`,
+        details: projectDetails(updated),
+      });
       return redirectWithFlash(c, deps, `/admin/projects/${updated.slug}`, {
         kind: "success",
         text: "The project was saved.",
@@ -132,7 +140,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
     admin.post(`/projects/:slug/${action}`, async (c) => {
       const project = await loadProject(deps, c.req.param("slug"));
       await setProjectState(kv, project.id, state);
-      await audit(c, deps, `project.${action}`, `project ${project.slug}`);
+      await audit(c, deps, { action: `project.${action}`, target: `project ${project.slug}` });
       return redirectWithFlash(c, deps, `/admin/projects/${project.slug}`, {
         kind: "success",
         text: state === "archived"

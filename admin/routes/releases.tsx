@@ -4,9 +4,9 @@ import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { getProject, getRelease, setReleaseState } from "../../src/store/mod.ts";
 import { audit, redirectWithFlash } from "../context.ts";
-import type { AdminEnv, AppDeps } from "../types.ts";
+import type { AdminEnv, ServiceDeps } from "../types.ts";
 
-export function addReleaseRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
+export function addReleaseRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { kv } = deps;
   for (const [action, state] of [["archive", "archived"], ["activate", "active"]] as const) {
     admin.post(`/releases/:id/${action}`, async (c) => {
@@ -17,13 +17,11 @@ export function addReleaseRoutes(admin: Hono<AdminEnv>, deps: AppDeps): void {
       }
       await setReleaseState(kv, release.id, state);
       const project = await getProject(kv, release.project_id);
-      await audit(
-        c,
-        deps,
-        `release.${action}`,
-        `release ${release.id}`,
-        `project ${project?.slug ?? release.project_id}; version ${release.version}`,
-      );
+      await audit(c, deps, {
+        action: `release.${action}`,
+        target: `release ${release.id}`,
+        details: `project ${project?.slug ?? release.project_id}; version ${release.version}`,
+      });
       return redirectWithFlash(
         c,
         deps,

@@ -16,7 +16,6 @@ import {
   type StoredArtifact,
   UploadTooLargeError,
 } from "../../src/storage/mod.ts";
-import { recordKvError, recordUpload, recordUploadFailure } from "../../src/lib/metrics.ts";
 import type { UploadFailureReason } from "../../src/lib/metrics.ts";
 import {
   ConflictError,
@@ -30,7 +29,7 @@ import { humanBytes } from "../format.ts";
 import { formErrorOf } from "../forms.ts";
 import { CsrfError, streamedForm } from "../guards.ts";
 import { MultipartError, type MultipartPart } from "../../src/http/multipart.ts";
-import type { AdminEnv, AppDeps, FormError } from "../types.ts";
+import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { EMPTY_UPLOAD_FORM, type UploadValues } from "../views/project.tsx";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
 
@@ -39,14 +38,14 @@ const FIELDS_ALLOWANCE_BYTES = 1024 * 1024;
 const MAX_FIELD_BYTES = 512 * 1024;
 const TEXT_FIELDS = ["version", "build", "release_notes"] as const;
 
-export function addUploadRoute(admin: Hono<AdminEnv>, deps: AppDeps): void {
+export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { config } = deps;
 
   admin.post("/projects/:slug/releases", streamedForm, async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
     const values: UploadValues = { ...EMPTY_UPLOAD_FORM };
     const refuse = ({ status, error, reason }: UploadRefusal) => {
-      recordUploadFailure(reason);
+      deps.metrics.recordUploadFailure(reason);
       return renderProjectPage(c, deps, project, { upload: values, uploadError: error }, status);
     };
 
@@ -66,18 +65,16 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: AppDeps): void {
       const refusal = uploadRefusal(error, config.maxUploadBytes);
       if (refusal !== null) return refuse(refusal);
       // A wrong CSRF token is a refused form; anything else failed on our side.
-      recordUploadFailure(error instanceof CsrfError ? "invalid" : "error");
+      deps.metrics.recordUploadFailure(error instanceof CsrfError ? "invalid" : "error");
       throw error;
     }
-    recordUpload(release.size_bytes);
-    await audit(
-      c,
-      deps,
-      "release.upload",
-      `release ${release.id}`,
-      `project ${project.slug}; version ${release.version}; ${release.filename}; ` +
+    deps.metrics.recordUpload(release.size_bytes);
+    await audit(c, deps, {
+      action: "release.upload",
+      target: `release ${release.id}`,
+      details: `project ${project.slug}; version ${release.version}; ${release.filename}; ` +
         `${release.size_bytes} bytes; sha256 ${release.checksum_sha256}`,
-    );
+    });
     return redirectWithFlash(c, deps, `/admin/projects/${project.slug}`, {
       kind: "success",
       text: `Release ${release.version}${
@@ -132,7 +129,7 @@ async function receiveUpload(
 
 /** Checks the fields and commits the release; on any refusal or failure removes the stored file. */
 async function recordRelease(
-  deps: AppDeps,
+  deps: ServiceDeps,
   projectId: number,
   values: UploadValues,
   received: ReceivedFile,
@@ -148,7 +145,7 @@ async function recordRelease(
       ...received.stored,
     }).catch((error) => {
       if (!(error instanceof ValidationError || error instanceof ConflictError)) {
-        recordKvError("admin");
+        deps.metrics.recordKvError("admin");
       }
       throw error;
     });

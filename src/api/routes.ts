@@ -1,16 +1,16 @@
 /** The client JSON API under /api/v1 (client-api.md section 4). */
-import { type Handler, Hono } from "hono";
+import { type Context, type Handler, Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
 import { projectVisible } from "../store/access.ts";
-import type { AppDeps, AppEnv } from "../http/app_env.ts";
-import { API_ERRORS, ApiError } from "../http/errors.ts";
+import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
+import { API_ERRORS, ApiError, isClientGone } from "../http/errors.ts";
+import { jsonResponse } from "../http/json.ts";
+import type { ErrorMapper, Observer } from "../http/observe.ts";
 import { ID_PATTERN, isSlug } from "../lib/limits.ts";
-import { type ApiResponder, setHeaders } from "../http/response_headers.ts";
-import { recordKvError } from "../lib/metrics.ts";
+import { createApiResponder, setHeaders } from "../http/response_headers.ts";
 import {
   type ApiKey,
-  cachedLatestRelease,
-  cachedProjectBySlug,
-  cachedProjectList,
+  type Cached,
   countDownload,
   getLatestRelease,
   getProject,
@@ -19,40 +19,38 @@ import {
   listProjects,
   type Project,
   type Release,
+  thenRead,
 } from "../store/mod.ts";
 import { acceptedKey, rateLimitGate } from "./auth.ts";
 import { type Delivery, serveArtifact } from "./download.ts";
 import { openApiJson } from "./openapi.ts";
-import { apiIndex, projectListBody, releaseEnvelopeBody } from "./serialize.ts";
+import { apiIndex, createProjectListBodies, releaseEnvelopeBody } from "./serialize.ts";
 
 const encoder = new TextEncoder();
-
-/** Wraps each route's handler: the request observation (metrics, access log) and error mapping. */
-export type EndpointWrapper = <P extends string>(handler: Handler<AppEnv, P>) => Handler<AppEnv, P>;
 
 export interface ClientApi {
   /** The routes, to mount at /api/v1. */
   routes: Hono<AppEnv>;
   /**
    * The answer to a path under /api/v1 no route knows (a token drawn, then the
-   * spec's 404), for the app's not-found handler: a catch-all route would
-   * match every API request too, and two handlers make Hono compose them.
+   * spec's 404), observed and mapped, for the app's not-found handler: a
+   * catch-all route would match every API request too, and two handlers make
+   * Hono compose them.
    */
-  notFound: Handler<AppEnv>;
+  notFound: (c: Context<AppEnv>) => Cached<Response>;
 }
 
 /**
- * The client API. `respond` builds its responses with every header (one per
- * app, shared with its error mapping); `endpoint` wraps every handler, in
- * place of a middleware (src/http/observe.ts: one frame less a request).
+ * The client API. Its handlers are observed by a wrapper (`observer.endpoint`)
+ * rather than a middleware (src/http/observe.ts: one frame less a request),
+ * which also maps their errors to the API's JSON answers (`mapError` below):
+ * the API's errors are mapped here and nowhere else.
  */
-export function createApiRoutes(
-  deps: AppDeps,
-  respond: ApiResponder,
-  endpoint: EndpointWrapper,
-): ClientApi {
-  const { kv, config } = deps;
+export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientApi {
+  const { kv, config, metrics } = deps;
   const api = new Hono<AppEnv>();
+  const respond = createApiResponder(deps.responseHeaders);
+  const projectListBody = createProjectListBodies();
   const delivery: Delivery = {
     mode: config.downloadMode,
     urlTtlSeconds: config.downloadUrlTtlSeconds,
@@ -60,6 +58,21 @@ export function createApiRoutes(
   };
   const index = encoder.encode(JSON.stringify(apiIndex(deps.config.serviceName)));
   const openApi = encoder.encode(openApiJson(deps.config.baseUrl));
+
+  /** Every error of the client API as the contract's `{ "error": … }` with the protected headers. */
+  const mapError: ErrorMapper = (error, c) => {
+    const json = (data: unknown, status: number, headers?: Record<string, string>) =>
+      respond.json(c, encoder.encode(JSON.stringify(data)), status, headers);
+    if (error instanceof ApiError) {
+      return json({ error: error.message }, error.status, error.headers);
+    }
+    if (error instanceof HTTPException && error.status < 500) {
+      return json({ error: error.message || "bad request" }, error.status);
+    }
+    if (isClientGone(error)) return jsonResponse({ error: "request cut off" }, 400);
+    console.error("internal error:", error);
+    return json({ error: API_ERRORS.internal }, 500);
+  };
 
   // Every /api/v1 request, known path or not, draws a token before any other
   // check: every handler is registered through `limited`, which draws first
@@ -69,10 +82,12 @@ export function createApiRoutes(
     <P extends string>(handler: Handler<AppEnv, P>): Handler<AppEnv, P> => (c, next) => {
       // A token drawn at once (a cached key, the memory limiter) costs no turn of the event loop.
       const drawn = drawToken(c);
-      return drawn === undefined ? handler(c, next) : drawn.then(() => handler(c, next));
+      return drawn instanceof Promise ? drawn.then(() => handler(c, next)) : handler(c, next);
     };
+  const endpoint = <P extends string>(handler: Handler<AppEnv, P>) =>
+    observer.endpoint(limited(handler), mapError, true);
   const get = <P extends string>(path: P, handler: Handler<AppEnv, P>) =>
-    api.get(path, endpoint(limited(handler)));
+    api.get(path, endpoint(handler));
 
   get("/", (c) => respond.ok(c, index));
 
@@ -81,25 +96,24 @@ export function createApiRoutes(
 
   get("/projects", (c) => {
     const key = acceptedKey(c, deps);
-    const answer = (projects: readonly Project[]) =>
-      respond.ok(c, projectListBody(key, projects, (project) => projectVisible(key, project)));
-    // From the read cache without a turn of the event loop when it holds the list.
-    const cached = cachedProjectList(kv);
-    return cached === undefined ? listProjects(kv).then(answer) : answer(cached);
+    return thenRead(
+      listProjects(kv),
+      (projects) =>
+        respond.ok(c, projectListBody(key, projects, (project) => projectVisible(key, project))),
+    );
   });
 
+  // The hot path: with both records in the read cache, answered without a turn of the event loop.
   get("/projects/:slug/releases/latest", (c) => {
     const key = acceptedKey(c, deps);
-    const slug = c.req.param("slug");
-    // The hot path: both records in the read cache, answered without a turn of the event loop.
-    const project = isSlug(slug) ? cachedProjectBySlug(kv, slug) : undefined;
-    const release = project === undefined ? undefined : cachedLatestRelease(kv, project.id);
-    if (release !== undefined) return respond.ok(c, latestReleaseBody(key, project!, release));
-    return (async () => {
-      const project = await findVisibleProjectBySlug(kv, key, slug);
-      const release = await getLatestRelease(kv, project.id);
-      return respond.ok(c, latestReleaseBody(key, project, release));
-    })();
+    return thenRead(
+      findVisibleProjectBySlug(kv, key, c.req.param("slug")),
+      (project) =>
+        thenRead(
+          getLatestRelease(kv, project.id),
+          (release) => respond.ok(c, latestReleaseBody(project, release)),
+        ),
+    );
   });
 
   get("/releases/:id", async (c) => {
@@ -120,7 +134,7 @@ export function createApiRoutes(
           projectId: release.project_id,
           keyId: key.id,
         }).catch((error) => {
-          recordKvError("download_count");
+          metrics.recordKvError("download_count");
           console.error("download count failed:", error);
         }));
     }
@@ -142,35 +156,37 @@ export function createApiRoutes(
     api.on(
       ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
       path,
-      endpoint(limited(() => {
+      endpoint(() => {
         throw new ApiError(405, API_ERRORS.methodNotAllowed, { allow: "GET, HEAD" });
-      })),
+      }),
     );
   }
-  const notFound = limited(() => {
-    throw new ApiError(404, API_ERRORS.resourceNotFound);
-  });
-  return { routes: api, notFound };
+  const notFound = observer.endpoint(
+    limited(() => {
+      throw new ApiError(404, API_ERRORS.resourceNotFound);
+    }),
+    mapError,
+  );
+  return {
+    routes: api,
+    notFound: (c) => notFound(c, async () => {}) as Cached<Response>,
+  };
 }
 
-/** The latest-release answer of a project the key may see; else the spec's 404s. */
-function latestReleaseBody(
-  key: ApiKey,
-  project: Project | null,
-  release: Release | null,
-): Uint8Array<ArrayBuffer> {
-  if (!projectVisible(key, project)) throw new ApiError(404, API_ERRORS.resourceNotFound);
+/** The latest-release answer of a visible project; else the spec's 404. */
+function latestReleaseBody(project: Project, release: Release | null): Uint8Array<ArrayBuffer> {
   if (release === null || release.state !== "active") {
     throw new ApiError(404, API_ERRORS.releaseNotFound);
   }
   return releaseEnvelopeBody(project, release);
 }
 
-async function findVisibleProjectBySlug(kv: Deno.Kv, key: ApiKey, slug: string): Promise<Project> {
+function findVisibleProjectBySlug(kv: Deno.Kv, key: ApiKey, slug: string): Cached<Project> {
   // A slug that cannot exist is not looked up (and cannot overflow a KV key).
-  const project = isSlug(slug) ? await getProjectBySlug(kv, slug) : null;
-  if (!projectVisible(key, project)) throw new ApiError(404, API_ERRORS.resourceNotFound);
-  return project;
+  return thenRead(isSlug(slug) ? getProjectBySlug(kv, slug) : null, (project) => {
+    if (!projectVisible(key, project)) throw new ApiError(404, API_ERRORS.resourceNotFound);
+    return project;
+  });
 }
 
 /**

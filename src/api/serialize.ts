@@ -33,7 +33,8 @@ export function releaseEnvelope(project: Project, release: Release) {
 }
 
 /**
- * JSON serialized once per record version. Records from the store's read
+ * JSON serialized once per record version (a memo keyed by the immutable
+ * record, not state: it holds nothing the records do not determine). Records from the store's read
  * cache are the same objects until a write replaces them, so an object
  * identity is a version: a new project or release object means new JSON.
  * Memory follows the records, never the number of keys or requests.
@@ -50,17 +51,13 @@ export function releaseEnvelopeBody(project: Project, release: Release): Uint8Ar
   return body;
 }
 
-/**
- * Project-list bodies by scope (keys with the same scope share one), for the
- * current project list only, and no more than `LIST_BODY_BUDGET` bytes in all:
- * beyond that the map starts over, so memory never follows the number of keys.
- */
-const listBodies = new Map<
-  string,
-  { projects: readonly Project[]; body: Uint8Array<ArrayBuffer> }
->();
 const LIST_BODY_BUDGET = 32 * 1024 * 1024;
-let listBodyBytes = 0;
+
+/**
+ * A key's scope as a string, made once per key record: keys with the same
+ * scope share one project-list body. (A memo of an immutable record, like
+ * `envelopeBodies`: it holds nothing the record does not determine.)
+ */
 const scopeSignatures = new WeakMap<ApiKey, string>();
 
 function scopeSignature(key: ApiKey): string {
@@ -73,25 +70,39 @@ function scopeSignature(key: ApiKey): string {
 }
 
 /** The UTF-8 JSON of the projects of `projects` that `key` sees (`visible`). */
-export function projectListBody(
+export type ProjectListBody = (
   key: ApiKey,
   projects: readonly Project[],
   visible: (project: Project) => boolean,
-): Uint8Array<ArrayBuffer> {
-  const signature = scopeSignature(key);
-  const hit = listBodies.get(signature);
-  if (hit?.projects === projects) return hit.body;
-  const body = encoder.encode(
-    JSON.stringify({ projects: projects.filter(visible).map(projectJson) }),
-  );
-  if (hit !== undefined) listBodyBytes -= hit.body.byteLength;
-  if (listBodyBytes + body.byteLength > LIST_BODY_BUDGET) {
-    listBodies.clear();
-    listBodyBytes = 0;
-  }
-  listBodies.set(signature, { projects, body });
-  listBodyBytes += body.byteLength;
-  return body;
+) => Uint8Array<ArrayBuffer>;
+
+/**
+ * Project-list bodies by scope, for the current project list only, and no
+ * more than `LIST_BODY_BUDGET` bytes in all: beyond that the map starts over,
+ * so memory never follows the number of keys. One per client API.
+ */
+export function createProjectListBodies(): ProjectListBody {
+  const listBodies = new Map<
+    string,
+    { projects: readonly Project[]; body: Uint8Array<ArrayBuffer> }
+  >();
+  let listBodyBytes = 0;
+  return (key, projects, visible) => {
+    const signature = scopeSignature(key);
+    const hit = listBodies.get(signature);
+    if (hit?.projects === projects) return hit.body;
+    const body = encoder.encode(
+      JSON.stringify({ projects: projects.filter(visible).map(projectJson) }),
+    );
+    if (hit !== undefined) listBodyBytes -= hit.body.byteLength;
+    if (listBodyBytes + body.byteLength > LIST_BODY_BUDGET) {
+      listBodies.clear();
+      listBodyBytes = 0;
+    }
+    listBodies.set(signature, { projects, body });
+    listBodyBytes += body.byteLength;
+    return body;
+  };
 }
 
 export function apiIndex(serviceName: string) {

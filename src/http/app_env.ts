@@ -1,10 +1,15 @@
 import type { Config } from "../lib/config.ts";
 import type { Logger } from "../lib/log.ts";
 import type { ArtifactStore } from "../storage/mod.ts";
+import type { Metrics } from "../lib/metrics.ts";
+import type { KeyLookup } from "../store/key_lookup.ts";
 import type { ApiKey } from "../store/mod.ts";
+import type { RateLimiter } from "../store/rate_limit.ts";
+import type { OpenResponses } from "./open_responses.ts";
+import type { ResponseHeaders } from "./response_headers.ts";
 
 /** What the HTTP layers need from the outside world; tests pass in-memory ones. */
-export interface AppDeps {
+export interface AppDeps extends Partial<AppParts> {
   config: Config;
   kv: Deno.Kv;
   /** Where artifact bytes live: the data dir (`fs`) or a bucket (`s3`). */
@@ -17,24 +22,28 @@ export interface AppDeps {
   recordKeyUse: (keyId: number) => void;
   /** Access log and service events; absent means no logging (tests). */
   logger?: Logger;
-  /** A layer switched off to measure its cost (`deno task bench` only; see BENCH_LAYERS). */
-  benchOff?: BenchLayer;
 }
 
 /**
- * The parts of a client API request that `deno task bench` switches off one
- * at a time (APP_BENCH_OFF=<name>, read by main.ts) to report what each one
- * costs. A production setting never sets it: each one breaks a rule.
+ * The parts every client API request goes through. Each has a real default
+ * (`appParts` in app.ts makes the ones not given); `deno task bench` passes
+ * no-op ones to measure what each costs (bench/layer_server.ts).
  */
-export const BENCH_LAYERS = {
-  access_log: "access log",
-  metrics: "request metrics",
-  headers: "security and cache headers",
-  rate_limit: "rate limit",
-  key_check: "key hash, lookup and check",
-} as const;
+export interface AppParts {
+  /** Request metrics and the service's counters (main.ts shares one with /metrics). */
+  metrics: Metrics;
+  /** The token buckets of the client API (per key, or per address for unknown keys). */
+  rateLimiter: RateLimiter;
+  /** Finds the stored key a bearer token presents. */
+  keyLookup: KeyLookup;
+  /** The headers the contract adds to responses. */
+  responseHeaders: ResponseHeaders;
+  /** The responses still being sent, so a shutdown can end them (see observe.ts). */
+  openResponses: OpenResponses;
+}
 
-export type BenchLayer = keyof typeof BENCH_LAYERS;
+/** What the API and admin surfaces are built from: the deps with every part resolved. */
+export type ServiceDeps = AppDeps & AppParts;
 
 /** The bearer token of a client API request, resolved once by the rate limiter. */
 export interface PresentedKey {

@@ -1,5 +1,6 @@
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { jsonResponse } from "./json.ts";
 
 /** An error with a message that is safe to show to the client as `{"error": message}`. */
 export class ApiError extends HTTPException {
@@ -39,4 +40,20 @@ export function isClientGone(error: unknown): boolean {
     error instanceof Deno.errors.ConnectionAborted ||
     error instanceof Deno.errors.BrokenPipe ||
     error instanceof Deno.errors.UnexpectedEof;
+}
+
+/**
+ * The JSON answer to an error outside both surfaces (health, metrics): the
+ * message of an error meant for the client, else the spec's 500.
+ */
+export function mapJsonError(error: Error): Response {
+  if (error instanceof ApiError) {
+    return jsonResponse({ error: error.message }, error.status, error.headers);
+  }
+  if (error instanceof HTTPException && error.status < 500) {
+    return jsonResponse({ error: error.message || "bad request" }, error.status);
+  }
+  if (isClientGone(error)) return jsonResponse({ error: "request cut off" }, 400);
+  console.error("internal error:", error);
+  return jsonResponse({ error: API_ERRORS.internal }, 500);
 }

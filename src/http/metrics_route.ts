@@ -6,7 +6,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Hono } from "hono";
 import type { Config } from "../lib/config.ts";
-import { METRICS_CONTENT_TYPE, renderMetrics } from "../lib/metrics.ts";
+import type { Metrics } from "../lib/metrics.ts";
 import { jsonResponse } from "./json.ts";
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;
@@ -17,7 +17,7 @@ function tokenMatches(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
-export function metricsHandler(token: string | undefined) {
+export function metricsHandler(metrics: Metrics, token: string | undefined) {
   return async (c: { req: { header(name: string): string | undefined } }): Promise<Response> => {
     if (token !== undefined) {
       const given = BEARER.exec(c.req.header("authorization") ?? "")?.[1];
@@ -28,16 +28,16 @@ export function metricsHandler(token: string | undefined) {
         });
       }
     }
-    return new Response(await renderMetrics(), {
-      headers: { "content-type": METRICS_CONTENT_TYPE, "cache-control": "no-store" },
+    return new Response(await metrics.render(), {
+      headers: { "content-type": metrics.contentType, "cache-control": "no-store" },
     });
   };
 }
 
 /** The whole app of the separate metrics listener: `/metrics` and nothing else. */
-export function createMetricsApp(config: Config): Hono {
+export function createMetricsApp(config: Config, metrics: Metrics): Hono {
   const app = new Hono();
-  app.get("/metrics", metricsHandler(config.metricsToken));
+  app.get("/metrics", metricsHandler(metrics, config.metricsToken));
   app.notFound(() => jsonResponse({ error: "not found" }, 404));
   return app;
 }

@@ -11,19 +11,14 @@
 import type { Context, Handler, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { matchedRoutes } from "hono/route";
-import type { AppDeps, AppEnv } from "./app_env.ts";
+import type { AppEnv, ServiceDeps } from "./app_env.ts";
 import type { AccessEntry } from "../lib/log.ts";
-import {
-  recordDownloadBytes,
-  recordDownloadFinished,
-  recordDownloadStarted,
-  recordRequest,
-  trackInFlight,
-} from "../lib/metrics.ts";
+import type { Metrics } from "../lib/metrics.ts";
 import { clientAddress } from "./client_address.ts";
-import { type HeaderList, isApiPath, securityHeaders, setHeaders } from "./response_headers.ts";
+import type { OpenResponses } from "./open_responses.ts";
+import { type HeaderList, isApiPath, setHeaders } from "./response_headers.ts";
 
-/** How an error thrown by a handler becomes its response (the app's `onError`). */
+/** How an error thrown by a handler becomes its response (a surface's error handler). */
 export type ErrorMapper = (error: Error, c: Context<AppEnv>) => Response | Promise<Response>;
 
 /** The observation, in the two forms a route can take it. */
@@ -46,23 +41,32 @@ export interface Observer {
   ): Handler<AppEnv, P>;
 }
 
-export function createObserver(deps: AppDeps): Observer {
-  const { logger } = deps;
+/** One finished response, for its access-log line. */
+interface Sent {
+  /** `performance.now()` when the request arrived. */
+  started: number;
+  bytes: number;
+  aborted: boolean;
+  /** Milliseconds to the response (default: until now). */
+  elapsedMs?: number;
+}
+
+export function createObserver(deps: ServiceDeps): Observer {
+  const { logger, metrics, openResponses } = deps;
   const { trustProxy } = deps.config;
-  const metricsOn = deps.benchOff !== "metrics";
-  const headers = deps.benchOff === "headers" ? [] : securityHeaders(deps.config);
+  const headers = deps.responseHeaders.security;
 
   /**
    * Everything after the response of `c` is known; may replace `c.res`
    * (counted bodies). `route`: the request's route label when the caller
    * knows it (else it is looked up).
    */
-  function finish(c: Context<AppEnv>, started: number, startedMs: number, route?: string): void {
+  function finish(c: Context<AppEnv>, started: number, route?: string): void {
     const res = c.res;
     const answeredMs = performance.now() - started;
     const method = c.req.method;
     if (!isApiPath(c.req.path)) ensureHeaders(res, headers);
-    if (metricsOn) recordRequest(method, route ?? routeLabel(c), res.status, answeredMs / 1000);
+    metrics.recordRequest(method, route ?? routeLabel(c), res.status, answeredMs / 1000);
 
     const isHead = method === "HEAD";
     const length = c.get("bodyBytes") ?? contentLength(res);
@@ -70,60 +74,74 @@ export function createObserver(deps: AppDeps): Observer {
     // Reading `res.body` turns a fixed body into a stream and costs Deno.serve
     // its fast path, so it is touched only for downloads and unsized bodies.
     if (download || (logger && length === null && !isHead && res.body !== null)) {
-      c.res = countedResponse(res, length, download, (bytes, complete) => {
-        trackInFlight(-1);
-        if (complete) c.get("onDownloaded")?.();
-        logger?.access(accessEntry(c, method, startedMs, trustProxy, bytes, !complete, started));
+      c.res = countedResponse(res, {
+        length,
+        metrics: download ? metrics : undefined,
+        openResponses,
+        onEnd: (bytes, complete) => {
+          metrics.trackInFlight(-1);
+          if (complete) c.get("onDownloaded")?.();
+          logger?.access(accessEntry(c, { started, bytes, aborted: !complete }));
+        },
       });
       return;
     }
     // A download handed to someone else (a redirect, X-Accel-Redirect) counts when answered.
     if (res.status < 400 && !isHead) c.get("onDownloaded")?.();
-    trackInFlight(-1);
+    metrics.trackInFlight(-1);
     if (logger) {
       const bytes = isHead || length === null ? 0 : length;
-      logger.access(
-        accessEntry(c, method, startedMs, trustProxy, bytes, false, started, answeredMs),
-      );
+      logger.access(accessEntry(c, { started, bytes, aborted: false, elapsedMs: answeredMs }));
     }
   }
 
-  /** Observes the response `res` of `c` and returns what to send (a download: counted). */
-  function answered(
-    c: Context<AppEnv>,
-    res: Response,
-    started: number,
-    startedMs: number,
-    route: string | undefined,
-  ): Response {
-    c.res = res;
-    finish(c, started, startedMs, route);
-    return c.res;
+  /** The access log entry of the request in `c`. */
+  function accessEntry(c: Context<AppEnv>, sent: Sent): AccessEntry {
+    const now = performance.now();
+    const elapsedMs = sent.elapsedMs ?? now - sent.started;
+    return {
+      // The wall-clock start, from the monotonic clock's elapsed time.
+      startedMs: Math.round(Date.now() - (now - sent.started)),
+      method: c.req.method,
+      url: c.req.url,
+      status: c.res.status,
+      durationMs: elapsedMs,
+      bytes: sent.bytes,
+      client: clientAddress(c, trustProxy),
+      keyId: c.get("keyId"),
+      releaseId: c.get("releaseId"),
+      userAgent: c.req.header("user-agent"),
+      aborted: sent.aborted,
+    };
   }
 
   return {
     middleware: createMiddleware<AppEnv>(async (c, next) => {
       const started = performance.now();
-      const startedMs = logger ? Date.now() : 0;
       c.set("observed", true);
-      trackInFlight(1);
+      metrics.trackInFlight(1);
       try {
         await next();
       } catch (error) {
-        trackInFlight(-1);
+        metrics.trackInFlight(-1);
         throw error;
       }
-      finish(c, started, startedMs);
+      finish(c, started);
     }),
     endpoint: (handler, mapError, oneRoute = false) => {
       // The label of a handler registered on one route is looked up once.
       let route: string | undefined;
       const labelOf = (c: Context<AppEnv>) => oneRoute ? (route ??= routeLabel(c)) : undefined;
+      /** Observes the response `res` of `c` and returns what to send (a download: counted). */
+      const answered = (c: Context<AppEnv>, res: Response, started: number) => {
+        c.res = res;
+        finish(c, started, labelOf(c));
+        return c.res;
+      };
       return (c, next) => {
         if (c.get("observed")) return handler(c, next);
         const started = performance.now();
-        const startedMs = logger ? Date.now() : 0;
-        trackInFlight(1);
+        metrics.trackInFlight(1);
         let res;
         try {
           res = handler(c, next);
@@ -131,11 +149,9 @@ export function createObserver(deps: AppDeps): Observer {
           res = mapError(asError(error), c);
         }
         // Answered at once (the hot path: no promise, no closure), or later.
-        if (!(res instanceof Promise)) {
-          return answered(c, res as Response, started, startedMs, labelOf(c));
-        }
+        if (!(res instanceof Promise)) return answered(c, res as Response, started);
         return res.then((value) => value, (error) => mapError(asError(error), c))
-          .then((value) => answered(c, value as Response, started, startedMs, labelOf(c)));
+          .then((value) => answered(c, value as Response, started));
       };
     },
   };
@@ -167,69 +183,34 @@ function isDownload(c: Context<AppEnv>, res: Response, isHead: boolean): boolean
   return c.get("releaseId") !== undefined && res.ok && !isHead && res.body !== null;
 }
 
-/**
- * `res` with its body counted as it is sent. `onEnd` runs once, with whether
- * all of it went out. Downloads also move the download metrics.
- */
-function countedResponse(
-  res: Response,
-  length: number | null,
-  download: boolean,
-  onEnd: (bytes: number, complete: boolean) => void,
-): Response {
-  if (download) recordDownloadStarted();
+interface Counting {
+  /** The response's Content-Length, or null. */
+  length: number | null;
+  /** For a download: the metrics its bytes and end move. */
+  metrics: Metrics | undefined;
+  /** Where the body is noted while it is sent, so a shutdown can end it. */
+  openResponses: OpenResponses;
+  /** Runs once, with the bytes sent and whether all of them went out. */
+  onEnd: (bytes: number, complete: boolean) => void;
+}
+
+/** `res` with its body counted as it is sent. Downloads also move the download metrics. */
+function countedResponse(res: Response, counting: Counting): Response {
+  const { metrics } = counting;
+  metrics?.recordDownloadStarted();
   // With a Content-Length the server cancels the stream after the last
   // byte instead of reading its end: all bytes sent is complete.
-  const expected = length ?? undefined;
-  const body = countingStream(
-    res.body!,
-    download ? recordDownloadBytes : undefined,
-    (bytes, ended) => {
+  const expected = counting.length ?? undefined;
+  const body = countingStream(res.body!, {
+    onChunk: metrics && ((bytes) => metrics.recordDownloadBytes(bytes)),
+    onEnd: (bytes, ended) => {
       const complete = ended || bytes === expected;
-      if (download) recordDownloadFinished(complete);
-      onEnd(bytes, complete);
+      metrics?.recordDownloadFinished(complete);
+      counting.onEnd(bytes, complete);
     },
-    openResponses,
-  );
+    open: counting.openResponses,
+  });
   return new Response(body, res);
-}
-
-/** How to end each body still being sent (see `endOpenResponses`). */
-const openResponses = new Set<() => void>();
-
-/**
- * Ends every response still being sent as cut off: its access-log line is
- * written, marked `aborted`, and a download counts as unfinished. For the
- * shutdown timeout, just before the process exits.
- */
-export function endOpenResponses(): void {
-  for (const cut of [...openResponses]) cut();
-}
-
-/** The access log entry of the request in `c`. */
-function accessEntry(
-  c: Context<AppEnv>,
-  method: string,
-  startedMs: number,
-  trustProxy: boolean,
-  bytes: number,
-  aborted: boolean,
-  started: number,
-  elapsedMs = performance.now() - started,
-): AccessEntry {
-  return {
-    startedMs,
-    method,
-    url: c.req.url,
-    status: c.res.status,
-    durationMs: elapsedMs,
-    bytes,
-    client: clientAddress(c, trustProxy),
-    keyId: c.get("keyId"),
-    releaseId: c.get("releaseId"),
-    userAgent: c.req.header("user-agent"),
-    aborted,
-  };
 }
 
 /**
@@ -239,9 +220,12 @@ function accessEntry(
  */
 export function countingStream(
   body: ReadableStream<Uint8Array>,
-  onChunk: ((bytes: number) => void) | undefined,
-  onEnd: (bytes: number, complete: boolean) => void,
-  open?: Set<() => void>,
+  { onChunk, onEnd, open }: {
+    onChunk?: (bytes: number) => void;
+    onEnd: (bytes: number, complete: boolean) => void;
+    /** Where the stream is noted while it runs, so it can be ended from outside. */
+    open?: OpenResponses;
+  },
 ): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let bytes = 0;

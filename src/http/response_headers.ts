@@ -38,6 +38,19 @@ export const PROTECTED_HEADERS: HeaderList = [
   ["x-robots-tag", "noindex, nofollow"],
 ];
 
+/** The headers added to responses: a dependency of the app, so the bench can measure them. */
+export interface ResponseHeaders {
+  /** On every response (client API responses are built with them; see observe.ts for the rest). */
+  security: HeaderList;
+  /** On every client API response besides. */
+  protected: HeaderList;
+}
+
+/** The headers the contract asks for, as `config` sets them (HSTS with an https base URL). */
+export function contractHeaders(config: Pick<Config, "https">): ResponseHeaders {
+  return { security: securityHeaders(config), protected: PROTECTED_HEADERS };
+}
+
 /** Whether a request path belongs to the client API (whose responses carry PROTECTED_HEADERS). */
 export function isApiPath(path: string): boolean {
   return path === "/api/v1" || path.startsWith("/api/v1/");
@@ -78,12 +91,9 @@ interface CachedResponse {
   headHeaders: HeaderList;
 }
 
-/** `withHeaders` false leaves out all but the content headers (the bench measures what they cost). */
-export function createApiResponder(
-  config: Pick<Config, "https">,
-  withHeaders = true,
-): ApiResponder {
-  const fixed: HeaderList = withHeaders ? [...securityHeaders(config), ...PROTECTED_HEADERS] : [];
+/** Every client API response carries `headers` besides its content headers. */
+export function createApiResponder(headers: ResponseHeaders): ApiResponder {
+  const fixed: HeaderList = [...headers.security, ...headers.protected];
   const cached = new WeakMap<Uint8Array, CachedResponse>();
   const listOf = (body: Uint8Array, extra?: Record<string, string>): HeaderList => [
     ["content-type", JSON_CONTENT_TYPE],

@@ -54,7 +54,7 @@ const MAX_USER_AGENT = 256;
 /** The fields of an access line, in their order. */
 export function accessLogRecord(entry: AccessEntry): AccessLogRecord {
   const record: AccessLogRecord = {
-    time: isoTime(entry.startedMs),
+    time: new Date(entry.startedMs).toISOString(),
     method: entry.method,
     path: rawPath(entry.url),
     status: entry.status,
@@ -70,65 +70,67 @@ export function accessLogRecord(entry: AccessEntry): AccessLogRecord {
 }
 
 /**
- * `JSON.stringify(accessLogRecord(entry))`, the same text made without the
- * intermediate object (it runs for every request). The JSON of the path,
- * address and User-Agent is remembered: a busy server sees the same few.
- */
-export function jsonAccessLine(entry: AccessEntry): string {
-  let line =
-    `{"time":"${isoTime(entry.startedMs)}","method":${jsonOf(methodJson, entry.method)},"path":${
-      pathJson(entry.url)
-    },"status":${entry.status}` +
-    `,"duration_ms":${Math.round(entry.durationMs * 1000) / 1000},"bytes":${entry.bytes}` +
-    `,"client":${jsonOf(clientJson, entry.client)}`;
-  if (entry.keyId !== undefined) line += `,"key_id":${entry.keyId}`;
-  if (entry.releaseId !== undefined) line += `,"release_id":${entry.releaseId}`;
-  if (entry.userAgent) {
-    line += `,"user_agent":${jsonOf(userAgentJson, entry.userAgent, MAX_USER_AGENT)}`;
-  }
-  if (entry.aborted) line += `,"aborted":true`;
-  return line + "}";
-}
-
-/**
  * Remembered JSON texts: each map at most `MAX_REMEMBERED_JSON` (then it
  * starts over), and only of texts up to `MAX_REMEMBERED_CHARS` (so odd long
  * URLs cannot fill memory).
  */
 const MAX_REMEMBERED_JSON = 1024;
 const MAX_REMEMBERED_CHARS = 512;
-const methodJson = new Map<string, string>();
-const pathJsonByUrl = new Map<string, string>();
-const clientJson = new Map<string, string>();
-const userAgentJson = new Map<string, string>();
 
-function remember(map: Map<string, string>, text: string, json: string): string {
-  if (text.length > MAX_REMEMBERED_CHARS) return json;
-  if (map.size >= MAX_REMEMBERED_JSON) map.clear();
-  map.set(text, json);
-  return json;
+/**
+ * Makes `JSON.stringify(accessLogRecord(entry))`, the same text made without
+ * the intermediate object (it runs for every request). The JSON of the path,
+ * address and User-Agent is remembered, in maps this function owns: a busy
+ * server sees the same few.
+ */
+export function createJsonAccessLine(): (entry: AccessEntry) => string {
+  const methodJson = new Map<string, string>();
+  const pathJsonByUrl = new Map<string, string>();
+  const clientJson = new Map<string, string>();
+  const userAgentJson = new Map<string, string>();
+  const isoTime = createIsoClock();
+
+  const remember = (map: Map<string, string>, text: string, json: string): string => {
+    if (text.length > MAX_REMEMBERED_CHARS) return json;
+    if (map.size >= MAX_REMEMBERED_JSON) map.clear();
+    map.set(text, json);
+    return json;
+  };
+  /** `JSON.stringify(text.slice(0, maxLength))`, remembered in `map`. */
+  const jsonOf = (map: Map<string, string>, text: string, maxLength = Infinity): string =>
+    map.get(text) ?? remember(map, text, JSON.stringify(text.slice(0, maxLength)));
+  /** `JSON.stringify(rawPath(url))`, remembered per URL. */
+  const pathJson = (url: string): string =>
+    pathJsonByUrl.get(url) ?? remember(pathJsonByUrl, url, JSON.stringify(rawPath(url)));
+
+  return (entry) => {
+    let line =
+      `{"time":"${isoTime(entry.startedMs)}","method":${jsonOf(methodJson, entry.method)},"path":${
+        pathJson(entry.url)
+      },"status":${entry.status}` +
+      `,"duration_ms":${Math.round(entry.durationMs * 1000) / 1000},"bytes":${entry.bytes}` +
+      `,"client":${jsonOf(clientJson, entry.client)}`;
+    if (entry.keyId !== undefined) line += `,"key_id":${entry.keyId}`;
+    if (entry.releaseId !== undefined) line += `,"release_id":${entry.releaseId}`;
+    if (entry.userAgent) {
+      line += `,"user_agent":${jsonOf(userAgentJson, entry.userAgent, MAX_USER_AGENT)}`;
+    }
+    if (entry.aborted) line += `,"aborted":true`;
+    return line + "}";
+  };
 }
-
-/** `JSON.stringify(text.slice(0, maxLength))`, remembered in `map`. */
-function jsonOf(map: Map<string, string>, text: string, maxLength = Infinity): string {
-  return map.get(text) ?? remember(map, text, JSON.stringify(text.slice(0, maxLength)));
-}
-
-/** `JSON.stringify(rawPath(url))`, remembered per URL. */
-function pathJson(url: string): string {
-  return pathJsonByUrl.get(url) ?? remember(pathJsonByUrl, url, JSON.stringify(rawPath(url)));
-}
-
-let isoMs = NaN;
-let isoText = "";
 
 /** `new Date(ms).toISOString()`, made once per millisecond (a busy server logs many in one). */
-function isoTime(ms: number): string {
-  if (ms !== isoMs) {
-    isoMs = ms;
-    isoText = new Date(ms).toISOString();
-  }
-  return isoText;
+function createIsoClock(): (ms: number) => string {
+  let isoMs = NaN;
+  let isoText = "";
+  return (ms) => {
+    if (ms !== isoMs) {
+      isoMs = ms;
+      isoText = new Date(ms).toISOString();
+    }
+    return isoText;
+  };
 }
 
 /** The path part of a request URL exactly as sent: still percent-encoded, no query string. */
@@ -151,12 +153,14 @@ export interface Logger {
 /** A logger handing each line, made as it happens, to `writeLine` (e.g. a `LineWriter`'s `write`). */
 export function createLogger(format: LogFormat, writeLine: (line: string) => void): Logger {
   const accessLine = format === "json"
-    ? jsonAccessLine
+    ? createJsonAccessLine()
     : (entry: AccessEntry) => formatAccessLine(accessLogRecord(entry), format);
   return {
     access: (entry) => writeLine(accessLine(entry)),
     event: (level, message, fields = {}) =>
-      writeLine(formatEventLine(new Date().toISOString(), level, message, fields, format)),
+      writeLine(
+        formatEventLine({ time: new Date().toISOString(), level, message, fields }, format),
+      ),
   };
 }
 
@@ -178,11 +182,16 @@ export function formatAccessLine(record: AccessLogRecord, format: LogFormat): st
   return parts.join(" ");
 }
 
+/** One service event, for `formatEventLine`. */
+export interface EventRecord {
+  time: string;
+  level: EventLevel;
+  message: string;
+  fields: EventFields;
+}
+
 export function formatEventLine(
-  time: string,
-  level: EventLevel,
-  message: string,
-  fields: EventFields,
+  { time, level, message, fields }: EventRecord,
   format: LogFormat,
 ): string {
   if (format === "json") return JSON.stringify({ time, level, msg: message, ...fields });

@@ -1,7 +1,9 @@
 /**
- * The service's Prometheus metrics: one registry for the process (Prometheus
- * scrapes a process, so the counters are process-wide, like prom-client's own
- * default registry). Code anywhere calls the small `record…` functions below;
+ * The service's Prometheus metrics: `createMetrics()` makes one registry and
+ * the small `record…` functions that feed it. main.ts makes one for the
+ * process (Prometheus scrapes a process) and hands it to the app and the
+ * metrics listener; an app built without one gets its own (tests). No state
+ * lives at module level: two apps in one process count apart.
  * `GET /metrics` renders the registry in the text exposition format.
  *
  * Every label has a small, fixed set of values: routes are matched route
@@ -10,10 +12,32 @@
  */
 import { Counter, Gauge, Registry } from "prom-client";
 
-export const metricsRegistry = new Registry();
-const registers = [metricsRegistry];
-
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+const KEY_CHECK_FAILURE_REASONS = ["missing", "invalid", "forbidden"] as const;
+const KV_OPERATIONS = [
+  "key_lookup",
+  "rate_limit",
+  "health",
+  "key_usage",
+  "download_count",
+  "admin",
+  "other",
+] as const;
+const UPLOAD_FAILURE_REASONS = ["too_large", "empty", "invalid", "storage_full", "error"] as const;
+const KNOWN_METHODS: ReadonlySet<string> = new Set([
+  "GET",
+  "HEAD",
+  "POST",
+  "PUT",
+  "PATCH",
+  "DELETE",
+  "OPTIONS",
+]);
+
+export type KeyCheckFailureReason = typeof KEY_CHECK_FAILURE_REASONS[number];
+export type KvOperation = typeof KV_OPERATIONS[number];
+export type UploadFailureReason = typeof UPLOAD_FAILURE_REASONS[number];
 
 /** The requests of one (method, route, status): a plain number bumped per request. */
 interface StatusSeries {
@@ -34,50 +58,222 @@ interface DurationSeries {
   statuses: Map<number, StatusSeries>;
 }
 
-// The two request metrics are recorded into these and turned into the
-// exposition format only when /metrics is scraped: prom-client would hash a
-// label object on every request. A request finds its series by route, method
-// and status without making a string; the lists keep the order series were
-// created in, which is the order prom-client shows them in. Both are shaped
-// for prom-client's registry, which renders them exactly as its own Counter
-// and Histogram.
-const seriesByRoute = new Map<string, Map<string, DurationSeries>>();
-const statusSeries: StatusSeries[] = [];
-const durationSeries: DurationSeries[] = [];
+/** What the service records, and the registry that renders it. */
+export interface Metrics {
+  /** The Content-Type of `render()`'s text. */
+  readonly contentType: string;
+  /** The registry in the Prometheus text exposition format. */
+  render(): Promise<string>;
+  /** One answered request. `route` must be a route pattern (bounded), not a raw path. */
+  recordRequest(method: string, route: string, status: number, seconds: number): void;
+  /** +1 when a request arrives, -1 when its response (body included) is done. */
+  trackInFlight(delta: 1 | -1): void;
+  /** Requests still being handled or streamed; graceful shutdown reports it. */
+  inFlightRequests(): number;
+  recordDownloadStarted(): void;
+  /** Bytes of an artifact handed to the connection; called per chunk while streaming. */
+  recordDownloadBytes(bytes: number): void;
+  recordDownloadFinished(complete: boolean): void;
+  recordRateLimited(): void;
+  recordKeyCheckFailure(reason: KeyCheckFailureReason): void;
+  recordKvError(operation: KvOperation): void;
+  /** A release artifact was stored; call once per successful upload. */
+  recordUpload(bytes: number): void;
+  recordUploadFailure(reason: UploadFailureReason): void;
+}
+
+/** A registry with the service's metrics, every fixed-label series at 0. */
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+
+  // The two request metrics are recorded into these and turned into the
+  // exposition format only when /metrics is scraped: prom-client would hash a
+  // label object on every request. A request finds its series by route, method
+  // and status without making a string; the lists keep the order series were
+  // created in, which is the order prom-client shows them in. Both are shaped
+  // for prom-client's registry, which renders them exactly as its own Counter
+  // and Histogram.
+  const seriesByRoute = new Map<string, Map<string, DurationSeries>>();
+  const statusSeries: StatusSeries[] = [];
+  const durationSeries: DurationSeries[] = [];
+  let inFlight = 0;
+
+  registerCollected(
+    registry,
+    {
+      name: "http_requests_total",
+      help: "HTTP requests answered, by method, matched route pattern and status code.",
+      type: "counter",
+    },
+    () => statusSeries.map(({ labels, count }) => ({ labels, value: count })),
+  );
+  registerCollected(
+    registry,
+    {
+      name: "http_request_duration_seconds",
+      help: "Time from request to response headers, by method and matched route pattern.",
+      type: "histogram",
+    },
+    () => durationSeries.flatMap(durationValues),
+  );
+
+  new Gauge({
+    name: "http_requests_in_flight",
+    help: "Requests being handled, streamed downloads included.",
+    registers,
+    collect() {
+      this.set(inFlight);
+    },
+  });
+
+  const downloadsTotal = new Counter({
+    name: "uds_artifact_downloads_total",
+    help: "Artifact downloads that ended: complete (every byte sent) or aborted (cut short).",
+    labelNames: ["result"] as const,
+    registers,
+  });
+  const downloadBytes = new Counter({
+    name: "uds_artifact_download_bytes_total",
+    help: "Artifact bytes actually streamed to clients (aborted downloads count what was sent).",
+    registers,
+  });
+  const downloadsInFlight = new Gauge({
+    name: "uds_artifact_downloads_in_flight",
+    help: "Artifact downloads currently streaming.",
+    registers,
+  });
+  const rateLimited = new Counter({
+    name: "uds_rate_limited_total",
+    help: "Client API requests refused with 429 by the rate limit.",
+    registers,
+  });
+  const keyCheckFailures = new Counter({
+    name: "uds_api_key_check_failures_total",
+    help:
+      "Client API requests refused by the key check: missing (401), invalid (401: unknown, disabled or expired), forbidden (403).",
+    labelNames: ["reason"] as const,
+    registers,
+  });
+  const kvErrors = new Counter({
+    name: "uds_kv_errors_total",
+    help: "Deno KV operations that failed, by the operation that needed them.",
+    labelNames: ["operation"] as const,
+    registers,
+  });
+  const uploadsTotal = new Counter({
+    name: "uds_uploads_total",
+    help: "Release artifacts uploaded and stored.",
+    registers,
+  });
+  const uploadBytes = new Counter({
+    name: "uds_upload_bytes_total",
+    help: "Bytes of release artifacts uploaded and stored.",
+    registers,
+  });
+  const uploadFailures = new Counter({
+    name: "uds_upload_failures_total",
+    help: "Release uploads refused or failed, by reason.",
+    labelNames: ["reason"] as const,
+    registers,
+  });
+  registerProcessGauges(registers);
+
+  // Series with a fixed label set start at 0, so rate() and alerts see them before the first event.
+  for (const result of ["complete", "aborted"]) downloadsTotal.inc({ result }, 0);
+  for (const reason of KEY_CHECK_FAILURE_REASONS) keyCheckFailures.inc({ reason }, 0);
+  for (const operation of KV_OPERATIONS) kvErrors.inc({ operation }, 0);
+  for (const reason of UPLOAD_FAILURE_REASONS) uploadFailures.inc({ reason }, 0);
+
+  return {
+    contentType: registry.contentType,
+    render: () => registry.metrics(),
+    recordRequest(method, route, status, seconds) {
+      const label = KNOWN_METHODS.has(method) ? method : "OTHER";
+      let byMethod = seriesByRoute.get(route);
+      if (byMethod === undefined) seriesByRoute.set(route, byMethod = new Map());
+      let duration = byMethod.get(label);
+      if (duration === undefined) {
+        duration = {
+          labels: { method: label, route },
+          buckets: new Float64Array(DURATION_BUCKETS.length + 1),
+          sum: 0,
+          count: 0,
+          statuses: new Map(),
+        };
+        byMethod.set(label, duration);
+        durationSeries.push(duration);
+      }
+      let series = duration.statuses.get(status);
+      if (series === undefined) {
+        series = { labels: { method: label, route, status: String(status) }, count: 0 };
+        duration.statuses.set(status, series);
+        statusSeries.push(series);
+      }
+      series.count++;
+      let bucket = 0;
+      while (bucket < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[bucket]) bucket++;
+      duration.buckets[bucket]++;
+      duration.sum += seconds;
+      duration.count++;
+    },
+    trackInFlight(delta) {
+      inFlight += delta;
+    },
+    inFlightRequests: () => inFlight,
+    recordDownloadStarted: () => downloadsInFlight.inc(),
+    recordDownloadBytes: (bytes) => downloadBytes.inc(bytes),
+    recordDownloadFinished(complete) {
+      downloadsInFlight.dec();
+      downloadsTotal.inc({ result: complete ? "complete" : "aborted" });
+    },
+    recordRateLimited: () => rateLimited.inc(),
+    recordKeyCheckFailure: (reason) => keyCheckFailures.inc({ reason }),
+    recordKvError: (operation) => kvErrors.inc({ operation }),
+    recordUpload(bytes) {
+      uploadsTotal.inc();
+      uploadBytes.inc(bytes);
+    },
+    recordUploadFailure: (reason) => uploadFailures.inc({ reason }),
+  };
+}
+
+/** Metrics that record nothing: for `deno task bench`'s "metrics off" variant. */
+export function noMetrics(): Metrics {
+  const nothing = () => {};
+  return {
+    contentType: "text/plain; version=0.0.4; charset=utf-8",
+    render: () => Promise.resolve(""),
+    recordRequest: nothing,
+    trackInFlight: nothing,
+    inFlightRequests: () => 0,
+    recordDownloadStarted: nothing,
+    recordDownloadBytes: nothing,
+    recordDownloadFinished: nothing,
+    recordRateLimited: nothing,
+    recordKeyCheckFailure: nothing,
+    recordKvError: nothing,
+    recordUpload: nothing,
+    recordUploadFailure: nothing,
+  };
+}
 
 /**
  * Registers a metric whose values are collected at scrape time: prom-client's
  * registry asks it for its name, help and type and then for `get()`.
  */
 function registerCollected(
+  registry: Registry,
   meta: { name: string; help: string; type: "counter" | "histogram" },
   values: () => unknown[],
 ): void {
   const metric = { ...meta, aggregator: "sum" };
-  metricsRegistry.registerMetric(
+  registry.registerMetric(
     { ...metric, get: () => ({ ...metric, values: values() }) } as unknown as Parameters<
       Registry["registerMetric"]
     >[0],
   );
 }
-
-registerCollected(
-  {
-    name: "http_requests_total",
-    help: "HTTP requests answered, by method, matched route pattern and status code.",
-    type: "counter",
-  },
-  () => statusSeries.map(({ labels, count }) => ({ labels, value: count })),
-);
-
-registerCollected(
-  {
-    name: "http_request_duration_seconds",
-    help: "Time from request to response headers, by method and matched route pattern.",
-    type: "histogram",
-  },
-  () => durationSeries.flatMap(durationValues),
-);
 
 /** One histogram series as prom-client's Histogram exports it: cumulative buckets, sum, count. */
 function durationValues({ labels, buckets, sum, count }: DurationSeries) {
@@ -94,223 +290,39 @@ function durationValues({ labels, buckets, sum, count }: DurationSeries) {
   ];
 }
 
-let inFlight = 0;
-
-new Gauge({
-  name: "http_requests_in_flight",
-  help: "Requests being handled, streamed downloads included.",
-  registers,
-  collect() {
-    this.set(inFlight);
-  },
-});
-
-const downloadsTotal = new Counter({
-  name: "uds_artifact_downloads_total",
-  help: "Artifact downloads that ended: complete (every byte sent) or aborted (cut short).",
-  labelNames: ["result"] as const,
-  registers,
-});
-
-const downloadBytes = new Counter({
-  name: "uds_artifact_download_bytes_total",
-  help: "Artifact bytes actually streamed to clients (aborted downloads count what was sent).",
-  registers,
-});
-
-const downloadsInFlight = new Gauge({
-  name: "uds_artifact_downloads_in_flight",
-  help: "Artifact downloads currently streaming.",
-  registers,
-});
-
-const rateLimited = new Counter({
-  name: "uds_rate_limited_total",
-  help: "Client API requests refused with 429 by the rate limit.",
-  registers,
-});
-
-const keyCheckFailures = new Counter({
-  name: "uds_api_key_check_failures_total",
-  help:
-    "Client API requests refused by the key check: missing (401), invalid (401: unknown, disabled or expired), forbidden (403).",
-  labelNames: ["reason"] as const,
-  registers,
-});
-
-const kvErrors = new Counter({
-  name: "uds_kv_errors_total",
-  help: "Deno KV operations that failed, by the operation that needed them.",
-  labelNames: ["operation"] as const,
-  registers,
-});
-
-const uploadsTotal = new Counter({
-  name: "uds_uploads_total",
-  help: "Release artifacts uploaded and stored.",
-  registers,
-});
-
-const uploadBytes = new Counter({
-  name: "uds_upload_bytes_total",
-  help: "Bytes of release artifacts uploaded and stored.",
-  registers,
-});
-
-const uploadFailures = new Counter({
-  name: "uds_upload_failures_total",
-  help: "Release uploads refused or failed, by reason.",
-  labelNames: ["reason"] as const,
-  registers,
-});
-
-const startTimeSeconds = Date.now() / 1000;
-
-new Gauge({
-  name: "process_resident_memory_bytes",
-  help: "Resident memory size in bytes.",
-  registers,
-  collect() {
-    this.set(Deno.memoryUsage().rss);
-  },
-});
-
-new Gauge({
-  name: "process_heap_used_bytes",
-  help: "JavaScript heap in use, in bytes.",
-  registers,
-  collect() {
-    this.set(Deno.memoryUsage().heapUsed);
-  },
-});
-
-new Gauge({
-  name: "process_start_time_seconds",
-  help: "Start time of the process since the Unix epoch, in seconds.",
-  registers,
-  collect() {
-    this.set(startTimeSeconds);
-  },
-});
-
-new Gauge({
-  name: "process_uptime_seconds",
-  help: "Seconds since the process started.",
-  registers,
-  collect() {
-    this.set(Date.now() / 1000 - startTimeSeconds);
-  },
-});
-
-const KEY_CHECK_FAILURE_REASONS = ["missing", "invalid", "forbidden"] as const;
-const KV_OPERATIONS = [
-  "key_lookup",
-  "rate_limit",
-  "health",
-  "key_usage",
-  "download_count",
-  "admin",
-  "other",
-] as const;
-const UPLOAD_FAILURE_REASONS = ["too_large", "empty", "invalid", "storage_full", "error"] as const;
-
-export type KeyCheckFailureReason = typeof KEY_CHECK_FAILURE_REASONS[number];
-export type KvOperation = typeof KV_OPERATIONS[number];
-export type UploadFailureReason = typeof UPLOAD_FAILURE_REASONS[number];
-
-// Series with a fixed label set start at 0, so rate() and alerts see them before the first event.
-for (const result of ["complete", "aborted"]) downloadsTotal.inc({ result }, 0);
-for (const reason of KEY_CHECK_FAILURE_REASONS) keyCheckFailures.inc({ reason }, 0);
-for (const operation of KV_OPERATIONS) kvErrors.inc({ operation }, 0);
-for (const reason of UPLOAD_FAILURE_REASONS) uploadFailures.inc({ reason }, 0);
-
-const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
-
-/** One answered request. `route` must be a route pattern (bounded), not a raw path. */
-export function recordRequest(
-  method: string,
-  route: string,
-  status: number,
-  seconds: number,
-): void {
-  const label = KNOWN_METHODS.has(method) ? method : "OTHER";
-  let byMethod = seriesByRoute.get(route);
-  if (byMethod === undefined) seriesByRoute.set(route, byMethod = new Map());
-  let duration = byMethod.get(label);
-  if (duration === undefined) {
-    duration = {
-      labels: { method: label, route },
-      buckets: new Float64Array(DURATION_BUCKETS.length + 1),
-      sum: 0,
-      count: 0,
-      statuses: new Map(),
-    };
-    byMethod.set(label, duration);
-    durationSeries.push(duration);
-  }
-  let series = duration.statuses.get(status);
-  if (series === undefined) {
-    series = { labels: { method: label, route, status: String(status) }, count: 0 };
-    duration.statuses.set(status, series);
-    statusSeries.push(series);
-  }
-  series.count++;
-  let bucket = 0;
-  while (bucket < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[bucket]) bucket++;
-  duration.buckets[bucket]++;
-  duration.sum += seconds;
-  duration.count++;
-}
-
-/** +1 when a request arrives, -1 when its response (body included) is done. */
-export function trackInFlight(delta: 1 | -1): void {
-  inFlight += delta;
-}
-
-/** Requests still being handled or streamed; graceful shutdown reports it. */
-export function inFlightRequests(): number {
-  return inFlight;
-}
-
-export function recordDownloadStarted(): void {
-  downloadsInFlight.inc();
-}
-
-/** Bytes of an artifact handed to the connection; called per chunk while streaming. */
-export function recordDownloadBytes(bytes: number): void {
-  downloadBytes.inc(bytes);
-}
-
-export function recordDownloadFinished(complete: boolean): void {
-  downloadsInFlight.dec();
-  downloadsTotal.inc({ result: complete ? "complete" : "aborted" });
-}
-
-export function recordRateLimited(): void {
-  rateLimited.inc();
-}
-
-export function recordKeyCheckFailure(reason: KeyCheckFailureReason): void {
-  keyCheckFailures.inc({ reason });
-}
-
-export function recordKvError(operation: KvOperation): void {
-  kvErrors.inc({ operation });
-}
-
-/** A release artifact was stored; call once per successful upload. */
-export function recordUpload(bytes: number): void {
-  uploadsTotal.inc();
-  uploadBytes.inc(bytes);
-}
-
-export function recordUploadFailure(reason: UploadFailureReason): void {
-  uploadFailures.inc({ reason });
-}
-
-export const METRICS_CONTENT_TYPE = metricsRegistry.contentType;
-
-/** The registry in the Prometheus text exposition format. */
-export function renderMetrics(): Promise<string> {
-  return metricsRegistry.metrics();
+/** The process's memory, start time and uptime, read at scrape time. */
+function registerProcessGauges(registers: Registry[]): void {
+  const startTimeSeconds = Date.now() / 1000;
+  new Gauge({
+    name: "process_resident_memory_bytes",
+    help: "Resident memory size in bytes.",
+    registers,
+    collect() {
+      this.set(Deno.memoryUsage().rss);
+    },
+  });
+  new Gauge({
+    name: "process_heap_used_bytes",
+    help: "JavaScript heap in use, in bytes.",
+    registers,
+    collect() {
+      this.set(Deno.memoryUsage().heapUsed);
+    },
+  });
+  new Gauge({
+    name: "process_start_time_seconds",
+    help: "Start time of the process since the Unix epoch, in seconds.",
+    registers,
+    collect() {
+      this.set(startTimeSeconds);
+    },
+  });
+  new Gauge({
+    name: "process_uptime_seconds",
+    help: "Seconds since the process started.",
+    registers,
+    collect() {
+      this.set(Date.now() / 1000 - startTimeSeconds);
+    },
+  });
 }

@@ -1,7 +1,7 @@
 import { hash as oneShotHash } from "node:crypto";
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
 import { claimIds, now, reserveIds } from "./atomic.ts";
-import { cachedRead, changeOp, commitChange, peekCachedRead } from "./cache.ts";
+import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { getManyEntries } from "./get_many.ts";
 import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "./keys.ts";
@@ -103,17 +103,21 @@ export async function getApiKey(kv: Deno.Kv, id: number): Promise<ApiKey | null>
   return (await kv.get<ApiKey>(apiKeyKey(id))).value;
 }
 
-/** Looks a presented key up by the hash of its secret (cached; see cache.ts). */
-export function getApiKeyByHash(kv: Deno.Kv, hash: string): Promise<ApiKey | null> {
+/**
+ * Looks a presented key up by the hash of its secret (cached; see cache.ts).
+ * `beforeRead`, when given, runs before a KV read (never on a cache hit) and
+ * may refuse it by throwing (the rate limit of unknown tokens).
+ */
+export function getApiKeyByHash(
+  kv: Deno.Kv,
+  hash: string,
+  beforeRead?: () => Promise<void>,
+): Cached<ApiKey | null> {
   return cachedRead(kv, "api_key_by_hash", hash, async () => {
+    await beforeRead?.();
     const id = (await kv.get<number>(apiKeyByHashKey(hash))).value;
     return id === null ? null : await getApiKey(kv, id);
   });
-}
-
-/** The key of `hash` when the read cache holds it; undefined when only a KV read could tell. */
-export function cachedApiKeyByHash(kv: Deno.Kv, hash: string): ApiKey | undefined {
-  return peekCachedRead<ApiKey>(kv, "api_key_by_hash", hash);
 }
 
 /** Every key with its `last_used_at`, in id order. */

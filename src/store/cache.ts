@@ -155,29 +155,34 @@ function checkGeneration(
   return cache.pendingCheck;
 }
 
-/** The cached value of `name`/`id` when the cache holds it and is current; else undefined. */
-export function peekCachedRead<V>(kv: Deno.Kv, name: string, id: unknown): V | undefined {
-  const cache = cacheOf(kv);
-  if (checkGeneration(kv, cache) !== undefined) return undefined;
-  return cache.maps.get(name)?.get(id) as V | undefined;
+/**
+ * A read through the cache: the value itself when the cache holds it (the
+ * client API answers such a request without a turn of the event loop), else
+ * a promise of it. `await` takes both; `thenRead` chains without a turn.
+ */
+export type Cached<T> = T | Promise<T>;
+
+/** Calls `next` with the value of `read` at once when it is known, else once it is loaded. */
+export function thenRead<T, R>(read: Cached<T>, next: (value: T) => Cached<R>): Cached<R> {
+  return read instanceof Promise ? read.then(next) : next(read);
 }
 
 /**
- * Returns the cached value of `name`/`id`, or loads it. `load` results that
- * are null are returned but not cached.
+ * The cached value of `name`/`id` (at once), or a promise of it loaded.
+ * `load` results that are null are returned but not cached.
  */
 export function cachedRead<K, V>(
   kv: Deno.Kv,
   name: string,
   id: K,
   load: () => Promise<V | null>,
-): Promise<V | null> {
+): Cached<V | null> {
   const cache = cacheOf(kv);
   const check = checkGeneration(kv, cache);
   if (check === undefined) {
-    // The hot path: no async function, no await.
+    // The hot path: no async function, no await, no promise.
     const hit = cache.maps.get(name)?.get(id) as V | undefined;
-    if (hit !== undefined) return Promise.resolve(hit);
+    if (hit !== undefined) return hit;
   }
   return readThrough(cache, check, name, id, load);
 }

@@ -1,4 +1,3 @@
-import { recordKvError } from "../lib/metrics.ts";
 import { recordApiKeyUse } from "./mod.ts";
 
 const INTERVAL_MS = 60_000;
@@ -8,7 +7,10 @@ const INTERVAL_MS = 60_000;
  * once a minute per key, without awaiting the write, so the request path
  * never waits on a durable commit for bookkeeping.
  */
-export function createKeyUsageRecorder(kv: Deno.Kv): (keyId: number) => void {
+export function createKeyUsageRecorder(
+  kv: Deno.Kv,
+  onKvError: () => void = () => {},
+): (keyId: number) => void {
   const lastWrite = new Map<number, number>();
   return (keyId) => {
     const now = Date.now();
@@ -16,7 +18,7 @@ export function createKeyUsageRecorder(kv: Deno.Kv): (keyId: number) => void {
     lastWrite.set(keyId, now);
     recordApiKeyUse(kv, keyId, new Date(now).toISOString()).catch((error) => {
       lastWrite.delete(keyId);
-      recordKvError("key_usage");
+      onKvError();
       console.error("could not record api key use:", error);
     });
   };

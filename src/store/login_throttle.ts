@@ -69,22 +69,40 @@ function lockedUntil(rule: LockRule, count: number, nowMs: number): number {
   return over < 0 ? 0 : nowMs + Math.min(rule.maxLockMs, rule.baseLockMs * 2 ** over);
 }
 
-/**
- * In-process queue per subject: reservations of one subject run one after
- * the other, so a burst does not spin on conflicting commits. The commit's
- * checks still serialize reservations of other processes sharing the KV.
- */
-const queues = new Map<string, Promise<unknown>>();
+/** The sign-in throttle of one app (the admin UI's sign-in route makes one). */
+export interface LoginThrottle {
+  /** `reserveLoginAttempt`, one at a time per (user, address) in this process. */
+  reserve(subject: LoginSubject, nowMs?: number): Promise<{ waitMs: number }>;
+  /** `releaseLoginAttempt`. */
+  release(subject: LoginSubject): Promise<void>;
+}
 
-function serialized<T>(key: string, run: () => Promise<T>): Promise<T> {
-  const previous = queues.get(key) ?? Promise.resolve();
-  const result = previous.then(run, run);
-  const tail = result.catch(() => {});
-  queues.set(key, tail);
-  tail.then(() => {
-    if (queues.get(key) === tail) queues.delete(key);
-  });
-  return result;
+/**
+ * A throttle with an in-process queue per subject: reservations of one
+ * subject run one after the other, so a burst does not spin on conflicting
+ * commits. The commit's checks still serialize reservations of other
+ * processes sharing the KV.
+ */
+export function createLoginThrottle(kv: Deno.Kv): LoginThrottle {
+  const queues = new Map<string, Promise<unknown>>();
+  const serialized = <T>(key: string, run: () => Promise<T>): Promise<T> => {
+    const previous = queues.get(key) ?? Promise.resolve();
+    const result = previous.then(run, run);
+    const tail = result.catch(() => {});
+    queues.set(key, tail);
+    tail.then(() => {
+      if (queues.get(key) === tail) queues.delete(key);
+    });
+    return result;
+  };
+  return {
+    reserve: (subject, nowMs = Date.now()) =>
+      serialized(
+        JSON.stringify(subjectKeys(subject).pair),
+        () => reserveLoginAttempt(kv, subject, nowMs),
+      ),
+    release: (subject) => releaseLoginAttempt(kv, subject),
+  };
 }
 
 /**
@@ -98,47 +116,46 @@ export function reserveLoginAttempt(
   nowMs: number = Date.now(),
 ): Promise<{ waitMs: number }> {
   const keys = subjectKeys(subject);
-  return serialized(JSON.stringify(keys.pair), () =>
-    commitWithRetry(async () => {
-      const [pair, addr, user] = await kv.getMany<[LockState, LockState, UserState]>([
-        keys.pair,
-        keys.addr,
-        keys.user,
-      ]);
-      const pairState = pair.value ?? { count: 0, locked_until: 0 };
-      const addrState = addr.value ?? { count: 0, locked_until: 0 };
-      const userState = user.value ?? { count: 0, next_at: 0 };
-      const failedBefore = pairState.count > 0;
-      const spaced = failedBefore && userState.count >= LOGIN_THROTTLE.userFreeFailures;
-      const waitMs = Math.max(
-        pairState.locked_until - nowMs,
-        addrState.locked_until - nowMs,
-        spaced ? userState.next_at - nowMs : 0,
-        0,
-      );
-      // Refused: nothing to write, so nothing that could conflict.
-      if (waitMs > 0) return { commit: { ok: true } as Deno.KvCommitResult, value: { waitMs } };
+  return commitWithRetry(async () => {
+    const [pair, addr, user] = await kv.getMany<[LockState, LockState, UserState]>([
+      keys.pair,
+      keys.addr,
+      keys.user,
+    ]);
+    const pairState = pair.value ?? { count: 0, locked_until: 0 };
+    const addrState = addr.value ?? { count: 0, locked_until: 0 };
+    const userState = user.value ?? { count: 0, next_at: 0 };
+    const failedBefore = pairState.count > 0;
+    const spaced = failedBefore && userState.count >= LOGIN_THROTTLE.userFreeFailures;
+    const waitMs = Math.max(
+      pairState.locked_until - nowMs,
+      addrState.locked_until - nowMs,
+      spaced ? userState.next_at - nowMs : 0,
+      0,
+    );
+    // Refused: nothing to write, so nothing that could conflict.
+    if (waitMs > 0) return { commit: { ok: true } as Deno.KvCommitResult, value: { waitMs } };
 
-      const options = { expireIn: LOGIN_THROTTLE.forgetAfterMs };
-      const pairCount = pairState.count + 1;
-      const addrCount = addrState.count + 1;
-      const commit = await kv.atomic()
-        .check(pair, addr, user)
-        .set(keys.pair, {
-          count: pairCount,
-          locked_until: lockedUntil(LOGIN_THROTTLE.pair, pairCount, nowMs),
-        }, options)
-        .set(keys.addr, {
-          count: addrCount,
-          locked_until: lockedUntil(LOGIN_THROTTLE.addr, addrCount, nowMs),
-        }, options)
-        .set(keys.user, {
-          count: userState.count + 1,
-          next_at: spaced ? nowMs + LOGIN_THROTTLE.userSpacingMs : userState.next_at,
-        }, options)
-        .commit();
-      return { commit, value: { waitMs: 0 } };
-    }));
+    const options = { expireIn: LOGIN_THROTTLE.forgetAfterMs };
+    const pairCount = pairState.count + 1;
+    const addrCount = addrState.count + 1;
+    const commit = await kv.atomic()
+      .check(pair, addr, user)
+      .set(keys.pair, {
+        count: pairCount,
+        locked_until: lockedUntil(LOGIN_THROTTLE.pair, pairCount, nowMs),
+      }, options)
+      .set(keys.addr, {
+        count: addrCount,
+        locked_until: lockedUntil(LOGIN_THROTTLE.addr, addrCount, nowMs),
+      }, options)
+      .set(keys.user, {
+        count: userState.count + 1,
+        next_at: spaced ? nowMs + LOGIN_THROTTLE.userSpacingMs : userState.next_at,
+      }, options)
+      .commit();
+    return { commit, value: { waitMs: 0 } };
+  });
 }
 
 /**

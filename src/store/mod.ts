@@ -14,4 +14,5 @@ export * from "./stats.ts";
 export * from "./types.ts";
 export * from "./validate.ts";
 export { commitWithRetry } from "./atomic.ts";
-export { followOtherWriters, setCacheRefreshMs } from "./cache.ts";
+export { type Cached, followOtherWriters, setCacheRefreshMs, thenRead } from "./cache.ts";
+export * from "./key_lookup.ts";

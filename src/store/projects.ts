@@ -1,6 +1,6 @@
 import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
 import { claimIds, now, reserveIds } from "./atomic.ts";
-import { cachedRead, changeOp, commitChange, peekCachedRead } from "./cache.ts";
+import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { getManyEntries } from "./get_many.ts";
 import { projectBySlugKey, projectKey, projectsPrefix } from "./keys.ts";
@@ -50,36 +50,26 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
   });
 }
 
-export function getProject(kv: Deno.Kv, id: number): Promise<Project | null> {
+export function getProject(kv: Deno.Kv, id: number): Cached<Project | null> {
   return cachedRead(kv, "project", id, async () => (await kv.get<Project>(projectKey(id))).value);
 }
 
-export function getProjectBySlug(kv: Deno.Kv, slug: string): Promise<Project | null> {
+export function getProjectBySlug(kv: Deno.Kv, slug: string): Cached<Project | null> {
   return cachedRead(kv, "project_by_slug", slug, async () => {
     const id = (await kv.get<number>(projectBySlugKey(slug))).value;
     return id === null ? null : (await kv.get<Project>(projectKey(id))).value;
   });
 }
 
-/** The project of `slug` when the read cache holds it; undefined when only a KV read could tell. */
-export function cachedProjectBySlug(kv: Deno.Kv, slug: string): Project | undefined {
-  return peekCachedRead<Project>(kv, "project_by_slug", slug);
-}
-
-/** `listProjects` when the read cache holds it; undefined when only a KV read could tell. */
-export function cachedProjectList(kv: Deno.Kv): readonly Project[] | undefined {
-  return peekCachedRead<readonly Project[]>(kv, "project_list", "all");
-}
-
 /** Every project, active and archived, in id order. The array is shared: do not change it. */
-export function listProjects(kv: Deno.Kv): Promise<readonly Project[]> {
+export function listProjects(kv: Deno.Kv): Cached<readonly Project[]> {
   return cachedRead(kv, "project_list", "all", async () => {
     const projects: Project[] = [];
     for await (const entry of kv.list<Project>({ prefix: projectsPrefix() })) {
       projects.push(entry.value);
     }
     return projects;
-  }) as Promise<readonly Project[]>;
+  }) as Cached<readonly Project[]>;
 }
 
 /** Looks up many slugs at once; unknown slugs raise a ValidationError on `field`. */

@@ -9,7 +9,6 @@
  *   `memory`; background rounds reconcile them with the KV every few ms
  *   (see `createKvRateLimiter` for how, and for the accuracy).
  */
-import { recordKvError } from "../lib/metrics.ts";
 import { commitWithRetry } from "./atomic.ts";
 import { rateLimitKey } from "./keys.ts";
 
@@ -130,6 +129,8 @@ export interface KvRateLimiterOptions {
   nowMs?: () => number;
   /** Pause between two reconcile rounds, in ms. */
   syncIntervalMs?: number;
+  /** Called when a reconcile round fails (the metrics count it). */
+  onKvError?: () => void;
 }
 
 /** The default pause between two reconcile rounds of the `kv` store. */
@@ -253,7 +254,7 @@ export function createKvRateLimiter(
         return { commit: await op.commit(), value: { now, levels } };
       });
     } catch (error) {
-      recordKvError("rate_limit");
+      options.onKvError?.();
       kvError = error;
       local.forEach((bucket, i) => {
         for (const waiter of bucket.waiters.splice(0)) waiter.reject(error);

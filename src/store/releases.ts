@@ -1,6 +1,6 @@
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { claimIds, now, reserveIds } from "./atomic.ts";
-import { cachedRead, changeOp, commitChange, peekCachedRead } from "./cache.ts";
+import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { getManyEntries } from "./get_many.ts";
 import {
@@ -107,21 +107,16 @@ export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<R
   });
 }
 
-export function getRelease(kv: Deno.Kv, id: number): Promise<Release | null> {
+export function getRelease(kv: Deno.Kv, id: number): Cached<Release | null> {
   return cachedRead(kv, "release", id, async () => (await kv.get<Release>(releaseKey(id))).value);
 }
 
 /** The latest active release of a project, or null when it has none. */
-export function getLatestRelease(kv: Deno.Kv, projectId: number): Promise<Release | null> {
+export function getLatestRelease(kv: Deno.Kv, projectId: number): Cached<Release | null> {
   return cachedRead(kv, "latest_release", projectId, async () => {
     const id = (await kv.get<number | null>(latestReleaseKey(projectId))).value;
     return id === null ? null : (await kv.get<Release>(releaseKey(id))).value;
   });
-}
-
-/** `getLatestRelease` when the read cache holds it; undefined when only a KV read could tell. */
-export function cachedLatestRelease(kv: Deno.Kv, projectId: number): Release | undefined {
-  return peekCachedRead<Release>(kv, "latest_release", projectId);
 }
 
 /** Every release of a project in every state, newest first. */
