@@ -6,7 +6,7 @@ import { NotFoundError, ValidationError } from "./errors.ts";
 import { getManyEntries } from "./get_many.ts";
 import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "./keys.ts";
 import { type ApiKey, SCOPE_MODES, type ScopeMode } from "./types.ts";
-import { requireTags, requireText } from "./validate.ts";
+import { parseExpiresAt, requireTags, requireText } from "./validate.ts";
 
 /**
  * Keys look like `uds_<43 base64url chars>`: 256 random bits behind a fixed
@@ -32,7 +32,10 @@ export interface ApiKeyInput {
   scope_mode: string;
   project_ids?: readonly number[];
   tags?: readonly string[];
-  /** RFC 3339 time, or null for no expiry. */
+  /**
+   * RFC 3339 time, or an HTML datetime-local value read as UTC; null or empty
+   * for no expiry (see `parseExpiresAt`).
+   */
   expires_at?: string | null;
 }
 
@@ -60,10 +63,7 @@ export function prepareApiKey(
       `a key's scope can name at most ${SCOPE_PROJECTS_MAX_COUNT} projects`,
     );
   }
-  const expiresAt = input.expires_at ?? null;
-  if (expiresAt !== null && Number.isNaN(Date.parse(expiresAt))) {
-    throw new ValidationError("expires_at", "expires_at must be a date and time");
-  }
+  const expiresAt = parseExpiresAt(input.expires_at);
   const secret = generateApiKeySecret();
   return {
     secret,
@@ -72,7 +72,7 @@ export function prepareApiKey(
       hash: hashApiKeySecret(secret),
       prefix: secret.slice(0, API_KEY_PREFIX.length + 6),
       active: true,
-      expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
+      expires_at: expiresAt,
       can_download: input.can_download,
       scope_mode: scopeMode,
       project_ids: projectIds,

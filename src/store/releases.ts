@@ -13,7 +13,7 @@ import {
   releasesPrefix,
 } from "./keys.ts";
 import type { Project, Release, ReleaseState } from "./types.ts";
-import { requireText, safeContentType, safeFilename } from "./validate.ts";
+import { requireText, requireTime, safeContentType, safeFilename } from "./validate.ts";
 
 export interface ReleaseInput {
   project_id: number;
@@ -49,15 +49,6 @@ export function isNewerRelease(a: Release, b: Release): boolean {
   return a.id > b.id;
 }
 
-/** One time format for every stored `created_at`, so that comparing the strings orders them. */
-function requireTime(value: string): string {
-  const ms = Date.parse(value);
-  if (Number.isNaN(ms)) {
-    throw new ValidationError("created_at", "created_at must be a date and time");
-  }
-  return new Date(ms).toISOString();
-}
-
 /** The checked fields of a new release, without what its commit gives it (id, project, state). */
 export type PreparedRelease =
   & Omit<Release, "id" | "project_id" | "state" | "created_at">
@@ -72,7 +63,9 @@ export function prepareRelease(input: Omit<ReleaseInput, "project_id">): Prepare
     checksum_sha256: input.checksum_sha256,
     size_bytes: input.size_bytes,
     storage_key: input.storage_key,
-    created_at: input.created_at === undefined ? undefined : requireTime(input.created_at),
+    created_at: input.created_at === undefined
+      ? undefined
+      : requireTime("created_at", input.created_at),
   };
 }
 
