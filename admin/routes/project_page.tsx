@@ -15,13 +15,9 @@ import { type AdminContext, pageContext } from "../context.ts";
 import { listPage } from "../listing.ts";
 import type { AppDeps, FormError } from "../types.ts";
 import { chartRange } from "../views/chart.tsx";
-import {
-  editValuesOf,
-  EMPTY_UPLOAD_FORM,
-  type ProjectEditValues,
-  ProjectPage,
-  type UploadValues,
-} from "../views/project.tsx";
+import { editValuesOf, type ProjectEditValues } from "../forms_project.ts";
+import { EMPTY_UPLOAD_FORM, type UploadValues } from "../forms_upload.ts";
+import { ProjectPage } from "../views/project.tsx";
 
 export async function loadProject(deps: AppDeps, slug: string): Promise<Project> {
   const project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;

@@ -1,4 +1,4 @@
-/** Admin accounts. Only the password hash is stored; hashing lives in `src/passwords.ts`. */
+/** Admin accounts. Only the password hash is stored; hashing lives in `src/lib/passwords.ts`. */
 import { USERNAME_PATTERN } from "../lib/limits.ts";
 import { commitWithRetry, now, retryWhileLocked } from "./atomic.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
@@ -6,7 +6,7 @@ import { adminUserKey, adminUsersPrefix } from "./keys.ts";
 
 export interface AdminUser {
   username: string;
-  /** `pbkdf2-sha256$<iterations>$<salt>$<hash>`, see `src/passwords.ts`. */
+  /** `pbkdf2-sha256$<iterations>$<salt>$<hash>`, see `src/lib/passwords.ts`. */
   password_hash: string;
   created_at: string;
   updated_at: string;

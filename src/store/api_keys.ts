@@ -1,5 +1,6 @@
 import { hash as oneShotHash } from "node:crypto";
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
+import { randomToken } from "../lib/secrets.ts";
 import { claimIds, now, reserveIds } from "./atomic.ts";
 import { cachedRead, changeOp, commitChange, peekCachedRead } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
@@ -9,16 +10,14 @@ import { type ApiKey, SCOPE_MODES, type ScopeMode } from "./types.ts";
 import { parseExpiresAt, requireTags, requireText } from "./validate.ts";
 
 /**
- * Keys look like `uds_<43 base64url chars>`: 256 random bits behind a fixed
- * prefix that secret scanners can match (`uds_[A-Za-z0-9_-]{43}`).
+ * Keys look like `uds_<43 base64url chars>`: a random token (`TOKEN_BYTES`,
+ * 256 bits) behind a fixed prefix that secret scanners can match
+ * (`uds_[A-Za-z0-9_-]{43}`, 43 being `TOKEN_LENGTH`).
  */
 export const API_KEY_PREFIX = "uds_";
-const SECRET_BYTES = 32;
 
 export function generateApiKeySecret(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(SECRET_BYTES));
-  const base64 = btoa(String.fromCharCode(...bytes));
-  return API_KEY_PREFIX + base64.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return API_KEY_PREFIX + randomToken();
 }
 
 /** SHA-256 hex of a key's secret (node:crypto's one-shot `hash`: half the cost of `createHash`). */
