@@ -1,4 +1,7 @@
-/** The access rules of an API key: acceptance (section 5) and scope (admin contract). */
+/**
+ * The access rules of an API key: acceptance (../shared/spec/client-api.md "5. Authentication"),
+ * state, and scope (../shared/spec/admin-contract.md "Scope modes").
+ */
 import type { ApiKey, Project } from "./mod.ts";
 
 export type KeyVerdict = "ok" | "invalid" | "forbidden";
@@ -13,7 +16,7 @@ export function keyState(key: ApiKey, nowMs: number = Date.now()): KeyState {
   return "active";
 }
 
-/** An active, unexpired key with `can_download` is accepted; see client-api.md section 5. */
+/** An active, unexpired key with `can_download` is accepted (../shared/spec/client-api.md "5. Authentication"). */
 export function judgeApiKey(key: ApiKey | null, nowMs: number = Date.now()): KeyVerdict {
   if (key === null || keyState(key, nowMs) !== "active") return "invalid";
   if (!key.can_download) return "forbidden";
@@ -22,7 +25,7 @@ export function judgeApiKey(key: ApiKey | null, nowMs: number = Date.now()): Key
 
 /**
  * Whether the key's scope can never reach a project: an allow list with
- * nothing on it grants nothing (admin-contract.md). Such a key is valid and
+ * nothing on it grants nothing (../shared/spec/admin-contract.md "Scope modes"). Such a key is valid and
  * is created (outside tools make them); the admin UI warns about it.
  */
 export function keyReachesNothing(

@@ -1,4 +1,4 @@
-/** Field rules of `admin-contract.md`, shared by the store and the admin forms. */
+/** Field rules of `../shared/spec/admin-contract.md`, shared by the store and the admin forms. */
 import { ValidationError } from "./errors.ts";
 
 import {
