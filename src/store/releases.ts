@@ -43,6 +43,19 @@ export function validateReleaseFields(
   };
 }
 
+/**
+ * Versions that more than one active release carries. Uploading the same
+ * version twice is allowed (a rebuilt artifact); the page warns about it,
+ * since clients get only the newest of them.
+ */
+export function duplicateActiveVersions(releases: readonly Release[]): string[] {
+  const seen = new Map<string, number>();
+  for (const release of releases) {
+    if (release.state === "active") seen.set(release.version, (seen.get(release.version) ?? 0) + 1);
+  }
+  return [...seen].filter(([, count]) => count > 1).map(([version]) => version);
+}
+
 /** Orders releases for "latest": greater `created_at` first, ties by greater id. */
 export function isNewerRelease(a: Release, b: Release): boolean {
   if (a.created_at !== b.created_at) return a.created_at > b.created_at;
