@@ -1,5 +1,5 @@
 /**
- * The admin web UI under /admin (admin-contract.md): server-rendered pages
+ * The admin web UI under /admin (../shared/spec/admin-contract.md): server-rendered pages
  * with Hono JSX on top of the store layer.
  *
  * Two sub-apps make the protection structural rather than a matter of

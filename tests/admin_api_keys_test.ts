@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
-import { parseExpiresAt } from "../admin/forms_api_key.ts";
-import { getApiKey, listApiKeys, listAuditEntries, ValidationError } from "../src/store/mod.ts";
+import {
+  getApiKey,
+  listApiKeys,
+  listAuditEntries,
+  parseExpiresAt,
+  ValidationError,
+} from "../src/store/mod.ts";
 import { seedProject, seedRelease } from "./helpers.ts";
 import {
   type AdminClient,
@@ -128,27 +133,56 @@ Deno.test("admin API keys", async (t) => {
     assert.match(row, /never/);
   });
 
-  await t.step("projects with these tags, no tag given: 400, nothing stored", async () => {
-    const before = (await listApiKeys(app.kv)).length;
-    const { res, html, secret } = await createKey(client, {
+  // The contract: an empty allow list grants nothing, and such a key is still created
+  // (outside tools make them); the page says that it reaches no project.
+  await t.step("projects with these tags, no tag given: created, with a warning", async () => {
+    const { res, html, secret, id } = await createKey(client, {
       name: "Reaches nothing",
+      can_download: "on",
       scope_mode: "tag_allow_list",
       tags: " , ",
       project_slugs: "desktop",
     });
-    assert.equal(res.status, 400);
-    assert.equal(secret, undefined);
-    assert.match(html, /enter at least one tag/);
-    assert.match(html, /id="key-tags-error" role="alert"/);
-    assert.match(html, /value="Reaches nothing"/);
-    assert.equal((await listApiKeys(app.kv)).length, before);
-    // The deny lists may stay empty: they deny nothing.
+    assert.equal(res.status, 200);
+    assert.match(secret!, /^uds_/);
+    assert.match(html, /role="status" data-reaches-nothing/);
+    assert.match(html, /reaches no project/);
+    const stored = await getApiKey(app.kv, id!);
+    assert.equal(stored?.scope_mode, "tag_allow_list");
+    assert.deepEqual(stored?.tags, []);
+    assert.deepEqual(stored?.project_ids, []);
+    const api = await app.request("/api/v1/projects", secret!);
+    assert.equal(api.status, 200);
+    assert.deepEqual((await api.json()).projects, [], "the key reaches no project");
+    // The deny lists may stay empty: they deny nothing, and no warning is shown.
     const denyNone = await createKey(client, {
       name: "Deny none",
       scope_mode: "tag_deny_list",
       tags: "",
     });
     assert.equal(denyNone.res.status, 200);
+    assert.doesNotMatch(denyNone.html, /data-reaches-nothing/);
+  });
+
+  await t.step("only these projects, none chosen: created, warned on both pages", async () => {
+    const { res, html, id } = await createKey(client, {
+      name: "No projects",
+      can_download: "on",
+      scope_mode: "project_allow_list",
+      project_slugs: "",
+      tags: "ignored",
+    });
+    assert.equal(res.status, 200);
+    assert.match(html, /role="status" data-reaches-nothing/);
+    const stored = await getApiKey(app.kv, id!);
+    assert.equal(stored?.scope_mode, "project_allow_list");
+    assert.deepEqual(stored?.project_ids, []);
+    const { html: listHtml } = await client.page("/admin/api-keys");
+    const row = listHtml.split(`data-api-key-id="${id}"`)[1].split("</tr>")[0];
+    assert.match(row, /role="status" data-reaches-nothing/);
+    assert.match(row, /reaches no project/);
+    const scoped = listHtml.split(`data-api-key-id="${firstId}"`)[1].split("</tr>")[0];
+    assert.doesNotMatch(scoped, /data-reaches-nothing/, "a key with projects has no warning");
   });
 
   await t.step("scope modes keep only the list they use", async () => {
@@ -203,12 +237,6 @@ Deno.test("admin API keys", async (t) => {
         /expires_at must be/,
       ],
       ["missing name", { scope_mode: "all_projects", name: " " }, "name", /name is required/],
-      [
-        "only these projects, none chosen",
-        { scope_mode: "project_allow_list", project_slugs: "" },
-        "project_slugs",
-        /choose at least one project/,
-      ],
     ] as const
   ) {
     await t.step(`${label}: 400, form with message and values, nothing stored`, async () => {

@@ -287,32 +287,48 @@ Deno.test({
         assert.ok(await page.locator("[data-archived-hint]").isVisible());
       });
 
-      await t.step(`${size.name}: API keys: search, pages, empty scopes refused`, async () => {
-        await visit(v, "/admin/api-keys", "api-keys");
-        assert.equal(await page.locator("tr[data-api-key-id]").count(), 50);
-        await Promise.all([page.waitForURL(/page=2/), page.click("a[rel=next]")]);
-        // 55 seeded keys, and one more for each screen size already tested.
-        const expected = 5 + SCREENS.findIndex((screen) => screen.name === size.name);
-        assert.equal(await page.locator("tr[data-api-key-id]").count(), expected);
-        assert.equal(await page.locator("a[rel=next]").count(), 0);
-        await page.goto(`${base}/admin/api-keys?q=updater+05`);
-        assert.equal(await page.locator("tr[data-api-key-id]").count(), 1);
-        await page.goto(`${base}/admin/api-keys?new=1`);
-        assert.ok(await inViewport(page, "#key-name"), "the form is first");
-        await page.fill("#key-name", "Nothing");
-        await page.check("#scope-project_allow_list");
-        await page.click("#new-key button[type=submit]");
-        await page.waitForSelector("[data-form-error]");
-        assert.match(await page.textContent("[data-form-error]") ?? "", /at least one project/);
-        assert.ok(await inViewport(page, "#key-projects-error"));
-        assert.equal(await focusedId(page), "project-p-01");
-        await shoot(v, "api-keys-error");
-        await page.check("#scope-tag_allow_list");
-        await page.click("#new-key button[type=submit]");
-        await page.waitForSelector("#key-tags-error");
-        assert.match(await page.textContent("[data-form-error]") ?? "", /at least one tag/);
-        assert.equal(await focusedId(page), "key-other-tags");
-      });
+      await t.step(
+        `${size.name}: API keys: search, pages, errors, empty scopes warned`,
+        async () => {
+          await visit(v, "/admin/api-keys", "api-keys");
+          assert.equal(await page.locator("tr[data-api-key-id]").count(), 50);
+          await Promise.all([page.waitForURL(/page=2/), page.click("a[rel=next]")]);
+          // 55 seeded keys, and two more for each screen size already tested.
+          const expected = 5 + 2 * SCREENS.findIndex((screen) => screen.name === size.name);
+          assert.equal(await page.locator("tr[data-api-key-id]").count(), expected);
+          assert.equal(await page.locator("a[rel=next]").count(), 0);
+          await page.goto(`${base}/admin/api-keys?q=updater+05`);
+          assert.equal(await page.locator("tr[data-api-key-id]").count(), 1);
+          await page.goto(`${base}/admin/api-keys?new=1`);
+          assert.ok(await inViewport(page, "#key-name"), "the form is first");
+          await page.fill("#key-name", "Nothing");
+          await page.check("#scope-project_allow_list");
+          // A project that is gone by the time the form is sent.
+          await page.evaluate(`document.querySelector("#project-p-01").value = "gone"`);
+          await page.check("#project-p-01");
+          await page.click("#new-key button[type=submit]");
+          await page.waitForSelector("[data-form-error]");
+          assert.match(await page.textContent("[data-form-error]") ?? "", /unknown project/);
+          assert.ok(await inViewport(page, "#key-projects-error"));
+          assert.equal(await focusedId(page), "project-p-01");
+          await shoot(v, "api-keys-error");
+          await page.uncheck("#project-p-01");
+          await page.check("#scope-tag_allow_list");
+          await page.fill("#key-other-tags", "t".repeat(65));
+          await page.click("#new-key button[type=submit]");
+          await page.waitForSelector("#key-tags-error");
+          assert.match(await page.textContent("[data-form-error]") ?? "", /tag/);
+          assert.equal(await focusedId(page), "key-other-tags");
+          // An empty allow list is created (the contract), and the page says it reaches nothing.
+          await page.fill("#key-other-tags", "");
+          await Promise.all([
+            page.waitForSelector("[data-api-key]"),
+            page.click("#new-key button[type=submit]"),
+          ]);
+          assert.ok(await page.locator("[role=status][data-reaches-nothing]").isVisible());
+          await shoot(v, "api-key-reaches-nothing");
+        },
+      );
 
       await t.step(`${size.name}: the new key is real, selectable text`, async () => {
         await page.goto(`${base}/admin/api-keys?new=1`);

@@ -1,4 +1,7 @@
-/** Authentication and scope (client-api.md sections 5 and 7, admin-contract.md scope modes). */
+/**
+ * Authentication and scope: ../shared/spec/client-api.md "5. Authentication" and "7. Errors",
+ * ../shared/spec/admin-contract.md "Scope modes".
+ */
 import assert from "node:assert/strict";
 import { judgeApiKey } from "../src/store/access.ts";
 import { type ApiKey, setApiKeyActive, setProjectState, updateProject } from "../src/store/mod.ts";

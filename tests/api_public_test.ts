@@ -1,4 +1,4 @@
-/** The two public routes: GET /healthz and GET /api/v1 (client-api.md section 4). */
+/** The two public routes: GET /healthz and GET /api/v1 (../shared/spec/client-api.md "4. Endpoints"). */
 import assert from "node:assert/strict";
 import { assertSecurityHeaders, readJson } from "./asserts.ts";
 import { captureErrors, faultyKv } from "./faults.ts";
@@ -68,7 +68,8 @@ Deno.test("api index: the exact index object, without authorization", async () =
   await using t = await createTestApp({ serviceName: "Acme Updates" });
   const res = await t.request("/api/v1");
   const body = await readJson(res, 200);
-  // client-api.md section 4: the fields, then the four routes in their order, with the spec's words.
+  // ../shared/spec/client-api.md "GET /api/v1": the fields, then the four routes in their order, with the
+  // spec's words.
   assert.deepEqual(Object.keys(body).sort(), ["auth", "routes", "service", "status", "version"]);
   assert.deepEqual(body.auth, { header: "Authorization: Bearer <api_key>", type: "bearer" });
   assert.equal(body.service, "Acme Updates");

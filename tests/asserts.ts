@@ -1,7 +1,7 @@
 /** Assertions on HTTP responses: the spec's headers, JSON bodies and error objects. */
 import assert from "node:assert/strict";
 
-/** The headers client-api.md section 7 puts on every response. */
+/** The headers ../shared/spec/client-api.md "Response headers" puts on every response. */
 export function assertSecurityHeaders(res: Response, { hsts = false } = {}) {
   assert.equal(res.headers.get("x-content-type-options"), "nosniff");
   assert.equal(res.headers.get("x-frame-options"), "DENY");
@@ -12,7 +12,7 @@ export function assertSecurityHeaders(res: Response, { hsts = false } = {}) {
   );
 }
 
-/** The headers client-api.md section 7 puts on protected API responses. */
+/** The headers ../shared/spec/client-api.md "Response headers" puts on protected API responses. */
 export function assertProtectedHeaders(res: Response) {
   assert.equal(res.headers.get("cache-control"), "no-store, private, max-age=0");
   assert.equal(res.headers.get("pragma"), "no-cache");

@@ -1,4 +1,7 @@
-/** Settings (admin-contract.md "Operator settings"): defaults, parsing, and the refusal to start. */
+/**
+ * Settings (../shared/spec/admin-contract.md "Operator settings (environment variables)"): defaults,
+ * parsing, and the refusal to start.
+ */
 import assert from "node:assert/strict";
 import { ConfigError, loadConfig } from "../src/lib/config.ts";
 

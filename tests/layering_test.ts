@@ -19,7 +19,7 @@ const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolea
   { name: "src/http", rank: 4, owns: (p) => p.startsWith("src/http/") },
   // A new capability (publishing/, signing/, webhooks/, rollouts/ …) gets a
   // folder of its own under src/: its rules and background work, below the
-  // api and admin surfaces that route to it; its KV access stays in src/store.
+  // api and admin surfaces that route to it; its KV access stays in src/store/
   { name: "src/<capability>", rank: 4, owns: isCapability },
   { name: "src/storage", rank: 3, owns: (p) => p.startsWith("src/storage/") },
   { name: "src/store", rank: 2, owns: (p) => p.startsWith("src/store/") },

@@ -16,6 +16,7 @@ import {
   setApiKeyActive,
   ValidationError,
 } from "../src/store/mod.ts";
+import { judgeApiKey, keyReachesNothing, keyState } from "../src/store/access.ts";
 import { dumpKv, dumpKvText, withKv } from "./helpers.ts";
 
 const base = { name: "ci", can_download: true, scope_mode: "all_projects" };
@@ -120,4 +121,52 @@ Deno.test("last use is kept apart from the key and shown when listing", () =>
     assert.equal(listed[11].last_used_at, "2025-01-01T00:00:00.000Z");
     assert.equal(listed[0].last_used_at, null);
     assert.equal((await getApiKey(kv, keys[11].id))?.last_used_at, undefined);
+  }));
+
+Deno.test("expires_at is parsed once, by the store: RFC 3339 or datetime-local (UTC)", () =>
+  withKv(async (kv) => {
+    const local = await createApiKey(kv, { ...base, expires_at: "2031-01-02T03:04" });
+    assert.equal(local.apiKey.expires_at, "2031-01-02T03:04:00.000Z");
+    const none = await createApiKey(kv, { ...base, expires_at: " " });
+    assert.equal(none.apiKey.expires_at, null);
+    const before = await dumpKv(kv);
+    for (const bad of ["2026-02-30T10:00", "2026-12-31", "Tue, 01 Dec 2026 10:00:00 GMT"]) {
+      await assert.rejects(
+        createApiKey(kv, { ...base, expires_at: bad }),
+        (e) => e instanceof ValidationError && e.field === "expires_at",
+        bad,
+      );
+    }
+    assert.deepEqual(await dumpKv(kv), before);
+  }));
+
+Deno.test("key state: one expiry rule for the API's verdict and the admin's state", () =>
+  withKv(async (kv) => {
+    const at = Date.parse("2030-01-01T00:00:00Z");
+    const { apiKey } = await createApiKey(kv, { ...base, expires_at: "2030-01-01T00:00:00Z" });
+    assert.equal(keyState(apiKey, at - 1), "active");
+    assert.equal(judgeApiKey(apiKey, at - 1), "ok");
+    assert.equal(keyState(apiKey, at), "expired", "expired from the instant itself");
+    assert.equal(judgeApiKey(apiKey, at), "invalid");
+    const disabled = await setApiKeyActive(kv, apiKey.id, false);
+    assert.equal(keyState(disabled, at - 1), "disabled");
+    assert.equal(judgeApiKey(disabled, at - 1), "invalid");
+  }));
+
+Deno.test("an empty allow list is stored, and the store says the key reaches nothing", () =>
+  withKv(async (kv) => {
+    const cases = [
+      [{ scope_mode: "project_allow_list", project_ids: [] }, true],
+      [{ scope_mode: "tag_allow_list", tags: [" ", ""] }, true],
+      [{ scope_mode: "project_allow_list", project_ids: [1] }, false],
+      [{ scope_mode: "tag_allow_list", tags: ["beta"] }, false],
+      [{ scope_mode: "project_deny_list", project_ids: [] }, false],
+      [{ scope_mode: "tag_deny_list", tags: [] }, false],
+      [{ scope_mode: "all_projects" }, false],
+    ] as const;
+    for (const [scope, nothing] of cases) {
+      const { apiKey } = await createApiKey(kv, { ...base, ...scope });
+      assert.equal(keyReachesNothing(apiKey), nothing, JSON.stringify(scope));
+      assert.deepEqual(await getApiKey(kv, apiKey.id), apiKey);
+    }
   }));

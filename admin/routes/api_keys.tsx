@@ -2,7 +2,7 @@
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
-import { scopeAllows } from "../../src/store/access.ts";
+import { keyReachesNothing, keyState, scopeAllows } from "../../src/store/access.ts";
 import {
   type ApiKey,
   createApiKey,
@@ -15,11 +15,16 @@ import {
 } from "../../src/store/mod.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { formErrorOf } from "../forms.ts";
-import { apiKeyFormValues, apiKeyInput } from "../forms_api_key.ts";
+import {
+  type ApiKeyFormValues,
+  apiKeyFormValues,
+  apiKeyInput,
+  EMPTY_KEY_FORM,
+} from "../forms_api_key.ts";
 import { listPage } from "../listing.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { ApiKeyCreatedPage, KEY_PLACEHOLDER } from "../views/api_key_created.tsx";
-import { type ApiKeyFormValues, ApiKeysPage, EMPTY_KEY_FORM } from "../views/api_keys.tsx";
+import { type ApiKeyRow, ApiKeysPage } from "../views/api_keys.tsx";
 
 export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { kv } = deps;
@@ -39,10 +44,16 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
       "#key-list",
     );
     const knownTags = [...new Set(projects.flatMap((project) => project.tags))].sort();
+    const nowMs = Date.now();
+    const rows: ApiKeyRow[] = list.rows.map((key) => ({
+      key,
+      state: keyState(key, nowMs),
+      reachesNothing: keyReachesNothing(key),
+    }));
     return c.html(
       <ApiKeysPage
         ctx={pageContext(c, deps)}
-        list={list}
+        list={{ ...list, rows }}
         total={keys.length}
         openForm={c.req.query("new") !== undefined}
         projects={projects}
@@ -80,6 +91,7 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
         ctx={pageContext(c, deps)}
         apiKey={apiKey}
         secret={secret}
+        reachesNothing={keyReachesNothing(apiKey)}
         curlExample={curlExample(deps.config.baseUrl, exampleProject(apiKey, projects))}
       />,
     );

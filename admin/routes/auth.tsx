@@ -1,7 +1,7 @@
 /** Sign-in, sign-out and password change. */
 import type { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { TOKEN_PATTERN } from "../../src/lib/limits.ts";
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, TOKEN_PATTERN } from "../../src/lib/limits.ts";
 import { randomToken } from "../../src/lib/secrets.ts";
 import {
   type AdminUser,
@@ -26,7 +26,7 @@ import { field, readForm } from "../forms.ts";
 import { addressOf, sessionPolicy, tokenMatches } from "../guards.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { LoginPage } from "../views/login.tsx";
-import { MIN_PASSWORD_LENGTH, PasswordPage } from "../views/password.tsx";
+import { PasswordPage } from "../views/password.tsx";
 
 export const INVALID_CREDENTIALS = "invalid username or password";
 
@@ -187,10 +187,11 @@ export function addAccountRoutes(
       });
       return showError({ field: "current_password", message: "the current password is wrong" });
     }
-    if (newPassword.length < MIN_PASSWORD_LENGTH || newPassword.length > 1024) {
+    if (newPassword.length < PASSWORD_MIN_LENGTH || newPassword.length > PASSWORD_MAX_LENGTH) {
       return showError({
         field: "new_password",
-        message: `the new password must be ${MIN_PASSWORD_LENGTH} to 1024 characters long`,
+        message:
+          `the new password must be ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters long`,
       });
     }
     if (newPassword !== field(form, "confirm_password")) {

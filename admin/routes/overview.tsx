@@ -9,11 +9,11 @@ import {
   listProjects,
   listRecentReleases,
 } from "../../src/store/mod.ts";
+import { keyState } from "../../src/store/access.ts";
 import { pageContext } from "../context.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 import { AuditPage } from "../views/audit.tsx";
 import { DashboardPage } from "../views/dashboard.tsx";
-import { keyState } from "../views/api_keys.tsx";
 import { chartRange } from "../views/chart.tsx";
 
 const AUDIT_PAGE_SIZE = 50;

@@ -2,6 +2,7 @@
 import { HTTPException } from "hono/http-exception";
 import { isSlug } from "../../src/lib/limits.ts";
 import {
+  duplicateActiveVersions,
   getDailyDownloads,
   getDownloadCounts,
   getLatestRelease,
@@ -9,19 +10,14 @@ import {
   getRecentDownloadCountsByWindow,
   listReleasesByProject,
   type Project,
-  type Release,
 } from "../../src/store/mod.ts";
 import { type AdminContext, pageContext } from "../context.ts";
 import { listPage } from "../listing.ts";
 import type { FormError, ServiceDeps } from "../types.ts";
 import { chartRange } from "../views/chart.tsx";
-import {
-  editValuesOf,
-  EMPTY_UPLOAD_FORM,
-  type ProjectEditValues,
-  ProjectPage,
-  type UploadValues,
-} from "../views/project.tsx";
+import { editValuesOf, type ProjectEditValues } from "../forms_project.ts";
+import { EMPTY_UPLOAD_FORM, type UploadValues } from "../forms_upload.ts";
+import { ProjectPage } from "../views/project.tsx";
 
 export async function loadProject(deps: ServiceDeps, slug: string): Promise<Project> {
   const project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;
@@ -84,17 +80,4 @@ export async function renderProjectPage(
     />,
     status,
   );
-}
-
-/**
- * Versions that more than one active release carries. Uploading the same
- * version twice is allowed (a rebuilt artifact); the page warns about it,
- * since clients get only the newest of them.
- */
-export function duplicateActiveVersions(releases: readonly Release[]): string[] {
-  const seen = new Map<string, number>();
-  for (const release of releases) {
-    if (release.state === "active") seen.set(release.version, (seen.get(release.version) ?? 0) + 1);
-  }
-  return [...seen].filter(([, count]) => count > 1).map(([version]) => version);
 }

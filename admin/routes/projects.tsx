@@ -11,15 +11,16 @@ import {
   ValidationError,
 } from "../../src/store/mod.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
-import { field, formErrorOf, listField } from "../forms.ts";
-import { listPage } from "../listing.ts";
-import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import { formErrorOf } from "../forms.ts";
 import {
   EMPTY_PROJECT_FORM,
+  projectEditValues,
   type ProjectFormValues,
-  type ProjectRow,
-  ProjectsPage,
-} from "../views/projects.tsx";
+  projectFormValues,
+} from "../forms_project.ts";
+import { listPage } from "../listing.ts";
+import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import { type ProjectRow, ProjectsPage } from "../views/projects.tsx";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
 
 export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
@@ -71,12 +72,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
 
   admin.post("/projects", async (c) => {
     const form = c.get("form");
-    const values: ProjectFormValues = {
-      name: field(form, "name"),
-      slug: field(form, "slug"),
-      description: field(form, "description"),
-      tags: listField(form, "tags"),
-    };
+    const values = projectFormValues(form);
     try {
       const project = await createProject(kv, {
         name: values.name,
@@ -107,11 +103,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   admin.post("/projects/:slug", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
     const form = c.get("form");
-    const edit = {
-      name: field(form, "name"),
-      description: field(form, "description"),
-      tags: listField(form, "tags"),
-    };
+    const edit = projectEditValues(form);
     try {
       const updated = await updateProject(kv, project.id, {
         name: edit.name,

@@ -30,13 +30,12 @@ import { formErrorOf } from "../forms.ts";
 import { CsrfError, streamedForm } from "../guards.ts";
 import { MultipartError, type MultipartPart } from "../../src/http/multipart.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
-import { EMPTY_UPLOAD_FORM, type UploadValues } from "../views/project.tsx";
+import { EMPTY_UPLOAD_FORM, UPLOAD_TEXT_FIELDS, type UploadValues } from "../forms_upload.ts";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
 
 /** Room for the form fields next to the file when judging Content-Length. */
 const FIELDS_ALLOWANCE_BYTES = 1024 * 1024;
 const MAX_FIELD_BYTES = 512 * 1024;
-const TEXT_FIELDS = ["version", "build", "release_notes"] as const;
 
 export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { config } = deps;
@@ -116,8 +115,8 @@ async function receiveUpload(
         if (stored !== null) {
           received = { stored, filename: part.filename ?? "", contentType: part.contentType };
         }
-      } else if ((TEXT_FIELDS as readonly string[]).includes(part.name)) {
-        values[part.name as typeof TEXT_FIELDS[number]] = await part.text(MAX_FIELD_BYTES);
+      } else if ((UPLOAD_TEXT_FIELDS as readonly string[]).includes(part.name)) {
+        values[part.name as keyof UploadValues] = await part.text(MAX_FIELD_BYTES);
       }
     }
   } catch (error) {

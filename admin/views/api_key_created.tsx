@@ -1,7 +1,7 @@
 import type { ApiKey } from "../../src/store/mod.ts";
 import { Time } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
-import { SCOPE_LABELS } from "./api_keys.tsx";
+import { ReachesNothingWarning, SCOPE_LABELS } from "./api_keys.tsx";
 
 /** The shell variable the example command reads the key from. */
 export const KEY_VARIABLE = "UDS_API_KEY";
@@ -16,10 +16,12 @@ export const KEY_PLACEHOLDER = `$${KEY_VARIABLE}`;
  * repeating the key.
  */
 export function ApiKeyCreatedPage(
-  { ctx, apiKey, secret, curlExample }: {
+  { ctx, apiKey, secret, reachesNothing, curlExample }: {
     ctx: PageContext;
     apiKey: ApiKey;
     secret: string;
+    /** The key's allow list is empty (`keyReachesNothing`): the page warns. */
+    reachesNothing: boolean;
     /** The example command with {@link KEY_PLACEHOLDER} where the key goes. */
     curlExample: string;
   },
@@ -32,6 +34,7 @@ export function ApiKeyCreatedPage(
           The key <strong>{apiKey.name}</strong>{" "}
           was created. Copy it now: it is shown only this once and cannot be shown again.
         </div>
+        {reachesNothing && <ReachesNothingWarning apiKey={apiKey} block />}
         <p class="key-label" id="new-api-key-label">API key</p>
         <div class="copy-row">
           <code

@@ -1,4 +1,6 @@
+import type { KeyState } from "../../src/store/access.ts";
 import { type ApiKey, type Project, SCOPE_MODES, type ScopeMode } from "../../src/store/mod.ts";
+import type { ApiKeyFormValues } from "../forms_api_key.ts";
 import type { FormError } from "../types.ts";
 import type { ListPage } from "../listing.ts";
 import {
@@ -35,30 +37,27 @@ export const SCOPE_LABELS: Record<ScopeMode, { label: string; hint: string }> = 
   },
 };
 
-export interface ApiKeyFormValues {
-  name: string;
-  can_download: boolean;
-  scope_mode: string;
-  project_slugs: string[];
-  tags: string[];
-  expires_at: string;
+/** One row of the key list: the key with what the store says about it. */
+export interface ApiKeyRow {
+  key: ApiKey;
+  state: KeyState;
+  /** An empty allow list: the key can never reach a project (`keyReachesNothing`). */
+  reachesNothing: boolean;
 }
 
-export const EMPTY_KEY_FORM: ApiKeyFormValues = {
-  name: "",
-  can_download: true,
-  scope_mode: "all_projects",
-  project_slugs: [],
-  tags: [],
-  expires_at: "",
-};
-
-export type KeyState = "active" | "disabled" | "expired";
-
-export function keyState(key: ApiKey, nowMs: number = Date.now()): KeyState {
-  if (!key.active) return "disabled";
-  if (key.expires_at !== null && Date.parse(key.expires_at) <= nowMs) return "expired";
-  return "active";
+/** Why a key reaches no project, said where the key is shown (list and "key created" page). */
+export function ReachesNothingWarning(
+  { apiKey, block = false }: { apiKey: ApiKey; block?: boolean },
+) {
+  const what = apiKey.scope_mode === "tag_allow_list" ? "no tag" : "no project";
+  return (
+    <p class={block ? "flash flash-warning" : "scope-warning"} role="status" data-reaches-nothing>
+      This key reaches no project: its scope is "{SCOPE_LABELS[apiKey.scope_mode].label}" with{" "}
+      {what}, and an empty allow list grants nothing.
+      {block &&
+        " Create another key with a scope that names projects or tags, and disable this one."}
+    </p>
+  );
 }
 
 /**
@@ -68,7 +67,7 @@ export function keyState(key: ApiKey, nowMs: number = Date.now()): KeyState {
 export function ApiKeysPage(
   { ctx, list, total, projects, knownTags, values, error, openForm }: {
     ctx: PageContext;
-    list: ListPage<ApiKey>;
+    list: ListPage<ApiKeyRow>;
     total: number;
     projects: readonly Project[];
     knownTags: string[];
@@ -109,8 +108,7 @@ export function ApiKeysPage(
             columns={["Name", "Scope", "Download", "State", "Expires", "Created", "Last used"]}
             actions
           >
-            {list.rows.map((key) => {
-              const state = keyState(key);
+            {list.rows.map(({ key, state, reachesNothing }) => {
               return (
                 <tr data-api-key-id={String(key.id)} class={`state-${state}`}>
                   <td data-label="Name">
@@ -120,6 +118,7 @@ export function ApiKeysPage(
                   </td>
                   <td data-label="Scope">
                     <ScopeSummary apiKey={key} slugs={slugs} />
+                    {reachesNothing && <ReachesNothingWarning apiKey={key} />}
                   </td>
                   <td data-label="Download">{key.can_download ? "allowed" : "not allowed"}</td>
                   <td data-label="State">

@@ -9,9 +9,9 @@ import type { DailyDownloads } from "../../src/store/mod.ts";
 export const CHART_RANGES = [30, 90] as const;
 export type ChartRange = typeof CHART_RANGES[number];
 
-/** `?days=90` picks the long range; anything else is 30 days. */
+/** `?days=90` picks the long range; anything else is the first (30 days). */
 export function chartRange(raw: string | undefined): ChartRange {
-  return raw === "90" ? 90 : 30;
+  return CHART_RANGES.find((days) => String(days) === raw) ?? CHART_RANGES[0];
 }
 
 const WIDTH = 600;

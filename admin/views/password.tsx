@@ -1,8 +1,7 @@
+import { PASSWORD_MIN_LENGTH } from "../../src/lib/limits.ts";
 import type { FormError } from "../types.ts";
 import { FormErrorSummary, InputField } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
-
-export const MIN_PASSWORD_LENGTH = 12;
 
 export function PasswordPage({ ctx, error }: { ctx: PageContext; error?: FormError | null }) {
   return (
@@ -33,9 +32,9 @@ export function PasswordPage({ ctx, error }: { ctx: PageContext; error?: FormErr
             type="password"
             error={error}
             autocomplete="new-password"
-            minlength={MIN_PASSWORD_LENGTH}
+            minlength={PASSWORD_MIN_LENGTH}
             required
-            hint={<>At least {MIN_PASSWORD_LENGTH} characters.</>}
+            hint={<>At least {PASSWORD_MIN_LENGTH} characters.</>}
           />
           <InputField
             id="confirm-password"

@@ -1,6 +1,8 @@
 import type { DailyDownloads, Project, Release } from "../../src/store/mod.ts";
 import { humanBytes } from "../format.ts";
 import type { ListPage } from "../listing.ts";
+import type { ProjectEditValues } from "../forms_project.ts";
+import type { UploadValues } from "../forms_upload.ts";
 import type { FormError } from "../types.ts";
 import { type ChartRange, DownloadChart } from "./chart.tsx";
 import {
@@ -18,20 +20,6 @@ import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { ProjectFields } from "./project_fields.tsx";
 import { RELEASE_COLUMNS, ReleaseCells } from "./release_cells.tsx";
 import { TEXT_FIELDS } from "./text_fields.ts";
-
-export interface ProjectEditValues {
-  name: string;
-  description: string;
-  tags: string;
-}
-
-export interface UploadValues {
-  version: string;
-  build: string;
-  release_notes: string;
-}
-
-export const EMPTY_UPLOAD_FORM: UploadValues = { version: "", build: "", release_notes: "" };
 
 /** Download figures of one release. */
 export interface ReleaseDownloads {
@@ -58,10 +46,6 @@ export interface ProjectPageProps {
   editError?: FormError | null;
   upload: UploadValues;
   uploadError?: FormError | null;
-}
-
-export function editValuesOf(project: Project): ProjectEditValues {
-  return { name: project.name, description: project.description, tags: project.tags.join(", ") };
 }
 
 export function ProjectPage(props: ProjectPageProps) {

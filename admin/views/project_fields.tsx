@@ -1,20 +1,13 @@
 /** The fields a project form has: name, slug (only when creating), description and tags. */
-import { SLUG_MAX_LENGTH } from "../../src/lib/limits.ts";
+import { SLUG_CHARACTERS, SLUG_MAX_LENGTH } from "../../src/lib/limits.ts";
+import type { ProjectFieldValues } from "../forms_project.ts";
 import type { FormError } from "../types.ts";
 import { InputField, TextAreaField } from "./components.tsx";
 import { TEXT_FIELDS } from "./text_fields.ts";
 
-export interface ProjectFieldValues {
-  name: string;
-  /** Only the create form has a slug: it never changes afterwards. */
-  slug?: string;
-  description: string;
-  tags: string;
-}
-
 /** What the browser says about a wrong slug (the `title` of the field). */
 export const SLUG_TITLE =
-  "A slug is 1 to 64 lowercase letters, digits and hyphens, e.g. desktop-app.";
+  `A slug is 1 to ${SLUG_MAX_LENGTH} lowercase letters, digits and hyphens, e.g. desktop-app.`;
 
 export function ProjectFields(
   { idPrefix, values, error, tagsHint }: {
@@ -39,7 +32,7 @@ export function ProjectFields(
           label="Slug"
           value={values.slug}
           error={error}
-          pattern="[a-z0-9\-]{1,64}"
+          pattern={`[${SLUG_CHARACTERS}]{1,${SLUG_MAX_LENGTH}}`}
           title={SLUG_TITLE}
           maxlength={SLUG_MAX_LENGTH}
           autocapitalize="none"

@@ -1,5 +1,6 @@
 import type { Project } from "../../src/store/mod.ts";
 import type { ListPage } from "../listing.ts";
+import type { ProjectFormValues } from "../forms_project.ts";
 import type { FormError } from "../types.ts";
 import {
   DataTable,
@@ -17,20 +18,6 @@ export interface ProjectRow {
   project: Project;
   latestVersion: string | null;
 }
-
-export interface ProjectFormValues {
-  name: string;
-  slug: string;
-  description: string;
-  tags: string;
-}
-
-export const EMPTY_PROJECT_FORM: ProjectFormValues = {
-  name: "",
-  slug: "",
-  description: "",
-  tags: "",
-};
 
 /**
  * The create form comes first, folded unless it is wanted (no projects yet,

@@ -4,7 +4,7 @@
  * draws one token: from the key's bucket when the bearer token is a stored
  * key, else from the client address's bucket (so guessing keys is limited
  * too). `acceptedKey` is then the first step of every
- * protected route: the key checks of client-api.md sections 5 and 7, in the
+ * protected route: the key checks of ../shared/spec/client-api.md "5. Authentication" and "7. Errors", in the
  * order 503, 401, 403. (A plain call rather than a second middleware: each
  * middleware frame costs the hot path.)
  */

@@ -1,4 +1,4 @@
-/** The client JSON API under /api/v1 (client-api.md section 4). */
+/** The client JSON API under /api/v1 (../shared/spec/client-api.md "4. Endpoints"). */
 import { type Context, type Handler, Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { projectVisible } from "../store/access.ts";

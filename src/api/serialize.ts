@@ -1,4 +1,4 @@
-/** The client API's JSON shapes (client-api.md section 2). */
+/** The client API's JSON shapes (../shared/spec/client-api.md "2. Resources and their fields"). */
 import type { ApiKey, Project, Release } from "../store/mod.ts";
 
 export function projectJson(project: Project) {

@@ -14,7 +14,7 @@ export class ApiError extends HTTPException {
   }
 }
 
-/** The exact error strings of client-api.md section 7 (and of the extensions beyond it). */
+/** The exact error strings of ../shared/spec/client-api.md "7. Errors" (and of the extensions beyond it). */
 export const API_ERRORS = {
   invalidReleaseId: "invalid release id",
   missingKey: "missing bearer api key",

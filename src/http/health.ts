@@ -1,4 +1,4 @@
-/** `GET /healthz` (client-api.md, "GET /healthz"): whether the service and its KV database answer. */
+/** `GET /healthz` (../shared/spec/client-api.md "GET /healthz"): whether the service and its KV answer. */
 import type { Handler } from "hono";
 import { pingKv } from "../store/health.ts";
 import type { AppEnv, ServiceDeps } from "./app_env.ts";

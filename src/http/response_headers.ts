@@ -1,7 +1,7 @@
 /**
  * The headers the contract puts on responses, as ready-made lists: the
  * security headers of every response, and the protected-response headers of
- * every /api/v1 response (client-api.md section 7). Client API responses are
+ * every /api/v1 response (../shared/spec/client-api.md "Response headers"). Client API responses are
  * built with all of them at once (a cached body gets one cached list), so no
  * middleware has to set headers one by one on the hot path.
  */

@@ -1,7 +1,7 @@
 /**
  * Operator settings, read once at start into one typed object.
  *
- * Every setting of `admin-contract.md` lives here, plus a few of our own
+ * Every setting of `../shared/spec/admin-contract.md` lives here, plus a few of our own
  * (documented in the README). An invalid value throws a `ConfigError` that
  * names the setting, so the service never starts half-configured.
  */

@@ -12,15 +12,21 @@
  * - project: name 2 × 200 + description 2 × 5,000 + 50 tags × 2 × 64 ≈ 17 KB;
  * - API key: name 2 × 200 + 50 tags × 2 × 64 + 1,000 project ids × ≤ 10 B ≈ 17 KB.
  *
- * `tests/limits_test.ts` stores a record with every field at its limit.
+ * `tests/client_input_test.ts` stores a record with every field at its limit.
  */
 
-/** A stored record id in a URL: 1 to 15 digits (every id is a safe integer). */
-export const ID_PATTERN = /^\d{1,15}$/;
+/**
+ * A stored record id in a URL: 1 to 15 digits, one fewer than
+ * `Number.MAX_SAFE_INTEGER` has, so every id that matches is a safe integer.
+ */
+export const ID_MAX_DIGITS = String(Number.MAX_SAFE_INTEGER).length - 1;
+export const ID_PATTERN = new RegExp(`^\\d{1,${ID_MAX_DIGITS}}$`);
 
 /** A project slug: lowercase letters, digits and `-`, 1 to 64 characters. */
 export const SLUG_MAX_LENGTH = 64;
-export const SLUG_PATTERN = /^[a-z0-9-]{1,64}$/;
+/** The slug's characters as a regular expression class body (the admin form's `pattern` too). */
+export const SLUG_CHARACTERS = "a-z0-9\\-";
+export const SLUG_PATTERN = new RegExp(`^[${SLUG_CHARACTERS}]{1,${SLUG_MAX_LENGTH}}$`);
 
 /** True when `slug` could name a project (anything else is never looked up). */
 export function isSlug(slug: string): boolean {
@@ -30,12 +36,19 @@ export function isSlug(slug: string): boolean {
 /** An artifact's storage key: the UUID its file (or object) is named after. */
 export const STORAGE_KEY_PATTERN = /^[0-9a-f-]{36}$/;
 
-/** A random 256-bit token in base64url (session ids, the sign-in CSRF token). */
-export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+/** The random bytes of a token (session ids, the sign-in CSRF token, API key secrets): 256 bits. */
+export const TOKEN_BYTES = 32;
+/** A token's length in base64url without padding: 4 characters for every 3 bytes, rounded up (43). */
+export const TOKEN_LENGTH = Math.ceil(TOKEN_BYTES * 4 / 3);
+export const TOKEN_PATTERN = new RegExp(`^[A-Za-z0-9_-]{${TOKEN_LENGTH}}$`);
 
 /** An admin user name (APP_ADMIN_USERNAME and stored users). */
-export const USERNAME_PATTERN = /^[A-Za-z0-9._@-]{1,64}$/;
 export const USERNAME_MAX_LENGTH = 64;
+export const USERNAME_PATTERN = new RegExp(`^[A-Za-z0-9._@-]{1,${USERNAME_MAX_LENGTH}}$`);
+
+/** An admin's new password (the password page; `src/lib/passwords.ts` hashes it). */
+export const PASSWORD_MIN_LENGTH = 12;
+export const PASSWORD_MAX_LENGTH = 1024;
 
 /** Display names of projects and API keys. */
 export const NAME_MAX_LENGTH = 200;

@@ -1,8 +1,9 @@
 /** Small helpers for random tokens and comparing secrets. */
 import { createHash, timingSafeEqual } from "node:crypto";
+import { TOKEN_BYTES } from "./limits.ts";
 
 /** A random token of `bytes` bytes (256 bits by default), base64url without padding. */
-export function randomToken(bytes = 32): string {
+export function randomToken(bytes: number = TOKEN_BYTES): string {
   return toBase64Url(crypto.getRandomValues(new Uint8Array(bytes)));
 }
 

@@ -1,14 +1,38 @@
-/** The access rules of an API key: acceptance (section 5) and scope (admin contract). */
+/**
+ * The access rules of an API key: acceptance (../shared/spec/client-api.md "5. Authentication"),
+ * state, and scope (../shared/spec/admin-contract.md "Scope modes").
+ */
 import type { ApiKey, Project } from "./mod.ts";
 
 export type KeyVerdict = "ok" | "invalid" | "forbidden";
 
-/** An active, unexpired key with `can_download` is accepted; see client-api.md section 5. */
+/** A key's state: disabled by an admin, past its `expires_at`, or active. */
+export type KeyState = "active" | "disabled" | "expired";
+
+/** The one expiry rule: a key expires at its `expires_at` (that instant included). */
+export function keyState(key: ApiKey, nowMs: number = Date.now()): KeyState {
+  if (!key.active) return "disabled";
+  if (key.expires_at !== null && Date.parse(key.expires_at) <= nowMs) return "expired";
+  return "active";
+}
+
+/** An active, unexpired key with `can_download` is accepted (../shared/spec/client-api.md "5. Authentication"). */
 export function judgeApiKey(key: ApiKey | null, nowMs: number = Date.now()): KeyVerdict {
-  if (key === null || !key.active) return "invalid";
-  if (key.expires_at !== null && Date.parse(key.expires_at) <= nowMs) return "invalid";
+  if (key === null || keyState(key, nowMs) !== "active") return "invalid";
   if (!key.can_download) return "forbidden";
   return "ok";
+}
+
+/**
+ * Whether the key's scope can never reach a project: an allow list with
+ * nothing on it grants nothing (../shared/spec/admin-contract.md "Scope modes"). Such a key is valid and
+ * is created (outside tools make them); the admin UI warns about it.
+ */
+export function keyReachesNothing(
+  key: Pick<ApiKey, "scope_mode" | "project_ids" | "tags">,
+): boolean {
+  return (key.scope_mode === "project_allow_list" && key.project_ids.length === 0) ||
+    (key.scope_mode === "tag_allow_list" && key.tags.length === 0);
 }
 
 /**

@@ -1,12 +1,12 @@
-/** Admin accounts. Only the password hash is stored; hashing lives in `src/passwords.ts`. */
-import { USERNAME_PATTERN } from "../lib/limits.ts";
+/** Admin accounts. Only the password hash is stored; hashing lives in `src/lib/passwords.ts`. */
+import { USERNAME_MAX_LENGTH, USERNAME_PATTERN } from "../lib/limits.ts";
 import { commitWithRetry, now, retryWhileLocked } from "./atomic.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { adminUserKey, adminUsersPrefix } from "./keys.ts";
 
 export interface AdminUser {
   username: string;
-  /** `pbkdf2-sha256$<iterations>$<salt>$<hash>`, see `src/passwords.ts`. */
+  /** `pbkdf2-sha256$<iterations>$<salt>$<hash>`, see `src/lib/passwords.ts`. */
   password_hash: string;
   created_at: string;
   updated_at: string;
@@ -16,7 +16,7 @@ export function requireUsername(username: string): string {
   if (!USERNAME_PATTERN.test(username)) {
     throw new ValidationError(
       "username",
-      "username must be 1 to 64 characters of letters, digits, . _ @ and -",
+      `username must be 1 to ${USERNAME_MAX_LENGTH} characters of letters, digits, . _ @ and -`,
     );
   }
   return username;

@@ -1,24 +1,23 @@
 import { hash as oneShotHash } from "node:crypto";
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
+import { randomToken } from "../lib/secrets.ts";
 import { claimIds, now, reserveIds } from "./atomic.ts";
 import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { getManyEntries } from "./get_many.ts";
 import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "./keys.ts";
 import { type ApiKey, SCOPE_MODES, type ScopeMode } from "./types.ts";
-import { requireTags, requireText } from "./validate.ts";
+import { parseExpiresAt, requireTags, requireText } from "./validate.ts";
 
 /**
- * Keys look like `uds_<43 base64url chars>`: 256 random bits behind a fixed
- * prefix that secret scanners can match (`uds_[A-Za-z0-9_-]{43}`).
+ * Keys look like `uds_<43 base64url chars>`: a random token (`TOKEN_BYTES`,
+ * 256 bits) behind a fixed prefix that secret scanners can match
+ * (`uds_[A-Za-z0-9_-]{43}`, 43 being `TOKEN_LENGTH`).
  */
 export const API_KEY_PREFIX = "uds_";
-const SECRET_BYTES = 32;
 
 export function generateApiKeySecret(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(SECRET_BYTES));
-  const base64 = btoa(String.fromCharCode(...bytes));
-  return API_KEY_PREFIX + base64.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return API_KEY_PREFIX + randomToken();
 }
 
 /** SHA-256 hex of a key's secret (node:crypto's one-shot `hash`: half the cost of `createHash`). */
@@ -32,7 +31,10 @@ export interface ApiKeyInput {
   scope_mode: string;
   project_ids?: readonly number[];
   tags?: readonly string[];
-  /** RFC 3339 time, or null for no expiry. */
+  /**
+   * RFC 3339 time, or an HTML datetime-local value read as UTC; null or empty
+   * for no expiry (see `parseExpiresAt`).
+   */
   expires_at?: string | null;
 }
 
@@ -60,10 +62,7 @@ export function prepareApiKey(
       `a key's scope can name at most ${SCOPE_PROJECTS_MAX_COUNT} projects`,
     );
   }
-  const expiresAt = input.expires_at ?? null;
-  if (expiresAt !== null && Number.isNaN(Date.parse(expiresAt))) {
-    throw new ValidationError("expires_at", "expires_at must be a date and time");
-  }
+  const expiresAt = parseExpiresAt(input.expires_at);
   const secret = generateApiKeySecret();
   return {
     secret,
@@ -72,7 +71,7 @@ export function prepareApiKey(
       hash: hashApiKeySecret(secret),
       prefix: secret.slice(0, API_KEY_PREFIX.length + 6),
       active: true,
-      expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
+      expires_at: expiresAt,
       can_download: input.can_download,
       scope_mode: scopeMode,
       project_ids: projectIds,

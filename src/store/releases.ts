@@ -13,7 +13,7 @@ import {
   releasesPrefix,
 } from "./keys.ts";
 import type { Project, Release, ReleaseState } from "./types.ts";
-import { requireText, safeContentType, safeFilename } from "./validate.ts";
+import { requireText, requireTime, safeContentType, safeFilename } from "./validate.ts";
 
 export interface ReleaseInput {
   project_id: number;
@@ -43,19 +43,23 @@ export function validateReleaseFields(
   };
 }
 
+/**
+ * Versions that more than one active release carries. Uploading the same
+ * version twice is allowed (a rebuilt artifact); the page warns about it,
+ * since clients get only the newest of them.
+ */
+export function duplicateActiveVersions(releases: readonly Release[]): string[] {
+  const seen = new Map<string, number>();
+  for (const release of releases) {
+    if (release.state === "active") seen.set(release.version, (seen.get(release.version) ?? 0) + 1);
+  }
+  return [...seen].filter(([, count]) => count > 1).map(([version]) => version);
+}
+
 /** Orders releases for "latest": greater `created_at` first, ties by greater id. */
 export function isNewerRelease(a: Release, b: Release): boolean {
   if (a.created_at !== b.created_at) return a.created_at > b.created_at;
   return a.id > b.id;
-}
-
-/** One time format for every stored `created_at`, so that comparing the strings orders them. */
-function requireTime(value: string): string {
-  const ms = Date.parse(value);
-  if (Number.isNaN(ms)) {
-    throw new ValidationError("created_at", "created_at must be a date and time");
-  }
-  return new Date(ms).toISOString();
 }
 
 /** The checked fields of a new release, without what its commit gives it (id, project, state). */
@@ -72,7 +76,9 @@ export function prepareRelease(input: Omit<ReleaseInput, "project_id">): Prepare
     checksum_sha256: input.checksum_sha256,
     size_bytes: input.size_bytes,
     storage_key: input.storage_key,
-    created_at: input.created_at === undefined ? undefined : requireTime(input.created_at),
+    created_at: input.created_at === undefined
+      ? undefined
+      : requireTime("created_at", input.created_at),
   };
 }
 

@@ -1,4 +1,4 @@
-/** Field rules of `admin-contract.md`, shared by the store and the admin forms. */
+/** Field rules of `../shared/spec/admin-contract.md`, shared by the store and the admin forms. */
 import { ValidationError } from "./errors.ts";
 
 import {
@@ -9,6 +9,54 @@ import {
   TAG_MAX_LENGTH,
   TAGS_MAX_COUNT,
 } from "../lib/limits.ts";
+
+const RFC3339 =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?([Zz]|[+-]\d{2}:\d{2})$/;
+const DATETIME_LOCAL = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,3})?)?$/;
+
+/**
+ * A time as one ISO string (so that stored times compare as strings): an RFC
+ * 3339 time with offset, or, with `localAsUtc`, also an HTML datetime-local
+ * value read as UTC. Dates that `Date` would roll over (2026-02-30) and
+ * out-of-range times are refused with `message` for `field`.
+ */
+export function requireTime(
+  field: string,
+  raw: string,
+  { localAsUtc = false, message = `${field} must be a date and time` }: {
+    localAsUtc?: boolean;
+    message?: string;
+  } = {},
+): string {
+  const text = raw.trim();
+  const local = localAsUtc ? DATETIME_LOCAL.exec(text) : null;
+  const parts = local ?? RFC3339.exec(text);
+  const invalid = new ValidationError(field, message);
+  if (parts === null) throw invalid;
+  const [year, month, day, hour, minute, second] = parts.slice(1, 7).map((part) => +(part ?? 0));
+  const calendar = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
+  if (
+    calendar.getUTCFullYear() !== year || calendar.getUTCMonth() !== month - 1 ||
+    calendar.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59
+  ) {
+    throw invalid;
+  }
+  const ms = Date.parse(local ? `${text}Z` : text.replace(/[t ]/i, "T"));
+  if (Number.isNaN(ms)) throw invalid;
+  return new Date(ms).toISOString();
+}
+
+/**
+ * A key's `expires_at`: empty (or null) for none; an RFC 3339 time with
+ * offset, or an HTML datetime-local value read as UTC. Returns an ISO time or null.
+ */
+export function parseExpiresAt(raw: string | null | undefined): string | null {
+  if (raw === null || raw === undefined || raw.trim() === "") return null;
+  return requireTime("expires_at", raw, {
+    localAsUtc: true,
+    message: "expires_at must be a time like 2026-12-31T23:59:59Z or 2026-12-31T23:59 (UTC)",
+  });
+}
 
 /** Splits a comma-separated field: trimmed, lowercased, no empties, no duplicates. */
 export function parseList(raw: string | readonly string[] | undefined): string[] {

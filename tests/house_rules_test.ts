@@ -1,0 +1,122 @@
+/**
+ * Rules of the house that no linter checks (docs/architecture.md, "House
+ * rules"): no benchmark switch in production code, no mutable state at module
+ * level (it lives in the factory that owns it), and no function declaration
+ * with more than three parameters (they take an options object).
+ */
+import assert from "node:assert/strict";
+import { dirname, join, resolve } from "node:path";
+
+const ROOT = resolve(dirname(new URL(import.meta.url).pathname), "..");
+
+async function sourceFiles(dir: string): Promise<string[]> {
+  const files: string[] = [];
+  for await (const entry of Deno.readDir(join(ROOT, dir))) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory) files.push(...await sourceFiles(path));
+    else if (/\.tsx?$/.test(entry.name)) files.push(path);
+  }
+  return files;
+}
+
+async function production(): Promise<Array<{ file: string; source: string }>> {
+  const files = ["main.ts", "app.ts", ...await sourceFiles("src"), ...await sourceFiles("admin")];
+  return await Promise.all(
+    files.map(async (file) => ({ file, source: await Deno.readTextFile(join(ROOT, file)) })),
+  );
+}
+
+/**
+ * Top-level declarations that hold mutable state: `let`/`var`, and a `Map` or
+ * `Set` made at module level unless typed read-only (a constant table).
+ * A `WeakMap` keyed by an immutable record is a memo of what that record
+ * determines, not state, and is allowed.
+ */
+export function moduleState(source: string): string[] {
+  const found: string[] = [];
+  for (const line of source.split("\n")) {
+    if (/^(export\s+)?(let|var)\s/.test(line)) found.push(line.trim());
+    const made = /^(export\s+)?const\s+\w+\s*(:\s*([^=]+))?=\s*new\s+(Map|Set)\b/.exec(line);
+    if (made && !/^Readonly(Map|Set)\b/.test((made[3] ?? "").trim())) found.push(line.trim());
+  }
+  return found;
+}
+
+/** `function` declarations with more than three parameters, by name. */
+export function longParameterLists(source: string): string[] {
+  const found: string[] = [];
+  for (const match of source.matchAll(/\bfunction\*?\s+(\w+)\s*(<[^(]*>)?\s*\(/g)) {
+    let depth = 1;
+    let i = match.index! + match[0].length;
+    let params = "";
+    for (; i < source.length && depth > 0; i++) {
+      const ch = source[i];
+      if ("([{<".includes(ch)) depth++;
+      else if (")]}>".includes(ch) && !(ch === ">" && source[i - 1] === "=")) depth--;
+      if (depth > 0) params += ch;
+    }
+    const topLevel = params.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "").split(",")
+      .filter((part) => part.trim() !== "");
+    // Commas inside nested brackets were kept in `params`; count only depth-0 ones.
+    let count = 0;
+    let nested = 0;
+    let sawParam = false;
+    for (const ch of params.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "")) {
+      if ("([{<".includes(ch)) nested++;
+      else if (")]}>".includes(ch)) nested--;
+      else if (ch === "," && nested === 0) count++;
+      if (!/\s/.test(ch)) sawParam = true;
+    }
+    const trailing = /,\s*$/.test(params.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, ""));
+    const parameters = sawParam ? count + 1 - (trailing ? 1 : 0) : 0;
+    if (parameters > 3 && topLevel.length > 0) found.push(`${match[1]} (${parameters})`);
+  }
+  return found;
+}
+
+Deno.test("house rules of production code", async (t) => {
+  const files = await production();
+
+  await t.step("no production module names a benchmark switch", () => {
+    const wrong = files.filter(({ source }) =>
+      /\bbenchOff\b|APP_BENCH_OFF|BENCH_LAYERS/.test(source)
+    )
+      .map(({ file }) => file);
+    assert.deepEqual(wrong, []);
+  });
+
+  await t.step("no mutable state at module level in src/ and admin/", () => {
+    const wrong = files.filter(({ file }) => file.startsWith("src/") || file.startsWith("admin/"))
+      .flatMap(({ file, source }) => moduleState(source).map((line) => `${file}: ${line}`));
+    assert.deepEqual(wrong, []);
+  });
+
+  await t.step("functions take at most three parameters (then an options object)", () => {
+    const wrong = files.flatMap(({ file, source }) =>
+      longParameterLists(source).map((name) => `${file}: ${name}`)
+    );
+    assert.deepEqual(wrong, []);
+  });
+});
+
+Deno.test("the house-rule checks find what they look for", () => {
+  assert.deepEqual(moduleState("let n = 0;\nconst m = new Map<string, number>();\n"), [
+    "let n = 0;",
+    "const m = new Map<string, number>();",
+  ]);
+  assert.deepEqual(
+    moduleState(
+      "const T: ReadonlySet<string> = new Set([]);\nfunction f() {\n  let x = 1;\n}\n" +
+        "const w = new WeakMap<object, string>();\n",
+    ),
+    [],
+  );
+  assert.deepEqual(
+    longParameterLists(
+      "function a(x: number, y: Map<string, number>, z = () => 1) {}\n" +
+        "export async function b(\n  c: Context,\n  d: { e: string; f: number },\n  g: string,\n  h = 2,\n): Promise<void> {}\n" +
+        "function k(opts: { a: number; b: number; c: number; d: number }) {}\n",
+    ),
+    ["b (4)"],
+  );
+});
