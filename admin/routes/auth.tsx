@@ -11,6 +11,7 @@ import {
   getAdminSession,
   type LoginSubject,
   type LoginThrottle,
+  type ThrottledCheck,
 } from "../../src/store/mod.ts";
 import { accountTarget, authenticate, changePassword } from "../accounts.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
@@ -31,22 +32,22 @@ import { PasswordPage } from "../views/password.tsx";
 export const INVALID_CREDENTIALS = "invalid username or password";
 
 /**
- * Checks a password under the sign-in throttle: the check is reserved first
- * (so parallel guesses cannot overtake the count) and given back when the
- * password was right. `locked` when the throttle refuses the check now.
+ * Checks a password under the sign-in throttle (src/store/login_throttle.ts):
+ * a refusal says why, with the seconds to wait.
  */
-async function checkPasswordThrottled(
+function checkPasswordThrottled(
   { kv, throttle }: { kv: Deno.Kv; throttle: LoginThrottle },
   subject: LoginSubject,
   password: string,
-): Promise<
-  { locked: true; retryAfterSeconds: number } | { locked: false; user: AdminUser | null }
-> {
-  const { waitMs } = await throttle.reserve(subject);
-  if (waitMs > 0) return { locked: true, retryAfterSeconds: Math.ceil(waitMs / 1000) };
-  const user = await authenticate(kv, subject.username, password);
-  if (user !== null) await throttle.release(subject);
-  return { locked: false, user };
+): Promise<ThrottledCheck<AdminUser>> {
+  return throttle.check(subject, () => authenticate(kv, subject.username, password));
+}
+
+/** What a refused sign-in tells the person, and the audit log. */
+function refusalMessage(checked: { refused: "locked" | "busy"; retryAfterSeconds: number }) {
+  return checked.refused === "locked"
+    ? `Too many failed sign-ins. Try again in ${checked.retryAfterSeconds} seconds.`
+    : "Too many sign-ins at once from this address. Try again in a moment.";
 }
 
 /** The routes that work without a session: the sign-in form and its POST. */
@@ -93,20 +94,28 @@ export function addLoginRoutes(
 
     const address = addressOf(c, deps);
     const checked = await checkPasswordThrottled({ kv, throttle }, { username, address }, password);
-    if (checked.locked) {
+    if (checked.refused) {
+      await audit(c, deps, {
+        action: "auth.sign_in_refused",
+        target: accountTarget(username),
+        details: checked.refused === "locked"
+          ? `locked for ${checked.retryAfterSeconds} s after failures`
+          : "too many sign-ins at once",
+        actor: username,
+      });
       c.header("retry-after", String(checked.retryAfterSeconds));
       return c.html(
         <LoginPage
           ctx={ctx}
           csrfToken={cookieToken}
           username={username}
-          error={`Too many failed sign-ins. Try again in ${checked.retryAfterSeconds} seconds.`}
+          error={refusalMessage(checked)}
         />,
         429,
       );
     }
 
-    const { user } = checked;
+    const user = checked.found;
     if (user === null) {
       await audit(c, deps, {
         action: "auth.sign_in_failed",
@@ -171,15 +180,17 @@ export function addAccountRoutes(
       { username, address },
       field(form, "current_password"),
     );
-    if (checked.locked) {
+    if (checked.refused) {
       c.header("retry-after", String(checked.retryAfterSeconds));
       return showError({
         field: "current_password",
-        message: `Too many wrong passwords. Try again in ${checked.retryAfterSeconds} seconds.`,
+        message: checked.refused === "locked"
+          ? `Too many wrong passwords. Try again in ${checked.retryAfterSeconds} seconds.`
+          : refusalMessage(checked),
       }, 429);
     }
     const newPassword = field(form, "new_password");
-    if (checked.user === null) {
+    if (checked.found === null) {
       await audit(c, deps, {
         action: "auth.password_change_failed",
         target: accountTarget(username),

@@ -24,6 +24,7 @@
  * | ["admin_users", username]                    | AdminUser (password hash)     |
  * | ["admin_sessions", sha256Hex(sessionId)]     | AdminSession (expireIn)       |
  * | ["login_failures", "pair"|"user"|"addr", subject] | sign-in counts (expireIn) |
+ * | ["login_trusted", pair]                        | a (user, address) that signed in (expireIn) |
  * | ["audit_log", atMs, entryId]                 | AuditEntry                    |
  *
  * `latest_release` is rewritten on every release change of its project, so
@@ -172,6 +173,11 @@ export function adminSessionsByUserPrefix(username: string): Deno.KvKey {
 
 export function loginFailuresKey(kind: "pair" | "user" | "addr", subject: string): Deno.KvKey {
   return ["login_failures", kind, subject];
+}
+
+/** Marks a (user name, address) pair that has signed in: the user name's spacing skips it. */
+export function loginTrustedKey(pair: string): Deno.KvKey {
+  return ["login_trusted", pair];
 }
 
 export function auditKey(atMs: number, entryId: string): Deno.KvKey {

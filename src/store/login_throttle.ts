@@ -10,16 +10,23 @@
  *   with every further failure (1 min, 2 min … at most 15 min);
  * - per address, whatever the user name: 20 failures, then the same locks;
  * - per user name, from every address together: once it has 10 failures,
- *   addresses that have failed for that name before get one check every 5 s
- *   between them. An address that never failed for it is never held back by
- *   this rule, so an attacker elsewhere cannot lock the owner out.
+ *   addresses that have failed for that name more than twice get one check
+ *   every 5 s between them. An address with at most 2 failures for the name,
+ *   or one that has signed in as that name before (within 30 days), is never
+ *   held back by this rule: an attacker elsewhere cannot lock the owner out,
+ *   even after the owner's own typo.
+ *
+ * Checks of one (user name, address) run one at a time in a process
+ * (`createLoginThrottle`): parallel sign-ins with the right password all
+ * succeed, each after the one before gave its reservation back; at most
+ * `MAX_WAITING_CHECKS` wait, more are refused as "too many at once".
  *
  * Counts are forgotten an hour after the last failure (KV `expireIn`).
  */
 import { ADDRESS_MAX_LENGTH } from "../lib/limits.ts";
 import { sha256Hex } from "../lib/secrets.ts";
 import { commitWithRetry } from "./atomic.ts";
-import { loginFailuresKey } from "./keys.ts";
+import { loginFailuresKey, loginTrustedKey } from "./keys.ts";
 
 export interface LockRule {
   maxFailures: number;
@@ -32,6 +39,10 @@ export const LOGIN_THROTTLE = {
   addr: { maxFailures: 20, baseLockMs: 30_000, maxLockMs: 15 * 60_000 } as LockRule,
   /** Failures of a user name (all addresses) after which failed addresses are spaced out. */
   userFreeFailures: 10,
+  /** Failures of one address for a user name that never get it spaced out. */
+  pairFreeFailures: 2,
+  /** How long a sign-in keeps its address out of the user name's spacing. */
+  trustedForMs: 30 * 24 * 3_600_000,
   /** The spacing of checks from failed addresses for a user name under attack. */
   userSpacingMs: 5_000,
   forgetAfterMs: 3_600_000,
@@ -56,8 +67,10 @@ export interface LoginSubject {
 function subjectKeys(subject: LoginSubject) {
   const user = sha256Hex(subject.username.trim().toLowerCase());
   const address = subject.address.slice(0, ADDRESS_MAX_LENGTH);
+  const pair = sha256Hex(`${user}\n${address}`);
   return {
-    pair: loginFailuresKey("pair", sha256Hex(`${user}\n${address}`)),
+    trusted: loginTrustedKey(pair),
+    pair: loginFailuresKey("pair", pair),
     addr: loginFailuresKey("addr", address),
     user: loginFailuresKey("user", user),
   };
@@ -69,39 +82,75 @@ function lockedUntil(rule: LockRule, count: number, nowMs: number): number {
   return over < 0 ? 0 : nowMs + Math.min(rule.maxLockMs, rule.baseLockMs * 2 ** over);
 }
 
-/** The sign-in throttle of one app (the admin UI's sign-in route makes one). */
+/** Most checks of one (user name, address) that wait for the one running. */
+export const MAX_WAITING_CHECKS = 16;
+
+/** How a throttled password check went. */
+export type ThrottledCheck<T> =
+  /** Refused: the failures so far lock this check out for a while. */
+  | { refused: "locked"; retryAfterSeconds: number }
+  /** Refused: too many checks of this (user, address) were already waiting. */
+  | { refused: "busy"; retryAfterSeconds: number }
+  /** Checked: what `verify` found (null: wrong password). */
+  | { refused: false; found: T | null };
+
+/** The sign-in throttle of one app (the admin UI makes one). */
 export interface LoginThrottle {
-  /** `reserveLoginAttempt`, one at a time per (user, address) in this process. */
-  reserve(subject: LoginSubject, nowMs?: number): Promise<{ waitMs: number }>;
-  /** `releaseLoginAttempt`. */
-  release(subject: LoginSubject): Promise<void>;
+  /**
+   * Runs `verify` (a password check) under the throttle: reserved first,
+   * given back when it found the user. Checks of one (user, address) run one
+   * after the other in this process, so a parallel burst of right passwords
+   * all succeed and a burst of wrong ones gets no more checks than the rules
+   * allow; the commit's checks still order them against other processes.
+   */
+  check<T>(subject: LoginSubject, verify: () => Promise<T | null>): Promise<ThrottledCheck<T>>;
+}
+
+export function createLoginThrottle(kv: Deno.Kv): LoginThrottle {
+  // Two in-process queues: checks of one (user, address) one at a time, and
+  // the KV commits of one user name one at a time (every address's commit
+  // writes the user name's count, so parallel ones would only collide).
+  const pairs = createKeyedQueue(MAX_WAITING_CHECKS);
+  const users = createKeyedQueue(Infinity);
+  return {
+    check<T>(
+      subject: LoginSubject,
+      verify: () => Promise<T | null>,
+    ): Promise<ThrottledCheck<T>> {
+      const keys = subjectKeys(subject);
+      const user = JSON.stringify(keys.user);
+      const checked = pairs.run(JSON.stringify(keys.pair), async (): Promise<ThrottledCheck<T>> => {
+        const { waitMs } = await users.run(user, () => reserveLoginAttempt(kv, subject))!;
+        if (waitMs > 0) return { refused: "locked", retryAfterSeconds: Math.ceil(waitMs / 1000) };
+        const found = await verify();
+        if (found !== null) await users.run(user, () => releaseLoginAttempt(kv, subject));
+        return { refused: false, found };
+      });
+      return checked ?? Promise.resolve({ refused: "busy", retryAfterSeconds: 1 });
+    },
+  };
 }
 
 /**
- * A throttle with an in-process queue per subject: reservations of one
- * subject run one after the other, so a burst does not spin on conflicting
- * commits. The commit's checks still serialize reservations of other
- * processes sharing the KV.
+ * Runs tasks of one key one after the other; null (and nothing run) when
+ * `maxWaiting` tasks of that key are already waiting.
  */
-export function createLoginThrottle(kv: Deno.Kv): LoginThrottle {
-  const queues = new Map<string, Promise<unknown>>();
-  const serialized = <T>(key: string, run: () => Promise<T>): Promise<T> => {
-    const previous = queues.get(key) ?? Promise.resolve();
-    const result = previous.then(run, run);
-    const tail = result.catch(() => {});
-    queues.set(key, tail);
-    tail.then(() => {
-      if (queues.get(key) === tail) queues.delete(key);
-    });
-    return result;
-  };
+function createKeyedQueue(maxWaiting: number) {
+  const queues = new Map<string, { tail: Promise<unknown>; waiting: number }>();
   return {
-    reserve: (subject, nowMs = Date.now()) =>
-      serialized(
-        JSON.stringify(subjectKeys(subject).pair),
-        () => reserveLoginAttempt(kv, subject, nowMs),
-      ),
-    release: (subject) => releaseLoginAttempt(kv, subject),
+    run<T>(key: string, task: () => Promise<T>): Promise<T> | null {
+      const queue = queues.get(key) ?? { tail: Promise.resolve(), waiting: 0 };
+      if (queue.waiting >= maxWaiting) return null;
+      queue.waiting++;
+      queues.set(key, queue);
+      const result = queue.tail.then(task, task);
+      queue.tail = result.catch(() => {});
+      queue.tail.then(() => {
+        queue.waiting--;
+        if (queue.waiting === 0 && queues.get(key) === queue) queues.delete(key);
+      });
+      return result;
+    },
   };
 }
 
@@ -117,16 +166,16 @@ export function reserveLoginAttempt(
 ): Promise<{ waitMs: number }> {
   const keys = subjectKeys(subject);
   return commitWithRetry(async () => {
-    const [pair, addr, user] = await kv.getMany<[LockState, LockState, UserState]>([
-      keys.pair,
-      keys.addr,
-      keys.user,
-    ]);
+    const [pair, addr, user, trusted] = await kv.getMany<[LockState, LockState, UserState, true]>(
+      [keys.pair, keys.addr, keys.user, keys.trusted],
+    );
     const pairState = pair.value ?? { count: 0, locked_until: 0 };
     const addrState = addr.value ?? { count: 0, locked_until: 0 };
     const userState = user.value ?? { count: 0, next_at: 0 };
-    const failedBefore = pairState.count > 0;
-    const spaced = failedBefore && userState.count >= LOGIN_THROTTLE.userFreeFailures;
+    // The user name's spacing holds back only addresses with many failures for it.
+    const spaced = trusted.value === null &&
+      pairState.count > LOGIN_THROTTLE.pairFreeFailures &&
+      userState.count >= LOGIN_THROTTLE.userFreeFailures;
     const waitMs = Math.max(
       pairState.locked_until - nowMs,
       addrState.locked_until - nowMs,
@@ -160,14 +209,15 @@ export function reserveLoginAttempt(
 
 /**
  * Gives back a reservation whose password was right: the (user, address)
- * failures are forgotten, and the attempt no longer counts for the address or
- * the user name.
+ * failures are forgotten, the attempt no longer counts for the address or
+ * the user name, and the address is trusted for the name (no spacing).
  */
 export async function releaseLoginAttempt(kv: Deno.Kv, subject: LoginSubject): Promise<void> {
   const keys = subjectKeys(subject);
   await commitWithRetry(async () => {
     const [addr, user] = await kv.getMany<[LockState, UserState]>([keys.addr, keys.user]);
-    const op = kv.atomic().check(addr, user).delete(keys.pair);
+    const op = kv.atomic().check(addr, user).delete(keys.pair)
+      .set(keys.trusted, true, { expireIn: LOGIN_THROTTLE.trustedForMs });
     const options = { expireIn: LOGIN_THROTTLE.forgetAfterMs };
     if (addr.value) {
       // The reservation was allowed, so any earlier lock had run out.
