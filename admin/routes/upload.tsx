@@ -22,6 +22,7 @@ import {
   ConflictError,
   createRelease,
   type Release,
+  requireMediaType,
   validateReleaseFields,
   ValidationError,
 } from "../../src/store/mod.ts";
@@ -144,7 +145,7 @@ async function recordRelease(
       project_id: projectId,
       ...fields,
       filename: received.filename,
-      content_type: received.contentType,
+      content_type: requireMediaType("file", received.contentType),
       ...received.stored,
     }).catch((error) => {
       if (!(error instanceof ValidationError || error instanceof ConflictError)) {

@@ -8,7 +8,7 @@
  * large chunks and never read whole, from whichever backend holds it.
  */
 import type { ArtifactStore } from "../storage/mod.ts";
-import { contentDisposition } from "../http/content_disposition.ts";
+import { contentDisposition, downloadContentType } from "../http/content_disposition.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Release } from "../store/mod.ts";
 import type { DownloadMode } from "../lib/config.ts";
@@ -122,7 +122,7 @@ export async function serveArtifact(
   const start = range?.start ?? 0;
   const length = range === null ? size : range.end - range.start + 1;
   const headers: Record<string, string> = {
-    "content-type": release.content_type,
+    "content-type": downloadContentType(release.content_type),
     "content-length": String(length),
     "content-disposition": contentDisposition(release.filename),
     etag,
@@ -171,7 +171,7 @@ async function handOff(
     if (store.presignGet === undefined) throw new Error("redirect downloads need the s3 store");
     const location = await store.presignGet(release.storage_key, {
       contentDisposition: headers["content-disposition"],
-      contentType: release.content_type,
+      contentType: headers["content-type"],
       ttlSeconds: delivery.urlTtlSeconds,
     });
     return new Response(null, {
