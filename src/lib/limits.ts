@@ -37,6 +37,13 @@ export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 export const USERNAME_PATTERN = /^[A-Za-z0-9._@-]{1,64}$/;
 export const USERNAME_MAX_LENGTH = 64;
 
+/**
+ * An admin password: what the password form accepts, and what APP_ADMIN_PASSWORD
+ * must be for the first admin.
+ */
+export const ADMIN_PASSWORD_MIN_LENGTH = 12;
+export const ADMIN_PASSWORD_MAX_LENGTH = 1024;
+
 /** Display names of projects and API keys. */
 export const NAME_MAX_LENGTH = 200;
 /** A project's description. */
