@@ -12,6 +12,7 @@ import type { StatusCode } from "hono/utils/http-status";
 import { createApiRoutes } from "./src/api/routes.ts";
 import type { AppDeps, AppEnv } from "./src/http/app_env.ts";
 import { pingKv } from "./src/store/health.ts";
+import { storageHealth } from "./src/storage/mod.ts";
 import { API_ERRORS, ApiError, isClientGone } from "./src/http/errors.ts";
 import { jsonResponse } from "./src/http/json.ts";
 import { metricsHandler } from "./src/http/metrics_route.ts";
@@ -47,8 +48,19 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   app.get("/healthz", async () => {
     const timestamp = new Date().toISOString();
-    if (await pingKv(deps.kv)) {
-      return jsonResponse({ database: "ok", service: config.serviceName, status: "ok", timestamp });
+    // `storage` is informative: status and the HTTP code follow the database only (the contract).
+    const [kvAnswers, storage] = await Promise.all([
+      pingKv(deps.kv),
+      storageHealth(deps.artifacts),
+    ]);
+    if (kvAnswers) {
+      return jsonResponse({
+        database: "ok",
+        service: config.serviceName,
+        status: "ok",
+        storage,
+        timestamp,
+      });
     }
     recordKvError("health");
     return jsonResponse({
@@ -56,6 +68,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       error: "database ping failed",
       service: config.serviceName,
       status: "degraded",
+      storage,
       timestamp,
     }, 503);
   });

@@ -13,6 +13,7 @@ import {
   type ArtifactStore,
   EmptyUploadError,
   StorageFullError,
+  StorageUnavailableError,
   type StoredArtifact,
   UploadTooLargeError,
 } from "../../src/storage/mod.ts";
@@ -160,7 +161,7 @@ async function recordRelease(
 }
 
 interface UploadRefusal {
-  status: 400 | 413 | 507;
+  status: 400 | 413 | 503 | 507;
   error: FormError;
   reason: UploadFailureReason;
 }
@@ -196,6 +197,17 @@ function uploadRefusal(error: unknown, maxBytes: number): UploadRefusal | null {
           "Nothing was stored; free some space (or ask the operator to) and upload again.",
       },
       reason: "storage_full",
+    };
+  }
+  if (error instanceof StorageUnavailableError) {
+    return {
+      status: 503,
+      error: {
+        field: "file",
+        message: "The artifact storage did not answer, so nothing was stored. " +
+          "Try again in a minute; if it keeps happening, ask the operator to check the storage.",
+      },
+      reason: "storage_unavailable",
     };
   }
   if (error instanceof EmptyUploadError) {

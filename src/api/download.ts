@@ -7,7 +7,7 @@
  * (a full `200`), as RFC 9110 allows. The file is streamed from its offset in
  * large chunks and never read whole, from whichever backend holds it.
  */
-import type { ArtifactStore } from "../storage/mod.ts";
+import { type ArtifactStore, StorageUnavailableError } from "../storage/mod.ts";
 import { contentDisposition, downloadContentType } from "../http/content_disposition.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Release } from "../store/mod.ts";
@@ -97,6 +97,27 @@ export interface ArtifactResponse {
  * always answered here.
  */
 export async function serveArtifact(
+  store: ArtifactStore,
+  release: Release,
+  request: Request,
+  delivery: Delivery,
+): Promise<ArtifactResponse> {
+  try {
+    return await answerArtifact(store, release, request, delivery);
+  } catch (error) {
+    if (error instanceof StorageUnavailableError) {
+      throw new ApiError(503, API_ERRORS.storageUnavailable, {
+        "retry-after": String(STORAGE_RETRY_AFTER_SECONDS),
+      });
+    }
+    throw error;
+  }
+}
+
+/** What a client is told to wait after a 503 of storage that does not answer. */
+const STORAGE_RETRY_AFTER_SECONDS = 10;
+
+async function answerArtifact(
   store: ArtifactStore,
   release: Release,
   request: Request,

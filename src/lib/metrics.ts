@@ -164,6 +164,20 @@ const uploadFailures = new Counter({
   registers,
 });
 
+const storageUp = new Gauge({
+  name: "uds_storage_up",
+  help:
+    "1 while the artifact storage answers, 0 once an S3 call got no answer (timeout, refused, 5xx) until one gets an answer again.",
+  registers,
+});
+storageUp.set(1);
+
+const storageUnavailable = new Counter({
+  name: "uds_storage_unavailable_total",
+  help: "Times the artifact storage was found not answering (each change from up to down).",
+  registers,
+});
+
 const startTimeSeconds = Date.now() / 1000;
 
 new Gauge({
@@ -212,7 +226,14 @@ const KV_OPERATIONS = [
   "admin",
   "other",
 ] as const;
-const UPLOAD_FAILURE_REASONS = ["too_large", "empty", "invalid", "storage_full", "error"] as const;
+const UPLOAD_FAILURE_REASONS = [
+  "too_large",
+  "empty",
+  "invalid",
+  "storage_full",
+  "storage_unavailable",
+  "error",
+] as const;
 
 export type KeyCheckFailureReason = typeof KEY_CHECK_FAILURE_REASONS[number];
 export type KvOperation = typeof KV_OPERATIONS[number];
@@ -306,6 +327,12 @@ export function recordUpload(bytes: number): void {
 
 export function recordUploadFailure(reason: UploadFailureReason): void {
   uploadFailures.inc({ reason });
+}
+
+/** The artifact storage answers (`true`) or not; called when that changes. */
+export function recordStorageState(up: boolean): void {
+  storageUp.set(up ? 1 : 0);
+  if (!up) storageUnavailable.inc();
 }
 
 export const METRICS_CONTENT_TYPE = metricsRegistry.contentType;

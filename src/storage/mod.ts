@@ -7,6 +7,7 @@ import type { S3ArtifactStore } from "./s3_store.ts";
 export * from "./types.ts";
 export { createFsStore, type FsArtifactStore } from "./fs_store.ts";
 export { StorageUnavailableError } from "./unavailable.ts";
+export { storageHealth } from "./health.ts";
 // Types only: the S3 client is loaded when APP_STORAGE=s3 asks for it.
 export type { BucketEntry, S3ArtifactStore } from "./s3_store.ts";
 export { type PublishInput, publishRelease } from "./publish.ts";
