@@ -160,6 +160,44 @@ Deno.test({
       })).json();
       assert.equal(now.release.version, "1.0.0", "the refused upload recorded nothing");
     });
+
+    await t.step("a stream download whose bytes stop coming is cut within the bound", async () => {
+      const big = new Uint8Array(48 * 1024 * 1024).fill(7);
+      const uploaded = await admin.upload("/admin/projects/app/releases", [
+        ["csrf_token", admin.csrfToken],
+        ["version", "3.0.0"],
+        ["file", new File([big], "big.bin", { type: "application/octet-stream" })],
+      ]);
+      assert.equal(uploaded.status, 303, await uploaded.text());
+      const release = (await (await fetch(
+        `${server!.baseUrl}/api/v1/projects/app/releases/latest`,
+        { headers: auth },
+      )).json()).release;
+      assert.equal(release.version, "3.0.0");
+      const res = await fetch(`${server!.baseUrl}/api/v1/releases/${release.id}/download`, {
+        headers: auth,
+      });
+      assert.equal(res.status, 200);
+      const reader = res.body!.getReader();
+      let received = (await reader.read()).value?.byteLength ?? 0;
+      Deno.kill(rgw.rgwPid, "SIGSTOP");
+      stopped = true;
+      const { value: outcome, ms } = await timed(async () => {
+        try {
+          while (true) {
+            const { done, value } = await reader.read();
+            if (done) return "ended";
+            received += value.byteLength;
+          }
+        } catch {
+          return "cut";
+        }
+      });
+      resume();
+      assert.ok(received < big.byteLength, `received ${received} of ${big.byteLength}`);
+      assert.equal(outcome, "cut", "a short body is never passed off as whole");
+      assert.ok(ms < BOUND_MS, `cut after ${Math.round(ms)} ms`);
+    });
   } finally {
     resume();
     await server?.stop();
