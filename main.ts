@@ -63,7 +63,7 @@ async function openStorage(): Promise<
     config,
     config.artifactsDir,
     "create",
-    () => openArtifactStore(config),
+    () => openArtifactStore(config, (up) => metrics.recordStorageState(up)),
   ).catch((error) => {
     if (error instanceof StorageUnavailableError) exitWith(`APP_STORAGE=s3: ${error.message}`);
     throw error;

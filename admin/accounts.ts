@@ -1,12 +1,17 @@
 /** Admin accounts: the first account at start, sign-in checks and password changes. */
 import type { Config } from "../src/lib/config.ts";
-import { USERNAME_MAX_LENGTH } from "../src/lib/limits.ts";
+import {
+  ADMIN_PASSWORD_MAX_LENGTH,
+  ADMIN_PASSWORD_MIN_LENGTH,
+  USERNAME_MAX_LENGTH,
+} from "../src/lib/limits.ts";
 import {
   burnPasswordCheck,
   generatePassword,
   hashPassword,
   verifyPassword,
 } from "../src/lib/passwords.ts";
+import { StartupError } from "../src/lib/startup.ts";
 import {
   type AdminUser,
   createAdminUser,
@@ -24,7 +29,9 @@ export function accountTarget(username: string): string {
 /**
  * Creates the first admin when none exists: from APP_ADMIN_USERNAME and
  * APP_ADMIN_PASSWORD, or with a generated password printed once to the log.
- * An existing admin is never touched.
+ * An existing admin is never touched. APP_ADMIN_PASSWORD must be as long as
+ * the password form requires (12 to 1024 characters): a shorter one stops
+ * the first start with one line (StartupError).
  */
 export async function bootstrapAdmin(
   kv: Deno.Kv,
@@ -32,6 +39,17 @@ export async function bootstrapAdmin(
   log: (message: string) => void = console.log,
 ): Promise<"created" | "exists"> {
   if (await hasAdminUser(kv)) return "exists";
+  const length = config.adminPassword?.length;
+  if (
+    length !== undefined &&
+    (length < ADMIN_PASSWORD_MIN_LENGTH || length > ADMIN_PASSWORD_MAX_LENGTH)
+  ) {
+    throw new StartupError(
+      `APP_ADMIN_PASSWORD must be ${ADMIN_PASSWORD_MIN_LENGTH} to ${ADMIN_PASSWORD_MAX_LENGTH} ` +
+        `characters long (got ${length}), as the password form requires; or leave it unset ` +
+        `for a generated password`,
+    );
+  }
   const generated = config.adminPassword === undefined;
   const password = config.adminPassword ?? generatePassword();
   const user = await createAdminUser(kv, config.adminUsername, await hashPassword(password));

@@ -9,6 +9,7 @@ import { HTTPException } from "hono/http-exception";
 import { matchedRoutes } from "hono/route";
 import { COMPOSED_HANDLER } from "hono/utils/constants";
 import { clientAddress } from "../src/http/client_address.ts";
+import { sameSitePath } from "../src/http/location.ts";
 import { constantTimeEqual } from "../src/lib/secrets.ts";
 import { getAdminSession, type SessionPolicy } from "../src/store/mod.ts";
 import { clearSessionCookie, getSessionCookie } from "./cookies.ts";
@@ -171,14 +172,16 @@ export function requireValidHost(): MiddlewareHandler {
 /**
  * Redirects GET and HEAD of `/admin/x/` to `/admin/x` (301) with a relative
  * `Location`: the Host header is never copied into it (Hono's
- * trimTrailingSlash builds an absolute URL from the Host header).
+ * trimTrailingSlash builds an absolute URL from the Host header), and never
+ * one that starts with `//`: `/admin/..//evil.example/` normalises to
+ * `//evil.example/` (see src/http/location.ts).
  */
 export function trimTrailingSlash(): MiddlewareHandler {
   return async (c, next) => {
     const { method, path } = c.req;
     if ((method === "GET" || method === "HEAD") && path.length > 1 && path.endsWith("/")) {
       const url = new URL(c.req.url);
-      return c.redirect(url.pathname.replace(/\/+$/, "") + url.search, 301);
+      return c.redirect(sameSitePath(url.pathname.replace(/\/+$/, "")) + url.search, 301);
     }
     await next();
   };

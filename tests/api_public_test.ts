@@ -11,8 +11,15 @@ Deno.test("healthz: 200 with database ok and status ok when KV answers", async (
   await using t = await createTestApp({ serviceName: "Acme Updates" });
   const res = await t.request("/healthz");
   const body = await readJson(res, 200);
-  assert.deepEqual(Object.keys(body).sort(), ["database", "service", "status", "timestamp"]);
+  assert.deepEqual(Object.keys(body).sort(), [
+    "database",
+    "service",
+    "status",
+    "storage",
+    "timestamp",
+  ]);
   assert.equal(body.database, "ok");
+  assert.equal(body.storage, "ok");
   assert.equal(body.status, "ok");
   assert.equal(body.service, "Acme Updates");
   assert.match(body.timestamp, RFC3339);
@@ -29,6 +36,7 @@ Deno.test("healthz: 503 degraded with database ping failed when KV throws", asyn
     "error",
     "service",
     "status",
+    "storage",
     "timestamp",
   ]);
   assert.equal(body.database, "unavailable");

@@ -23,6 +23,7 @@ Deno.test("storage settings: s3 with its defaults and every APP_S3_* setting", (
     secretAccessKey: undefined,
     forcePathStyle: false,
     sweepAfterSeconds: 86_400,
+    timeoutSeconds: 10,
   });
   const config = loadConfig({
     ...S3,
@@ -33,6 +34,7 @@ Deno.test("storage settings: s3 with its defaults and every APP_S3_* setting", (
     APP_S3_SECRET_ACCESS_KEY: "secret",
     APP_S3_FORCE_PATH_STYLE: "true",
     APP_S3_SWEEP_AFTER_SECONDS: "600",
+    APP_S3_TIMEOUT_SECONDS: "3",
     APP_DOWNLOAD_MODE: "redirect",
     APP_DOWNLOAD_URL_TTL_SECONDS: "300",
   });
@@ -45,6 +47,7 @@ Deno.test("storage settings: s3 with its defaults and every APP_S3_* setting", (
     secretAccessKey: "secret",
     forcePathStyle: true,
     sweepAfterSeconds: 600,
+    timeoutSeconds: 3,
   });
   assert.equal(config.downloadMode, "redirect");
   assert.equal(config.downloadUrlTtlSeconds, 300);

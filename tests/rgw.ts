@@ -46,6 +46,8 @@ export interface Rgw {
   endpoint: string;
   accessKeyId: string;
   secretAccessKey: string;
+  /** The radosgw daemon's pid (to SIGSTOP it: a store that does not answer). */
+  rgwPid: number;
   /** Creates a new empty bucket and returns the S3 settings that point at it. */
   bucket: (overrides?: Partial<S3Config>) => Promise<S3Config>;
   /** The APP_S3_* environment for a bucket. */
@@ -87,7 +89,7 @@ export async function startRgw(): Promise<Rgw> {
     stderr: "null",
   }).output();
   const stdout = await Deno.readTextFile(logPath).catch(() => "");
-  const ready = /READY endpoint=(\S+) key=(\S+) secret=(\S+)/.exec(stdout);
+  const ready = /READY endpoint=(\S+) key=(\S+) secret=(\S+) pids: \d+ \d+ (\d+)/.exec(stdout);
   const stop = async () => {
     await new Deno.Command(join(PROJECT_ROOT, "tools/stop_rgw.sh"), {
       args: [clusterDir],
@@ -101,12 +103,13 @@ export async function startRgw(): Promise<Rgw> {
     await stop();
     throw new Error(`radosgw did not start (exit ${output.code}):\n${stdout.slice(-2000)}`);
   }
-  const [, endpoint, accessKeyId, secretAccessKey] = ready;
+  const [, endpoint, accessKeyId, secretAccessKey, rgwPid] = ready;
   const admin = s3Client({ endpoint, region: "us-east-1", accessKeyId, secretAccessKey });
   return {
     endpoint,
     accessKeyId,
     secretAccessKey,
+    rgwPid: Number(rgwPid),
     async bucket(overrides = {}) {
       const bucket = `uds-${crypto.randomUUID().slice(0, 8)}`;
       await admin.send(new CreateBucketCommand({ Bucket: bucket }));
@@ -119,6 +122,7 @@ export async function startRgw(): Promise<Rgw> {
         secretAccessKey,
         forcePathStyle: true,
         sweepAfterSeconds: 86_400,
+        timeoutSeconds: 10,
         ...overrides,
       };
     },
@@ -132,6 +136,7 @@ export async function startRgw(): Promise<Rgw> {
       APP_S3_SECRET_ACCESS_KEY: s3.secretAccessKey ?? "",
       APP_S3_FORCE_PATH_STYLE: String(s3.forcePathStyle),
       APP_S3_SWEEP_AFTER_SECONDS: String(s3.sweepAfterSeconds),
+      APP_S3_TIMEOUT_SECONDS: String(s3.timeoutSeconds),
     }),
     stop,
   };

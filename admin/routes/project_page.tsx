@@ -35,7 +35,7 @@ export async function renderProjectPage(
     upload?: UploadValues;
     uploadError?: FormError;
   } = {},
-  status: 200 | 400 | 403 | 413 | 507 = 200,
+  status: 200 | 400 | 403 | 413 | 503 | 507 = 200,
 ): Promise<Response> {
   const { kv } = deps;
   // A form sent back shows the first page: the query belongs to the page the form was on.

@@ -13,6 +13,7 @@ import {
   type ArtifactStore,
   EmptyUploadError,
   StorageFullError,
+  StorageUnavailableError,
   type StoredArtifact,
   UploadTooLargeError,
 } from "../../src/storage/mod.ts";
@@ -21,6 +22,7 @@ import {
   ConflictError,
   createRelease,
   type Release,
+  requireMediaType,
   validateReleaseFields,
   ValidationError,
 } from "../../src/store/mod.ts";
@@ -140,7 +142,7 @@ async function recordRelease(
       project_id: projectId,
       ...fields,
       filename: received.filename,
-      content_type: received.contentType,
+      content_type: requireMediaType("file", received.contentType),
       ...received.stored,
     }).catch((error) => {
       if (!(error instanceof ValidationError || error instanceof ConflictError)) {
@@ -155,7 +157,7 @@ async function recordRelease(
 }
 
 interface UploadRefusal {
-  status: 400 | 413 | 507;
+  status: 400 | 413 | 503 | 507;
   error: FormError;
   reason: UploadFailureReason;
 }
@@ -191,6 +193,17 @@ function uploadRefusal(error: unknown, maxBytes: number): UploadRefusal | null {
           "Nothing was stored; free some space (or ask the operator to) and upload again.",
       },
       reason: "storage_full",
+    };
+  }
+  if (error instanceof StorageUnavailableError) {
+    return {
+      status: 503,
+      error: {
+        field: "file",
+        message: "The artifact storage did not answer, so nothing was stored. " +
+          "Try again in a minute; if it keeps happening, ask the operator to check the storage.",
+      },
+      reason: "storage_unavailable",
     };
   }
   if (error instanceof EmptyUploadError) {

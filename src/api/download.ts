@@ -7,8 +7,8 @@
  * (a full `200`), as RFC 9110 allows. The file is streamed from its offset in
  * large chunks and never read whole, from whichever backend holds it.
  */
-import type { ArtifactStore } from "../storage/mod.ts";
-import { contentDisposition } from "../http/content_disposition.ts";
+import { type ArtifactStore, StorageUnavailableError } from "../storage/mod.ts";
+import { contentDisposition, downloadContentType } from "../http/content_disposition.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Release } from "../store/mod.ts";
 import type { DownloadMode } from "../lib/config.ts";
@@ -102,6 +102,27 @@ export async function serveArtifact(
   request: Request,
   delivery: Delivery,
 ): Promise<ArtifactResponse> {
+  try {
+    return await answerArtifact(store, release, request, delivery);
+  } catch (error) {
+    if (error instanceof StorageUnavailableError) {
+      throw new ApiError(503, API_ERRORS.storageUnavailable, {
+        "retry-after": String(STORAGE_RETRY_AFTER_SECONDS),
+      });
+    }
+    throw error;
+  }
+}
+
+/** What a client is told to wait after a 503 of storage that does not answer. */
+const STORAGE_RETRY_AFTER_SECONDS = 10;
+
+async function answerArtifact(
+  store: ArtifactStore,
+  release: Release,
+  request: Request,
+  delivery: Delivery,
+): Promise<ArtifactResponse> {
   const artifact = await store.open(release.storage_key);
   if (artifact === null) throw new ApiError(404, API_ERRORS.releaseNotFound);
   const { size } = artifact;
@@ -122,7 +143,7 @@ export async function serveArtifact(
   const start = range?.start ?? 0;
   const length = range === null ? size : range.end - range.start + 1;
   const headers: Record<string, string> = {
-    "content-type": release.content_type,
+    "content-type": downloadContentType(release.content_type),
     "content-length": String(length),
     "content-disposition": contentDisposition(release.filename),
     etag,
@@ -171,7 +192,7 @@ async function handOff(
     if (store.presignGet === undefined) throw new Error("redirect downloads need the s3 store");
     const location = await store.presignGet(release.storage_key, {
       contentDisposition: headers["content-disposition"],
-      contentType: release.content_type,
+      contentType: headers["content-type"],
       ttlSeconds: delivery.urlTtlSeconds,
     });
     return new Response(null, {

@@ -1,4 +1,5 @@
 /** The client API's JSON shapes (../shared/spec/client-api.md "2. Resources and their fields"). */
+import { downloadContentType } from "../http/content_disposition.ts";
 import type { ApiKey, Project, Release } from "../store/mod.ts";
 
 export function projectJson(project: Project) {
@@ -20,7 +21,8 @@ export function releaseJson(release: Release) {
     filename: release.filename,
     checksum_sha256: release.checksum_sha256,
     size_bytes: release.size_bytes,
-    content_type: release.content_type,
+    // The type the download answers with (a record stored before uploads were checked may differ).
+    content_type: downloadContentType(release.content_type),
     release_notes: release.release_notes,
     created_at: release.created_at,
     metadata_url: `/api/v1/releases/${release.id}`,

@@ -26,6 +26,8 @@ export const API_ERRORS = {
   internal: "internal server error",
   keyServiceUnavailable: "api key service unavailable",
   methodNotAllowed: "method not allowed",
+  /** 503 of a download while the artifact storage does not answer (an extension beyond v1). */
+  storageUnavailable: "artifact storage unavailable",
   /** 416 of a download `Range` that starts at or beyond the end (an extension beyond v1). */
   rangeNotSatisfiable: "range not satisfiable",
 } as const;

@@ -27,6 +27,11 @@ export interface S3Config {
   forcePathStyle: boolean;
   /** Multipart uploads and unreferenced objects older than this are removed by the sweep. */
   sweepAfterSeconds: number;
+  /**
+   * How long one S3 call may wait to connect, for its answer to start, or
+   * with nothing moving on its connection, before it fails (and is retried).
+   */
+  timeoutSeconds: number;
 }
 
 /** A listen address from a `host:port` setting. */
@@ -301,6 +306,7 @@ function readS3(env: Env): S3Config {
       min: 1,
       max: 30 * 86_400,
     }),
+    timeoutSeconds: readInteger(env, "APP_S3_TIMEOUT_SECONDS", 10, { min: 1, max: 600 }),
   };
 }
 

@@ -50,6 +50,13 @@ export const USERNAME_PATTERN = new RegExp(`^[A-Za-z0-9._@-]{1,${USERNAME_MAX_LE
 export const PASSWORD_MIN_LENGTH = 12;
 export const PASSWORD_MAX_LENGTH = 1024;
 
+/**
+ * An admin password: what the password form accepts, and what APP_ADMIN_PASSWORD
+ * must be for the first admin.
+ */
+export const ADMIN_PASSWORD_MIN_LENGTH = 12;
+export const ADMIN_PASSWORD_MAX_LENGTH = 1024;
+
 /** Display names of projects and API keys. */
 export const NAME_MAX_LENGTH = 200;
 /** A project's description. */

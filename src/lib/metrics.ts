@@ -24,7 +24,14 @@ const KV_OPERATIONS = [
   "admin",
   "other",
 ] as const;
-const UPLOAD_FAILURE_REASONS = ["too_large", "empty", "invalid", "storage_full", "error"] as const;
+const UPLOAD_FAILURE_REASONS = [
+  "too_large",
+  "empty",
+  "invalid",
+  "storage_full",
+  "storage_unavailable",
+  "error",
+] as const;
 const KNOWN_METHODS: ReadonlySet<string> = new Set([
   "GET",
   "HEAD",
@@ -80,6 +87,8 @@ export interface Metrics {
   /** A release artifact was stored; call once per successful upload. */
   recordUpload(bytes: number): void;
   recordUploadFailure(reason: UploadFailureReason): void;
+  /** The artifact storage answers (`true`) or not; called when that changes. */
+  recordStorageState(up: boolean): void;
 }
 
 /** A registry with the service's metrics, every fixed-label series at 0. */
@@ -177,6 +186,18 @@ export function createMetrics(): Metrics {
     labelNames: ["reason"] as const,
     registers,
   });
+  const storageUp = new Gauge({
+    name: "uds_storage_up",
+    help:
+      "1 while the artifact storage answers, 0 once an S3 call got no answer (timeout, refused, 5xx) until one gets an answer again.",
+    registers,
+  });
+  storageUp.set(1);
+  const storageUnavailable = new Counter({
+    name: "uds_storage_unavailable_total",
+    help: "Times the artifact storage was found not answering (each change from up to down).",
+    registers,
+  });
   registerProcessGauges(registers);
 
   // Series with a fixed label set start at 0, so rate() and alerts see them before the first event.
@@ -235,6 +256,10 @@ export function createMetrics(): Metrics {
       uploadBytes.inc(bytes);
     },
     recordUploadFailure: (reason) => uploadFailures.inc({ reason }),
+    recordStorageState(up) {
+      storageUp.set(up ? 1 : 0);
+      if (!up) storageUnavailable.inc();
+    },
   };
 }
 
@@ -255,6 +280,7 @@ export function noMetrics(): Metrics {
     recordKvError: nothing,
     recordUpload: nothing,
     recordUploadFailure: nothing,
+    recordStorageState: nothing,
   };
 }
 

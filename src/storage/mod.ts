@@ -7,6 +7,7 @@ import type { S3ArtifactStore } from "./s3_store.ts";
 export * from "./types.ts";
 export { createFsStore, type FsArtifactStore } from "./fs_store.ts";
 export { StorageUnavailableError } from "./unavailable.ts";
+export { storageHealth } from "./health.ts";
 // Types only: the S3 client is loaded when APP_STORAGE=s3 asks for it.
 export type { BucketEntry, S3ArtifactStore } from "./s3_store.ts";
 export { type PublishInput, publishRelease } from "./publish.ts";
@@ -18,11 +19,13 @@ export { scheduleSweeps, sweepBucket, type SweepResult } from "./sweep.ts";
  */
 export async function openArtifactStore(
   config: Config,
+  /** Told when the storage stops or starts answering (s3; the metrics show it). */
+  onStateChange?: (up: boolean) => void,
 ): Promise<FsArtifactStore | S3ArtifactStore> {
   if (config.storage === "s3") {
     // Loaded only here: with fs, the S3 client costs neither start-up time nor memory.
     const { createS3Store } = await import("./s3_store.ts");
-    return await createS3Store(config.s3!, config.maxUploadBytes);
+    return await createS3Store(config.s3!, config.maxUploadBytes, onStateChange);
   }
   await makePrivateDir(config.artifactsDir);
   return createFsStore(config.artifactsDir);

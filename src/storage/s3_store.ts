@@ -50,6 +50,10 @@ const MIN_PART_BYTES = 8 * MiB;
 const MAX_PARTS = 10_000;
 /** Parts uploaded at the same time by one upload. */
 const UPLOAD_QUEUE = 2;
+/** How long a known storage state counts before `checkHealth` asks the bucket again. */
+const HEALTH_FRESH_MS = 5_000;
+/** The most a health probe (one HeadBucket, no retry) waits. */
+const HEALTH_PROBE_MS = 2_000;
 
 /** An object or an unfinished multipart upload found in the bucket. */
 export interface BucketEntry {
@@ -72,10 +76,20 @@ export interface S3ArtifactStore extends ArtifactStore {
   /** Every unfinished multipart upload under the prefix. */
   listUploads(): AsyncIterable<BucketEntry>;
   abortUpload(storageKey: string, uploadId: string): Promise<void>;
+  /**
+   * Whether the bucket answers: what the last S3 call showed if it is recent,
+   * else one HeadBucket of at most 2 s (one at a time, however many ask).
+   */
+  checkHealth(): Promise<boolean>;
 }
 
 function clientConfig(settings: S3Config): S3ClientConfig {
+  const timeoutMs = settings.timeoutSeconds * 1000;
   return {
+    // Bounded waits (the SDK waits forever by default): connecting, and a
+    // connection on which nothing moves. A call that times out is retried
+    // (maxAttempts) and then fails with StorageUnavailableError.
+    requestHandler: { connectionTimeout: timeoutMs, socketTimeout: timeoutMs },
     endpoint: settings.endpoint,
     region: settings.region,
     forcePathStyle: settings.forcePathStyle,
@@ -108,16 +122,23 @@ function clientConfig(settings: S3Config): S3ClientConfig {
 export async function createS3Store(
   settings: S3Config,
   maxUploadBytes: number,
+  /** Told when the bucket stops or starts answering (the `uds_storage_up` metric). */
+  onStateChange: (up: boolean) => void = () => {},
 ): Promise<S3ArtifactStore> {
   // Two clients: uploads and bucket calls through the SDK's default (node:http)
   // handler, which keeps upload memory lowest; object reads through fetch,
   // which streams GET bodies about twice as fast under Deno.
+  const timeoutMs = settings.timeoutSeconds * 1000;
   const client = new S3Client(clientConfig(settings));
   const reader = new S3Client({
     ...clientConfig(settings),
-    requestHandler: new FetchHttpHandler(),
+    // Up to the answer's headers (connecting included); the body has its own
+    // idle bound (openedObject).
+    requestHandler: new FetchHttpHandler({ requestTimeout: timeoutMs }),
   });
   const { bucket, prefix } = settings;
+  const health = trackHealth(`bucket "${bucket}"`, onStateChange);
+  for (const sdk of [client, reader]) health.watch(sdk);
   const objectKey = (storageKey: string) => `${prefix}${storageKey}`;
   const partSize = Math.max(MIN_PART_BYTES, Math.ceil(maxUploadBytes / MAX_PARTS));
   const uploader = new PartUploader(client, bucket, partSize);
@@ -145,7 +166,13 @@ export async function createS3Store(
         const head = await reader.send(
           new HeadObjectCommand({ Bucket: bucket, Key: objectKey(storageKey) }),
         );
-        return openedObject(reader, bucket, objectKey(storageKey), head.ContentLength ?? 0);
+        return openedObject(reader, {
+          bucket,
+          key: objectKey(storageKey),
+          size: head.ContentLength ?? 0,
+          idleMs: timeoutMs,
+          stalled: health.down,
+        });
       } catch (error) {
         if (isNotFound(error)) return null;
         throw error;
@@ -225,6 +252,12 @@ export async function createS3Store(
       return await uploadAs(storageKey, source, Number.MAX_SAFE_INTEGER);
     },
     where: (storageKey) => `s3://${bucket}/${objectKey(storageKey)}`,
+    checkHealth: () =>
+      health.check(() =>
+        reader.send(new HeadBucketCommand({ Bucket: bucket }), {
+          abortSignal: AbortSignal.timeout(HEALTH_PROBE_MS),
+        })
+      ),
     async findAny() {
       const page = await client.send(
         new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, MaxKeys: 1 }),
@@ -268,7 +301,93 @@ function isNotFound(error: unknown): boolean {
   return e?.name === "NotFound" || e?.name === "NoSuchKey" || e?.$metadata?.httpStatusCode === 404;
 }
 
-function openedObject(client: S3Client, bucket: string, key: string, size: number): OpenedArtifact {
+/** Network error codes of a store that does not answer (node:http and fetch). */
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+]);
+
+/**
+ * Whether an S3 call failed because the store did not answer (a timeout, a
+ * refused or cut connection, a 5xx) rather than with an answer (404, 403).
+ */
+function isUnavailable(error: unknown): boolean {
+  if (error instanceof StorageUnavailableError) return true;
+  const e = error as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+  if (e?.name === "TimeoutError" || e?.name === "AbortError") return true;
+  if (typeof e?.code === "string" && UNREACHABLE_CODES.has(e.code)) return true;
+  const status = e?.$metadata?.httpStatusCode;
+  if (status !== undefined && status >= 500) return true;
+  // fetch: "error sending request", "connection closed before message completed", …
+  return error instanceof TypeError && /request|connect|network/i.test(error.message);
+}
+
+/**
+ * The bucket's state as the S3 calls find it: every call of a watched client
+ * that gets an answer marks it up, every call that gets none (after the SDK's
+ * retries) marks it down and fails with StorageUnavailableError, which the
+ * API answers with 503. Shown by /healthz (`checkHealth`) and the
+ * `uds_storage_up` metric.
+ */
+function trackHealth(where: string, onStateChange: (up: boolean) => void) {
+  let up = true;
+  let at = Date.now();
+  let probe: Promise<boolean> | undefined;
+  const mark = (state: boolean) => {
+    if (state !== up) onStateChange(state);
+    up = state;
+    at = Date.now();
+  };
+  return {
+    /** Marks the bucket down: a read stalled (openedObject). */
+    down: () => mark(false),
+    watch(sdk: S3Client) {
+      sdk.middlewareStack.add(
+        (next) => async (args) => {
+          try {
+            const result = await next(args);
+            mark(true);
+            return result;
+          } catch (error) {
+            if (!isUnavailable(error)) {
+              mark(true);
+              throw error;
+            }
+            mark(false);
+            if (error instanceof StorageUnavailableError) throw error;
+            throw new StorageUnavailableError(`${where} did not answer: ${describe(error)}`);
+          }
+        },
+        { step: "initialize", name: "udsStorageHealth", priority: "high" },
+      );
+    },
+    async check(ask: () => Promise<unknown>): Promise<boolean> {
+      if (Date.now() - at < HEALTH_FRESH_MS) return up;
+      probe ??= ask().then(() => true, (error) => !isUnavailable(error))
+        .finally(() => probe = undefined);
+      return await probe;
+    },
+  };
+}
+
+/** A stored object for reading: its bytes come through fetch, bounded as the store's calls are. */
+function openedObject(
+  client: S3Client,
+  { bucket, key, size, idleMs, stalled }: {
+    bucket: string;
+    key: string;
+    size: number;
+    /** The longest wait for the next bytes of the body before it fails. */
+    idleMs: number;
+    stalled: () => void;
+  },
+): OpenedArtifact {
   return {
     size,
     async read(start, length) {
@@ -282,26 +401,64 @@ function openedObject(client: S3Client, bucket: string, key: string, size: numbe
       );
       const body = got.Body?.transformToWebStream() as ReadableStream<Uint8Array> | undefined;
       if (body === undefined) throw new Error(`object ${key} has no body`);
-      return exactLength(body, length);
+      return exactLength(body, { length, idleMs, stalled });
     },
     close() {},
   };
 }
 
-/** Passes `body` on and fails it if it ends before `length` bytes (never a short body passed off as whole). */
-function exactLength(body: ReadableStream<Uint8Array>, length: number): ReadableStream<Uint8Array> {
+/**
+ * Passes `body` on and fails it if it ends before `length` bytes (never a
+ * short body passed off as whole) or if the store sends nothing for `idleMs`
+ * while more is asked for (a slow client, which asks for nothing, is not idle
+ * storage). One timer per body, not per chunk.
+ */
+function exactLength(
+  body: ReadableStream<Uint8Array>,
+  { length, idleMs, stalled }: { length: number; idleMs: number; stalled: () => void },
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
   let seen = 0;
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        seen += chunk.byteLength;
-        controller.enqueue(chunk);
-      },
-      flush() {
-        if (seen !== length) throw new Error(`artifact ended ${length - seen} bytes early`);
-      },
-    }),
-  );
+  let waitingSince = 0;
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const stop = () => clearInterval(timer);
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      timer = setInterval(() => {
+        if (waitingSince === 0 || Date.now() - waitingSince < idleMs) return;
+        stop();
+        stalled();
+        const error = new StorageUnavailableError(`the storage sent nothing for ${idleMs} ms`);
+        controller.error(error);
+        reader.cancel(error).catch(() => {});
+      }, Math.min(1000, Math.max(10, idleMs / 4)));
+    },
+    async pull(controller) {
+      waitingSince = Date.now();
+      try {
+        const { done, value } = await reader.read();
+        waitingSince = 0;
+        if (done) {
+          stop();
+          if (seen !== length) {
+            controller.error(new Error(`artifact ended ${length - seen} bytes early`));
+          } else controller.close();
+          return;
+        }
+        seen += value.byteLength;
+        controller.enqueue(value);
+      } catch (error) {
+        stop();
+        try {
+          controller.error(error);
+        } catch { /* already failed by the idle timer */ }
+      }
+    },
+    cancel(reason) {
+      stop();
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 1 });
 }
 
 /**

@@ -65,6 +65,8 @@ export interface ArtifactStore {
    * never what a live upload of any instance is still writing; the count removed.
    */
   sweep?(): Promise<number>;
+  /** s3 only: whether the bucket answers (see src/storage/health.ts). */
+  checkHealth?(): Promise<boolean>;
 }
 
 /** The upload is larger than `APP_MAX_UPLOAD_BYTES`. */

@@ -1,6 +1,6 @@
 /** Field rules of `../shared/spec/admin-contract.md`, shared by the store and the admin forms. */
 import { ValidationError } from "./errors.ts";
-
+import { cutToCodePoints, isMediaType, stripControls } from "../lib/header_text.ts";
 import {
   CONTENT_TYPE_MAX_LENGTH,
   FILENAME_MAX_LENGTH,
@@ -121,20 +121,39 @@ export function requireTags(field: string, tags: readonly string[]): string[] {
   return list;
 }
 
-/** The base name of an uploaded file: path parts and control characters dropped. */
+/**
+ * The base name of an uploaded file: path parts, control characters (line
+ * separators and bidi controls included) dropped; cut to the length limit
+ * by code point, never inside a surrogate pair.
+ */
 export function safeFilename(raw: string | undefined): string {
   const base = (raw ?? "").split(/[\\/]/).pop() ?? "";
-  const clean = base.replace(/[\x00-\x1f\x7f]/g, "").trim().slice(0, FILENAME_MAX_LENGTH);
+  const clean = cutToCodePoints(stripControls(base).trim(), FILENAME_MAX_LENGTH).trim();
   return clean === "" || clean === "." || clean === ".." ? "artifact" : clean;
 }
-
-const MIME_PATTERN =
-  /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+(\s*;\s*[a-z0-9!#$&^_.+-]+=("[^"\x00-\x1f\x7f]*"|[a-z0-9!#$&^_.+-]+))*$/i;
 
 /** A MIME type safe to send back as a header; anything else becomes octet-stream. */
 export function safeContentType(raw: string | undefined): string {
   const type = (raw ?? "").trim();
-  return type.length <= CONTENT_TYPE_MAX_LENGTH && MIME_PATTERN.test(type)
+  return type.length <= CONTENT_TYPE_MAX_LENGTH && isMediaType(type)
     ? type
     : "application/octet-stream";
+}
+
+/**
+ * The upload check of a part's Content-Type: absent or empty is
+ * application/octet-stream; anything else must be an RFC 9110 media type
+ * (see isMediaType) of at most CONTENT_TYPE_MAX_LENGTH characters.
+ */
+export function requireMediaType(field: string, raw: string | undefined): string {
+  const type = (raw ?? "").trim();
+  if (type === "") return "application/octet-stream";
+  if (type.length <= CONTENT_TYPE_MAX_LENGTH && isMediaType(type)) return type;
+  const shown = JSON.stringify(cutToCodePoints(type, 80));
+  throw new ValidationError(
+    field,
+    `the file's content type ${shown} is not a valid media type: it must be type/subtype ` +
+      `(such as application/zip), optionally with ; name=value parameters, in printable ASCII ` +
+      `of at most ${CONTENT_TYPE_MAX_LENGTH} characters`,
+  );
 }
