@@ -302,7 +302,7 @@ function isNotFound(error: unknown): boolean {
 }
 
 /** Network error codes of a store that does not answer (node:http and fetch). */
-const UNREACHABLE_CODES = new Set([
+const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
   "EPIPE",
