@@ -8,22 +8,17 @@ import { createMetricsApp, metricsAddressLabel } from "./src/http/metrics_route.
 import { endOpenResponses } from "./src/http/observe.ts";
 import { createKeyUsageRecorder } from "./src/store/key_usage.ts";
 import { keepServing, type KeptServer } from "./src/lib/keep_serving.ts";
-import { createBufferedWriter, createLogger, type Logger } from "./src/lib/log.ts";
+import { createBufferedWriter, createLogger } from "./src/lib/log.ts";
 import { inFlightRequests } from "./src/lib/metrics.ts";
 import { makePrivateDir, openPrivateKv, openToOthersWarning } from "./src/lib/private_files.ts";
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
 import { followOtherWriters } from "./src/store/mod.ts";
 import {
-  type ArtifactStore,
   openArtifactStore,
   scheduleSweeps,
   StorageUnavailableError,
 } from "./src/storage/mod.ts";
-
-/** Abandoned upload parts are swept at start, once the grace period has passed, then this often. */
-const SWEEP_EVERY_MS = 10 * 60_000;
-const FIRST_SWEEP_DELAY_MS = 6_000;
 
 function readConfig() {
   try {
@@ -88,22 +83,6 @@ async function openStorage(): Promise<
   return { kv, artifacts };
 }
 
-/** Sweeps what dead uploads left behind now, after the grace period, and then regularly. */
-function sweepRegularly(artifacts: ArtifactStore, log: Logger): void {
-  if (artifacts.sweep === undefined) return;
-  const sweep = async () => {
-    try {
-      const removed = await artifacts.sweep!();
-      if (removed > 0) log.event("info", "removed abandoned upload parts", { removed });
-    } catch (error) {
-      log.event("warn", "sweeping abandoned upload parts failed", { error: String(error) });
-    }
-  };
-  sweep();
-  setTimeout(sweep, FIRST_SWEEP_DELAY_MS);
-  Deno.unrefTimer(setInterval(sweep, SWEEP_EVERY_MS));
-}
-
 /** Serves `fetch` on `address`, restarting after faults such as running out of descriptors. */
 function serve(
   setting: string,
@@ -141,18 +120,17 @@ async function start() {
   const { kv, artifacts } = await openStorage();
   await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
   const stopFollowingWriters = followOtherWriters(kv, config.cacheRefreshMs);
-  if (artifacts.kind === "s3") {
-    scheduleSweeps(kv, artifacts, (result) => {
-      if ("error" in result) {
-        logger.event("warn", `storage sweep failed: ${String(result.error)}`);
-      } else if (result.abortedUploads > 0 || result.removedObjects > 0) {
-        logger.event("info", "storage sweep removed what an interrupted upload left", {
-          aborted_uploads: result.abortedUploads,
-          removed_objects: result.removedObjects,
-        });
-      }
-    });
-  }
+  // Parts of dead uploads and artifacts no release references (fs and s3 alike).
+  scheduleSweeps(kv, artifacts, (result) => {
+    if ("error" in result) {
+      logger.event("warn", `storage sweep failed: ${String(result.error)}`);
+    } else if (result.removedUploads > 0 || result.removedArtifacts > 0) {
+      logger.event("info", "storage sweep removed what an interrupted upload left", {
+        removed_uploads: result.removedUploads,
+        removed_artifacts: result.removedArtifacts,
+      });
+    }
+  });
 
   const benchOff = benchLayerOff();
   const app = createApp({
@@ -189,7 +167,6 @@ async function start() {
       },
     ));
   }
-  sweepRegularly(artifacts, logger);
   return { kv, servers, stopFollowingWriters };
 }
 
