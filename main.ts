@@ -14,11 +14,7 @@ import { makePrivateDir, openPrivateKv, openToOthersWarning } from "./src/lib/pr
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
 import { followOtherWriters } from "./src/store/mod.ts";
-import {
-  openArtifactStore,
-  scheduleSweeps,
-  StorageUnavailableError,
-} from "./src/storage/mod.ts";
+import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
 
 function readConfig() {
   try {

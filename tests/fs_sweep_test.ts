@@ -40,55 +40,61 @@ Deno.test("fs sweep: unreferenced files go; held, referenced and young ones stay
     const input = { project_id: project.id, filename: "a.bin" };
     const bytes = () => ReadableStream.from([randomBytes(1000)]);
 
-    await t.step("an orphan goes; a committed file and one still being committed stay", async () => {
-      const kept = await publishRelease(kv, store, { ...input, version: "1" }, bytes(), 1 << 20);
-      // What a crash between the rename and the commit leaves: a complete file, no lock, no release.
-      const orphan = await saveArtifact(dir, bytes(), 1 << 20);
-      // An upload whose release is not committed yet (its writer still holds the file).
-      const pending = await store.save(bytes(), 1 << 20);
+    await t.step(
+      "an orphan goes; a committed file and one still being committed stay",
+      async () => {
+        const kept = await publishRelease(kv, store, { ...input, version: "1" }, bytes(), 1 << 20);
+        // What a crash between the rename and the commit leaves: a complete file, no lock, no release.
+        const orphan = await saveArtifact(dir, bytes(), 1 << 20);
+        // An upload whose release is not committed yet (its writer still holds the file).
+        const pending = await store.save(bytes(), 1 << 20);
 
-      const young = createFsStore(dir, { sweepAfterMs: 60_000 });
-      assert.deepEqual(await sweepStore(kv, young), { removedUploads: 0, removedArtifacts: 0 });
-      assert.deepEqual(await sweepStore(kv, store), { removedUploads: 0, removedArtifacts: 1 });
-      assert.deepEqual(
-        await artifactNames(dir),
-        [kept.storage_key, pending.storage_key].sort(),
-        `the orphan ${orphan.storage_key} is gone`,
-      );
+        const young = createFsStore(dir, { sweepAfterMs: 60_000 });
+        assert.deepEqual(await sweepStore(kv, young), { removedUploads: 0, removedArtifacts: 0 });
+        assert.deepEqual(await sweepStore(kv, store), { removedUploads: 0, removedArtifacts: 1 });
+        assert.deepEqual(
+          await artifactNames(dir),
+          [kept.storage_key, pending.storage_key].sort(),
+          `the orphan ${orphan.storage_key} is gone`,
+        );
 
-      await createRelease(kv, { ...input, version: "2", ...pending });
-      store.settle!(pending.storage_key);
-      assert.deepEqual(await sweepStore(kv, store), { removedUploads: 0, removedArtifacts: 0 });
-      assert.equal((await listStorageKeys(kv)).size, 2);
-      assert.equal((await artifactNames(dir)).length, 2);
-    });
+        await createRelease(kv, { ...input, version: "2", ...pending });
+        store.settle!(pending.storage_key);
+        assert.deepEqual(await sweepStore(kv, store), { removedUploads: 0, removedArtifacts: 0 });
+        assert.equal((await listStorageKeys(kv)).size, 2);
+        assert.equal((await artifactNames(dir)).length, 2);
+      },
+    );
 
-    await t.step("another process's file is kept while it lives, swept once it is killed", async () => {
-      const child = new Deno.Command(Deno.execPath(), {
-        args: [
-          "eval",
-          `import { saveArtifactLocked } from "${artifactsModule}";
+    await t.step(
+      "another process's file is kept while it lives, swept once it is killed",
+      async () => {
+        const child = new Deno.Command(Deno.execPath(), {
+          args: [
+            "eval",
+            `import { saveArtifactLocked } from "${artifactsModule}";
            setInterval(() => {}, 1000);
            const { artifact } = await saveArtifactLocked(
              ${JSON.stringify(dir)}, ReadableStream.from([new Uint8Array(5000)]), 1 << 20);
            console.log(artifact.storage_key);`,
-        ],
-        stdin: "null",
-        stdout: "piped",
-        stderr: "null",
-      }).spawn();
-      const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-      const storageKey = (await reader.read()).value!.trim();
-      assert.ok((await artifactNames(dir)).includes(storageKey));
-      // Alive and holding the file (as between the rename and its commit): kept.
-      assert.deepEqual(await sweepStore(kv, store), { removedUploads: 0, removedArtifacts: 0 });
-      assert.ok((await artifactNames(dir)).includes(storageKey));
-      child.kill("SIGKILL");
-      await child.status;
-      await reader.cancel();
-      assert.deepEqual(await sweepStore(kv, store), { removedUploads: 0, removedArtifacts: 1 });
-      assert.ok(!(await artifactNames(dir)).includes(storageKey));
-    });
+          ],
+          stdin: "null",
+          stdout: "piped",
+          stderr: "null",
+        }).spawn();
+        const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+        const storageKey = (await reader.read()).value!.trim();
+        assert.ok((await artifactNames(dir)).includes(storageKey));
+        // Alive and holding the file (as between the rename and its commit): kept.
+        assert.deepEqual(await sweepStore(kv, store), { removedUploads: 0, removedArtifacts: 0 });
+        assert.ok((await artifactNames(dir)).includes(storageKey));
+        child.kill("SIGKILL");
+        await child.status;
+        await reader.cancel();
+        assert.deepEqual(await sweepStore(kv, store), { removedUploads: 0, removedArtifacts: 1 });
+        assert.ok(!(await artifactNames(dir)).includes(storageKey));
+      },
+    );
   } finally {
     kv.close();
     await Deno.remove(dir, { recursive: true });
@@ -172,67 +178,73 @@ Deno.test({
       assert.equal(created.status, 303);
       await admin.page("/admin/projects/desktop");
 
-      await t.step("sweeping without pause while both instances take uploads removes none of theirs", async () => {
-        const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-        const sweeper = createFsStore(join(dataDir, "artifacts"), { sweepAfterMs: 0 });
-        const stop = { now: false };
-        let sweeps = 0;
-        let removed = 0;
-        const sweeping = (async () => {
-          while (!stop.now) {
-            removed += (await sweepStore(kv, sweeper)).removedArtifacts;
-            sweeps++;
-          }
-        })();
-        const load = uploadLoad(urls, admin, 8, stop);
-        await new Promise((resolve) => setTimeout(resolve, 3000));
-        stop.now = true;
-        const { ok, failed } = await load;
-        await sweeping;
-        kv.close();
-        assert.equal(failed, 0);
-        assert.ok(ok > 20, `${ok} uploads`);
-        assert.ok(sweeps > 3, `${sweeps} sweeps`);
-        assert.equal(removed, 0, "nothing of a live upload was removed");
-        const state = await orphansAndBroken(dataDir);
-        assert.deepEqual(state.broken, [], "every release keeps its complete file");
-        assert.deepEqual(state.orphans, []);
-        console.log(`  ${ok} uploads through 2 instances during ${sweeps} sweeps: no file lost`);
-      });
+      await t.step(
+        "sweeping without pause while both instances take uploads removes none of theirs",
+        async () => {
+          const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+          const sweeper = createFsStore(join(dataDir, "artifacts"), { sweepAfterMs: 0 });
+          const stop = { now: false };
+          let sweeps = 0;
+          let removed = 0;
+          const sweeping = (async () => {
+            while (!stop.now) {
+              removed += (await sweepStore(kv, sweeper)).removedArtifacts;
+              sweeps++;
+            }
+          })();
+          const load = uploadLoad(urls, admin, 8, stop);
+          await new Promise((resolve) => setTimeout(resolve, 3000));
+          stop.now = true;
+          const { ok, failed } = await load;
+          await sweeping;
+          kv.close();
+          assert.equal(failed, 0);
+          assert.ok(ok > 20, `${ok} uploads`);
+          assert.ok(sweeps > 3, `${sweeps} sweeps`);
+          assert.equal(removed, 0, "nothing of a live upload was removed");
+          const state = await orphansAndBroken(dataDir);
+          assert.deepEqual(state.broken, [], "every release keeps its complete file");
+          assert.deepEqual(state.orphans, []);
+          console.log(`  ${ok} uploads through 2 instances during ${sweeps} sweeps: no file lost`);
+        },
+      );
 
-      await t.step("kill -9 during uploads: the restarted instance's sweep leaves no orphan", async () => {
-        const stop = { now: false };
-        const load = uploadLoad(urls, admin, 16, stop);
-        for (let kill = 0; kill < 4; kill++) {
-          await new Promise((resolve) => setTimeout(resolve, 600));
-          await servers[0].crash();
-          servers[0] = await startServer(dataDir, { APP_FS_SWEEP_AFTER_SECONDS: "3600" });
-        }
-        await new Promise((resolve) => setTimeout(resolve, 300));
-        stop.now = true;
-        const { ok, failed } = await load;
-        const before = await orphansAndBroken(dataDir);
-        assert.deepEqual(before.broken, []);
-        // A restart with the default age keeps young orphans; one with 0 s removes them all.
-        await servers[0].stop();
-        servers[0] = await startServer(dataDir, env);
-        await waitFor("the start-up sweep", async () => {
-          return (await orphansAndBroken(dataDir)).orphans.length === 0;
-        });
-        const after = await orphansAndBroken(dataDir);
-        assert.deepEqual(after.broken, []);
-        assert.equal(after.releases, before.releases);
-        if (before.orphans.length > 0) {
-          assert.match(
-            servers[0].output(),
-            new RegExp(`"removed_artifacts":${before.orphans.length}`),
+      await t.step(
+        "kill -9 during uploads: the restarted instance's sweep leaves no orphan",
+        async () => {
+          const stop = { now: false };
+          const load = uploadLoad(urls, admin, 16, stop);
+          for (let kill = 0; kill < 4; kill++) {
+            await new Promise((resolve) => setTimeout(resolve, 600));
+            await servers[0].crash();
+            servers[0] = await startServer(dataDir, { APP_FS_SWEEP_AFTER_SECONDS: "3600" });
+          }
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          stop.now = true;
+          const { ok, failed } = await load;
+          const before = await orphansAndBroken(dataDir);
+          assert.deepEqual(before.broken, []);
+          // A restart with the default age keeps young orphans; one with 0 s removes them all.
+          await servers[0].stop();
+          servers[0] = await startServer(dataDir, env);
+          await waitFor("the start-up sweep", async () => {
+            return (await orphansAndBroken(dataDir)).orphans.length === 0;
+          });
+          const after = await orphansAndBroken(dataDir);
+          assert.deepEqual(after.broken, []);
+          assert.equal(after.releases, before.releases);
+          if (before.orphans.length > 0) {
+            assert.match(
+              servers[0].output(),
+              new RegExp(`"removed_artifacts":${before.orphans.length}`),
+            );
+          }
+          console.log(
+            `  4 kills during ${ok} uploads (${failed} cut): ${before.orphans.length} orphans, ` +
+              "all swept at the next start",
           );
-        }
-        console.log(
-          `  4 kills during ${ok} uploads (${failed} cut): ${before.orphans.length} orphans, ` +
-            "all swept at the next start",
-        );
-      });
+        },
+      );
     } finally {
       await Promise.all(servers.map((server) => server.stop()));
       await Deno.remove(dataDir, { recursive: true }).catch(() => {});

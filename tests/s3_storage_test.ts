@@ -452,7 +452,6 @@ Deno.test({
         assert.match(storeEtag, /^"[0-9a-f]{32}-2"$/);
         // The client got half of it, then resumes through the service with either validator.
         const half = new Uint8Array(await fromStore.arrayBuffer()).subarray(0, 5 * MiB);
-        await fromStore.body?.cancel();
         for (const validator of [storeEtag, `"${multipart.checksum_sha256}"`]) {
           const resumed = await app.request(largePath, secret, {
             headers: { range: `bytes=${half.length}-`, "if-range": validator },

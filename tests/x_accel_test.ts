@@ -124,28 +124,32 @@ Deno.test({
         }
       });
 
-      await t.step("an instance reached directly streams the file, never an empty 200", async () => {
-        const direct = `http://127.0.0.1:${served.addr.port}/api/v1/releases/${release.id}/download`;
-        const before = await count();
-        const wrong = { "x-accel-secret": "wrong-secret-0123456789" };
-        for (const extra of [{}, wrong] as Record<string, string>[]) {
-          const res = await fetch(direct, auth(extra));
-          assert.equal(res.status, 200);
-          assert.equal(res.headers.get("x-accel-redirect"), null);
-          assert.equal(res.headers.get("content-length"), String(bytes.length));
-          assert.equal(res.headers.get("etag"), `"${release.checksum_sha256}"`);
-          assert.deepEqual(new Uint8Array(await res.arrayBuffer()), bytes);
-        }
-        const part = await fetch(direct, auth({ range: "bytes=10-19" }));
-        assert.equal(part.status, 206);
-        assert.deepEqual(new Uint8Array(await part.arrayBuffer()), bytes.subarray(10, 20));
-        await settled();
-        assert.equal(await count() - before, 2, "the two whole files sent, nothing else");
-        // The secret is what nginx sends: with it, the empty answer for nginx (counted there).
-        const handed = await fetch(direct, auth(fromNginx.headers));
-        assert.ok(handed.headers.get("x-accel-redirect"));
-        await handed.body?.cancel();
-      });
+      await t.step(
+        "an instance reached directly streams the file, never an empty 200",
+        async () => {
+          const direct =
+            `http://127.0.0.1:${served.addr.port}/api/v1/releases/${release.id}/download`;
+          const before = await count();
+          const wrong = { "x-accel-secret": "wrong-secret-0123456789" };
+          for (const extra of [{}, wrong] as Record<string, string>[]) {
+            const res = await fetch(direct, auth(extra));
+            assert.equal(res.status, 200);
+            assert.equal(res.headers.get("x-accel-redirect"), null);
+            assert.equal(res.headers.get("content-length"), String(bytes.length));
+            assert.equal(res.headers.get("etag"), `"${release.checksum_sha256}"`);
+            assert.deepEqual(new Uint8Array(await res.arrayBuffer()), bytes);
+          }
+          const part = await fetch(direct, auth({ range: "bytes=10-19" }));
+          assert.equal(part.status, 206);
+          assert.deepEqual(new Uint8Array(await part.arrayBuffer()), bytes.subarray(10, 20));
+          await settled();
+          assert.equal(await count() - before, 2, "the two whole files sent, nothing else");
+          // The secret is what nginx sends: with it, the empty answer for nginx (counted there).
+          const handed = await fetch(direct, auth(fromNginx.headers));
+          assert.ok(handed.headers.get("x-accel-redirect"));
+          await handed.body?.cancel();
+        },
+      );
 
       await t.step("whole-file answers count as downloads; ranges and HEAD do not", async () => {
         const before = await count();

@@ -10,7 +10,7 @@ export { StorageUnavailableError } from "./unavailable.ts";
 // Types only: the S3 client is loaded when APP_STORAGE=s3 asks for it.
 export type { BucketEntry, S3ArtifactStore } from "./s3_store.ts";
 export { type PublishInput, publishRelease } from "./publish.ts";
-export { scheduleSweeps, sweepStore, type SweepResult } from "./sweep.ts";
+export { scheduleSweeps, type SweepResult, sweepStore } from "./sweep.ts";
 
 /**
  * The backend `APP_STORAGE` names. For `s3` the bucket is checked first (it
