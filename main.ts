@@ -10,7 +10,12 @@ import { createKeyUsageRecorder } from "./src/store/key_usage.ts";
 import { keepServing, type KeptServer } from "./src/lib/keep_serving.ts";
 import { createBufferedWriter, createLogger } from "./src/lib/log.ts";
 import { inFlightRequests } from "./src/lib/metrics.ts";
-import { makePrivateDir, openPrivateKv, openToOthersWarning } from "./src/lib/private_files.ts";
+import {
+  makeFreshDirPrivate,
+  makePrivateDir,
+  openPrivateKv,
+  openToOthersWarning,
+} from "./src/lib/private_files.ts";
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
 import { followOtherWriters } from "./src/store/mod.ts";
@@ -46,11 +51,20 @@ const config = readConfig();
 const stdout = createBufferedWriter();
 const logger = createLogger(config.logFormat, stdout.write);
 
-/** The data dir (0700, with a warning when others can read it), the artifact store and the KV. */
+/**
+ * The data dir (0700; a fresh one is made so, an existing one used by others gets a
+ * warning), the artifact store and the KV.
+ */
 async function openStorage(): Promise<
   { kv: Deno.Kv; artifacts: Awaited<ReturnType<typeof openArtifactStore>> }
 > {
   await dataDirStep(config, config.dataDir, "create", () => makePrivateDir(config.dataDir));
+  // A fresh checkout's ./data (mode 755, only the keep file): made private instead of a warning.
+  if (
+    await dataDirStep(config, config.dataDir, "chmod", () => makeFreshDirPrivate(config.dataDir))
+  ) {
+    logger.event("info", `made the new data directory ${config.dataDir} private (mode 700)`);
+  }
   const warning = await dataDirStep(
     config,
     config.dataDir,
