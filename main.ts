@@ -7,22 +7,18 @@ import { createMetricsApp, metricsAddressLabel } from "./src/http/metrics_route.
 import { createOpenResponses } from "./src/http/open_responses.ts";
 import { createKeyUsageRecorder } from "./src/store/key_usage.ts";
 import { keepServing, type KeptServer } from "./src/lib/keep_serving.ts";
-import { createBufferedWriter, createLogger, type Logger } from "./src/lib/log.ts";
+import { createBufferedWriter, createLogger } from "./src/lib/log.ts";
 import { createMetrics } from "./src/lib/metrics.ts";
-import { makePrivateDir, openPrivateKv, openToOthersWarning } from "./src/lib/private_files.ts";
+import {
+  makeFreshDirPrivate,
+  makePrivateDir,
+  openPrivateKv,
+  openToOthersWarning,
+} from "./src/lib/private_files.ts";
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
 import { followOtherWriters } from "./src/store/mod.ts";
-import {
-  type ArtifactStore,
-  openArtifactStore,
-  scheduleSweeps,
-  StorageUnavailableError,
-} from "./src/storage/mod.ts";
-
-/** Abandoned upload parts are swept at start, once the grace period has passed, then this often. */
-const SWEEP_EVERY_MS = 10 * 60_000;
-const FIRST_SWEEP_DELAY_MS = 6_000;
+import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
 
 function readConfig() {
   try {
@@ -47,11 +43,20 @@ const metrics = createMetrics();
 /** The responses being sent, ended as cut off when the shutdown timeout is reached. */
 const openResponses = createOpenResponses();
 
-/** The data dir (0700, with a warning when others can read it), the artifact store and the KV. */
+/**
+ * The data dir (0700; a fresh one is made so, an existing one used by others gets a
+ * warning), the artifact store and the KV.
+ */
 async function openStorage(): Promise<
   { kv: Deno.Kv; artifacts: Awaited<ReturnType<typeof openArtifactStore>> }
 > {
   await dataDirStep(config, config.dataDir, "create", () => makePrivateDir(config.dataDir));
+  // A fresh checkout's ./data (mode 755, only the keep file): made private instead of a warning.
+  if (
+    await dataDirStep(config, config.dataDir, "chmod", () => makeFreshDirPrivate(config.dataDir))
+  ) {
+    logger.event("info", `made the new data directory ${config.dataDir} private (mode 700)`);
+  }
   const warning = await dataDirStep(
     config,
     config.dataDir,
@@ -78,22 +83,6 @@ async function openStorage(): Promise<
   }
   const kv = await dataDirStep(config, config.kvPath, "open", () => openPrivateKv(config.kvPath));
   return { kv, artifacts };
-}
-
-/** Sweeps what dead uploads left behind now, after the grace period, and then regularly. */
-function sweepRegularly(artifacts: ArtifactStore, log: Logger): void {
-  if (artifacts.sweep === undefined) return;
-  const sweep = async () => {
-    try {
-      const removed = await artifacts.sweep!();
-      if (removed > 0) log.event("info", "removed abandoned upload parts", { removed });
-    } catch (error) {
-      log.event("warn", "sweeping abandoned upload parts failed", { error: String(error) });
-    }
-  };
-  sweep();
-  setTimeout(sweep, FIRST_SWEEP_DELAY_MS);
-  Deno.unrefTimer(setInterval(sweep, SWEEP_EVERY_MS));
 }
 
 /** Serves `fetch` on `address`, restarting after faults such as running out of descriptors. */
@@ -133,18 +122,17 @@ async function start() {
   const { kv, artifacts } = await openStorage();
   await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
   const stopFollowingWriters = followOtherWriters(kv, config.cacheRefreshMs);
-  if (artifacts.kind === "s3") {
-    scheduleSweeps(kv, artifacts, (result) => {
-      if ("error" in result) {
-        logger.event("warn", `storage sweep failed: ${String(result.error)}`);
-      } else if (result.abortedUploads > 0 || result.removedObjects > 0) {
-        logger.event("info", "storage sweep removed what an interrupted upload left", {
-          aborted_uploads: result.abortedUploads,
-          removed_objects: result.removedObjects,
-        });
-      }
-    });
-  }
+  // Parts of dead uploads and artifacts no release references (fs and s3 alike).
+  scheduleSweeps(kv, artifacts, (result) => {
+    if ("error" in result) {
+      logger.event("warn", `storage sweep failed: ${String(result.error)}`);
+    } else if (result.removedUploads > 0 || result.removedArtifacts > 0) {
+      logger.event("info", "storage sweep removed what an interrupted upload left", {
+        removed_uploads: result.removedUploads,
+        removed_artifacts: result.removedArtifacts,
+      });
+    }
+  });
 
   const app = createApp({
     config,
@@ -181,7 +169,6 @@ async function start() {
       },
     ));
   }
-  sweepRegularly(artifacts, logger);
   return { kv, servers, stopFollowingWriters };
 }
 

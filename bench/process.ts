@@ -305,11 +305,15 @@ export function nginxConfig(
   ].filter((line) => line !== "").join("\n");
 }
 
-/** The nginx directives of docs/operators.md for x-accel, pointed at one app and one data dir. */
-export function xAccelServer(appPort: number, artifactsDir: string): string {
+/**
+ * The nginx directives of docs/operators.md for x-accel, pointed at one app and
+ * one data dir; `secret` is the app's APP_X_ACCEL_SECRET.
+ */
+export function xAccelServer(appPort: number, artifactsDir: string, secret: string): string {
   return `
     location / {
       proxy_pass http://127.0.0.1:${appPort};
+      proxy_set_header X-Accel-Secret "${secret}";
       proxy_set_header Host $host;
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
     }

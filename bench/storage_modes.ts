@@ -108,14 +108,19 @@ try {
     await service.stop();
   }
   if (nginxBin !== null && downloadMiB > 0) {
-    const service = await startService(dataDir, { APP_DOWNLOAD_MODE: "x-accel" }, cleanup);
+    const secret = crypto.randomUUID();
+    const service = await startService(
+      dataDir,
+      { APP_DOWNLOAD_MODE: "x-accel", APP_X_ACCEL_SECRET: secret },
+      cleanup,
+    );
     const workDir = join(dataDir, "nginx");
     const proxy = await startNginx(
       nginxBin,
       workDir,
       workDir,
       cleanup,
-      xAccelServer(service.port, fs.dir),
+      xAccelServer(service.port, fs.dir, secret),
     );
     rows.push(["x-accel (nginx sendfile)", await curlRate(proxy.baseUrl + path, auth)]);
     await proxy.stop();

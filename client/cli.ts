@@ -5,6 +5,9 @@
  *   UPDATE_API_KEY=uds_… deno task client download --base-url URL --project SLUG [--current VERSION] [--out FILE]
  *   UPDATE_API_KEY=uds_… deno task client download --base-url URL --release ID [--out FILE]
  *
+ * Installed as a command (docs/client-api.md), `uds-client` takes the same
+ * arguments. `--help` prints the usage; `--version` the client's version.
+ *
  * The key is read from UPDATE_API_KEY only (argv is visible to every user in
  * `ps`). `--base-url` defaults to UPDATE_BASE_URL. Exit codes: see EXIT below.
  */
@@ -12,6 +15,7 @@ import { basename, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import {
   checkForUpdate,
+  CLIENT_VERSION,
   type ClientOptions,
   downloadRelease,
   type FailureKind,
@@ -36,13 +40,17 @@ export const EXIT = {
   update_available: 10, // `check` only
 } as const satisfies Record<FailureKind, number> & Record<string, number>;
 
-const USAGE = `usage:
+const USAGE = `usage (or "uds-client" in place of "deno task client" once installed):
   deno task client check    --project SLUG --current VERSION [--base-url URL]
   deno task client download --project SLUG [--current VERSION] [--out FILE] [--base-url URL]
   deno task client download --release ID [--out FILE] [--base-url URL]
 options:
   --retries N   retries after a 429 (honouring Retry-After) or a network failure; default 3
-environment: UPDATE_API_KEY (required), UPDATE_BASE_URL (default for --base-url)`;
+  --help, -h    this text
+  --version     the client's version
+environment: UPDATE_API_KEY (required), UPDATE_BASE_URL (default for --base-url)
+exit codes: 0 ok or up to date, 10 update available (check), 2 usage, 3 key refused,
+  4 not found, 5 rate limited, 6 integrity, 7 network, 8 server, 9 file, 1 unexpected`;
 
 class UsageError extends Error {}
 
@@ -64,6 +72,15 @@ export async function main(args: string[]): Promise<number> {
 }
 
 async function run(args: string[]): Promise<number> {
+  // Asked for anywhere, help wins over every other argument (and needs no key).
+  if (args.some((arg) => arg === "--help" || arg === "-h") || args[0] === "help") {
+    console.log(USAGE);
+    return EXIT.ok;
+  }
+  if (args.includes("--version")) {
+    console.log(`uds-update-client ${CLIENT_VERSION}`);
+    return EXIT.ok;
+  }
   const { command, flags } = parseCommandLine(args);
   const options = clientOptions(flags["base-url"], flags.retries);
 

@@ -4,6 +4,12 @@
  * network failures after a second).
  */
 
+/** The reference client's version: its User-Agent and `--version`. */
+export const CLIENT_VERSION = "1.0.0";
+
+/** Names the client and its version in every request, e.g. `uds-update-client/1.0.0 Deno/2.9.6`. */
+export const USER_AGENT = `uds-update-client/${CLIENT_VERSION} Deno/${Deno.version.deno}`;
+
 export interface ClientOptions {
   /** The service's base address, e.g. `https://updates.example.com`. */
   baseUrl: string;
@@ -93,7 +99,7 @@ export async function send(
   let res: Response;
   try {
     res = await doFetch(url, {
-      headers: { ...headers, authorization: `Bearer ${options.apiKey}` },
+      headers: { ...headers, "user-agent": USER_AGENT, authorization: `Bearer ${options.apiKey}` },
       signal: signal ?? AbortSignal.timeout(options.idleTimeoutMs ?? 30_000),
     });
   } catch (error) {

@@ -38,7 +38,7 @@ import { isNewerVersion } from "./versions.ts";
 
 export { downloadRelease } from "./download.ts";
 export type { DownloadOptions, DownloadResult } from "./download.ts";
-export { UpdateClientError } from "./http.ts";
+export { CLIENT_VERSION, UpdateClientError, USER_AGENT } from "./http.ts";
 export type { ClientOptions, FailureKind, Project, Release, RetryNotice } from "./http.ts";
 export { compareVersions, isNewerVersion, parseSemver } from "./versions.ts";
 

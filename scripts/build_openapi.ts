@@ -10,7 +10,7 @@ export function openApiFromYaml(yamlText: string): unknown {
 }
 
 if (import.meta.main) {
-  const dir = new URL("../docs", import.meta.url);
+  const dir = new URL("../docs/", import.meta.url);
   const document = openApiFromYaml(await Deno.readTextFile(new URL("openapi.yaml", dir)));
   await Deno.writeTextFile(new URL("openapi.json", dir), JSON.stringify(document, null, 2) + "\n");
   console.log("wrote docs/openapi.json");

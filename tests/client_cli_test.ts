@@ -174,6 +174,67 @@ Deno.test("reference client CLI against the real service", async (t) => {
       assert.equal((await client(["download", "--release", "1", "--retries", "x"])).code, 2);
     });
 
+    await t.step(
+      "--help: usage on stdout, exit 0; --version; the User-Agent names the client",
+      async () => {
+        for (const args of [["--help"], ["-h"], ["help"], ["download", "--help"]]) {
+          const help = await runTask(["client", ...args]);
+          assert.equal(help.code, 0, `${args}: ${help.stderr}`);
+          assert.match(help.stdout, /^usage/);
+          assert.match(help.stdout, /deno task client check +--project SLUG --current VERSION/);
+          assert.equal(help.stderr, "");
+        }
+        const version = await runTask(["client", "--version"]);
+        assert.equal(version.code, 0);
+        assert.match(version.stdout, /^uds-update-client \d+\.\d+\.\d+\n$/);
+        const ran = await client(["check", "--project", "desktop", "--current", "1.1.0"]);
+        assert.equal(ran.code, 0);
+        // The access log line of that request: the client's name and version, not "Deno/…".
+        const logged = server.lines().map((line) => JSON.parse(line))
+          .filter((line) => line.path === "/api/v1/projects/desktop/releases/latest");
+        assert.match(logged.at(-1).user_agent, /^uds-update-client\/\d+\.\d+\.\d+ Deno\/2\./);
+      },
+    );
+
+    await t.step(
+      "installed as a command (deno install), it runs outside the checkout",
+      async () => {
+        const home = join(root, "install");
+        const installed = await new Deno.Command(Deno.execPath(), {
+          args: [
+            "install",
+            "--global",
+            "--root",
+            home,
+            "--name",
+            "uds-client",
+            "--allow-net",
+            "--allow-env=UPDATE_API_KEY,UPDATE_BASE_URL,INIT_CWD",
+            "--allow-read",
+            "--allow-write",
+            join(PROJECT_ROOT, "client/cli.ts"),
+          ],
+          stdout: "null",
+          stderr: "piped",
+        }).output();
+        assert.ok(installed.success, new TextDecoder().decode(installed.stderr));
+        const elsewhere = join(root, "elsewhere");
+        await Deno.mkdir(elsewhere);
+        const ran = await new Deno.Command(join(home, "bin", "uds-client"), {
+          args: ["download", "--project", "desktop", "--base-url", server.baseUrl],
+          cwd: elsewhere,
+          env: { UPDATE_API_KEY: key },
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        assert.equal(ran.code, 0, new TextDecoder().decode(ran.stderr));
+        assert.equal(
+          sha256(await Deno.readFile(join(elsewhere, latest.filename))),
+          latest.checksum_sha256,
+        );
+      },
+    );
+
     await t.step("no service listening: exit 7", async () => {
       const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
       const closedPort = listener.addr.port;

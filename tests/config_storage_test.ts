@@ -11,6 +11,17 @@ Deno.test("storage settings: defaults are fs and stream", () => {
   assert.equal(config.downloadMode, "stream");
   assert.equal(config.downloadUrlTtlSeconds, 60);
   assert.equal(config.xAccelPrefix, "/_uds_artifacts/");
+  assert.equal(config.xAccelSecret, undefined);
+  assert.equal(config.fsSweepAfterSeconds, 600);
+  assert.equal(loadConfig({ APP_FS_SWEEP_AFTER_SECONDS: "0" }).fsSweepAfterSeconds, 0);
+});
+
+Deno.test("storage settings: x-accel needs the secret nginx sends", () => {
+  const secret = "0123456789abcdef0123";
+  const config = loadConfig({ APP_DOWNLOAD_MODE: "x-accel", APP_X_ACCEL_SECRET: secret });
+  assert.equal(config.xAccelSecret, secret);
+  // Not x-accel: the secret is not used.
+  assert.equal(loadConfig({ APP_X_ACCEL_SECRET: secret }).xAccelSecret, undefined);
 });
 
 Deno.test("storage settings: s3 with its defaults and every APP_S3_* setting", () => {
@@ -67,6 +78,13 @@ Deno.test("storage settings: wrong combinations name the setting", () => {
     [{ APP_DOWNLOAD_URL_TTL_SECONDS: "0" }, "APP_DOWNLOAD_URL_TTL_SECONDS", /1 to 604800/],
     [{ APP_X_ACCEL_PREFIX: "files/" }, "APP_X_ACCEL_PREFIX", /starts and ends with \//],
     [{ APP_X_ACCEL_PREFIX: "/a b/" }, "APP_X_ACCEL_PREFIX", /starts and ends/],
+    [{ APP_DOWNLOAD_MODE: "x-accel" }, "APP_X_ACCEL_SECRET", /required .*X-Accel-Secret/],
+    [
+      { APP_DOWNLOAD_MODE: "x-accel", APP_X_ACCEL_SECRET: "short" },
+      "APP_X_ACCEL_SECRET",
+      /at least 16/,
+    ],
+    [{ APP_FS_SWEEP_AFTER_SECONDS: "-1" }, "APP_FS_SWEEP_AFTER_SECONDS", /whole number/],
   ];
   for (const [env, setting, message] of refused) {
     assert.throws(() => loadConfig(env), (error: unknown) => {

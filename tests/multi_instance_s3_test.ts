@@ -231,7 +231,7 @@ Deno.test({
           );
           const after = await bucketContents(client, bucket.bucket);
           assert.equal(after.objects.length, 1, `only the release's object: ${after.objects}`);
-          assert.match(a.output(), /storage sweep removed .*"aborted_uploads":1/);
+          assert.match(a.output(), /storage sweep removed .*"removed_uploads":1/);
 
           const healthy = await fetch(`${a.baseUrl}/healthz`);
           assert.equal(healthy.status, 200);

@@ -3,7 +3,9 @@
  * docs/operators.md): the service checks the key and answers with
  * X-Accel-Redirect only; nginx sends the file with sendfile, with our ETag,
  * Content-Disposition, Range and If-Range; the internal location cannot be
- * reached from outside; a refused key never gets a path.
+ * reached from outside; a refused key never gets a path. A request that reaches
+ * the instance directly (without nginx's X-Accel-Secret) gets the file streamed,
+ * never an empty 200 counted as a download.
  */
 import assert from "node:assert/strict";
 import { Cleanup, startNginx, which, xAccelServer } from "../bench/process.ts";
@@ -19,7 +21,9 @@ Deno.test({
   name: "x-accel downloads through nginx",
   ignore: nginx === null,
   async fn(t) {
-    const app = await createTestApp({ downloadMode: "x-accel" });
+    const secret = "test-x-accel-secret-0123456789";
+    const app = await createTestApp({ downloadMode: "x-accel", xAccelSecret: secret });
+    const fromNginx = { headers: { "x-accel-secret": secret } };
     const cleanup = new Cleanup();
     const served = Deno.serve(
       { hostname: "127.0.0.1", port: 0, onListen: () => {} },
@@ -33,7 +37,7 @@ Deno.test({
         workDir,
         workDir,
         cleanup,
-        xAccelServer(served.addr.port, app.config.artifactsDir),
+        xAccelServer(served.addr.port, app.config.artifactsDir, secret),
       );
       const project = await seedProject(app, { slug: "app" });
       const bytes = crypto.getRandomValues(new Uint8Array(60_000));
@@ -41,15 +45,22 @@ Deno.test({
         filename: "App Setup.exe",
         content_type: "application/x-msdownload",
       });
-      const { secret } = await seedKey(app);
+      const { secret: key } = await seedKey(app);
       const { secret: noDownload } = await seedKey(app, { can_download: false });
       const url = `${proxy.baseUrl}/api/v1/releases/${release.id}/download`;
       const auth = (extra: Record<string, string> = {}) => ({
-        headers: { authorization: `Bearer ${secret}`, ...extra },
+        headers: { authorization: `Bearer ${key}`, ...extra },
       });
+      const count = async () =>
+        (await getDownloadCounts(app.kv, [release.id])).get(release.id) ?? 0;
+      const settled = () => new Promise((resolve) => setTimeout(resolve, 20));
 
-      await t.step("the service answers with X-Accel-Redirect only", async () => {
-        const direct = await app.request(`/api/v1/releases/${release.id}/download`, secret);
+      await t.step("to nginx the service answers with X-Accel-Redirect only", async () => {
+        const direct = await app.request(
+          `/api/v1/releases/${release.id}/download`,
+          key,
+          fromNginx,
+        );
         assert.equal(direct.status, 200);
         assert.equal(
           direct.headers.get("x-accel-redirect"),
@@ -63,7 +74,11 @@ Deno.test({
         assert.equal(res.status, 200);
         assert.deepEqual(new Uint8Array(await res.arrayBuffer()), bytes);
         // Every header of the service's own answer reaches the client (nginx adds a few).
-        const direct = await app.request(`/api/v1/releases/${release.id}/download`, secret);
+        const direct = await app.request(
+          `/api/v1/releases/${release.id}/download`,
+          key,
+          fromNginx,
+        );
         await direct.body?.cancel();
         direct.headers.delete("x-accel-redirect");
         for (const [name, value] of direct.headers) {
@@ -109,8 +124,35 @@ Deno.test({
         }
       });
 
+      await t.step(
+        "an instance reached directly streams the file, never an empty 200",
+        async () => {
+          const direct =
+            `http://127.0.0.1:${served.addr.port}/api/v1/releases/${release.id}/download`;
+          const before = await count();
+          const wrong = { "x-accel-secret": "wrong-secret-0123456789" };
+          for (const extra of [{}, wrong] as Record<string, string>[]) {
+            const res = await fetch(direct, auth(extra));
+            assert.equal(res.status, 200);
+            assert.equal(res.headers.get("x-accel-redirect"), null);
+            assert.equal(res.headers.get("content-length"), String(bytes.length));
+            assert.equal(res.headers.get("etag"), `"${release.checksum_sha256}"`);
+            assert.deepEqual(new Uint8Array(await res.arrayBuffer()), bytes);
+          }
+          const part = await fetch(direct, auth({ range: "bytes=10-19" }));
+          assert.equal(part.status, 206);
+          assert.deepEqual(new Uint8Array(await part.arrayBuffer()), bytes.subarray(10, 20));
+          await settled();
+          assert.equal(await count() - before, 2, "the two whole files sent, nothing else");
+          // The secret is what nginx sends: with it, the empty answer for nginx (counted there).
+          const handed = await fetch(direct, auth(fromNginx.headers));
+          assert.ok(handed.headers.get("x-accel-redirect"));
+          await handed.body?.cancel();
+        },
+      );
+
       await t.step("whole-file answers count as downloads; ranges and HEAD do not", async () => {
-        const before = (await getDownloadCounts(app.kv, [release.id])).get(release.id) ?? 0;
+        const before = await count();
         for (
           const extra of [{}, { range: "bytes=0-9" }, { range: "bytes=0-" }] as Record<
             string,
@@ -120,8 +162,8 @@ Deno.test({
           await (await fetch(url, auth(extra))).arrayBuffer();
         }
         await (await fetch(url, { method: "HEAD", ...auth() })).body?.cancel();
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        const after = (await getDownloadCounts(app.kv, [release.id])).get(release.id) ?? 0;
+        await settled();
+        const after = await count();
         assert.equal(after - before, 2, "the whole GET and bytes=0- count");
       });
     } finally {

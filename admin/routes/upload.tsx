@@ -153,6 +153,9 @@ async function recordRelease(
   } catch (error) {
     if (received !== null) await deps.artifacts.remove(received.stored.storage_key);
     throw error;
+  } finally {
+    // Committed or removed: the storage sweep may judge the file from now on.
+    if (received !== null) deps.artifacts.settle?.(received.stored.storage_key);
   }
 }
 

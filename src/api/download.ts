@@ -7,6 +7,7 @@
  * (a full `200`), as RFC 9110 allows. The file is streamed from its offset in
  * large chunks and never read whole, from whichever backend holds it.
  */
+import { createHash, timingSafeEqual } from "node:crypto";
 import { type ArtifactStore, StorageUnavailableError } from "../storage/mod.ts";
 import { contentDisposition, downloadContentType } from "../http/content_disposition.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
@@ -61,12 +62,18 @@ export function artifactEtag(checksumSha256: string): string {
 
 /**
  * Whether a `Range` may be honoured under `If-Range`: when there is none, or
- * it is exactly the current strong ETag. A date, a weak or another ETag means
- * the client's part may be stale, so the whole file is sent.
+ * it is exactly the current strong ETag: ours (the SHA-256) or the store's own
+ * for the same bytes (s3: what a client that followed a redirect was given).
+ * A date, a weak or another ETag means the client's part may be stale, so the
+ * whole file is sent.
  */
-export function ifRangeAllows(ifRange: string | null | undefined, etag: string): boolean {
+export function ifRangeAllows(
+  ifRange: string | null | undefined,
+  etag: string,
+  storeEtag?: string,
+): boolean {
   if (ifRange === null || ifRange === undefined) return true;
-  return ifRange.trim() === etag;
+  return ifRange.trim() === etag || (storeEtag !== undefined && ifRange.trim() === storeEtag);
 }
 
 /** How the bytes reach the client once every check has passed (APP_DOWNLOAD_MODE). */
@@ -76,6 +83,23 @@ export interface Delivery {
   urlTtlSeconds: number;
   /** x-accel: the nginx `internal` location holding the artifact files. */
   xAccelPrefix: string;
+  /**
+   * x-accel: what nginx sends in `X-Accel-Secret`. A request without it did
+   * not come through nginx (an instance reached directly), so nobody would
+   * send the file for an `X-Accel-Redirect`: it is streamed instead.
+   */
+  xAccelSecret?: string;
+}
+
+/** The header nginx sets (`proxy_set_header X-Accel-Secret "…";`) on requests it passes on. */
+export const X_ACCEL_SECRET_HEADER = "x-accel-secret";
+
+/** Whether `request` came through the nginx that holds the x-accel secret (constant time). */
+export function cameThroughProxy(request: Request, secret: string | undefined): boolean {
+  const sent = request.headers.get(X_ACCEL_SECRET_HEADER);
+  if (secret === undefined || sent === null) return false;
+  const digest = (text: string) => createHash("sha256").update(text).digest();
+  return timingSafeEqual(digest(sent), digest(secret));
 }
 
 export interface ArtifactResponse {
@@ -129,7 +153,9 @@ async function answerArtifact(
   const etag = artifactEtag(release.checksum_sha256);
 
   // RFC 9110 section 14.2: Range is defined for GET only; HEAD describes the whole file.
-  const range = request.method === "GET" && ifRangeAllows(request.headers.get("if-range"), etag)
+  const ifRange = request.headers.get("if-range");
+  const validated = ifRange !== null && ifRangeAllows(ifRange, etag, artifact.storeEtag);
+  const range = request.method === "GET" && (ifRange === null || validated)
     ? parseRange(request.headers.get("range"), size)
     : null;
   if (range === "unsatisfiable") {
@@ -161,12 +187,15 @@ async function answerArtifact(
   // A download counts once, when the file's last byte is sent: the whole file
   // in one answer, or the part that completes a resumed download.
   const toTheEnd = start + length === size;
-  const resumed = start > 0 && request.headers.get("if-range")?.trim() === etag;
+  const resumed = start > 0 && validated;
   const counts = toTheEnd && (start === 0 || resumed);
   // A Range refused by If-Range is served here: whoever the request is handed
-  // to compares If-Range with its own ETag, not ours.
+  // to compares If-Range with its own ETag, not ours, or (radosgw) ignores it.
   const rangeRefused = range === null && request.headers.has("range");
-  if (delivery.mode !== "stream" && !rangeRefused) {
+  // x-accel needs nginx to send the file: a request that reached the instance directly is streamed.
+  const direct = delivery.mode === "x-accel" &&
+    !cameThroughProxy(request, delivery.xAccelSecret);
+  if (delivery.mode !== "stream" && !rangeRefused && !direct) {
     artifact.close();
     const response = await handOff(store, release, delivery, headers);
     return { response, countsAsDownload: counts };

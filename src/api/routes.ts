@@ -55,6 +55,7 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
     mode: config.downloadMode,
     urlTtlSeconds: config.downloadUrlTtlSeconds,
     xAccelPrefix: config.xAccelPrefix,
+    xAccelSecret: config.xAccelSecret,
   };
   const index = encoder.encode(JSON.stringify(apiIndex(deps.config.serviceName)));
   const openApi = encoder.encode(openApiJson(deps.config.baseUrl));

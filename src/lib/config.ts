@@ -69,6 +69,13 @@ export interface Config {
   downloadUrlTtlSeconds: number;
   /** The nginx `internal` location that `X-Accel-Redirect` points into; starts and ends with `/`. */
   xAccelPrefix: string;
+  /**
+   * x-accel: the secret nginx sends in `X-Accel-Secret`; a request without it
+   * did not come through nginx and is streamed (set exactly with `x-accel`).
+   */
+  xAccelSecret: string | undefined;
+  /** fs: artifact files no release references are removed by the sweep once this old. */
+  fsSweepAfterSeconds: number;
   adminUsername: string;
   adminPassword: string | undefined;
   /** An admin session ends after this long without a request. */
@@ -233,6 +240,11 @@ export function loadConfig(env: Env = processEnv()): Config {
       max: 604_800, // the most SigV4 allows: 7 days
     }),
     xAccelPrefix: readXAccelPrefix(env),
+    xAccelSecret: readXAccelSecret(env, downloadMode),
+    fsSweepAfterSeconds: readInteger(env, "APP_FS_SWEEP_AFTER_SECONDS", 600, {
+      min: 0,
+      max: 30 * 86_400,
+    }),
     adminUsername: readAdminUsername(env),
     adminPassword: env["APP_ADMIN_PASSWORD"] || undefined,
     adminSessionIdleMinutes: readInteger(env, "APP_ADMIN_SESSION_IDLE_MINUTES", 60, {
@@ -322,6 +334,26 @@ function readXAccelPrefix(env: Env): string {
 }
 
 const MIN_METRICS_TOKEN_LENGTH = 16;
+
+/** Required with x-accel: without it, an answer meant for nginx could reach a client directly. */
+function readXAccelSecret(env: Env, mode: DownloadMode): string | undefined {
+  const secret = read(env, "APP_X_ACCEL_SECRET");
+  if (mode !== "x-accel") return undefined;
+  if (secret === undefined) {
+    throw new ConfigError(
+      "APP_X_ACCEL_SECRET",
+      "required with APP_DOWNLOAD_MODE=x-accel: a random string that nginx sends as " +
+        '`proxy_set_header X-Accel-Secret "…";` (e.g. openssl rand -hex 32)',
+    );
+  }
+  if (secret.length < MIN_METRICS_TOKEN_LENGTH || /[^\x21-\x7e]/.test(secret)) {
+    throw new ConfigError(
+      "APP_X_ACCEL_SECRET",
+      `expected at least ${MIN_METRICS_TOKEN_LENGTH} printable characters without spaces`,
+    );
+  }
+  return secret;
+}
 
 function readMetricsToken(env: Env): string | undefined {
   const token = read(env, "APP_METRICS_TOKEN");

@@ -85,6 +85,30 @@ export async function restrictKvFiles(path: string): Promise<void> {
   }
 }
 
+/** The file the repository ships in `./data` so that the directory exists in a checkout. */
+export const KEEP_FILE = ".keep";
+
+/**
+ * Makes `dir` 0700 when others may read or enter it but it holds nothing but
+ * the repository's keep file (a fresh checkout's `./data`, mode 755). True
+ * when its mode was changed. Any other directory, an empty one included (an
+ * operator may have made it so on purpose), is left as it is: the service
+ * warns instead.
+ */
+export async function makeFreshDirPrivate(dir: string): Promise<boolean> {
+  if (Deno.build.os === "windows") return false;
+  const { mode } = await Deno.stat(dir);
+  if (mode === null || (mode & 0o077) === 0) return false;
+  let keepFile = false;
+  for await (const entry of Deno.readDir(dir)) {
+    if (entry.name !== KEEP_FILE || !entry.isFile) return false;
+    keepFile = true;
+  }
+  if (!keepFile) return false;
+  await Deno.chmod(dir, PRIVATE_DIR_MODE);
+  return true;
+}
+
 /**
  * A warning when other users may read or enter `dir` (mode bits for group or
  * others), or null. PostgreSQL refuses to start in that case; we warn.

@@ -28,6 +28,23 @@ export async function saveArtifact(
   maxBytes: number,
   storageKey: string = crypto.randomUUID(),
 ): Promise<StoredArtifact> {
+  const { artifact, lock } = await saveArtifactLocked(dir, stream, maxBytes, storageKey);
+  lock.close();
+  return artifact;
+}
+
+/**
+ * Like {@link saveArtifact}, but the exclusive lock the part was written under
+ * stays on the finished file: `lock` is its open handle, and closing it lets
+ * the orphan sweep judge the file (see {@link claimArtifact}). The caller
+ * closes it once the release is committed or the file removed.
+ */
+export async function saveArtifactLocked(
+  dir: string,
+  stream: ByteSource,
+  maxBytes: number,
+  storageKey: string = crypto.randomUUID(),
+): Promise<{ artifact: StoredArtifact; lock: Deno.FsFile }> {
   await makePrivateDir(dir);
   const tempPath = join(dir, `.upload-${crypto.randomUUID()}.part`);
   const finalPath = join(dir, storageKey);
@@ -42,17 +59,18 @@ export async function saveArtifact(
     }
     if (size === 0) throw new EmptyUploadError();
     await writer.finish();
-    // Renamed while still locked: a sweep never sees an unlocked live part.
+    // Renamed while still locked: a sweep never sees an unlocked live part,
+    // nor an unlocked file whose release is not committed yet.
     await Deno.rename(tempPath, finalPath);
     renamed = true;
-    writer.close();
     await syncDirectory(dir);
   } catch (error) {
     await writer.abort();
     await Deno.remove(renamed ? finalPath : tempPath).catch(() => {});
     throw isStorageFull(error) ? new StorageFullError(error) : error;
   }
-  return { storage_key: storageKey, checksum_sha256: writer.digest(), size_bytes: size };
+  const artifact = { storage_key: storageKey, checksum_sha256: writer.digest(), size_bytes: size };
+  return { artifact, lock: writer.keepLock() };
 }
 
 /** ENOSPC (disk full) or EDQUOT (quota exceeded), from a write, an fsync or the rename. */
@@ -105,6 +123,62 @@ export async function sweepAbandonedParts(dir: string, nowMs = Date.now()): Prom
     }
   }
   return removed;
+}
+
+/**
+ * Every complete artifact file in `dir` (named by a storage key, so never an
+ * upload part), with its last modification time.
+ */
+export async function* listArtifactFiles(
+  dir: string,
+): AsyncIterable<{ storageKey: string; at: Date }> {
+  let entries: Deno.DirEntry[];
+  try {
+    entries = await Array.fromAsync(Deno.readDir(dir));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return;
+    throw error;
+  }
+  for (const entry of entries) {
+    if (!entry.isFile || !STORAGE_KEY_PATTERN.test(entry.name)) continue;
+    try {
+      const { mtime } = await Deno.stat(join(dir, entry.name));
+      yield { storageKey: entry.name, at: mtime ?? new Date() };
+    } catch (error) {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+  }
+}
+
+/**
+ * Takes the exclusive lock of an artifact file, or null when its writer (an
+ * upload whose release is not committed yet, in any process on this host)
+ * still holds it, or the file is gone. The writer keeps the lock from creating
+ * the part until its release is committed or the file removed, and the kernel
+ * drops it when the writer dies (kill -9 included): so once this succeeds, the
+ * file's release is committed (and visible to a KV read made after this), or
+ * it never will be.
+ */
+export async function claimArtifact(
+  dir: string,
+  storageKey: string,
+): Promise<{ release(): void } | null> {
+  if (!STORAGE_KEY_PATTERN.test(storageKey)) return null;
+  let file: Deno.FsFile;
+  try {
+    file = await Deno.open(join(dir, storageKey), { read: true });
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return null;
+    throw error;
+  }
+  try {
+    if (await file.tryLock(true)) return { release: () => file.close() };
+  } catch (error) {
+    file.close();
+    throw error;
+  }
+  file.close();
+  return null;
 }
 
 /**
@@ -192,9 +266,11 @@ class ArtifactWriter {
     await this.file.sync();
   }
 
-  /** Closes the file, which drops its lock. */
-  close(): void {
-    this.#close();
+  /** Closes every handle but the locked one, and hands that over (the lock stays). */
+  keepLock(): Deno.FsFile {
+    this.#closed = true;
+    this.#syncHandle?.close();
+    return this.file;
   }
 
   /** After a failure: waits for running writes and syncs, then closes the file. */

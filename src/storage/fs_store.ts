@@ -1,8 +1,16 @@
 /** The `fs` backend: artifact files in one directory (see artifacts.ts). */
 import { join } from "node:path";
 import { STORAGE_KEY_PATTERN } from "../lib/limits.ts";
-import { openArtifact, removeArtifact, saveArtifact, sweepAbandonedParts } from "./artifacts.ts";
-import type { ArtifactStore, OpenedArtifact } from "./types.ts";
+import {
+  claimArtifact,
+  listArtifactFiles,
+  openArtifact,
+  removeArtifact,
+  saveArtifact,
+  saveArtifactLocked,
+  sweepAbandonedParts,
+} from "./artifacts.ts";
+import type { ArtifactStore, OpenedArtifact, Sweepable } from "./types.ts";
 import { pathExists } from "../lib/files.ts";
 
 /** Bytes read from a file per chunk. */
@@ -11,18 +19,52 @@ export const CHUNK_SIZE = 256 * 1024;
 export interface FsArtifactStore extends ArtifactStore {
   readonly kind: "fs";
   readonly dir: string;
+  readonly sweeping: Sweepable;
+  settle(storageKey: string): void;
 }
 
-export function createFsStore(dir: string): FsArtifactStore {
+/** How often the sweep runs (parts of dead uploads, then unreferenced files). */
+const SWEEP_EVERY_MS = 10 * 60_000;
+/** A saved file not settled by then (a caller that forgot) is let go, so no descriptor leaks. */
+export const LOCK_HOLD_MAX_MS = 60 * 60_000;
+
+export interface FsStoreOptions {
+  /** Unreferenced files younger than this are never swept (APP_FS_SWEEP_AFTER_SECONDS). */
+  sweepAfterMs?: number;
+}
+
+export function createFsStore(dir: string, options: FsStoreOptions = {}): FsArtifactStore {
+  /** Files saved by this process whose release is not settled yet: their locks. */
+  const held = new Map<string, { lock: Deno.FsFile; timer: ReturnType<typeof setTimeout> }>();
+  const settle = (storageKey: string) => {
+    const entry = held.get(storageKey);
+    if (entry === undefined) return;
+    held.delete(storageKey);
+    clearTimeout(entry.timer);
+    entry.lock.close();
+  };
   return {
     kind: "fs",
     dir,
-    save: (source, maxBytes) => saveArtifact(dir, source, maxBytes),
+    async save(source, maxBytes) {
+      const { artifact, lock } = await saveArtifactLocked(dir, source, maxBytes);
+      const timer = setTimeout(() => settle(artifact.storage_key), LOCK_HOLD_MAX_MS);
+      Deno.unrefTimer(timer);
+      held.set(artifact.storage_key, { lock, timer });
+      return artifact;
+    },
+    settle,
     open: async (storageKey) => {
       const opened = await openArtifact(dir, storageKey);
       return opened && openedFile(opened.file, opened.size);
     },
-    remove: (storageKey) => removeArtifact(dir, storageKey),
+    async remove(storageKey) {
+      try {
+        await removeArtifact(dir, storageKey);
+      } finally {
+        settle(storageKey);
+      }
+    },
     async put(storageKey, source) {
       if (!STORAGE_KEY_PATTERN.test(storageKey)) throw new Error(`bad storage key ${storageKey}`);
       const target = join(dir, storageKey);
@@ -40,7 +82,13 @@ export function createFsStore(dir: string): FsArtifactStore {
       }
       return null;
     },
-    sweep: () => sweepAbandonedParts(dir),
+    sweeping: {
+      afterMs: options.sweepAfterMs ?? 600_000,
+      everyMs: SWEEP_EVERY_MS,
+      removeAbandonedUploads: () => sweepAbandonedParts(dir),
+      listArtifacts: () => listArtifactFiles(dir),
+      claim: (storageKey) => claimArtifact(dir, storageKey),
+    },
   };
 }
 

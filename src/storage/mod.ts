@@ -5,13 +5,13 @@ import { createFsStore, type FsArtifactStore } from "./fs_store.ts";
 import type { S3ArtifactStore } from "./s3_store.ts";
 
 export * from "./types.ts";
-export { createFsStore, type FsArtifactStore } from "./fs_store.ts";
+export { createFsStore, type FsArtifactStore, type FsStoreOptions } from "./fs_store.ts";
 export { StorageUnavailableError } from "./unavailable.ts";
 export { storageHealth } from "./health.ts";
 // Types only: the S3 client is loaded when APP_STORAGE=s3 asks for it.
 export type { BucketEntry, S3ArtifactStore } from "./s3_store.ts";
 export { type PublishInput, publishRelease } from "./publish.ts";
-export { scheduleSweeps, sweepBucket, type SweepResult } from "./sweep.ts";
+export { scheduleSweeps, type SweepResult, sweepStore } from "./sweep.ts";
 
 /**
  * The backend `APP_STORAGE` names. For `s3` the bucket is checked first (it
@@ -28,5 +28,7 @@ export async function openArtifactStore(
     return await createS3Store(config.s3!, config.maxUploadBytes, onStateChange);
   }
   await makePrivateDir(config.artifactsDir);
-  return createFsStore(config.artifactsDir);
+  return createFsStore(config.artifactsDir, {
+    sweepAfterMs: config.fsSweepAfterSeconds * 1000,
+  });
 }

@@ -4,7 +4,10 @@ import type { ArtifactStore, ByteSource, StoredArtifact } from "./types.ts";
 
 export type PublishInput = Omit<ReleaseInput, keyof StoredArtifact>;
 
-/** Stores the bytes, then commits the release; on any failure removes the artifact again. */
+/**
+ * Stores the bytes, then commits the release; on any failure removes the
+ * artifact again. The store holds the artifact against the sweep until then.
+ */
 export async function publishRelease(
   kv: Deno.Kv,
   store: ArtifactStore,
@@ -18,5 +21,7 @@ export async function publishRelease(
   } catch (error) {
     await store.remove(artifact.storage_key);
     throw error;
+  } finally {
+    store.settle?.(artifact.storage_key);
   }
 }

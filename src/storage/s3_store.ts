@@ -41,6 +41,7 @@ import {
   type OpenedArtifact,
   type PresignOptions,
   type StoredArtifact,
+  type Sweepable,
   UploadTooLargeError,
 } from "./types.ts";
 
@@ -48,6 +49,8 @@ const MiB = 1024 * 1024;
 const MIN_PART_BYTES = 8 * MiB;
 /** S3 allows at most this many parts in one multipart upload. */
 const MAX_PARTS = 10_000;
+/** How often the storage sweep runs (sweep.ts). */
+const SWEEP_EVERY_MS = 60 * 60_000;
 /** Parts uploaded at the same time by one upload. */
 const UPLOAD_QUEUE = 2;
 /** How long a known storage state counts before `checkHealth` asks the bucket again. */
@@ -69,6 +72,7 @@ export interface BucketEntry {
 export interface S3ArtifactStore extends ArtifactStore {
   readonly kind: "s3";
   readonly settings: S3Config;
+  readonly sweeping: Sweepable;
   /** A GET URL valid for `ttlSeconds` that answers with the given Content-Disposition. */
   presignGet(storageKey: string, options: PresignOptions): Promise<string>;
   /** Every artifact object under the prefix. */
@@ -170,6 +174,7 @@ export async function createS3Store(
           bucket,
           key: objectKey(storageKey),
           size: head.ContentLength ?? 0,
+          etag: head.ETag,
           idleMs: timeoutMs,
           stalled: health.down,
         });
@@ -250,6 +255,24 @@ export async function createS3Store(
         throw new Error(`${store.where(storageKey)} already exists`);
       }
       return await uploadAs(storageKey, source, Number.MAX_SAFE_INTEGER);
+    },
+    sweeping: {
+      afterMs: settings.sweepAfterSeconds * 1000,
+      everyMs: SWEEP_EVERY_MS,
+      async removeAbandonedUploads() {
+        // Initiated before the cutoff: never an upload still running on another instance.
+        const cutoff = Date.now() - settings.sweepAfterSeconds * 1000;
+        let aborted = 0;
+        for await (const upload of store.listUploads()) {
+          if (upload.at.getTime() >= cutoff) continue;
+          await store.abortUpload(upload.storageKey, upload.uploadId!);
+          aborted++;
+        }
+        return aborted;
+      },
+      listArtifacts: () => store.listObjects(),
+      // Objects carry no lock: the age (APP_S3_SWEEP_AFTER_SECONDS) alone protects live uploads.
+      claim: () => Promise.resolve({ release() {} }),
     },
     where: (storageKey) => `s3://${bucket}/${objectKey(storageKey)}`,
     checkHealth: () =>
@@ -379,10 +402,12 @@ function trackHealth(where: string, onStateChange: (up: boolean) => void) {
 /** A stored object for reading: its bytes come through fetch, bounded as the store's calls are. */
 function openedObject(
   client: S3Client,
-  { bucket, key, size, idleMs, stalled }: {
+  { bucket, key, size, etag, idleMs, stalled }: {
     bucket: string;
     key: string;
     size: number;
+    /** The store's own ETag of the object (a resume may send it in If-Range). */
+    etag: string | undefined;
     /** The longest wait for the next bytes of the body before it fails. */
     idleMs: number;
     stalled: () => void;
@@ -390,6 +415,8 @@ function openedObject(
 ): OpenedArtifact {
   return {
     size,
+    // Objects are never rewritten, so the store's ETag names the same bytes as ours.
+    storeEtag: etag?.startsWith('"') ? etag : undefined,
     async read(start, length) {
       if (length === 0) return ReadableStream.from<Uint8Array>([]);
       const got = await client.send(

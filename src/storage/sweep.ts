@@ -1,51 +1,104 @@
 /**
- * Removes what a crash left in the bucket (kill -9, power loss): multipart
- * uploads that were never completed or aborted, and objects that no release
- * points at (a crash between CompleteMultipartUpload and the release commit).
- * Only what is older than APP_S3_SWEEP_AFTER_SECONDS is touched, so uploads
- * still running on another instance are safe. Runs at start and every hour.
+ * Removes what a crash left in storage (kill -9, power loss), for every
+ * backend through its `Sweepable` side:
+ *
+ * - uploads cut before their artifact was complete (fs: upload parts whose
+ *   writer is gone; s3: unfinished multipart uploads);
+ * - complete artifacts no release points at (a crash between storing the
+ *   artifact and committing its release).
+ *
+ * An artifact is removed only when it is older than the backend's `afterMs`,
+ * the backend lets the sweep hold it (fs: the upload's writer keeps the
+ * file's lock until its release is committed or the file removed, so no live
+ * upload of any instance on the host is ever held), and a KV read made after
+ * taking that hold finds no release for it. Runs at start and regularly.
  */
 import { listStorageKeys } from "../store/mod.ts";
-import type { S3ArtifactStore } from "./s3_store.ts";
+import type { ArtifactStore, Sweepable } from "./types.ts";
 
 export interface SweepResult {
-  abortedUploads: number;
-  removedObjects: number;
+  /** Upload leftovers removed: fs upload parts, s3 multipart uploads. */
+  removedUploads: number;
+  /** Complete artifacts no release referenced. */
+  removedArtifacts: number;
 }
 
-export async function sweepBucket(kv: Deno.Kv, store: S3ArtifactStore): Promise<SweepResult> {
-  const cutoff = Date.now() - store.settings.sweepAfterSeconds * 1000;
-  const result: SweepResult = { abortedUploads: 0, removedObjects: 0 };
-  for await (const upload of store.listUploads()) {
-    if (upload.at.getTime() >= cutoff) continue;
-    await store.abortUpload(upload.storageKey, upload.uploadId!);
-    result.abortedUploads++;
-  }
+/** The most unreferenced artifacts held at once by one sweep (each is an open file with fs). */
+const MAX_HELD = 256;
+
+export async function sweepStore(
+  kv: Deno.Kv,
+  store: ArtifactStore & { readonly sweeping: Sweepable },
+  nowMs = Date.now(),
+): Promise<SweepResult> {
+  const sweeping = store.sweeping;
+  const removedUploads = await sweeping.removeAbandonedUploads();
+  const cutoff = nowMs - sweeping.afterMs;
   const old: string[] = [];
-  for await (const object of store.listObjects()) {
-    if (object.at.getTime() < cutoff) old.push(object.storageKey);
+  for await (const artifact of sweeping.listArtifacts()) {
+    if (artifact.at.getTime() <= cutoff) old.push(artifact.storageKey);
   }
-  // Read after listing: a release committed for a listed object is seen here.
-  const referenced = await listStorageKeys(kv);
-  for (const storageKey of old) {
-    if (referenced.has(storageKey)) continue;
-    await store.remove(storageKey);
-    result.removedObjects++;
+  let removedArtifacts = 0;
+  if (old.length === 0) return { removedUploads, removedArtifacts };
+  // A first read narrows the list to the suspects: a referenced artifact stays referenced.
+  const known = await listStorageKeys(kv);
+  const suspects = old.filter((storageKey) => !known.has(storageKey));
+  for (let i = 0; i < suspects.length; i += MAX_HELD) {
+    const held: Array<{ storageKey: string; release(): void }> = [];
+    try {
+      for (const storageKey of suspects.slice(i, i + MAX_HELD)) {
+        const hold = await sweeping.claim(storageKey);
+        if (hold !== null) held.push({ storageKey, release: () => hold.release() });
+      }
+      if (held.length === 0) continue;
+      // Read after holding: a release its writer committed before letting go is seen here.
+      const referenced = await listStorageKeys(kv);
+      for (const { storageKey } of held) {
+        if (referenced.has(storageKey)) continue;
+        await store.remove(storageKey);
+        removedArtifacts++;
+      }
+    } finally {
+      for (const hold of held) hold.release();
+    }
   }
-  return result;
+  return { removedUploads, removedArtifacts };
 }
 
-const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
+/** A second run this long after the first: fs upload parts younger than 5 s are left at start. */
+const SECOND_RUN_MS = 6_000;
 
-/** Sweeps now and then every hour; reports each result or error. Returns a stop function. */
+/**
+ * Sweeps now, once more shortly after (see SECOND_RUN_MS), then every
+ * `sweeping.everyMs`; reports each result or error, never two runs at once.
+ * Returns a stop function. Does nothing for a store that cannot be swept.
+ */
 export function scheduleSweeps(
   kv: Deno.Kv,
-  store: S3ArtifactStore,
+  store: ArtifactStore,
   report: (result: SweepResult | { error: unknown }) => void,
 ): () => void {
-  const run = () => sweepBucket(kv, store).then(report, (error) => report({ error }));
+  const sweeping = store.sweeping;
+  if (sweeping === undefined) return () => {};
+  let running = false;
+  const run = async () => {
+    if (running) return;
+    running = true;
+    try {
+      report(await sweepStore(kv, store as ArtifactStore & { sweeping: Sweepable }));
+    } catch (error) {
+      report({ error });
+    } finally {
+      running = false;
+    }
+  };
   run();
-  const timer = setInterval(run, SWEEP_INTERVAL_MS);
+  const second = setTimeout(run, SECOND_RUN_MS);
+  const timer = setInterval(run, sweeping.everyMs);
+  Deno.unrefTimer(second);
   Deno.unrefTimer(timer);
-  return () => clearInterval(timer);
+  return () => {
+    clearTimeout(second);
+    clearInterval(timer);
+  };
 }

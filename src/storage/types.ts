@@ -19,6 +19,12 @@ export type ByteSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>;
 export interface OpenedArtifact {
   size: number;
   /**
+   * The backend's own strong ETag of these bytes, when it has one (s3: the
+   * object's, `"<md5>-<parts>"` for a multipart upload). A client that followed
+   * a redirect to the store resumes with it in `If-Range`.
+   */
+  storeEtag?: string;
+  /**
    * `length` bytes from `start`. Takes over the artifact: the stream closes it
    * at its end, on cancel and on error. Fails if the artifact ends early.
    */
@@ -61,12 +67,38 @@ export interface ArtifactStore {
   /** s3 only: a GET URL valid for `ttlSeconds` (redirect downloads). */
   presignGet?(storageKey: string, options: PresignOptions): Promise<string>;
   /**
-   * Removes what uploads whose writer is gone left behind (a crash, kill -9),
-   * never what a live upload of any instance is still writing; the count removed.
+   * The caller is done with an artifact `save` returned: its release is
+   * committed, or it was removed. Until then the fs store keeps the file
+   * locked, so that no sweep (of any instance) takes it for an orphan however
+   * long the commit takes. Calling it twice, or for another key, does nothing.
    */
-  sweep?(): Promise<number>;
+  settle?(storageKey: string): void;
   /** s3 only: whether the bucket answers (see src/storage/health.ts). */
   checkHealth?(): Promise<boolean>;
+  /** What the storage sweep (sweep.ts) needs of this backend. */
+  readonly sweeping?: Sweepable;
+}
+
+/** A backend as the storage sweep sees it (sweep.ts). */
+export interface Sweepable {
+  /** Artifacts no release references are removed only once older than this. */
+  readonly afterMs: number;
+  /** How often the sweep runs after the first runs at start. */
+  readonly everyMs: number;
+  /**
+   * Removes what uploads cut short left before their artifact was complete
+   * (fs: upload parts no writer holds; s3: old unfinished multipart uploads);
+   * the count removed.
+   */
+  removeAbandonedUploads(): Promise<number>;
+  /** Every complete artifact, with when it was last written. */
+  listArtifacts(): AsyncIterable<{ storageKey: string; at: Date }>;
+  /**
+   * Holds an artifact against its writer while the sweep decides: null when a
+   * live upload (of any process) still holds it (fs: the file's lock); s3 has
+   * no such hold and relies on `afterMs` alone.
+   */
+  claim(storageKey: string): Promise<{ release(): void } | null>;
 }
 
 /** The upload is larger than `APP_MAX_UPLOAD_BYTES`. */
