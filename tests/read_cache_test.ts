@@ -294,3 +294,101 @@ Deno.test("read cache: a read that raced a write is not kept", async () => {
     kv.close();
   }
 });
+
+/** `kv` with a count of the reads (`get`, `getMany`, `list`) whose key starts with each first part. */
+function countingReads(kv: Deno.Kv): { kv: Deno.Kv; reads: Map<unknown, number> } {
+  const reads = new Map<unknown, number>();
+  const note = (key: Deno.KvKey | undefined) => reads.set(key?.[0], (reads.get(key?.[0]) ?? 0) + 1);
+  const counted = new Proxy(kv, {
+    get(target, prop) {
+      if (prop === "get") {
+        return (key: Deno.KvKey) => {
+          note(key);
+          return target.get(key);
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { kv: counted, reads };
+}
+
+Deno.test("issue 19.2: a write forgets only the entries it changes, here and on another handle", async (t) => {
+  const dir = await Deno.makeTempDir({ prefix: "uds-cache-" });
+  const path = join(dir, "kv.sqlite3");
+  const servedKv = await Deno.openKv(path);
+  const other = await Deno.openKv(path);
+  const { kv: served, reads } = countingReads(servedKv);
+  setCacheRefreshMs(served, 0);
+  try {
+    const a = await createProject(other, { name: "A", slug: "a" });
+    const b = await createProject(other, { name: "B", slug: "b" });
+    const { apiKey, secret } = await createApiKey(other, {
+      name: "k",
+      can_download: true,
+      scope_mode: "all_projects",
+    });
+    const hash = hashApiKeySecret(secret);
+    const warm = async () => {
+      await getProjectBySlug(served, "a");
+      await getProjectBySlug(served, "b");
+      await getApiKeyByHash(served, hash);
+    };
+    await warm();
+
+    await t.step("another handle's edit of A: A is read again, B and the key are not", async () => {
+      await updateProject(other, a.id, { name: "A2" });
+      reads.clear();
+      assert.equal((await getProjectBySlug(served, "a"))?.name, "A2");
+      assert.equal((await getProjectBySlug(served, "b"))?.name, "B");
+      assert.equal((await getApiKeyByHash(served, hash))?.active, true);
+      assert.equal(reads.get("projects_by_slug"), 1, "only A's slug was read again");
+      assert.equal(reads.get("api_keys_by_hash") ?? 0, 0, "the key stayed cached");
+    });
+
+    await t.step("this handle's own write: the same", async () => {
+      await warm();
+      await setApiKeyActive(served, apiKey.id, false);
+      reads.clear();
+      assert.equal((await getApiKeyByHash(served, hash))?.active, false);
+      assert.equal((await getProjectBySlug(served, "b"))?.name, "B");
+      assert.equal(reads.get("projects_by_slug") ?? 0, 0, "the projects stayed cached");
+      assert.equal(reads.get("api_keys_by_hash"), 1);
+    });
+
+    await t.step(
+      "a change older than the kept records forgets everything (never a stale read)",
+      async () => {
+        await warm();
+        // A write whose change record is gone (as after a long pause): only the generation moved.
+        await other.atomic().sum(["meta", "generation"], 1n).commit();
+        await updateProject(other, b.id, { name: "B2" });
+        await other.delete(["cache_changes"]);
+        for await (const entry of other.list({ prefix: ["cache_changes"] })) {
+          await other.delete(entry.key);
+        }
+        assert.equal((await getProjectBySlug(served, "b"))?.name, "B2");
+      },
+    );
+  } finally {
+    servedKv.close();
+    other.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("issue 19.2: concurrent misses of one entry share one load", async () => {
+  const plain = await Deno.openKv(":memory:");
+  try {
+    await createProject(plain, { name: "Desktop", slug: "desktop" });
+    const { kv, reads } = countingReads(plain);
+    const found = await Promise.all(
+      Array.from({ length: 16 }, () => getProjectBySlug(kv, "desktop")),
+    );
+    assert.ok(found.every((project) => project?.slug === "desktop"));
+    assert.equal(reads.get("projects_by_slug"), 1);
+  } finally {
+    plain.close();
+  }
+});

@@ -62,7 +62,8 @@ Deno.test("key ids are integers from a KV counter", () =>
     const a = await createApiKey(kv, base);
     const b = await createApiKey(kv, base);
     assert.deepEqual([a.apiKey.id, b.apiKey.id], [1, 2]);
-    assert.equal((await kv.get(counterKey("api_keys"))).value, 2);
+    // The counter is ahead by the block of ids this process claimed (issue 19.1).
+    assert.ok(((await kv.get<number>(counterKey("api_keys"))).value ?? 0) >= 2);
   }));
 
 Deno.test("a new key is active and keeps its scope, lists and expiry", () =>

@@ -41,7 +41,8 @@ Deno.test("bulk keys: one record and one hash index entry each, ids from the cou
       assert.deepEqual(await getApiKeyByHash(kv, hashApiKeySecret(secret)), apiKey);
       assert.deepEqual(apiKey.project_ids, [1, 2]);
     }
-    assert.equal((await kv.get(counterKey("api_keys"))).value, 26);
+    // The counter is ahead by the block of ids this process claimed (issue 19.1).
+    assert.ok(((await kv.get<number>(counterKey("api_keys"))).value ?? 0) >= 26);
     const next = await createApiKey(kv, {
       name: "after",
       can_download: true,

@@ -21,7 +21,8 @@ Deno.test("project ids are integers from a KV counter, starting at 1", () =>
     const b = await createProject(kv, { name: "B", slug: "b" });
     assert.equal(a.id, 1);
     assert.equal(b.id, 2);
-    assert.equal((await kv.get(counterKey("projects"))).value, 2);
+    // The counter is ahead by the block of ids this process claimed (issue 19.1).
+    assert.ok(((await kv.get<number>(counterKey("projects"))).value ?? 0) >= 2);
   }));
 
 Deno.test("concurrent project creation hands out distinct ids", () =>
@@ -93,7 +94,9 @@ Deno.test("concurrent creation of one slug lets exactly one win", () =>
     );
     assert.equal(results.filter((r) => r.status === "fulfilled").length, 1);
     assert.equal((await listProjects(kv)).length, 1);
-    assert.equal((await kv.get(counterKey("projects"))).value, 1);
+    // Ids come from this process's block: the counter is never behind one handed out.
+    const [winner] = await listProjects(kv);
+    assert.ok(((await kv.get<number>(counterKey("projects"))).value ?? 0) >= winner.id);
   }));
 
 Deno.test("editing a project changes name, description and tags but never the slug", () =>

@@ -49,7 +49,8 @@ Deno.test("release ids are integers from a KV counter", () =>
     const a = await createRelease(kv, input(projectId));
     const b = await createRelease(kv, input(projectId));
     assert.deepEqual([a.id, b.id], [1, 2]);
-    assert.equal((await kv.get(counterKey("releases"))).value, 2);
+    // The counter is ahead by the block of ids this process claimed (issue 19.1).
+    assert.ok(((await kv.get<number>(counterKey("releases"))).value ?? 0) >= 2);
   }));
 
 Deno.test("a release, its project index entry and the latest pointer are one commit", () =>

@@ -1,7 +1,7 @@
 import { hash as oneShotHash } from "node:crypto";
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
 import { randomToken } from "../lib/secrets.ts";
-import { claimIds, now, reserveIds } from "./atomic.ts";
+import { now, takeIds } from "./atomic.ts";
 import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { getManyEntries } from "./get_many.ts";
@@ -86,15 +86,17 @@ export async function createApiKey(
   input: ApiKeyInput,
 ): Promise<{ apiKey: ApiKey; secret: string }> {
   const { secret, record } = prepareApiKey(input);
+  const id = await takeIds(kv, "api_keys");
   return await commitChange(kv, async () => {
-    const ids = await reserveIds(kv, "api_keys");
-    const apiKey: ApiKey = { id: ids.first, ...record, created_at: now() };
-    const commit = await claimIds(changeOp(kv), "api_keys", ids)
+    const apiKey: ApiKey = { id, ...record, created_at: now() };
+    // A new key was never cached (unknown hashes are not), so nothing is forgotten.
+    const changed = [] as const;
+    const commit = await changeOp(kv, changed)
       .check({ key: apiKeyByHashKey(apiKey.hash), versionstamp: null })
       .set(apiKeyKey(apiKey.id), apiKey)
       .set(apiKeyByHashKey(apiKey.hash), apiKey.id)
       .commit();
-    return { commit, value: { apiKey, secret } };
+    return { commit, value: { apiKey, secret }, changed };
   });
 }
 
@@ -135,8 +137,9 @@ export async function setApiKeyActive(kv: Deno.Kv, id: number, active: boolean):
     const entry = await kv.get<ApiKey>(apiKeyKey(id));
     if (entry.value === null) throw new NotFoundError("api key not found");
     const apiKey = { ...entry.value, active };
-    const commit = await changeOp(kv).check(entry).set(apiKeyKey(id), apiKey).commit();
-    return { commit, value: apiKey };
+    const changed = [["api_key_by_hash", apiKey.hash]] as const;
+    const commit = await changeOp(kv, changed).check(entry).set(apiKeyKey(id), apiKey).commit();
+    return { commit, value: apiKey, changed };
   });
 }
 

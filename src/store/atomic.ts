@@ -1,3 +1,4 @@
+import { createKeyedQueue, type KeyedQueue } from "../lib/keyed_queue.ts";
 import { ConflictError } from "./errors.ts";
 import { counterKey, type IdKind } from "./keys.ts";
 
@@ -50,30 +51,79 @@ function pause(attempt: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** A block of ids read from the counter of a kind, and the counter entry to `check()`. */
-export interface ReservedIds {
-  first: number;
+/** Ids claimed at once by this process, so that writers of one kind do not collide on its counter. */
+const ID_BLOCK = 32;
+
+interface IdBlock {
+  next: number;
   last: number;
-  counter: Deno.KvEntryMaybe<number>;
 }
 
-/** Reads the id counter of `kind` and reserves the next `count` ids (one by default). */
-export async function reserveIds(kv: Deno.Kv, kind: IdKind, count = 1): Promise<ReservedIds> {
-  const counter = await kv.get<number>(counterKey(kind));
-  const first = (counter.value ?? 0) + 1;
-  return { first, last: first + count - 1, counter };
+/** What this process keeps per KV handle (one per app): its blocks of ids and its write queues. */
+interface HandleState {
+  ids: Map<IdKind, IdBlock>;
+  /** Claims of new blocks, one at a time per kind. */
+  claims: KeyedQueue;
+  /** Writes that move a project's latest pointer, one at a time per project. */
+  projectWrites: KeyedQueue;
+}
+
+const handles = new WeakMap<Deno.Kv, HandleState>();
+
+function stateOf(kv: Deno.Kv): HandleState {
+  let state = handles.get(kv);
+  if (state === undefined) {
+    state = { ids: new Map(), claims: createKeyedQueue(), projectWrites: createKeyedQueue() };
+    handles.set(kv, state);
+  }
+  return state;
 }
 
 /**
- * Adds the claim of ids from `reserveIds` to an atomic operation: the counter
- * must be unchanged, and moves past the block.
+ * The next `count` ids of `kind` (consecutive), without a write on the way
+ * most of the time: this process claims blocks of ids from the kind's
+ * counter (one checked commit per block, retried), so writers of one kind,
+ * here or in other instances, never collide on the counter itself. Ids grow
+ * within a process; across instances they interleave by block, and an id of
+ * a block a process did not use before it stopped is never used.
  */
-export function claimIds(
-  op: Deno.AtomicOperation,
-  kind: IdKind,
-  ids: ReservedIds,
-): Deno.AtomicOperation {
-  return op.check(ids.counter).set(counterKey(kind), ids.last);
+export async function takeIds(kv: Deno.Kv, kind: IdKind, count = 1): Promise<number> {
+  const state = stateOf(kv);
+  return await state.claims.run(kind, async () => {
+    const block = state.ids.get(kind);
+    if (block !== undefined && block.last - block.next + 1 >= count) {
+      const first = block.next;
+      block.next += count;
+      return first;
+    }
+    // A new block past everything claimed so far; what was left of the old one is skipped, so
+    // ids stay in the order they are handed out.
+    const first = await commitWithRetry(async () => {
+      const counter = await kv.get<number>(counterKey(kind));
+      const start = (counter.value ?? 0) + 1;
+      const commit = await kv.atomic()
+        .check(counter)
+        .set(counterKey(kind), start + count + ID_BLOCK - 1)
+        .commit();
+      return { commit, value: start };
+    });
+    state.ids.set(kind, { next: first + count, last: first + count + ID_BLOCK - 1 });
+    return first;
+  })!;
+}
+
+/**
+ * Runs `write` after the earlier writes of project `projectId` in this
+ * process: writes that move one project's latest pointer would otherwise
+ * retry on each other's commits. (KV checks still order them against other
+ * instances.)
+ */
+export function serializedProjectWrite<T>(
+  kv: Deno.Kv,
+  projectId: number,
+  write: () => Promise<T>,
+): Promise<T> {
+  return stateOf(kv).projectWrites.run(String(projectId), write)!;
 }
 
 export function now(): string {

@@ -10,7 +10,7 @@
  * conflicting batch is retried whole.
  */
 import { type ApiKeyInput, prepareApiKey } from "./api_keys.ts";
-import { claimIds, now, reserveIds } from "./atomic.ts";
+import { now, takeIds } from "./atomic.ts";
 import { changeOp, commitChange } from "./cache.ts";
 import { ValidationError } from "./errors.ts";
 import {
@@ -86,19 +86,20 @@ export async function createApiKeysBulk(
   const prepared = inputs.map(prepareApiKey);
   const created: Array<{ apiKey: ApiKey; secret: string }> = [];
   for (const batch of batches(prepared, batchSize, MAX_API_KEYS_PER_COMMIT)) {
+    const first = await takeIds(kv, "api_keys", batch.length);
     const done = await commitChange(kv, async () => {
-      const ids = await reserveIds(kv, "api_keys", batch.length);
       const at = now();
-      let op = claimIds(changeOp(kv), "api_keys", ids);
+      const changed = [] as const;
+      let op = changeOp(kv, changed);
       const value = batch.map(({ secret, record }, i) => {
-        const apiKey: ApiKey = { id: ids.first + i, ...record, created_at: at };
+        const apiKey: ApiKey = { id: first + i, ...record, created_at: at };
         op = op
           .check({ key: apiKeyByHashKey(apiKey.hash), versionstamp: null })
           .set(apiKeyKey(apiKey.id), apiKey)
           .set(apiKeyByHashKey(apiKey.hash), apiKey.id);
         return { apiKey, secret };
       });
-      return { commit: await op.commit(), value };
+      return { commit: await op.commit(), value, changed };
     });
     created.push(...done);
   }
@@ -119,9 +120,9 @@ export async function createReleasesBulk(
   const prepared = inputs.map(prepareRelease);
   const created: Release[] = [];
   for (const batch of batches(prepared, batchSize, MAX_RELEASES_PER_COMMIT, releaseBytes)) {
+    const first = await takeIds(kv, "releases", batch.length);
     const done = await commitChange(kv, async () => {
-      const [ids, projectEntry, latestEntry] = await Promise.all([
-        reserveIds(kv, "releases", batch.length),
+      const [projectEntry, latestEntry] = await Promise.all([
         kv.get<Project>(projectKey(projectId)),
         kv.get<number | null>(latestReleaseKey(projectId)),
       ]);
@@ -130,11 +131,12 @@ export async function createReleasesBulk(
         ? null
         : (await kv.get<Release>(releaseKey(latestEntry.value))).value;
       const at = now();
-      let op = claimIds(changeOp(kv), "releases", ids).check(projectEntry, latestEntry);
+      const changed = [["latest_release", projectId]] as const;
+      let op = changeOp(kv, changed).check(projectEntry, latestEntry);
       const value = batch.map((fields, i): Release => {
         const release: Release = {
           ...fields,
-          id: ids.first + i,
+          id: first + i,
           project_id: projectId,
           created_at: fields.created_at ?? at,
           state: "active",
@@ -146,7 +148,7 @@ export async function createReleasesBulk(
         return release;
       });
       op = op.set(latestReleaseKey(projectId), latest?.id ?? null);
-      return { commit: await op.commit(), value };
+      return { commit: await op.commit(), value, changed };
     });
     created.push(...done);
   }

@@ -3,45 +3,72 @@
  * keys by hash, projects, releases, latest pointers and the project list.
  * Cached records are shared objects: callers must not mutate them.
  *
- * Every write of a project, release or key goes through this store layer,
- * which starts its atomic operation with `changeOp(kv)` (adding
- * `.sum(cacheGenerationKey(), 1n)`) and commits it with `commitChange`, which
- * calls `forgetCachedReads(kv)` once the commit is done. So a key that an
- * admin disables or re-scopes in this process is refused on the very next
- * request. A read that began before such a write and finishes after it is
- * not cached (its `generation` no longer matches).
+ * A write forgets only the entries it changes. Every write of a project,
+ * release or key goes through this store layer, which starts its atomic
+ * operation with `changeOp(kv, changed)`: it names the entries the write
+ * changes, adds a change record `["cache_changes", …]` listing them (kept a
+ * minute) and bumps the generation counter `["meta", "generation"]` with a
+ * `sum` (which never conflicts). `commitChange` forgets those entries here
+ * once the commit is done, so a key that an admin disables is refused on the
+ * very next request, and every other cached entry stays.
  *
- * Writes by another process sharing the KV (another instance, a restore, a
- * script) are noticed through the generation entry within
- * `APP_CACHE_REFRESH_MS` (default 100 ms). `followOtherWriters` (main.ts)
- * reads it in the background every half of that, and follows it with
- * `kv.watch`, so the request path reads no KV for it. Only when that poll is
- * late (a KV slower than half the bound) does a request wait for the read,
- * so the bound holds. 0 reads it on every request. Without
- * `followOtherWriters` (tests, tools) the request path reads it at most once
- * per bound.
+ * Other processes sharing the KV (instances, a restore, a script) learn of
+ * the write within `APP_CACHE_REFRESH_MS` (default 100 ms): `followOtherWriters`
+ * (main.ts) reads the generation every half of that, in the background, and
+ * when it moved reads the change records since its last look and forgets
+ * what they name. Only when the records cannot account for the whole move
+ * (a write older than the records kept, or a writer that names no entries)
+ * does it forget everything. Without `followOtherWriters` (tests, tools) the
+ * request path looks at most once per bound; 0 looks on every request.
+ *
+ * Concurrent misses of one entry share one load. A load that began before a
+ * write of its entry finishes is returned but not cached.
  *
  * Only found records are cached: a lookup of an unknown key or slug always
  * asks the KV (such requests are rate limited per client address), so the
  * cache cannot be filled with garbage. Each map is also bounded.
+ *
+ * The cache belongs to its KV handle (a `WeakMap` keyed by it: one per app),
+ * so store functions keep taking a plain `Deno.Kv`.
  */
 import { commitWithRetry } from "./atomic.ts";
-import { cacheGenerationKey } from "./keys.ts";
+import { cacheChangeKey, cacheChangesPrefix, cacheGenerationKey } from "./keys.ts";
 
 const MAX_ENTRIES = 200_000;
 /** The default of APP_CACHE_REFRESH_MS. */
 export const DEFAULT_REFRESH_MS = 100;
+/** How long change records are kept for other processes. */
+const CHANGES_KEPT_MS = 60_000;
+/** How far back of its last look a process reads change records (commits land after they are made). */
+const CHANGES_OVERLAP_MS = 10_000;
+
+/** A cached read by kind and id (`["project", 7]`), or every entry of a kind (`["project_list"]`). */
+export type CacheEntryName =
+  | readonly ["project" | "project_by_slug" | "release" | "latest_release", unknown]
+  | readonly ["api_key_by_hash", string]
+  | readonly ["project_list"];
+
+/** What a write changes: some entries, or (bulk writes, restores) anything. */
+export type CacheChange = readonly CacheEntryName[] | "all";
 
 interface ReadCache {
   /** How stale another process's writes may look, in ms. */
   refreshMs: number;
-  /** Bumped by every local write; a fill started under an older one is dropped. */
-  generation: number;
+  /** Per entry, bumped by each write of it here or elsewhere: a load started under an older one is not kept. */
+  versions: Map<string, number>;
+  /** Bumped when everything is forgotten. */
+  epoch: number;
+  maps: Map<string, Map<unknown, unknown>>;
+  /** Loads in flight, shared by concurrent misses. */
+  loading: Map<string, Promise<unknown>>;
   /** The KV-wide generation counter as last read, or undefined before the first read. */
   seen: bigint | null | undefined;
   checkedAt: number;
   pendingCheck: Promise<void> | null;
-  maps: Map<string, Map<unknown, unknown>>;
+  /** The versionstamp of the generation entry as last read: the commit last accounted for. */
+  seenStamp: string | null;
+  /** The time of the last look at the change records. */
+  lookedAt: number;
 }
 
 const caches = new WeakMap<Deno.Kv, ReadCache>();
@@ -56,42 +83,101 @@ function cacheOf(kv: Deno.Kv): ReadCache {
   if (cache === undefined) {
     cache = {
       refreshMs: DEFAULT_REFRESH_MS,
-      generation: 0,
+      versions: new Map(),
+      epoch: 0,
+      maps: new Map(),
+      loading: new Map(),
       seen: undefined,
       checkedAt: 0,
       pendingCheck: null,
-      maps: new Map(),
+      seenStamp: null,
+      lookedAt: Date.now(),
     };
     caches.set(kv, cache);
   }
   return cache;
 }
 
-/** Drops every cached read of `kv`. The store calls this after each write. */
-export function forgetCachedReads(kv: Deno.Kv): void {
-  const cache = cacheOf(kv);
-  cache.generation++;
-  cache.maps.clear();
+function slotOf(name: string, id: unknown): string {
+  return `${name}\u0000${String(id)}`;
 }
 
-/** Starts an atomic operation that tells other processes the cached data changed. */
-export function changeOp(kv: Deno.Kv): Deno.AtomicOperation {
-  return kv.atomic().sum(cacheGenerationKey(), 1n);
+/** Forgets the entries `change` names (all of them for "all"). */
+function forget(cache: ReadCache, change: CacheChange): void {
+  if (change === "all") {
+    cache.epoch++;
+    cache.maps.clear();
+    cache.loading.clear();
+    cache.versions.clear();
+    return;
+  }
+  for (const [name, id] of change.map((entry) => [entry[0], entry[1]] as const)) {
+    if (id === undefined) {
+      // A whole kind: the list reads.
+      cache.maps.delete(name);
+      for (const slot of cache.loading.keys()) {
+        if (slot.startsWith(`${name}\u0000`)) cache.loading.delete(slot);
+      }
+      bump(cache, slotOf(name, "*"));
+      continue;
+    }
+    cache.maps.get(name)?.delete(id);
+    const slot = slotOf(name, id);
+    cache.loading.delete(slot);
+    bump(cache, slot);
+  }
+}
+
+function bump(cache: ReadCache, slot: string): void {
+  cache.versions.set(slot, (cache.versions.get(slot) ?? 0) + 1);
+  if (cache.versions.size > MAX_ENTRIES) {
+    // Past the bound, start over the safe way: nothing cached, nothing in flight kept.
+    forget(cache, "all");
+  }
+}
+
+/** Forgets every cached read of `kv` (tests, and a restore). */
+export function forgetCachedReads(kv: Deno.Kv): void {
+  forget(cacheOf(kv), "all");
+}
+
+/**
+ * Starts an atomic operation that records `changed` for every process: the
+ * generation moves and a change record names the entries.
+ */
+export function changeOp(kv: Deno.Kv, changed: CacheChange): Deno.AtomicOperation {
+  const at = Date.now();
+  return kv.atomic()
+    .sum(cacheGenerationKey(), 1n)
+    .set(cacheChangeKey(at, crypto.randomUUID()), changed, { expireIn: CHANGES_KEPT_MS });
+}
+
+/** One attempt of a change: its commit, what it gives back, and what it changed (as `changeOp` was told). */
+export interface ChangeAttempt<T> {
+  commit: Deno.KvCommitResult | Deno.KvCommitError;
+  value: T;
+  changed: CacheChange;
 }
 
 /**
  * `commitWithRetry` for writes of cached records (whose atomic operation
- * starts with `changeOp`): the cached reads are dropped once it is done, and
- * also when it failed, since a commit may have landed before an error.
+ * starts with `changeOp`): the entries the write changed are forgotten here
+ * once it is done. When it failed everything is forgotten, since a commit
+ * may have landed before an error.
  */
 export async function commitChange<T>(
   kv: Deno.Kv,
-  attempt: () => Promise<{ commit: Deno.KvCommitResult | Deno.KvCommitError; value: T }>,
+  attempt: () => Promise<ChangeAttempt<T>>,
 ): Promise<T> {
+  let changed: CacheChange = "all";
   try {
-    return await commitWithRetry(attempt);
+    return await commitWithRetry(async () => {
+      const result = await attempt();
+      if (result.commit.ok) changed = result.changed;
+      return result;
+    });
   } finally {
-    forgetCachedReads(kv);
+    forget(cacheOf(kv), changed);
   }
 }
 
@@ -111,22 +197,15 @@ export function followOtherWriters(kv: Deno.Kv, boundMs: number): () => void {
   const reader = kv.watch<[Deno.KvU64]>([cacheGenerationKey()]).getReader();
   (async () => {
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done } = await reader.read();
       if (done) return;
-      noteGeneration(kv, cache, value[0].value?.value ?? null, Date.now());
+      checkGeneration(kv, cache, true);
     }
   })().catch(() => {/* the poll goes on */});
   return () => {
     clearInterval(timer);
     reader.cancel().catch(() => {});
   };
-}
-
-/** Records the generation read at `readAt`, dropping the cache when another process moved it. */
-function noteGeneration(kv: Deno.Kv, cache: ReadCache, value: bigint | null, readAt: number) {
-  if (cache.seen !== undefined && cache.seen !== value) forgetCachedReads(kv);
-  cache.seen = value;
-  cache.checkedAt = Math.max(cache.checkedAt, readAt);
 }
 
 /** Makes sure writes of other processes are noticed within `refreshMs`. */
@@ -142,11 +221,20 @@ function checkGeneration(
   cache.pendingCheck ??= (async () => {
     try {
       const entry = await kv.get<Deno.KvU64>(cacheGenerationKey());
-      noteGeneration(kv, cache, entry.value?.value ?? null, now);
+      const value = entry.value?.value ?? null;
+      if (cache.seen === undefined) {
+        // The first look: whatever is cached was read after it began.
+        cache.seen = value;
+        cache.seenStamp = entry.versionstamp;
+        cache.lookedAt = now;
+      } else if (cache.seen !== value) {
+        await applyChanges(kv, cache, { value, versionstamp: entry.versionstamp, now });
+      }
+      cache.checkedAt = Math.max(cache.checkedAt, now);
     } catch {
       // Unknown whether others wrote: read everything afresh, and check again next time.
       // (If the KV is really down, those reads fail and report it.)
-      forgetCachedReads(kv);
+      forget(cache, "all");
       cache.seen = undefined;
     } finally {
       cache.pendingCheck = null;
@@ -156,20 +244,45 @@ function checkGeneration(
 }
 
 /**
- * A read through the cache: the value itself when the cache holds it (the
- * client API answers such a request without a turn of the event loop), else
- * a promise of it. `await` takes both; `thenRead` chains without a turn.
+ * Forgets what the change records since the last look name. A change op
+ * commits its record and the generation's `sum` together, so both carry the
+ * same versionstamp: the records of the commits since the last look are
+ * exactly those stamped after the generation as seen then and up to it as
+ * read now. When fewer are found than the generation moved (a record that
+ * expired, a writer that kept none), everything is forgotten.
  */
-export type Cached<T> = T | Promise<T>;
-
-/** Calls `next` with the value of `read` at once when it is known, else once it is loaded. */
-export function thenRead<T, R>(read: Cached<T>, next: (value: T) => Cached<R>): Cached<R> {
-  return read instanceof Promise ? read.then(next) : next(read);
+async function applyChanges(
+  kv: Deno.Kv,
+  cache: ReadCache,
+  { value, versionstamp, now }: { value: bigint | null; versionstamp: string | null; now: number },
+): Promise<void> {
+  const moved = Number((value ?? 0n) - (cache.seen ?? 0n));
+  const found: CacheChange[] = [];
+  const since = cache.lookedAt - CHANGES_OVERLAP_MS;
+  for await (
+    const entry of kv.list<CacheChange>({
+      start: cacheChangeKey(since, ""),
+      end: [...cacheChangesPrefix(), Number.MAX_SAFE_INTEGER],
+    })
+  ) {
+    const stamp = entry.versionstamp;
+    const afterSeen = cache.seenStamp === null || stamp > cache.seenStamp;
+    if (afterSeen && versionstamp !== null && stamp <= versionstamp) found.push(entry.value);
+  }
+  if (moved <= 0 || found.length !== moved) {
+    forget(cache, "all");
+  } else {
+    for (const change of found) forget(cache, change);
+  }
+  cache.seen = value;
+  cache.seenStamp = versionstamp;
+  cache.lookedAt = now;
 }
 
 /**
- * The cached value of `name`/`id` (at once), or a promise of it loaded.
- * `load` results that are null are returned but not cached.
+ * The cached value of `name`/`id` (at once), or a promise of it loaded;
+ * concurrent misses share one load. `load` results that are null are
+ * returned but not cached.
  */
 export function cachedRead<K, V>(
   kv: Deno.Kv,
@@ -184,28 +297,60 @@ export function cachedRead<K, V>(
     const hit = cache.maps.get(name)?.get(id) as V | undefined;
     if (hit !== undefined) return hit;
   }
-  return readThrough(cache, check, name, id, load);
+  return readThrough(cache, check, { name, id, load });
 }
 
-async function readThrough<K, V>(
+/** A read through the cache: what it is and how to load it. */
+interface Read<V> {
+  name: string;
+  id: unknown;
+  load: () => Promise<V | null>;
+}
+
+async function readThrough<V>(
   cache: ReadCache,
   check: Promise<void> | undefined,
-  name: string,
-  id: K,
-  load: () => Promise<V | null>,
+  { name, id, load }: Read<V>,
 ): Promise<V | null> {
   if (check !== undefined) await check;
   const hit = cache.maps.get(name)?.get(id) as V | undefined;
   if (hit !== undefined) return hit;
-  const generation = cache.generation;
-  const value = await load();
-  if (value !== null && cache.generation === generation) remember(cache, name, id, value);
+  const slot = slotOf(name, id);
+  const pending = cache.loading.get(slot) as Promise<V | null> | undefined;
+  if (pending !== undefined) return await pending;
+  const loaded: Promise<V | null> = loadAndKeep(cache, { name, id, load }, slot).finally(() => {
+    if (cache.loading.get(slot) === loaded) cache.loading.delete(slot);
+  });
+  cache.loading.set(slot, loaded);
+  return await loaded;
+}
+
+/** Loads `read` and caches what it found, unless its entry was written meanwhile. */
+async function loadAndKeep<V>(cache: ReadCache, read: Read<V>, slot: string): Promise<V | null> {
+  const listSlot = slotOf(read.name, "*");
+  const before = [cache.epoch, cache.versions.get(slot), cache.versions.get(listSlot)];
+  const value = await read.load();
+  const unchanged = before[0] === cache.epoch && before[1] === cache.versions.get(slot) &&
+    before[2] === cache.versions.get(listSlot);
+  if (value !== null && unchanged) remember(cache, read, value);
   return value;
 }
 
-function remember(cache: ReadCache, name: string, id: unknown, value: unknown): void {
-  let map = cache.maps.get(name);
-  if (map === undefined) cache.maps.set(name, map = new Map());
+function remember<V>(cache: ReadCache, read: Read<V>, value: V): void {
+  let map = cache.maps.get(read.name);
+  if (map === undefined) cache.maps.set(read.name, map = new Map());
   else if (map.size >= MAX_ENTRIES) map.clear();
-  map.set(id, value);
+  map.set(read.id, value);
+}
+
+/**
+ * A read through the cache: the value itself when the cache holds it (the
+ * client API answers such a request without a turn of the event loop), else
+ * a promise of it. `await` takes both; `thenRead` chains without a turn.
+ */
+export type Cached<T> = T | Promise<T>;
+
+/** Calls `next` with the value of `read` at once when it is known, else once it is loaded. */
+export function thenRead<T, R>(read: Cached<T>, next: (value: T) => Cached<R>): Cached<R> {
+  return read instanceof Promise ? read.then(next) : next(read);
 }

@@ -25,6 +25,7 @@
  * | ["admin_sessions", sha256Hex(sessionId)]     | AdminSession (expireIn)       |
  * | ["login_failures", "pair"|"user"|"addr", subject] | sign-in counts (expireIn) |
  * | ["login_trusted", pair]                        | a (user, address) that signed in (expireIn) |
+ * | ["cache_changes", atMs, id]                    | what a write changed, for read caches (expireIn) |
  * | ["audit_log", atMs, entryId]                 | AuditEntry                    |
  *
  * `latest_release` is rewritten on every release change of its project, so
@@ -128,6 +129,15 @@ export function cacheGenerationKey(): Deno.KvKey {
   return ["meta", "generation"];
 }
 
+/** What one write changed, for other processes' read caches (expireIn); see cache.ts. */
+export function cacheChangeKey(atMs: number, id: string): Deno.KvKey {
+  return ["cache_changes", atMs, id];
+}
+
+export function cacheChangesPrefix(): Deno.KvKey {
+  return ["cache_changes"];
+}
+
 export function rateLimitKey(bucketId: string): Deno.KvKey {
   return ["rate_limit", bucketId];
 }
@@ -135,6 +145,7 @@ export function rateLimitKey(bucketId: string): Deno.KvKey {
 /** Short-lived entries (written with `expireIn`) that backups leave out. */
 export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["rate_limit"],
+  ["cache_changes"],
   ["admin_sessions"],
   ["admin_sessions_by_user"],
   ["login_failures"],

@@ -24,6 +24,7 @@
  * Counts are forgotten an hour after the last failure (KV `expireIn`).
  */
 import { ADDRESS_MAX_LENGTH } from "../lib/limits.ts";
+import { createKeyedQueue } from "../lib/keyed_queue.ts";
 import { sha256Hex } from "../lib/secrets.ts";
 import { commitWithRetry } from "./atomic.ts";
 import { loginFailuresKey, loginTrustedKey } from "./keys.ts";
@@ -127,29 +128,6 @@ export function createLoginThrottle(kv: Deno.Kv): LoginThrottle {
         return { refused: false, found };
       });
       return checked ?? Promise.resolve({ refused: "busy", retryAfterSeconds: 1 });
-    },
-  };
-}
-
-/**
- * Runs tasks of one key one after the other; null (and nothing run) when
- * `maxWaiting` tasks of that key are already waiting.
- */
-function createKeyedQueue(maxWaiting: number) {
-  const queues = new Map<string, { tail: Promise<unknown>; waiting: number }>();
-  return {
-    run<T>(key: string, task: () => Promise<T>): Promise<T> | null {
-      const queue = queues.get(key) ?? { tail: Promise.resolve(), waiting: 0 };
-      if (queue.waiting >= maxWaiting) return null;
-      queue.waiting++;
-      queues.set(key, queue);
-      const result = queue.tail.then(task, task);
-      queue.tail = result.catch(() => {});
-      queue.tail.then(() => {
-        queue.waiting--;
-        if (queue.waiting === 0 && queues.get(key) === queue) queues.delete(key);
-      });
-      return result;
     },
   };
 }

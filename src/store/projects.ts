@@ -1,5 +1,5 @@
 import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
-import { claimIds, now, reserveIds } from "./atomic.ts";
+import { now, takeIds } from "./atomic.ts";
 import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { getManyEntries } from "./get_many.ts";
@@ -22,17 +22,17 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
     max: DESCRIPTION_MAX_LENGTH,
   });
   const tags = requireTags("tags", input.tags ?? []);
+  let id: number | undefined;
   return await commitChange(kv, async () => {
-    const [next, bySlug] = await Promise.all([
-      reserveIds(kv, "projects"),
-      kv.get<number>(projectBySlugKey(slug)),
-    ]);
+    const bySlug = await kv.get<number>(projectBySlugKey(slug));
     if (bySlug.value !== null) {
       throw new ValidationError("slug", `slug "${slug}" is already taken`);
     }
+    // Taken once, when the project can be made: a refused one leaves no trace.
+    const newId = id ??= await takeIds(kv, "projects");
     const at = now();
     const project: Project = {
-      id: next.first,
+      id: newId,
       name,
       slug,
       description,
@@ -41,12 +41,13 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
       created_at: at,
       updated_at: at,
     };
-    const commit = await claimIds(changeOp(kv), "projects", next)
+    const changed = [["project_list"]] as const;
+    const commit = await changeOp(kv, changed)
       .check(bySlug)
       .set(projectKey(project.id), project)
       .set(projectBySlugKey(slug), project.id)
       .commit();
-    return { commit, value: project };
+    return { commit, value: project, changed };
   });
 }
 
@@ -118,7 +119,8 @@ async function changeProject(
     const entry = await kv.get<Project>(projectKey(id));
     if (entry.value === null) throw new NotFoundError("project not found");
     const project = { ...change(entry.value), updated_at: now() };
-    const commit = await changeOp(kv).check(entry).set(projectKey(id), project).commit();
-    return { commit, value: project };
+    const changed = [["project", id], ["project_by_slug", project.slug], ["project_list"]] as const;
+    const commit = await changeOp(kv, changed).check(entry).set(projectKey(id), project).commit();
+    return { commit, value: project, changed };
   });
 }

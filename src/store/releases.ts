@@ -1,5 +1,5 @@
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
-import { claimIds, now, reserveIds } from "./atomic.ts";
+import { now, serializedProjectWrite, takeIds } from "./atomic.ts";
 import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { getManyEntries } from "./get_many.ts";
@@ -85,32 +85,38 @@ export function prepareRelease(input: Omit<ReleaseInput, "project_id">): Prepare
 /** Records an active release of an existing project and moves the latest pointer when it is newer. */
 export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<Release> {
   const fields = prepareRelease(input);
-  return await commitChange(kv, async () => {
-    const [next, projectEntry, latestEntry] = await Promise.all([
-      reserveIds(kv, "releases"),
-      kv.get<Project>(projectKey(input.project_id)),
-      kv.get<number | null>(latestReleaseKey(input.project_id)),
-    ]);
-    if (projectEntry.value === null) throw new ValidationError("project", "project not found");
-    const release: Release = {
-      ...fields,
-      id: next.first,
-      project_id: input.project_id,
-      created_at: fields.created_at ?? now(),
-      state: "active",
-    };
-    const current = latestEntry.value === null
-      ? null
-      : (await kv.get<Release>(releaseKey(latestEntry.value))).value;
-    const latestId = current === null || isNewerRelease(release, current) ? release.id : current.id;
-    const commit = await claimIds(changeOp(kv), "releases", next)
-      .check(projectEntry, latestEntry)
-      .set(releaseKey(release.id), release)
-      .set(releaseByProjectKey(release.project_id, release.id), release.id)
-      .set(latestReleaseKey(release.project_id), latestId)
-      .commit();
-    return { commit, value: release };
-  });
+  let id: number | undefined;
+  return await serializedProjectWrite(kv, input.project_id, () =>
+    commitChange(kv, async () => {
+      const [projectEntry, latestEntry] = await Promise.all([
+        kv.get<Project>(projectKey(input.project_id)),
+        kv.get<number | null>(latestReleaseKey(input.project_id)),
+      ]);
+      if (projectEntry.value === null) throw new ValidationError("project", "project not found");
+      // Taken once, when the release can be made: a refused one leaves no trace.
+      const newId = id ??= await takeIds(kv, "releases");
+      const release: Release = {
+        ...fields,
+        id: newId,
+        project_id: input.project_id,
+        created_at: fields.created_at ?? now(),
+        state: "active",
+      };
+      const current = latestEntry.value === null
+        ? null
+        : (await kv.get<Release>(releaseKey(latestEntry.value))).value;
+      const latestId = current === null || isNewerRelease(release, current)
+        ? release.id
+        : current.id;
+      const changed = [["latest_release", release.project_id]] as const;
+      const commit = await changeOp(kv, changed)
+        .check(projectEntry, latestEntry)
+        .set(releaseKey(release.id), release)
+        .set(releaseByProjectKey(release.project_id, release.id), release.id)
+        .set(latestReleaseKey(release.project_id), latestId)
+        .commit();
+      return { commit, value: release, changed };
+    }));
 }
 
 export function getRelease(kv: Deno.Kv, id: number): Cached<Release | null> {
@@ -162,12 +168,13 @@ export async function setReleaseState(
         latest = current;
       }
     }
-    const commit = await changeOp(kv)
+    const changed = [["release", id], ["latest_release", release.project_id]] as const;
+    const commit = await changeOp(kv, changed)
       .check(entry, latestEntry)
       .set(releaseKey(id), release)
       .set(latestReleaseKey(release.project_id), latest?.id ?? null)
       .commit();
-    return { commit, value: release };
+    return { commit, value: release, changed };
   });
 }
 
