@@ -4,14 +4,14 @@
 #
 #   tools/build_base_image.sh [TAG]        # default TAG: localhost/uds-deno-base:2.9.6
 #
-# - Debian bookworm, unpacked by mmdebstrap (--variant=extract): libc6, libgcc-s1, tini and the
-#   CA bundle of ca-certificates. No shell, no package manager, no dpkg database: nothing runs in
-#   it but tini and Deno (the Dockerfile's RUN steps are exec-form `deno` commands).
+# - Debian bookworm, unpacked by mmdebstrap (--variant=extract): libc6, libgcc-s1, tini, the CA
+#   bundle of ca-certificates, and dash as /bin/sh (Compose tools run health checks through
+#   `/bin/sh -c`). No package manager, no dpkg database, no coreutils.
 # - /usr/bin/deno from the npm package @deno/linux-x64-glibc@2.9.6 (what `npx deno` runs).
 # - The official image's layout: /tini, user and group `deno` (uid/gid 1993), DENO_DIR=/deno-dir/.
 #
-# Needs root (or sudo), mmdebstrap, npm and podman (apt-get install mmdebstrap podman npm).
-# Set UDS_DEBIAN_MIRROR to use another Debian mirror. Prints the image id last.
+# Needs root, mmdebstrap, npm and podman (apt-get install mmdebstrap podman npm). Set
+# UDS_DEBIAN_MIRROR / UDS_DEBIAN_SECURITY_MIRROR for other Debian mirrors. Prints the image id.
 set -euo pipefail
 TAG=${1:-localhost/uds-deno-base:2.9.6}
 DENO_VERSION=2.9.6
@@ -26,55 +26,47 @@ trap 'rm -rf "$work"' EXIT
 tar -xzf "$work"/deno-linux-x64-glibc-*.tgz -C "$work" package/deno
 test -x "$work/package/deno"
 
-# Runs on the unpacked root ($1) after mmdebstrap: trims what nothing here runs, writes the CA
-# bundle (update-ca-certificates is not run by an extract), users, and the Deno binary.
-cat >"$work/hook.sh" <<'HOOK'
-set -eu
-r=$1
-cd "$r"
-# Only the certificates' bundle is needed from ca-certificates (and its openssl/debconf/perl deps).
-mkdir -p etc/ssl/certs
-cat usr/share/ca-certificates/mozilla/*.crt > etc/ssl/certs/ca-certificates.crt
-rm -rf usr/share/ca-certificates etc/ca-certificates* usr/sbin/update-ca-certificates \
-  usr/bin/openssl usr/lib/ssl usr/lib/x86_64-linux-gnu/libssl.so* \
-  usr/lib/x86_64-linux-gnu/libcrypto.so* usr/lib/x86_64-linux-gnu/ossl-modules \
-  usr/lib/x86_64-linux-gnu/engines-3 etc/ssl/openssl.cnf \
-  usr/bin/debconf* usr/share/debconf etc/debconf.conf usr/share/perl5 var/cache/debconf \
-  usr/lib/x86_64-linux-gnu/gconv usr/bin/tini-static \
-  usr/share/man usr/share/info usr/share/lintian usr/share/bash-completion usr/share/pixmaps \
-  usr/share/locale usr/share/zoneinfo \
-  etc/apt var/lib/apt var/cache/apt var/log/apt var/lib/dpkg
-# Keep each package's copyright file; drop changelogs and other docs.
-find usr/share/doc -type f ! -name copyright -delete 2>/dev/null || true
-find usr/share/doc -type l -delete 2>/dev/null || true
-find usr/share -depth -type d -empty -delete 2>/dev/null || true
-cat > etc/passwd <<'EOF'
-root:x:0:0:root:/root:/usr/sbin/nologin
-deno:x:1993:1993::/home/deno:/usr/sbin/nologin
-nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
-EOF
-cat > etc/group <<'EOF'
-root:x:0:
-deno:x:1993:
-nogroup:x:65534:
-EOF
-printf 'hosts: files dns\n' > etc/nsswitch.conf
-mkdir -p tmp var/tmp root home/deno deno-dir usr/local/bin
-chmod 1777 tmp var/tmp
-chmod 700 root
-chown 1993:1993 home/deno deno-dir
-ln -sf usr/bin/tini tini
-HOOK
-install -m 0755 "$work/package/deno" "$work/deno"
-
-mmdebstrap --quiet --variant=extract --include=libc6,libgcc-s1,tini,ca-certificates \
+# The Debian packages whose files make up the image. Their dependencies (dpkg, debconf, perl,
+# openssl, …) are unpacked by mmdebstrap too and removed below: no maintainer script runs here.
+packages="libc6 libgcc-s1 tini ca-certificates dash"
+mmdebstrap --quiet --variant=extract --include="${packages// /,}" --skip=cleanup/apt/cache \
   bookworm "$work/root" \
   "deb $MIRROR bookworm main" "deb $MIRROR bookworm-updates main" \
   "deb $SECURITY bookworm-security main" </dev/null
-sh "$work/hook.sh" "$work/root"
-install -m 0755 "$work/deno" "$work/root/usr/bin/deno"
-rm -rf "${work:?}/root/dev" && mkdir -p "$work/root/dev" "$work/root/proc" "$work/root/sys"
-tar --numeric-owner -C "$work/root" -cf "$work/root.tar" .
+
+r="$work/root"
+for p in $packages; do
+  dpkg-deb --fsys-tarfile "$r/var/cache/apt/archives/${p}"_*.deb | tar -t
+done | sed -e 's#^\./##' -e 's#/$##' | sort -u >"$work/keep"
+(cd "$r" && find . -mindepth 1 \( -type f -o -type l \) -printf '%P\n') | sort >"$work/all"
+comm -23 "$work/all" "$work/keep" | (cd "$r" && xargs -r -d '\n' rm -f)
+find "$r" -mindepth 1 -depth -type d -empty -delete
+
+cd "$r"
+# From ca-certificates only the bundle (what update-ca-certificates would write).
+mkdir -p etc/ssl/certs
+cat usr/share/ca-certificates/mozilla/*.crt >etc/ssl/certs/ca-certificates.crt
+rm -rf usr/share/ca-certificates usr/sbin/update-ca-certificates
+# Nothing here converts character sets or reads manuals; each package's copyright file stays.
+rm -rf usr/lib/x86_64-linux-gnu/gconv usr/bin/tini-static usr/share/man usr/share/lintian \
+  usr/share/locale usr/share/bug usr/share/menu
+find usr/share/doc -type f ! -name copyright -delete
+find usr/share/doc -type l -delete
+find usr/share -depth -type d -empty -delete
+[ -e bin/sh ] || ln -s dash bin/sh
+ln -sf usr/bin/tini tini
+install -m 0755 "$work/package/deno" usr/bin/deno
+printf '%s\n' 'root:x:0:0:root:/root:/usr/sbin/nologin' \
+  'deno:x:1993:1993::/home/deno:/usr/sbin/nologin' \
+  'nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin' >etc/passwd
+printf '%s\n' 'root:x:0:' 'deno:x:1993:' 'nogroup:x:65534:' >etc/group
+printf 'hosts: files dns\n' >etc/nsswitch.conf
+mkdir -p dev proc sys run tmp var/tmp root home/deno deno-dir usr/local/bin
+chmod 1777 tmp var/tmp
+chmod 700 root
+chown 1993:1993 home/deno deno-dir
+cd - >/dev/null
+tar --numeric-owner -C "$r" -cf "$work/root.tar" .
 
 podman import --quiet \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
