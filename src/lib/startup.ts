@@ -30,9 +30,17 @@ export async function dataDirStep<T>(
       );
     }
     if (error instanceof Deno.errors.PermissionDenied) {
+      const uid = processUid();
+      const user = uid === null ? "this user" : `uid ${uid}, the user this service runs as`;
       throw new StartupError(
-        `${setting}: cannot ${what} ${path} (permission denied); create it for this user, ` +
-          `e.g. sudo install -d -m 700 -o "$(id -un)" ${path}`,
+        `${setting}: cannot ${what} ${path} (permission denied); create it for ${user}, ` +
+          `e.g. sudo install -d -m 700 -o ${uid ?? '"$(id -un)"'} ${path}`,
+      );
+    }
+    if ((error as { code?: string }).code === "EROFS") {
+      throw new StartupError(
+        `${setting}: cannot ${what} ${path} (read-only file system); mount a writable volume ` +
+          "there (in a container: -v uds-data:/app/data)",
       );
     }
     if (error instanceof Deno.errors.NotADirectory || error instanceof Deno.errors.AlreadyExists) {
@@ -43,6 +51,12 @@ export async function dataDirStep<T>(
     }
     throw error;
   }
+}
+
+/** This process's uid, when it may ask (the container runs with --allow-sys=uid); else null. */
+function processUid(): number | null {
+  if (Deno.permissions.querySync({ name: "sys", kind: "uid" }).state !== "granted") return null;
+  return Deno.uid();
 }
 
 /** Runs `Deno.serve` for `setting`, turning a busy or forbidden address into one line. */
