@@ -5,7 +5,7 @@
 #   tools/build_proxy_image.sh [TAG]       # default TAG: localhost/uds-nginx:1.22
 #   UDS_PROXY_IMAGE=localhost/uds-nginx:1.22 podman-compose -f deploy/compose.yaml up -d
 #
-# Laid out like the official nginx image where compose.yaml relies on it: configuration from
+# Laid out like the official nginx image where deploy/compose.yaml relies on it: configuration from
 # /etc/nginx/conf.d/*.conf, logs to stdout/stderr, `nginx -g 'daemon off;'` in the foreground.
 # Needs root (or sudo), mmdebstrap and podman. UDS_DEBIAN_MIRROR as in build_base_image.sh.
 set -euo pipefail
