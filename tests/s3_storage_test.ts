@@ -470,12 +470,14 @@ Deno.test({
         assert.equal(await downloadCount(app.kv, multipart.id), 3);
         // Streamed by the service (stream mode), a resume with the store's ETag is a 206 too.
         const streamed = await serveArtifact(
-          artifacts,
           multipart,
           new Request("http://x/", {
             headers: { range: `bytes=${half.length}-`, "if-range": storeEtag },
           }),
-          { mode: "stream", urlTtlSeconds: 60, xAccelPrefix: "/_uds_artifacts/" },
+          {
+            store: artifacts,
+            delivery: { mode: "stream", urlTtlSeconds: 60, xAccelPrefix: "/_uds_artifacts/" },
+          },
         );
         assert.equal(streamed.response.status, 206);
         assert.equal(streamed.countsAsDownload, true);
