@@ -119,7 +119,7 @@ Deno.test("the house-rule checks find what they look for", () => {
       "function a(x: number, y: Map<string, number>, z = () => 1) {}\n" +
         "export async function b(\n  c: Context,\n  d: { e: string; f: number },\n  g: string,\n  h = 2,\n): Promise<void> {}\n" +
         "function k(opts: { a: number; b: number; c: number; d: number }) {}\n" +
-        "function m<T>(a: T[], f: (x: T) => string, g: string, h = \"\") {}\n",
+        'function m<T>(a: T[], f: (x: T) => string, g: string, h = "") {}\n',
     ),
     ["b (4)", "m (4)"],
   );
