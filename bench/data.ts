@@ -50,13 +50,11 @@ export function seedBasic(dataDir: string, artifactBytes: number): Promise<Basic
   return withStore(dataDir, async (kv) => {
     const { artifactsDir } = storagePaths(dataDir);
     const project = await createProject(kv, { name: "App", slug: "app" });
-    const release = await publishRelease(
-      kv,
-      createFsStore(artifactsDir),
-      { project_id: project.id, version: "1.0.0", filename: "app-1.0.0.bin" },
-      fillerStream(artifactBytes),
-      Number.MAX_SAFE_INTEGER,
-    );
+    const release = await publishRelease(kv, createFsStore(artifactsDir), {
+      release: { project_id: project.id, version: "1.0.0", filename: "app-1.0.0.bin" },
+      source: fillerStream(artifactBytes),
+      maxBytes: Number.MAX_SAFE_INTEGER,
+    });
     const { secret } = await createApiKey(kv, {
       name: "bench",
       can_download: true,

@@ -43,7 +43,11 @@ Deno.test("fs sweep: unreferenced files go; held, referenced and young ones stay
     await t.step(
       "an orphan goes; a committed file and one still being committed stay",
       async () => {
-        const kept = await publishRelease(kv, store, { ...input, version: "1" }, bytes(), 1 << 20);
+        const kept = await publishRelease(kv, store, {
+          release: { ...input, version: "1" },
+          source: bytes(),
+          maxBytes: 1 << 20,
+        });
         // What a crash between the rename and the commit leaves: a complete file, no lock, no release.
         const orphan = await saveArtifact(dir, bytes(), 1 << 20);
         // An upload whose release is not committed yet (its writer still holds the file).

@@ -41,13 +41,11 @@ Deno.test("issue 9.4: KV files, artifacts and backups are 0600 in 0700 directori
     const kv = await openPrivateKv(kvPath);
     try {
       const project = await createProject(kv, { name: "App", slug: "app" });
-      await publishRelease(
-        kv,
-        createFsStore(join(dataDir, "artifacts")),
-        { project_id: project.id, version: "1.0.0", filename: "a.bin" },
-        ReadableStream.from([new Uint8Array(1000)]),
-        1 << 20,
-      );
+      await publishRelease(kv, createFsStore(join(dataDir, "artifacts")), {
+        release: { project_id: project.id, version: "1.0.0", filename: "a.bin" },
+        source: ReadableStream.from([new Uint8Array(1000)]),
+        maxBytes: 1 << 20,
+      });
       await createBackup({ kvPath, artifactsDir: join(dataDir, "artifacts") }, join(root, "bk"));
       // A second KV handle (the backup's) must not widen the files either.
       await kv.set(["x"], 1);

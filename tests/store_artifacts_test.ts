@@ -204,13 +204,11 @@ Deno.test("publishRelease: stored bytes and the release record agree", () =>
   withDir((dir) =>
     withKv(async (kv) => {
       const project = await createProject(kv, { name: "App", slug: "app" });
-      const release = await publishRelease(
-        kv,
-        createFsStore(dir),
-        { project_id: project.id, version: "1.0", filename: "a.zip" },
-        chunks("zip bytes"),
-        100,
-      );
+      const release = await publishRelease(kv, createFsStore(dir), {
+        release: { project_id: project.id, version: "1.0", filename: "a.zip" },
+        source: chunks("zip bytes"),
+        maxBytes: 100,
+      });
       assert.equal(release.size_bytes, 9);
       assert.equal(release.checksum_sha256, sha256("zip bytes"));
       assert.deepEqual(await listDir(dir), [release.storage_key]);
@@ -224,15 +222,23 @@ Deno.test("publishRelease: a failed upload leaves no release and no file", () =>
       const before = await dumpKv(kv);
       const fields = { project_id: project.id, version: "1.0", filename: "a.zip" };
       await assert.rejects(
-        publishRelease(kv, createFsStore(dir), fields, chunks("x".repeat(11)), 10),
+        publishRelease(kv, createFsStore(dir), {
+          release: fields,
+          source: chunks("x".repeat(11)),
+          maxBytes: 10,
+        }),
         UploadTooLargeError,
       );
       await assert.rejects(
-        publishRelease(kv, createFsStore(dir), fields, chunks(), 10),
+        publishRelease(kv, createFsStore(dir), { release: fields, source: chunks(), maxBytes: 10 }),
         EmptyUploadError,
       );
       await assert.rejects(
-        publishRelease(kv, createFsStore(dir), fields, failingStream("x"), 10),
+        publishRelease(kv, createFsStore(dir), {
+          release: fields,
+          source: failingStream("x"),
+          maxBytes: 10,
+        }),
         /reset/,
       );
       assert.deepEqual(await dumpKv(kv), before);
@@ -247,13 +253,11 @@ Deno.test("publishRelease: a KV commit failure after the file was written remove
       const before = await dumpKv(kv);
       const broken = faultyKv(kv, { failCommit: true });
       await assert.rejects(
-        publishRelease(
-          broken,
-          createFsStore(dir),
-          { project_id: project.id, version: "1.0", filename: "a.zip" },
-          chunks("bytes"),
-          100,
-        ),
+        publishRelease(broken, createFsStore(dir), {
+          release: { project_id: project.id, version: "1.0", filename: "a.zip" },
+          source: chunks("bytes"),
+          maxBytes: 100,
+        }),
         /kv commit failed/,
       );
       assert.deepEqual(await listDir(dir), [], "no file in artifacts/");
@@ -266,13 +270,11 @@ Deno.test("publishRelease: a release refused by the store removes the file", () 
   withDir((dir) =>
     withKv(async (kv) => {
       await assert.rejects(
-        publishRelease(
-          kv,
-          createFsStore(dir),
-          { project_id: 5, version: "1", filename: "a" },
-          chunks("b"),
-          9,
-        ),
+        publishRelease(kv, createFsStore(dir), {
+          release: { project_id: 5, version: "1", filename: "a" },
+          source: chunks("b"),
+          maxBytes: 9,
+        }),
         ValidationError,
       );
       assert.deepEqual(await listDir(dir), []);
