@@ -110,7 +110,9 @@ export function seedLarge(
   return withStore(dataDir, async (kv) => {
     const { artifactsDir } = storagePaths(dataDir);
     const project = await createProject(kv, { name: "App", slug: "app" });
-    const artifact = await saveArtifact(artifactsDir, fillerStream(4096), Number.MAX_SAFE_INTEGER);
+    const artifact = await saveArtifact(artifactsDir, fillerStream(4096), {
+      maxBytes: Number.MAX_SAFE_INTEGER,
+    });
     const start = Date.now() - releases * 60_000;
     const [created, apiKeys] = await Promise.all([
       createReleasesBulk(

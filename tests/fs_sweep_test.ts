@@ -49,7 +49,7 @@ Deno.test("fs sweep: unreferenced files go; held, referenced and young ones stay
           maxBytes: 1 << 20,
         });
         // What a crash between the rename and the commit leaves: a complete file, no lock, no release.
-        const orphan = await saveArtifact(dir, bytes(), 1 << 20);
+        const orphan = await saveArtifact(dir, bytes(), { maxBytes: 1 << 20 });
         // An upload whose release is not committed yet (its writer still holds the file).
         const pending = await store.save(bytes(), 1 << 20);
 
@@ -79,7 +79,10 @@ Deno.test("fs sweep: unreferenced files go; held, referenced and young ones stay
             `import { saveArtifactLocked } from "${artifactsModule}";
            setInterval(() => {}, 1000);
            const { artifact } = await saveArtifactLocked(
-             ${JSON.stringify(dir)}, ReadableStream.from([new Uint8Array(5000)]), 1 << 20);
+             ${JSON.stringify(dir)},
+             ReadableStream.from([new Uint8Array(5000)]),
+             { maxBytes: 1 << 20 },
+           );
            console.log(artifact.storage_key);`,
           ],
           stdin: "null",

@@ -120,7 +120,7 @@ Deno.test("issue 9.5: upload parts of a killed writer are swept, live parts are 
            start(c) { c.enqueue(new Uint8Array(2 * 1024 * 1024)); },
            pull() { return new Promise(() => {}); },
          });
-         await saveArtifact(${JSON.stringify(dir)}, stream, 1 << 30);`,
+         await saveArtifact(${JSON.stringify(dir)}, stream, { maxBytes: 1 << 30 });`,
       ],
       stdin: "null",
       stdout: "null",
@@ -138,7 +138,7 @@ Deno.test("issue 9.5: upload parts of a killed writer are swept, live parts are 
 
     // A live upload in this process.
     const release = Promise.withResolvers<void>();
-    const live = saveArtifact(dir, stalledUpload(release.promise), 1 << 30);
+    const live = saveArtifact(dir, stalledUpload(release.promise), { maxBytes: 1 << 30 });
     let parts: string[] = [];
     for (let i = 0; i < 100 && parts.length < 2; i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));
