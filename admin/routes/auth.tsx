@@ -68,7 +68,9 @@ export function addLoginRoutes(
   }
 
   admin.get("/login", async (c) => {
-    if (await getAdminSession(kv, getSessionCookie(c), policy)) return c.redirect("/admin", 303);
+    if (await getAdminSession(kv, getSessionCookie(c), { policy })) {
+      return c.redirect("/admin", 303);
+    }
     return c.html(<LoginPage ctx={pageContext(c, deps)} csrfToken={loginToken(c)} />);
   });
 
@@ -135,7 +137,7 @@ export function addLoginRoutes(
 
     const previous = getSessionCookie(c);
     if (previous !== undefined) await deleteAdminSession(kv, previous);
-    const { id } = await createAdminSession(kv, { username: user.username, address }, policy);
+    const { id } = await createAdminSession(kv, { username: user.username, address }, { policy });
     setSessionCookie(c, config, id);
     clearLoginCsrfCookie(c, config);
     await audit(c, deps, {
