@@ -44,7 +44,7 @@ export async function renderProjectPage(
   const [all, latest, series] = await Promise.all([
     listReleasesByProject(kv, project.id),
     getLatestRelease(kv, project.id),
-    getDailyDownloads(kv, ["project", project.id], days),
+    getDailyDownloads(kv, ["project", project.id], { days }),
   ]);
   const releases = listPage(
     all,
@@ -56,7 +56,7 @@ export async function renderProjectPage(
   const ids = releases.rows.map((release) => release.id);
   const [totals, recent] = await Promise.all([
     getDownloadCounts(kv, ids),
-    getRecentDownloadCountsByWindow(kv, ids, [30, 90]),
+    getRecentDownloadCountsByWindow(kv, ids, { windows: [30, 90] }),
   ]);
   const downloads = new Map(ids.map((id) => {
     const [last30, last90] = recent.get(id)!;
