@@ -117,7 +117,6 @@ export function seedLarge(
     const [created, apiKeys] = await Promise.all([
       createReleasesBulk(
         kv,
-        project.id,
         Array.from({ length: releases }, (_, i) => ({
           version: `1.${Math.floor(i / 100)}.${i % 100}`,
           build: String(i + 1),
@@ -126,6 +125,7 @@ export function seedLarge(
           created_at: new Date(start + i * 60_000).toISOString(),
           ...artifact,
         })),
+        { projectId: project.id },
       ),
       createApiKeysBulk(
         kv,
