@@ -113,7 +113,8 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
         target: `api key ${apiKey.id}`,
         details: `name "${apiKey.name}"`,
       });
-      return redirectWithFlash(c, deps, "/admin/api-keys", {
+      return redirectWithFlash(c, deps, {
+        location: "/admin/api-keys",
         kind: "success",
         text: `API key "${apiKey.name}" was ${active ? "enabled" : "disabled"}.`,
       });

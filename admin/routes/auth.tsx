@@ -162,7 +162,8 @@ export function addAccountRoutes(
     await deleteAdminSession(kv, c.get("sessionId"), session.username);
     clearSessionCookie(c, config);
     await audit(c, deps, { action: "auth.sign_out", target: accountTarget(session.username) });
-    return redirectWithFlash(c, deps, "/admin/login", {
+    return redirectWithFlash(c, deps, {
+      location: "/admin/login",
       kind: "success",
       text: "You are signed out.",
     });
@@ -217,7 +218,8 @@ export function addAccountRoutes(
       target: accountTarget(username),
       details: `${ended} other sessions ended`,
     });
-    return redirectWithFlash(c, deps, "/admin", {
+    return redirectWithFlash(c, deps, {
+      location: "/admin",
       kind: "success",
       text: "Your password was changed. Your other sessions were signed out.",
     });

@@ -85,7 +85,8 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
         target: `project ${project.slug}`,
         details: projectDetails(project),
       });
-      return redirectWithFlash(c, deps, `/admin/projects/${project.slug}`, {
+      return redirectWithFlash(c, deps, {
+        location: `/admin/projects/${project.slug}`,
         kind: "success",
         text: `Project "${project.name}" was created.`,
       });
@@ -115,7 +116,8 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
         target: `project ${updated.slug}`,
         details: projectDetails(updated),
       });
-      return redirectWithFlash(c, deps, `/admin/projects/${updated.slug}`, {
+      return redirectWithFlash(c, deps, {
+        location: `/admin/projects/${updated.slug}`,
         kind: "success",
         text: "The project was saved.",
       });
@@ -133,7 +135,8 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
       const project = await loadProject(deps, c.req.param("slug"));
       await setProjectState(kv, project.id, state);
       await audit(c, deps, { action: `project.${action}`, target: `project ${project.slug}` });
-      return redirectWithFlash(c, deps, `/admin/projects/${project.slug}`, {
+      return redirectWithFlash(c, deps, {
+        location: `/admin/projects/${project.slug}`,
         kind: "success",
         text: state === "archived"
           ? `Project "${project.name}" was archived: the client API no longer shows it.`

@@ -76,7 +76,8 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
       details: `project ${project.slug}; version ${release.version}; ${release.filename}; ` +
         `${release.size_bytes} bytes; sha256 ${release.checksum_sha256}`,
     });
-    return redirectWithFlash(c, deps, `/admin/projects/${project.slug}`, {
+    return redirectWithFlash(c, deps, {
+      location: `/admin/projects/${project.slug}`,
       kind: "success",
       text: `Release ${release.version}${
         release.build ? ` (build ${release.build})` : ""
