@@ -46,13 +46,11 @@ export async function renderProjectPage(
     getLatestRelease(kv, project.id),
     getDailyDownloads(kv, ["project", project.id], { days }),
   ]);
-  const releases = listPage(
-    all,
-    query,
-    (release) => [release.version, release.build, release.filename],
-    `/admin/projects/${project.slug}`,
-    "#releases",
-  );
+  const releases = listPage(all, query, {
+    searchable: (release) => [release.version, release.build, release.filename],
+    path: `/admin/projects/${project.slug}`,
+    anchor: "#releases",
+  });
   const ids = releases.rows.map((release) => release.id);
   const [totals, recent] = await Promise.all([
     getDownloadCounts(kv, ids),

@@ -36,13 +36,11 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
       a.state === b.state ? a.name.localeCompare(b.name) : a.state === "active" ? -1 : 1
     );
     const query = form.error ? {} : c.req.query();
-    const list = listPage(
-      projects,
-      query,
-      (project) => [project.name, project.slug, ...project.tags],
-      "/admin/projects",
-      "#project-list",
-    );
+    const list = listPage(projects, query, {
+      searchable: (project) => [project.name, project.slug, ...project.tags],
+      path: "/admin/projects",
+      anchor: "#project-list",
+    });
     const rows: ProjectRow[] = await Promise.all(list.rows.map(async (project) => ({
       project,
       latestVersion: (await getLatestRelease(kv, project.id))?.version ?? null,
