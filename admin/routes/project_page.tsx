@@ -25,17 +25,20 @@ export async function loadProject(deps: ServiceDeps, slug: string): Promise<Proj
   return project;
 }
 
+/** The project a page shows, the forms sent back with their errors, and its status. */
+export interface ProjectPageOptions {
+  project: Project;
+  edit?: ProjectEditValues;
+  editError?: FormError;
+  upload?: UploadValues;
+  uploadError?: FormError;
+  status?: 200 | 400 | 403 | 413 | 503 | 507;
+}
+
 export async function renderProjectPage(
   c: AdminContext,
   deps: ServiceDeps,
-  project: Project,
-  form: {
-    edit?: ProjectEditValues;
-    editError?: FormError;
-    upload?: UploadValues;
-    uploadError?: FormError;
-  } = {},
-  status: 200 | 400 | 403 | 413 | 503 | 507 = 200,
+  { project, status = 200, ...form }: ProjectPageOptions,
 ): Promise<Response> {
   const { kv } = deps;
   // A form sent back shows the first page: the query belongs to the page the form was on.

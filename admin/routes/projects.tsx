@@ -96,7 +96,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
 
   admin.get("/projects/:slug", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
-    return await renderProjectPage(c, deps, project);
+    return await renderProjectPage(c, deps, { project });
   });
 
   admin.post("/projects/:slug", async (c) => {
@@ -121,10 +121,12 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
       });
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
-      return await renderProjectPage(c, deps, project, {
+      return await renderProjectPage(c, deps, {
+        project,
         edit,
         editError: formErrorOf(error),
-      }, 400);
+        status: 400,
+      });
     }
   });
 
