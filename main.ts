@@ -50,24 +50,30 @@ const openResponses = createOpenResponses();
 async function openStorage(): Promise<
   { kv: Deno.Kv; artifacts: Awaited<ReturnType<typeof openArtifactStore>> }
 > {
-  await dataDirStep(config, config.dataDir, "create", () => makePrivateDir(config.dataDir));
+  await dataDirStep(
+    config,
+    { path: config.dataDir, what: "create" },
+    () => makePrivateDir(config.dataDir),
+  );
   // A fresh checkout's ./data (mode 755, only the keep file): made private instead of a warning.
   if (
-    await dataDirStep(config, config.dataDir, "chmod", () => makeFreshDirPrivate(config.dataDir))
+    await dataDirStep(
+      config,
+      { path: config.dataDir, what: "chmod" },
+      () => makeFreshDirPrivate(config.dataDir),
+    )
   ) {
     logger.event("info", `made the new data directory ${config.dataDir} private (mode 700)`);
   }
   const warning = await dataDirStep(
     config,
-    config.dataDir,
-    "read",
+    { path: config.dataDir, what: "read" },
     () => openToOthersWarning(config.dataDir),
   );
   if (warning !== null) logger.event("warn", warning);
   const artifacts = await dataDirStep(
     config,
-    config.artifactsDir,
-    "create",
+    { path: config.artifactsDir, what: "create" },
     () => openArtifactStore(config, (up) => metrics.recordStorageState(up)),
   ).catch((error) => {
     if (error instanceof StorageUnavailableError) exitWith(`APP_STORAGE=s3: ${error.message}`);
@@ -76,12 +82,15 @@ async function openStorage(): Promise<
   if (!isRemoteKv(config.kvPath)) {
     await dataDirStep(
       config,
-      config.kvPath,
-      "create",
+      { path: config.kvPath, what: "create" },
       () => makePrivateDir(dirname(config.kvPath)),
     );
   }
-  const kv = await dataDirStep(config, config.kvPath, "open", () => openPrivateKv(config.kvPath));
+  const kv = await dataDirStep(
+    config,
+    { path: config.kvPath, what: "open" },
+    () => openPrivateKv(config.kvPath),
+  );
   return { kv, artifacts };
 }
 
@@ -89,8 +98,10 @@ async function openStorage(): Promise<
 function serve(
   setting: string,
   address: { hostname: string; port: number; reusePort?: boolean },
-  fetch: (request: Request, info: Deno.ServeHandlerInfo) => Response | Promise<Response>,
-  listening: (hostname: string, port: number) => void,
+  { fetch, listening }: {
+    fetch: (request: Request, info: Deno.ServeHandlerInfo) => Response | Promise<Response>;
+    listening: (hostname: string, port: number) => void;
+  },
 ): KeptServer {
   let port = address.port;
   return listenStep(setting, address, () =>
@@ -146,28 +157,28 @@ async function start() {
   });
 
   const servers: KeptServer[] = [];
-  servers.push(serve(
-    "APP_PORT",
-    { hostname: config.host, port: config.port, reusePort: config.reusePort },
-    app.fetch,
-    (hostname, port) => {
-      logger.event(
-        "info",
-        `${config.serviceName} listening on http://${hostname}:${port} (data in ${config.dataDir})`,
-        { metrics: metricsAddressLabel(config) },
-      );
-    },
-  ));
+  servers.push(
+    serve("APP_PORT", { hostname: config.host, port: config.port, reusePort: config.reusePort }, {
+      fetch: app.fetch,
+      listening: (hostname, port) => {
+        logger.event(
+          "info",
+          `${config.serviceName} listening on http://${hostname}:${port} (data in ${config.dataDir})`,
+          { metrics: metricsAddressLabel(config) },
+        );
+      },
+    }),
+  );
 
   if (config.metricsAddress !== undefined) {
-    servers.push(serve(
-      "APP_METRICS_ADDRESS",
-      config.metricsAddress,
-      createMetricsApp(config, metrics).fetch,
-      (hostname, port) => {
-        logger.event("info", `metrics listening on http://${hostname}:${port}/metrics`);
-      },
-    ));
+    servers.push(
+      serve("APP_METRICS_ADDRESS", config.metricsAddress, {
+        fetch: createMetricsApp(config, metrics).fetch,
+        listening: (hostname, port) => {
+          logger.event("info", `metrics listening on http://${hostname}:${port}/metrics`);
+        },
+      }),
+    );
   }
   return { kv, servers, stopFollowingWriters };
 }

@@ -42,13 +42,17 @@ export async function audit(
   }
 }
 
+/** Where a redirect goes, and the message the next page shows. */
+export interface FlashRedirect extends Flash {
+  location: string;
+}
+
 /** 303 See Other to `location`, with a message for the next page. */
 export function redirectWithFlash(
   c: AdminContext,
   deps: ServiceDeps,
-  location: string,
-  flash: Flash,
+  { location, kind, text }: FlashRedirect,
 ): Response {
-  setFlash(c, deps.config, flash);
+  setFlash(c, deps.config, { kind, text });
   return c.redirect(location, 303);
 }

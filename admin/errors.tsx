@@ -42,18 +42,17 @@ export function renderAdminError(c: Context, deps: ServiceDeps, error: unknown):
   } else {
     console.error("admin error:", error);
   }
-  return renderErrorPage(c, deps, status, message);
+  return renderErrorPage(c, deps, { status, message });
 }
 
 export function renderAdminNotFound(c: Context, deps: ServiceDeps): Promise<Response> {
-  return renderErrorPage(c, deps, 404, "There is no such page.");
+  return renderErrorPage(c, deps, { status: 404, message: "There is no such page." });
 }
 
 async function renderErrorPage(
   c: Context,
   deps: ServiceDeps,
-  status: ContentfulStatusCode,
-  message: string,
+  { status, message }: { status: ContentfulStatusCode; message: string },
 ): Promise<Response> {
   const session = c.get("session") as AdminSession | undefined;
   const page = (

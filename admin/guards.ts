@@ -74,7 +74,7 @@ export function requireSession(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
   const policy = sessionPolicy(deps);
   return async (c, next) => {
     const id = getSessionCookie(c);
-    const session = await getAdminSession(deps.kv, id, policy);
+    const session = await getAdminSession(deps.kv, id, { policy });
     if (session === null || id === undefined) {
       if (id !== undefined) clearSessionCookie(c, deps.config);
       return c.redirect("/admin/login", 303);

@@ -24,6 +24,13 @@ export interface ListQuery {
   page?: string;
 }
 
+/** How a list is searched, and where its page links point (`path`, then `anchor`, e.g. "#list"). */
+export interface ListOptions<T> {
+  searchable: (item: T) => ReadonlyArray<string | undefined>;
+  path: string;
+  anchor?: string;
+}
+
 /**
  * Filters `items` by `q` (every word must occur, case-insensitive, in one of
  * the texts `searchable` gives for an item) and cuts out the requested page.
@@ -32,9 +39,7 @@ export interface ListQuery {
 export function listPage<T>(
   items: readonly T[],
   query: ListQuery,
-  searchable: (item: T) => ReadonlyArray<string | undefined>,
-  path: string,
-  anchor = "",
+  { searchable, path, anchor = "" }: ListOptions<T>,
 ): ListPage<T> {
   const q = (query.q ?? "").trim().slice(0, SEARCH_MAX_LENGTH);
   const words = q.toLowerCase().split(/\s+/).filter(Boolean);

@@ -50,13 +50,11 @@ export function seedBasic(dataDir: string, artifactBytes: number): Promise<Basic
   return withStore(dataDir, async (kv) => {
     const { artifactsDir } = storagePaths(dataDir);
     const project = await createProject(kv, { name: "App", slug: "app" });
-    const release = await publishRelease(
-      kv,
-      createFsStore(artifactsDir),
-      { project_id: project.id, version: "1.0.0", filename: "app-1.0.0.bin" },
-      fillerStream(artifactBytes),
-      Number.MAX_SAFE_INTEGER,
-    );
+    const release = await publishRelease(kv, createFsStore(artifactsDir), {
+      release: { project_id: project.id, version: "1.0.0", filename: "app-1.0.0.bin" },
+      source: fillerStream(artifactBytes),
+      maxBytes: Number.MAX_SAFE_INTEGER,
+    });
     const { secret } = await createApiKey(kv, {
       name: "bench",
       can_download: true,
@@ -112,12 +110,13 @@ export function seedLarge(
   return withStore(dataDir, async (kv) => {
     const { artifactsDir } = storagePaths(dataDir);
     const project = await createProject(kv, { name: "App", slug: "app" });
-    const artifact = await saveArtifact(artifactsDir, fillerStream(4096), Number.MAX_SAFE_INTEGER);
+    const artifact = await saveArtifact(artifactsDir, fillerStream(4096), {
+      maxBytes: Number.MAX_SAFE_INTEGER,
+    });
     const start = Date.now() - releases * 60_000;
     const [created, apiKeys] = await Promise.all([
       createReleasesBulk(
         kv,
-        project.id,
         Array.from({ length: releases }, (_, i) => ({
           version: `1.${Math.floor(i / 100)}.${i % 100}`,
           build: String(i + 1),
@@ -126,6 +125,7 @@ export function seedLarge(
           created_at: new Date(start + i * 60_000).toISOString(),
           ...artifact,
         })),
+        { projectId: project.id },
       ),
       createApiKeysBulk(
         kv,

@@ -73,13 +73,11 @@ try {
   const fs = createFsStore(join(dataDir, "artifacts"));
   await Deno.mkdir(fs.dir, { recursive: true });
   const project = await createProject(kv, { name: "App", slug: "app" });
-  const release = await publishRelease(
-    kv,
-    fs,
-    { project_id: project.id, version: "1", filename: "app.bin" },
-    fillerStream(Math.max(downloadMiB, 1) * MiB),
-    Number.MAX_SAFE_INTEGER,
-  );
+  const release = await publishRelease(kv, fs, {
+    release: { project_id: project.id, version: "1", filename: "app.bin" },
+    source: fillerStream(Math.max(downloadMiB, 1) * MiB),
+    maxBytes: Number.MAX_SAFE_INTEGER,
+  });
   const bucket = await createS3Store(s3, 8 * 1024 * MiB);
   const file = await Deno.open(join(fs.dir, release.storage_key));
   await bucket.put(release.storage_key, file.readable);

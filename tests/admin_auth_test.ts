@@ -160,28 +160,30 @@ Deno.test("admin sessions", async (t) => {
   await t.step("idle and absolute limits end a session", async () => {
     const policy = { idleMs: 60_000, maxMs: 3_600_000 };
     const start = Date.now();
-    const { id } = await createAdminSession(
-      app.kv,
-      { username: ADMIN_USER, address: "x" },
+    const { id } = await createAdminSession(app.kv, { username: ADMIN_USER, address: "x" }, {
       policy,
-      start,
-    );
-    assert.ok(await getAdminSession(app.kv, id, policy, start + 30_000));
+      nowMs: start,
+    });
+    assert.ok(await getAdminSession(app.kv, id, { policy, nowMs: start + 30_000 }));
     // 60 s after the last request the session is gone.
-    assert.equal(await getAdminSession(app.kv, id, policy, start + 90_000), null);
+    assert.equal(await getAdminSession(app.kv, id, { policy, nowMs: start + 90_000 }), null);
 
-    const second = await createAdminSession(
-      app.kv,
-      { username: ADMIN_USER, address: "x" },
+    const second = await createAdminSession(app.kv, { username: ADMIN_USER, address: "x" }, {
       policy,
-      start,
-    );
+      nowMs: start,
+    });
     // Active every 50 s: the idle limit never hits, but the absolute one does.
     let at = start;
     for (; at < start + 3_500_000; at += 50_000) {
-      assert.ok(await getAdminSession(app.kv, second.id, policy, at), `alive at +${at - start}`);
+      assert.ok(
+        await getAdminSession(app.kv, second.id, { policy, nowMs: at }),
+        `alive at +${at - start}`,
+      );
     }
-    assert.equal(await getAdminSession(app.kv, second.id, policy, start + 3_600_000), null);
+    assert.equal(
+      await getAdminSession(app.kv, second.id, { policy, nowMs: start + 3_600_000 }),
+      null,
+    );
   });
 
   await t.step("a session touch is written at most once a minute", async () => {
@@ -190,12 +192,11 @@ Deno.test("admin sessions", async (t) => {
     const { id, session } = await createAdminSession(
       app.kv,
       { username: ADMIN_USER, address: "x" },
-      policy,
-      start,
+      { policy, nowMs: start },
     );
-    const seen = await getAdminSession(app.kv, id, policy, start + 30_000);
+    const seen = await getAdminSession(app.kv, id, { policy, nowMs: start + 30_000 });
     assert.equal(seen?.last_seen_at, session.last_seen_at);
-    const touched = await getAdminSession(app.kv, id, policy, start + 61_000);
+    const touched = await getAdminSession(app.kv, id, { policy, nowMs: start + 61_000 });
     assert.equal(touched?.last_seen_at, start + 61_000);
   });
 

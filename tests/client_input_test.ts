@@ -248,7 +248,7 @@ Deno.test("issue 9.6: bulk release commits stay within KV's commit size with ful
       checksum_sha256: "0".repeat(64),
       size_bytes: 1,
     }));
-    const created = await createReleasesBulk(app.kv, project.id, inputs);
+    const created = await createReleasesBulk(app.kv, inputs, { projectId: project.id });
     assert.equal(created.length, 30);
   } finally {
     await app.close();

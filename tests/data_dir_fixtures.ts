@@ -32,13 +32,11 @@ export async function openDataDir(dataDir: string): Promise<DataDirFixtures> {
     kv,
     project: (input) => createProject(kv, input),
     release: (projectId, version, bytes, extra = {}) =>
-      publishRelease(
-        kv,
-        artifacts,
-        { project_id: projectId, version, filename: `app-${version}.bin`, ...extra },
-        ReadableStream.from([bytes]),
-        Number.MAX_SAFE_INTEGER,
-      ),
+      publishRelease(kv, artifacts, {
+        release: { project_id: projectId, version, filename: `app-${version}.bin`, ...extra },
+        source: ReadableStream.from([bytes]),
+        maxBytes: Number.MAX_SAFE_INTEGER,
+      }),
     key: (input) =>
       createApiKey(kv, { name: "key", can_download: true, scope_mode: "all_projects", ...input }),
     close: () => kv.close(),

@@ -93,7 +93,7 @@ Deno.test("fileSliceStream: exactly N bytes from an offset, in large chunks, the
     const path = join(dir, "f");
     await Deno.writeFile(path, bytes);
     const start = 1000, length = CHUNK_SIZE * 2 + 500;
-    const stream = await fileSliceStream(await Deno.open(path), start, length);
+    const stream = await fileSliceStream(await Deno.open(path), { start, length });
     const chunks: Uint8Array[] = [];
     for await (const chunk of stream) chunks.push(chunk);
     assert.deepEqual(chunks.map((c) => c.byteLength), [CHUNK_SIZE, CHUNK_SIZE, 500]);
@@ -103,7 +103,10 @@ Deno.test("fileSliceStream: exactly N bytes from an offset, in large chunks, the
     );
 
     // A file shorter than promised fails the stream instead of ending it early.
-    const short = await fileSliceStream(await Deno.open(path), bytes.length - 10, 20);
+    const short = await fileSliceStream(await Deno.open(path), {
+      start: bytes.length - 10,
+      length: 20,
+    });
     await assert.rejects(new Response(short).arrayBuffer(), /ended 10 bytes early/);
   } finally {
     await Deno.remove(dir, { recursive: true });

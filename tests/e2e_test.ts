@@ -34,27 +34,23 @@ Deno.test("e2e: deno task start serves the client flow of spec section 1", async
     const project = await createProject(kv, { name: "Desktop", slug: "desktop" });
     const artifacts = createFsStore(join(dataDir, "artifacts"));
     const oldBytes = new TextEncoder().encode("old build");
-    await publishRelease(
-      kv,
-      artifacts,
-      { project_id: project.id, version: "1.0.0", filename: "desktop-1.0.0.zip" },
-      ReadableStream.from([oldBytes]),
-      1024,
-    );
+    await publishRelease(kv, artifacts, {
+      release: { project_id: project.id, version: "1.0.0", filename: "desktop-1.0.0.zip" },
+      source: ReadableStream.from([oldBytes]),
+      maxBytes: 1024,
+    });
     const newBytes = new TextEncoder().encode("new build ".repeat(1000));
-    const release = await publishRelease(
-      kv,
-      artifacts,
-      {
+    const release = await publishRelease(kv, artifacts, {
+      release: {
         project_id: project.id,
         version: "1.1.0",
         build: "77",
         filename: "desktop-1.1.0.zip",
         content_type: "application/zip",
       },
-      ReadableStream.from([newBytes.subarray(0, 4000), newBytes.subarray(4000)]),
-      1024 * 1024,
-    );
+      source: ReadableStream.from([newBytes.subarray(0, 4000), newBytes.subarray(4000)]),
+      maxBytes: 1024 * 1024,
+    });
     const { secret } = await createApiKey(kv, {
       name: "desktop client",
       can_download: true,

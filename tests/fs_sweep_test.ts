@@ -43,9 +43,13 @@ Deno.test("fs sweep: unreferenced files go; held, referenced and young ones stay
     await t.step(
       "an orphan goes; a committed file and one still being committed stay",
       async () => {
-        const kept = await publishRelease(kv, store, { ...input, version: "1" }, bytes(), 1 << 20);
+        const kept = await publishRelease(kv, store, {
+          release: { ...input, version: "1" },
+          source: bytes(),
+          maxBytes: 1 << 20,
+        });
         // What a crash between the rename and the commit leaves: a complete file, no lock, no release.
-        const orphan = await saveArtifact(dir, bytes(), 1 << 20);
+        const orphan = await saveArtifact(dir, bytes(), { maxBytes: 1 << 20 });
         // An upload whose release is not committed yet (its writer still holds the file).
         const pending = await store.save(bytes(), 1 << 20);
 
@@ -75,7 +79,10 @@ Deno.test("fs sweep: unreferenced files go; held, referenced and young ones stay
             `import { saveArtifactLocked } from "${artifactsModule}";
            setInterval(() => {}, 1000);
            const { artifact } = await saveArtifactLocked(
-             ${JSON.stringify(dir)}, ReadableStream.from([new Uint8Array(5000)]), 1 << 20);
+             ${JSON.stringify(dir)},
+             ReadableStream.from([new Uint8Array(5000)]),
+             { maxBytes: 1 << 20 },
+           );
            console.log(artifact.storage_key);`,
           ],
           stdin: "null",

@@ -129,13 +129,16 @@ export function seedRelease(
     created_at?: string;
   } = {},
 ): Promise<Release> {
-  return publishRelease(
-    t.kv,
-    t.artifacts,
-    { project_id: projectId, version, filename: extra.filename ?? `app-${version}.bin`, ...extra },
-    ReadableStream.from([bytes]),
-    t.config.maxUploadBytes,
-  );
+  return publishRelease(t.kv, t.artifacts, {
+    release: {
+      project_id: projectId,
+      version,
+      filename: extra.filename ?? `app-${version}.bin`,
+      ...extra,
+    },
+    source: ReadableStream.from([bytes]),
+    maxBytes: t.config.maxUploadBytes,
+  });
 }
 
 export async function seedKey(t: TestApp, input: Partial<ApiKeyInput> = {}) {

@@ -61,11 +61,14 @@ export function longParameterLists(source: string): string[] {
     let count = 0;
     let nested = 0;
     let sawParam = false;
+    let previous = "";
     for (const ch of params.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "")) {
       if ("([{<".includes(ch)) nested++;
-      else if (")]}>".includes(ch)) nested--;
+      // The `>` of an arrow (`(x: T) => U`) closes nothing.
+      else if (")]}>".includes(ch) && !(ch === ">" && previous === "=")) nested--;
       else if (ch === "," && nested === 0) count++;
       if (!/\s/.test(ch)) sawParam = true;
+      previous = ch;
     }
     const trailing = /,\s*$/.test(params.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, ""));
     const parameters = sawParam ? count + 1 - (trailing ? 1 : 0) : 0;
@@ -115,8 +118,9 @@ Deno.test("the house-rule checks find what they look for", () => {
     longParameterLists(
       "function a(x: number, y: Map<string, number>, z = () => 1) {}\n" +
         "export async function b(\n  c: Context,\n  d: { e: string; f: number },\n  g: string,\n  h = 2,\n): Promise<void> {}\n" +
-        "function k(opts: { a: number; b: number; c: number; d: number }) {}\n",
+        "function k(opts: { a: number; b: number; c: number; d: number }) {}\n" +
+        'function m<T>(a: T[], f: (x: T) => string, g: string, h = "") {}\n',
     ),
-    ["b (4)"],
+    ["b (4)", "m (4)"],
   );
 });

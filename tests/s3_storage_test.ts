@@ -229,13 +229,11 @@ Deno.test({
         const kv = await Deno.openKv(":memory:");
         try {
           const project = await createProject(kv, { name: "App", slug: "app" });
-          const kept = await publishRelease(
-            kv,
-            store,
-            { project_id: project.id, version: "1", filename: "a.bin" },
-            source(randomBytes(1000)),
-            MiB,
-          );
+          const kept = await publishRelease(kv, store, {
+            release: { project_id: project.id, version: "1", filename: "a.bin" },
+            source: source(randomBytes(1000)),
+            maxBytes: MiB,
+          });
           const orphan = await store.save(source(randomBytes(1000)), MiB);
           // An upload cut by a crash: one part sent, never completed nor aborted.
           const client = s3Client(bucket);
@@ -277,13 +275,11 @@ Deno.test({
           const project = await createProject(kv, { name: "App", slug: "app" });
           const bytes = [randomBytes(9 * MiB), randomBytes(1234)];
           for (const [i, b] of bytes.entries()) {
-            await publishRelease(
-              kv,
-              store,
-              { project_id: project.id, version: `${i}`, filename: "a.bin" },
-              source(b),
-              64 * MiB,
-            );
+            await publishRelease(kv, store, {
+              release: { project_id: project.id, version: `${i}`, filename: "a.bin" },
+              source: source(b),
+              maxBytes: 64 * MiB,
+            });
           }
           kv.close();
           const env = (s3: S3Config, dataDir: string) => ({
@@ -470,12 +466,14 @@ Deno.test({
         assert.equal(await downloadCount(app.kv, multipart.id), 3);
         // Streamed by the service (stream mode), a resume with the store's ETag is a 206 too.
         const streamed = await serveArtifact(
-          artifacts,
           multipart,
           new Request("http://x/", {
             headers: { range: `bytes=${half.length}-`, "if-range": storeEtag },
           }),
-          { mode: "stream", urlTtlSeconds: 60, xAccelPrefix: "/_uds_artifacts/" },
+          {
+            store: artifacts,
+            delivery: { mode: "stream", urlTtlSeconds: 60, xAccelPrefix: "/_uds_artifacts/" },
+          },
         );
         assert.equal(streamed.response.status, 206);
         assert.equal(streamed.countsAsDownload, true);

@@ -29,13 +29,11 @@ async function seed(): Promise<Seeded> {
     const block = crypto.getRandomValues(new Uint8Array(64 * 1024));
     const chunks = Array.from({ length: SIZE / block.byteLength }, () => block);
     const project = await createProject(kv, { name: "Desktop", slug: "desktop" });
-    const release = await publishRelease(
-      kv,
-      createFsStore(join(dataDir, "artifacts")),
-      { project_id: project.id, version: "1.0.0", filename: "app.bin" },
-      ReadableStream.from(chunks),
-      SIZE,
-    );
+    const release = await publishRelease(kv, createFsStore(join(dataDir, "artifacts")), {
+      release: { project_id: project.id, version: "1.0.0", filename: "app.bin" },
+      source: ReadableStream.from(chunks),
+      maxBytes: SIZE,
+    });
     const { secret } = await createApiKey(kv, {
       name: "shutdown test",
       can_download: true,

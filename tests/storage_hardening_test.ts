@@ -41,13 +41,11 @@ Deno.test("issue 9.4: KV files, artifacts and backups are 0600 in 0700 directori
     const kv = await openPrivateKv(kvPath);
     try {
       const project = await createProject(kv, { name: "App", slug: "app" });
-      await publishRelease(
-        kv,
-        createFsStore(join(dataDir, "artifacts")),
-        { project_id: project.id, version: "1.0.0", filename: "a.bin" },
-        ReadableStream.from([new Uint8Array(1000)]),
-        1 << 20,
-      );
+      await publishRelease(kv, createFsStore(join(dataDir, "artifacts")), {
+        release: { project_id: project.id, version: "1.0.0", filename: "a.bin" },
+        source: ReadableStream.from([new Uint8Array(1000)]),
+        maxBytes: 1 << 20,
+      });
       await createBackup({ kvPath, artifactsDir: join(dataDir, "artifacts") }, join(root, "bk"));
       // A second KV handle (the backup's) must not widen the files either.
       await kv.set(["x"], 1);
@@ -122,7 +120,7 @@ Deno.test("issue 9.5: upload parts of a killed writer are swept, live parts are 
            start(c) { c.enqueue(new Uint8Array(2 * 1024 * 1024)); },
            pull() { return new Promise(() => {}); },
          });
-         await saveArtifact(${JSON.stringify(dir)}, stream, 1 << 30);`,
+         await saveArtifact(${JSON.stringify(dir)}, stream, { maxBytes: 1 << 30 });`,
       ],
       stdin: "null",
       stdout: "null",
@@ -140,7 +138,7 @@ Deno.test("issue 9.5: upload parts of a killed writer are swept, live parts are 
 
     // A live upload in this process.
     const release = Promise.withResolvers<void>();
-    const live = saveArtifact(dir, stalledUpload(release.promise), 1 << 30);
+    const live = saveArtifact(dir, stalledUpload(release.promise), { maxBytes: 1 << 30 });
     let parts: string[] = [];
     for (let i = 0; i < 100 && parts.length < 2; i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));

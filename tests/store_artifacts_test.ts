@@ -43,7 +43,7 @@ function failingStream(first: string): ReadableStream<Uint8Array> {
 
 Deno.test("saveArtifact stores the bytes with their SHA-256 and size", () =>
   withDir(async (dir) => {
-    const stored = await saveArtifact(dir, chunks("hello ", "wor", "ld"), 100);
+    const stored = await saveArtifact(dir, chunks("hello ", "wor", "ld"), { maxBytes: 100 });
     assert.equal(stored.size_bytes, 11);
     assert.equal(stored.checksum_sha256, sha256("hello world"));
     assert.match(stored.storage_key, /^[0-9a-f-]{36}$/);
@@ -59,7 +59,7 @@ Deno.test("saveArtifact handles a large upload in many chunks", () =>
     const stored = await saveArtifact(
       dir,
       ReadableStream.from(Array.from({ length: 64 }, () => chunk)),
-      64 * chunk.byteLength,
+      { maxBytes: 64 * chunk.byteLength },
     );
     assert.equal(stored.size_bytes, 4 * 1024 * 1024);
     assert.equal(stored.checksum_sha256, hash.digest("hex"));
@@ -122,7 +122,7 @@ Deno.test("saveArtifact: odd chunk sizes across block edges, from a buffer the c
     const total = 6 * MiB + 3;
     const sizes = [1, MiB - 1, MiB + 1, 3, 2 * MiB, 65536, 7];
     const { stream, sha256 } = reusedBuffer(total, sizes);
-    const stored = await saveArtifact(dir, stream, total);
+    const stored = await saveArtifact(dir, stream, { maxBytes: total });
     const expected = sha256();
     assert.equal(stored.size_bytes, total);
     assert.equal(stored.checksum_sha256, expected);
@@ -134,7 +134,7 @@ Deno.test("saveArtifact: past the early-sync mark (64 MiB) stored intact, or not
   withDir(async (dir) => {
     const total = 65 * MiB + 1;
     const ok = reusedBuffer(total, [256 * 1024]);
-    const stored = await saveArtifact(dir, ok.stream, total);
+    const stored = await saveArtifact(dir, ok.stream, { maxBytes: total });
     const expected = ok.sha256();
     assert.equal(stored.checksum_sha256, expected);
     assert.equal(await fileSha256(join(dir, stored.storage_key)), expected);
@@ -145,16 +145,22 @@ Deno.test("saveArtifact: past the early-sync mark (64 MiB) stored intact, or not
       at: 64 * MiB + 512 * 1024,
       error: new Error("connection reset"),
     });
-    await assert.rejects(saveArtifact(dir, failing.stream, total), /connection reset/);
+    await assert.rejects(
+      saveArtifact(dir, failing.stream, { maxBytes: total }),
+      /connection reset/,
+    );
     const tooLarge = reusedBuffer(total, [256 * 1024]);
-    await assert.rejects(saveArtifact(dir, tooLarge.stream, 64 * MiB + 1), UploadTooLargeError);
+    await assert.rejects(
+      saveArtifact(dir, tooLarge.stream, { maxBytes: 64 * MiB + 1 }),
+      UploadTooLargeError,
+    );
     assert.deepEqual(await openFilesIn(dir), [], "both handles of every upload are closed");
     assert.deepEqual(await listDir(dir), []);
   }));
 
 Deno.test("APP_MAX_UPLOAD_BYTES: exactly the limit is accepted", () =>
   withDir(async (dir) => {
-    const stored = await saveArtifact(dir, chunks("12345", "67890"), 10);
+    const stored = await saveArtifact(dir, chunks("12345", "67890"), { maxBytes: 10 });
     assert.equal(stored.size_bytes, 10);
   }));
 
@@ -167,28 +173,34 @@ Deno.test("APP_MAX_UPLOAD_BYTES: one byte over is refused while streaming, no fi
         controller.enqueue(new Uint8Array(4));
       },
     });
-    await assert.rejects(saveArtifact(dir, endless, 10), UploadTooLargeError);
+    await assert.rejects(saveArtifact(dir, endless, { maxBytes: 10 }), UploadTooLargeError);
     assert.ok(pulled <= 4, "stops reading at the limit");
-    await assert.rejects(saveArtifact(dir, chunks("12345", "678901"), 10), UploadTooLargeError);
+    await assert.rejects(
+      saveArtifact(dir, chunks("12345", "678901"), { maxBytes: 10 }),
+      UploadTooLargeError,
+    );
     assert.deepEqual(await listDir(dir), []);
   }));
 
 Deno.test("an empty upload is refused, no file left", () =>
   withDir(async (dir) => {
-    await assert.rejects(saveArtifact(dir, chunks(), 10), EmptyUploadError);
-    await assert.rejects(saveArtifact(dir, chunks("", ""), 10), EmptyUploadError);
+    await assert.rejects(saveArtifact(dir, chunks(), { maxBytes: 10 }), EmptyUploadError);
+    await assert.rejects(saveArtifact(dir, chunks("", ""), { maxBytes: 10 }), EmptyUploadError);
     assert.deepEqual(await listDir(dir), []);
   }));
 
 Deno.test("a stream that fails mid-way leaves no file", () =>
   withDir(async (dir) => {
-    await assert.rejects(saveArtifact(dir, failingStream("partial"), 100), /connection reset/);
+    await assert.rejects(
+      saveArtifact(dir, failingStream("partial"), { maxBytes: 100 }),
+      /connection reset/,
+    );
     assert.deepEqual(await listDir(dir), []);
   }));
 
 Deno.test("openArtifact streams a stored file; missing or malformed keys give null", () =>
   withDir(async (dir) => {
-    const stored = await saveArtifact(dir, chunks("abc"), 100);
+    const stored = await saveArtifact(dir, chunks("abc"), { maxBytes: 100 });
     const opened = await openArtifact(dir, stored.storage_key);
     assert.ok(opened);
     assert.equal(opened.size, 3);
@@ -204,13 +216,11 @@ Deno.test("publishRelease: stored bytes and the release record agree", () =>
   withDir((dir) =>
     withKv(async (kv) => {
       const project = await createProject(kv, { name: "App", slug: "app" });
-      const release = await publishRelease(
-        kv,
-        createFsStore(dir),
-        { project_id: project.id, version: "1.0", filename: "a.zip" },
-        chunks("zip bytes"),
-        100,
-      );
+      const release = await publishRelease(kv, createFsStore(dir), {
+        release: { project_id: project.id, version: "1.0", filename: "a.zip" },
+        source: chunks("zip bytes"),
+        maxBytes: 100,
+      });
       assert.equal(release.size_bytes, 9);
       assert.equal(release.checksum_sha256, sha256("zip bytes"));
       assert.deepEqual(await listDir(dir), [release.storage_key]);
@@ -224,15 +234,23 @@ Deno.test("publishRelease: a failed upload leaves no release and no file", () =>
       const before = await dumpKv(kv);
       const fields = { project_id: project.id, version: "1.0", filename: "a.zip" };
       await assert.rejects(
-        publishRelease(kv, createFsStore(dir), fields, chunks("x".repeat(11)), 10),
+        publishRelease(kv, createFsStore(dir), {
+          release: fields,
+          source: chunks("x".repeat(11)),
+          maxBytes: 10,
+        }),
         UploadTooLargeError,
       );
       await assert.rejects(
-        publishRelease(kv, createFsStore(dir), fields, chunks(), 10),
+        publishRelease(kv, createFsStore(dir), { release: fields, source: chunks(), maxBytes: 10 }),
         EmptyUploadError,
       );
       await assert.rejects(
-        publishRelease(kv, createFsStore(dir), fields, failingStream("x"), 10),
+        publishRelease(kv, createFsStore(dir), {
+          release: fields,
+          source: failingStream("x"),
+          maxBytes: 10,
+        }),
         /reset/,
       );
       assert.deepEqual(await dumpKv(kv), before);
@@ -247,13 +265,11 @@ Deno.test("publishRelease: a KV commit failure after the file was written remove
       const before = await dumpKv(kv);
       const broken = faultyKv(kv, { failCommit: true });
       await assert.rejects(
-        publishRelease(
-          broken,
-          createFsStore(dir),
-          { project_id: project.id, version: "1.0", filename: "a.zip" },
-          chunks("bytes"),
-          100,
-        ),
+        publishRelease(broken, createFsStore(dir), {
+          release: { project_id: project.id, version: "1.0", filename: "a.zip" },
+          source: chunks("bytes"),
+          maxBytes: 100,
+        }),
         /kv commit failed/,
       );
       assert.deepEqual(await listDir(dir), [], "no file in artifacts/");
@@ -266,13 +282,11 @@ Deno.test("publishRelease: a release refused by the store removes the file", () 
   withDir((dir) =>
     withKv(async (kv) => {
       await assert.rejects(
-        publishRelease(
-          kv,
-          createFsStore(dir),
-          { project_id: 5, version: "1", filename: "a" },
-          chunks("b"),
-          9,
-        ),
+        publishRelease(kv, createFsStore(dir), {
+          release: { project_id: 5, version: "1", filename: "a" },
+          source: chunks("b"),
+          maxBytes: 9,
+        }),
         ValidationError,
       );
       assert.deepEqual(await listDir(dir), []);

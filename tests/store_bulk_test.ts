@@ -88,17 +88,17 @@ Deno.test("bulk releases: indexed under the project, latest pointer moved like c
       created_at: new Date(Date.UTC(2020, 0, 1, 0, 0, i)).toISOString(),
       ...artifact,
     }));
-    const created = await createReleasesBulk(kv, project.id, inputs, { batchSize: 7 });
+    const created = await createReleasesBulk(kv, inputs, { projectId: project.id, batchSize: 7 });
     assert.equal(created.length, 30);
     assert.equal(created[0].id, single.id + 1);
     assert.equal(created[0].filename, "app-0.bin");
     assert.equal((await getLatestRelease(kv, project.id))?.id, single.id, "the newer single one");
     assert.equal((await listReleasesByProject(kv, project.id)).length, 31);
 
-    const newer = await createReleasesBulk(kv, project.id, [
+    const newer = await createReleasesBulk(kv, [
       { version: "2.0", filename: "b.bin", created_at: "2031-01-01T00:00:00Z", ...artifact },
       { version: "1.9", filename: "c.bin", created_at: "2030-06-01T00:00:00Z", ...artifact },
-    ]);
+    ], { projectId: project.id });
     assert.deepEqual(await getLatestRelease(kv, project.id), newer[0]);
-    await assert.rejects(createReleasesBulk(kv, 999, [inputs[0]]), ValidationError);
+    await assert.rejects(createReleasesBulk(kv, [inputs[0]], { projectId: 999 }), ValidationError);
   }));

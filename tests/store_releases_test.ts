@@ -266,20 +266,20 @@ Deno.test("per-day download counters: per project, per release and in all; top k
     await count(b.id, 8, 10 - 40 + 28); // 2026-02-26 ... still inside 30 days
     await count(a.id, 7, 10 - 100); // 100 days ago: outside 90 days
 
-    const week = await getDailyDownloads(kv, ["project", projectId], 7, today);
+    const week = await getDailyDownloads(kv, ["project", projectId], { days: 7, until: today });
     assert.equal(week.length, 7);
     assert.deepEqual(week.at(-1), { day: "2026-03-10", downloads: 2 });
     assert.deepEqual(week.at(-2), { day: "2026-03-09", downloads: 1 });
     assert.equal(week.reduce((sum, d) => sum + d.downloads, 0), 3);
     assert.equal(week[0].day, "2026-03-04");
 
-    const all90 = await getDailyDownloads(kv, ["all"], 90, today);
+    const all90 = await getDailyDownloads(kv, ["all"], { days: 90, until: today });
     assert.equal(all90.length, 90);
     assert.equal(all90.reduce((sum, d) => sum + d.downloads, 0), 5);
-    const releaseA = await getDailyDownloads(kv, ["release", a.id], 30, today);
+    const releaseA = await getDailyDownloads(kv, ["release", a.id], { days: 30, until: today });
     assert.equal(releaseA.reduce((sum, d) => sum + d.downloads, 0), 3);
 
-    const recent = await getRecentDownloadCounts(kv, [a.id, b.id], 30, today);
+    const recent = await getRecentDownloadCounts(kv, [a.id, b.id], { days: 30, until: today });
     assert.equal(recent.get(a.id), 3);
     assert.equal(recent.get(b.id), 2);
     // Totals count every download, whatever the day.
@@ -306,6 +306,6 @@ Deno.test("one download is one atomic commit: the counters move together", async
   await countDownload(kv, { releaseId: 1, projectId: 2, keyId: 3 });
   assert.equal(commits, 1);
   assert.equal((await getDownloadCounts(kv, [1])).get(1), 1);
-  assert.equal((await getDailyDownloads(kv, ["project", 2], 1))[0].downloads, 1);
+  assert.equal((await getDailyDownloads(kv, ["project", 2], { days: 1 }))[0].downloads, 1);
   assert.deepEqual(await getTopKeysByDownloads(kv, 5), [{ keyId: 3, downloads: 1 }]);
 });

@@ -20,7 +20,11 @@ await runTool("migrate-artifacts", async (direction) => {
   await requireDatabase(s3Config.kvPath);
   const kv = await Deno.openKv(s3Config.kvPath);
   try {
-    const result = await migrateArtifacts(kv, from, to, (line) => console.log(line));
+    const result = await migrateArtifacts(kv, {
+      from,
+      to,
+      progress: (line) => console.log(line),
+    });
     return `${direction}: ${result.copied} artifacts copied (${result.copiedBytes} bytes), ` +
       `${result.present} already there, every one SHA-256 verified; ` +
       `now set APP_STORAGE=${direction === "fs-to-s3" ? "s3" : "fs"} and restart`;

@@ -36,13 +36,11 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
   ) {
     const [keys, projects] = await Promise.all([listApiKeys(kv), listProjects(kv)]);
     const newestFirst = [...keys].reverse();
-    const list = listPage(
-      newestFirst,
-      error ? {} : c.req.query(),
-      (key) => [key.name, String(key.id)],
-      "/admin/api-keys",
-      "#key-list",
-    );
+    const list = listPage(newestFirst, error ? {} : c.req.query(), {
+      searchable: (key) => [key.name, String(key.id)],
+      path: "/admin/api-keys",
+      anchor: "#key-list",
+    });
     const knownTags = [...new Set(projects.flatMap((project) => project.tags))].sort();
     const nowMs = Date.now();
     const rows: ApiKeyRow[] = list.rows.map((key) => ({
@@ -113,7 +111,8 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
         target: `api key ${apiKey.id}`,
         details: `name "${apiKey.name}"`,
       });
-      return redirectWithFlash(c, deps, "/admin/api-keys", {
+      return redirectWithFlash(c, deps, {
+        location: "/admin/api-keys",
         kind: "success",
         text: `API key "${apiKey.name}" was ${active ? "enabled" : "disabled"}.`,
       });

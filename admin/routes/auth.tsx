@@ -68,7 +68,9 @@ export function addLoginRoutes(
   }
 
   admin.get("/login", async (c) => {
-    if (await getAdminSession(kv, getSessionCookie(c), policy)) return c.redirect("/admin", 303);
+    if (await getAdminSession(kv, getSessionCookie(c), { policy })) {
+      return c.redirect("/admin", 303);
+    }
     return c.html(<LoginPage ctx={pageContext(c, deps)} csrfToken={loginToken(c)} />);
   });
 
@@ -135,7 +137,7 @@ export function addLoginRoutes(
 
     const previous = getSessionCookie(c);
     if (previous !== undefined) await deleteAdminSession(kv, previous);
-    const { id } = await createAdminSession(kv, { username: user.username, address }, policy);
+    const { id } = await createAdminSession(kv, { username: user.username, address }, { policy });
     setSessionCookie(c, config, id);
     clearLoginCsrfCookie(c, config);
     await audit(c, deps, {
@@ -160,7 +162,8 @@ export function addAccountRoutes(
     await deleteAdminSession(kv, c.get("sessionId"), session.username);
     clearSessionCookie(c, config);
     await audit(c, deps, { action: "auth.sign_out", target: accountTarget(session.username) });
-    return redirectWithFlash(c, deps, "/admin/login", {
+    return redirectWithFlash(c, deps, {
+      location: "/admin/login",
       kind: "success",
       text: "You are signed out.",
     });
@@ -215,7 +218,8 @@ export function addAccountRoutes(
       target: accountTarget(username),
       details: `${ended} other sessions ended`,
     });
-    return redirectWithFlash(c, deps, "/admin", {
+    return redirectWithFlash(c, deps, {
+      location: "/admin",
       kind: "success",
       text: "Your password was changed. Your other sessions were signed out.",
     });

@@ -29,7 +29,7 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
       countReleases(kv),
       listApiKeys(kv),
       listRecentReleases(kv, 10),
-      getDailyDownloads(kv, ["all"], days),
+      getDailyDownloads(kv, ["all"], { days }),
       getTopKeysByDownloads(kv, TOP_KEYS),
     ]);
     const keysById = new Map(keys.map((key) => [key.id, key]));

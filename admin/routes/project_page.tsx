@@ -25,17 +25,20 @@ export async function loadProject(deps: ServiceDeps, slug: string): Promise<Proj
   return project;
 }
 
+/** The project a page shows, the forms sent back with their errors, and its status. */
+export interface ProjectPageOptions {
+  project: Project;
+  edit?: ProjectEditValues;
+  editError?: FormError;
+  upload?: UploadValues;
+  uploadError?: FormError;
+  status?: 200 | 400 | 403 | 413 | 503 | 507;
+}
+
 export async function renderProjectPage(
   c: AdminContext,
   deps: ServiceDeps,
-  project: Project,
-  form: {
-    edit?: ProjectEditValues;
-    editError?: FormError;
-    upload?: UploadValues;
-    uploadError?: FormError;
-  } = {},
-  status: 200 | 400 | 403 | 413 | 503 | 507 = 200,
+  { project, status = 200, ...form }: ProjectPageOptions,
 ): Promise<Response> {
   const { kv } = deps;
   // A form sent back shows the first page: the query belongs to the page the form was on.
@@ -44,19 +47,17 @@ export async function renderProjectPage(
   const [all, latest, series] = await Promise.all([
     listReleasesByProject(kv, project.id),
     getLatestRelease(kv, project.id),
-    getDailyDownloads(kv, ["project", project.id], days),
+    getDailyDownloads(kv, ["project", project.id], { days }),
   ]);
-  const releases = listPage(
-    all,
-    query,
-    (release) => [release.version, release.build, release.filename],
-    `/admin/projects/${project.slug}`,
-    "#releases",
-  );
+  const releases = listPage(all, query, {
+    searchable: (release) => [release.version, release.build, release.filename],
+    path: `/admin/projects/${project.slug}`,
+    anchor: "#releases",
+  });
   const ids = releases.rows.map((release) => release.id);
   const [totals, recent] = await Promise.all([
     getDownloadCounts(kv, ids),
-    getRecentDownloadCountsByWindow(kv, ids, [30, 90]),
+    getRecentDownloadCountsByWindow(kv, ids, { windows: [30, 90] }),
   ]);
   const downloads = new Map(ids.map((id) => {
     const [last30, last90] = recent.get(id)!;

@@ -36,13 +36,11 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
       a.state === b.state ? a.name.localeCompare(b.name) : a.state === "active" ? -1 : 1
     );
     const query = form.error ? {} : c.req.query();
-    const list = listPage(
-      projects,
-      query,
-      (project) => [project.name, project.slug, ...project.tags],
-      "/admin/projects",
-      "#project-list",
-    );
+    const list = listPage(projects, query, {
+      searchable: (project) => [project.name, project.slug, ...project.tags],
+      path: "/admin/projects",
+      anchor: "#project-list",
+    });
     const rows: ProjectRow[] = await Promise.all(list.rows.map(async (project) => ({
       project,
       latestVersion: (await getLatestRelease(kv, project.id))?.version ?? null,
@@ -85,7 +83,8 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
         target: `project ${project.slug}`,
         details: projectDetails(project),
       });
-      return redirectWithFlash(c, deps, `/admin/projects/${project.slug}`, {
+      return redirectWithFlash(c, deps, {
+        location: `/admin/projects/${project.slug}`,
         kind: "success",
         text: `Project "${project.name}" was created.`,
       });
@@ -97,7 +96,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
 
   admin.get("/projects/:slug", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
-    return await renderProjectPage(c, deps, project);
+    return await renderProjectPage(c, deps, { project });
   });
 
   admin.post("/projects/:slug", async (c) => {
@@ -115,16 +114,19 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
         target: `project ${updated.slug}`,
         details: projectDetails(updated),
       });
-      return redirectWithFlash(c, deps, `/admin/projects/${updated.slug}`, {
+      return redirectWithFlash(c, deps, {
+        location: `/admin/projects/${updated.slug}`,
         kind: "success",
         text: "The project was saved.",
       });
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
-      return await renderProjectPage(c, deps, project, {
+      return await renderProjectPage(c, deps, {
+        project,
         edit,
         editError: formErrorOf(error),
-      }, 400);
+        status: 400,
+      });
     }
   });
 
@@ -133,7 +135,8 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
       const project = await loadProject(deps, c.req.param("slug"));
       await setProjectState(kv, project.id, state);
       await audit(c, deps, { action: `project.${action}`, target: `project ${project.slug}` });
-      return redirectWithFlash(c, deps, `/admin/projects/${project.slug}`, {
+      return redirectWithFlash(c, deps, {
+        location: `/admin/projects/${project.slug}`,
         kind: "success",
         text: state === "archived"
           ? `Project "${project.name}" was archived: the client API no longer shows it.`

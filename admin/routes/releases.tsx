@@ -22,17 +22,13 @@ export function addReleaseRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
         target: `release ${release.id}`,
         details: `project ${project?.slug ?? release.project_id}; version ${release.version}`,
       });
-      return redirectWithFlash(
-        c,
-        deps,
-        project ? `/admin/projects/${project.slug}` : "/admin/projects",
-        {
-          kind: "success",
-          text: state === "archived"
-            ? `Release ${release.version} was archived.`
-            : `Release ${release.version} is active again.`,
-        },
-      );
+      return redirectWithFlash(c, deps, {
+        location: project ? `/admin/projects/${project.slug}` : "/admin/projects",
+        kind: "success",
+        text: state === "archived"
+          ? `Release ${release.version} was archived.`
+          : `Release ${release.version} is active again.`,
+      });
     });
   }
 }

@@ -47,7 +47,7 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
     const values: UploadValues = { ...EMPTY_UPLOAD_FORM };
     const refuse = ({ status, error, reason }: UploadRefusal) => {
       deps.metrics.recordUploadFailure(reason);
-      return renderProjectPage(c, deps, project, { upload: values, uploadError: error }, status);
+      return renderProjectPage(c, deps, { project, upload: values, uploadError: error, status });
     };
 
     const parts = c.get("parts");
@@ -60,8 +60,11 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
 
     let release: Release;
     try {
-      const received = await receiveUpload(parts, deps.artifacts, config.maxUploadBytes, values);
-      release = await recordRelease(deps, project.id, values, received);
+      const received = await receiveUpload(parts, values, {
+        artifacts: deps.artifacts,
+        maxBytes: config.maxUploadBytes,
+      });
+      release = await recordRelease(deps, project.id, { values, received });
     } catch (error) {
       const refusal = uploadRefusal(error, config.maxUploadBytes);
       if (refusal !== null) return refuse(refusal);
@@ -76,7 +79,8 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
       details: `project ${project.slug}; version ${release.version}; ${release.filename}; ` +
         `${release.size_bytes} bytes; sha256 ${release.checksum_sha256}`,
     });
-    return redirectWithFlash(c, deps, `/admin/projects/${project.slug}`, {
+    return redirectWithFlash(c, deps, {
+      location: `/admin/projects/${project.slug}`,
       kind: "success",
       text: `Release ${release.version}${
         release.build ? ` (build ${release.build})` : ""
@@ -101,9 +105,8 @@ type ReceivedFile = {
  */
 async function receiveUpload(
   parts: AsyncIterable<MultipartPart>,
-  artifacts: ArtifactStore,
-  maxBytes: number,
   values: UploadValues,
+  { artifacts, maxBytes }: { artifacts: ArtifactStore; maxBytes: number },
 ): Promise<ReceivedFile> {
   let received: ReceivedFile = null;
   try {
@@ -132,8 +135,7 @@ async function receiveUpload(
 async function recordRelease(
   deps: ServiceDeps,
   projectId: number,
-  values: UploadValues,
-  received: ReceivedFile,
+  { values, received }: { values: UploadValues; received: ReceivedFile },
 ): Promise<Release> {
   try {
     const fields = validateReleaseFields(values);

@@ -65,7 +65,7 @@ export function InputField(
         type={type}
         value={value}
         {...attrs}
-        {...describedBy(id, name, hint, error)}
+        {...describedBy({ id, name, hint, error })}
         {...autofocusProps(error, name)}
       />
     </FieldBlock>
@@ -82,7 +82,7 @@ export function TextAreaField(
         id={id}
         name={name}
         {...attrs}
-        {...describedBy(id, name, hint, error)}
+        {...describedBy({ id, name, hint, error })}
         {...autofocusProps(error, name)}
       >
         {value}
@@ -113,7 +113,9 @@ function FieldBlock(
 }
 
 /** The hint describes the control, unless an error message replaces it. */
-function describedBy(id: string, name: string, hint: Child, error?: FormError | null) {
+function describedBy(
+  { id, name, hint, error }: Pick<FieldProps, "id" | "name" | "hint" | "error">,
+) {
   return {
     ...(hint ? { "aria-describedby": `${id}-hint` } : {}),
     ...invalidProps(error, name, id),

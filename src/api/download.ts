@@ -120,14 +120,19 @@ export interface ArtifactResponse {
  * that passed all of that is handed on instead (see {@link handOff}); HEAD is
  * always answered here.
  */
+/** Where an artifact comes from and how it is sent. */
+export interface ServeArtifactOptions {
+  store: ArtifactStore;
+  delivery: Delivery;
+}
+
 export async function serveArtifact(
-  store: ArtifactStore,
   release: Release,
   request: Request,
-  delivery: Delivery,
+  options: ServeArtifactOptions,
 ): Promise<ArtifactResponse> {
   try {
-    return await answerArtifact(store, release, request, delivery);
+    return await answerArtifact(release, request, options);
   } catch (error) {
     if (error instanceof StorageUnavailableError) {
       throw new ApiError(503, API_ERRORS.storageUnavailable, {
@@ -142,10 +147,9 @@ export async function serveArtifact(
 const STORAGE_RETRY_AFTER_SECONDS = 10;
 
 async function answerArtifact(
-  store: ArtifactStore,
   release: Release,
   request: Request,
-  delivery: Delivery,
+  { store, delivery }: ServeArtifactOptions,
 ): Promise<ArtifactResponse> {
   const artifact = await store.open(release.storage_key);
   if (artifact === null) throw new ApiError(404, API_ERRORS.releaseNotFound);
@@ -197,7 +201,7 @@ async function answerArtifact(
     !cameThroughProxy(request, delivery.xAccelSecret);
   if (delivery.mode !== "stream" && !rangeRefused && !direct) {
     artifact.close();
-    const response = await handOff(store, release, delivery, headers);
+    const response = await handOff(release, headers, { store, delivery });
     return { response, countsAsDownload: counts };
   }
   const body = await artifact.read(start, length);
@@ -212,10 +216,9 @@ async function answerArtifact(
  * sends the file itself, honouring Range.
  */
 async function handOff(
-  store: ArtifactStore,
   release: Release,
-  delivery: Delivery,
   headers: Record<string, string>,
+  { store, delivery }: ServeArtifactOptions,
 ): Promise<Response> {
   if (delivery.mode === "redirect") {
     if (store.presignGet === undefined) throw new Error("redirect downloads need the s3 store");

@@ -127,7 +127,10 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
     const key = acceptedKey(c, deps);
     const { release } = await findVisibleRelease(kv, key, c.req.param("id"));
     c.set("releaseId", release.id);
-    const served = await serveArtifact(deps.artifacts, release, c.req.raw, delivery);
+    const served = await serveArtifact(release, c.req.raw, {
+      store: deps.artifacts,
+      delivery,
+    });
     if (served.countsAsDownload) {
       c.set("onDownloaded", () =>
         countDownload(kv, {

@@ -20,11 +20,16 @@ export interface MigrationResult {
   copiedBytes: number;
 }
 
+/** The store the artifacts are copied from, the one they go to, and a line per copy for `progress`. */
+export interface MigrationOptions {
+  from: ArtifactStore;
+  to: ArtifactStore;
+  progress?: (line: string) => void;
+}
+
 export async function migrateArtifacts(
   kv: Deno.Kv,
-  from: ArtifactStore,
-  to: ArtifactStore,
-  progress: (line: string) => void = () => {},
+  { from, to, progress = () => {} }: MigrationOptions,
 ): Promise<MigrationResult> {
   const result: MigrationResult = { copied: 0, present: 0, copiedBytes: 0 };
   const seen = new Set<string>();

@@ -110,8 +110,7 @@ function read(env: Env, name: string): string | undefined {
 function readInteger(
   env: Env,
   name: string,
-  fallback: number,
-  { min, max }: { min: number; max: number },
+  { fallback, min, max }: { fallback: number; min: number; max: number },
 ): number {
   const raw = read(env, name);
   if (raw === undefined) return fallback;
@@ -154,8 +153,7 @@ function readUrl(env: Env, name: string, fallback: string): string {
 function readChoice<T extends string>(
   env: Env,
   name: string,
-  choices: readonly T[],
-  fallback: T,
+  { choices, fallback }: { choices: readonly T[]; fallback: T },
 ): T {
   const raw = read(env, name);
   if (raw === undefined) return fallback;
@@ -181,7 +179,7 @@ export function isRemoteKv(kvPath: string): boolean {
 }
 
 export function loadConfig(env: Env = processEnv()): Config {
-  const port = readInteger(env, "APP_PORT", 8000, { min: 0, max: 65535 });
+  const port = readInteger(env, "APP_PORT", { fallback: 8000, min: 0, max: 65535 });
   const dataDir = readPath(env, "APP_DATA_DIR") ?? "./data";
   const kvPath = readPath(env, "APP_KV_PATH") ?? join(dataDir, "kv.sqlite3");
   if (/^[a-z]+:\/\//i.test(kvPath) && !isRemoteKv(kvPath)) {
@@ -192,21 +190,21 @@ export function loadConfig(env: Env = processEnv()): Config {
   }
   const baseUrl = readUrl(env, "APP_BASE_URL", `http://localhost:${port}`);
   const host = read(env, "APP_HOST") ?? "0.0.0.0";
-  const rateLimitPerMinute = readInteger(env, "APP_CLIENT_RATE_LIMIT_PER_MINUTE", 120, {
+  const rateLimitPerMinute = readInteger(env, "APP_CLIENT_RATE_LIMIT_PER_MINUTE", {
+    fallback: 120,
     min: 1,
     max: 1_000_000_000,
   });
-  const rateLimitBurst = readInteger(env, "APP_CLIENT_RATE_LIMIT_BURST", 60, {
+  const rateLimitBurst = readInteger(env, "APP_CLIENT_RATE_LIMIT_BURST", {
+    fallback: 60,
     min: 1,
     max: 1_000_000_000,
   });
-  const storage = readChoice(env, "APP_STORAGE", ["fs", "s3"], "fs");
-  const downloadMode = readChoice(
-    env,
-    "APP_DOWNLOAD_MODE",
-    ["stream", "redirect", "x-accel"],
-    "stream",
-  );
+  const storage = readChoice(env, "APP_STORAGE", { choices: ["fs", "s3"], fallback: "fs" });
+  const downloadMode = readChoice(env, "APP_DOWNLOAD_MODE", {
+    choices: ["stream", "redirect", "x-accel"],
+    fallback: "stream",
+  });
   if (downloadMode === "redirect" && storage !== "s3") {
     throw new ConfigError("APP_DOWNLOAD_MODE", "redirect needs APP_STORAGE=s3");
   }
@@ -226,40 +224,53 @@ export function loadConfig(env: Env = processEnv()): Config {
     serviceRealm: readRealm(env),
     rateLimitPerMinute,
     rateLimitBurst,
-    rateLimitStore: readChoice(env, "APP_RATE_LIMIT_STORE", ["memory", "kv"], "memory"),
-    cacheRefreshMs: readInteger(env, "APP_CACHE_REFRESH_MS", 100, { min: 0, max: 3_600_000 }),
-    maxUploadBytes: readInteger(env, "APP_MAX_UPLOAD_BYTES", 4 * 1024 ** 3, {
+    rateLimitStore: readChoice(env, "APP_RATE_LIMIT_STORE", {
+      choices: ["memory", "kv"],
+      fallback: "memory",
+    }),
+    cacheRefreshMs: readInteger(env, "APP_CACHE_REFRESH_MS", {
+      fallback: 100,
+      min: 0,
+      max: 3_600_000,
+    }),
+    maxUploadBytes: readInteger(env, "APP_MAX_UPLOAD_BYTES", {
+      fallback: 4 * 1024 ** 3,
       min: 1,
       max: Number.MAX_SAFE_INTEGER,
     }),
     storage,
     s3: storage === "s3" ? readS3(env) : undefined,
     downloadMode,
-    downloadUrlTtlSeconds: readInteger(env, "APP_DOWNLOAD_URL_TTL_SECONDS", 60, {
+    downloadUrlTtlSeconds: readInteger(env, "APP_DOWNLOAD_URL_TTL_SECONDS", {
+      fallback: 60,
       min: 1,
       max: 604_800, // the most SigV4 allows: 7 days
     }),
     xAccelPrefix: readXAccelPrefix(env),
     xAccelSecret: readXAccelSecret(env, downloadMode),
-    fsSweepAfterSeconds: readInteger(env, "APP_FS_SWEEP_AFTER_SECONDS", 600, {
+    fsSweepAfterSeconds: readInteger(env, "APP_FS_SWEEP_AFTER_SECONDS", {
+      fallback: 600,
       min: 0,
       max: 30 * 86_400,
     }),
     adminUsername: readAdminUsername(env),
     adminPassword: env["APP_ADMIN_PASSWORD"] || undefined,
-    adminSessionIdleMinutes: readInteger(env, "APP_ADMIN_SESSION_IDLE_MINUTES", 60, {
+    adminSessionIdleMinutes: readInteger(env, "APP_ADMIN_SESSION_IDLE_MINUTES", {
+      fallback: 60,
       min: 1,
       max: 7 * 24 * 60,
     }),
-    adminSessionMaxHours: readInteger(env, "APP_ADMIN_SESSION_MAX_HOURS", 12, {
+    adminSessionMaxHours: readInteger(env, "APP_ADMIN_SESSION_MAX_HOURS", {
+      fallback: 12,
       min: 1,
       max: 30 * 24,
     }),
     trustProxy: readBoolean(env, "APP_TRUST_PROXY", false),
     metricsToken: readMetricsToken(env),
     metricsAddress: readMetricsAddress(env, port),
-    logFormat: readChoice(env, "APP_LOG_FORMAT", ["json", "text"], "json"),
-    shutdownTimeoutSeconds: readInteger(env, "APP_SHUTDOWN_TIMEOUT_SECONDS", 30, {
+    logFormat: readChoice(env, "APP_LOG_FORMAT", { choices: ["json", "text"], fallback: "json" }),
+    shutdownTimeoutSeconds: readInteger(env, "APP_SHUTDOWN_TIMEOUT_SECONDS", {
+      fallback: 30,
       min: 0,
       max: 86_400,
     }),
@@ -314,11 +325,12 @@ function readS3(env: Env): S3Config {
     accessKeyId,
     secretAccessKey,
     forcePathStyle: readBoolean(env, "APP_S3_FORCE_PATH_STYLE", false),
-    sweepAfterSeconds: readInteger(env, "APP_S3_SWEEP_AFTER_SECONDS", 86_400, {
+    sweepAfterSeconds: readInteger(env, "APP_S3_SWEEP_AFTER_SECONDS", {
+      fallback: 86_400,
       min: 1,
       max: 30 * 86_400,
     }),
-    timeoutSeconds: readInteger(env, "APP_S3_TIMEOUT_SECONDS", 10, { min: 1, max: 600 }),
+    timeoutSeconds: readInteger(env, "APP_S3_TIMEOUT_SECONDS", { fallback: 10, min: 1, max: 600 }),
   };
 }
 

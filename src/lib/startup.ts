@@ -12,11 +12,16 @@ export class StartupError extends Error {
   }
 }
 
+/** The path a data-dir step works on, and what it does there (e.g. "create"). */
+export interface DataDirTarget {
+  path: string;
+  what: string;
+}
+
 /** Runs a data-dir step (`what` is e.g. "create"), turning file-system refusals into one line. */
 export async function dataDirStep<T>(
   config: Config,
-  path: string,
-  what: string,
+  { path, what }: DataDirTarget,
   step: () => Promise<T>,
 ): Promise<T> {
   try {

@@ -21,14 +21,19 @@ import {
 /** Upload parts are named `.upload-<uuid>.part` while they are written. */
 const PART_PATTERN = /^\.upload-[0-9a-f-]{36}\.part$/;
 
+/** How much an artifact may hold, and under which key it is stored (a new random one unless given). */
+export interface SaveArtifactOptions {
+  maxBytes: number;
+  storageKey?: string;
+}
+
 /** Writes `stream` to `dir` as `storageKey` (a new random one unless given) through a locked part. */
 export async function saveArtifact(
   dir: string,
   stream: ByteSource,
-  maxBytes: number,
-  storageKey: string = crypto.randomUUID(),
+  options: SaveArtifactOptions,
 ): Promise<StoredArtifact> {
-  const { artifact, lock } = await saveArtifactLocked(dir, stream, maxBytes, storageKey);
+  const { artifact, lock } = await saveArtifactLocked(dir, stream, options);
   lock.close();
   return artifact;
 }
@@ -42,8 +47,7 @@ export async function saveArtifact(
 export async function saveArtifactLocked(
   dir: string,
   stream: ByteSource,
-  maxBytes: number,
-  storageKey: string = crypto.randomUUID(),
+  { maxBytes, storageKey = crypto.randomUUID() }: SaveArtifactOptions,
 ): Promise<{ artifact: StoredArtifact; lock: Deno.FsFile }> {
   await makePrivateDir(dir);
   const tempPath = join(dir, `.upload-${crypto.randomUUID()}.part`);

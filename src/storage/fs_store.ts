@@ -47,7 +47,7 @@ export function createFsStore(dir: string, options: FsStoreOptions = {}): FsArti
     kind: "fs",
     dir,
     async save(source, maxBytes) {
-      const { artifact, lock } = await saveArtifactLocked(dir, source, maxBytes);
+      const { artifact, lock } = await saveArtifactLocked(dir, source, { maxBytes });
       const timer = setTimeout(() => settle(artifact.storage_key), LOCK_HOLD_MAX_MS);
       Deno.unrefTimer(timer);
       held.set(artifact.storage_key, { lock, timer });
@@ -70,7 +70,10 @@ export function createFsStore(dir: string, options: FsStoreOptions = {}): FsArti
       const target = join(dir, storageKey);
       if (await pathExists(target)) throw new Error(`${target} already exists`);
       // Written like an upload (locked part, fsync, rename), under the given key.
-      const stored = await saveArtifact(dir, source, Number.MAX_SAFE_INTEGER, storageKey);
+      const stored = await saveArtifact(dir, source, {
+        maxBytes: Number.MAX_SAFE_INTEGER,
+        storageKey,
+      });
       return { checksum_sha256: stored.checksum_sha256, size_bytes: stored.size_bytes };
     },
     where: (storageKey) => join(dir, storageKey),
@@ -95,22 +98,27 @@ export function createFsStore(dir: string, options: FsStoreOptions = {}): FsArti
 function openedFile(file: Deno.FsFile, size: number): OpenedArtifact {
   return {
     size,
-    read: (start, length) => fileSliceStream(file, start, length),
+    read: (start, length) => fileSliceStream(file, { start, length }),
     close: () => file.close(),
   };
 }
 
+/** Which bytes of a file to stream, and in what chunks. */
+export interface FileSlice {
+  start: number;
+  length: number;
+  chunkSize?: number;
+}
+
 /**
  * A stream of `length` bytes of `file` from `start`, read in {@link CHUNK_SIZE}
- * chunks. It seeks first, closes the file at the end, on cancel (client gone)
+ * chunks (or `chunkSize`). It seeks first, closes the file at the end, on cancel (client gone)
  * and on error, and fails if the file ends early (so a short body is never
  * passed off as complete).
  */
 export async function fileSliceStream(
   file: Deno.FsFile,
-  start: number,
-  length: number,
-  chunkSize = CHUNK_SIZE,
+  { start, length, chunkSize = CHUNK_SIZE }: FileSlice,
 ): Promise<ReadableStream<Uint8Array>> {
   let closed = false;
   const close = () => {

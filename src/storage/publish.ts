@@ -8,16 +8,21 @@ export type PublishInput = Omit<ReleaseInput, keyof StoredArtifact>;
  * Stores the bytes, then commits the release; on any failure removes the
  * artifact again. The store holds the artifact against the sweep until then.
  */
+/** What to publish: the release's fields and its bytes, at most `maxBytes` of them. */
+export interface PublishOptions {
+  release: PublishInput;
+  source: ByteSource;
+  maxBytes: number;
+}
+
 export async function publishRelease(
   kv: Deno.Kv,
   store: ArtifactStore,
-  input: PublishInput,
-  source: ByteSource,
-  maxBytes: number,
+  { release, source, maxBytes }: PublishOptions,
 ): Promise<Release> {
   const artifact = await store.save(source, maxBytes);
   try {
-    return await createRelease(kv, { ...input, ...artifact });
+    return await createRelease(kv, { ...release, ...artifact });
   } catch (error) {
     await store.remove(artifact.storage_key);
     throw error;

@@ -41,9 +41,7 @@ const MAX_RELEASES_PER_COMMIT = 499;
  */
 function batches<T>(
   items: readonly T[],
-  size: number,
-  max: number,
-  bytesOf?: (item: T) => number,
+  { size, max, bytesOf }: { size: number; max: number; bytesOf?: (item: T) => number },
 ): T[][] {
   if (!Number.isInteger(size) || size < 1 || size > max) {
     throw new RangeError(`batch size must be a whole number from 1 to ${max}`);
@@ -85,7 +83,7 @@ export async function createApiKeysBulk(
 ): Promise<Array<{ apiKey: ApiKey; secret: string }>> {
   const prepared = inputs.map(prepareApiKey);
   const created: Array<{ apiKey: ApiKey; secret: string }> = [];
-  for (const batch of batches(prepared, batchSize, MAX_API_KEYS_PER_COMMIT)) {
+  for (const batch of batches(prepared, { size: batchSize, max: MAX_API_KEYS_PER_COMMIT })) {
     const first = await takeIds(kv, "api_keys", batch.length);
     const done = await commitChange(kv, async () => {
       const at = now();
@@ -107,19 +105,19 @@ export async function createApiKeysBulk(
 }
 
 /**
- * Records many active releases of one existing project, `batchSize` per
+ * Records many active releases of one existing project (`projectId`), `batchSize` per
  * commit, and moves the project's latest pointer like `createRelease` does.
  * The artifacts must already be stored (`storage_key`, checksum and size).
  */
 export async function createReleasesBulk(
   kv: Deno.Kv,
-  projectId: number,
   inputs: readonly Omit<ReleaseInput, "project_id">[],
-  { batchSize = RELEASES_PER_COMMIT }: { batchSize?: number } = {},
+  { projectId, batchSize = RELEASES_PER_COMMIT }: { projectId: number; batchSize?: number },
 ): Promise<Release[]> {
   const prepared = inputs.map(prepareRelease);
   const created: Release[] = [];
-  for (const batch of batches(prepared, batchSize, MAX_RELEASES_PER_COMMIT, releaseBytes)) {
+  const limits = { size: batchSize, max: MAX_RELEASES_PER_COMMIT, bytesOf: releaseBytes };
+  for (const batch of batches(prepared, limits)) {
     const first = await takeIds(kv, "releases", batch.length);
     const done = await commitChange(kv, async () => {
       const [projectEntry, latestEntry] = await Promise.all([

@@ -29,11 +29,16 @@ export interface SessionPolicy {
 
 const DEFAULT_TOUCH_EVERY_MS = 60_000;
 
+/** The session policy, and the time it is judged at (now unless given). */
+export interface SessionOptions {
+  policy: SessionPolicy;
+  nowMs?: number;
+}
+
 export async function createAdminSession(
   kv: Deno.Kv,
   input: { username: string; address: string },
-  policy: SessionPolicy,
-  nowMs: number = Date.now(),
+  { policy, nowMs = Date.now() }: SessionOptions,
 ): Promise<{ id: string; session: AdminSession }> {
   const id = randomToken();
   const idHash = sha256Hex(id);
@@ -56,8 +61,7 @@ export async function createAdminSession(
 export async function getAdminSession(
   kv: Deno.Kv,
   id: string | undefined,
-  policy: SessionPolicy,
-  nowMs: number = Date.now(),
+  { policy, nowMs = Date.now() }: SessionOptions,
 ): Promise<AdminSession | null> {
   if (id === undefined || !TOKEN_PATTERN.test(id)) return null;
   const key = adminSessionKey(sha256Hex(id));

@@ -65,11 +65,16 @@ export interface DailyDownloads {
  * Downloads per UTC day for the last `days` days up to and including today
  * (`until`), days without downloads as 0: one range read of the day keys.
  */
+/** The last `days` days, up to and including the day of `until` (now unless given). */
+export interface DaysOptions {
+  days: number;
+  until?: Date;
+}
+
 export async function getDailyDownloads(
   kv: Deno.Kv,
   scope: DownloadScope,
-  days: number,
-  until: Date = new Date(),
+  { days, until = new Date() }: DaysOptions,
 ): Promise<DailyDownloads[]> {
   const dayList = lastDays(days, until);
   const counts = new Map<string, number>();
@@ -89,10 +94,9 @@ export async function getDailyDownloads(
 export async function getRecentDownloadCounts(
   kv: Deno.Kv,
   releaseIds: readonly number[],
-  days: number,
-  until: Date = new Date(),
+  { days, until }: DaysOptions,
 ): Promise<Map<number, number>> {
-  const counts = await getRecentDownloadCountsByWindow(kv, releaseIds, [days], until);
+  const counts = await getRecentDownloadCountsByWindow(kv, releaseIds, { windows: [days], until });
   return new Map([...counts].map(([id, [count]]) => [id, count]));
 }
 
@@ -103,12 +107,11 @@ export async function getRecentDownloadCounts(
 export async function getRecentDownloadCountsByWindow(
   kv: Deno.Kv,
   releaseIds: readonly number[],
-  windows: readonly number[],
-  until: Date = new Date(),
+  { windows, until = new Date() }: { windows: readonly number[]; until?: Date },
 ): Promise<Map<number, number[]>> {
   const longest = Math.max(...windows);
   const series = await Promise.all(
-    releaseIds.map((id) => getDailyDownloads(kv, ["release", id], longest, until)),
+    releaseIds.map((id) => getDailyDownloads(kv, ["release", id], { days: longest, until })),
   );
   const sumOfLast = (daily: DailyDownloads[], days: number) =>
     daily.slice(daily.length - days).reduce((sum, { downloads }) => sum + downloads, 0);
