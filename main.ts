@@ -35,6 +35,9 @@ function exitWith(message: string): never {
   Deno.exit(1);
 }
 
+/** How long a stop waits after the last answer was handed to the kernel (see the stop handler). */
+const LINGER_MS = 1_500;
+
 const config = readConfig();
 const stdout = createBufferedWriter();
 const logger = createLogger(config.logFormat, stdout.write);
@@ -200,7 +203,12 @@ onStopSignals({
       timeout_seconds: config.shutdownTimeoutSeconds,
     });
     stdout.flush();
+    const answering = metrics.inFlightRequests() > 0;
     const drained = await drainServers(servers, config.shutdownTimeoutSeconds * 1000);
+    // The last bytes of the answers just finished may still wait in the kernel's
+    // socket buffers. On a host the kernel sends them after the process is gone;
+    // in a container its network goes with the process, and they would be lost.
+    if (drained && answering) await new Promise((resolve) => setTimeout(resolve, LINGER_MS));
     if (!drained) {
       logger.event("warn", "shutdown timeout reached: cutting the requests still in flight", {
         in_flight: metrics.inFlightRequests(),

@@ -114,10 +114,14 @@ export function getApiKeyByHash(
   hash: string,
   beforeRead?: () => Promise<void>,
 ): Cached<ApiKey | null> {
-  return cachedRead(kv, "api_key_by_hash", hash, async () => {
-    await beforeRead?.();
-    const id = (await kv.get<number>(apiKeyByHashKey(hash))).value;
-    return id === null ? null : await getApiKey(kv, id);
+  return cachedRead(kv, {
+    name: "api_key_by_hash",
+    id: hash,
+    load: async () => {
+      await beforeRead?.();
+      const id = (await kv.get<number>(apiKeyByHashKey(hash))).value;
+      return id === null ? null : await getApiKey(kv, id);
+    },
   });
 }
 

@@ -284,12 +284,8 @@ async function applyChanges(
  * concurrent misses share one load. `load` results that are null are
  * returned but not cached.
  */
-export function cachedRead<K, V>(
-  kv: Deno.Kv,
-  name: string,
-  id: K,
-  load: () => Promise<V | null>,
-): Cached<V | null> {
+export function cachedRead<V>(kv: Deno.Kv, read: Read<V>): Cached<V | null> {
+  const { name, id } = read;
   const cache = cacheOf(kv);
   const check = checkGeneration(kv, cache);
   if (check === undefined) {
@@ -297,11 +293,11 @@ export function cachedRead<K, V>(
     const hit = cache.maps.get(name)?.get(id) as V | undefined;
     if (hit !== undefined) return hit;
   }
-  return readThrough(cache, check, { name, id, load });
+  return readThrough(cache, check, read);
 }
 
-/** A read through the cache: what it is and how to load it. */
-interface Read<V> {
+/** A read through the cache: its kind, its id within the kind, and how to load it. */
+export interface Read<V> {
   name: string;
   id: unknown;
   load: () => Promise<V | null>;

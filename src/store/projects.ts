@@ -52,24 +52,36 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
 }
 
 export function getProject(kv: Deno.Kv, id: number): Cached<Project | null> {
-  return cachedRead(kv, "project", id, async () => (await kv.get<Project>(projectKey(id))).value);
+  return cachedRead(kv, {
+    name: "project",
+    id: id,
+    load: async () => (await kv.get<Project>(projectKey(id))).value,
+  });
 }
 
 export function getProjectBySlug(kv: Deno.Kv, slug: string): Cached<Project | null> {
-  return cachedRead(kv, "project_by_slug", slug, async () => {
-    const id = (await kv.get<number>(projectBySlugKey(slug))).value;
-    return id === null ? null : (await kv.get<Project>(projectKey(id))).value;
+  return cachedRead(kv, {
+    name: "project_by_slug",
+    id: slug,
+    load: async () => {
+      const id = (await kv.get<number>(projectBySlugKey(slug))).value;
+      return id === null ? null : (await kv.get<Project>(projectKey(id))).value;
+    },
   });
 }
 
 /** Every project, active and archived, in id order. The array is shared: do not change it. */
 export function listProjects(kv: Deno.Kv): Cached<readonly Project[]> {
-  return cachedRead(kv, "project_list", "all", async () => {
-    const projects: Project[] = [];
-    for await (const entry of kv.list<Project>({ prefix: projectsPrefix() })) {
-      projects.push(entry.value);
-    }
-    return projects;
+  return cachedRead(kv, {
+    name: "project_list",
+    id: "all",
+    load: async () => {
+      const projects: Project[] = [];
+      for await (const entry of kv.list<Project>({ prefix: projectsPrefix() })) {
+        projects.push(entry.value);
+      }
+      return projects;
+    },
   }) as Cached<readonly Project[]>;
 }
 

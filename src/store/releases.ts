@@ -120,14 +120,22 @@ export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<R
 }
 
 export function getRelease(kv: Deno.Kv, id: number): Cached<Release | null> {
-  return cachedRead(kv, "release", id, async () => (await kv.get<Release>(releaseKey(id))).value);
+  return cachedRead(kv, {
+    name: "release",
+    id: id,
+    load: async () => (await kv.get<Release>(releaseKey(id))).value,
+  });
 }
 
 /** The latest active release of a project, or null when it has none. */
 export function getLatestRelease(kv: Deno.Kv, projectId: number): Cached<Release | null> {
-  return cachedRead(kv, "latest_release", projectId, async () => {
-    const id = (await kv.get<number | null>(latestReleaseKey(projectId))).value;
-    return id === null ? null : (await kv.get<Release>(releaseKey(id))).value;
+  return cachedRead(kv, {
+    name: "latest_release",
+    id: projectId,
+    load: async () => {
+      const id = (await kv.get<number | null>(latestReleaseKey(projectId))).value;
+      return id === null ? null : (await kv.get<Release>(releaseKey(id))).value;
+    },
   });
 }
 
