@@ -223,7 +223,9 @@ Deno.test("reference client CLI against the real service", async (t) => {
         const ran = await new Deno.Command(join(home, "bin", "uds-client"), {
           args: ["download", "--project", "desktop", "--base-url", server.baseUrl],
           cwd: elsewhere,
-          env: { UPDATE_API_KEY: key },
+          // As from a user's shell: no INIT_CWD (which `deno task test` sets for this process).
+          clearEnv: true,
+          env: { UPDATE_API_KEY: key, PATH: Deno.env.get("PATH") ?? "", HOME: home },
           stdout: "piped",
           stderr: "piped",
         }).output();
