@@ -1,6 +1,7 @@
 import { hash as oneShotHash } from "node:crypto";
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
 import { randomToken } from "../lib/secrets.ts";
+import { apiKeyAggregates } from "./aggregates.ts";
 import { now, takeIds } from "./atomic.ts";
 import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
@@ -91,11 +92,11 @@ export async function createApiKey(
     const apiKey: ApiKey = { id, ...record, created_at: now() };
     // A new key was never cached (unknown hashes are not), so nothing is forgotten.
     const changed = [] as const;
-    const commit = await changeOp(kv, changed)
+    const op = changeOp(kv, changed)
       .check({ key: apiKeyByHashKey(apiKey.hash), versionstamp: null })
       .set(apiKeyKey(apiKey.id), apiKey)
-      .set(apiKeyByHashKey(apiKey.hash), apiKey.id)
-      .commit();
+      .set(apiKeyByHashKey(apiKey.hash), apiKey.id);
+    const commit = await apiKeyAggregates(op, null, apiKey).commit();
     return { commit, value: { apiKey, secret }, changed };
   });
 }
@@ -138,7 +139,8 @@ export async function setApiKeyActive(kv: Deno.Kv, id: number, active: boolean):
     if (entry.value === null) throw new NotFoundError("api key not found");
     const apiKey = { ...entry.value, active };
     const changed = [["api_key_by_hash", apiKey.hash]] as const;
-    const commit = await changeOp(kv, changed).check(entry).set(apiKeyKey(id), apiKey).commit();
+    const op = changeOp(kv, changed).check(entry).set(apiKeyKey(id), apiKey);
+    const commit = await apiKeyAggregates(op, entry.value, apiKey).commit();
     return { commit, value: apiKey, changed };
   });
 }

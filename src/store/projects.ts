@@ -1,4 +1,5 @@
 import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
+import { projectAggregates } from "./aggregates.ts";
 import { now, takeIds } from "./atomic.ts";
 import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
@@ -42,11 +43,11 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
       updated_at: at,
     };
     const changed = [["project_list"]] as const;
-    const commit = await changeOp(kv, changed)
+    const op = changeOp(kv, changed)
       .check(bySlug)
       .set(projectKey(project.id), project)
-      .set(projectBySlugKey(slug), project.id)
-      .commit();
+      .set(projectBySlugKey(slug), project.id);
+    const commit = await projectAggregates(op, null, project).commit();
     return { commit, value: project, changed };
   });
 }
@@ -120,7 +121,8 @@ async function changeProject(
     if (entry.value === null) throw new NotFoundError("project not found");
     const project = { ...change(entry.value), updated_at: now() };
     const changed = [["project", id], ["project_by_slug", project.slug], ["project_list"]] as const;
-    const commit = await changeOp(kv, changed).check(entry).set(projectKey(id), project).commit();
+    const op = changeOp(kv, changed).check(entry).set(projectKey(id), project);
+    const commit = await projectAggregates(op, entry.value, project).commit();
     return { commit, value: project, changed };
   });
 }
