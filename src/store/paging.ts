@@ -119,7 +119,8 @@ export function decodeCursor(
       new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0))),
     );
     if (!Array.isArray(value) || value.length !== parts.length) return undefined;
-    if (!value.every((part, i) => typeof part === parts[i])) return undefined;
+    const kinds: string[] = value.map((part) => typeof part);
+    if (kinds.some((kind, i) => kind !== parts[i])) return undefined;
     if (value.some((part) => typeof part === "number" && !Number.isSafeInteger(part))) {
       return undefined;
     }
