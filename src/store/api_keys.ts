@@ -5,6 +5,7 @@ import { apiKeyAggregates } from "./aggregates.ts";
 import { now, takeIds } from "./atomic.ts";
 import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
+import { type CursorPage, cursorPage, type PageRequest } from "./paging.ts";
 import { getManyEntries } from "./get_many.ts";
 import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "./keys.ts";
 import { type ApiKey, SCOPE_MODES, type ScopeMode } from "./types.ts";
@@ -131,6 +132,29 @@ export async function listApiKeys(kv: Deno.Kv): Promise<ApiKey[]> {
   const used = await getManyEntries<string>(kv, keys.map((key) => apiKeyLastUsedKey(key.id)));
   keys.forEach((key, i) => key.last_used_at = used[i].value);
   return keys;
+}
+
+/** One page of keys, newest first, with their `last_used_at` (see paging.ts). */
+export async function listApiKeysPage(
+  kv: Deno.Kv,
+  { match, ...request }: PageRequest<ApiKey>,
+): Promise<CursorPage<ApiKey>> {
+  const page = await cursorPage<ApiKey, ApiKey>(kv, {
+    ...request,
+    parts: ["number"],
+    prefix: apiKeysPrefix(),
+    reverse: true,
+    load: (entries) =>
+      Promise.resolve(
+        entries.map(({ value }) => match?.(value) ?? true ? { ...value } : null),
+      ),
+  });
+  const used = await getManyEntries<string>(
+    kv,
+    page.rows.map((row) => apiKeyLastUsedKey(row.id)),
+  );
+  page.rows.forEach((row, i) => row.last_used_at = used[i].value);
+  return page;
 }
 
 export async function setApiKeyActive(kv: Deno.Kv, id: number, active: boolean): Promise<ApiKey> {

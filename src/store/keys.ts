@@ -69,6 +69,10 @@ export function projectBySlugKey(slug: string): Deno.KvKey {
   return ["projects_by_slug", slug];
 }
 
+export function projectsBySlugPrefix(): Deno.KvKey {
+  return ["projects_by_slug"];
+}
+
 export function releaseKey(releaseId: number): Deno.KvKey {
   return ["releases", releaseId];
 }

@@ -11,6 +11,49 @@ export interface PageCursor {
   before?: Deno.KvKey;
 }
 
+/** What a caller of a `list…Page` function asks for; cursors as `CursorPage` gave them. */
+export interface PageRequest<T> {
+  limit: number;
+  cursor: { after?: string; before?: string };
+  maxScan: number;
+  /** Only rows that match (a search); all when absent. */
+  match?: (row: T) => boolean;
+}
+
+/** A page for a caller: rows in display order, cursors (URL-safe text) to go on with. */
+export interface CursorPage<T> {
+  rows: T[];
+  after: string | null;
+  before: string | null;
+  scanLimited: boolean;
+}
+
+/**
+ * `scanPage` with the cursors as text: `parts` are the types of the key parts
+ * after `prefix` (an unreadable cursor reads as none: the first page).
+ */
+export async function cursorPage<V, T>(
+  kv: Deno.Kv,
+  request: Omit<ScanRequest<V, T>, "cursor"> & {
+    cursor: { after?: string; before?: string };
+    parts: ReadonlyArray<"string" | "number">;
+  },
+): Promise<CursorPage<T>> {
+  const { prefix, parts } = request;
+  const after = decodeCursor(prefix, parts, request.cursor.after);
+  const before = after === undefined
+    ? decodeCursor(prefix, parts, request.cursor.before)
+    : undefined;
+  const page = await scanPage(kv, { ...request, cursor: { after, before } });
+  const text = (key: Deno.KvKey | null) => key === null ? null : encodeCursor(prefix, key);
+  return {
+    rows: page.rows.map(({ row }) => row),
+    after: text(page.after),
+    before: text(page.before),
+    scanLimited: page.scanLimited,
+  };
+}
+
 export interface ScanRequest<V, T> {
   prefix: Deno.KvKey;
   /** Display order is the KV's reverse order (newest id first). */

@@ -3,6 +3,7 @@ import { aggregatesReady, releaseAggregates } from "./aggregates.ts";
 import { now, serializedProjectWrite, takeIds } from "./atomic.ts";
 import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
+import { type CursorPage, cursorPage, type PageRequest } from "./paging.ts";
 import { getManyEntries } from "./get_many.ts";
 import {
   latestReleaseKey,
@@ -145,6 +146,23 @@ export async function listReleasesByProject(kv: Deno.Kv, projectId: number): Pro
   }
   const entries = await getManyEntries<Release>(kv, ids.map(releaseKey));
   return entries.flatMap((entry) => entry.value === null ? [] : [entry.value]);
+}
+
+/** One page of a project's releases in every state, newest id first (see paging.ts). */
+export function listReleasesPage(
+  kv: Deno.Kv,
+  projectId: number,
+  { match, ...request }: PageRequest<Release>,
+): Promise<CursorPage<Release>> {
+  return cursorPage<number, Release>(kv, {
+    ...request,
+    parts: ["number"],
+    prefix: releasesByProjectPrefix(projectId),
+    reverse: true,
+    load: async (entries) =>
+      (await getManyEntries<Release>(kv, entries.map((entry) => releaseKey(entry.value))))
+        .map(({ value }) => value !== null && (match?.(value) ?? true) ? value : null),
+  });
 }
 
 /**
