@@ -81,7 +81,7 @@ export function pageSummary(list: ListPage<unknown>, total: number, noun: string
 }
 
 /** Entries a search reads at most for one page of a long list (then it offers to search on). */
-export const SEARCH_SCAN = 2_000;
+export const SEARCH_SCAN = 1_000;
 
 /** The query of a list read from KV a page at a time: `page` only numbers the page shown. */
 export interface CursorQuery extends ListQuery {
