@@ -17,7 +17,7 @@ import {
 } from "./src/lib/private_files.ts";
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
-import { followOtherWriters } from "./src/store/mod.ts";
+import { buildAggregates, followOtherWriters } from "./src/store/mod.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
 
 function readConfig() {
@@ -135,6 +135,18 @@ function serve(
 async function start() {
   const { kv, artifacts } = await openStorage();
   await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
+  // Once, for data written before the admin pages' aggregates existed (src/store/aggregates.ts).
+  // A KV that refuses writes still serves reads (the pages fall back to scans where they must).
+  const builtAt = performance.now();
+  const aggregates = await buildAggregates(kv).catch((error) => {
+    logger.event("warn", "admin aggregates could not be built", { error: String(error) });
+    return "ready" as const;
+  });
+  if (aggregates !== "ready") {
+    logger.event("info", `admin aggregates: ${aggregates}`, {
+      ms: Math.round(performance.now() - builtAt),
+    });
+  }
   const stopFollowingWriters = followOtherWriters(kv, config.cacheRefreshMs);
   // Parts of dead uploads and artifacts no release references (fs and s3 alike).
   scheduleSweeps(kv, artifacts, (result) => {

@@ -104,11 +104,13 @@ async function spawnServer(
     port?: number;
     timeoutMs?: number;
     cleanup: Cleanup;
+    /** The checkout to run in (PROJECT_ROOT unless given). */
+    cwd?: string;
   },
 ): Promise<Server> {
   const child = new Deno.Command(cmd, {
     args,
-    cwd: PROJECT_ROOT,
+    cwd: options.cwd ?? PROJECT_ROOT,
     env: { NO_COLOR: "1", ...options.env },
     stdin: "null",
     stdout: "piped",
@@ -203,6 +205,40 @@ export function startService(
     ready: SERVICE_READY,
     cleanup,
   });
+}
+
+/**
+ * The service of another checkout (`root`, e.g. an export of an older commit),
+ * for before/after figures measured in one run on the same data.
+ */
+export function startServiceIn(
+  { root, dataDir, env, cleanup }: {
+    root: string;
+    dataDir: string;
+    env: Record<string, string>;
+    cleanup: Cleanup;
+  },
+): Promise<Server> {
+  return spawnServer(`the service in ${root}`, Deno.execPath(), ["task", "-q", "start"], {
+    env: { ...serviceEnv(dataDir), ...env },
+    ready: SERVICE_READY,
+    cleanup,
+    cwd: root,
+  });
+}
+
+/** Resident memory (MiB) of the server under `deno task` (the task's child), or null. */
+export async function serverRssMiB(taskPid: number): Promise<number | null> {
+  try {
+    const children = (await Deno.readTextFile(`/proc/${taskPid}/task/${taskPid}/children`))
+      .trim().split(/\s+/).filter(Boolean);
+    const pid = children.length > 0 ? children[0] : String(taskPid);
+    const status = await Deno.readTextFile(`/proc/${pid}/status`);
+    const kb = /VmRSS:\s+(\d+)/.exec(status)?.[1];
+    return kb === undefined ? null : +(Number(kb) / 1024).toFixed(1);
+  } catch {
+    return null;
+  }
 }
 
 const SERVICE_READY = /listening on http:\/\/[^:\s]+:(\d+)/;

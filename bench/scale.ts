@@ -6,7 +6,12 @@
  *   limit store (one instance, wrk);
  * - how long a key disabled through instance A stays usable on B and C
  *   (three instances on one KV file, measured per disable);
- * - requests/s with `start:all-cores` on every core vs one worker.
+ * - requests/s with `start:all-cores` on every core vs one worker;
+ * - every admin page on 5,000 projects, 10,000 releases in one project,
+ *   50,000 keys and 100,000 audit entries (bench/scenarios_admin.ts): median
+ *   time and HTML size per page, archive time, memory after browsing. With
+ *   `SCALE_BEFORE_ROOT` (another checkout) both are measured, interleaved.
+ *   `SCALE_ADMIN_DATA` keeps the seeded data dir between runs.
  * Needs wrk. Prints a JSON report.
  */
 import { join } from "node:path";
@@ -15,13 +20,15 @@ import { Cleanup, freePort, PROJECT_ROOT, type Server, startService, which } fro
 import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
 import { withStore } from "./data.ts";
 import { runWrk } from "./wrk.ts";
+import { adminPagesAtScale, SCALE_SIZES, seedAdminScale } from "./scenarios_admin.ts";
 
 const SECONDS = Number(Deno.env.get("SCALE_SECONDS") ?? 5);
 const ROUNDS = Number(Deno.env.get("SCALE_ROUNDS") ?? 2);
 const REVOCATIONS = Number(Deno.env.get("SCALE_REVOCATIONS") ?? 40);
 const PASSWORD = "bench-password-123";
-/** Which parts to run (comma-separated): rate_limit, revocation, slack, all_cores. */
-const PARTS = (Deno.env.get("SCALE_PARTS") ?? "rate_limit,revocation,slack,all_cores").split(",");
+/** Which parts to run (comma-separated): rate_limit, revocation, slack, all_cores, admin_pages. */
+const PARTS = (Deno.env.get("SCALE_PARTS") ?? "rate_limit,revocation,slack,all_cores,admin_pages")
+  .split(",");
 
 const wrk = which("wrk");
 if (wrk === null) {
@@ -233,6 +240,24 @@ async function allCoresVsOne() {
   return { cores, runs: figures, one, all, ratio: +(all / one).toFixed(2) };
 }
 
+async function adminPages() {
+  const kept = Deno.env.get("SCALE_ADMIN_DATA");
+  const adminDir = kept ?? join(dataDir, "admin");
+  const seedStarted = performance.now();
+  await seedAdminScale(adminDir, SCALE_SIZES);
+  const seedSeconds = +((performance.now() - seedStarted) / 1000).toFixed(1);
+  const runs = await adminPagesAtScale({
+    dataDir: adminDir,
+    env,
+    password: PASSWORD,
+    cleanup,
+    beforeRoot: Deno.env.get("SCALE_BEFORE_ROOT"),
+    rounds: ROUNDS,
+    samples: Number(Deno.env.get("SCALE_PAGE_SAMPLES") ?? 9),
+  });
+  return { sizes: SCALE_SIZES, seed_seconds: seedSeconds, runs };
+}
+
 try {
   const report = {
     generated_at: new Date().toISOString(),
@@ -246,6 +271,7 @@ try {
     revocation_latency: PARTS.includes("revocation") ? await revocationLatency() : null,
     rate_limit_slack: PARTS.includes("slack") ? await rateLimitSlack() : null,
     all_cores_req_per_s: PARTS.includes("all_cores") ? await allCoresVsOne() : null,
+    admin_pages: PARTS.includes("admin_pages") ? await adminPages() : null,
   };
   console.log(JSON.stringify(report, null, 2));
 } finally {

@@ -58,9 +58,24 @@ Deno.test("admin API keys", async (t) => {
     ) {
       assert.match(html, new RegExp(`value="${mode}"`), mode);
     }
-    assert.match(html, /name="project_slugs" type="checkbox" value="desktop"/);
+    // Projects are typed (comma-separated slugs, suggested from a search), not one checkbox each.
+    assert.match(html, /name="project_slugs" type="text"/);
+    assert.doesNotMatch(html, /name="project_slugs" type="checkbox"/);
+    assert.match(html, /list="key-project-choices"/);
     assert.match(html, /name="tags" type="checkbox" value="stable"/);
   });
+
+  await t.step(
+    "the slug search suggests projects whose slug starts with what is typed",
+    async () => {
+      const res = await client.fetch("/admin/project-slugs?q=DESK");
+      assert.equal(res.status, 200);
+      const body = await res.json();
+      assert.deepEqual(body.projects.map((p: { slug: string }) => p.slug), ["desktop"]);
+      const none = await (await client.fetch("/admin/project-slugs?q=zzz")).json();
+      assert.deepEqual(none.projects, []);
+    },
+  );
 
   await t.step("create: 200 with the key once in data-api-key, and its id", async () => {
     const { res, html, secret, id } = await createKey(client, {

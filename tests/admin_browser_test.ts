@@ -140,13 +140,13 @@ Deno.test({
     await t.step("create a key for the project and read it from the page", async () => {
       await page.goto(`${base}/admin/api-keys`);
       assert.equal(await page.getAttribute("#new-key", "open"), "", "open: no keys yet");
-      // The scope editor shows the project list only for project modes.
-      assert.equal(await page.isVisible("#project-desktop"), false);
+      // The scope editor shows the project field only for project modes.
+      assert.equal(await page.isVisible("#key-project-slugs"), false);
       await page.check("#scope-project_allow_list");
-      assert.equal(await page.isVisible("#project-desktop"), true);
+      assert.equal(await page.isVisible("#key-project-slugs"), true);
       assert.equal(await page.isVisible("#key-other-tags"), false);
       await page.fill("#key-name", "Desktop updater");
-      await page.check("#project-desktop");
+      await page.fill("#key-project-slugs", "desktop");
       await screenshot(page, "flow-api-keys-form");
       await Promise.all([
         page.waitForSelector("[data-api-key]"),

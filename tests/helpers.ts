@@ -7,6 +7,7 @@ import { type ArtifactStore, createFsStore, publishRelease } from "../src/storag
 import { type Config, loadConfig } from "../src/lib/config.ts";
 import {
   type ApiKeyInput,
+  buildAggregates,
   createApiKey,
   createProject,
   getDownloadCounts,
@@ -58,6 +59,8 @@ export async function createTestApp(
   options: TestAppOptions = {},
 ): Promise<TestApp> {
   const kv = await Deno.openKv(":memory:");
+  // As main.ts does at start: a fresh KV gets its aggregates marked built.
+  await buildAggregates(kv);
   const rateLimitKv = await Deno.openKv(":memory:");
   const dataDir = await Deno.makeTempDir({ prefix: "uds-test-" });
   const config = testConfig({

@@ -6,10 +6,14 @@ import { keyReachesNothing, keyState, scopeAllows } from "../../src/store/access
 import {
   type ApiKey,
   createApiKey,
-  listApiKeys,
-  listProjects,
+  getCounts,
+  getProjectsByIds,
+  listApiKeysPage,
+  listProjectsPage,
+  listProjectTags,
   NotFoundError,
   type Project,
+  searchProjectsBySlug,
   setApiKeyActive,
   ValidationError,
 } from "../../src/store/mod.ts";
@@ -21,7 +25,7 @@ import {
   apiKeyInput,
   EMPTY_KEY_FORM,
 } from "../forms_api_key.ts";
-import { listPage } from "../listing.ts";
+import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { ApiKeyCreatedPage, KEY_PLACEHOLDER } from "../views/api_key_created.tsx";
 import { type ApiKeyRow, ApiKeysPage } from "../views/api_keys.tsx";
@@ -34,14 +38,31 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
     values: ApiKeyFormValues,
     error?: FormError,
   ) {
-    const [keys, projects] = await Promise.all([listApiKeys(kv), listProjects(kv)]);
-    const newestFirst = [...keys].reverse();
-    const list = listPage(newestFirst, error ? {} : c.req.query(), {
-      searchable: (key) => [key.name, String(key.id)],
+    const query = error ? {} : c.req.query();
+    const { q, match } = searchOf(query, (key: ApiKey) => [key.name, String(key.id)]);
+    const [page, counts, knownTags] = await Promise.all([
+      listApiKeysPage(kv, {
+        limit: PAGE_SIZE,
+        cursor: query,
+        maxScan: match ? SEARCH_SCAN : PAGE_SIZE + 1,
+        match,
+      }),
+      getCounts(kv),
+      listProjectTags(kv, KNOWN_TAGS_SHOWN),
+    ]);
+    const total = (counts.api_keys.enabled ?? 0) + (counts.api_keys.disabled ?? 0);
+    const list = cursorListPage(page, {
+      query,
+      q,
+      total,
       path: "/admin/api-keys",
       anchor: "#key-list",
     });
-    const knownTags = [...new Set(projects.flatMap((project) => project.tags))].sort();
+    // The slugs of the projects the shown keys name (not every project).
+    const scopeIds = [...new Set(list.rows.flatMap((key) => key.project_ids))];
+    const slugs = new Map(
+      (await getProjectsByIds(kv, scopeIds)).map((project) => [project.id, project.slug]),
+    );
     const nowMs = Date.now();
     const rows: ApiKeyRow[] = list.rows.map((key) => ({
       key,
@@ -52,9 +73,9 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
       <ApiKeysPage
         ctx={pageContext(c, deps)}
         list={{ ...list, rows }}
-        total={keys.length}
+        total={total}
         openForm={c.req.query("new") !== undefined}
-        projects={projects}
+        slugs={slugs}
         knownTags={knownTags}
         values={values}
         error={error}
@@ -64,6 +85,17 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
   }
 
   admin.get("/api-keys", (c) => renderKeysPage(c, EMPTY_KEY_FORM));
+
+  // Suggestions for the key form's project slugs field: projects whose slug starts with `q`.
+  admin.get("/project-slugs", async (c) => {
+    const start = (c.req.query("q") ?? "").trim().toLowerCase().slice(0, 64);
+    const projects = start === ""
+      ? []
+      : await searchProjectsBySlug(kv, { start, limit: SLUG_SUGGESTIONS });
+    return c.json({
+      projects: projects.map(({ slug, name, state }) => ({ slug, name, state })),
+    });
+  });
 
   admin.post("/api-keys", async (c) => {
     const values = apiKeyFormValues(c.get("form"));
@@ -83,14 +115,14 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
           apiKey.can_download ? "yes" : "no"
         }; expires ${apiKey.expires_at ?? "never"}`,
     });
-    const projects = await listProjects(kv);
+    const projects = await getProjectsByIds(kv, apiKey.project_ids.slice(0, EXAMPLE_CANDIDATES));
     return c.html(
       <ApiKeyCreatedPage
         ctx={pageContext(c, deps)}
         apiKey={apiKey}
         secret={secret}
         reachesNothing={keyReachesNothing(apiKey)}
-        curlExample={curlExample(deps.config.baseUrl, exampleProject(apiKey, projects))}
+        curlExample={curlExample(deps.config.baseUrl, await exampleProject(kv, apiKey, projects))}
       />,
     );
   });
@@ -120,9 +152,27 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
   }
 }
 
-/** A project the new key can read, for the example command. */
-function exampleProject(apiKey: ApiKey, projects: readonly Project[]): string {
-  const visible = projects.find((project) =>
+/** Suggestions the project slugs field gets at most. */
+const SLUG_SUGGESTIONS = 20;
+/** Projects looked at for the example command (not every project). */
+const EXAMPLE_CANDIDATES = 50;
+/** Tags offered as checkboxes on the key form. */
+const KNOWN_TAGS_SHOWN = 200;
+
+/**
+ * A project the new key can read, for the example command: one it names
+ * (allow list), else one of the first page of projects.
+ */
+async function exampleProject(
+  kv: Deno.Kv,
+  apiKey: ApiKey,
+  named: readonly Project[],
+): Promise<string> {
+  const candidates = apiKey.scope_mode === "project_allow_list" ? named : (await listProjectsPage(
+    kv,
+    { limit: EXAMPLE_CANDIDATES, cursor: {}, maxScan: EXAMPLE_CANDIDATES },
+  )).rows;
+  const visible = candidates.find((project) =>
     project.state === "active" && scopeAllows(apiKey, project)
   );
   return visible?.slug ?? "PROJECT_SLUG";

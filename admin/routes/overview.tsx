@@ -1,15 +1,15 @@
 /** The dashboard and the audit log. */
 import type { Hono } from "hono";
 import {
-  countReleases,
+  countExpiredEnabledKeys,
+  getApiKey,
+  getCounts,
   getDailyDownloads,
-  getTopKeysByDownloads,
-  listApiKeys,
+  getProjectsByIds,
+  getTopKeys,
   listAuditEntries,
-  listProjects,
   listRecentReleases,
 } from "../../src/store/mod.ts";
-import { keyState } from "../../src/store/access.ts";
 import { pageContext } from "../context.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 import { AuditPage } from "../views/audit.tsx";
@@ -18,36 +18,45 @@ import { chartRange } from "../views/chart.tsx";
 
 const AUDIT_PAGE_SIZE = 50;
 const TOP_KEYS = 5;
+/** How old the top keys may be (they are recomputed from every key's counter). */
+const TOP_KEYS_MAX_AGE_MS = 60_000;
+/** Expired keys counted at most for "N active" (beyond, the figure is an upper bound). */
+const EXPIRED_COUNTED = 1_000;
 
 export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { kv } = deps;
 
   admin.get("/", async (c) => {
     const days = chartRange(c.req.query("days"));
-    const [projects, releases, keys, recent, series, topKeys] = await Promise.all([
-      listProjects(kv),
-      countReleases(kv),
-      listApiKeys(kv),
+    const [counts, expired, recent, series, topKeys] = await Promise.all([
+      getCounts(kv),
+      countExpiredEnabledKeys(kv, { now: new Date().toISOString(), cap: EXPIRED_COUNTED }),
       listRecentReleases(kv, 10),
       getDailyDownloads(kv, ["all"], { days }),
-      getTopKeysByDownloads(kv, TOP_KEYS),
+      getTopKeys(kv, { limit: TOP_KEYS, maxAgeMs: TOP_KEYS_MAX_AGE_MS }),
     ]);
-    const keysById = new Map(keys.map((key) => [key.id, key]));
+    const projectIds = [...new Set(recent.map((release) => release.project_id))];
+    const [projects, keys] = await Promise.all([
+      getProjectsByIds(kv, projectIds),
+      Promise.all(topKeys.map((top) => getApiKey(kv, top.keyId))),
+    ]);
     const byId = new Map(projects.map((project) => [project.id, project]));
-    const archived = projects.filter((project) => project.state === "archived").length;
+    const { projects: p, releases: r, api_keys: k } = counts;
+    const enabled = k.enabled ?? 0;
     return c.html(
       <DashboardPage
         ctx={pageContext(c, deps)}
         data={{
-          projects: { active: projects.length - archived, archived },
-          releases,
+          projects: { active: p.active ?? 0, archived: p.archived ?? 0 },
+          releases: (r.active ?? 0) + (r.archived ?? 0),
           apiKeys: {
-            active: keys.filter((key) => keyState(key) === "active").length,
-            total: keys.length,
+            active: Math.max(0, enabled - expired.count),
+            activeAtMost: expired.capped,
+            total: enabled + (k.disabled ?? 0),
           },
           recent: recent.map((release) => ({ release, project: byId.get(release.project_id) })),
           chart: { series, days },
-          topKeys: topKeys.map((top) => ({ ...top, key: keysById.get(top.keyId) })),
+          topKeys: topKeys.map((top, i) => ({ ...top, key: keys[i] ?? undefined })),
         }}
       />,
     );

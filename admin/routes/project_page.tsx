@@ -7,12 +7,14 @@ import {
   getDownloadCounts,
   getLatestRelease,
   getProjectBySlug,
+  getProjectReleaseCount,
   getRecentDownloadCountsByWindow,
-  listReleasesByProject,
+  listReleasesPage,
   type Project,
+  type Release,
 } from "../../src/store/mod.ts";
 import { type AdminContext, pageContext } from "../context.ts";
-import { listPage } from "../listing.ts";
+import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
 import type { FormError, ServiceDeps } from "../types.ts";
 import { chartRange } from "../views/chart.tsx";
 import { editValuesOf, type ProjectEditValues } from "../forms_project.ts";
@@ -44,13 +46,25 @@ export async function renderProjectPage(
   // A form sent back shows the first page: the query belongs to the page the form was on.
   const query = c.req.method === "GET" ? c.req.query() : {};
   const days = chartRange(query.days);
-  const [all, latest, series] = await Promise.all([
-    listReleasesByProject(kv, project.id),
+  const { q, match } = searchOf(
+    query,
+    (release: Release) => [release.version, release.build, release.filename],
+  );
+  const [page, releaseCount, latest, series] = await Promise.all([
+    listReleasesPage(kv, project.id, {
+      limit: PAGE_SIZE,
+      cursor: query,
+      maxScan: match ? SEARCH_SCAN : PAGE_SIZE + 1,
+      match,
+    }),
+    getProjectReleaseCount(kv, project.id),
     getLatestRelease(kv, project.id),
     getDailyDownloads(kv, ["project", project.id], { days }),
   ]);
-  const releases = listPage(all, query, {
-    searchable: (release) => [release.version, release.build, release.filename],
+  const releases = cursorListPage(page, {
+    query,
+    q,
+    total: releaseCount,
     path: `/admin/projects/${project.slug}`,
     anchor: "#releases",
   });
@@ -68,9 +82,9 @@ export async function renderProjectPage(
       ctx={pageContext(c, deps)}
       project={project}
       releases={releases}
-      releaseCount={all.length}
+      releaseCount={releaseCount}
       latestId={latest?.state === "active" ? latest.id : null}
-      duplicateVersions={duplicateActiveVersions(all)}
+      duplicateVersions={duplicateActiveVersions(releases.rows)}
       downloads={downloads}
       chart={{ series, days }}
       maxUploadBytes={deps.config.maxUploadBytes}

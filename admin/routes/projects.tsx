@@ -2,8 +2,9 @@
 import type { Hono } from "hono";
 import {
   createProject,
+  getCounts,
   getLatestRelease,
-  listProjects,
+  listProjectsPage,
   parseList,
   type Project,
   setProjectState,
@@ -18,7 +19,7 @@ import {
   type ProjectFormValues,
   projectFormValues,
 } from "../forms_project.ts";
-import { listPage } from "../listing.ts";
+import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { type ProjectRow, ProjectsPage } from "../views/projects.tsx";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
@@ -31,13 +32,26 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     c: AdminContext,
     form: { values: ProjectFormValues; error?: FormError; openForm?: boolean },
   ): Promise<Response> {
-    // A sorted copy: the listed array is shared.
-    const projects = [...await listProjects(kv)].sort((a, b) =>
-      a.state === b.state ? a.name.localeCompare(b.name) : a.state === "active" ? -1 : 1
-    );
     const query = form.error ? {} : c.req.query();
-    const list = listPage(projects, query, {
-      searchable: (project) => [project.name, project.slug, ...project.tags],
+    const { q, match } = searchOf(
+      query,
+      (project: Project) => [project.name, project.slug, ...project.tags],
+    );
+    const [page, counts] = await Promise.all([
+      listProjectsPage(kv, {
+        limit: PAGE_SIZE,
+        cursor: query,
+        maxScan: match ? SEARCH_SCAN : PAGE_SIZE + 1,
+        match,
+      }),
+      getCounts(kv),
+    ]);
+    const active = counts.projects.active ?? 0;
+    const total = active + (counts.projects.archived ?? 0);
+    const list = cursorListPage(page, {
+      query,
+      q,
+      total,
       path: "/admin/projects",
       anchor: "#project-list",
     });
@@ -49,8 +63,8 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
       <ProjectsPage
         ctx={pageContext(c, deps)}
         list={{ ...list, rows }}
-        total={projects.length}
-        active={projects.filter((project) => project.state === "active").length}
+        total={total}
+        active={active}
         values={form.values}
         error={form.error}
         openForm={form.openForm ?? false}

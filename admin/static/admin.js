@@ -250,6 +250,37 @@
   }
 
   // A create form folded above its list opens when a link points at it (#new-project).
+  /**
+   * The project slugs field of the key form: suggestions for the slug being
+   * typed (the last comma-separated entry) from /admin/project-slugs.
+   */
+  function enhanceSlugSearch(input) {
+    const list = document.getElementById(input.getAttribute("list"));
+    if (!list) return;
+    let timer = 0;
+    let asked = "";
+    input.addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(async () => {
+        const entries = input.value.split(",");
+        const typed = entries.pop().trim().toLowerCase();
+        if (typed === "" || typed === asked) return;
+        asked = typed;
+        const url = `${input.dataset.slugSearch}?q=${encodeURIComponent(typed)}`;
+        const res = await fetch(url, { headers: { accept: "application/json" } });
+        if (!res.ok) return;
+        const { projects } = await res.json();
+        const head = entries.map((entry) => entry.trim()).filter(Boolean);
+        list.replaceChildren(...projects.map(({ slug, name }) => {
+          const option = document.createElement("option");
+          option.value = [...head, slug].join(", ");
+          option.label = name;
+          return option;
+        }));
+      }, 150);
+    });
+  }
+
   function openTargetedDetails() {
     const target = location.hash ? document.getElementById(location.hash.slice(1)) : null;
     if (target && target.tagName === "DETAILS") target.open = true;
@@ -264,6 +295,7 @@
     globalThis.addEventListener("hashchange", openTargetedDetails);
     document.querySelectorAll("form[data-upload]").forEach(enhanceUpload);
     document.querySelectorAll("form[data-scope-editor]").forEach(enhanceScopeEditor);
+    document.querySelectorAll("input[data-slug-search]").forEach(enhanceSlugSearch);
     document.addEventListener("click", function (event) {
       const keyButton = event.target.closest("[data-copy-key]");
       if (keyButton) copyKey(keyButton);

@@ -1,5 +1,5 @@
 import type { KeyState } from "../../src/store/access.ts";
-import { type ApiKey, type Project, SCOPE_MODES, type ScopeMode } from "../../src/store/mod.ts";
+import { type ApiKey, SCOPE_MODES, type ScopeMode } from "../../src/store/mod.ts";
 import type { ApiKeyFormValues } from "../forms_api_key.ts";
 import type { FormError } from "../types.ts";
 import type { ListPage } from "../listing.ts";
@@ -22,10 +22,10 @@ import { TEXT_FIELDS } from "./text_fields.ts";
 
 export const SCOPE_LABELS: Record<ScopeMode, { label: string; hint: string }> = {
   all_projects: { label: "All projects", hint: "every active project" },
-  project_allow_list: { label: "Only these projects", hint: "the projects ticked below" },
+  project_allow_list: { label: "Only these projects", hint: "the projects listed below" },
   project_deny_list: {
     label: "All projects except these",
-    hint: "every active project but the ones ticked below",
+    hint: "every active project but the ones listed below",
   },
   tag_allow_list: {
     label: "Projects with these tags",
@@ -65,18 +65,18 @@ export function ReachesNothingWarning(
  * `?new=1`, or it was sent back with an error), so it is never below a long list.
  */
 export function ApiKeysPage(
-  { ctx, list, total, projects, knownTags, values, error, openForm }: {
+  { ctx, list, total, slugs, knownTags, values, error, openForm }: {
     ctx: PageContext;
     list: ListPage<ApiKeyRow>;
     total: number;
-    projects: readonly Project[];
+    /** The slugs of the projects that the shown keys name, by id. */
+    slugs: ReadonlyMap<number, string>;
     knownTags: string[];
     values: ApiKeyFormValues;
     error?: FormError | null;
     openForm: boolean;
   },
 ) {
-  const slugs = new Map(projects.map((project) => [project.id, project.slug]));
   return (
     <Layout ctx={ctx} title="API keys" nav="api-keys">
       <div class="page-head">
@@ -84,7 +84,6 @@ export function ApiKeysPage(
       </div>
       <KeyForm
         ctx={ctx}
-        projects={projects}
         knownTags={knownTags}
         values={values}
         error={error}
@@ -151,7 +150,9 @@ export function ApiKeysPage(
   );
 }
 
-function ScopeSummary({ apiKey, slugs }: { apiKey: ApiKey; slugs: Map<number, string> }) {
+function ScopeSummary(
+  { apiKey, slugs }: { apiKey: ApiKey; slugs: ReadonlyMap<number, string> },
+) {
   const mode = apiKey.scope_mode;
   const label = SCOPE_LABELS[mode]?.label ?? mode;
   const list = mode === "project_allow_list" || mode === "project_deny_list"
@@ -168,9 +169,8 @@ function ScopeSummary({ apiKey, slugs }: { apiKey: ApiKey; slugs: Map<number, st
 }
 
 function KeyForm(
-  { ctx, projects, knownTags, values, error, open }: {
+  { ctx, knownTags, values, error, open }: {
     ctx: PageContext;
-    projects: readonly Project[];
     knownTags: string[];
     values: ApiKeyFormValues;
     error?: FormError | null;
@@ -231,33 +231,27 @@ function KeyForm(
           {...invalidProps(error, "project_slugs", "key-projects")}
         >
           <legend>Projects</legend>
-          <p class="hint">Used by "Only these projects" and "All projects except these".</p>
-          {/* Above the list (it can be long), where the focused first checkbox is. */}
+          <p class="hint" id="key-projects-hint">
+            Used by "Only these projects" and "All projects except these". Comma-separated project
+            slugs, e.g. <code>desktop, mobile-beta</code>.
+          </p>
           <FieldError error={error} field="project_slugs" id="key-projects" />
-          {projects.length === 0
-            ? <p class="muted">No projects yet.</p>
-            : (
-              <div class="checkbox-grid">
-                {projects.map((project, index) => (
-                  <div class="choice">
-                    <input
-                      id={`project-${project.slug}`}
-                      name="project_slugs"
-                      type="checkbox"
-                      value={project.slug}
-                      checked={values.project_slugs.includes(project.slug)}
-                      {...(index === 0 ? autofocusProps(error, "project_slugs") : {})}
-                    />
-                    <label for={`project-${project.slug}`}>
-                      {project.name} <code>{project.slug}</code>
-                      {project.state === "archived" && (
-                        <span class="badge badge-archived">archived</span>
-                      )}
-                    </label>
-                  </div>
-                ))}
-              </div>
-            )}
+          <label for="key-project-slugs" class="visually-hidden">Project slugs</label>
+          <input
+            id="key-project-slugs"
+            name="project_slugs"
+            type="text"
+            value={values.project_slugs.join(", ")}
+            autocapitalize="none"
+            spellcheck={false}
+            autocomplete="off"
+            list="key-project-choices"
+            data-slug-search="/admin/project-slugs"
+            {...autofocusProps(error, "project_slugs")}
+            aria-describedby="key-projects-hint"
+          />
+          {/* Filled as one types (admin.js asks /admin/project-slugs?q=…); the field works without it. */}
+          <datalist id="key-project-choices"></datalist>
         </fieldset>
         <fieldset
           class="field scope-list"

@@ -7,7 +7,8 @@ import { RELEASE_COLUMNS, ReleaseCells } from "./release_cells.tsx";
 export interface DashboardData {
   projects: { active: number; archived: number };
   releases: number;
-  apiKeys: { active: number; total: number };
+  /** `activeAtMost`: more keys expired than were counted, so `active` is an upper bound. */
+  apiKeys: { active: number; activeAtMost?: boolean; total: number };
   recent: Array<{ release: Release; project: Project | undefined }>;
   chart: { series: DailyDownloads[]; days: ChartRange };
   topKeys: Array<{ keyId: number; key: ApiKey | undefined; downloads: number }>;
@@ -36,7 +37,10 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
           <a href="/admin/api-keys">
             <span class="stat-value" data-count="api-keys">{data.apiKeys.total}</span>
             <span class="stat-label">API keys</span>
-            <span class="stat-note">{data.apiKeys.active} active</span>
+            <span class="stat-note">
+              {data.apiKeys.activeAtMost ? "at most " : ""}
+              {data.apiKeys.active} active
+            </span>
           </a>
         </li>
       </ul>
@@ -70,6 +74,7 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
 
       <section class="card" id="top-keys" aria-labelledby="top-keys-title">
         <h2 id="top-keys-title">Top API keys by downloads</h2>
+        <p class="hint">Counted at most a minute ago.</p>
         {data.topKeys.length === 0 ? <p class="muted">No downloads yet.</p> : (
           <ol class="top-keys">
             {data.topKeys.map(({ key, keyId, downloads }) => (

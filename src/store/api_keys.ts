@@ -1,9 +1,11 @@
 import { hash as oneShotHash } from "node:crypto";
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
 import { randomToken } from "../lib/secrets.ts";
+import { apiKeyAggregates } from "./aggregates.ts";
 import { now, takeIds } from "./atomic.ts";
 import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
+import { type CursorPage, cursorPage, type PageRequest } from "./paging.ts";
 import { getManyEntries } from "./get_many.ts";
 import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "./keys.ts";
 import { type ApiKey, SCOPE_MODES, type ScopeMode } from "./types.ts";
@@ -91,11 +93,11 @@ export async function createApiKey(
     const apiKey: ApiKey = { id, ...record, created_at: now() };
     // A new key was never cached (unknown hashes are not), so nothing is forgotten.
     const changed = [] as const;
-    const commit = await changeOp(kv, changed)
+    const op = changeOp(kv, changed)
       .check({ key: apiKeyByHashKey(apiKey.hash), versionstamp: null })
       .set(apiKeyKey(apiKey.id), apiKey)
-      .set(apiKeyByHashKey(apiKey.hash), apiKey.id)
-      .commit();
+      .set(apiKeyByHashKey(apiKey.hash), apiKey.id);
+    const commit = await apiKeyAggregates(op, null, apiKey).commit();
     return { commit, value: { apiKey, secret }, changed };
   });
 }
@@ -136,13 +138,37 @@ export async function listApiKeys(kv: Deno.Kv): Promise<ApiKey[]> {
   return keys;
 }
 
+/** One page of keys, newest first, with their `last_used_at` (see paging.ts). */
+export async function listApiKeysPage(
+  kv: Deno.Kv,
+  { match, ...request }: PageRequest<ApiKey>,
+): Promise<CursorPage<ApiKey>> {
+  const page = await cursorPage<ApiKey, ApiKey>(kv, {
+    ...request,
+    parts: ["number"],
+    prefix: apiKeysPrefix(),
+    reverse: true,
+    load: (entries) =>
+      Promise.resolve(
+        entries.map(({ value }) => match?.(value) ?? true ? { ...value } : null),
+      ),
+  });
+  const used = await getManyEntries<string>(
+    kv,
+    page.rows.map((row) => apiKeyLastUsedKey(row.id)),
+  );
+  page.rows.forEach((row, i) => row.last_used_at = used[i].value);
+  return page;
+}
+
 export async function setApiKeyActive(kv: Deno.Kv, id: number, active: boolean): Promise<ApiKey> {
   return await commitChange(kv, async () => {
     const entry = await kv.get<ApiKey>(apiKeyKey(id));
     if (entry.value === null) throw new NotFoundError("api key not found");
     const apiKey = { ...entry.value, active };
     const changed = [["api_key_by_hash", apiKey.hash]] as const;
-    const commit = await changeOp(kv, changed).check(entry).set(apiKeyKey(id), apiKey).commit();
+    const op = changeOp(kv, changed).check(entry).set(apiKeyKey(id), apiKey);
+    const commit = await apiKeyAggregates(op, entry.value, apiKey).commit();
     return { commit, value: apiKey, changed };
   });
 }

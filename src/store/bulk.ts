@@ -9,6 +9,7 @@
  * its latest pointer), so concurrent writers are serialized as usual and a
  * conflicting batch is retried whole.
  */
+import { apiKeyAggregates } from "./aggregates.ts";
 import { type ApiKeyInput, prepareApiKey } from "./api_keys.ts";
 import { now, takeIds } from "./atomic.ts";
 import { changeOp, commitChange } from "./cache.ts";
@@ -16,9 +17,12 @@ import { ValidationError } from "./errors.ts";
 import {
   apiKeyByHashKey,
   apiKeyKey,
+  countKey,
   latestReleaseKey,
   projectKey,
+  projectReleaseCountKey,
   releaseByProjectKey,
+  releaseByTimeKey,
   releaseKey,
 } from "./keys.ts";
 import { isNewerRelease, prepareRelease, type ReleaseInput } from "./releases.ts";
@@ -27,13 +31,14 @@ import type { ApiKey, Project, Release } from "./types.ts";
 /**
  * Records per commit. A KV commit takes at most 100 checks, 1,000 mutations,
  * 80 KiB of keys and 800 KiB in all: a key is one check (its hash must be
- * unused) and two entries, a release two entries of a few hundred bytes
+ * unused) and two entries and a count, a release three entries of a few hundred bytes
  * (release notes can make one much larger, hence the modest default).
  */
 export const API_KEYS_PER_COMMIT = 90;
 export const RELEASES_PER_COMMIT = 200;
 const MAX_API_KEYS_PER_COMMIT = 99;
-const MAX_RELEASES_PER_COMMIT = 499;
+/** Three entries a release (record, id index, time index) and two counts per commit. */
+const MAX_RELEASES_PER_COMMIT = 330;
 
 /**
  * `items` in batches of at most `size`; with `bytesOf`, a batch also ends
@@ -95,6 +100,7 @@ export async function createApiKeysBulk(
           .check({ key: apiKeyByHashKey(apiKey.hash), versionstamp: null })
           .set(apiKeyKey(apiKey.id), apiKey)
           .set(apiKeyByHashKey(apiKey.hash), apiKey.id);
+        apiKeyAggregates(op, null, apiKey);
         return { apiKey, secret };
       });
       return { commit: await op.commit(), value, changed };
@@ -142,9 +148,14 @@ export async function createReleasesBulk(
         if (latest === null || isNewerRelease(release, latest)) latest = release;
         op = op
           .set(releaseKey(release.id), release)
-          .set(releaseByProjectKey(projectId, release.id), release.id);
+          .set(releaseByProjectKey(projectId, release.id), release.id)
+          .set(releaseByTimeKey(release), release.id);
         return release;
       });
+      // The counts once for the batch (a `releaseAggregates` per release would be two more sums each).
+      op = op
+        .sum(countKey("releases", "active"), BigInt(batch.length))
+        .sum(projectReleaseCountKey(projectId), BigInt(batch.length));
       op = op.set(latestReleaseKey(projectId), latest?.id ?? null);
       return { commit: await op.commit(), value, changed };
     });

@@ -27,6 +27,19 @@
  * | ["login_trusted", pair]                        | a (user, address) that signed in (expireIn) |
  * | ["cache_changes", atMs, id]                    | what a write changed, for read caches (expireIn) |
  * | ["audit_log", atMs, entryId]                 | AuditEntry                    |
+ * | ["counts", kind, state]                      | Deno.KvU64 records of a kind in a state (aggregates.ts) |
+ * | ["counts_by_project", projectId]             | Deno.KvU64 releases of the project, any state |
+ * | ["releases_by_time", projectId, createdAt, releaseId] | releaseId ("latest" order)  |
+ * | ["projects_by_name", 0 active / 1 archived, lowercased name, projectId] | projectId |
+ * | ["project_tags", tag]                        | Deno.KvU64 projects carrying the tag |
+ * | ["api_keys_by_expiry", expiresAt, keyId]     | whether the key is enabled    |
+ * | ["meta", "aggregates"]                       | AggregatesMarker: built once (aggregates.ts) |
+ * | ["meta", "top_keys"]                         | TopKeysSnapshot (stats.ts)    |
+ *
+ * Every write that creates, deletes or changes the state, name or tags of a
+ * project, release or key keeps the `counts*`, `*_by_time`, `*_by_name`,
+ * `project_tags` and `api_keys_by_expiry` entries in the same commit (see
+ * aggregates.ts); the admin pages read them instead of every record.
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
@@ -54,6 +67,10 @@ export function projectsPrefix(): Deno.KvKey {
 
 export function projectBySlugKey(slug: string): Deno.KvKey {
   return ["projects_by_slug", slug];
+}
+
+export function projectsBySlugPrefix(): Deno.KvKey {
+  return ["projects_by_slug"];
 }
 
 export function releaseKey(releaseId: number): Deno.KvKey {
@@ -189,6 +206,76 @@ export function loginFailuresKey(kind: "pair" | "user" | "addr", subject: string
 /** Marks a (user name, address) pair that has signed in: the user name's spacing skips it. */
 export function loginTrustedKey(pair: string): Deno.KvKey {
   return ["login_trusted", pair];
+}
+
+/** The kinds and states the dashboard counts (`["counts", kind, state]`). */
+export type CountedKind = "projects" | "releases" | "api_keys";
+
+export function countKey(kind: CountedKind, state: string): Deno.KvKey {
+  return ["counts", kind, state];
+}
+
+export function countsPrefix(): Deno.KvKey {
+  return ["counts"];
+}
+
+export function projectReleaseCountKey(projectId: number): Deno.KvKey {
+  return ["counts_by_project", projectId];
+}
+
+export function projectReleaseCountsPrefix(): Deno.KvKey {
+  return ["counts_by_project"];
+}
+
+/** A project's releases in "latest" order: by `created_at`, then id. */
+export function releaseByTimeKey(
+  release: { project_id: number; created_at: string; id: number },
+): Deno.KvKey {
+  return ["releases_by_time", release.project_id, release.created_at, release.id];
+}
+
+export function releasesByTimePrefix(projectId: number): Deno.KvKey {
+  return ["releases_by_time", projectId];
+}
+
+/** The projects page's order: active first, then by name (case-insensitive), then id. */
+export function projectByNameKey(
+  project: { state: string; name: string; id: number },
+): Deno.KvKey {
+  return [
+    "projects_by_name",
+    project.state === "active" ? 0 : 1,
+    project.name.toLowerCase(),
+    project.id,
+  ];
+}
+
+export function projectsByNamePrefix(): Deno.KvKey {
+  return ["projects_by_name"];
+}
+
+export function projectTagKey(tag: string): Deno.KvKey {
+  return ["project_tags", tag];
+}
+
+export function projectTagsPrefix(): Deno.KvKey {
+  return ["project_tags"];
+}
+
+export function apiKeyExpiryKey(expiresAt: string, keyId: number): Deno.KvKey {
+  return ["api_keys_by_expiry", expiresAt, keyId];
+}
+
+export function apiKeyExpiryPrefix(): Deno.KvKey {
+  return ["api_keys_by_expiry"];
+}
+
+export function aggregatesMarkerKey(): Deno.KvKey {
+  return ["meta", "aggregates"];
+}
+
+export function topKeysKey(): Deno.KvKey {
+  return ["meta", "top_keys"];
 }
 
 export function auditKey(atMs: number, entryId: string): Deno.KvKey {

@@ -1,5 +1,6 @@
 /** The store layer: the only code that touches Deno KV. */
 export * from "./admin_users.ts";
+export * from "./aggregates.ts";
 export * from "./api_keys.ts";
 export * from "./backup.ts";
 export * from "./audit.ts";
@@ -16,3 +17,4 @@ export * from "./validate.ts";
 export { commitWithRetry } from "./atomic.ts";
 export { type Cached, followOtherWriters, setCacheRefreshMs, thenRead } from "./cache.ts";
 export * from "./key_lookup.ts";
+export * from "./paging.ts";

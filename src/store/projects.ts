@@ -1,9 +1,17 @@
 import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
+import { projectAggregates } from "./aggregates.ts";
 import { now, takeIds } from "./atomic.ts";
 import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { getManyEntries } from "./get_many.ts";
-import { projectBySlugKey, projectKey, projectsPrefix } from "./keys.ts";
+import {
+  projectBySlugKey,
+  projectKey,
+  projectsByNamePrefix,
+  projectsBySlugPrefix,
+  projectsPrefix,
+} from "./keys.ts";
+import { type CursorPage, cursorPage, type PageRequest } from "./paging.ts";
 import type { Project, ProjectState } from "./types.ts";
 import { requireSlug, requireTags, requireText, slugify } from "./validate.ts";
 
@@ -42,11 +50,11 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
       updated_at: at,
     };
     const changed = [["project_list"]] as const;
-    const commit = await changeOp(kv, changed)
+    const op = changeOp(kv, changed)
       .check(bySlug)
       .set(projectKey(project.id), project)
-      .set(projectBySlugKey(slug), project.id)
-      .commit();
+      .set(projectBySlugKey(slug), project.id);
+    const commit = await projectAggregates(op, null, project).commit();
     return { commit, value: project, changed };
   });
 }
@@ -83,6 +91,47 @@ export function listProjects(kv: Deno.Kv): Cached<readonly Project[]> {
       return projects;
     },
   }) as Cached<readonly Project[]>;
+}
+
+/** One page of projects, active first, then by name (see paging.ts). */
+export function listProjectsPage(
+  kv: Deno.Kv,
+  { match, ...request }: PageRequest<Project>,
+): Promise<CursorPage<Project>> {
+  return cursorPage<number, Project>(kv, {
+    ...request,
+    parts: ["number", "string", "number"],
+    prefix: projectsByNamePrefix(),
+    reverse: false,
+    load: async (entries) =>
+      (await getManyEntries<Project>(kv, entries.map((entry) => projectKey(entry.value))))
+        .map(({ value }) => value !== null && (match?.(value) ?? true) ? value : null),
+  });
+}
+
+/** Up to `limit` projects whose slug starts with `start`, in slug order (one range read). */
+export async function searchProjectsBySlug(
+  kv: Deno.Kv,
+  { start, limit }: { start: string; limit: number },
+): Promise<Project[]> {
+  const prefix = projectsBySlugPrefix();
+  const ids: number[] = [];
+  for await (
+    const entry of kv.list<number>(
+      { start: [...prefix, start], end: [...prefix, `${start}\uffff`] },
+      { limit },
+    )
+  ) {
+    ids.push(entry.value);
+  }
+  const entries = await getManyEntries<Project>(kv, ids.map(projectKey));
+  return entries.flatMap(({ value }) => value === null ? [] : [value]);
+}
+
+/** The projects of `ids` that exist, in the order of `ids`. */
+export async function getProjectsByIds(kv: Deno.Kv, ids: readonly number[]): Promise<Project[]> {
+  const entries = await getManyEntries<Project>(kv, ids.map(projectKey));
+  return entries.flatMap(({ value }) => value === null ? [] : [value]);
 }
 
 /** Looks up many slugs at once; unknown slugs raise a ValidationError on `field`. */
@@ -132,7 +181,8 @@ async function changeProject(
     if (entry.value === null) throw new NotFoundError("project not found");
     const project = { ...change(entry.value), updated_at: now() };
     const changed = [["project", id], ["project_by_slug", project.slug], ["project_list"]] as const;
-    const commit = await changeOp(kv, changed).check(entry).set(projectKey(id), project).commit();
+    const op = changeOp(kv, changed).check(entry).set(projectKey(id), project);
+    const commit = await projectAggregates(op, entry.value, project).commit();
     return { commit, value: project, changed };
   });
 }

@@ -1,7 +1,9 @@
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
+import { aggregatesReady, releaseAggregates } from "./aggregates.ts";
 import { now, serializedProjectWrite, takeIds } from "./atomic.ts";
 import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
+import { type CursorPage, cursorPage, type PageRequest } from "./paging.ts";
 import { getManyEntries } from "./get_many.ts";
 import {
   latestReleaseKey,
@@ -10,6 +12,7 @@ import {
   releaseDownloadsKey,
   releaseKey,
   releasesByProjectPrefix,
+  releasesByTimePrefix,
   releasesPrefix,
 } from "./keys.ts";
 import type { Project, Release, ReleaseState } from "./types.ts";
@@ -109,12 +112,12 @@ export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<R
         ? release.id
         : current.id;
       const changed = [["latest_release", release.project_id]] as const;
-      const commit = await changeOp(kv, changed)
+      const op = changeOp(kv, changed)
         .check(projectEntry, latestEntry)
         .set(releaseKey(release.id), release)
         .set(releaseByProjectKey(release.project_id, release.id), release.id)
-        .set(latestReleaseKey(release.project_id), latestId)
-        .commit();
+        .set(latestReleaseKey(release.project_id), latestId);
+      const commit = await releaseAggregates(op, null, release).commit();
       return { commit, value: release, changed };
     }));
 }
@@ -153,10 +156,77 @@ export async function listReleasesByProject(kv: Deno.Kv, projectId: number): Pro
   return entries.flatMap((entry) => entry.value === null ? [] : [entry.value]);
 }
 
+/** One page of a project's releases in every state, newest id first (see paging.ts). */
+export function listReleasesPage(
+  kv: Deno.Kv,
+  projectId: number,
+  { match, ...request }: PageRequest<Release>,
+): Promise<CursorPage<Release>> {
+  return cursorPage<number, Release>(kv, {
+    ...request,
+    parts: ["number"],
+    prefix: releasesByProjectPrefix(projectId),
+    reverse: true,
+    load: async (entries) =>
+      (await getManyEntries<Release>(kv, entries.map((entry) => releaseKey(entry.value))))
+        .map(({ value }) => value !== null && (match?.(value) ?? true) ? value : null),
+  });
+}
+
+/**
+ * The newest active release of a project ("latest" order: `created_at`, then
+ * id), with `changed` standing in for its stored version: a reverse read of
+ * the project's `releases_by_time` index that stops at the first active one
+ * (its records read a few at a time). Before the aggregates are built
+ * (aggregates.ts), every release of the project is read instead.
+ */
+export async function findNewestActiveRelease(
+  kv: Deno.Kv,
+  projectId: number,
+  changed?: Release,
+): Promise<Release | null> {
+  const current = (release: Release) => release.id === changed?.id ? changed : release;
+  if (!await aggregatesReady(kv)) {
+    let latest: Release | null = null;
+    for (const release of (await listReleasesByProject(kv, projectId)).map(current)) {
+      if (release.state === "active" && (latest === null || isNewerRelease(release, latest))) {
+        latest = release;
+      }
+    }
+    return latest;
+  }
+  let ids: number[] = [];
+  const scan = async (): Promise<Release | null> => {
+    const entries = await getManyEntries<Release>(kv, ids.map(releaseKey));
+    ids = [];
+    for (const { value } of entries) {
+      if (value !== null && current(value).state === "active") return current(value);
+    }
+    return null;
+  };
+  // A changed release that became active may be the newest: it is in the index like the rest.
+  for await (
+    const entry of kv.list<number>({ prefix: releasesByTimePrefix(projectId) }, {
+      reverse: true,
+      batchSize: 16,
+    })
+  ) {
+    ids.push(entry.value);
+    if (ids.length === 16) {
+      const found = await scan();
+      if (found !== null) return found;
+    }
+  }
+  return ids.length > 0 ? await scan() : null;
+}
+
 /**
  * Archives or re-activates a release and recomputes the project's latest
  * pointer in the same commit (the pointer's versionstamp is checked, so a
- * concurrent change of another release of the project forces a retry).
+ * concurrent change of another release of the project forces a retry). Only
+ * what the pointer needs is read: re-activating compares the release with the
+ * current latest; archiving the latest looks for the next active one
+ * (`findNewestActiveRelease`); archiving another leaves the pointer.
  */
 export async function setReleaseState(
   kv: Deno.Kv,
@@ -168,22 +238,33 @@ export async function setReleaseState(
     if (entry.value === null) throw new NotFoundError("release not found");
     const release: Release = { ...entry.value, state };
     const latestEntry = await kv.get<number | null>(latestReleaseKey(release.project_id));
-    const siblings = await listReleasesByProject(kv, release.project_id);
-    let latest: Release | null = null;
-    for (const candidate of siblings) {
-      const current = candidate.id === id ? release : candidate;
-      if (current.state === "active" && (latest === null || isNewerRelease(current, latest))) {
-        latest = current;
-      }
-    }
+    const latest = await newLatest(kv, release, latestEntry.value);
     const changed = [["release", id], ["latest_release", release.project_id]] as const;
-    const commit = await changeOp(kv, changed)
+    const op = changeOp(kv, changed)
       .check(entry, latestEntry)
       .set(releaseKey(id), release)
-      .set(latestReleaseKey(release.project_id), latest?.id ?? null)
-      .commit();
+      .set(latestReleaseKey(release.project_id), latest?.id ?? null);
+    const commit = await releaseAggregates(op, entry.value, release).commit();
     return { commit, value: release, changed };
   });
+}
+
+/** The project's latest release once `release` (changed) is stored; `latestId` is the pointer now. */
+async function newLatest(
+  kv: Deno.Kv,
+  release: Release,
+  latestId: number | null,
+): Promise<Release | null> {
+  // No pointer: the project had no active release, so this one is the only candidate.
+  if (latestId === null) return release.state === "active" ? release : null;
+  const pointed = latestId === release.id
+    ? null
+    : (await kv.get<Release>(releaseKey(latestId))).value;
+  if (pointed === null || pointed.state !== "active") {
+    return await findNewestActiveRelease(kv, release.project_id, release);
+  }
+  // The pointer is another active release: it stays unless this one is active and newer.
+  return release.state === "active" && isNewerRelease(release, pointed) ? release : pointed;
 }
 
 /** Download counts of many releases, by release id. */
