@@ -39,7 +39,7 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
     const list = listPage(
       newestFirst,
       error ? {} : c.req.query(),
-      (key) => [key.name, String(key.id)],
+      (key) => [key.name, key.prefix, String(key.id)],
       "/admin/api-keys",
       "#key-list",
     );

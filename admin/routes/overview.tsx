@@ -3,6 +3,7 @@ import type { Hono } from "hono";
 import {
   countReleases,
   getDailyDownloads,
+  getDeletedApiKeys,
   getTopKeysByDownloads,
   listApiKeys,
   listAuditEntries,
@@ -33,6 +34,10 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
       getTopKeysByDownloads(kv, TOP_KEYS),
     ]);
     const keysById = new Map(keys.map((key) => [key.id, key]));
+    const deletedKeys = await getDeletedApiKeys(
+      kv,
+      topKeys.map((top) => top.keyId).filter((id) => !keysById.has(id)),
+    );
     const byId = new Map(projects.map((project) => [project.id, project]));
     const archived = projects.filter((project) => project.state === "archived").length;
     return c.html(
@@ -47,7 +52,11 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
           },
           recent: recent.map((release) => ({ release, project: byId.get(release.project_id) })),
           chart: { series, days },
-          topKeys: topKeys.map((top) => ({ ...top, key: keysById.get(top.keyId) })),
+          topKeys: topKeys.map((top) => ({
+            ...top,
+            key: keysById.get(top.keyId),
+            deletedName: deletedKeys.get(top.keyId)?.name,
+          })),
         }}
       />,
     );

@@ -4,9 +4,11 @@ import { isSlug } from "../../src/lib/limits.ts";
 import {
   duplicateActiveVersions,
   getDailyDownloads,
+  getDeletedDownloads,
   getDownloadCounts,
   getLatestRelease,
   getProjectBySlug,
+  getProjectVersioned,
   getRecentDownloadCountsByWindow,
   listReleasesByProject,
   type Project,
@@ -34,17 +36,22 @@ export async function renderProjectPage(
     editError?: FormError;
     upload?: UploadValues;
     uploadError?: FormError;
+    /** Another admin changed the project after the edit form was shown: it as it is now. */
+    conflict?: Project;
+    deleteError?: FormError;
   } = {},
-  status: 200 | 400 | 403 | 413 | 503 | 507 = 200,
+  status: 200 | 400 | 403 | 409 | 413 | 503 | 507 = 200,
 ): Promise<Response> {
   const { kv } = deps;
   // A form sent back shows the first page: the query belongs to the page the form was on.
   const query = c.req.method === "GET" ? c.req.query() : {};
   const days = chartRange(query.days);
-  const [all, latest, series] = await Promise.all([
+  const [all, latest, series, stored, deletedDownloads] = await Promise.all([
     listReleasesByProject(kv, project.id),
     getLatestRelease(kv, project.id),
     getDailyDownloads(kv, ["project", project.id], days),
+    getProjectVersioned(kv, project.id),
+    getDeletedDownloads(kv, project.id),
   ]);
   const releases = listPage(
     all,
@@ -73,8 +80,12 @@ export async function renderProjectPage(
       downloads={downloads}
       chart={{ series, days }}
       maxUploadBytes={deps.config.maxUploadBytes}
-      edit={form.edit ?? editValuesOf(project)}
+      edit={form.edit ?? editValuesOf(stored?.value ?? project)}
       editError={form.editError}
+      editVersion={stored?.version ?? ""}
+      conflict={form.conflict}
+      deleteError={form.deleteError}
+      deletedDownloads={deletedDownloads}
       upload={form.upload ?? EMPTY_UPLOAD_FORM}
       uploadError={form.uploadError}
     />,

@@ -27,6 +27,8 @@
  * | ["login_trusted", pair]                        | a (user, address) that signed in (expireIn) |
  * | ["cache_changes", atMs, id]                    | what a write changed, for read caches (expireIn) |
  * | ["audit_log", atMs, entryId]                 | AuditEntry                    |
+ * | ["deleted_release_downloads", projectId]     | Deno.KvU64 downloads of deleted releases |
+ * | ["deleted_api_keys", keyId]                  | DeletedApiKey (id, name, prefix) |
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
@@ -197,4 +199,17 @@ export function auditKey(atMs: number, entryId: string): Deno.KvKey {
 
 export function auditPrefix(): Deno.KvKey {
   return ["audit_log"];
+}
+
+/**
+ * Downloads of a project's deleted releases (Deno.KvU64): a deleted release's
+ * count moves here in its delete commit, so the project's total keeps it.
+ */
+export function deletedDownloadsKey(projectId: number): Deno.KvKey {
+  return ["deleted_release_downloads", projectId];
+}
+
+/** What is kept of a deleted API key (id, name, prefix), for the audit log and download statistics. */
+export function deletedApiKeyKey(keyId: number): Deno.KvKey {
+  return ["deleted_api_keys", keyId];
 }

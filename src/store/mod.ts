@@ -16,3 +16,5 @@ export * from "./validate.ts";
 export { commitWithRetry } from "./atomic.ts";
 export { type Cached, followOtherWriters, setCacheRefreshMs, thenRead } from "./cache.ts";
 export * from "./key_lookup.ts";
+export * from "./edits.ts";
+export * from "./deletes.ts";
