@@ -312,3 +312,57 @@ Deno.test("find", async (t) => {
     assert.equal(refused.status, 303);
   });
 });
+
+Deno.test("audit log filters and target links", async (t) => {
+  await using app = await createAdminTestApp();
+  const project = await seedProject(app, { slug: "app" });
+  const r1 = await seedRelease(app, project.id, "1.0.0");
+  const r12 = await seedRelease(app, project.id, "1.2.0");
+  const client = await signedInClient(app);
+  const other = await signedInClient(app);
+  other.address = "198.51.100.2";
+  await client.post(`/admin/releases/${r1.id}/archive`);
+  await client.post(`/admin/releases/${r12.id}/archive`);
+  await client.post("/admin/projects/app", { name: "App 2" });
+  await other.post(`/admin/releases/${r1.id}/activate`);
+  const rows = (html: string) =>
+    [...html.matchAll(/data-audit-action="([^"]+)"/g)].map((m) => m[1]);
+
+  await t.step("by kind of change", async () => {
+    const { html } = await client.page("/admin/audit?action=release");
+    assert.deepEqual(rows(html), ["release.activate", "release.archive", "release.archive"]);
+    const exact = await client.page("/admin/audit?action=release.activate");
+    assert.deepEqual(rows(exact.html), ["release.activate"]);
+  });
+
+  await t.step("by target: release 1 is not release 12", async () => {
+    const { html } = await client.page(
+      `/admin/audit?target=${encodeURIComponent(`release ${r1.id}`)}`,
+    );
+    assert.deepEqual(rows(html), ["release.activate", "release.archive"]);
+    assert.match(html, new RegExp(`<a href="/admin/releases/${r1.id}" data-audit-target`));
+  });
+
+  await t.step("by admin, combined with a kind", async () => {
+    const { html } = await client.page("/admin/audit?actor=ADMIN&action=project");
+    assert.deepEqual(rows(html), ["project.update"]);
+    assert.match(html, /<a href="\/admin\/projects\/app" data-audit-target/);
+    const nobody = await client.page("/admin/audit?actor=someone");
+    assert.deepEqual(rows(nobody.html), []);
+    assert.match(nobody.html, /No entry matches/);
+  });
+});
+
+Deno.test("list summaries count one thing in the singular", async () => {
+  await using app = await createAdminTestApp();
+  const project = await seedProject(app, { slug: "app" });
+  await seedRelease(app, project.id, "1.0.0");
+  await seedKey(app, { name: "only" });
+  const client = await signedInClient(app);
+  assert.match((await client.page("/admin/projects/app")).html, /pager-summary">1 release\.</);
+  assert.match((await client.page("/admin/api-keys")).html, /pager-summary">1 key\.</);
+  assert.match(
+    (await client.page("/admin/api-keys?q=only")).html,
+    /pager-summary">1 of 1 key matches &quot;only&quot;\.</,
+  );
+});

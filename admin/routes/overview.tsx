@@ -9,6 +9,7 @@ import {
   listAuditEntries,
   listProjects,
   listRecentReleases,
+  searchAuditEntries,
 } from "../../src/store/mod.ts";
 import { keyState } from "../../src/store/access.ts";
 import { pageContext } from "../context.ts";
@@ -64,9 +65,23 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
 
   admin.get("/audit", async (c) => {
     const before = c.req.query("before");
-    const { entries, next } = await listAuditEntries(kv, { limit: AUDIT_PAGE_SIZE, before });
+    const filter = {
+      actor: (c.req.query("actor") ?? "").slice(0, 200),
+      action: (c.req.query("action") ?? "").slice(0, 100),
+      target: (c.req.query("target") ?? "").slice(0, 500),
+    };
+    const filtered = Object.values(filter).some((value) => value.trim() !== "");
+    const { entries, next } = filtered
+      ? await searchAuditEntries(kv, { limit: AUDIT_PAGE_SIZE, before, filter })
+      : await listAuditEntries(kv, { limit: AUDIT_PAGE_SIZE, before });
     return c.html(
-      <AuditPage ctx={pageContext(c, deps)} entries={entries} next={next} first={!before} />,
+      <AuditPage
+        ctx={pageContext(c, deps)}
+        entries={entries}
+        next={next}
+        first={!before}
+        filter={filter}
+      />,
     );
   });
 }

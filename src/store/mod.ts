@@ -18,3 +18,4 @@ export { type Cached, followOtherWriters, setCacheRefreshMs, thenRead } from "./
 export * from "./key_lookup.ts";
 export * from "./edits.ts";
 export * from "./deletes.ts";
+export * from "./audit_search.ts";
