@@ -135,13 +135,15 @@ export function ApiKeysPage(
                   <td data-label="Last used" class="nowrap">
                     <Time iso={key.last_used_at} />
                   </td>
-                  <td data-label="Actions" class="actions-cell">
-                    <a class="button button-small" href={`/admin/api-keys/${key.id}`}>Edit</a>
-                    <PostButton
-                      action={`/admin/api-keys/${key.id}/${key.active ? "disable" : "enable"}`}
-                      csrfToken={ctx.csrfToken}
-                      label={key.active ? "Disable" : "Enable"}
-                    />
+                  <td data-label="Actions">
+                    <div class="row-actions">
+                      <a class="button button-small" href={`/admin/api-keys/${key.id}`}>Edit</a>
+                      <PostButton
+                        action={`/admin/api-keys/${key.id}/${key.active ? "disable" : "enable"}`}
+                        csrfToken={ctx.csrfToken}
+                        label={key.active ? "Disable" : "Enable"}
+                      />
+                    </div>
                   </td>
                 </tr>
               );

@@ -193,21 +193,23 @@ function ReleasesTable(props: ProjectPageProps) {
                     <span class="muted">{counts.last30} in 30 days</span>
                     <span class="muted">{counts.last90} in 90 days</span>
                   </td>
-                  <td data-label="Actions" class="actions-cell">
-                    <a
-                      class="button button-small"
-                      href={`/admin/releases/${release.id}`}
-                      title="Edit, download or delete"
-                    >
-                      Edit
-                    </a>
-                    <PostButton
-                      action={`/admin/releases/${release.id}/${
-                        release.state === "active" ? "archive" : "activate"
-                      }`}
-                      csrfToken={ctx.csrfToken}
-                      label={release.state === "active" ? "Archive" : "Activate"}
-                    />
+                  <td data-label="Actions">
+                    <div class="row-actions">
+                      <a
+                        class="button button-small"
+                        href={`/admin/releases/${release.id}`}
+                        title="Edit, download or delete"
+                      >
+                        Edit
+                      </a>
+                      <PostButton
+                        action={`/admin/releases/${release.id}/${
+                          release.state === "active" ? "archive" : "activate"
+                        }`}
+                        csrfToken={ctx.csrfToken}
+                        label={release.state === "active" ? "Archive" : "Activate"}
+                      />
+                    </div>
                   </td>
                 </tr>
               );
