@@ -85,14 +85,7 @@ export function AuditPage(
                     <td data-label="Target" class="break">
                       {link
                         ? <a href={link} data-audit-target>{entry.target}</a>
-                        : <span>{entry.target}</span>}{" "}
-                      <a
-                        class="muted"
-                        href={auditUrl({ target: entry.target })}
-                        title="Every entry about this target"
-                      >
-                        (history)
-                      </a>
+                        : <span>{entry.target}</span>}
                     </td>
                     <td data-label="Details" class="break">{entry.details}</td>
                     <td data-label="Address">{entry.address}</td>
