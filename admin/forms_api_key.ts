@@ -66,3 +66,6 @@ export async function apiKeyInput(kv: Deno.Kv, values: ApiKeyFormValues): Promis
     expires_at: values.expires_at,
   };
 }
+
+/** Tags offered as checkboxes on the key form. */
+export const KNOWN_TAGS_SHOWN = 200;

@@ -77,12 +77,16 @@ export function pageSummary(list: ListPage<unknown>, total: number, noun: string
       : `${list.matched} ${noun} match "${list.q}" here; "Next" searches on.`;
   }
   if (list.matched === 0) return list.q ? `No ${noun} match "${list.q}".` : "";
+  // "1 release.", not "1 releases." (the nouns are regular plurals).
+  const counted = (n: number) => `${n} ${n === 1 ? noun.replace(/s$/, "") : noun}`;
   const first = (list.page - 1) * PAGE_SIZE + 1;
   const last = first + list.rows.length - 1;
   const range = list.matched > PAGE_SIZE ? `${first}–${last} of ` : "";
   return list.q
-    ? `${range}${list.matched} of ${total} ${noun} match "${list.q}".`
-    : `${range}${total} ${noun}.`;
+    ? `${range}${list.matched} of ${counted(total)} ${
+      list.matched === 1 ? "matches" : "match"
+    } "${list.q}".`
+    : `${range}${counted(total)}.`;
 }
 
 /** Entries a search reads at most for one page of a long list (then it offers to search on). */

@@ -25,6 +25,8 @@ import {
 } from "./guards.ts";
 import { addAccountRoutes, addLoginRoutes } from "./routes/auth.tsx";
 import { addApiKeyRoutes } from "./routes/api_keys.tsx";
+import { addApiKeyPageRoutes } from "./routes/api_key_page.tsx";
+import { addReleasePageRoutes } from "./routes/release_page.tsx";
 import { addOverviewRoutes } from "./routes/overview.tsx";
 import { addProjectRoutes } from "./routes/projects.tsx";
 import { addReleaseRoutes } from "./routes/releases.tsx";
@@ -85,5 +87,7 @@ function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono
   addUploadRoute(gated, deps);
   addReleaseRoutes(gated, deps);
   addApiKeyRoutes(gated, deps);
+  addReleasePageRoutes(gated, deps);
+  addApiKeyPageRoutes(gated, deps);
   return gated;
 }

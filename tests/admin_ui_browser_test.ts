@@ -303,16 +303,15 @@ Deno.test({
           assert.ok(await inViewport(page, "#key-name"), "the form is first");
           await page.fill("#key-name", "Nothing");
           await page.check("#scope-project_allow_list");
-          // A project that is gone by the time the form is sent.
-          await page.evaluate(`document.querySelector("#project-p-01").value = "gone"`);
-          await page.check("#project-p-01");
+          // A project that does not exist (the field takes slugs, with suggestions).
+          await page.fill("#key-project-slugs", "gone");
           await page.click("#new-key button[type=submit]");
           await page.waitForSelector("[data-form-error]");
           assert.match(await page.textContent("[data-form-error]") ?? "", /unknown project/);
           assert.ok(await inViewport(page, "#key-projects-error"));
-          assert.equal(await focusedId(page), "project-p-01");
+          assert.equal(await focusedId(page), "key-project-slugs");
           await shoot(v, "api-keys-error");
-          await page.uncheck("#project-p-01");
+          await page.fill("#key-project-slugs", "");
           await page.check("#scope-tag_allow_list");
           await page.fill("#key-other-tags", "t".repeat(65));
           await page.click("#new-key button[type=submit]");

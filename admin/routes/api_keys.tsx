@@ -24,6 +24,7 @@ import {
   apiKeyFormValues,
   apiKeyInput,
   EMPTY_KEY_FORM,
+  KNOWN_TAGS_SHOWN,
 } from "../forms_api_key.ts";
 import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
@@ -39,7 +40,7 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
     error?: FormError,
   ) {
     const query = error ? {} : c.req.query();
-    const { q, match } = searchOf(query, (key: ApiKey) => [key.name, String(key.id)]);
+    const { q, match } = searchOf(query, (key: ApiKey) => [key.name, key.prefix, String(key.id)]);
     const [page, counts, knownTags] = await Promise.all([
       listApiKeysPage(kv, {
         limit: PAGE_SIZE,
@@ -156,8 +157,6 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
 const SLUG_SUGGESTIONS = 20;
 /** Projects looked at for the example command (not every project). */
 const EXAMPLE_CANDIDATES = 50;
-/** Tags offered as checkboxes on the key form. */
-const KNOWN_TAGS_SHOWN = 200;
 
 /**
  * A project the new key can read, for the example command: one it names

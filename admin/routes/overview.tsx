@@ -5,10 +5,12 @@ import {
   getApiKey,
   getCounts,
   getDailyDownloads,
+  getDeletedApiKeys,
   getProjectsByIds,
   getTopKeys,
   listAuditEntries,
   listRecentReleases,
+  searchAuditEntries,
 } from "../../src/store/mod.ts";
 import { pageContext } from "../context.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
@@ -40,6 +42,11 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
       getProjectsByIds(kv, projectIds),
       Promise.all(topKeys.map((top) => getApiKey(kv, top.keyId))),
     ]);
+    // A deleted key keeps its name for the top keys (issue 18).
+    const deletedKeys = await getDeletedApiKeys(
+      kv,
+      topKeys.filter((_, i) => keys[i] === null).map((top) => top.keyId),
+    );
     const byId = new Map(projects.map((project) => [project.id, project]));
     const { projects: p, releases: r, api_keys: k } = counts;
     const enabled = k.enabled ?? 0;
@@ -56,7 +63,11 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
           },
           recent: recent.map((release) => ({ release, project: byId.get(release.project_id) })),
           chart: { series, days },
-          topKeys: topKeys.map((top, i) => ({ ...top, key: keys[i] ?? undefined })),
+          topKeys: topKeys.map((top, i) => ({
+            ...top,
+            key: keys[i] ?? undefined,
+            deletedName: deletedKeys.get(top.keyId)?.name,
+          })),
         }}
       />,
     );
@@ -64,9 +75,23 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
 
   admin.get("/audit", async (c) => {
     const before = c.req.query("before");
-    const { entries, next } = await listAuditEntries(kv, { limit: AUDIT_PAGE_SIZE, before });
+    const filter = {
+      actor: (c.req.query("actor") ?? "").slice(0, 200),
+      action: (c.req.query("action") ?? "").slice(0, 100),
+      target: (c.req.query("target") ?? "").slice(0, 500),
+    };
+    const filtered = Object.values(filter).some((value) => value.trim() !== "");
+    const { entries, next } = filtered
+      ? await searchAuditEntries(kv, { limit: AUDIT_PAGE_SIZE, before, filter })
+      : await listAuditEntries(kv, { limit: AUDIT_PAGE_SIZE, before });
     return c.html(
-      <AuditPage ctx={pageContext(c, deps)} entries={entries} next={next} first={!before} />,
+      <AuditPage
+        ctx={pageContext(c, deps)}
+        entries={entries}
+        next={next}
+        first={!before}
+        filter={filter}
+      />,
     );
   });
 }

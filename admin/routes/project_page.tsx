@@ -4,10 +4,12 @@ import { isSlug } from "../../src/lib/limits.ts";
 import {
   duplicateActiveVersions,
   getDailyDownloads,
+  getDeletedDownloads,
   getDownloadCounts,
   getLatestRelease,
   getProjectBySlug,
   getProjectReleaseCount,
+  getProjectVersioned,
   getRecentDownloadCountsByWindow,
   listReleasesPage,
   type Project,
@@ -34,7 +36,10 @@ export interface ProjectPageOptions {
   editError?: FormError;
   upload?: UploadValues;
   uploadError?: FormError;
-  status?: 200 | 400 | 403 | 413 | 503 | 507;
+  /** Another admin changed the project after the edit form was shown: it as it is now. */
+  conflict?: Project;
+  deleteError?: FormError;
+  status?: 200 | 400 | 403 | 409 | 413 | 503 | 507;
 }
 
 export async function renderProjectPage(
@@ -50,7 +55,7 @@ export async function renderProjectPage(
     query,
     (release: Release) => [release.version, release.build, release.filename],
   );
-  const [page, releaseCount, latest, series] = await Promise.all([
+  const [page, releaseCount, latest, series, stored, deletedDownloads] = await Promise.all([
     listReleasesPage(kv, project.id, {
       limit: PAGE_SIZE,
       cursor: query,
@@ -60,6 +65,8 @@ export async function renderProjectPage(
     getProjectReleaseCount(kv, project.id),
     getLatestRelease(kv, project.id),
     getDailyDownloads(kv, ["project", project.id], { days }),
+    getProjectVersioned(kv, project.id),
+    getDeletedDownloads(kv, project.id),
   ]);
   const releases = cursorListPage(page, {
     query,
@@ -88,8 +95,12 @@ export async function renderProjectPage(
       downloads={downloads}
       chart={{ series, days }}
       maxUploadBytes={deps.config.maxUploadBytes}
-      edit={form.edit ?? editValuesOf(project)}
+      edit={form.edit ?? editValuesOf(stored?.value ?? project)}
       editError={form.editError}
+      editVersion={stored?.version ?? ""}
+      conflict={form.conflict}
+      deleteError={form.deleteError}
+      deletedDownloads={deletedDownloads}
       upload={form.upload ?? EMPTY_UPLOAD_FORM}
       uploadError={form.uploadError}
     />,

@@ -2,15 +2,20 @@
 import type { Hono } from "hono";
 import {
   createProject,
+  editProject,
   getCounts,
   getLatestRelease,
   listProjectsPage,
   parseList,
   type Project,
+  ProjectNotEmptyError,
   setProjectState,
-  updateProject,
+  StaleEditError,
   ValidationError,
 } from "../../src/store/mod.ts";
+import { deleteProject } from "../../src/lifecycle/delete.ts";
+import { describeChanges } from "../audit_changes.ts";
+import { field } from "../forms.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { formErrorOf } from "../forms.ts";
 import {
@@ -118,15 +123,16 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     const form = c.get("form");
     const edit = projectEditValues(form);
     try {
-      const updated = await updateProject(kv, project.id, {
+      const { before, after: updated } = await editProject(kv, project.id, {
         name: edit.name,
         description: edit.description,
         tags: parseList(edit.tags),
+        expected: field(form, "expected_version"),
       });
       await audit(c, deps, {
         action: "project.update",
         target: `project ${updated.slug}`,
-        details: projectDetails(updated),
+        details: describeChanges(before, updated, ["name", "description", "tags"]),
       });
       return redirectWithFlash(c, deps, {
         location: `/admin/projects/${updated.slug}`,
@@ -134,6 +140,15 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
         text: "The project was saved.",
       });
     } catch (error) {
+      if (error instanceof StaleEditError) {
+        const current = (error as StaleEditError<Project>).current.value;
+        return await renderProjectPage(c, deps, {
+          project: current,
+          edit,
+          conflict: current,
+          status: 409,
+        });
+      }
       if (!(error instanceof ValidationError)) throw error;
       return await renderProjectPage(c, deps, {
         project,
@@ -142,6 +157,61 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
         status: 400,
       });
     }
+  });
+
+  admin.post("/projects/:slug/delete", async (c) => {
+    const project = await loadProject(deps, c.req.param("slug"));
+    const typed = field(c.get("form"), "confirm_slug").trim();
+    if (typed !== project.slug) {
+      return await renderProjectPage(c, deps, {
+        project: project,
+        deleteError: {
+          field: "confirm_slug",
+          message: `Type the slug "${project.slug}" exactly to delete the project.`,
+        },
+        status: 400,
+      });
+    }
+    let result;
+    try {
+      result = await deleteProject(deps, project.id);
+    } catch (error) {
+      if (!(error instanceof ProjectNotEmptyError)) throw error;
+      const count = error.activeReleases;
+      return await renderProjectPage(c, deps, {
+        project: project,
+        deleteError: {
+          field: "confirm_slug",
+          message: `The project has ${count} active ${
+            count === 1 ? "release" : "releases"
+          }: archive or delete ${count === 1 ? "it" : "them"} first.`,
+        },
+        status: 409,
+      });
+    }
+    const { releases, leftForSweep } = result;
+    await audit(c, deps, {
+      action: "project.delete",
+      target: `project ${project.slug}`,
+      details: `id ${project.id}; name "${project.name}"; tags ${
+        project.tags.join(", ") || "none"
+      }; ${releases.length} archived ${releases.length === 1 ? "release" : "releases"} deleted${
+        releases.length > 0
+          ? ` (${releases.map((release) => `${release.id} ${release.version}`).join(", ")})`
+          : ""
+      }${leftForSweep.length > 0 ? `; ${leftForSweep.length} artifacts left for the sweep` : ""}`,
+    });
+    return redirectWithFlash(c, deps, {
+      location: "/admin/projects",
+      kind: "success",
+      text: `Project "${project.name}" was deleted${
+        releases.length > 0
+          ? ` with its ${releases.length} archived ${
+            releases.length === 1 ? "release" : "releases"
+          }`
+          : ""
+      }.`,
+    });
   });
 
   for (const [action, state] of [["archive", "archived"], ["activate", "active"]] as const) {

@@ -99,7 +99,7 @@ export function ApiKeysPage(
             action="/admin/api-keys"
             q={list.q}
             label="Search API keys"
-            placeholder="Name or id"
+            placeholder="Name, key prefix (uds_…) or id"
           />
         )}
         {total === 0 ? <p class="muted">No API keys yet.</p> : list.rows.length > 0 && (
@@ -111,7 +111,9 @@ export function ApiKeysPage(
               return (
                 <tr data-api-key-id={String(key.id)} class={`state-${state}`}>
                   <td data-label="Name">
-                    <strong>{key.name}</strong>
+                    <a href={`/admin/api-keys/${key.id}`}>
+                      <strong>{key.name}</strong>
+                    </a>
                     <code class="muted">{key.prefix}…</code>
                     <span class="muted">id {key.id}</span>
                   </td>
@@ -133,11 +135,14 @@ export function ApiKeysPage(
                     <Time iso={key.last_used_at} />
                   </td>
                   <td data-label="Actions">
-                    <PostButton
-                      action={`/admin/api-keys/${key.id}/${key.active ? "disable" : "enable"}`}
-                      csrfToken={ctx.csrfToken}
-                      label={key.active ? "Disable" : "Enable"}
-                    />
+                    <div class="row-actions">
+                      <a class="button button-small" href={`/admin/api-keys/${key.id}`}>Edit</a>
+                      <PostButton
+                        action={`/admin/api-keys/${key.id}/${key.active ? "disable" : "enable"}`}
+                        csrfToken={ctx.csrfToken}
+                        label={key.active ? "Disable" : "Enable"}
+                      />
+                    </div>
                   </td>
                 </tr>
               );
@@ -168,24 +173,33 @@ function ScopeSummary(
   );
 }
 
-function KeyForm(
-  { ctx, knownTags, values, error, open }: {
+/** The key form: creates a key, or with `edit` changes one (see admin/routes/api_key_page.tsx). */
+export function KeyForm(
+  { ctx, knownTags, values, error, open, edit }: {
     ctx: PageContext;
     knownTags: string[];
     values: ApiKeyFormValues;
     error?: FormError | null;
     open: boolean;
+    /** Where an edit posts, and the version of the key it starts from. */
+    edit?: { action: string; version: string };
   },
 ) {
   const otherTags = values.tags.filter((tag) => !knownTags.includes(tag));
   return (
-    <details class="card create-card" id="new-key" open={open}>
+    <details class="card create-card" id={edit ? "edit-key" : "new-key"} open={open}>
       <summary>
-        <h2>New API key</h2>
+        <h2>{edit ? "Edit API key" : "New API key"}</h2>
       </summary>
       <FormErrorSummary error={error} />
-      <form method="post" action="/admin/api-keys" class="stack" data-scope-editor>
+      <form
+        method="post"
+        action={edit?.action ?? "/admin/api-keys"}
+        class="stack"
+        data-scope-editor
+      >
         <CsrfInput token={ctx.csrfToken} />
+        {edit && <input type="hidden" name="expected_version" value={edit.version} />}
         <InputField
           id="key-name"
           {...TEXT_FIELDS.name}
@@ -303,7 +317,9 @@ function KeyForm(
           error={error}
           hint="Leave empty for a key that never expires."
         />
-        <button type="submit" class="button button-primary">Create API key</button>
+        <button type="submit" class="button button-primary">
+          {edit ? "Save changes" : "Create API key"}
+        </button>
       </form>
     </details>
   );

@@ -11,7 +11,9 @@ export interface DashboardData {
   apiKeys: { active: number; activeAtMost?: boolean; total: number };
   recent: Array<{ release: Release; project: Project | undefined }>;
   chart: { series: DailyDownloads[]; days: ChartRange };
-  topKeys: Array<{ keyId: number; key: ApiKey | undefined; downloads: number }>;
+  topKeys: Array<
+    { keyId: number; key: ApiKey | undefined; downloads: number; deletedName?: string }
+  >;
 }
 
 export function DashboardPage({ ctx, data }: { ctx: PageContext; data: DashboardData }) {
@@ -77,14 +79,22 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
         <p class="hint">Counted at most a minute ago.</p>
         {data.topKeys.length === 0 ? <p class="muted">No downloads yet.</p> : (
           <ol class="top-keys">
-            {data.topKeys.map(({ key, keyId, downloads }) => (
+            {data.topKeys.map(({ key, keyId, downloads, deletedName }) => (
               <li data-top-key-id={String(keyId)}>
                 <span>
-                  {key ? <strong>{key.name}</strong> : <span class="muted">deleted key</span>}{" "}
-                  <span class="muted">id {keyId}</span>
+                  {key ? <strong>{key.name}</strong> : (
+                    <span class="muted">
+                      deleted key{deletedName !== undefined && (
+                        <>
+                          {" "}
+                          <s>{deletedName}</s>
+                        </>
+                      )}
+                    </span>
+                  )} <span class="muted">id {keyId}</span>
                 </span>
                 <span class="top-keys-count">
-                  <strong>{downloads}</strong> downloads
+                  <strong>{downloads}</strong> {downloads === 1 ? "download" : "downloads"}
                 </span>
               </li>
             ))}

@@ -46,6 +46,13 @@ export interface ProjectPageProps {
   editError?: FormError | null;
   upload: UploadValues;
   uploadError?: FormError | null;
+  /** The version of the stored project the edit form starts from. */
+  editVersion?: string;
+  /** Another admin changed the project after the edit form was shown: it as it is now. */
+  conflict?: Project | null;
+  deleteError?: FormError | null;
+  /** Downloads of the project's deleted releases (kept in its total). */
+  deletedDownloads?: number;
 }
 
 export function ProjectPage(props: ProjectPageProps) {
@@ -143,10 +150,8 @@ function UploadForm({ ctx, project, maxUploadBytes, upload, uploadError }: Proje
   );
 }
 
-function ReleasesTable(
-  { ctx, project, releases, releaseCount, latestId, duplicateVersions, downloads }:
-    ProjectPageProps,
-) {
+function ReleasesTable(props: ProjectPageProps) {
+  const { ctx, project, releases, releaseCount, latestId, duplicateVersions, downloads } = props;
   const path = `/admin/projects/${project.slug}`;
   return (
     <section class="card" id="releases" aria-labelledby="releases-title">
@@ -189,13 +194,22 @@ function ReleasesTable(
                     <span class="muted">{counts.last90} in 90 days</span>
                   </td>
                   <td data-label="Actions">
-                    <PostButton
-                      action={`/admin/releases/${release.id}/${
-                        release.state === "active" ? "archive" : "activate"
-                      }`}
-                      csrfToken={ctx.csrfToken}
-                      label={release.state === "active" ? "Archive" : "Activate"}
-                    />
+                    <div class="row-actions">
+                      <a
+                        class="button button-small"
+                        href={`/admin/releases/${release.id}`}
+                        title="Edit, download or delete"
+                      >
+                        Edit
+                      </a>
+                      <PostButton
+                        action={`/admin/releases/${release.id}/${
+                          release.state === "active" ? "archive" : "activate"
+                        }`}
+                        csrfToken={ctx.csrfToken}
+                        label={release.state === "active" ? "Archive" : "Activate"}
+                      />
+                    </div>
                   </td>
                 </tr>
               );
@@ -203,18 +217,44 @@ function ReleasesTable(
           </DataTable>
         )}
       <ListPager list={releases} total={releaseCount} noun="releases" />
+      {(props.deletedDownloads ?? 0) > 0 && (
+        <p class="hint" data-deleted-downloads>
+          Deleted releases of this project had {props.deletedDownloads}{" "}
+          {props.deletedDownloads === 1 ? "download" : "downloads"}; the chart still counts them.
+        </p>
+      )}
     </section>
   );
 }
 
-function EditForm({ ctx, project, edit, editError }: ProjectPageProps) {
+function EditForm(
+  { ctx, project, edit, editError, editVersion, conflict, deleteError }: ProjectPageProps,
+) {
   const active = project.state === "active";
   return (
     <section class="card" id="settings" aria-labelledby="settings-title">
       <h2 id="settings-title">Project settings</h2>
+      {conflict && (
+        <div class="flash flash-warning" role="alert" data-edit-conflict>
+          <p>
+            Someone else changed this project after you opened the form, so nothing was saved. It
+            now reads:
+          </p>
+          <dl class="facts">
+            <dt>Name</dt>
+            <dd data-current-name>{conflict.name}</dd>
+            <dt>Description</dt>
+            <dd class="pre">{conflict.description || "(none)"}</dd>
+            <dt>Tags</dt>
+            <dd data-current-tags>{conflict.tags.join(", ") || "(none)"}</dd>
+          </dl>
+          <p>Your values are still in the form below: save again to replace theirs.</p>
+        </div>
+      )}
       <FormErrorSummary error={editError} />
       <form method="post" action={`/admin/projects/${project.slug}`} class="stack">
         <CsrfInput token={ctx.csrfToken} />
+        {editVersion && <input type="hidden" name="expected_version" value={editVersion} />}
         <ProjectFields
           idPrefix="edit"
           values={edit}
@@ -239,6 +279,34 @@ function EditForm({ ctx, project, edit, editError }: ProjectPageProps) {
           label={active ? "Archive project" : "Activate project"}
           buttonClass="button"
         />
+      </div>
+      <div class="danger-zone" id="delete-project">
+        <h3>Delete project</h3>
+        <p class="hint">
+          Only a project without active releases can be deleted (archive or delete them first). Its
+          archived releases and their files are deleted with it; the audit log keeps what was
+          deleted. Clients that use the slug get 404.
+        </p>
+        <FormErrorSummary error={deleteError} />
+        <form method="post" action={`/admin/projects/${project.slug}/delete`} class="stack">
+          <CsrfInput token={ctx.csrfToken} />
+          <InputField
+            id="confirm-slug"
+            name="confirm_slug"
+            label={
+              <>
+                Type the slug <code>{project.slug}</code> to confirm
+              </>
+            }
+            value=""
+            autocomplete="off"
+            autocapitalize="none"
+            spellcheck={false}
+            error={deleteError}
+            required
+          />
+          <button type="submit" class="button button-danger">Delete project</button>
+        </form>
       </div>
     </section>
   );

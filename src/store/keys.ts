@@ -40,6 +40,8 @@
  * project, release or key keeps the `counts*`, `*_by_time`, `*_by_name`,
  * `project_tags` and `api_keys_by_expiry` entries in the same commit (see
  * aggregates.ts); the admin pages read them instead of every record.
+ * | ["deleted_release_downloads", projectId]     | Deno.KvU64 downloads of deleted releases |
+ * | ["deleted_api_keys", keyId]                  | DeletedApiKey (id, name, prefix) |
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
@@ -284,4 +286,17 @@ export function auditKey(atMs: number, entryId: string): Deno.KvKey {
 
 export function auditPrefix(): Deno.KvKey {
   return ["audit_log"];
+}
+
+/**
+ * Downloads of a project's deleted releases (Deno.KvU64): a deleted release's
+ * count moves here in its delete commit, so the project's total keeps it.
+ */
+export function deletedDownloadsKey(projectId: number): Deno.KvKey {
+  return ["deleted_release_downloads", projectId];
+}
+
+/** What is kept of a deleted API key (id, name, prefix), for the audit log and download statistics. */
+export function deletedApiKeyKey(keyId: number): Deno.KvKey {
+  return ["deleted_api_keys", keyId];
 }

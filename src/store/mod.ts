@@ -18,3 +18,6 @@ export { commitWithRetry } from "./atomic.ts";
 export { type Cached, followOtherWriters, setCacheRefreshMs, thenRead } from "./cache.ts";
 export * from "./key_lookup.ts";
 export * from "./paging.ts";
+export * from "./edits.ts";
+export * from "./deletes.ts";
+export * from "./audit_search.ts";

@@ -1,0 +1,179 @@
+/**
+ * One release's page: correct its version, build and notes, download its
+ * file, delete it (with its artifact; the latest only when confirmed).
+ */
+import type { Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { contentDisposition, downloadContentType } from "../../src/http/content_disposition.ts";
+import { deleteRelease } from "../../src/lifecycle/delete.ts";
+import { ID_PATTERN } from "../../src/lib/limits.ts";
+import {
+  duplicateActiveVersions,
+  editRelease,
+  getDownloadCounts,
+  getLatestRelease,
+  getProject,
+  getReleaseVersioned,
+  LatestReleaseError,
+  listReleasesByProject,
+  NotFoundError,
+  type Release,
+  StaleEditError,
+  ValidationError,
+} from "../../src/store/mod.ts";
+import { describeChanges } from "../audit_changes.ts";
+import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
+import { field, formErrorOf } from "../forms.ts";
+import type { UploadValues } from "../forms_upload.ts";
+import type { AdminEnv, ServiceDeps } from "../types.ts";
+import { ReleasePage, type ReleasePageProps } from "../views/release_page.tsx";
+
+/** The fields an edit can change, in the order the audit names them. */
+const EDITED_FIELDS = ["version", "build", "release_notes"] as const;
+
+export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+  const { kv } = deps;
+
+  async function load(raw: string) {
+    const found = ID_PATTERN.test(raw) ? await getReleaseVersioned(kv, Number(raw)) : null;
+    if (found === null) throw new HTTPException(404, { message: `There is no release ${raw}.` });
+    return found;
+  }
+
+  async function render(
+    c: AdminContext,
+    found: { value: Release; version: string },
+    { status = 200, ...form }:
+      & Partial<Omit<ReleasePageProps, "ctx" | "release" | "project" | "version" | "latest">>
+      & { status?: 200 | 400 | 409 } = {},
+  ): Promise<Response> {
+    const release = found.value;
+    const [project, latest, counts] = await Promise.all([
+      getProject(kv, release.project_id),
+      getLatestRelease(kv, release.project_id),
+      getDownloadCounts(kv, [release.id]),
+    ]);
+    return c.html(
+      <ReleasePage
+        ctx={pageContext(c, deps)}
+        release={release}
+        project={project}
+        version={found.version}
+        latest={latest?.id === release.id}
+        downloads={counts.get(release.id) ?? 0}
+        edit={form.edit ?? valuesOf(release)}
+        {...form}
+      />,
+      status,
+    );
+  }
+
+  admin.get("/releases/:id", async (c) => render(c, await load(c.req.param("id"))));
+
+  admin.post("/releases/:id", async (c) => {
+    const found = await load(c.req.param("id"));
+    const form = c.get("form");
+    const edit: UploadValues = {
+      version: field(form, "version"),
+      build: field(form, "build"),
+      release_notes: field(form, "release_notes"),
+    };
+    try {
+      const { before, after } = await editRelease(kv, found.value.id, {
+        ...edit,
+        expected: field(form, "expected_version"),
+      });
+      const project = await getProject(kv, after.project_id);
+      await audit(c, deps, {
+        action: "release.update",
+        target: `release ${after.id}`,
+        details: `project ${project?.slug ?? after.project_id}; ${
+          describeChanges(before, after, EDITED_FIELDS)
+        }`,
+      });
+      const siblings = await listReleasesByProject(kv, after.project_id);
+      const duplicate = after.state === "active" &&
+        duplicateActiveVersions(siblings).includes(after.version);
+      return redirectWithFlash(c, deps, {
+        location: project
+          ? `/admin/projects/${project.slug}#releases`
+          : `/admin/releases/${after.id}`,
+        kind: "success",
+        text: `Release ${after.version} was saved.${
+          duplicate
+            ? ` Another active release also has version ${after.version}: clients get the newest upload of them.`
+            : ""
+        }`,
+      });
+    } catch (error) {
+      if (error instanceof StaleEditError) {
+        const current = error.current as { value: Release; version: string };
+        return await render(c, current, { edit, conflict: current.value, status: 409 });
+      }
+      if (!(error instanceof ValidationError)) throw error;
+      return await render(c, found, { edit, editError: formErrorOf(error), status: 400 });
+    }
+  });
+
+  admin.post("/releases/:id/delete", async (c) => {
+    const found = await load(c.req.param("id"));
+    const allowLatest = field(c.get("form"), "confirm_latest") === "on";
+    let result;
+    try {
+      result = await deleteRelease(deps, found.value.id, { allowLatest });
+    } catch (error) {
+      if (error instanceof LatestReleaseError) {
+        return await render(c, found, {
+          deleteError: {
+            field: "confirm_latest",
+            message: `Release ${found.value.version} is the latest release: clients get it now. ` +
+              "Tick the box to confirm that you want to delete it.",
+          },
+          status: 409,
+        });
+      }
+      if (error instanceof NotFoundError) {
+        throw new HTTPException(404, { message: `There is no release ${found.value.id}.` });
+      }
+      throw error;
+    }
+    const { release, downloads, leftForSweep } = result;
+    const project = await getProject(kv, release.project_id);
+    await audit(c, deps, {
+      action: "release.delete",
+      target: `release ${release.id}`,
+      details: `project ${project?.slug ?? release.project_id}; version ${release.version}; ` +
+        `build ${release.build || "(none)"}; ${release.filename}; ${release.size_bytes} bytes; ` +
+        `sha256 ${release.checksum_sha256}; state ${release.state}; ${downloads} downloads kept ` +
+        `in the project's total${allowLatest ? "; was latest" : ""}${
+          leftForSweep.length > 0 ? "; artifact left for the storage sweep" : ""
+        }`,
+    });
+    return redirectWithFlash(c, deps, {
+      location: project ? `/admin/projects/${project.slug}#releases` : "/admin/projects",
+      kind: "success",
+      text: `Release ${release.version} and its file were deleted.`,
+    });
+  });
+
+  admin.get("/releases/:id/download", async (c) => {
+    const { value: release } = await load(c.req.param("id"));
+    const artifact = await deps.artifacts.open(release.storage_key);
+    if (artifact === null) {
+      throw new HTTPException(404, { message: `The file of release ${release.id} is missing.` });
+    }
+    const body = await artifact.read(0, artifact.size);
+    return new Response(body, {
+      headers: {
+        "content-type": downloadContentType(release.content_type),
+        "content-length": String(artifact.size),
+        "content-disposition": contentDisposition(release.filename),
+        "cache-control": "private, no-store",
+      },
+    });
+  });
+}
+
+function valuesOf(release: Release): UploadValues {
+  return { version: release.version, build: release.build, release_notes: release.release_notes };
+}

@@ -1,0 +1,230 @@
+/**
+ * Deleting releases, keys and projects: the KV side. Each delete is atomic
+ * (one commit per release), so a crash leaves a record whole or gone; the
+ * artifacts are removed by the caller afterwards (src/lifecycle/delete.ts),
+ * and one left by a crash in between is an orphan the storage sweep removes.
+ *
+ * Kept for the audit: a deleted release's download count moves to its
+ * project's `deleted_release_downloads` (the per-day counters stay as they
+ * are); a deleted key leaves its id, name and prefix under `deleted_api_keys`
+ * and its download total under `key_downloads`.
+ */
+import { apiKeyAggregates, projectAggregates, releaseAggregates } from "./aggregates.ts";
+import { serializedProjectWrite } from "./atomic.ts";
+import { changeOp, commitChange } from "./cache.ts";
+import { NotFoundError } from "./errors.ts";
+import {
+  apiKeyByHashKey,
+  apiKeyKey,
+  apiKeyLastUsedKey,
+  deletedApiKeyKey,
+  deletedDownloadsKey,
+  keyDownloadsKey,
+  latestReleaseKey,
+  projectBySlugKey,
+  projectKey,
+  releaseByProjectKey,
+  releaseDownloadsKey,
+  releaseKey,
+} from "./keys.ts";
+import { isNewerRelease, listReleasesByProject } from "./releases.ts";
+import type { ApiKey, Project, Release } from "./types.ts";
+import { getManyEntries } from "./get_many.ts";
+
+/** The release is the one clients get as latest; deleting it needs a confirmation. */
+export class LatestReleaseError extends Error {
+  constructor(readonly release: Release) {
+    super(`release ${release.version} is the latest release of its project`);
+    this.name = "LatestReleaseError";
+  }
+}
+
+/** The project still has active releases: archive or delete them first. */
+export class ProjectNotEmptyError extends Error {
+  constructor(readonly activeReleases: number) {
+    super(`the project has ${activeReleases} active release${activeReleases === 1 ? "" : "s"}`);
+    this.name = "ProjectNotEmptyError";
+  }
+}
+
+/** The newest active release of `releases` other than `excludeId`, or null. */
+function newestActive(releases: readonly Release[], excludeId: number): Release | null {
+  let latest: Release | null = null;
+  for (const release of releases) {
+    if (release.id === excludeId || release.state !== "active") continue;
+    if (latest === null || isNewerRelease(release, latest)) latest = release;
+  }
+  return latest;
+}
+
+/** What a release delete hands back: the record, and its downloads moved to the project's total. */
+export interface DeletedRelease {
+  release: Release;
+  downloads: number;
+}
+
+/**
+ * Deletes a release's record, its index entry and its download total (moved
+ * to the project's deleted-release total) in one commit; when it is the
+ * latest, the next newest active release becomes latest (only with
+ * `allowLatest`, else {@link LatestReleaseError}). The artifact is the caller's.
+ */
+export async function deleteReleaseRecord(
+  kv: Deno.Kv,
+  id: number,
+  { allowLatest = false }: { allowLatest?: boolean } = {},
+): Promise<DeletedRelease> {
+  const first = (await kv.get<Release>(releaseKey(id))).value;
+  if (first === null) throw new NotFoundError("release not found");
+  const projectId = first.project_id;
+  return await serializedProjectWrite(kv, projectId, () =>
+    commitChange(kv, async () => {
+      const [entry, latestEntry, countEntry] = await Promise.all([
+        kv.get<Release>(releaseKey(id)),
+        kv.get<number | null>(latestReleaseKey(projectId)),
+        kv.get<Deno.KvU64>(releaseDownloadsKey(id)),
+      ]);
+      const release = entry.value;
+      if (release === null) throw new NotFoundError("release not found");
+      let latestId = latestEntry.value;
+      if (latestId === id) {
+        if (!allowLatest) throw new LatestReleaseError(release);
+        latestId = newestActive(await listReleasesByProject(kv, projectId), id)?.id ?? null;
+      }
+      const downloads = countEntry.value?.value ?? 0n;
+      const changed = [["release", id], ["latest_release", projectId]] as const;
+      const op = changeOp(kv, changed)
+        .check(entry, latestEntry, countEntry)
+        .delete(releaseKey(id))
+        .delete(releaseByProjectKey(projectId, id))
+        .delete(releaseDownloadsKey(id))
+        .sum(deletedDownloadsKey(projectId), downloads)
+        .set(latestReleaseKey(projectId), latestId);
+      const commit = await releaseAggregates(op, release, null).commit();
+      return { commit, value: { release, downloads: Number(downloads) }, changed };
+    }));
+}
+
+/** Downloads of a project's deleted releases. */
+export async function getDeletedDownloads(kv: Deno.Kv, projectId: number): Promise<number> {
+  return Number((await kv.get<Deno.KvU64>(deletedDownloadsKey(projectId))).value?.value ?? 0n);
+}
+
+/** What stays of a deleted key: enough to name it in the audit log and the download statistics. */
+export interface DeletedApiKey {
+  id: number;
+  name: string;
+  prefix: string;
+  deleted_at: string;
+}
+
+/**
+ * Deletes a key: its record, its hash index and its last-use entry go in one
+ * commit (the key is refused from the next request here, within the read
+ * cache's bound elsewhere); its id, name and prefix stay under
+ * `deleted_api_keys`, its download total under `key_downloads`.
+ */
+export async function deleteApiKey(kv: Deno.Kv, id: number): Promise<ApiKey> {
+  return await commitChange(kv, async () => {
+    const entry = await kv.get<ApiKey>(apiKeyKey(id));
+    const key = entry.value;
+    if (key === null) throw new NotFoundError("api key not found");
+    const kept: DeletedApiKey = {
+      id,
+      name: key.name,
+      prefix: key.prefix,
+      deleted_at: new Date().toISOString(),
+    };
+    const changed = [["api_key_by_hash", key.hash]] as const;
+    const op = changeOp(kv, changed)
+      .check(entry)
+      .delete(apiKeyKey(id))
+      .delete(apiKeyByHashKey(key.hash))
+      .delete(apiKeyLastUsedKey(id))
+      .set(deletedApiKeyKey(id), kept);
+    const commit = await apiKeyAggregates(op, key, null).commit();
+    return { commit, value: key, changed };
+  });
+}
+
+/** The kept names of deleted keys, by id (for statistics of keys that are gone). */
+export async function getDeletedApiKeys(
+  kv: Deno.Kv,
+  ids: readonly number[],
+): Promise<Map<number, DeletedApiKey>> {
+  const entries = await getManyEntries<DeletedApiKey>(kv, ids.map(deletedApiKeyKey));
+  return new Map(entries.flatMap((entry, i) => entry.value ? [[ids[i], entry.value]] : []));
+}
+
+/** Releases deleted per commit when a project goes. */
+const RELEASES_PER_COMMIT = 50;
+
+/**
+ * Deletes a project that has no active releases: its archived releases in
+ * commits of up to 50 (each commit checks and rewrites the latest pointer, so
+ * an upload in between is seen), then the project, its slug and its pointer.
+ * A crash in between leaves the project with fewer archived releases, which a
+ * second delete finishes. Hands back the project and the deleted releases,
+ * whose artifacts are the caller's to remove.
+ */
+export async function deleteProjectRecords(
+  kv: Deno.Kv,
+  id: number,
+): Promise<{ project: Project; releases: Release[] }> {
+  const deleted: Release[] = [];
+  return await serializedProjectWrite(kv, id, async () => {
+    for (;;) {
+      const done = await commitChange(kv, async () => {
+        const [projectEntry, latestEntry] = await Promise.all([
+          kv.get<Project>(projectKey(id)),
+          kv.get<number | null>(latestReleaseKey(id)),
+        ]);
+        const project = projectEntry.value;
+        if (project === null) throw new NotFoundError("project not found");
+        const releases = await listReleasesByProject(kv, id);
+        const active = releases.filter((release) => release.state === "active").length;
+        if (active > 0) throw new ProjectNotEmptyError(active);
+        if (releases.length === 0) {
+          const changed = [
+            ["project", id],
+            ["project_by_slug", project.slug],
+            ["project_list"],
+            ["latest_release", id],
+          ] as const;
+          const op = changeOp(kv, changed)
+            .check(projectEntry, latestEntry)
+            .delete(projectKey(id))
+            .delete(projectBySlugKey(project.slug))
+            .delete(latestReleaseKey(id))
+            .delete(deletedDownloadsKey(id));
+          const commit = await projectAggregates(op, project, null).commit();
+          return { commit, value: project, changed };
+        }
+        const batch = releases.slice(0, RELEASES_PER_COMMIT);
+        const changed = [
+          ["latest_release", id],
+          ...batch.map((release) => ["release", release.id] as const),
+        ] as const;
+        let op = changeOp(kv, changed).check(projectEntry, latestEntry).set(
+          latestReleaseKey(id),
+          null,
+        );
+        for (const release of batch) {
+          op = op.delete(releaseKey(release.id))
+            .delete(releaseByProjectKey(id, release.id))
+            .delete(releaseDownloadsKey(release.id));
+          releaseAggregates(op, release, null);
+        }
+        const commit = await op.commit();
+        if (commit.ok) deleted.push(...batch);
+        return { commit, value: null, changed };
+      });
+      if (done !== null) return { project: done, releases: deleted };
+    }
+  });
+}
+
+/** Downloads made with a key (kept after the key is deleted). */
+export async function getKeyDownloads(kv: Deno.Kv, keyId: number): Promise<number> {
+  return Number((await kv.get<Deno.KvU64>(keyDownloadsKey(keyId))).value?.value ?? 0n);
+}

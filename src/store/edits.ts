@@ -1,0 +1,194 @@
+/**
+ * Editing releases, keys and projects after they were made, with the version
+ * an edit started from: a form carries the record's versionstamp (`version`
+ * of {@link Versioned}) and an edit whose record changed since is refused with
+ * {@link StaleEditError}, which holds the record as it is now. Without an
+ * expected version (outside tools) the edit applies to whatever is stored.
+ */
+import { apiKeyAggregates, projectAggregates, releaseAggregates } from "./aggregates.ts";
+import {
+  DESCRIPTION_MAX_LENGTH,
+  NAME_MAX_LENGTH,
+  SCOPE_PROJECTS_MAX_COUNT,
+} from "../lib/limits.ts";
+import { requireScopeMode } from "./api_keys.ts";
+import { now } from "./atomic.ts";
+import { type CacheEntryName, changeOp, commitChange } from "./cache.ts";
+import { NotFoundError, ValidationError } from "./errors.ts";
+import { apiKeyKey, projectKey, releaseKey } from "./keys.ts";
+import { validateReleaseFields } from "./releases.ts";
+import type { ApiKey, Project, Release, ScopeMode } from "./types.ts";
+import { parseExpiresAt, requireTags, requireText } from "./validate.ts";
+
+/** A record with the versionstamp of its KV entry: what an edit form carries. */
+export interface Versioned<T> {
+  value: T;
+  version: string;
+}
+
+/** The record changed after the edit form was shown; `current` is how it is now. */
+export class StaleEditError<T = unknown> extends Error {
+  constructor(readonly current: Versioned<T>) {
+    super("someone else changed this after the form was shown");
+    this.name = "StaleEditError";
+  }
+}
+
+/** What an edit did: the record before and after, and the new version. */
+export interface Edited<T> {
+  before: T;
+  after: T;
+  version: string;
+}
+
+async function getVersioned<T>(kv: Deno.Kv, key: Deno.KvKey): Promise<Versioned<T> | null> {
+  const entry = await kv.get<T>(key);
+  return entry.versionstamp === null ? null : { value: entry.value!, version: entry.versionstamp };
+}
+
+export function getReleaseVersioned(kv: Deno.Kv, id: number): Promise<Versioned<Release> | null> {
+  return getVersioned<Release>(kv, releaseKey(id));
+}
+
+export function getApiKeyVersioned(kv: Deno.Kv, id: number): Promise<Versioned<ApiKey> | null> {
+  return getVersioned<ApiKey>(kv, apiKeyKey(id));
+}
+
+export function getProjectVersioned(kv: Deno.Kv, id: number): Promise<Versioned<Project> | null> {
+  return getVersioned<Project>(kv, projectKey(id));
+}
+
+/** One edit of one record: read, compare with the expected version, change, commit. */
+interface EditPlan<T> {
+  key: Deno.KvKey;
+  /** The version the form started from; undefined or "" for none. */
+  expected?: string;
+  notFound: string;
+  change: (current: T) => T;
+  changed: (after: T) => readonly CacheEntryName[];
+  /** Adds the maintained counts and indexes that follow the record (aggregates.ts). */
+  aggregates: (op: Deno.AtomicOperation, before: T, after: T) => Deno.AtomicOperation;
+}
+
+async function editRecord<T>(kv: Deno.Kv, plan: EditPlan<T>): Promise<Edited<T>> {
+  return await commitChange(kv, async () => {
+    const entry = await kv.get<T>(plan.key);
+    if (entry.versionstamp === null) throw new NotFoundError(plan.notFound);
+    if (plan.expected && plan.expected !== entry.versionstamp) {
+      throw new StaleEditError<T>({ value: entry.value, version: entry.versionstamp });
+    }
+    const after = plan.change(entry.value);
+    const changed = plan.changed(after);
+    const op = changeOp(kv, changed).check(entry).set(plan.key, after);
+    const commit = await plan.aggregates(op, entry.value, after).commit();
+    const version = commit.ok ? commit.versionstamp : "";
+    return { commit, value: { before: entry.value, after, version }, changed };
+  });
+}
+
+export interface ReleaseEdit {
+  version: string;
+  build?: string;
+  release_notes?: string;
+}
+
+/**
+ * Corrects a release's version, build and notes. The file, its checksum and
+ * the upload time stay, so the latest pointer (ordered by upload time) does
+ * not move; the cached release and latest entry are forgotten everywhere.
+ */
+export async function editRelease(
+  kv: Deno.Kv,
+  id: number,
+  input: ReleaseEdit & { expected?: string },
+): Promise<Edited<Release>> {
+  const fields = validateReleaseFields(input);
+  return await editRecord<Release>(kv, {
+    key: releaseKey(id),
+    expected: input.expected,
+    notFound: "release not found",
+    change: (release) => ({ ...release, ...fields }),
+    changed: (release) => [["release", id], ["latest_release", release.project_id]],
+    aggregates: releaseAggregates,
+  });
+}
+
+export interface ApiKeyEdit {
+  name: string;
+  can_download: boolean;
+  scope_mode: string;
+  project_ids?: readonly number[];
+  tags?: readonly string[];
+  /** As at creation: RFC 3339, a datetime-local value read as UTC, or empty for none. */
+  expires_at?: string | null;
+}
+
+/**
+ * Changes a key's name, download right, scope and expiry; its secret, prefix
+ * and enabled state stay. The cached lookup by hash is forgotten in this
+ * process at once and in others within the read cache's bound.
+ */
+export async function editApiKey(
+  kv: Deno.Kv,
+  id: number,
+  input: ApiKeyEdit & { expected?: string },
+): Promise<Edited<ApiKey>> {
+  const name = requireText("name", input.name, { min: 1, max: NAME_MAX_LENGTH });
+  const scopeMode: ScopeMode = requireScopeMode(input.scope_mode);
+  const tags = requireTags("tags", input.tags ?? []);
+  const projectIds = [...new Set(input.project_ids ?? [])];
+  if (projectIds.length > SCOPE_PROJECTS_MAX_COUNT) {
+    throw new ValidationError(
+      "project_ids",
+      `a key's scope can name at most ${SCOPE_PROJECTS_MAX_COUNT} projects`,
+    );
+  }
+  const expiresAt = parseExpiresAt(input.expires_at);
+  return await editRecord<ApiKey>(kv, {
+    key: apiKeyKey(id),
+    expected: input.expected,
+    notFound: "api key not found",
+    change: (key) => {
+      // last_used_at lives in its own entry; never store it in the record.
+      const { last_used_at: _, ...stored } = key;
+      return {
+        ...stored,
+        name,
+        can_download: input.can_download,
+        scope_mode: scopeMode,
+        project_ids: projectIds,
+        tags,
+        expires_at: expiresAt,
+      };
+    },
+    changed: (key) => [["api_key_by_hash", key.hash]],
+    aggregates: apiKeyAggregates,
+  });
+}
+
+export interface ProjectEdit {
+  name: string;
+  description?: string;
+  tags?: readonly string[];
+}
+
+/** Edits a project's name, description and tags, refusing a stale form; the slug never changes. */
+export async function editProject(
+  kv: Deno.Kv,
+  id: number,
+  input: ProjectEdit & { expected?: string },
+): Promise<Edited<Project>> {
+  const name = requireText("name", input.name, { min: 1, max: NAME_MAX_LENGTH });
+  const description = requireText("description", input.description, {
+    max: DESCRIPTION_MAX_LENGTH,
+  });
+  const tags = requireTags("tags", input.tags ?? []);
+  return await editRecord<Project>(kv, {
+    key: projectKey(id),
+    expected: input.expected,
+    notFound: "project not found",
+    change: (project) => ({ ...project, name, description, tags, updated_at: now() }),
+    changed: (project) => [["project", id], ["project_by_slug", project.slug], ["project_list"]],
+    aggregates: projectAggregates,
+  });
+}
