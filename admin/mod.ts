@@ -27,6 +27,7 @@ import { addAccountRoutes, addLoginRoutes } from "./routes/auth.tsx";
 import { addApiKeyRoutes } from "./routes/api_keys.tsx";
 import { addOverviewRoutes } from "./routes/overview.tsx";
 import { addProjectRoutes } from "./routes/projects.tsx";
+import { addPublishTokenRoutes } from "./routes/publish_tokens.tsx";
 import { addReleaseRoutes } from "./routes/releases.tsx";
 import { addUploadRoute } from "./routes/upload.tsx";
 import { renderAdminError, renderAdminNotFound } from "./errors.tsx";
@@ -85,5 +86,6 @@ function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono
   addUploadRoute(gated, deps);
   addReleaseRoutes(gated, deps);
   addApiKeyRoutes(gated, deps);
+  addPublishTokenRoutes(gated, deps);
   return gated;
 }

@@ -27,6 +27,9 @@
  * | ["login_trusted", pair]                        | a (user, address) that signed in (expireIn) |
  * | ["cache_changes", atMs, id]                    | what a write changed, for read caches (expireIn) |
  * | ["audit_log", atMs, entryId]                 | AuditEntry                    |
+ * | ["publish_tokens", tokenId]                  | PublishToken (never the secret) |
+ * | ["publish_tokens_by_hash", sha256Hex]        | tokenId                       |
+ * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
@@ -38,7 +41,7 @@
  * session id; `audit_log` keys sort by time, newest last.
  */
 
-export type IdKind = "projects" | "releases" | "api_keys";
+export type IdKind = "projects" | "releases" | "api_keys" | "publish_tokens";
 
 export function counterKey(kind: IdKind): Deno.KvKey {
   return ["counters", kind];
@@ -161,6 +164,7 @@ export const BACKUP_VOLATILE_PREFIXES: readonly Deno.KvKey[] = [
   ["downloads_by_day"],
   ["key_downloads"],
   ["api_key_last_used"],
+  ["publish_token_last_used"],
 ];
 export function adminUserKey(username: string): Deno.KvKey {
   return ["admin_users", username];
@@ -197,4 +201,20 @@ export function auditKey(atMs: number, entryId: string): Deno.KvKey {
 
 export function auditPrefix(): Deno.KvKey {
   return ["audit_log"];
+}
+
+export function publishTokenKey(tokenId: number): Deno.KvKey {
+  return ["publish_tokens", tokenId];
+}
+
+export function publishTokensPrefix(): Deno.KvKey {
+  return ["publish_tokens"];
+}
+
+export function publishTokenByHashKey(hash: string): Deno.KvKey {
+  return ["publish_tokens_by_hash", hash];
+}
+
+export function publishTokenLastUsedKey(tokenId: number): Deno.KvKey {
+  return ["publish_token_last_used", tokenId];
 }
