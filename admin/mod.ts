@@ -29,6 +29,7 @@ import { addOverviewRoutes } from "./routes/overview.tsx";
 import { addProjectRoutes } from "./routes/projects.tsx";
 import { addPublishTokenRoutes } from "./routes/publish_tokens.tsx";
 import { addReleaseRoutes } from "./routes/releases.tsx";
+import { addReleaseLatestRoutes } from "./routes/release_latest.tsx";
 import { addUploadRoute } from "./routes/upload.tsx";
 import { renderAdminError, renderAdminNotFound } from "./errors.tsx";
 import { addStaticRoutes } from "./static.ts";
@@ -85,6 +86,7 @@ function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono
   addProjectRoutes(gated, deps);
   addUploadRoute(gated, deps);
   addReleaseRoutes(gated, deps);
+  addReleaseLatestRoutes(gated, deps);
   addApiKeyRoutes(gated, deps);
   addPublishTokenRoutes(gated, deps);
   return gated;

@@ -121,6 +121,40 @@ Deno.test("e2e: a pipeline publishes through the publishing API (fs)", async (t)
       assert.deepEqual(await there.json(), { error: "invalid api key" });
     });
 
+    await t.step(
+      "a draft is invisible to /api/v1 until published; make-latest and its fallback",
+      async () => {
+        const client = (path: string) =>
+          fetch(base + path, { headers: { authorization: `Bearer ${clientKey}` } });
+        const latestId = async () =>
+          (await (await client("/api/v1/projects/desktop/releases/latest")).json()).release.id;
+        const first = await latestId();
+        const res = await call("/projects/desktop/releases", {
+          method: "POST",
+          body: uploadForm({ version: "1.5.0", draft: "true" }, { bytes: randomBytes(1000) }),
+        });
+        const draft = (await res.json()).release;
+        assert.equal(draft.state, "draft");
+        const hidden = await client(`/api/v1/releases/${draft.id}`);
+        assert.equal(hidden.status, 404);
+        await hidden.body?.cancel();
+        assert.equal(await latestId(), first);
+        const published = await call(`/releases/${draft.id}/publish?not_latest=true`, {
+          method: "POST",
+        });
+        assert.equal((await published.json()).release.is_latest, false);
+        const visible = await client(`/api/v1/releases/${draft.id}`);
+        assert.equal(visible.status, 200);
+        await visible.body?.cancel();
+        assert.equal(await latestId(), first, "published without becoming latest");
+        const chosen = await call(`/releases/${draft.id}/make-latest`, { method: "POST" });
+        assert.equal((await chosen.json()).release.is_latest, true);
+        assert.equal(await latestId(), draft.id);
+        await (await call(`/releases/${draft.id}/archive`, { method: "POST" })).body?.cancel();
+        assert.equal(await latestId(), first, "archiving the chosen latest falls back");
+      },
+    );
+
     await t.step("the GitHub Actions job of docs/publishing.md, run as written", async () => {
       const [github] = await docJobs();
       const steps = (github.jobs as Record<string, { steps: Array<Record<string, unknown>> }>)

@@ -12,7 +12,12 @@ import {
   StorageUnavailableError,
   UploadTooLargeError,
 } from "../../src/storage/mod.ts";
-import { ConflictError, NotFoundError, ValidationError } from "../../src/store/mod.ts";
+import {
+  ConflictError,
+  NotActiveError,
+  NotFoundError,
+  ValidationError,
+} from "../../src/store/mod.ts";
 
 /** Headers of every publishing API answer (on top of the global security headers). */
 export const PUBLISH_RESPONSE_HEADERS: Record<string, string> = {
@@ -39,7 +44,9 @@ export function publishErrorResponse(error: Error): Response {
   }
   if (error instanceof ValidationError) return json(`${error.field}: ${error.message}`, 400);
   if (error instanceof NotFoundError) return json(error.message, 404);
-  if (error instanceof ConflictError) return json(error.message, 409);
+  if (error instanceof ConflictError || error instanceof NotActiveError) {
+    return json(error.message, 409);
+  }
   if (error instanceof EmptyUploadError) return json("file is required and must not be empty", 400);
   if (error instanceof UploadTooLargeError) {
     return json(`the file is larger than the upload limit of ${error.maxBytes} bytes`, 413);

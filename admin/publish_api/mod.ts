@@ -23,7 +23,9 @@ import {
   getRelease,
   listProjects,
   listReleasePage,
+  makeReleaseLatest,
   type Project,
+  publishDraft,
   type PublishPermission,
   type Release,
   RELEASE_PAGE_MAX,
@@ -34,7 +36,7 @@ import { auditSafely, publishTokenAuth, tokenActor } from "./auth.ts";
 import { PUBLISH_RESPONSE_HEADERS, publishErrorResponse } from "./errors.ts";
 import { publishedProject, publishedRelease, tokenJson } from "./serialize.ts";
 import type { PublishEnv } from "./types.ts";
-import { FIELDS_ALLOWANCE_BYTES, uploadRelease } from "./upload.ts";
+import { FIELDS_ALLOWANCE_BYTES, flag, uploadRelease } from "./upload.ts";
 import { addressOf } from "../guards.ts";
 
 export { TOKEN_ERRORS } from "./auth.ts";
@@ -192,6 +194,34 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
       return json(await releaseBody(project, changed));
     });
   }
+
+  api.post("/releases/:id/publish", async (c) => {
+    const { project, release } = await releaseFor(c, "release_state");
+    if (release.state !== "draft") {
+      throw new ApiError(409, `the release is ${release.state}, not a draft`);
+    }
+    const makeLatest = !flag("not_latest", c.req.query("not_latest"));
+    const published = await publishDraft(kv, release.id, { makeLatest });
+    await audit(
+      c,
+      "release.publish",
+      published,
+      `project ${project.slug}; version ${release.version}${makeLatest ? "" : "; not latest"}`,
+    );
+    return json(await releaseBody(project, published));
+  });
+
+  api.post("/releases/:id/make-latest", async (c) => {
+    const { project, release } = await releaseFor(c, "release_state");
+    const chosen = await makeReleaseLatest(kv, release.id);
+    await audit(
+      c,
+      "release.make_latest",
+      chosen,
+      `project ${project.slug}; version ${release.version}`,
+    );
+    return json(await releaseBody(project, chosen));
+  });
 
   // Anything else under the prefix: a JSON 404 (the token is checked first, like every route).
   api.all("*", () => {

@@ -37,6 +37,8 @@ export const API_UPLOAD_FIELDS = [
   "sha256",
   "filename",
   "content_type",
+  "draft",
+  "not_latest",
 ] as const;
 type UploadField = typeof API_UPLOAD_FIELDS[number];
 export type ApiUploadValues = Partial<Record<UploadField, string>>;
@@ -109,6 +111,8 @@ async function record(
           "nothing was stored",
       );
     }
+    const draft = flag("draft", values.draft);
+    const notLatest = flag("not_latest", values.not_latest);
     const contentType = values.content_type?.trim() ? values.content_type : file.contentType;
     return await createRelease(deps.kv, {
       project_id: projectId,
@@ -116,6 +120,8 @@ async function record(
       filename: values.filename?.trim() ? values.filename : (file.filename ?? ""),
       content_type: requireMediaType("content_type", contentType),
       ...file.stored,
+      draft,
+      make_latest: !notLatest,
     }).catch((error) => {
       if (!(error instanceof ValidationError || error instanceof ConflictError)) {
         deps.metrics.recordKvError("admin");
@@ -144,6 +150,14 @@ export async function uploadRelease(
     deps.metrics.recordUploadFailure(failureReason(error));
     throw error;
   }
+}
+
+/** A yes/no field: true, 1, on, yes, or false, 0, off, no (or empty, or absent). */
+export function flag(name: string, raw: string | undefined): boolean {
+  const value = (raw ?? "").trim().toLowerCase();
+  if (["true", "1", "on", "yes"].includes(value)) return true;
+  if (["", "false", "0", "off", "no"].includes(value)) return false;
+  throw new ValidationError(name, `${name} must be true or false`);
 }
 
 function failureReason(error: unknown): UploadFailureReason {

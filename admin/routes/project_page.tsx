@@ -5,6 +5,7 @@ import {
   duplicateActiveVersions,
   getDailyDownloads,
   getDownloadCounts,
+  getLatestChoice,
   getLatestRelease,
   getProjectBySlug,
   getRecentDownloadCountsByWindow,
@@ -18,6 +19,7 @@ import { chartRange } from "../views/chart.tsx";
 import { editValuesOf, type ProjectEditValues } from "../forms_project.ts";
 import { EMPTY_UPLOAD_FORM, type UploadValues } from "../forms_upload.ts";
 import { ProjectPage } from "../views/project.tsx";
+import { latestNotes } from "../../src/publishing/latest.ts";
 
 export async function loadProject(deps: ServiceDeps, slug: string): Promise<Project> {
   const project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;
@@ -41,10 +43,11 @@ export async function renderProjectPage(
   // A form sent back shows the first page: the query belongs to the page the form was on.
   const query = c.req.method === "GET" ? c.req.query() : {};
   const days = chartRange(query.days);
-  const [all, latest, series] = await Promise.all([
+  const [all, latest, series, choice] = await Promise.all([
     listReleasesByProject(kv, project.id),
     getLatestRelease(kv, project.id),
     getDailyDownloads(kv, ["project", project.id], days),
+    getLatestChoice(kv, project.id),
   ]);
   const releases = listPage(
     all,
@@ -69,6 +72,7 @@ export async function renderProjectPage(
       releases={releases}
       releaseCount={all.length}
       latestId={latest?.state === "active" ? latest.id : null}
+      latestNotes={latestNotes(all, { latestId: latest?.id ?? null, choice })}
       duplicateVersions={duplicateActiveVersions(all)}
       downloads={downloads}
       chart={{ series, days }}

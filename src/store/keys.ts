@@ -27,6 +27,7 @@
  * | ["login_trusted", pair]                        | a (user, address) that signed in (expireIn) |
  * | ["cache_changes", atMs, id]                    | what a write changed, for read caches (expireIn) |
  * | ["audit_log", atMs, entryId]                 | AuditEntry                    |
+ * | ["latest_choice", projectId]                | releaseId an admin or token made latest |
  * | ["publish_tokens", tokenId]                  | PublishToken (never the secret) |
  * | ["publish_tokens_by_hash", sha256Hex]        | tokenId                       |
  * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
@@ -217,4 +218,9 @@ export function publishTokenByHashKey(hash: string): Deno.KvKey {
 
 export function publishTokenLastUsedKey(tokenId: number): Deno.KvKey {
   return ["publish_token_last_used", tokenId];
+}
+
+/** The release chosen as latest ("Make latest"); absent: the newest active release is latest. */
+export function latestChoiceKey(projectId: number): Deno.KvKey {
+  return ["latest_choice", projectId];
 }
