@@ -7,6 +7,7 @@
 import { type Context, Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
 import { createAdminRoutes } from "./admin/mod.ts";
+import { createPublishApi } from "./admin/publish_api/mod.ts";
 import { createApiRoutes } from "./src/api/routes.ts";
 import type { AppDeps, AppEnv } from "./src/http/app_env.ts";
 import { withDefaultParts } from "./src/http/app_parts.ts";
@@ -22,6 +23,8 @@ export type { AppDeps, AppEnv } from "./src/http/app_env.ts";
 /** Where each surface is mounted. */
 const API_PREFIX = "/api/v1";
 const ADMIN_PREFIX = "/admin";
+/** The publishing API (docs/publishing.md): token-authenticated, answered before the admin UI's gates. */
+const PUBLISH_PREFIX = `${ADMIN_PREFIX}/api/v1`;
 
 export function createApp(appDeps: AppDeps): Hono<AppEnv> {
   const deps = withDefaultParts(appDeps);
@@ -56,6 +59,8 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
   const clientApi = createApiRoutes(deps, observer);
   const adminUi = createAdminRoutes(deps);
   app.route(API_PREFIX, clientApi.routes);
+  // Before the admin UI: its session and CSRF gates cover every later /admin path.
+  app.route(PUBLISH_PREFIX, createPublishApi(deps));
   app.route(ADMIN_PREFIX, adminUi.routes);
   app.get("/", (c) => c.redirect(ADMIN_PREFIX, 303));
 

@@ -1,9 +1,30 @@
 /** The release upload form's text fields (the file part streams to the artifact store). */
 
 /** The text fields of the upload form, read from the multipart body by name. */
-export const UPLOAD_TEXT_FIELDS = ["version", "build", "release_notes"] as const;
+export const UPLOAD_TEXT_FIELDS = [
+  "version",
+  "build",
+  "release_notes",
+  // Optional checkboxes (docs/publishing.md "Drafts and a chosen latest"); absent: as before.
+  "draft",
+  "not_latest",
+] as const;
 
 /** The upload form as entered: shown again with an error. */
 export type UploadValues = Record<typeof UPLOAD_TEXT_FIELDS[number], string>;
 
-export const EMPTY_UPLOAD_FORM: UploadValues = { version: "", build: "", release_notes: "" };
+/** The fields of a release that its edit form changes (the upload's text fields). */
+export type ReleaseEditValues = Pick<UploadValues, "version" | "build" | "release_notes">;
+
+export const EMPTY_UPLOAD_FORM: UploadValues = {
+  version: "",
+  build: "",
+  release_notes: "",
+  draft: "",
+  not_latest: "",
+};
+
+/** The upload's draft and latest choices: a checkbox is on when sent with any value but "". */
+export function uploadChoices(values: UploadValues): { draft: boolean; make_latest: boolean } {
+  return { draft: values.draft !== "", make_latest: values.not_latest === "" };
+}

@@ -29,7 +29,9 @@ import { addApiKeyPageRoutes } from "./routes/api_key_page.tsx";
 import { addReleasePageRoutes } from "./routes/release_page.tsx";
 import { addOverviewRoutes } from "./routes/overview.tsx";
 import { addProjectRoutes } from "./routes/projects.tsx";
+import { addPublishTokenRoutes } from "./routes/publish_tokens.tsx";
 import { addReleaseRoutes } from "./routes/releases.tsx";
+import { addReleaseLatestRoutes } from "./routes/release_latest.tsx";
 import { addUploadRoute } from "./routes/upload.tsx";
 import { renderAdminError, renderAdminNotFound } from "./errors.tsx";
 import { addStaticRoutes } from "./static.ts";
@@ -86,8 +88,10 @@ function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono
   addProjectRoutes(gated, deps);
   addUploadRoute(gated, deps);
   addReleaseRoutes(gated, deps);
+  addReleaseLatestRoutes(gated, deps);
   addApiKeyRoutes(gated, deps);
   addReleasePageRoutes(gated, deps);
   addApiKeyPageRoutes(gated, deps);
+  addPublishTokenRoutes(gated, deps);
   return gated;
 }

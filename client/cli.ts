@@ -4,11 +4,13 @@
  *   UPDATE_API_KEY=uds_… deno task client check --base-url URL --project SLUG --current VERSION
  *   UPDATE_API_KEY=uds_… deno task client download --base-url URL --project SLUG [--current VERSION] [--out FILE]
  *   UPDATE_API_KEY=uds_… deno task client download --base-url URL --release ID [--out FILE]
+ *   UPDATE_PUBLISH_TOKEN=udp_… deno task client publish --base-url URL --project SLUG --version V --file PATH
+ *     [--build B] [--notes-file F] [--draft] [--not-latest]
  *
  * Installed as a command (docs/client-api.md), `uds-client` takes the same
  * arguments. `--help` prints the usage; `--version` the client's version.
  *
- * The key is read from UPDATE_API_KEY only (argv is visible to every user in
+ * The key is read from UPDATE_API_KEY only (and the publish token from UPDATE_PUBLISH_TOKEN) (argv is visible to every user in
  * `ps`). `--base-url` defaults to UPDATE_BASE_URL. Exit codes: see EXIT below.
  */
 import { basename, resolve } from "node:path";
@@ -25,6 +27,7 @@ import {
   type RetryNotice,
   UpdateClientError,
 } from "./update_client.ts";
+import { publishRelease } from "./publish.ts";
 
 export const EXIT = {
   ok: 0, // up to date, or downloaded and verified
@@ -38,19 +41,25 @@ export const EXIT = {
   server: 8, // 5xx or an answer the client does not understand
   file: 9, // cannot write the target
   update_available: 10, // `check` only
+  refused: 11, // `publish`: the service refused the upload (400, 409, 413, 507)
 } as const satisfies Record<FailureKind, number> & Record<string, number>;
 
 const USAGE = `usage (or "uds-client" in place of "deno task client" once installed):
   deno task client check    --project SLUG --current VERSION [--base-url URL]
   deno task client download --project SLUG [--current VERSION] [--out FILE] [--base-url URL]
   deno task client download --release ID [--out FILE] [--base-url URL]
+  deno task client publish  --project SLUG --version V --file PATH [--build B]
+                            [--notes-file F] [--draft] [--not-latest] [--base-url URL]
 options:
   --retries N   retries after a 429 (honouring Retry-After) or a network failure; default 3
   --help, -h    this text
   --version     the client's version
-environment: UPDATE_API_KEY (required), UPDATE_BASE_URL (default for --base-url)
+environment: UPDATE_API_KEY (check, download), UPDATE_PUBLISH_TOKEN (publish),
+  UPDATE_BASE_URL (default for --base-url)
+publish prints the new release as JSON; it streams the file and sends its SHA-256
 exit codes: 0 ok or up to date, 10 update available (check), 2 usage, 3 key refused,
-  4 not found, 5 rate limited, 6 integrity, 7 network, 8 server, 9 file, 1 unexpected`;
+  4 not found, 5 rate limited, 6 integrity (publish: SHA-256 mismatch), 7 network,
+  8 server, 9 file, 11 upload refused (publish), 1 unexpected`;
 
 class UsageError extends Error {}
 
@@ -77,11 +86,13 @@ async function run(args: string[]): Promise<number> {
     console.log(USAGE);
     return EXIT.ok;
   }
-  if (args.includes("--version")) {
+  // `publish --version V` names the release; elsewhere --version asks for the client's.
+  if (args.includes("--version") && !args.includes("publish")) {
     console.log(`uds-update-client ${CLIENT_VERSION}`);
     return EXIT.ok;
   }
   const { command, flags } = parseCommandLine(args);
+  if (command === "publish") return await publish(flags);
   const options = clientOptions(flags["base-url"], flags.retries);
 
   if (command === "check") {
@@ -145,27 +156,72 @@ function parseCommandLine(args: string[]) {
         release: { type: "string" },
         out: { type: "string" },
         retries: { type: "string" },
+        version: { type: "string" },
+        file: { type: "string" },
+        build: { type: "string" },
+        "notes-file": { type: "string" },
+        draft: { type: "boolean" },
+        "not-latest": { type: "boolean" },
       },
     });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
   const [command, ...extra] = parsed.positionals;
-  if (command !== "check" && command !== "download") {
+  if (command !== "check" && command !== "download" && command !== "publish") {
     throw new UsageError(command ? `unknown command "${command}"` : "missing command");
   }
   if (extra.length) throw new UsageError(`unexpected argument "${extra[0]}"`);
   return { command, flags: parsed.values };
 }
 
+type Flags = ReturnType<typeof parseCommandLine>["flags"];
+
+/** `publish`: uploads one release with the publish token and prints the answer as JSON. */
+async function publish(flags: Flags): Promise<number> {
+  if (!flags.project || !flags.version || !flags.file) {
+    throw new UsageError("publish needs --project, --version and --file");
+  }
+  const token = Deno.env.get("UPDATE_PUBLISH_TOKEN")?.trim();
+  if (!token) {
+    throw new UsageError("set the publish token in the environment variable UPDATE_PUBLISH_TOKEN");
+  }
+  const { apiKey: _, ...options } = clientOptions(flags["base-url"], flags.retries, token);
+  let releaseNotes: string | undefined;
+  if (flags["notes-file"]) {
+    try {
+      releaseNotes = await Deno.readTextFile(resolve(userDirectory(), flags["notes-file"]));
+    } catch (error) {
+      throw new UpdateClientError(
+        "file",
+        `cannot read the notes file: ${(error as Error).message}`,
+      );
+    }
+  }
+  const published = await publishRelease({
+    ...options,
+    token,
+    project: flags.project,
+    version: flags.version,
+    file: resolve(userDirectory(), flags.file),
+    build: flags.build,
+    releaseNotes,
+    draft: flags.draft,
+    notLatest: flags["not-latest"],
+  });
+  console.log(JSON.stringify(published, null, 2));
+  return EXIT.ok;
+}
+
 function clientOptions(
   baseUrlFlag: string | undefined,
   retriesFlag: string | undefined,
+  publishToken?: string,
 ): ClientOptions {
   if (retriesFlag !== undefined && !/^\d{1,2}$/.test(retriesFlag)) {
     throw new UsageError("--retries must be a number from 0 to 99");
   }
-  const apiKey = Deno.env.get("UPDATE_API_KEY")?.trim();
+  const apiKey = publishToken ?? Deno.env.get("UPDATE_API_KEY")?.trim();
   if (!apiKey) throw new UsageError("set the API key in the environment variable UPDATE_API_KEY");
   const baseUrl = baseUrlFlag ?? Deno.env.get("UPDATE_BASE_URL");
   if (!baseUrl) throw new UsageError("give --base-url or set UPDATE_BASE_URL");

@@ -72,7 +72,8 @@ export type FailureKind =
   | "integrity" // downloaded size or SHA-256 differs from the metadata
   | "network" // connection refused, reset, lost or idle too long, after the retries
   | "server" // 5xx or a response the client does not understand
-  | "file"; // the target or its .part file could not be read or written
+  | "file" // the target or its .part file (or the file to publish) could not be read or written
+  | "refused"; // publish: the service refused the upload (400, 409, 413, 507)
 
 export class UpdateClientError extends Error {
   constructor(

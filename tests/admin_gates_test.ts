@@ -10,9 +10,17 @@ import {
   listArtifactFiles,
   signedInClient,
 } from "./admin_helpers.ts";
+import { seedPublishToken } from "./publish_helpers.ts";
 
 /** What works without a session; every other registered admin route must refuse. */
 const PUBLIC_ROUTES = new Set(["GET /admin/login", "POST /admin/login", "GET /admin/static/:name"]);
+
+/**
+ * The publishing API (admin/publish_api/mod.ts): no session and no CSRF token,
+ * its gate is the publish token (a bearer header a browser never sends by
+ * itself). Its routes are checked against that gate below, not the session's.
+ */
+const TOKEN_GATED_PREFIX = "/admin/api/v1/";
 
 /** Fields that would make a POST succeed with a valid token, so a missing gate shows as a change. */
 const SUCCEEDING_FIELDS: Record<string, Fields> = {
@@ -20,6 +28,7 @@ const SUCCEEDING_FIELDS: Record<string, Fields> = {
   "/admin/projects/:slug": { name: "Renamed", description: "d", tags: "y" },
   "/admin/projects/:slug/releases": { version: "9.9.9" },
   "/admin/api-keys": { name: "k", scope_mode: "all_projects", can_download: "on" },
+  "/admin/publish-tokens": { name: "ci", all_projects: "on", can_upload: "on" },
   "/admin/account/password": {
     current_password: ADMIN_PASSWORD,
     new_password: "a long new password",
@@ -36,12 +45,16 @@ interface Route {
 }
 
 /** Every admin route the app registered (its own list, not a hand-written one), minus middleware. */
-function adminRoutes(t: TestApp, ids: { releaseId: number; keyId: number }): Route[] {
+function adminRoutes(
+  t: TestApp,
+  ids: { releaseId: number; keyId: number; tokenId: number },
+): Route[] {
   const seen = new Map<string, Route>();
   for (const { method, path: pattern } of t.app.routes) {
     if (method === "ALL" || !(pattern === "/admin" || pattern.startsWith("/admin/"))) continue;
     const path = pattern.replace(/:(\w+)/g, (_, name: string) => {
       if (name === "slug") return "alpha";
+      if (name === "id" && pattern.includes("/publish-tokens/")) return String(ids.tokenId);
       if (name === "id") return String(pattern.includes("/api-keys/") ? ids.keyId : ids.releaseId);
       if (name === "name") return "style.css";
       throw new Error(`no test value for :${name} in ${pattern}`);
@@ -52,7 +65,10 @@ function adminRoutes(t: TestApp, ids: { releaseId: number; keyId: number }): Rou
 }
 
 function gatedRoutes(routes: Route[]): Route[] {
-  return routes.filter((route) => !PUBLIC_ROUTES.has(`${route.method} ${route.pattern}`));
+  return routes.filter((route) =>
+    !PUBLIC_ROUTES.has(`${route.method} ${route.pattern}`) &&
+    !route.pattern.startsWith(TOKEN_GATED_PREFIX)
+  );
 }
 
 /** The same form urlencoded and as multipart with a file, so both body readers face the gates. */
@@ -89,13 +105,13 @@ async function seed(t: TestApp) {
   const project = await seedProject(t, { slug: "alpha", name: "Alpha", tags: ["one"] });
   const release = await seedRelease(t, project.id, "1.0.0");
   const { apiKey } = await seedKey(t);
-  return { releaseId: release.id, keyId: apiKey.id };
+  const { token } = await seedPublishToken(t.kv);
+  return { releaseId: release.id, keyId: apiKey.id, tokenId: token.id };
 }
 
 Deno.test("every admin route the app registers is behind the gates", async (t) => {
   await using app = await createAdminTestApp();
-  const { releaseId, keyId } = await seed(app);
-  const routes = adminRoutes(app, { releaseId, keyId });
+  const routes = adminRoutes(app, await seed(app));
   const gated = gatedRoutes(routes);
 
   await t.step("the list is the app's own and complete", () => {
@@ -112,7 +128,9 @@ Deno.test("every admin route the app registers is behind the gates", async (t) =
 
   await t.step("the public routes answer without a session", async () => {
     const anonymous = new AdminClient(app);
-    for (const route of routes.filter((r) => r.method === "GET" && !gated.includes(r))) {
+    const open = routes.filter((r) => r.method === "GET" && PUBLIC_ROUTES.has(`GET ${r.pattern}`));
+    assert.ok(open.length >= 2);
+    for (const route of open) {
       assert.equal((await anonymous.fetch(route.path)).status, 200, route.path);
     }
   });
@@ -137,6 +155,33 @@ Deno.test("every admin route the app registers is behind the gates", async (t) =
             assert.equal(res.headers.get("location"), "/admin/login", `${label} ${encoding}`);
           } else {
             assert.ok([401, 403].includes(res.status), `${label} ${encoding}: ${res.status}`);
+          }
+        }
+      }
+      assert.equal(await snapshot(app), before);
+    },
+  );
+
+  await t.step(
+    "the publishing API's routes: 401 JSON without a publish token, even signed in",
+    async () => {
+      const tokenRoutes = routes.filter((route) => route.pattern.startsWith(TOKEN_GATED_PREFIX));
+      assert.ok(tokenRoutes.length >= 5, `found ${tokenRoutes.length} token-gated routes`);
+      const signedIn = await signedInClient(app);
+      const before = await snapshot(app);
+      for (const client of [new AdminClient(app), signedIn]) {
+        for (const route of tokenRoutes) {
+          const label = `${route.method} ${route.pattern}`;
+          const bodies = route.method === "GET"
+            ? [undefined]
+            : bodiesOf({ version: "9.9.9", release_notes: "x" }, signedIn.csrfToken).map(([, b]) =>
+              b
+            );
+          for (const body of bodies) {
+            const res = await client.fetch(route.path, { method: route.method, body });
+            assert.equal(res.status, 401, label);
+            assert.match(res.headers.get("content-type") ?? "", /^application\/json/, label);
+            assert.deepEqual(await res.json(), { error: "missing bearer publish token" }, label);
           }
         }
       }

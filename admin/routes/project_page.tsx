@@ -6,6 +6,7 @@ import {
   getDailyDownloads,
   getDeletedDownloads,
   getDownloadCounts,
+  getLatestChoice,
   getLatestRelease,
   getProjectBySlug,
   getProjectReleaseCount,
@@ -22,6 +23,7 @@ import { chartRange } from "../views/chart.tsx";
 import { editValuesOf, type ProjectEditValues } from "../forms_project.ts";
 import { EMPTY_UPLOAD_FORM, type UploadValues } from "../forms_upload.ts";
 import { ProjectPage } from "../views/project.tsx";
+import { latestNotes } from "../../src/publishing/latest.ts";
 
 export async function loadProject(deps: ServiceDeps, slug: string): Promise<Project> {
   const project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;
@@ -55,19 +57,21 @@ export async function renderProjectPage(
     query,
     (release: Release) => [release.version, release.build, release.filename],
   );
-  const [page, releaseCount, latest, series, stored, deletedDownloads] = await Promise.all([
-    listReleasesPage(kv, project.id, {
-      limit: PAGE_SIZE,
-      cursor: query,
-      maxScan: match ? SEARCH_SCAN : PAGE_SIZE + 1,
-      match,
-    }),
-    getProjectReleaseCount(kv, project.id),
-    getLatestRelease(kv, project.id),
-    getDailyDownloads(kv, ["project", project.id], { days }),
-    getProjectVersioned(kv, project.id),
-    getDeletedDownloads(kv, project.id),
-  ]);
+  const [page, releaseCount, latest, series, stored, deletedDownloads, choice] = await Promise
+    .all([
+      listReleasesPage(kv, project.id, {
+        limit: PAGE_SIZE,
+        cursor: query,
+        maxScan: match ? SEARCH_SCAN : PAGE_SIZE + 1,
+        match,
+      }),
+      getProjectReleaseCount(kv, project.id),
+      getLatestRelease(kv, project.id),
+      getDailyDownloads(kv, ["project", project.id], { days }),
+      getProjectVersioned(kv, project.id),
+      getDeletedDownloads(kv, project.id),
+      getLatestChoice(kv, project.id),
+    ]);
   const releases = cursorListPage(page, {
     query,
     q,
@@ -91,6 +95,10 @@ export async function renderProjectPage(
       releases={releases}
       releaseCount={releaseCount}
       latestId={latest?.state === "active" ? latest.id : null}
+      latestNotes={latestNotes(latest === null ? releases.rows : [latest, ...releases.rows], {
+        latestId: latest?.id ?? null,
+        choice,
+      })}
       duplicateVersions={duplicateActiveVersions(releases.rows)}
       downloads={downloads}
       chart={{ series, days }}

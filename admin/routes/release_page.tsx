@@ -24,7 +24,7 @@ import {
 import { describeChanges } from "../audit_changes.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf } from "../forms.ts";
-import type { UploadValues } from "../forms_upload.ts";
+import type { ReleaseEditValues } from "../forms_upload.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 import { ReleasePage, type ReleasePageProps } from "../views/release_page.tsx";
 
@@ -73,7 +73,7 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
   admin.post("/releases/:id", async (c) => {
     const found = await load(c.req.param("id"));
     const form = c.get("form");
-    const edit: UploadValues = {
+    const edit: ReleaseEditValues = {
       version: field(form, "version"),
       build: field(form, "build"),
       release_notes: field(form, "release_notes"),
@@ -174,6 +174,6 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
   });
 }
 
-function valuesOf(release: Release): UploadValues {
+function valuesOf(release: Release): ReleaseEditValues {
   return { version: release.version, build: release.build, release_notes: release.release_notes };
 }

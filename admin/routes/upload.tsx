@@ -32,7 +32,12 @@ import { formErrorOf } from "../forms.ts";
 import { CsrfError, streamedForm } from "../guards.ts";
 import { MultipartError, type MultipartPart } from "../../src/http/multipart.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
-import { EMPTY_UPLOAD_FORM, UPLOAD_TEXT_FIELDS, type UploadValues } from "../forms_upload.ts";
+import {
+  EMPTY_UPLOAD_FORM,
+  UPLOAD_TEXT_FIELDS,
+  uploadChoices,
+  type UploadValues,
+} from "../forms_upload.ts";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
 
 /** Room for the form fields next to the file when judging Content-Length. */
@@ -146,6 +151,7 @@ async function recordRelease(
       filename: received.filename,
       content_type: requireMediaType("file", received.contentType),
       ...received.stored,
+      ...uploadChoices(values),
     }).catch((error) => {
       if (!(error instanceof ValidationError || error instanceof ConflictError)) {
         deps.metrics.recordKvError("admin");

@@ -12,12 +12,19 @@ export interface PageContext {
   flash?: Flash | null;
 }
 
-export type NavItem = "dashboard" | "projects" | "api-keys" | "audit" | "account";
+export type NavItem =
+  | "dashboard"
+  | "projects"
+  | "api-keys"
+  | "publish-tokens"
+  | "audit"
+  | "account";
 
 const NAV: Array<[NavItem, string, string]> = [
   ["dashboard", "/admin", "Dashboard"],
   ["projects", "/admin/projects", "Projects"],
   ["api-keys", "/admin/api-keys", "API keys"],
+  ["publish-tokens", "/admin/publish-tokens", "Publish tokens"],
   ["audit", "/admin/audit", "Audit log"],
 ];
 

@@ -1,4 +1,5 @@
 import type { DailyDownloads, Project, Release } from "../../src/store/mod.ts";
+import type { LatestNotes } from "../../src/publishing/latest.ts";
 import { humanBytes } from "../format.ts";
 import type { ListPage } from "../listing.ts";
 import type { ProjectEditValues } from "../forms_project.ts";
@@ -37,6 +38,8 @@ export interface ProjectPageProps {
   releaseCount: number;
   /** The release the client API serves as latest, if any. */
   latestId: number | null;
+  /** Why it is latest, and an active release with a higher-looking version that is not. */
+  latestNotes?: LatestNotes;
   /** Versions carried by more than one active release. */
   duplicateVersions: string[];
   downloads: Map<number, ReleaseDownloads>;
@@ -135,6 +138,16 @@ function UploadForm({ ctx, project, maxUploadBytes, upload, uploadError }: Proje
             <>Up to {humanBytes(maxUploadBytes)}. Size and SHA-256 are computed by the service.</>
           }
         />
+        <div class="field">
+          <label>
+            <input type="checkbox" name="draft" checked={upload.draft !== ""} /> Upload as a{" "}
+            draft: stored and listed here, invisible to clients until you publish it
+          </label>
+          <label>
+            <input type="checkbox" name="not_latest" checked={upload.not_latest !== ""} />{" "}
+            Do not make this the latest release (the current latest stays, as the chosen one)
+          </label>
+        </div>
         <div class="upload-progress" data-upload-progress hidden>
           <progress max={100} value={0} aria-labelledby="upload-status"></progress>
           <output id="upload-status" data-upload-status aria-live="polite"></output>
@@ -150,12 +163,50 @@ function UploadForm({ ctx, project, maxUploadBytes, upload, uploadError }: Proje
   );
 }
 
+function LatestSummary({ notes }: { notes: LatestNotes }) {
+  const latest = notes.latest;
+  return (
+    <>
+      <p data-latest-reason={notes.reason ?? "none"}>
+        {notes.reason === null
+          ? "No release is latest: clients get 404 until a release is active."
+          : (
+            <>
+              Clients get <strong>{latest?.version}</strong> as latest
+              {notes.reason === "chosen"
+                ? " because it was chosen (Make latest, or an upload that asked not to replace it). Archiving it makes the newest active release latest again."
+                : " because it is the newest active upload."}
+            </>
+          )}
+      </p>
+      {notes.higher !== null && (
+        <p class="flash flash-warning" role="status" data-higher-version-not-latest>
+          Release {notes.higher.version} (id{" "}
+          {notes.higher.id}) is active and looks like a higher version than the latest
+          {latest ? ` (${latest.version})` : ""}, but clients are not offered it. Use "Make latest"
+          on it if it should be.
+        </p>
+      )}
+    </>
+  );
+}
+
 function ReleasesTable(props: ProjectPageProps) {
-  const { ctx, project, releases, releaseCount, latestId, duplicateVersions, downloads } = props;
+  const {
+    ctx,
+    project,
+    releases,
+    releaseCount,
+    latestId,
+    latestNotes,
+    duplicateVersions,
+    downloads,
+  } = props;
   const path = `/admin/projects/${project.slug}`;
   return (
     <section class="card" id="releases" aria-labelledby="releases-title">
       <h2 id="releases-title">Releases</h2>
+      {latestNotes && releaseCount > 0 && <LatestSummary notes={latestNotes} />}
       {duplicateVersions.length > 0 && (
         <p class="flash flash-warning" role="status" data-duplicate-version>
           More than one active release has version{" "}
@@ -202,13 +253,30 @@ function ReleasesTable(props: ProjectPageProps) {
                       >
                         Edit
                       </a>
-                      <PostButton
-                        action={`/admin/releases/${release.id}/${
-                          release.state === "active" ? "archive" : "activate"
-                        }`}
-                        csrfToken={ctx.csrfToken}
-                        label={release.state === "active" ? "Archive" : "Activate"}
-                      />
+                      {release.state === "draft"
+                        ? (
+                          <PostButton
+                            action={`/admin/releases/${release.id}/publish`}
+                            csrfToken={ctx.csrfToken}
+                            label="Publish"
+                          />
+                        )
+                        : (
+                          <PostButton
+                            action={`/admin/releases/${release.id}/${
+                              release.state === "active" ? "archive" : "activate"
+                            }`}
+                            csrfToken={ctx.csrfToken}
+                            label={release.state === "active" ? "Archive" : "Activate"}
+                          />
+                        )}
+                      {release.state === "active" && !latest && (
+                        <PostButton
+                          action={`/admin/releases/${release.id}/make-latest`}
+                          csrfToken={ctx.csrfToken}
+                          label="Make latest"
+                        />
+                      )}
                     </div>
                   </td>
                 </tr>

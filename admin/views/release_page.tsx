@@ -1,7 +1,7 @@
 /** One release: its facts, a download link, the edit form and the delete form. */
 import type { Project, Release } from "../../src/store/mod.ts";
 import { humanBytes } from "../format.ts";
-import type { UploadValues } from "../forms_upload.ts";
+import type { ReleaseEditValues } from "../forms_upload.ts";
 import type { FormError } from "../types.ts";
 import { FormErrorSummary, InputField, StateBadge, TextAreaField, Time } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
@@ -16,7 +16,7 @@ export interface ReleasePageProps {
   /** Clients get this release as the project's latest. */
   latest: boolean;
   downloads: number;
-  edit: UploadValues;
+  edit: ReleaseEditValues;
   editError?: FormError | null;
   /** Another admin changed the release after this form was shown: the record as it is now. */
   conflict?: Release | null;

@@ -20,6 +20,7 @@ import {
   deletedApiKeyKey,
   deletedDownloadsKey,
   keyDownloadsKey,
+  latestChoiceKey,
   latestReleaseKey,
   projectBySlugKey,
   projectKey,
@@ -27,7 +28,7 @@ import {
   releaseDownloadsKey,
   releaseKey,
 } from "./keys.ts";
-import { isNewerRelease, listReleasesByProject } from "./releases.ts";
+import { findNewestActiveRelease, listReleasesByProject } from "./releases.ts";
 import type { ApiKey, Project, Release } from "./types.ts";
 import { getManyEntries } from "./get_many.ts";
 
@@ -45,16 +46,6 @@ export class ProjectNotEmptyError extends Error {
     super(`the project has ${activeReleases} active release${activeReleases === 1 ? "" : "s"}`);
     this.name = "ProjectNotEmptyError";
   }
-}
-
-/** The newest active release of `releases` other than `excludeId`, or null. */
-function newestActive(releases: readonly Release[], excludeId: number): Release | null {
-  let latest: Release | null = null;
-  for (const release of releases) {
-    if (release.id === excludeId || release.state !== "active") continue;
-    if (latest === null || isNewerRelease(release, latest)) latest = release;
-  }
-  return latest;
 }
 
 /** What a release delete hands back: the record, and its downloads moved to the project's total. */
@@ -79,27 +70,31 @@ export async function deleteReleaseRecord(
   const projectId = first.project_id;
   return await serializedProjectWrite(kv, projectId, () =>
     commitChange(kv, async () => {
-      const [entry, latestEntry, countEntry] = await Promise.all([
+      const [entry, latestEntry, countEntry, choiceEntry] = await Promise.all([
         kv.get<Release>(releaseKey(id)),
         kv.get<number | null>(latestReleaseKey(projectId)),
         kv.get<Deno.KvU64>(releaseDownloadsKey(id)),
+        kv.get<number>(latestChoiceKey(projectId)),
       ]);
       const release = entry.value;
       if (release === null) throw new NotFoundError("release not found");
       let latestId = latestEntry.value;
       if (latestId === id) {
         if (!allowLatest) throw new LatestReleaseError(release);
-        latestId = newestActive(await listReleasesByProject(kv, projectId), id)?.id ?? null;
+        // The latest goes: the newest active one of the rest (a choice of it ends with it).
+        const gone: Release = { ...release, state: "archived" };
+        latestId = (await findNewestActiveRelease(kv, projectId, gone))?.id ?? null;
       }
       const downloads = countEntry.value?.value ?? 0n;
       const changed = [["release", id], ["latest_release", projectId]] as const;
       const op = changeOp(kv, changed)
-        .check(entry, latestEntry, countEntry)
+        .check(entry, latestEntry, countEntry, choiceEntry)
         .delete(releaseKey(id))
         .delete(releaseByProjectKey(projectId, id))
         .delete(releaseDownloadsKey(id))
         .sum(deletedDownloadsKey(projectId), downloads)
         .set(latestReleaseKey(projectId), latestId);
+      if (choiceEntry.value === id) op.delete(latestChoiceKey(projectId));
       const commit = await releaseAggregates(op, release, null).commit();
       return { commit, value: { release, downloads: Number(downloads) }, changed };
     }));
@@ -196,6 +191,7 @@ export async function deleteProjectRecords(
             .delete(projectKey(id))
             .delete(projectBySlugKey(project.slug))
             .delete(latestReleaseKey(id))
+            .delete(latestChoiceKey(id))
             .delete(deletedDownloadsKey(id));
           const commit = await projectAggregates(op, project, null).commit();
           return { commit, value: project, changed };

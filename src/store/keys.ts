@@ -42,6 +42,10 @@
  * aggregates.ts); the admin pages read them instead of every record.
  * | ["deleted_release_downloads", projectId]     | Deno.KvU64 downloads of deleted releases |
  * | ["deleted_api_keys", keyId]                  | DeletedApiKey (id, name, prefix) |
+ * | ["latest_choice", projectId]                | releaseId an admin or token made latest |
+ * | ["publish_tokens", tokenId]                  | PublishToken (never the secret) |
+ * | ["publish_tokens_by_hash", sha256Hex]        | tokenId                       |
+ * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
@@ -53,7 +57,7 @@
  * session id; `audit_log` keys sort by time, newest last.
  */
 
-export type IdKind = "projects" | "releases" | "api_keys";
+export type IdKind = "projects" | "releases" | "api_keys" | "publish_tokens";
 
 export function counterKey(kind: IdKind): Deno.KvKey {
   return ["counters", kind];
@@ -180,6 +184,7 @@ export const BACKUP_VOLATILE_PREFIXES: readonly Deno.KvKey[] = [
   ["downloads_by_day"],
   ["key_downloads"],
   ["api_key_last_used"],
+  ["publish_token_last_used"],
 ];
 export function adminUserKey(username: string): Deno.KvKey {
   return ["admin_users", username];
@@ -299,4 +304,25 @@ export function deletedDownloadsKey(projectId: number): Deno.KvKey {
 /** What is kept of a deleted API key (id, name, prefix), for the audit log and download statistics. */
 export function deletedApiKeyKey(keyId: number): Deno.KvKey {
   return ["deleted_api_keys", keyId];
+}
+
+export function publishTokenKey(tokenId: number): Deno.KvKey {
+  return ["publish_tokens", tokenId];
+}
+
+export function publishTokensPrefix(): Deno.KvKey {
+  return ["publish_tokens"];
+}
+
+export function publishTokenByHashKey(hash: string): Deno.KvKey {
+  return ["publish_tokens_by_hash", hash];
+}
+
+export function publishTokenLastUsedKey(tokenId: number): Deno.KvKey {
+  return ["publish_token_last_used", tokenId];
+}
+
+/** The release chosen as latest ("Make latest"); absent: the newest active release is latest. */
+export function latestChoiceKey(projectId: number): Deno.KvKey {
+  return ["latest_choice", projectId];
 }

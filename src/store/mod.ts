@@ -9,6 +9,8 @@ export * from "./errors.ts";
 export * from "./keys.ts";
 export * from "./login_throttle.ts";
 export * from "./projects.ts";
+export * from "./publish_tokens.ts";
+export * from "./release_publishing.ts";
 export * from "./releases.ts";
 export * from "./sessions.ts";
 export * from "./stats.ts";

@@ -6,6 +6,7 @@ import { NotFoundError, ValidationError } from "./errors.ts";
 import { type CursorPage, cursorPage, type PageRequest } from "./paging.ts";
 import { getManyEntries } from "./get_many.ts";
 import {
+  latestChoiceKey,
   latestReleaseKey,
   projectKey,
   releaseByProjectKey,
@@ -31,6 +32,13 @@ export interface ReleaseInput {
   size_bytes: number;
   /** Upload time; defaults to now. Set by tests and restores. Stored as `toISOString()`. */
   created_at?: string;
+  /** Store it as a draft: invisible to clients, the latest pointer untouched. */
+  draft?: boolean;
+  /**
+   * False: the upload does not become latest; the current latest stays, as the
+   * chosen one. Default true: the rule as always (the newest active upload).
+   */
+  make_latest?: boolean;
 }
 
 /** Checks the admin-entered fields of a release before any bytes are stored. */
@@ -85,15 +93,23 @@ export function prepareRelease(input: Omit<ReleaseInput, "project_id">): Prepare
   };
 }
 
-/** Records an active release of an existing project and moves the latest pointer when it is newer. */
+/**
+ * Records a release of an existing project (active, or a draft) and moves the
+ * latest pointer: a new active upload that is newer than the latest becomes
+ * latest and ends a choice (the rule of `pickLatest`), unless it asks not to
+ * (`make_latest: false`), which keeps the current latest as the chosen one.
+ */
 export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<Release> {
   const fields = prepareRelease(input);
+  const draft = input.draft === true;
+  const makeLatest = input.make_latest !== false;
   let id: number | undefined;
   return await serializedProjectWrite(kv, input.project_id, () =>
     commitChange(kv, async () => {
-      const [projectEntry, latestEntry] = await Promise.all([
+      const [projectEntry, latestEntry, choiceEntry] = await Promise.all([
         kv.get<Project>(projectKey(input.project_id)),
         kv.get<number | null>(latestReleaseKey(input.project_id)),
+        kv.get<number>(latestChoiceKey(input.project_id)),
       ]);
       if (projectEntry.value === null) throw new ValidationError("project", "project not found");
       // Taken once, when the release can be made: a refused one leaves no trace.
@@ -103,23 +119,53 @@ export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<R
         id: newId,
         project_id: input.project_id,
         created_at: fields.created_at ?? now(),
-        state: "active",
+        state: draft ? "draft" : "active",
       };
       const current = latestEntry.value === null
         ? null
         : (await kv.get<Release>(releaseKey(latestEntry.value))).value;
-      const latestId = current === null || isNewerRelease(release, current)
-        ? release.id
-        : current.id;
+      let latestId = current?.id ?? null;
+      let choice = choiceEntry.value;
+      if (!draft && makeLatest && (current === null || isNewerRelease(release, current))) {
+        latestId = release.id;
+        choice = null;
+      } else if (!draft && !makeLatest && current !== null) {
+        choice = current.id;
+      }
       const changed = [["latest_release", release.project_id]] as const;
       const op = changeOp(kv, changed)
-        .check(projectEntry, latestEntry)
+        .check(projectEntry, latestEntry, choiceEntry)
         .set(releaseKey(release.id), release)
         .set(releaseByProjectKey(release.project_id, release.id), release.id)
         .set(latestReleaseKey(release.project_id), latestId);
+      setChoice(op, release.project_id, choice);
       const commit = await releaseAggregates(op, null, release).commit();
       return { commit, value: release, changed };
     }));
+}
+
+function setChoice(op: Deno.AtomicOperation, projectId: number, choice: number | null): void {
+  if (choice === null) op.delete(latestChoiceKey(projectId));
+  else op.set(latestChoiceKey(projectId), choice);
+}
+
+/**
+ * The latest pointer's rule: the chosen release while it is active, else the
+ * newest active one (greatest `created_at`, ties by greater id), else none.
+ */
+export function pickLatest(releases: readonly Release[], choice: number | null): Release | null {
+  let newest: Release | null = null;
+  for (const release of releases) {
+    if (release.state !== "active") continue;
+    if (release.id === choice) return release;
+    if (newest === null || isNewerRelease(release, newest)) newest = release;
+  }
+  return newest;
+}
+
+/** The release chosen as latest, or null when the newest active one is latest. */
+export async function getLatestChoice(kv: Deno.Kv, projectId: number): Promise<number | null> {
+  return (await kv.get<number>(latestChoiceKey(projectId))).value;
 }
 
 export function getRelease(kv: Deno.Kv, id: number): Cached<Release | null> {
@@ -221,50 +267,100 @@ export async function findNewestActiveRelease(
 }
 
 /**
- * Archives or re-activates a release and recomputes the project's latest
- * pointer in the same commit (the pointer's versionstamp is checked, so a
- * concurrent change of another release of the project forces a retry). Only
- * what the pointer needs is read: re-activating compares the release with the
- * current latest; archiving the latest looks for the next active one
- * (`findNewestActiveRelease`); archiving another leaves the pointer.
+ * Archives, re-activates or publishes a release and recomputes the project's
+ * latest pointer in the same commit (`pickLatest`'s rule; the pointer's
+ * versionstamp is checked, so a concurrent change of another release of the
+ * project forces a retry). Archiving the chosen latest ends the choice: the
+ * newest active release is latest again. Activating a draft publishes it
+ * (`publishDraft`). Only what the pointer needs is read: the chosen release,
+ * and the newest active one from the `releases_by_time` index
+ * (`findNewestActiveRelease`), which stops at the first active entry.
  */
 export async function setReleaseState(
   kv: Deno.Kv,
   id: number,
   state: ReleaseState,
 ): Promise<Release> {
-  return await commitChange(kv, async () => {
-    const entry = await kv.get<Release>(releaseKey(id));
-    if (entry.value === null) throw new NotFoundError("release not found");
-    const release: Release = { ...entry.value, state };
-    const latestEntry = await kv.get<number | null>(latestReleaseKey(release.project_id));
-    const latest = await newLatest(kv, release, latestEntry.value);
-    const changed = [["release", id], ["latest_release", release.project_id]] as const;
-    const op = changeOp(kv, changed)
-      .check(entry, latestEntry)
-      .set(releaseKey(id), release)
-      .set(latestReleaseKey(release.project_id), latest?.id ?? null);
-    const commit = await releaseAggregates(op, entry.value, release).commit();
-    return { commit, value: release, changed };
-  });
+  return await changeRelease(kv, { id, state, makeLatest: true });
 }
 
-/** The project's latest release once `release` (changed) is stored; `latestId` is the pointer now. */
-async function newLatest(
+/**
+ * Publishes a draft: it becomes active and, unless `makeLatest` is false,
+ * latest (chosen, when a newer release is active). With `makeLatest: false`
+ * the current latest stays, as the chosen one. A release that is not a draft
+ * is simply made active.
+ */
+export async function publishDraft(
   kv: Deno.Kv,
-  release: Release,
-  latestId: number | null,
-): Promise<Release | null> {
-  // No pointer: the project had no active release, so this one is the only candidate.
-  if (latestId === null) return release.state === "active" ? release : null;
-  const pointed = latestId === release.id
-    ? null
-    : (await kv.get<Release>(releaseKey(latestId))).value;
-  if (pointed === null || pointed.state !== "active") {
-    return await findNewestActiveRelease(kv, release.project_id, release);
+  id: number,
+  { makeLatest }: { makeLatest: boolean },
+): Promise<Release> {
+  return await changeRelease(kv, { id, state: "active", makeLatest });
+}
+
+/** Makes an active release the chosen latest; a draft or archived one is refused. */
+export async function makeReleaseLatest(kv: Deno.Kv, id: number): Promise<Release> {
+  return await changeRelease(kv, { id, state: "active", makeLatest: true, choose: true });
+}
+
+/** A release that is not active cannot be made latest. */
+export class NotActiveError extends Error {
+  constructor(readonly state: ReleaseState) {
+    super(`the release is ${state}: only an active release can be made latest`);
+    this.name = "NotActiveError";
   }
-  // The pointer is another active release: it stays unless this one is active and newer.
-  return release.state === "active" && isNewerRelease(release, pointed) ? release : pointed;
+}
+
+async function changeRelease(
+  kv: Deno.Kv,
+  { id, state, makeLatest, choose = false }: {
+    id: number;
+    state: ReleaseState;
+    makeLatest: boolean;
+    /** Make it the chosen latest (it must be active already). */
+    choose?: boolean;
+  },
+): Promise<Release> {
+  const first = (await kv.get<Release>(releaseKey(id))).value;
+  if (first === null) throw new NotFoundError("release not found");
+  return await serializedProjectWrite(kv, first.project_id, () =>
+    commitChange(kv, async () => {
+      const entry = await kv.get<Release>(releaseKey(id));
+      if (entry.value === null) throw new NotFoundError("release not found");
+      if (choose && entry.value.state !== "active") throw new NotActiveError(entry.value.state);
+      const projectId = entry.value.project_id;
+      const release: Release = { ...entry.value, state };
+      const [latestEntry, choiceEntry] = await Promise.all([
+        kv.get<number | null>(latestReleaseKey(projectId)),
+        kv.get<number>(latestChoiceKey(projectId)),
+      ]);
+      const newest = () => findNewestActiveRelease(kv, projectId, release);
+      let choice = choiceEntry.value;
+      if (state !== "active" && choice === id) choice = null;
+      const publishing = entry.value.state === "draft" && state === "active";
+      if (choose || (publishing && makeLatest)) {
+        // Chosen, unless the rule picks it anyway.
+        choice = (await newest())?.id === id ? null : id;
+      } else if (publishing && choice === null && latestEntry.value !== null) {
+        choice = latestEntry.value; // published without becoming latest: the latest stays
+      }
+      // The chosen release while it is active, else the newest active one (`pickLatest`).
+      const chosen = choice === null
+        ? null
+        : choice === id
+        ? release
+        : (await kv.get<Release>(releaseKey(choice))).value;
+      if (chosen?.state !== "active") choice = null;
+      const latest = chosen?.state === "active" ? chosen : await newest();
+      const changed = [["release", id], ["latest_release", projectId]] as const;
+      const op = changeOp(kv, changed)
+        .check(entry, latestEntry, choiceEntry)
+        .set(releaseKey(id), release)
+        .set(latestReleaseKey(projectId), latest?.id ?? null);
+      setChoice(op, projectId, choice);
+      const commit = await releaseAggregates(op, entry.value, release).commit();
+      return { commit, value: release, changed };
+    }));
 }
 
 /** Download counts of many releases, by release id. */

@@ -1,7 +1,8 @@
 /** Records as stored in Deno KV. Field names follow the client API where they overlap. */
 
 export type ProjectState = "active" | "archived";
-export type ReleaseState = "active" | "archived";
+/** A `draft` is stored and listed in the admin UI but invisible to clients until published. */
+export type ReleaseState = "active" | "archived" | "draft";
 
 export interface Project {
   id: number;

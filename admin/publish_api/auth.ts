@@ -1,0 +1,124 @@
+/**
+ * The publishing API's gate: `Authorization: Bearer <publish token>` (Hono's
+ * bearer-auth), looked up by the hash of the token and judged by
+ * src/publishing/tokens.ts. Every check runs under the same sign-in throttle
+ * as passwords (src/store/login_throttle.ts), as one account named
+ * `THROTTLE_SUBJECT` per client address: failed attempts lock the address
+ * out for a while, a success from it releases its reservation.
+ */
+import type { Context, MiddlewareHandler } from "hono";
+import { bearerAuth } from "hono/bearer-auth";
+import { ApiError } from "../../src/http/errors.ts";
+import { jsonResponse } from "../../src/http/json.ts";
+import {
+  isClientKey,
+  judgePublishToken,
+  looksLikePublishToken,
+  type TokenRefusal,
+} from "../../src/publishing/tokens.ts";
+import {
+  getPublishTokenBySecret,
+  type LoginThrottle,
+  type PublishToken,
+  recordAudit,
+  recordPublishTokenUse,
+} from "../../src/store/mod.ts";
+import { addressOf } from "../guards.ts";
+import type { ServiceDeps } from "../types.ts";
+import type { PublishEnv } from "./types.ts";
+
+/** The throttle's "user name" of publish tokens (admin user names cannot contain spaces). */
+const THROTTLE_SUBJECT = "publish token";
+
+export const TOKEN_ERRORS = {
+  missing: "missing bearer publish token",
+  malformed: "malformed Authorization header: send Authorization: Bearer <publish token>",
+  invalid: "invalid publish token",
+  clientKey: "this is a client API key (uds_…): the publishing API takes a publish token (udp_…)",
+  throttled: "too many failed publish token attempts from this address; try again later",
+} as const;
+
+export function publishTokenAuth(
+  deps: ServiceDeps,
+  throttle: LoginThrottle,
+): MiddlewareHandler<PublishEnv> {
+  const realm = `Bearer realm="${deps.config.serviceRealm}"`;
+  const refusals = new WeakMap<Context, TokenRefusal>();
+  return bearerAuth<PublishEnv>({
+    realm: deps.config.serviceRealm,
+    noAuthenticationHeader: {
+      wwwAuthenticateHeader: realm,
+      message: () => jsonResponse({ error: TOKEN_ERRORS.missing }, 401),
+    },
+    invalidAuthenticationHeader: {
+      wwwAuthenticateHeader: `${realm}, error="invalid_request"`,
+      message: () => jsonResponse({ error: TOKEN_ERRORS.malformed }, 400),
+    },
+    invalidToken: {
+      wwwAuthenticateHeader: `${realm}, error="invalid_token"`,
+      message: (c) =>
+        jsonResponse({
+          error: refusals.get(c) === "client_key" ? TOKEN_ERRORS.clientKey : TOKEN_ERRORS.invalid,
+        }, 401),
+    },
+    verifyToken: async (secret, c) => {
+      let refusal: TokenRefusal = "unknown";
+      let judged: PublishToken | null = null;
+      const address = addressOf(c, deps);
+      const checked = await throttle.check({ username: THROTTLE_SUBJECT, address }, async () => {
+        if (isClientKey(secret)) refusal = "client_key";
+        if (!looksLikePublishToken(secret)) return null;
+        judged = await getPublishTokenBySecret(deps.kv, secret);
+        const why = judgePublishToken(judged, Date.now());
+        if (why === null) return judged;
+        refusal = why;
+        return null;
+      });
+      if (checked.refused) {
+        throw new ApiError(429, TOKEN_ERRORS.throttled, {
+          "retry-after": String(checked.retryAfterSeconds),
+        });
+      }
+      if (checked.found === null) {
+        refusals.set(c, refusal);
+        const known = judged as PublishToken | null;
+        if (known !== null) {
+          // A known token that is disabled or expired: its owner wants to know who still uses it.
+          await auditSafely(deps, {
+            actor: tokenActor(known),
+            action: "publish_token.refused",
+            target: `publish token ${known.id}`,
+            details: `${refusal}; ${c.req.method} ${c.req.path}`,
+            address,
+          });
+        }
+        return false;
+      }
+      const token = checked.found;
+      c.set("publishToken", token);
+      recordPublishTokenUse(deps.kv, token.id, new Date().toISOString()).catch((error) => {
+        deps.metrics.recordKvError("admin");
+        console.error("publish token use record failed:", error);
+      });
+      return true;
+    },
+  });
+}
+
+/** How the audit log names a token: its name and id. */
+export function tokenActor(token: PublishToken): string {
+  return `token:${token.name} (#${token.id})`;
+}
+
+/** Records an action of a token; a failed audit write is logged, the action is done. */
+export async function auditSafely(
+  deps: ServiceDeps,
+  entry: Parameters<typeof recordAudit>[1],
+): Promise<void> {
+  try {
+    await recordAudit(deps.kv, entry);
+  } catch (error) {
+    deps.metrics.recordKvError("admin");
+    console.error(`audit record failed (${entry.action} ${entry.target}):`, error);
+  }
+}

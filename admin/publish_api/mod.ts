@@ -1,0 +1,283 @@
+/**
+ * The publishing API (docs/publishing.md): a JSON API for release pipelines,
+ * mounted at /admin/api/v1 by app.ts in front of the admin UI, so that none
+ * of the UI's session and CSRF gates apply to it. Its one gate is the publish
+ * token (auth.ts): `Authorization: Bearer udp_…`, no cookies, no CSRF token.
+ * Every answer is JSON, errors included (errors.ts); a path no route knows is
+ * a JSON 404 here too, never the UI's page or its sign-in redirect.
+ * tests/admin_gates_test.ts accounts for these routes as token-gated.
+ */
+import { type Context, Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { ApiError } from "../../src/http/errors.ts";
+import { jsonResponse } from "../../src/http/json.ts";
+import { multipartBoundary, readMultipart } from "../../src/http/multipart.ts";
+import { ID_PATTERN, isSlug } from "../../src/lib/limits.ts";
+import { tokenCovers, tokenMay } from "../../src/publishing/tokens.ts";
+import {
+  createLoginThrottle,
+  editReleaseText,
+  getLatestReleaseId,
+  getProject,
+  getProjectBySlug,
+  getRelease,
+  listProjects,
+  listReleasePage,
+  makeReleaseLatest,
+  type Project,
+  publishDraft,
+  type PublishPermission,
+  type Release,
+  RELEASE_PAGE_MAX,
+  setReleaseState,
+} from "../../src/store/mod.ts";
+import type { ServiceDeps } from "../types.ts";
+import { auditSafely, publishTokenAuth, tokenActor } from "./auth.ts";
+import { PUBLISH_RESPONSE_HEADERS, publishErrorResponse } from "./errors.ts";
+import { publishedProject, publishedRelease, tokenJson } from "./serialize.ts";
+import type { PublishEnv } from "./types.ts";
+import { FIELDS_ALLOWANCE_BYTES, flag, uploadRelease } from "./upload.ts";
+import { addressOf } from "../guards.ts";
+
+export { TOKEN_ERRORS } from "./auth.ts";
+
+/** Largest JSON body (edits of notes and build). */
+const JSON_LIMIT_BYTES = 256 * 1024;
+
+type PublishContext = Context<PublishEnv>;
+
+export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
+  const { kv } = deps;
+  const api = new Hono<PublishEnv>();
+  // Registered before the routes: Hono wraps each route with it when the app is mounted.
+  api.onError((error) => publishErrorResponse(error));
+  api.use(async (c, next) => {
+    await next();
+    for (const [name, value] of Object.entries(PUBLISH_RESPONSE_HEADERS)) {
+      c.res.headers.set(name, value);
+    }
+  });
+  api.use(publishTokenAuth(deps, createLoginThrottle(kv)));
+
+  const json = (data: unknown, status: 200 | 201 = 200, headers: Record<string, string> = {}) =>
+    jsonResponse(data, status, { ...PUBLISH_RESPONSE_HEADERS, ...headers });
+
+  /** A project the token covers, found by slug; else 404 or 403. */
+  const projectFor = async (c: PublishContext, permission?: PublishPermission) => {
+    const slug = c.req.param("slug") ?? "";
+    const project = isSlug(slug) ? await getProjectBySlug(kv, slug) : null;
+    if (project === null) throw new ApiError(404, "project not found");
+    requireAccess(c.get("publishToken"), project, permission);
+    return project;
+  };
+
+  /** A release of a project the token covers, found by id; else 400, 404 or 403. */
+  const releaseFor = async (c: PublishContext, permission?: PublishPermission) => {
+    const raw = c.req.param("id") ?? "";
+    if (!/^\d+$/.test(raw)) throw new ApiError(400, "invalid release id");
+    const release = ID_PATTERN.test(raw) ? await getRelease(kv, Number(raw)) : null;
+    if (release === null) throw new ApiError(404, "release not found");
+    const project = await getProject(kv, release.project_id);
+    if (project === null) throw new ApiError(404, "release not found");
+    requireAccess(c.get("publishToken"), project, permission);
+    return { project, release };
+  };
+
+  const releaseBody = async (project: Project, release: Release) => ({
+    project: publishedProject(project),
+    release: publishedRelease(release, await getLatestReleaseId(kv, project.id)),
+  });
+
+  const audit = (c: PublishContext, action: string, release: Release, details: string) =>
+    auditSafely(deps, {
+      actor: tokenActor(c.get("publishToken")),
+      action,
+      target: `release ${release.id}`,
+      details,
+      address: addressOf(c, deps),
+    });
+
+  api.get("/token", async (c) => {
+    const token = c.get("publishToken");
+    const projects = token.all_projects ? [] : await listProjects(kv);
+    const slugs = projects.filter((p) => token.project_ids.includes(p.id)).map((p) => p.slug);
+    return json({ token: tokenJson(token, slugs) });
+  });
+
+  api.get("/projects/:slug/releases", async (c) => {
+    const project = await projectFor(c);
+    const limit = parseLimit(c.req.query("limit"));
+    const cursor = c.req.query("cursor");
+    if (cursor !== undefined && !ID_PATTERN.test(cursor)) {
+      throw new ApiError(400, "cursor must be the next_cursor of the page before");
+    }
+    const page = await listReleasePage(kv, project.id, {
+      limit,
+      before: cursor === undefined ? undefined : Number(cursor),
+    });
+    const latestId = await getLatestReleaseId(kv, project.id);
+    return json({
+      project: publishedProject(project),
+      releases: page.releases.map((release) => publishedRelease(release, latestId)),
+      next_cursor: page.next === null ? null : String(page.next),
+    });
+  });
+
+  api.post("/projects/:slug/releases", async (c) => {
+    const project = await projectFor(c, "upload");
+    const boundary = multipartBoundary(c.req.header("content-type"));
+    const body = c.req.raw.body;
+    const declared = Number(c.req.header("content-length") ?? NaN);
+    if (declared > deps.config.maxUploadBytes + FIELDS_ALLOWANCE_BYTES) {
+      await body?.cancel().catch(() => {});
+      throw new ApiError(
+        413,
+        `the file is larger than the upload limit of ${deps.config.maxUploadBytes} bytes`,
+      );
+    }
+    if (boundary === null || body === null) {
+      throw new ApiError(400, "send the release as multipart/form-data (curl -F)");
+    }
+    const release = await uploadRelease(deps, {
+      projectId: project.id,
+      parts: readMultipart(body, boundary),
+    });
+    await audit(
+      c,
+      "release.upload",
+      release,
+      `project ${project.slug}; version ${release.version}; ${release.filename}; ` +
+        `${release.size_bytes} bytes; sha256 ${release.checksum_sha256}`,
+    );
+    return json(await releaseBody(project, release), 201, {
+      location: `/admin/api/v1/releases/${release.id}`,
+    });
+  });
+
+  api.get("/releases/:id", async (c) => {
+    const { project, release } = await releaseFor(c);
+    return json(await releaseBody(project, release));
+  });
+
+  api.patch(
+    "/releases/:id",
+    bodyLimit({
+      maxSize: JSON_LIMIT_BYTES,
+      onError: () => {
+        throw new ApiError(413, `the JSON body is larger than ${JSON_LIMIT_BYTES} bytes`);
+      },
+    }),
+    async (c) => {
+      const { project, release } = await releaseFor(c, "upload");
+      const edit = await readTextEdit(c);
+      const edited = await editReleaseText(kv, release.id, edit);
+      await audit(
+        c,
+        "release.edit",
+        edited,
+        `project ${project.slug}; ${Object.keys(edit).join(", ")}`,
+      );
+      return json(await releaseBody(project, edited));
+    },
+  );
+
+  for (const [action, state] of [["archive", "archived"], ["activate", "active"]] as const) {
+    api.post(`/releases/:id/${action}`, async (c) => {
+      const { project, release } = await releaseFor(c, "release_state");
+      const changed = await setReleaseState(kv, release.id, state);
+      await audit(
+        c,
+        `release.${action}`,
+        changed,
+        `project ${project.slug}; version ${release.version}`,
+      );
+      return json(await releaseBody(project, changed));
+    });
+  }
+
+  api.post("/releases/:id/publish", async (c) => {
+    const { project, release } = await releaseFor(c, "release_state");
+    if (release.state !== "draft") {
+      throw new ApiError(409, `the release is ${release.state}, not a draft`);
+    }
+    const makeLatest = !flag("not_latest", c.req.query("not_latest"));
+    const published = await publishDraft(kv, release.id, { makeLatest });
+    await audit(
+      c,
+      "release.publish",
+      published,
+      `project ${project.slug}; version ${release.version}${makeLatest ? "" : "; not latest"}`,
+    );
+    return json(await releaseBody(project, published));
+  });
+
+  api.post("/releases/:id/make-latest", async (c) => {
+    const { project, release } = await releaseFor(c, "release_state");
+    const chosen = await makeReleaseLatest(kv, release.id);
+    await audit(
+      c,
+      "release.make_latest",
+      chosen,
+      `project ${project.slug}; version ${release.version}`,
+    );
+    return json(await releaseBody(project, chosen));
+  });
+
+  // Anything else under the prefix: a JSON 404 (the token is checked first, like every route).
+  api.all("*", () => {
+    throw new ApiError(404, "no such publishing API route; see docs/publishing.md");
+  });
+  return api;
+}
+
+/** Refuses a token that does not cover `project` or lacks `permission`. */
+function requireAccess(
+  token: PublishEnv["Variables"]["publishToken"],
+  project: Project,
+  permission: PublishPermission | undefined,
+): void {
+  if (!tokenCovers(token, project)) {
+    throw new ApiError(403, `this publish token may not publish to project ${project.slug}`);
+  }
+  if (permission !== undefined && !tokenMay(token, permission)) {
+    throw new ApiError(403, `this publish token lacks the permission ${permission}`);
+  }
+}
+
+function parseLimit(raw: string | undefined): number {
+  if (raw === undefined) return 20;
+  if (!/^\d{1,3}$/.test(raw) || Number(raw) < 1 || Number(raw) > RELEASE_PAGE_MAX) {
+    throw new ApiError(400, `limit must be a number from 1 to ${RELEASE_PAGE_MAX}`);
+  }
+  return Number(raw);
+}
+
+/** The JSON body of an edit: `build` and/or `release_notes`, strings; nothing else. */
+async function readTextEdit(
+  c: PublishContext,
+): Promise<{ build?: string; release_notes?: string }> {
+  let body: unknown;
+  try {
+    body = await c.req.json();
+  } catch {
+    throw new ApiError(400, 'send a JSON object such as {"release_notes": "…"}');
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new ApiError(400, 'send a JSON object such as {"release_notes": "…"}');
+  }
+  const edit: { build?: string; release_notes?: string } = {};
+  for (const [name, value] of Object.entries(body)) {
+    if (name !== "build" && name !== "release_notes") {
+      throw new ApiError(
+        400,
+        `unknown field ${JSON.stringify(name.slice(0, 64))}; editable: build, release_notes`,
+      );
+    }
+    if (typeof value !== "string") throw new ApiError(400, `${name} must be a string`);
+    edit[name] = value;
+  }
+  if (Object.keys(edit).length === 0) {
+    throw new ApiError(400, "nothing to change: send build and/or release_notes");
+  }
+  return edit;
+}

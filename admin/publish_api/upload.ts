@@ -1,0 +1,175 @@
+/**
+ * A release upload through the publishing API: the same streamed path as the
+ * admin form's upload (admin/routes/upload.tsx): the multipart body is read
+ * by src/http/multipart.ts, the file part streams straight into the artifact
+ * store (constant memory, same limit, same 507), the record is committed
+ * last, and on any refusal the stored file is removed again. On top of the
+ * form: the SHA-256 the pipeline computed (`sha256`) is compared with the one
+ * the store computed, and `filename` / `content_type` fields may name the
+ * file instead of the part's headers.
+ */
+import type { UploadFailureReason } from "../../src/lib/metrics.ts";
+import { ApiError } from "../../src/http/errors.ts";
+import { MultipartError, type MultipartPart } from "../../src/http/multipart.ts";
+import {
+  type ArtifactStore,
+  EmptyUploadError,
+  StorageFullError,
+  StorageUnavailableError,
+  type StoredArtifact,
+  UploadTooLargeError,
+} from "../../src/storage/mod.ts";
+import {
+  ConflictError,
+  createRelease,
+  type Release,
+  requireMediaType,
+  validateReleaseFields,
+  ValidationError,
+} from "../../src/store/mod.ts";
+import type { ServiceDeps } from "../types.ts";
+
+/** The text fields of an API upload (docs/publishing.md "Upload a release"). */
+export const API_UPLOAD_FIELDS = [
+  "version",
+  "build",
+  "release_notes",
+  "sha256",
+  "filename",
+  "content_type",
+  "draft",
+  "not_latest",
+] as const;
+type UploadField = typeof API_UPLOAD_FIELDS[number];
+export type ApiUploadValues = Partial<Record<UploadField, string>>;
+
+const MAX_FIELD_BYTES = 512 * 1024;
+/** Room for the text fields next to the file when judging Content-Length. */
+export const FIELDS_ALLOWANCE_BYTES = 1024 * 1024;
+const SHA256_PATTERN = /^[0-9a-fA-F]{64}$/;
+
+interface ReceivedFile {
+  stored: StoredArtifact;
+  filename: string | undefined;
+  contentType: string | undefined;
+}
+
+/** Reads every part: the file into the store, the text fields into the result. */
+async function receive(
+  parts: AsyncIterable<MultipartPart>,
+  artifacts: ArtifactStore,
+  maxBytes: number,
+): Promise<{ values: ApiUploadValues; file: ReceivedFile | null }> {
+  const values: ApiUploadValues = {};
+  let file: ReceivedFile | null = null;
+  try {
+    for await (const part of parts) {
+      if (part.name === "file") {
+        if (file !== null) throw new ValidationError("file", "send one file part only");
+        const stored = await artifacts.save(part.body, maxBytes).catch((error) => {
+          if (error instanceof EmptyUploadError) return null;
+          throw error;
+        });
+        if (stored !== null) {
+          file = { stored, filename: part.filename, contentType: part.contentType };
+        }
+      } else if ((API_UPLOAD_FIELDS as readonly string[]).includes(part.name)) {
+        values[part.name as UploadField] = await part.text(MAX_FIELD_BYTES);
+      } else {
+        throw new ValidationError(
+          part.name,
+          `unknown field ${JSON.stringify(part.name.slice(0, 64))}; the fields are file, ` +
+            API_UPLOAD_FIELDS.join(", "),
+        );
+      }
+    }
+  } catch (error) {
+    if (file !== null) await artifacts.remove(file.stored.storage_key);
+    throw error;
+  }
+  return { values, file };
+}
+
+/** Checks the fields (and the pipeline's SHA-256) and commits the release; else removes the file. */
+async function record(
+  deps: ServiceDeps,
+  projectId: number,
+  { values, file }: { values: ApiUploadValues; file: ReceivedFile | null },
+): Promise<Release> {
+  try {
+    const fields = validateReleaseFields(values);
+    const expected = values.sha256?.trim();
+    if (expected !== undefined && expected !== "" && !SHA256_PATTERN.test(expected)) {
+      throw new ValidationError("sha256", "sha256 must be 64 hexadecimal digits");
+    }
+    if (file === null) throw new EmptyUploadError();
+    if (expected && expected.toLowerCase() !== file.stored.checksum_sha256) {
+      throw new ApiError(
+        422,
+        `sha256 mismatch: you sent ${expected.toLowerCase()}, the service received ` +
+          `${file.stored.size_bytes} bytes with SHA-256 ${file.stored.checksum_sha256}; ` +
+          "nothing was stored",
+      );
+    }
+    const draft = flag("draft", values.draft);
+    const notLatest = flag("not_latest", values.not_latest);
+    const contentType = values.content_type?.trim() ? values.content_type : file.contentType;
+    return await createRelease(deps.kv, {
+      project_id: projectId,
+      ...fields,
+      filename: values.filename?.trim() ? values.filename : (file.filename ?? ""),
+      content_type: requireMediaType("content_type", contentType),
+      ...file.stored,
+      draft,
+      make_latest: !notLatest,
+    }).catch((error) => {
+      if (!(error instanceof ValidationError || error instanceof ConflictError)) {
+        deps.metrics.recordKvError("admin");
+      }
+      throw error;
+    });
+  } catch (error) {
+    if (file !== null) await deps.artifacts.remove(file.stored.storage_key);
+    throw error;
+  } finally {
+    if (file !== null) deps.artifacts.settle?.(file.stored.storage_key);
+  }
+}
+
+/** Receives and records one upload; failures are counted in the upload metrics and rethrown. */
+export async function uploadRelease(
+  deps: ServiceDeps,
+  { projectId, parts }: { projectId: number; parts: AsyncIterable<MultipartPart> },
+): Promise<Release> {
+  try {
+    const received = await receive(parts, deps.artifacts, deps.config.maxUploadBytes);
+    const release = await record(deps, projectId, received);
+    deps.metrics.recordUpload(release.size_bytes);
+    return release;
+  } catch (error) {
+    deps.metrics.recordUploadFailure(failureReason(error));
+    throw error;
+  }
+}
+
+/** A yes/no field: true, 1, on, yes, or false, 0, off, no (or empty, or absent). */
+export function flag(name: string, raw: string | undefined): boolean {
+  const value = (raw ?? "").trim().toLowerCase();
+  if (["true", "1", "on", "yes"].includes(value)) return true;
+  if (["", "false", "0", "off", "no"].includes(value)) return false;
+  throw new ValidationError(name, `${name} must be true or false`);
+}
+
+function failureReason(error: unknown): UploadFailureReason {
+  if (error instanceof UploadTooLargeError) return "too_large";
+  if (error instanceof EmptyUploadError) return "empty";
+  if (error instanceof StorageFullError) return "storage_full";
+  if (error instanceof StorageUnavailableError) return "storage_unavailable";
+  if (
+    error instanceof ValidationError || error instanceof MultipartError ||
+    error instanceof ApiError
+  ) {
+    return "invalid";
+  }
+  return "error";
+}

@@ -1,0 +1,68 @@
+/**
+ * "Make latest" and "Publish" on the project page (docs/publishing.md
+ * "Drafts and a chosen latest"); archive and activate are in `releases.tsx`.
+ */
+import type { Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { ID_PATTERN } from "../../src/lib/limits.ts";
+import {
+  getProject,
+  getRelease,
+  makeReleaseLatest,
+  NotActiveError,
+  publishDraft,
+  type Release,
+} from "../../src/store/mod.ts";
+import { audit, redirectWithFlash } from "../context.ts";
+import { field } from "../forms.ts";
+import type { AdminEnv, ServiceDeps } from "../types.ts";
+
+export function addReleaseLatestRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+  const { kv } = deps;
+  const actions = [
+    ["make-latest", "make_latest", (release: Release) => makeReleaseLatest(kv, release.id)],
+    [
+      "publish",
+      "publish",
+      (release: Release, notLatest: boolean) =>
+        publishDraft(kv, release.id, { makeLatest: !notLatest }),
+    ],
+  ] as const;
+  for (const [path, action, change] of actions) {
+    admin.post(`/releases/:id/${path}`, async (c) => {
+      const raw = c.req.param("id");
+      const release = ID_PATTERN.test(raw) ? await getRelease(kv, Number(raw)) : null;
+      if (release === null) {
+        throw new HTTPException(404, { message: `There is no release ${raw}.` });
+      }
+      const project = await getProject(kv, release.project_id);
+      const back = project ? `/admin/projects/${project.slug}` : "/admin/projects";
+      const notLatest = field(c.get("form"), "not_latest") !== "";
+      try {
+        await change(release, notLatest);
+      } catch (error) {
+        if (!(error instanceof NotActiveError)) throw error;
+        return redirectWithFlash(c, deps, {
+          location: back,
+          kind: "error",
+          text:
+            `Release ${release.version} is ${release.state}: only an active release can be latest.`,
+        });
+      }
+      await audit(c, deps, {
+        action: `release.${action}`,
+        target: `release ${release.id}`,
+        details: `project ${project?.slug ?? release.project_id}; version ${release.version}${
+          notLatest ? "; not latest" : ""
+        }`,
+      });
+      return redirectWithFlash(c, deps, {
+        location: back,
+        kind: "success",
+        text: path === "publish"
+          ? `Release ${release.version} was published${notLatest ? "" : " and is latest"}.`
+          : `Release ${release.version} is now the latest release (chosen).`,
+      });
+    });
+  }
+}

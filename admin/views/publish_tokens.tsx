@@ -1,0 +1,198 @@
+/** The publish tokens page: the list (never a secret), the create form, and the page shown once. */
+import type { Project, PublishToken } from "../../src/store/mod.ts";
+import type { PublishTokenFormValues } from "../forms_publish_token.ts";
+import type { FormError } from "../types.ts";
+import {
+  DataTable,
+  FieldError,
+  FormErrorSummary,
+  InputField,
+  PostButton,
+  StateBadge,
+  Time,
+} from "./components.tsx";
+import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
+
+export interface PublishTokenRow {
+  token: PublishToken;
+  /** active, disabled or expired. */
+  state: string;
+  /** The slugs of its projects (empty for all projects). */
+  slugs: string[];
+}
+
+const PERMISSION_LABELS: Record<string, string> = {
+  upload: "upload releases, edit notes and build",
+  release_state: "archive, activate, publish drafts, make latest",
+};
+
+export function PublishTokensPage(
+  { ctx, rows, projects, values, error }: {
+    ctx: PageContext;
+    rows: PublishTokenRow[];
+    projects: readonly Project[];
+    values: PublishTokenFormValues;
+    error?: FormError;
+  },
+) {
+  return (
+    <Layout ctx={ctx} title="Publish tokens" nav="publish-tokens">
+      <h1>Publish tokens</h1>
+      <p class="hint">
+        Tokens for release pipelines (CI): they upload releases and change their state through the
+        publishing API under <code>/admin/api/v1</code>. They start with <code>udp_</code>{" "}
+        and are never accepted by the client API, nor client keys here. See docs/publishing.md in
+        the repository for a curl recipe and ready CI jobs.
+      </p>
+      <section class="card" id="token-list">
+        <h2>Tokens ({rows.length})</h2>
+        {rows.length === 0 ? <p>No publish tokens yet.</p> : (
+          <DataTable
+            columns={["Name", "Prefix", "State", "Projects", "May", "Expires", "Last used"]}
+            actions
+          >
+            {rows.map(({ token, state, slugs }) => (
+              <tr data-publish-token-id={String(token.id)}>
+                <td data-label="Name">{token.name}</td>
+                <td data-label="Prefix">
+                  <code>{token.prefix}…</code>
+                </td>
+                <td data-label="State">
+                  <StateBadge state={state} />
+                </td>
+                <td data-label="Projects">{token.all_projects ? "all" : slugs.join(", ")}</td>
+                <td data-label="May">{token.permissions.join(", ")}</td>
+                <td data-label="Expires">
+                  {token.expires_at ? <Time iso={token.expires_at} /> : "never"}
+                </td>
+                <td data-label="Last used">
+                  {token.last_used_at ? <Time iso={token.last_used_at} /> : "never"}
+                </td>
+                <td class="actions">
+                  <PostButton
+                    action={`/admin/publish-tokens/${token.id}/${
+                      token.active ? "disable" : "enable"
+                    }`}
+                    csrfToken={ctx.csrfToken}
+                    label={token.active ? "Disable" : "Enable"}
+                  />
+                  <PostButton
+                    action={`/admin/publish-tokens/${token.id}/delete`}
+                    csrfToken={ctx.csrfToken}
+                    label="Delete"
+                  />
+                </td>
+              </tr>
+            ))}
+          </DataTable>
+        )}
+      </section>
+      <section class="card" id="new-token">
+        <h2>New publish token</h2>
+        <form method="post" action="/admin/publish-tokens">
+          <CsrfInput token={ctx.csrfToken} />
+          <FormErrorSummary error={error} />
+          <InputField
+            id="token-name"
+            name="name"
+            label="Name"
+            hint="Names the token in the audit log, e.g. github-actions desktop."
+            value={values.name}
+            required
+            maxlength={200}
+            error={error}
+          />
+          <fieldset class="field">
+            <legend>Projects</legend>
+            <label>
+              <input type="checkbox" name="all_projects" checked={values.all_projects} />{" "}
+              all projects (also those created later)
+            </label>
+            <label for="token-projects">or only these (comma-separated slugs)</label>
+            <input
+              id="token-projects"
+              name="project_slugs"
+              value={values.project_slugs.join(", ")}
+              list="token-project-slugs"
+            />
+            <datalist id="token-project-slugs">
+              {projects.map((project) => <option key={project.slug} value={project.slug} />)}
+            </datalist>
+            <FieldError error={error} field="project_slugs" id="token-projects" />
+          </fieldset>
+          <fieldset class="field">
+            <legend>May</legend>
+            <label>
+              <input type="checkbox" name="can_upload" checked={values.can_upload} />{" "}
+              {PERMISSION_LABELS.upload}
+            </label>
+            <label>
+              <input type="checkbox" name="can_change_state" checked={values.can_change_state} />
+              {" "}
+              {PERMISSION_LABELS.release_state}
+            </label>
+            <FieldError error={error} field="permissions" id="token-permissions" />
+          </fieldset>
+          <InputField
+            id="token-expires"
+            name="expires_at"
+            label="Expires"
+            optional="optional"
+            type="datetime-local"
+            hint="UTC. Empty: never."
+            value={values.expires_at}
+            error={error}
+          />
+          <button type="submit" class="button button-primary">Create token</button>
+        </form>
+      </section>
+    </Layout>
+  );
+}
+
+/** Shown once, right after creation: the only place the full token appears (`data-publish-token`). */
+export function PublishTokenCreatedPage(
+  { ctx, token, secret, baseUrl }: {
+    ctx: PageContext;
+    token: PublishToken;
+    secret: string;
+    baseUrl: string;
+  },
+) {
+  return (
+    <Layout ctx={ctx} title="Publish token created" nav="publish-tokens">
+      <h1>Publish token created</h1>
+      <section class="card key-reveal">
+        <div class="flash flash-success" role="status">
+          The publish token <strong>{token.name}</strong>{" "}
+          was created. Copy it now into your CI's secrets: it is shown only this once.
+        </div>
+        <div class="copy-row">
+          <code
+            id="new-publish-token"
+            class="key-value"
+            data-publish-token={secret}
+            data-publish-token-id={String(token.id)}
+          >
+            {secret}
+          </code>
+          <button
+            type="button"
+            class="button button-primary"
+            data-copy-key="#new-publish-token"
+            data-needs-script
+            hidden
+          >
+            Copy token
+          </button>
+        </div>
+        <h2>Try it</h2>
+        <pre class="code"><code>{`export UDS_PUBLISH_TOKEN='…'   # the token above
+curl -fsS -H "Authorization: Bearer $UDS_PUBLISH_TOKEN" ${baseUrl}/admin/api/v1/token`}</code></pre>
+        <p>
+          <a href="/admin/publish-tokens" class="button">Back to publish tokens</a>
+        </p>
+      </section>
+    </Layout>
+  );
+}

@@ -1,0 +1,37 @@
+/**
+ * The rules of publish tokens (docs/publishing.md "Publish tokens"): when a
+ * presented token is accepted, which projects it covers and what it may do.
+ * The records live in src/store/publish_tokens.ts.
+ */
+import { API_KEY_PREFIX, PUBLISH_TOKEN_PREFIX } from "../store/mod.ts";
+import type { Project, PublishPermission, PublishToken } from "../store/mod.ts";
+
+/** Why a presented bearer token is not a usable publish token. */
+export type TokenRefusal = "client_key" | "unknown" | "disabled" | "expired";
+
+/** Whether `secret` looks like a client API key (never accepted by the publishing API). */
+export function isClientKey(secret: string): boolean {
+  return secret.startsWith(API_KEY_PREFIX);
+}
+
+/** Whether `secret` looks like a publish token at all (else it is not looked up). */
+export function looksLikePublishToken(secret: string): boolean {
+  return secret.startsWith(PUBLISH_TOKEN_PREFIX) && secret.length <= 128;
+}
+
+/** Null when `token` may be used at `nowMs`, else why not. */
+export function judgePublishToken(token: PublishToken | null, nowMs: number): TokenRefusal | null {
+  if (token === null) return "unknown";
+  if (!token.active) return "disabled";
+  if (token.expires_at !== null && Date.parse(token.expires_at) <= nowMs) return "expired";
+  return null;
+}
+
+/** Whether the token's scope covers `project` (archived projects included: the admin UI's are). */
+export function tokenCovers(token: PublishToken, project: Project): boolean {
+  return token.all_projects || token.project_ids.includes(project.id);
+}
+
+export function tokenMay(token: PublishToken, permission: PublishPermission): boolean {
+  return token.permissions.includes(permission);
+}

@@ -1,0 +1,191 @@
+/**
+ * Publish tokens: the bearer tokens of release pipelines on the publishing
+ * API (docs/publishing.md). Like client API keys they are stored only as the
+ * SHA-256 of the secret; unlike them they are never cached (a pipeline's
+ * requests are few, and a disabled or deleted token must be refused by every
+ * instance at once).
+ */
+import { hash as oneShotHash } from "node:crypto";
+import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
+import { randomToken } from "../lib/secrets.ts";
+import { commitWithRetry, now, takeIds } from "./atomic.ts";
+import { NotFoundError, ValidationError } from "./errors.ts";
+import { getManyEntries } from "./get_many.ts";
+import {
+  publishTokenByHashKey,
+  publishTokenKey,
+  publishTokenLastUsedKey,
+  publishTokensPrefix,
+} from "./keys.ts";
+import { parseExpiresAt, requireText } from "./validate.ts";
+
+/**
+ * Publish tokens look like `udp_<43 base64url chars>`; client API keys start
+ * `uds_`, so neither can be mistaken for the other (and secret scanners can
+ * match `udp_[A-Za-z0-9_-]{43}`).
+ */
+export const PUBLISH_TOKEN_PREFIX = "udp_";
+
+/** What a token may do, besides reading the releases of its projects. */
+export const PUBLISH_PERMISSIONS = ["upload", "release_state"] as const;
+export type PublishPermission = typeof PUBLISH_PERMISSIONS[number];
+
+export interface PublishToken {
+  id: number;
+  name: string;
+  /** SHA-256 (hex) of the full token; the token itself is never stored. */
+  hash: string;
+  /** The first characters of the token, safe to show. */
+  prefix: string;
+  active: boolean;
+  expires_at: string | null;
+  /** True: every project; false: only `project_ids`. */
+  all_projects: boolean;
+  project_ids: number[];
+  permissions: PublishPermission[];
+  created_at: string;
+  /** The admin who created it. */
+  created_by: string;
+  /** Filled in from its own KV entry when listing; not part of the stored record. */
+  last_used_at?: string | null;
+}
+
+export interface PublishTokenInput {
+  name: string;
+  all_projects: boolean;
+  project_ids?: readonly number[];
+  permissions: readonly string[];
+  /** RFC 3339 time, or an HTML datetime-local value read as UTC; empty for none. */
+  expires_at?: string | null;
+  created_by: string;
+}
+
+export function hashPublishToken(secret: string): string {
+  return oneShotHash("sha256", secret, "hex");
+}
+
+/** Checks a token's input and makes its secret (returned once, never stored). */
+export function preparePublishToken(
+  input: PublishTokenInput,
+): { secret: string; record: Omit<PublishToken, "id" | "created_at"> } {
+  const name = requireText("name", input.name, { min: 1, max: NAME_MAX_LENGTH });
+  const permissions = [...new Set(input.permissions)];
+  for (const permission of permissions) {
+    if (!(PUBLISH_PERMISSIONS as readonly string[]).includes(permission)) {
+      throw new ValidationError(
+        "permissions",
+        `permissions must be among ${PUBLISH_PERMISSIONS.join(", ")}`,
+      );
+    }
+  }
+  if (permissions.length === 0) {
+    throw new ValidationError("permissions", "choose at least one permission");
+  }
+  const projectIds = input.all_projects ? [] : [...new Set(input.project_ids ?? [])];
+  if (!input.all_projects && projectIds.length === 0) {
+    throw new ValidationError(
+      "project_slugs",
+      "name at least one project, or let the token publish to all projects",
+    );
+  }
+  if (projectIds.length > SCOPE_PROJECTS_MAX_COUNT) {
+    throw new ValidationError(
+      "project_slugs",
+      `a token can name at most ${SCOPE_PROJECTS_MAX_COUNT} projects`,
+    );
+  }
+  const secret = PUBLISH_TOKEN_PREFIX + randomToken();
+  return {
+    secret,
+    record: {
+      name,
+      hash: hashPublishToken(secret),
+      prefix: secret.slice(0, PUBLISH_TOKEN_PREFIX.length + 6),
+      active: true,
+      expires_at: parseExpiresAt(input.expires_at),
+      all_projects: input.all_projects,
+      project_ids: projectIds,
+      permissions: permissions as PublishPermission[],
+      created_by: input.created_by,
+    },
+  };
+}
+
+/** Creates a token; the secret is returned here once and never stored. */
+export async function createPublishToken(
+  kv: Deno.Kv,
+  input: PublishTokenInput,
+): Promise<{ token: PublishToken; secret: string }> {
+  const { secret, record } = preparePublishToken(input);
+  const id = await takeIds(kv, "publish_tokens");
+  const token: PublishToken = { id, ...record, created_at: now() };
+  return await commitWithRetry(async () => {
+    const commit = await kv.atomic()
+      .check({ key: publishTokenByHashKey(token.hash), versionstamp: null })
+      .set(publishTokenKey(id), token)
+      .set(publishTokenByHashKey(token.hash), id)
+      .commit();
+    return { commit, value: { token, secret } };
+  });
+}
+
+export async function getPublishToken(kv: Deno.Kv, id: number): Promise<PublishToken | null> {
+  return (await kv.get<PublishToken>(publishTokenKey(id))).value;
+}
+
+/** The token a presented secret belongs to, or null (never cached; see the file comment). */
+export async function getPublishTokenBySecret(
+  kv: Deno.Kv,
+  secret: string,
+): Promise<PublishToken | null> {
+  const id = (await kv.get<number>(publishTokenByHashKey(hashPublishToken(secret)))).value;
+  return id === null ? null : await getPublishToken(kv, id);
+}
+
+/** Every token with its `last_used_at`, in id order. */
+export async function listPublishTokens(kv: Deno.Kv): Promise<PublishToken[]> {
+  const tokens: PublishToken[] = [];
+  for await (const entry of kv.list<PublishToken>({ prefix: publishTokensPrefix() })) {
+    tokens.push(entry.value);
+  }
+  const used = await getManyEntries<string>(
+    kv,
+    tokens.map((token) => publishTokenLastUsedKey(token.id)),
+  );
+  tokens.forEach((token, i) => token.last_used_at = used[i].value);
+  return tokens;
+}
+
+export async function setPublishTokenActive(
+  kv: Deno.Kv,
+  id: number,
+  active: boolean,
+): Promise<PublishToken> {
+  return await commitWithRetry(async () => {
+    const entry = await kv.get<PublishToken>(publishTokenKey(id));
+    if (entry.value === null) throw new NotFoundError("publish token not found");
+    const token = { ...entry.value, active };
+    const commit = await kv.atomic().check(entry).set(publishTokenKey(id), token).commit();
+    return { commit, value: token };
+  });
+}
+
+/** Deletes a token and its hash index; the token is refused from the next request on. */
+export async function deletePublishToken(kv: Deno.Kv, id: number): Promise<PublishToken> {
+  return await commitWithRetry(async () => {
+    const entry = await kv.get<PublishToken>(publishTokenKey(id));
+    if (entry.value === null) throw new NotFoundError("publish token not found");
+    const commit = await kv.atomic()
+      .check(entry)
+      .delete(publishTokenKey(id))
+      .delete(publishTokenByHashKey(entry.value.hash))
+      .delete(publishTokenLastUsedKey(id))
+      .commit();
+    return { commit, value: entry.value };
+  });
+}
+
+/** Records when a token was last used (its own entry: never conflicts with an admin's change). */
+export async function recordPublishTokenUse(kv: Deno.Kv, id: number, at: string): Promise<void> {
+  await kv.set(publishTokenLastUsedKey(id), at);
+}
