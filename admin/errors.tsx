@@ -3,7 +3,12 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { isClientGone } from "../src/http/errors.ts";
-import { ConflictError, NotFoundError, ValidationError } from "../src/store/mod.ts";
+import {
+  ConflictError,
+  KvWriteRefusedError,
+  NotFoundError,
+  ValidationError,
+} from "../src/store/mod.ts";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
 import type { AdminSession } from "../src/store/mod.ts";
 import type { ServiceDeps } from "./types.ts";
@@ -16,6 +21,8 @@ const TITLES: Record<number, string> = {
   405: "Method not allowed",
   409: "Please try again",
   413: "Too large",
+  503: "Not available",
+  507: "Out of space",
   500: "Something went wrong",
 };
 
@@ -36,6 +43,14 @@ export function renderAdminError(c: Context, deps: ServiceDeps, error: unknown):
   } else if (error instanceof ConflictError) {
     status = 409;
     message = "The change collided with another one at the same moment. Please try again.";
+  } else if (error instanceof KvWriteRefusedError) {
+    // Nothing was changed; an operator has to act (docs/operators.md, "Operations").
+    console.error("admin write refused by the database:", error.cause);
+    status = error.reason === "full" ? 507 : 503;
+    message = error.reason === "full"
+      ? "The database's disk is full: nothing was changed. Ask the operator to free space."
+      : "The database does not accept changes (its file or disk is read-only): nothing was " +
+        "changed. Ask the operator to check the data directory.";
   } else if (isClientGone(error)) {
     status = 400;
     message = "The request was cut off before its end.";

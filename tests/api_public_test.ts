@@ -13,12 +13,14 @@ Deno.test("healthz: 200 with database ok and status ok when KV answers", async (
   const body = await readJson(res, 200);
   assert.deepEqual(Object.keys(body).sort(), [
     "database",
+    "database_writes",
     "service",
     "status",
     "storage",
     "timestamp",
   ]);
   assert.equal(body.database, "ok");
+  assert.equal(body.database_writes, "ok");
   assert.equal(body.storage, "ok");
   assert.equal(body.status, "ok");
   assert.equal(body.service, "Acme Updates");

@@ -7,6 +7,8 @@ export interface KvFaults {
   hangGet?: (key: Deno.KvKey) => boolean;
   /** Every atomic commit throws. */
   failCommit?: boolean;
+  /** Every write (`set`, `delete`, atomic commit) throws this, as SQLite would (e.g. "database or disk is full"). */
+  refuseWrites?: string;
 }
 
 /** A KV that behaves like `kv` except for the faults asked for. */
@@ -28,13 +30,17 @@ export function faultyKv(kv: Deno.Kv, faults: KvFaults): Deno.Kv {
           return target.getMany(keys, options);
         };
       }
-      if (prop === "atomic" && faults.failCommit) {
+      if ((prop === "set" || prop === "delete") && faults.refuseWrites) {
+        return () => Promise.reject(new TypeError(faults.refuseWrites));
+      }
+      if (prop === "atomic" && (faults.failCommit || faults.refuseWrites)) {
+        const message = faults.refuseWrites ?? "kv commit failed (test fault)";
         return () => {
           const op = target.atomic();
           const proxy: Deno.AtomicOperation = new Proxy(op, {
             get(opTarget, opProp) {
               if (opProp === "commit") {
-                return () => Promise.reject(new Error("kv commit failed (test fault)"));
+                return () => Promise.reject(new TypeError(message));
               }
               const value = Reflect.get(opTarget, opProp, opTarget);
               if (typeof value !== "function") return value;

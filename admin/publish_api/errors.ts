@@ -14,6 +14,7 @@ import {
 } from "../../src/storage/mod.ts";
 import {
   ConflictError,
+  KvWriteRefusedError,
   NotActiveError,
   NotFoundError,
   ValidationError,
@@ -56,6 +57,11 @@ export function publishErrorResponse(error: Error): Response {
   }
   if (error instanceof StorageUnavailableError) {
     return json("the artifact storage did not answer; nothing was stored, try again", 503);
+  }
+  if (error instanceof KvWriteRefusedError) {
+    return error.reason === "full"
+      ? json("the database's disk is full; nothing was changed", 507)
+      : json("the database does not accept changes (read-only); nothing was changed", 503);
   }
   if (error instanceof MultipartError) {
     return json(`the upload could not be read: ${error.message}`, 400);

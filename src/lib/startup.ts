@@ -2,6 +2,7 @@
  * Start-up failures an operator can fix, as one line that names the setting
  * and the fix (main.ts prints it and exits 1, without a stack trace).
  */
+import { dirname } from "node:path";
 import type { Config, ListenAddress } from "./config.ts";
 
 /** A start-up step that failed: what was being done, and for which setting. */
@@ -34,12 +35,25 @@ export async function dataDirStep<T>(
           "`deno task start`, which allows exactly the paths of APP_DATA_DIR and APP_KV_PATH",
       );
     }
+    const uid = processUid();
+    const user = uid === null ? "this user" : `uid ${uid}, the user this service runs as`;
+    const owner = uid ?? '"$(id -un)"';
+    // The KV's SQLite file: it needs the file and, for its -wal and -shm files, its directory.
+    if (what === "open" && (error instanceof Deno.errors.PermissionDenied || isUnopenable(error))) {
+      if (isDirectory(path)) {
+        throw new StartupError(`${setting}: ${path} is a directory; give the path of a file`);
+      }
+      const dir = dirname(path);
+      throw new StartupError(
+        `${setting}: cannot open ${path} for writing (a read-only file, directory or file ` +
+          `system); SQLite also writes ${path}-wal and ${path}-shm beside it: make the file and ` +
+          `${dir} writable for ${user}, e.g. sudo chown ${owner} ${dir} ${path}*`,
+      );
+    }
     if (error instanceof Deno.errors.PermissionDenied) {
-      const uid = processUid();
-      const user = uid === null ? "this user" : `uid ${uid}, the user this service runs as`;
       throw new StartupError(
         `${setting}: cannot ${what} ${path} (permission denied); create it for ${user}, ` +
-          `e.g. sudo install -d -m 700 -o ${uid ?? '"$(id -un)"'} ${path}`,
+          `e.g. sudo install -d -m 700 -o ${owner} ${path}`,
       );
     }
     if ((error as { code?: string }).code === "EROFS") {
@@ -56,6 +70,20 @@ export async function dataDirStep<T>(
     }
     throw error;
   }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return Deno.statSync(path).isDirectory;
+  } catch {
+    return false;
+  }
+}
+
+/** SQLite's answer when it cannot open a database file for writing at all. */
+function isUnopenable(error: unknown): boolean {
+  return error instanceof Error &&
+    /unable to open database file|readonly database/i.test(error.message);
 }
 
 /** This process's uid, when it may ask (the container runs with --allow-sys=uid); else null. */

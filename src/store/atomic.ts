@@ -1,5 +1,5 @@
 import { createKeyedQueue, type KeyedQueue } from "../lib/keyed_queue.ts";
-import { ConflictError } from "./errors.ts";
+import { ConflictError, KvWriteRefusedError, writeRefusalOf } from "./errors.ts";
 import { counterKey, type IdKind } from "./keys.ts";
 
 const MAX_ATTEMPTS = 20;
@@ -19,7 +19,7 @@ export async function commitWithRetry<T>(
       const { commit, value } = await attempt();
       if (commit.ok) return value;
     } catch (error) {
-      if (!isLockedError(error)) throw error;
+      if (!isLockedError(error)) throw refusedOr(error);
     }
     await pause(i);
   }
@@ -36,10 +36,16 @@ export async function retryWhileLocked<T>(write: () => Promise<T>): Promise<T> {
     try {
       return await write();
     } catch (error) {
-      if (!isLockedError(error) || i >= MAX_ATTEMPTS - 1) throw error;
+      if (!isLockedError(error) || i >= MAX_ATTEMPTS - 1) throw refusedOr(error);
     }
     await pause(i);
   }
+}
+
+/** A write the KV refused for good (read-only, full disk) as a KvWriteRefusedError; else `error`. */
+function refusedOr(error: unknown): unknown {
+  const reason = writeRefusalOf(error);
+  return reason === null ? error : new KvWriteRefusedError(reason, error);
 }
 
 function isLockedError(error: unknown): boolean {

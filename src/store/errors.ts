@@ -23,3 +23,29 @@ export class ConflictError extends Error {
     this.name = "ConflictError";
   }
 }
+
+/** Why the KV refused a write: its file or file system is read-only, or its disk is full. */
+export type WriteRefusal = "read_only" | "full";
+
+/** The KV refused a write (nothing was written); the HTTP layers answer 503 or 507. */
+export class KvWriteRefusedError extends Error {
+  constructor(readonly reason: WriteRefusal, cause: unknown) {
+    super(
+      reason === "full"
+        ? "the database's disk is full"
+        : "the database does not accept changes (read-only file or file system)",
+      { cause },
+    );
+    this.name = "KvWriteRefusedError";
+  }
+}
+
+/** What SQLite (under Deno KV) says when a write is refused for good, not for contention. */
+export function writeRefusalOf(error: unknown): WriteRefusal | null {
+  const message = error instanceof Error ? error.message : String(error);
+  if (/disk is full|database or disk is full|no space left/i.test(message)) return "full";
+  if (/readonly database|read-only|attempt to write a readonly/i.test(message)) {
+    return "read_only";
+  }
+  return null;
+}

@@ -19,6 +19,7 @@
  * | ["api_keys_by_hash", sha256Hex]              | keyId                         |
  * | ["api_key_last_used", keyId]                 | RFC 3339 time                 |
  * | ["health", "ping"]                           | never written; read by /healthz|
+ * | ["health", "write_probe"]                    | written by /healthz (expireIn) |
  * | ["meta", "generation"]                       | Deno.KvU64 bumped by every write of a project, release or key (read cache) |
  * | ["rate_limit", bucketId]                     | token bucket state            |
  * | ["admin_users", username]                    | AdminUser (password hash)     |
@@ -147,6 +148,11 @@ export function healthPingKey(): Deno.KvKey {
   return ["health", "ping"];
 }
 
+/** Written by /healthz's write probe (expireIn), to tell a KV that refuses writes. */
+export function healthWriteProbeKey(): Deno.KvKey {
+  return ["health", "write_probe"];
+}
+
 /** Bumped by every project, release and key write; see cache.ts. */
 export function cacheGenerationKey(): Deno.KvKey {
   return ["meta", "generation"];
@@ -168,6 +174,7 @@ export function rateLimitKey(bucketId: string): Deno.KvKey {
 /** Short-lived entries (written with `expireIn`) that backups leave out. */
 export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["rate_limit"],
+  ["health"],
   ["cache_changes"],
   ["admin_sessions"],
   ["admin_sessions_by_user"],
