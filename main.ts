@@ -215,12 +215,13 @@ onStopSignals({
       timeout_seconds: config.shutdownTimeoutSeconds,
     });
     stdout.flush();
-    const answering = metrics.inFlightRequests() > 0;
+    // Streamed bodies (downloads, pages of unknown length) being sent when the stop came.
+    const streaming = openResponses.count() > 0;
     const drained = await drainServers(servers, config.shutdownTimeoutSeconds * 1000);
-    // The last bytes of the answers just finished may still wait in the kernel's
+    // The last bytes of the bodies just finished may still wait in the kernel's
     // socket buffers. On a host the kernel sends them after the process is gone;
     // in a container its network goes with the process, and they would be lost.
-    if (drained && answering) await new Promise((resolve) => setTimeout(resolve, LINGER_MS));
+    if (drained && streaming) await new Promise((resolve) => setTimeout(resolve, LINGER_MS));
     if (!drained) {
       logger.event("warn", "shutdown timeout reached: cutting the requests still in flight", {
         in_flight: metrics.inFlightRequests(),

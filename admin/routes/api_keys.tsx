@@ -4,6 +4,7 @@ import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { keyReachesNothing, keyState, scopeAllows } from "../../src/store/access.ts";
 import {
+  API_KEY_PREFIX,
   type ApiKey,
   createApiKey,
   getCounts,
@@ -40,7 +41,15 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
     error?: FormError,
   ) {
     const query = error ? {} : c.req.query();
-    const { q, match } = searchOf(query, (key: ApiKey) => [key.name, key.prefix, String(key.id)]);
+    const search = searchOf(query, (key: ApiKey) => [key.name, String(key.id)]);
+    const { q } = search;
+    // A search that starts like a key ("uds_M35", as the list shows it, any case) finds by
+    // prefix too: how a key that a secret scanner reported is looked up. Other words never
+    // match inside a prefix (random letters would match almost anything short).
+    const asPrefix = q.toLowerCase();
+    const match = search.match && asPrefix.startsWith(API_KEY_PREFIX)
+      ? (key: ApiKey) => key.prefix.toLowerCase().startsWith(asPrefix) || search.match!(key)
+      : search.match;
     const [page, counts, knownTags] = await Promise.all([
       listApiKeysPage(kv, {
         limit: PAGE_SIZE,

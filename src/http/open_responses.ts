@@ -9,6 +9,8 @@ export interface OpenResponses {
   add(cut: () => void): void;
   /** Forgets a response that ended. */
   delete(cut: () => void): void;
+  /** How many are being sent now. */
+  count(): number;
   /**
    * Ends every response still being sent as cut off: its access-log line is
    * written, marked `aborted`, and a download counts as unfinished. For the
@@ -22,6 +24,7 @@ export function createOpenResponses(): OpenResponses {
   return {
     add: (cut) => void open.add(cut),
     delete: (cut) => void open.delete(cut),
+    count: () => open.size,
     endAll() {
       for (const cut of [...open]) cut();
     },
