@@ -7,7 +7,15 @@ import { parseArgs } from "node:util";
 import { join, resolve } from "node:path";
 import { PROJECT_ROOT } from "./process.ts";
 
-export const SCENARIOS = ["latest", "projects", "layers", "download", "large", "upload"] as const;
+export const SCENARIOS = [
+  "latest",
+  "projects",
+  "layers",
+  "download",
+  "large",
+  "upload",
+  "writes",
+] as const;
 export type ScenarioName = typeof SCENARIOS[number];
 
 export interface BenchParams {
@@ -32,6 +40,10 @@ export interface BenchParams {
   keys: number;
   /** Size of the uploaded file. */
   uploadMiB: number;
+  /** The most parallel admin sessions of the writes scenario (it runs 2, 8, 16 … up to it). */
+  writeSessions: number;
+  /** Uploads (and keys) of each session in each round of the writes scenario. */
+  writesPerSession: number;
   /** Where the JSON results go. */
   out: string;
   scenarios: ScenarioName[];
@@ -49,6 +61,22 @@ interface Spec {
 }
 
 const NUMBERS: Spec[] = [
+  {
+    key: "writeSessions",
+    flag: "write-sessions",
+    env: "BENCH_WRITE_SESSIONS",
+    fallback: 32,
+    integer: true,
+    help: "most parallel admin sessions of the writes scenario (2, 8, 16, … up to it)",
+  },
+  {
+    key: "writesPerSession",
+    flag: "writes-per-session",
+    env: "BENCH_WRITES_PER_SESSION",
+    fallback: 20,
+    integer: true,
+    help: "uploads and keys per session in each round of the writes scenario",
+  },
   {
     key: "duration",
     flag: "duration",

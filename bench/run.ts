@@ -17,9 +17,10 @@ import { Cleanup, PROJECT_ROOT, run, which } from "./process.ts";
 import { largeData, latestRelease, projectList } from "./scenarios_api.ts";
 import { download, upload } from "./scenarios_files.ts";
 import { formatLayerCosts, layers } from "./scenarios_layers.ts";
+import { writes } from "./scenarios_writes.ts";
 import { formatTable, makeRow, type Row, skippedRows } from "./table.ts";
 
-const ALL: Scenario[] = [latestRelease, projectList, layers, download, largeData, upload];
+const ALL: Scenario[] = [latestRelease, projectList, layers, download, largeData, upload, writes];
 
 export interface BenchReport {
   generated_at: string;

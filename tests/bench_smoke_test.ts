@@ -37,6 +37,8 @@ Deno.test({
         "--releases=20",
         "--keys=100",
         "--upload-mib=2",
+        "--write-sessions=2",
+        "--writes-per-session=2",
         `--out=${out}`,
       ]);
       assert.equal(code, 0, `bench failed:\n${stdout}\n${stderr}`);
