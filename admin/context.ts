@@ -14,6 +14,7 @@ export function pageContext(c: AdminContext, deps: ServiceDeps): PageContext {
   return {
     serviceName: deps.config.serviceName,
     username: session?.username,
+    role: c.get("role"),
     csrfToken: session?.csrf_token,
     flash: c.req.method === "GET" ? takeFlash(c, deps.config) : null,
   };

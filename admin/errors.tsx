@@ -75,6 +75,7 @@ async function renderErrorPage(
       ctx={{
         serviceName: deps.config.serviceName,
         username: session?.username,
+        role: c.get("role"),
         csrfToken: session?.csrf_token,
       }}
       status={status}

@@ -1,6 +1,6 @@
 /**
  * Middleware in front of admin routes: the browser origin check, the session
- * gate and the CSRF token check of every POST.
+ * gate, the account's role and the CSRF token check of every POST.
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -11,7 +11,14 @@ import { COMPOSED_HANDLER } from "hono/utils/constants";
 import { clientAddress } from "../src/http/client_address.ts";
 import { sameSitePath } from "../src/http/location.ts";
 import { constantTimeEqual } from "../src/lib/secrets.ts";
-import { getAdminSession, type SessionPolicy } from "../src/store/mod.ts";
+import {
+  deleteAdminSession,
+  getAdminSession,
+  getAdminUser,
+  roleOf,
+  type SessionPolicy,
+} from "../src/store/mod.ts";
+import { refusalFor, rolesFor } from "./roles.ts";
 import { clearSessionCookie, getSessionCookie } from "./cookies.ts";
 import { readForm } from "./forms.ts";
 import { multipartBoundary, type MultipartPart, readMultipart } from "../src/http/multipart.ts";
@@ -83,6 +90,37 @@ export function requireSession(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
     c.set("sessionId", id);
     await next();
   };
+}
+
+/**
+ * The account's role, read from its account on every request (a changed role takes effect at
+ * once; a removed account's sessions end), checked against the route's allowed roles
+ * (roles.ts). A refusal is the error page with 403, before the body is read.
+ */
+export function requireRole(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
+  return async (c, next) => {
+    const session = c.get("session");
+    const user = await getAdminUser(deps.kv, session.username);
+    if (user === null) {
+      await deleteAdminSession(deps.kv, c.get("sessionId"), session.username);
+      clearSessionCookie(c, deps.config);
+      return c.redirect("/admin/login", 303);
+    }
+    const role = roleOf(user);
+    c.set("role", role);
+    const route = routeOf(c);
+    if (route !== null && !rolesFor(route).includes(role)) {
+      throw new HTTPException(403, { message: refusalFor(role) });
+    }
+    await next();
+  };
+}
+
+/** The matched route as registered (`METHOD /admin/path/:param`), or null when none matched. */
+function routeOf(c: Context): string | null {
+  const routes = matchedRoutes(c).filter((route) => route.method !== "ALL");
+  const route = routes.at(-1);
+  return route === undefined ? null : `${route.method} ${route.path}`;
 }
 
 export function tokenMatches(expected: string, given: string | undefined | null): boolean {

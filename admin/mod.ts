@@ -6,10 +6,11 @@
  * registration order:
  * - the public one holds what works without a session: the static assets and
  *   the sign-in form (which carries its own pre-session CSRF token);
- * - the protected one starts with `.use(requireSession)` and
- *   `.use(requireCsrfToken)`, so every route added to it is behind the session
- *   gate and every POST behind the CSRF check (a streamed upload gets its parts
- *   through that check, see guards.ts).
+ * - the protected one starts with `.use(requireSession)`, `.use(requireRole)`
+ *   and `.use(requireCsrfToken)`, so every route added to it is behind the
+ *   session gate, the account's role (the roles each route allows are in
+ *   roles.ts) and every POST behind the CSRF check (a streamed upload gets its
+ *   parts through that check, see guards.ts).
  * In front of both: response headers, "/admin/x/" redirects to "/admin/x", and
  * the browser origin check of unsafe requests.
  * tests/admin_gates_test.ts walks every registered route and proves it.
@@ -19,11 +20,13 @@ import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
 import {
   originGuard,
   requireCsrfToken,
+  requireRole,
   requireSession,
   requireValidHost,
   trimTrailingSlash,
 } from "./guards.ts";
 import { addAccountRoutes, addLoginRoutes } from "./routes/auth.tsx";
+import { addAccountsRoutes } from "./routes/accounts.tsx";
 import { addApiKeyRoutes } from "./routes/api_keys.tsx";
 import { addApiKeyPageRoutes } from "./routes/api_key_page.tsx";
 import { addReleasePageRoutes } from "./routes/release_page.tsx";
@@ -78,10 +81,14 @@ function createPublicRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<Ad
   return open;
 }
 
-/** Everything else: a session for every route, the session's CSRF token for every POST. */
+/**
+ * Everything else: a session for every route, a role that the route allows, the session's CSRF
+ * token for every POST.
+ */
 function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<AdminEnv> {
   const gated = new Hono<AdminEnv>();
   gated.use(requireSession(deps));
+  gated.use(requireRole(deps));
   gated.use(requireCsrfToken());
   addOverviewRoutes(gated, deps);
   addAccountRoutes(gated, deps, throttle);
@@ -93,5 +100,6 @@ function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono
   addReleasePageRoutes(gated, deps);
   addApiKeyPageRoutes(gated, deps);
   addPublishTokenRoutes(gated, deps);
+  addAccountsRoutes(gated, deps);
   return gated;
 }

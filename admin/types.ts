@@ -1,5 +1,5 @@
 import type { ServiceDeps } from "../src/http/app_env.ts";
-import type { AdminSession } from "../src/store/mod.ts";
+import type { AdminRole, AdminSession } from "../src/store/mod.ts";
 import type { MultipartPart } from "../src/http/multipart.ts";
 
 export type { ServiceDeps };
@@ -17,6 +17,8 @@ export interface AdminEnv {
   Variables: {
     session: AdminSession;
     sessionId: string;
+    /** The signed-in account's role (guards.ts `requireRole`). */
+    role: AdminRole;
     form: FormValues;
     /** A streamed multipart form whose CSRF token is checked on the way (guards.ts). */
     parts: AsyncIterable<MultipartPart>;

@@ -1,8 +1,13 @@
-/** The file scenarios, driven by curl: artifact download (against nginx) and admin upload. */
+/**
+ * The file scenarios, driven by curl: artifact download (against nginx), and upload through the
+ * admin form and, in the same run with the same file, the publishing API
+ * (bench/scenarios_publish.ts).
+ */
 import { join } from "node:path";
 import { basicDataDir, INSTALL_HINT, MB, MiB, type Scenario, scratch } from "./context.ts";
 import { seedUpload, storagePaths, writeFillerFile } from "./data.ts";
 import { findServicePid, procStatusKiB, run, startNginx, startService } from "./process.ts";
+import { publishFigures, publishTemplate } from "./scenarios_publish.ts";
 import { makeRow } from "./table.ts";
 
 /** Downloads per figure; the median is kept. */
@@ -181,6 +186,7 @@ export const upload: Scenario = {
       service: null,
       target: { of: "service", op: "<=", value: 150 },
     },
+    ...publishTemplate(params),
   ],
   async run(ctx) {
     const bytes = Math.round(ctx.params.uploadMiB * MiB);
@@ -230,6 +236,15 @@ export const upload: Scenario = {
       const peak = await procStatusKiB(pid, "VmHWM");
       await assertStored(storagePaths(dataDir).artifactsDir, bytes);
       const [rate, memory] = this.template(ctx.params);
+      const api = await publishFigures(ctx, {
+        baseUrl: server.baseUrl,
+        pid,
+        cookie,
+        csrfToken,
+        slug,
+        file,
+        bytes,
+      });
       return [
         makeRow({ ...rate, service: bytes / seconds / MB, note: "MB = 10^6 bytes" }),
         makeRow({
@@ -239,6 +254,7 @@ export const upload: Scenario = {
             (before / 1024).toFixed(0)
           } MiB before it)`,
         }),
+        ...api,
       ];
     } finally {
       await server.stop();

@@ -11,6 +11,7 @@ import {
   signedInClient,
 } from "./admin_helpers.ts";
 import { seedPublishToken } from "./publish_helpers.ts";
+import { createAdminAccount } from "../src/store/mod.ts";
 
 /** What works without a session; every other registered admin route must refuse. */
 const PUBLIC_ROUTES = new Set(["GET /admin/login", "POST /admin/login", "GET /admin/static/:name"]);
@@ -29,6 +30,8 @@ const SUCCEEDING_FIELDS: Record<string, Fields> = {
   "/admin/projects/:slug/releases": { version: "9.9.9" },
   "/admin/api-keys": { name: "k", scope_mode: "all_projects", can_download: "on" },
   "/admin/publish-tokens": { name: "ci", all_projects: "on", can_upload: "on" },
+  "/admin/accounts": { username: "mallory", password: "a long enough password", role: "admin" },
+  "/admin/accounts/:username/role": { role: "viewer" },
   "/admin/account/password": {
     current_password: ADMIN_PASSWORD,
     new_password: "a long new password",
@@ -57,6 +60,7 @@ function adminRoutes(
       if (name === "id" && pattern.includes("/publish-tokens/")) return String(ids.tokenId);
       if (name === "id") return String(pattern.includes("/api-keys/") ? ids.keyId : ids.releaseId);
       if (name === "name") return "style.css";
+      if (name === "username") return "pat";
       throw new Error(`no test value for :${name} in ${pattern}`);
     });
     seen.set(`${method} ${pattern}`, { method, pattern, path });
@@ -106,6 +110,7 @@ async function seed(t: TestApp) {
   const release = await seedRelease(t, project.id, "1.0.0");
   const { apiKey } = await seedKey(t);
   const { token } = await seedPublishToken(t.kv);
+  await createAdminAccount(t.kv, { username: "pat", passwordHash: "x", role: "publisher" });
   return { releaseId: release.id, keyId: apiKey.id, tokenId: token.id };
 }
 

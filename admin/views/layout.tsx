@@ -2,12 +2,15 @@
 import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
 import { assetUrl } from "../static.ts";
+import type { AdminRole } from "../../src/store/mod.ts";
 import type { Flash } from "../types.ts";
 
 export interface PageContext {
   serviceName: string;
   /** Signed-in admin; absent on the sign-in page. */
   username?: string;
+  /** The signed-in account's role: the header links only to pages it may use. */
+  role?: AdminRole;
   csrfToken?: string;
   flash?: Flash | null;
 }
@@ -18,14 +21,17 @@ export type NavItem =
   | "api-keys"
   | "publish-tokens"
   | "audit"
+  | "accounts"
   | "account";
 
-const NAV: Array<[NavItem, string, string]> = [
-  ["dashboard", "/admin", "Dashboard"],
-  ["projects", "/admin/projects", "Projects"],
-  ["api-keys", "/admin/api-keys", "API keys"],
-  ["publish-tokens", "/admin/publish-tokens", "Publish tokens"],
-  ["audit", "/admin/audit", "Audit log"],
+/** The header's links, and the roles shown each (as admin/roles.ts allows the page). */
+const NAV: Array<[NavItem, string, string, readonly AdminRole[]]> = [
+  ["dashboard", "/admin", "Dashboard", ["admin", "publisher", "viewer"]],
+  ["projects", "/admin/projects", "Projects", ["admin", "publisher", "viewer"]],
+  ["api-keys", "/admin/api-keys", "API keys", ["admin", "viewer"]],
+  ["publish-tokens", "/admin/publish-tokens", "Publish tokens", ["admin", "viewer"]],
+  ["audit", "/admin/audit", "Audit log", ["admin", "publisher", "viewer"]],
+  ["accounts", "/admin/accounts", "Accounts", ["admin"]],
 ];
 
 export function Layout(
@@ -57,7 +63,9 @@ export function Layout(
               {ctx.username !== undefined && (
                 <nav class="main-nav" aria-label="Main">
                   <ul>
-                    {NAV.map(([id, href, label]) => (
+                    {NAV.filter(([, , , roles]) => roles.includes(ctx.role ?? "admin")).map((
+                      [id, href, label],
+                    ) => (
                       <li>
                         <a href={href} aria-current={nav === id ? "page" : undefined}>{label}</a>
                       </li>
