@@ -19,6 +19,7 @@ import {
 } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { ProjectFields } from "./project_fields.tsx";
+import { RetentionCard, type RetentionCardProps } from "./retention.tsx";
 import { RELEASE_COLUMNS, ReleaseCells } from "./release_cells.tsx";
 import { TEXT_FIELDS } from "./text_fields.ts";
 
@@ -56,6 +57,7 @@ export interface ProjectPageProps {
   deleteError?: FormError | null;
   /** Downloads of the project's deleted releases (kept in its total). */
   deletedDownloads?: number;
+  retention: Omit<RetentionCardProps, "ctx" | "project">;
 }
 
 export function ProjectPage(props: ProjectPageProps) {
@@ -81,6 +83,7 @@ export function ProjectPage(props: ProjectPageProps) {
         path={`/admin/projects/${project.slug}`}
         title="Downloads per day"
       />
+      <RetentionCard ctx={ctx} project={project} {...props.retention} />
       <EditForm {...props} />
     </Layout>
   );
