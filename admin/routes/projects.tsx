@@ -5,6 +5,7 @@ import {
   editProject,
   getCounts,
   getLatestRelease,
+  getNewestReleaseTimes,
   isRetentionOff,
   listProjectsPage,
   parseList,
@@ -63,10 +64,18 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
       path: "/admin/projects",
       anchor: "#project-list",
     });
-    const rows: ProjectRow[] = await Promise.all(list.rows.map(async (project) => ({
-      project,
-      latestVersion: (await getLatestRelease(kv, project.id))?.version ?? null,
-    })));
+    // "Updated" moves with an upload too (the project record does not change on one).
+    const uploads = await getNewestReleaseTimes(kv, list.rows.map((project) => project.id));
+    const rows: ProjectRow[] = await Promise.all(list.rows.map(async (project) => {
+      const uploaded = uploads.get(project.id) ?? null;
+      return {
+        project,
+        latestVersion: (await getLatestRelease(kv, project.id))?.version ?? null,
+        updatedAt: uploaded !== null && uploaded > project.updated_at
+          ? uploaded
+          : project.updated_at,
+      };
+    }));
     return c.html(
       <ProjectsPage
         ctx={pageContext(c, deps)}

@@ -59,7 +59,7 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
             </a>
           </li>
           <li>
-            <a class="button" href="/admin/projects">Upload a release</a>
+            <a class="button" href="/admin/upload">Upload a release</a>
           </li>
           <li>
             <a class="button" href="/admin/api-keys?new=1#new-key">New API key</a>
