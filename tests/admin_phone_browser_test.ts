@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
-import { hasChromium, launchBrowser, screenshot, sidewaysOverflow } from "./browser.ts";
+import { AdminClient, httpSender } from "./admin_helpers.ts";
+import { hasChromium, inViewport, launchBrowser, screenshot, sidewaysOverflow } from "./browser.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 
 const PASSWORD = "test-password-123";
@@ -116,6 +117,48 @@ Deno.test({
           (await page.textContent("[data-can-download-hint]")) ?? "",
           /api key permission denied/,
         );
+      } finally {
+        await context.close();
+      }
+    });
+
+    await t.step("after an archive or a search the page is back at the table", async () => {
+      const admin = new AdminClient(httpSender([base]));
+      assert.equal((await admin.signIn("admin", PASSWORD)).status, 303);
+      await admin.post("/admin/projects", {
+        name: "Desktop",
+        slug: "desktop",
+        description: "A long description. ".repeat(40),
+      });
+      await admin.page("/admin/projects/desktop");
+      for (const version of ["1.0.0", "1.1.0"]) {
+        const res = await admin.upload("/admin/projects/desktop/releases", [
+          ["csrf_token", admin.csrfToken],
+          ["version", version],
+          ["file", new File(["bytes"], `app-${version}.bin`)],
+        ]);
+        await res.body?.cancel();
+      }
+      const context = await browser!.newContext({ viewport: { width: 1366, height: 700 } });
+      try {
+        const page = await context.newPage();
+        await signIn(page, base);
+        await page.goto(`${base}/admin/projects/desktop`);
+        await Promise.all([
+          page.waitForURL(/#releases$/),
+          page.click("#releases button:text-is('Archive')"),
+        ]);
+        await page.waitForLoadState("load");
+        assert.ok(await inViewport(page, "#releases-title"), "archive: back at the table");
+        assert.ok(await page.evaluate<number>("scrollY") > 0, "not at the top");
+        await page.goto(`${base}/admin/projects/desktop`);
+        await page.fill("#search-q", "1.1");
+        await Promise.all([
+          page.waitForURL(/q=1\.1#releases$/),
+          page.click("#releases form[role=search] button"),
+        ]);
+        await page.waitForLoadState("load");
+        assert.ok(await inViewport(page, "#releases-title"), "search: back at the table");
       } finally {
         await context.close();
       }

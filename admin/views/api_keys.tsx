@@ -96,7 +96,7 @@ export function ApiKeysPage(
         </p>
         {total > 0 && (
           <SearchBox
-            action="/admin/api-keys"
+            action="/admin/api-keys#key-list"
             q={list.q}
             label="Search API keys"
             placeholder="Name, key prefix (uds_…) or id"

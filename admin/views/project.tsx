@@ -161,7 +161,7 @@ function ReleasesTable(props: ProjectPageProps) {
       )}
       {releaseCount > 0 && (
         <SearchBox
-          action={path}
+          action={`${path}#releases`}
           q={releases.q}
           label="Search releases"
           placeholder="Version or file name"

@@ -67,7 +67,7 @@ export function ProjectsPage(
         <p class="muted">{active} active, {total - active} archived</p>
         {total > 0 && (
           <SearchBox
-            action="/admin/projects"
+            action="/admin/projects#project-list"
             q={list.q}
             label="Search projects"
             placeholder="Name, slug or tag"
