@@ -18,6 +18,7 @@ import {
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
 import { buildAggregates, followOtherWriters } from "./src/store/mod.ts";
+import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
 
 function readConfig() {
@@ -158,6 +159,24 @@ async function start() {
         removed_artifacts: result.removedArtifacts,
       });
     }
+  });
+  // Projects' retention policies: each runs on one instance at a time (docs/admin-ui.md "Retention").
+  scheduleRetention({ kv, artifacts }, {
+    instance: crypto.randomUUID(),
+    everyMs: config.retentionIntervalMinutes * 60_000,
+    checkEveryMs: Math.min(config.retentionIntervalMinutes * 60_000, 5 * 60_000),
+    report: (error) => logger.event("warn", `retention run failed: ${String(error)}`),
+    onDelete: ({ project, release, reason, leftForSweep }) => {
+      logger.event("info", "retention deleted a release", {
+        project: project.slug,
+        release_id: release.id,
+        version: release.version,
+        state: release.state,
+        size_bytes: release.size_bytes,
+        reason,
+        left_for_sweep: leftForSweep,
+      });
+    },
   });
 
   const app = createApp({

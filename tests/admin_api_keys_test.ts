@@ -276,7 +276,7 @@ Deno.test("admin API keys", async (t) => {
   await t.step("disable and enable: 303, the API follows", async () => {
     const disabled = await client.post(`/admin/api-keys/${firstId}/disable`);
     assert.equal(disabled.status, 303);
-    assert.equal(disabled.headers.get("location"), "/admin/api-keys");
+    assert.equal(disabled.headers.get("location"), "/admin/api-keys#key-list");
     assert.equal((await getApiKey(app.kv, firstId))?.active, false);
     const refused = await app.request("/api/v1/projects", firstSecret);
     assert.equal(refused.status, 401);

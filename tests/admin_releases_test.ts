@@ -360,7 +360,7 @@ Deno.test("admin release list and state changes", async (t) => {
   await t.step("archive and activate: 303, the API follows", async () => {
     const archived = await client.post(`/admin/releases/${newer.id}/archive`);
     assert.equal(archived.status, 303);
-    assert.equal(archived.headers.get("location"), "/admin/projects/app");
+    assert.equal(archived.headers.get("location"), "/admin/projects/app#releases");
     assert.equal((await getRelease(app.kv, newer.id))?.state, "archived");
     const latest = await app.request("/api/v1/projects/app/releases/latest", secret);
     assert.equal(latest.status, 404);

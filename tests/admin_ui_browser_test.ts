@@ -162,7 +162,13 @@ Deno.test({
         );
         await page.click("[data-chart=downloads] a:text('90 days')");
         await page.waitForURL(/days=90/);
-        assert.equal(await chart.locator("svg rect.chart-bar").count(), 90);
+        // 90 daily bars (hidden on a phone, which shows 13 weekly ones instead).
+        assert.equal(await chart.locator("svg.chart-svg-daily rect.chart-bar").count(), 90);
+        assert.equal(await chart.locator("svg.chart-svg-weekly rect.chart-bar").count(), 13);
+        const shown = chart.locator(
+          size.width <= 720 ? "svg.chart-svg-weekly" : "svg.chart-svg-daily",
+        );
+        assert.ok(await shown.isVisible(), "the chart for this screen is shown");
         assert.equal(await chart.locator("[data-downloads-total]").textContent(), "60");
         await shoot(v, "dashboard-90-days");
       });

@@ -154,7 +154,7 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
         details: `name "${apiKey.name}"`,
       });
       return redirectWithFlash(c, deps, {
-        location: "/admin/api-keys",
+        location: "/admin/api-keys#key-list",
         kind: "success",
         text: `API key "${apiKey.name}" was ${active ? "enabled" : "disabled"}.`,
       });

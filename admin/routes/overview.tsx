@@ -7,6 +7,7 @@ import {
   getDailyDownloads,
   getDeletedApiKeys,
   getProjectsByIds,
+  getStorageByProject,
   getTopKeys,
   listAuditEntries,
   listRecentReleases,
@@ -20,6 +21,8 @@ import { chartRange } from "../views/chart.tsx";
 
 const AUDIT_PAGE_SIZE = 50;
 const TOP_KEYS = 5;
+/** Projects listed by storage used (the rest count in the total). */
+const STORAGE_PROJECTS = 10;
 /** How old the top keys may be (they are recomputed from every key's counter). */
 const TOP_KEYS_MAX_AGE_MS = 60_000;
 /** Expired keys counted at most for "N active" (beyond, the figure is an upper bound). */
@@ -30,14 +33,20 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
 
   admin.get("/", async (c) => {
     const days = chartRange(c.req.query("days"));
-    const [counts, expired, recent, series, topKeys] = await Promise.all([
+    const [counts, expired, recent, series, topKeys, storage] = await Promise.all([
       getCounts(kv),
       countExpiredEnabledKeys(kv, { now: new Date().toISOString(), cap: EXPIRED_COUNTED }),
       listRecentReleases(kv, 10),
       getDailyDownloads(kv, ["all"], { days }),
       getTopKeys(kv, { limit: TOP_KEYS, maxAgeMs: TOP_KEYS_MAX_AGE_MS }),
+      getStorageByProject(kv, { limit: STORAGE_PROJECTS }),
     ]);
-    const projectIds = [...new Set(recent.map((release) => release.project_id))];
+    const projectIds = [
+      ...new Set([
+        ...recent.map((release) => release.project_id),
+        ...storage.top.map((top) => top.projectId),
+      ]),
+    ];
     const [projects, keys] = await Promise.all([
       getProjectsByIds(kv, projectIds),
       Promise.all(topKeys.map((top) => getApiKey(kv, top.keyId))),
@@ -63,6 +72,13 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
           },
           recent: recent.map((release) => ({ release, project: byId.get(release.project_id) })),
           chart: { series, days },
+          storage: {
+            total: storage.total,
+            top: storage.top.map(({ projectId, bytes }) => ({
+              project: byId.get(projectId),
+              bytes,
+            })),
+          },
           topKeys: topKeys.map((top, i) => ({
             ...top,
             key: keys[i] ?? undefined,

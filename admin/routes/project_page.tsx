@@ -9,12 +9,15 @@ import {
   getLatestChoice,
   getLatestRelease,
   getProjectBySlug,
+  getProjectBytes,
   getProjectReleaseCount,
   getProjectVersioned,
   getRecentDownloadCountsByWindow,
+  getRetentionPolicy,
   listReleasesPage,
   type Project,
   type Release,
+  type RetentionPolicy,
 } from "../../src/store/mod.ts";
 import { type AdminContext, pageContext } from "../context.ts";
 import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
@@ -24,6 +27,8 @@ import { editValuesOf, type ProjectEditValues } from "../forms_project.ts";
 import { EMPTY_UPLOAD_FORM, type UploadValues } from "../forms_upload.ts";
 import { ProjectPage } from "../views/project.tsx";
 import { latestNotes } from "../../src/publishing/latest.ts";
+import { planRetention } from "../../src/lifecycle/retention.ts";
+import type { RetentionValues } from "../views/retention.tsx";
 
 export async function loadProject(deps: ServiceDeps, slug: string): Promise<Project> {
   const project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;
@@ -41,6 +46,8 @@ export interface ProjectPageOptions {
   /** Another admin changed the project after the edit form was shown: it as it is now. */
   conflict?: Project;
   deleteError?: FormError;
+  /** The retention form as entered: a dry run of it (not saved), or with its error. */
+  retention?: { values: RetentionValues; error?: FormError; policy?: RetentionPolicy };
   status?: 200 | 400 | 403 | 409 | 413 | 503 | 507;
 }
 
@@ -57,8 +64,8 @@ export async function renderProjectPage(
     query,
     (release: Release) => [release.version, release.build, release.filename],
   );
-  const [page, releaseCount, latest, series, stored, deletedDownloads, choice] = await Promise
-    .all([
+  const [page, releaseCount, latest, series, stored, deletedDownloads, choice, retention] =
+    await Promise.all([
       listReleasesPage(kv, project.id, {
         limit: PAGE_SIZE,
         cursor: query,
@@ -71,6 +78,7 @@ export async function renderProjectPage(
       getProjectVersioned(kv, project.id),
       getDeletedDownloads(kv, project.id),
       getLatestChoice(kv, project.id),
+      retentionOf(deps, project.id, form.retention),
     ]);
   const releases = cursorListPage(page, {
     query,
@@ -111,7 +119,35 @@ export async function renderProjectPage(
       deletedDownloads={deletedDownloads}
       upload={form.upload ?? EMPTY_UPLOAD_FORM}
       uploadError={form.uploadError}
+      retention={retention}
     />,
     status,
   );
+}
+
+function valuesOf(policy: RetentionPolicy): RetentionValues {
+  return {
+    keep_active: policy.keep_active?.toString() ?? "",
+    archived_max_days: policy.archived_max_days?.toString() ?? "",
+  };
+}
+
+/** The retention card: the saved policy and its plan, or the form as sent (preview or error). */
+async function retentionOf(
+  deps: ServiceDeps,
+  projectId: number,
+  form: ProjectPageOptions["retention"],
+) {
+  const [saved, bytes] = await Promise.all([
+    form === undefined ? getRetentionPolicy(deps.kv, projectId) : null,
+    getProjectBytes(deps.kv, [projectId]),
+  ]);
+  const policy = form === undefined ? saved : form.policy ?? null;
+  return {
+    values: form?.values ?? valuesOf(saved!),
+    plan: policy === null ? null : await planRetention(deps.kv, { projectId, policy }),
+    preview: form?.policy !== undefined,
+    error: form?.error,
+    storedBytes: bytes.get(projectId) ?? 0,
+  };
 }

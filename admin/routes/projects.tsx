@@ -5,11 +5,15 @@ import {
   editProject,
   getCounts,
   getLatestRelease,
+  getNewestReleaseTimes,
+  isRetentionOff,
   listProjectsPage,
   parseList,
+  parseRetentionPolicy,
   type Project,
   ProjectNotEmptyError,
   setProjectState,
+  setRetentionPolicy,
   StaleEditError,
   ValidationError,
 } from "../../src/store/mod.ts";
@@ -60,10 +64,18 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
       path: "/admin/projects",
       anchor: "#project-list",
     });
-    const rows: ProjectRow[] = await Promise.all(list.rows.map(async (project) => ({
-      project,
-      latestVersion: (await getLatestRelease(kv, project.id))?.version ?? null,
-    })));
+    // "Updated" moves with an upload too (the project record does not change on one).
+    const uploads = await getNewestReleaseTimes(kv, list.rows.map((project) => project.id));
+    const rows: ProjectRow[] = await Promise.all(list.rows.map(async (project) => {
+      const uploaded = uploads.get(project.id) ?? null;
+      return {
+        project,
+        latestVersion: (await getLatestRelease(kv, project.id))?.version ?? null,
+        updatedAt: uploaded !== null && uploaded > project.updated_at
+          ? uploaded
+          : project.updated_at,
+      };
+    }));
     return c.html(
       <ProjectsPage
         ctx={pageContext(c, deps)}
@@ -96,6 +108,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
         slug: values.slug,
         description: values.description,
         tags: parseList(values.tags),
+        retention: deps.config.newProjectRetention,
       });
       await audit(c, deps, {
         action: "project.create",
@@ -211,6 +224,43 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
           }`
           : ""
       }.`,
+    });
+  });
+
+  // Retention: "preview" shows what the policy in the form would delete now; "save" stores it.
+  admin.post("/projects/:slug/retention", async (c) => {
+    const project = await loadProject(deps, c.req.param("slug"));
+    const form = c.get("form");
+    const values = {
+      keep_active: field(form, "keep_active"),
+      archived_max_days: field(form, "archived_max_days"),
+    };
+    let policy;
+    try {
+      policy = parseRetentionPolicy(values);
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      return await renderProjectPage(c, deps, {
+        project,
+        retention: { values, error: formErrorOf(error) },
+        status: 400,
+      });
+    }
+    if (field(form, "action") !== "save") {
+      return await renderProjectPage(c, deps, { project, retention: { values, policy } });
+    }
+    const before = await setRetentionPolicy(kv, project.id, policy);
+    await audit(c, deps, {
+      action: "project.retention",
+      target: `project ${project.slug}`,
+      details: describeChanges(before, policy, ["keep_active", "archived_max_days"]),
+    });
+    return redirectWithFlash(c, deps, {
+      location: `/admin/projects/${project.slug}#retention`,
+      kind: "success",
+      text: isRetentionOff(policy)
+        ? "Retention is off: nothing is deleted."
+        : "The retention policy was saved; it runs in the background.",
     });
   });
 

@@ -36,7 +36,7 @@ export function addReleaseLatestRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps)
         throw new HTTPException(404, { message: `There is no release ${raw}.` });
       }
       const project = await getProject(kv, release.project_id);
-      const back = project ? `/admin/projects/${project.slug}` : "/admin/projects";
+      const back = project ? `/admin/projects/${project.slug}#releases` : "/admin/projects";
       const notLatest = field(c.get("form"), "not_latest") !== "";
       try {
         await change(release, notLatest);

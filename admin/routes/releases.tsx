@@ -23,7 +23,7 @@ export function addReleaseRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
         details: `project ${project?.slug ?? release.project_id}; version ${release.version}`,
       });
       return redirectWithFlash(c, deps, {
-        location: project ? `/admin/projects/${project.slug}` : "/admin/projects",
+        location: project ? `/admin/projects/${project.slug}#releases` : "/admin/projects",
         kind: "success",
         text: state === "archived"
           ? `Release ${release.version} was archived.`

@@ -21,12 +21,17 @@ import type { UploadFailureReason } from "../../src/lib/metrics.ts";
 import {
   ConflictError,
   createRelease,
+  getProjectBySlug,
+  listProjectsPage,
+  type Project,
   type Release,
   requireMediaType,
   validateReleaseFields,
   ValidationError,
 } from "../../src/store/mod.ts";
-import { audit, redirectWithFlash } from "../context.ts";
+import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
+import { isSlug } from "../../src/lib/limits.ts";
+import { UploadPage } from "../views/upload_page.tsx";
 import { humanBytes } from "../format.ts";
 import { formErrorOf } from "../forms.ts";
 import { CsrfError, streamedForm } from "../guards.ts";
@@ -44,8 +49,109 @@ import { loadProject, renderProjectPage } from "./project_page.tsx";
 const FIELDS_ALLOWANCE_BYTES = 1024 * 1024;
 const MAX_FIELD_BYTES = 512 * 1024;
 
+/** Projects offered on the upload page (active ones, by name). */
+const UPLOAD_PAGE_PROJECTS = 500;
+
 export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { config } = deps;
+
+  /** The upload page: the dashboard's "Upload a release", with a project field. */
+  async function renderUploadPage(
+    c: AdminContext,
+    form: { project: string; upload: UploadValues; error?: FormError; status?: number },
+  ): Promise<Response> {
+    const page = await listProjectsPage(deps.kv, {
+      limit: UPLOAD_PAGE_PROJECTS,
+      cursor: {},
+      maxScan: UPLOAD_PAGE_PROJECTS + 1,
+      match: (project) => project.state === "active",
+    });
+    return c.html(
+      <UploadPage
+        ctx={pageContext(c, deps)}
+        projects={page.rows}
+        project={form.project}
+        maxUploadBytes={config.maxUploadBytes}
+        upload={form.upload}
+        uploadError={form.error}
+      />,
+      (form.status ?? 200) as 200,
+    );
+  }
+
+  admin.get("/upload", (c) =>
+    renderUploadPage(c, {
+      project: (c.req.query("project") ?? "").slice(0, 64),
+      upload: EMPTY_UPLOAD_FORM,
+    }));
+
+  // The same upload as a project's, with the project chosen in the form (any order of parts).
+  admin.post("/upload", streamedForm, async (c) => {
+    const values: UploadValues = { ...EMPTY_UPLOAD_FORM };
+    const chosen = { value: "" };
+    const refuse = ({ status, error, reason }: UploadRefusal) => {
+      deps.metrics.recordUploadFailure(reason);
+      return renderUploadPage(c, { project: chosen.value, upload: values, error, status });
+    };
+    const parts = c.get("parts");
+    if (parts === undefined) return refuse(NOT_MULTIPART);
+    const declared = Number(c.req.header("content-length") ?? NaN);
+    if (declared > config.maxUploadBytes + FIELDS_ALLOWANCE_BYTES) {
+      await c.req.raw.body?.cancel().catch(() => {});
+      return refuse(tooLarge(config.maxUploadBytes));
+    }
+    let release: Release;
+    let project: Project | null;
+    try {
+      const received = await receiveUpload(takeField(parts, "project", chosen), values, {
+        artifacts: deps.artifacts,
+        maxBytes: config.maxUploadBytes,
+      });
+      const slug = chosen.value.trim();
+      project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;
+      if (project === null) {
+        if (received !== null) {
+          await deps.artifacts.remove(received.stored.storage_key);
+          deps.artifacts.settle?.(received.stored.storage_key);
+        }
+        return refuse({
+          status: 400,
+          error: { field: "project", message: "Choose the project the release belongs to." },
+          reason: "invalid",
+        });
+      }
+      release = await recordRelease(deps, project.id, { values, received });
+    } catch (error) {
+      const refusal = uploadRefusal(error, config.maxUploadBytes);
+      if (refusal !== null) return refuse(refusal);
+      deps.metrics.recordUploadFailure(error instanceof CsrfError ? "invalid" : "error");
+      throw error;
+    }
+    return uploaded(c, { project, release });
+  });
+
+  /** Audits an upload and sends the admin to the project's page. */
+  async function uploaded(
+    c: AdminContext,
+    { project, release }: { project: Project; release: Release },
+  ): Promise<Response> {
+    deps.metrics.recordUpload(release.size_bytes);
+    await audit(c, deps, {
+      action: "release.upload",
+      target: `release ${release.id}`,
+      details: `project ${project.slug}; version ${release.version}; ${release.filename}; ` +
+        `${release.size_bytes} bytes; sha256 ${release.checksum_sha256}`,
+    });
+    return redirectWithFlash(c, deps, {
+      location: `/admin/projects/${project.slug}`,
+      kind: "success",
+      text: `Release ${release.version}${
+        release.build ? ` (build ${release.build})` : ""
+      } was uploaded: ${release.filename}, ${
+        humanBytes(release.size_bytes)
+      }, SHA-256 ${release.checksum_sha256}.`,
+    });
+  }
 
   admin.post("/projects/:slug/releases", streamedForm, async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
@@ -77,23 +183,20 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
       deps.metrics.recordUploadFailure(error instanceof CsrfError ? "invalid" : "error");
       throw error;
     }
-    deps.metrics.recordUpload(release.size_bytes);
-    await audit(c, deps, {
-      action: "release.upload",
-      target: `release ${release.id}`,
-      details: `project ${project.slug}; version ${release.version}; ${release.filename}; ` +
-        `${release.size_bytes} bytes; sha256 ${release.checksum_sha256}`,
-    });
-    return redirectWithFlash(c, deps, {
-      location: `/admin/projects/${project.slug}`,
-      kind: "success",
-      text: `Release ${release.version}${
-        release.build ? ` (build ${release.build})` : ""
-      } was uploaded: ${release.filename}, ${
-        humanBytes(release.size_bytes)
-      }, SHA-256 ${release.checksum_sha256}.`,
-    });
+    return uploaded(c, { project, release });
   });
+}
+
+/** The parts without the text field `name`, whose value goes to `into`. */
+async function* takeField(
+  parts: AsyncIterable<MultipartPart>,
+  name: string,
+  into: { value: string },
+): AsyncGenerator<MultipartPart> {
+  for await (const part of parts) {
+    if (part.name === name) into.value = await part.text(MAX_FIELD_BYTES);
+    else yield part;
+  }
 }
 
 /** The stored file of an upload and how the browser named it; null when it was empty or missing. */

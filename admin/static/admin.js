@@ -281,6 +281,27 @@
     });
   }
 
+  // A datetime-local field read as UTC: say what that is in the browser's time zone.
+  function explainUtcField(input) {
+    const output = document.getElementById(input.dataset.utcLocal);
+    if (!output) return;
+    const show = function () {
+      const at = input.value ? new Date(input.value + "Z") : null;
+      if (!at || Number.isNaN(at.getTime())) {
+        output.textContent = "";
+        return;
+      }
+      const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+      output.textContent = "That is " + at.toLocaleString(undefined, {
+        dateStyle: "medium",
+        timeStyle: "short",
+      }) + " your time (" + zone + ").";
+    };
+    input.addEventListener("input", show);
+    input.addEventListener("change", show);
+    show();
+  }
+
   function openTargetedDetails() {
     const target = location.hash ? document.getElementById(location.hash.slice(1)) : null;
     if (target && target.tagName === "DETAILS") target.open = true;
@@ -296,6 +317,7 @@
     document.querySelectorAll("form[data-upload]").forEach(enhanceUpload);
     document.querySelectorAll("form[data-scope-editor]").forEach(enhanceScopeEditor);
     document.querySelectorAll("input[data-slug-search]").forEach(enhanceSlugSearch);
+    document.querySelectorAll("input[data-utc-local]").forEach(explainUtcField);
     document.addEventListener("click", function (event) {
       const keyButton = event.target.closest("[data-copy-key]");
       if (keyButton) copyKey(keyButton);

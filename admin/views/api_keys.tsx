@@ -96,7 +96,7 @@ export function ApiKeysPage(
         </p>
         {total > 0 && (
           <SearchBox
-            action="/admin/api-keys"
+            action="/admin/api-keys#key-list"
             q={list.q}
             label="Search API keys"
             placeholder="Name, key prefix (uds_…) or id"
@@ -216,6 +216,12 @@ export function KeyForm(
             checked={values.can_download}
           />
           <label for="key-can-download">May read releases and download artifacts</label>
+          <p class="hint" id="key-can-download-hint" data-can-download-hint>
+            Every client API request needs this. A key without it is refused on every request (403
+            {" "}
+            <code>api key permission denied</code>): leave it off only for a key that must not work
+            yet, or to stop a key's access while keeping its name, scope and statistics.
+          </p>
         </div>
         <fieldset class="field" {...invalidProps(error, "scope_mode", "key-scope")}>
           <legend>Scope</legend>
@@ -315,7 +321,13 @@ export function KeyForm(
           type="datetime-local"
           value={values.expires_at}
           error={error}
-          hint="Leave empty for a key that never expires."
+          data-utc-local="key-expires-local"
+          hint={
+            <>
+              In UTC. Leave empty for a key that never expires.{" "}
+              <output id="key-expires-local" data-local-time aria-live="polite"></output>
+            </>
+          }
         />
         <button type="submit" class="button button-primary">
           {edit ? "Save changes" : "Create API key"}

@@ -16,6 +16,55 @@ export function chartRange(raw: string | undefined): ChartRange {
 
 const WIDTH = 600;
 const HEIGHT = 160;
+/** Longer series get a weekly chart for narrow screens. */
+const WEEKLY_FROM = 60;
+
+/** Sums of 7 days each, the newest week ending with the last day (labelled by its first day). */
+function byWeek(series: DailyDownloads[]): DailyDownloads[] {
+  const weeks: DailyDownloads[] = [];
+  for (let end = series.length; end > 0; end -= 7) {
+    const days = series.slice(Math.max(0, end - 7), end);
+    weeks.unshift({
+      day: days[0].day,
+      downloads: days.reduce((sum, { downloads }) => sum + downloads, 0),
+    });
+  }
+  return weeks;
+}
+
+function Bars({ series, class: className }: { series: DailyDownloads[]; class: string }) {
+  const max = Math.max(1, ...series.map(({ downloads }) => downloads));
+  const slot = WIDTH / series.length;
+  const gap = series.length > 60 ? 1 : 2;
+  return (
+    <svg
+      class={className}
+      viewBox={`0 0 ${WIDTH} ${HEIGHT}`}
+      preserveAspectRatio="none"
+      role="presentation"
+      aria-hidden="true"
+      focusable="false"
+    >
+      <line x1="0" y1={HEIGHT - 0.5} x2={WIDTH} y2={HEIGHT - 0.5} class="chart-axis-line" />
+      {series.map(({ day, downloads }, i) => {
+        const height = downloads === 0 ? 0 : Math.max(2, (downloads / max) * (HEIGHT - 8));
+        return (
+          <rect
+            x={(i * slot + gap / 2).toFixed(2)}
+            y={(HEIGHT - height).toFixed(2)}
+            width={(slot - gap).toFixed(2)}
+            height={height.toFixed(2)}
+            class="chart-bar"
+            data-day={day}
+            data-downloads={String(downloads)}
+          >
+            <title>{day}: {downloads}</title>
+          </rect>
+        );
+      })}
+    </svg>
+  );
+}
 
 export function DownloadChart(
   { series, days, path, title }: {
@@ -28,13 +77,13 @@ export function DownloadChart(
 ) {
   const total = series.reduce((sum, { downloads }) => sum + downloads, 0);
   const max = Math.max(1, ...series.map(({ downloads }) => downloads));
-  const slot = WIDTH / series.length;
-  const gap = series.length > 60 ? 1 : 2;
+  // A phone has no room for 90 daily bars: it shows weeks instead (CSS picks one).
+  const weekly = series.length > WEEKLY_FROM ? byWeek(series) : [];
   const first = series[0]?.day ?? "";
   const last = series[series.length - 1]?.day ?? "";
   return (
     <section
-      class="card chart"
+      class={weekly.length > 0 ? "card chart chart-has-weekly" : "card chart"}
       id="downloads"
       data-chart="downloads"
       data-days={String(days)}
@@ -59,32 +108,13 @@ export function DownloadChart(
         {" "}
         {total === 0 ? 0 : max} on one day.
       </p>
-      <svg
-        class="chart-svg"
-        viewBox={`0 0 ${WIDTH} ${HEIGHT}`}
-        preserveAspectRatio="none"
-        role="presentation"
-        aria-hidden="true"
-        focusable="false"
-      >
-        <line x1="0" y1={HEIGHT - 0.5} x2={WIDTH} y2={HEIGHT - 0.5} class="chart-axis-line" />
-        {series.map(({ day, downloads }, i) => {
-          const height = downloads === 0 ? 0 : Math.max(2, (downloads / max) * (HEIGHT - 8));
-          return (
-            <rect
-              x={(i * slot + gap / 2).toFixed(2)}
-              y={(HEIGHT - height).toFixed(2)}
-              width={(slot - gap).toFixed(2)}
-              height={height.toFixed(2)}
-              class="chart-bar"
-              data-day={day}
-              data-downloads={String(downloads)}
-            >
-              <title>{day}: {downloads}</title>
-            </rect>
-          );
-        })}
-      </svg>
+      <Bars series={series} class="chart-svg chart-svg-daily" />
+      {weekly.length > 0 && (
+        <>
+          <Bars series={weekly} class="chart-svg chart-svg-weekly" />
+          <p class="muted chart-weekly-note">Per week on a narrow screen (7 days a bar).</p>
+        </>
+      )}
       <div class="chart-axis" aria-hidden="true">
         <span>{first}</span>
         <span>{last}</span>

@@ -1,5 +1,6 @@
 import type { ApiKey, DailyDownloads, Project, Release } from "../../src/store/mod.ts";
 import { type ChartRange, DownloadChart } from "./chart.tsx";
+import { humanBytes } from "../format.ts";
 import { DataTable } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
 import { RELEASE_COLUMNS, ReleaseCells } from "./release_cells.tsx";
@@ -14,6 +15,8 @@ export interface DashboardData {
   topKeys: Array<
     { keyId: number; key: ApiKey | undefined; downloads: number; deletedName?: string }
   >;
+  /** Bytes of all artifacts, and the projects that store the most. */
+  storage: { total: number; top: Array<{ project: Project | undefined; bytes: number }> };
 }
 
 export function DashboardPage({ ctx, data }: { ctx: PageContext; data: DashboardData }) {
@@ -56,7 +59,7 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
             </a>
           </li>
           <li>
-            <a class="button" href="/admin/projects">Upload a release</a>
+            <a class="button" href="/admin/upload">Upload a release</a>
           </li>
           <li>
             <a class="button" href="/admin/api-keys?new=1#new-key">New API key</a>
@@ -99,6 +102,29 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
               </li>
             ))}
           </ol>
+        )}
+      </section>
+
+      <section class="card" id="storage" aria-labelledby="storage-title">
+        <h2 id="storage-title">Storage used</h2>
+        <p>
+          <strong data-storage-total={data.storage.total}>{humanBytes(data.storage.total)}</strong>
+          {" "}
+          in all projects' files (every state; a project's retention policy can reclaim it).
+        </p>
+        {data.storage.top.length > 0 && (
+          <DataTable columns={["Project", "Files"]}>
+            {data.storage.top.map(({ project, bytes }) => (
+              <tr data-storage-project={project?.slug ?? ""} data-bytes={bytes}>
+                <td data-label="Project">
+                  {project
+                    ? <a href={`/admin/projects/${project.slug}#retention`}>{project.name}</a>
+                    : <span class="muted">unknown</span>}
+                </td>
+                <td data-label="Files">{humanBytes(bytes)}</td>
+              </tr>
+            ))}
+          </DataTable>
         )}
       </section>
 

@@ -1,6 +1,5 @@
 import type { DailyDownloads, Project, Release } from "../../src/store/mod.ts";
 import type { LatestNotes } from "../../src/publishing/latest.ts";
-import { humanBytes } from "../format.ts";
 import type { ListPage } from "../listing.ts";
 import type { ProjectEditValues } from "../forms_project.ts";
 import type { UploadValues } from "../forms_upload.ts";
@@ -15,12 +14,12 @@ import {
   SearchBox,
   StateBadge,
   TagList,
-  TextAreaField,
 } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { ProjectFields } from "./project_fields.tsx";
+import { RetentionCard, type RetentionCardProps } from "./retention.tsx";
+import { UploadFormBody } from "./upload_form.tsx";
 import { RELEASE_COLUMNS, ReleaseCells } from "./release_cells.tsx";
-import { TEXT_FIELDS } from "./text_fields.ts";
 
 /** Download figures of one release. */
 export interface ReleaseDownloads {
@@ -56,6 +55,7 @@ export interface ProjectPageProps {
   deleteError?: FormError | null;
   /** Downloads of the project's deleted releases (kept in its total). */
   deletedDownloads?: number;
+  retention: Omit<RetentionCardProps, "ctx" | "project">;
 }
 
 export function ProjectPage(props: ProjectPageProps) {
@@ -81,6 +81,7 @@ export function ProjectPage(props: ProjectPageProps) {
         path={`/admin/projects/${project.slug}`}
         title="Downloads per day"
       />
+      <RetentionCard ctx={ctx} project={project} {...props.retention} />
       <EditForm {...props} />
     </Layout>
   );
@@ -96,69 +97,13 @@ function UploadForm({ ctx, project, maxUploadBytes, upload, uploadError }: Proje
           until the project is activated again (under Project settings below).
         </p>
       )}
-      <FormErrorSummary error={uploadError} />
-      <form
-        method="post"
+      <UploadFormBody
+        ctx={ctx}
         action={`/admin/projects/${project.slug}/releases`}
-        enctype="multipart/form-data"
-        class="stack"
-        data-upload
-        data-max-bytes={String(maxUploadBytes)}
-      >
-        {/* First in the form, so the token arrives before the file bytes. */}
-        <CsrfInput token={ctx.csrfToken} />
-        <div class="field-row">
-          <InputField
-            id="release-version"
-            {...TEXT_FIELDS.version}
-            value={upload.version}
-            error={uploadError}
-          />
-          <InputField
-            id="release-build"
-            {...TEXT_FIELDS.build}
-            value={upload.build}
-            error={uploadError}
-          />
-        </div>
-        <TextAreaField
-          id="release-notes"
-          {...TEXT_FIELDS.releaseNotes}
-          value={upload.release_notes}
-          error={uploadError}
-        />
-        <InputField
-          id="release-file"
-          name="file"
-          label="File"
-          type="file"
-          error={uploadError}
-          required
-          hint={
-            <>Up to {humanBytes(maxUploadBytes)}. Size and SHA-256 are computed by the service.</>
-          }
-        />
-        <div class="field">
-          <label>
-            <input type="checkbox" name="draft" checked={upload.draft !== ""} /> Upload as a{" "}
-            draft: stored and listed here, invisible to clients until you publish it
-          </label>
-          <label>
-            <input type="checkbox" name="not_latest" checked={upload.not_latest !== ""} />{" "}
-            Do not make this the latest release (the current latest stays, as the chosen one)
-          </label>
-        </div>
-        <div class="upload-progress" data-upload-progress hidden>
-          <progress max={100} value={0} aria-labelledby="upload-status"></progress>
-          <output id="upload-status" data-upload-status aria-live="polite"></output>
-        </div>
-        <div class="actions">
-          <button type="submit" class="button button-primary" data-upload-submit>
-            Upload release
-          </button>
-          <button type="button" class="button" data-upload-cancel hidden>Cancel upload</button>
-        </div>
-      </form>
+        maxUploadBytes={maxUploadBytes}
+        upload={upload}
+        uploadError={uploadError}
+      />
     </section>
   );
 }
@@ -216,7 +161,7 @@ function ReleasesTable(props: ProjectPageProps) {
       )}
       {releaseCount > 0 && (
         <SearchBox
-          action={path}
+          action={`${path}#releases`}
           q={releases.q}
           label="Search releases"
           placeholder="Version or file name"

@@ -17,6 +17,8 @@ import { ProjectFields } from "./project_fields.tsx";
 export interface ProjectRow {
   project: Project;
   latestVersion: string | null;
+  /** The later of the project's last change and its newest release's upload. */
+  updatedAt: string;
 }
 
 /**
@@ -65,7 +67,7 @@ export function ProjectsPage(
         <p class="muted">{active} active, {total - active} archived</p>
         {total > 0 && (
           <SearchBox
-            action="/admin/projects"
+            action="/admin/projects#project-list"
             q={list.q}
             label="Search projects"
             placeholder="Name, slug or tag"
@@ -77,7 +79,7 @@ export function ProjectsPage(
             <DataTable
               columns={["Name", "Slug", "Tags", "Latest version", "State", "Updated"]}
             >
-              {list.rows.map(({ project, latestVersion }) => (
+              {list.rows.map(({ project, latestVersion, updatedAt }) => (
                 <tr data-project-slug={project.slug} class={`state-${project.state}`}>
                   <td data-label="Name">
                     <a href={`/admin/projects/${project.slug}`}>
@@ -97,7 +99,7 @@ export function ProjectsPage(
                     <StateBadge state={project.state} />
                   </td>
                   <td data-label="Updated">
-                    <Time iso={project.updated_at} />
+                    <Time iso={updatedAt} />
                   </td>
                 </tr>
               ))}

@@ -91,6 +91,10 @@ export interface Config {
   logFormat: LogFormat;
   /** How long a stop (SIGTERM/SIGINT) waits for in-flight requests and downloads. */
   shutdownTimeoutSeconds: number;
+  /** The retention policy a new project starts with (null: that rule off; see docs/operators.md). */
+  newProjectRetention: { keep_active: number | null; archived_max_days: number | null };
+  /** How often each project's retention policy runs (across instances). */
+  retentionIntervalMinutes: number;
 }
 
 export class ConfigError extends Error {
@@ -125,6 +129,15 @@ function readInteger(
     );
   }
   return value;
+}
+
+/** A whole number, or null when unset or empty (a rule that is off). */
+function readOptionalInteger(
+  env: Env,
+  name: string,
+  range: { min: number; max: number },
+): number | null {
+  return read(env, name) === undefined ? null : readInteger(env, name, { fallback: 0, ...range });
 }
 
 function readBoolean(env: Env, name: string, fallback: boolean): boolean {
@@ -273,6 +286,18 @@ export function loadConfig(env: Env = processEnv()): Config {
       fallback: 30,
       min: 0,
       max: 86_400,
+    }),
+    newProjectRetention: {
+      keep_active: readOptionalInteger(env, "APP_RETENTION_KEEP_ACTIVE", { min: 1, max: 100_000 }),
+      archived_max_days: readOptionalInteger(env, "APP_RETENTION_ARCHIVED_DAYS", {
+        min: 1,
+        max: 100_000,
+      }),
+    },
+    retentionIntervalMinutes: readInteger(env, "APP_RETENTION_INTERVAL_MINUTES", {
+      fallback: 60,
+      min: 1,
+      max: 10_080,
     }),
   };
 }

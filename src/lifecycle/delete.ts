@@ -18,6 +18,7 @@ import {
   deleteReleaseRecord,
   type Project,
   type Release,
+  type ReleaseState,
 } from "../store/mod.ts";
 
 /** The artifacts a delete could not remove now (the storage sweep removes them later). */
@@ -41,13 +42,16 @@ async function removeArtifacts(
   return { leftForSweep };
 }
 
-/** Deletes a release and then its artifact; see {@link deleteReleaseRecord} for `allowLatest`. */
+/**
+ * Deletes a release and then its artifact; see {@link deleteReleaseRecord}
+ * for `allowLatest` and `expectState`.
+ */
 export async function deleteRelease(
   deps: { kv: Deno.Kv; artifacts: ArtifactStore },
   id: number,
-  { allowLatest = false }: { allowLatest?: boolean } = {},
+  options: { allowLatest?: boolean; expectState?: ReleaseState } = {},
 ): Promise<DeletedRelease & ArtifactCleanup> {
-  const deleted = await deleteReleaseRecord(deps.kv, id, { allowLatest });
+  const deleted = await deleteReleaseRecord(deps.kv, id, options);
   return { ...deleted, ...await removeArtifacts(deps.artifacts, [deleted.release.storage_key]) };
 }
 

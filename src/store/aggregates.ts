@@ -1,7 +1,7 @@
 /**
  * Maintained aggregates, so that admin pages cost what they show (issue 19
  * item 4): counts of projects, releases and keys by state, each project's
- * release count, tag counts, and the indexes the lists page through
+ * release count and artifact bytes, tag counts, and the indexes the lists page through
  * (`releases_by_time`, `projects_by_name`, `api_keys_by_expiry`).
  *
  * Every write adds the changes of its record to its own atomic operation
@@ -25,6 +25,8 @@ import {
   countKey,
   countsPrefix,
   projectByNameKey,
+  projectBytesKey,
+  projectBytesPrefix,
   projectReleaseCountKey,
   projectsPrefix,
   projectTagKey,
@@ -32,10 +34,11 @@ import {
   releaseByTimeKey,
   releasesPrefix,
 } from "./keys.ts";
+import { getManyEntries } from "./get_many.ts";
 import type { ApiKey, Project, Release } from "./types.ts";
 
 /** Bumped when a new aggregate needs a build over existing data. */
-export const AGGREGATES_VERSION = 1;
+export const AGGREGATES_VERSION = 2;
 /** A build that has not finished after this long is taken over (its instance died). */
 const BUILD_STALE_MS = 10 * 60_000;
 /** `sum` of this is a decrement by one (KV sums wrap around at 2^64). */
@@ -45,6 +48,11 @@ export interface AggregatesMarker {
   version: number;
   /** Set while an instance builds them; null when built. */
   building_since: string | null;
+}
+
+/** `sum` of this is a decrement by `n` (wraps like {@link MINUS_ONE}). */
+function minus(n: number): bigint {
+  return n === 0 ? 0n : (1n << 64n) - BigInt(n);
 }
 
 function bump(op: Deno.AtomicOperation, key: Deno.KvKey, delta: 1 | -1): void {
@@ -98,10 +106,12 @@ export function releaseAggregates(
   if (before === null && after !== null) {
     op.set(releaseByTimeKey(after), after.id);
     bump(op, projectReleaseCountKey(after.project_id), 1);
+    op.sum(projectBytesKey(after.project_id), BigInt(after.size_bytes));
   }
   if (before !== null && after === null) {
     op.delete(releaseByTimeKey(before));
     bump(op, projectReleaseCountKey(before.project_id), -1);
+    op.sum(projectBytesKey(before.project_id), minus(before.size_bytes));
   }
   return op;
 }
@@ -143,6 +153,34 @@ export async function getCounts(
 /** Releases of one project, in every state. */
 export async function getProjectReleaseCount(kv: Deno.Kv, projectId: number): Promise<number> {
   return countOf((await kv.get<Deno.KvU64>(projectReleaseCountKey(projectId))).value);
+}
+
+/** Bytes of each project's artifacts (every state), by project id; absent ids read as 0. */
+export async function getProjectBytes(
+  kv: Deno.Kv,
+  projectIds: readonly number[],
+): Promise<Map<number, number>> {
+  const entries = await getManyEntries<Deno.KvU64>(kv, projectIds.map(projectBytesKey));
+  return new Map(projectIds.map((id, i) => [id, countOf(entries[i].value)]));
+}
+
+/**
+ * The projects that store the most bytes (at most `limit`) and the total of
+ * all, from one read of the per-project sums (one entry per project).
+ */
+export async function getStorageByProject(
+  kv: Deno.Kv,
+  { limit }: { limit: number },
+): Promise<{ total: number; top: Array<{ projectId: number; bytes: number }> }> {
+  let total = 0;
+  const all: Array<{ projectId: number; bytes: number }> = [];
+  for await (const entry of kv.list<Deno.KvU64>({ prefix: projectBytesPrefix() })) {
+    const bytes = countOf(entry.value);
+    total += bytes;
+    if (bytes > 0) all.push({ projectId: Number(entry.key[1]), bytes });
+  }
+  all.sort((a, b) => b.bytes - a.bytes || a.projectId - b.projectId);
+  return { total, top: all.slice(0, limit) };
 }
 
 /** The tags that projects carry, sorted (at most `limit`). */
@@ -217,10 +255,10 @@ export async function buildAggregates(
   if (!claim.ok) return "building elsewhere";
 
   const counts = new Map<string, { key: Deno.KvKey; n: bigint }>();
-  const count = (key: Deno.KvKey) => {
+  const count = (key: Deno.KvKey, by = 1n) => {
     const id = JSON.stringify(key);
     const current = counts.get(id) ?? { key, n: 0n };
-    current.n++;
+    current.n += by;
     counts.set(id, current);
   };
   let op = kv.atomic();
@@ -243,6 +281,7 @@ export async function buildAggregates(
     pending++;
     count(countKey("releases", release.state));
     count(projectReleaseCountKey(release.project_id));
+    count(projectBytesKey(release.project_id), BigInt(release.size_bytes));
     await flush();
   }
   for await (const { value: key } of kv.list<ApiKey>({ prefix: apiKeysPrefix() })) {

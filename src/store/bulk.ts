@@ -19,6 +19,7 @@ import {
   apiKeyKey,
   countKey,
   latestReleaseKey,
+  projectBytesKey,
   projectKey,
   projectReleaseCountKey,
   releaseByProjectKey,
@@ -153,9 +154,11 @@ export async function createReleasesBulk(
         return release;
       });
       // The counts once for the batch (a `releaseAggregates` per release would be two more sums each).
+      const bytes = value.reduce((sum, release) => sum + release.size_bytes, 0);
       op = op
         .sum(countKey("releases", "active"), BigInt(batch.length))
-        .sum(projectReleaseCountKey(projectId), BigInt(batch.length));
+        .sum(projectReleaseCountKey(projectId), BigInt(batch.length))
+        .sum(projectBytesKey(projectId), BigInt(bytes));
       op = op.set(latestReleaseKey(projectId), latest?.id ?? null);
       return { commit: await op.commit(), value, changed };
     });

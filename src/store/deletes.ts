@@ -27,9 +27,11 @@ import {
   releaseByProjectKey,
   releaseDownloadsKey,
   releaseKey,
+  retentionPolicyKey,
+  retentionRunKey,
 } from "./keys.ts";
 import { findNewestActiveRelease, listReleasesByProject } from "./releases.ts";
-import type { ApiKey, Project, Release } from "./types.ts";
+import type { ApiKey, Project, Release, ReleaseState } from "./types.ts";
 import { getManyEntries } from "./get_many.ts";
 
 /** The release is the one clients get as latest; deleting it needs a confirmation. */
@@ -48,6 +50,14 @@ export class ProjectNotEmptyError extends Error {
   }
 }
 
+/** The release is no longer in the state the delete expected (see `expectState`). */
+export class ReleaseStateChangedError extends Error {
+  constructor(readonly release: Release) {
+    super(`release ${release.version} is ${release.state} now`);
+    this.name = "ReleaseStateChangedError";
+  }
+}
+
 /** What a release delete hands back: the record, and its downloads moved to the project's total. */
 export interface DeletedRelease {
   release: Release;
@@ -58,12 +68,14 @@ export interface DeletedRelease {
  * Deletes a release's record, its index entry and its download total (moved
  * to the project's deleted-release total) in one commit; when it is the
  * latest, the next newest active release becomes latest (only with
- * `allowLatest`, else {@link LatestReleaseError}). The artifact is the caller's.
+ * `allowLatest`, else {@link LatestReleaseError}). With `expectState`, a
+ * release in another state is left alone ({@link ReleaseStateChangedError}).
+ * The artifact is the caller's.
  */
 export async function deleteReleaseRecord(
   kv: Deno.Kv,
   id: number,
-  { allowLatest = false }: { allowLatest?: boolean } = {},
+  { allowLatest = false, expectState }: { allowLatest?: boolean; expectState?: ReleaseState } = {},
 ): Promise<DeletedRelease> {
   const first = (await kv.get<Release>(releaseKey(id))).value;
   if (first === null) throw new NotFoundError("release not found");
@@ -78,6 +90,9 @@ export async function deleteReleaseRecord(
       ]);
       const release = entry.value;
       if (release === null) throw new NotFoundError("release not found");
+      if (expectState !== undefined && release.state !== expectState) {
+        throw new ReleaseStateChangedError(release);
+      }
       let latestId = latestEntry.value;
       if (latestId === id) {
         if (!allowLatest) throw new LatestReleaseError(release);
@@ -192,7 +207,9 @@ export async function deleteProjectRecords(
             .delete(projectBySlugKey(project.slug))
             .delete(latestReleaseKey(id))
             .delete(latestChoiceKey(id))
-            .delete(deletedDownloadsKey(id));
+            .delete(deletedDownloadsKey(id))
+            .delete(retentionPolicyKey(id))
+            .delete(retentionRunKey(id));
           const commit = await projectAggregates(op, project, null).commit();
           return { commit, value: project, changed };
         }

@@ -36,6 +36,9 @@
  * | ["api_keys_by_expiry", expiresAt, keyId]     | whether the key is enabled    |
  * | ["meta", "aggregates"]                       | AggregatesMarker: built once (aggregates.ts) |
  * | ["meta", "top_keys"]                         | TopKeysSnapshot (stats.ts)    |
+ * | ["bytes_by_project", projectId]              | Deno.KvU64 bytes of the project's artifacts (aggregates.ts) |
+ * | ["retention_policies", projectId]            | RetentionPolicy (retention.ts) |
+ * | ["retention_runs", projectId]                | RetentionRun: the lease and last run of its policy |
  *
  * Every write that creates, deletes or changes the state, name or tags of a
  * project, release or key keeps the `counts*`, `*_by_time`, `*_by_name`,
@@ -239,6 +242,29 @@ export function projectReleaseCountKey(projectId: number): Deno.KvKey {
 
 export function projectReleaseCountsPrefix(): Deno.KvKey {
   return ["counts_by_project"];
+}
+
+/** Bytes of a project's artifacts, every state (`size_bytes` summed). */
+export function projectBytesKey(projectId: number): Deno.KvKey {
+  return ["bytes_by_project", projectId];
+}
+
+export function projectBytesPrefix(): Deno.KvKey {
+  return ["bytes_by_project"];
+}
+
+/** A project's retention policy (absent: none). */
+export function retentionPolicyKey(projectId: number): Deno.KvKey {
+  return ["retention_policies", projectId];
+}
+
+export function retentionPoliciesPrefix(): Deno.KvKey {
+  return ["retention_policies"];
+}
+
+/** Who runs a project's retention policy now, and when it last ran. */
+export function retentionRunKey(projectId: number): Deno.KvKey {
+  return ["retention_runs", projectId];
 }
 
 /** A project's releases in "latest" order: by `created_at`, then id. */

@@ -10,9 +10,11 @@ import {
   projectsByNamePrefix,
   projectsBySlugPrefix,
   projectsPrefix,
+  retentionPolicyKey,
 } from "./keys.ts";
 import { type CursorPage, cursorPage, type PageRequest } from "./paging.ts";
-import type { Project, ProjectState } from "./types.ts";
+import { isRetentionOff, parseRetentionPolicy } from "./retention.ts";
+import type { Project, ProjectState, RetentionPolicy } from "./types.ts";
 import { requireSlug, requireTags, requireText, slugify } from "./validate.ts";
 
 export interface ProjectInput {
@@ -20,6 +22,8 @@ export interface ProjectInput {
   slug?: string;
   description?: string;
   tags?: readonly string[];
+  /** The new project's retention policy (the operator's default for new projects). */
+  retention?: RetentionPolicy;
 }
 
 /** Creates an active project. The slug is derived from the name when empty and must be unused. */
@@ -54,6 +58,9 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
       .check(bySlug)
       .set(projectKey(project.id), project)
       .set(projectBySlugKey(slug), project.id);
+    if (input.retention && !isRetentionOff(input.retention)) {
+      op.set(retentionPolicyKey(project.id), parseRetentionPolicy(input.retention));
+    }
     const commit = await projectAggregates(op, null, project).commit();
     return { commit, value: project, changed };
   });

@@ -383,3 +383,25 @@ export async function listStorageKeys(kv: Deno.Kv): Promise<Set<string>> {
   for await (const release of listAllReleases(kv)) keys.add(release.storage_key);
   return keys;
 }
+
+/**
+ * When each project's newest release (any state) was made: the last entry of
+ * its `releases_by_time` index (one short read each); null when it has none.
+ */
+export async function getNewestReleaseTimes(
+  kv: Deno.Kv,
+  projectIds: readonly number[],
+): Promise<Map<number, string | null>> {
+  const times = await Promise.all(projectIds.map(async (id) => {
+    for await (
+      const entry of kv.list<number>({ prefix: releasesByTimePrefix(id) }, {
+        reverse: true,
+        limit: 1,
+      })
+    ) {
+      return String(entry.key[2]);
+    }
+    return null;
+  }));
+  return new Map(projectIds.map((id, i) => [id, times[i]]));
+}

@@ -58,3 +58,13 @@ export interface ApiKey {
   /** Filled in from its own KV entry when listing; not part of the stored record. */
   last_used_at?: string | null;
 }
+
+/**
+ * A project's retention policy: keep the newest `keep_active` active releases
+ * and/or delete archived releases older than `archived_max_days` days (null:
+ * that rule is off). The latest release and drafts are never deleted.
+ */
+export interface RetentionPolicy {
+  keep_active: number | null;
+  archived_max_days: number | null;
+}

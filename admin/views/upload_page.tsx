@@ -1,0 +1,68 @@
+/** The upload page the dashboard's "Upload a release" opens: choose the project, then the file. */
+import type { Project } from "../../src/store/mod.ts";
+import type { UploadValues } from "../forms_upload.ts";
+import type { FormError } from "../types.ts";
+import { Layout, type PageContext } from "./layout.tsx";
+import { UploadFormBody } from "./upload_form.tsx";
+
+export interface UploadPageProps {
+  ctx: PageContext;
+  /** Active projects to choose from, by name. */
+  projects: Project[];
+  /** The chosen project's slug (empty: none yet). */
+  project: string;
+  maxUploadBytes: number;
+  upload: UploadValues;
+  uploadError?: FormError | null;
+}
+
+export function UploadPage(props: UploadPageProps) {
+  const { ctx, projects, project, uploadError } = props;
+  const error = uploadError?.field === "project" ? uploadError : null;
+  return (
+    <Layout ctx={ctx} title="Upload a release" nav="projects">
+      <h1>Upload a release</h1>
+      {projects.length === 0
+        ? (
+          <p class="lead" data-no-projects>
+            A release belongs to a project, and there is no active project yet.{" "}
+            <a href="/admin/projects?new=1#new-project">Create a project</a> first.
+          </p>
+        )
+        : (
+          <section class="card" id="upload" aria-labelledby="upload-title">
+            <h2 id="upload-title">The release</h2>
+            <UploadFormBody
+              ctx={ctx}
+              action="/admin/upload"
+              maxUploadBytes={props.maxUploadBytes}
+              upload={props.upload}
+              uploadError={uploadError}
+            >
+              <div class="field">
+                <label for="upload-project">Project</label>
+                <select
+                  id="upload-project"
+                  name="project"
+                  required
+                  {...(error
+                    ? { "aria-invalid": "true", "aria-describedby": "upload-project-error" }
+                    : {})}
+                >
+                  <option value="" selected={project === ""}>Choose a project…</option>
+                  {projects.map((p) => (
+                    <option value={p.slug} selected={p.slug === project}>
+                      {p.name} ({p.slug})
+                    </option>
+                  ))}
+                </select>
+                {error && (
+                  <p class="field-error" id="upload-project-error" role="alert">{error.message}</p>
+                )}
+              </div>
+            </UploadFormBody>
+          </section>
+        )}
+    </Layout>
+  );
+}
