@@ -18,6 +18,7 @@ import {
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
 import { buildAggregates, followOtherWriters } from "./src/store/mod.ts";
+import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
 
 function readConfig() {
@@ -158,6 +159,13 @@ async function start() {
         removed_artifacts: result.removedArtifacts,
       });
     }
+  });
+
+  // Once, for releases stored before uploads computed SHA-512 (the updater feeds, docs/feeds.md).
+  scheduleSha512Backfill({
+    kv,
+    artifacts,
+    report: (level, message, fields) => logger.event(level, message, fields),
   });
 
   const app = createApp({

@@ -23,3 +23,4 @@ export * from "./paging.ts";
 export * from "./edits.ts";
 export * from "./deletes.ts";
 export * from "./audit_search.ts";
+export * from "./feed_backfill.ts";
