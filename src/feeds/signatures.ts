@@ -2,15 +2,11 @@
  * The updater signatures a vendor uploads with a release (the admin form,
  * the publishing API, the reference client's `publish`), checked for their
  * form and stored as the feeds send them. The service never signs: the
- * vendor's build does, with a key the vendor keeps.
+ * vendor's build does, with a key the vendor keeps. A signature not in its
+ * form is the store's `ValidationError` (a clear error on every surface).
  */
 
-export class SignatureError extends Error {
-  constructor(readonly field: "tauri_signature" | "sparkle_signature", message: string) {
-    super(message);
-    this.name = "SignatureError";
-  }
-}
+import { ValidationError } from "../store/mod.ts";
 
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 /** A minisign signature file: untrusted comment, signature, trusted comment, global signature. */
@@ -43,7 +39,7 @@ export function tauriSignature(raw: string | undefined): string | undefined {
     : new TextDecoder().decode(decodeBase64(text.replace(/\s+/g, "")) ?? new Uint8Array());
   const file = minisign.endsWith("\n") ? minisign : `${minisign}\n`;
   if (!MINISIGN_FILE.test(file)) {
-    throw new SignatureError(
+    throw new ValidationError(
       "tauri_signature",
       "tauri_signature must be the .sig file of the Tauri bundler (or a minisign signature file)",
     );
@@ -60,7 +56,7 @@ export function sparkleSignature(raw: string | undefined): string | undefined {
   if (text === "") return undefined;
   const value = /sparkle:edSignature="([^"]*)"/.exec(text)?.[1] ?? text;
   if (decodeBase64(value)?.byteLength !== 64) {
-    throw new SignatureError(
+    throw new ValidationError(
       "sparkle_signature",
       "sparkle_signature must be the base64 EdDSA signature sign_update prints (64 bytes)",
     );
