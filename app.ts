@@ -1,6 +1,6 @@
 /**
  * The whole HTTP application, composed: request observation, the client API
- * under /api/v1, health and metrics, and the admin UI under /admin. Each
+ * under /api/v1, the updater feeds under /feeds, health and metrics, and the admin UI under /admin. Each
  * surface maps its own errors (the API to JSON, the admin UI to pages); this
  * file only says which surface answers which path.
  */
@@ -8,6 +8,8 @@ import { type Context, Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
 import { createAdminRoutes } from "./admin/mod.ts";
 import { createPublishApi } from "./admin/publish_api/mod.ts";
+import { createFeedRoutes } from "./src/api/feeds.ts";
+import { FEEDS_PREFIX } from "./src/feeds/paths.ts";
 import { createApiRoutes } from "./src/api/routes.ts";
 import type { AppDeps, AppEnv } from "./src/http/app_env.ts";
 import { withDefaultParts } from "./src/http/app_parts.ts";
@@ -59,6 +61,8 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
   const clientApi = createApiRoutes(deps, observer);
   const adminUi = createAdminRoutes(deps);
   app.route(API_PREFIX, clientApi.routes);
+  const feeds = createFeedRoutes(deps, observer);
+  app.route(FEEDS_PREFIX, feeds.routes);
   // Before the admin UI: its session and CSRF gates cover every later /admin path.
   app.route(PUBLISH_PREFIX, createPublishApi(deps));
   app.route(ADMIN_PREFIX, adminUi.routes);
@@ -73,6 +77,7 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
   );
   app.notFound((c) => {
     if (isUnder(c, API_PREFIX)) return clientApi.notFound(c);
+    if (isUnder(c, FEEDS_PREFIX)) return feeds.notFound(c);
     if (isUnder(c, ADMIN_PREFIX)) return adminUi.notFound(c);
     return otherNotFound(c, async () => {}) as Response | Promise<Response>;
   });

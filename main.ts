@@ -19,6 +19,7 @@ import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
 import { buildAggregates, followOtherWriters } from "./src/store/mod.ts";
 import { scheduleRetention } from "./src/lifecycle/retention.ts";
+import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
 
 function readConfig() {
@@ -177,6 +178,13 @@ async function start() {
         left_for_sweep: leftForSweep,
       });
     },
+  });
+
+  // Once, for releases stored before uploads computed SHA-512 (the updater feeds, docs/feeds.md).
+  scheduleSha512Backfill({
+    kv,
+    artifacts,
+    report: (level, message, fields) => logger.event(level, message, fields),
   });
 
   const app = createApp({

@@ -8,6 +8,9 @@ export const UPLOAD_TEXT_FIELDS = [
   // Optional checkboxes (docs/publishing.md "Drafts and a chosen latest"); absent: as before.
   "draft",
   "not_latest",
+  // Optional updater signatures (docs/feeds.md); absent: none.
+  "tauri_signature",
+  "sparkle_signature",
 ] as const;
 
 /** The upload form as entered: shown again with an error. */
@@ -22,6 +25,8 @@ export const EMPTY_UPLOAD_FORM: UploadValues = {
   release_notes: "",
   draft: "",
   not_latest: "",
+  tauri_signature: "",
+  sparkle_signature: "",
 };
 
 /** The upload's draft and latest choices: a checkbox is on when sent with any value but "". */

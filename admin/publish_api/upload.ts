@@ -28,6 +28,7 @@ import {
   ValidationError,
 } from "../../src/store/mod.ts";
 import type { ServiceDeps } from "../types.ts";
+import { sparkleSignature, tauriSignature } from "../../src/feeds/signatures.ts";
 
 /** The text fields of an API upload (docs/publishing.md "Upload a release"). */
 export const API_UPLOAD_FIELDS = [
@@ -39,6 +40,9 @@ export const API_UPLOAD_FIELDS = [
   "content_type",
   "draft",
   "not_latest",
+  // Updater signatures (docs/feeds.md), optional.
+  "tauri_signature",
+  "sparkle_signature",
 ] as const;
 type UploadField = typeof API_UPLOAD_FIELDS[number];
 export type ApiUploadValues = Partial<Record<UploadField, string>>;
@@ -98,6 +102,10 @@ async function record(
 ): Promise<Release> {
   try {
     const fields = validateReleaseFields(values);
+    const signatures = {
+      tauri_signature: tauriSignature(values.tauri_signature),
+      sparkle_signature: sparkleSignature(values.sparkle_signature),
+    };
     const expected = values.sha256?.trim();
     if (expected !== undefined && expected !== "" && !SHA256_PATTERN.test(expected)) {
       throw new ValidationError("sha256", "sha256 must be 64 hexadecimal digits");
@@ -120,6 +128,7 @@ async function record(
       filename: values.filename?.trim() ? values.filename : (file.filename ?? ""),
       content_type: requireMediaType("content_type", contentType),
       ...file.stored,
+      ...signatures,
       draft,
       make_latest: !notLatest,
     }).catch((error) => {

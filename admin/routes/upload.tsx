@@ -8,6 +8,7 @@
  * recording (`recordRelease`) and mapping errors to form errors
  * (`uploadRefusal`) are separate pieces; the route only puts them in order.
  */
+import { sparkleSignature, tauriSignature } from "../../src/feeds/signatures.ts";
 import type { Hono } from "hono";
 import {
   type ArtifactStore,
@@ -247,6 +248,10 @@ async function recordRelease(
 ): Promise<Release> {
   try {
     const fields = validateReleaseFields(values);
+    const signatures = {
+      tauri_signature: tauriSignature(values.tauri_signature),
+      sparkle_signature: sparkleSignature(values.sparkle_signature),
+    };
     if (received === null) throw new EmptyUploadError();
     return await createRelease(deps.kv, {
       project_id: projectId,
@@ -254,6 +259,7 @@ async function recordRelease(
       filename: received.filename,
       content_type: requireMediaType("file", received.contentType),
       ...received.stored,
+      ...signatures,
       ...uploadChoices(values),
     }).catch((error) => {
       if (!(error instanceof ValidationError || error instanceof ConflictError)) {

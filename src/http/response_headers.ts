@@ -68,8 +68,9 @@ export interface ApiResponder {
   /**
    * A 200 JSON response of `body` to the request of `c`. A body that is
    * cached (one per record version) gets its header list made once and reused.
+   * `contentType` (default JSON) is fixed for a body at its first answer (the feeds' YAML and XML).
    */
-  ok(c: Context<AppEnv>, body: Uint8Array<ArrayBuffer>): Response;
+  ok(c: Context<AppEnv>, body: Uint8Array<ArrayBuffer>, contentType?: string): Response;
   /** A JSON response with any status and extra headers (errors). */
   json(
     c: Context<AppEnv>,
@@ -95,16 +96,20 @@ interface CachedResponse {
 export function createApiResponder(headers: ResponseHeaders): ApiResponder {
   const fixed: HeaderList = [...headers.security, ...headers.protected];
   const cached = new WeakMap<Uint8Array, CachedResponse>();
-  const listOf = (body: Uint8Array, extra?: Record<string, string>): HeaderList => [
-    ["content-type", JSON_CONTENT_TYPE],
+  const listOf = (
+    body: Uint8Array,
+    extra?: Record<string, string>,
+    contentType = JSON_CONTENT_TYPE,
+  ): HeaderList => [
+    ["content-type", contentType],
     ["content-length", String(body.byteLength)],
     ...fixed,
     ...Object.entries(extra ?? {}),
   ];
-  const cachedOf = (body: Uint8Array<ArrayBuffer>): CachedResponse => {
+  const cachedOf = (body: Uint8Array<ArrayBuffer>, contentType?: string): CachedResponse => {
     let entry = cached.get(body);
     if (entry === undefined) {
-      const headHeaders = listOf(body);
+      const headHeaders = listOf(body, undefined, contentType);
       entry = {
         template: new Response(body, { headers: headHeaders.slice(0, 1).concat(fixed) }),
         headHeaders,
@@ -115,8 +120,8 @@ export function createApiResponder(headers: ResponseHeaders): ApiResponder {
   };
   return {
     headers: fixed,
-    ok(c, body) {
-      const entry = cachedOf(body);
+    ok(c, body, contentType) {
+      const entry = cachedOf(body, contentType);
       c.set("bodyBytes", body.byteLength);
       return c.req.method === "HEAD"
         ? new Response(body, { headers: entry.headHeaders })

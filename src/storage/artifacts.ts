@@ -1,6 +1,6 @@
 /**
  * The `fs` backend's files under `$APP_DATA_DIR/artifacts/`. Bytes are streamed to a
- * temporary file while SHA-256 and size are computed (constant memory, no
+ * temporary file while SHA-256, SHA-512 and size are computed (constant memory, no
  * second read), fsynced, then renamed into place (and the directory fsynced,
  * so the new name survives a crash). Only after that does the
  * caller commit a release record (`publishRelease` in publish.ts). `fs_store.ts`
@@ -73,7 +73,7 @@ export async function saveArtifactLocked(
     await Deno.remove(renamed ? finalPath : tempPath).catch(() => {});
     throw isStorageFull(error) ? new StorageFullError(error) : error;
   }
-  const artifact = { storage_key: storageKey, checksum_sha256: writer.digest(), size_bytes: size };
+  const artifact = { storage_key: storageKey, ...writer.digests(), size_bytes: size };
   return { artifact, lock: writer.keepLock() };
 }
 
@@ -220,6 +220,8 @@ const EARLY_SYNC_BYTES = 64 * 1024 * 1024;
  */
 class ArtifactWriter {
   readonly #hash = createHash("sha256");
+  /** SHA-512 beside it, in the same pass (the updater feeds' checksum, src/feeds/). */
+  readonly #hash512 = createHash("sha512");
   readonly #free: Uint8Array[] = [];
   readonly #queued: Array<{ block: Uint8Array; written: Promise<void> }> = [];
   #blocks = 1;
@@ -284,8 +286,12 @@ class ArtifactWriter {
     this.#close();
   }
 
-  digest(): string {
-    return this.#hash.digest("hex");
+  /** SHA-256 (hex) and SHA-512 (base64) of every byte written. */
+  digests(): { checksum_sha256: string; checksum_sha512: string } {
+    return {
+      checksum_sha256: this.#hash.digest("hex"),
+      checksum_sha512: this.#hash512.digest("base64"),
+    };
   }
 
   #close(): void {
@@ -308,6 +314,7 @@ class ArtifactWriter {
     if (this.#unsynced >= EARLY_SYNC_BYTES && !this.#syncRunning) this.#syncEarly(written);
     // Hashing runs while the block is being written.
     this.#hash.update(bytes);
+    this.#hash512.update(bytes);
     this.#filled = 0;
     if (this.#free.length === 0 && this.#blocks < BLOCKS) {
       this.#blocks++;

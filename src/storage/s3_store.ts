@@ -496,6 +496,7 @@ function exactLength(
 function countedChunks(source: ByteSource, maxBytes: number) {
   const iterator = (source as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
   const hash = createHash("sha256");
+  const hash512 = createHash("sha512");
   let size = 0;
   let done = false;
   return {
@@ -510,6 +511,7 @@ function countedChunks(source: ByteSource, maxBytes: number) {
         size += step.value.byteLength;
         if (size > maxBytes) throw new UploadTooLargeError(maxBytes);
         hash.update(step.value);
+        hash512.update(step.value);
         return step.value;
       }
     },
@@ -517,7 +519,11 @@ function countedChunks(source: ByteSource, maxBytes: number) {
     async cancel(): Promise<void> {
       if (!done) await iterator.return?.().catch(() => {});
     },
-    result: () => ({ checksum_sha256: hash.digest("hex"), size_bytes: size }),
+    result: () => ({
+      checksum_sha256: hash.digest("hex"),
+      checksum_sha512: hash512.digest("base64"),
+      size_bytes: size,
+    }),
   };
 }
 
@@ -543,7 +549,7 @@ class PartUploader {
   async upload(
     key: string,
     chunks: CountedChunks,
-  ): Promise<{ checksum_sha256: string; size_bytes: number } | null> {
+  ): Promise<Omit<StoredArtifact, "storage_key"> | null> {
     const { client, bucket, partSize } = this;
     const free: Uint8Array[] = [];
     let part: Uint8Array = new Uint8Array(partSize);

@@ -9,6 +9,8 @@
 export interface StoredArtifact {
   storage_key: string;
   checksum_sha256: string;
+  /** SHA-512 of the bytes, base64 (the updater feeds' checksum); computed in the same pass. */
+  checksum_sha512?: string;
   size_bytes: number;
 }
 

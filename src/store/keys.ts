@@ -50,6 +50,8 @@
  * | ["publish_tokens", tokenId]                  | PublishToken (never the secret) |
  * | ["publish_tokens_by_hash", sha256Hex]        | tokenId                       |
  * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
+ * | ["meta", "sha512_backfill"]                  | true once every release has its SHA-512 |
+ * | ["leases", "sha512_backfill"]                | { holder } (expireIn): the instance backfilling |
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
@@ -89,6 +91,16 @@ export function releaseKey(releaseId: number): Deno.KvKey {
 
 export function releasesPrefix(): Deno.KvKey {
   return ["releases"];
+}
+
+/** Set once every release stored before uploads computed SHA-512 has it (feed_backfill.ts). */
+export function sha512BackfillDoneKey(): Deno.KvKey {
+  return ["meta", "sha512_backfill"];
+}
+
+/** The lease of the one instance running the SHA-512 backfill (feed_backfill.ts). */
+export function sha512BackfillLeaseKey(): Deno.KvKey {
+  return ["leases", "sha512_backfill"];
 }
 
 export function releaseByProjectKey(projectId: number, releaseId: number): Deno.KvKey {

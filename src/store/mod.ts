@@ -24,3 +24,4 @@ export * from "./edits.ts";
 export * from "./deletes.ts";
 export * from "./audit_search.ts";
 export * from "./retention.ts";
+export * from "./feed_backfill.ts";

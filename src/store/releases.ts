@@ -29,7 +29,12 @@ export interface ReleaseInput {
   /** Facts of the stored artifact, from `saveArtifact`. */
   storage_key: string;
   checksum_sha256: string;
+  /** SHA-512 (base64), computed with the SHA-256 in the same pass. */
+  checksum_sha512?: string;
   size_bytes: number;
+  /** Updater signatures (src/feeds/signatures.ts checks their form), stored when given. */
+  tauri_signature?: string;
+  sparkle_signature?: string;
   /** Upload time; defaults to now. Set by tests and restores. Stored as `toISOString()`. */
   created_at?: string;
   /** Store it as a draft: invisible to clients, the latest pointer untouched. */
@@ -85,12 +90,62 @@ export function prepareRelease(input: Omit<ReleaseInput, "project_id">): Prepare
     filename: safeFilename(input.filename),
     content_type: safeContentType(input.content_type),
     checksum_sha256: input.checksum_sha256,
+    ...optionalText("checksum_sha512", input.checksum_sha512, SHA512_BASE64),
+    ...optionalText("tauri_signature", input.tauri_signature, SIGNATURE_TEXT),
+    ...optionalText("sparkle_signature", input.sparkle_signature, SIGNATURE_TEXT),
     size_bytes: input.size_bytes,
     storage_key: input.storage_key,
     created_at: input.created_at === undefined
       ? undefined
       : requireTime("created_at", input.created_at),
   };
+}
+
+/** A SHA-512 in base64: 64 bytes. */
+const SHA512_BASE64 = /^[A-Za-z0-9+/]{86}==$/;
+/** A signature as stored: base64 text of bounded length (a minisign `.sig` is under 1 KiB). */
+const SIGNATURE_TEXT = /^[A-Za-z0-9+/]{1,4096}={0,2}$/;
+
+/** `{ [field]: value }` when the optional `value` is given and of the right form; else nothing. */
+function optionalText(
+  field: "checksum_sha512" | "tauri_signature" | "sparkle_signature",
+  value: string | undefined,
+  form: RegExp,
+): Partial<Record<typeof field, string>> {
+  if (value === undefined || value === "") return {};
+  if (!form.test(value)) throw new ValidationError(field, `${field} is not in the expected form`);
+  return { [field]: value };
+}
+
+/**
+ * Records the SHA-512 (base64) of a release stored before uploads computed it
+ * (the feeds' backfill, src/feeds/backfill.ts). False when the release is
+ * gone, moved to another file or already has one.
+ */
+export async function setReleaseSha512(
+  kv: Deno.Kv,
+  release: Pick<Release, "id" | "storage_key">,
+  sha512: string,
+): Promise<boolean> {
+  if (!SHA512_BASE64.test(sha512)) throw new ValidationError("checksum_sha512", "not a SHA-512");
+  return await commitChange(kv, async () => {
+    const entry = await kv.get<Release>(releaseKey(release.id));
+    const current = entry.value;
+    if (
+      current === null || current.storage_key !== release.storage_key ||
+      current.checksum_sha512 !== undefined
+    ) {
+      return {
+        commit: { ok: true, versionstamp: entry.versionstamp ?? "" },
+        value: false,
+        changed: [],
+      };
+    }
+    const changed = [["release", current.id], ["latest_release", current.project_id]] as const;
+    const commit = await changeOp(kv, changed).check(entry)
+      .set(releaseKey(current.id), { ...current, checksum_sha512: sha512 }).commit();
+    return { commit, value: true, changed };
+  });
 }
 
 /**

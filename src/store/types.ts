@@ -29,6 +29,16 @@ export interface Release {
   state: ReleaseState;
   /** File name of the artifact under `$APP_DATA_DIR/artifacts/`. */
   storage_key: string;
+  /**
+   * SHA-512 of the artifact, base64 (the updater feeds' checksum, src/feeds/).
+   * Computed at upload; releases stored before it get it from the background
+   * backfill (src/feeds/backfill.ts).
+   */
+  checksum_sha512?: string;
+  /** The Tauri updater's signature: the base64 text of the minisign `.sig` file, as uploaded. */
+  tauri_signature?: string;
+  /** Sparkle's EdDSA (Ed25519) signature of the artifact, base64, as uploaded. */
+  sparkle_signature?: string;
 }
 
 export const SCOPE_MODES = [

@@ -1,0 +1,152 @@
+/**
+ * What every surface answering API keys shares (the client API in routes.ts,
+ * the updater feeds in feeds.ts): the JSON error mapping with the protected
+ * headers, the rate-limit gate drawn first in the handler's own frame, the
+ * observed endpoints, the key's visible projects and releases, and the
+ * artifact download with its counting.
+ */
+import type { Context, Handler } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { projectVisible } from "../store/access.ts";
+import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
+import { API_ERRORS, ApiError, isClientGone } from "../http/errors.ts";
+import { jsonResponse } from "../http/json.ts";
+import type { ErrorMapper, Observer } from "../http/observe.ts";
+import { ID_PATTERN, isSlug } from "../lib/limits.ts";
+import { type ApiResponder, createApiResponder, setHeaders } from "../http/response_headers.ts";
+import {
+  type ApiKey,
+  type Cached,
+  countDownload,
+  getProject,
+  getProjectBySlug,
+  getRelease,
+  type Project,
+  type Release,
+  thenRead,
+} from "../store/mod.ts";
+import { rateLimitGate } from "./auth.ts";
+import { type Delivery, serveArtifact } from "./download.ts";
+
+const encoder = new TextEncoder();
+
+/** The shared parts of a key-protected surface. */
+export interface KeySurface {
+  respond: ApiResponder;
+  mapError: ErrorMapper;
+  /** `handler` behind the rate-limit gate, observed, its errors mapped (one route). */
+  endpoint<P extends string>(handler: Handler<AppEnv, P>): Handler<AppEnv, P>;
+  /** The answer to a path of the surface no route knows: a token drawn, then the spec's 404. */
+  notFound: (c: Context<AppEnv>) => Cached<Response>;
+  /** The download of `release`'s artifact by `key`, counted like the API's. */
+  download(c: Context<AppEnv>, key: ApiKey, release: Release): Promise<Response>;
+}
+
+export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurface {
+  const { kv, config, metrics } = deps;
+  const respond = createApiResponder(deps.responseHeaders);
+  const delivery: Delivery = {
+    mode: config.downloadMode,
+    urlTtlSeconds: config.downloadUrlTtlSeconds,
+    xAccelPrefix: config.xAccelPrefix,
+    xAccelSecret: config.xAccelSecret,
+  };
+
+  /** Every error as the contract's `{ "error": … }` with the protected headers. */
+  const mapError: ErrorMapper = (error, c) => {
+    const json = (data: unknown, status: number, headers?: Record<string, string>) =>
+      respond.json(c, encoder.encode(JSON.stringify(data)), status, headers);
+    if (error instanceof ApiError) {
+      return json({ error: error.message }, error.status, error.headers);
+    }
+    if (error instanceof HTTPException && error.status < 500) {
+      return json({ error: error.message || "bad request" }, error.status);
+    }
+    if (isClientGone(error)) return jsonResponse({ error: "request cut off" }, 400);
+    console.error("internal error:", error);
+    return json({ error: API_ERRORS.internal }, 500);
+  };
+
+  // Every request, known path or not, draws a token before any other check:
+  // every handler is registered through `limited`, which draws first (a call
+  // in the handler's own frame rather than a middleware frame).
+  const drawToken = rateLimitGate(deps);
+  const limited =
+    <P extends string>(handler: Handler<AppEnv, P>): Handler<AppEnv, P> => (c, next) => {
+      // A token drawn at once (a cached key, the memory limiter) costs no turn of the event loop.
+      const drawn = drawToken(c);
+      return drawn instanceof Promise ? drawn.then(() => handler(c, next)) : handler(c, next);
+    };
+  const notFound = observer.endpoint(
+    limited(() => {
+      throw new ApiError(404, API_ERRORS.resourceNotFound);
+    }),
+    mapError,
+  );
+
+  return {
+    respond,
+    mapError,
+    endpoint: (handler) => observer.endpoint(limited(handler), mapError, true),
+    notFound: (c) => notFound(c, async () => {}) as Cached<Response>,
+    async download(c, key, release) {
+      c.set("releaseId", release.id);
+      const served = await serveArtifact(release, c.req.raw, {
+        store: deps.artifacts,
+        delivery,
+      });
+      if (served.countsAsDownload) {
+        c.set("onDownloaded", () =>
+          countDownload(kv, {
+            releaseId: release.id,
+            projectId: release.project_id,
+            keyId: key.id,
+          }).catch((error) => {
+            metrics.recordKvError("download_count");
+            console.error("download count failed:", error);
+          }));
+      }
+      setHeaders(served.response.headers, respond.headers);
+      return served.response;
+    },
+  };
+}
+
+/** The project `slug` names when `key` may see it; else the spec's 404. */
+export function findVisibleProjectBySlug(
+  kv: Deno.Kv,
+  key: ApiKey,
+  slug: string,
+): Cached<Project> {
+  // A slug that cannot exist is not looked up (and cannot overflow a KV key).
+  return thenRead(isSlug(slug) ? getProjectBySlug(kv, slug) : null, (project) => {
+    if (!projectVisible(key, project)) throw new ApiError(404, API_ERRORS.resourceNotFound);
+    return project;
+  });
+}
+
+/**
+ * Parses a release id: anything but digits is the spec's 400; a number too
+ * long to be an id (null) is simply not found.
+ */
+function parseReleaseId(raw: string): number | null {
+  if (ID_PATTERN.test(raw)) return Number(raw);
+  if (/^\d+$/.test(raw)) return null;
+  throw new ApiError(400, API_ERRORS.invalidReleaseId);
+}
+
+/** The active release `rawId` names, of a project `key` may see; else the spec's 400 or 404. */
+export async function findVisibleRelease(
+  kv: Deno.Kv,
+  key: ApiKey,
+  rawId: string,
+): Promise<{ project: Project; release: Release }> {
+  const id = parseReleaseId(rawId);
+  const release = id === null ? null : await getRelease(kv, id);
+  if (release === null || release.state !== "active") {
+    throw new ApiError(404, API_ERRORS.resourceNotFound);
+  }
+  const project = await getProject(kv, release.project_id);
+  if (!projectVisible(key, project)) throw new ApiError(404, API_ERRORS.resourceNotFound);
+  return { project, release };
+}

@@ -1,0 +1,122 @@
+/**
+ * The SHA-512 of releases stored before uploads computed it, once, in the
+ * background: one instance at a time (a lease in KV, renewed while it runs),
+ * each artifact read once and its SHA-256 checked on the way, until every
+ * release has it; then a mark in KV ends it for good. Until a release has
+ * its SHA-512 the electron feed answers a clear 503 (src/api/feeds.ts).
+ */
+import { createHash } from "node:crypto";
+import type { ArtifactStore } from "../storage/mod.ts";
+import {
+  isSha512BackfillDone,
+  listReleasesWithoutSha512,
+  markSha512BackfillDone,
+  type Release,
+  releaseSha512BackfillLease,
+  setReleaseSha512,
+  takeSha512BackfillLease,
+} from "../store/mod.ts";
+
+/** The lease outlives a stalled holder by this long; it is renewed before every artifact. */
+const LEASE_MS = 120_000;
+/** How often an instance that found the lease taken (or failed) looks again. */
+const RETRY_MS = 60_000;
+const PAGE = 100;
+
+export interface BackfillOptions {
+  kv: Deno.Kv;
+  artifacts: ArtifactStore;
+  /** Service events (a release skipped, the backfill done). */
+  report: (
+    level: "info" | "warn",
+    message: string,
+    fields?: Record<string, string | number>,
+  ) => void;
+}
+
+export interface BackfillResult {
+  /** "done": every release has it now; "busy": another instance holds the lease. */
+  outcome: "done" | "busy" | "incomplete";
+  filled: number;
+  skipped: number;
+}
+
+/** One run: fills what it can while it holds the lease. */
+export async function runSha512Backfill(
+  { kv, artifacts, report }: BackfillOptions,
+  holder: string = crypto.randomUUID(),
+): Promise<BackfillResult> {
+  const result: BackfillResult = { outcome: "done", filled: 0, skipped: 0 };
+  if (await isSha512BackfillDone(kv)) return result;
+  if (!await takeSha512BackfillLease(kv, holder, LEASE_MS)) return { ...result, outcome: "busy" };
+  try {
+    let cursor = "";
+    do {
+      const page = await listReleasesWithoutSha512(kv, { cursor, limit: PAGE });
+      for (const release of page.releases) {
+        if (!await takeSha512BackfillLease(kv, holder, LEASE_MS)) {
+          return { ...result, outcome: "busy" };
+        }
+        const sha512 = await artifactSha512(artifacts, release);
+        if (sha512 === null) {
+          result.skipped++;
+          report("warn", "sha512 backfill: artifact missing or not as recorded", {
+            release_id: release.id,
+          });
+        } else if (await setReleaseSha512(kv, release, sha512)) {
+          result.filled++;
+        }
+      }
+      cursor = page.cursor;
+    } while (cursor !== "");
+    if (result.skipped > 0) return { ...result, outcome: "incomplete" };
+    await markSha512BackfillDone(kv);
+    if (result.filled > 0) report("info", "sha512 backfill done", { filled: result.filled });
+    return result;
+  } finally {
+    await releaseSha512BackfillLease(kv, holder).catch(() => {});
+  }
+}
+
+/** The SHA-512 (base64) of the release's artifact, or null when it is missing or not its SHA-256. */
+async function artifactSha512(artifacts: ArtifactStore, release: Release): Promise<string | null> {
+  const artifact = await artifacts.open(release.storage_key);
+  if (artifact === null) return null;
+  const sha256 = createHash("sha256");
+  const sha512 = createHash("sha512");
+  for await (const chunk of await artifact.read(0, artifact.size)) {
+    sha256.update(chunk);
+    sha512.update(chunk);
+  }
+  return sha256.digest("hex") === release.checksum_sha256 ? sha512.digest("base64") : null;
+}
+
+/**
+ * Runs the backfill in the background until it is done: at once, then every
+ * RETRY_MS while another instance holds the lease or a run failed. Returns
+ * the function that stops it.
+ */
+export function scheduleSha512Backfill(options: BackfillOptions): () => void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  const run = async () => {
+    let outcome: BackfillResult["outcome"] = "incomplete";
+    try {
+      outcome = (await runSha512Backfill(options)).outcome;
+    } catch (error) {
+      options.report("warn", "sha512 backfill failed", { error: String(error) });
+    }
+    if (outcome !== "done" && !stopped) {
+      const next = setTimeout(run, RETRY_MS);
+      Deno.unrefTimer(next);
+      timer = next;
+    }
+  };
+  const first = setTimeout(run, 0);
+  Deno.unrefTimer(first);
+  timer = first;
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}

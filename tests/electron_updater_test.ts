@@ -1,0 +1,128 @@
+/**
+ * The real electron-updater (pinned below), run in plain Node as an Electron
+ * app runs it (tests/fixtures/electron_updater_client.cjs), against the real
+ * server's feed under /feeds (docs/feeds.md): the update is found, downloaded
+ * with the key and verified by its SHA-512; a tampered stored artifact is
+ * refused with ERR_CHECKSUM_MISMATCH; a key whose scope leaves the project
+ * out is refused.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { openDataDir } from "./data_dir_fixtures.ts";
+import { makeDataTempDir, PROJECT_ROOT, startServer } from "./server_process.ts";
+
+/** The version the test runs; installed once from npm into ./data/ (ignored by git). */
+const ELECTRON_UPDATER = "electron-updater@6.8.10";
+const CLIENT = join(PROJECT_ROOT, "tests", "fixtures", "electron_updater_client.cjs");
+
+async function installUpdater(): Promise<string> {
+  const dir = join(PROJECT_ROOT, "data", `npm-${ELECTRON_UPDATER.replace("@", "-")}`);
+  const modules = join(dir, "node_modules");
+  try {
+    await Deno.stat(join(modules, "electron-updater", "package.json"));
+    return modules;
+  } catch { /* not installed yet */ }
+  await Deno.mkdir(dir, { recursive: true });
+  const out = await new Deno.Command("npm", {
+    args: ["install", "--no-audit", "--no-fund", "--prefix", dir, ELECTRON_UPDATER],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  return modules;
+}
+
+interface UpdaterResult {
+  available: boolean;
+  version?: string;
+  downloaded?: string[];
+  error?: { code: string | null; message: string };
+}
+
+Deno.test("electron-updater updates from the feed with the key", async (t) => {
+  const modules = await installUpdater();
+  const root = await makeDataTempDir("test-electron-updater");
+  const dataDir = join(root, "service");
+  const fx = await openDataDir(dataDir);
+  const app = await fx.project({ name: "Desktop", slug: "desktop" });
+  const other = await fx.project({ name: "Other", slug: "other" });
+  await fx.release(app.id, "1.0.0", new Uint8Array(100).fill(1), { filename: "Desktop 1.0.0.exe" });
+  const bytes = Uint8Array.from({ length: 300_000 }, (_, i) => (i * 31 + (i >> 9)) & 0xff);
+  const latest = await fx.release(app.id, "1.1.0", bytes, { filename: "Desktop Setup 1.1.0.exe" });
+  const { secret: key } = await fx.key({});
+  const { secret: otherKey } = await fx.key({
+    scope_mode: "project_allow_list",
+    project_ids: [other.id],
+  });
+  fx.close();
+
+  await using server = await startServer(dataDir);
+  let run = 0;
+  const check = async (
+    options: { key: string | null; version: string },
+  ): Promise<UpdaterResult> => {
+    const work = join(root, `client-${++run}`);
+    await Deno.mkdir(work, { recursive: true });
+    const out = await new Deno.Command("node", {
+      args: [CLIENT],
+      env: {
+        NODE_PATH: modules,
+        FEED_URL: `${server.baseUrl}/feeds/electron/desktop`,
+        API_KEY: options.key ?? "",
+        WORK_DIR: work,
+        APP_VERSION: options.version,
+      },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stdout = new TextDecoder().decode(out.stdout);
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    return JSON.parse(stdout.trim().split("\n").at(-1)!);
+  };
+  const fileRequests = () =>
+    server.lines().filter((line) => line.includes(`/feeds/files/${latest.id}/`));
+
+  await t.step("an older app finds 1.1.0, downloads it with the key, verified", async () => {
+    const result = await check({ key, version: "1.0.0" });
+    assert.deepEqual(result, {
+      available: true,
+      version: "1.1.0",
+      downloaded: ["Desktop Setup 1.1.0.exe"],
+    });
+    assert.ok(fileRequests().some((line) => line.includes('"status":200')), "the file was sent");
+  });
+
+  await t.step("without a staged rollout every client is offered it", async () => {
+    // No stagingPercentage in the feed (no rollouts yet): a new install id is offered it too.
+    const result = await check({ key, version: "1.0.5" });
+    assert.equal(result.available, true);
+  });
+
+  await t.step("the current version: no update", async () => {
+    assert.deepEqual(await check({ key, version: "1.1.0" }), {
+      available: false,
+      version: "1.1.0",
+    });
+  });
+
+  await t.step("no key: refused", async () => {
+    const none = await check({ key: null, version: "1.0.0" });
+    assert.equal(none.available, false);
+    assert.match(none.error?.message ?? "", /401/);
+  });
+
+  await t.step("a key whose scope leaves the project out: refused", async () => {
+    const scoped = await check({ key: otherKey, version: "1.0.0" });
+    assert.equal(scoped.available, false);
+    assert.match(scoped.error?.message ?? "", /404/);
+  });
+
+  await t.step("a tampered stored artifact: ERR_CHECKSUM_MISMATCH", async () => {
+    const tampered = bytes.slice();
+    tampered[1000] ^= 0xff;
+    await Deno.writeFile(join(dataDir, "artifacts", latest.storage_key), tampered);
+    const result = await check({ key, version: "1.0.0" });
+    assert.equal(result.available, true);
+    assert.equal(result.error?.code, "ERR_CHECKSUM_MISMATCH", JSON.stringify(result));
+  });
+});
