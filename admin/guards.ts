@@ -16,6 +16,7 @@ import {
   getAdminSession,
   getAdminUser,
   roleOf,
+  runAudited,
   type SessionPolicy,
 } from "../src/store/mod.ts";
 import { refusalFor, rolesFor } from "./roles.ts";
@@ -227,4 +228,21 @@ export function trimTrailingSlash(): MiddlewareHandler {
 
 export function addressOf(c: Context, deps: ServiceDeps): string {
   return clientAddress(c, deps.config.trustProxy);
+}
+
+/**
+ * Every POST of a signed-in admin runs as an audited request: the changes it
+ * commits carry their first audit entry in the same commit (src/store/audit.ts
+ * `runAudited`), completed by the route's own `audit` call.
+ */
+export function auditChanges(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
+  return async (c, next) => {
+    if (c.req.method !== "POST") return await next();
+    const request = {
+      actor: c.get("session").username,
+      address: addressOf(c, deps),
+      what: `POST ${c.req.path}`,
+    };
+    await runAudited(request, () => next());
+  };
 }

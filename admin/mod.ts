@@ -18,6 +18,7 @@
 import { type Context, Hono } from "hono";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
 import {
+  auditChanges,
   originGuard,
   requireCsrfToken,
   requireRole,
@@ -89,6 +90,7 @@ function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono
   const gated = new Hono<AdminEnv>();
   gated.use(requireSession(deps));
   gated.use(requireRole(deps));
+  gated.use(auditChanges(deps));
   gated.use(requireCsrfToken());
   addOverviewRoutes(gated, deps);
   addAccountRoutes(gated, deps, throttle);

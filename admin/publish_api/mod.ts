@@ -29,6 +29,7 @@ import {
   type PublishPermission,
   type Release,
   RELEASE_PAGE_MAX,
+  runAudited,
   setReleaseState,
 } from "../../src/store/mod.ts";
 import type { ServiceDeps } from "../types.ts";
@@ -58,6 +59,16 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     }
   });
   api.use(publishTokenAuth(deps, createLoginThrottle(kv)));
+  // A token's changes carry their first audit entry in the same commit (src/store/audit.ts).
+  api.use(async (c, next) => {
+    if (c.req.method === "GET" || c.req.method === "HEAD") return await next();
+    const request = {
+      actor: tokenActor(c.get("publishToken")),
+      address: addressOf(c, deps),
+      what: `${c.req.method} ${c.req.path}`,
+    };
+    await runAudited(request, () => next());
+  });
 
   const json = (data: unknown, status: 200 | 201 = 200, headers: Record<string, string> = {}) =>
     jsonResponse(data, status, { ...PUBLISH_RESPONSE_HEADERS, ...headers });

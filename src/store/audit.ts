@@ -1,4 +1,5 @@
 /** The admin audit log: who did what, when, from which address. Newest first when listed. */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { ADDRESS_MAX_LENGTH } from "../lib/limits.ts";
 import { retryWhileLocked } from "./atomic.ts";
 import { auditKey, auditPrefix } from "./keys.ts";
@@ -18,26 +19,91 @@ export interface AuditEntry {
 
 export type AuditInput = Omit<AuditEntry, "id" | "at">;
 
-export async function recordAudit(
-  kv: Deno.Kv,
-  input: AuditInput,
-  nowMs: number = Date.now(),
-): Promise<AuditEntry> {
+/**
+ * The admin request a change is made for (who, from where, what), set by the
+ * admin UI around each POST (`runAudited`). Every commit of a change made
+ * while it is set writes a first audit entry in the same commit (`changeOp`
+ * in cache.ts calls `auditInCommit`), so a committed change is never without
+ * its entry, even when the process dies right after the commit; the request's
+ * own `recordAudit` then completes that same entry with its details.
+ */
+export interface AuditedRequest {
+  actor: string;
+  address: string;
+  /** E.g. `POST /admin/projects`, until the request records its own action. */
+  what: string;
+}
+
+interface PendingAudit extends AuditedRequest {
+  atMs: number;
+  id: string;
+  /** True once the request recorded its own entry in the key (later entries get their own). */
+  recorded: boolean;
+}
+
+/** Carries the request through its awaits (a context, not state: each request its own). */
+const requests = new AsyncLocalStorage<PendingAudit>();
+
+/** Runs `handle` as `request`: the changes it commits carry their audit entry (see above). */
+export function runAudited<T>(request: AuditedRequest, handle: () => T): T {
+  const atMs = Date.now();
+  return requests.run({ ...request, atMs, id: newAuditId(), recorded: false }, handle);
+}
+
+/**
+ * Adds the first audit entry of the request in progress, if any, to `op`:
+ * who and from where, and which records the commit changed.
+ */
+export function auditInCommit(op: Deno.AtomicOperation, changed: string): void {
+  const pending = requests.getStore();
+  if (pending === undefined || pending.recorded) return;
+  const entry = auditEntry(pending.id, pending.atMs, {
+    actor: pending.actor,
+    action: "change.committed",
+    target: pending.what,
+    details: `changed: ${changed}`,
+    address: pending.address,
+  });
+  op.set(auditKey(pending.atMs, entry.id), entry);
+}
+
+/** A new entry id (see `auditEntry`). */
+function newAuditId(): string {
   // The monotonic clock in µs (8 hex digits, 71 minutes around) keeps one
   // process's entries of the same millisecond in order without a counter;
   // 6 random hex digits keep two processes' entries of that millisecond apart.
   const tick = (Math.floor(performance.now() * 1000) % 2 ** 32).toString(16).padStart(8, "0");
   const random = crypto.getRandomValues(new Uint32Array(1))[0].toString(16).padStart(8, "0");
-  const entry: AuditEntry = {
-    id: `${tick}${random.slice(0, 6)}`,
-    at: new Date(nowMs).toISOString(),
+  return `${tick}${random.slice(0, 6)}`;
+}
+
+function auditEntry(id: string, atMs: number, input: AuditInput): AuditEntry {
+  return {
+    id,
+    at: new Date(atMs).toISOString(),
     actor: input.actor.slice(0, 200),
     action: input.action,
     target: input.target.slice(0, 500),
     details: input.details.slice(0, 2000),
     address: input.address.slice(0, ADDRESS_MAX_LENGTH),
   };
-  await retryWhileLocked(() => kv.set(auditKey(nowMs, entry.id), entry));
+}
+
+/**
+ * Writes an audit entry. Within an audited request, its first entry takes the
+ * key of the entry its changes committed (completing it); any other is new.
+ */
+export async function recordAudit(
+  kv: Deno.Kv,
+  input: AuditInput,
+  nowMs: number = Date.now(),
+): Promise<AuditEntry> {
+  const pending = requests.getStore();
+  const reuse = pending !== undefined && !pending.recorded;
+  if (pending !== undefined) pending.recorded = true;
+  const atMs = reuse ? pending.atMs : nowMs;
+  const entry = auditEntry(reuse ? pending.id : newAuditId(), atMs, input);
+  await retryWhileLocked(() => kv.set(auditKey(atMs, entry.id), entry));
   return entry;
 }
 

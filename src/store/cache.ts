@@ -32,6 +32,7 @@
  * so store functions keep taking a plain `Deno.Kv`.
  */
 import { commitWithRetry } from "./atomic.ts";
+import { auditInCommit } from "./audit.ts";
 import { cacheChangeKey, cacheChangesPrefix, cacheGenerationKey } from "./keys.ts";
 
 const MAX_ENTRIES = 200_000;
@@ -147,9 +148,15 @@ export function forgetCachedReads(kv: Deno.Kv): void {
  */
 export function changeOp(kv: Deno.Kv, changed: CacheChange): Deno.AtomicOperation {
   const at = Date.now();
-  return kv.atomic()
+  const op = kv.atomic()
     .sum(cacheGenerationKey(), 1n)
     .set(cacheChangeKey(at, crypto.randomUUID()), changed, { expireIn: CHANGES_KEPT_MS });
+  // Within an admin request, the change carries its audit entry (audit.ts).
+  auditInCommit(
+    op,
+    changed === "all" ? "everything" : changed.map((entry) => entry.join(" ")).join(", "),
+  );
+  return op;
 }
 
 /** One attempt of a change: its commit, what it gives back, and what it changed (as `changeOp` was told). */
