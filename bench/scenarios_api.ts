@@ -52,7 +52,7 @@ export interface Answer {
   headers: [string, string][];
 }
 
-const ADDED_BY_DENO_SERVE = new Set(["date", "content-length"]);
+export const ADDED_BY_DENO_SERVE: ReadonlySet<string> = new Set(["date", "content-length"]);
 
 /** GETs `url` once with the key and checks the answer is 200 JSON. */
 export async function fetchAnswer(
@@ -107,7 +107,7 @@ export async function withBaseline<T>(
  * headers in turn, `--runs` times (service, baseline, service, …: a slow
  * moment of the machine hits both), and keeps each one's best figures.
  */
-function againstBaseline(
+export function againstBaseline(
   ctx: BenchContext,
   name: string,
   url: string,
@@ -146,7 +146,7 @@ function bestOf(runs: Measured[]): Measured {
 }
 
 /** The row of server CPU per request, service against baseline. */
-function cpuRow(scenario: string) {
+export function cpuRow(scenario: string) {
   return {
     scenario,
     metric: "server CPU per request",
@@ -156,7 +156,7 @@ function cpuRow(scenario: string) {
   };
 }
 
-const wrkNote = (ctx: BenchContext) =>
+export const wrkNote = (ctx: BenchContext) =>
   `wrk ${ctx.params.threads} threads, ${ctx.params.connections} connections, ${ctx.params.duration} s; ` +
   `best of ${ctx.params.runs} interleaved runs`;
 
