@@ -6,6 +6,7 @@
  *   UPDATE_API_KEY=uds_… deno task client download --base-url URL --release ID [--out FILE]
  *   UPDATE_PUBLISH_TOKEN=udp_… deno task client publish --base-url URL --project SLUG --version V --file PATH
  *     [--build B] [--notes-file F] [--draft] [--not-latest]
+ *     [--tauri-signature-file F] [--sparkle-signature S]
  *
  * Installed as a command (docs/client-api.md), `uds-client` takes the same
  * arguments. `--help` prints the usage; `--version` the client's version.
@@ -50,6 +51,7 @@ const USAGE = `usage (or "uds-client" in place of "deno task client" once instal
   deno task client download --release ID [--out FILE] [--base-url URL]
   deno task client publish  --project SLUG --version V --file PATH [--build B]
                             [--notes-file F] [--draft] [--not-latest] [--base-url URL]
+                            [--tauri-signature-file F] [--sparkle-signature S]
 options:
   --retries N   retries after a 429 (honouring Retry-After) or a network failure; default 3
   --help, -h    this text
@@ -162,6 +164,8 @@ function parseCommandLine(args: string[]) {
         "notes-file": { type: "string" },
         draft: { type: "boolean" },
         "not-latest": { type: "boolean" },
+        "tauri-signature-file": { type: "string" },
+        "sparkle-signature": { type: "string" },
       },
     });
   } catch (error) {
@@ -198,6 +202,19 @@ async function publish(flags: Flags): Promise<number> {
       );
     }
   }
+  let tauriSignature: string | undefined;
+  if (flags["tauri-signature-file"]) {
+    try {
+      tauriSignature = await Deno.readTextFile(
+        resolve(userDirectory(), flags["tauri-signature-file"]),
+      );
+    } catch (error) {
+      throw new UpdateClientError(
+        "file",
+        `cannot read the Tauri signature file: ${(error as Error).message}`,
+      );
+    }
+  }
   const published = await publishRelease({
     ...options,
     token,
@@ -208,6 +225,8 @@ async function publish(flags: Flags): Promise<number> {
     releaseNotes,
     draft: flags.draft,
     notLatest: flags["not-latest"],
+    tauriSignature,
+    sparkleSignature: flags["sparkle-signature"],
   });
   console.log(JSON.stringify(published, null, 2));
   return EXIT.ok;

@@ -23,6 +23,9 @@ export interface PublishOptions extends Omit<ClientOptions, "apiKey"> {
   releaseNotes?: string;
   draft?: boolean;
   notLatest?: boolean;
+  /** The Tauri updater signature (the .sig file's text) and Sparkle's EdDSA signature, if any. */
+  tauriSignature?: string;
+  sparkleSignature?: string;
 }
 
 /** The service's answer: the project and the release with its state and whether it is latest. */
@@ -85,6 +88,12 @@ async function uploadOnce(
     ...(options.releaseNotes ? [["release_notes", options.releaseNotes] as [string, string]] : []),
     ...(options.draft ? [["draft", "true"] as [string, string]] : []),
     ...(options.notLatest ? [["not_latest", "true"] as [string, string]] : []),
+    ...(options.tauriSignature
+      ? [["tauri_signature", options.tauriSignature] as [string, string]]
+      : []),
+    ...(options.sparkleSignature
+      ? [["sparkle_signature", options.sparkleSignature] as [string, string]]
+      : []),
   ];
   const filename = basename(options.file).replace(/["\\\r\n]/g, "_");
   const head = encoder.encode(
