@@ -54,17 +54,7 @@ export function requireScopeMode(mode: string): ScopeMode {
 export function prepareApiKey(
   input: ApiKeyInput,
 ): { secret: string; record: Omit<ApiKey, "id" | "created_at"> } {
-  const name = requireText("name", input.name, { min: 1, max: NAME_MAX_LENGTH });
-  const scopeMode = requireScopeMode(input.scope_mode);
-  const tags = requireTags("tags", input.tags ?? []);
-  const projectIds = [...new Set(input.project_ids ?? [])];
-  if (projectIds.length > SCOPE_PROJECTS_MAX_COUNT) {
-    throw new ValidationError(
-      "project_ids",
-      `a key's scope can name at most ${SCOPE_PROJECTS_MAX_COUNT} projects`,
-    );
-  }
-  const expiresAt = parseExpiresAt(input.expires_at);
+  const { name, scopeMode, tags, projectIds, expiresAt } = validateKeyFields(input);
   const secret = generateApiKeySecret();
   return {
     secret,
@@ -80,6 +70,23 @@ export function prepareApiKey(
       tags,
     },
   };
+}
+
+/** A key's name, scope and expiry as given, checked (new keys and edits alike). */
+export function validateKeyFields(
+  input: Pick<ApiKeyInput, "name" | "scope_mode" | "tags" | "project_ids" | "expires_at">,
+) {
+  const name = requireText("name", input.name, { min: 1, max: NAME_MAX_LENGTH });
+  const scopeMode = requireScopeMode(input.scope_mode);
+  const tags = requireTags("tags", input.tags ?? []);
+  const projectIds = [...new Set(input.project_ids ?? [])];
+  if (projectIds.length > SCOPE_PROJECTS_MAX_COUNT) {
+    throw new ValidationError(
+      "project_ids",
+      `a key's scope can name at most ${SCOPE_PROJECTS_MAX_COUNT} projects`,
+    );
+  }
+  return { name, scopeMode, tags, projectIds, expiresAt: parseExpiresAt(input.expires_at) };
 }
 
 /** Creates a key; the secret is returned here once and never stored. */

@@ -6,19 +6,15 @@
  * expected version (outside tools) the edit applies to whatever is stored.
  */
 import { apiKeyAggregates, projectAggregates, releaseAggregates } from "./aggregates.ts";
-import {
-  DESCRIPTION_MAX_LENGTH,
-  NAME_MAX_LENGTH,
-  SCOPE_PROJECTS_MAX_COUNT,
-} from "../lib/limits.ts";
-import { requireScopeMode } from "./api_keys.ts";
+import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
+import { validateKeyFields } from "./api_keys.ts";
 import { now } from "./atomic.ts";
 import { type CacheEntryName, changeOp, commitChange } from "./cache.ts";
-import { NotFoundError, ValidationError } from "./errors.ts";
+import { NotFoundError } from "./errors.ts";
 import { apiKeyKey, projectKey, releaseKey } from "./keys.ts";
 import { validateReleaseFields } from "./releases.ts";
-import type { ApiKey, Project, Release, ScopeMode } from "./types.ts";
-import { parseExpiresAt, requireTags, requireText } from "./validate.ts";
+import type { ApiKey, Project, Release } from "./types.ts";
+import { requireTags, requireText } from "./validate.ts";
 
 /** A record with the versionstamp of its KV entry: what an edit form carries. */
 export interface Versioned<T> {
@@ -133,17 +129,7 @@ export async function editApiKey(
   id: number,
   input: ApiKeyEdit & { expected?: string },
 ): Promise<Edited<ApiKey>> {
-  const name = requireText("name", input.name, { min: 1, max: NAME_MAX_LENGTH });
-  const scopeMode: ScopeMode = requireScopeMode(input.scope_mode);
-  const tags = requireTags("tags", input.tags ?? []);
-  const projectIds = [...new Set(input.project_ids ?? [])];
-  if (projectIds.length > SCOPE_PROJECTS_MAX_COUNT) {
-    throw new ValidationError(
-      "project_ids",
-      `a key's scope can name at most ${SCOPE_PROJECTS_MAX_COUNT} projects`,
-    );
-  }
-  const expiresAt = parseExpiresAt(input.expires_at);
+  const { name, scopeMode, tags, projectIds, expiresAt } = validateKeyFields(input);
   return await editRecord<ApiKey>(kv, {
     key: apiKeyKey(id),
     expected: input.expected,
