@@ -25,12 +25,13 @@ export type NavItem =
   | "account";
 
 /** The header's links, and the roles shown each (as admin/roles.ts allows the page). */
-const NAV: Array<[NavItem, string, string, readonly AdminRole[]]> = [
+/** The menu: item, path, label, the roles that see it, and a shorter label for phones. */
+const NAV: Array<[NavItem, string, string, readonly AdminRole[], string?]> = [
   ["dashboard", "/admin", "Dashboard", ["admin", "publisher", "viewer"]],
   ["projects", "/admin/projects", "Projects", ["admin", "publisher", "viewer"]],
   ["api-keys", "/admin/api-keys", "API keys", ["admin", "viewer"]],
-  ["publish-tokens", "/admin/publish-tokens", "Publish tokens", ["admin", "viewer"]],
-  ["audit", "/admin/audit", "Audit log", ["admin", "publisher", "viewer"]],
+  ["publish-tokens", "/admin/publish-tokens", "Publish tokens", ["admin", "viewer"], "Tokens"],
+  ["audit", "/admin/audit", "Audit log", ["admin", "publisher", "viewer"], "Audit"],
   ["accounts", "/admin/accounts", "Accounts", ["admin"]],
 ];
 
@@ -64,10 +65,18 @@ export function Layout(
                 <nav class="main-nav" aria-label="Main">
                   <ul>
                     {NAV.filter(([, , , roles]) => roles.includes(ctx.role ?? "admin")).map((
-                      [id, href, label],
+                      [id, href, label, , short],
                     ) => (
                       <li>
-                        <a href={href} aria-current={nav === id ? "page" : undefined}>{label}</a>
+                        <a href={href} aria-current={nav === id ? "page" : undefined}>
+                          {short === undefined ? label : (
+                            <>
+                              {/* On a phone the short label shows; the full one is still read out. */}
+                              <span class="nav-long">{label}</span>
+                              <span class="nav-short" aria-hidden="true">{short}</span>
+                            </>
+                          )}
+                        </a>
                       </li>
                     ))}
                   </ul>
