@@ -11,9 +11,11 @@ import {
   createRelease,
   endRollout,
   getLatestRelease,
+  listAuditEntries,
   startRollout,
 } from "../src/store/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
 import { makeDataTempDir, type ServerProcess, startInstances } from "./server_process.ts";
 
 const IDS = Array.from({ length: 10_000 }, (_, i) => `install-${i}-${(i * 7919) % 10007}`);
@@ -194,4 +196,78 @@ Deno.test("three instances: stable answers, a halt seen everywhere within 100 ms
     await Promise.all(servers.map((server) => server.stop()));
     await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   }
+});
+
+Deno.test("the publishing API: upload with a rollout, halt, resume, widen, complete", async (t) => {
+  await using app = await createTestApp();
+  const project = await seedProject(app, { slug: "desktop" });
+  await seedRelease(app, project.id, "1.0.0");
+  const { secret } = await seedPublishToken(app.kv);
+  const { secret: key } = await seedKey(app);
+  const call = (path: string, init: RequestInit = {}) =>
+    app.request(PUBLISH_PREFIX + path, secret, init);
+  const post = (path: string, body?: unknown) =>
+    call(path, {
+      method: "POST",
+      ...(body === undefined ? {} : {
+        body: JSON.stringify(body),
+        headers: { "content-type": "application/json" },
+      }),
+    });
+  const share = async () => {
+    const versions = await Promise.all(IDS.slice(0, 400).map((id) => latestFor(app, key, id)));
+    return versions.filter((v) => v === "2.0.0").length / versions.length;
+  };
+
+  await t.step("an upload with rollout_percentage starts a rollout", async () => {
+    const res = await call(`/projects/desktop/releases`, {
+      method: "POST",
+      body: uploadForm({ version: "2.0.0", rollout_percentage: "25" }, {
+        bytes: new TextEncoder().encode("v2"),
+      }),
+    });
+    assert.equal(res.status, 201, await res.clone().text());
+    const rollout = (await (await call("/projects/desktop/rollout")).json()).rollout;
+    assert.equal(rollout.percentage, 25);
+    assert.equal(rollout.halted, false);
+    const reached = await share();
+    assert.ok(reached > 0.15 && reached < 0.35, `share ${reached}`);
+  });
+
+  await t.step("bad input is a clear 400", async () => {
+    const res = await call("/projects/desktop/rollout", {
+      method: "PATCH",
+      body: JSON.stringify({ percentage: 150 }),
+      headers: { "content-type": "application/json" },
+    });
+    assert.equal(res.status, 400);
+    assert.match((await res.json()).error, /0 to 100/);
+  });
+
+  await t.step("halt, resume, widen and complete; each audit-logged", async () => {
+    assert.equal((await post("/projects/desktop/rollout/halt")).status, 200);
+    assert.equal(await share(), 0);
+    assert.equal((await post("/projects/desktop/rollout/resume")).status, 200);
+    assert.ok(await share() > 0);
+    const widened = await call("/projects/desktop/rollout", {
+      method: "PATCH",
+      body: JSON.stringify({ percentage: 100 }),
+      headers: { "content-type": "application/json" },
+    });
+    assert.equal(widened.status, 200);
+    assert.equal(await share(), 1);
+    const done = await post("/projects/desktop/rollout/complete");
+    assert.equal(done.status, 200);
+    assert.equal((await done.json()).release.is_latest ?? true, true);
+    assert.equal((await (await call("/projects/desktop/rollout")).json()).rollout, null);
+    const actions = (await listAuditEntries(app.kv, { limit: 100 })).entries
+      .map((entry) => entry.action).filter((action) => action.startsWith("rollout."));
+    assert.deepEqual(actions.sort(), [
+      "rollout.change",
+      "rollout.complete",
+      "rollout.halt",
+      "rollout.resume",
+      "rollout.start",
+    ]);
+  });
 });

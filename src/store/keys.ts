@@ -48,8 +48,6 @@
  * | ["deleted_api_keys", keyId]                  | DeletedApiKey (id, name, prefix) |
  * | ["latest_choice", projectId]                | releaseId an admin or token made latest |
  * | ["rollouts", projectId]                      | Rollout: a staged rollout of a newer release (rollouts.ts) |
- * | ["adoption_seen", projectId, clientHash]     | { release_id, day } (expireIn 90 days): a client's last check |
- * | ["adoption_days", projectId, releaseId, day] | Deno.KvU64 clients last seen that day on that release |
  * | ["publish_tokens", tokenId]                  | PublishToken (never the secret) |
  * | ["publish_tokens_by_hash", sha256Hex]        | tokenId                       |
  * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
@@ -122,20 +120,6 @@ export function releaseIndexPrefix(): Deno.KvKey {
 /** A project's staged rollout (src/store/rollouts.ts), read with its latest pointer. */
 export function rolloutKey(projectId: number): Deno.KvKey {
   return ["rollouts", projectId];
-}
-
-/** A client's last check of a project (adoption.ts): its release and day; kept 90 days. */
-export function adoptionSeenKey(projectId: number, clientHash: string): Deno.KvKey {
-  return ["adoption_seen", projectId, clientHash];
-}
-
-/** How many clients were last seen on `day` (YYYY-MM-DD) on a release (adoption.ts). */
-export function adoptionDayKey(projectId: number, releaseId: number, day: string): Deno.KvKey {
-  return ["adoption_days", projectId, releaseId, day];
-}
-
-export function adoptionDaysPrefix(projectId: number): Deno.KvKey {
-  return ["adoption_days", projectId];
 }
 
 export function latestReleaseKey(projectId: number): Deno.KvKey {
