@@ -15,12 +15,16 @@ import { multipartBoundary, readMultipart } from "../../src/http/multipart.ts";
 import { ID_PATTERN, isSlug } from "../../src/lib/limits.ts";
 import { tokenCovers, tokenMay } from "../../src/publishing/tokens.ts";
 import {
+  changeRollout,
+  completeRollout,
   createLoginThrottle,
   editReleaseText,
+  endRollout,
   getLatestReleaseId,
   getProject,
   getProjectBySlug,
   getRelease,
+  getRollout,
   listProjects,
   listReleasePage,
   makeReleaseLatest,
@@ -30,7 +34,10 @@ import {
   type Release,
   RELEASE_PAGE_MAX,
   runAudited,
+  type Rollout,
+  type RolloutStep,
   setReleaseState,
+  startRollout,
 } from "../../src/store/mod.ts";
 import type { ServiceDeps } from "../types.ts";
 import { auditSafely, publishTokenAuth, tokenActor } from "./auth.ts";
@@ -160,6 +167,10 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
       `project ${project.slug}; version ${release.version}; ${release.filename}; ` +
         `${release.size_bytes} bytes; sha256 ${release.checksum_sha256}`,
     );
+    const rollout = await getRollout(kv, project.id);
+    if (rollout?.release_id === release.id) {
+      await auditRollout(c, "rollout.start", project, rolloutDetails(rollout));
+    }
     return json(await releaseBody(project, release), 201, {
       location: `/admin/api/v1/releases/${release.id}`,
     });
@@ -234,6 +245,69 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     return json(await releaseBody(project, chosen));
   });
 
+  // Staged rollouts (docs/rollouts.md): start one for a release, then halt,
+  // resume, widen (PATCH), complete or end it through its project.
+  const jsonLimit = bodyLimit({
+    maxSize: JSON_LIMIT_BYTES,
+    onError: () => {
+      throw new ApiError(413, `the JSON body is larger than ${JSON_LIMIT_BYTES} bytes`);
+    },
+  });
+  const rolloutJson = (rollout: Rollout | null) => json({ rollout: publishedRollout(rollout) });
+  const auditRollout = (c: PublishContext, action: string, project: Project, details: string) =>
+    auditSafely(deps, {
+      actor: tokenActor(c.get("publishToken")),
+      action,
+      target: `project ${project.id}`,
+      details: `project ${project.slug}; ${details}`,
+      address: addressOf(c, deps),
+    });
+
+  api.post("/releases/:id/rollout", jsonLimit, async (c) => {
+    const { project, release } = await releaseFor(c, "release_state");
+    const body = await readRolloutBody(c, ["percentage", "schedule", "tester_tag"]);
+    if (body.percentage === undefined) throw new ApiError(400, "percentage is required");
+    const rollout = await startRollout(kv, release.id, { ...body, percentage: body.percentage });
+    await auditRollout(c, "rollout.start", project, rolloutDetails(rollout));
+    return rolloutJson(rollout);
+  });
+
+  api.get("/projects/:slug/rollout", async (c) => {
+    const project = await projectFor(c);
+    return rolloutJson(await getRollout(kv, project.id));
+  });
+
+  api.patch("/projects/:slug/rollout", jsonLimit, async (c) => {
+    const project = await projectFor(c, "release_state");
+    const body = await readRolloutBody(c, ["percentage", "schedule", "tester_tag"]);
+    const rollout = await changeRollout(kv, project.id, body);
+    await auditRollout(c, "rollout.change", project, rolloutDetails(rollout));
+    return rolloutJson(rollout);
+  });
+
+  for (const [action, halted] of [["halt", true], ["resume", false]] as const) {
+    api.post(`/projects/:slug/rollout/${action}`, async (c) => {
+      const project = await projectFor(c, "release_state");
+      const rollout = await changeRollout(kv, project.id, { halted });
+      await auditRollout(c, `rollout.${action}`, project, rolloutDetails(rollout));
+      return rolloutJson(rollout);
+    });
+  }
+
+  api.post("/projects/:slug/rollout/complete", async (c) => {
+    const project = await projectFor(c, "release_state");
+    const release = await completeRollout(kv, project.id);
+    await auditRollout(c, "rollout.complete", project, `release ${release.id} is latest`);
+    return json(await releaseBody(project, release));
+  });
+
+  api.post("/projects/:slug/rollout/end", async (c) => {
+    const project = await projectFor(c, "release_state");
+    const ended = await endRollout(kv, project.id);
+    await auditRollout(c, "rollout.end", project, ended === null ? "none" : rolloutDetails(ended));
+    return rolloutJson(null);
+  });
+
   // Anything else under the prefix: a JSON 404 (the token is checked first, like every route).
   api.all("*", () => {
     throw new ApiError(404, "no such publishing API route; see docs/publishing.md");
@@ -261,6 +335,69 @@ function parseLimit(raw: string | undefined): number {
     throw new ApiError(400, `limit must be a number from 1 to ${RELEASE_PAGE_MAX}`);
   }
   return Number(raw);
+}
+
+/** A rollout in the publishing API's answers (null: none). */
+function publishedRollout(rollout: Rollout | null) {
+  return rollout === null ? null : {
+    release_id: String(rollout.release_id),
+    previous_id: String(rollout.previous_id),
+    percentage: rollout.percentage,
+    schedule: rollout.schedule,
+    halted: rollout.halted,
+    tester_tag: rollout.tester_tag,
+    started_at: rollout.started_at,
+    updated_at: rollout.updated_at,
+  };
+}
+
+/** The audit details of a rollout: what clients get now. */
+export function rolloutDetails(rollout: Rollout): string {
+  const steps = rollout.schedule.map((step) => `${step.at}=${step.percentage}%`).join(", ");
+  return `release ${rollout.release_id} over ${rollout.previous_id}; ${rollout.percentage}%` +
+    (rollout.halted ? "; halted" : "") +
+    (steps === "" ? "" : `; schedule ${steps}`) +
+    (rollout.tester_tag === null ? "" : `; testers ${rollout.tester_tag}`);
+}
+
+/** The JSON body of a rollout start or change: only `allowed` fields. */
+async function readRolloutBody(
+  c: PublishContext,
+  allowed: readonly string[],
+): Promise<{ percentage?: number; schedule?: RolloutStep[]; tester_tag?: string | null }> {
+  let body: unknown;
+  try {
+    body = await c.req.json();
+  } catch {
+    throw new ApiError(400, 'send a JSON object such as {"percentage": 10}');
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new ApiError(400, 'send a JSON object such as {"percentage": 10}');
+  }
+  const fields = body as Record<string, unknown>;
+  for (const name of Object.keys(fields)) {
+    if (!allowed.includes(name)) {
+      throw new ApiError(
+        400,
+        `unknown field ${JSON.stringify(name.slice(0, 64))}; allowed: ${allowed.join(", ")}`,
+      );
+    }
+  }
+  const { percentage, schedule, tester_tag } = fields;
+  if (percentage !== undefined && typeof percentage !== "number") {
+    throw new ApiError(400, "percentage must be a number from 0 to 100");
+  }
+  if (schedule !== undefined && !Array.isArray(schedule)) {
+    throw new ApiError(400, 'schedule must be a list of {"at": TIME, "percentage": NUMBER}');
+  }
+  if (tester_tag !== undefined && tester_tag !== null && typeof tester_tag !== "string") {
+    throw new ApiError(400, "tester_tag must be a string or null");
+  }
+  return {
+    ...(percentage === undefined ? {} : { percentage }),
+    ...(schedule === undefined ? {} : { schedule: schedule as RolloutStep[] }),
+    ...(tester_tag === undefined ? {} : { tester_tag }),
+  };
 }
 
 /** The JSON body of an edit: `build` and/or `release_notes`, strings; nothing else. */

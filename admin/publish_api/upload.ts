@@ -22,8 +22,12 @@ import {
 import {
   ConflictError,
   createRelease,
+  getLatestReleaseId,
+  parsePercentage,
+  parseSchedule,
   type Release,
   requireMediaType,
+  startRollout,
   validateReleaseFields,
   ValidationError,
 } from "../../src/store/mod.ts";
@@ -40,6 +44,10 @@ export const API_UPLOAD_FIELDS = [
   "content_type",
   "draft",
   "not_latest",
+  // A staged rollout (docs/rollouts.md), optional: the percentage, a schedule, a tester tag.
+  "rollout_percentage",
+  "rollout_schedule",
+  "rollout_tester_tag",
   // Updater signatures (docs/feeds.md), optional.
   "tauri_signature",
   "sparkle_signature",
@@ -121,6 +129,16 @@ async function record(
     }
     const draft = flag("draft", values.draft);
     const notLatest = flag("not_latest", values.not_latest);
+    const rollout = values.rollout_percentage?.trim()
+      ? {
+        percentage: parsePercentage("rollout_percentage", values.rollout_percentage),
+        schedule: parseSchedule(values.rollout_schedule ?? ""),
+        tester_tag: values.rollout_tester_tag ?? null,
+      }
+      : null;
+    // A rollout starts from the current latest; a project without one simply gets the release.
+    const staged = rollout !== null && !draft && !notLatest &&
+      await getLatestReleaseId(deps.kv, projectId) !== null;
     const contentType = values.content_type?.trim() ? values.content_type : file.contentType;
     return await createRelease(deps.kv, {
       project_id: projectId,
@@ -130,7 +148,16 @@ async function record(
       ...file.stored,
       ...signatures,
       draft,
-      make_latest: !notLatest,
+      make_latest: !notLatest && !staged,
+    }).then(async (release) => {
+      // The release is stored: a rollout that cannot start (a concurrent
+      // change of the latest) leaves it active, not latest, and never removes its file.
+      if (staged) {
+        await startRollout(deps.kv, release.id, rollout).catch((error) => {
+          console.error("rollout start after upload failed:", error);
+        });
+      }
+      return release;
     }).catch((error) => {
       if (!(error instanceof ValidationError || error instanceof ConflictError)) {
         deps.metrics.recordKvError("admin");

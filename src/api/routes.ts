@@ -4,9 +4,10 @@ import { projectVisible } from "../store/access.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
+import { INSTALL_ID_HEADER, releaseFor } from "../rollouts/membership.ts";
 import {
   type Cached,
-  getLatestRelease,
+  getLatestView,
   listProjects,
   type Project,
   type Release,
@@ -67,14 +68,26 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
   });
 
   // The hot path: with both records in the read cache, answered without a turn of the event loop.
+  // Outside a rollout the latest pointer's release at once; inside one, the
+  // client's (src/rollouts/membership.ts).
+  const installId = (c: Context<AppEnv>) => () => c.req.raw.headers.get(INSTALL_ID_HEADER);
   get("/projects/:slug/releases/latest", (c) => {
     const key = acceptedKey(c, deps);
     return thenRead(
       findVisibleProjectBySlug(kv, key, c.req.param("slug")),
       (project) =>
         thenRead(
-          getLatestRelease(kv, project.id),
-          (release) => respond.ok(c, latestReleaseBody(project, release)),
+          getLatestView(kv, project.id),
+          (view) =>
+            respond.ok(
+              c,
+              latestReleaseBody(
+                project,
+                view.rollout === null
+                  ? view.release
+                  : releaseFor(view, { key, installId: installId(c), nowMs: Date.now() }),
+              ),
+            ),
         ),
     );
   });

@@ -47,6 +47,7 @@
  * | ["deleted_release_downloads", projectId]     | Deno.KvU64 downloads of deleted releases |
  * | ["deleted_api_keys", keyId]                  | DeletedApiKey (id, name, prefix) |
  * | ["latest_choice", projectId]                | releaseId an admin or token made latest |
+ * | ["rollouts", projectId]                      | Rollout: a staged rollout of a newer release (rollouts.ts) |
  * | ["publish_tokens", tokenId]                  | PublishToken (never the secret) |
  * | ["publish_tokens_by_hash", sha256Hex]        | tokenId                       |
  * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
@@ -114,6 +115,11 @@ export function releasesByProjectPrefix(projectId: number): Deno.KvKey {
 /** The index entries of every project's releases. */
 export function releaseIndexPrefix(): Deno.KvKey {
   return ["releases_by_project"];
+}
+
+/** A project's staged rollout (src/store/rollouts.ts), read with its latest pointer. */
+export function rolloutKey(projectId: number): Deno.KvKey {
+  return ["rollouts", projectId];
 }
 
 export function latestReleaseKey(projectId: number): Deno.KvKey {

@@ -25,3 +25,5 @@ export * from "./deletes.ts";
 export * from "./audit_search.ts";
 export * from "./retention.ts";
 export * from "./feed_backfill.ts";
+export * from "./rollouts.ts";
+export * from "./latest_view.ts";

@@ -1,7 +1,8 @@
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { aggregatesReady, releaseAggregates } from "./aggregates.ts";
 import { now, serializedProjectWrite, takeIds } from "./atomic.ts";
-import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
+import { type Cached, cachedRead, changeOp, commitChange, thenRead } from "./cache.ts";
+import { getLatestView } from "./latest_view.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { type CursorPage, cursorPage, type PageRequest } from "./paging.ts";
 import { getManyEntries } from "./get_many.ts";
@@ -231,16 +232,13 @@ export function getRelease(kv: Deno.Kv, id: number): Cached<Release | null> {
   });
 }
 
-/** The latest active release of a project, or null when it has none. */
+/**
+ * The latest active release of a project, or null when it has none: the
+ * latest pointer's, whatever a staged rollout offers some clients
+ * (`getLatestView`, latest_view.ts).
+ */
 export function getLatestRelease(kv: Deno.Kv, projectId: number): Cached<Release | null> {
-  return cachedRead(kv, {
-    name: "latest_release",
-    id: projectId,
-    load: async () => {
-      const id = (await kv.get<number | null>(latestReleaseKey(projectId))).value;
-      return id === null ? null : (await kv.get<Release>(releaseKey(id))).value;
-    },
-  });
+  return thenRead(getLatestView(kv, projectId), (view) => view.release);
 }
 
 /** Every release of a project in every state, newest first. */

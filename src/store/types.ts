@@ -78,3 +78,27 @@ export interface RetentionPolicy {
   keep_active: number | null;
   archived_max_days: number | null;
 }
+
+/** A step of a rollout's schedule: from `at` on, at least `percentage` of clients. */
+export interface RolloutStep {
+  at: string;
+  percentage: number;
+}
+
+/**
+ * A staged rollout (src/store/rollouts.ts): the newer active `release_id`
+ * reaches `percentage` % of clients (and keys tagged `tester_tag`); every
+ * other client keeps `previous_id`, which stays the latest pointer until the
+ * rollout completes. Halted: everyone gets `previous_id`.
+ */
+export interface Rollout {
+  project_id: number;
+  release_id: number;
+  previous_id: number;
+  percentage: number;
+  schedule: RolloutStep[];
+  halted: boolean;
+  tester_tag: string | null;
+  started_at: string;
+  updated_at: string;
+}

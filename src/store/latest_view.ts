@@ -1,0 +1,64 @@
+/**
+ * What the latest-release answers read on every request, as one read-cache
+ * entry (`["latest_release", projectId]`): the latest pointer's release and
+ * the project's staged rollout, if one applies (rollouts.ts). Every write of
+ * either names that entry in its `changed`, so instances see it within the
+ * cache's bound. A rollout applies only while its previous release is still
+ * the latest and its release is active; anything else (an archived or
+ * deleted release, another latest) makes it inert until it is ended.
+ */
+import { type Cached, cachedRead } from "./cache.ts";
+import { latestReleaseKey, releaseKey, rolloutKey } from "./keys.ts";
+import type { Release, Rollout } from "./types.ts";
+
+/** A rollout in force, with what the hot path needs at hand. */
+export interface LiveRollout {
+  record: Rollout;
+  /** The release rolled out (newer than the latest). */
+  release: Release;
+  /** The schedule's steps as times in ms, in order. */
+  steps: ReadonlyArray<{ atMs: number; percentage: number }>;
+}
+
+export interface LatestView {
+  /** The latest pointer's release (what every client gets without a rollout). */
+  release: Release | null;
+  rollout: LiveRollout | null;
+}
+
+/** The latest pointer's release and the rollout in force; never null (so it is cached). */
+export function getLatestView(kv: Deno.Kv, projectId: number): Cached<LatestView> {
+  return cachedRead(kv, {
+    name: "latest_release",
+    id: projectId,
+    load: () => loadLatestView(kv, projectId),
+  }) as Cached<LatestView>;
+}
+
+async function loadLatestView(kv: Deno.Kv, projectId: number): Promise<LatestView> {
+  const [pointer, rolloutEntry] = await kv.getMany<[number | null, Rollout]>([
+    latestReleaseKey(projectId),
+    rolloutKey(projectId),
+  ]);
+  const id = pointer.value;
+  const rollout = rolloutEntry.value;
+  const [latest, candidate] = await kv.getMany<[Release, Release]>([
+    releaseKey(id ?? 0),
+    releaseKey(rollout?.release_id ?? 0),
+  ]);
+  const release = id === null ? null : latest.value;
+  const live = rollout !== null && release !== null && rollout.previous_id === release.id &&
+    candidate.value !== null && candidate.value.state === "active";
+  return {
+    release,
+    rollout: live
+      ? {
+        record: rollout,
+        release: candidate.value!,
+        steps: rollout.schedule
+          .map((step) => ({ atMs: Date.parse(step.at), percentage: step.percentage }))
+          .sort((a, b) => a.atMs - b.atMs),
+      }
+      : null,
+  };
+}

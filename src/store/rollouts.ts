@@ -1,0 +1,198 @@
+/**
+ * Staged rollouts (docs/rollouts.md): a newer active release offered to a
+ * share of a project's clients while the latest pointer stays on the
+ * previous release until the rollout completes. The record lives at
+ * `["rollouts", projectId]` and is read with the latest pointer in one
+ * read-cache entry (latest_view.ts); every write here names that entry.
+ */
+import { now, serializedProjectWrite } from "./atomic.ts";
+import { changeOp, commitChange } from "./cache.ts";
+import { NotFoundError, ValidationError } from "./errors.ts";
+import { latestReleaseKey, releaseKey, rolloutKey } from "./keys.ts";
+import { makeReleaseLatest } from "./releases.ts";
+import type { Release, Rollout, RolloutStep } from "./types.ts";
+import { requireTags, requireTime } from "./validate.ts";
+
+/** At most this many steps in a schedule. */
+export const ROLLOUT_STEPS_MAX = 10;
+
+export interface RolloutInput {
+  /** 0–100, at most two decimals. */
+  percentage: number;
+  schedule?: readonly RolloutStep[];
+  /** Keys with this tag get the release whatever the percentage (testers first). */
+  tester_tag?: string | null;
+}
+
+/** A percentage from a form or JSON: a number 0–100 with at most two decimals; else a ValidationError. */
+export function parsePercentage(field: string, raw: unknown): number {
+  const value = typeof raw === "string" && raw.trim() !== "" ? Number(raw.trim()) : raw;
+  if (
+    typeof value !== "number" || !Number.isFinite(value) || value < 0 || value > 100 ||
+    Math.round(value * 100) !== value * 100
+  ) {
+    throw new ValidationError(
+      field,
+      `${field} must be a number from 0 to 100 (two decimals at most)`,
+    );
+  }
+  return value;
+}
+
+/**
+ * A schedule from text: steps `TIME=PERCENT` separated by commas or new
+ * lines (`2026-12-01T09:00Z=10, 2026-12-02T09:00Z=50`), or already parsed.
+ */
+export function parseSchedule(raw: string | readonly RolloutStep[] | undefined): RolloutStep[] {
+  if (raw === undefined) return [];
+  const items = typeof raw === "string"
+    ? raw.split(/[,\n]/).map((part) => part.trim()).filter((part) => part !== "").map((part) => {
+      const at = part.lastIndexOf("=");
+      if (at < 1) {
+        throw new ValidationError("schedule", "each schedule step is TIME=PERCENT");
+      }
+      return { at: part.slice(0, at), percentage: part.slice(at + 1) as unknown as number };
+    })
+    : raw;
+  if (!Array.isArray(items) || items.length > ROLLOUT_STEPS_MAX) {
+    throw new ValidationError("schedule", `a schedule has at most ${ROLLOUT_STEPS_MAX} steps`);
+  }
+  return items.map((step) => {
+    if (typeof step !== "object" || step === null || typeof step.at !== "string") {
+      throw new ValidationError("schedule", "each schedule step has a time `at` and a percentage");
+    }
+    return {
+      at: requireTime("schedule", step.at, {
+        message: "a schedule step's time must be an RFC 3339 date and time",
+      }),
+      percentage: parsePercentage("schedule", step.percentage),
+    };
+  }).sort((a, b) => a.at < b.at ? -1 : a.at > b.at ? 1 : 0);
+}
+
+function testerTag(raw: string | null | undefined): string | null {
+  if (raw === undefined || raw === null || raw.trim() === "") return null;
+  const tags = requireTags("tester_tag", [raw]);
+  if (tags.length !== 1) throw new ValidationError("tester_tag", "give one tag");
+  return tags[0];
+}
+
+/** The project's rollout record (in force or inert), or null. */
+export async function getRollout(kv: Deno.Kv, projectId: number): Promise<Rollout | null> {
+  return (await kv.get<Rollout>(rolloutKey(projectId))).value;
+}
+
+/**
+ * Starts (or replaces) the staged rollout of an active release that is not
+ * the latest: it reaches `percentage` % of clients, the rest keep the latest.
+ */
+export async function startRollout(
+  kv: Deno.Kv,
+  releaseId: number,
+  input: RolloutInput,
+): Promise<Rollout> {
+  const percentage = parsePercentage("percentage", input.percentage);
+  const schedule = parseSchedule(input.schedule);
+  const tester_tag = testerTag(input.tester_tag);
+  const first = (await kv.get<Release>(releaseKey(releaseId))).value;
+  if (first === null) throw new NotFoundError("release not found");
+  const projectId = first.project_id;
+  return await serializedProjectWrite(kv, projectId, () =>
+    commitChange(kv, async () => {
+      const [releaseEntry, latestEntry, rolloutEntry] = await kv.getMany<
+        [Release, number | null, Rollout]
+      >([releaseKey(releaseId), latestReleaseKey(projectId), rolloutKey(projectId)]);
+      const release = releaseEntry.value;
+      if (release === null) throw new NotFoundError("release not found");
+      if (release.state !== "active") {
+        throw new ValidationError("rollout", `the release is ${release.state}: publish it first`);
+      }
+      const previous = latestEntry.value ?? null;
+      if (previous === null) {
+        throw new ValidationError("rollout", "the project has no latest release to roll out from");
+      }
+      if (previous === release.id) {
+        throw new ValidationError("rollout", "the release is already the latest for everyone");
+      }
+      const time = now();
+      const rollout: Rollout = {
+        project_id: projectId,
+        release_id: release.id,
+        previous_id: previous,
+        percentage,
+        schedule,
+        halted: false,
+        tester_tag,
+        started_at: time,
+        updated_at: time,
+      };
+      const changed = [["latest_release", projectId]] as const;
+      const commit = await changeOp(kv, changed)
+        .check(releaseEntry, latestEntry, rolloutEntry)
+        .set(rolloutKey(projectId), rollout)
+        .commit();
+      return { commit, value: rollout, changed };
+    }));
+}
+
+export interface RolloutChange {
+  halted?: boolean;
+  percentage?: number;
+  schedule?: readonly RolloutStep[];
+  tester_tag?: string | null;
+}
+
+/** Halts, resumes, widens (or narrows) a project's rollout; NotFoundError when there is none. */
+export async function changeRollout(
+  kv: Deno.Kv,
+  projectId: number,
+  change: RolloutChange,
+): Promise<Rollout> {
+  const percentage = change.percentage === undefined
+    ? undefined
+    : parsePercentage("percentage", change.percentage);
+  const schedule = change.schedule === undefined ? undefined : parseSchedule(change.schedule);
+  const tester_tag = change.tester_tag === undefined ? undefined : testerTag(change.tester_tag);
+  return await serializedProjectWrite(kv, projectId, () =>
+    commitChange(kv, async () => {
+      const entry = await kv.get<Rollout>(rolloutKey(projectId));
+      if (entry.value === null) throw new NotFoundError("the project has no rollout");
+      const rollout: Rollout = {
+        ...entry.value,
+        ...(change.halted === undefined ? {} : { halted: change.halted }),
+        ...(percentage === undefined ? {} : { percentage }),
+        ...(schedule === undefined ? {} : { schedule }),
+        ...(tester_tag === undefined ? {} : { tester_tag }),
+        updated_at: now(),
+      };
+      const changed = [["latest_release", projectId]] as const;
+      const commit = await changeOp(kv, changed).check(entry)
+        .set(rolloutKey(projectId), rollout).commit();
+      return { commit, value: rollout, changed };
+    }));
+}
+
+/** Ends a project's rollout without completing it: everyone keeps the latest. */
+export async function endRollout(kv: Deno.Kv, projectId: number): Promise<Rollout | null> {
+  return await serializedProjectWrite(kv, projectId, () =>
+    commitChange(kv, async () => {
+      const entry = await kv.get<Rollout>(rolloutKey(projectId));
+      const changed = [["latest_release", projectId]] as const;
+      const commit = await changeOp(kv, changed).check(entry)
+        .delete(rolloutKey(projectId)).commit();
+      return { commit, value: entry.value, changed };
+    }));
+}
+
+/**
+ * Completes a project's rollout: its release becomes the latest for
+ * everyone (the chosen latest when an even newer release is active) and the
+ * rollout ends.
+ */
+export async function completeRollout(kv: Deno.Kv, projectId: number): Promise<Release> {
+  const rollout = await getRollout(kv, projectId);
+  if (rollout === null) throw new NotFoundError("the project has no rollout");
+  const release = await makeReleaseLatest(kv, rollout.release_id);
+  await endRollout(kv, projectId);
+  return release;
+}

@@ -1,0 +1,273 @@
+/** Staged rollouts (docs/rollouts.md): membership, stability, halt, testers, the default unchanged. */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { releaseEnvelopeBody } from "../src/api/serialize.ts";
+import { clientIdentity, rolloutBucket } from "../src/rollouts/membership.ts";
+import {
+  changeRollout,
+  completeRollout,
+  createApiKey,
+  createProject,
+  createRelease,
+  endRollout,
+  getLatestRelease,
+  listAuditEntries,
+  startRollout,
+} from "../src/store/mod.ts";
+import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
+import { makeDataTempDir, type ServerProcess, startInstances } from "./server_process.ts";
+
+const IDS = Array.from({ length: 10_000 }, (_, i) => `install-${i}-${(i * 7919) % 10007}`);
+
+async function latestFor(t: TestApp, key: string, installId?: string): Promise<string> {
+  const res = await t.request(
+    "/api/v1/projects/desktop/releases/latest",
+    key,
+    installId === undefined ? {} : { headers: { "x-install-id": installId } },
+  );
+  assert.equal(res.status, 200);
+  return (await res.json()).release.version;
+}
+
+Deno.test("staged rollouts through the client API", async (t) => {
+  await using app = await createTestApp();
+  const project = await seedProject(app, { slug: "desktop" });
+  await seedRelease(app, project.id, "1.0.0");
+  const { secret } = await seedKey(app);
+
+  let before = "";
+  await t.step("without a rollout, the answer is today's, byte for byte", async () => {
+    before = await (await app.request("/api/v1/projects/desktop/releases/latest", secret)).text();
+    const withId = await app.request("/api/v1/projects/desktop/releases/latest", secret, {
+      headers: { "x-install-id": "abc" },
+    });
+    assert.equal(await withId.text(), before);
+    // What the route sent before rollouts existed: the envelope of the latest pointer's release.
+    const latest = (await getLatestRelease(app.kv, project.id))!;
+    assert.equal(before, new TextDecoder().decode(releaseEnvelopeBody(project, latest)));
+  });
+
+  const v2 = await seedRelease(app, project.id, "2.0.0", undefined, {});
+  // seedRelease makes it latest: roll back to 1.0.0 as latest, then stage 2.0.0.
+  const v1b = await seedRelease(app, project.id, "1.0.1");
+  await t.step("a rollout needs a release that is not the latest", async () => {
+    await assert.rejects(startRollout(app.kv, v1b.id, { percentage: 10 }), /already the latest/);
+    await assert.rejects(startRollout(app.kv, v2.id, { percentage: 101 }), /0 to 100/);
+  });
+
+  await t.step("a 10% rollout reaches 10% ± 1.5% of 10,000 install ids", async () => {
+    await startRollout(app.kv, v2.id, { percentage: 10 });
+    let reached = 0;
+    for (const id of IDS) if ((await latestFor(app, secret, id)) === "2.0.0") reached++;
+    assert.ok(Math.abs(reached / IDS.length - 0.1) <= 0.015, `reached ${reached}`);
+    // The same as the pure membership rule says.
+    const expected = IDS.filter((id) =>
+      rolloutBucket(v2.id, clientIdentity(id, { id: 0 } as never)) < 1000
+    ).length;
+    assert.equal(reached, expected);
+  });
+
+  await t.step("a client's answer is stable across requests; widening only adds", async () => {
+    const first = await Promise.all(IDS.slice(0, 300).map((id) => latestFor(app, secret, id)));
+    const again = await Promise.all(IDS.slice(0, 300).map((id) => latestFor(app, secret, id)));
+    assert.deepEqual(again, first);
+    await changeRollout(app.kv, project.id, { percentage: 50 });
+    const wider = await Promise.all(IDS.slice(0, 300).map((id) => latestFor(app, secret, id)));
+    first.forEach((version, i) => {
+      if (version === "2.0.0") assert.equal(wider[i], "2.0.0");
+    });
+    assert.ok(
+      wider.filter((v) => v === "2.0.0").length > first.filter((v) => v === "2.0.0").length,
+    );
+  });
+
+  await t.step("without an install id, the key is the identity", async () => {
+    const answers = new Set(await Promise.all([1, 2, 3].map(() => latestFor(app, secret))));
+    assert.equal(answers.size, 1);
+  });
+
+  await t.step("halt: everyone gets the previous latest; resume brings it back", async () => {
+    await changeRollout(app.kv, project.id, { halted: true });
+    for (const id of IDS.slice(0, 500)) assert.equal(await latestFor(app, secret, id), "1.0.1");
+    await changeRollout(app.kv, project.id, { halted: false });
+    const versions = await Promise.all(IDS.slice(0, 500).map((id) => latestFor(app, secret, id)));
+    assert.ok(versions.includes("2.0.0"));
+  });
+
+  await t.step("testers first: a tagged key gets it at 0%", async () => {
+    const tester = await seedKey(app, { tags: ["beta-testers"] });
+    await changeRollout(app.kv, project.id, { percentage: 0, tester_tag: "beta-testers" });
+    assert.equal(await latestFor(app, tester.secret, "x"), "2.0.0");
+    assert.equal(await latestFor(app, secret, IDS[0]), "1.0.1");
+  });
+
+  await t.step("a schedule raises the percentage at its times", async () => {
+    await changeRollout(app.kv, project.id, {
+      schedule: [{ at: new Date(Date.now() - 1000).toISOString(), percentage: 100 }],
+      tester_tag: null,
+    });
+    assert.equal(await latestFor(app, secret, IDS[1]), "2.0.0");
+    await changeRollout(app.kv, project.id, {
+      schedule: [{ at: new Date(Date.now() + 3_600_000).toISOString(), percentage: 100 }],
+    });
+    assert.equal(await latestFor(app, secret, IDS[1]), "1.0.1");
+  });
+
+  await t.step("complete: the release is the latest for everyone, the rollout gone", async () => {
+    await completeRollout(app.kv, project.id);
+    assert.equal((await getLatestRelease(app.kv, project.id))?.id, v2.id);
+    for (const id of IDS.slice(0, 50)) assert.equal(await latestFor(app, secret, id), "2.0.0");
+    assert.equal(await endRollout(app.kv, project.id), null);
+    const now = await (await app.request("/api/v1/projects/desktop/releases/latest", secret))
+      .text();
+    const latest = (await getLatestRelease(app.kv, project.id))!;
+    assert.equal(now, new TextDecoder().decode(releaseEnvelopeBody(project, latest)));
+  });
+});
+
+/** The latest version `server` answers for `installId`. */
+async function versionFrom(server: ServerProcess, secret: string, installId: string) {
+  const res = await fetch(server.baseUrl + "/api/v1/projects/desktop/releases/latest", {
+    headers: { authorization: `Bearer ${secret}`, "x-install-id": installId },
+  });
+  assert.equal(res.status, 200, server.output().slice(-2000));
+  return (await res.json()).release.version as string;
+}
+
+Deno.test("three instances: stable answers, a halt seen everywhere within 100 ms", async (t) => {
+  const dataDir = await makeDataTempDir("rollouts");
+  const servers = await startInstances(3, dataDir);
+  const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+  try {
+    const project = await createProject(kv, { name: "Desktop", slug: "desktop" });
+    const release = (version: string) =>
+      createRelease(kv, {
+        project_id: project.id,
+        version,
+        filename: `app-${version}.bin`,
+        storage_key: crypto.randomUUID(),
+        checksum_sha256: "0".repeat(64),
+        size_bytes: 1,
+      });
+    await release("1.0.0");
+    const v2 = await release("2.0.0");
+    await release("1.0.1");
+    const { secret } = await createApiKey(kv, {
+      name: "k",
+      can_download: true,
+      scope_mode: "all_projects",
+    });
+    await startRollout(kv, v2.id, { percentage: 30 });
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const ids = IDS.slice(0, 60);
+
+    await t.step("every instance gives each client the same answer", async () => {
+      const answers = await Promise.all(
+        servers.map((server) => Promise.all(ids.map((id) => versionFrom(server, secret, id)))),
+      );
+      assert.deepEqual(answers[1], answers[0]);
+      assert.deepEqual(answers[2], answers[0]);
+      assert.ok(answers[0].includes("2.0.0") && answers[0].includes("1.0.1"));
+    });
+
+    await t.step("after a halt, all three answer the previous latest within 100 ms", async () => {
+      const member = ids.find((id) =>
+        rolloutBucket(v2.id, clientIdentity(id, { id: 0 } as never)) < 3000
+      )!;
+      await changeRollout(kv, project.id, { halted: true });
+      const haltedAt = performance.now();
+      const lastOld = await Promise.all(servers.map(async (server) => {
+        let old = -Infinity;
+        for (;;) {
+          const sentAfter = performance.now() - haltedAt;
+          if (await versionFrom(server, secret, member) === "1.0.1") return old;
+          old = sentAfter;
+          assert.ok(sentAfter < 2000, `${server.baseUrl} never saw the halt`);
+          await new Promise((resolve) => setTimeout(resolve, 2));
+        }
+      }));
+      for (const ms of lastOld) {
+        assert.ok(ms < 100, `the rollout answered ${ms.toFixed(1)} ms after`);
+      }
+    });
+  } finally {
+    kv.close();
+    await Promise.all(servers.map((server) => server.stop()));
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  }
+});
+
+Deno.test("the publishing API: upload with a rollout, halt, resume, widen, complete", async (t) => {
+  await using app = await createTestApp();
+  const project = await seedProject(app, { slug: "desktop" });
+  await seedRelease(app, project.id, "1.0.0");
+  const { secret } = await seedPublishToken(app.kv);
+  const { secret: key } = await seedKey(app);
+  const call = (path: string, init: RequestInit = {}) =>
+    app.request(PUBLISH_PREFIX + path, secret, init);
+  const post = (path: string, body?: unknown) =>
+    call(path, {
+      method: "POST",
+      ...(body === undefined ? {} : {
+        body: JSON.stringify(body),
+        headers: { "content-type": "application/json" },
+      }),
+    });
+  const share = async () => {
+    const versions = await Promise.all(IDS.slice(0, 400).map((id) => latestFor(app, key, id)));
+    return versions.filter((v) => v === "2.0.0").length / versions.length;
+  };
+
+  await t.step("an upload with rollout_percentage starts a rollout", async () => {
+    const res = await call(`/projects/desktop/releases`, {
+      method: "POST",
+      body: uploadForm({ version: "2.0.0", rollout_percentage: "25" }, {
+        bytes: new TextEncoder().encode("v2"),
+      }),
+    });
+    assert.equal(res.status, 201, await res.clone().text());
+    const rollout = (await (await call("/projects/desktop/rollout")).json()).rollout;
+    assert.equal(rollout.percentage, 25);
+    assert.equal(rollout.halted, false);
+    const reached = await share();
+    assert.ok(reached > 0.15 && reached < 0.35, `share ${reached}`);
+  });
+
+  await t.step("bad input is a clear 400", async () => {
+    const res = await call("/projects/desktop/rollout", {
+      method: "PATCH",
+      body: JSON.stringify({ percentage: 150 }),
+      headers: { "content-type": "application/json" },
+    });
+    assert.equal(res.status, 400);
+    assert.match((await res.json()).error, /0 to 100/);
+  });
+
+  await t.step("halt, resume, widen and complete; each audit-logged", async () => {
+    assert.equal((await post("/projects/desktop/rollout/halt")).status, 200);
+    assert.equal(await share(), 0);
+    assert.equal((await post("/projects/desktop/rollout/resume")).status, 200);
+    assert.ok(await share() > 0);
+    const widened = await call("/projects/desktop/rollout", {
+      method: "PATCH",
+      body: JSON.stringify({ percentage: 100 }),
+      headers: { "content-type": "application/json" },
+    });
+    assert.equal(widened.status, 200);
+    assert.equal(await share(), 1);
+    const done = await post("/projects/desktop/rollout/complete");
+    assert.equal(done.status, 200);
+    assert.equal((await done.json()).release.is_latest ?? true, true);
+    assert.equal((await (await call("/projects/desktop/rollout")).json()).rollout, null);
+    const actions = (await listAuditEntries(app.kv, { limit: 100 })).entries
+      .map((entry) => entry.action).filter((action) => action.startsWith("rollout."));
+    assert.deepEqual(actions.sort(), [
+      "rollout.change",
+      "rollout.complete",
+      "rollout.halt",
+      "rollout.resume",
+      "rollout.start",
+    ]);
+  });
+});
