@@ -3,6 +3,7 @@ import { createMetrics } from "../lib/metrics.ts";
 import { createKeyLookup } from "../store/key_lookup.ts";
 import { createKvRateLimiter, createMemoryRateLimiter } from "../store/rate_limit.ts";
 import type { AppDeps, ServiceDeps } from "./app_env.ts";
+import { createSigner } from "../signing/signer.ts";
 import { createOpenResponses } from "./open_responses.ts";
 import { contractHeaders } from "./response_headers.ts";
 
@@ -22,5 +23,11 @@ export function withDefaultParts(deps: AppDeps): ServiceDeps {
     keyLookup: deps.keyLookup ?? createKeyLookup(deps.kv),
     responseHeaders: deps.responseHeaders ?? contractHeaders(deps.config),
     openResponses: deps.openResponses ?? createOpenResponses(),
+    signer: deps.signer ?? createSigner({
+      kv: deps.kv,
+      dataDir: deps.config.dataDir,
+      ttlSeconds: deps.config.signingTtlSeconds,
+      enabled: deps.config.signing,
+    }),
   };
 }

@@ -25,3 +25,4 @@ export * from "./deletes.ts";
 export * from "./audit_search.ts";
 export * from "./retention.ts";
 export * from "./feed_backfill.ts";
+export * from "./signing_keys.ts";
