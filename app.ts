@@ -13,6 +13,7 @@ import { FEEDS_PREFIX } from "./src/feeds/paths.ts";
 import { createApiRoutes } from "./src/api/routes.ts";
 import { keySetHandler } from "./src/api/key_set.ts";
 import { KEY_SET_PATH } from "./src/signing/format.ts";
+import { createSigner } from "./src/signing/signer.ts";
 import type { AppDeps, AppEnv } from "./src/http/app_env.ts";
 import { withDefaultParts } from "./src/http/app_parts.ts";
 import { mapJsonError } from "./src/http/errors.ts";
@@ -31,7 +32,15 @@ const ADMIN_PREFIX = "/admin";
 const PUBLISH_PREFIX = `${ADMIN_PREFIX}/api/v1`;
 
 export function createApp(appDeps: AppDeps): Hono<AppEnv> {
-  const deps = withDefaultParts(appDeps);
+  const deps = withDefaultParts({
+    ...appDeps,
+    signer: appDeps.signer ?? createSigner({
+      kv: appDeps.kv,
+      dataDir: appDeps.config.dataDir,
+      ttlSeconds: appDeps.config.signingTtlSeconds,
+      enabled: appDeps.config.signing,
+    }),
+  });
   const { config } = deps;
   const app = new Hono<AppEnv>();
 

@@ -20,7 +20,7 @@ import {
 /**
  * A config for tests: the defaults, with a data dir under ./data/test, and
  * `overrides`. `UDS_TEST_SIGNING=1` in the environment runs the tests with
- * signed answers (docs/signing.md; `UDS_TEST_SIGNING=1 deno test … tests/api_*_test.ts`).
+ * signed answers (docs/signing.md; `UDS_TEST_SIGNING=1 deno task test`).
  */
 export function testConfig(overrides: Partial<Config> = {}): Config {
   const signing = Deno.env.get("UDS_TEST_SIGNING") === "1" ? "true" : "false";
@@ -84,8 +84,10 @@ export async function createTestApp(
   // cache: have it look for their writes on every request.
   if (appKv !== kv) setCacheRefreshMs(appKv, 0);
   const artifacts = options.artifacts ?? createFsStore(config.artifactsDir);
+  // On the plain KV, as the seeds: a first key made at the first request is not a write a test
+  // of the app's KV should count, and a faulty KV leaves the keys readable.
   const signer = createSigner({
-    kv: appKv,
+    kv,
     dataDir,
     ttlSeconds: config.signingTtlSeconds,
     enabled: config.signing,

@@ -4,9 +4,12 @@
  * published key set; signing off adds nothing; rotation signs with two keys.
  */
 import assert from "node:assert/strict";
-import { createHash, createPublicKey, verify } from "node:crypto";
-import { createKeyFiles } from "../src/signing/key_files.ts";
+import { createHash, createPrivateKey, createPublicKey, sign, verify } from "node:crypto";
+import { signedMessage } from "../src/signing/format.ts";
+import { createKeyFiles, kidOf } from "../src/signing/key_files.ts";
 import { createSigningKey, setSigningKeyStatus } from "../src/store/mod.ts";
+import { join } from "node:path";
+import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 
 interface PublishedKey {
@@ -199,4 +202,94 @@ Deno.test("signing off (the default): no signature headers, no key made", async 
     assert.equal(res.headers.get(name), null);
   }
   assert.deepEqual(await keySet(app), []);
+});
+
+Deno.test("admin UI: admins create, activate and retire keys; private keys stay 0600 files", async (t) => {
+  await using app = await createAdminTestApp({ signing: true });
+  const admin = await signedInClient(app);
+  await app.signer.ready();
+  const [first] = await keySet(app);
+
+  await t.step("create: a pending key, published, its private half a 0600 file", async () => {
+    const res = await admin.post("/admin/signing-keys");
+    assert.equal(res.status, 303);
+    const { html } = await admin.page("/admin/signing-keys");
+    const keys = await keySet(app);
+    assert.equal(keys.length, 2);
+    const next = keys.find((k) => k.kid !== first.kid)!;
+    assert.equal(next.status, "pending");
+    assert.ok(html.includes(`data-signing-key-id="${next.kid}"`));
+    assert.ok(!html.includes("PRIVATE KEY"));
+    const file = join(app.config.dataDir, "signing-keys", `${next.kid}.pem`);
+    assert.equal((await Deno.stat(file)).mode! & 0o777, 0o600);
+    assert.equal((await Deno.stat(join(app.config.dataDir, "signing-keys"))).mode! & 0o777, 0o700);
+  });
+
+  await t.step("activate the new key, retire the old one: answers follow at once", async () => {
+    const next = (await keySet(app)).find((k) => k.kid !== first.kid)!;
+    assert.equal((await admin.post(`/admin/signing-keys/${next.kid}/activate`)).status, 303);
+    let res = await app.request("/api/v1");
+    assert.equal(res.headers.get("uds-signature")!.split(",").length, 2);
+    await res.body?.cancel();
+    assert.equal((await admin.post(`/admin/signing-keys/${first.kid}/retire`)).status, 303);
+    // The last active key is not retired while signing is on.
+    await admin.post(`/admin/signing-keys/${next.kid}/retire`);
+    const keys = await keySet(app);
+    assert.deepEqual(
+      keys.map((k) => [k.kid, k.status]).sort(),
+      [
+        [first.kid, "retired"],
+        [next.kid, "active"],
+      ].sort(),
+    );
+    res = await app.request("/api/v1");
+    const body = new Uint8Array(await res.arrayBuffer());
+    assert.deepEqual(verifyAnswer(res, { method: "GET", path: "/api/v1", body, keys }), [next.kid]);
+    const log = await admin.page("/admin/audit");
+    assert.ok(log.html.includes("signing_key.retire"));
+  });
+
+  await t.step("a viewer may not see or change the keys", async () => {
+    await admin.page("/admin/accounts");
+    const password = "a long enough password 42";
+    const made = await admin.post("/admin/accounts", { username: "vic", password, role: "viewer" });
+    assert.equal(made.status, 303);
+    const viewer = new AdminClient(app);
+    assert.equal((await viewer.signIn("vic", password)).status, 303);
+    assert.equal((await viewer.fetch("/admin/signing-keys")).status, 403);
+    assert.equal((await viewer.post("/admin/signing-keys")).status, 403);
+  });
+});
+
+Deno.test("docs/signing.md's test vector is what the service's code signs", async () => {
+  const doc = await Deno.readTextFile(new URL("../docs/signing.md", import.meta.url));
+  const seed = Buffer.from(Array.from({ length: 32 }, (_, i) => i));
+  const der = Buffer.concat([Buffer.from("302e020100300506032b657004220420", "hex"), seed]);
+  const privateKey = createPrivateKey({ key: der, format: "der", type: "pkcs8" });
+  const x = createPublicKey(privateKey).export({ format: "jwk" }).x as string;
+  const kid = kidOf(x);
+  const body = '{"project":{"slug":"app"},"release":{"version":"1.2.3"}}';
+  const sha256 = createHash("sha256").update(body).digest("hex");
+  const message = signedMessage({
+    method: "GET",
+    path: "/api/v1/projects/app/releases/latest",
+    status: 200,
+    date: 1767225600,
+    expires: 1767229200,
+    kid,
+    sha256,
+  });
+  const sig = sign(null, Buffer.from(message), privateKey).toString("base64url");
+  for (const value of [x, kid, body, sha256, sig]) {
+    assert.ok(doc.includes(`\`${value}\``), `docs/signing.md gives ${value}`);
+  }
+  const tampered = message.replace("1.2.3", "1.2.4").replace(sha256, "0".repeat(64));
+  assert.ok(
+    !verify(
+      null,
+      Buffer.from(tampered),
+      createPublicKey(privateKey),
+      Buffer.from(sig, "base64url"),
+    ),
+  );
 });

@@ -7,7 +7,8 @@
  */
 import type { Context } from "hono";
 import type { Config } from "../lib/config.ts";
-import { sha256Hex, type Signer } from "../signing/signer.ts";
+import { createHash } from "node:crypto";
+import type { AnswerSigner } from "../store/mod.ts";
 import type { AppEnv } from "./app_env.ts";
 import { JSON_CONTENT_TYPE } from "./json.ts";
 
@@ -104,6 +105,8 @@ interface CachedResponse {
 /** A cached body's answer to one method and path, signed, reused until `untilMs`. */
 interface SignedResponse extends CachedResponse {
   untilMs: number;
+  /** The signer's generation it was signed in (see `Signer.generation`). */
+  generation: number;
 }
 
 /**
@@ -112,7 +115,7 @@ interface SignedResponse extends CachedResponse {
  * cached body's signed answer is made once per method and path and reused for
  * `signer.reuseSeconds` (its date and expiry are those of when it was signed).
  */
-export function createApiResponder(headers: ResponseHeaders, signer?: Signer): ApiResponder {
+export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSigner): ApiResponder {
   const fixed: HeaderList = [...headers.security, ...headers.protected];
   const cached = new WeakMap<Uint8Array, CachedResponse>();
   const listOf = (
@@ -152,12 +155,17 @@ export function createApiResponder(headers: ResponseHeaders, signer?: Signer): A
     const at = `${c.req.method} ${c.req.path}`;
     entry.signed ??= new Map();
     const signed = entry.signed.get(at);
-    if (signed !== undefined && signed.untilMs > nowMs) return signed;
+    if (
+      signed !== undefined && signed.untilMs > nowMs && signed.generation === signing!.generation
+    ) {
+      return signed;
+    }
     const sig = signatureHeaders(c, 200, entry.sha256);
     const fresh: SignedResponse = {
       template: new Response(body, { headers: [...entry.template.headers, ...sig] }),
       headHeaders: [...entry.headHeaders, ...sig],
       untilMs: nowMs + signing!.reuseSeconds * 1000,
+      generation: signing!.generation,
     };
     entry.signed.set(at, fresh);
     return fresh;
@@ -183,4 +191,8 @@ export function createApiResponder(headers: ResponseHeaders, signer?: Signer): A
       return new Response(body, { status, headers: list });
     },
   };
+}
+
+function sha256Hex(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
 }

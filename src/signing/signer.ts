@@ -8,6 +8,7 @@
  */
 import { createHash, type KeyObject, sign } from "node:crypto";
 import {
+  type AnswerSigner,
   createSigningKey,
   listSigningKeys,
   setSigningKeyStatus,
@@ -35,29 +36,8 @@ export interface SignerOptions {
   enabled: boolean;
 }
 
-export interface AnswerFields {
-  method: string;
-  path: string;
-  status: number;
-  sha256: string;
-}
-
-export interface Signer {
-  /** Whether signing is switched on. */
-  readonly enabled: boolean;
-  /** Whether the keys were read at least once (else `ready()` first). */
-  readonly loaded: boolean;
-  /** How long a signature may be reused for the same answer (a fraction of the TTL). */
-  readonly reuseSeconds: number;
-  /** Reads the keys once; resolves at once after the first time. */
-  ready(): Promise<void>;
-  /** Reads the keys again now (after an admin change). */
-  reload(): Promise<void>;
-  /** The signature headers of an answer; none when no active key is here. */
-  sign(fields: AnswerFields): [string, string][];
-  /** The keys as stored, for the key set and the admin page. */
-  keys(): readonly SigningKey[];
-}
+/** The answer signer (its interface is the store's, so that the HTTP layer may hold one). */
+export type Signer = AnswerSigner;
 
 export function sha256Hex(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
@@ -70,6 +50,7 @@ export function createSigner(options: SignerOptions): Signer {
   let loadedAt = 0;
   let loading: Promise<void> | null = null;
   let first: Promise<void> | null = null;
+  let generation = 0;
 
   async function load(): Promise<void> {
     let keys = await listSigningKeys(kv);
@@ -90,6 +71,7 @@ export function createSigner(options: SignerOptions): Signer {
       next.push({ kid: key.kid, key: privateKey });
     }
     stored = keys;
+    if (next.map((k) => k.kid).join() !== active.map((k) => k.kid).join()) generation++;
     active = next;
     loadedAt = Date.now();
   }
@@ -105,7 +87,16 @@ export function createSigner(options: SignerOptions): Signer {
       return loadedAt !== 0;
     },
     reuseSeconds: Math.max(1, Math.min(60, Math.floor(ttlSeconds / 4))),
-    ready: () => first ??= reload(),
+    get generation() {
+      return generation;
+    },
+    // A KV that does not answer at start leaves the answers unsigned (a verifying client refuses
+    // them) rather than failing them; the keys are read again at the next signature.
+    ready: () =>
+      first ??= reload().catch((error) => {
+        loadedAt = Date.now();
+        console.error("signing keys could not be read:", error);
+      }),
     reload,
     keys: () => stored,
     sign(fields) {

@@ -99,3 +99,33 @@ export async function setSigningKeyStatus(
     return { commit: await atomic.set(signingKeyKey(kid), changed).commit(), value: changed };
   });
 }
+
+export interface AnswerFields {
+  method: string;
+  path: string;
+  status: number;
+  sha256: string;
+}
+
+/**
+ * Signs the client API's answers (src/signing/signer.ts makes the real one;
+ * the HTTP layer holds it as this interface).
+ */
+export interface AnswerSigner {
+  /** Whether signing is switched on. */
+  readonly enabled: boolean;
+  /** Whether the keys were read at least once (else `ready()` first). */
+  readonly loaded: boolean;
+  /** How long a signature may be reused for the same answer (a fraction of the TTL). */
+  readonly reuseSeconds: number;
+  /** Changes whenever the active keys change: a reused signature of another generation is stale. */
+  readonly generation: number;
+  /** Reads the keys once; resolves at once after the first time. */
+  ready(): Promise<void>;
+  /** Reads the keys again now (after an admin change). */
+  reload(): Promise<void>;
+  /** The signature headers of an answer; none when no active key is here. */
+  sign(fields: AnswerFields): [string, string][];
+  /** The keys as stored, for the key set and the admin page. */
+  keys(): readonly SigningKey[];
+}
