@@ -15,6 +15,7 @@ export const SCENARIOS = [
   "large",
   "upload",
   "writes",
+  "signing",
 ] as const;
 export type ScenarioName = typeof SCENARIOS[number];
 

@@ -18,9 +18,19 @@ import { largeData, latestRelease, projectList } from "./scenarios_api.ts";
 import { download, upload } from "./scenarios_files.ts";
 import { formatLayerCosts, layers } from "./scenarios_layers.ts";
 import { writes } from "./scenarios_writes.ts";
+import { signing } from "./scenarios_signing.ts";
 import { formatTable, makeRow, type Row, skippedRows } from "./table.ts";
 
-const ALL: Scenario[] = [latestRelease, projectList, layers, download, largeData, upload, writes];
+const ALL: Scenario[] = [
+  latestRelease,
+  projectList,
+  layers,
+  download,
+  largeData,
+  upload,
+  writes,
+  signing,
+];
 
 export interface BenchReport {
   generated_at: string;
