@@ -11,6 +11,9 @@ import { createPublishApi } from "./admin/publish_api/mod.ts";
 import { createFeedRoutes } from "./src/api/feeds.ts";
 import { FEEDS_PREFIX } from "./src/feeds/paths.ts";
 import { createApiRoutes } from "./src/api/routes.ts";
+import { keySetHandler } from "./src/api/key_set.ts";
+import { KEY_SET_PATH } from "./src/signing/format.ts";
+import { createSigner } from "./src/signing/signer.ts";
 import type { AppDeps, AppEnv } from "./src/http/app_env.ts";
 import { withDefaultParts } from "./src/http/app_parts.ts";
 import { mapJsonError } from "./src/http/errors.ts";
@@ -29,7 +32,15 @@ const ADMIN_PREFIX = "/admin";
 const PUBLISH_PREFIX = `${ADMIN_PREFIX}/api/v1`;
 
 export function createApp(appDeps: AppDeps): Hono<AppEnv> {
-  const deps = withDefaultParts(appDeps);
+  const deps = withDefaultParts({
+    ...appDeps,
+    signer: appDeps.signer ?? createSigner({
+      kv: appDeps.kv,
+      dataDir: appDeps.config.dataDir,
+      ttlSeconds: appDeps.config.signingTtlSeconds,
+      enabled: appDeps.config.signing,
+    }),
+  });
   const { config } = deps;
   const app = new Hono<AppEnv>();
 
@@ -53,6 +64,8 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
   );
 
   app.get("/healthz", healthHandler(deps));
+  // The signing keys' public halves (docs/signing.md "The key set").
+  app.get(KEY_SET_PATH, keySetHandler(deps));
   // With a separate metrics address, /metrics is served only there (see main.ts).
   if (config.metricsToken !== undefined && config.metricsAddress === undefined) {
     app.get("/metrics", metricsHandler(deps.metrics, config.metricsToken));
@@ -91,4 +104,4 @@ function isUnder(c: Context, prefix: string): boolean {
 }
 
 /** The paths whose routes the observing middleware runs on: all but the client API's. */
-const OBSERVED_PATHS = ["/", "/healthz", "/metrics", `${ADMIN_PREFIX}/*`] as const;
+const OBSERVED_PATHS = ["/", "/healthz", KEY_SET_PATH, "/metrics", `${ADMIN_PREFIX}/*`] as const;

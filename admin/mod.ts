@@ -37,6 +37,7 @@ import { addPublishTokenRoutes } from "./routes/publish_tokens.tsx";
 import { addReleaseRoutes } from "./routes/releases.tsx";
 import { addReleaseLatestRoutes } from "./routes/release_latest.tsx";
 import { addUploadRoute } from "./routes/upload.tsx";
+import { addSigningKeyRoutes } from "./routes/signing_keys.tsx";
 import { renderAdminError, renderAdminNotFound } from "./errors.tsx";
 import { addStaticRoutes } from "./static.ts";
 import type { AdminEnv, ServiceDeps } from "./types.ts";
@@ -103,5 +104,6 @@ function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono
   addApiKeyPageRoutes(gated, deps);
   addPublishTokenRoutes(gated, deps);
   addAccountsRoutes(gated, deps);
+  addSigningKeyRoutes(gated, deps);
   return gated;
 }

@@ -36,6 +36,8 @@ const ROUTE_ROLES: ReadonlyMap<string, readonly AdminRole[]> = new Map([
   ["POST /admin/releases/:id/make-latest", RELEASE_WRITERS],
   // Accounts are for admins only, reading included.
   ["GET /admin/accounts", ADMINS],
+  // Signing keys (docs/signing.md) are the owner's: admins only, reading included.
+  ["GET /admin/signing-keys", ADMINS],
 ]);
 
 /** The roles that may use `route` (`METHOD /admin/path`, as registered). */

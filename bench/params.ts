@@ -16,6 +16,7 @@ export const SCENARIOS = [
   "upload",
   "writes",
   "feed",
+  "signing",
 ] as const;
 export type ScenarioName = typeof SCENARIOS[number];
 

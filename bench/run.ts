@@ -19,6 +19,7 @@ import { download, upload } from "./scenarios_files.ts";
 import { formatLayerCosts, layers } from "./scenarios_layers.ts";
 import { writes } from "./scenarios_writes.ts";
 import { electronFeed } from "./scenarios_feeds.ts";
+import { signing } from "./scenarios_signing.ts";
 import { formatTable, makeRow, type Row, skippedRows } from "./table.ts";
 
 const ALL: Scenario[] = [
@@ -30,6 +31,7 @@ const ALL: Scenario[] = [
   upload,
   writes,
   electronFeed,
+  signing,
 ];
 
 export interface BenchReport {

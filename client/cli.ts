@@ -43,6 +43,7 @@ export const EXIT = {
   file: 9, // cannot write the target
   update_available: 10, // `check` only
   refused: 11, // `publish`: the service refused the upload (400, 409, 413, 507)
+  signature: 12, // an answer's signature is bad, missing or expired (with a pinned key set)
 } as const satisfies Record<FailureKind, number> & Record<string, number>;
 
 const USAGE = `usage (or "uds-client" in place of "deno task client" once installed):

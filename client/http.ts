@@ -26,6 +26,13 @@ export interface ClientOptions {
    * program can say what it is waiting for and how long.
    */
   onRetry?: (retry: RetryNotice) => void;
+  /**
+   * The service's signing keys pinned at install (docs/signing.md): every
+   * answer must carry a valid, unexpired signature of one of them.
+   */
+  trustedKeys?: ReadonlyArray<import("./signatures.ts").PublishedKey>;
+  /** The clock for signature expiry (tests replay old answers). */
+  now?: () => number;
   /** Replaceable for tests. */
   fetch?: typeof fetch;
   sleep?: (ms: number) => Promise<void>;
@@ -73,7 +80,8 @@ export type FailureKind =
   | "network" // connection refused, reset, lost or idle too long, after the retries
   | "server" // 5xx or a response the client does not understand
   | "file" // the target or its .part file (or the file to publish) could not be read or written
-  | "refused"; // publish: the service refused the upload (400, 409, 413, 507)
+  | "refused" // publish: the service refused the upload (400, 409, 413, 507)
+  | "signature"; // a pinned key set is given and an answer's signature is bad, missing or expired
 
 export class UpdateClientError extends Error {
   constructor(

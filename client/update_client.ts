@@ -35,8 +35,10 @@ import {
   withRetries,
 } from "./http.ts";
 import { isNewerVersion } from "./versions.ts";
+import { sha256Hex, verifyAnswer } from "./signatures.ts";
 
 export { downloadRelease } from "./download.ts";
+export { fetchKeySet, type KeySet, type PublishedKey, verifyAnswer } from "./signatures.ts";
 export type { DownloadOptions, DownloadResult } from "./download.ts";
 export { CLIENT_VERSION, UpdateClientError, USER_AGENT } from "./http.ts";
 export type { ClientOptions, FailureKind, Project, Release, RetryNotice } from "./http.ts";
@@ -67,10 +69,26 @@ async function getEnvelope(
 ): Promise<{ project: Project; release: Release }> {
   const envelope = await withRetries(options, async () => {
     const res = await send(options, path, {});
-    return await res.json().catch((error) => {
+    const body = new Uint8Array(await res.arrayBuffer());
+    if (options.trustedKeys !== undefined) {
+      await verifyAnswer(
+        {
+          method: "GET",
+          path: new URL(path, options.baseUrl).pathname,
+          status: res.status,
+          headers: res.headers,
+          sha256: await sha256Hex(body),
+        },
+        options.trustedKeys,
+        options.now?.(),
+      );
+    }
+    try {
+      return JSON.parse(new TextDecoder().decode(body));
+    } catch (error) {
       if (error instanceof SyntaxError) return null; // not JSON: reported below
-      throw error; // the connection broke while reading
-    });
+      throw error;
+    }
   });
   const release = envelope?.release;
   if (typeof release?.version !== "string" || typeof release.download_url !== "string") {

@@ -57,6 +57,7 @@ function adminRoutes(
     if (method === "ALL" || !(pattern === "/admin" || pattern.startsWith("/admin/"))) continue;
     const path = pattern.replace(/:(\w+)/g, (_, name: string) => {
       if (name === "slug") return "alpha";
+      if (name === "kid") return "k0000000000000000";
       if (name === "id" && pattern.includes("/publish-tokens/")) return String(ids.tokenId);
       if (name === "id") return String(pattern.includes("/api-keys/") ? ids.keyId : ids.releaseId);
       if (name === "name") return "style.css";

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { createApp } from "../app.ts";
 import { type ArtifactStore, createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { type Config, loadConfig } from "../src/lib/config.ts";
+import { createSigner, type Signer } from "../src/signing/signer.ts";
 import {
   type ApiKeyInput,
   buildAggregates,
@@ -16,9 +17,14 @@ import {
   setCacheRefreshMs,
 } from "../src/store/mod.ts";
 
-/** A config for tests: the defaults, with a data dir under ./data/test, and `overrides`. */
+/**
+ * A config for tests: the defaults, with a data dir under ./data/test, and
+ * `overrides`. `UDS_TEST_SIGNING=1` in the environment runs the tests with
+ * signed answers (docs/signing.md; `UDS_TEST_SIGNING=1 deno task test`).
+ */
 export function testConfig(overrides: Partial<Config> = {}): Config {
-  return { ...loadConfig({ APP_DATA_DIR: "./data/test" }), ...overrides };
+  const signing = Deno.env.get("UDS_TEST_SIGNING") === "1" ? "true" : "false";
+  return { ...loadConfig({ APP_DATA_DIR: "./data/test", APP_SIGNING: signing }), ...overrides };
 }
 
 /** An app under test; `await using t = await createTestApp()` closes it at the end of the scope. */
@@ -34,6 +40,8 @@ export interface TestApp extends AsyncDisposable {
   rateLimitKv: Deno.Kv;
   artifacts: ArtifactStore;
   config: Config;
+  /** The app's answer signer (docs/signing.md): tests reload its keys after changing them. */
+  signer: Signer;
   /** GET (or other method) with an optional bearer key. */
   request: (path: string, key?: string, init?: RequestInit) => Promise<Response>;
   /** Like `request`, as if sent from the TCP peer `address`. */
@@ -76,7 +84,16 @@ export async function createTestApp(
   // cache: have it look for their writes on every request.
   if (appKv !== kv) setCacheRefreshMs(appKv, 0);
   const artifacts = options.artifacts ?? createFsStore(config.artifactsDir);
+  // On the plain KV, as the seeds: a first key made at the first request is not a write a test
+  // of the app's KV should count, and a faulty KV leaves the keys readable.
+  const signer = createSigner({
+    kv,
+    dataDir,
+    ttlSeconds: config.signingTtlSeconds,
+    enabled: config.signing,
+  });
   const app = createApp({
+    signer,
     config,
     kv: appKv,
     artifacts,
@@ -108,6 +125,7 @@ export async function createTestApp(
     artifacts,
     rateLimitKv,
     config,
+    signer,
     request: (path, key, init) => send(path, key, init),
     requestFrom: (address, path, key, init) => send(path, key, init, address),
     close,

@@ -33,9 +33,9 @@ import {
   type PublishPermission,
   type Release,
   RELEASE_PAGE_MAX,
-  runAudited,
   type Rollout,
   type RolloutStep,
+  runAudited,
   setReleaseState,
   startRollout,
 } from "../../src/store/mod.ts";

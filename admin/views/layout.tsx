@@ -22,6 +22,7 @@ export type NavItem =
   | "publish-tokens"
   | "audit"
   | "accounts"
+  | "signing-keys"
   | "account";
 
 /** The header's links, and the roles shown each (as admin/roles.ts allows the page). */
@@ -33,6 +34,7 @@ const NAV: Array<[NavItem, string, string, readonly AdminRole[], string?]> = [
   ["publish-tokens", "/admin/publish-tokens", "Publish tokens", ["admin", "viewer"], "Tokens"],
   ["audit", "/admin/audit", "Audit log", ["admin", "publisher", "viewer"], "Audit"],
   ["accounts", "/admin/accounts", "Accounts", ["admin"]],
+  ["signing-keys", "/admin/signing-keys", "Signing keys", ["admin"]],
 ];
 
 export function Layout(

@@ -44,7 +44,8 @@ export interface KeySurface {
 
 export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurface {
   const { kv, config, metrics } = deps;
-  const respond = createApiResponder(deps.responseHeaders);
+  const respond = createApiResponder(deps.responseHeaders, deps.signer);
+  const { signer } = deps;
   const delivery: Delivery = {
     mode: config.downloadMode,
     urlTtlSeconds: config.downloadUrlTtlSeconds,
@@ -70,9 +71,13 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
   // Every request, known path or not, draws a token before any other check:
   // every handler is registered through `limited`, which draws first (a call
   // in the handler's own frame rather than a middleware frame).
+  // With signing on, the first requests wait for the signing keys to be read.
   const drawToken = rateLimitGate(deps);
   const limited =
     <P extends string>(handler: Handler<AppEnv, P>): Handler<AppEnv, P> => (c, next) => {
+      if (signer.enabled && !signer.loaded) {
+        return signer.ready().then(() => limited(handler)(c, next));
+      }
       // A token drawn at once (a cached key, the memory limiter) costs no turn of the event loop.
       const drawn = drawToken(c);
       return drawn instanceof Promise ? drawn.then(() => handler(c, next)) : handler(c, next);
@@ -107,6 +112,11 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
           }));
       }
       setHeaders(served.response.headers, respond.headers);
+      // Signed over the artifact's SHA-256, which the client checks after the download anyway.
+      setHeaders(
+        served.response.headers,
+        respond.signatureHeaders(c, served.response.status, release.checksum_sha256),
+      );
       return served.response;
     },
   };

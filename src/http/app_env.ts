@@ -3,7 +3,7 @@ import type { Logger } from "../lib/log.ts";
 import type { ArtifactStore } from "../storage/mod.ts";
 import type { Metrics } from "../lib/metrics.ts";
 import type { KeyLookup } from "../store/key_lookup.ts";
-import type { ApiKey } from "../store/mod.ts";
+import type { AnswerSigner, ApiKey } from "../store/mod.ts";
 import type { RateLimiter } from "../store/rate_limit.ts";
 import type { OpenResponses } from "./open_responses.ts";
 import type { ResponseHeaders } from "./response_headers.ts";
@@ -40,6 +40,8 @@ export interface AppParts {
   responseHeaders: ResponseHeaders;
   /** The responses still being sent, so a shutdown can end them (see observe.ts). */
   openResponses: OpenResponses;
+  /** Signs client API answers when APP_SIGNING is on (docs/signing.md). */
+  signer: AnswerSigner;
 }
 
 /** What the API and admin surfaces are built from: the deps with every part resolved. */

@@ -2,6 +2,7 @@
 import { createMetrics } from "../lib/metrics.ts";
 import { createKeyLookup } from "../store/key_lookup.ts";
 import { createKvRateLimiter, createMemoryRateLimiter } from "../store/rate_limit.ts";
+import type { AnswerSigner } from "../store/mod.ts";
 import type { AppDeps, ServiceDeps } from "./app_env.ts";
 import { createOpenResponses } from "./open_responses.ts";
 import { contractHeaders } from "./response_headers.ts";
@@ -22,5 +23,19 @@ export function withDefaultParts(deps: AppDeps): ServiceDeps {
     keyLookup: deps.keyLookup ?? createKeyLookup(deps.kv),
     responseHeaders: deps.responseHeaders ?? contractHeaders(deps.config),
     openResponses: deps.openResponses ?? createOpenResponses(),
+    // app.ts makes the real one (src/signing/signer.ts); without it, nothing is signed.
+    signer: deps.signer ?? UNSIGNED,
   };
 }
+
+/** A signer that is switched off: answers keep their bytes and headers. */
+const UNSIGNED: AnswerSigner = {
+  enabled: false,
+  loaded: true,
+  reuseSeconds: 60,
+  generation: 0,
+  ready: () => Promise.resolve(),
+  reload: () => Promise.resolve(),
+  sign: () => [],
+  keys: () => [],
+};

@@ -7,6 +7,8 @@
  */
 import type { Context } from "hono";
 import type { Config } from "../lib/config.ts";
+import { createHash } from "node:crypto";
+import type { AnswerSigner } from "../store/mod.ts";
 import type { AppEnv } from "./app_env.ts";
 import { JSON_CONTENT_TYPE } from "./json.ts";
 
@@ -71,6 +73,11 @@ export interface ApiResponder {
    * `contentType` (default JSON) is fixed for a body at its first answer (the feeds' YAML and XML).
    */
   ok(c: Context<AppEnv>, body: Uint8Array<ArrayBuffer>, contentType?: string): Response;
+  /**
+   * The signature headers of an answer of `status` whose body hashes to
+   * `sha256` (a download: the artifact's), or none with signing off.
+   */
+  signatureHeaders(c: Context<AppEnv>, status: number, sha256: string): HeaderList;
   /** A JSON response with any status and extra headers (errors). */
   json(
     c: Context<AppEnv>,
@@ -90,10 +97,25 @@ interface CachedResponse {
   template: Response;
   /** For HEAD: Hono answers it with the GET response's headers and no body, so the length is explicit. */
   headHeaders: HeaderList;
+  /** Signing on: the body's SHA-256, and its signed answers by `METHOD path`. */
+  sha256?: string;
+  signed?: Map<string, SignedResponse>;
 }
 
-/** Every client API response carries `headers` besides its content headers. */
-export function createApiResponder(headers: ResponseHeaders): ApiResponder {
+/** A cached body's answer to one method and path, signed, reused until `untilMs`. */
+interface SignedResponse extends CachedResponse {
+  untilMs: number;
+  /** The signer's generation it was signed in (see `Signer.generation`). */
+  generation: number;
+}
+
+/**
+ * Every client API response carries `headers` besides its content headers;
+ * with `signer` switched on, also the signature headers of docs/signing.md. A
+ * cached body's signed answer is made once per method and path and reused for
+ * `signer.reuseSeconds` (its date and expiry are those of when it was signed).
+ */
+export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSigner): ApiResponder {
   const fixed: HeaderList = [...headers.security, ...headers.protected];
   const cached = new WeakMap<Uint8Array, CachedResponse>();
   const listOf = (
@@ -118,18 +140,59 @@ export function createApiResponder(headers: ResponseHeaders): ApiResponder {
     }
     return entry;
   };
+  const signing = signer?.enabled === true ? signer : undefined;
+  const signatureHeaders = (c: Context<AppEnv>, status: number, sha256: string): HeaderList =>
+    signing === undefined
+      ? []
+      : signing.sign({ method: c.req.method, path: c.req.path, status, sha256 });
+  /** The signed answer of a cached body to the request of `c`, signed again when it is due. */
+  const signedOf = (
+    c: Context<AppEnv>,
+    entry: CachedResponse & { sha256: string },
+    body: Uint8Array<ArrayBuffer>,
+  ): CachedResponse => {
+    const nowMs = Date.now();
+    const at = `${c.req.method} ${c.req.path}`;
+    entry.signed ??= new Map();
+    const signed = entry.signed.get(at);
+    if (
+      signed !== undefined && signed.untilMs > nowMs && signed.generation === signing!.generation
+    ) {
+      return signed;
+    }
+    const sig = signatureHeaders(c, 200, entry.sha256);
+    const fresh: SignedResponse = {
+      template: new Response(body, { headers: [...entry.template.headers, ...sig] }),
+      headHeaders: [...entry.headHeaders, ...sig],
+      untilMs: nowMs + signing!.reuseSeconds * 1000,
+      generation: signing!.generation,
+    };
+    entry.signed.set(at, fresh);
+    return fresh;
+  };
   return {
     headers: fixed,
     ok(c, body, contentType) {
-      const entry = cachedOf(body, contentType);
+      let entry = cachedOf(body, contentType);
+      if (signing !== undefined) {
+        entry.sha256 ??= sha256Hex(body);
+        entry = signedOf(c, entry as CachedResponse & { sha256: string }, body);
+      }
       c.set("bodyBytes", body.byteLength);
       return c.req.method === "HEAD"
         ? new Response(body, { headers: entry.headHeaders })
         : entry.template.clone();
     },
+    signatureHeaders,
     json(c, body, status, extra) {
       c.set("bodyBytes", body.byteLength);
-      return new Response(body, { status, headers: listOf(body, extra) });
+      const list = listOf(body, extra);
+      if (signing !== undefined) list.push(...signatureHeaders(c, status, sha256Hex(body)));
+      return new Response(body, { status, headers: list });
     },
   };
+}
+
+function sha256Hex(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
 }

@@ -76,6 +76,10 @@ export interface Config {
   xAccelSecret: string | undefined;
   /** fs: artifact files no release references are removed by the sweep once this old. */
   fsSweepAfterSeconds: number;
+  /** Sign every client API answer and download (docs/signing.md); off keeps today's bytes. */
+  signing: boolean;
+  /** How long a signed answer stays valid: a verifying client refuses it after that. */
+  signingTtlSeconds: number;
   adminUsername: string;
   adminPassword: string | undefined;
   /** An admin session ends after this long without a request. */
@@ -264,6 +268,12 @@ export function loadConfig(env: Env = processEnv()): Config {
     fsSweepAfterSeconds: readInteger(env, "APP_FS_SWEEP_AFTER_SECONDS", {
       fallback: 600,
       min: 0,
+      max: 30 * 86_400,
+    }),
+    signing: readBoolean(env, "APP_SIGNING", false),
+    signingTtlSeconds: readInteger(env, "APP_SIGNING_TTL_SECONDS", {
+      fallback: 3600,
+      min: 60,
       max: 30 * 86_400,
     }),
     adminUsername: readAdminUsername(env),

@@ -53,6 +53,7 @@
  * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
  * | ["meta", "sha512_backfill"]                  | true once every release has its SHA-512 |
  * | ["leases", "sha512_backfill"]                | { holder } (expireIn): the instance backfilling |
+ * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
@@ -376,4 +377,12 @@ export function publishTokenLastUsedKey(tokenId: number): Deno.KvKey {
 /** The release chosen as latest ("Make latest"); absent: the newest active release is latest. */
 export function latestChoiceKey(projectId: number): Deno.KvKey {
   return ["latest_choice", projectId];
+}
+
+export function signingKeyKey(kid: string): Deno.KvKey {
+  return ["signing_keys", kid];
+}
+
+export function signingKeysPrefix(): Deno.KvKey {
+  return ["signing_keys"];
 }

@@ -27,3 +27,4 @@ export * from "./retention.ts";
 export * from "./feed_backfill.ts";
 export * from "./rollouts.ts";
 export * from "./latest_view.ts";
+export * from "./signing_keys.ts";

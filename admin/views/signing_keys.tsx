@@ -1,0 +1,83 @@
+/** The signing keys page (docs/signing.md "Keys and rotation"): public halves only. */
+import type { SigningKey } from "../../src/store/mod.ts";
+import { DataTable, PostButton, StateBadge, Time } from "./components.tsx";
+import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
+
+export function SigningKeysPage(
+  { ctx, keys, signing, keySetUrl }: {
+    ctx: PageContext;
+    keys: readonly SigningKey[];
+    signing: boolean;
+    keySetUrl: string;
+  },
+) {
+  return (
+    <Layout ctx={ctx} title="Signing keys" nav="signing-keys">
+      <h1>Signing keys</h1>
+      <p class="hint">
+        With <code>APP_SIGNING=true</code>{" "}
+        every client API answer and download carries an Ed25519 signature of each active key
+        (signing is <strong>{signing ? "on" : "off"}</strong>). Clients read the public halves from
+        {" "}
+        <a href={keySetUrl}>{keySetUrl}</a>. To rotate: create a key (pending: published, not
+        signing), activate it (both keys sign), wait until clients have read the new set, then
+        retire the old key. Private keys stay in the data directory and are never shown.
+      </p>
+      <section class="card" id="signing-key-list">
+        <h2>Keys ({keys.length})</h2>
+        {keys.length === 0 ? <p>No signing keys yet.</p> : (
+          <DataTable
+            columns={["Key id", "Status", "Public key", "Created", "Activated", "Retired"]}
+            actions
+          >
+            {keys.map((key) => (
+              <tr data-signing-key-id={key.kid}>
+                <td data-label="Key id">
+                  <code>{key.kid}</code>
+                </td>
+                <td data-label="Status">
+                  <StateBadge state={key.status} />
+                </td>
+                <td data-label="Public key">
+                  <code>{key.public_key}</code>
+                </td>
+                <td data-label="Created">
+                  <Time iso={key.created_at} />
+                </td>
+                <td data-label="Activated">
+                  <Time iso={key.activated_at} />
+                </td>
+                <td data-label="Retired">
+                  <Time iso={key.retired_at} />
+                </td>
+                <td class="actions">
+                  {key.status === "pending" && (
+                    <PostButton
+                      action={`/admin/signing-keys/${key.kid}/activate`}
+                      csrfToken={ctx.csrfToken}
+                      label="Activate"
+                    />
+                  )}
+                  {key.status === "active" && (
+                    <PostButton
+                      action={`/admin/signing-keys/${key.kid}/retire`}
+                      csrfToken={ctx.csrfToken}
+                      label="Retire"
+                    />
+                  )}
+                </td>
+              </tr>
+            ))}
+          </DataTable>
+        )}
+      </section>
+      <section class="card">
+        <h2>New key</h2>
+        <form method="post" action="/admin/signing-keys">
+          <CsrfInput token={ctx.csrfToken} />
+          <button type="submit" class="button">Create a signing key</button>
+        </form>
+      </section>
+    </Layout>
+  );
+}

@@ -1,0 +1,295 @@
+/**
+ * Signed answers (docs/signing.md): every client API answer, a download and
+ * the key set verify with node:crypto's own Ed25519 `verify` against the
+ * published key set; signing off adds nothing; rotation signs with two keys.
+ */
+import assert from "node:assert/strict";
+import { createHash, createPrivateKey, createPublicKey, sign, verify } from "node:crypto";
+import { signedMessage } from "../src/signing/format.ts";
+import { createKeyFiles, kidOf } from "../src/signing/key_files.ts";
+import { createSigningKey, setSigningKeyStatus } from "../src/store/mod.ts";
+import { join } from "node:path";
+import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
+import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+
+interface PublishedKey {
+  kid: string;
+  public_key: string;
+  status: string;
+}
+
+async function keySet(t: TestApp): Promise<PublishedKey[]> {
+  const res = await t.request("/.well-known/uds-keys.json");
+  assert.equal(res.status, 200);
+  return (await res.json()).keys;
+}
+
+/** Verifies `res`'s signatures as a client would, written from docs/signing.md only. */
+function verifyAnswer(
+  res: Response,
+  opts: { method: string; path: string; body: Uint8Array; keys: PublishedKey[]; sha256?: string },
+): string[] {
+  const date = res.headers.get("uds-signature-date");
+  const expires = res.headers.get("uds-signature-expires");
+  const header = res.headers.get("uds-signature");
+  assert.ok(date && expires && header, `signature headers on ${opts.path} (${res.status})`);
+  const sha256 = opts.sha256 ?? createHash("sha256").update(opts.body).digest("hex");
+  assert.equal(res.headers.get("uds-content-sha256"), sha256);
+  const verified: string[] = [];
+  for (const part of header.split(",")) {
+    const [, kid, sig] = /^\s*kid=([^;]+);sig=([A-Za-z0-9_-]+)\s*$/.exec(part)!;
+    const key = opts.keys.find((k) => k.kid === kid);
+    assert.ok(key, `key ${kid} in the set`);
+    const message = [
+      "uds-sig-v1",
+      opts.method,
+      opts.path,
+      String(res.status),
+      date,
+      expires,
+      kid,
+      sha256,
+    ].join("\n");
+    const publicKey = createPublicKey({
+      key: { kty: "OKP", crv: "Ed25519", x: key.public_key },
+      format: "jwk",
+    });
+    assert.ok(
+      verify(null, new TextEncoder().encode(message), publicKey, Buffer.from(sig, "base64url")),
+      `signature of ${kid} on ${opts.method} ${opts.path} (${res.status})`,
+    );
+    verified.push(kid);
+  }
+  return verified;
+}
+
+Deno.test("signing on: every route's answer and a download verify with node:crypto", async (t) => {
+  await using app = await createTestApp({ signing: true });
+  const project = await seedProject(app, { slug: "app" });
+  const artifact = new TextEncoder().encode("the artifact bytes");
+  const release = await seedRelease(app, project.id, "1.0", artifact);
+  const { secret } = await seedKey(app);
+  const { secret: noDownload } = await seedKey(app, { can_download: false });
+  const keys = await keySet(app);
+  assert.equal(keys.length, 1, "signing on makes a first key");
+  assert.equal(keys[0].status, "active");
+
+  const cases: Array<[string, string | undefined, RequestInit?]> = [
+    ["/api/v1", undefined],
+    ["/api/v1/openapi.json", undefined],
+    ["/api/v1/projects", secret],
+    ["/api/v1/projects/app/releases/latest", secret],
+    [`/api/v1/releases/${release.id}`, secret],
+    ["/api/v1/releases/x", secret],
+    ["/api/v1/projects", undefined],
+    ["/api/v1/projects", noDownload],
+    ["/api/v1/projects/none/releases/latest", secret],
+    ["/api/v1/nothing-here", undefined],
+    ["/api/v1/projects", secret, { method: "POST" }],
+    ["/api/v1/projects/app/releases/latest", secret, { method: "HEAD" }],
+  ];
+  for (const [path, key, init] of cases) {
+    await t.step(`${init?.method ?? "GET"} ${path} ${key ? "" : "(no key)"}`, async () => {
+      const method = init?.method ?? "GET";
+      const res = await app.request(path, key, init);
+      const body = new Uint8Array(await res.arrayBuffer());
+      // HEAD has no body: its signature covers the GET body's hash, given in the header.
+      const sha256 = method === "HEAD" ? res.headers.get("uds-content-sha256")! : undefined;
+      assert.deepEqual(verifyAnswer(res, { method, path, body, keys, sha256 }), [keys[0].kid]);
+    });
+  }
+
+  await t.step("a cached answer's signature is reused, and still verifies", async () => {
+    const path = "/api/v1/projects/app/releases/latest";
+    const first = await app.request(path, secret);
+    const second = await app.request(path, secret);
+    assert.equal(second.headers.get("uds-signature"), first.headers.get("uds-signature"));
+    const body = new Uint8Array(await second.arrayBuffer());
+    await first.body?.cancel();
+    verifyAnswer(second, { method: "GET", path, body, keys });
+  });
+
+  await t.step("a download is signed over the artifact's SHA-256", async () => {
+    const path = `/api/v1/releases/${release.id}/download`;
+    const res = await app.request(path, secret);
+    const body = new Uint8Array(await res.arrayBuffer());
+    assert.deepEqual(body, artifact);
+    verifyAnswer(res, { method: "GET", path, body, keys, sha256: release.checksum_sha256 });
+    const ranged = await app.request(path, secret, { headers: { range: "bytes=0-3" } });
+    assert.equal(ranged.status, 206);
+    await ranged.body?.cancel();
+    verifyAnswer(ranged, {
+      method: "GET",
+      path,
+      body: artifact,
+      keys,
+      sha256: release.checksum_sha256,
+    });
+  });
+
+  await t.step("a flipped body byte no longer verifies", async () => {
+    const path = "/api/v1/projects/app/releases/latest";
+    const res = await app.request(path, secret);
+    const body = new Uint8Array(await res.arrayBuffer());
+    body[10] ^= 1;
+    assert.throws(() => verifyAnswer(res, { method: "GET", path, body, keys }));
+  });
+
+  await t.step("the expiry is the date plus the TTL", async () => {
+    const res = await app.request("/api/v1", undefined);
+    await res.body?.cancel();
+    const date = Number(res.headers.get("uds-signature-date"));
+    assert.equal(
+      Number(res.headers.get("uds-signature-expires")),
+      date + app.config.signingTtlSeconds,
+    );
+    assert.ok(Math.abs(date - Date.now() / 1000) < 5);
+  });
+
+  await t.step("the key set is signed too", async () => {
+    const res = await app.request("/.well-known/uds-keys.json");
+    const body = new Uint8Array(await res.arrayBuffer());
+    verifyAnswer(res, { method: "GET", path: "/.well-known/uds-keys.json", body, keys });
+  });
+});
+
+Deno.test("rotation: a second active key signs beside the first, then alone", async () => {
+  await using app = await createTestApp({ signing: true });
+  const first = (await keySet(app))[0];
+  const next = await createKeyFiles(app.config.dataDir);
+  await createSigningKey(app.kv, { kid: next.kid, public_key: next.publicKey, created_by: "t" });
+  await setSigningKeyStatus(app.kv, { kid: next.kid, status: "active", keepOneActive: true });
+  await assert.rejects(
+    setSigningKeyStatus(app.kv, { kid: "knope", status: "active", keepOneActive: true }),
+  );
+  // The admin UI reloads its own instance at once; another instance within seconds.
+  const signer = await reloadedSigner(app);
+  assert.ok(signer);
+  let keys = await keySet(app);
+  let res = await app.request("/api/v1");
+  let body = new Uint8Array(await res.arrayBuffer());
+  assert.deepEqual(
+    verifyAnswer(res, { method: "GET", path: "/api/v1", body, keys }).sort(),
+    [first.kid, next.kid].sort(),
+  );
+
+  await setSigningKeyStatus(app.kv, { kid: first.kid, status: "retired", keepOneActive: true });
+  await assert.rejects(
+    setSigningKeyStatus(app.kv, { kid: next.kid, status: "retired", keepOneActive: true }),
+    /only active key/,
+  );
+  await reloadedSigner(app);
+  keys = await keySet(app);
+  assert.equal(keys.find((k) => k.kid === first.kid)?.status, "retired");
+  res = await app.request("/api/v1/projects");
+  body = new Uint8Array(await res.arrayBuffer());
+  assert.deepEqual(verifyAnswer(res, { method: "GET", path: "/api/v1/projects", body, keys }), [
+    next.kid,
+  ]);
+});
+
+/** Makes the app read its keys again, as the admin UI does after a change. */
+async function reloadedSigner(app: TestApp): Promise<true> {
+  await app.signer.reload();
+  return true;
+}
+
+Deno.test("signing off (the default): no signature headers, no key made", async () => {
+  await using app = await createTestApp({ signing: false });
+  const res = await app.request("/api/v1");
+  await res.body?.cancel();
+  for (const name of ["uds-signature", "uds-signature-date", "uds-content-sha256"]) {
+    assert.equal(res.headers.get(name), null);
+  }
+  assert.deepEqual(await keySet(app), []);
+});
+
+Deno.test("admin UI: admins create, activate and retire keys; private keys stay 0600 files", async (t) => {
+  await using app = await createAdminTestApp({ signing: true });
+  const admin = await signedInClient(app);
+  await app.signer.ready();
+  const [first] = await keySet(app);
+
+  await t.step("create: a pending key, published, its private half a 0600 file", async () => {
+    const res = await admin.post("/admin/signing-keys");
+    assert.equal(res.status, 303);
+    const { html } = await admin.page("/admin/signing-keys");
+    const keys = await keySet(app);
+    assert.equal(keys.length, 2);
+    const next = keys.find((k) => k.kid !== first.kid)!;
+    assert.equal(next.status, "pending");
+    assert.ok(html.includes(`data-signing-key-id="${next.kid}"`));
+    assert.ok(!html.includes("PRIVATE KEY"));
+    const file = join(app.config.dataDir, "signing-keys", `${next.kid}.pem`);
+    assert.equal((await Deno.stat(file)).mode! & 0o777, 0o600);
+    assert.equal((await Deno.stat(join(app.config.dataDir, "signing-keys"))).mode! & 0o777, 0o700);
+  });
+
+  await t.step("activate the new key, retire the old one: answers follow at once", async () => {
+    const next = (await keySet(app)).find((k) => k.kid !== first.kid)!;
+    assert.equal((await admin.post(`/admin/signing-keys/${next.kid}/activate`)).status, 303);
+    let res = await app.request("/api/v1");
+    assert.equal(res.headers.get("uds-signature")!.split(",").length, 2);
+    await res.body?.cancel();
+    assert.equal((await admin.post(`/admin/signing-keys/${first.kid}/retire`)).status, 303);
+    // The last active key is not retired while signing is on.
+    await admin.post(`/admin/signing-keys/${next.kid}/retire`);
+    const keys = await keySet(app);
+    assert.deepEqual(
+      keys.map((k) => [k.kid, k.status]).sort(),
+      [
+        [first.kid, "retired"],
+        [next.kid, "active"],
+      ].sort(),
+    );
+    res = await app.request("/api/v1");
+    const body = new Uint8Array(await res.arrayBuffer());
+    assert.deepEqual(verifyAnswer(res, { method: "GET", path: "/api/v1", body, keys }), [next.kid]);
+    const log = await admin.page("/admin/audit");
+    assert.ok(log.html.includes("signing_key.retire"));
+  });
+
+  await t.step("a viewer may not see or change the keys", async () => {
+    await admin.page("/admin/accounts");
+    const password = "a long enough password 42";
+    const made = await admin.post("/admin/accounts", { username: "vic", password, role: "viewer" });
+    assert.equal(made.status, 303);
+    const viewer = new AdminClient(app);
+    assert.equal((await viewer.signIn("vic", password)).status, 303);
+    assert.equal((await viewer.fetch("/admin/signing-keys")).status, 403);
+    assert.equal((await viewer.post("/admin/signing-keys")).status, 403);
+  });
+});
+
+Deno.test("docs/signing.md's test vector is what the service's code signs", async () => {
+  const doc = await Deno.readTextFile(new URL("../docs/signing.md", import.meta.url));
+  const seed = Buffer.from(Array.from({ length: 32 }, (_, i) => i));
+  const der = Buffer.concat([Buffer.from("302e020100300506032b657004220420", "hex"), seed]);
+  const privateKey = createPrivateKey({ key: der, format: "der", type: "pkcs8" });
+  const x = createPublicKey(privateKey).export({ format: "jwk" }).x as string;
+  const kid = kidOf(x);
+  const body = '{"project":{"slug":"app"},"release":{"version":"1.2.3"}}';
+  const sha256 = createHash("sha256").update(body).digest("hex");
+  const message = signedMessage({
+    method: "GET",
+    path: "/api/v1/projects/app/releases/latest",
+    status: 200,
+    date: 1767225600,
+    expires: 1767229200,
+    kid,
+    sha256,
+  });
+  const sig = sign(null, Buffer.from(message), privateKey).toString("base64url");
+  for (const value of [x, kid, body, sha256, sig]) {
+    assert.ok(doc.includes(`\`${value}\``), `docs/signing.md gives ${value}`);
+  }
+  const tampered = message.replace("1.2.3", "1.2.4").replace(sha256, "0".repeat(64));
+  assert.ok(
+    !verify(
+      null,
+      Buffer.from(tampered),
+      createPublicKey(privateKey),
+      Buffer.from(sig, "base64url"),
+    ),
+  );
+});
