@@ -28,8 +28,11 @@ export type { AppDeps, AppEnv } from "./src/http/app_env.ts";
 /** Where each surface is mounted. */
 const API_PREFIX = "/api/v1";
 const ADMIN_PREFIX = "/admin";
-/** The publishing API (docs/publishing.md): token-authenticated, answered before the admin UI's gates. */
-const PUBLISH_PREFIX = `${ADMIN_PREFIX}/api/v1`;
+/**
+ * The publishing API (docs/publishing.md): token-authenticated JSON, outside /admin so that the
+ * admin contract's rule holds for every path under /admin (a GET without a session answers 303).
+ */
+const PUBLISH_PREFIX = "/publish/v1";
 
 export function createApp(appDeps: AppDeps): Hono<AppEnv> {
   const deps = withDefaultParts({
@@ -76,7 +79,6 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
   app.route(API_PREFIX, clientApi.routes);
   const feeds = createFeedRoutes(deps, observer);
   app.route(FEEDS_PREFIX, feeds.routes);
-  // Before the admin UI: its session and CSRF gates cover every later /admin path.
   app.route(PUBLISH_PREFIX, createPublishApi(deps));
   app.route(ADMIN_PREFIX, adminUi.routes);
   app.get("/", (c) => c.redirect(ADMIN_PREFIX, 303));
@@ -104,4 +106,11 @@ function isUnder(c: Context, prefix: string): boolean {
 }
 
 /** The paths whose routes the observing middleware runs on: all but the client API's. */
-const OBSERVED_PATHS = ["/", "/healthz", KEY_SET_PATH, "/metrics", `${ADMIN_PREFIX}/*`] as const;
+const OBSERVED_PATHS = [
+  "/",
+  "/healthz",
+  KEY_SET_PATH,
+  "/metrics",
+  `${ADMIN_PREFIX}/*`,
+  `${PUBLISH_PREFIX}/*`,
+] as const;

@@ -1,7 +1,7 @@
 /**
  * The publishing API's figures, measured in the upload scenario's run against the same server
  * and the same file as the admin form (bench/scenarios_files.ts): one upload through
- * `POST /admin/api/v1/projects/{slug}/releases` with curl (its MB/s and the server's peak RSS
+ * `POST /publish/v1/projects/{slug}/releases` with curl (its MB/s and the server's peak RSS
  * during it), then 8 publishes to the same project at once (every one must answer 201; a 409
  * conflict answered to a pipeline counts against the figure). See docs/publishing.md "Figures".
  */
@@ -108,7 +108,7 @@ async function apiUpload(
     `sha256=${sha256}`,
     "-F",
     `file=@${file};type=application/octet-stream`,
-    `${target.baseUrl}/admin/api/v1/projects/${target.slug}/releases`,
+    `${target.baseUrl}/publish/v1/projects/${target.slug}/releases`,
   ]);
   if (code !== 0) throw new Error(`API upload failed: curl exit ${code} ${stderr}`);
   const [status, seconds] = stdout.trim().split(" ").map(Number);

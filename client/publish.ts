@@ -44,7 +44,7 @@ export interface Published {
 
 export async function publishRelease(options: PublishOptions): Promise<Published> {
   const { size, sha256 } = await fileFacts(options.file);
-  const releasesPath = `/admin/api/v1/projects/${encodeURIComponent(options.project)}/releases`;
+  const releasesPath = `/publish/v1/projects/${encodeURIComponent(options.project)}/releases`;
   return await withRetries({ ...options, apiKey: options.token }, async () => {
     try {
       return await uploadOnce(options, { size, sha256, path: releasesPath });

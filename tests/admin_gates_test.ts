@@ -21,7 +21,7 @@ const PUBLIC_ROUTES = new Set(["GET /admin/login", "POST /admin/login", "GET /ad
  * its gate is the publish token (a bearer header a browser never sends by
  * itself). Its routes are checked against that gate below, not the session's.
  */
-const TOKEN_GATED_PREFIX = "/admin/api/v1/";
+const TOKEN_GATED_PREFIX = "/publish/v1/";
 
 /** Fields that would make a POST succeed with a valid token, so a missing gate shows as a change. */
 const SUCCEEDING_FIELDS: Record<string, Fields> = {
@@ -54,7 +54,9 @@ function adminRoutes(
 ): Route[] {
   const seen = new Map<string, Route>();
   for (const { method, path: pattern } of t.app.routes) {
-    if (method === "ALL" || !(pattern === "/admin" || pattern.startsWith("/admin/"))) continue;
+    const admin = pattern === "/admin" || pattern.startsWith("/admin/") ||
+      pattern.startsWith(TOKEN_GATED_PREFIX);
+    if (method === "ALL" || !admin) continue;
     const path = pattern.replace(/:(\w+)/g, (_, name: string) => {
       if (name === "slug") return "alpha";
       if (name === "kid") return "k0000000000000000";

@@ -73,7 +73,7 @@ function adminRoutes(
   const seen = new Map<string, Route>();
   for (const { method, path: pattern } of t.app.routes) {
     if (method === "ALL" || !(pattern === "/admin" || pattern.startsWith("/admin/"))) continue;
-    if (pattern.startsWith("/admin/api/v1/") || pattern.startsWith("/admin/static/")) continue;
+    if (pattern.startsWith("/publish/v1/") || pattern.startsWith("/admin/static/")) continue;
     if (pattern === "/admin/login") continue;
     const path = pattern.replace(/:(\w+)/g, (_, name: string) => {
       if (name === "slug") return "alpha";

@@ -1,7 +1,7 @@
 /** Fixtures for publishing API tests: publish tokens and multipart uploads, in process or over HTTP. */
 import { createPublishToken, type PublishTokenInput } from "../src/store/mod.ts";
 
-export const PUBLISH_PREFIX = "/admin/api/v1";
+export const PUBLISH_PREFIX = "/publish/v1";
 
 export async function seedPublishToken(
   kv: Deno.Kv,

@@ -1,6 +1,6 @@
 /**
  * The publishing API (docs/publishing.md): a JSON API for release pipelines,
- * mounted at /admin/api/v1 by app.ts in front of the admin UI, so that none
+ * mounted at /publish/v1 by app.ts in front of the admin UI, so that none
  * of the UI's session and CSRF gates apply to it. Its one gate is the publish
  * token (auth.ts): `Authorization: Bearer udp_…`, no cookies, no CSRF token.
  * Every answer is JSON, errors included (errors.ts); a path no route knows is
@@ -172,7 +172,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
       await auditRollout(c, "rollout.start", project, rolloutDetails(rollout));
     }
     return json(await releaseBody(project, release), 201, {
-      location: `/admin/api/v1/releases/${release.id}`,
+      location: `/publish/v1/releases/${release.id}`,
     });
   });
 

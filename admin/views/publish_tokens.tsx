@@ -40,7 +40,7 @@ export function PublishTokensPage(
       <h1>Publish tokens</h1>
       <p class="hint">
         Tokens for release pipelines (CI): they upload releases and change their state through the
-        publishing API under <code>/admin/api/v1</code>. They start with <code>udp_</code>{" "}
+        publishing API under <code>/publish/v1</code>. They start with <code>udp_</code>{" "}
         and are never accepted by the client API, nor client keys here. See docs/publishing.md in
         the repository for a curl recipe and ready CI jobs.
       </p>
@@ -188,7 +188,7 @@ export function PublishTokenCreatedPage(
         </div>
         <h2>Try it</h2>
         <pre class="code"><code>{`export UDS_PUBLISH_TOKEN='…'   # the token above
-curl -fsS -H "Authorization: Bearer $UDS_PUBLISH_TOKEN" ${baseUrl}/admin/api/v1/token`}</code></pre>
+curl -fsS -H "Authorization: Bearer $UDS_PUBLISH_TOKEN" ${baseUrl}/publish/v1/token`}</code></pre>
         <p>
           <a href="/admin/publish-tokens" class="button">Back to publish tokens</a>
         </p>
