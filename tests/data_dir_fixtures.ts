@@ -18,7 +18,14 @@ export interface DataDirFixtures {
     projectId: number,
     version: string,
     bytes: Uint8Array,
-    extra?: { filename?: string; build?: string; content_type?: string; release_notes?: string },
+    extra?: {
+      filename?: string;
+      build?: string;
+      content_type?: string;
+      release_notes?: string;
+      /** false: stored active, but the latest stays (publishing's "not latest"). */
+      make_latest?: boolean;
+    },
   ) => ReturnType<typeof publishRelease>;
   key: (input: Partial<ApiKeyInput>) => ReturnType<typeof createApiKey>;
   close: () => void;

@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { changeRollout, endRollout, startRollout } from "../src/store/mod.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, PROJECT_ROOT, startServer } from "./server_process.ts";
 
@@ -116,6 +117,36 @@ Deno.test("electron-updater updates from the feed with the key", async (t) => {
     assert.equal(scoped.available, false);
     assert.match(scoped.error?.message ?? "", /404/);
   });
+
+  await t.step(
+    "a staged rollout: at 0% no client is offered 1.2.0, at 100% every one is",
+    async () => {
+      // The server decides per client (docs/rollouts.md), so the feed itself never sends
+      // stagingPercentage: electron-updater then takes what it is offered.
+      const fx = await openDataDir(dataDir);
+      try {
+        const staged = await fx.release(app.id, "1.2.0", bytes.slice().reverse(), {
+          filename: "Desktop Setup 1.2.0.exe",
+          make_latest: false,
+        });
+        await startRollout(fx.kv, staged.id, { percentage: 0 });
+        await new Promise((resolve) => setTimeout(resolve, 300)); // the read cache's bound
+        assert.deepEqual(await check({ key, version: "1.1.0" }), {
+          available: false,
+          version: "1.1.0",
+        });
+        await changeRollout(fx.kv, app.id, { percentage: 100 });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const staging100 = await check({ key, version: "1.1.0" });
+        assert.equal(staging100.available, true, JSON.stringify(staging100));
+        assert.equal(staging100.version, "1.2.0");
+        await endRollout(fx.kv, app.id);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      } finally {
+        fx.close();
+      }
+    },
+  );
 
   await t.step("a tampered stored artifact: ERR_CHECKSUM_MISMATCH", async () => {
     const tampered = bytes.slice();
