@@ -28,13 +28,13 @@ export type NavItem =
 /** The header's links, and the roles shown each (as admin/roles.ts allows the page). */
 /** The menu: item, path, label, the roles that see it, and a shorter label for phones. */
 const NAV: Array<[NavItem, string, string, readonly AdminRole[], string?]> = [
-  ["dashboard", "/admin", "Dashboard", ["admin", "publisher", "viewer"]],
+  ["dashboard", "/admin", "Dashboard", ["admin", "publisher", "viewer"], "Home"],
   ["projects", "/admin/projects", "Projects", ["admin", "publisher", "viewer"]],
   ["api-keys", "/admin/api-keys", "API keys", ["admin", "viewer"]],
   ["publish-tokens", "/admin/publish-tokens", "Publish tokens", ["admin", "viewer"], "Tokens"],
   ["audit", "/admin/audit", "Audit log", ["admin", "publisher", "viewer"], "Audit"],
-  ["accounts", "/admin/accounts", "Accounts", ["admin"]],
-  ["signing-keys", "/admin/signing-keys", "Signing keys", ["admin"]],
+  ["accounts", "/admin/accounts", "Accounts", ["admin"], "Users"],
+  ["signing-keys", "/admin/signing-keys", "Signing keys", ["admin"], "Signing"],
 ];
 
 export function Layout(
