@@ -26,16 +26,25 @@ export interface LatestView {
   rollout: LiveRollout | null;
 }
 
-/** The latest pointer's release and the rollout in force; never null (so it is cached). */
+const NO_LATEST: LatestView = { release: null, rollout: null };
+
+/**
+ * The latest pointer's release and the rollout in force. A project without a
+ * latest release is not cached (like every read that found nothing: a
+ * project whose first release is on its way is asked again each time).
+ */
 export function getLatestView(kv: Deno.Kv, projectId: number): Cached<LatestView> {
-  return cachedRead(kv, {
+  const view = cachedRead(kv, {
     name: "latest_release",
     id: projectId,
     load: () => loadLatestView(kv, projectId),
-  }) as Cached<LatestView>;
+  });
+  // Spelled out rather than through `thenRead`: no closure on the hot path.
+  if (view instanceof Promise) return view.then((found) => found ?? NO_LATEST);
+  return view ?? NO_LATEST;
 }
 
-async function loadLatestView(kv: Deno.Kv, projectId: number): Promise<LatestView> {
+async function loadLatestView(kv: Deno.Kv, projectId: number): Promise<LatestView | null> {
   const [pointer, rolloutEntry] = await kv.getMany<[number | null, Rollout]>([
     latestReleaseKey(projectId),
     rolloutKey(projectId),
@@ -47,6 +56,7 @@ async function loadLatestView(kv: Deno.Kv, projectId: number): Promise<LatestVie
     releaseKey(rollout?.release_id ?? 0),
   ]);
   const release = id === null ? null : latest.value;
+  if (release === null) return null;
   const live = rollout !== null && release !== null && rollout.previous_id === release.id &&
     candidate.value !== null && candidate.value.state === "active";
   return {
