@@ -115,9 +115,11 @@ Deno.test({
       console.log(
         `new connections failed with ${failedAt} held (server ulimit -n ${SERVER_FD_LIMIT})`,
       );
-      // The server neither sheds them nor answers anyone new while they are held.
+      // The server does not shed them while they are held. (The one accepted in the instant the
+      // descriptors ran out may be closed by the runtime's accept loop: at most one.)
       const states = await Promise.all(conns.map((conn) => stillHeld(conn, 1000)));
-      assert.equal(states.filter(Boolean).length, conns.length, "every one is still held");
+      const held = states.filter(Boolean).length;
+      assert.ok(held >= conns.length - 1, `${held} of ${conns.length} still held`);
       for (let i = 0; i < 3; i++) assert.equal(await answers(server), false, "a new connection");
       assert.ok(failedAt > 0, "the descriptor limit is reached");
       assert.ok(
