@@ -7,11 +7,14 @@
 import assert from "node:assert/strict";
 import {
   adoptionClientHash,
+  adoptionDay,
   getAdoption,
+  makeReleaseLatest,
   recordSighting,
+  startRollout,
   type WindowCounts,
 } from "../src/store/mod.ts";
-import { withKv } from "./helpers.ts";
+import { createTestApp, seedKey, seedProject, seedRelease, withKv } from "./helpers.ts";
 
 /** A small deterministic PRNG (mulberry32). */
 function random(seed: number): () => number {
@@ -103,5 +106,56 @@ Deno.test("adoption counts match a scripted run exactly", async (t) => {
       );
       assert.deepEqual(await getAdoption(kv, projectId, today), before);
     });
+  });
+});
+
+Deno.test("the client API records which release each client was answered", async (t) => {
+  await using app = await createTestApp();
+  const project = await seedProject(app, { slug: "app" });
+  const v1 = await seedRelease(app, project.id, "1.0.0");
+  const v2 = await seedRelease(app, project.id, "2.0.0");
+  await makeReleaseLatest(app.kv, v1.id);
+  await startRollout(app.kv, v2.id, { percentage: 50 });
+  const { secret } = await seedKey(app);
+  const { secret: other } = await seedKey(app);
+  const today = adoptionDay(Date.now());
+
+  await t.step("each install id counts once, on the release it was answered", async () => {
+    const truth = new Map<number, number>();
+    for (let i = 0; i < 40; i++) {
+      for (let repeat = 0; repeat < 3; repeat++) {
+        const res = await app.request("/api/v1/projects/app/releases/latest", secret, {
+          headers: { "x-install-id": `install-${i}` },
+        });
+        assert.equal(res.status, 200);
+        const id = Number((await res.json()).release.id);
+        if (repeat === 0) truth.set(id, (truth.get(id) ?? 0) + 1);
+      }
+    }
+    // Without an install id the key is the client: two keys, two clients.
+    for (const [key, first] of [[secret, true], [other, true], [other, false]] as const) {
+      const res = await app.request("/api/v1/projects/app/releases/latest", key);
+      assert.equal(res.status, 200);
+      const id = Number((await res.json()).release.id);
+      if (first) truth.set(id, (truth.get(id) ?? 0) + 1);
+    }
+    await app.adoption.flush();
+    const figures = await getAdoption(app.kv, project.id, today);
+    assert.equal(figures.total.d1, 42);
+    for (const [id, count] of truth) {
+      assert.deepEqual(figures.releases.get(id), { d1: count, d7: count, d30: count }, `${id}`);
+    }
+    assert.ok((truth.get(v2.id) ?? 0) > 0, "some clients are in the rollout");
+  });
+
+  await t.step("a download counts its client on the downloaded release", async () => {
+    const res = await app.request(`/api/v1/releases/${v2.id}/download`, secret, {
+      headers: { "x-install-id": "downloader" },
+    });
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+    await app.adoption.flush();
+    const figures = await getAdoption(app.kv, project.id, today);
+    assert.equal(figures.total.d1, 43);
   });
 });

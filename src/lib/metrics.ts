@@ -21,6 +21,7 @@ const KV_OPERATIONS = [
   "health",
   "key_usage",
   "download_count",
+  "adoption",
   "admin",
   "other",
 ] as const;

@@ -124,3 +124,62 @@ export async function getAdoption(
   }
   return figures;
 }
+
+/** Records client sightings off the hot path (one per instance, made by the app). */
+export interface AdoptionRecorder {
+  /** Notes that `identity` was answered `releaseId` of project `projectId`; returns at once. */
+  record(sighting: { projectId: number; releaseId: number; identity: string }): void;
+  /** Resolves once every write started so far has ended (tests, shutdown). */
+  flush(): Promise<void>;
+}
+
+export interface AdoptionRecorderOptions {
+  onKvError?: () => void;
+  /** Clients remembered per day before the memory starts over (default 100,000). */
+  maxClients?: number;
+  /** The clock, in ms. */
+  now?: () => number;
+}
+
+/**
+ * A recorder that writes a client's sighting at most once per day and
+ * release on this instance: it remembers in memory what it wrote today, so
+ * a request costs a map lookup, and only a new (client, release, day) starts
+ * a write (recordSighting, not awaited). Other instances' writes of the same
+ * sighting are no-ops through the marker.
+ */
+export function createAdoptionRecorder(
+  kv: Deno.Kv,
+  options: AdoptionRecorderOptions = {},
+): AdoptionRecorder {
+  const { onKvError = () => {}, maxClients = 100_000, now = Date.now } = options;
+  const seen = new Map<string, number>();
+  const pending = new Set<Promise<unknown>>();
+  let seenDay = -1;
+  return {
+    record({ projectId, releaseId, identity }) {
+      const day = adoptionDay(now());
+      if (day !== seenDay || seen.size >= maxClients) {
+        seen.clear();
+        seenDay = day;
+      }
+      const remembered = `${projectId} ${identity}`;
+      if (seen.get(remembered) === releaseId) return;
+      seen.set(remembered, releaseId);
+      const write: Promise<unknown> = recordSighting(kv, {
+        projectId,
+        releaseId,
+        client: adoptionClientHash(identity),
+        day,
+      }).catch((error) => {
+        seen.delete(remembered);
+        onKvError();
+        console.error("could not record a client sighting:", error);
+      }).finally(() => pending.delete(write));
+      pending.add(write);
+    },
+    async flush() {
+      while (pending.size > 0) await Promise.all([...pending]);
+    },
+  };
+}
