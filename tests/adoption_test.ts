@@ -15,6 +15,7 @@ import {
   type WindowCounts,
 } from "../src/store/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, withKv } from "./helpers.ts";
+import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 
 /** A small deterministic PRNG (mulberry32). */
 function random(seed: number): () => number {
@@ -157,5 +158,39 @@ Deno.test("the client API records which release each client was answered", async
     await app.adoption.flush();
     const figures = await getAdoption(app.kv, project.id, today);
     assert.equal(figures.total.d1, 43);
+  });
+});
+
+Deno.test("the project page shows adoption as an SVG chart and a table", async (t) => {
+  await using app = await createAdminTestApp();
+  const project = await seedProject(app, { slug: "app" });
+  const v1 = await seedRelease(app, project.id, "1.0.0");
+  const v2 = await seedRelease(app, project.id, "2.0.0");
+  const today = adoptionDay(Date.now());
+  const see = (client: string, releaseId: number, day: number) =>
+    recordSighting(app.kv, {
+      projectId: project.id,
+      releaseId,
+      client: adoptionClientHash(client),
+      day,
+    });
+  for (let i = 0; i < 3; i++) await see(`install:a${i}`, v2.id, today);
+  await see("install:b", v1.id, today - 3);
+  await see("install:c", v1.id, today - 40);
+  const client = await signedInClient(app);
+
+  await t.step("figures per release, the share on the latest and stale clients", async () => {
+    const { res, html } = await client.page("/admin/projects/app");
+    assert.equal(res.status, 200);
+    const row = (id: number) =>
+      new RegExp(
+        `data-adoption-release-id="${id}".*?data-adoption-d1="true">(\\d+)<.*?data-adoption-d7="true">(\\d+)<.*?data-adoption-d30="true">(\\d+)<`,
+      ).exec(html)?.slice(1);
+    assert.deepEqual(row(v2.id), ["3", "3", "3"]);
+    assert.deepEqual(row(v1.id), ["0", "1", "1"]);
+    assert.match(html, /data-adoption-share="75%"/);
+    assert.match(html, /data-adoption-stale="1"/);
+    assert.match(html, /<figure class="chart" data-adoption-chart="true"><svg/);
+    assert.doesNotMatch(html, / style="/, "no inline style (the CSP forbids it)");
   });
 });

@@ -2,7 +2,9 @@
 import { HTTPException } from "hono/http-exception";
 import { isSlug } from "../../src/lib/limits.ts";
 import {
+  adoptionDay,
   duplicateActiveVersions,
+  getAdoption,
   getDailyDownloads,
   getDeletedDownloads,
   getDownloadCounts,
@@ -70,23 +72,35 @@ export async function renderProjectPage(
     query,
     (release: Release) => [release.version, release.build, release.filename],
   );
-  const [page, releaseCount, latest, series, stored, deletedDownloads, choice, retention, rollout] =
-    await Promise.all([
-      listReleasesPage(kv, project.id, {
-        limit: PAGE_SIZE,
-        cursor: query,
-        maxScan: match ? SEARCH_SCAN : PAGE_SIZE + 1,
-        match,
-      }),
-      getProjectReleaseCount(kv, project.id),
-      getLatestRelease(kv, project.id),
-      getDailyDownloads(kv, ["project", project.id], { days }),
-      getProjectVersioned(kv, project.id),
-      getDeletedDownloads(kv, project.id),
-      getLatestChoice(kv, project.id),
-      retentionOf(deps, project.id, form.retention),
-      rolloutOf(deps, project.id),
-    ]);
+  const today = adoptionDay(Date.now());
+  const [
+    page,
+    releaseCount,
+    latest,
+    series,
+    stored,
+    deletedDownloads,
+    choice,
+    retention,
+    rollout,
+    adoption,
+  ] = await Promise.all([
+    listReleasesPage(kv, project.id, {
+      limit: PAGE_SIZE,
+      cursor: query,
+      maxScan: match ? SEARCH_SCAN : PAGE_SIZE + 1,
+      match,
+    }),
+    getProjectReleaseCount(kv, project.id),
+    getLatestRelease(kv, project.id),
+    getDailyDownloads(kv, ["project", project.id], { days }),
+    getProjectVersioned(kv, project.id),
+    getDeletedDownloads(kv, project.id),
+    getLatestChoice(kv, project.id),
+    retentionOf(deps, project.id, form.retention),
+    rolloutOf(deps, project.id),
+    getAdoption(kv, project.id, today),
+  ]);
   const releases = cursorListPage(page, {
     query,
     q,
@@ -127,6 +141,12 @@ export async function renderProjectPage(
       upload={form.upload ?? EMPTY_UPLOAD_FORM}
       uploadError={form.uploadError}
       retention={retention}
+      adoption={{
+        figures: adoption,
+        today,
+        latestId: latest?.id ?? null,
+        versions: await versionsOf(deps, [...adoption.releases.keys()]),
+      }}
       rollout={{
         ...rollout,
         candidates: releases.rows.filter((release) =>
@@ -165,6 +185,16 @@ async function retentionOf(
     error: form?.error,
     storedBytes: bytes.get(projectId) ?? 0,
   };
+}
+
+/** The versions of releases by id (a deleted one is left out). */
+async function versionsOf(deps: ServiceDeps, ids: number[]): Promise<Map<number, string>> {
+  const versions = new Map<number, string>();
+  for (const id of ids) {
+    const release = await getRelease(deps.kv, id);
+    if (release !== null) versions.set(id, release.version);
+  }
+  return versions;
 }
 
 /** The project's rollout, whether it is in force, and the versions it names. */

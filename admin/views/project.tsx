@@ -20,6 +20,7 @@ import { ProjectFields } from "./project_fields.tsx";
 import { RetentionCard, type RetentionCardProps } from "./retention.tsx";
 import { UploadFormBody } from "./upload_form.tsx";
 import { RolloutCard, type RolloutCardProps } from "./rollout.tsx";
+import { AdoptionCard, type AdoptionCardProps } from "./adoption.tsx";
 import { RELEASE_COLUMNS, ReleaseCells } from "./release_cells.tsx";
 
 /** Download figures of one release. */
@@ -58,6 +59,7 @@ export interface ProjectPageProps {
   deletedDownloads?: number;
   retention: Omit<RetentionCardProps, "ctx" | "project">;
   rollout: Omit<RolloutCardProps, "csrfToken" | "slug">;
+  adoption: AdoptionCardProps;
 }
 
 export function ProjectPage(props: ProjectPageProps) {
@@ -84,6 +86,7 @@ export function ProjectPage(props: ProjectPageProps) {
         path={`/admin/projects/${project.slug}`}
         title="Downloads per day"
       />
+      <AdoptionCard {...props.adoption} />
       <RetentionCard ctx={ctx} project={project} {...props.retention} />
       <EditForm {...props} />
     </Layout>
