@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import {
   adoptionClientHash,
   adoptionDay,
+  changeRollout,
   getAdoption,
   makeReleaseLatest,
   recordSighting,
@@ -16,6 +17,8 @@ import {
 } from "../src/store/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, withKv } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
+import { createMetrics } from "../src/lib/metrics.ts";
+import { rolloutGauges } from "../src/rollouts/metrics.ts";
 
 /** A small deterministic PRNG (mulberry32). */
 function random(seed: number): () => number {
@@ -193,4 +196,43 @@ Deno.test("the project page shows adoption as an SVG chart and a table", async (
     assert.match(html, /<figure class="chart" data-adoption-chart="true"><svg/);
     assert.doesNotMatch(html, / style="/, "no inline style (the CSP forbids it)");
   });
+});
+
+Deno.test("Prometheus series of rollout percentage and adoption", async () => {
+  await using app = await createTestApp();
+  const project = await seedProject(app, { slug: "app" });
+  const v1 = await seedRelease(app, project.id, "1.0.0");
+  const v2 = await seedRelease(app, project.id, "2.0.0");
+  await makeReleaseLatest(app.kv, v1.id);
+  await startRollout(app.kv, v2.id, { percentage: 25 });
+  const now = Date.now();
+  const today = adoptionDay(now);
+  const see = (client: string, releaseId: number, day: number) =>
+    recordSighting(app.kv, { projectId: project.id, releaseId, client, day });
+  await see("a", v2.id, today);
+  await see("b", v1.id, today - 2);
+  await see("c", v1.id, today - 45);
+  const metrics = createMetrics();
+  metrics.addScrapeSource(() => rolloutGauges(app.kv, now));
+  const text = await metrics.render();
+  assert.match(text, /# TYPE uds_rollout_percentage gauge/);
+  assert.match(
+    text,
+    new RegExp(`uds_rollout_percentage\\{project="app",release_id="${v2.id}"\\} 25\\n`),
+  );
+  const series = (release: number, window: string) =>
+    new RegExp(
+      `uds_adoption_clients\\{project="app",release_id="${release}",window="${window}"\\} (\\d+)`,
+    ).exec(text)?.[1];
+  assert.deepEqual(
+    [series(v2.id, "1d"), series(v2.id, "7d"), series(v1.id, "1d"), series(v1.id, "7d")],
+    ["1", "1", "0", "1"],
+  );
+  assert.match(text, /uds_adoption_stale_clients\{project="app"\} 1\n/);
+  await changeRollout(app.kv, project.id, { halted: true });
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.match(
+    await metrics.render(),
+    new RegExp(`uds_rollout_percentage\\{project="app",release_id="${v2.id}"\\} 0\\n`),
+  );
 });
