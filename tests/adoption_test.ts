@@ -236,3 +236,20 @@ Deno.test("Prometheus series of rollout percentage and adoption", async () => {
     new RegExp(`uds_rollout_percentage\\{project="app",release_id="${v2.id}"\\} 0\\n`),
   );
 });
+
+Deno.test("an updater feed records its client too", async () => {
+  await using app = await createTestApp();
+  const project = await seedProject(app, { slug: "app" });
+  const v1 = await seedRelease(app, project.id, "1.0.0", undefined, { filename: "app-1.0.0.exe" });
+  const { secret } = await seedKey(app);
+  for (const id of ["e1", "e2", "e1"]) {
+    const res = await app.request("/feeds/electron/app/latest.yml", secret, {
+      headers: { "x-user-staging-id": id },
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    await res.body?.cancel();
+  }
+  await app.adoption.flush();
+  const figures = await getAdoption(app.kv, project.id, adoptionDay(Date.now()));
+  assert.deepEqual(figures.releases.get(v1.id), { d1: 2, d7: 2, d30: 2 });
+});
