@@ -20,6 +20,7 @@ import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
 import { buildAggregates, followOtherWriters } from "./src/store/mod.ts";
 import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
+import { rolloutGauges } from "./src/rollouts/metrics.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
 
 function readConfig() {
@@ -197,6 +198,8 @@ async function start() {
     metrics,
     openResponses,
   });
+  // Rollout percentages and adoption (docs/rollouts.md "Prometheus"), read at every scrape.
+  metrics.addScrapeSource(() => rolloutGauges(kv, Date.now()));
 
   const servers: KeptServer[] = [];
   servers.push(

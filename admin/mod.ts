@@ -36,6 +36,7 @@ import { addProjectRoutes } from "./routes/projects.tsx";
 import { addPublishTokenRoutes } from "./routes/publish_tokens.tsx";
 import { addReleaseRoutes } from "./routes/releases.tsx";
 import { addReleaseLatestRoutes } from "./routes/release_latest.tsx";
+import { addRolloutRoutes } from "./routes/rollout.tsx";
 import { addUploadRoute } from "./routes/upload.tsx";
 import { addSigningKeyRoutes } from "./routes/signing_keys.tsx";
 import { renderAdminError, renderAdminNotFound } from "./errors.tsx";
@@ -99,6 +100,7 @@ function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono
   addUploadRoute(gated, deps);
   addReleaseRoutes(gated, deps);
   addReleaseLatestRoutes(gated, deps);
+  addRolloutRoutes(gated, deps);
   addApiKeyRoutes(gated, deps);
   addReleasePageRoutes(gated, deps);
   addApiKeyPageRoutes(gated, deps);

@@ -34,6 +34,13 @@ const ROUTE_ROLES: ReadonlyMap<string, readonly AdminRole[]> = new Map([
   ["POST /admin/releases/:id/activate", RELEASE_WRITERS],
   ["POST /admin/releases/:id/publish", RELEASE_WRITERS],
   ["POST /admin/releases/:id/make-latest", RELEASE_WRITERS],
+  // Staged rollouts (docs/rollouts.md), like the publishing API's release_state permission.
+  ["POST /admin/projects/:slug/rollout", RELEASE_WRITERS],
+  ["POST /admin/projects/:slug/rollout/change", RELEASE_WRITERS],
+  ["POST /admin/projects/:slug/rollout/halt", RELEASE_WRITERS],
+  ["POST /admin/projects/:slug/rollout/resume", RELEASE_WRITERS],
+  ["POST /admin/projects/:slug/rollout/complete", RELEASE_WRITERS],
+  ["POST /admin/projects/:slug/rollout/end", RELEASE_WRITERS],
   // Accounts are for admins only, reading included.
   ["GET /admin/accounts", ADMINS],
   // Signing keys (docs/signing.md) are the owner's: admins only, reading included.

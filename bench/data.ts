@@ -14,6 +14,7 @@ import {
   createProject,
   createReleasesBulk,
   type Release,
+  startRollout,
 } from "../src/store/mod.ts";
 
 /** Where the service keeps its KV file and artifacts for a data dir (src/lib/config.ts decides). */
@@ -149,5 +150,40 @@ export function seedUpload(dataDir: string): Promise<{ slug: string }> {
   return withStore(dataDir, async (kv) => {
     const project = await createProject(kv, { name: "Upload", slug: "upload" });
     return { slug: project.slug };
+  });
+}
+
+/** The rollout data set: project `rolling`, release 1.0.0 latest, 1.1.0 rolled out to `percentage` %. */
+export interface RolloutData {
+  slug: string;
+  key: string;
+  previous: Release;
+  release: Release;
+}
+
+export function seedRollout(dataDir: string, percentage: number): Promise<RolloutData> {
+  return withStore(dataDir, async (kv) => {
+    const store = createFsStore(storagePaths(dataDir).artifactsDir);
+    const project = await createProject(kv, { name: "Rolling", slug: "rolling" });
+    const publish = (version: string, latest: boolean) =>
+      publishRelease(kv, store, {
+        release: {
+          project_id: project.id,
+          version,
+          filename: `rolling-${version}.bin`,
+          make_latest: latest,
+        },
+        source: fillerStream(4096),
+        maxBytes: Number.MAX_SAFE_INTEGER,
+      });
+    const previous = await publish("1.0.0", true);
+    const release = await publish("1.1.0", false);
+    await startRollout(kv, release.id, { percentage });
+    const { secret } = await createApiKey(kv, {
+      name: "rollout bench",
+      can_download: true,
+      scope_mode: "all_projects",
+    });
+    return { slug: project.slug, key: secret, previous, release };
   });
 }

@@ -17,6 +17,7 @@ export const SCENARIOS = [
   "writes",
   "feed",
   "signing",
+  "rollout",
 ] as const;
 export type ScenarioName = typeof SCENARIOS[number];
 

@@ -20,6 +20,7 @@ import { formatLayerCosts, layers } from "./scenarios_layers.ts";
 import { writes } from "./scenarios_writes.ts";
 import { electronFeed } from "./scenarios_feeds.ts";
 import { signing } from "./scenarios_signing.ts";
+import { rollout } from "./scenarios_rollouts.ts";
 import { formatTable, makeRow, type Row, skippedRows } from "./table.ts";
 
 const ALL: Scenario[] = [
@@ -32,6 +33,7 @@ const ALL: Scenario[] = [
   writes,
   electronFeed,
   signing,
+  rollout,
 ];
 
 export interface BenchReport {
@@ -75,7 +77,7 @@ async function runScenario(scenario: Scenario, ctx: BenchContext): Promise<Row[]
 export async function bench(params: BenchParams): Promise<BenchReport> {
   const tools: Tools = { wrk: which("wrk"), nginx: which("nginx"), curl: which("curl") };
   const skips: Record<keyof Tools, string> = {
-    wrk: "the latest-release, project list and large data scenarios are skipped",
+    wrk: "the latest-release, project list, large data and rollout scenarios are skipped",
     nginx: "the download scenario runs without its nginx baseline",
     curl: "the download and upload scenarios are skipped",
   };

@@ -14,6 +14,16 @@ export interface Measured extends WrkResult {
   cpuUsPerRequest: number;
 }
 
+/** Who sends a request: an API key alone, or with more headers (a rollout's `X-Install-Id`). */
+export type Client = string | { key: string; headers: Record<string, string> };
+
+/** The request headers of `client`: the key as a bearer token, then its own. */
+export function clientHeaders(client: Client): Record<string, string> {
+  return typeof client === "string"
+    ? { authorization: `Bearer ${client}` }
+    : { authorization: `Bearer ${client.key}`, ...client.headers };
+}
+
 /**
  * A warm-up run (figures dropped) when asked for, then the measured run,
  * with the CPU time process `pid` used during it (robust to other load on
@@ -22,14 +32,14 @@ export interface Measured extends WrkResult {
 export async function measure(
   ctx: BenchContext,
   url: string,
-  key: string,
+  client: Client,
   pid: number,
   warmup = true,
 ): Promise<Measured> {
   const { params, tools } = ctx;
   const options = {
     url,
-    headers: { authorization: `Bearer ${key}` },
+    headers: clientHeaders(client),
     connections: params.connections,
     threads: params.threads,
   };
@@ -54,13 +64,13 @@ export interface Answer {
 
 export const ADDED_BY_DENO_SERVE: ReadonlySet<string> = new Set(["date", "content-length"]);
 
-/** GETs `url` once with the key and checks the answer is 200 JSON. */
+/** GETs `url` once as `client` and checks the answer is 200 JSON. */
 export async function fetchAnswer(
   url: string,
-  key: string,
+  client: Client,
   check: (json: unknown) => string | null,
 ): Promise<Answer> {
-  const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+  const res = await fetch(url, { headers: clientHeaders(client) });
   const body = new Uint8Array(await res.arrayBuffer());
   const text = new TextDecoder().decode(body);
   if (res.status !== 200) throw new Error(`GET ${url} answered ${res.status}: ${text}`);
@@ -111,7 +121,7 @@ export function againstBaseline(
   ctx: BenchContext,
   name: string,
   url: string,
-  key: string,
+  client: Client,
   server: Server,
   answer: Answer,
 ): Promise<{ service: Measured; baseline: Measured }> {
@@ -124,10 +134,10 @@ export function againstBaseline(
       ctx.log(
         `${name}: wrk on the service${of} (${answer.body.byteLength} B body, ${answer.headers.length} headers)`,
       );
-      services.push(await measure(ctx, url, key, servicePid, run === 1));
+      services.push(await measure(ctx, url, client, servicePid, run === 1));
       ctx.log(`${name}: wrk on the baseline${of}`);
       baselines.push(
-        await measure(ctx, `${baselineServer.baseUrl}/`, key, baselineServer.pid, run === 1),
+        await measure(ctx, `${baselineServer.baseUrl}/`, client, baselineServer.pid, run === 1),
       );
     }
     return { service: bestOf(services), baseline: bestOf(baselines) };

@@ -6,6 +6,7 @@
  *   UPDATE_API_KEY=uds_… deno task client download --base-url URL --release ID [--out FILE]
  *   UPDATE_PUBLISH_TOKEN=udp_… deno task client publish --base-url URL --project SLUG --version V --file PATH
  *     [--build B] [--notes-file F] [--draft] [--not-latest]
+ *     [--rollout-percentage P [--rollout-schedule STEPS] [--rollout-tester-tag TAG]]
  *     [--tauri-signature-file F] [--sparkle-signature S]
  *
  * Installed as a command (docs/client-api.md), `uds-client` takes the same
@@ -53,6 +54,8 @@ const USAGE = `usage (or "uds-client" in place of "deno task client" once instal
   deno task client publish  --project SLUG --version V --file PATH [--build B]
                             [--notes-file F] [--draft] [--not-latest] [--base-url URL]
                             [--tauri-signature-file F] [--sparkle-signature S]
+                            [--rollout-percentage P] [--rollout-schedule TIME=P,…]
+                            [--rollout-tester-tag TAG]
 options:
   --retries N   retries after a 429 (honouring Retry-After) or a network failure; default 3
   --help, -h    this text
@@ -167,6 +170,9 @@ function parseCommandLine(args: string[]) {
         "not-latest": { type: "boolean" },
         "tauri-signature-file": { type: "string" },
         "sparkle-signature": { type: "string" },
+        "rollout-percentage": { type: "string" },
+        "rollout-schedule": { type: "string" },
+        "rollout-tester-tag": { type: "string" },
       },
     });
   } catch (error) {
@@ -226,11 +232,35 @@ async function publish(flags: Flags): Promise<number> {
     releaseNotes,
     draft: flags.draft,
     notLatest: flags["not-latest"],
+    rollout: rolloutOf(flags),
     tauriSignature,
     sparkleSignature: flags["sparkle-signature"],
   });
   console.log(JSON.stringify(published, null, 2));
   return EXIT.ok;
+}
+
+/** `--rollout-*`: a staged rollout of the upload (docs/rollouts.md), or none. */
+function rolloutOf(flags: Flags) {
+  const raw = flags["rollout-percentage"];
+  if (raw === undefined) {
+    if (flags["rollout-schedule"] !== undefined || flags["rollout-tester-tag"] !== undefined) {
+      throw new UsageError("--rollout-schedule and --rollout-tester-tag need --rollout-percentage");
+    }
+    return undefined;
+  }
+  const percentage = raw.trim() === "" ? NaN : Number(raw);
+  if (!Number.isFinite(percentage) || percentage < 0 || percentage > 100) {
+    throw new UsageError(`--rollout-percentage must be a number from 0 to 100, got "${raw}"`);
+  }
+  if (flags.draft || flags["not-latest"]) {
+    throw new UsageError("--rollout-percentage cannot go with --draft or --not-latest");
+  }
+  return {
+    percentage,
+    schedule: flags["rollout-schedule"],
+    testerTag: flags["rollout-tester-tag"],
+  };
 }
 
 function clientOptions(

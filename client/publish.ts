@@ -23,6 +23,12 @@ export interface PublishOptions extends Omit<ClientOptions, "apiKey"> {
   releaseNotes?: string;
   draft?: boolean;
   notLatest?: boolean;
+  /**
+   * A staged rollout (docs/rollouts.md): the release reaches `percentage` %
+   * of clients (optionally more by `schedule`, steps `TIME=PERCENT` separated
+   * by commas; keys tagged `testerTag` always) while the others keep the latest.
+   */
+  rollout?: { percentage: number; schedule?: string; testerTag?: string };
   /** The Tauri updater signature (the .sig file's text) and Sparkle's EdDSA signature, if any. */
   tauriSignature?: string;
   sparkleSignature?: string;
@@ -76,6 +82,16 @@ async function fileFacts(path: string): Promise<{ size: number; sha256: string }
 
 const encoder = new TextEncoder();
 
+/** The upload's rollout fields (none without a rollout). */
+function rolloutFields(rollout: PublishOptions["rollout"]): Array<[string, string]> {
+  if (rollout === undefined) return [];
+  return [
+    ["rollout_percentage", String(rollout.percentage)],
+    ...(rollout.schedule ? [["rollout_schedule", rollout.schedule] as [string, string]] : []),
+    ...(rollout.testerTag ? [["rollout_tester_tag", rollout.testerTag] as [string, string]] : []),
+  ];
+}
+
 async function uploadOnce(
   options: PublishOptions,
   { size, sha256, path }: { size: number; sha256: string; path: string },
@@ -88,6 +104,7 @@ async function uploadOnce(
     ...(options.releaseNotes ? [["release_notes", options.releaseNotes] as [string, string]] : []),
     ...(options.draft ? [["draft", "true"] as [string, string]] : []),
     ...(options.notLatest ? [["not_latest", "true"] as [string, string]] : []),
+    ...rolloutFields(options.rollout),
     ...(options.tauriSignature
       ? [["tauri_signature", options.tauriSignature] as [string, string]]
       : []),

@@ -46,6 +46,12 @@ const PUBLISHER_ROUTES = new Set([
   "POST /admin/releases/:id/activate",
   "POST /admin/releases/:id/publish",
   "POST /admin/releases/:id/make-latest",
+  "POST /admin/projects/:slug/rollout",
+  "POST /admin/projects/:slug/rollout/change",
+  "POST /admin/projects/:slug/rollout/halt",
+  "POST /admin/projects/:slug/rollout/resume",
+  "POST /admin/projects/:slug/rollout/complete",
+  "POST /admin/projects/:slug/rollout/end",
 ]);
 
 /** Fields that would make each POST succeed, so a missing refusal shows as a change. */

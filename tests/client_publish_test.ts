@@ -2,7 +2,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { publishRelease } from "../client/publish.ts";
-import { createApiKey, createProject, listReleasesByProject } from "../src/store/mod.ts";
+import {
+  createApiKey,
+  createProject,
+  getRollout,
+  listReleasesByProject,
+} from "../src/store/mod.ts";
 import { createTestApp, seedProject, sha256 } from "./helpers.ts";
 import { seedPublishToken } from "./publish_helpers.ts";
 import { makeDataTempDir, runTask, startServer } from "./server_process.ts";
@@ -97,7 +102,7 @@ Deno.test("deno task client publish against the real service", async (t) => {
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
   const work = await Deno.makeTempDir({ prefix: "client-publish-cli-" });
   try {
-    await createProject(kv, { name: "Desktop", slug: "desktop" });
+    const project = await createProject(kv, { name: "Desktop", slug: "desktop" });
     const { secret } = await seedPublishToken(kv);
     const { secret: clientKey } = await createApiKey(kv, {
       name: "c",
@@ -139,6 +144,56 @@ Deno.test("deno task client publish against the real service", async (t) => {
       );
       assert.equal(res.code, 0, res.stderr);
       assert.equal(JSON.parse(res.stdout).release.state, "draft");
+    });
+
+    await t.step("--rollout-*: the release starts a staged rollout over the latest", async () => {
+      const base = await publish(["--project", "desktop", "--version", "1.2.0", "--file", file]);
+      assert.equal(base.code, 0, base.stderr);
+      const baseId = Number(JSON.parse(base.stdout).release.id);
+      const res = await publish([
+        "--project",
+        "desktop",
+        "--version",
+        "1.3.0",
+        "--file",
+        file,
+        "--rollout-percentage",
+        "12.5",
+        "--rollout-schedule",
+        "2030-01-01T00:00:00Z=50, 2030-01-02T00:00:00Z=100",
+        "--rollout-tester-tag",
+        "beta-testers",
+      ]);
+      assert.equal(res.code, 0, res.stderr);
+      const answer = JSON.parse(res.stdout);
+      assert.equal(answer.release.is_latest, false, "the previous latest stays latest");
+      const rollout = await getRollout(kv, project.id);
+      assert.ok(rollout !== null, "a rollout was started");
+      assert.equal(rollout.release_id, Number(answer.release.id));
+      assert.equal(rollout.previous_id, baseId);
+      assert.equal(rollout.percentage, 12.5);
+      assert.deepEqual(rollout.schedule.map((step) => step.percentage), [50, 100]);
+      assert.equal(rollout.tester_tag, "beta-testers");
+    });
+
+    await t.step("--rollout-* refusals are usage errors, nothing uploaded", async () => {
+      const before = (await listReleasesByProject(kv, project.id)).length;
+      const args = ["--project", "desktop", "--version", "1.4.0", "--file", file];
+      const cases: Array<[string[], RegExp]> = [
+        [["--rollout-percentage", "150"], /from 0 to 100/],
+        [["--rollout-percentage", "ten"], /from 0 to 100/],
+        [["--rollout-tester-tag", "beta"], /need --rollout-percentage/],
+        [["--rollout-percentage", "10", "--draft"], /cannot go with --draft/],
+      ];
+      for (const [extra, message] of cases) {
+        const res = await publish([...args, ...extra]);
+        assert.equal(res.code, 2, `${extra.join(" ")}: ${res.stderr}`);
+        assert.match(res.stderr, message);
+      }
+      const bad = await publish([...args, "--rollout-percentage", "10", "--rollout-schedule", "x"]);
+      assert.equal(bad.code, 11, bad.stderr);
+      assert.match(bad.stderr, /TIME=PERCENT/);
+      assert.equal((await listReleasesByProject(kv, project.id)).length, before);
     });
 
     await t.step("refusals: a clear message and the exit code", async () => {

@@ -90,7 +90,10 @@ Deno.test("electron-updater updates from the feed with the key", async (t) => {
       version: "1.1.0",
       downloaded: ["Desktop Setup 1.1.0.exe"],
     });
-    assert.ok(fileRequests().some((line) => line.includes('"status":200')), "the file was sent");
+    // The access log line is written as the response ends: it may reach the pipe a moment later.
+    const sent = () => fileRequests().some((line) => line.includes('"status":200'));
+    for (let i = 0; i < 100 && !sent(); i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(sent(), "the file was sent");
   });
 
   await t.step("without a staged rollout every client is offered it", async () => {

@@ -7,8 +7,10 @@ import { type ArtifactStore, createFsStore, publishRelease } from "../src/storag
 import { type Config, loadConfig } from "../src/lib/config.ts";
 import { createSigner, type Signer } from "../src/signing/signer.ts";
 import {
+  type AdoptionRecorder,
   type ApiKeyInput,
   buildAggregates,
+  createAdoptionRecorder,
   createApiKey,
   createProject,
   getDownloadCounts,
@@ -42,6 +44,8 @@ export interface TestApp extends AsyncDisposable {
   config: Config;
   /** The app's answer signer (docs/signing.md): tests reload its keys after changing them. */
   signer: Signer;
+  /** The app's adoption recorder (docs/rollouts.md "Adoption"): `flush` before reading counts. */
+  adoption: AdoptionRecorder;
   /** GET (or other method) with an optional bearer key. */
   request: (path: string, key?: string, init?: RequestInit) => Promise<Response>;
   /** Like `request`, as if sent from the TCP peer `address`. */
@@ -92,8 +96,11 @@ export async function createTestApp(
     ttlSeconds: config.signingTtlSeconds,
     enabled: config.signing,
   });
+  // On the plain KV too; close() waits for its writes.
+  const adoption = createAdoptionRecorder(kv);
   const app = createApp({
     signer,
+    adoption,
     config,
     kv: appKv,
     artifacts,
@@ -107,6 +114,7 @@ export async function createTestApp(
     closed ??= (async () => {
       // Let fire-and-forget bookkeeping (download counts) finish before KV closes.
       await new Promise((resolve) => setTimeout(resolve, 5));
+      await adoption.flush();
       kv.close();
       rateLimitKv.close();
       await Deno.remove(dataDir, { recursive: true });
@@ -126,6 +134,7 @@ export async function createTestApp(
     rateLimitKv,
     config,
     signer,
+    adoption,
     request: (path, key, init) => send(path, key, init),
     requestFrom: (address, path, key, init) => send(path, key, init, address),
     close,

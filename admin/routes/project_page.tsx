@@ -2,18 +2,23 @@
 import { HTTPException } from "hono/http-exception";
 import { isSlug } from "../../src/lib/limits.ts";
 import {
+  adoptionDay,
   duplicateActiveVersions,
+  getAdoption,
   getDailyDownloads,
   getDeletedDownloads,
   getDownloadCounts,
   getLatestChoice,
   getLatestRelease,
+  getLatestView,
   getProjectBySlug,
   getProjectBytes,
   getProjectReleaseCount,
   getProjectVersioned,
   getRecentDownloadCountsByWindow,
+  getRelease,
   getRetentionPolicy,
+  getRollout,
   listReleasesPage,
   type Project,
   type Release,
@@ -29,6 +34,7 @@ import { ProjectPage } from "../views/project.tsx";
 import { latestNotes } from "../../src/publishing/latest.ts";
 import { planRetention } from "../../src/lifecycle/retention.ts";
 import type { RetentionValues } from "../views/retention.tsx";
+import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../views/rollout.tsx";
 
 export async function loadProject(deps: ServiceDeps, slug: string): Promise<Project> {
   const project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;
@@ -48,6 +54,8 @@ export interface ProjectPageOptions {
   deleteError?: FormError;
   /** The retention form as entered: a dry run of it (not saved), or with its error. */
   retention?: { values: RetentionValues; error?: FormError; policy?: RetentionPolicy };
+  /** The rollout form as sent, with its error. */
+  rollout?: { values: RolloutValues; error: FormError };
   status?: 200 | 400 | 403 | 409 | 413 | 503 | 507;
 }
 
@@ -64,22 +72,35 @@ export async function renderProjectPage(
     query,
     (release: Release) => [release.version, release.build, release.filename],
   );
-  const [page, releaseCount, latest, series, stored, deletedDownloads, choice, retention] =
-    await Promise.all([
-      listReleasesPage(kv, project.id, {
-        limit: PAGE_SIZE,
-        cursor: query,
-        maxScan: match ? SEARCH_SCAN : PAGE_SIZE + 1,
-        match,
-      }),
-      getProjectReleaseCount(kv, project.id),
-      getLatestRelease(kv, project.id),
-      getDailyDownloads(kv, ["project", project.id], { days }),
-      getProjectVersioned(kv, project.id),
-      getDeletedDownloads(kv, project.id),
-      getLatestChoice(kv, project.id),
-      retentionOf(deps, project.id, form.retention),
-    ]);
+  const today = adoptionDay(Date.now());
+  const [
+    page,
+    releaseCount,
+    latest,
+    series,
+    stored,
+    deletedDownloads,
+    choice,
+    retention,
+    rollout,
+    adoption,
+  ] = await Promise.all([
+    listReleasesPage(kv, project.id, {
+      limit: PAGE_SIZE,
+      cursor: query,
+      maxScan: match ? SEARCH_SCAN : PAGE_SIZE + 1,
+      match,
+    }),
+    getProjectReleaseCount(kv, project.id),
+    getLatestRelease(kv, project.id),
+    getDailyDownloads(kv, ["project", project.id], { days }),
+    getProjectVersioned(kv, project.id),
+    getDeletedDownloads(kv, project.id),
+    getLatestChoice(kv, project.id),
+    retentionOf(deps, project.id, form.retention),
+    rolloutOf(deps, project.id),
+    getAdoption(kv, project.id, today),
+  ]);
   const releases = cursorListPage(page, {
     query,
     q,
@@ -120,6 +141,20 @@ export async function renderProjectPage(
       upload={form.upload ?? EMPTY_UPLOAD_FORM}
       uploadError={form.uploadError}
       retention={retention}
+      adoption={{
+        figures: adoption,
+        today,
+        latestId: latest?.id ?? null,
+        versions: await versionsOf(deps, [...adoption.releases.keys()]),
+      }}
+      rollout={{
+        ...rollout,
+        candidates: releases.rows.filter((release) =>
+          release.state === "active" && release.id !== latest?.id
+        ),
+        values: form.rollout?.values ?? EMPTY_ROLLOUT_FORM,
+        error: form.rollout?.error,
+      }}
     />,
     status,
   );
@@ -150,4 +185,30 @@ async function retentionOf(
     error: form?.error,
     storedBytes: bytes.get(projectId) ?? 0,
   };
+}
+
+/** The versions of releases by id (a deleted one is left out). */
+async function versionsOf(deps: ServiceDeps, ids: number[]): Promise<Map<number, string>> {
+  const versions = new Map<number, string>();
+  for (const id of ids) {
+    const release = await getRelease(deps.kv, id);
+    if (release !== null) versions.set(id, release.version);
+  }
+  return versions;
+}
+
+/** The project's rollout, whether it is in force, and the versions it names. */
+async function rolloutOf(deps: ServiceDeps, projectId: number) {
+  const [rollout, view] = await Promise.all([
+    getRollout(deps.kv, projectId),
+    getLatestView(deps.kv, projectId),
+  ]);
+  const versions = new Map<number, string>();
+  if (rollout !== null) {
+    for (const id of [rollout.release_id, rollout.previous_id]) {
+      const release = await getRelease(deps.kv, id);
+      if (release !== null) versions.set(id, release.version);
+    }
+  }
+  return { rollout, live: view.rollout !== null, versions };
 }

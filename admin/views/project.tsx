@@ -19,6 +19,8 @@ import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { ProjectFields } from "./project_fields.tsx";
 import { RetentionCard, type RetentionCardProps } from "./retention.tsx";
 import { UploadFormBody } from "./upload_form.tsx";
+import { RolloutCard, type RolloutCardProps } from "./rollout.tsx";
+import { AdoptionCard, type AdoptionCardProps } from "./adoption.tsx";
 import { RELEASE_COLUMNS, ReleaseCells } from "./release_cells.tsx";
 
 /** Download figures of one release. */
@@ -56,6 +58,8 @@ export interface ProjectPageProps {
   /** Downloads of the project's deleted releases (kept in its total). */
   deletedDownloads?: number;
   retention: Omit<RetentionCardProps, "ctx" | "project">;
+  rollout: Omit<RolloutCardProps, "csrfToken" | "slug">;
+  adoption: AdoptionCardProps;
 }
 
 export function ProjectPage(props: ProjectPageProps) {
@@ -75,12 +79,14 @@ export function ProjectPage(props: ProjectPageProps) {
       <TagList tags={project.tags} />
       <UploadForm {...props} />
       <ReleasesTable {...props} />
+      <RolloutCard csrfToken={ctx.csrfToken} slug={project.slug} {...props.rollout} />
       <DownloadChart
         series={chart.series}
         days={chart.days}
         path={`/admin/projects/${project.slug}`}
         title="Downloads per day"
       />
+      <AdoptionCard {...props.adoption} />
       <RetentionCard ctx={ctx} project={project} {...props.retention} />
       <EditForm {...props} />
     </Layout>

@@ -4,8 +4,9 @@ import { projectVisible } from "../store/access.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
-import { INSTALL_ID_HEADER, releaseFor } from "../rollouts/membership.ts";
+import { clientIdentity, INSTALL_ID_HEADER, releaseFor } from "../rollouts/membership.ts";
 import {
+  type ApiKey,
   type Cached,
   getLatestView,
   listProjects,
@@ -71,6 +72,13 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
   // Outside a rollout the latest pointer's release at once; inside one, the
   // client's (src/rollouts/membership.ts).
   const installId = (c: Context<AppEnv>) => () => c.req.raw.headers.get(INSTALL_ID_HEADER);
+  // Adoption (docs/rollouts.md "Adoption"): which release each client was answered.
+  const seen = (c: Context<AppEnv>, key: ApiKey, release: Release) =>
+    deps.adoption.record({
+      projectId: release.project_id,
+      releaseId: release.id,
+      identity: clientIdentity(c.req.raw.headers.get(INSTALL_ID_HEADER), key),
+    });
   get("/projects/:slug/releases/latest", (c) => {
     const key = acceptedKey(c, deps);
     return thenRead(
@@ -78,16 +86,13 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
       (project) =>
         thenRead(
           getLatestView(kv, project.id),
-          (view) =>
-            respond.ok(
-              c,
-              latestReleaseBody(
-                project,
-                view.rollout === null
-                  ? view.release
-                  : releaseFor(view, { key, installId: installId(c), nowMs: Date.now() }),
-              ),
-            ),
+          (view) => {
+            const release = view.rollout === null
+              ? view.release
+              : releaseFor(view, { key, installId: installId(c), nowMs: Date.now() });
+            if (release !== null) seen(c, key, release);
+            return respond.ok(c, latestReleaseBody(project, release));
+          },
         ),
     );
   });
@@ -101,6 +106,7 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
   get("/releases/:id/download", async (c) => {
     const key = acceptedKey(c, deps);
     const { release } = await findVisibleRelease(kv, key, c.req.param("id"));
+    seen(c, key, release);
     return await surface.download(c, key, release);
   });
 

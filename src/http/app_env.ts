@@ -3,7 +3,7 @@ import type { Logger } from "../lib/log.ts";
 import type { ArtifactStore } from "../storage/mod.ts";
 import type { Metrics } from "../lib/metrics.ts";
 import type { KeyLookup } from "../store/key_lookup.ts";
-import type { AnswerSigner, ApiKey } from "../store/mod.ts";
+import type { AdoptionRecorder, AnswerSigner, ApiKey } from "../store/mod.ts";
 import type { RateLimiter } from "../store/rate_limit.ts";
 import type { OpenResponses } from "./open_responses.ts";
 import type { ResponseHeaders } from "./response_headers.ts";
@@ -42,6 +42,8 @@ export interface AppParts {
   openResponses: OpenResponses;
   /** Signs client API answers when APP_SIGNING is on (docs/signing.md). */
   signer: AnswerSigner;
+  /** Records which release each client was answered (docs/rollouts.md "Adoption"). */
+  adoption: AdoptionRecorder;
 }
 
 /** What the API and admin surfaces are built from: the deps with every part resolved. */

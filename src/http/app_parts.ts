@@ -2,7 +2,7 @@
 import { createMetrics } from "../lib/metrics.ts";
 import { createKeyLookup } from "../store/key_lookup.ts";
 import { createKvRateLimiter, createMemoryRateLimiter } from "../store/rate_limit.ts";
-import type { AnswerSigner } from "../store/mod.ts";
+import { type AnswerSigner, createAdoptionRecorder } from "../store/mod.ts";
 import type { AppDeps, ServiceDeps } from "./app_env.ts";
 import { createOpenResponses } from "./open_responses.ts";
 import { contractHeaders } from "./response_headers.ts";
@@ -25,6 +25,8 @@ export function withDefaultParts(deps: AppDeps): ServiceDeps {
     openResponses: deps.openResponses ?? createOpenResponses(),
     // app.ts makes the real one (src/signing/signer.ts); without it, nothing is signed.
     signer: deps.signer ?? UNSIGNED,
+    adoption: deps.adoption ??
+      createAdoptionRecorder(deps.kv, { onKvError: () => metrics.recordKvError("adoption") }),
   };
 }
 

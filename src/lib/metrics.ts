@@ -21,6 +21,7 @@ const KV_OPERATIONS = [
   "health",
   "key_usage",
   "download_count",
+  "adoption",
   "admin",
   "other",
 ] as const;
@@ -65,6 +66,13 @@ interface DurationSeries {
   statuses: Map<number, StatusSeries>;
 }
 
+/** A gauge read at scrape time from elsewhere (the KV): its samples. */
+export interface ScrapedGauge {
+  name: string;
+  help: string;
+  samples: Array<{ labels: Record<string, string>; value: number }>;
+}
+
 /** What the service records, and the registry that renders it. */
 export interface Metrics {
   /** The Content-Type of `render()`'s text. */
@@ -89,6 +97,8 @@ export interface Metrics {
   recordUploadFailure(reason: UploadFailureReason): void;
   /** The artifact storage answers (`true`) or not; called when that changes. */
   recordStorageState(up: boolean): void;
+  /** Gauges read at every scrape (rollouts and adoption, from the KV), rendered after the rest. */
+  addScrapeSource(source: () => Promise<ScrapedGauge[]>): void;
 }
 
 /** A registry with the service's metrics, every fixed-label series at 0. */
@@ -206,9 +216,13 @@ export function createMetrics(): Metrics {
   for (const operation of KV_OPERATIONS) kvErrors.inc({ operation }, 0);
   for (const reason of UPLOAD_FAILURE_REASONS) uploadFailures.inc({ reason }, 0);
 
+  const scrapeSources: Array<() => Promise<ScrapedGauge[]>> = [];
   return {
     contentType: registry.contentType,
-    render: () => registry.metrics(),
+    render: async () => (await registry.metrics()) + await renderScraped(scrapeSources),
+    addScrapeSource(source) {
+      scrapeSources.push(source);
+    },
     recordRequest(method, route, status, seconds) {
       const label = KNOWN_METHODS.has(method) ? method : "OTHER";
       let byMethod = seriesByRoute.get(route);
@@ -281,7 +295,34 @@ export function noMetrics(): Metrics {
     recordUpload: nothing,
     recordUploadFailure: nothing,
     recordStorageState: nothing,
+    addScrapeSource: nothing,
   };
+}
+
+function labelValue(value: string): string {
+  return value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+}
+
+/** The gauges of the scrape sources in the text format; a failing source is left out (logged). */
+async function renderScraped(sources: Array<() => Promise<ScrapedGauge[]>>): Promise<string> {
+  const lines: string[] = [];
+  for (const source of sources) {
+    let gauges: ScrapedGauge[];
+    try {
+      gauges = await source();
+    } catch (error) {
+      console.error("a metrics source failed:", error);
+      continue;
+    }
+    for (const { name, help, samples } of gauges) {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
+      for (const { labels, value } of samples) {
+        const text = Object.entries(labels).map(([key, v]) => `${key}="${labelValue(v)}"`);
+        lines.push(`${name}${text.length ? `{${text.join(",")}}` : ""} ${value}`);
+      }
+    }
+  }
+  return lines.length === 0 ? "" : `\n${lines.join("\n")}\n`;
 }
 
 /**

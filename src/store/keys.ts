@@ -386,3 +386,17 @@ export function signingKeyKey(kid: string): Deno.KvKey {
 export function signingKeysPrefix(): Deno.KvKey {
   return ["signing_keys"];
 }
+
+/** One client's last sighting in a project (src/store/adoption.ts); expires after 90 days. */
+export function adoptionClientKey(projectId: number, clientHash: string): Deno.KvKey {
+  return ["adoption_client", projectId, clientHash];
+}
+
+/** How many of a project's clients were last seen on a release on a day (a KV `sum`). */
+export function adoptionCountKey(projectId: number, releaseId: number, day: number): Deno.KvKey {
+  return ["adoption_count", projectId, releaseId, day];
+}
+
+export function adoptionCountPrefix(projectId: number): Deno.KvKey {
+  return ["adoption_count", projectId];
+}

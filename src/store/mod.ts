@@ -26,5 +26,6 @@ export * from "./audit_search.ts";
 export * from "./retention.ts";
 export * from "./feed_backfill.ts";
 export * from "./rollouts.ts";
+export * from "./adoption.ts";
 export * from "./latest_view.ts";
 export * from "./signing_keys.ts";

@@ -196,3 +196,12 @@ export async function completeRollout(kv: Deno.Kv, projectId: number): Promise<R
   await endRollout(kv, projectId);
   return release;
 }
+
+/** Every project's rollout record (one per project that has one). */
+export async function listRollouts(kv: Deno.Kv): Promise<Rollout[]> {
+  const rollouts: Rollout[] = [];
+  for await (const entry of kv.list<Rollout>({ prefix: [rolloutKey(0)[0]] })) {
+    rollouts.push(entry.value);
+  }
+  return rollouts;
+}

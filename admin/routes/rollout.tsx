@@ -1,0 +1,163 @@
+/**
+ * The staged rollout of a project from its page (docs/rollouts.md): start
+ * one for a release, change it (widen, narrow, schedule, tester tag), halt,
+ * resume, complete or end it, each through the store and audit-logged.
+ * Bad input shows the project page again with the form and its error.
+ */
+import type { Hono } from "hono";
+import {
+  changeRollout,
+  completeRollout,
+  endRollout,
+  getRelease,
+  NotFoundError,
+  parseSchedule,
+  type Project,
+  type Rollout,
+  startRollout,
+  ValidationError,
+} from "../../src/store/mod.ts";
+import { ID_PATTERN } from "../../src/lib/limits.ts";
+import { type AdminContext, audit, redirectWithFlash } from "../context.ts";
+import { field } from "../forms.ts";
+import type { AdminEnv, ServiceDeps } from "../types.ts";
+import type { RolloutValues } from "../views/rollout.tsx";
+import { loadProject, renderProjectPage } from "./project_page.tsx";
+
+/** The audit details of a rollout: what clients get now. */
+function details(project: Project, rollout: Rollout): string {
+  const steps = rollout.schedule.map((step) => `${step.at}=${step.percentage}%`).join(", ");
+  return `project ${project.slug}; release ${rollout.release_id} over ${rollout.previous_id}; ` +
+    `${rollout.percentage}%` + (rollout.halted ? "; halted" : "") +
+    (steps === "" ? "" : `; schedule ${steps}`) +
+    (rollout.tester_tag === null ? "" : `; testers ${rollout.tester_tag}`);
+}
+
+function valuesOf(c: AdminContext): RolloutValues {
+  const form = c.get("form");
+  return {
+    release_id: field(form, "release_id"),
+    percentage: field(form, "percentage"),
+    schedule: field(form, "schedule"),
+    tester_tag: field(form, "tester_tag"),
+  };
+}
+
+export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+  const { kv } = deps;
+  const back = (project: Project) => `/admin/projects/${project.slug}#rollout`;
+
+  /** Runs `change`; a refusal shows the page again with the form as sent. */
+  async function attempt(
+    c: AdminContext,
+    project: Project,
+    change: () => Promise<{ action: string; details: string; text: string }>,
+  ): Promise<Response> {
+    let done;
+    try {
+      done = await change();
+    } catch (error) {
+      if (!(error instanceof ValidationError || error instanceof NotFoundError)) throw error;
+      const fieldName = error instanceof ValidationError ? error.field : "rollout";
+      return renderProjectPage(c, deps, {
+        project,
+        rollout: { values: valuesOf(c), error: { field: fieldName, message: error.message } },
+        status: 400,
+      });
+    }
+    await audit(c, deps, {
+      action: done.action,
+      target: `project ${project.id}`,
+      details: done.details,
+    });
+    return redirectWithFlash(c, deps, {
+      location: back(project),
+      kind: "success",
+      text: done.text,
+    });
+  }
+
+  admin.post("/projects/:slug/rollout", async (c) => {
+    const project = await loadProject(deps, c.req.param("slug"));
+    const values = valuesOf(c);
+    return await attempt(c, project, async () => {
+      if (!ID_PATTERN.test(values.release_id)) {
+        throw new ValidationError("release_id", "choose the release to roll out");
+      }
+      const release = await getRelease(kv, Number(values.release_id));
+      if (release === null || release.project_id !== project.id) {
+        throw new ValidationError("release_id", "choose a release of this project");
+      }
+      const rollout = await startRollout(kv, release.id, {
+        // parsePercentage reads the text of a form field.
+        percentage: values.percentage as unknown as number,
+        schedule: parseSchedule(values.schedule),
+        tester_tag: values.tester_tag,
+      });
+      return {
+        action: "rollout.start",
+        details: details(project, rollout),
+        text: `The rollout of release ${rollout.release_id} started at ${rollout.percentage}%.`,
+      };
+    });
+  });
+
+  admin.post("/projects/:slug/rollout/change", async (c) => {
+    const project = await loadProject(deps, c.req.param("slug"));
+    const values = valuesOf(c);
+    return await attempt(c, project, async () => {
+      const rollout = await changeRollout(kv, project.id, {
+        ...(values.percentage.trim() === ""
+          ? {}
+          : { percentage: values.percentage as unknown as number }),
+        schedule: parseSchedule(values.schedule),
+        tester_tag: values.tester_tag,
+      });
+      return {
+        action: "rollout.change",
+        details: details(project, rollout),
+        text: `The rollout now reaches ${rollout.percentage}% of clients.`,
+      };
+    });
+  });
+
+  for (const [action, halted] of [["halt", true], ["resume", false]] as const) {
+    admin.post(`/projects/:slug/rollout/${action}`, async (c) => {
+      const project = await loadProject(deps, c.req.param("slug"));
+      return await attempt(c, project, async () => {
+        const rollout = await changeRollout(kv, project.id, { halted });
+        return {
+          action: `rollout.${action}`,
+          details: details(project, rollout),
+          text: halted
+            ? "The rollout is halted: every client gets the previous release."
+            : `The rollout resumed at ${rollout.percentage}%.`,
+        };
+      });
+    });
+  }
+
+  admin.post("/projects/:slug/rollout/complete", async (c) => {
+    const project = await loadProject(deps, c.req.param("slug"));
+    return await attempt(c, project, async () => {
+      const release = await completeRollout(kv, project.id);
+      return {
+        action: "rollout.complete",
+        details: `project ${project.slug}; release ${release.id} is latest`,
+        text: `Release ${release.version} is now the latest for every client.`,
+      };
+    });
+  });
+
+  admin.post("/projects/:slug/rollout/end", async (c) => {
+    const project = await loadProject(deps, c.req.param("slug"));
+    return await attempt(c, project, async () => {
+      const ended = await endRollout(kv, project.id);
+      return {
+        action: "rollout.end",
+        details: ended === null ? `project ${project.slug}; none` : details(project, ended),
+        text: "The rollout ended: every client gets the latest release.",
+      };
+    });
+  });
+}

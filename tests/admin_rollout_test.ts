@@ -1,0 +1,172 @@
+/**
+ * The staged rollout panel on the project page (docs/rollouts.md) in
+ * process: start, change (widen), halt, resume, end and complete through the
+ * admin UI, each audited; bad input shows the page again with a 400 and
+ * changes nothing; the client API follows each step.
+ */
+import assert from "node:assert/strict";
+import { getRollout, listAuditEntries, makeReleaseLatest } from "../src/store/mod.ts";
+import { seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
+
+async function lastAudit(t: TestApp) {
+  return (await listAuditEntries(t.kv, { limit: 1 })).entries[0];
+}
+
+async function latestFor(t: TestApp, key: string, installId: string): Promise<string> {
+  const res = await t.request("/api/v1/projects/app/releases/latest", key, {
+    headers: { "x-install-id": installId },
+  });
+  assert.equal(res.status, 200);
+  return (await res.json()).release.version;
+}
+
+/** How many of 200 install ids get `version`. */
+async function reach(t: TestApp, key: string, version: string): Promise<number> {
+  let count = 0;
+  for (let i = 0; i < 200; i++) {
+    if (await latestFor(t, key, `install-${i}`) === version) count++;
+  }
+  return count;
+}
+
+Deno.test("admin rollout panel", async (t) => {
+  await using app = await createAdminTestApp();
+  const project = await seedProject(app, { slug: "app", name: "App" });
+  const v1 = await seedRelease(app, project.id, "1.0.0");
+  const v2 = await seedRelease(app, project.id, "2.0.0");
+  await makeReleaseLatest(app.kv, v1.id);
+  const { secret } = await seedKey(app);
+  const tester = await seedKey(app, { tags: ["beta-testers"] });
+  const client = await signedInClient(app);
+
+  await t.step(
+    "the page offers to start a rollout of the active release that is not latest",
+    async () => {
+      const { res, html } = await client.page("/admin/projects/app");
+      assert.equal(res.status, 200);
+      assert.match(html, /data-rollout="none"/);
+      assert.match(html, new RegExp(`<option value="${v2.id}"[^>]*>2\\.0\\.0`));
+      assert.doesNotMatch(html, new RegExp(`<option value="${v1.id}"`));
+    },
+  );
+
+  await t.step("bad input is shown again with a 400 and nothing stored", async () => {
+    const res = await client.post("/admin/projects/app/rollout", {
+      release_id: String(v2.id),
+      percentage: "150",
+      schedule: "",
+      tester_tag: "",
+    });
+    assert.equal(res.status, 400);
+    const html = await res.text();
+    assert.match(html, /data-form-error/);
+    assert.match(html, /percentage must be a number from 0 to 100/);
+    assert.match(html, /value="150"/);
+    assert.equal(await getRollout(app.kv, project.id), null);
+    const bad = await client.post("/admin/projects/app/rollout", {
+      release_id: String(v2.id),
+      percentage: "10",
+      schedule: "tomorrow=50",
+    });
+    assert.equal(bad.status, 400);
+    assert.match(await bad.text(), /RFC 3339/);
+    const latest = await client.post("/admin/projects/app/rollout", {
+      release_id: String(v1.id),
+      percentage: "10",
+    });
+    assert.equal(latest.status, 400);
+    assert.match(await latest.text(), /already the latest/);
+    assert.equal(await getRollout(app.kv, project.id), null);
+  });
+
+  await t.step("start: 10% with testers, audited, the API follows", async () => {
+    const res = await client.post("/admin/projects/app/rollout", {
+      release_id: String(v2.id),
+      percentage: "10",
+      schedule: "",
+      tester_tag: "beta-testers",
+    });
+    assert.equal(res.status, 303);
+    assert.equal(res.headers.get("location"), "/admin/projects/app#rollout");
+    const rollout = (await getRollout(app.kv, project.id))!;
+    assert.equal(rollout.release_id, v2.id);
+    assert.equal(rollout.percentage, 10);
+    assert.equal(rollout.tester_tag, "beta-testers");
+    const entry = await lastAudit(app);
+    assert.equal(entry.action, "rollout.start");
+    assert.match(entry.details, new RegExp(`release ${v2.id} over ${v1.id}; 10%; testers`));
+    const share = await reach(app, secret, "2.0.0");
+    assert.ok(share > 0 && share < 60, `10% of 200 install ids, got ${share}`);
+    assert.equal(await latestFor(app, tester.secret, "install-x"), "2.0.0");
+    const { html } = await client.page("/admin/projects/app");
+    assert.match(html, /data-rollout="running"/);
+    assert.match(html, /data-rollout-percentage="true">10%/);
+  });
+
+  await t.step("change: widen to 50%, audited", async () => {
+    const before = await reach(app, secret, "2.0.0");
+    const res = await client.post("/admin/projects/app/rollout/change", {
+      percentage: "50",
+      schedule: "",
+      tester_tag: "beta-testers",
+    });
+    assert.equal(res.status, 303);
+    assert.equal((await getRollout(app.kv, project.id))!.percentage, 50);
+    assert.equal((await lastAudit(app)).action, "rollout.change");
+    const after = await reach(app, secret, "2.0.0");
+    assert.ok(after > before && after > 60 && after < 140, `50% of 200, got ${after}`);
+  });
+
+  await t.step(
+    "halt: everyone, testers too, gets the previous release; resume undoes it",
+    async () => {
+      assert.equal((await client.post("/admin/projects/app/rollout/halt")).status, 303);
+      assert.equal((await lastAudit(app)).action, "rollout.halt");
+      assert.equal(await reach(app, secret, "2.0.0"), 0);
+      assert.equal(await latestFor(app, tester.secret, "install-x"), "1.0.0");
+      const { html } = await client.page("/admin/projects/app");
+      assert.match(html, /data-rollout="halted"/);
+      assert.match(html, /action="\/admin\/projects\/app\/rollout\/resume"/);
+      assert.equal((await client.post("/admin/projects/app/rollout/resume")).status, 303);
+      assert.equal((await lastAudit(app)).action, "rollout.resume");
+      assert.ok(await reach(app, secret, "2.0.0") > 60);
+    },
+  );
+
+  await t.step("end: the rollout is dropped, everyone keeps the latest", async () => {
+    assert.equal((await client.post("/admin/projects/app/rollout/end")).status, 303);
+    assert.equal((await lastAudit(app)).action, "rollout.end");
+    assert.equal(await getRollout(app.kv, project.id), null);
+    assert.equal(await reach(app, secret, "2.0.0"), 0);
+    const again = await client.post("/admin/projects/app/rollout/halt");
+    assert.equal(again.status, 400);
+    assert.match(await again.text(), /no rollout/);
+  });
+
+  await t.step("complete: the release becomes the latest for everyone", async () => {
+    await client.page("/admin/projects/app");
+    const started = await client.post("/admin/projects/app/rollout", {
+      release_id: String(v2.id),
+      percentage: "1",
+    });
+    assert.equal(started.status, 303);
+    assert.equal((await client.post("/admin/projects/app/rollout/complete")).status, 303);
+    const entry = await lastAudit(app);
+    assert.equal(entry.action, "rollout.complete");
+    assert.match(entry.details, new RegExp(`release ${v2.id} is latest`));
+    assert.equal(await getRollout(app.kv, project.id), null);
+    assert.equal(await reach(app, secret, "2.0.0"), 200);
+  });
+
+  await t.step("a release of another project is refused", async () => {
+    const other = await seedProject(app, { slug: "other" });
+    const o1 = await seedRelease(app, other.id, "1.0.0");
+    const res = await client.post("/admin/projects/app/rollout", {
+      release_id: String(o1.id),
+      percentage: "10",
+    });
+    assert.equal(res.status, 400);
+    assert.match(await res.text(), /a release of this project/);
+  });
+});
