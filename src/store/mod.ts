@@ -28,3 +28,4 @@ export * from "./feed_backfill.ts";
 export * from "./rollouts.ts";
 export * from "./latest_view.ts";
 export * from "./signing_keys.ts";
+export * from "./webhooks.ts";
