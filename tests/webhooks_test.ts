@@ -8,10 +8,18 @@ import { checkTarget, nonPublicReason, RefusedTargetError } from "../src/webhook
 import { signDelivery, verifyDelivery } from "../src/webhooks/signature.ts";
 import { nextAttemptAt, RETRY_DELAYS_SECONDS, startWebhookWorker } from "../src/webhooks/worker.ts";
 import {
+  createApiKey,
+  createProject,
+  createRelease,
   createWebhookEndpoint,
+  deleteReleaseRecord,
   emitWebhookEvent,
   listWebhookDeliveries,
+  publishDraft,
   resendWebhookDelivery,
+  setApiKeyActive,
+  setReleaseState,
+  type WebhookEventBody,
 } from "../src/store/mod.ts";
 
 /** A receiver on 127.0.0.1 that checks each delivery's signature with its own HMAC code. */
@@ -229,6 +237,99 @@ Deno.test("webhook deliveries to private targets are refused without the setting
   } finally {
     worker.stop();
     await receiver.close();
+    kv.close();
+  }
+});
+
+Deno.test("release and key writes carry their webhook events in the same commit", async (t) => {
+  const kv = await Deno.openKv(":memory:");
+  const events = async () => {
+    const found: WebhookEventBody[] = [];
+    for await (const e of kv.list<WebhookEventBody>({ prefix: ["webhook_events"] })) {
+      found.push(e.value);
+      await kv.delete(e.key);
+    }
+    return found.map((e) => `${e.type} ${JSON.stringify(e.data)}`);
+  };
+  try {
+    const project = await createProject(kv, { name: "App", slug: "app" });
+    const fields = {
+      project_id: project.id,
+      filename: "app.zip",
+      storage_key: "k",
+      checksum_sha256: "a".repeat(64),
+      size_bytes: 1,
+    };
+    await t.step("an active upload is published; a draft is not until published", async () => {
+      const active = await createRelease(kv, { ...fields, version: "1.0.0" });
+      const draft = await createRelease(kv, { ...fields, version: "1.1.0", draft: true });
+      assert.deepEqual(await events(), [
+        `release.published {"release":{"id":${active.id},"project_id":${project.id},"version":"1.0.0","state":"active"}}`,
+      ]);
+      await publishDraft(kv, draft.id, { makeLatest: true });
+      assert.deepEqual(await events(), [
+        `release.published {"release":{"id":${draft.id},"project_id":${project.id},"version":"1.1.0","state":"active"}}`,
+      ]);
+      await setReleaseState(kv, active.id, "archived");
+      assert.deepEqual(await events(), [
+        `release.archived {"release":{"id":${active.id},"project_id":${project.id},"version":"1.0.0","state":"archived"}}`,
+      ]);
+      await setReleaseState(kv, active.id, "archived");
+      assert.deepEqual(await events(), [], "no event without a change");
+      await deleteReleaseRecord(kv, active.id);
+      assert.deepEqual((await events()).map((e) => e.split(" ")[0]), ["release.deleted"]);
+    });
+    await t.step("a key created, then disabled", async () => {
+      const { apiKey } = await createApiKey(kv, {
+        name: "ci",
+        can_download: true,
+        scope_mode: "all_projects",
+      });
+      await setApiKeyActive(kv, apiKey.id, false);
+      await setApiKeyActive(kv, apiKey.id, false);
+      assert.deepEqual((await events()).sort(), [
+        `key.created {"key":{"id":${apiKey.id},"name":"ci","expires_at":null}}`,
+        `key.disabled {"key":{"id":${apiKey.id},"name":"ci","expires_at":null}}`,
+      ]);
+    });
+    await t.step("a key expiring within 7 days is announced once", async () => {
+      const soon = new Date(Date.now() + 3 * 86_400_000).toISOString();
+      const later = new Date(Date.now() + 30 * 86_400_000).toISOString();
+      const { apiKey } = await createApiKey(kv, {
+        name: "soon",
+        can_download: true,
+        scope_mode: "all_projects",
+        expires_at: soon,
+      });
+      await createApiKey(kv, {
+        name: "later",
+        can_download: true,
+        scope_mode: "all_projects",
+        expires_at: later,
+      });
+      await events();
+      const worker = startWebhookWorker({
+        kv,
+        allowPrivate: false,
+        timeoutMs: 1000,
+        pollMs: 60_000,
+      });
+      await worker.tick();
+      worker.stop();
+      const again = startWebhookWorker({
+        kv,
+        allowPrivate: false,
+        timeoutMs: 1000,
+        pollMs: 60_000,
+      });
+      await again.tick();
+      again.stop();
+      // The worker fans events out at once; none is subscribed, so look at the notices instead.
+      const notices: Deno.KvKey[] = [];
+      for await (const e of kv.list({ prefix: ["webhook_expiry_notices"] })) notices.push(e.key);
+      assert.deepEqual(notices, [["webhook_expiry_notices", apiKey.id, apiKey.expires_at!]]);
+    });
+  } finally {
     kv.close();
   }
 });

@@ -23,6 +23,7 @@ import {
   webhookOutboxKey,
   webhookOutboxPrefix,
 } from "./keys.ts";
+import type { ApiKey, Release } from "./types.ts";
 
 export const WEBHOOK_EVENT_KINDS = [
   "release.published",
@@ -386,4 +387,48 @@ export async function announceExpiringKeys(
     if (commit.ok) added++;
   }
   return added;
+}
+
+function releaseData(release: Release): Record<string, unknown> {
+  return {
+    release: {
+      id: release.id,
+      project_id: release.project_id,
+      version: release.version,
+      state: release.state,
+    },
+  };
+}
+
+/**
+ * The events of a release write, added to its commit: `release.published` when
+ * an active release appears or a draft becomes active, `release.archived`,
+ * `release.deleted` (`after` null).
+ */
+export function addReleaseEvents(
+  op: Deno.AtomicOperation,
+  before: Release | null,
+  after: Release | null,
+): Deno.AtomicOperation {
+  if (after === null) {
+    return before === null ? op : addWebhookEvent(op, "release.deleted", releaseData(before));
+  }
+  if (after.state === "active" && (before === null || before.state === "draft")) {
+    addWebhookEvent(op, "release.published", releaseData(after));
+  } else if (after.state === "archived" && before !== null && before.state !== "archived") {
+    addWebhookEvent(op, "release.archived", releaseData(after));
+  }
+  return op;
+}
+
+/** The events of an API key write, added to its commit: `key.created`, `key.disabled`. */
+export function addApiKeyEvents(
+  op: Deno.AtomicOperation,
+  before: ApiKey | null,
+  after: ApiKey,
+): Deno.AtomicOperation {
+  const data = { key: { id: after.id, name: after.name, expires_at: after.expires_at } };
+  if (before === null) addWebhookEvent(op, "key.created", data);
+  else if (before.active && !after.active) addWebhookEvent(op, "key.disabled", data);
+  return op;
 }
