@@ -21,6 +21,7 @@ import { buildAggregates, followOtherWriters } from "./src/store/mod.ts";
 import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
+import { startWebhookWorker } from "./src/webhooks/worker.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
 
 function readConfig() {
@@ -188,6 +189,14 @@ async function start() {
     report: (level, message, fields) => logger.event(level, message, fields),
   });
 
+  // Webhook deliveries from the KV outbox (docs/webhooks.md); one instance sends each.
+  const webhooks = startWebhookWorker({
+    kv,
+    allowPrivate: config.webhooksAllowPrivate,
+    timeoutMs: config.webhooksTimeoutSeconds * 1000,
+    report: (level, message, fields) => logger.event(level, message, fields),
+  });
+
   const app = createApp({
     config,
     kv,
@@ -225,7 +234,7 @@ async function start() {
       }),
     );
   }
-  return { kv, servers, stopFollowingWriters };
+  return { kv, servers, stopFollowingWriters, webhooks };
 }
 
 let started: Awaited<ReturnType<typeof start>>;
@@ -235,7 +244,7 @@ try {
   if (error instanceof StartupError) exitWith(error.message);
   throw error;
 }
-const { kv, servers, stopFollowingWriters } = started;
+const { kv, servers, stopFollowingWriters, webhooks } = started;
 
 onStopSignals({
   stop: async (signal) => {
@@ -260,6 +269,7 @@ onStopSignals({
       openResponses.endAll();
     }
     stopFollowingWriters();
+    webhooks.stop();
     kv.close();
     logger.event("info", "stopped");
     stdout.flush();

@@ -45,6 +45,9 @@ const ROUTE_ROLES: ReadonlyMap<string, readonly AdminRole[]> = new Map([
   ["GET /admin/accounts", ADMINS],
   // Signing keys (docs/signing.md) are the owner's: admins only, reading included.
   ["GET /admin/signing-keys", ADMINS],
+  // Webhooks (docs/webhooks.md) hold their endpoints' signing secrets: admins only.
+  ["GET /admin/webhooks", ADMINS],
+  ["GET /admin/webhooks/:id", ADMINS],
 ]);
 
 /** The roles that may use `route` (`METHOD /admin/path`, as registered). */

@@ -60,6 +60,8 @@ function adminRoutes(
     const path = pattern.replace(/:(\w+)/g, (_, name: string) => {
       if (name === "slug") return "alpha";
       if (name === "kid") return "k0000000000000000";
+      if (name === "id" && pattern.includes("/webhooks/")) return "000000000aaaaaaaaaaaa";
+      if (name === "delivery") return "000000000bbbbbbbbbbbb";
       if (name === "id" && pattern.includes("/publish-tokens/")) return String(ids.tokenId);
       if (name === "id") return String(pattern.includes("/api-keys/") ? ids.keyId : ids.releaseId);
       if (name === "name") return "style.css";

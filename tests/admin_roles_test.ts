@@ -85,6 +85,8 @@ function adminRoutes(
       if (name === "slug") return "alpha";
       if (name === "kid") return "k0000000000000000";
       if (name === "username") return "vic";
+      if (name === "id" && pattern.includes("/webhooks/")) return "000000000aaaaaaaaaaaa";
+      if (name === "delivery") return "000000000bbbbbbbbbbbb";
       if (name === "id" && pattern.includes("/publish-tokens/")) return String(ids.tokenId);
       if (name === "id") return String(pattern.includes("/api-keys/") ? ids.keyId : ids.releaseId);
       throw new Error(`no test value for :${name} in ${pattern}`);
@@ -201,7 +203,8 @@ Deno.test("roles: a publisher refused on key pages, a viewer refused on every PO
       const res = await viewer.fetch(route.path);
       await res.body?.cancel();
       // The accounts and signing keys pages are the owner's (admins only).
-      if (["/admin/accounts", "/admin/signing-keys"].includes(route.pattern)) {
+      const ownerOnly = ["/admin/accounts", "/admin/signing-keys", "/admin/webhooks"];
+      if (ownerOnly.some((p) => route.pattern === p || route.pattern.startsWith(`${p}/`))) {
         assert.equal(res.status, 403, route.pattern);
       } else assert.equal(res.status, 200, route.pattern);
     }

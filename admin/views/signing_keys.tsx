@@ -23,6 +23,10 @@ export function SigningKeysPage(
         signing), activate it (both keys sign), wait until clients have read the new set, then
         retire the old key. Private keys stay in the data directory and are never shown.
       </p>
+      <p class="hint">
+        To tell your own systems about releases and keys, see{" "}
+        <a href="/admin/webhooks">Webhooks</a>.
+      </p>
       <section class="card" id="signing-key-list">
         <h2>Keys ({keys.length})</h2>
         {keys.length === 0 ? <p>No signing keys yet.</p> : (

@@ -80,6 +80,10 @@ export interface Config {
   signing: boolean;
   /** How long a signed answer stays valid: a verifying client refuses it after that. */
   signingTtlSeconds: number;
+  /** Webhook deliveries may go to loopback, link-local and private addresses (docs/webhooks.md). */
+  webhooksAllowPrivate: boolean;
+  /** A webhook delivery attempt without an answer in this long fails (and is retried). */
+  webhooksTimeoutSeconds: number;
   adminUsername: string;
   adminPassword: string | undefined;
   /** An admin session ends after this long without a request. */
@@ -275,6 +279,12 @@ export function loadConfig(env: Env = processEnv()): Config {
       fallback: 3600,
       min: 60,
       max: 30 * 86_400,
+    }),
+    webhooksAllowPrivate: readBoolean(env, "APP_WEBHOOKS_ALLOW_PRIVATE", false),
+    webhooksTimeoutSeconds: readInteger(env, "APP_WEBHOOKS_TIMEOUT_SECONDS", {
+      fallback: 10,
+      min: 1,
+      max: 120,
     }),
     adminUsername: readAdminUsername(env),
     adminPassword: env["APP_ADMIN_PASSWORD"] || undefined,

@@ -10,6 +10,7 @@ import { getManyEntries } from "./get_many.ts";
 import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "./keys.ts";
 import { type ApiKey, SCOPE_MODES, type ScopeMode } from "./types.ts";
 import { parseExpiresAt, requireTags, requireText } from "./validate.ts";
+import { addApiKeyEvents } from "./webhooks.ts";
 
 /**
  * Keys look like `uds_<43 base64url chars>`: a random token (`TOKEN_BYTES`,
@@ -104,6 +105,7 @@ export async function createApiKey(
       .check({ key: apiKeyByHashKey(apiKey.hash), versionstamp: null })
       .set(apiKeyKey(apiKey.id), apiKey)
       .set(apiKeyByHashKey(apiKey.hash), apiKey.id);
+    addApiKeyEvents(op, null, apiKey);
     const commit = await apiKeyAggregates(op, null, apiKey).commit();
     return { commit, value: { apiKey, secret }, changed };
   });
@@ -175,6 +177,7 @@ export async function setApiKeyActive(kv: Deno.Kv, id: number, active: boolean):
     const apiKey = { ...entry.value, active };
     const changed = [["api_key_by_hash", apiKey.hash]] as const;
     const op = changeOp(kv, changed).check(entry).set(apiKeyKey(id), apiKey);
+    addApiKeyEvents(op, entry.value, apiKey);
     const commit = await apiKeyAggregates(op, entry.value, apiKey).commit();
     return { commit, value: apiKey, changed };
   });

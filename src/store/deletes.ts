@@ -9,6 +9,7 @@
  * are); a deleted key leaves its id, name and prefix under `deleted_api_keys`
  * and its download total under `key_downloads`.
  */
+import { addReleaseEvents } from "./webhooks.ts";
 import { apiKeyAggregates, projectAggregates, releaseAggregates } from "./aggregates.ts";
 import { serializedProjectWrite } from "./atomic.ts";
 import { changeOp, commitChange } from "./cache.ts";
@@ -110,6 +111,7 @@ export async function deleteReleaseRecord(
         .sum(deletedDownloadsKey(projectId), downloads)
         .set(latestReleaseKey(projectId), latestId);
       if (choiceEntry.value === id) op.delete(latestChoiceKey(projectId));
+      addReleaseEvents(op, release, null);
       const commit = await releaseAggregates(op, release, null).commit();
       return { commit, value: { release, downloads: Number(downloads) }, changed };
     }));

@@ -54,6 +54,11 @@
  * | ["meta", "sha512_backfill"]                  | true once every release has its SHA-512 |
  * | ["leases", "sha512_backfill"]                | { holder } (expireIn): the instance backfilling |
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
+ * | ["webhook_endpoints", endpointId]            | WebhookEndpoint, its signing secret included (webhooks.ts) |
+ * | ["webhook_events", eventId]                  | WebhookEventBody not yet fanned out to endpoints |
+ * | ["webhook_outbox", dueMs, deliveryId]        | OutboxEntry: a delivery due then (or leased until then) |
+ * | ["webhook_deliveries", endpointId, deliveryId] | WebhookDelivery: the delivery log (expireIn once done) |
+ * | ["webhook_expiry_notices", keyId, expiresAt] | key.expiring was announced (expireIn) |
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
@@ -201,6 +206,10 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["admin_sessions"],
   ["admin_sessions_by_user"],
   ["login_failures"],
+  ["webhook_events"],
+  ["webhook_outbox"],
+  ["webhook_deliveries"],
+  ["webhook_expiry_notices"],
 ];
 
 /**
@@ -399,4 +408,40 @@ export function adoptionCountKey(projectId: number, releaseId: number, day: numb
 
 export function adoptionCountPrefix(projectId: number): Deno.KvKey {
   return ["adoption_count", projectId];
+}
+
+export function webhookEndpointKey(endpointId: string): Deno.KvKey {
+  return ["webhook_endpoints", endpointId];
+}
+
+export function webhookEndpointsPrefix(): Deno.KvKey {
+  return ["webhook_endpoints"];
+}
+
+export function webhookEventKey(eventId: string): Deno.KvKey {
+  return ["webhook_events", eventId];
+}
+
+export function webhookEventsPrefix(): Deno.KvKey {
+  return ["webhook_events"];
+}
+
+export function webhookOutboxKey(dueMs: number, deliveryId: string): Deno.KvKey {
+  return ["webhook_outbox", dueMs, deliveryId];
+}
+
+export function webhookOutboxPrefix(): Deno.KvKey {
+  return ["webhook_outbox"];
+}
+
+export function webhookDeliveryKey(endpointId: string, deliveryId: string): Deno.KvKey {
+  return ["webhook_deliveries", endpointId, deliveryId];
+}
+
+export function webhookDeliveriesPrefix(endpointId: string): Deno.KvKey {
+  return ["webhook_deliveries", endpointId];
+}
+
+export function webhookExpiryNoticeKey(keyId: number, expiresAt: string): Deno.KvKey {
+  return ["webhook_expiry_notices", keyId, expiresAt];
 }

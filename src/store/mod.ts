@@ -29,3 +29,4 @@ export * from "./rollouts.ts";
 export * from "./adoption.ts";
 export * from "./latest_view.ts";
 export * from "./signing_keys.ts";
+export * from "./webhooks.ts";

@@ -19,6 +19,7 @@ import {
 } from "./keys.ts";
 import type { Project, Release, ReleaseState } from "./types.ts";
 import { requireText, requireTime, safeContentType, safeFilename } from "./validate.ts";
+import { addReleaseEvents } from "./webhooks.ts";
 
 export interface ReleaseInput {
   project_id: number;
@@ -195,6 +196,7 @@ export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<R
         .set(releaseByProjectKey(release.project_id, release.id), release.id)
         .set(latestReleaseKey(release.project_id), latestId);
       setChoice(op, release.project_id, choice);
+      addReleaseEvents(op, null, release);
       const commit = await releaseAggregates(op, null, release).commit();
       return { commit, value: release, changed };
     }));
@@ -411,6 +413,7 @@ async function changeRelease(
         .set(releaseKey(id), release)
         .set(latestReleaseKey(projectId), latest?.id ?? null);
       setChoice(op, projectId, choice);
+      addReleaseEvents(op, entry.value, release);
       const commit = await releaseAggregates(op, entry.value, release).commit();
       return { commit, value: release, changed };
     }));

@@ -1,0 +1,171 @@
+/** The webhooks pages (docs/webhooks.md): endpoints, the secret shown once, the delivery log. */
+import type { WebhookDelivery, WebhookEndpoint } from "../../src/store/mod.ts";
+import { WEBHOOK_EVENT_KINDS } from "../../src/webhooks/events.ts";
+import type { FormError } from "../types.ts";
+import { DataTable, FormErrorSummary, PostButton, StateBadge, Time } from "./components.tsx";
+import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
+
+export interface WebhookFormValues {
+  url: string;
+  events: string[];
+}
+
+export function WebhooksPage(
+  { ctx, endpoints, values, error }: {
+    ctx: PageContext;
+    endpoints: readonly WebhookEndpoint[];
+    values: WebhookFormValues;
+    error?: FormError | null;
+  },
+) {
+  return (
+    <Layout ctx={ctx} title="Webhooks">
+      <h1>Webhooks</h1>
+      <p class="hint">
+        Each endpoint receives the events it is registered for as a signed JSON <code>POST</code>
+        {" "}
+        (see docs/webhooks.md for the headers and how to verify them). Deliveries are retried for
+        about 29 hours.
+      </p>
+      <section class="card" id="webhook-list">
+        <h2>Endpoints ({endpoints.length})</h2>
+        {endpoints.length === 0
+          ? <p>No webhook endpoints yet.</p>
+          : (
+            <DataTable columns={["URL", "Events", "Created"]} actions>
+              {endpoints.map((endpoint) => (
+                <tr data-webhook-id={endpoint.id}>
+                  <td data-label="URL">
+                    <a href={`/admin/webhooks/${endpoint.id}`}>
+                      <code>{endpoint.url}</code>
+                    </a>
+                  </td>
+                  <td data-label="Events">{endpoint.events.join(", ")}</td>
+                  <td data-label="Created">
+                    <Time iso={endpoint.created_at} />
+                  </td>
+                  <td class="actions">
+                    <PostButton
+                      action={`/admin/webhooks/${endpoint.id}/delete`}
+                      csrfToken={ctx.csrfToken}
+                      label="Delete"
+                    />
+                  </td>
+                </tr>
+              ))}
+            </DataTable>
+          )}
+      </section>
+      <section class="card">
+        <h2>New endpoint</h2>
+        <form method="post" action="/admin/webhooks" id="webhook-form">
+          <FormErrorSummary error={error} />
+          <CsrfInput token={ctx.csrfToken} />
+          <label for="webhook-url">URL</label>
+          <input
+            id="webhook-url"
+            name="url"
+            type="url"
+            required
+            value={values.url}
+            placeholder="https://example.com/hooks"
+          />
+          {error?.field === "url" && <p class="field-error">{error.message}</p>}
+          <fieldset>
+            <legend>Events</legend>
+            {WEBHOOK_EVENT_KINDS.map((kind) => (
+              <label>
+                <input
+                  type="checkbox"
+                  name="events"
+                  value={kind}
+                  checked={values.events.includes(kind)}
+                />{" "}
+                <code>{kind}</code>
+              </label>
+            ))}
+          </fieldset>
+          {error?.field === "events" && <p class="field-error">{error.message}</p>}
+          <button type="submit" class="button">Add the endpoint</button>
+        </form>
+      </section>
+    </Layout>
+  );
+}
+
+export function WebhookCreatedPage(
+  { ctx, endpoint }: { ctx: PageContext; endpoint: WebhookEndpoint },
+) {
+  return (
+    <Layout ctx={ctx} title="Webhook endpoint added">
+      <h1>Webhook endpoint added</h1>
+      <p>
+        Deliveries to <code>{endpoint.url}</code> are signed with this secret. Copy it now:{" "}
+        <strong>it is not shown again</strong>.
+      </p>
+      <p>
+        <code id="webhook-secret">{endpoint.secret}</code>
+      </p>
+      <p>
+        <a href={`/admin/webhooks/${endpoint.id}`}>The endpoint's deliveries</a> ·{" "}
+        <a href="/admin/webhooks">All webhooks</a>
+      </p>
+    </Layout>
+  );
+}
+
+export function WebhookPage(
+  { ctx, endpoint, deliveries }: {
+    ctx: PageContext;
+    endpoint: WebhookEndpoint;
+    deliveries: readonly WebhookDelivery[];
+  },
+) {
+  return (
+    <Layout ctx={ctx} title={`Webhook ${endpoint.url}`}>
+      <p>
+        <a href="/admin/webhooks">Webhooks</a>
+      </p>
+      <h1>
+        Webhook <code>{endpoint.url}</code>
+      </h1>
+      <p>Events: {endpoint.events.join(", ")}</p>
+      <section class="card" id="webhook-deliveries">
+        <h2>Deliveries (newest first)</h2>
+        {deliveries.length === 0 ? <p>No deliveries yet.</p> : (
+          <DataTable
+            columns={["Delivery", "Event", "State", "Attempts", "Last answer", "Next attempt"]}
+            actions
+          >
+            {deliveries.map((delivery) => (
+              <tr data-delivery-id={delivery.id}>
+                <td data-label="Delivery">
+                  <code>{delivery.id}</code> <Time iso={delivery.created_at} />
+                </td>
+                <td data-label="Event">{delivery.event}</td>
+                <td data-label="State">
+                  <StateBadge state={delivery.status} />
+                </td>
+                <td data-label="Attempts">{delivery.attempts}</td>
+                <td data-label="Last answer">
+                  {delivery.last_error ??
+                    (delivery.last_status === null ? "-" : String(delivery.last_status))}
+                </td>
+                <td data-label="Next attempt">
+                  <Time iso={delivery.next_attempt_at} />
+                </td>
+                <td class="actions">
+                  <PostButton
+                    action={`/admin/webhooks/${endpoint.id}/deliveries/${delivery.id}/resend`}
+                    csrfToken={ctx.csrfToken}
+                    label="Send again"
+                  />
+                </td>
+              </tr>
+            ))}
+          </DataTable>
+        )}
+      </section>
+    </Layout>
+  );
+}

@@ -1,0 +1,434 @@
+/**
+ * Webhooks' KV records (docs/webhooks.md): the endpoints with their signing
+ * secrets, the events waiting to be fanned out, the outbox of due deliveries
+ * (kept in KV, so a restart loses none) and each endpoint's delivery log.
+ *
+ * Exactly one instance delivers each event: fanning an event out deletes it in
+ * the same commit that writes its deliveries, and an instance takes a due
+ * delivery by moving its outbox entry to the end of a lease (a checked commit);
+ * an instance that dies mid-delivery leaves the entry due again when the lease
+ * ends.
+ */
+import { commitWithRetry, now, retryWhileLocked } from "./atomic.ts";
+import { NotFoundError, ValidationError } from "./errors.ts";
+import {
+  apiKeyExpiryPrefix,
+  webhookDeliveriesPrefix,
+  webhookDeliveryKey,
+  webhookEndpointKey,
+  webhookEndpointsPrefix,
+  webhookEventKey,
+  webhookEventsPrefix,
+  webhookExpiryNoticeKey,
+  webhookOutboxKey,
+  webhookOutboxPrefix,
+} from "./keys.ts";
+import type { ApiKey, Release } from "./types.ts";
+
+export const WEBHOOK_EVENT_KINDS = [
+  "release.published",
+  "release.archived",
+  "release.deleted",
+  "key.created",
+  "key.disabled",
+  "key.expiring",
+] as const;
+
+export type WebhookEventKind = typeof WEBHOOK_EVENT_KINDS[number];
+
+const KINDS: ReadonlySet<string> = new Set(WEBHOOK_EVENT_KINDS);
+
+export function isWebhookEventKind(value: string): value is WebhookEventKind {
+  return KINDS.has(value);
+}
+
+/** The body of a delivery: `id` is the event's id (the same in every retry and "send again"). */
+export interface WebhookEventBody {
+  id: string;
+  type: WebhookEventKind;
+  created_at: string;
+  data: Record<string, unknown>;
+}
+
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  events: WebhookEventKind[];
+  /** The HMAC-SHA256 secret: kept so that deliveries can be signed, shown once at creation. */
+  secret: string;
+  created_at: string;
+  created_by: string;
+}
+
+export type WebhookDeliveryStatus = "pending" | "delivered" | "failed";
+
+export interface WebhookDelivery {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  event: WebhookEventKind;
+  /** The JSON body, exactly as sent (and signed). */
+  body: string;
+  created_at: string;
+  status: WebhookDeliveryStatus;
+  attempts: number;
+  last_attempt_at: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  next_attempt_at: string | null;
+}
+
+export interface OutboxEntry {
+  delivery_id: string;
+  endpoint_id: string;
+}
+
+/** At most this many endpoints: each event's deliveries are written in one commit. */
+export const MAX_WEBHOOK_ENDPOINTS = 50;
+/** Finished deliveries stay in the log this long. */
+const LOG_KEPT_MS = 30 * 86_400_000;
+
+/** A new id that sorts by time (the delivery log lists newest first). */
+export function newWebhookId(): string {
+  const random = crypto.getRandomValues(new Uint8Array(6));
+  return Date.now().toString(36).padStart(9, "0") +
+    Array.from(random, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function newSecret(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return "whsec_" + btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_")
+    .replace(/=+$/, "");
+}
+
+export async function createWebhookEndpoint(
+  kv: Deno.Kv,
+  input: { url: string; events: string[]; created_by: string },
+): Promise<WebhookEndpoint> {
+  const url = input.url.trim();
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ValidationError("url", "enter a full URL, e.g. https://example.com/hooks");
+  }
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
+    throw new ValidationError("url", "the URL must start with https:// or http://");
+  }
+  if (url.length > 2000) throw new ValidationError("url", "the URL is too long");
+  const events = [...new Set(input.events)];
+  if (events.length === 0) throw new ValidationError("events", "choose at least one event");
+  const unknown = events.find((e) => !isWebhookEventKind(e));
+  if (unknown !== undefined) throw new ValidationError("events", `unknown event ${unknown}`);
+  if ((await listWebhookEndpoints(kv)).length >= MAX_WEBHOOK_ENDPOINTS) {
+    throw new ValidationError("url", `at most ${MAX_WEBHOOK_ENDPOINTS} endpoints`);
+  }
+  const endpoint: WebhookEndpoint = {
+    id: newWebhookId(),
+    url,
+    events: events as WebhookEventKind[],
+    secret: newSecret(),
+    created_at: now(),
+    created_by: input.created_by,
+  };
+  const key = webhookEndpointKey(endpoint.id);
+  return await commitWithRetry(async () => ({
+    commit: await kv.atomic().check({ key, versionstamp: null }).set(key, endpoint).commit(),
+    value: endpoint,
+  }));
+}
+
+export async function getWebhookEndpoint(
+  kv: Deno.Kv,
+  endpointId: string,
+): Promise<WebhookEndpoint | null> {
+  return (await kv.get<WebhookEndpoint>(webhookEndpointKey(endpointId))).value;
+}
+
+/** Every endpoint, oldest first. */
+export async function listWebhookEndpoints(kv: Deno.Kv): Promise<WebhookEndpoint[]> {
+  const endpoints: WebhookEndpoint[] = [];
+  for await (const entry of kv.list<WebhookEndpoint>({ prefix: webhookEndpointsPrefix() })) {
+    endpoints.push(entry.value);
+  }
+  return endpoints;
+}
+
+/** Removes an endpoint; its pending deliveries are dropped when they come due. */
+export async function deleteWebhookEndpoint(kv: Deno.Kv, endpointId: string): Promise<void> {
+  const entry = await kv.get<WebhookEndpoint>(webhookEndpointKey(endpointId));
+  if (entry.value === null) throw new NotFoundError(`webhook endpoint ${endpointId}`);
+  await retryWhileLocked(() => kv.delete(webhookEndpointKey(endpointId)));
+}
+
+function eventBody(kind: WebhookEventKind, data: Record<string, unknown>): WebhookEventBody {
+  return { id: newWebhookId(), type: kind, created_at: now(), data };
+}
+
+/**
+ * Adds an event to a write's commit (the release and key writes that cause
+ * events): it is delivered only if that write commits, and the write does not
+ * wait for any delivery.
+ */
+export function addWebhookEvent(
+  op: Deno.AtomicOperation,
+  kind: WebhookEventKind,
+  data: Record<string, unknown>,
+): Deno.AtomicOperation {
+  const event = eventBody(kind, data);
+  return op.set(webhookEventKey(event.id), event);
+}
+
+/** Records an event on its own (right after a write that could not carry it). */
+export async function emitWebhookEvent(
+  kv: Deno.Kv,
+  kind: WebhookEventKind,
+  data: Record<string, unknown>,
+): Promise<void> {
+  await commitWithRetry(async () => ({
+    commit: await addWebhookEvent(kv.atomic(), kind, data).commit(),
+    value: undefined,
+  }));
+}
+
+/**
+ * Turns waiting events into one delivery per subscribed endpoint, each due now.
+ * An event is taken by one instance only (its deletion is checked). Returns
+ * how many deliveries were queued.
+ */
+export async function fanOutWebhookEvents(kv: Deno.Kv, limit = 50): Promise<number> {
+  const endpoints = await listWebhookEndpoints(kv);
+  let queued = 0;
+  for await (
+    const entry of kv.list<WebhookEventBody>({ prefix: webhookEventsPrefix() }, { limit })
+  ) {
+    const event = entry.value;
+    const targets = endpoints.filter((endpoint) => endpoint.events.includes(event.type));
+    const op = kv.atomic().check(entry).delete(entry.key);
+    for (const endpoint of targets) queueDelivery(op, endpoint.id, event);
+    const ok = await retryWhileLocked(() => op.commit()).then((c) => c.ok, () => false);
+    if (ok) queued += targets.length;
+  }
+  return queued;
+}
+
+function queueDelivery(
+  op: Deno.AtomicOperation,
+  endpointId: string,
+  event: WebhookEventBody,
+): WebhookDelivery {
+  const at = Date.now();
+  const delivery: WebhookDelivery = {
+    id: newWebhookId(),
+    endpoint_id: endpointId,
+    event_id: event.id,
+    event: event.type,
+    body: JSON.stringify(event),
+    created_at: new Date(at).toISOString(),
+    status: "pending",
+    attempts: 0,
+    last_attempt_at: null,
+    last_status: null,
+    last_error: null,
+    next_attempt_at: new Date(at).toISOString(),
+  };
+  const outbox: OutboxEntry = { delivery_id: delivery.id, endpoint_id: endpointId };
+  op.set(webhookDeliveryKey(endpointId, delivery.id), delivery)
+    .set(webhookOutboxKey(at, delivery.id), outbox);
+  return delivery;
+}
+
+/** A delivery taken from the outbox by this instance until `leaseKey` is due again. */
+export interface ClaimedDelivery {
+  delivery: WebhookDelivery;
+  endpoint: WebhookEndpoint | null;
+  leaseKey: Deno.KvKey;
+  leaseVersionstamp: string;
+}
+
+/**
+ * Takes up to `limit` due deliveries: each is moved to `nowMs + leaseMs` in a
+ * checked commit, so another instance sees it neither taken twice nor lost.
+ */
+export async function claimDueDeliveries(
+  kv: Deno.Kv,
+  options: { nowMs: number; leaseMs: number; limit: number },
+): Promise<ClaimedDelivery[]> {
+  const claimed: ClaimedDelivery[] = [];
+  const due = kv.list<OutboxEntry>({
+    start: webhookOutboxPrefix(),
+    end: webhookOutboxKey(options.nowMs + 1, ""),
+  }, { limit: options.limit });
+  for await (const entry of due) {
+    const { delivery_id, endpoint_id } = entry.value;
+    const leaseKey = webhookOutboxKey(options.nowMs + options.leaseMs, delivery_id);
+    const commit = await retryWhileLocked(() =>
+      kv.atomic().check(entry).delete(entry.key).set(leaseKey, entry.value).commit()
+    ).catch(() => ({ ok: false as const }));
+    if (!commit.ok) continue;
+    const [delivery, endpoint] = await Promise.all([
+      kv.get<WebhookDelivery>(webhookDeliveryKey(endpoint_id, delivery_id)),
+      kv.get<WebhookEndpoint>(webhookEndpointKey(endpoint_id)),
+    ]);
+    if (delivery.value === null) {
+      await retryWhileLocked(() => kv.delete(leaseKey));
+      continue;
+    }
+    claimed.push({
+      delivery: delivery.value,
+      endpoint: endpoint.value,
+      leaseKey,
+      leaseVersionstamp: commit.versionstamp,
+    });
+  }
+  return claimed;
+}
+
+/**
+ * Records an attempt's outcome: delivered, failed for good (`nextAtMs` null),
+ * or due again at `nextAtMs`. A lease lost in the meantime (this instance was
+ * too slow) leaves the record to the instance that holds it.
+ */
+export async function finishDeliveryAttempt(
+  kv: Deno.Kv,
+  claim: ClaimedDelivery,
+  outcome: { ok: boolean; status: number | null; error: string | null; nextAtMs: number | null },
+): Promise<WebhookDelivery | null> {
+  const { delivery } = claim;
+  const attemptedAt = now();
+  const status: WebhookDeliveryStatus = outcome.ok
+    ? "delivered"
+    : outcome.nextAtMs === null
+    ? "failed"
+    : "pending";
+  const after: WebhookDelivery = {
+    ...delivery,
+    status,
+    attempts: delivery.attempts + 1,
+    last_attempt_at: attemptedAt,
+    last_status: outcome.status,
+    last_error: outcome.error,
+    next_attempt_at: status === "pending" ? new Date(outcome.nextAtMs!).toISOString() : null,
+  };
+  const op = kv.atomic()
+    .check({ key: claim.leaseKey, versionstamp: claim.leaseVersionstamp })
+    .delete(claim.leaseKey)
+    .set(
+      webhookDeliveryKey(delivery.endpoint_id, delivery.id),
+      after,
+      status === "pending" ? undefined : { expireIn: LOG_KEPT_MS },
+    );
+  if (status === "pending") {
+    op.set(webhookOutboxKey(outcome.nextAtMs!, delivery.id), {
+      delivery_id: delivery.id,
+      endpoint_id: delivery.endpoint_id,
+    });
+  }
+  const commit = await retryWhileLocked(() => op.commit());
+  return commit.ok ? after : null;
+}
+
+/** The delivery log of an endpoint, newest first. */
+export async function listWebhookDeliveries(
+  kv: Deno.Kv,
+  endpointId: string,
+  limit = 50,
+): Promise<WebhookDelivery[]> {
+  const deliveries: WebhookDelivery[] = [];
+  const entries = kv.list<WebhookDelivery>({ prefix: webhookDeliveriesPrefix(endpointId) }, {
+    limit,
+    reverse: true,
+  });
+  for await (const entry of entries) deliveries.push(entry.value);
+  return deliveries;
+}
+
+/** "Send again": a new delivery of the same event (same body, new delivery id), due now. */
+export async function resendWebhookDelivery(
+  kv: Deno.Kv,
+  options: { endpointId: string; deliveryId: string },
+): Promise<WebhookDelivery> {
+  const entry = await kv.get<WebhookDelivery>(
+    webhookDeliveryKey(options.endpointId, options.deliveryId),
+  );
+  if (entry.value === null) throw new NotFoundError(`delivery ${options.deliveryId}`);
+  const event = JSON.parse(entry.value.body) as WebhookEventBody;
+  return await commitWithRetry(async () => {
+    const op = kv.atomic();
+    const delivery = queueDelivery(op, options.endpointId, event);
+    return { commit: await op.commit(), value: delivery };
+  });
+}
+
+/**
+ * `key.expiring` for every enabled key that expires before `untilIso` and was
+ * not announced yet for that expiry (a checked marker: one event, whichever
+ * instance runs the check). Returns how many events were added.
+ */
+export async function announceExpiringKeys(
+  kv: Deno.Kv,
+  options: { nowIso: string; untilIso: string; names: (keyId: number) => Promise<string | null> },
+): Promise<number> {
+  let added = 0;
+  const expiring = kv.list<boolean>({
+    start: [...apiKeyExpiryPrefix(), options.nowIso],
+    end: [...apiKeyExpiryPrefix(), options.untilIso],
+  });
+  for await (const entry of expiring) {
+    if (entry.value !== true) continue;
+    const [, expiresAt, keyId] = entry.key as [string, string, number];
+    const marker = webhookExpiryNoticeKey(keyId, expiresAt);
+    const op = kv.atomic().check({ key: marker, versionstamp: null })
+      .set(marker, true, { expireIn: 14 * 86_400_000 });
+    addWebhookEvent(op, "key.expiring", {
+      key: { id: keyId, name: await options.names(keyId), expires_at: expiresAt },
+    });
+    const commit = await retryWhileLocked(() => op.commit()).catch(() => ({ ok: false }));
+    if (commit.ok) added++;
+  }
+  return added;
+}
+
+function releaseData(release: Release): Record<string, unknown> {
+  return {
+    release: {
+      id: release.id,
+      project_id: release.project_id,
+      version: release.version,
+      state: release.state,
+    },
+  };
+}
+
+/**
+ * The events of a release write, added to its commit: `release.published` when
+ * an active release appears or a draft becomes active, `release.archived`,
+ * `release.deleted` (`after` null).
+ */
+export function addReleaseEvents(
+  op: Deno.AtomicOperation,
+  before: Release | null,
+  after: Release | null,
+): Deno.AtomicOperation {
+  if (after === null) {
+    return before === null ? op : addWebhookEvent(op, "release.deleted", releaseData(before));
+  }
+  if (after.state === "active" && (before === null || before.state === "draft")) {
+    addWebhookEvent(op, "release.published", releaseData(after));
+  } else if (after.state === "archived" && before !== null && before.state !== "archived") {
+    addWebhookEvent(op, "release.archived", releaseData(after));
+  }
+  return op;
+}
+
+/** The events of an API key write, added to its commit: `key.created`, `key.disabled`. */
+export function addApiKeyEvents(
+  op: Deno.AtomicOperation,
+  before: ApiKey | null,
+  after: ApiKey,
+): Deno.AtomicOperation {
+  const data = { key: { id: after.id, name: after.name, expires_at: after.expires_at } };
+  if (before === null) addWebhookEvent(op, "key.created", data);
+  else if (before.active && !after.active) addWebhookEvent(op, "key.disabled", data);
+  return op;
+}

@@ -1,0 +1,118 @@
+/**
+ * The webhooks admin pages (docs/webhooks.md): an admin registers an endpoint
+ * (the secret shown once), reads its delivery log and sends a delivery again;
+ * a form error re-shows the form; other roles are refused.
+ */
+import assert from "node:assert/strict";
+import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
+import { startReceiver } from "./webhook_receiver.ts";
+import { startWebhookWorker } from "../src/webhooks/worker.ts";
+
+Deno.test("webhooks in the admin UI", async (t) => {
+  await using app = await createAdminTestApp();
+  const admin = await signedInClient(app);
+  const receiver = startReceiver();
+  const worker = startWebhookWorker({
+    kv: app.kv,
+    allowPrivate: true,
+    timeoutMs: 2000,
+    pollMs: 60_000,
+  });
+  try {
+    let endpointId = "";
+    await t.step("a bad URL or no event re-shows the form with the message", async () => {
+      await admin.page("/admin/webhooks");
+      const res = await admin.post("/admin/webhooks", { url: "not a url", events: "key.created" });
+      assert.equal(res.status, 400);
+      assert.match(await res.text(), /enter a full URL/);
+      const none = await admin.post("/admin/webhooks", { url: receiver.url });
+      assert.equal(none.status, 400);
+      assert.match(await none.text(), /choose at least one event/);
+    });
+
+    await t.step("adding an endpoint shows its secret once", async () => {
+      await admin.page("/admin/webhooks");
+      const res = await admin.post("/admin/webhooks", {
+        url: receiver.url,
+        events: ["key.created", "release.published"],
+      });
+      assert.equal(res.status, 200);
+      const html = await res.text();
+      const secret = /id="webhook-secret">(whsec_[A-Za-z0-9_-]+)</.exec(html)?.[1];
+      assert.ok(secret, "the secret is on the page");
+      receiver.setSecret(secret);
+      endpointId = /href="\/admin\/webhooks\/([0-9a-z]+)"/.exec(html)![1];
+      const list = (await admin.page("/admin/webhooks")).html;
+      assert.match(list, new RegExp(`data-webhook-id="${endpointId}"`));
+      assert.doesNotMatch(list, new RegExp(secret), "not shown again");
+      assert.doesNotMatch(
+        (await admin.page(`/admin/webhooks/${endpointId}`)).html,
+        new RegExp(secret),
+      );
+    });
+
+    await t.step("an API key created in the UI is delivered and logged", async () => {
+      await admin.page("/admin/api-keys");
+      const created = await admin.post("/admin/api-keys", {
+        name: "ci",
+        scope_mode: "all_projects",
+        can_download: "on",
+      });
+      assert.ok(created.status < 400, `status ${created.status}`);
+      await worker.tick();
+      assert.equal(receiver.received.length, 1);
+      assert.equal(receiver.received[0].event, "key.created");
+      assert.equal(receiver.received[0].valid, true);
+      const { html } = await admin.page(`/admin/webhooks/${endpointId}`);
+      assert.match(html, new RegExp(`data-delivery-id="${receiver.received[0].id}"`));
+      assert.match(html, /delivered/);
+    });
+
+    await t.step("send again delivers the same event under a new delivery id", async () => {
+      const first = receiver.received[0];
+      const res = await admin.post(
+        `/admin/webhooks/${endpointId}/deliveries/${first.id}/resend`,
+      );
+      assert.equal(res.status, 303);
+      await worker.tick();
+      assert.equal(receiver.received.length, 2);
+      const again = receiver.received[1];
+      assert.notEqual(again.id, first.id);
+      assert.deepEqual(again.body, first.body);
+      assert.equal(again.valid, true);
+    });
+
+    await t.step("an unknown endpoint or delivery is a 404 page", async () => {
+      assert.equal((await admin.fetch("/admin/webhooks/000000000zzzzzzzz")).status, 404);
+      const res = await admin.post(`/admin/webhooks/${endpointId}/deliveries/nope/resend`);
+      assert.equal(res.status, 404);
+    });
+
+    await t.step("viewers and publishers are refused", async () => {
+      for (const role of ["viewer", "publisher"] as const) {
+        const password = "a long enough password 42";
+        await admin.page("/admin/accounts");
+        const made = await admin.post("/admin/accounts", { username: `${role}1`, password, role });
+        assert.equal(made.status, 303);
+        const other = new AdminClient(app);
+        assert.equal((await other.signIn(`${role}1`, password)).status, 303);
+        assert.equal((await other.fetch("/admin/webhooks")).status, 403);
+        assert.equal((await other.fetch(`/admin/webhooks/${endpointId}`)).status, 403);
+        assert.equal(
+          (await other.post("/admin/webhooks", { url: receiver.url, events: "key.created" }))
+            .status,
+          403,
+        );
+      }
+    });
+
+    await t.step("deleting the endpoint", async () => {
+      const res = await admin.post(`/admin/webhooks/${endpointId}/delete`);
+      assert.equal(res.status, 303);
+      assert.equal((await admin.fetch(`/admin/webhooks/${endpointId}`)).status, 404);
+    });
+  } finally {
+    worker.stop();
+    await receiver.close();
+  }
+});
