@@ -50,12 +50,14 @@ async function loadLatestView(kv: Deno.Kv, projectId: number): Promise<LatestVie
     rolloutKey(projectId),
   ]);
   const id = pointer.value;
+  // No latest release: no rollout can apply either (it rolls out from the latest).
+  if (id === null) return null;
   const rollout = rolloutEntry.value;
   const [latest, candidate] = await kv.getMany<[Release, Release]>([
     releaseKey(id ?? 0),
     releaseKey(rollout?.release_id ?? 0),
   ]);
-  const release = id === null ? null : latest.value;
+  const release = latest.value;
   if (release === null) return null;
   const live = rollout !== null && release !== null && rollout.previous_id === release.id &&
     candidate.value !== null && candidate.value.state === "active";
