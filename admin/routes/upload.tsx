@@ -87,49 +87,73 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
     }));
 
   // The same upload as a project's, with the project chosen in the form (any order of parts).
-  admin.post("/upload", streamedForm, async (c) => {
+  admin.post("/upload", streamedForm, (c) => {
     const values: UploadValues = { ...EMPTY_UPLOAD_FORM };
     const chosen = { value: "" };
-    const refuse = ({ status, error, reason }: UploadRefusal) => {
-      deps.metrics.recordUploadFailure(reason);
-      return renderUploadPage(c, { project: chosen.value, upload: values, error, status });
+    return runUpload(c, {
+      refuse: ({ status, error }) =>
+        renderUploadPage(c, { project: chosen.value, upload: values, error, status }),
+      receive: async (parts) => {
+        const received = await receiveUpload(takeField(parts, "project", chosen), values, {
+          artifacts: deps.artifacts,
+          maxBytes: config.maxUploadBytes,
+        });
+        const slug = chosen.value.trim();
+        const project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;
+        if (project === null) {
+          if (received !== null) {
+            await deps.artifacts.remove(received.stored.storage_key);
+            deps.artifacts.settle?.(received.stored.storage_key);
+          }
+          return {
+            status: 400,
+            error: { field: "project", message: "Choose the project the release belongs to." },
+            reason: "invalid",
+          };
+        }
+        return { project, release: await recordRelease(deps, project.id, { values, received }) };
+      },
+    });
+  });
+
+  /**
+   * The steps both upload forms share: a body that is not multipart, or declares
+   * more than the limit allows, is refused before any byte is stored; what
+   * `receive` throws becomes a refusal where it is the sender's fault, and is
+   * counted and rethrown (to the admin error page) where it is ours.
+   */
+  async function runUpload(
+    c: AdminContext,
+    { refuse, receive }: {
+      refuse: (refusal: UploadRefusal) => Promise<Response>;
+      receive: (
+        parts: AsyncIterable<MultipartPart>,
+      ) => Promise<{ project: Project; release: Release } | UploadRefusal>;
+    },
+  ): Promise<Response> {
+    const refuseCounted = (refusal: UploadRefusal) => {
+      deps.metrics.recordUploadFailure(refusal.reason);
+      return refuse(refusal);
     };
     const parts = c.get("parts");
-    if (parts === undefined) return refuse(NOT_MULTIPART);
+    if (parts === undefined) return refuseCounted(NOT_MULTIPART);
     const declared = Number(c.req.header("content-length") ?? NaN);
     if (declared > config.maxUploadBytes + FIELDS_ALLOWANCE_BYTES) {
       await c.req.raw.body?.cancel().catch(() => {});
-      return refuse(tooLarge(config.maxUploadBytes));
+      return refuseCounted(tooLarge(config.maxUploadBytes));
     }
-    let release: Release;
-    let project: Project | null;
+    let outcome: { project: Project; release: Release } | UploadRefusal;
     try {
-      const received = await receiveUpload(takeField(parts, "project", chosen), values, {
-        artifacts: deps.artifacts,
-        maxBytes: config.maxUploadBytes,
-      });
-      const slug = chosen.value.trim();
-      project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;
-      if (project === null) {
-        if (received !== null) {
-          await deps.artifacts.remove(received.stored.storage_key);
-          deps.artifacts.settle?.(received.stored.storage_key);
-        }
-        return refuse({
-          status: 400,
-          error: { field: "project", message: "Choose the project the release belongs to." },
-          reason: "invalid",
-        });
-      }
-      release = await recordRelease(deps, project.id, { values, received });
+      outcome = await receive(parts);
     } catch (error) {
       const refusal = uploadRefusal(error, config.maxUploadBytes);
-      if (refusal !== null) return refuse(refusal);
+      if (refusal !== null) return refuseCounted(refusal);
+      // A wrong CSRF token is a refused form; anything else failed on our side.
       deps.metrics.recordUploadFailure(error instanceof CsrfError ? "invalid" : "error");
       throw error;
     }
-    return uploaded(c, { project, release });
-  });
+    return "release" in outcome ? uploaded(c, outcome) : refuseCounted(outcome);
+  }
 
   /** Audits an upload and sends the admin to the project's page. */
   async function uploaded(
@@ -157,34 +181,17 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   admin.post("/projects/:slug/releases", streamedForm, async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
     const values: UploadValues = { ...EMPTY_UPLOAD_FORM };
-    const refuse = ({ status, error, reason }: UploadRefusal) => {
-      deps.metrics.recordUploadFailure(reason);
-      return renderProjectPage(c, deps, { project, upload: values, uploadError: error, status });
-    };
-
-    const parts = c.get("parts");
-    if (parts === undefined) return refuse(NOT_MULTIPART);
-    const declared = Number(c.req.header("content-length") ?? NaN);
-    if (declared > config.maxUploadBytes + FIELDS_ALLOWANCE_BYTES) {
-      await c.req.raw.body?.cancel().catch(() => {});
-      return refuse(tooLarge(config.maxUploadBytes));
-    }
-
-    let release: Release;
-    try {
-      const received = await receiveUpload(parts, values, {
-        artifacts: deps.artifacts,
-        maxBytes: config.maxUploadBytes,
-      });
-      release = await recordRelease(deps, project.id, { values, received });
-    } catch (error) {
-      const refusal = uploadRefusal(error, config.maxUploadBytes);
-      if (refusal !== null) return refuse(refusal);
-      // A wrong CSRF token is a refused form; anything else failed on our side.
-      deps.metrics.recordUploadFailure(error instanceof CsrfError ? "invalid" : "error");
-      throw error;
-    }
-    return uploaded(c, { project, release });
+    return runUpload(c, {
+      refuse: ({ status, error }) =>
+        renderProjectPage(c, deps, { project, upload: values, uploadError: error, status }),
+      receive: async (parts) => {
+        const received = await receiveUpload(parts, values, {
+          artifacts: deps.artifacts,
+          maxBytes: config.maxUploadBytes,
+        });
+        return { project, release: await recordRelease(deps, project.id, { values, received }) };
+      },
+    });
   });
 }
 
