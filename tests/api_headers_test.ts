@@ -1,13 +1,18 @@
 /** Response rules that hold across routes: headers, JSON, unknown paths, methods, 500s, hot path. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { Hono } from "hono";
 import { createApp } from "../app.ts";
+import type { AppEnv } from "../src/http/app_env.ts";
+import { createApiResponder } from "../src/http/response_headers.ts";
 import { contentDisposition } from "../src/http/content_disposition.ts";
 import { createKeyUsageRecorder } from "../src/store/key_usage.ts";
-import { apiKeyLastUsedKey, releaseKey } from "../src/store/mod.ts";
+import { type AnswerSigner, apiKeyLastUsedKey, releaseKey } from "../src/store/mod.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders } from "./asserts.ts";
 import { captureErrors, faultyKv } from "./faults.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+
+const encoder = new TextEncoder();
 
 /** A request of every kind of outcome the service can give. */
 async function everyKindOfResponse(t: TestApp): Promise<[string, Response][]> {
@@ -292,4 +297,32 @@ Deno.test("JSON and file responses skip the document-only headers that admin pag
   await page.body?.cancel();
   assertSecurityHeaders(page);
   for (const name of documentOnly) assert.notEqual(page.headers.get(name), null, name);
+});
+
+Deno.test("signing on: a repeated error answer reuses its signature; another path is signed anew", async () => {
+  const signed: string[] = [];
+  const signer: AnswerSigner = {
+    enabled: true,
+    loaded: true,
+    reuseSeconds: 60,
+    generation: 0,
+    ready: () => Promise.resolve(),
+    reload: () => Promise.resolve(),
+    sign: ({ method, path, status }) => {
+      signed.push(`${method} ${path} ${status}`);
+      return [["uds-signature", `sig${signed.length}`]];
+    },
+    keys: () => [],
+  };
+  const respond = createApiResponder({ security: [], protected: [] }, signer);
+  const app = new Hono<AppEnv>().get("*", (c) => respond.json(c, encoder.encode("{}"), 404));
+  const signature = async (path: string) => {
+    const res = await app.request(path);
+    await res.body?.cancel();
+    return res.headers.get("uds-signature");
+  };
+  assert.equal(await signature("/api/v1/a"), "sig1");
+  assert.equal(await signature("/api/v1/a"), "sig1", "the same answer again: reused");
+  assert.equal(await signature("/api/v1/b"), "sig2", "another path: signed anew");
+  assert.deepEqual(signed, ["GET /api/v1/a 404", "GET /api/v1/b 404"]);
 });

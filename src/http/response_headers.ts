@@ -102,6 +102,17 @@ interface CachedResponse {
   signed?: Map<string, SignedResponse>;
 }
 
+/** The signature headers of an error answer, reused until `untilMs` (see `errorSignature`). */
+interface SignedHeaders {
+  headers: HeaderList;
+  untilMs: number;
+  /** The signer's generation they were made in (see `Signer.generation`). */
+  generation: number;
+}
+
+/** How many error answers' signatures are kept (then they start over: odd paths cannot fill memory). */
+const MAX_SIGNED_ERRORS = 1024;
+
 /** A cached body's answer to one method and path, signed, reused until `untilMs`. */
 interface SignedResponse extends CachedResponse {
   untilMs: number;
@@ -145,6 +156,30 @@ export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSign
     signing === undefined
       ? []
       : signing.sign({ method: c.req.method, path: c.req.path, status, sha256 });
+  // Error answers are made anew each time, but one client repeating a refused
+  // request (a 429 flood, a poller with a revoked key) gets the same bytes:
+  // their signatures are reused like a cached body's, so a flood of errors
+  // does not cost an Ed25519 signature each.
+  const signedErrors = new Map<string, SignedHeaders>();
+  const errorSignature = (c: Context<AppEnv>, status: number, body: Uint8Array): HeaderList => {
+    const sha256 = sha256Hex(body);
+    const at = `${c.req.method} ${c.req.path} ${status} ${sha256}`;
+    const nowMs = Date.now();
+    const reused = signedErrors.get(at);
+    if (
+      reused !== undefined && reused.untilMs > nowMs && reused.generation === signing!.generation
+    ) {
+      return reused.headers;
+    }
+    const headers = signatureHeaders(c, status, sha256);
+    if (signedErrors.size >= MAX_SIGNED_ERRORS) signedErrors.clear();
+    signedErrors.set(at, {
+      headers,
+      untilMs: nowMs + signing!.reuseSeconds * 1000,
+      generation: signing!.generation,
+    });
+    return headers;
+  };
   /** The signed answer of a cached body to the request of `c`, signed again when it is due. */
   const signedOf = (
     c: Context<AppEnv>,
@@ -187,7 +222,7 @@ export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSign
     json(c, body, status, extra) {
       c.set("bodyBytes", body.byteLength);
       const list = listOf(body, extra);
-      if (signing !== undefined) list.push(...signatureHeaders(c, status, sha256Hex(body)));
+      if (signing !== undefined) list.push(...errorSignature(c, status, body));
       return new Response(body, { status, headers: list });
     },
   };
