@@ -54,6 +54,7 @@
  * | ["meta", "sha512_backfill"]                  | true once every release has its SHA-512 |
  * | ["leases", "sha512_backfill"]                | { holder } (expireIn): the instance backfilling |
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
+ * | ["signing_root"]                             | SigningRoot: the uploaded offline-root document |
  * | ["webhook_endpoints", endpointId]            | WebhookEndpoint, its signing secret included (webhooks.ts) |
  * | ["webhook_events", eventId]                  | WebhookEventBody not yet fanned out to endpoints |
  * | ["webhook_outbox", dueMs, deliveryId]        | OutboxEntry: a delivery due then (or leased until then) |
@@ -394,6 +395,11 @@ export function signingKeyKey(kid: string): Deno.KvKey {
 
 export function signingKeysPrefix(): Deno.KvKey {
   return ["signing_keys"];
+}
+
+/** The key set's offline-root document (docs/signing.md "Offline root"), as last uploaded. */
+export function signingRootKey(): Deno.KvKey {
+  return ["signing_root"];
 }
 
 /** One client's last sighting in a project (src/store/adoption.ts); expires after 90 days. */
