@@ -60,6 +60,8 @@
  * | ["webhook_outbox", dueMs, deliveryId]        | OutboxEntry: a delivery due then (or leased until then) |
  * | ["webhook_deliveries", endpointId, deliveryId] | WebhookDelivery: the delivery log (expireIn once done) |
  * | ["webhook_expiry_notices", keyId, expiresAt] | key.expiring was announced (expireIn) |
+ * | ["webhook_download_marks", releaseId]        | Deno.KvU64: the release's download total last announced |
+ * | ["webhook_download_baseline"]                | true once the marks were set to the totals (webhooks.ts) |
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
@@ -211,6 +213,8 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["webhook_outbox"],
   ["webhook_deliveries"],
   ["webhook_expiry_notices"],
+  ["webhook_download_marks"],
+  ["webhook_download_baseline"],
 ];
 
 /**
@@ -446,6 +450,24 @@ export function webhookDeliveryKey(endpointId: string, deliveryId: string): Deno
 
 export function webhookDeliveriesPrefix(endpointId: string): Deno.KvKey {
   return ["webhook_deliveries", endpointId];
+}
+
+export function releaseDownloadsPrefix(): Deno.KvKey {
+  return ["release_downloads"];
+}
+
+/** The download total of a release that `download.completed` last announced. */
+export function webhookDownloadMarkKey(releaseId: number): Deno.KvKey {
+  return ["webhook_download_marks", releaseId];
+}
+
+export function webhookDownloadMarksPrefix(): Deno.KvKey {
+  return ["webhook_download_marks"];
+}
+
+/** Set once the marks start from the totals (so that history is never announced). */
+export function webhookDownloadBaselineKey(): Deno.KvKey {
+  return ["webhook_download_baseline"];
 }
 
 export function webhookExpiryNoticeKey(keyId: number, expiresAt: string): Deno.KvKey {
