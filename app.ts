@@ -11,8 +11,8 @@ import { createPublishApi } from "./admin/publish_api/mod.ts";
 import { createFeedRoutes } from "./src/api/feeds.ts";
 import { FEEDS_PREFIX } from "./src/feeds/paths.ts";
 import { createApiRoutes } from "./src/api/routes.ts";
-import { keySetHandler } from "./src/api/key_set.ts";
-import { KEY_SET_PATH } from "./src/signing/format.ts";
+import { keySetHandler, keySetRootHandler } from "./src/api/key_set.ts";
+import { KEY_SET_PATH, KEY_SET_ROOT_PATH } from "./src/signing/format.ts";
 import { createSigner } from "./src/signing/signer.ts";
 import type { AppDeps, AppEnv } from "./src/http/app_env.ts";
 import { withDefaultParts } from "./src/http/app_parts.ts";
@@ -69,6 +69,7 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
   app.get("/healthz", healthHandler(deps));
   // The signing keys' public halves (docs/signing.md "The key set").
   app.get(KEY_SET_PATH, keySetHandler(deps));
+  app.get(KEY_SET_ROOT_PATH, keySetRootHandler(deps));
   // With a separate metrics address, /metrics is served only there (see main.ts).
   if (config.metricsToken !== undefined && config.metricsAddress === undefined) {
     app.get("/metrics", metricsHandler(deps.metrics, config.metricsToken));
@@ -110,6 +111,7 @@ const OBSERVED_PATHS = [
   "/",
   "/healthz",
   KEY_SET_PATH,
+  KEY_SET_ROOT_PATH,
   "/metrics",
   `${ADMIN_PREFIX}/*`,
   `${PUBLISH_PREFIX}/*`,

@@ -4,6 +4,7 @@
  *   UPDATE_API_KEY=uds_… deno task client check --base-url URL --project SLUG --current VERSION
  *   UPDATE_API_KEY=uds_… deno task client download --base-url URL --project SLUG [--current VERSION] [--out FILE]
  *   UPDATE_API_KEY=uds_… deno task client download --base-url URL --release ID [--out FILE]
+ *   (check and download also take --pin-key-set FILE or --pin-root KEY: docs/signing.md)
  *   UPDATE_PUBLISH_TOKEN=udp_… deno task client publish --base-url URL --project SLUG --version V --file PATH
  *     [--build B] [--notes-file F] [--draft] [--not-latest]
  *     [--rollout-percentage P [--rollout-schedule STEPS] [--rollout-tester-tag TAG]]
@@ -23,8 +24,11 @@ import {
   type ClientOptions,
   downloadRelease,
   type FailureKind,
+  fetchKeySet,
+  fetchRootKeySet,
   getRelease,
   isNewerVersion,
+  type PublishedKey,
   type Release,
   type RetryNotice,
   UpdateClientError,
@@ -58,6 +62,11 @@ const USAGE = `usage (or "uds-client" in place of "deno task client" once instal
                             [--rollout-tester-tag TAG]
 options:
   --retries N   retries after a 429 (honouring Retry-After) or a network failure; default 3
+  --pin-key-set FILE  (check, download) verify every answer's signature against the key set
+                saved in FILE at install (from /.well-known/uds-keys.json); the service's
+                current set is accepted when a pinned key signed it, and FILE is updated
+  --pin-root KEY      (check, download) verify every answer against the keys that the
+                offline root KEY (base64url public key) signed; may be repeated
   --help, -h    this text
   --version     the client's version
 environment: UPDATE_API_KEY (check, download), UPDATE_PUBLISH_TOKEN (publish),
@@ -65,7 +74,9 @@ environment: UPDATE_API_KEY (check, download), UPDATE_PUBLISH_TOKEN (publish),
 publish prints the new release as JSON; it streams the file and sends its SHA-256
 exit codes: 0 ok or up to date, 10 update available (check), 2 usage, 3 key refused,
   4 not found, 5 rate limited, 6 integrity (publish: SHA-256 mismatch), 7 network,
-  8 server, 9 file, 11 upload refused (publish), 1 unexpected`;
+  8 server, 9 file, 11 upload refused (publish), 12 bad, missing or expired signature
+  (with --pin-key-set or --pin-root), 1 unexpected
+see docs/signing.md for signed answers and the pins`;
 
 class UsageError extends Error {}
 
@@ -100,6 +111,7 @@ async function run(args: string[]): Promise<number> {
   const { command, flags } = parseCommandLine(args);
   if (command === "publish") return await publish(flags);
   const options = clientOptions(flags["base-url"], flags.retries);
+  options.trustedKeys = await pinnedKeys(flags, options);
 
   if (command === "check") {
     if (!flags.project || !flags.current) {
@@ -173,6 +185,8 @@ function parseCommandLine(args: string[]) {
         "rollout-percentage": { type: "string" },
         "rollout-schedule": { type: "string" },
         "rollout-tester-tag": { type: "string" },
+        "pin-key-set": { type: "string" },
+        "pin-root": { type: "string", multiple: true },
       },
     });
   } catch (error) {
@@ -238,6 +252,61 @@ async function publish(flags: Flags): Promise<number> {
   });
   console.log(JSON.stringify(published, null, 2));
   return EXIT.ok;
+}
+
+/**
+ * The keys every answer must be signed by, from `--pin-key-set FILE` (the set
+ * pinned at install, moved on to the service's current set when a pinned key
+ * signed it: a rotation) or `--pin-root KEY` (the keys the offline root
+ * signed); undefined without either (answers are not checked).
+ */
+async function pinnedKeys(
+  flags: Flags,
+  options: ClientOptions,
+): Promise<PublishedKey[] | undefined> {
+  const file = flags["pin-key-set"];
+  const roots = flags["pin-root"];
+  if (file !== undefined && roots !== undefined) {
+    throw new UsageError("give either --pin-key-set or --pin-root, not both");
+  }
+  if (roots !== undefined) {
+    for (const root of roots) {
+      if (!/^[A-Za-z0-9_-]{43}$/.test(root)) {
+        throw new UsageError(`--pin-root must be a base64url Ed25519 public key, got "${root}"`);
+      }
+    }
+    return (await fetchRootKeySet(options, roots)).keys;
+  }
+  if (file === undefined) return undefined;
+  const path = resolve(userDirectory(), file);
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    throw new UpdateClientError(
+      "file",
+      `cannot read the pinned key set: ${(error as Error).message}`,
+    );
+  }
+  let pinned: PublishedKey[];
+  try {
+    pinned = JSON.parse(text).keys;
+    if (!Array.isArray(pinned)) throw new Error();
+  } catch {
+    throw new UpdateClientError("file", `${path} is not a key set (a saved uds-keys.json)`);
+  }
+  const current = await fetchKeySet(options, pinned);
+  const next = JSON.stringify(current, null, 2) + "\n";
+  if (next !== text) {
+    // Write beside it and rename: a crash never leaves half a pin.
+    try {
+      await Deno.writeTextFile(`${path}.new`, next);
+      await Deno.rename(`${path}.new`, path);
+    } catch (error) {
+      console.error(`warning: the new key set could not be saved in ${path}: ${error}`);
+    }
+  }
+  return current.keys;
 }
 
 /** `--rollout-*`: a staged rollout of the upload (docs/rollouts.md), or none. */

@@ -19,6 +19,7 @@ export interface KeySet {
 }
 
 export const KEY_SET_PATH = "/.well-known/uds-keys.json";
+export const KEY_SET_ROOT_PATH = "/.well-known/uds-keys-root.json";
 
 const encoder = new TextEncoder();
 
@@ -30,6 +31,31 @@ function fromBase64url(text: string): Uint8Array<ArrayBuffer> {
 export async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The id of a raw Ed25519 public key (base64url): `k` and 16 hex digits of its SHA-256. */
+export async function keyIdOf(publicKey: string): Promise<string> {
+  return `k${(await sha256Hex(fromBase64url(publicKey))).slice(0, 16)}`;
+}
+
+async function ed25519Verify(
+  publicKey: string,
+  signature: string,
+  message: string,
+): Promise<boolean> {
+  const key = await crypto.subtle.importKey(
+    "raw",
+    fromBase64url(publicKey),
+    { name: "Ed25519" },
+    false,
+    ["verify"],
+  );
+  return await crypto.subtle.verify(
+    { name: "Ed25519" },
+    key,
+    fromBase64url(signature),
+    encoder.encode(message),
+  );
 }
 
 /** What the client knows of an answer besides its headers. */
@@ -76,20 +102,7 @@ export async function verifyAnswer(
       key.kid,
       answer.sha256.toLowerCase(),
     ].join("\n");
-    const publicKey = await crypto.subtle.importKey(
-      "raw",
-      fromBase64url(key.public_key),
-      { name: "Ed25519" },
-      false,
-      ["verify"],
-    );
-    const ok = await crypto.subtle.verify(
-      { name: "Ed25519" },
-      publicKey,
-      fromBase64url(match[2]),
-      encoder.encode(message),
-    );
-    if (ok) return key.kid;
+    if (await ed25519Verify(key.public_key, match[2], message)) return key.kid;
   }
   refuse(path, "no signature of a pinned key verifies");
 }
@@ -104,7 +117,7 @@ export async function fetchKeySet(
   pinned: readonly PublishedKey[],
   nowMs = Date.now(),
 ): Promise<KeySet> {
-  const res = await (options.fetch ?? fetch)(new URL(KEY_SET_PATH, options.baseUrl));
+  const res = await get(options, KEY_SET_PATH);
   const body = new Uint8Array(await res.arrayBuffer());
   await verifyAnswer(
     {
@@ -118,4 +131,84 @@ export async function fetchKeySet(
     nowMs,
   );
   return JSON.parse(new TextDecoder().decode(body)) as KeySet;
+}
+
+async function get(options: { baseUrl: string; fetch?: typeof fetch }, path: string) {
+  const url = new URL(path, options.baseUrl);
+  try {
+    return await (options.fetch ?? fetch)(url, { signal: AbortSignal.timeout(30_000) });
+  } catch (error) {
+    throw new UpdateClientError(
+      "network",
+      `${url.host}${url.pathname}: ${(error as Error).message}`,
+    );
+  }
+}
+
+/**
+ * The signing keys an offline root vouches for (docs/signing.md "Offline
+ * root"): the service's root document, accepted when one of `roots` (raw
+ * public keys, base64url, pinned at install) signed it and it has not
+ * expired. Use the result as `trustedKeys`.
+ */
+export async function fetchRootKeySet(
+  options: { baseUrl: string; fetch?: typeof fetch },
+  roots: readonly string[],
+  nowMs = Date.now(),
+): Promise<KeySet> {
+  const res = await get(options, KEY_SET_ROOT_PATH);
+  if (res.status === 404) {
+    await res.body?.cancel();
+    refuse(KEY_SET_ROOT_PATH, "the service publishes no root-signed key set");
+  }
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw new UpdateClientError("server", `${KEY_SET_ROOT_PATH} answered ${res.status}`);
+  }
+  let document: { payload?: unknown; signatures?: Array<{ kid?: unknown; sig?: unknown }> };
+  try {
+    document = await res.json();
+  } catch {
+    refuse(KEY_SET_ROOT_PATH, "the root document is not JSON");
+  }
+  const { payload, signatures } = document;
+  if (typeof payload !== "string" || !Array.isArray(signatures)) {
+    refuse(KEY_SET_ROOT_PATH, "the root document has no payload or signatures");
+  }
+  let verified = false;
+  for (const root of roots) {
+    const kid = await keyIdOf(root);
+    for (const entry of signatures) {
+      if (entry?.kid !== kid || typeof entry.sig !== "string") continue;
+      if (await ed25519Verify(root, entry.sig, `uds-root-v1\n${payload}`)) verified = true;
+    }
+  }
+  if (!verified) refuse(KEY_SET_ROOT_PATH, "no signature of a pinned root key verifies");
+  const signed = JSON.parse(new TextDecoder().decode(fromBase64url(payload))) as {
+    type?: string;
+    signed_at?: number;
+    expires?: number;
+    keys?: Array<{ kid: string; alg: string; public_key: string }>;
+  };
+  if (signed.type !== "uds-key-set-root" || !Array.isArray(signed.keys)) {
+    refuse(KEY_SET_ROOT_PATH, "the root document's payload is not a uds-key-set-root");
+  }
+  if (!(nowMs / 1000 <= Number(signed.expires))) {
+    refuse(
+      KEY_SET_ROOT_PATH,
+      `the root-signed key set expired at ${new Date(Number(signed.expires) * 1000).toISOString()}`,
+    );
+  }
+  if (Number(signed.signed_at) > nowMs / 1000 + 300) {
+    refuse(KEY_SET_ROOT_PATH, "the root-signed key set is dated in the future");
+  }
+  return {
+    keys: signed.keys.map((key) => ({
+      kid: key.kid,
+      alg: key.alg,
+      public_key: key.public_key,
+      status: "active" as const,
+      retired_at: null,
+    })),
+  };
 }

@@ -38,7 +38,13 @@ import { isNewerVersion } from "./versions.ts";
 import { sha256Hex, verifyAnswer } from "./signatures.ts";
 
 export { downloadRelease } from "./download.ts";
-export { fetchKeySet, type KeySet, type PublishedKey, verifyAnswer } from "./signatures.ts";
+export {
+  fetchKeySet,
+  fetchRootKeySet,
+  type KeySet,
+  type PublishedKey,
+  verifyAnswer,
+} from "./signatures.ts";
 export type { DownloadOptions, DownloadResult } from "./download.ts";
 export { CLIENT_VERSION, UpdateClientError, USER_AGENT } from "./http.ts";
 export type { ClientOptions, FailureKind, Project, Release, RetryNotice } from "./http.ts";

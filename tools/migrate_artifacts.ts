@@ -31,4 +31,4 @@ await runTool("migrate-artifacts", async (direction) => {
   } finally {
     kv.close();
   }
-}, "fs-to-s3|s3-to-fs");
+}, { usage: "fs-to-s3|s3-to-fs" });

@@ -13,5 +13,8 @@ await runTool("restore", async (dir, config) => {
     artifacts: await openArtifactStore(config),
   });
   return `restored ${manifest.kv.entries} KV entries and ${manifest.artifacts.length} artifacts ` +
-    `from ${dir} (backup of ${manifest.created_at}) into ${config.dataDir}`;
+    (manifest.signing_keys?.length
+      ? ` and ${manifest.signing_keys.length} private signing keys`
+      : "") +
+    ` from ${dir} (backup of ${manifest.created_at}) into ${config.dataDir}`;
 });

@@ -24,17 +24,24 @@ export function toolConfig(overrides: Record<string, string> = {}): Config {
   return loadConfig({ ...env, ...overrides });
 }
 
+/**
+ * Runs a tool of one argument and, optionally, some of the boolean `flags`
+ * (e.g. `--include-signing-keys`), which `run` receives as a set.
+ */
 export async function runTool(
   name: string,
-  run: (arg: string, config: Config) => Promise<string>,
-  usage = "<dir>",
+  run: (arg: string, config: Config, flags: ReadonlySet<string>) => Promise<string>,
+  { usage = "<dir>", flags = [] }: { usage?: string; flags?: readonly string[] } = {},
 ): Promise<never> {
-  if (Deno.args.length !== 1 || Deno.args[0].startsWith("-")) {
-    console.error(`usage: deno task ${name} ${usage}`);
+  const given = Deno.args.filter((arg) => arg.startsWith("-"));
+  const args = Deno.args.filter((arg) => !arg.startsWith("-"));
+  if (args.length !== 1 || given.some((flag) => !flags.includes(flag))) {
+    const options = flags.map((flag) => `[${flag}] `).join("");
+    console.error(`usage: deno task ${name} ${options}${usage}`);
     Deno.exit(2);
   }
   try {
-    console.log(await run(Deno.args[0], toolConfig()));
+    console.log(await run(args[0], toolConfig(), new Set(given)));
     Deno.exit(0);
   } catch (error) {
     if (

@@ -1,17 +1,25 @@
-/** Signing keys (docs/signing.md "Keys and rotation"): list, create, activate, retire; admins only. */
+/**
+ * Signing keys (docs/signing.md "Keys and rotation"): list, create, activate,
+ * retire, and upload the offline root's document (docs/signing.md "Offline
+ * root"); admins only.
+ */
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { createKeyFiles } from "../../src/signing/key_files.ts";
-import { KEY_SET_PATH } from "../../src/signing/format.ts";
+import { KEY_SET_PATH, KEY_SET_ROOT_PATH } from "../../src/signing/format.ts";
+import { describeRootDocument, parseRootDocument } from "../../src/signing/root.ts";
 import {
   createSigningKey,
+  getSigningRoot,
   listSigningKeys,
   NotFoundError,
+  saveSigningRoot,
   setSigningKeyStatus,
   type SigningKey,
   ValidationError,
 } from "../../src/store/mod.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
+import { field } from "../forms.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 import { SigningKeysPage } from "../views/signing_keys.tsx";
 
@@ -27,8 +35,42 @@ export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
         keys={await listSigningKeys(kv)}
         signing={config.signing}
         keySetUrl={new URL(KEY_SET_PATH, config.baseUrl).href}
+        root={await rootOf(kv)}
+        rootUrl={new URL(KEY_SET_ROOT_PATH, config.baseUrl).href}
       />,
     ));
+
+  // The document is signed off the server (tools/sign_key_set.ts): only its shape is checked here.
+  admin.post("/signing-keys/root", async (c) => {
+    const parsed = parseRootDocument(field(c.get("form"), "root_document").trim());
+    if ("error" in parsed) {
+      return redirectWithFlash(c, deps, {
+        location: LOCATION,
+        kind: "error",
+        text: `The root document was not saved: ${parsed.error}.`,
+      });
+    }
+    const { document, payload } = parsed;
+    await saveSigningRoot(kv, { ...document, uploaded_by: c.get("session").username });
+    const kids = payload.keys.map((key) => key.kid).join(", ");
+    await audit(c, deps, {
+      action: "signing_key.root_upload",
+      target: "signing root",
+      details: `root ${document.signatures.map((s) => s.kid).join(",")}; keys ${kids}`,
+    });
+    const missing = (await listSigningKeys(kv)).filter((key) =>
+      key.status === "active" && !payload.keys.some((k) => k.kid === key.kid)
+    );
+    return redirectWithFlash(c, deps, {
+      location: LOCATION,
+      kind: missing.length ? "error" : "success",
+      text: missing.length
+        ? `The root document was saved, but it does not list the active key ${
+          missing.map((key) => key.kid).join(", ")
+        }: clients pinned to the root refuse its signatures.`
+        : `The root document was saved: it vouches for ${kids || "no key"}.`,
+    });
+  });
 
   admin.post("/signing-keys", async (c) => {
     const { kid, publicKey } = await createKeyFiles(config.dataDir);
@@ -69,4 +111,11 @@ export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
       });
     });
   }
+}
+
+async function rootOf(kv: Deno.Kv) {
+  const root = await getSigningRoot(kv);
+  const summary = describeRootDocument(root);
+  return root && summary &&
+    { ...summary, uploadedBy: root.uploaded_by, uploadedAt: root.uploaded_at };
 }

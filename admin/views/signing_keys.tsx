@@ -4,11 +4,13 @@ import { DataTable, PostButton, StateBadge, Time } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 
 export function SigningKeysPage(
-  { ctx, keys, signing, keySetUrl }: {
+  { ctx, keys, signing, keySetUrl, root, rootUrl }: {
     ctx: PageContext;
     keys: readonly SigningKey[];
     signing: boolean;
     keySetUrl: string;
+    root: RootSummary | null;
+    rootUrl: string;
   },
 ) {
   return (
@@ -82,6 +84,52 @@ export function SigningKeysPage(
           <button type="submit" class="button">Create a signing key</button>
         </form>
       </section>
+      <RootSection ctx={ctx} root={root} rootUrl={rootUrl} />
     </Layout>
+  );
+}
+
+/** The stored offline-root document, as the page shows it. */
+export interface RootSummary {
+  roots: string[];
+  signedAt: string;
+  expires: string;
+  kids: string[];
+  uploadedBy: string;
+  uploadedAt: string;
+}
+
+/** The offline root's document: what it vouches for, and the form to replace it. */
+function RootSection(
+  { ctx, root, rootUrl }: { ctx: PageContext; root: RootSummary | null; rootUrl: string },
+) {
+  return (
+    <section class="card" id="signing-root">
+      <h2>Offline root</h2>
+      <p class="hint">
+        Optional: a root key kept off this server vouches for the signing keys, so that clients
+        pinned to it accept keys they have never seen. Sign the key set on the machine that holds
+        the root key with <code>deno task sign-key-set sign</code>{" "}
+        after every key change and paste the document here; it is served at{" "}
+        <a href={rootUrl}>{rootUrl}</a>.
+      </p>
+      {root
+        ? (
+          <p data-signing-root>
+            Root {root.roots.map((kid) => <code key={kid}>{kid}</code>)} signed{" "}
+            <Time iso={root.signedAt} />, expires <Time iso={root.expires} />, vouches for{" "}
+            {root.kids.map((kid) => <code key={kid}>{kid}</code>)}; uploaded by {root.uploadedBy}
+            {" "}
+            <Time iso={root.uploadedAt} />.
+          </p>
+        )
+        : <p>No root document yet.</p>}
+      <form method="post" action="/admin/signing-keys/root">
+        <CsrfInput token={ctx.csrfToken} />
+        <label for="root_document">Root document (JSON)</label>
+        <textarea id="root_document" name="root_document" rows={6} required></textarea>
+        <button type="submit" class="button">Save the root document</button>
+      </form>
+    </section>
   );
 }

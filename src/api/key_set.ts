@@ -6,10 +6,11 @@
  */
 import type { Context } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
-import { JSON_CONTENT_TYPE } from "../http/json.ts";
+import { API_ERRORS } from "../http/errors.ts";
+import { JSON_CONTENT_TYPE, jsonResponse } from "../http/json.ts";
 import { type HeaderList, PROTECTED_HEADERS } from "../http/response_headers.ts";
 import { sha256Hex } from "../signing/signer.ts";
-import type { SigningKey } from "../store/mod.ts";
+import { getSigningRoot, type SigningKey } from "../store/mod.ts";
 
 const encoder = new TextEncoder();
 
@@ -36,21 +37,47 @@ export function keySetHandler(deps: ServiceDeps): (c: Context<AppEnv>) => Promis
     const keys = signer.keys();
     let body = bodies.get(keys);
     if (body === undefined) bodies.set(keys, body = keySetBody(keys));
-    const headers: HeaderList = [
-      ["content-type", JSON_CONTENT_TYPE],
-      ["content-length", String(body.byteLength)],
-      ...PROTECTED_HEADERS.filter(([name]) => name !== "vary"),
-    ];
-    if (signer.enabled) {
-      headers.push(
-        ...signer.sign({
-          method: c.req.method,
-          path: c.req.path,
-          status: 200,
-          sha256: sha256Hex(body),
-        }),
-      );
-    }
-    return new Response(body, { headers });
+    return signedJson(c, deps, body);
   };
+}
+
+/**
+ * The offline root's document (docs/signing.md "Offline root") as an admin
+ * uploaded it, or 404 when there is none. Read from KV at each request: only
+ * clients pinned to a root ask, once per run.
+ */
+export function keySetRootHandler(deps: ServiceDeps): (c: Context<AppEnv>) => Promise<Response> {
+  return async (c) => {
+    const root = await getSigningRoot(deps.kv);
+    if (root === null) return jsonResponse({ error: API_ERRORS.resourceNotFound }, 404);
+    await deps.signer.ready();
+    const body = encoder.encode(
+      JSON.stringify({ payload: root.payload, signatures: root.signatures }),
+    );
+    return signedJson(c, deps, body);
+  };
+}
+
+/** A JSON answer outside /api/v1, signed like one when signing is on. */
+function signedJson(
+  c: Context<AppEnv>,
+  { signer }: ServiceDeps,
+  body: Uint8Array<ArrayBuffer>,
+): Response {
+  const headers: HeaderList = [
+    ["content-type", JSON_CONTENT_TYPE],
+    ["content-length", String(body.byteLength)],
+    ...PROTECTED_HEADERS.filter(([name]) => name !== "vary"),
+  ];
+  if (signer.enabled) {
+    headers.push(
+      ...signer.sign({
+        method: c.req.method,
+        path: c.req.path,
+        status: 200,
+        sha256: sha256Hex(body),
+      }),
+    );
+  }
+  return new Response(body, { headers });
 }

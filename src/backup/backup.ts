@@ -10,7 +10,8 @@
  *    upload) before their release record is committed and never change
  *    afterwards, so every artifact a snapshot references is complete; each
  *    copy is checked against the release's size and SHA-256.
- * 4. `manifest.json` last: its presence marks a complete backup.
+ * 4. Only when asked, the signing keys' private files (signing_keys.ts).
+ * 5. `manifest.json` last: its presence marks a complete backup.
  */
 import { createPrivateFile, makePrivateDir, PRIVATE_DIR_MODE } from "../lib/private_files.ts";
 import { createHash } from "node:crypto";
@@ -23,6 +24,7 @@ import {
   snapshotEntries,
 } from "../store/mod.ts";
 import { encodeRecord } from "./codec.ts";
+import { backupSigningKeys } from "./signing_keys.ts";
 import {
   ARTIFACTS_DIR,
   BackupError,
@@ -40,6 +42,8 @@ import { pathExists } from "../lib/files.ts";
 import { isRemoteKv } from "../lib/config.ts";
 
 export interface DataLocation {
+  /** The data dir: where the signing keys' files are (`signing-keys/`). */
+  dataDir?: string;
   kvPath: string;
   artifactsDir: string;
   /** Where the artifacts are; by default the files of `artifactsDir`. */
@@ -50,9 +54,19 @@ export function artifactStoreOf(location: DataLocation): ArtifactStore {
   return location.artifacts ?? createFsStore(location.artifactsDir);
 }
 
-/** Writes a backup of `source` into `targetDir`, which must not exist yet. */
-export async function createBackup(source: DataLocation, targetDir: string): Promise<Manifest> {
+/**
+ * Writes a backup of `source` into `targetDir`, which must not exist yet;
+ * with `includeSigningKeys`, the private signing keys of `source.dataDir` too.
+ */
+export async function createBackup(
+  source: DataLocation,
+  targetDir: string,
+  { includeSigningKeys = false }: { includeSigningKeys?: boolean } = {},
+): Promise<Manifest> {
   requireLocalKv(source.kvPath);
+  if (includeSigningKeys && source.dataDir === undefined) {
+    throw new BackupError("the signing keys are asked for but the data dir is not known");
+  }
   await requireDatabase(source.kvPath);
   await createEmptyDir(targetDir);
   try {
@@ -79,6 +93,9 @@ export async function createBackup(source: DataLocation, targetDir: string): Pro
       counts: countRecords(snapshot.records),
       artifacts,
     };
+    if (includeSigningKeys) {
+      manifest.signing_keys = await backupSigningKeys(source.dataDir!, targetDir);
+    }
     await writeSynced(join(targetDir, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + "\n");
     return manifest;
   } catch (error) {

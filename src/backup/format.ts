@@ -3,6 +3,7 @@
  *
  *   <dir>/kv.jsonl            one line per KV entry: {"key": [...], "value": ...} (see codec.ts)
  *   <dir>/artifacts/<key>     the artifact file of each release, by storage key
+ *   <dir>/signing-keys/<kid>.pem  only when asked: the signing keys' private files (signing_keys.ts)
  *   <dir>/manifest.json       written last: a backup without it is incomplete
  */
 import { createPrivateFile } from "../lib/private_files.ts";
@@ -23,6 +24,13 @@ export interface ManifestArtifact {
   size_bytes: number;
 }
 
+/** A signing key's private file in the backup (only with --include-signing-keys). */
+export interface ManifestSigningKey {
+  kid: string;
+  /** SHA-256 of the PEM file. */
+  sha256: string;
+}
+
 export interface Manifest {
   format: typeof FORMAT;
   format_version: typeof FORMAT_VERSION;
@@ -39,6 +47,8 @@ export interface Manifest {
   };
   counts: { projects: number; releases: number; api_keys: number };
   artifacts: ManifestArtifact[];
+  /** Present only when the backup was asked to include the private signing keys. */
+  signing_keys?: ManifestSigningKey[];
 }
 
 /** A backup that cannot be made, or a backup/target that cannot be restored. */

@@ -4,7 +4,8 @@
  * It checks the manifest and the SHA-256 of kv.jsonl first, refuses a target
  * that already has a KV file or artifacts, places each artifact (in the data
  * dir or the s3 bucket) and keeps it only when its SHA-256 and size match the
- * manifest, then imports the KV entries in
+ * manifest, puts back the signing keys' files when the backup holds them
+ * (signing_keys.ts), then imports the KV entries in
  * batched atomic commits. On any failure it removes what it created, so the
  * data dir is empty again and the restore can simply be rerun.
  */
@@ -27,6 +28,7 @@ import {
   STORAGE_KEY_PATTERN,
 } from "./format.ts";
 import { pathExists } from "../lib/files.ts";
+import { requireNoSigningKeys, restoreSigningKeys } from "./signing_keys.ts";
 
 export async function restoreBackup(sourceDir: string, target: DataLocation): Promise<Manifest> {
   requireLocalKv(target.kvPath);
@@ -40,9 +42,17 @@ export async function restoreBackup(sourceDir: string, target: DataLocation): Pr
   }
   const store = artifactStoreOf(target);
   await requireEmptyTarget(target, store);
+  const signingKeys = manifest.signing_keys ?? [];
+  if (signingKeys.length > 0) {
+    if (target.dataDir === undefined) {
+      throw new BackupError("the backup holds signing keys but the data dir is not known");
+    }
+    await requireNoSigningKeys(signingKeys, target.dataDir);
+  }
 
   const createdArtifactsDir = store.kind === "fs" && !(await pathExists(target.artifactsDir));
   const placed: string[] = [];
+  const keyFiles: string[] = [];
   let kvCreated = false;
   try {
     if (store.kind === "fs") await makePrivateDir(target.artifactsDir);
@@ -50,6 +60,11 @@ export async function restoreBackup(sourceDir: string, target: DataLocation): Pr
       await restoreArtifact(sourceDir, artifact, store);
       placed.push(artifact.storage_key);
     }
+    await restoreSigningKeys(sourceDir, {
+      keys: signingKeys,
+      dataDir: target.dataDir ?? "",
+      written: keyFiles,
+    });
     await makePrivateDir(join(target.kvPath, ".."));
     kvCreated = true;
     const kv = await openPrivateKv(target.kvPath);
@@ -66,6 +81,7 @@ export async function restoreBackup(sourceDir: string, target: DataLocation): Pr
     }
     return manifest;
   } catch (error) {
+    for (const file of keyFiles) await Deno.remove(file).catch(() => {});
     if (kvCreated) {
       for (const suffix of KV_FILE_SUFFIXES) {
         await Deno.remove(target.kvPath + suffix).catch(() => {});

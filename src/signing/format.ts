@@ -12,6 +12,9 @@ export const CONTENT_SHA256_HEADER = "uds-content-sha256";
 /** Where the public key set is served (outside /api/v1). */
 export const KEY_SET_PATH = "/.well-known/uds-keys.json";
 
+/** Where the key set's offline-root document is served (docs/signing.md "Offline root"). */
+export const KEY_SET_ROOT_PATH = "/.well-known/uds-keys-root.json";
+
 /** What one signature covers. */
 export interface SignedFields {
   method: string;

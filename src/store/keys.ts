@@ -54,11 +54,14 @@
  * | ["meta", "sha512_backfill"]                  | true once every release has its SHA-512 |
  * | ["leases", "sha512_backfill"]                | { holder } (expireIn): the instance backfilling |
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
+ * | ["signing_root"]                             | SigningRoot: the uploaded offline-root document |
  * | ["webhook_endpoints", endpointId]            | WebhookEndpoint, its signing secret included (webhooks.ts) |
  * | ["webhook_events", eventId]                  | WebhookEventBody not yet fanned out to endpoints |
  * | ["webhook_outbox", dueMs, deliveryId]        | OutboxEntry: a delivery due then (or leased until then) |
  * | ["webhook_deliveries", endpointId, deliveryId] | WebhookDelivery: the delivery log (expireIn once done) |
  * | ["webhook_expiry_notices", keyId, expiresAt] | key.expiring was announced (expireIn) |
+ * | ["webhook_download_marks", releaseId]        | Deno.KvU64: the release's download total last announced |
+ * | ["webhook_download_baseline"]                | true once the marks were set to the totals (webhooks.ts) |
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
@@ -210,6 +213,8 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["webhook_outbox"],
   ["webhook_deliveries"],
   ["webhook_expiry_notices"],
+  ["webhook_download_marks"],
+  ["webhook_download_baseline"],
 ];
 
 /**
@@ -396,6 +401,11 @@ export function signingKeysPrefix(): Deno.KvKey {
   return ["signing_keys"];
 }
 
+/** The key set's offline-root document (docs/signing.md "Offline root"), as last uploaded. */
+export function signingRootKey(): Deno.KvKey {
+  return ["signing_root"];
+}
+
 /** One client's last sighting in a project (src/store/adoption.ts); expires after 90 days. */
 export function adoptionClientKey(projectId: number, clientHash: string): Deno.KvKey {
   return ["adoption_client", projectId, clientHash];
@@ -440,6 +450,24 @@ export function webhookDeliveryKey(endpointId: string, deliveryId: string): Deno
 
 export function webhookDeliveriesPrefix(endpointId: string): Deno.KvKey {
   return ["webhook_deliveries", endpointId];
+}
+
+export function releaseDownloadsPrefix(): Deno.KvKey {
+  return ["release_downloads"];
+}
+
+/** The download total of a release that `download.completed` last announced. */
+export function webhookDownloadMarkKey(releaseId: number): Deno.KvKey {
+  return ["webhook_download_marks", releaseId];
+}
+
+export function webhookDownloadMarksPrefix(): Deno.KvKey {
+  return ["webhook_download_marks"];
+}
+
+/** Set once the marks start from the totals (so that history is never announced). */
+export function webhookDownloadBaselineKey(): Deno.KvKey {
+  return ["webhook_download_baseline"];
 }
 
 export function webhookExpiryNoticeKey(keyId: number, expiresAt: string): Deno.KvKey {

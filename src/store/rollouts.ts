@@ -4,6 +4,8 @@
  * previous release until the rollout completes. The record lives at
  * `["rollouts", projectId]` and is read with the latest pointer in one
  * read-cache entry (latest_view.ts); every write here names that entry.
+ * Every write also adds a `rollout.changed` webhook event to its commit
+ * (docs/webhooks.md "Events").
  */
 import { now, serializedProjectWrite } from "./atomic.ts";
 import { changeOp, commitChange } from "./cache.ts";
@@ -11,7 +13,47 @@ import { NotFoundError, ValidationError } from "./errors.ts";
 import { latestReleaseKey, releaseKey, rolloutKey } from "./keys.ts";
 import { makeReleaseLatest } from "./releases.ts";
 import type { Release, Rollout, RolloutStep } from "./types.ts";
+import { addWebhookEvent } from "./webhooks.ts";
 import { requireTags, requireTime } from "./validate.ts";
+
+/** What a `rollout.changed` event says happened. */
+export type RolloutAction =
+  | "started"
+  | "halted"
+  | "resumed"
+  | "widened"
+  | "narrowed"
+  | "changed"
+  | "completed"
+  | "ended";
+
+/** Adds the `rollout.changed` event of `action` on `rollout` to a rollout write's commit. */
+function addRolloutEvent(
+  op: Deno.AtomicOperation,
+  action: RolloutAction,
+  rollout: Rollout,
+): Deno.AtomicOperation {
+  return addWebhookEvent(op, "rollout.changed", {
+    action,
+    rollout: {
+      project_id: rollout.project_id,
+      release_id: rollout.release_id,
+      previous_id: rollout.previous_id,
+      percentage: rollout.percentage,
+      halted: rollout.halted,
+      tester_tag: rollout.tester_tag,
+    },
+  });
+}
+
+/** The action a change from `before` to `after` makes. */
+function changeAction(before: Rollout, after: Rollout): RolloutAction {
+  if (after.halted && !before.halted) return "halted";
+  if (!after.halted && before.halted) return "resumed";
+  if (after.percentage > before.percentage) return "widened";
+  if (after.percentage < before.percentage) return "narrowed";
+  return "changed";
+}
 
 /** At most this many steps in a schedule. */
 export const ROLLOUT_STEPS_MAX = 10;
@@ -127,10 +169,10 @@ export async function startRollout(
         updated_at: time,
       };
       const changed = [["latest_release", projectId]] as const;
-      const commit = await changeOp(kv, changed)
+      const op = changeOp(kv, changed)
         .check(releaseEntry, latestEntry, rolloutEntry)
-        .set(rolloutKey(projectId), rollout)
-        .commit();
+        .set(rolloutKey(projectId), rollout);
+      const commit = await addRolloutEvent(op, "started", rollout).commit();
       return { commit, value: rollout, changed };
     }));
 }
@@ -166,21 +208,30 @@ export async function changeRollout(
         updated_at: now(),
       };
       const changed = [["latest_release", projectId]] as const;
-      const commit = await changeOp(kv, changed).check(entry)
-        .set(rolloutKey(projectId), rollout).commit();
+      const op = changeOp(kv, changed).check(entry).set(rolloutKey(projectId), rollout);
+      const commit = await addRolloutEvent(op, changeAction(entry.value, rollout), rollout)
+        .commit();
       return { commit, value: rollout, changed };
     }));
 }
 
 /** Ends a project's rollout without completing it: everyone keeps the latest. */
 export async function endRollout(kv: Deno.Kv, projectId: number): Promise<Rollout | null> {
+  return await removeRollout(kv, projectId, "ended");
+}
+
+async function removeRollout(
+  kv: Deno.Kv,
+  projectId: number,
+  action: "ended" | "completed",
+): Promise<Rollout | null> {
   return await serializedProjectWrite(kv, projectId, () =>
     commitChange(kv, async () => {
       const entry = await kv.get<Rollout>(rolloutKey(projectId));
       const changed = [["latest_release", projectId]] as const;
-      const commit = await changeOp(kv, changed).check(entry)
-        .delete(rolloutKey(projectId)).commit();
-      return { commit, value: entry.value, changed };
+      const op = changeOp(kv, changed).check(entry).delete(rolloutKey(projectId));
+      if (entry.value !== null) addRolloutEvent(op, action, entry.value);
+      return { commit: await op.commit(), value: entry.value, changed };
     }));
 }
 
@@ -193,7 +244,7 @@ export async function completeRollout(kv: Deno.Kv, projectId: number): Promise<R
   const rollout = await getRollout(kv, projectId);
   if (rollout === null) throw new NotFoundError("the project has no rollout");
   const release = await makeReleaseLatest(kv, rollout.release_id);
-  await endRollout(kv, projectId);
+  await removeRollout(kv, projectId, "completed");
   return release;
 }
 

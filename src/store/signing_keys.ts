@@ -5,7 +5,7 @@
  */
 import { commitWithRetry, now } from "./atomic.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
-import { signingKeyKey, signingKeysPrefix } from "./keys.ts";
+import { signingKeyKey, signingKeysPrefix, signingRootKey } from "./keys.ts";
 
 /**
  * `pending`: published in the key set, not signing yet (clients learn it
@@ -98,6 +98,31 @@ export async function setSigningKeyStatus(
       : { ...key, status, retired_at: now() };
     return { commit: await atomic.set(signingKeyKey(kid), changed).commit(), value: changed };
   });
+}
+
+/**
+ * The offline root's document (docs/signing.md "Offline root"), signed off the
+ * server and uploaded by an admin: served as it is; clients check it.
+ */
+export interface SigningRoot {
+  payload: string;
+  signatures: Array<{ kid: string; sig: string }>;
+  uploaded_at: string;
+  uploaded_by: string;
+}
+
+/** Replaces the offline-root document. */
+export async function saveSigningRoot(
+  kv: Deno.Kv,
+  input: Omit<SigningRoot, "uploaded_at">,
+): Promise<SigningRoot> {
+  const root: SigningRoot = { ...input, uploaded_at: now() };
+  await kv.set(signingRootKey(), root);
+  return root;
+}
+
+export async function getSigningRoot(kv: Deno.Kv): Promise<SigningRoot | null> {
+  return (await kv.get<SigningRoot>(signingRootKey())).value;
 }
 
 export interface AnswerFields {

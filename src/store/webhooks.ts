@@ -13,8 +13,13 @@ import { commitWithRetry, now, retryWhileLocked } from "./atomic.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import {
   apiKeyExpiryPrefix,
+  releaseDownloadsPrefix,
+  releaseKey,
   webhookDeliveriesPrefix,
   webhookDeliveryKey,
+  webhookDownloadBaselineKey,
+  webhookDownloadMarkKey,
+  webhookDownloadMarksPrefix,
   webhookEndpointKey,
   webhookEndpointsPrefix,
   webhookEventKey,
@@ -32,6 +37,8 @@ export const WEBHOOK_EVENT_KINDS = [
   "key.created",
   "key.disabled",
   "key.expiring",
+  "rollout.changed",
+  "download.completed",
 ] as const;
 
 export type WebhookEventKind = typeof WEBHOOK_EVENT_KINDS[number];
@@ -386,6 +393,67 @@ export async function announceExpiringKeys(
     const commit = await retryWhileLocked(() => op.commit()).catch(() => ({ ok: false }));
     if (commit.ok) added++;
   }
+  return added;
+}
+
+/**
+ * `download.completed` in batches (docs/webhooks.md "Events"): compares each
+ * release's download total (`release_downloads`, which counting a download
+ * already keeps) with the total last announced, and adds one event per release
+ * whose total grew, with the number of downloads since. A download costs
+ * nothing more than its count; this runs every minute or so. Each release's
+ * mark moves in the same checked commit as its event, so with several
+ * instances each batch is announced once. Without a subscribed endpoint
+ * nothing is announced and the marks are dropped: a later subscriber hears of
+ * the downloads after it subscribed, never of the history. Returns how many
+ * events were added.
+ */
+export async function announceDownloads(kv: Deno.Kv): Promise<number> {
+  const subscribed = (await listWebhookEndpoints(kv)).some((endpoint) =>
+    endpoint.events.includes("download.completed")
+  );
+  const baseline = await kv.get<boolean>(webhookDownloadBaselineKey());
+  if (!subscribed) {
+    if (baseline.value === null) return 0;
+    for await (const entry of kv.list({ prefix: webhookDownloadMarksPrefix() })) {
+      await retryWhileLocked(() => kv.delete(entry.key));
+    }
+    await retryWhileLocked(() => kv.delete(webhookDownloadBaselineKey()));
+    return 0;
+  }
+  const marks = new Map<number, Deno.KvEntry<Deno.KvU64>>();
+  for await (const entry of kv.list<Deno.KvU64>({ prefix: webhookDownloadMarksPrefix() })) {
+    marks.set(entry.key[1] as number, entry);
+  }
+  const silent = baseline.value === null;
+  let added = 0;
+  for await (const entry of kv.list<Deno.KvU64>({ prefix: releaseDownloadsPrefix() })) {
+    const releaseId = entry.key[1] as number;
+    const total = entry.value.value;
+    const mark = marks.get(releaseId);
+    marks.delete(releaseId);
+    const previous = mark?.value.value ?? 0n;
+    if (total <= previous) continue;
+    const markKey = webhookDownloadMarkKey(releaseId);
+    const op = kv.atomic().check(mark ?? { key: markKey, versionstamp: null })
+      .set(markKey, new Deno.KvU64(total));
+    if (!silent) {
+      const release = (await kv.get<Release>(releaseKey(releaseId))).value;
+      if (release === null) continue;
+      addWebhookEvent(op, "download.completed", {
+        ...releaseData(release),
+        downloads: Number(total - previous),
+        total_downloads: Number(total),
+      });
+    }
+    const commit = await retryWhileLocked(() => op.commit()).catch(() => ({ ok: false }));
+    if (commit.ok && !silent) added++;
+  }
+  // Marks of deleted releases.
+  for (const mark of marks.values()) {
+    await retryWhileLocked(() => kv.atomic().check(mark).delete(mark.key).commit());
+  }
+  if (silent) await retryWhileLocked(() => kv.set(webhookDownloadBaselineKey(), true));
   return added;
 }
 

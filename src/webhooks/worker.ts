@@ -5,6 +5,7 @@
  * attempt is due again after a growing pause, for a little over 24 hours.
  */
 import {
+  announceDownloads,
   announceExpiringKeys,
   claimDueDeliveries,
   type ClaimedDelivery,
@@ -49,6 +50,8 @@ export interface WebhookWorkerOptions {
   pollMs?: number;
   /** How often keys expiring within 7 days are announced. */
   expiryCheckMs?: number;
+  /** How often the downloads since the last batch are announced (`download.completed`). */
+  downloadBatchMs?: number;
   resolve?: Resolver;
   report?: (
     level: "info" | "warn",
@@ -58,7 +61,10 @@ export interface WebhookWorkerOptions {
 }
 
 export interface WebhookWorker {
-  /** One round: fan out, deliver what is due, announce expiring keys when it is time. */
+  /**
+   * One round: fan out, deliver what is due, announce expiring keys and the
+   * latest downloads when it is time.
+   */
   tick(): Promise<void>;
   stop(): void;
 }
@@ -69,9 +75,11 @@ const EXPIRY_WINDOW_MS = 7 * 86_400_000;
 export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker {
   const pollMs = options.pollMs ?? 1000;
   const expiryCheckMs = options.expiryCheckMs ?? 3_600_000;
+  const downloadBatchMs = options.downloadBatchMs ?? 60_000;
   const leaseMs = options.timeoutMs + 30_000;
   const report = options.report ?? (() => {});
   let lastExpiryCheck = 0;
+  let lastDownloadBatch = 0;
   let running: Promise<void> | null = null;
   let stopped = false;
 
@@ -121,6 +129,10 @@ export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker
         untilIso: new Date(nowMs + EXPIRY_WINDOW_MS).toISOString(),
         names: async (keyId) => (await getApiKey(options.kv, keyId))?.name ?? null,
       });
+    }
+    if (nowMs - lastDownloadBatch >= downloadBatchMs) {
+      lastDownloadBatch = nowMs;
+      await announceDownloads(options.kv);
     }
     await fanOutWebhookEvents(options.kv);
     const claims = await claimDueDeliveries(options.kv, {
