@@ -251,6 +251,8 @@ async function publish(flags: Flags): Promise<number> {
     sparkleSignature: flags["sparkle-signature"],
   });
   console.log(JSON.stringify(published, null, 2));
+  // Published, but the rollout asked for did not start: said where a person sees it.
+  if (published.rollout_error) console.error(`warning: ${published.rollout_error}`);
   return EXIT.ok;
 }
 

@@ -46,6 +46,8 @@ export interface Published {
     is_latest: boolean;
     [field: string]: unknown;
   };
+  /** Only when a rollout was asked for and did not start: why (the release is published). */
+  rollout_error?: string;
 }
 
 export async function publishRelease(options: PublishOptions): Promise<Published> {

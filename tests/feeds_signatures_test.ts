@@ -6,43 +6,13 @@
  * minisign, plain Ed25519 for Sparkle), and fails over tampered bytes.
  */
 import assert from "node:assert/strict";
-import { createHash, createPublicKey, generateKeyPairSync, sign, verify } from "node:crypto";
+import { generateKeyPairSync, sign, verify } from "node:crypto";
 import { join } from "node:path";
 import { sparkleSignature, tauriSignature } from "../src/feeds/signatures.ts";
 import { publishRelease } from "../src/storage/publish.ts";
 import { ValidationError } from "../src/store/mod.ts";
 import { createTestApp, seedKey, seedProject } from "./helpers.ts";
-
-const ED25519_SPKI = Uint8Array.from([
-  0x30,
-  0x2a,
-  0x30,
-  0x05,
-  0x06,
-  0x03,
-  0x2b,
-  0x65,
-  0x70,
-  0x03,
-  0x21,
-  0x00,
-]);
-const fromBase64 = (text: string) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-
-/** minisign's check, independently: Ed25519 over BLAKE2b-512 of the file ("ED" signatures). */
-function minisignVerifies(publicKeyFile: string, signatureFile: string, bytes: Uint8Array) {
-  const pk = fromBase64(publicKeyFile.trim().split("\n")[1]);
-  const sig = fromBase64(signatureFile.split("\n")[1]);
-  assert.equal(new TextDecoder().decode(sig.subarray(0, 2)), "ED", "a prehashed signature");
-  assert.deepEqual(sig.subarray(2, 10), pk.subarray(2, 10), "signed with this key");
-  const key = createPublicKey({
-    key: Buffer.concat([ED25519_SPKI, pk.subarray(10)]),
-    format: "der",
-    type: "spki",
-  });
-  const prehash = createHash("blake2b512").update(bytes).digest();
-  return verify(null, prehash, key, sig.subarray(10));
-}
+import { fromBase64, minisignVerifies } from "./signature_helpers.ts";
 
 async function run(command: string, args: string[]) {
   const out = await new Deno.Command(command, { args, stdout: "piped", stderr: "piped" }).output();

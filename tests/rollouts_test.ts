@@ -11,7 +11,10 @@ import {
   createRelease,
   endRollout,
   getLatestRelease,
+  getRollout,
   listAuditEntries,
+  listReleasesByProject,
+  rolloutKey,
   startRollout,
 } from "../src/store/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
@@ -269,5 +272,93 @@ Deno.test("the publishing API: upload with a rollout, halt, resume, widen, compl
       "rollout.resume",
       "rollout.start",
     ]);
+  });
+});
+
+/** A KV whose atomic commits that write `key` fail: the rollout's start, for one. */
+function failingCommitsOf(key: Deno.KvKey) {
+  const target = JSON.stringify(key);
+  return (kv: Deno.Kv): Deno.Kv =>
+    new Proxy(kv, {
+      get(real, prop) {
+        if (prop !== "atomic") {
+          const value = Reflect.get(real, prop, real);
+          return typeof value === "function" ? value.bind(real) : value;
+        }
+        return () => {
+          const op = real.atomic();
+          let writesKey = false;
+          const proxy: Deno.AtomicOperation = new Proxy(op, {
+            get(opReal, opProp) {
+              if (opProp === "commit") {
+                return () =>
+                  writesKey
+                    ? Promise.reject(new TypeError("kv commit failed (test fault)"))
+                    : opReal.commit();
+              }
+              const value = Reflect.get(opReal, opProp, opReal);
+              if (typeof value !== "function") return value;
+              return (...args: unknown[]) => {
+                if (opProp === "set" && JSON.stringify(args[0]) === target) writesKey = true;
+                value.apply(opReal, args);
+                return proxy;
+              };
+            },
+          });
+          return proxy;
+        };
+      },
+    });
+}
+
+Deno.test("an upload whose rollout does not start is published, and the answer says why", async (t) => {
+  // The project's id is 1: the first project of a fresh KV.
+  await using app = await createTestApp({}, { wrapKv: failingCommitsOf(rolloutKey(1)) });
+  const project = await seedProject(app, { slug: "desktop" });
+  assert.equal(project.id, 1);
+  const base = await seedRelease(app, project.id, "1.0.0");
+  const { secret } = await seedPublishToken(app.kv);
+  const upload = (fields: Record<string, string>) =>
+    app.request(`${PUBLISH_PREFIX}/projects/desktop/releases`, secret, {
+      method: "POST",
+      body: uploadForm(fields, { bytes: new TextEncoder().encode(fields.version) }),
+    });
+
+  await t.step("201 with the release, and rollout_error naming the cause", async () => {
+    const res = await upload({ version: "2.0.0", rollout_percentage: "25" });
+    assert.equal(res.status, 201);
+    const body = await res.json();
+    assert.equal(body.release.version, "2.0.0");
+    assert.equal(body.release.state, "active");
+    assert.equal(body.release.is_latest, false, "the latest stays");
+    assert.equal(
+      body.rollout_error,
+      "the release was published (active, not the latest) but its rollout did not start: " +
+        `the store did not answer; start it with POST /publish/v1/releases/${body.release.id}/rollout`,
+    );
+    assert.equal(await getRollout(app.kv, project.id), null);
+    assert.equal((await getLatestRelease(app.kv, project.id))?.id, base.id);
+    const actions = (await listAuditEntries(app.kv, { limit: 100 })).entries
+      .map((entry) => entry.action);
+    assert.ok(actions.includes("release.upload"));
+    assert.ok(!actions.includes("rollout.start"));
+  });
+
+  await t.step("without a rollout, no rollout_error", async () => {
+    const res = await upload({ version: "2.1.0", not_latest: "true" });
+    assert.equal(res.status, 201);
+    assert.equal("rollout_error" in await res.json(), false);
+  });
+
+  await t.step("a tester tag longer than a tag may be: 400, nothing stored", async () => {
+    const before = (await listReleasesByProject(app.kv, project.id)).length;
+    const res = await upload({
+      version: "3.0.0",
+      rollout_percentage: "10",
+      rollout_tester_tag: "t".repeat(200),
+    });
+    assert.equal(res.status, 400);
+    assert.match((await res.json()).error, /^tester_tag: /);
+    assert.equal((await listReleasesByProject(app.kv, project.id)).length, before);
   });
 });

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { openArtifact, removeArtifact, saveArtifact } from "../src/storage/artifacts.ts";
+import { SPAWN_AFTER_BYTES } from "../src/storage/sha512_pass.ts";
 import {
   createFsStore,
   EmptyUploadError,
@@ -81,6 +82,7 @@ function reusedBuffer(total: number, sizes: number[], fail?: { at: number; error
   source.copyWithin(65536, 0);
   const buffer = new Uint8Array(Math.max(...sizes));
   const hash = createHash("sha256");
+  const hash512 = createHash("sha512");
   async function* pieces() {
     let offset = 0;
     for (let i = 0; offset < total; i++) {
@@ -93,11 +95,16 @@ function reusedBuffer(total: number, sizes: number[], fail?: { at: number; error
         filled += take;
       }
       hash.update(buffer.subarray(0, size));
+      hash512.update(buffer.subarray(0, size));
       yield buffer.subarray(0, size);
       offset += size;
     }
   }
-  return { stream: pieces(), sha256: () => hash.digest("hex") };
+  return {
+    stream: pieces(),
+    sha256: () => hash.digest("hex"),
+    sha512: () => hash512.digest("base64"),
+  };
 }
 
 /**
@@ -155,6 +162,32 @@ Deno.test("saveArtifact: past the early-sync mark (64 MiB) stored intact, or not
       UploadTooLargeError,
     );
     assert.deepEqual(await openFilesIn(dir), [], "both handles of every upload are closed");
+    assert.deepEqual(await listDir(dir), []);
+  }));
+
+Deno.test("saveArtifact: SHA-512 beside SHA-256, on this thread or in the worker", () =>
+  withDir(async (dir) => {
+    // Below the worker's threshold, just past it (done before the worker answers), well past it.
+    const sizes = [100, SPAWN_AFTER_BYTES, SPAWN_AFTER_BYTES + 1, 5 * MiB, 40 * MiB + 5];
+    for (const total of sizes) {
+      const upload = reusedBuffer(total, [MiB / 4 + 3, 65536]);
+      const stored = await saveArtifact(dir, upload.stream, { maxBytes: total });
+      assert.equal(stored.checksum_sha256, upload.sha256(), `${total} bytes`);
+      assert.equal(stored.checksum_sha512, upload.sha512(), `${total} bytes`);
+      await removeArtifact(dir, stored.storage_key);
+    }
+    // Refused and failed with the worker hashing: the worker is ended (the test's sanitizers).
+    const tooLarge = reusedBuffer(40 * MiB, [256 * 1024]);
+    await assert.rejects(
+      saveArtifact(dir, tooLarge.stream, { maxBytes: 30 * MiB }),
+      UploadTooLargeError,
+    );
+    const failing = reusedBuffer(40 * MiB, [256 * 1024], {
+      at: 20 * MiB,
+      error: new Error("connection reset"),
+    });
+    await assert.rejects(saveArtifact(dir, failing.stream, { maxBytes: 40 * MiB }), /reset/);
+    assert.deepEqual(await openFilesIn(dir), []);
     assert.deepEqual(await listDir(dir), []);
   }));
 

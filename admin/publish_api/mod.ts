@@ -156,7 +156,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     if (boundary === null || body === null) {
       throw new ApiError(400, "send the release as multipart/form-data (curl -F)");
     }
-    const release = await uploadRelease(deps, {
+    const { release, rollout } = await uploadRelease(deps, {
       projectId: project.id,
       parts: readMultipart(body, boundary),
     });
@@ -167,11 +167,18 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
       `project ${project.slug}; version ${release.version}; ${release.filename}; ` +
         `${release.size_bytes} bytes; sha256 ${release.checksum_sha256}`,
     );
-    const rollout = await getRollout(kv, project.id);
-    if (rollout?.release_id === release.id) {
-      await auditRollout(c, "rollout.start", project, rolloutDetails(rollout));
+    if (rollout !== null && "started" in rollout) {
+      await auditRollout(c, "rollout.start", project, rolloutDetails(rollout.started));
     }
-    return json(await releaseBody(project, release), 201, {
+    // Published, but the rollout asked for did not start: the uploader is told why.
+    const rolloutError = rollout !== null && "failed" in rollout
+      ? {
+        rollout_error: `the release was published (active, not the latest) but its rollout ` +
+          `did not start: ${rollout.failed}; start it with POST /publish/v1/releases/` +
+          `${release.id}/rollout`,
+      }
+      : {};
+    return json({ ...await releaseBody(project, release), ...rolloutError }, 201, {
       location: `/publish/v1/releases/${release.id}`,
     });
   });

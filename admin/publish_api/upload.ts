@@ -1,6 +1,7 @@
 /**
  * A release upload through the publishing API: the same streamed path as the
- * admin form's upload (admin/routes/upload.tsx): the multipart body is read
+ * admin form's upload (admin/routes/upload.tsx), through the receiver every
+ * upload shares (src/storage/upload.ts): the multipart body is read
  * by src/http/multipart.ts, the file part streams straight into the artifact
  * store (constant memory, same limit, same 507), the record is committed
  * last, and on any refusal the stored file is removed again. On top of the
@@ -14,20 +15,20 @@ import { MultipartError, type MultipartPart } from "../../src/http/multipart.ts"
 import {
   type ArtifactStore,
   EmptyUploadError,
+  type ReceivedFile,
+  receiveUpload,
+  type RecordedUpload,
+  recordUpload,
   StorageFullError,
   StorageUnavailableError,
-  type StoredArtifact,
+  type UploadRecord,
   UploadTooLargeError,
 } from "../../src/storage/mod.ts";
 import {
-  ConflictError,
-  createRelease,
-  getLatestReleaseId,
   parsePercentage,
   parseSchedule,
-  type Release,
+  parseTesterTag,
   requireMediaType,
-  startRollout,
   validateReleaseFields,
   ValidationError,
 } from "../../src/store/mod.ts";
@@ -60,87 +61,70 @@ const MAX_FIELD_BYTES = 512 * 1024;
 export const FIELDS_ALLOWANCE_BYTES = 1024 * 1024;
 const SHA256_PATTERN = /^[0-9a-fA-F]{64}$/;
 
-interface ReceivedFile {
-  stored: StoredArtifact;
-  filename: string | undefined;
-  contentType: string | undefined;
-}
+/** A release upload's outcome: the release, and its rollout's when one was asked for. */
+export type UploadedRelease = RecordedUpload;
 
-/** Reads every part: the file into the store, the text fields into the result. */
+/** Reads every part: the file into the store, the text fields into the result (shared receiver). */
 async function receive(
   parts: AsyncIterable<MultipartPart>,
   artifacts: ArtifactStore,
   maxBytes: number,
 ): Promise<{ values: ApiUploadValues; file: ReceivedFile | null }> {
   const values: ApiUploadValues = {};
-  let file: ReceivedFile | null = null;
-  try {
-    for await (const part of parts) {
-      if (part.name === "file") {
-        if (file !== null) throw new ValidationError("file", "send one file part only");
-        const stored = await artifacts.save(part.body, maxBytes).catch((error) => {
-          if (error instanceof EmptyUploadError) return null;
-          throw error;
-        });
-        if (stored !== null) {
-          file = { stored, filename: part.filename, contentType: part.contentType };
-        }
-      } else if ((API_UPLOAD_FIELDS as readonly string[]).includes(part.name)) {
-        values[part.name as UploadField] = await part.text(MAX_FIELD_BYTES);
-      } else {
+  const file = await receiveUpload(parts, {
+    artifacts,
+    maxBytes,
+    onPart: async (part) => {
+      if (part.name === "file") throw new ValidationError("file", "send one file part only");
+      if (!(API_UPLOAD_FIELDS as readonly string[]).includes(part.name)) {
         throw new ValidationError(
           part.name,
           `unknown field ${JSON.stringify(part.name.slice(0, 64))}; the fields are file, ` +
             API_UPLOAD_FIELDS.join(", "),
         );
       }
-    }
-  } catch (error) {
-    if (file !== null) await artifacts.remove(file.stored.storage_key);
-    throw error;
-  }
+      values[part.name as UploadField] = await part.text(MAX_FIELD_BYTES);
+    },
+  });
   return { values, file };
 }
 
-/** Checks the fields (and the pipeline's SHA-256) and commits the release; else removes the file. */
-async function record(
-  deps: ServiceDeps,
+/** Checks the fields (and the pipeline's SHA-256) and builds the release and its rollout. */
+function uploadRecord(
   projectId: number,
   { values, file }: { values: ApiUploadValues; file: ReceivedFile | null },
-): Promise<Release> {
-  try {
-    const fields = validateReleaseFields(values);
-    const signatures = {
-      tauri_signature: tauriSignature(values.tauri_signature),
-      sparkle_signature: sparkleSignature(values.sparkle_signature),
-    };
-    const expected = values.sha256?.trim();
-    if (expected !== undefined && expected !== "" && !SHA256_PATTERN.test(expected)) {
-      throw new ValidationError("sha256", "sha256 must be 64 hexadecimal digits");
+): UploadRecord {
+  const fields = validateReleaseFields(values);
+  const signatures = {
+    tauri_signature: tauriSignature(values.tauri_signature),
+    sparkle_signature: sparkleSignature(values.sparkle_signature),
+  };
+  const expected = values.sha256?.trim();
+  if (expected !== undefined && expected !== "" && !SHA256_PATTERN.test(expected)) {
+    throw new ValidationError("sha256", "sha256 must be 64 hexadecimal digits");
+  }
+  if (file === null) throw new EmptyUploadError();
+  if (expected && expected.toLowerCase() !== file.stored.checksum_sha256) {
+    throw new ApiError(
+      422,
+      `sha256 mismatch: you sent ${expected.toLowerCase()}, the service received ` +
+        `${file.stored.size_bytes} bytes with SHA-256 ${file.stored.checksum_sha256}; ` +
+        "nothing was stored",
+    );
+  }
+  const draft = flag("draft", values.draft);
+  const notLatest = flag("not_latest", values.not_latest);
+  const rollout = values.rollout_percentage?.trim()
+    ? {
+      percentage: parsePercentage("rollout_percentage", values.rollout_percentage),
+      schedule: parseSchedule(values.rollout_schedule ?? ""),
+      // Checked before anything is recorded, as the percentage and schedule are.
+      tester_tag: parseTesterTag(values.rollout_tester_tag),
     }
-    if (file === null) throw new EmptyUploadError();
-    if (expected && expected.toLowerCase() !== file.stored.checksum_sha256) {
-      throw new ApiError(
-        422,
-        `sha256 mismatch: you sent ${expected.toLowerCase()}, the service received ` +
-          `${file.stored.size_bytes} bytes with SHA-256 ${file.stored.checksum_sha256}; ` +
-          "nothing was stored",
-      );
-    }
-    const draft = flag("draft", values.draft);
-    const notLatest = flag("not_latest", values.not_latest);
-    const rollout = values.rollout_percentage?.trim()
-      ? {
-        percentage: parsePercentage("rollout_percentage", values.rollout_percentage),
-        schedule: parseSchedule(values.rollout_schedule ?? ""),
-        tester_tag: values.rollout_tester_tag ?? null,
-      }
-      : null;
-    // A rollout starts from the current latest; a project without one simply gets the release.
-    const staged = rollout !== null && !draft && !notLatest &&
-      await getLatestReleaseId(deps.kv, projectId) !== null;
-    const contentType = values.content_type?.trim() ? values.content_type : file.contentType;
-    return await createRelease(deps.kv, {
+    : null;
+  const contentType = values.content_type?.trim() ? values.content_type : file.contentType;
+  return {
+    release: {
       project_id: projectId,
       ...fields,
       filename: values.filename?.trim() ? values.filename : (file.filename ?? ""),
@@ -148,40 +132,27 @@ async function record(
       ...file.stored,
       ...signatures,
       draft,
-      make_latest: !notLatest && !staged,
-    }).then(async (release) => {
-      // The release is stored: a rollout that cannot start (a concurrent
-      // change of the latest) leaves it active, not latest, and never removes its file.
-      if (staged) {
-        await startRollout(deps.kv, release.id, rollout).catch((error) => {
-          console.error("rollout start after upload failed:", error);
-        });
-      }
-      return release;
-    }).catch((error) => {
-      if (!(error instanceof ValidationError || error instanceof ConflictError)) {
-        deps.metrics.recordKvError("admin");
-      }
-      throw error;
-    });
-  } catch (error) {
-    if (file !== null) await deps.artifacts.remove(file.stored.storage_key);
-    throw error;
-  } finally {
-    if (file !== null) deps.artifacts.settle?.(file.stored.storage_key);
-  }
+      make_latest: !notLatest,
+    },
+    // Started over the current latest once the release is recorded (src/storage/upload.ts).
+    rollout,
+  };
 }
 
 /** Receives and records one upload; failures are counted in the upload metrics and rethrown. */
 export async function uploadRelease(
   deps: ServiceDeps,
   { projectId, parts }: { projectId: number; parts: AsyncIterable<MultipartPart> },
-): Promise<Release> {
+): Promise<UploadedRelease> {
   try {
     const received = await receive(parts, deps.artifacts, deps.config.maxUploadBytes);
-    const release = await record(deps, projectId, received);
-    deps.metrics.recordUpload(release.size_bytes);
-    return release;
+    const uploaded = await recordUpload(deps.kv, deps.artifacts, {
+      file: received.file,
+      build: () => uploadRecord(projectId, received),
+      onKvError: () => deps.metrics.recordKvError("admin"),
+    });
+    deps.metrics.recordUpload(uploaded.release.size_bytes);
+    return uploaded;
   } catch (error) {
     deps.metrics.recordUploadFailure(failureReason(error));
     throw error;

@@ -4,24 +4,24 @@
  * through the CSRF gate (guards.ts), which checks the token as soon as it
  * arrives; forms put it first, but a token sent after the file still counts:
  * the stored file is then removed again if the token or any other field is
- * wrong, so a refused upload leaves nothing behind. Receiving (`receiveUpload`),
- * recording (`recordRelease`) and mapping errors to form errors
+ * wrong, so a refused upload leaves nothing behind. Receiving (`receiveForm`),
+ * recording (`recordRelease`), both through the receiver every upload shares
+ * (src/storage/upload.ts), and mapping errors to form errors
  * (`uploadRefusal`) are separate pieces; the route only puts them in order.
  */
 import { sparkleSignature, tauriSignature } from "../../src/feeds/signatures.ts";
 import type { Hono } from "hono";
 import {
-  type ArtifactStore,
   EmptyUploadError,
+  type ReceivedFile,
+  receiveUpload,
+  recordUpload,
   StorageFullError,
   StorageUnavailableError,
-  type StoredArtifact,
   UploadTooLargeError,
 } from "../../src/storage/mod.ts";
 import type { UploadFailureReason } from "../../src/lib/metrics.ts";
 import {
-  ConflictError,
-  createRelease,
   getProjectBySlug,
   listProjectsPage,
   type Project,
@@ -94,10 +94,7 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
       refuse: ({ status, error }) =>
         renderUploadPage(c, { project: chosen.value, upload: values, error, status }),
       receive: async (parts) => {
-        const received = await receiveUpload(takeField(parts, "project", chosen), values, {
-          artifacts: deps.artifacts,
-          maxBytes: config.maxUploadBytes,
-        });
+        const received = await receiveForm(deps, takeField(parts, "project", chosen), values);
         const slug = chosen.value.trim();
         const project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;
         if (project === null) {
@@ -185,10 +182,7 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
       refuse: ({ status, error }) =>
         renderProjectPage(c, deps, { project, upload: values, uploadError: error, status }),
       receive: async (parts) => {
-        const received = await receiveUpload(parts, values, {
-          artifacts: deps.artifacts,
-          maxBytes: config.maxUploadBytes,
-        });
+        const received = await receiveForm(deps, parts, values);
         return { project, release: await recordRelease(deps, project.id, { values, received }) };
       },
     });
@@ -207,80 +201,56 @@ async function* takeField(
   }
 }
 
-/** The stored file of an upload and how the browser named it; null when it was empty or missing. */
-type ReceivedFile = {
-  stored: StoredArtifact;
-  filename: string;
-  contentType: string | undefined;
-} | null;
-
 /**
- * Receiving: reads every part, streaming the file into the artifact store and
- * the text fields into `values`. If reading fails after the file was stored,
- * the file is removed again.
+ * Receiving (the shared receiver, src/storage/upload.ts): the file into the
+ * artifact store, the form's text fields into `values`, other parts skipped.
  */
-async function receiveUpload(
+function receiveForm(
+  deps: ServiceDeps,
   parts: AsyncIterable<MultipartPart>,
   values: UploadValues,
-  { artifacts, maxBytes }: { artifacts: ArtifactStore; maxBytes: number },
-): Promise<ReceivedFile> {
-  let received: ReceivedFile = null;
-  try {
-    for await (const part of parts) {
-      if (part.name === "file" && received === null) {
-        // An empty file is reported after the token check, like every other field error.
-        const stored = await artifacts.save(part.body, maxBytes).catch((error) => {
-          if (error instanceof EmptyUploadError) return null;
-          throw error;
-        });
-        if (stored !== null) {
-          received = { stored, filename: part.filename ?? "", contentType: part.contentType };
-        }
-      } else if ((UPLOAD_TEXT_FIELDS as readonly string[]).includes(part.name)) {
+): Promise<ReceivedFile | null> {
+  return receiveUpload(parts, {
+    artifacts: deps.artifacts,
+    maxBytes: deps.config.maxUploadBytes,
+    onPart: async (part) => {
+      if ((UPLOAD_TEXT_FIELDS as readonly string[]).includes(part.name)) {
         values[part.name as keyof UploadValues] = await part.text(MAX_FIELD_BYTES);
       }
-    }
-  } catch (error) {
-    if (received !== null) await artifacts.remove(received.stored.storage_key);
-    throw error;
-  }
-  return received;
+    },
+  });
 }
 
 /** Checks the fields and commits the release; on any refusal or failure removes the stored file. */
 async function recordRelease(
   deps: ServiceDeps,
   projectId: number,
-  { values, received }: { values: UploadValues; received: ReceivedFile },
+  { values, received }: { values: UploadValues; received: ReceivedFile | null },
 ): Promise<Release> {
-  try {
-    const fields = validateReleaseFields(values);
-    const signatures = {
-      tauri_signature: tauriSignature(values.tauri_signature),
-      sparkle_signature: sparkleSignature(values.sparkle_signature),
-    };
-    if (received === null) throw new EmptyUploadError();
-    return await createRelease(deps.kv, {
-      project_id: projectId,
-      ...fields,
-      filename: received.filename,
-      content_type: requireMediaType("file", received.contentType),
-      ...received.stored,
-      ...signatures,
-      ...uploadChoices(values),
-    }).catch((error) => {
-      if (!(error instanceof ValidationError || error instanceof ConflictError)) {
-        deps.metrics.recordKvError("admin");
-      }
-      throw error;
-    });
-  } catch (error) {
-    if (received !== null) await deps.artifacts.remove(received.stored.storage_key);
-    throw error;
-  } finally {
-    // Committed or removed: the storage sweep may judge the file from now on.
-    if (received !== null) deps.artifacts.settle?.(received.stored.storage_key);
-  }
+  const recorded = await recordUpload(deps.kv, deps.artifacts, {
+    file: received,
+    build: (file) => {
+      const fields = validateReleaseFields(values);
+      const signatures = {
+        tauri_signature: tauriSignature(values.tauri_signature),
+        sparkle_signature: sparkleSignature(values.sparkle_signature),
+      };
+      if (file === null) throw new EmptyUploadError();
+      return {
+        release: {
+          project_id: projectId,
+          ...fields,
+          filename: file.filename ?? "",
+          content_type: requireMediaType("file", file.contentType),
+          ...file.stored,
+          ...signatures,
+          ...uploadChoices(values),
+        },
+      };
+    },
+    onKvError: () => deps.metrics.recordKvError("admin"),
+  });
+  return recorded.release;
 }
 
 interface UploadRefusal {

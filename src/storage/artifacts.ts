@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { STORAGE_KEY_PATTERN } from "../lib/limits.ts";
 import { createPrivateFile, makePrivateDir } from "../lib/private_files.ts";
+import { Sha512Pass } from "./sha512_pass.ts";
 import {
   type ByteSource,
   EmptyUploadError,
@@ -200,8 +201,11 @@ export async function syncDirectory(dir: string): Promise<void> {
 
 /** Chunks are gathered into blocks of this size: fewer, larger writes. */
 const BLOCK_BYTES = 1024 * 1024;
-/** One block fills while the others wait for or are being written. */
-const BLOCKS = 4;
+/**
+ * One block fills while the others wait for or are being written and hashed;
+ * eight also cover the start of the SHA-512 worker (sha512_pass.ts).
+ */
+const BLOCKS = 8;
 /** Written bytes after which a background fdatasync is started. */
 const EARLY_SYNC_BYTES = 64 * 1024 * 1024;
 
@@ -211,7 +215,8 @@ const EARLY_SYNC_BYTES = 64 * 1024 * 1024;
  * - chunks are copied into blocks, so the caller may reuse a chunk as soon as
  *   `write` resolves and the file sees few large writes;
  * - writes run off the JavaScript thread, one after the other, while the next
- *   chunks are read and each block is hashed (SHA-256 of what is written);
+ *   chunks are read and each block is hashed (SHA-256 of what is written; the
+ *   SHA-512 of a large upload in a worker, `Sha512Pass`, beside the write);
  * - every EARLY_SYNC_BYTES a background fdatasync through a second handle
  *   (which, unlike the writing handle, does not queue behind the writes) gets
  *   the disk busy early, so the final fsync in `finish` has little left.
@@ -221,11 +226,12 @@ const EARLY_SYNC_BYTES = 64 * 1024 * 1024;
 class ArtifactWriter {
   readonly #hash = createHash("sha256");
   /** SHA-512 beside it, in the same pass (the updater feeds' checksum, src/feeds/). */
-  readonly #hash512 = createHash("sha512");
+  readonly #sha512 = new Sha512Pass();
+  #sha512Digest = "";
   readonly #free: Uint8Array[] = [];
-  readonly #queued: Array<{ block: Uint8Array; written: Promise<void> }> = [];
+  readonly #queued: Array<{ block: Uint8Array; done: Promise<unknown> }> = [];
   #blocks = 1;
-  #block: Uint8Array = new Uint8Array(BLOCK_BYTES);
+  #block: Uint8Array = sharedBlock();
   #filled = 0;
   /** The last write queued; each write starts when the one before has ended. */
   #tail: Promise<void> = Promise.resolve();
@@ -270,6 +276,7 @@ class ArtifactWriter {
     await this.#lastSync;
     if (this.#syncError !== null) throw this.#syncError.error;
     await this.file.sync();
+    this.#sha512Digest = await this.#sha512.digest();
   }
 
   /** Closes every handle but the locked one, and hands that over (the lock stays). */
@@ -281,6 +288,7 @@ class ArtifactWriter {
 
   /** After a failure: waits for running writes and syncs, then closes the file. */
   async abort(): Promise<void> {
+    this.#sha512.close();
     await this.#tail.catch(() => {});
     await this.#lastSync;
     this.#close();
@@ -290,7 +298,7 @@ class ArtifactWriter {
   digests(): { checksum_sha256: string; checksum_sha512: string } {
     return {
       checksum_sha256: this.#hash.digest("hex"),
-      checksum_sha512: this.#hash512.digest("base64"),
+      checksum_sha512: this.#sha512Digest,
     };
   }
 
@@ -309,21 +317,24 @@ class ArtifactWriter {
     // Observed by a later submit, finish or abort; never an unhandled rejection.
     written.catch(() => {});
     this.#tail = written;
-    this.#queued.push({ block, written });
+    const hashed = this.#sha512.add(bytes);
+    const done = Promise.all([written, hashed]);
+    // Observed by a later submit or not at all (abort waits for the writes only).
+    done.catch(() => {});
+    this.#queued.push({ block, done });
     this.#unsynced += bytes.byteLength;
     if (this.#unsynced >= EARLY_SYNC_BYTES && !this.#syncRunning) this.#syncEarly(written);
     // Hashing runs while the block is being written.
     this.#hash.update(bytes);
-    this.#hash512.update(bytes);
     this.#filled = 0;
     if (this.#free.length === 0 && this.#blocks < BLOCKS) {
       this.#blocks++;
-      this.#free.push(new Uint8Array(BLOCK_BYTES));
+      this.#free.push(sharedBlock());
     }
     if (this.#free.length === 0) {
-      // Every block is taken: the oldest is free again once it is written.
+      // Every block is taken: the oldest is free again once it is written and hashed.
       const oldest = this.#queued.shift()!;
-      await oldest.written;
+      await oldest.done;
       this.#free.push(oldest.block);
     }
     this.#block = this.#free.pop()!;
@@ -345,6 +356,11 @@ class ArtifactWriter {
         this.#syncRunning = false;
       });
   }
+}
+
+/** A block in shared memory, so that the SHA-512 worker reads it where it is. */
+function sharedBlock(): Uint8Array {
+  return new Uint8Array(new SharedArrayBuffer(BLOCK_BYTES));
 }
 
 async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {

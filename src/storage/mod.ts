@@ -11,6 +11,15 @@ export { storageHealth } from "./health.ts";
 // Types only: the S3 client is loaded when APP_STORAGE=s3 asks for it.
 export type { BucketEntry, S3ArtifactStore } from "./s3_store.ts";
 export { type PublishInput, publishRelease } from "./publish.ts";
+export {
+  type ReceivedFile,
+  receiveUpload,
+  type RecordedUpload,
+  recordUpload,
+  type UploadPart,
+  type UploadRecord,
+  type UploadRollout,
+} from "./upload.ts";
 export { scheduleSweeps, type SweepResult, sweepStore } from "./sweep.ts";
 
 /**

@@ -1,13 +1,10 @@
 /** Ties a stored artifact to its release record: the record is written only once the bytes are complete. */
-import { createRelease, type Release, type ReleaseInput } from "../store/mod.ts";
+import type { Release, ReleaseInput } from "../store/mod.ts";
 import type { ArtifactStore, ByteSource, StoredArtifact } from "./types.ts";
+import { recordUpload } from "./upload.ts";
 
 export type PublishInput = Omit<ReleaseInput, keyof StoredArtifact>;
 
-/**
- * Stores the bytes, then commits the release; on any failure removes the
- * artifact again. The store holds the artifact against the sweep until then.
- */
 /** What to publish: the release's fields and its bytes, at most `maxBytes` of them. */
 export interface PublishOptions {
   release: PublishInput;
@@ -15,18 +12,20 @@ export interface PublishOptions {
   maxBytes: number;
 }
 
+/**
+ * Stores the bytes, then commits the release; on any failure removes the
+ * artifact again (`recordUpload` in upload.ts, as every upload surface does).
+ * The store holds the artifact against the sweep until then.
+ */
 export async function publishRelease(
   kv: Deno.Kv,
   store: ArtifactStore,
   { release, source, maxBytes }: PublishOptions,
 ): Promise<Release> {
-  const artifact = await store.save(source, maxBytes);
-  try {
-    return await createRelease(kv, { ...release, ...artifact });
-  } catch (error) {
-    await store.remove(artifact.storage_key);
-    throw error;
-  } finally {
-    store.settle?.(artifact.storage_key);
-  }
+  const stored = await store.save(source, maxBytes);
+  const recorded = await recordUpload(kv, store, {
+    file: { stored, filename: undefined, contentType: undefined },
+    build: () => ({ release: { ...release, ...stored } }),
+  });
+  return recorded.release;
 }

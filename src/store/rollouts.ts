@@ -112,7 +112,8 @@ export function parseSchedule(raw: string | readonly RolloutStep[] | undefined):
   }).sort((a, b) => a.at < b.at ? -1 : a.at > b.at ? 1 : 0);
 }
 
-function testerTag(raw: string | null | undefined): string | null {
+/** A rollout's tester tag: one tag, or null for none. */
+export function parseTesterTag(raw: string | null | undefined): string | null {
   if (raw === undefined || raw === null || raw.trim() === "") return null;
   const tags = requireTags("tester_tag", [raw]);
   if (tags.length !== 1) throw new ValidationError("tester_tag", "give one tag");
@@ -135,7 +136,7 @@ export async function startRollout(
 ): Promise<Rollout> {
   const percentage = parsePercentage("percentage", input.percentage);
   const schedule = parseSchedule(input.schedule);
-  const tester_tag = testerTag(input.tester_tag);
+  const tester_tag = parseTesterTag(input.tester_tag);
   const first = (await kv.get<Release>(releaseKey(releaseId))).value;
   if (first === null) throw new NotFoundError("release not found");
   const projectId = first.project_id;
@@ -194,7 +195,9 @@ export async function changeRollout(
     ? undefined
     : parsePercentage("percentage", change.percentage);
   const schedule = change.schedule === undefined ? undefined : parseSchedule(change.schedule);
-  const tester_tag = change.tester_tag === undefined ? undefined : testerTag(change.tester_tag);
+  const tester_tag = change.tester_tag === undefined
+    ? undefined
+    : parseTesterTag(change.tester_tag);
   return await serializedProjectWrite(kv, projectId, () =>
     commitChange(kv, async () => {
       const entry = await kv.get<Rollout>(rolloutKey(projectId));

@@ -1,0 +1,155 @@
+/**
+ * The one upload receiver behind every way a release arrives: the admin forms
+ * (admin/routes/upload.tsx), the publishing API (admin/publish_api/upload.ts)
+ * and `publishRelease` (publish.ts). Receiving streams the file part into the
+ * artifact store and hands every other part to the caller; recording commits
+ * the release the caller builds from the received file (and starts the staged
+ * rollout it asks for), removes the file again on any refusal or failure
+ * before the commit, and settles it either way.
+ */
+import {
+  ConflictError,
+  createRelease,
+  getLatestReleaseId,
+  type Release,
+  type ReleaseInput,
+  type Rollout,
+  type RolloutInput,
+  startRollout,
+  ValidationError,
+} from "../store/mod.ts";
+import {
+  type ArtifactStore,
+  type ByteSource,
+  EmptyUploadError,
+  type StoredArtifact,
+} from "./types.ts";
+
+/** A part of a multipart upload, as the reader gives it (src/http/multipart.ts). */
+export interface UploadPart {
+  name: string;
+  filename: string | undefined;
+  contentType: string | undefined;
+  body: ByteSource;
+}
+
+/** The stored file of an upload, and how its part named it. */
+export interface ReceivedFile {
+  stored: StoredArtifact;
+  filename: string | undefined;
+  contentType: string | undefined;
+}
+
+export interface ReceiveOptions<P extends UploadPart> {
+  artifacts: ArtifactStore;
+  maxBytes: number;
+  /** Every part but the file: the caller reads, skips or refuses it (by throwing). */
+  onPart: (part: P) => Promise<void>;
+}
+
+/**
+ * Reads every part, streaming the first non-empty `file` part into the store
+ * (an empty one counts as none, so the caller reports it after its other
+ * checks); null when no file arrived. If reading fails after the file was
+ * stored, the file is removed again.
+ */
+export async function receiveUpload<P extends UploadPart>(
+  parts: AsyncIterable<P>,
+  { artifacts, maxBytes, onPart }: ReceiveOptions<P>,
+): Promise<ReceivedFile | null> {
+  let file: ReceivedFile | null = null;
+  try {
+    for await (const part of parts) {
+      if (part.name === "file" && file === null) {
+        const stored = await artifacts.save(part.body, maxBytes).catch((error) => {
+          if (error instanceof EmptyUploadError) return null;
+          throw error;
+        });
+        if (stored !== null) {
+          file = { stored, filename: part.filename, contentType: part.contentType };
+        }
+      } else {
+        await onPart(part);
+      }
+    }
+  } catch (error) {
+    if (file !== null) await artifacts.remove(file.stored.storage_key);
+    throw error;
+  }
+  return file;
+}
+
+/** What an upload records: the release, and the staged rollout to start over the latest, if any. */
+export interface UploadRecord {
+  release: ReleaseInput;
+  rollout?: RolloutInput | null;
+}
+
+export interface RecordOptions {
+  file: ReceivedFile | null;
+  /** Checks the upload and builds its record; throws what refuses it (EmptyUploadError without a file). */
+  build: (file: ReceivedFile | null) => UploadRecord | Promise<UploadRecord>;
+  /** A commit that failed on our side (not a refusal of the release): for the KV error count. */
+  onKvError?: (error: unknown) => void;
+}
+
+/**
+ * The rollout an upload asked for: started, or why it did not start after the
+ * release was recorded (the release stays, active and not the latest).
+ */
+export type UploadRollout = { started: Rollout } | { failed: string };
+
+export interface RecordedUpload {
+  release: Release;
+  /** Null when no rollout was asked for, or none applies (a draft, no latest to roll out from). */
+  rollout: UploadRollout | null;
+}
+
+/**
+ * Commits the release of a received file; on any refusal or failure before
+ * the commit removes the file. A rollout that cannot start afterwards (a
+ * concurrent change of the latest, a KV error) never removes the stored
+ * release or its file: it is answered in `rollout.failed`.
+ */
+export async function recordUpload(
+  kv: Deno.Kv,
+  artifacts: ArtifactStore,
+  { file, build, onKvError }: RecordOptions,
+): Promise<RecordedUpload> {
+  try {
+    const { release: input, rollout = null } = await build(file);
+    // A rollout starts from the current latest; a project without one simply gets the release.
+    const staged = rollout !== null && !input.draft && input.make_latest !== false &&
+      await getLatestReleaseId(kv, input.project_id) !== null;
+    const release = await createRelease(kv, staged ? { ...input, make_latest: false } : input)
+      .catch((error) => {
+        if (!(error instanceof ValidationError || error instanceof ConflictError)) {
+          onKvError?.(error);
+        }
+        throw error;
+      });
+    return { release, rollout: staged ? await startUploadRollout(kv, release, rollout) : null };
+  } catch (error) {
+    if (file !== null) await artifacts.remove(file.stored.storage_key);
+    throw error;
+  } finally {
+    // Committed or removed: the storage sweep may judge the file from now on.
+    if (file !== null) artifacts.settle?.(file.stored.storage_key);
+  }
+}
+
+async function startUploadRollout(
+  kv: Deno.Kv,
+  release: Release,
+  rollout: RolloutInput,
+): Promise<UploadRollout> {
+  try {
+    return { started: await startRollout(kv, release.id, rollout) };
+  } catch (error) {
+    console.error("rollout start after upload failed:", error);
+    const reason = error instanceof ValidationError || error instanceof ConflictError
+      ? error.message
+      : "the store did not answer";
+    return { failed: reason };
+  }
+}
