@@ -100,6 +100,27 @@ export function listProjects(kv: Deno.Kv): Cached<readonly Project[]> {
   }) as Cached<readonly Project[]>;
 }
 
+/**
+ * The projects `match` accepts, in the order of `listProjectsPage` (active
+ * first, then by name case-insensitively, then id), searched in the cached
+ * project list: no KV read while the list is cached.
+ */
+export async function searchProjects(
+  kv: Deno.Kv,
+  match: (project: Project) => boolean,
+): Promise<Project[]> {
+  const rows = (await listProjects(kv)).filter(match).map((project) => ({
+    project,
+    state: project.state === "active" ? 0 : 1,
+    name: project.name.toLowerCase(),
+  }));
+  rows.sort((a, b) =>
+    a.state - b.state || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) ||
+    a.project.id - b.project.id
+  );
+  return rows.map(({ project }) => project);
+}
+
 /** One page of projects, active first, then by name (see paging.ts). */
 export function listProjectsPage(
   kv: Deno.Kv,
