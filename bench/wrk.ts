@@ -57,6 +57,8 @@ export interface WrkOptions {
   durationSeconds: number;
   connections: number;
   threads: number;
+  /** A Lua script for wrk (`-s`): which requests to send, and how fast (its `delay`). */
+  script?: string;
 }
 
 /**
@@ -78,6 +80,7 @@ export async function runWrk(wrk: string, options: WrkOptions): Promise<WrkResul
   for (const [name, value] of Object.entries(options.headers ?? {})) {
     args.push("-H", `${name}: ${value}`);
   }
+  if (options.script !== undefined) args.push("-s", options.script);
   args.push(options.url);
   const { code, stdout, stderr } = await run(wrk, args);
   if (code !== 0) throw new Error(`wrk exited with ${code}: ${stderr}${stdout}`);
