@@ -218,6 +218,10 @@ export async function readsWhileAdminsWork(
         dashboard: dashboard.loop,
       },
     };
+  } catch (error) {
+    const exited = await Promise.race([server.status, new Promise((r) => setTimeout(r, 100))]);
+    const how = exited === undefined ? "still running" : `exited: ${JSON.stringify(exited)}`;
+    throw new Error(`${error}\nThe service (${how}) said:\n${server.output()}`);
   } finally {
     await server.stop();
   }
