@@ -92,7 +92,10 @@ export function listProjects(kv: Deno.Kv): Cached<readonly Project[]> {
     id: "all",
     load: async () => {
       const projects: Project[] = [];
-      for await (const entry of kv.list<Project>({ prefix: projectsPrefix() })) {
+      // Large batches: fewer round trips for a list of thousands (a search's first look after a write).
+      for await (
+        const entry of kv.list<Project>({ prefix: projectsPrefix() }, { batchSize: 1000 })
+      ) {
         projects.push(entry.value);
       }
       return projects;
