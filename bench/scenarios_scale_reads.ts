@@ -57,6 +57,7 @@ function median(values: number[]): number {
 interface RunFigure {
   req_per_s: number;
   p50_ms: number;
+  p90_ms: number;
   p99_ms: number;
 }
 
@@ -64,6 +65,7 @@ function figure(result: WrkResult): RunFigure {
   return {
     req_per_s: Math.round(result.requestsPerSec),
     p50_ms: +result.p50Ms.toFixed(2),
+    p90_ms: +result.p90Ms.toFixed(2),
     p99_ms: +result.p99Ms.toFixed(2),
   };
 }
@@ -71,12 +73,14 @@ function figure(result: WrkResult): RunFigure {
 /** Medians of the runs of each mode, and the ratio of the busy p99 to the quiet one. */
 function summary(quiet: RunFigure[], busy: RunFigure[]) {
   const p99 = (runs: RunFigure[]) => median(runs.map((run) => run.p99_ms));
+  const p90 = (runs: RunFigure[]) => median(runs.map((run) => run.p90_ms));
   return {
     quiet_runs: quiet,
     busy_runs: busy,
     quiet_p99_ms: p99(quiet),
     busy_p99_ms: p99(busy),
     p99_ratio: +(p99(busy) / p99(quiet)).toFixed(2),
+    p90_ratio: +(p90(busy) / p90(quiet)).toFixed(2),
   };
 }
 
