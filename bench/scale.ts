@@ -24,7 +24,7 @@ import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
 import { withStore } from "./data.ts";
 import { runWrk } from "./wrk.ts";
 import { adminPagesAtScale, SCALE_SIZES, seedAdminScale } from "./scenarios_admin.ts";
-import { readsWhileAdminsWork } from "./scenarios_scale_reads.ts";
+import { ADMIN_WRITES, type AdminWrite, readsWhileAdminsWork } from "./scenarios_scale_reads.ts";
 
 const SECONDS = Number(Deno.env.get("SCALE_SECONDS") ?? 5);
 const ROUNDS = Number(Deno.env.get("SCALE_ROUNDS") ?? 2);
@@ -280,6 +280,8 @@ async function readsAtScale() {
     wrk: wrk!,
     rounds: ROUNDS,
     seconds: SECONDS,
+    writes: (Deno.env.get("SCALE_WRITES")?.split(",") ?? ADMIN_WRITES) as AdminWrite[],
+    comparisons: Deno.env.get("SCALE_READS")?.split(",") as Array<"writes" | "dashboard">,
   });
   return { sizes: SCALE_SIZES, seed_seconds: seedSeconds, ...figures };
 }

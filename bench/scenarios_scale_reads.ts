@@ -84,42 +84,50 @@ function summary(quiet: RunFigure[], busy: RunFigure[]) {
   };
 }
 
-/**
- * One admin write a second until `stop` resolves, in turn: an edit of
- * p-0001, an upload to p-0002 and a key creation (each read by the mix).
- * Throws when a write is refused.
- */
-async function writeEverySecond(admin: AdminClient, stop: Promise<void>) {
+/** The admin writes of the "writes" comparison, done in turn (`SCALE_WRITES`). */
+export type AdminWrite = "edit" | "upload" | "key";
+export const ADMIN_WRITES: readonly AdminWrite[] = ["edit", "upload", "key"];
+
+/** One admin write of `kind`: an edit of p-0001, an upload to p-0002 or a key (each read by the mix). */
+async function adminWrite(admin: AdminClient, kind: AdminWrite, n: number): Promise<void> {
+  let res: Response;
+  let wanted = 303;
+  if (kind === "edit") {
+    await admin.page("/admin/projects/p-0001");
+    res = await admin.post("/admin/projects/p-0001", {
+      name: "Project 0001",
+      description: `Edited by the bench (${n}).`,
+      tags: "beta",
+    });
+  } else if (kind === "upload") {
+    res = await admin.upload("/admin/projects/p-0002/releases", [
+      ["csrf_token", admin.csrfToken],
+      ["version", `9.${Date.now()}.${n}`],
+      ["file", new File([crypto.getRandomValues(new Uint8Array(1024))], "app.bin")],
+    ]);
+  } else {
+    wanted = 200;
+    res = await admin.post("/admin/api-keys", {
+      name: `bench writer ${n}`,
+      can_download: "on",
+      scope_mode: "all_projects",
+    });
+  }
+  await res.body?.cancel();
+  if (res.status !== wanted) throw new Error(`admin write ${n} (${kind}) answered ${res.status}`);
+}
+
+/** One admin write a second, of `kinds` in turn, until `stop` resolves. */
+async function writeEverySecond(
+  admin: AdminClient,
+  { stop, kinds }: { stop: Promise<void>; kinds: readonly AdminWrite[] },
+) {
   let stopped = false;
   stop.then(() => stopped = true);
   const times: number[] = [];
   for (let n = 0; !stopped; n++) {
     const started = performance.now();
-    let res: Response;
-    let wanted = 303;
-    if (n % 3 === 0) {
-      await admin.page("/admin/projects/p-0001");
-      res = await admin.post("/admin/projects/p-0001", {
-        name: "Project 0001",
-        description: `Edited by the bench (${n}).`,
-        tags: "beta",
-      });
-    } else if (n % 3 === 1) {
-      res = await admin.upload("/admin/projects/p-0002/releases", [
-        ["csrf_token", admin.csrfToken],
-        ["version", `9.${Date.now()}.${n}`],
-        ["file", new File([crypto.getRandomValues(new Uint8Array(1024))], "app.bin")],
-      ]);
-    } else {
-      wanted = 200;
-      res = await admin.post("/admin/api-keys", {
-        name: `bench writer ${n}`,
-        can_download: "on",
-        scope_mode: "all_projects",
-      });
-    }
-    await res.body?.cancel();
-    if (res.status !== wanted) throw new Error(`admin write ${n} answered ${res.status}`);
+    await adminWrite(admin, kinds[n % kinds.length], n);
     times.push(performance.now() - started);
     await Promise.race([stop, new Promise((resolve) => setTimeout(resolve, 1000))]);
   }
@@ -150,6 +158,10 @@ export async function readsWhileAdminsWork(
     wrk: string;
     rounds: number;
     seconds: number;
+    /** The kinds of admin write, done in turn. */
+    writes: readonly AdminWrite[];
+    /** Which comparisons to run (both unless told). */
+    comparisons?: ReadonlyArray<"writes" | "dashboard">;
   },
 ) {
   const { dataDir, cleanup } = options;
@@ -200,13 +212,17 @@ export async function readsWhileAdminsWork(
     await wrk(mixed, 3); // warm-up: the caches, the project list
     const writes = { quiet: [] as RunFigure[], busy: [] as RunFigure[], writer: [] as unknown[] };
     const dashboard = { quiet: [] as RunFigure[], busy: [] as RunFigure[], loop: [] as unknown[] };
-    for (let round = 0; round < options.rounds; round++) {
+    const comparisons = options.comparisons ?? ["writes", "dashboard"];
+    for (let round = 0; comparisons.includes("writes") && round < options.rounds; round++) {
       writes.quiet.push(await wrk(mixed));
-      const withWrites = await during(mixed, (stop) => writeEverySecond(admin, stop));
+      const withWrites = await during(
+        mixed,
+        (stop) => writeEverySecond(admin, { stop, kinds: options.writes }),
+      );
       writes.busy.push(withWrites.run);
       writes.writer.push(withWrites.work);
     }
-    for (let round = 0; round < options.rounds; round++) {
+    for (let round = 0; comparisons.includes("dashboard") && round < options.rounds; round++) {
       dashboard.quiet.push(await wrk(latest));
       const withLoop = await during(latest, (stop) => reloadDashboard(admin, stop));
       dashboard.busy.push(withLoop.run);
@@ -216,7 +232,11 @@ export async function readsWhileAdminsWork(
       connections: CONNECTIONS,
       delay_ms_per_connection: READ_DELAY_MS,
       seconds_per_run: options.seconds,
-      mixed_reads_under_writes: { ...summary(writes.quiet, writes.busy), writer: writes.writer },
+      mixed_reads_under_writes: {
+        ...summary(writes.quiet, writes.busy),
+        kinds: options.writes,
+        writer: writes.writer,
+      },
       latest_under_dashboard_loop: {
         ...summary(dashboard.quiet, dashboard.busy),
         dashboard: dashboard.loop,
