@@ -14,7 +14,9 @@
  *   `SCALE_ADMIN_DATA` keeps the seeded data dir between runs;
  * - on the same data, the client API at about 1,000 reads/s with and without
  *   one admin write a second, and the latest release idle and while an admin
- *   reloads the dashboard in a loop (bench/scenarios_scale_reads.ts).
+ *   reloads the dashboard in a loop (bench/scenarios_scale_reads.ts;
+ *   `SCALE_READS=writes|dashboard` runs one, `SCALE_WRITES=edit,upload,key`
+ *   picks the writes).
  * Needs wrk. Prints a JSON report.
  */
 import { join } from "node:path";
