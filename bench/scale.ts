@@ -11,7 +11,12 @@
  *   50,000 keys and 100,000 audit entries (bench/scenarios_admin.ts): median
  *   time and HTML size per page, archive time, memory after browsing. With
  *   `SCALE_BEFORE_ROOT` (another checkout) both are measured, interleaved.
- *   `SCALE_ADMIN_DATA` keeps the seeded data dir between runs.
+ *   `SCALE_ADMIN_DATA` keeps the seeded data dir between runs;
+ * - on the same data, the client API at about 1,000 reads/s with and without
+ *   one admin write a second, and the latest release idle and while an admin
+ *   reloads the dashboard in a loop (bench/scenarios_scale_reads.ts;
+ *   `SCALE_READS=writes|dashboard` runs one, `SCALE_WRITES=edit,upload,key`
+ *   picks the writes).
  * Needs wrk. Prints a JSON report.
  */
 import { join } from "node:path";
@@ -21,14 +26,19 @@ import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
 import { withStore } from "./data.ts";
 import { runWrk } from "./wrk.ts";
 import { adminPagesAtScale, SCALE_SIZES, seedAdminScale } from "./scenarios_admin.ts";
+import { ADMIN_WRITES, type AdminWrite, readsWhileAdminsWork } from "./scenarios_scale_reads.ts";
 
 const SECONDS = Number(Deno.env.get("SCALE_SECONDS") ?? 5);
 const ROUNDS = Number(Deno.env.get("SCALE_ROUNDS") ?? 2);
 const REVOCATIONS = Number(Deno.env.get("SCALE_REVOCATIONS") ?? 40);
 const PASSWORD = "bench-password-123";
-/** Which parts to run (comma-separated): rate_limit, revocation, slack, all_cores, admin_pages. */
-const PARTS = (Deno.env.get("SCALE_PARTS") ?? "rate_limit,revocation,slack,all_cores,admin_pages")
-  .split(",");
+/**
+ * Which parts to run (comma-separated): rate_limit, revocation, slack, all_cores, admin_pages,
+ * reads_at_scale.
+ */
+const PARTS = (
+  Deno.env.get("SCALE_PARTS") ?? "rate_limit,revocation,slack,all_cores,admin_pages,reads_at_scale"
+).split(",");
 
 const wrk = which("wrk");
 if (wrk === null) {
@@ -240,12 +250,16 @@ async function allCoresVsOne() {
   return { cores, runs: figures, one, all, ratio: +(all / one).toFixed(2) };
 }
 
-async function adminPages() {
-  const kept = Deno.env.get("SCALE_ADMIN_DATA");
-  const adminDir = kept ?? join(dataDir, "admin");
+/** The data dir of the scale data (seeded unless `SCALE_ADMIN_DATA` holds it already) and the seconds it took. */
+async function scaleData() {
+  const adminDir = Deno.env.get("SCALE_ADMIN_DATA") ?? join(dataDir, "admin");
   const seedStarted = performance.now();
   await seedAdminScale(adminDir, SCALE_SIZES);
-  const seedSeconds = +((performance.now() - seedStarted) / 1000).toFixed(1);
+  return { adminDir, seedSeconds: +((performance.now() - seedStarted) / 1000).toFixed(1) };
+}
+
+async function adminPages() {
+  const { adminDir, seedSeconds } = await scaleData();
   const runs = await adminPagesAtScale({
     dataDir: adminDir,
     env,
@@ -256,6 +270,22 @@ async function adminPages() {
     samples: Number(Deno.env.get("SCALE_PAGE_SAMPLES") ?? 9),
   });
   return { sizes: SCALE_SIZES, seed_seconds: seedSeconds, runs };
+}
+
+async function readsAtScale() {
+  const { adminDir, seedSeconds } = await scaleData();
+  const figures = await readsWhileAdminsWork({
+    dataDir: adminDir,
+    env,
+    password: PASSWORD,
+    cleanup,
+    wrk: wrk!,
+    rounds: ROUNDS,
+    seconds: SECONDS,
+    writes: (Deno.env.get("SCALE_WRITES")?.split(",") ?? ADMIN_WRITES) as AdminWrite[],
+    comparisons: Deno.env.get("SCALE_READS")?.split(",") as Array<"writes" | "dashboard">,
+  });
+  return { sizes: SCALE_SIZES, seed_seconds: seedSeconds, ...figures };
 }
 
 try {
@@ -272,6 +302,7 @@ try {
     rate_limit_slack: PARTS.includes("slack") ? await rateLimitSlack() : null,
     all_cores_req_per_s: PARTS.includes("all_cores") ? await allCoresVsOne() : null,
     admin_pages: PARTS.includes("admin_pages") ? await adminPages() : null,
+    reads_at_scale: PARTS.includes("reads_at_scale") ? await readsAtScale() : null,
   };
   console.log(JSON.stringify(report, null, 2));
 } finally {

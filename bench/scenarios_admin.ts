@@ -12,6 +12,7 @@ import {
   createApiKeysBulk,
   createProject,
   createReleasesBulk,
+  markSha512BackfillDone,
   recordApiKeyUse,
 } from "../src/store/mod.ts";
 import { withStore } from "./data.ts";
@@ -45,8 +46,11 @@ const SEEDED_MARKER = "admin-scale-seeded.json";
  */
 export async function seedAdminScale(dataDir: string, sizes: ScaleSizes): Promise<void> {
   const marker = `${dataDir}/${SEEDED_MARKER}`;
+  // The seeded releases have no artifact: without this mark every start (and every minute after)
+  // would try to backfill their SHA-512 (src/feeds/backfill.ts), 10,000 reads and warnings a time.
+  const backfillDone = () => withStore(dataDir, markSha512BackfillDone);
   try {
-    if (await Deno.readTextFile(marker) === JSON.stringify(sizes)) return;
+    if (await Deno.readTextFile(marker) === JSON.stringify(sizes)) return await backfillDone();
   } catch {
     // not seeded yet
   }
@@ -119,6 +123,7 @@ export async function seedAdminScale(dataDir: string, sizes: ScaleSizes): Promis
       await op.commit();
     }
   });
+  await backfillDone();
   await Deno.writeTextFile(marker, JSON.stringify(sizes));
 }
 

@@ -5,6 +5,7 @@ export interface WrkResult {
   requests: number;
   requestsPerSec: number;
   p50Ms: number;
+  p90Ms: number;
   p99Ms: number;
   /** Responses with a status outside 2xx/3xx. */
   non2xx: number;
@@ -45,6 +46,7 @@ export function parseWrkOutput(output: string): WrkResult {
     requests: Number(find(/^\s*(\d+) requests in /m, "request count")[1]),
     requestsPerSec: Number(find(/^Requests\/sec:\s+([\d.]+)/m, "Requests/sec")[1]),
     p50Ms: percentile(50),
+    p90Ms: percentile(90),
     p99Ms: percentile(99),
     non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(output)?.[1] ?? 0),
     socketErrors: errors ? errors.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0,
@@ -57,6 +59,8 @@ export interface WrkOptions {
   durationSeconds: number;
   connections: number;
   threads: number;
+  /** A Lua script for wrk (`-s`): which requests to send, and how fast (its `delay`). */
+  script?: string;
 }
 
 /**
@@ -78,6 +82,7 @@ export async function runWrk(wrk: string, options: WrkOptions): Promise<WrkResul
   for (const [name, value] of Object.entries(options.headers ?? {})) {
     args.push("-H", `${name}: ${value}`);
   }
+  if (options.script !== undefined) args.push("-s", options.script);
   args.push(options.url);
   const { code, stdout, stderr } = await run(wrk, args);
   if (code !== 0) throw new Error(`wrk exited with ${code}: ${stderr}${stdout}`);

@@ -204,6 +204,37 @@ Deno.test("issue 19.4: admin pages read one page, however much is stored", async
     assert.equal(await buildAggregates(app.kv), "ready");
     assert.deepEqual(await aggregateEntries(app.kv), maintained);
   });
+
+  await t.step(
+    "a project search looks through the cached list: every match, in order",
+    async () => {
+      // Project 1, 4, 7 … (tag t1), archived ones last, then by name case-insensitively.
+      const archived = await client.page("/admin/projects/p-4");
+      assert.equal(archived.res.status, 200);
+      const res = await client.post("/admin/projects/p-4/archive");
+      assert.equal(res.status, 303);
+      await client.page("/admin/projects?q=t1"); // loads the list once
+      const expected = Array.from({ length: PROJECTS - 1 }, (_, i) => i)
+        .filter((i) => i % 3 === 1)
+        .map((i) => ({ slug: `p-${i}`, name: `project ${i}`, archived: i === 4 }))
+        .sort((a, b) =>
+          Number(a.archived) - Number(b.archived) ||
+          (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+        )
+        .map((project) => project.slug);
+      const seen: string[] = [];
+      let path: string | null = "/admin/projects?q=t1";
+      while (path !== null) {
+        reset();
+        const { html }: { html: string } = await client.page(path);
+        assert.equal(read.by.get("projects") ?? 0, 0, `${path} read project records`);
+        assert.match(html, /of 300 projects match &quot;t1&quot;|of 300 projects match "t1"/);
+        seen.push(...[...html.matchAll(/data-project-slug="([^"]+)"/g)].map((m) => m[1]));
+        path = /<a href="([^"]*)" rel="next"/.exec(html)?.[1].replaceAll("&amp;", "&") ?? null;
+      }
+      assert.deepEqual(seen, expected);
+    },
+  );
 });
 
 const aggregatePrefixes: Deno.KvKey[] = [

@@ -29,11 +29,12 @@ Deno.test("wrk: times in us, ms, s and m become milliseconds", () => {
   assert.throws(() => parseWrkTime("fast"));
 });
 
-Deno.test("wrk: the --latency report gives rate, p50, p99 and no errors", () => {
+Deno.test("wrk: the --latency report gives rate, p50, p90, p99 and no errors", () => {
   assert.deepEqual(parseWrkOutput(WRK_REPORT), {
     requests: 279012,
     requestsPerSec: 27892.41,
     p50Ms: 2.1,
+    p90Ms: 3.02,
     p99Ms: 5.71,
     non2xx: 0,
     socketErrors: 0,

@@ -307,6 +307,12 @@ function countingReads(kv: Deno.Kv): { kv: Deno.Kv; reads: Map<unknown, number> 
           return target.get(key);
         };
       }
+      if (prop === "list") {
+        return (selector: Deno.KvListSelector, options?: Deno.KvListOptions) => {
+          note("prefix" in selector ? selector.prefix : selector.start);
+          return target.list(selector, options);
+        };
+      }
       const value = Reflect.get(target, prop, target);
       return typeof value === "function" ? value.bind(target) : value;
     },
@@ -369,6 +375,28 @@ Deno.test("issue 19.2: a write forgets only the entries it changes, here and on 
           await other.delete(entry.key);
         }
         assert.equal((await getProjectBySlug(served, "b"))?.name, "B2");
+      },
+    );
+
+    await t.step(
+      "a project write here updates the cached project list in place; another handle reloads it",
+      async () => {
+        setCacheRefreshMs(other, 0);
+        const before = await listProjects(served);
+        await listProjects(other);
+        await updateProject(served, a.id, { name: "A3" });
+        await createProject(served, { name: "C", slug: "c" });
+        await setProjectState(served, b.id, "archived");
+        reads.clear();
+        const after = await listProjects(served);
+        assert.notEqual(after, before, "a new array: bodies made from the old one are not reused");
+        assert.deepEqual(after.map((project) => [project.name, project.state]), [
+          ["A3", "active"],
+          ["B2", "archived"],
+          ["C", "active"],
+        ]);
+        assert.equal(reads.get("projects") ?? 0, 0, "no project was read again");
+        assert.deepEqual(await listProjects(other), after);
       },
     );
   } finally {

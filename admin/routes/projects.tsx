@@ -12,6 +12,7 @@ import {
   parseRetentionPolicy,
   type Project,
   ProjectNotEmptyError,
+  searchProjects,
   setProjectState,
   setRetentionPolicy,
   StaleEditError,
@@ -28,7 +29,7 @@ import {
   type ProjectFormValues,
   projectFormValues,
 } from "../forms_project.ts";
-import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
+import { cursorListPage, listPage, PAGE_SIZE, searchOf } from "../listing.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { type ProjectRow, ProjectsPage } from "../views/projects.tsx";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
@@ -42,28 +43,24 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     form: { values: ProjectFormValues; error?: FormError; openForm?: boolean },
   ): Promise<Response> {
     const query = form.error ? {} : c.req.query();
-    const { q, match } = searchOf(
-      query,
-      (project: Project) => [project.name, project.slug, ...project.tags],
-    );
-    const [page, counts] = await Promise.all([
-      listProjectsPage(kv, {
-        limit: PAGE_SIZE,
-        cursor: query,
-        maxScan: match ? SEARCH_SCAN : PAGE_SIZE + 1,
-        match,
-      }),
+    const searchable = (project: Project) => [project.name, project.slug, ...project.tags];
+    const { q, match } = searchOf(query, searchable);
+    const path = "/admin/projects";
+    const anchor = "#project-list";
+    // A search looks through the cached project list (every match, counted, paged by number);
+    // the plain list reads one page of the name index.
+    const [found, page, counts] = await Promise.all([
+      match ? searchProjects(kv, match) : null,
+      match
+        ? null
+        : listProjectsPage(kv, { limit: PAGE_SIZE, cursor: query, maxScan: PAGE_SIZE + 1 }),
       getCounts(kv),
     ]);
     const active = counts.projects.active ?? 0;
     const total = active + (counts.projects.archived ?? 0);
-    const list = cursorListPage(page, {
-      query,
-      q,
-      total,
-      path: "/admin/projects",
-      anchor: "#project-list",
-    });
+    const list = found !== null
+      ? listPage(found, query, { searchable, path, anchor })
+      : cursorListPage(page!, { query, q, total, path, anchor });
     // "Updated" moves with an upload too (the project record does not change on one).
     const uploads = await getNewestReleaseTimes(kv, list.rows.map((project) => project.id));
     const rows: ProjectRow[] = await Promise.all(list.rows.map(async (project) => {

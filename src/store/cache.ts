@@ -21,6 +21,12 @@
  * does it forget everything. Without `followOtherWriters` (tests, tools) the
  * request path looks at most once per bound; 0 looks on every request.
  *
+ * A write may instead bring an entry up to date here (`ChangeAttempt.patches`:
+ * a project write puts the project into the cached project list), so that one
+ * edit does not make the next read load all 5,000 projects; other processes
+ * forget it. A process skips its own change records when it follows the
+ * generation: it forgot (or patched) their entries at the commit.
+ *
  * Concurrent misses of one entry share one load. A load that began before a
  * write of its entry finishes is returned but not cached.
  *
@@ -70,6 +76,8 @@ interface ReadCache {
   seenStamp: string | null;
   /** The time of the last look at the change records. */
   lookedAt: number;
+  /** Starts the id of this cache's change records: its own are not forgotten twice (patches stay). */
+  writer: string;
 }
 
 const caches = new WeakMap<Deno.Kv, ReadCache>();
@@ -93,6 +101,7 @@ function cacheOf(kv: Deno.Kv): ReadCache {
       pendingCheck: null,
       seenStamp: null,
       lookedAt: Date.now(),
+      writer: crypto.randomUUID(),
     };
     caches.set(kv, cache);
   }
@@ -148,9 +157,10 @@ export function forgetCachedReads(kv: Deno.Kv): void {
  */
 export function changeOp(kv: Deno.Kv, changed: CacheChange): Deno.AtomicOperation {
   const at = Date.now();
+  const id = `${cacheOf(kv).writer}.${crypto.randomUUID()}`;
   const op = kv.atomic()
     .sum(cacheGenerationKey(), 1n)
-    .set(cacheChangeKey(at, crypto.randomUUID()), changed, { expireIn: CHANGES_KEPT_MS });
+    .set(cacheChangeKey(at, id), changed, { expireIn: CHANGES_KEPT_MS });
   // Within an admin request, the change carries its audit entry (audit.ts).
   auditInCommit(
     op,
@@ -164,6 +174,19 @@ export interface ChangeAttempt<T> {
   commit: Deno.KvCommitResult | Deno.KvCommitError;
   value: T;
   changed: CacheChange;
+  /** Entries of `changed` that this process brings up to date itself instead of loading again. */
+  patches?: readonly CachePatch[];
+}
+
+/**
+ * A cached entry a write changes in a way the writer can apply (the project
+ * list with one project replaced): after the commit, its cached value (if
+ * any) becomes `update(value)`. Other processes forget it, as any change.
+ */
+export interface CachePatch {
+  name: string;
+  id: unknown;
+  update: (value: unknown) => unknown;
 }
 
 /**
@@ -177,14 +200,24 @@ export async function commitChange<T>(
   attempt: () => Promise<ChangeAttempt<T>>,
 ): Promise<T> {
   let changed: CacheChange = "all";
+  let patches: readonly CachePatch[] = [];
   try {
     return await commitWithRetry(async () => {
       const result = await attempt();
-      if (result.commit.ok) changed = result.changed;
+      if (result.commit.ok) [changed, patches] = [result.changed, result.patches ?? []];
       return result;
     });
   } finally {
-    forget(cacheOf(kv), changed);
+    const cache = cacheOf(kv);
+    // Read just before forgetting (no await between): the values as every earlier write left them.
+    const kept = patches.map((patch) => ({
+      patch,
+      value: cache.maps.get(patch.name)?.get(patch.id),
+    }));
+    forget(cache, changed);
+    for (const { patch, value } of kept) {
+      if (value !== undefined) remember(cache, patch, patch.update(value));
+    }
   }
 }
 
@@ -274,7 +307,11 @@ async function applyChanges(
   ) {
     const stamp = entry.versionstamp;
     const afterSeen = cache.seenStamp === null || stamp > cache.seenStamp;
-    if (afterSeen && versionstamp !== null && stamp <= versionstamp) found.push(entry.value);
+    if (afterSeen && versionstamp !== null && stamp <= versionstamp) {
+      // This cache's own writes were forgotten (or patched) at their commit.
+      const own = String(entry.key.at(-1)).startsWith(`${cache.writer}.`);
+      found.push(own ? [] : entry.value);
+    }
   }
   if (moved <= 0 || found.length !== moved) {
     forget(cache, "all");
@@ -339,7 +376,7 @@ async function loadAndKeep<V>(cache: ReadCache, read: Read<V>, slot: string): Pr
   return value;
 }
 
-function remember<V>(cache: ReadCache, read: Read<V>, value: V): void {
+function remember<V>(cache: ReadCache, read: Pick<Read<V>, "name" | "id">, value: V): void {
   let map = cache.maps.get(read.name);
   if (map === undefined) cache.maps.set(read.name, map = new Map());
   else if (map.size >= MAX_ENTRIES) map.clear();

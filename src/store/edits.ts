@@ -9,7 +9,8 @@ import { apiKeyAggregates, projectAggregates, releaseAggregates } from "./aggreg
 import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
 import { validateKeyFields } from "./api_keys.ts";
 import { now } from "./atomic.ts";
-import { type CacheEntryName, changeOp, commitChange } from "./cache.ts";
+import { type CacheEntryName, type CachePatch, changeOp, commitChange } from "./cache.ts";
+import { projectListPatch } from "./projects.ts";
 import { NotFoundError } from "./errors.ts";
 import { apiKeyKey, projectKey, releaseKey } from "./keys.ts";
 import { validateReleaseFields } from "./releases.ts";
@@ -62,6 +63,8 @@ interface EditPlan<T> {
   notFound: string;
   change: (current: T) => T;
   changed: (after: T) => readonly CacheEntryName[];
+  /** Cached entries of `changed` this process brings up to date itself (cache.ts `CachePatch`). */
+  patches?: (after: T) => readonly CachePatch[];
   /** Adds the maintained counts and indexes that follow the record (aggregates.ts). */
   aggregates: (op: Deno.AtomicOperation, before: T, after: T) => Deno.AtomicOperation;
 }
@@ -78,7 +81,8 @@ async function editRecord<T>(kv: Deno.Kv, plan: EditPlan<T>): Promise<Edited<T>>
     const op = changeOp(kv, changed).check(entry).set(plan.key, after);
     const commit = await plan.aggregates(op, entry.value, after).commit();
     const version = commit.ok ? commit.versionstamp : "";
-    return { commit, value: { before: entry.value, after, version }, changed };
+    const patches = plan.patches?.(after);
+    return { commit, value: { before: entry.value, after, version }, changed, patches };
   });
 }
 
@@ -175,6 +179,7 @@ export async function editProject(
     notFound: "project not found",
     change: (project) => ({ ...project, name, description, tags, updated_at: now() }),
     changed: (project) => [["project", id], ["project_by_slug", project.slug], ["project_list"]],
+    patches: (project) => [projectListPatch(project)],
     aggregates: projectAggregates,
   });
 }

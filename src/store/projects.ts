@@ -1,7 +1,7 @@
 import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
 import { projectAggregates } from "./aggregates.ts";
 import { now, takeIds } from "./atomic.ts";
-import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
+import { type Cached, cachedRead, type CachePatch, changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { getManyEntries } from "./get_many.ts";
 import {
@@ -62,7 +62,7 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
       op.set(retentionPolicyKey(project.id), parseRetentionPolicy(input.retention));
     }
     const commit = await projectAggregates(op, null, project).commit();
-    return { commit, value: project, changed };
+    return { commit, value: project, changed, patches: [projectListPatch(project)] };
   });
 }
 
@@ -85,6 +85,24 @@ export function getProjectBySlug(kv: Deno.Kv, slug: string): Cached<Project | nu
   });
 }
 
+/**
+ * The write of `project` applied to the cached project list (`listProjects`)
+ * of the writing process: the project replaced, or inserted where its id
+ * goes, so that one edit does not make the next read load every project.
+ */
+export function projectListPatch(project: Project): CachePatch {
+  return {
+    name: "project_list",
+    id: "all",
+    update: (value) => {
+      const list = value as readonly Project[];
+      const at = list.findIndex((other) => other.id >= project.id);
+      if (at === -1) return [...list, project];
+      return list[at].id === project.id ? list.with(at, project) : list.toSpliced(at, 0, project);
+    },
+  };
+}
+
 /** Every project, active and archived, in id order. The array is shared: do not change it. */
 export function listProjects(kv: Deno.Kv): Cached<readonly Project[]> {
   return cachedRead(kv, {
@@ -98,6 +116,27 @@ export function listProjects(kv: Deno.Kv): Cached<readonly Project[]> {
       return projects;
     },
   }) as Cached<readonly Project[]>;
+}
+
+/**
+ * The projects `match` accepts, in the order of `listProjectsPage` (active
+ * first, then by name case-insensitively, then id), searched in the cached
+ * project list: no KV read while the list is cached.
+ */
+export async function searchProjects(
+  kv: Deno.Kv,
+  match: (project: Project) => boolean,
+): Promise<Project[]> {
+  const rows = (await listProjects(kv)).filter(match).map((project) => ({
+    project,
+    state: project.state === "active" ? 0 : 1,
+    name: project.name.toLowerCase(),
+  }));
+  rows.sort((a, b) =>
+    a.state - b.state || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) ||
+    a.project.id - b.project.id
+  );
+  return rows.map(({ project }) => project);
 }
 
 /** One page of projects, active first, then by name (see paging.ts). */
@@ -190,6 +229,6 @@ async function changeProject(
     const changed = [["project", id], ["project_by_slug", project.slug], ["project_list"]] as const;
     const op = changeOp(kv, changed).check(entry).set(projectKey(id), project);
     const commit = await projectAggregates(op, entry.value, project).commit();
-    return { commit, value: project, changed };
+    return { commit, value: project, changed, patches: [projectListPatch(project)] };
   });
 }
