@@ -224,6 +224,17 @@ function countingKv(kv: Deno.Kv): { kv: Deno.Kv; writes: () => number } {
   return { kv: wrapped, writes: () => writes };
 }
 
+Deno.test("hot path: every route fits Hono's RegExpRouter (no fallback to the slower TrieRouter)", async () => {
+  // One route Hono's RegExpRouter cannot take (a static segment where another
+  // route of the method has a parameter, say) makes SmartRouter fall back to the
+  // TrieRouter for every route: about 0.7 µs more per client API request.
+  await using t = await createTestApp();
+  const res = await t.request("/api/v1");
+  await res.body?.cancel();
+  const router = t.app.router as unknown as { name: string; activeRouter: { name: string } };
+  assert.equal(router.activeRouter.name, "RegExpRouter", router.name);
+});
+
 Deno.test("hot path: no durable KV write per request; last use at most once a minute", async () => {
   await using t = await createTestApp();
   const project = await seedProject(t, { slug: "app" });

@@ -32,7 +32,7 @@ Deno.test("the CLI pinned to an offline root follows a rotation it never saw", a
   const pinRoot = (root: string) => service.client([...CHECK, "--pin-root", root]);
   const upload = async (text: string) => {
     await admin.page("/admin/signing-keys");
-    const res = await admin.post("/admin/signing-keys/root", { root_document: text });
+    const res = await admin.post("/admin/signing-root", { root_document: text });
     assert.equal(res.status, 303);
     return (await admin.page("/admin/signing-keys")).html;
   };

@@ -41,7 +41,7 @@ export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
     ));
 
   // The document is signed off the server (tools/sign_key_set.ts): only its shape is checked here.
-  admin.post("/signing-keys/root", async (c) => {
+  admin.post("/signing-root", async (c) => {
     const parsed = parseRootDocument(field(c.get("form"), "root_document").trim());
     if ("error" in parsed) {
       return redirectWithFlash(c, deps, {

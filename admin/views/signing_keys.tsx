@@ -124,7 +124,7 @@ function RootSection(
           </p>
         )
         : <p>No root document yet.</p>}
-      <form method="post" action="/admin/signing-keys/root">
+      <form method="post" action="/admin/signing-root">
         <CsrfInput token={ctx.csrfToken} />
         <label for="root_document">Root document (JSON)</label>
         <textarea id="root_document" name="root_document" rows={6} required></textarea>
