@@ -367,6 +367,10 @@ export function xAccelServer(appPort: number, artifactsDir: string, secret: stri
       add_header X-Robots-Tag $upstream_http_x_robots_tag;
       add_header Pragma $upstream_http_pragma;
       add_header Vary $upstream_http_vary;
+      add_header Uds-Signature-Date $upstream_http_uds_signature_date;
+      add_header Uds-Signature-Expires $upstream_http_uds_signature_expires;
+      add_header Uds-Content-Sha256 $upstream_http_uds_content_sha256;
+      add_header Uds-Signature $upstream_http_uds_signature;
     }`;
 }
 
