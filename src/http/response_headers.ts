@@ -99,26 +99,19 @@ interface CachedResponse {
   headHeaders: HeaderList;
   /** Signing on: the body's SHA-256, and its signed answers by `METHOD path`. */
   sha256?: string;
-  signed?: Map<string, SignedResponse>;
+  signed?: Map<string, Reused<CachedResponse>>;
 }
 
-/** The signature headers of an error answer, reused until `untilMs` (see `errorSignature`). */
-interface SignedHeaders {
-  headers: HeaderList;
+/** Something signed, reused until `untilMs` while the signer's keys are those of `generation`. */
+interface Reused<T> {
+  value: T;
   untilMs: number;
-  /** The signer's generation they were made in (see `Signer.generation`). */
+  /** The signer's generation it was signed in (see `Signer.generation`). */
   generation: number;
 }
 
 /** How many error answers' signatures are kept (then they start over: odd paths cannot fill memory). */
 const MAX_SIGNED_ERRORS = 1024;
-
-/** A cached body's answer to one method and path, signed, reused until `untilMs`. */
-interface SignedResponse extends CachedResponse {
-  untilMs: number;
-  /** The signer's generation it was signed in (see `Signer.generation`). */
-  generation: number;
-}
 
 /**
  * Every client API response carries `headers` besides its content headers;
@@ -156,55 +149,46 @@ export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSign
     signing === undefined
       ? []
       : signing.sign({ method: c.req.method, path: c.req.path, status, sha256 });
+  /** `map`'s signed value at `at` while it may be reused, else `sign()`'s, kept for reuse. */
+  const reuse = <T>(map: Map<string, Reused<T>>, at: string, sign: () => T): T => {
+    const nowMs = Date.now();
+    const kept = map.get(at);
+    if (kept !== undefined && kept.untilMs > nowMs && kept.generation === signing!.generation) {
+      return kept.value;
+    }
+    const value = sign();
+    map.set(at, {
+      value,
+      untilMs: nowMs + signing!.reuseSeconds * 1000,
+      generation: signing!.generation,
+    });
+    return value;
+  };
   // Error answers are made anew each time, but one client repeating a refused
   // request (a 429 flood, a poller with a revoked key) gets the same bytes:
   // their signatures are reused like a cached body's, so a flood of errors
   // does not cost an Ed25519 signature each.
-  const signedErrors = new Map<string, SignedHeaders>();
+  const signedErrors = new Map<string, Reused<HeaderList>>();
   const errorSignature = (c: Context<AppEnv>, status: number, body: Uint8Array): HeaderList => {
     const sha256 = sha256Hex(body);
-    const at = `${c.req.method} ${c.req.path} ${status} ${sha256}`;
-    const nowMs = Date.now();
-    const reused = signedErrors.get(at);
-    if (
-      reused !== undefined && reused.untilMs > nowMs && reused.generation === signing!.generation
-    ) {
-      return reused.headers;
-    }
-    const headers = signatureHeaders(c, status, sha256);
-    if (signedErrors.size >= MAX_SIGNED_ERRORS) signedErrors.clear();
-    signedErrors.set(at, {
-      headers,
-      untilMs: nowMs + signing!.reuseSeconds * 1000,
-      generation: signing!.generation,
+    return reuse(signedErrors, `${c.req.method} ${c.req.path} ${status} ${sha256}`, () => {
+      if (signedErrors.size >= MAX_SIGNED_ERRORS) signedErrors.clear();
+      return signatureHeaders(c, status, sha256);
     });
-    return headers;
   };
   /** The signed answer of a cached body to the request of `c`, signed again when it is due. */
   const signedOf = (
     c: Context<AppEnv>,
     entry: CachedResponse & { sha256: string },
     body: Uint8Array<ArrayBuffer>,
-  ): CachedResponse => {
-    const nowMs = Date.now();
-    const at = `${c.req.method} ${c.req.path}`;
-    entry.signed ??= new Map();
-    const signed = entry.signed.get(at);
-    if (
-      signed !== undefined && signed.untilMs > nowMs && signed.generation === signing!.generation
-    ) {
-      return signed;
-    }
-    const sig = signatureHeaders(c, 200, entry.sha256);
-    const fresh: SignedResponse = {
-      template: new Response(body, { headers: [...entry.template.headers, ...sig] }),
-      headHeaders: [...entry.headHeaders, ...sig],
-      untilMs: nowMs + signing!.reuseSeconds * 1000,
-      generation: signing!.generation,
-    };
-    entry.signed.set(at, fresh);
-    return fresh;
-  };
+  ): CachedResponse =>
+    reuse(entry.signed ??= new Map(), `${c.req.method} ${c.req.path}`, () => {
+      const sig = signatureHeaders(c, 200, entry.sha256);
+      return {
+        template: new Response(body, { headers: [...entry.template.headers, ...sig] }),
+        headHeaders: [...entry.headHeaders, ...sig],
+      };
+    });
   return {
     headers: fixed,
     ok(c, body, contentType) {
