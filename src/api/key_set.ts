@@ -9,7 +9,7 @@ import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS } from "../http/errors.ts";
 import { JSON_CONTENT_TYPE, jsonResponse } from "../http/json.ts";
 import { type HeaderList, PROTECTED_HEADERS } from "../http/response_headers.ts";
-import { sha256Hex } from "../signing/signer.ts";
+import { sha256Hex } from "../lib/secrets.ts";
 import { getSigningRoot, type SigningKey } from "../store/mod.ts";
 
 const encoder = new TextEncoder();

@@ -5,7 +5,7 @@
  * the manifest with its SHA-256; a restore puts them back into the data dir's
  * `signing-keys/`, 0600 again, after checking each hash.
  */
-import { createHash } from "node:crypto";
+import { sha256Hex } from "../lib/secrets.ts";
 import { join } from "node:path";
 import { createPrivateFile, makePrivateDir } from "../lib/private_files.ts";
 import { pathExists } from "../lib/files.ts";
@@ -28,7 +28,7 @@ export async function backupSigningKeys(
     if (!entry.isFile || kid === undefined) continue;
     const bytes = await Deno.readFile(join(from, entry.name));
     await writePrivate(join(targetDir, SIGNING_KEYS_DIR, entry.name), bytes);
-    copied.push({ kid, sha256: createHash("sha256").update(bytes).digest("hex") });
+    copied.push({ kid, sha256: sha256Hex(bytes) });
   }
   return copied.sort((a, b) => a.kid.localeCompare(b.kid));
 }
@@ -72,7 +72,7 @@ export async function restoreSigningKeys(
       if (error instanceof Deno.errors.NotFound) throw new BackupError(`${from} is missing`);
       throw error;
     }
-    if (createHash("sha256").update(bytes).digest("hex") !== sha256) {
+    if (sha256Hex(bytes) !== sha256) {
       throw new BackupError(
         `${from} does not match its SHA-256 in the manifest: the backup is damaged`,
       );

@@ -7,7 +7,7 @@
  */
 import type { Context } from "hono";
 import type { Config } from "../lib/config.ts";
-import { createHash } from "node:crypto";
+import { sha256Hex } from "../lib/secrets.ts";
 import type { AnswerSigner } from "../store/mod.ts";
 import type { AppEnv } from "./app_env.ts";
 import { JSON_CONTENT_TYPE } from "./json.ts";
@@ -210,8 +210,4 @@ export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSign
       return new Response(body, { status, headers: list });
     },
   };
-}
-
-function sha256Hex(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
 }

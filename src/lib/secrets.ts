@@ -23,7 +23,7 @@ export function fromBase64Url(text: string): Uint8Array {
   }
 }
 
-export function sha256Hex(text: string): string {
+export function sha256Hex(text: string | Uint8Array): string {
   return createHash("sha256").update(text).digest("hex");
 }
 

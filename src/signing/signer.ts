@@ -6,7 +6,7 @@
  * cached answer's signature is made on the hot path without a turn of the
  * event loop, once per `reuseSeconds`.
  */
-import { createHash, type KeyObject, sign } from "node:crypto";
+import { type KeyObject, sign } from "node:crypto";
 import {
   type AnswerSigner,
   createSigningKey,
@@ -38,10 +38,6 @@ export interface SignerOptions {
 
 /** The answer signer (its interface is the store's, so that the HTTP layer may hold one). */
 export type Signer = AnswerSigner;
-
-export function sha256Hex(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
 
 export function createSigner(options: SignerOptions): Signer {
   const { kv, dataDir, ttlSeconds } = options;
