@@ -43,8 +43,12 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
   const surface = createKeySurface(deps, observer);
   const { respond } = surface;
   const origin = deps.config.baseUrl.replace(/\/+$/, "");
-  // One body per release record version: the read cache hands out the same record while it holds.
+  // One body per release record version (the read cache hands out the same record while it
+  // holds): its response and, with signing on, its signature are made once.
   const electronBodies = new WeakMap<Release, Uint8Array<ArrayBuffer>>();
+  const tauriBodies = new WeakMap<Release, Uint8Array<ArrayBuffer>>();
+  // The appcast also names the project: kept with the project record it was made of.
+  const sparkleBodies = new WeakMap<Release, { project: Project; body: Uint8Array<ArrayBuffer> }>();
 
   const get = <P extends string>(path: P, handler: Handler<AppEnv, P>) =>
     feeds.get(path, surface.endpoint(handler));
@@ -112,8 +116,12 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
       if (release.tauri_signature === undefined) {
         throw new ApiError(409, FEED_ERRORS.tauriSignatureMissing);
       }
-      const url = `${origin}${feedFilePath(release)}`;
-      return respond.ok(c, encoder.encode(tauriFeedJson(release, url)), JSON_CONTENT_TYPE);
+      let body = tauriBodies.get(release);
+      if (body === undefined) {
+        body = encoder.encode(tauriFeedJson(release, `${origin}${feedFilePath(release)}`));
+        tauriBodies.set(release, body);
+      }
+      return respond.ok(c, body, JSON_CONTENT_TYPE);
     });
   });
 
@@ -123,9 +131,13 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
       if (release.sparkle_signature === undefined) {
         throw new ApiError(409, FEED_ERRORS.sparkleSignatureMissing);
       }
-      const url = `${origin}${feedFilePath(release)}`;
-      const xml = sparkleAppcast({ project, release, url });
-      return respond.ok(c, encoder.encode(xml), XML_CONTENT_TYPE);
+      let made = sparkleBodies.get(release);
+      if (made?.project !== project) {
+        const url = `${origin}${feedFilePath(release)}`;
+        made = { project, body: encoder.encode(sparkleAppcast({ project, release, url })) };
+        sparkleBodies.set(release, made);
+      }
+      return respond.ok(c, made.body, XML_CONTENT_TYPE);
     }));
 
   // The artifact: GET|HEAD /feeds/files/{releaseId}/{filename}, the API's download.

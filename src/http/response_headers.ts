@@ -110,8 +110,8 @@ interface Reused<T> {
   generation: number;
 }
 
-/** How many error answers' signatures are kept (then they start over: odd paths cannot fill memory). */
-const MAX_SIGNED_ERRORS = 1024;
+/** How many signed answers one map keeps (then it starts over: odd paths cannot fill memory). */
+const MAX_SIGNED = 1024;
 
 /**
  * Every client API response carries `headers` besides its content headers;
@@ -157,6 +157,7 @@ export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSign
       return kept.value;
     }
     const value = sign();
+    if (map.size >= MAX_SIGNED) map.clear();
     map.set(at, {
       value,
       untilMs: nowMs + signing!.reuseSeconds * 1000,
@@ -171,10 +172,11 @@ export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSign
   const signedErrors = new Map<string, Reused<HeaderList>>();
   const errorSignature = (c: Context<AppEnv>, status: number, body: Uint8Array): HeaderList => {
     const sha256 = sha256Hex(body);
-    return reuse(signedErrors, `${c.req.method} ${c.req.path} ${status} ${sha256}`, () => {
-      if (signedErrors.size >= MAX_SIGNED_ERRORS) signedErrors.clear();
-      return signatureHeaders(c, status, sha256);
-    });
+    return reuse(
+      signedErrors,
+      `${c.req.method} ${c.req.path} ${status} ${sha256}`,
+      () => signatureHeaders(c, status, sha256),
+    );
   };
   /** The signed answer of a cached body to the request of `c`, signed again when it is due. */
   const signedOf = (
