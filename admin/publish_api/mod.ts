@@ -47,8 +47,6 @@ import type { PublishEnv } from "./types.ts";
 import { FIELDS_ALLOWANCE_BYTES, flag, uploadRelease } from "./upload.ts";
 import { addressOf } from "../guards.ts";
 
-export { TOKEN_ERRORS } from "./auth.ts";
-
 /** Largest JSON body (edits of notes and build). */
 const JSON_LIMIT_BYTES = 256 * 1024;
 

@@ -1,5 +1,5 @@
 /** Small helpers for random tokens and comparing secrets. */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash as oneShotHash, timingSafeEqual } from "node:crypto";
 import { TOKEN_BYTES } from "./limits.ts";
 
 /** A random token of `bytes` bytes (256 bits by default), base64url without padding. */
@@ -23,8 +23,9 @@ export function fromBase64Url(text: string): Uint8Array {
   }
 }
 
+/** SHA-256 hex (node:crypto's one-shot `hash`: half the cost of `createHash` for short input). */
 export function sha256Hex(text: string | Uint8Array): string {
-  return createHash("sha256").update(text).digest("hex");
+  return oneShotHash("sha256", text, "hex");
 }
 
 /** Compares two strings in time that depends only on their lengths. */

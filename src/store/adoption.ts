@@ -19,8 +19,6 @@ export const DAY_MS = 86_400_000;
 export const ADOPTION_MARKER_DAYS = 90;
 /** A client not seen for this many days is stale. */
 export const STALE_DAYS = 30;
-/** The windows of the figures, in days (1: today, UTC). */
-export const ADOPTION_WINDOWS = [1, 7, 30] as const;
 
 /** −1 for a KV `sum` (a u64 that wraps). */
 const MINUS_ONE = (1n << 64n) - 1n;

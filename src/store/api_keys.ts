@@ -1,6 +1,5 @@
-import { hash as oneShotHash } from "node:crypto";
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
-import { randomToken } from "../lib/secrets.ts";
+import { randomToken, sha256Hex } from "../lib/secrets.ts";
 import { apiKeyAggregates } from "./aggregates.ts";
 import { now, takeIds } from "./atomic.ts";
 import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
@@ -23,9 +22,9 @@ export function generateApiKeySecret(): string {
   return API_KEY_PREFIX + randomToken();
 }
 
-/** SHA-256 hex of a key's secret (node:crypto's one-shot `hash`: half the cost of `createHash`). */
+/** SHA-256 hex of a key's secret (the hash stored and looked up, never the secret). */
 export function hashApiKeySecret(secret: string): string {
-  return oneShotHash("sha256", secret, "hex");
+  return sha256Hex(secret);
 }
 
 export interface ApiKeyInput {

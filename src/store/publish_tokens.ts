@@ -5,9 +5,8 @@
  * requests are few, and a disabled or deleted token must be refused by every
  * instance at once).
  */
-import { hash as oneShotHash } from "node:crypto";
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
-import { randomToken } from "../lib/secrets.ts";
+import { randomToken, sha256Hex } from "../lib/secrets.ts";
 import { commitWithRetry, now, takeIds } from "./atomic.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { getManyEntries } from "./get_many.ts";
@@ -61,7 +60,7 @@ export interface PublishTokenInput {
 }
 
 export function hashPublishToken(secret: string): string {
-  return oneShotHash("sha256", secret, "hex");
+  return sha256Hex(secret);
 }
 
 /** Checks a token's input and makes its secret (returned once, never stored). */

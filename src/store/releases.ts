@@ -288,13 +288,7 @@ export async function findNewestActiveRelease(
 ): Promise<Release | null> {
   const current = (release: Release) => release.id === changed?.id ? changed : release;
   if (!await aggregatesReady(kv)) {
-    let latest: Release | null = null;
-    for (const release of (await listReleasesByProject(kv, projectId)).map(current)) {
-      if (release.state === "active" && (latest === null || isNewerRelease(release, latest))) {
-        latest = release;
-      }
-    }
-    return latest;
+    return pickLatest((await listReleasesByProject(kv, projectId)).map(current), null);
   }
   let ids: number[] = [];
   const scan = async (): Promise<Release | null> => {

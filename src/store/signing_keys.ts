@@ -48,10 +48,6 @@ export async function createSigningKey(
   }));
 }
 
-export async function getSigningKey(kv: Deno.Kv, kid: string): Promise<SigningKey | null> {
-  return (await kv.get<SigningKey>(signingKeyKey(kid))).value;
-}
-
 /** Every key, oldest first. */
 export async function listSigningKeys(kv: Deno.Kv): Promise<SigningKey[]> {
   const keys: SigningKey[] = [];

@@ -6,18 +6,10 @@ import {
   keyDownloadsKey,
   keyDownloadsPrefix,
   releaseDownloadsKey,
-  releaseIndexPrefix,
   releasesPrefix,
   topKeysKey,
 } from "./keys.ts";
 import type { Release } from "./types.ts";
-
-/** Counts releases in every state by walking the small per-project index entries. */
-export async function countReleases(kv: Deno.Kv): Promise<number> {
-  let count = 0;
-  for await (const _ of kv.list({ prefix: releaseIndexPrefix() })) count++;
-  return count;
-}
 
 /** The most recently created releases of all projects (ids grow with creation time). */
 export async function listRecentReleases(kv: Deno.Kv, limit: number): Promise<Release[]> {

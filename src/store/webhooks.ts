@@ -9,6 +9,7 @@
  * an instance that dies mid-delivery leaves the entry due again when the lease
  * ends.
  */
+import { randomToken } from "../lib/secrets.ts";
 import { commitWithRetry, now, retryWhileLocked } from "./atomic.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import {
@@ -103,9 +104,7 @@ export function newWebhookId(): string {
 }
 
 function newSecret(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return "whsec_" + btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_")
-    .replace(/=+$/, "");
+  return "whsec_" + randomToken(32);
 }
 
 export async function createWebhookEndpoint(
