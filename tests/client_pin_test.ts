@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createKeyFiles } from "../src/signing/key_files.ts";
-import { createSigningKey, setSigningKeyStatus } from "../src/store/mod.ts";
+import { setSigningKeyStatus } from "../src/store/mod.ts";
+import { addActiveSigningKey } from "./helpers.ts";
 import { startPinnedService } from "./signing_fixtures.ts";
 
 const CHECK = ["check", "--project", "app", "--current", "1.0.0"];
@@ -73,19 +73,13 @@ Deno.test("the CLI pinned to a key set verifies answers and follows a rotation",
     );
 
     await t.step("rotation: the installed client moves its pin on and keeps working", async () => {
-      const next = await createKeyFiles(app.config.dataDir);
-      await createSigningKey(app.kv, {
-        kid: next.kid,
-        public_key: next.publicKey,
-        created_by: "t",
-      });
-      await setSigningKeyStatus(app.kv, { kid: next.kid, status: "active", keepOneActive: true });
+      const nextKid = await addActiveSigningKey(app);
       await app.signer.reload();
       // Both keys sign: the client reads the new set (signed by its old key) and saves it.
       const during = await service.client([...CHECK, "--pin-key-set", pin]);
       assert.equal(during.code, 10, during.stderr);
       const saved = JSON.parse(await Deno.readTextFile(pin));
-      assert.ok(saved.keys.some((k: { kid: string }) => k.kid === next.kid), "pin moved on");
+      assert.ok(saved.keys.some((k: { kid: string }) => k.kid === nextKid), "pin moved on");
       for (const kid of oldKids) {
         await setSigningKeyStatus(app.kv, { kid, status: "retired", keepOneActive: true });
       }

@@ -13,9 +13,15 @@ import {
   type PublishedKey,
   UpdateClientError,
 } from "../client/update_client.ts";
-import { createKeyFiles } from "../src/signing/key_files.ts";
-import { createSigningKey, setSigningKeyStatus } from "../src/store/mod.ts";
-import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import { setSigningKeyStatus } from "../src/store/mod.ts";
+import {
+  addActiveSigningKey,
+  createTestApp,
+  seedKey,
+  seedProject,
+  seedRelease,
+  type TestApp,
+} from "./helpers.ts";
 
 /** A fetch into the in-process app, with `change` applied to each answer (a hostile proxy). */
 function appFetch(
@@ -119,17 +125,11 @@ Deno.test("the reference client verifies answers against its pinned keys", async
   await t.step(
     "rotation: a client installed before it accepts the new set and keeps working",
     async () => {
-      const next = await createKeyFiles(app.config.dataDir);
-      await createSigningKey(app.kv, {
-        kid: next.kid,
-        public_key: next.publicKey,
-        created_by: "t",
-      });
-      await setSigningKeyStatus(app.kv, { kid: next.kid, status: "active", keepOneActive: true });
+      const nextKid = await addActiveSigningKey(app);
       await app.signer.reload();
       // While both sign, the installed client fetches the set (signed by its old key) and pins it.
       const rotated = await fetchKeySet({ baseUrl, fetch: appFetch(app) }, installed);
-      assert.ok(rotated.keys.some((k) => k.kid === next.kid));
+      assert.ok(rotated.keys.some((k) => k.kid === nextKid));
       for (const key of installed) {
         await setSigningKeyStatus(app.kv, { kid: key.kid, status: "retired", keepOneActive: true });
       }

@@ -13,11 +13,14 @@ import {
   createAdoptionRecorder,
   createApiKey,
   createProject,
+  createSigningKey,
   getDownloadCounts,
   type ProjectInput,
   type Release,
   setCacheRefreshMs,
+  setSigningKeyStatus,
 } from "../src/store/mod.ts";
+import { createKeyFiles } from "../src/signing/key_files.ts";
 
 /**
  * A config for tests: the defaults, with a data dir under ./data/test, and
@@ -257,4 +260,12 @@ export async function downloadCount(kv: Deno.Kv, releaseId: number): Promise<num
   // Counting runs after the body's end, off the request: give it a moment.
   await sleep(50);
   return (await getDownloadCounts(kv, [releaseId])).get(releaseId) ?? 0;
+}
+
+/** A new signing key (its files in the app's data dir), activated beside the others: its kid. */
+export async function addActiveSigningKey(t: TestApp): Promise<string> {
+  const next = await createKeyFiles(t.config.dataDir);
+  await createSigningKey(t.kv, { kid: next.kid, public_key: next.publicKey, created_by: "t" });
+  await setSigningKeyStatus(t.kv, { kid: next.kid, status: "active", keepOneActive: true });
+  return next.kid;
 }

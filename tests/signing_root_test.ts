@@ -12,9 +12,10 @@ import { join } from "node:path";
 import { run as signKeySet } from "../tools/sign_key_set.ts";
 import { createKeyFiles } from "../src/signing/key_files.ts";
 import { signRootDocument } from "../src/signing/root.ts";
-import { createAdminUser, createSigningKey, setSigningKeyStatus } from "../src/store/mod.ts";
+import { createAdminUser, setSigningKeyStatus } from "../src/store/mod.ts";
 import { hashPassword } from "../src/lib/passwords.ts";
 import { AdminClient } from "./admin_helpers.ts";
+import { addActiveSigningKey } from "./helpers.ts";
 import { startPinnedService } from "./signing_fixtures.ts";
 
 const CHECK = ["check", "--project", "app", "--current", "1.0.0"];
@@ -131,13 +132,7 @@ Deno.test("the CLI pinned to an offline root follows a rotation it never saw", a
       const oldKids = JSON.parse(await service.keySetText()).keys.map((k: { kid: string }) =>
         k.kid
       );
-      const next = await createKeyFiles(app.config.dataDir);
-      await createSigningKey(app.kv, {
-        kid: next.kid,
-        public_key: next.publicKey,
-        created_by: "t",
-      });
-      await setSigningKeyStatus(app.kv, { kid: next.kid, status: "active", keepOneActive: true });
+      const nextKid = await addActiveSigningKey(app);
       for (const kid of oldKids) {
         await setSigningKeyStatus(app.kv, { kid, status: "retired", keepOneActive: true });
       }
@@ -148,7 +143,7 @@ Deno.test("the CLI pinned to an offline root follows a rotation it never saw", a
       assert.match(stale.stderr, /no signature of a pinned key verifies/);
       // ...until the operator signs the new set off the server and uploads it.
       const html = await upload(await signCurrentSet());
-      assert.match(html, new RegExp(`vouches for ${next.kid}`));
+      assert.match(html, new RegExp(`vouches for ${nextKid}`));
       const res = await pinRoot(root);
       assert.equal(res.code, 10, res.stderr);
     });

@@ -6,11 +6,18 @@
 import assert from "node:assert/strict";
 import { createHash, createPrivateKey, createPublicKey, sign, verify } from "node:crypto";
 import { signedMessage } from "../src/signing/format.ts";
-import { createKeyFiles, kidOf } from "../src/signing/key_files.ts";
-import { createSigningKey, setSigningKeyStatus } from "../src/store/mod.ts";
+import { kidOf } from "../src/signing/key_files.ts";
+import { setSigningKeyStatus } from "../src/store/mod.ts";
 import { join } from "node:path";
 import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
-import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import {
+  addActiveSigningKey,
+  createTestApp,
+  seedKey,
+  seedProject,
+  seedRelease,
+  type TestApp,
+} from "./helpers.ts";
 
 interface PublishedKey {
   kid: string;
@@ -156,9 +163,7 @@ Deno.test("signing on: every route's answer and a download verify with node:cryp
 Deno.test("rotation: a second active key signs beside the first, then alone", async () => {
   await using app = await createTestApp({ signing: true });
   const first = (await keySet(app))[0];
-  const next = await createKeyFiles(app.config.dataDir);
-  await createSigningKey(app.kv, { kid: next.kid, public_key: next.publicKey, created_by: "t" });
-  await setSigningKeyStatus(app.kv, { kid: next.kid, status: "active", keepOneActive: true });
+  const nextKid = await addActiveSigningKey(app);
   await assert.rejects(
     setSigningKeyStatus(app.kv, { kid: "knope", status: "active", keepOneActive: true }),
   );
@@ -170,12 +175,12 @@ Deno.test("rotation: a second active key signs beside the first, then alone", as
   let body = new Uint8Array(await res.arrayBuffer());
   assert.deepEqual(
     verifyAnswer(res, { method: "GET", path: "/api/v1", body, keys }).sort(),
-    [first.kid, next.kid].sort(),
+    [first.kid, nextKid].sort(),
   );
 
   await setSigningKeyStatus(app.kv, { kid: first.kid, status: "retired", keepOneActive: true });
   await assert.rejects(
-    setSigningKeyStatus(app.kv, { kid: next.kid, status: "retired", keepOneActive: true }),
+    setSigningKeyStatus(app.kv, { kid: nextKid, status: "retired", keepOneActive: true }),
     /only active key/,
   );
   await reloadedSigner(app);
@@ -184,7 +189,7 @@ Deno.test("rotation: a second active key signs beside the first, then alone", as
   res = await app.request("/api/v1/projects");
   body = new Uint8Array(await res.arrayBuffer());
   assert.deepEqual(verifyAnswer(res, { method: "GET", path: "/api/v1/projects", body, keys }), [
-    next.kid,
+    nextKid,
   ]);
 });
 
