@@ -7,21 +7,16 @@ import assert from "node:assert/strict";
 import {
   countDownload,
   getDeletedDownloads,
-  listAuditEntries,
   listReleasesByProject,
   topKeysKey,
 } from "../src/store/mod.ts";
-import { seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import { lastAudit, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import {
   AdminClient,
   createAdminTestApp,
   listArtifactFiles,
   signedInClient,
 } from "./admin_helpers.ts";
-
-async function lastAudit(t: TestApp) {
-  return (await listAuditEntries(t.kv, { limit: 1 })).entries[0];
-}
 
 function versionIn(html: string): string {
   const match = /name="expected_version" value="([^"]+)"/.exec(html);

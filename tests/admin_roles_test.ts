@@ -4,7 +4,7 @@
  * who did what. The refusals are checked on the app's own route list, as admin_gates_test.ts does.
  */
 import assert from "node:assert/strict";
-import { seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import { lastAudit, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import {
   ADMIN_USER,
   AdminClient,
@@ -14,13 +14,7 @@ import {
   signedInClient,
 } from "./admin_helpers.ts";
 import { seedPublishToken } from "./publish_helpers.ts";
-import {
-  type AdminUser,
-  getAdminUser,
-  LastAdminError,
-  listAuditEntries,
-  setAdminRole,
-} from "../src/store/mod.ts";
+import { type AdminUser, getAdminUser, LastAdminError, setAdminRole } from "../src/store/mod.ts";
 import { adminUserKey } from "../src/store/keys.ts";
 
 const PASSWORD = "a long enough password";
@@ -139,10 +133,6 @@ async function assertRefused(res: Response, label: string) {
   assert.equal(res.status, 403, label);
   assert.match(res.headers.get("content-type") ?? "", /^text\/html/, label);
   assert.match(await res.text(), /Request refused/, label);
-}
-
-async function lastAudit(t: TestApp) {
-  return (await listAuditEntries(t.kv, { limit: 1 })).entries[0];
 }
 
 Deno.test("roles: a publisher refused on key pages, a viewer refused on every POST", async (t) => {

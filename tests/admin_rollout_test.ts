@@ -5,13 +5,9 @@
  * changes nothing; the client API follows each step.
  */
 import assert from "node:assert/strict";
-import { getRollout, listAuditEntries, makeReleaseLatest } from "../src/store/mod.ts";
-import { seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import { getRollout, makeReleaseLatest } from "../src/store/mod.ts";
+import { lastAudit, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
-
-async function lastAudit(t: TestApp) {
-  return (await listAuditEntries(t.kv, { limit: 1 })).entries[0];
-}
 
 async function latestFor(t: TestApp, key: string, installId: string): Promise<string> {
   const res = await t.request("/api/v1/projects/app/releases/latest", key, {

@@ -13,6 +13,7 @@ import { createFsStore, publishRelease, sweepStore } from "../src/storage/mod.ts
 import { createProject, createRelease, listStorageKeys } from "../src/store/mod.ts";
 import { AdminClient, httpSender, randomBytes } from "./admin_helpers.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
+import { waitFor } from "./helpers.ts";
 
 async function artifactNames(dir: string): Promise<string[]> {
   const names: string[] = [];
@@ -20,14 +21,6 @@ async function artifactNames(dir: string): Promise<string[]> {
     if (!entry.name.startsWith(".")) names.push(entry.name);
   }
   return names.sort();
-}
-
-async function waitFor(what: string, check: () => Promise<boolean>, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 Deno.test("fs sweep: unreferenced files go; held, referenced and young ones stay", async (t) => {

@@ -15,6 +15,7 @@ import {
   createProject,
   createSigningKey,
   getDownloadCounts,
+  listAuditEntries,
   type ProjectInput,
   type Release,
   setCacheRefreshMs,
@@ -268,4 +269,22 @@ export async function addActiveSigningKey(t: TestApp): Promise<string> {
   await createSigningKey(t.kv, { kid: next.kid, public_key: next.publicKey, created_by: "t" });
   await setSigningKeyStatus(t.kv, { kid: next.kid, status: "active", keepOneActive: true });
   return next.kid;
+}
+
+/** Waits until `check` holds, polling every 50 ms; fails naming `what` after `ms`. */
+export async function waitFor(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  ms = 15_000,
+): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The newest audit entry. */
+export async function lastAudit(t: TestApp) {
+  return (await listAuditEntries(t.kv, { limit: 1 })).entries[0];
 }

@@ -17,7 +17,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { createApiKey } from "../src/store/mod.ts";
 import { AdminClient, httpSender, randomBytes } from "./admin_helpers.ts";
-import { sha256 } from "./helpers.ts";
+import { sha256, waitFor } from "./helpers.ts";
 import { cephMissing, s3Client, startRgw } from "./rgw.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 
@@ -30,14 +30,6 @@ async function bucketContents(client: S3Client, bucket: string) {
     objects: (objects.Contents ?? []).map((o) => o.Key!).sort(),
     uploads: uploads.Uploads ?? [],
   };
-}
-
-async function waitFor(what: string, check: () => Promise<boolean>, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** A client with `admin`'s session and CSRF token that talks to `server` only. */

@@ -9,16 +9,9 @@ import { join } from "node:path";
 import { createWebhookEndpoint, emitWebhookEvent } from "../src/store/mod.ts";
 import { makeDataTempDir, startInstances, startServer } from "./server_process.ts";
 import { startReceiver } from "./webhook_receiver.ts";
+import { waitFor } from "./helpers.ts";
 
 const ENV = { APP_WEBHOOKS_ALLOW_PRIVATE: "true", APP_WEBHOOKS_TIMEOUT_SECONDS: "5" };
-
-async function waitFor(check: () => boolean, ms: number): Promise<void> {
-  const until = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > until) throw new Error(`timed out after ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 /** Registers the receiver and queues `count` events straight into the service's KV file. */
 async function queueEvents(
@@ -53,13 +46,13 @@ Deno.test("a webhook delivery that failed is sent after a restart", async () => 
     const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
     await emitWebhookEvent(kv, "release.published", { release: { id: 42 } });
     kv.close();
-    await waitFor(() => receiver.received.length === 1, 15_000);
+    await waitFor("the first delivery", () => receiver.received.length === 1, 15_000);
     await first.stop();
     assert.equal(receiver.received.length, 1);
 
     await using _second = await startServer(dataDir, ENV);
     // The retry is due 10 s after the first attempt.
-    await waitFor(() => receiver.received.length === 2, 30_000);
+    await waitFor("the delivery after the restart", () => receiver.received.length === 2, 30_000);
     const [failed, delivered] = receiver.received;
     assert.equal(delivered.id, failed.id, "the same delivery, retried");
     assert.equal(delivered.valid, true);
@@ -76,7 +69,7 @@ Deno.test("three instances on one KV deliver each webhook event once", async () 
   const servers = await startInstances(3, dataDir, ENV);
   try {
     await queueEvents(dataDir, receiver, 30);
-    await waitFor(() => receiver.received.length >= 30, 30_000);
+    await waitFor("30 deliveries", () => receiver.received.length >= 30, 30_000);
     // Long enough for a second delivery by a slower instance to show up.
     await new Promise((resolve) => setTimeout(resolve, 3000));
     assert.equal(receiver.received.length, 30);

@@ -22,14 +22,7 @@ import {
   setReleaseState,
   type WebhookEventBody,
 } from "../src/store/mod.ts";
-
-async function waitFor(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error("timed out waiting");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+import { waitFor } from "./helpers.ts";
 
 Deno.test("webhook signatures", async (t) => {
   const parts = { deliveryId: "d1", timestamp: 1_700_000_000, body: '{"a":1}' };
@@ -200,7 +193,11 @@ Deno.test("webhook deliveries to private targets are refused without the setting
     });
     await emitWebhookEvent(kv, "release.archived", { release: { id: 1 } });
     await worker.tick();
-    await waitFor(async () => (await listWebhookDeliveries(kv, endpoint.id))[0]?.attempts === 1);
+    await waitFor(
+      "the first attempt",
+      async () => (await listWebhookDeliveries(kv, endpoint.id))[0]?.attempts === 1,
+      10_000,
+    );
     const [logged] = await listWebhookDeliveries(kv, endpoint.id);
     assert.equal(logged.status, "failed");
     assert.match(logged.last_error!, /refused target: 127\.0\.0\.1 .*loopback/);
