@@ -184,6 +184,11 @@ export async function deleteProjectRecords(
   id: number,
 ): Promise<{ project: Project; releases: Release[] }> {
   const deleted: Release[] = [];
+  // Every release is read once, to see that none is active; after a batch
+  // committed, the next reads only its own. A release written in between
+  // (an upload, an activation) rewrites the latest pointer, which every commit
+  // checks: a commit that fails reads every release again.
+  let noneActive = false;
   return await serializedProjectWrite(kv, id, async () => {
     for (;;) {
       const done = await commitChange(kv, async () => {
@@ -193,9 +198,15 @@ export async function deleteProjectRecords(
         ]);
         const project = projectEntry.value;
         if (project === null) throw new NotFoundError("project not found");
-        const releases = await listReleasesByProject(kv, id);
-        const active = releases.filter((release) => release.state === "active").length;
-        if (active > 0) throw new ProjectNotEmptyError(active);
+        const releases = await listReleasesByProject(
+          kv,
+          id,
+          noneActive ? RELEASES_PER_COMMIT : undefined,
+        );
+        if (!noneActive) {
+          const active = releases.filter((release) => release.state === "active").length;
+          if (active > 0) throw new ProjectNotEmptyError(active);
+        }
         if (releases.length === 0) {
           const changed = [
             ["project", id],
@@ -213,6 +224,7 @@ export async function deleteProjectRecords(
             .delete(retentionPolicyKey(id))
             .delete(retentionRunKey(id));
           const commit = await projectAggregates(op, project, null).commit();
+          noneActive = commit.ok;
           return { commit, value: project, changed };
         }
         const batch = releases.slice(0, RELEASES_PER_COMMIT);
@@ -231,6 +243,7 @@ export async function deleteProjectRecords(
           releaseAggregates(op, release, null);
         }
         const commit = await op.commit();
+        noneActive = commit.ok;
         if (commit.ok) deleted.push(...batch);
         return { commit, value: null, changed };
       });

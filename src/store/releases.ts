@@ -244,11 +244,16 @@ export function getLatestRelease(kv: Deno.Kv, projectId: number): Cached<Release
 }
 
 /** Every release of a project in every state, newest first. */
-export async function listReleasesByProject(kv: Deno.Kv, projectId: number): Promise<Release[]> {
+export async function listReleasesByProject(
+  kv: Deno.Kv,
+  projectId: number,
+  limit?: number,
+): Promise<Release[]> {
   const ids: number[] = [];
   for await (
     const entry of kv.list<number>({ prefix: releasesByProjectPrefix(projectId) }, {
       reverse: true,
+      limit,
     })
   ) {
     ids.push(entry.value);
