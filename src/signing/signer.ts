@@ -59,7 +59,9 @@ export function createSigner(options: SignerOptions): Signer {
     const next: typeof active = [];
     for (const key of keys) {
       if (key.status !== "active") continue;
-      const privateKey = await readPrivateKey(dataDir, key.kid);
+      // A kid names its key (a hash of the public half): a file read once is not read again.
+      const privateKey = active.find((held) => held.kid === key.kid)?.key ??
+        await readPrivateKey(dataDir, key.kid);
       if (privateKey === null) {
         console.error(`signing key ${key.kid} is active but its file is not in this data dir`);
         continue;
