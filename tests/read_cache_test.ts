@@ -406,6 +406,47 @@ Deno.test("issue 19.2: a write forgets only the entries it changes, here and on 
   }
 });
 
+Deno.test("issue 19.2: a look at other writers' changes reads what changed since the last look, not every record kept", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "uds-cache-" });
+  const path = join(dir, "kv.sqlite3");
+  const servedKv = await Deno.openKv(path);
+  const other = await Deno.openKv(path);
+  let changeRecordsRead = 0;
+  const served = new Proxy(servedKv, {
+    get(target, prop) {
+      if (prop === "list") {
+        return (selector: Deno.KvListSelector, options?: Deno.KvListOptions) => {
+          const entries = target.list(selector, options);
+          return (async function* () {
+            for await (const entry of entries) {
+              if (entry.key[0] === "cache_changes") changeRecordsRead++;
+              yield entry;
+            }
+          })();
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  setCacheRefreshMs(served, 0);
+  try {
+    const project = await createProject(other, { name: "A", slug: "a" });
+    await getProject(served, project.id);
+    // A burst of another instance's writes, all within the window a look reads back.
+    for (let n = 0; n < 300; n++) await updateProject(other, project.id, { name: `A${n}` });
+    assert.equal((await getProject(served, project.id))?.name, "A299");
+    changeRecordsRead = 0;
+    await updateProject(other, project.id, { name: "last" });
+    assert.equal((await getProject(served, project.id))?.name, "last");
+    assert.ok(changeRecordsRead <= 20, `one change cost ${changeRecordsRead} change records read`);
+  } finally {
+    servedKv.close();
+    other.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("issue 19.2: concurrent misses of one entry share one load", async () => {
   const plain = await Deno.openKv(":memory:");
   try {

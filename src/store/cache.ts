@@ -299,18 +299,22 @@ async function applyChanges(
   const moved = Number((value ?? 0n) - (cache.seen ?? 0n));
   const found: CacheChange[] = [];
   const since = cache.lookedAt - CHANGES_OVERLAP_MS;
-  for await (
-    const entry of kv.list<CacheChange>({
-      start: cacheChangeKey(since, ""),
-      end: [...cacheChangesPrefix(), Number.MAX_SAFE_INTEGER],
-    })
-  ) {
+  // Newest first, and no further than the `moved` records sought: they are nearly always the
+  // last few of the window, so a look costs what changed since the last one, not the whole
+  // window (which at hundreds of writes a second is thousands of records, each look).
+  const records = moved <= 0 ? [] : kv.list<CacheChange>({
+    start: cacheChangeKey(since, ""),
+    end: [...cacheChangesPrefix(), Number.MAX_SAFE_INTEGER],
+  }, { reverse: true, batchSize: Math.min(moved + 16, 500) });
+  for await (const entry of records) {
     const stamp = entry.versionstamp;
     const afterSeen = cache.seenStamp === null || stamp > cache.seenStamp;
     if (afterSeen && versionstamp !== null && stamp <= versionstamp) {
       // This cache's own writes were forgotten (or patched) at their commit.
       const own = String(entry.key.at(-1)).startsWith(`${cache.writer}.`);
       found.push(own ? [] : entry.value);
+      // Each change commits one record and one step of the generation: all are found.
+      if (found.length === moved) break;
     }
   }
   if (moved <= 0 || found.length !== moved) {
