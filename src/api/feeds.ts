@@ -11,13 +11,8 @@ import { type Context, type Handler, Hono } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
-import {
-  clientIdentity,
-  INSTALL_ID_HEADER,
-  releaseFor,
-  STAGING_ID_HEADER,
-} from "../rollouts/membership.ts";
-import { type Cached, getLatestView, type Project, type Release, thenRead } from "../store/mod.ts";
+import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../rollouts/membership.ts";
+import { type Cached, type Project, type Release, thenRead } from "../store/mod.ts";
 import { electronFeedYaml, isElectronFeedFile } from "../feeds/electron.ts";
 import { FEED_ERRORS, feedFilePath, SHA512_RETRY_AFTER_SECONDS } from "../feeds/paths.ts";
 import { sparkleAppcast } from "../feeds/sparkle.ts";
@@ -62,25 +57,13 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
     return thenRead(
       findVisibleProjectBySlug(kv, key, c.req.param("slug") ?? ""),
       (project) =>
-        thenRead(getLatestView(kv, project.id), (view) => {
-          // A staged rollout decides per client (src/rollouts/membership.ts);
+        thenRead(
           // electron-updater sends its install id as x-user-staging-id.
-          const installId = () =>
-            c.req.raw.headers.get(INSTALL_ID_HEADER) ?? c.req.raw.headers.get(STAGING_ID_HEADER);
-          const release = view.rollout === null
-            ? view.release
-            : releaseFor(view, { key, installId, nowMs: Date.now() });
-          if (release === null || release.state !== "active") {
-            throw new ApiError(404, API_ERRORS.releaseNotFound);
-          }
-          // Adoption (docs/rollouts.md "Adoption"): which release this client was offered.
-          deps.adoption.record({
-            projectId: project.id,
-            releaseId: release.id,
-            identity: clientIdentity(installId(), key),
-          });
-          return answer(project, release);
-        }),
+          surface.latestFor(key, project, () =>
+            c.req.raw.headers.get(INSTALL_ID_HEADER) ?? c.req.raw.headers.get(STAGING_ID_HEADER)),
+          (release) =>
+            answer(project, release),
+        ),
     );
   };
 

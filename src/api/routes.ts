@@ -4,16 +4,8 @@ import { projectVisible } from "../store/access.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
-import { clientIdentity, INSTALL_ID_HEADER, releaseFor } from "../rollouts/membership.ts";
-import {
-  type ApiKey,
-  type Cached,
-  getLatestView,
-  listProjects,
-  type Project,
-  type Release,
-  thenRead,
-} from "../store/mod.ts";
+import { INSTALL_ID_HEADER } from "../rollouts/membership.ts";
+import { type Cached, listProjects, thenRead } from "../store/mod.ts";
 import { acceptedKey } from "./auth.ts";
 import { openApiJson } from "./openapi.ts";
 import { apiIndex, createProjectListBodies, releaseEnvelopeBody } from "./serialize.ts";
@@ -71,28 +63,15 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
   // The hot path: with both records in the read cache, answered without a turn of the event loop.
   // Outside a rollout the latest pointer's release at once; inside one, the
   // client's (src/rollouts/membership.ts).
-  const installId = (c: Context<AppEnv>) => () => c.req.raw.headers.get(INSTALL_ID_HEADER);
-  // Adoption (docs/rollouts.md "Adoption"): which release each client was answered.
-  const seen = (c: Context<AppEnv>, key: ApiKey, release: Release) =>
-    deps.adoption.record({
-      projectId: release.project_id,
-      releaseId: release.id,
-      identity: clientIdentity(c.req.raw.headers.get(INSTALL_ID_HEADER), key),
-    });
   get("/projects/:slug/releases/latest", (c) => {
     const key = acceptedKey(c, deps);
+    const installId = () => c.req.raw.headers.get(INSTALL_ID_HEADER);
     return thenRead(
       findVisibleProjectBySlug(kv, key, c.req.param("slug")),
       (project) =>
         thenRead(
-          getLatestView(kv, project.id),
-          (view) => {
-            const release = view.rollout === null
-              ? view.release
-              : releaseFor(view, { key, installId: installId(c), nowMs: Date.now() });
-            if (release !== null) seen(c, key, release);
-            return respond.ok(c, latestReleaseBody(project, release));
-          },
+          surface.latestFor(key, project, installId),
+          (release) => respond.ok(c, releaseEnvelopeBody(project, release)),
         ),
     );
   });
@@ -106,7 +85,8 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
   get("/releases/:id/download", async (c) => {
     const key = acceptedKey(c, deps);
     const { release } = await findVisibleRelease(kv, key, c.req.param("id"));
-    seen(c, key, release);
+    // Adoption (docs/rollouts.md "Adoption"): which release each client was answered.
+    surface.seen(key, release, c.req.raw.headers.get(INSTALL_ID_HEADER));
     return await surface.download(c, key, release);
   });
 
@@ -130,12 +110,4 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
     );
   }
   return { routes: api, notFound: surface.notFound };
-}
-
-/** The latest-release answer of a visible project; else the spec's 404. */
-function latestReleaseBody(project: Project, release: Release | null): Uint8Array<ArrayBuffer> {
-  if (release === null || release.state !== "active") {
-    throw new ApiError(404, API_ERRORS.releaseNotFound);
-  }
-  return releaseEnvelopeBody(project, release);
 }

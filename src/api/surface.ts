@@ -18,13 +18,16 @@ import {
   type ApiKey,
   type Cached,
   countDownload,
+  getLatestView,
   getProject,
   getProjectBySlug,
   getRelease,
+  type LatestView,
   type Project,
   type Release,
   thenRead,
 } from "../store/mod.ts";
+import { clientIdentity, releaseFor } from "../rollouts/membership.ts";
 import { rateLimitGate } from "./auth.ts";
 import { type Delivery, serveArtifact } from "./download.ts";
 
@@ -40,6 +43,15 @@ export interface KeySurface {
   notFound: (c: Context<AppEnv>) => Cached<Response>;
   /** The download of `release`'s artifact by `key`, counted like the API's. */
   download(c: Context<AppEnv>, key: ApiKey, release: Release): Promise<Response>;
+  /**
+   * The latest active release of `project` for a client of `key` (a staged
+   * rollout decides per client, src/rollouts/membership.ts, by the install id
+   * `installId` reads), recorded for adoption (docs/rollouts.md "Adoption");
+   * else the spec's 404 "release not found".
+   */
+  latestFor(key: ApiKey, project: Project, installId: () => string | null): Cached<Release>;
+  /** That a client of `key` was answered `release` (adoption), by the install id it sent. */
+  seen(key: ApiKey, release: Release, installId: string | null): void;
 }
 
 export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurface {
@@ -89,9 +101,36 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     mapError,
   );
 
+  const seen = (key: ApiKey, release: Release, installId: string | null) =>
+    deps.adoption.record({
+      projectId: release.project_id,
+      releaseId: release.id,
+      identity: clientIdentity(installId, key),
+    });
+  /** The release `view` offers the client, recorded as seen; else the spec's 404. */
+  const offered = (view: LatestView, key: ApiKey, installId: () => string | null): Release => {
+    const release = view.rollout === null
+      ? view.release
+      : releaseFor(view, { key, installId, nowMs: Date.now() });
+    if (release === null || release.state !== "active") {
+      throw new ApiError(404, API_ERRORS.releaseNotFound);
+    }
+    seen(key, release, installId());
+    return release;
+  };
+
   return {
     respond,
     mapError,
+    seen,
+    latestFor(key, project, installId) {
+      const view = getLatestView(kv, project.id);
+      // Spelled out rather than through `thenRead`: no closure on the hot path.
+      if (view instanceof Promise) {
+        return view.then((found) => offered(found, key, installId));
+      }
+      return offered(view, key, installId);
+    },
     endpoint: (handler) => observer.endpoint(limited(handler), mapError, true),
     notFound: (c) => notFound(c, async () => {}) as Cached<Response>,
     async download(c, key, release) {
