@@ -153,10 +153,18 @@ Deno.test("signing on: every route's answer and a download verify with node:cryp
     assert.ok(Math.abs(date - Date.now() / 1000) < 5);
   });
 
-  await t.step("the key set is signed too", async () => {
+  await t.step("the key set is signed too, its signature reused like an answer's", async () => {
     const res = await app.request("/.well-known/uds-keys.json");
     const body = new Uint8Array(await res.arrayBuffer());
     verifyAnswer(res, { method: "GET", path: "/.well-known/uds-keys.json", body, keys });
+    assert.equal(res.headers.get("cache-control"), "no-store, private, max-age=0");
+    assert.equal(res.headers.get("vary"), null, "the same for every caller");
+    // A second later a new signature would carry a new date: a reused one keeps the first's.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const again = await app.request("/.well-known/uds-keys.json");
+    await again.body?.cancel();
+    assert.equal(again.headers.get("uds-signature-date"), res.headers.get("uds-signature-date"));
+    assert.equal(again.headers.get("uds-signature"), res.headers.get("uds-signature"));
   });
 });
 

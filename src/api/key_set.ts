@@ -7,9 +7,12 @@
 import type { Context } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS } from "../http/errors.ts";
-import { JSON_CONTENT_TYPE, jsonResponse } from "../http/json.ts";
-import { type HeaderList, PROTECTED_HEADERS } from "../http/response_headers.ts";
-import { sha256Hex } from "../lib/secrets.ts";
+import { jsonResponse } from "../http/json.ts";
+import {
+  type ApiResponder,
+  createApiResponder,
+  PROTECTED_HEADERS,
+} from "../http/response_headers.ts";
 import { getSigningRoot, type SigningKey } from "../store/mod.ts";
 
 const encoder = new TextEncoder();
@@ -31,13 +34,14 @@ export function keySetBody(keys: readonly SigningKey[]): Uint8Array<ArrayBuffer>
 
 export function keySetHandler(deps: ServiceDeps): (c: Context<AppEnv>) => Promise<Response> {
   const { signer } = deps;
+  const respond = keySetResponder(deps);
   const bodies = new WeakMap<readonly SigningKey[], Uint8Array<ArrayBuffer>>();
   return async (c) => {
     await signer.ready();
     const keys = signer.keys();
     let body = bodies.get(keys);
     if (body === undefined) bodies.set(keys, body = keySetBody(keys));
-    return signedJson(c, deps, body);
+    return respond.ok(c, body);
   };
 }
 
@@ -47,37 +51,28 @@ export function keySetHandler(deps: ServiceDeps): (c: Context<AppEnv>) => Promis
  * clients pinned to a root ask, once per run.
  */
 export function keySetRootHandler(deps: ServiceDeps): (c: Context<AppEnv>) => Promise<Response> {
+  const respond = keySetResponder(deps);
+  // The body of the document last served: while it stays, so do its bytes and their signature.
+  let last: { text: string; body: Uint8Array<ArrayBuffer> } | null = null;
   return async (c) => {
     const root = await getSigningRoot(deps.kv);
     if (root === null) return jsonResponse({ error: API_ERRORS.resourceNotFound }, 404);
     await deps.signer.ready();
-    const body = encoder.encode(
-      JSON.stringify({ payload: root.payload, signatures: root.signatures }),
-    );
-    return signedJson(c, deps, body);
+    const text = JSON.stringify({ payload: root.payload, signatures: root.signatures });
+    if (last?.text !== text) last = { text, body: encoder.encode(text) };
+    return respond.ok(c, last.body);
   };
 }
 
-/** A JSON answer outside /api/v1, signed like one when signing is on. */
-function signedJson(
-  c: Context<AppEnv>,
-  { signer }: ServiceDeps,
-  body: Uint8Array<ArrayBuffer>,
-): Response {
-  const headers: HeaderList = [
-    ["content-type", JSON_CONTENT_TYPE],
-    ["content-length", String(body.byteLength)],
-    ...PROTECTED_HEADERS.filter(([name]) => name !== "vary"),
-  ];
-  if (signer.enabled) {
-    headers.push(
-      ...signer.sign({
-        method: c.req.method,
-        path: c.req.path,
-        status: 200,
-        sha256: sha256Hex(body),
-      }),
-    );
-  }
-  return new Response(body, { headers });
+/**
+ * JSON answers outside /api/v1, protected and (with signing on) signed like
+ * one, the signature reused like an API answer's: these paths need no key,
+ * so a flood of them must not cost an Ed25519 signature each. The same for
+ * every caller, so without `Vary: Authorization`.
+ */
+function keySetResponder({ responseHeaders, signer }: ServiceDeps): ApiResponder {
+  return createApiResponder({
+    security: responseHeaders.security,
+    protected: PROTECTED_HEADERS.filter(([name]) => name !== "vary"),
+  }, signer);
 }
