@@ -11,6 +11,7 @@ import {
   createApiKey,
   createProject,
   createRelease,
+  deleteProjectRecords,
   followOtherWriters,
   getApiKeyByHash,
   getLatestRelease,
@@ -440,6 +441,41 @@ Deno.test("issue 19.2: a look at other writers' changes reads what changed since
     await updateProject(other, project.id, { name: "last" });
     assert.equal((await getProject(served, project.id))?.name, "last");
     assert.ok(changeRecordsRead <= 20, `one change cost ${changeRecordsRead} change records read`);
+  } finally {
+    servedKv.close();
+    other.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("issue 19.2: another handle's project writes refresh the cached project list, reading only those projects", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "uds-cache-" });
+  const path = join(dir, "kv.sqlite3");
+  const servedKv = await Deno.openKv(path);
+  const other = await Deno.openKv(path);
+  const { kv: served, reads } = countingReads(servedKv);
+  setCacheRefreshMs(served, 0);
+  try {
+    const a = await createProject(other, { name: "A", slug: "a" });
+    const b = await createProject(other, { name: "B", slug: "b" });
+    const gone = await createProject(other, { name: "Gone", slug: "gone" });
+    const before = await listProjects(served);
+    assert.equal(before.length, 3);
+
+    await updateProject(other, a.id, { name: "A2", tags: ["beta"] });
+    await createProject(other, { name: "C", slug: "c" });
+    await setProjectState(other, b.id, "archived");
+    await deleteProjectRecords(other, gone.id);
+    reads.clear();
+    const after = await listProjects(served);
+    assert.deepEqual(after.map((project) => [project.slug, project.name, project.state]), [
+      ["a", "A2", "active"],
+      ["b", "B", "archived"],
+      ["c", "C", "active"],
+    ]);
+    assert.deepEqual(after.find((project) => project.slug === "a")?.tags, ["beta"]);
+    assert.equal(reads.get("projects") ?? 0, 0, "the list was not read again");
+    assert.deepEqual(after, await listProjects(other), "the same as a fresh read");
   } finally {
     servedKv.close();
     other.close();

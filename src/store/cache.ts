@@ -23,9 +23,12 @@
  *
  * A write may instead bring an entry up to date here (`ChangeAttempt.patches`:
  * a project write puts the project into the cached project list), so that one
- * edit does not make the next read load all 5,000 projects; other processes
- * forget it. A process skips its own change records when it follows the
- * generation: it forgot (or patched) their entries at the commit.
+ * edit does not make the next read load all 5,000 projects. Other processes
+ * do the same for a list read with `refresh`: when a change record names the
+ * list and the items of it that changed (`["project", 7]`), they read those
+ * items again instead of the whole list. A process skips its own change
+ * records when it follows the generation: it forgot (or patched) their
+ * entries at the commit.
  *
  * Concurrent misses of one entry share one load. A load that began before a
  * write of its entry finishes is returned but not cached.
@@ -78,6 +81,8 @@ interface ReadCache {
   lookedAt: number;
   /** Starts the id of this cache's change records: its own are not forgotten twice (patches stay). */
   writer: string;
+  /** By kind: how a cached list is brought up to date with the items another process changed. */
+  refreshers: Map<string, ListRefresh<unknown> & { id: unknown }>;
 }
 
 const caches = new WeakMap<Deno.Kv, ReadCache>();
@@ -102,6 +107,7 @@ function cacheOf(kv: Deno.Kv): ReadCache {
       seenStamp: null,
       lookedAt: Date.now(),
       writer: crypto.randomUUID(),
+      refreshers: new Map(),
     };
     caches.set(kv, cache);
   }
@@ -181,7 +187,7 @@ export interface ChangeAttempt<T> {
 /**
  * A cached entry a write changes in a way the writer can apply (the project
  * list with one project replaced): after the commit, its cached value (if
- * any) becomes `update(value)`. Other processes forget it, as any change.
+ * any) becomes `update(value)`. Other processes forget it, or refresh it (`Read.refresh`).
  */
 export interface CachePatch {
   name: string;
@@ -320,11 +326,62 @@ async function applyChanges(
   if (moved <= 0 || found.length !== moved) {
     forget(cache, "all");
   } else {
-    for (const change of found) forget(cache, change);
+    const refreshing = new Map<string, Set<unknown>>();
+    for (const change of found) forget(cache, withoutRefreshed(cache, change, refreshing));
+    await refreshLists(cache, refreshing);
   }
   cache.seen = value;
   cache.seenStamp = versionstamp;
   cache.lookedAt = now;
+}
+
+/**
+ * `change` without the whole-list entries this cache can refresh instead of
+ * forgetting (a list read with `refresh`, the change naming which of its items
+ * changed): those items' ids go to `refreshing`, by list.
+ */
+function withoutRefreshed(
+  cache: ReadCache,
+  change: CacheChange,
+  refreshing: Map<string, Set<unknown>>,
+): CacheChange {
+  if (change === "all") return change;
+  return change.filter((entry) => {
+    const refresher = entry.length === 1 ? cache.refreshers.get(entry[0]) : undefined;
+    if (refresher === undefined) return true;
+    const items = change.filter((other) => other[0] === refresher.itemKind && other.length === 2);
+    if (items.length === 0) return true;
+    const ids = refreshing.get(entry[0]) ?? new Set();
+    for (const item of items) ids.add(item[1]);
+    refreshing.set(entry[0], ids);
+    return false;
+  });
+}
+
+/**
+ * Brings each cached list of `refreshing` up to date by reading only its
+ * changed items (one project, not all 5,000, after another instance's edit).
+ * A list that a write of this process replaced meanwhile, or whose refresh
+ * failed, is forgotten instead.
+ */
+async function refreshLists(cache: ReadCache, refreshing: Map<string, Set<unknown>>) {
+  for (const [name, ids] of refreshing) {
+    const refresher = cache.refreshers.get(name)!;
+    const value = cache.maps.get(name)?.get(refresher.id);
+    if (value === undefined) continue;
+    const listSlot = slotOf(name, "*");
+    const before = [cache.epoch, cache.versions.get(listSlot)];
+    let next: unknown;
+    try {
+      next = await refresher.apply(value, [...ids]);
+    } catch {
+      next = undefined;
+    }
+    const unchanged = before[0] === cache.epoch && before[1] === cache.versions.get(listSlot) &&
+      cache.maps.get(name)?.get(refresher.id) === value;
+    forget(cache, [[name] as unknown as CacheEntryName]);
+    if (unchanged && next !== undefined) remember(cache, { name, id: refresher.id }, next);
+  }
 }
 
 /**
@@ -349,20 +406,31 @@ export interface Read<V> {
   name: string;
   id: unknown;
   load: () => Promise<V | null>;
+  /** For a list: how to bring it up to date when another process changed some of its items. */
+  refresh?: ListRefresh<V>;
+}
+
+/** How a cached list takes the changes of its items another process made. */
+export interface ListRefresh<V> {
+  /** The kind of entry (`["project", id]`) that names a changed item in a change record. */
+  itemKind: string;
+  /** The list with the items of `ids` read again (removed when gone). */
+  apply: (list: V, ids: unknown[]) => Promise<V>;
 }
 
 async function readThrough<V>(
   cache: ReadCache,
   check: Promise<void> | undefined,
-  { name, id, load }: Read<V>,
+  read: Read<V>,
 ): Promise<V | null> {
+  const { name, id } = read;
   if (check !== undefined) await check;
   const hit = cache.maps.get(name)?.get(id) as V | undefined;
   if (hit !== undefined) return hit;
   const slot = slotOf(name, id);
   const pending = cache.loading.get(slot) as Promise<V | null> | undefined;
   if (pending !== undefined) return await pending;
-  const loaded: Promise<V | null> = loadAndKeep(cache, { name, id, load }, slot).finally(() => {
+  const loaded: Promise<V | null> = loadAndKeep(cache, read, slot).finally(() => {
     if (cache.loading.get(slot) === loaded) cache.loading.delete(slot);
   });
   cache.loading.set(slot, loaded);
@@ -376,7 +444,17 @@ async function loadAndKeep<V>(cache: ReadCache, read: Read<V>, slot: string): Pr
   const value = await read.load();
   const unchanged = before[0] === cache.epoch && before[1] === cache.versions.get(slot) &&
     before[2] === cache.versions.get(listSlot);
-  if (value !== null && unchanged) remember(cache, read, value);
+  if (value !== null && unchanged) {
+    remember(cache, read, value);
+    if (read.refresh !== undefined) {
+      cache.refreshers.set(
+        read.name,
+        { ...read.refresh, id: read.id } as ListRefresh<unknown> & {
+          id: unknown;
+        },
+      );
+    }
+  }
   return value;
 }
 

@@ -53,7 +53,8 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
       created_at: at,
       updated_at: at,
     };
-    const changed = [["project_list"]] as const;
+    // The project named too: other instances put it into their cached list (`listProjects`).
+    const changed = [["project", project.id], ["project_list"]] as const;
     const op = changeOp(kv, changed)
       .check(bySlug)
       .set(projectKey(project.id), project)
@@ -108,12 +109,29 @@ export function listProjects(kv: Deno.Kv): Cached<readonly Project[]> {
   return cachedRead(kv, {
     name: "project_list",
     id: "all",
-    load: async () => {
+    load: async (): Promise<readonly Project[]> => {
       const projects: Project[] = [];
       for await (const entry of kv.list<Project>({ prefix: projectsPrefix() })) {
         projects.push(entry.value);
       }
       return projects;
+    },
+    // Another instance's project write: the projects it names read again, not all of them.
+    refresh: {
+      itemKind: "project",
+      apply: async (list, ids) => {
+        const entries = await getManyEntries<Project>(
+          kv,
+          ids.map((id) => projectKey(id as number)),
+        );
+        return entries.reduce<readonly Project[]>(
+          (projects, entry, at) =>
+            entry.value === null
+              ? projects.filter((project) => project.id !== ids[at])
+              : projectListPatch(entry.value).update(projects) as readonly Project[],
+          list,
+        );
+      },
     },
   }) as Cached<readonly Project[]>;
 }
