@@ -15,7 +15,7 @@ import {
   ListPartsCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
-import { createApiKey } from "../src/store/mod.ts";
+import { createClientKey } from "./data_dir_fixtures.ts";
 import { AdminClient, httpSender, randomBytes } from "./admin_helpers.ts";
 import { sha256, waitFor } from "./helpers.ts";
 import { cephMissing, s3Client, startRgw } from "./rgw.ts";
@@ -79,18 +79,9 @@ Deno.test({
           ["file", new File([bytes as BlobPart], "desktop.zip", { type: "application/zip" })],
         ]);
         assert.equal(uploaded.status, 303, await uploaded.text());
-        const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-        try {
-          const made = await createApiKey(kv, {
-            name: "client",
-            can_download: true,
-            scope_mode: "all_projects",
-          });
-          secret = made.secret;
-          keyId = made.apiKey.id;
-        } finally {
-          kv.close();
-        }
+        const made = await createClientKey(dataDir);
+        secret = made.secret;
+        keyId = made.apiKey.id;
         const auth = { authorization: `Bearer ${secret}` };
         await waitFor("the key on every instance", async () => {
           const answers = await Promise.all(servers.map(async (server) => {
