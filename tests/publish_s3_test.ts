@@ -7,26 +7,14 @@
  * Skipped, with one line, when Ceph is not installed.
  */
 import assert from "node:assert/strict";
-import { ListMultipartUploadsCommand, ListObjectsV2Command } from "@aws-sdk/client-s3";
-import type { S3Config } from "../src/lib/config.ts";
 import { randomBytes } from "./admin_helpers.ts";
 import { createClientKey } from "./data_dir_fixtures.ts";
 import { sha256 } from "./helpers.ts";
 import { setUpPipeline, uploadForm } from "./publish_helpers.ts";
-import { cephMissing, s3Client, startRgw } from "./rgw.ts";
+import { bucketContents, cephMissing, startRgw } from "./rgw.ts";
 import { makeDataTempDir, startServer } from "./server_process.ts";
 
 const MiB = 1024 * 1024;
-
-async function bucketContents(s3: S3Config): Promise<{ objects: string[]; uploads: string[] }> {
-  const client = s3Client(s3);
-  const objects = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
-  const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: s3.bucket }));
-  return {
-    objects: (objects.Contents ?? []).map((o) => o.Key!).sort(),
-    uploads: (uploads.Uploads ?? []).map((u) => u.Key!).sort(),
-  };
-}
 
 Deno.test({
   name: "e2e: a pipeline publishes through the publishing API (s3, radosgw)",
