@@ -25,7 +25,7 @@ import {
 } from "../src/store/mod.ts";
 import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
-import { downloadCount, seedKey, seedProject, seedRelease, sha256 } from "./helpers.ts";
+import { downloadCount, readRest, seedKey, seedProject, seedRelease, sha256 } from "./helpers.ts";
 import { cephMissing, objectsUnderPrefix, type Rgw, startRgw } from "./rgw.ts";
 
 function location(dataDir: string) {
@@ -131,18 +131,9 @@ Deno.test({
         assert.ok(received < big.length, "still in flight");
         assert.equal((await client.post(`/admin/releases/${release.id}/delete`)).status, 303);
         assert.ok(!(await objects()).includes(release.storage_key));
-        let failed = false;
-        try {
-          for (;;) {
-            const { done, value } = await reader.read();
-            if (done) break;
-            hash.update(value);
-            received += value.length;
-          }
-        } catch {
-          failed = true;
-        }
-        if (!failed) {
+        const rest = await readRest(reader, hash);
+        received += rest.bytes;
+        if (!rest.failed) {
           assert.equal(received, big.length, "a finished download has every byte");
           assert.equal(hash.digest("hex"), release.checksum_sha256);
         }
