@@ -24,6 +24,7 @@ import { createApiKey, createProject } from "../src/store/mod.ts";
 import { Cleanup, freePort, PROJECT_ROOT, type Server, startService, which } from "./process.ts";
 import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
 import { withStore } from "./data.ts";
+import { median, percentile } from "./stats.ts";
 import { runWrk } from "./wrk.ts";
 import { adminPagesAtScale, SCALE_SIZES, seedAdminScale } from "./scenarios_admin.ts";
 import { ADMIN_WRITES, type AdminWrite, readsWhileAdminsWork } from "./scenarios_scale_reads.ts";
@@ -56,16 +57,6 @@ const { apiKey, secret } = await withStore(dataDir, async (kv) => {
 });
 const auth = { authorization: `Bearer ${secret}` };
 const env = { APP_ADMIN_PASSWORD: PASSWORD, APP_LOG_FORMAT: "json" };
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
 
 async function rateLimitStores() {
   const figures: Record<string, number[]> = { memory: [], kv: [] };

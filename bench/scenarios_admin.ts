@@ -16,6 +16,7 @@ import {
   recordApiKeyUse,
 } from "../src/store/mod.ts";
 import { withStore } from "./data.ts";
+import { median } from "./stats.ts";
 import {
   type Cleanup,
   type Server,
@@ -125,11 +126,6 @@ export async function seedAdminScale(dataDir: string, sizes: ScaleSizes): Promis
   });
   await backfillDone();
   await Deno.writeTextFile(marker, JSON.stringify(sizes));
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
 }
 
 /** The `rel="next"` link of a page, or null. */

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { type BenchContext, type Scenario, scratch } from "./context.ts";
 import { seedLarge, seedProjects } from "./data.ts";
 import { cpuSeconds, findServicePid, type Server, startBaseline, startService } from "./process.ts";
-import { makeRow } from "./table.ts";
+import { makeRow, type Row, type RowInput } from "./table.ts";
 import { runWrk, type WrkResult } from "./wrk.ts";
 
 export const BASELINE = "Deno.serve";
@@ -155,6 +155,22 @@ function bestOf(runs: Measured[]): Measured {
   };
 }
 
+/**
+ * The rows of one figure against the baseline, from the template's requests/s, p99 latency and
+ * CPU rows (in that order); `note` goes on the requests/s row.
+ */
+export function baselineRows(
+  [rps, p99, cpu]: RowInput[],
+  { service, baseline }: { service: Measured; baseline: Measured },
+  note: string,
+): Row[] {
+  return [
+    makeRow({ ...rps, service: service.requestsPerSec, baseline: baseline.requestsPerSec, note }),
+    makeRow({ ...p99, service: service.p99Ms, baseline: baseline.p99Ms }),
+    makeRow({ ...cpu, service: service.cpuUsPerRequest, baseline: baseline.cpuUsPerRequest }),
+  ];
+}
+
 /** The row of server CPU per request, service against baseline. */
 export function cpuRow(scenario: string) {
   return {
@@ -201,25 +217,15 @@ export const latestRelease: Scenario = {
   async run(ctx) {
     const { data, server, path, answer } = await latestAnswer(ctx);
     const url = `${server.baseUrl}${path}`;
-    const { service, baseline } = await againstBaseline(
-      ctx,
-      "latest",
-      url,
-      data.key,
-      server,
-      answer,
-    );
+    const measured = await againstBaseline(ctx, "latest", url, data.key, server, answer);
     const [rps, p50, p99, cpu] = this.template(ctx.params);
+    const [rpsRow, p99Row, cpuUsRow] = baselineRows([rps, p99, cpu], measured, wrkNote(ctx));
+    const { service, baseline } = measured;
     return [
-      makeRow({
-        ...rps,
-        service: service.requestsPerSec,
-        baseline: baseline.requestsPerSec,
-        note: wrkNote(ctx),
-      }),
+      rpsRow,
       makeRow({ ...p50, service: service.p50Ms, baseline: baseline.p50Ms }),
-      makeRow({ ...p99, service: service.p99Ms, baseline: baseline.p99Ms }),
-      makeRow({ ...cpu, service: service.cpuUsPerRequest, baseline: baseline.cpuUsPerRequest }),
+      p99Row,
+      cpuUsRow,
     ];
   },
 };
@@ -267,26 +273,12 @@ export const projectList: Scenario = {
             ? null
             : `expected ${allowList} projects, got ${json?.projects?.length}`,
       );
-      const { service, baseline } = await againstBaseline(
-        ctx,
-        "projects",
-        url,
-        key,
-        server,
-        answer,
+      const measured = await againstBaseline(ctx, "projects", url, key, server, answer);
+      return baselineRows(
+        this.template(ctx.params),
+        measured,
+        `${allowList} of ${projects} projects visible to the key (${answer.body.byteLength} B body)`,
       );
-      const [rps, p99, cpu] = this.template(ctx.params);
-      return [
-        makeRow({
-          ...rps,
-          service: service.requestsPerSec,
-          baseline: baseline.requestsPerSec,
-          note:
-            `${allowList} of ${projects} projects visible to the key (${answer.body.byteLength} B body)`,
-        }),
-        makeRow({ ...p99, service: service.p99Ms, baseline: baseline.p99Ms }),
-        makeRow({ ...cpu, service: service.cpuUsPerRequest, baseline: baseline.cpuUsPerRequest }),
-      ];
     } finally {
       await server.stop();
     }

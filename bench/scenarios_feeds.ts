@@ -9,10 +9,10 @@ import {
   againstBaseline,
   type Answer,
   BASELINE,
+  baselineRows,
   cpuRow,
   wrkNote,
 } from "./scenarios_api.ts";
-import { makeRow } from "./table.ts";
 
 const FEED = "electron feed";
 
@@ -53,17 +53,7 @@ export const electronFeed: Scenario = {
     const { data, server } = await ctx.basic();
     const url = `${server.baseUrl}/feeds/electron/${data.slug}/latest.yml`;
     const answer = await feedAnswer(url, data.key);
-    const { service, baseline } = await againstBaseline(ctx, "feed", url, data.key, server, answer);
-    const [rps, p99, cpu] = this.template(ctx.params);
-    return [
-      makeRow({
-        ...rps,
-        service: service.requestsPerSec,
-        baseline: baseline.requestsPerSec,
-        note: wrkNote(ctx),
-      }),
-      makeRow({ ...p99, service: service.p99Ms, baseline: baseline.p99Ms }),
-      makeRow({ ...cpu, service: service.cpuUsPerRequest, baseline: baseline.cpuUsPerRequest }),
-    ];
+    const measured = await againstBaseline(ctx, "feed", url, data.key, server, answer);
+    return baselineRows(this.template(ctx.params), measured, wrkNote(ctx));
   },
 };

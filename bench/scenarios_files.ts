@@ -8,16 +8,11 @@ import { basicDataDir, INSTALL_HINT, MB, MiB, type Scenario, scratch } from "./c
 import { seedUpload, storagePaths, writeFillerFile } from "./data.ts";
 import { findServicePid, procStatusKiB, run, startNginx, startService } from "./process.ts";
 import { publishFigures, publishTemplate } from "./scenarios_publish.ts";
+import { median } from "./stats.ts";
 import { makeRow } from "./table.ts";
 
 /** Downloads per figure; the median is kept. */
 const DOWNLOAD_ROUNDS = 3;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
 
 /**
  * `clients` concurrent curl downloads of `url` to /dev/null. Returns MB/s of

@@ -11,12 +11,13 @@ import { startService } from "./process.ts";
 import {
   againstBaseline,
   BASELINE,
+  baselineRows,
   type Client,
   cpuRow,
   fetchAnswer,
   wrkNote,
 } from "./scenarios_api.ts";
-import { makeRow, type Row, type RowInput } from "./table.ts";
+import type { Row, RowInput } from "./table.ts";
 import { INSTALL_ID_HEADER, rolloutBucket } from "../src/rollouts/membership.ts";
 
 const ROLLOUT = "latest-release, staged rollout";
@@ -78,7 +79,7 @@ export const rollout: Scenario = {
           (json: any) =>
             json?.release?.id === expected.id ? null : `${side}: not release ${expected.version}`,
         );
-        const { service, baseline } = await againstBaseline(
+        const measured = await againstBaseline(
           ctx,
           `rollout-${side}`,
           url,
@@ -86,16 +87,12 @@ export const rollout: Scenario = {
           server,
           answer,
         );
-        const [rps, p99, cpu] = template.slice(index * 3, index * 3 + 3);
         rows.push(
-          makeRow({
-            ...rps,
-            service: service.requestsPerSec,
-            baseline: baseline.requestsPerSec,
-            note: `${PERCENTAGE}% rollout, install id ${id}; ${wrkNote(ctx)}`,
-          }),
-          makeRow({ ...p99, service: service.p99Ms, baseline: baseline.p99Ms }),
-          makeRow({ ...cpu, service: service.cpuUsPerRequest, baseline: baseline.cpuUsPerRequest }),
+          ...baselineRows(
+            template.slice(index * 3, index * 3 + 3),
+            measured,
+            `${PERCENTAGE}% rollout, install id ${id}; ${wrkNote(ctx)}`,
+          ),
         );
       }
       return rows;

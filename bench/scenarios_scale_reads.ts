@@ -16,6 +16,7 @@ import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
 import { createApiKey } from "../src/store/mod.ts";
 import { withStore } from "./data.ts";
 import { type Cleanup, type Server, startService } from "./process.ts";
+import { median } from "./stats.ts";
 import { runWrk, type WrkResult } from "./wrk.ts";
 
 const CONNECTIONS = 10;
@@ -48,11 +49,6 @@ const LATEST_SCRIPT = `-- bench/scenarios_scale_reads.ts: the latest release of 
 function request() return wrk.format(nil, "/api/v1/projects/big/releases/latest") end
 function delay() return ${READ_DELAY_MS} end
 `;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
 
 interface RunFigure {
   req_per_s: number;

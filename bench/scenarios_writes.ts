@@ -11,6 +11,7 @@ import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
 import type { BenchContext, Scenario } from "./context.ts";
 import { type Server, startService } from "./process.ts";
 import type { BenchParams } from "./params.ts";
+import { percentile } from "./stats.ts";
 import { makeRow, type Row, type RowInput } from "./table.ts";
 import { runWrk } from "./wrk.ts";
 
@@ -35,13 +36,9 @@ async function timed(send: () => Promise<Response>): Promise<Timed> {
   return { status: res.status, ms: performance.now() - started };
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
-}
-
 /** Rows of one batch of writes: refused count, p50 and p99. */
 function batchRows(what: string, runs: Timed[], success: number): RowInput[] {
-  const times = runs.map((run) => run.ms).sort((a, b) => a - b);
+  const times = runs.map((run) => run.ms);
   const refused = runs.filter((run) => run.status !== success).length;
   return [
     {
@@ -51,8 +48,8 @@ function batchRows(what: string, runs: Timed[], success: number): RowInput[] {
       service: refused,
       target: { of: "service", op: "<=", value: 0 },
     },
-    { scenario: SCENARIO, metric: `${what}: p50`, unit: "ms", service: percentile(times, 0.5) },
-    { scenario: SCENARIO, metric: `${what}: p99`, unit: "ms", service: percentile(times, 0.99) },
+    { scenario: SCENARIO, metric: `${what}: p50`, unit: "ms", service: percentile(times, 50) },
+    { scenario: SCENARIO, metric: `${what}: p99`, unit: "ms", service: percentile(times, 99) },
   ];
 }
 

@@ -31,6 +31,7 @@ import { createApiKey, createProject } from "../src/store/mod.ts";
 import { startRgw } from "../tests/rgw.ts";
 import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
 import { fillerStream } from "./filler.ts";
+import { median } from "./stats.ts";
 
 const MiB = 1024 * 1024;
 const downloadMiB = Number(Deno.args[0] ?? 256);
@@ -54,7 +55,7 @@ async function curlRate(url: string, args: string[]): Promise<number> {
     if (code !== "200") throw new Error(`${url}: HTTP ${code}`);
     rates.push(Number(speed) / MiB);
   }
-  return rates.sort((a, b) => a - b)[1];
+  return median(rates);
 }
 
 const cleanup = new Cleanup();

@@ -7,21 +7,14 @@ import {
   AdminClient,
   createAdminTestApp,
   type Fields,
-  listArtifactFiles,
   signedInClient,
 } from "./admin_helpers.ts";
+import { type AdminRoute, adminRoutes, stateSnapshot, TOKEN_GATED_PREFIX } from "./admin_routes.ts";
 import { seedPublishToken } from "./publish_helpers.ts";
 import { createAdminAccount } from "../src/store/mod.ts";
 
 /** What works without a session; every other registered admin route must refuse. */
 const PUBLIC_ROUTES = new Set(["GET /admin/login", "POST /admin/login", "GET /admin/static/:name"]);
-
-/**
- * The publishing API (admin/publish_api/mod.ts): no session and no CSRF token,
- * its gate is the publish token (a bearer header a browser never sends by
- * itself). Its routes are checked against that gate below, not the session's.
- */
-const TOKEN_GATED_PREFIX = "/publish/v1/";
 
 /** Fields that would make a POST succeed with a valid token, so a missing gate shows as a change. */
 const SUCCEEDING_FIELDS: Record<string, Fields> = {
@@ -39,41 +32,12 @@ const SUCCEEDING_FIELDS: Record<string, Fields> = {
   },
 };
 
-interface Route {
-  method: string;
-  /** The registered pattern, e.g. `/admin/projects/:slug`. */
-  pattern: string;
-  /** The pattern with its parameters filled with seeded records. */
-  path: string;
-}
-
-/** Every admin route the app registered (its own list, not a hand-written one), minus middleware. */
-function adminRoutes(
-  t: TestApp,
-  ids: { releaseId: number; keyId: number; tokenId: number },
-): Route[] {
-  const seen = new Map<string, Route>();
-  for (const { method, path: pattern } of t.app.routes) {
-    const admin = pattern === "/admin" || pattern.startsWith("/admin/") ||
-      pattern.startsWith(TOKEN_GATED_PREFIX);
-    if (method === "ALL" || !admin) continue;
-    const path = pattern.replace(/:(\w+)/g, (_, name: string) => {
-      if (name === "slug") return "alpha";
-      if (name === "kid") return "k0000000000000000";
-      if (name === "id" && pattern.includes("/webhooks/")) return "000000000aaaaaaaaaaaa";
-      if (name === "delivery") return "000000000bbbbbbbbbbbb";
-      if (name === "id" && pattern.includes("/publish-tokens/")) return String(ids.tokenId);
-      if (name === "id") return String(pattern.includes("/api-keys/") ? ids.keyId : ids.releaseId);
-      if (name === "name") return "style.css";
-      if (name === "username") return "pat";
-      throw new Error(`no test value for :${name} in ${pattern}`);
-    });
-    seen.set(`${method} ${pattern}`, { method, pattern, path });
-  }
-  return [...seen.values()];
-}
-
-function gatedRoutes(routes: Route[]): Route[] {
+/**
+ * The publishing API's routes (admin/publish_api/mod.ts, TOKEN_GATED_PREFIX) have no session and
+ * no CSRF token: their gate is the publish token (a bearer header a browser never sends by
+ * itself). They are checked against that gate below, not the session's.
+ */
+function gatedRoutes(routes: AdminRoute[]): AdminRoute[] {
   return routes.filter((route) =>
     !PUBLIC_ROUTES.has(`${route.method} ${route.pattern}`) &&
     !route.pattern.startsWith(TOKEN_GATED_PREFIX)
@@ -96,17 +60,8 @@ function bodiesOf(fields: Fields, token: string | undefined): Array<[string, Bod
 }
 
 /** All durable state except sessions (which only record activity). */
-async function snapshot(t: TestApp): Promise<string> {
-  const rows: unknown[] = [];
-  for await (const entry of t.kv.list({ prefix: [] })) {
-    const root = String(entry.key[0]);
-    if (root.startsWith("admin_sessions")) continue;
-    rows.push([entry.key, entry.value]);
-  }
-  return JSON.stringify(
-    [rows, await listArtifactFiles(t)],
-    (_, v) => typeof v === "bigint" ? String(v) : v,
-  );
+function snapshot(t: TestApp): Promise<string> {
+  return stateSnapshot(t, ["admin_sessions"]);
 }
 
 /** Seeds a project, a release and a key whose ids the routes' parameters take. */
@@ -116,7 +71,7 @@ async function seed(t: TestApp) {
   const { apiKey } = await seedKey(t);
   const { token } = await seedPublishToken(t.kv);
   await createAdminAccount(t.kv, { username: "pat", passwordHash: "x", role: "publisher" });
-  return { releaseId: release.id, keyId: apiKey.id, tokenId: token.id };
+  return { releaseId: release.id, keyId: apiKey.id, tokenId: token.id, username: "pat" };
 }
 
 Deno.test("every admin route the app registers is behind the gates", async (t) => {

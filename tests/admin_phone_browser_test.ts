@@ -5,19 +5,22 @@
  * release" opens an upload form.
  */
 import assert from "node:assert/strict";
-import type { Browser, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
-import { hasChromium, inViewport, launchBrowser, screenshot, sidewaysOverflow } from "./browser.ts";
-import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
-
-const PASSWORD = "test-password-123";
-
-async function signIn(page: Page, base: string): Promise<void> {
-  await page.goto(`${base}/admin/login`);
-  await page.fill("#username", "admin");
-  await page.fill("#password", PASSWORD);
-  await Promise.all([page.waitForURL(`${base}/admin`), page.click("button[type=submit]")]);
-}
+import {
+  hasChromium,
+  inViewport,
+  launchBrowser,
+  screenshot,
+  sidewaysOverflow,
+  signIn,
+} from "./browser.ts";
+import {
+  makeDataTempDir,
+  SERVER_ADMIN_PASSWORD,
+  type ServerProcess,
+  startServer,
+} from "./server_process.ts";
 
 Deno.test({
   name: "small things on a phone and in the key form",
@@ -124,7 +127,7 @@ Deno.test({
 
     await t.step("after an archive or a search the page is back at the table", async () => {
       const admin = new AdminClient(httpSender([base]));
-      assert.equal((await admin.signIn("admin", PASSWORD)).status, 303);
+      assert.equal((await admin.signIn("admin", SERVER_ADMIN_PASSWORD)).status, 303);
       await admin.post("/admin/projects", {
         name: "Desktop",
         slug: "desktop",

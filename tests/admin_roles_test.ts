@@ -10,9 +10,15 @@ import {
   AdminClient,
   createAdminTestApp,
   type Fields,
-  listArtifactFiles,
   signedInClient,
 } from "./admin_helpers.ts";
+import {
+  type AdminRoute,
+  type AdminRouteIds,
+  adminRoutes,
+  stateSnapshot,
+  TOKEN_GATED_PREFIX,
+} from "./admin_routes.ts";
 import { seedPublishToken } from "./publish_helpers.ts";
 import { type AdminUser, getAdminUser, LastAdminError, setAdminRole } from "../src/store/mod.ts";
 import { adminUserKey } from "../src/store/keys.ts";
@@ -60,48 +66,17 @@ const SUCCEEDING_FIELDS: Record<string, Fields> = {
   "/admin/accounts/:username/role": { role: "admin" },
 };
 
-interface Route {
-  method: string;
-  pattern: string;
-  path: string;
-}
-
-function adminRoutes(
-  t: TestApp,
-  ids: { releaseId: number; keyId: number; tokenId: number },
-): Route[] {
-  const seen = new Map<string, Route>();
-  for (const { method, path: pattern } of t.app.routes) {
-    if (method === "ALL" || !(pattern === "/admin" || pattern.startsWith("/admin/"))) continue;
-    if (pattern.startsWith("/publish/v1/") || pattern.startsWith("/admin/static/")) continue;
-    if (pattern === "/admin/login") continue;
-    const path = pattern.replace(/:(\w+)/g, (_, name: string) => {
-      if (name === "slug") return "alpha";
-      if (name === "kid") return "k0000000000000000";
-      if (name === "username") return "vic";
-      if (name === "id" && pattern.includes("/webhooks/")) return "000000000aaaaaaaaaaaa";
-      if (name === "delivery") return "000000000bbbbbbbbbbbb";
-      if (name === "id" && pattern.includes("/publish-tokens/")) return String(ids.tokenId);
-      if (name === "id") return String(pattern.includes("/api-keys/") ? ids.keyId : ids.releaseId);
-      throw new Error(`no test value for :${name} in ${pattern}`);
-    });
-    seen.set(`${method} ${pattern}`, { method, pattern, path });
-  }
-  return [...seen.values()];
+/** The routes under /admin that need a session (not sign-in, static files or publishing API). */
+function sessionRoutes(t: TestApp, ids: Omit<AdminRouteIds, "username">): AdminRoute[] {
+  return adminRoutes(t, { ...ids, username: "vic" }).filter(({ pattern }) =>
+    !pattern.startsWith(TOKEN_GATED_PREFIX) && !pattern.startsWith("/admin/static/") &&
+    pattern !== "/admin/login"
+  );
 }
 
 /** All durable state except sessions and the audit log (reads and refusals may add to those). */
-async function snapshot(t: TestApp): Promise<string> {
-  const rows: unknown[] = [];
-  for await (const entry of t.kv.list({ prefix: [] })) {
-    const root = String(entry.key[0]);
-    if (root.startsWith("admin_sessions") || root.startsWith("audit")) continue;
-    rows.push([entry.key, entry.value]);
-  }
-  return JSON.stringify(
-    [rows, await listArtifactFiles(t)],
-    (_, v) => typeof v === "bigint" ? String(v) : v,
-  );
+function snapshot(t: TestApp): Promise<string> {
+  return stateSnapshot(t, ["admin_sessions", "audit"]);
 }
 
 async function createAccount(admin: AdminClient, username: string, role: string) {
@@ -117,7 +92,7 @@ async function signedInAs(t: TestApp, username: string): Promise<AdminClient> {
 }
 
 /** Sends the route as `client` would (its CSRF token, fields that would succeed, a file). */
-async function send(client: AdminClient, route: Route): Promise<Response> {
+async function send(client: AdminClient, route: AdminRoute): Promise<Response> {
   if (route.method === "GET") return await client.fetch(route.path);
   if (route.pattern.endsWith("/releases") && route.pattern.startsWith("/admin/projects/")) {
     return await client.upload(route.path, [
@@ -141,7 +116,7 @@ Deno.test("roles: a publisher refused on key pages, a viewer refused on every PO
   const release = await seedRelease(app, project.id, "1.0.0");
   const { apiKey } = await seedKey(app);
   const { token } = await seedPublishToken(app.kv);
-  const routes = adminRoutes(app, { releaseId: release.id, keyId: apiKey.id, tokenId: token.id });
+  const routes = sessionRoutes(app, { releaseId: release.id, keyId: apiKey.id, tokenId: token.id });
   const admin = await signedInClient(app);
   await createAccount(admin, "pat", "publisher");
   await createAccount(admin, "vic", "viewer");

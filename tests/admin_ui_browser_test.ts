@@ -17,11 +17,11 @@ import {
   SCREENS,
   screenshot,
   sidewaysOverflow,
+  signIn,
 } from "./browser.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 
-const PASSWORD = "test-password-123";
 const DAY_MS = 86_400_000;
 
 /** Fills the data dir: enough rows for two pages everywhere, and downloads to chart. */
@@ -79,13 +79,6 @@ interface Visit {
   screen: string;
 }
 
-async function signIn({ page, base }: Visit): Promise<void> {
-  await page.goto(`${base}/admin/login`);
-  await page.fill("#username", "admin");
-  await page.fill("#password", PASSWORD);
-  await Promise.all([page.waitForURL(`${base}/admin`), page.click("button[type=submit]")]);
-}
-
 /** Opens a page, checks it fits the screen, and saves its screenshot. */
 async function visit(v: Visit, path: string, name: string): Promise<void> {
   await v.page.goto(`${v.base}${path}`);
@@ -137,7 +130,7 @@ Deno.test({
         assert.equal(res.status, 200);
         assert.match(res.headers.get("content-type") ?? "", /^image\/svg\+xml/);
         await res.body?.cancel();
-        await signIn(v);
+        await signIn(v.page, v.base);
       });
 
       await t.step(`${size.name}: dashboard chart, table fallback and top keys`, async () => {
@@ -383,7 +376,7 @@ Deno.test({
         javaScriptEnabled: false,
       });
       const page = await context.newPage();
-      await signIn({ page, base, screen: "phone" });
+      await signIn(page, base);
       await page.goto(`${base}/admin/api-keys?new=1`);
       await page.fill("#key-name", "No script");
       await Promise.all([

@@ -5,19 +5,13 @@
  */
 import assert from "node:assert/strict";
 import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
-import { startReceiver } from "./webhook_receiver.ts";
-import { startWebhookWorker } from "../src/webhooks/worker.ts";
+import { startReceiver, startTestWorker } from "./webhook_receiver.ts";
 
 Deno.test("webhooks in the admin UI", async (t) => {
   await using app = await createAdminTestApp();
   const admin = await signedInClient(app);
   const receiver = startReceiver();
-  const worker = startWebhookWorker({
-    kv: app.kv,
-    allowPrivate: true,
-    timeoutMs: 2000,
-    pollMs: 60_000,
-  });
+  const worker = startTestWorker(app.kv);
   try {
     let endpointId = "";
     await t.step("a bad URL or no event re-shows the form with the message", async () => {

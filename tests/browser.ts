@@ -4,7 +4,7 @@
  * at, and full-page screenshots into tests/screenshots/ (git-ignored).
  */
 import { type Browser, chromium, type Page } from "playwright-core";
-import { PROJECT_ROOT } from "./server_process.ts";
+import { PROJECT_ROOT, SERVER_ADMIN_PASSWORD } from "./server_process.ts";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const SCREENSHOTS = `${PROJECT_ROOT}tests/screenshots`;
@@ -35,6 +35,18 @@ export async function launchBrowser(): Promise<Browser> {
       "--disable-sync",
     ],
   });
+}
+
+/** Signs in as `admin` on the login page of the server at `base` and waits for the dashboard. */
+export async function signIn(
+  page: Page,
+  base: string,
+  password = SERVER_ADMIN_PASSWORD,
+): Promise<void> {
+  await page.goto(`${base}/admin/login`);
+  await page.fill("#username", "admin");
+  await page.fill("#password", password);
+  await Promise.all([page.waitForURL(`${base}/admin`), page.click("button[type=submit]")]);
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {

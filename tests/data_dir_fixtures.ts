@@ -49,3 +49,20 @@ export async function openDataDir(dataDir: string): Promise<DataDirFixtures> {
     close: () => kv.close(),
   };
 }
+
+/**
+ * An API key that downloads from every project, written into the data dir's KV (the service may
+ * be running on it: its reads see the new key).
+ */
+export async function createClientKey(dataDir: string): ReturnType<typeof createApiKey> {
+  const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+  try {
+    return await createApiKey(kv, {
+      name: "client",
+      can_download: true,
+      scope_mode: "all_projects",
+    });
+  } finally {
+    kv.close();
+  }
+}

@@ -7,7 +7,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { createBackup } from "../src/backup/backup.ts";
 import { restoreBackup } from "../src/backup/restore.ts";
 import { deleteProject, deleteRelease } from "../src/lifecycle/delete.ts";
@@ -26,8 +25,8 @@ import {
 } from "../src/store/mod.ts";
 import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
-import { downloadCount, seedKey, seedProject, seedRelease, sha256 } from "./helpers.ts";
-import { cephMissing, type Rgw, s3Client, startRgw } from "./rgw.ts";
+import { downloadCount, readRest, seedKey, seedProject, seedRelease, sha256 } from "./helpers.ts";
+import { cephMissing, objectsUnderPrefix, type Rgw, startRgw } from "./rgw.ts";
 
 function location(dataDir: string) {
   return { kvPath: join(dataDir, "kv.sqlite3"), artifactsDir: join(dataDir, "artifacts") };
@@ -95,10 +94,7 @@ Deno.test({
       const s3 = await rgw.bucket({ prefix: "artifacts/" });
       const artifacts = await createS3Store(s3, 256 * 1024 ** 2);
       await using app = await createAdminTestApp({}, { artifacts });
-      const bucket = s3Client(s3);
-      const objects = async () =>
-        ((await bucket.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: s3.prefix })))
-          .Contents ?? []).map((o) => o.Key!.slice(s3.prefix.length)).sort();
+      const objects = () => objectsUnderPrefix(s3);
       const project = await seedProject(app, { slug: "app" });
       const { secret } = await seedKey(app);
       const client = await signedInClient(app);
@@ -135,18 +131,9 @@ Deno.test({
         assert.ok(received < big.length, "still in flight");
         assert.equal((await client.post(`/admin/releases/${release.id}/delete`)).status, 303);
         assert.ok(!(await objects()).includes(release.storage_key));
-        let failed = false;
-        try {
-          for (;;) {
-            const { done, value } = await reader.read();
-            if (done) break;
-            hash.update(value);
-            received += value.length;
-          }
-        } catch {
-          failed = true;
-        }
-        if (!failed) {
+        const rest = await readRest(reader, hash);
+        received += rest.bytes;
+        if (!rest.failed) {
           assert.equal(received, big.length, "a finished download has every byte");
           assert.equal(hash.digest("hex"), release.checksum_sha256);
         }

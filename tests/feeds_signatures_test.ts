@@ -73,26 +73,20 @@ Deno.test("tauri and sparkle signatures verify over the served file", async (t) 
     assert.ok(!minisignVerifies(publicKeyFile, served, tampered), "a tampered file fails");
     await Deno.writeTextFile(`${dir}/served.minisig`, served);
     await Deno.writeFile(`${dir}/got`, got);
-    const ok = await run("minisign", [
-      "-V",
-      "-p",
-      `${dir}/key.pub`,
-      "-m",
-      `${dir}/got`,
-      "-x",
-      `${dir}/served.minisig`,
-    ]);
+    const verifyGot = () =>
+      run("minisign", [
+        "-V",
+        "-p",
+        `${dir}/key.pub`,
+        "-m",
+        `${dir}/got`,
+        "-x",
+        `${dir}/served.minisig`,
+      ]);
+    const ok = await verifyGot();
     assert.equal(ok.code, 0, ok.text);
     await Deno.writeFile(`${dir}/got`, tampered);
-    const bad = await run("minisign", [
-      "-V",
-      "-p",
-      `${dir}/key.pub`,
-      "-m",
-      `${dir}/got`,
-      "-x",
-      `${dir}/served.minisig`,
-    ]);
+    const bad = await verifyGot();
     assert.notEqual(bad.code, 0);
   });
 

@@ -1,6 +1,6 @@
 /** Shared fixtures: an app on in-memory KVs and a temp data dir, seed helpers, KV utilities. */
 import { createMetrics } from "../src/lib/metrics.ts";
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { join } from "node:path";
 import { createApp } from "../app.ts";
 import { type ArtifactStore, createFsStore, publishRelease } from "../src/storage/mod.ts";
@@ -287,4 +287,25 @@ export async function waitFor(
 /** The newest audit entry. */
 export async function lastAudit(t: TestApp) {
   return (await listAuditEntries(t.kv, { limit: 1 })).entries[0];
+}
+
+/**
+ * Reads the rest of a download into `hash`: how many bytes came, and whether the stream failed
+ * (was cut) instead of ending.
+ */
+export async function readRest(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  hash: Hash,
+): Promise<{ bytes: number; failed: boolean }> {
+  let bytes = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return { bytes, failed: false };
+      hash.update(value);
+      bytes += value.length;
+    }
+  } catch {
+    return { bytes, failed: true };
+  }
 }

@@ -6,18 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { dirname, join, resolve } from "node:path";
+import { sourceFiles } from "./source_files.ts";
 
 const ROOT = resolve(dirname(new URL(import.meta.url).pathname), "..");
-
-async function sourceFiles(dir: string): Promise<string[]> {
-  const files: string[] = [];
-  for await (const entry of Deno.readDir(join(ROOT, dir))) {
-    const path = `${dir}/${entry.name}`;
-    if (entry.isDirectory) files.push(...await sourceFiles(path));
-    else if (/\.tsx?$/.test(entry.name)) files.push(path);
-  }
-  return files;
-}
 
 async function production(): Promise<Array<{ file: string; source: string }>> {
   const files = ["main.ts", "app.ts", ...await sourceFiles("src"), ...await sourceFiles("admin")];

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { dirname, join, relative, resolve } from "node:path";
+import { sourceFiles } from "./source_files.ts";
 
 const ROOT = resolve(dirname(new URL(import.meta.url).pathname), "..");
 
@@ -41,16 +42,6 @@ function isData(path: string): boolean {
 
 function layerOf(path: string) {
   return LAYERS.find((layer) => layer.owns(path));
-}
-
-async function sourceFiles(dir: string): Promise<string[]> {
-  const files: string[] = [];
-  for await (const entry of Deno.readDir(join(ROOT, dir))) {
-    const path = `${dir}/${entry.name}`;
-    if (entry.isDirectory) files.push(...await sourceFiles(path));
-    else if (/\.tsx?$/.test(entry.name)) files.push(path);
-  }
-  return files;
 }
 
 /** The specifiers of a file's static and dynamic imports and re-exports. */

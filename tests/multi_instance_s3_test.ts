@@ -9,28 +9,14 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import {
-  ListMultipartUploadsCommand,
-  ListObjectsV2Command,
-  ListPartsCommand,
-  S3Client,
-} from "@aws-sdk/client-s3";
-import { createApiKey } from "../src/store/mod.ts";
+import { ListMultipartUploadsCommand, ListPartsCommand } from "@aws-sdk/client-s3";
+import { createClientKey } from "./data_dir_fixtures.ts";
 import { AdminClient, httpSender, randomBytes } from "./admin_helpers.ts";
 import { sha256, waitFor } from "./helpers.ts";
-import { cephMissing, s3Client, startRgw } from "./rgw.ts";
+import { bucketContents, cephMissing, s3Client, startRgw } from "./rgw.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 
 const MiB = 1024 * 1024;
-
-async function bucketContents(client: S3Client, bucket: string) {
-  const objects = await client.send(new ListObjectsV2Command({ Bucket: bucket }));
-  const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
-  return {
-    objects: (objects.Contents ?? []).map((o) => o.Key!).sort(),
-    uploads: uploads.Uploads ?? [],
-  };
-}
 
 /** A client with `admin`'s session and CSRF token that talks to `server` only. */
 function signedInAt(admin: AdminClient, server: ServerProcess): AdminClient {
@@ -79,18 +65,9 @@ Deno.test({
           ["file", new File([bytes as BlobPart], "desktop.zip", { type: "application/zip" })],
         ]);
         assert.equal(uploaded.status, 303, await uploaded.text());
-        const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-        try {
-          const made = await createApiKey(kv, {
-            name: "client",
-            can_download: true,
-            scope_mode: "all_projects",
-          });
-          secret = made.secret;
-          keyId = made.apiKey.id;
-        } finally {
-          kv.close();
-        }
+        const made = await createClientKey(dataDir);
+        secret = made.secret;
+        keyId = made.apiKey.id;
         const auth = { authorization: `Bearer ${secret}` };
         await waitFor("the key on every instance", async () => {
           const answers = await Promise.all(servers.map(async (server) => {
@@ -184,7 +161,9 @@ Deno.test({
           let uploadId = "";
           let key = "";
           await waitFor("a multipart upload with a part stored", async () => {
-            const { uploads } = await bucketContents(client, bucket.bucket);
+            const { Uploads: uploads = [] } = await client.send(
+              new ListMultipartUploadsCommand({ Bucket: bucket.bucket }),
+            );
             if (uploads.length === 0) return false;
             [uploadId, key] = [uploads[0].UploadId!, uploads[0].Key!];
             const parts = await client.send(
@@ -208,7 +187,7 @@ Deno.test({
           } finally {
             kv.close();
           }
-          const left = await bucketContents(client, bucket.bucket);
+          const left = await bucketContents(bucket);
           assert.equal(left.uploads.length, 1, "the crash left the multipart upload");
 
           // A comes back after APP_S3_SWEEP_AFTER_SECONDS (2 s); its start-up sweep cleans up.
@@ -219,9 +198,9 @@ Deno.test({
           servers[0] = a;
           await waitFor(
             "the sweep",
-            async () => (await bucketContents(client, bucket.bucket)).uploads.length === 0,
+            async () => (await bucketContents(bucket)).uploads.length === 0,
           );
-          const after = await bucketContents(client, bucket.bucket);
+          const after = await bucketContents(bucket);
           assert.equal(after.objects.length, 1, `only the release's object: ${after.objects}`);
           // The sweep of A at its start, or the one of B or C 6 s after theirs, whichever came
           // first; its log line follows the removal (and the log's 25 ms batch).

@@ -8,10 +8,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parse } from "yaml";
-import { createApiKey } from "../src/store/mod.ts";
-import { AdminClient, httpSender, randomBytes } from "./admin_helpers.ts";
+import { randomBytes } from "./admin_helpers.ts";
+import { createClientKey } from "./data_dir_fixtures.ts";
 import { listDir, sha256 } from "./helpers.ts";
-import { PUBLISH_PREFIX, uploadForm } from "./publish_helpers.ts";
+import { setUpPipeline, uploadForm } from "./publish_helpers.ts";
 import { makeDataTempDir, PROJECT_ROOT, startServer } from "./server_process.ts";
 
 /** The fenced yaml blocks of docs/publishing.md, parsed. */
@@ -40,26 +40,7 @@ Deno.test("e2e: a pipeline publishes through the publishing API (fs)", async (t)
   const dataDir = await makeDataTempDir("publish-e2e");
   await using server = await startServer(dataDir, { APP_MAX_UPLOAD_BYTES: String(64 << 20) });
   const base = server.baseUrl;
-  const admin = new AdminClient(httpSender([base]));
-  assert.equal((await admin.signIn("admin", "test-password-123")).status, 303);
-  assert.equal(
-    (await admin.post("/admin/projects", { name: "Desktop", slug: "desktop" })).status,
-    303,
-  );
-  await admin.page("/admin/publish-tokens");
-  const created = await admin.post("/admin/publish-tokens", {
-    name: "e2e pipeline",
-    project_slugs: "desktop",
-    can_upload: "on",
-    can_change_state: "on",
-  });
-  assert.equal(created.status, 200);
-  const token = /data-publish-token="([^"]+)"/.exec(await created.text())![1];
-  const call = (path: string, init: RequestInit = {}, bearer = token) =>
-    fetch(base + PUBLISH_PREFIX + path, {
-      ...init,
-      headers: { ...init.headers, authorization: `Bearer ${bearer}` },
-    });
+  const { token, call } = await setUpPipeline(base, "e2e pipeline");
   const artifacts = join(dataDir, "artifacts");
   const work = await Deno.makeTempDir({ prefix: "publish-e2e-work-" });
   let clientKey = "";
@@ -78,16 +59,7 @@ Deno.test("e2e: a pipeline publishes through the publishing API (fs)", async (t)
       assert.equal(res.status, 201, JSON.stringify(body));
       assert.equal(body.release.checksum_sha256, sha256(bytes));
       assert.equal(body.release.is_latest, true);
-      const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-      try {
-        clientKey = (await createApiKey(kv, {
-          name: "client",
-          can_download: true,
-          scope_mode: "all_projects",
-        })).secret;
-      } finally {
-        kv.close();
-      }
+      clientKey = (await createClientKey(dataDir)).secret;
       const download = await fetch(`${base}${body.release.download_url}`, {
         headers: { authorization: `Bearer ${clientKey}` },
       });

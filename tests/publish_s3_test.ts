@@ -7,27 +7,14 @@
  * Skipped, with one line, when Ceph is not installed.
  */
 import assert from "node:assert/strict";
-import { ListMultipartUploadsCommand, ListObjectsV2Command } from "@aws-sdk/client-s3";
-import { join } from "node:path";
-import type { S3Config } from "../src/lib/config.ts";
-import { createApiKey } from "../src/store/mod.ts";
-import { AdminClient, httpSender, randomBytes } from "./admin_helpers.ts";
+import { randomBytes } from "./admin_helpers.ts";
+import { createClientKey } from "./data_dir_fixtures.ts";
 import { sha256 } from "./helpers.ts";
-import { PUBLISH_PREFIX, uploadForm } from "./publish_helpers.ts";
-import { cephMissing, s3Client, startRgw } from "./rgw.ts";
+import { setUpPipeline, uploadForm } from "./publish_helpers.ts";
+import { bucketContents, cephMissing, startRgw } from "./rgw.ts";
 import { makeDataTempDir, startServer } from "./server_process.ts";
 
 const MiB = 1024 * 1024;
-
-async function bucketContents(s3: S3Config): Promise<{ objects: string[]; uploads: string[] }> {
-  const client = s3Client(s3);
-  const objects = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
-  const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: s3.bucket }));
-  return {
-    objects: (objects.Contents ?? []).map((o) => o.Key!).sort(),
-    uploads: (uploads.Uploads ?? []).map((u) => u.Key!).sort(),
-  };
-}
 
 Deno.test({
   name: "e2e: a pipeline publishes through the publishing API (s3, radosgw)",
@@ -44,42 +31,13 @@ Deno.test({
         APP_MAX_UPLOAD_BYTES: String(64 * MiB),
       });
       const base = server.baseUrl;
-      const admin = new AdminClient(httpSender([base]));
-      assert.equal((await admin.signIn("admin", "test-password-123")).status, 303);
-      assert.equal(
-        (await admin.post("/admin/projects", { name: "Desktop", slug: "desktop" })).status,
-        303,
-      );
-      await admin.page("/admin/publish-tokens");
-      const created = await admin.post("/admin/publish-tokens", {
-        name: "s3 pipeline",
-        project_slugs: "desktop",
-        can_upload: "on",
-        can_change_state: "on",
-      });
-      assert.equal(created.status, 200);
-      const token = /data-publish-token="([^"]+)"/.exec(await created.text())![1];
-      const call = (path: string, init: RequestInit = {}, bearer = token) =>
-        fetch(base + PUBLISH_PREFIX + path, {
-          ...init,
-          headers: { ...init.headers, authorization: `Bearer ${bearer}` },
-        });
+      const { call, token } = await setUpPipeline(base, "s3 pipeline");
       const upload = (fields: Record<string, string>, bytes: Uint8Array, bearer = token) =>
         call("/projects/desktop/releases", {
           method: "POST",
           body: uploadForm(fields, { bytes, name: `desktop-${fields.version}.zip` }),
         }, bearer);
-      const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-      let clientKey: string;
-      try {
-        clientKey = (await createApiKey(kv, {
-          name: "client",
-          can_download: true,
-          scope_mode: "all_projects",
-        })).secret;
-      } finally {
-        kv.close();
-      }
+      const clientKey = (await createClientKey(dataDir)).secret;
       const client = (path: string) =>
         fetch(base + path, { headers: { authorization: `Bearer ${clientKey}` } });
       const versions = async () =>

@@ -7,10 +7,14 @@
 import assert from "node:assert/strict";
 import type { Browser } from "playwright-core";
 import { AdminClient, httpSender, randomBytes } from "./admin_helpers.ts";
-import { hasChromium, launchBrowser, screenshot, sidewaysOverflow } from "./browser.ts";
-import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
+import { hasChromium, launchBrowser, screenshot, sidewaysOverflow, signIn } from "./browser.ts";
+import {
+  makeDataTempDir,
+  SERVER_ADMIN_PASSWORD,
+  type ServerProcess,
+  startServer,
+} from "./server_process.ts";
 
-const PASSWORD = "test-password-123";
 const WIDTHS = [1024, 1366, 1920, 390] as const;
 
 interface Box {
@@ -33,7 +37,7 @@ Deno.test({
     server = await startServer(dataDir);
     const base = server.baseUrl;
     const admin = new AdminClient(httpSender([base]));
-    assert.equal((await admin.signIn("admin", PASSWORD)).status, 303);
+    assert.equal((await admin.signIn("admin", SERVER_ADMIN_PASSWORD)).status, 303);
     await admin.post("/admin/projects", { name: "Desktop", slug: "desktop" });
     await admin.page("/admin/projects/desktop");
     const versions = ["1.0.0", "1.1.0-beta.12+build.20260301", "2.0.0"];
@@ -65,10 +69,7 @@ Deno.test({
         const context = await browser!.newContext({ viewport: { width, height: 900 } });
         try {
           const page = await context.newPage();
-          await page.goto(`${base}/admin/login`);
-          await page.fill("#username", "admin");
-          await page.fill("#password", PASSWORD);
-          await Promise.all([page.waitForURL(`${base}/admin`), page.click("button[type=submit]")]);
+          await signIn(page, base);
           await page.goto(`${base}/admin/projects/desktop`);
           assert.ok((await sidewaysOverflow(page)) <= 0, "no sideways scrolling");
           const measured = await page.evaluate<

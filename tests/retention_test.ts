@@ -30,8 +30,7 @@ import { createS3Store } from "../src/storage/s3_store.ts";
 import { ConfigError, loadConfig } from "../src/lib/config.ts";
 import { seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import { createAdminTestApp, listArtifactFiles, signedInClient } from "./admin_helpers.ts";
-import { cephMissing, type Rgw, s3Client, startRgw } from "./rgw.ts";
-import { ListObjectsV2Command } from "@aws-sdk/client-s3";
+import { cephMissing, objectsUnderPrefix, type Rgw, startRgw } from "./rgw.ts";
 
 const DAY = 86_400_000;
 
@@ -290,11 +289,7 @@ Deno.test({
       const s3 = await rgw.bucket({ prefix: "artifacts/" });
       const artifacts = await createS3Store(s3, 64 * 1024 ** 2);
       await using app = await createAdminTestApp({}, { artifacts });
-      const client = s3Client(s3);
-      const listObjects = async () =>
-        ((await client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: s3.prefix })))
-          .Contents ?? []).map((o) => o.Key!);
-      await retentionRuns(t, { app, listObjects });
+      await retentionRuns(t, { app, listObjects: () => objectsUnderPrefix(s3) });
     } finally {
       await rgw.stop();
     }

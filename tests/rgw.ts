@@ -5,7 +5,12 @@
  * are skipped, with one line saying why, when Ceph is not installed.
  */
 import { join } from "node:path";
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import {
+  CreateBucketCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  S3Client,
+} from "@aws-sdk/client-s3";
 import type { S3Config } from "../src/lib/config.ts";
 import { PROJECT_ROOT } from "./server_process.ts";
 
@@ -40,6 +45,31 @@ export function s3Client(
     forcePathStyle: true,
     credentials: { accessKeyId: s3.accessKeyId!, secretAccessKey: s3.secretAccessKey! },
   });
+}
+
+/** What a bucket holds: its objects' keys and its unfinished multipart uploads' keys, sorted. */
+export interface BucketContents {
+  objects: string[];
+  uploads: string[];
+}
+
+/** Everything in the bucket, under any prefix (strays included). */
+export async function bucketContents(s3: S3Config): Promise<BucketContents> {
+  const client = s3Client(s3);
+  const objects = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
+  const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: s3.bucket }));
+  return {
+    objects: (objects.Contents ?? []).map((o) => o.Key!).sort(),
+    uploads: (uploads.Uploads ?? []).map((u) => u.Key!).sort(),
+  };
+}
+
+/** The keys of the objects under the bucket's prefix, without that prefix, sorted. */
+export async function objectsUnderPrefix(s3: S3Config): Promise<string[]> {
+  const listed = await s3Client(s3).send(
+    new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: s3.prefix }),
+  );
+  return (listed.Contents ?? []).map((o) => o.Key!.slice(s3.prefix.length)).sort();
 }
 
 export interface Rgw {

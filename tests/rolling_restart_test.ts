@@ -10,8 +10,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { freePort, which } from "../bench/process.ts";
-import { createApiKey } from "../src/store/mod.ts";
 import { AdminClient, randomBytes, type Sender } from "./admin_helpers.ts";
+import { createClientKey } from "./data_dir_fixtures.ts";
 import {
   makeDataTempDir,
   PROJECT_ROOT,
@@ -161,13 +161,7 @@ Deno.test({
         ["file", new File([randomBytes(20_000) as BlobPart], "app.bin")],
       ]);
       assert.equal(uploaded.status, 303, await uploaded.text());
-      const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-      const { secret } = await createApiKey(kv, {
-        name: "client",
-        can_download: true,
-        scope_mode: "all_projects",
-      });
-      kv.close();
+      const { secret } = await createClientKey(dataDir);
       const auth = { authorization: `Bearer ${secret}` };
       const latest = await get("/api/v1/projects/app/releases/latest", { headers: auth });
       const releaseId = (await latest.json()).release.id;

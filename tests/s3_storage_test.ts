@@ -6,12 +6,7 @@
  * refusing an unreachable bucket with one line.
  */
 import assert from "node:assert/strict";
-import {
-  CreateMultipartUploadCommand,
-  ListMultipartUploadsCommand,
-  ListObjectsV2Command,
-  UploadPartCommand,
-} from "@aws-sdk/client-s3";
+import { CreateMultipartUploadCommand, UploadPartCommand } from "@aws-sdk/client-s3";
 import type { S3Config } from "../src/lib/config.ts";
 import {
   EmptyUploadError,
@@ -25,22 +20,12 @@ import { serveArtifact } from "../src/api/download.ts";
 import { createProject, listReleasesByProject } from "../src/store/mod.ts";
 import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";
 import { downloadCount, seedKey, seedProject, seedRelease, sha256 } from "./helpers.ts";
-import { cephMissing, type Rgw, s3Client, startRgw } from "./rgw.ts";
+import { bucketContents, cephMissing, type Rgw, s3Client, startRgw } from "./rgw.ts";
 import { makeDataTempDir, runTask } from "./server_process.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { join } from "node:path";
 
 const MiB = 1024 * 1024;
-/** What the bucket holds: object keys and unfinished multipart uploads. */
-async function bucketContents(s3: S3Config): Promise<{ objects: string[]; uploads: string[] }> {
-  const client = s3Client(s3);
-  const objects = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
-  const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: s3.bucket }));
-  return {
-    objects: (objects.Contents ?? []).map((o) => o.Key!).sort(),
-    uploads: (uploads.Uploads ?? []).map((u) => u.Key!).sort(),
-  };
-}
 
 /** `total` bytes in `chunk`-sized pieces, then an error when `failAfter` bytes were sent. */
 function source(bytes: Uint8Array, chunk = 64 * 1024, failAfter = Infinity) {

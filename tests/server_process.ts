@@ -7,6 +7,9 @@ import { fileURLToPath } from "node:url";
 
 export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
 
+/** The password of the account `admin` that startServer gives the service unless told another. */
+export const SERVER_ADMIN_PASSWORD = "test-password-123";
+
 export interface ServerProcess extends AsyncDisposable {
   /** `http://127.0.0.1:<port>`, the port the server picked (it starts with APP_PORT=0). */
   baseUrl: string;
@@ -93,7 +96,7 @@ export async function startServer(
       APP_DATA_DIR: dataDir,
       APP_PORT: "0",
       APP_HOST: "127.0.0.1",
-      APP_ADMIN_PASSWORD: "test-password-123",
+      APP_ADMIN_PASSWORD: SERVER_ADMIN_PASSWORD,
       APP_CLIENT_RATE_LIMIT_BURST: "100000",
       APP_CLIENT_RATE_LIMIT_PER_MINUTE: "100000",
       ...env,

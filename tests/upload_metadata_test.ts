@@ -9,11 +9,12 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createApiKey, type Release, releaseKey } from "../src/store/mod.ts";
+import { type Release, releaseKey } from "../src/store/mod.ts";
 import { contentDisposition, downloadContentType } from "../src/http/content_disposition.ts";
 import { cutToCodePoints, isMediaType } from "../src/lib/header_text.ts";
 import { safeFilename } from "../src/store/validate.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
+import { createClientKey } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 
 const encoder = new TextEncoder();
@@ -66,13 +67,7 @@ Deno.test({
     await created.body?.cancel();
     await admin.page("/admin/projects/app");
 
-    const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-    const { secret } = await createApiKey(kv, {
-      name: "client",
-      can_download: true,
-      scope_mode: "all_projects",
-    });
-    kv.close();
+    const { secret } = await createClientKey(dataDir);
     const auth = { authorization: `Bearer ${secret}` };
     const latest = async () => {
       const res = await fetch(`${server.baseUrl}/api/v1/projects/app/releases/latest`, {

@@ -4,17 +4,15 @@
  * `rollout.changed` from every rollout write, delivered to a real receiver.
  */
 import assert from "node:assert/strict";
-import { startWebhookWorker } from "../src/webhooks/worker.ts";
 import {
   changeRollout,
   completeRollout,
-  createWebhookEndpoint,
   deleteWebhookEndpoint,
   endRollout,
   startRollout,
 } from "../src/store/mod.ts";
 import { createTestApp, downloadCount, seedKey, seedProject, seedRelease } from "./helpers.ts";
-import { startReceiver } from "./webhook_receiver.ts";
+import { startReceiver, startTestWorker, subscribeReceiver } from "./webhook_receiver.ts";
 
 interface Received {
   type: string;
@@ -28,14 +26,7 @@ Deno.test("download.completed is announced in batches, once per batch", async (t
   const other = await seedRelease(app, project.id, "1.1.0");
   const { secret } = await seedKey(app);
   const receiver = startReceiver();
-  const worker = (batchMs = 0) =>
-    startWebhookWorker({
-      kv: app.kv,
-      allowPrivate: true,
-      timeoutMs: 2000,
-      pollMs: 60_000,
-      downloadBatchMs: batchMs,
-    });
+  const worker = (batchMs = 0) => startTestWorker(app.kv, { downloadBatchMs: batchMs });
   const download = async (id: number, times: number) => {
     const before = await downloadCount(app.kv, id);
     for (let i = 0; i < times; i++) {
@@ -52,12 +43,7 @@ Deno.test("download.completed is announced in batches, once per batch", async (t
   const one = worker();
   try {
     await download(release.id, 2);
-    const endpoint = await createWebhookEndpoint(app.kv, {
-      url: receiver.url,
-      events: ["download.completed"],
-      created_by: "admin",
-    });
-    receiver.setSecret(endpoint.secret);
+    const endpoint = await subscribeReceiver(app.kv, receiver, { events: ["download.completed"] });
 
     await t.step("downloads before the subscription are not announced", async () => {
       await one.tick();
@@ -125,12 +111,7 @@ Deno.test("download.completed is announced in batches, once per batch", async (t
         await deleteWebhookEndpoint(app.kv, endpoint.id);
         await download(release.id, 2);
         await one.tick();
-        const again = await createWebhookEndpoint(app.kv, {
-          url: receiver.url,
-          events: ["download.completed"],
-          created_by: "admin",
-        });
-        receiver.setSecret(again.secret);
+        await subscribeReceiver(app.kv, receiver, { events: ["download.completed"] });
         await one.tick();
         await one.tick();
         assert.equal(events().length, 4);
@@ -153,19 +134,9 @@ Deno.test("every rollout change is a rollout.changed event", async () => {
   const v2 = await seedRelease(app, project.id, "2.0.0");
   const v1b = await seedRelease(app, project.id, "1.0.1");
   const receiver = startReceiver();
-  const worker = startWebhookWorker({
-    kv: app.kv,
-    allowPrivate: true,
-    timeoutMs: 2000,
-    pollMs: 60_000,
-  });
+  const worker = startTestWorker(app.kv);
   try {
-    const endpoint = await createWebhookEndpoint(app.kv, {
-      url: receiver.url,
-      events: ["rollout.changed"],
-      created_by: "admin",
-    });
-    receiver.setSecret(endpoint.secret);
+    await subscribeReceiver(app.kv, receiver, { events: ["rollout.changed"] });
     // One change at a time: deliveries of a batch may arrive in any order.
     const act = async (change: () => Promise<unknown>) => {
       await change();

@@ -6,9 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createWebhookEndpoint, emitWebhookEvent } from "../src/store/mod.ts";
+import { emitWebhookEvent } from "../src/store/mod.ts";
 import { makeDataTempDir, startInstances, startServer } from "./server_process.ts";
-import { startReceiver } from "./webhook_receiver.ts";
+import { type Receiver, startReceiver, subscribeReceiver } from "./webhook_receiver.ts";
 import { waitFor } from "./helpers.ts";
 
 const ENV = { APP_WEBHOOKS_ALLOW_PRIVATE: "true", APP_WEBHOOKS_TIMEOUT_SECONDS: "5" };
@@ -16,17 +16,12 @@ const ENV = { APP_WEBHOOKS_ALLOW_PRIVATE: "true", APP_WEBHOOKS_TIMEOUT_SECONDS: 
 /** Registers the receiver and queues `count` events straight into the service's KV file. */
 async function queueEvents(
   dataDir: string,
-  receiver: ReturnType<typeof startReceiver>,
+  receiver: Receiver,
   count: number,
 ): Promise<void> {
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
   try {
-    const endpoint = await createWebhookEndpoint(kv, {
-      url: receiver.url,
-      events: ["release.published"],
-      created_by: "test",
-    });
-    receiver.setSecret(endpoint.secret);
+    await subscribeReceiver(kv, receiver, { events: ["release.published"], createdBy: "test" });
     for (let i = 0; i < count; i++) {
       await emitWebhookEvent(kv, "release.published", { release: { id: i + 1 } });
     }

@@ -4,15 +4,14 @@
  */
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
-import { startReceiver } from "./webhook_receiver.ts";
+import { startReceiver, startTestWorker, subscribeReceiver } from "./webhook_receiver.ts";
 import { checkTarget, nonPublicReason, RefusedTargetError } from "../src/webhooks/address_guard.ts";
 import { signDelivery, verifyDelivery } from "../src/webhooks/signature.ts";
-import { nextAttemptAt, RETRY_DELAYS_SECONDS, startWebhookWorker } from "../src/webhooks/worker.ts";
+import { nextAttemptAt, RETRY_DELAYS_SECONDS } from "../src/webhooks/worker.ts";
 import {
   createApiKey,
   createProject,
   createRelease,
-  createWebhookEndpoint,
   deleteReleaseRecord,
   emitWebhookEvent,
   listWebhookDeliveries,
@@ -120,14 +119,11 @@ Deno.test("webhook delivery to a real receiver", async (t) => {
   const kv = await Deno.openKv(":memory:");
   let status = 204;
   const receiver = startReceiver(() => status);
-  const worker = startWebhookWorker({ kv, allowPrivate: true, timeoutMs: 2000, pollMs: 60_000 });
+  const worker = startTestWorker(kv);
   try {
-    const endpoint = await createWebhookEndpoint(kv, {
-      url: receiver.url,
+    const endpoint = await subscribeReceiver(kv, receiver, {
       events: ["release.published", "key.created"],
-      created_by: "admin",
     });
-    receiver.setSecret(endpoint.secret);
     assert.match(endpoint.secret, /^whsec_[A-Za-z0-9_-]{43}$/);
 
     await t.step("a subscribed event arrives once, signed with the endpoint's secret", async () => {
@@ -184,13 +180,9 @@ Deno.test("webhook delivery to a real receiver", async (t) => {
 Deno.test("webhook deliveries to private targets are refused without the setting", async () => {
   const kv = await Deno.openKv(":memory:");
   const receiver = startReceiver();
-  const worker = startWebhookWorker({ kv, allowPrivate: false, timeoutMs: 2000, pollMs: 60_000 });
+  const worker = startTestWorker(kv, { allowPrivate: false });
   try {
-    const endpoint = await createWebhookEndpoint(kv, {
-      url: receiver.url,
-      events: ["release.archived"],
-      created_by: "admin",
-    });
+    const endpoint = await subscribeReceiver(kv, receiver, { events: ["release.archived"] });
     await emitWebhookEvent(kv, "release.archived", { release: { id: 1 } });
     await worker.tick();
     await waitFor(
@@ -276,20 +268,10 @@ Deno.test("release and key writes carry their webhook events in the same commit"
         expires_at: later,
       });
       await events();
-      const worker = startWebhookWorker({
-        kv,
-        allowPrivate: false,
-        timeoutMs: 1000,
-        pollMs: 60_000,
-      });
+      const worker = startTestWorker(kv, { allowPrivate: false, timeoutMs: 1000 });
       await worker.tick();
       worker.stop();
-      const again = startWebhookWorker({
-        kv,
-        allowPrivate: false,
-        timeoutMs: 1000,
-        pollMs: 60_000,
-      });
+      const again = startTestWorker(kv, { allowPrivate: false, timeoutMs: 1000 });
       await again.tick();
       again.stop();
       // The worker fans events out at once; none is subscribed, so look at the notices instead.
