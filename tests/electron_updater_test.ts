@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { changeRollout, endRollout, startRollout } from "../src/store/mod.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
-import { makeDataTempDir, PROJECT_ROOT, startServer } from "./server_process.ts";
+import { makeDataTempDir, PROJECT_ROOT, removedAtEnd, startServer } from "./server_process.ts";
 
 /** The version the test runs; installed once from npm into ./data/ (ignored by git). */
 const ELECTRON_UPDATER = "electron-updater@6.8.10";
@@ -43,6 +43,7 @@ interface UpdaterResult {
 Deno.test("electron-updater updates from the feed with the key", async (t) => {
   const modules = await installUpdater();
   const root = await makeDataTempDir("test-electron-updater");
+  await using _removed = removedAtEnd(root);
   const dataDir = join(root, "service");
   const fx = await openDataDir(dataDir);
   const app = await fx.project({ name: "Desktop", slug: "desktop" });

@@ -7,10 +7,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createApiKey, createProject } from "../src/store/mod.ts";
-import { makeDataTempDir, startServer } from "./server_process.ts";
+import { makeDataTempDir, removedAtEnd, startServer } from "./server_process.ts";
 
 Deno.test("issue 22.3: junk keys from the same address do not starve a valid key", async () => {
   const dataDir = await makeDataTempDir("junk-keys-test");
+  await using _removed = removedAtEnd(dataDir);
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
   try {
     await createProject(kv, { name: "Desktop", slug: "desktop" });

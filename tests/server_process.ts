@@ -38,6 +38,14 @@ export async function makeDataTempDir(prefix: string): Promise<string> {
   return dir;
 }
 
+/**
+ * Removes `dir` when the scope ends (`await using`): declared right after the
+ * directory is made, it runs after whatever the test declared later (a server).
+ */
+export function removedAtEnd(dir: string): AsyncDisposable {
+  return { [Symbol.asyncDispose]: () => Deno.remove(dir, { recursive: true }).catch(() => {}) };
+}
+
 /** Runs a `deno task …` to completion and returns its exit code and output. */
 export async function runTask(
   args: string[],

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { AdminClient, type Sender } from "./admin_helpers.ts";
-import { makeDataTempDir, startServer } from "./server_process.ts";
+import { makeDataTempDir, removedAtEnd, startServer } from "./server_process.ts";
 
 const PASSWORD = "test-password-123";
 
@@ -34,6 +34,7 @@ async function signInStatus(client: AdminClient, password: string): Promise<numb
 
 Deno.test("sign-in throttle on the real server", async (t) => {
   const dataDir = await makeDataTempDir("throttle-test");
+  await using _removed = removedAtEnd(dataDir);
   await using server = await startServer(dataDir, { APP_TRUST_PROXY: "true" });
 
   await t.step(

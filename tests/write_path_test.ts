@@ -13,7 +13,7 @@ import {
   listReleasesByProject,
 } from "../src/store/mod.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
-import { makeDataTempDir, startInstances } from "./server_process.ts";
+import { makeDataTempDir, removedAtEnd, startInstances } from "./server_process.ts";
 
 const SESSIONS = 32;
 const PASSWORD = "test-password-123";
@@ -36,6 +36,7 @@ async function timed(send: () => Promise<Response>): Promise<{ status: number; m
 
 Deno.test("issue 19.1: 32 sessions on three instances sharing a KV file: no write refused", async (t) => {
   const dataDir = await makeDataTempDir("write-path-test");
+  await using _removed = removedAtEnd(dataDir);
   const servers = await startInstances(3, dataDir);
   try {
     const urls = servers.map((server) => server.baseUrl);
