@@ -48,6 +48,8 @@
  * | ["deleted_api_keys", keyId]                  | DeletedApiKey (id, name, prefix) |
  * | ["latest_choice", projectId]                | releaseId an admin or token made latest |
  * | ["rollouts", projectId]                      | Rollout: a staged rollout of a newer release (rollouts.ts) |
+ * | ["adoption_client", projectId, clientHash]   | AdoptionMarker: a client's last sighting (expireIn; adoption.ts) |
+ * | ["adoption_count", projectId, releaseId, day] | Deno.KvU64 clients last seen on the release that day |
  * | ["publish_tokens", tokenId]                  | PublishToken (never the secret) |
  * | ["publish_tokens_by_hash", sha256Hex]        | tokenId                       |
  * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
@@ -129,6 +131,10 @@ export function releaseIndexPrefix(): Deno.KvKey {
 /** A project's staged rollout (src/store/rollouts.ts), read with its latest pointer. */
 export function rolloutKey(projectId: number): Deno.KvKey {
   return ["rollouts", projectId];
+}
+
+export function rolloutsPrefix(): Deno.KvKey {
+  return ["rollouts"];
 }
 
 export function latestReleaseKey(projectId: number): Deno.KvKey {
@@ -409,6 +415,10 @@ export function signingRootKey(): Deno.KvKey {
 /** One client's last sighting in a project (src/store/adoption.ts); expires after 90 days. */
 export function adoptionClientKey(projectId: number, clientHash: string): Deno.KvKey {
   return ["adoption_client", projectId, clientHash];
+}
+
+export function adoptionClientPrefix(projectId: number): Deno.KvKey {
+  return ["adoption_client", projectId];
 }
 
 /** How many of a project's clients were last seen on a release on a day (a KV `sum`). */
