@@ -11,6 +11,7 @@ import {
   releaseKey,
   releasesByProjectPrefix,
 } from "./keys.ts";
+import { scanPage } from "./paging.ts";
 import type { Release } from "./types.ts";
 
 /** Largest page of releases. */
@@ -26,19 +27,20 @@ export async function listReleasePage(
   projectId: number,
   { limit, before }: { limit: number; before?: number },
 ): Promise<{ releases: Release[]; next: number | null }> {
-  const selector: Deno.KvListSelector = before === undefined
-    ? { prefix: releasesByProjectPrefix(projectId) }
-    : { prefix: releasesByProjectPrefix(projectId), end: releaseByProjectKey(projectId, before) };
-  const ids: number[] = [];
-  for await (const entry of kv.list<number>(selector, { reverse: true, limit: limit + 1 })) {
-    ids.push(entry.value);
-  }
-  const more = ids.length > limit;
-  const page = ids.slice(0, limit);
-  const entries = await getManyEntries<Release>(kv, page.map(releaseKey));
+  const page = await scanPage<number, Release>(kv, {
+    prefix: releasesByProjectPrefix(projectId),
+    reverse: true,
+    limit,
+    cursor: { after: before === undefined ? undefined : releaseByProjectKey(projectId, before) },
+    // The page and one more entry, to tell whether there is a next page.
+    maxScan: limit + 1,
+    load: async (entries) =>
+      (await getManyEntries<Release>(kv, entries.map((entry) => releaseKey(entry.value))))
+        .map((entry) => entry.value),
+  });
   return {
-    releases: entries.flatMap((entry) => entry.value === null ? [] : [entry.value]),
-    next: more ? page[page.length - 1] : null,
+    releases: page.rows.map(({ row }) => row),
+    next: page.after === null ? null : Number(page.after[page.after.length - 1]),
   };
 }
 
