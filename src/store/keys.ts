@@ -123,11 +123,6 @@ export function releasesByProjectPrefix(projectId: number): Deno.KvKey {
   return ["releases_by_project", projectId];
 }
 
-/** The index entries of every project's releases. */
-export function releaseIndexPrefix(): Deno.KvKey {
-  return ["releases_by_project"];
-}
-
 /** A project's staged rollout (src/store/rollouts.ts), read with its latest pointer. */
 export function rolloutKey(projectId: number): Deno.KvKey {
   return ["rollouts", projectId];
