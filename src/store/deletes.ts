@@ -26,6 +26,7 @@ import {
   keyDownloadsKey,
   latestChoiceKey,
   latestReleaseKey,
+  leaseKey,
   projectBySlugKey,
   projectBytesKey,
   projectKey,
@@ -269,6 +270,7 @@ export async function deleteProjectRecords(
             .delete(deletedDownloadsKey(id))
             .delete(retentionPolicyKey(id))
             .delete(retentionRunKey(id))
+            .delete(leaseKey(["retention_run", id]))
             .delete(rolloutKey(id))
             .delete(projectReleaseCountKey(id))
             .delete(projectBytesKey(id));
