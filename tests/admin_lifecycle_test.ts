@@ -4,10 +4,21 @@
  * artifacts, what is kept), key search by prefix and the admin download link.
  */
 import assert from "node:assert/strict";
+import { createMetrics } from "../src/lib/metrics.ts";
+import { rolloutGauges } from "../src/rollouts/metrics.ts";
 import {
+  adoptionClientPrefix,
+  adoptionCountPrefix,
+  adoptionDay,
   countDownload,
+  downloadsByDayPrefix,
   getDeletedDownloads,
   listReleasesByProject,
+  makeReleaseLatest,
+  recordSighting,
+  rolloutKey,
+  rolloutsPrefix,
+  startRollout,
   topKeysKey,
 } from "../src/store/mod.ts";
 import { lastAudit, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
@@ -280,6 +291,70 @@ Deno.test("delete", async (t) => {
     // The slug is free again.
     assert.equal((await client.post("/admin/projects", { name: "App", slug: "app" })).status, 303);
   });
+});
+
+Deno.test("deleting a project leaves no rollout, adoption or per-day downloads behind", async () => {
+  await using app = await createAdminTestApp();
+  const project = await seedProject(app, { slug: "gone" });
+  const other = await seedProject(app, { slug: "stays" });
+  const v1 = await seedRelease(app, project.id, "1.0.0");
+  const v2 = await seedRelease(app, project.id, "2.0.0");
+  const kept = await seedRelease(app, other.id, "1.0.0");
+  await makeReleaseLatest(app.kv, v1.id);
+  await startRollout(app.kv, v2.id, { percentage: 25 });
+  const now = Date.now();
+  const today = adoptionDay(now);
+  // More clients than one commit deletes, so the delete takes several batches.
+  for (let i = 0; i < 600; i++) {
+    const releaseId = i % 2 === 0 ? v1.id : v2.id;
+    await recordSighting(app.kv, { projectId: project.id, releaseId, client: `c${i}`, day: today });
+  }
+  await recordSighting(app.kv, {
+    projectId: other.id,
+    releaseId: kept.id,
+    client: "c0",
+    day: today,
+  });
+  await countDownload(app.kv, { releaseId: v1.id, projectId: project.id, keyId: 1 });
+  const metrics = createMetrics();
+  metrics.addScrapeSource(() => rolloutGauges(app.kv, now));
+  const prefixes = [
+    adoptionClientPrefix(project.id),
+    adoptionCountPrefix(project.id),
+    downloadsByDayPrefix(["project", project.id]),
+  ];
+  const left = async () => {
+    const keys: Deno.KvKey[] = [];
+    for (const prefix of prefixes) {
+      for await (const entry of app.kv.list({ prefix })) keys.push(entry.key);
+    }
+    if ((await app.kv.get(rolloutKey(project.id))).versionstamp !== null) {
+      keys.push(rolloutKey(project.id));
+    }
+    return keys;
+  };
+  const rolloutSample = new RegExp(`uds_rollout_percentage\\{project="(gone|${project.id})"`);
+  assert.ok((await left()).length > 600, "the project has its rollout and adoption records");
+  assert.match(await metrics.render(), rolloutSample);
+
+  const client = await signedInClient(app);
+  for (const release of [v1, v2]) {
+    assert.equal((await client.post(`/admin/releases/${release.id}/archive`)).status, 303);
+  }
+  const res = await client.post("/admin/projects/gone/delete", { confirm_slug: "gone" });
+  assert.equal(res.status, 303);
+
+  assert.deepEqual(await left(), []);
+  const rollouts = [];
+  for await (const entry of app.kv.list({ prefix: rolloutsPrefix() })) rollouts.push(entry.key);
+  assert.deepEqual(rollouts, []);
+  assert.doesNotMatch(await metrics.render(), rolloutSample);
+  // Another project's records stay.
+  const others = [];
+  for await (const entry of app.kv.list({ prefix: adoptionClientPrefix(other.id) })) {
+    others.push(entry.key);
+  }
+  assert.equal(others.length, 1);
 });
 
 Deno.test("find", async (t) => {

@@ -7,12 +7,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { parse } from "yaml";
 import { runSha512Backfill } from "../src/feeds/backfill.ts";
-import {
-  createProject,
-  createRelease,
-  releaseSha512BackfillLease,
-  takeSha512BackfillLease,
-} from "../src/store/mod.ts";
+import { claimLease, createProject, createRelease, releaseLease } from "../src/store/mod.ts";
 import { publishRelease } from "../src/storage/publish.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";
 import {
@@ -161,7 +156,7 @@ Deno.test("electron-updater feed", async (t) => {
     await assertError(res, 503, "release sha512 not computed yet, try again later");
 
     // Another instance holds the lease: this one waits.
-    assert.ok(await takeSha512BackfillLease(app.kv, "other", 60_000));
+    assert.ok(await claimLease(app.kv, "sha512_backfill", { holder: "other", ttlMs: 60_000 }));
     const events: string[] = [];
     const options = {
       kv: app.kv,
@@ -169,7 +164,7 @@ Deno.test("electron-updater feed", async (t) => {
       report: (_: string, message: string) => events.push(message),
     };
     assert.equal((await runSha512Backfill(options, "me")).outcome, "busy");
-    await releaseSha512BackfillLease(app.kv, "other");
+    await releaseLease(app.kv, "sha512_backfill", { holder: "other" });
     assert.deepEqual(await runSha512Backfill(options, "me"), {
       outcome: "done",
       filled: 1,

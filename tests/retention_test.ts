@@ -15,6 +15,8 @@ import {
 import {
   aggregatesMarkerKey,
   buildAggregates,
+  claimLease,
+  getLease,
   getProjectBytes,
   getRetentionPolicy,
   listAuditEntries,
@@ -210,10 +212,8 @@ async function retentionRuns(
       assert.equal(audit.length, 2);
       assert.match(audit[0].details, /project weekly; version .*; retention: /);
       // Released by whoever ran it, with the time it ran.
-      const run = (await app.kv.get<{ running: unknown; last_run_at: string }>(
-        retentionRunKey(project.id),
-      )).value;
-      assert.equal(run?.running, null);
+      const run = (await app.kv.get<{ last_run_at: string }>(retentionRunKey(project.id))).value;
+      assert.equal(await getLease(app.kv, ["retention_run", project.id]), null);
       assert.ok(run?.last_run_at);
     });
 
@@ -232,10 +232,9 @@ async function retentionRuns(
     });
 
     await t.step("a run held by another instance is skipped", async () => {
-      await app.kv.set(retentionRunKey(project.id), {
-        running: { by: "elsewhere", since: new Date().toISOString() },
-        last_run_at: null,
-      });
+      await app.kv.set(retentionRunKey(project.id), { last_run_at: null });
+      const lease = { holder: "elsewhere", ttlMs: 60_000 };
+      assert.ok(await claimLease(app.kv, ["retention_run", project.id], lease));
       await setRetentionPolicy(app.kv, project.id, { keep_active: 1, archived_max_days: null });
       const deps = { kv: app.kv, artifacts: app.artifacts };
       assert.deepEqual(await runRetention(deps, { instance: "d", everyMs: 0 }), []);

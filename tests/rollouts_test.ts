@@ -17,6 +17,7 @@ import {
   rolloutKey,
   startRollout,
 } from "../src/store/mod.ts";
+import { recordUpload } from "../src/storage/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
 import { makeDataTempDir, type ServerProcess, startInstances } from "./server_process.ts";
@@ -360,5 +361,53 @@ Deno.test("an upload whose rollout does not start is published, and the answer s
     assert.equal(res.status, 400);
     assert.match((await res.json()).error, /^tester_tag: /);
     assert.equal((await listReleasesByProject(app.kv, project.id)).length, before);
+  });
+});
+
+Deno.test("an upload with a rollout sees, in its own commit, the latest made just before", async (t) => {
+  await using app = await createTestApp();
+  const project = await seedProject(app, { slug: "race" });
+  const upload = async (version: string, rollout: { percentage: number } | null) => {
+    const stored = await app.artifacts.save(
+      ReadableStream.from([new TextEncoder().encode(`artifact ${version}`)]),
+      app.config.maxUploadBytes,
+    );
+    return () =>
+      recordUpload(app.kv, app.artifacts, {
+        file: { stored, filename: undefined, contentType: undefined },
+        build: () => ({
+          release: { project_id: project.id, version, filename: `app-${version}.bin`, ...stored },
+          rollout,
+        }),
+      });
+  };
+  const [plain, staged] = [await upload("1.0.0", null), await upload("2.0.0", { percentage: 10 })];
+
+  await t.step("two uploads at once into a project without a latest", async () => {
+    // The plain upload commits first (the project's writes run in order); the staged one must
+    // roll out over it, although there was no latest when both started.
+    const [first, second] = await Promise.all([plain(), staged()]);
+    assert.equal(first.rollout, null);
+    assert.ok(second.rollout !== null && "started" in second.rollout, "the rollout started");
+    assert.equal(second.rollout.started.previous_id, first.release.id);
+    assert.equal(second.rollout.started.release_id, second.release.id);
+    assert.equal((await getLatestRelease(app.kv, project.id))?.id, first.release.id);
+  });
+
+  await t.step("into a project without a latest, it is simply the latest", async () => {
+    const other = await seedProject(app, { slug: "fresh" });
+    const stored = await app.artifacts.save(
+      ReadableStream.from([new TextEncoder().encode("fresh")]),
+      app.config.maxUploadBytes,
+    );
+    const recorded = await recordUpload(app.kv, app.artifacts, {
+      file: { stored, filename: undefined, contentType: undefined },
+      build: () => ({
+        release: { project_id: other.id, version: "1.0.0", filename: "a.bin", ...stored },
+        rollout: { percentage: 10 },
+      }),
+    });
+    assert.equal(recorded.rollout, null);
+    assert.equal((await getLatestRelease(app.kv, other.id))?.id, recorded.release.id);
   });
 });

@@ -18,7 +18,7 @@ import {
   changeRollout,
   completeRollout,
   createLoginThrottle,
-  editReleaseText,
+  editRelease,
   endRollout,
   getLatestReleaseId,
   getProject,
@@ -197,7 +197,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     async (c) => {
       const { project, release } = await releaseFor(c, "upload");
       const edit = await readTextEdit(c);
-      const edited = await editReleaseText(kv, release.id, edit);
+      const { after: edited } = await editRelease(kv, release.id, edit);
       await audit(
         c,
         "release.edit",

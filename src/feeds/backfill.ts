@@ -8,13 +8,13 @@
 import { createHash } from "node:crypto";
 import type { ArtifactStore } from "../storage/mod.ts";
 import {
+  claimLease,
   isSha512BackfillDone,
   listReleasesWithoutSha512,
   markSha512BackfillDone,
   type Release,
-  releaseSha512BackfillLease,
+  releaseLease,
   setReleaseSha512,
-  takeSha512BackfillLease,
 } from "../store/mod.ts";
 
 /** The lease outlives a stalled holder by this long; it is renewed before every artifact. */
@@ -48,13 +48,14 @@ export async function runSha512Backfill(
 ): Promise<BackfillResult> {
   const result: BackfillResult = { outcome: "done", filled: 0, skipped: 0 };
   if (await isSha512BackfillDone(kv)) return result;
-  if (!await takeSha512BackfillLease(kv, holder, LEASE_MS)) return { ...result, outcome: "busy" };
+  const lease = { holder, ttlMs: LEASE_MS };
+  if (!await claimLease(kv, "sha512_backfill", lease)) return { ...result, outcome: "busy" };
   try {
     let cursor = "";
     do {
       const page = await listReleasesWithoutSha512(kv, { cursor, limit: PAGE });
       for (const release of page.releases) {
-        if (!await takeSha512BackfillLease(kv, holder, LEASE_MS)) {
+        if (!await claimLease(kv, "sha512_backfill", lease)) {
           return { ...result, outcome: "busy" };
         }
         const sha512 = await artifactSha512(artifacts, release);
@@ -74,7 +75,7 @@ export async function runSha512Backfill(
     if (result.filled > 0) report("info", "sha512 backfill done", { filled: result.filled });
     return result;
   } finally {
-    await releaseSha512BackfillLease(kv, holder).catch(() => {});
+    await releaseLease(kv, "sha512_backfill", { holder }).catch(() => {});
   }
 }
 

@@ -10,7 +10,7 @@
 import {
   ConflictError,
   createRelease,
-  getLatestReleaseId,
+  createStagedRelease,
   type Release,
   type ReleaseInput,
   type Rollout,
@@ -119,16 +119,20 @@ export async function recordUpload(
   try {
     const { release: input, rollout = null } = await build(file);
     // A rollout starts from the current latest; a project without one simply gets the release.
-    const staged = rollout !== null && !input.draft && input.make_latest !== false &&
-      await getLatestReleaseId(kv, input.project_id) !== null;
-    const release = await createRelease(kv, staged ? { ...input, make_latest: false } : input)
+    // Whether there is one is decided in the release's own commit, not by a read before it.
+    const { release, staged } = await (rollout === null
+      ? createRelease(kv, input).then((release) => ({ release, staged: false }))
+      : createStagedRelease(kv, input))
       .catch((error) => {
         if (!(error instanceof ValidationError || error instanceof ConflictError)) {
           onKvError?.(error);
         }
         throw error;
       });
-    return { release, rollout: staged ? await startUploadRollout(kv, release, rollout) : null };
+    return {
+      release,
+      rollout: staged && rollout !== null ? await startUploadRollout(kv, release, rollout) : null,
+    };
   } catch (error) {
     if (file !== null) await artifacts.remove(file.stored.storage_key);
     throw error;

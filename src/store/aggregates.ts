@@ -11,8 +11,8 @@
  * which wraps), so concurrent writers never conflict on them.
  *
  * Data written before the aggregates existed gets them once, from
- * `buildAggregates` at start (main.ts): one instance claims the build in the
- * marker entry, the others serve meanwhile (paths that must be exact, such as
+ * `buildAggregates` at start (main.ts): one instance holds the build's lease
+ * (leases.ts), the others serve meanwhile (paths that must be exact, such as
  * the latest pointer on archive, fall back to a scan until the marker says
  * the build is done; see `aggregatesReady`).
  */
@@ -35,6 +35,7 @@ import {
   releasesPrefix,
 } from "./keys.ts";
 import { getManyEntries } from "./get_many.ts";
+import { claimLease, releaseLease } from "./leases.ts";
 import type { ApiKey, Project, Release } from "./types.ts";
 
 /** Bumped when a new aggregate needs a build over existing data. */
@@ -46,8 +47,12 @@ const MINUS_ONE = 0xffff_ffff_ffff_ffffn;
 
 export interface AggregatesMarker {
   version: number;
-  /** Set while an instance builds them; null when built. */
+  /** Set by builds of earlier versions while they ran (they kept their claim here); null when built. */
   building_since: string | null;
+}
+
+function isBuilt(marker: AggregatesMarker | null): boolean {
+  return marker !== null && marker.version >= AGGREGATES_VERSION && marker.building_since === null;
 }
 
 /** `sum` of this is a decrement by `n` (wraps like {@link MINUS_ONE}). */
@@ -215,8 +220,7 @@ export async function countExpiredEnabledKeys(
 
 /** Whether the aggregates hold for all data (built, or the KV started with them). */
 export async function aggregatesReady(kv: Deno.Kv): Promise<boolean> {
-  const marker = (await kv.get<AggregatesMarker>(aggregatesMarkerKey())).value;
-  return marker !== null && marker.version >= AGGREGATES_VERSION && marker.building_since === null;
+  return isBuilt((await kv.get<AggregatesMarker>(aggregatesMarkerKey())).value);
 }
 
 /** Mutations per commit of the build (KV takes 1,000). */
@@ -224,7 +228,7 @@ const BUILD_BATCH = 400;
 
 /**
  * Builds the aggregates of data written before they existed, once: the
- * instance that claims the marker scans every project, release and key and
+ * instance that holds the build's lease scans every project, release and key and
  * writes their index entries and counts; the others return at once. Returns
  * what it did. A KV without any record is marked built at once.
  *
@@ -235,25 +239,33 @@ const BUILD_BATCH = 400;
 export async function buildAggregates(
   kv: Deno.Kv,
 ): Promise<"ready" | "building elsewhere" | "built"> {
-  const markerEntry = await kv.get<AggregatesMarker>(aggregatesMarkerKey());
-  const marker = markerEntry.value;
-  if (marker !== null && marker.version >= AGGREGATES_VERSION && marker.building_since === null) {
-    return "ready";
-  }
-  if (
-    marker?.building_since && Date.now() - Date.parse(marker.building_since) < BUILD_STALE_MS
-  ) {
+  const marker = async () => (await kv.get<AggregatesMarker>(aggregatesMarkerKey())).value;
+  if (isBuilt(await marker())) return "ready";
+  const holder = crypto.randomUUID();
+  if (!await claimLease(kv, "aggregates_build", { holder, ttlMs: BUILD_STALE_MS })) {
     return "building elsewhere";
   }
-  const claim = await kv.atomic().check(markerEntry).set(
-    aggregatesMarkerKey(),
-    {
-      version: AGGREGATES_VERSION,
-      building_since: new Date().toISOString(),
-    } satisfies AggregatesMarker,
-  ).commit();
-  if (!claim.ok) return "building elsewhere";
+  try {
+    // Under the lease: another instance may have finished since the first look.
+    if (isBuilt(await marker())) {
+      await releaseLease(kv, "aggregates_build", { holder });
+      return "ready";
+    }
+    await writeAggregates(kv);
+  } catch (error) {
+    await releaseLease(kv, "aggregates_build", { holder }).catch(() => {});
+    throw error;
+  }
+  const built: AggregatesMarker = { version: AGGREGATES_VERSION, building_since: null };
+  await releaseLease(kv, "aggregates_build", {
+    holder,
+    also: (op) => op.set(aggregatesMarkerKey(), built),
+  });
+  return "built";
+}
 
+/** The build itself: every record's index entries, then the counts as totals. */
+async function writeAggregates(kv: Deno.Kv): Promise<void> {
   const counts = new Map<string, { key: Deno.KvKey; n: bigint }>();
   const count = (key: Deno.KvKey, by = 1n) => {
     const id = JSON.stringify(key);
@@ -300,12 +312,4 @@ export async function buildAggregates(
     for (const { key, n } of totals.slice(i, i + BUILD_BATCH)) batch.set(key, new Deno.KvU64(n));
     await batch.commit();
   }
-  await kv.set(
-    aggregatesMarkerKey(),
-    {
-      version: AGGREGATES_VERSION,
-      building_since: null,
-    } satisfies AggregatesMarker,
-  );
-  return "built";
 }

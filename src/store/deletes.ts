@@ -15,21 +15,28 @@ import { serializedProjectWrite } from "./atomic.ts";
 import { changeOp, commitChange } from "./cache.ts";
 import { NotFoundError } from "./errors.ts";
 import {
+  adoptionClientPrefix,
+  adoptionCountPrefix,
   apiKeyByHashKey,
   apiKeyKey,
   apiKeyLastUsedKey,
   deletedApiKeyKey,
   deletedDownloadsKey,
+  downloadsByDayPrefix,
   keyDownloadsKey,
   latestChoiceKey,
   latestReleaseKey,
+  leaseKey,
   projectBySlugKey,
+  projectBytesKey,
   projectKey,
+  projectReleaseCountKey,
   releaseByProjectKey,
   releaseDownloadsKey,
   releaseKey,
   retentionPolicyKey,
   retentionRunKey,
+  rolloutKey,
 } from "./keys.ts";
 import { findNewestActiveRelease, listReleasesByProject } from "./releases.ts";
 import type { ApiKey, Project, Release, ReleaseState } from "./types.ts";
@@ -170,14 +177,45 @@ export async function getDeletedApiKeys(
 
 /** Releases deleted per commit when a project goes. */
 const RELEASES_PER_COMMIT = 50;
+/** Entries of the project's own bookkeeping (adoption, per-day downloads) deleted per commit. */
+const ENTRIES_PER_COMMIT = 500;
+
+/**
+ * The prefixes of a project's bookkeeping that can hold many entries (one
+ * per client, or per release and day): deleted in batches before the project.
+ */
+function projectEntryPrefixes(projectId: number): Deno.KvKey[] {
+  return [
+    adoptionClientPrefix(projectId),
+    adoptionCountPrefix(projectId),
+    downloadsByDayPrefix(["project", projectId]),
+  ];
+}
+
+/** Up to `limit` keys under the project's bookkeeping prefixes. */
+async function listProjectEntryKeys(
+  kv: Deno.Kv,
+  projectId: number,
+  limit: number,
+): Promise<Deno.KvKey[]> {
+  const keys: Deno.KvKey[] = [];
+  for (const prefix of projectEntryPrefixes(projectId)) {
+    const iterator = kv.list({ prefix }, { limit: limit - keys.length });
+    for await (const entry of iterator) keys.push(entry.key);
+    if (keys.length >= limit) break;
+  }
+  return keys;
+}
 
 /**
  * Deletes a project that has no active releases: its archived releases in
  * commits of up to 50 (each commit checks and rewrites the latest pointer, so
- * an upload in between is seen), then the project, its slug and its pointer.
- * A crash in between leaves the project with fewer archived releases, which a
- * second delete finishes. Hands back the project and the deleted releases,
- * whose artifacts are the caller's to remove.
+ * an upload in between is seen), then its adoption records and per-day
+ * download counters in commits of up to 500, then the project, its slug, its
+ * pointer, its rollout and its other single entries. A crash in between
+ * leaves the project with less of it, which a second delete finishes. Hands
+ * back the project and the deleted releases, whose artifacts are the
+ * caller's to remove.
  */
 export async function deleteProjectRecords(
   kv: Deno.Kv,
@@ -208,6 +246,15 @@ export async function deleteProjectRecords(
           if (active > 0) throw new ProjectNotEmptyError(active);
         }
         if (releases.length === 0) {
+          const keys = await listProjectEntryKeys(kv, id, ENTRIES_PER_COMMIT);
+          if (keys.length > 0) {
+            // Not cached anywhere (read straight from the KV): no change record needed.
+            const op = kv.atomic().check(projectEntry, latestEntry);
+            for (const key of keys) op.delete(key);
+            const commit = await op.commit();
+            noneActive = commit.ok;
+            return { commit, value: null, changed: [] };
+          }
           const changed = [
             ["project", id],
             ["project_by_slug", project.slug],
@@ -222,7 +269,11 @@ export async function deleteProjectRecords(
             .delete(latestChoiceKey(id))
             .delete(deletedDownloadsKey(id))
             .delete(retentionPolicyKey(id))
-            .delete(retentionRunKey(id));
+            .delete(retentionRunKey(id))
+            .delete(leaseKey(["retention_run", id]))
+            .delete(rolloutKey(id))
+            .delete(projectReleaseCountKey(id))
+            .delete(projectBytesKey(id));
           const commit = await projectAggregates(op, project, null).commit();
           noneActive = commit.ok;
           return { commit, value: project, changed };

@@ -6,14 +6,18 @@
  * expected version (outside tools) the edit applies to whatever is stored.
  */
 import { apiKeyAggregates, projectAggregates, releaseAggregates } from "./aggregates.ts";
-import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
+import {
+  DESCRIPTION_MAX_LENGTH,
+  NAME_MAX_LENGTH,
+  RELEASE_NOTES_MAX_LENGTH,
+  VERSION_MAX_LENGTH,
+} from "../lib/limits.ts";
 import { validateKeyFields } from "./api_keys.ts";
-import { now } from "./atomic.ts";
+import { now, serializedProjectWrite } from "./atomic.ts";
 import { type CacheEntryName, type CachePatch, changeOp, commitChange } from "./cache.ts";
 import { projectListPatch } from "./projects.ts";
 import { NotFoundError } from "./errors.ts";
 import { apiKeyKey, projectKey, releaseKey } from "./keys.ts";
-import { validateReleaseFields } from "./releases.ts";
 import type { ApiKey, Project, Release } from "./types.ts";
 import { requireTags, requireText } from "./validate.ts";
 
@@ -86,31 +90,55 @@ async function editRecord<T>(kv: Deno.Kv, plan: EditPlan<T>): Promise<Edited<T>>
   });
 }
 
+/** The text of a release that may change after upload; a field left out stays as it is. */
 export interface ReleaseEdit {
-  version: string;
+  version?: string;
   build?: string;
   release_notes?: string;
 }
 
+/** The fields of an edit that were given, checked as at upload. */
+function releaseEditFields(input: ReleaseEdit): ReleaseEdit {
+  const fields: ReleaseEdit = {};
+  if (input.version !== undefined) {
+    fields.version = requireText("version", input.version, { min: 1, max: VERSION_MAX_LENGTH });
+  }
+  if (input.build !== undefined) {
+    fields.build = requireText("build", input.build, { max: VERSION_MAX_LENGTH });
+  }
+  if (input.release_notes !== undefined) {
+    fields.release_notes = requireText("release_notes", input.release_notes, {
+      max: RELEASE_NOTES_MAX_LENGTH,
+    });
+  }
+  return fields;
+}
+
 /**
- * Corrects a release's version, build and notes. The file, its checksum and
+ * Corrects a release's version, build and/or notes (the admin form sends all
+ * three, the publishing API those it changes). The file, its checksum and
  * the upload time stay, so the latest pointer (ordered by upload time) does
  * not move; the cached release and latest entry are forgotten everywhere.
+ * The latest entry holds the release record too, so the edit runs after the
+ * project's other writes in this process, as the pointer's moves do.
  */
 export async function editRelease(
   kv: Deno.Kv,
   id: number,
   input: ReleaseEdit & { expected?: string },
 ): Promise<Edited<Release>> {
-  const fields = validateReleaseFields(input);
-  return await editRecord<Release>(kv, {
-    key: releaseKey(id),
-    expected: input.expected,
-    notFound: "release not found",
-    change: (release) => ({ ...release, ...fields }),
-    changed: (release) => [["release", id], ["latest_release", release.project_id]],
-    aggregates: releaseAggregates,
-  });
+  const fields = releaseEditFields(input);
+  const first = (await kv.get<Release>(releaseKey(id))).value;
+  if (first === null) throw new NotFoundError("release not found");
+  return await serializedProjectWrite(kv, first.project_id, () =>
+    editRecord<Release>(kv, {
+      key: releaseKey(id),
+      expected: input.expected,
+      notFound: "release not found",
+      change: (release) => ({ ...release, ...fields }),
+      changed: (release) => [["release", id], ["latest_release", release.project_id]],
+      aggregates: releaseAggregates,
+    }));
 }
 
 export interface ApiKeyEdit {

@@ -1,40 +1,12 @@
 /**
  * What the SHA-512 backfill of the updater feeds (src/feeds/backfill.ts)
- * keeps in KV: a lease, so that one instance at a time runs it, the mark
- * that it is done, and the releases still without their SHA-512.
+ * keeps in KV: the mark that it is done, and the releases still without
+ * their SHA-512. Its lease (one instance at a time) is `"sha512_backfill"`
+ * in leases.ts.
  */
 import { retryWhileLocked } from "./atomic.ts";
-import { releasesPrefix, sha512BackfillDoneKey, sha512BackfillLeaseKey } from "./keys.ts";
+import { releasesPrefix, sha512BackfillDoneKey } from "./keys.ts";
 import type { Release } from "./types.ts";
-
-interface Lease {
-  holder: string;
-}
-
-/**
- * Takes (or renews) the backfill's lease for `holder` for `ttlMs`: false
- * while another holder's lease runs.
- */
-export async function takeSha512BackfillLease(
-  kv: Deno.Kv,
-  holder: string,
-  ttlMs: number,
-): Promise<boolean> {
-  return await retryWhileLocked(async () => {
-    const entry = await kv.get<Lease>(sha512BackfillLeaseKey());
-    if (entry.value !== null && entry.value.holder !== holder) return false;
-    const commit = await kv.atomic().check(entry)
-      .set(sha512BackfillLeaseKey(), { holder }, { expireIn: ttlMs }).commit();
-    return commit.ok;
-  });
-}
-
-/** Gives the lease up when `holder` has it. */
-export async function releaseSha512BackfillLease(kv: Deno.Kv, holder: string): Promise<void> {
-  const entry = await kv.get<Lease>(sha512BackfillLeaseKey());
-  if (entry.value?.holder !== holder) return;
-  await kv.atomic().check(entry).delete(sha512BackfillLeaseKey()).commit();
-}
 
 export async function isSha512BackfillDone(kv: Deno.Kv): Promise<boolean> {
   return (await kv.get<boolean>(sha512BackfillDoneKey())).value === true;

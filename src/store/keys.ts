@@ -38,7 +38,7 @@
  * | ["meta", "top_keys"]                         | TopKeysSnapshot (stats.ts)    |
  * | ["bytes_by_project", projectId]              | Deno.KvU64 bytes of the project's artifacts (aggregates.ts) |
  * | ["retention_policies", projectId]            | RetentionPolicy (retention.ts) |
- * | ["retention_runs", projectId]                | RetentionRun: the lease and last run of its policy |
+ * | ["retention_runs", projectId]                | RetentionRun: the last run of its policy (its lease: ["leases", "retention_run", projectId]) |
  *
  * Every write that creates, deletes or changes the state, name or tags of a
  * project, release or key keeps the `counts*`, `*_by_time`, `*_by_name`,
@@ -48,11 +48,13 @@
  * | ["deleted_api_keys", keyId]                  | DeletedApiKey (id, name, prefix) |
  * | ["latest_choice", projectId]                | releaseId an admin or token made latest |
  * | ["rollouts", projectId]                      | Rollout: a staged rollout of a newer release (rollouts.ts) |
+ * | ["adoption_client", projectId, clientHash]   | AdoptionMarker: a client's last sighting (expireIn; adoption.ts) |
+ * | ["adoption_count", projectId, releaseId, day] | Deno.KvU64 clients last seen on the release that day |
  * | ["publish_tokens", tokenId]                  | PublishToken (never the secret) |
  * | ["publish_tokens_by_hash", sha256Hex]        | tokenId                       |
  * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
  * | ["meta", "sha512_backfill"]                  | true once every release has its SHA-512 |
- * | ["leases", "sha512_backfill"]                | { holder } (expireIn): the instance backfilling |
+ * | ["leases", ...LeaseName]                     | Lease { holder, until } (expireIn): the one instance doing that work (leases.ts) |
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
  * | ["signing_root"]                             | SigningRoot: the uploaded offline-root document |
  * | ["webhook_endpoints", endpointId]            | WebhookEndpoint, its signing secret included (webhooks.ts) |
@@ -108,9 +110,20 @@ export function sha512BackfillDoneKey(): Deno.KvKey {
   return ["meta", "sha512_backfill"];
 }
 
-/** The lease of the one instance running the SHA-512 backfill (feed_backfill.ts). */
-export function sha512BackfillLeaseKey(): Deno.KvKey {
-  return ["leases", "sha512_backfill"];
+/**
+ * What a lease (leases.ts) is for: the SHA-512 backfill (src/feeds/backfill.ts),
+ * the aggregates build (aggregates.ts), the top-keys refresh (stats.ts), a
+ * project's retention run (retention.ts).
+ */
+export type LeaseName =
+  | "sha512_backfill"
+  | "aggregates_build"
+  | "top_keys_refresh"
+  | readonly ["retention_run", number];
+
+/** The lease of the one instance doing `name`'s work. */
+export function leaseKey(name: LeaseName): Deno.KvKey {
+  return typeof name === "string" ? ["leases", name] : ["leases", ...name];
 }
 
 export function releaseByProjectKey(projectId: number, releaseId: number): Deno.KvKey {
@@ -121,14 +134,13 @@ export function releasesByProjectPrefix(projectId: number): Deno.KvKey {
   return ["releases_by_project", projectId];
 }
 
-/** The index entries of every project's releases. */
-export function releaseIndexPrefix(): Deno.KvKey {
-  return ["releases_by_project"];
-}
-
 /** A project's staged rollout (src/store/rollouts.ts), read with its latest pointer. */
 export function rolloutKey(projectId: number): Deno.KvKey {
   return ["rollouts", projectId];
+}
+
+export function rolloutsPrefix(): Deno.KvKey {
+  return ["rollouts"];
 }
 
 export function latestReleaseKey(projectId: number): Deno.KvKey {
@@ -215,6 +227,7 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["webhook_expiry_notices"],
   ["webhook_download_marks"],
   ["webhook_download_baseline"],
+  ["leases"],
 ];
 
 /**
@@ -409,6 +422,10 @@ export function signingRootKey(): Deno.KvKey {
 /** One client's last sighting in a project (src/store/adoption.ts); expires after 90 days. */
 export function adoptionClientKey(projectId: number, clientHash: string): Deno.KvKey {
   return ["adoption_client", projectId, clientHash];
+}
+
+export function adoptionClientPrefix(projectId: number): Deno.KvKey {
+  return ["adoption_client", projectId];
 }
 
 /** How many of a project's clients were last seen on a release on a day (a KV `sum`). */

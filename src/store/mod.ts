@@ -25,6 +25,7 @@ export * from "./deletes.ts";
 export * from "./audit_search.ts";
 export * from "./retention.ts";
 export * from "./feed_backfill.ts";
+export * from "./leases.ts";
 export * from "./rollouts.ts";
 export * from "./adoption.ts";
 export * from "./latest_view.ts";

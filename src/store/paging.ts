@@ -111,7 +111,7 @@ export async function scanPage<V, T>(
     lastKey = batch[batch.length - 1].key;
     batch = [];
   };
-  const iterator = kv.list<V>(selector, { reverse, batchSize: BATCH });
+  const iterator = kv.list<V>(selector, { reverse, batchSize: Math.min(BATCH, maxScan) });
   for await (const entry of iterator) {
     batch.push(entry);
     scanned++;

@@ -157,9 +157,31 @@ export async function setReleaseSha512(
  * (`make_latest: false`), which keeps the current latest as the chosen one.
  */
 export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<Release> {
+  return (await writeNewRelease(kv, input, { stage: false })).release;
+}
+
+/**
+ * Records an active release that a staged rollout is to offer over the
+ * current latest (recordUpload, src/storage/upload.ts): when the project has
+ * a latest release at the commit, the upload does not become latest (as
+ * with `make_latest: false`) and `staged` is true; without one it is
+ * recorded as any upload (`staged` false). Decided in the commit, so a
+ * latest made or removed just before is seen.
+ */
+export async function createStagedRelease(
+  kv: Deno.Kv,
+  input: ReleaseInput,
+): Promise<{ release: Release; staged: boolean }> {
+  return await writeNewRelease(kv, input, { stage: true });
+}
+
+async function writeNewRelease(
+  kv: Deno.Kv,
+  input: ReleaseInput,
+  { stage }: { stage: boolean },
+): Promise<{ release: Release; staged: boolean }> {
   const fields = prepareRelease(input);
   const draft = input.draft === true;
-  const makeLatest = input.make_latest !== false;
   let id: number | undefined;
   return await serializedProjectWrite(kv, input.project_id, () =>
     commitChange(kv, async () => {
@@ -181,6 +203,8 @@ export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<R
       const current = latestEntry.value === null
         ? null
         : (await kv.get<Release>(releaseKey(latestEntry.value))).value;
+      const staged = stage && !draft && input.make_latest !== false && current !== null;
+      const makeLatest = input.make_latest !== false && !staged;
       let latestId = current?.id ?? null;
       let choice = choiceEntry.value;
       if (!draft && makeLatest && (current === null || isNewerRelease(release, current))) {
@@ -198,7 +222,7 @@ export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<R
       setChoice(op, release.project_id, choice);
       addReleaseEvents(op, null, release);
       const commit = await releaseAggregates(op, null, release).commit();
-      return { commit, value: release, changed };
+      return { commit, value: { release, staged }, changed };
     }));
 }
 

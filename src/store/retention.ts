@@ -2,15 +2,21 @@
  * Retention policies and their runs: the KV side. The rule (which releases a
  * policy deletes) and the background runs are src/lifecycle/retention.ts.
  *
- * A run of a project's policy is leased in `["retention_runs", projectId]`:
- * an instance claims it with a checked commit (so one instance runs a
- * project's policy at a time, and instances share the projects between
- * them); a lease not given back within {@link RUN_STALE_MS} (its instance
- * died) is taken over.
+ * A run of a project's policy is leased (leases.ts, `["retention_run",
+ * projectId]`), so one instance runs a project's policy at a time and
+ * instances share the projects between them; a lease not given back within
+ * {@link RUN_STALE_MS} (its instance died) is taken over. When it last ran is
+ * kept in `["retention_runs", projectId]`, written as the lease is given back.
  */
 import { now } from "./atomic.ts";
 import { ValidationError } from "./errors.ts";
-import { retentionPoliciesPrefix, retentionPolicyKey, retentionRunKey } from "./keys.ts";
+import {
+  type LeaseName,
+  retentionPoliciesPrefix,
+  retentionPolicyKey,
+  retentionRunKey,
+} from "./keys.ts";
+import { claimLease, releaseLease } from "./leases.ts";
 import type { RetentionPolicy } from "./types.ts";
 
 /** The largest `keep_active` and `archived_max_days` accepted. */
@@ -79,11 +85,20 @@ export async function listRetentionPolicies(
   return policies;
 }
 
-/** The lease and last run of a project's policy. */
+/** When a project's policy last ran. */
 export interface RetentionRun {
-  /** The instance running it now, and since when; null when none is. */
-  running: { by: string; since: string } | null;
   last_run_at: string | null;
+}
+
+/** The lease of a project's retention run. */
+function runLease(projectId: number): LeaseName {
+  return ["retention_run", projectId];
+}
+
+/** Whether the project's policy ran less than `everyMs` ago. */
+async function ranWithin(kv: Deno.Kv, projectId: number, everyMs: number): Promise<boolean> {
+  const run = (await kv.get<RetentionRun>(retentionRunKey(projectId))).value;
+  return !!run?.last_run_at && Date.now() - Date.parse(run.last_run_at) < everyMs;
 }
 
 /**
@@ -94,30 +109,24 @@ export async function claimRetentionRun(
   kv: Deno.Kv,
   { projectId, instance, everyMs }: { projectId: number; instance: string; everyMs: number },
 ): Promise<boolean> {
-  const entry = await kv.get<RetentionRun>(retentionRunKey(projectId));
-  const run = entry.value;
-  const nowMs = Date.now();
-  if (run?.running && nowMs - Date.parse(run.running.since) < RUN_STALE_MS) return false;
-  if (run?.last_run_at && nowMs - Date.parse(run.last_run_at) < everyMs) return false;
-  const claim = await kv.atomic().check(entry).set(
-    retentionRunKey(projectId),
-    {
-      running: { by: instance, since: now() },
-      last_run_at: run?.last_run_at ?? null,
-    } satisfies RetentionRun,
-  ).commit();
-  return claim.ok;
+  if (await ranWithin(kv, projectId, everyMs)) return false;
+  const lease = { holder: instance, ttlMs: RUN_STALE_MS };
+  if (!await claimLease(kv, runLease(projectId), lease)) return false;
+  // Under the lease: a run that finished since the first look has left its time.
+  if (await ranWithin(kv, projectId, everyMs)) {
+    await releaseLease(kv, runLease(projectId), { holder: instance });
+    return false;
+  }
+  return true;
 }
 
-/** Gives a claimed run back, marking when it ran (only while `instance` still holds it). */
+/** Gives a claimed run back, marking when it ran (only while no other instance has taken it over). */
 export async function finishRetentionRun(
   kv: Deno.Kv,
   { projectId, instance }: { projectId: number; instance: string },
 ): Promise<void> {
-  const entry = await kv.get<RetentionRun>(retentionRunKey(projectId));
-  if (entry.value?.running?.by !== instance) return;
-  await kv.atomic().check(entry).set(
-    retentionRunKey(projectId),
-    { running: null, last_run_at: now() } satisfies RetentionRun,
-  ).commit();
+  await releaseLease(kv, runLease(projectId), {
+    holder: instance,
+    also: (op) => op.set(retentionRunKey(projectId), { last_run_at: now() } satisfies RetentionRun),
+  });
 }

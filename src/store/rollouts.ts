@@ -10,7 +10,7 @@
 import { now, serializedProjectWrite } from "./atomic.ts";
 import { changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
-import { latestReleaseKey, releaseKey, rolloutKey } from "./keys.ts";
+import { latestReleaseKey, releaseKey, rolloutKey, rolloutsPrefix } from "./keys.ts";
 import { makeReleaseLatest } from "./releases.ts";
 import type { Release, Rollout, RolloutStep } from "./types.ts";
 import { addWebhookEvent } from "./webhooks.ts";
@@ -254,7 +254,7 @@ export async function completeRollout(kv: Deno.Kv, projectId: number): Promise<R
 /** Every project's rollout record (one per project that has one). */
 export async function listRollouts(kv: Deno.Kv): Promise<Rollout[]> {
   const rollouts: Rollout[] = [];
-  for await (const entry of kv.list<Rollout>({ prefix: [rolloutKey(0)[0]] })) {
+  for await (const entry of kv.list<Rollout>({ prefix: rolloutsPrefix() })) {
     rollouts.push(entry.value);
   }
   return rollouts;

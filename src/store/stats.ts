@@ -9,6 +9,7 @@ import {
   releasesPrefix,
   topKeysKey,
 } from "./keys.ts";
+import { claimLease, releaseLease } from "./leases.ts";
 import type { Release } from "./types.ts";
 
 /** The most recently created releases of all projects (ids grow with creation time). */
@@ -130,8 +131,6 @@ export async function getTopKeysByDownloads(
 export interface TopKeysSnapshot {
   at: string;
   top: Array<{ keyId: number; downloads: number }>;
-  /** When an instance started computing the next one; null when none is. */
-  refreshing_since: string | null;
 }
 
 /** A refresh that has not finished after this long is taken over. */
@@ -141,37 +140,38 @@ const TOP_KEYS_REFRESH_STALE_MS = 60_000;
  * The keys with the most downloads, as of at most `maxAgeMs` ago: a page
  * reads one stored snapshot. A stale snapshot is recomputed in the
  * background (`getTopKeysByDownloads`, which reads every key's counter) by
- * the one instance that claims it; only the very first computation is
- * waited for. Download counting stays a blind `sum`, so it never conflicts.
+ * the one instance that holds the refresh's lease (leases.ts); only the very
+ * first computation is waited for. Download counting stays a blind `sum`, so
+ * it never conflicts.
  */
 export async function getTopKeys(
   kv: Deno.Kv,
   { limit, maxAgeMs }: { limit: number; maxAgeMs: number },
 ): Promise<TopKeysSnapshot["top"]> {
-  const entry = await kv.get<TopKeysSnapshot>(topKeysKey());
-  const snapshot = entry.value;
-  const nowMs = Date.now();
-  const fresh = snapshot !== null && nowMs - Date.parse(snapshot.at) <= maxAgeMs;
-  const refreshing = snapshot?.refreshing_since != null &&
-    nowMs - Date.parse(snapshot.refreshing_since) < TOP_KEYS_REFRESH_STALE_MS;
-  if (fresh || refreshing) return snapshot!.top.slice(0, limit);
-  const claim = await kv.atomic().check(entry).set(
-    topKeysKey(),
-    {
-      at: snapshot?.at ?? new Date(0).toISOString(),
-      top: snapshot?.top ?? [],
-      refreshing_since: new Date(nowMs).toISOString(),
-    } satisfies TopKeysSnapshot,
-  ).commit();
-  if (!claim.ok) return snapshot?.top.slice(0, limit) ?? [];
+  const snapshot = (await kv.get<TopKeysSnapshot>(topKeysKey())).value;
+  if (snapshot !== null && Date.now() - Date.parse(snapshot.at) <= maxAgeMs) {
+    return snapshot.top.slice(0, limit);
+  }
+  const holder = crypto.randomUUID();
+  if (!await claimLease(kv, "top_keys_refresh", { holder, ttlMs: TOP_KEYS_REFRESH_STALE_MS })) {
+    return snapshot?.top.slice(0, limit) ?? [];
+  }
   const refresh = (async () => {
-    const at = new Date().toISOString();
-    const top = await getTopKeysByDownloads(kv, limit);
-    await kv.set(topKeysKey(), { at, top, refreshing_since: null } satisfies TopKeysSnapshot);
-    return top;
+    try {
+      const at = new Date().toISOString();
+      const top = await getTopKeysByDownloads(kv, limit);
+      await releaseLease(kv, "top_keys_refresh", {
+        holder,
+        also: (op) => op.set(topKeysKey(), { at, top } satisfies TopKeysSnapshot),
+      });
+      return top;
+    } catch (error) {
+      // The next page tries again.
+      await releaseLease(kv, "top_keys_refresh", { holder }).catch(() => {});
+      throw error;
+    }
   })();
   if (snapshot === null) return await refresh;
-  // In the background; a failure leaves the claim to expire and the next page to try again.
   refresh.catch(() => {});
   return snapshot.top.slice(0, limit);
 }
