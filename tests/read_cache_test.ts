@@ -44,6 +44,26 @@ async function latestVersion(res: Response | Promise<Response>): Promise<string 
   return (await response.json()).release.version;
 }
 
+/** Two handles on one KV file behave like two processes: neither sees the other's cache. */
+async function twoHandles(): Promise<
+  { dir: string; served: Deno.Kv; other: Deno.Kv } & AsyncDisposable
+> {
+  const dir = await Deno.makeTempDir({ prefix: "uds-cache-" });
+  const path = join(dir, "kv.sqlite3");
+  const served = await Deno.openKv(path);
+  const other = await Deno.openKv(path);
+  return {
+    dir,
+    served,
+    other,
+    async [Symbol.asyncDispose]() {
+      served.close();
+      other.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
 Deno.test("read cache: writes in this process are seen by the very next request", async (t) => {
   await using app = await createTestApp();
   const project = await seedProject(app, { slug: "desktop", tags: ["stable"] });
@@ -92,103 +112,85 @@ Deno.test("read cache: writes in this process are seen by the very next request"
 });
 
 Deno.test("read cache: every kind of store write reaches another handle's cached reads", async (t) => {
-  const dir = await Deno.makeTempDir({ prefix: "uds-cache-" });
-  const path = join(dir, "kv.sqlite3");
-  // Two handles on one file behave like two processes: neither sees the other's cache.
-  const served = await Deno.openKv(path);
-  const other = await Deno.openKv(path);
+  await using handles = await twoHandles();
+  const { served, other } = handles;
   setCacheRefreshMs(served, 0);
-  try {
-    // Every read below is asked once before the write, so a stale cached answer would show.
-    await t.step("projects: create, edit, archive", async () => {
-      assert.deepEqual(await listProjects(served), []);
-      assert.equal(await getProjectBySlug(served, "app"), null);
-      const project = await createProject(other, { name: "App", slug: "app" });
-      assert.deepEqual((await listProjects(served)).map((p) => p.slug), ["app"]);
-      assert.equal((await getProjectBySlug(served, "app"))?.id, project.id);
-      assert.equal((await getProject(served, project.id))?.name, "App");
-      await updateProject(other, project.id, { name: "App 2" });
-      assert.equal((await getProject(served, project.id))?.name, "App 2");
-      assert.equal((await getProjectBySlug(served, "app"))?.name, "App 2");
-      await setProjectState(other, project.id, "archived");
-      assert.equal((await getProject(served, project.id))?.state, "archived");
-      await setProjectState(other, project.id, "active");
-    });
+  // Every read below is asked once before the write, so a stale cached answer would show.
+  await t.step("projects: create, edit, archive", async () => {
+    assert.deepEqual(await listProjects(served), []);
+    assert.equal(await getProjectBySlug(served, "app"), null);
+    const project = await createProject(other, { name: "App", slug: "app" });
+    assert.deepEqual((await listProjects(served)).map((p) => p.slug), ["app"]);
+    assert.equal((await getProjectBySlug(served, "app"))?.id, project.id);
+    assert.equal((await getProject(served, project.id))?.name, "App");
+    await updateProject(other, project.id, { name: "App 2" });
+    assert.equal((await getProject(served, project.id))?.name, "App 2");
+    assert.equal((await getProjectBySlug(served, "app"))?.name, "App 2");
+    await setProjectState(other, project.id, "archived");
+    assert.equal((await getProject(served, project.id))?.state, "archived");
+    await setProjectState(other, project.id, "active");
+  });
 
-    await t.step("keys: disable, enable", async () => {
-      const { apiKey, secret } = await createApiKey(other, {
-        name: "k",
-        can_download: true,
-        scope_mode: "all_projects",
-      });
-      const hash = hashApiKeySecret(secret);
-      assert.equal((await getApiKeyByHash(served, hash))?.active, true);
-      await setApiKeyActive(other, apiKey.id, false);
-      assert.equal((await getApiKeyByHash(served, hash))?.active, false);
-      await setApiKeyActive(other, apiKey.id, true);
-      assert.equal((await getApiKeyByHash(served, hash))?.active, true);
-    });
-
-    await t.step("releases: create, archive", async () => {
-      const project = (await getProjectBySlug(served, "app"))!;
-      assert.equal(await getLatestRelease(served, project.id), null);
-      const release = await createRelease(other, {
-        project_id: project.id,
-        version: "1.0.0",
-        filename: "a.bin",
-        storage_key: crypto.randomUUID(),
-        checksum_sha256: "0".repeat(64),
-        size_bytes: 1,
-      });
-      assert.equal((await getLatestRelease(served, project.id))?.id, release.id);
-      assert.equal((await getRelease(served, release.id))?.state, "active");
-      await setReleaseState(other, release.id, "archived");
-      assert.equal((await getRelease(served, release.id))?.state, "archived");
-      assert.equal(await getLatestRelease(served, project.id), null);
-    });
-  } finally {
-    served.close();
-    other.close();
-    await Deno.remove(dir, { recursive: true });
-  }
-});
-
-Deno.test("read cache: another process's writes are seen within APP_CACHE_REFRESH_MS", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "uds-cache-" });
-  const path = join(dir, "kv.sqlite3");
-  // Two handles on one file behave like two processes: neither sees the other's cache.
-  const served = await Deno.openKv(path);
-  const other = await Deno.openKv(path);
-  try {
-    setCacheRefreshMs(served, 300);
-    await createProject(other, { name: "App", slug: "app" });
+  await t.step("keys: disable, enable", async () => {
     const { apiKey, secret } = await createApiKey(other, {
       name: "k",
       can_download: true,
       scope_mode: "all_projects",
     });
-    const app = createApp({
-      config: testConfig({ dataDir: dir, artifactsDir: join(dir, "artifacts") }),
-      kv: served,
-      artifacts: createFsStore(join(dir, "artifacts")),
-      recordKeyUse: () => {},
-    });
-    const projects = () =>
-      app.request("/api/v1/projects", { headers: { authorization: `Bearer ${secret}` } });
-    assert.equal(await statusOf(projects()), 200);
+    const hash = hashApiKeySecret(secret);
+    assert.equal((await getApiKeyByHash(served, hash))?.active, true);
     await setApiKeyActive(other, apiKey.id, false);
-    assert.equal(await statusOf(projects()), 200, "still cached within the refresh interval");
-    await new Promise((resolve) => setTimeout(resolve, 350));
-    assert.equal(await statusOf(projects()), 401, "seen once the interval has passed");
-
-    setCacheRefreshMs(served, 0);
+    assert.equal((await getApiKeyByHash(served, hash))?.active, false);
     await setApiKeyActive(other, apiKey.id, true);
-    assert.equal(await statusOf(projects()), 200, "with 0, seen on the next request");
-  } finally {
-    served.close();
-    other.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+    assert.equal((await getApiKeyByHash(served, hash))?.active, true);
+  });
+
+  await t.step("releases: create, archive", async () => {
+    const project = (await getProjectBySlug(served, "app"))!;
+    assert.equal(await getLatestRelease(served, project.id), null);
+    const release = await createRelease(other, {
+      project_id: project.id,
+      version: "1.0.0",
+      filename: "a.bin",
+      storage_key: crypto.randomUUID(),
+      checksum_sha256: "0".repeat(64),
+      size_bytes: 1,
+    });
+    assert.equal((await getLatestRelease(served, project.id))?.id, release.id);
+    assert.equal((await getRelease(served, release.id))?.state, "active");
+    await setReleaseState(other, release.id, "archived");
+    assert.equal((await getRelease(served, release.id))?.state, "archived");
+    assert.equal(await getLatestRelease(served, project.id), null);
+  });
+});
+
+Deno.test("read cache: another process's writes are seen within APP_CACHE_REFRESH_MS", async () => {
+  await using handles = await twoHandles();
+  const { dir, served, other } = handles;
+  setCacheRefreshMs(served, 300);
+  await createProject(other, { name: "App", slug: "app" });
+  const { apiKey, secret } = await createApiKey(other, {
+    name: "k",
+    can_download: true,
+    scope_mode: "all_projects",
+  });
+  const app = createApp({
+    config: testConfig({ dataDir: dir, artifactsDir: join(dir, "artifacts") }),
+    kv: served,
+    artifacts: createFsStore(join(dir, "artifacts")),
+    recordKeyUse: () => {},
+  });
+  const projects = () =>
+    app.request("/api/v1/projects", { headers: { authorization: `Bearer ${secret}` } });
+  assert.equal(await statusOf(projects()), 200);
+  await setApiKeyActive(other, apiKey.id, false);
+  assert.equal(await statusOf(projects()), 200, "still cached within the refresh interval");
+  await new Promise((resolve) => setTimeout(resolve, 350));
+  assert.equal(await statusOf(projects()), 401, "seen once the interval has passed");
+
+  setCacheRefreshMs(served, 0);
+  await setApiKeyActive(other, apiKey.id, true);
+  assert.equal(await statusOf(projects()), 200, "with 0, seen on the next request");
 });
 
 Deno.test("read cache: followOtherWriters sees another process's write within the bound, polling in the background", async () => {
@@ -322,96 +324,86 @@ function countingReads(kv: Deno.Kv): { kv: Deno.Kv; reads: Map<unknown, number> 
 }
 
 Deno.test("issue 19.2: a write forgets only the entries it changes, here and on another handle", async (t) => {
-  const dir = await Deno.makeTempDir({ prefix: "uds-cache-" });
-  const path = join(dir, "kv.sqlite3");
-  const servedKv = await Deno.openKv(path);
-  const other = await Deno.openKv(path);
+  await using handles = await twoHandles();
+  const { served: servedKv, other } = handles;
   const { kv: served, reads } = countingReads(servedKv);
   setCacheRefreshMs(served, 0);
-  try {
-    const a = await createProject(other, { name: "A", slug: "a" });
-    const b = await createProject(other, { name: "B", slug: "b" });
-    const { apiKey, secret } = await createApiKey(other, {
-      name: "k",
-      can_download: true,
-      scope_mode: "all_projects",
-    });
-    const hash = hashApiKeySecret(secret);
-    const warm = async () => {
-      await getProjectBySlug(served, "a");
-      await getProjectBySlug(served, "b");
-      await getApiKeyByHash(served, hash);
-    };
+  const a = await createProject(other, { name: "A", slug: "a" });
+  const b = await createProject(other, { name: "B", slug: "b" });
+  const { apiKey, secret } = await createApiKey(other, {
+    name: "k",
+    can_download: true,
+    scope_mode: "all_projects",
+  });
+  const hash = hashApiKeySecret(secret);
+  const warm = async () => {
+    await getProjectBySlug(served, "a");
+    await getProjectBySlug(served, "b");
+    await getApiKeyByHash(served, hash);
+  };
+  await warm();
+
+  await t.step("another handle's edit of A: A is read again, B and the key are not", async () => {
+    await updateProject(other, a.id, { name: "A2" });
+    reads.clear();
+    assert.equal((await getProjectBySlug(served, "a"))?.name, "A2");
+    assert.equal((await getProjectBySlug(served, "b"))?.name, "B");
+    assert.equal((await getApiKeyByHash(served, hash))?.active, true);
+    assert.equal(reads.get("projects_by_slug"), 1, "only A's slug was read again");
+    assert.equal(reads.get("api_keys_by_hash") ?? 0, 0, "the key stayed cached");
+  });
+
+  await t.step("this handle's own write: the same", async () => {
     await warm();
+    await setApiKeyActive(served, apiKey.id, false);
+    reads.clear();
+    assert.equal((await getApiKeyByHash(served, hash))?.active, false);
+    assert.equal((await getProjectBySlug(served, "b"))?.name, "B");
+    assert.equal(reads.get("projects_by_slug") ?? 0, 0, "the projects stayed cached");
+    assert.equal(reads.get("api_keys_by_hash"), 1);
+  });
 
-    await t.step("another handle's edit of A: A is read again, B and the key are not", async () => {
-      await updateProject(other, a.id, { name: "A2" });
-      reads.clear();
-      assert.equal((await getProjectBySlug(served, "a"))?.name, "A2");
-      assert.equal((await getProjectBySlug(served, "b"))?.name, "B");
-      assert.equal((await getApiKeyByHash(served, hash))?.active, true);
-      assert.equal(reads.get("projects_by_slug"), 1, "only A's slug was read again");
-      assert.equal(reads.get("api_keys_by_hash") ?? 0, 0, "the key stayed cached");
-    });
-
-    await t.step("this handle's own write: the same", async () => {
+  await t.step(
+    "a change older than the kept records forgets everything (never a stale read)",
+    async () => {
       await warm();
-      await setApiKeyActive(served, apiKey.id, false);
+      // A write whose change record is gone (as after a long pause): only the generation moved.
+      await other.atomic().sum(["meta", "generation"], 1n).commit();
+      await updateProject(other, b.id, { name: "B2" });
+      await other.delete(["cache_changes"]);
+      for await (const entry of other.list({ prefix: ["cache_changes"] })) {
+        await other.delete(entry.key);
+      }
+      assert.equal((await getProjectBySlug(served, "b"))?.name, "B2");
+    },
+  );
+
+  await t.step(
+    "a project write here updates the cached project list in place; another handle reloads it",
+    async () => {
+      setCacheRefreshMs(other, 0);
+      const before = await listProjects(served);
+      await listProjects(other);
+      await updateProject(served, a.id, { name: "A3" });
+      await createProject(served, { name: "C", slug: "c" });
+      await setProjectState(served, b.id, "archived");
       reads.clear();
-      assert.equal((await getApiKeyByHash(served, hash))?.active, false);
-      assert.equal((await getProjectBySlug(served, "b"))?.name, "B");
-      assert.equal(reads.get("projects_by_slug") ?? 0, 0, "the projects stayed cached");
-      assert.equal(reads.get("api_keys_by_hash"), 1);
-    });
-
-    await t.step(
-      "a change older than the kept records forgets everything (never a stale read)",
-      async () => {
-        await warm();
-        // A write whose change record is gone (as after a long pause): only the generation moved.
-        await other.atomic().sum(["meta", "generation"], 1n).commit();
-        await updateProject(other, b.id, { name: "B2" });
-        await other.delete(["cache_changes"]);
-        for await (const entry of other.list({ prefix: ["cache_changes"] })) {
-          await other.delete(entry.key);
-        }
-        assert.equal((await getProjectBySlug(served, "b"))?.name, "B2");
-      },
-    );
-
-    await t.step(
-      "a project write here updates the cached project list in place; another handle reloads it",
-      async () => {
-        setCacheRefreshMs(other, 0);
-        const before = await listProjects(served);
-        await listProjects(other);
-        await updateProject(served, a.id, { name: "A3" });
-        await createProject(served, { name: "C", slug: "c" });
-        await setProjectState(served, b.id, "archived");
-        reads.clear();
-        const after = await listProjects(served);
-        assert.notEqual(after, before, "a new array: bodies made from the old one are not reused");
-        assert.deepEqual(after.map((project) => [project.name, project.state]), [
-          ["A3", "active"],
-          ["B2", "archived"],
-          ["C", "active"],
-        ]);
-        assert.equal(reads.get("projects") ?? 0, 0, "no project was read again");
-        assert.deepEqual(await listProjects(other), after);
-      },
-    );
-  } finally {
-    servedKv.close();
-    other.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+      const after = await listProjects(served);
+      assert.notEqual(after, before, "a new array: bodies made from the old one are not reused");
+      assert.deepEqual(after.map((project) => [project.name, project.state]), [
+        ["A3", "active"],
+        ["B2", "archived"],
+        ["C", "active"],
+      ]);
+      assert.equal(reads.get("projects") ?? 0, 0, "no project was read again");
+      assert.deepEqual(await listProjects(other), after);
+    },
+  );
 });
 
 Deno.test("issue 19.2: a look at other writers' changes reads what changed since the last look, not every record kept", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "uds-cache-" });
-  const path = join(dir, "kv.sqlite3");
-  const servedKv = await Deno.openKv(path);
-  const other = await Deno.openKv(path);
+  await using handles = await twoHandles();
+  const { served: servedKv, other } = handles;
   let changeRecordsRead = 0;
   const served = new Proxy(servedKv, {
     get(target, prop) {
@@ -431,56 +423,42 @@ Deno.test("issue 19.2: a look at other writers' changes reads what changed since
     },
   });
   setCacheRefreshMs(served, 0);
-  try {
-    const project = await createProject(other, { name: "A", slug: "a" });
-    await getProject(served, project.id);
-    // A burst of another instance's writes, all within the window a look reads back.
-    for (let n = 0; n < 300; n++) await updateProject(other, project.id, { name: `A${n}` });
-    assert.equal((await getProject(served, project.id))?.name, "A299");
-    changeRecordsRead = 0;
-    await updateProject(other, project.id, { name: "last" });
-    assert.equal((await getProject(served, project.id))?.name, "last");
-    assert.ok(changeRecordsRead <= 20, `one change cost ${changeRecordsRead} change records read`);
-  } finally {
-    servedKv.close();
-    other.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  const project = await createProject(other, { name: "A", slug: "a" });
+  await getProject(served, project.id);
+  // A burst of another instance's writes, all within the window a look reads back.
+  for (let n = 0; n < 300; n++) await updateProject(other, project.id, { name: `A${n}` });
+  assert.equal((await getProject(served, project.id))?.name, "A299");
+  changeRecordsRead = 0;
+  await updateProject(other, project.id, { name: "last" });
+  assert.equal((await getProject(served, project.id))?.name, "last");
+  assert.ok(changeRecordsRead <= 20, `one change cost ${changeRecordsRead} change records read`);
 });
 
 Deno.test("issue 19.2: another handle's project writes refresh the cached project list, reading only those projects", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "uds-cache-" });
-  const path = join(dir, "kv.sqlite3");
-  const servedKv = await Deno.openKv(path);
-  const other = await Deno.openKv(path);
+  await using handles = await twoHandles();
+  const { served: servedKv, other } = handles;
   const { kv: served, reads } = countingReads(servedKv);
   setCacheRefreshMs(served, 0);
-  try {
-    const a = await createProject(other, { name: "A", slug: "a" });
-    const b = await createProject(other, { name: "B", slug: "b" });
-    const gone = await createProject(other, { name: "Gone", slug: "gone" });
-    const before = await listProjects(served);
-    assert.equal(before.length, 3);
+  const a = await createProject(other, { name: "A", slug: "a" });
+  const b = await createProject(other, { name: "B", slug: "b" });
+  const gone = await createProject(other, { name: "Gone", slug: "gone" });
+  const before = await listProjects(served);
+  assert.equal(before.length, 3);
 
-    await updateProject(other, a.id, { name: "A2", tags: ["beta"] });
-    await createProject(other, { name: "C", slug: "c" });
-    await setProjectState(other, b.id, "archived");
-    await deleteProjectRecords(other, gone.id);
-    reads.clear();
-    const after = await listProjects(served);
-    assert.deepEqual(after.map((project) => [project.slug, project.name, project.state]), [
-      ["a", "A2", "active"],
-      ["b", "B", "archived"],
-      ["c", "C", "active"],
-    ]);
-    assert.deepEqual(after.find((project) => project.slug === "a")?.tags, ["beta"]);
-    assert.equal(reads.get("projects") ?? 0, 0, "the list was not read again");
-    assert.deepEqual(after, await listProjects(other), "the same as a fresh read");
-  } finally {
-    servedKv.close();
-    other.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  await updateProject(other, a.id, { name: "A2", tags: ["beta"] });
+  await createProject(other, { name: "C", slug: "c" });
+  await setProjectState(other, b.id, "archived");
+  await deleteProjectRecords(other, gone.id);
+  reads.clear();
+  const after = await listProjects(served);
+  assert.deepEqual(after.map((project) => [project.slug, project.name, project.state]), [
+    ["a", "A2", "active"],
+    ["b", "B", "archived"],
+    ["c", "C", "active"],
+  ]);
+  assert.deepEqual(after.find((project) => project.slug === "a")?.tags, ["beta"]);
+  assert.equal(reads.get("projects") ?? 0, 0, "the list was not read again");
+  assert.deepEqual(after, await listProjects(other), "the same as a fresh read");
 });
 
 Deno.test("issue 19.2: concurrent misses of one entry share one load", async () => {
