@@ -6,18 +6,14 @@
  * expected version (outside tools) the edit applies to whatever is stored.
  */
 import { apiKeyAggregates, projectAggregates, releaseAggregates } from "./aggregates.ts";
-import {
-  DESCRIPTION_MAX_LENGTH,
-  NAME_MAX_LENGTH,
-  RELEASE_NOTES_MAX_LENGTH,
-  VERSION_MAX_LENGTH,
-} from "../lib/limits.ts";
+import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
 import { validateKeyFields } from "./api_keys.ts";
 import { now, serializedProjectWrite } from "./atomic.ts";
 import { type CacheEntryName, type CachePatch, changeOp, commitChange } from "./cache.ts";
 import { projectListPatch } from "./projects.ts";
 import { NotFoundError } from "./errors.ts";
 import { apiKeyKey, projectKey, releaseKey } from "./keys.ts";
+import { validateGivenReleaseFields } from "./releases.ts";
 import type { ApiKey, Project, Release } from "./types.ts";
 import { requireTags, requireText } from "./validate.ts";
 
@@ -97,23 +93,6 @@ export interface ReleaseEdit {
   release_notes?: string;
 }
 
-/** The fields of an edit that were given, checked as at upload. */
-function releaseEditFields(input: ReleaseEdit): ReleaseEdit {
-  const fields: ReleaseEdit = {};
-  if (input.version !== undefined) {
-    fields.version = requireText("version", input.version, { min: 1, max: VERSION_MAX_LENGTH });
-  }
-  if (input.build !== undefined) {
-    fields.build = requireText("build", input.build, { max: VERSION_MAX_LENGTH });
-  }
-  if (input.release_notes !== undefined) {
-    fields.release_notes = requireText("release_notes", input.release_notes, {
-      max: RELEASE_NOTES_MAX_LENGTH,
-    });
-  }
-  return fields;
-}
-
 /**
  * Corrects a release's version, build and/or notes (the admin form sends all
  * three, the publishing API those it changes). The file, its checksum and
@@ -127,7 +106,7 @@ export async function editRelease(
   id: number,
   input: ReleaseEdit & { expected?: string },
 ): Promise<Edited<Release>> {
-  const fields = releaseEditFields(input);
+  const fields = validateGivenReleaseFields(input);
   const first = (await kv.get<Release>(releaseKey(id))).value;
   if (first === null) throw new NotFoundError("release not found");
   return await serializedProjectWrite(kv, first.project_id, () =>

@@ -48,17 +48,36 @@ export interface ReleaseInput {
   make_latest?: boolean;
 }
 
+/** The admin-entered text of a release and its limits (at upload and in an edit). */
+const RELEASE_TEXT_LIMITS = {
+  version: { min: 1, max: VERSION_MAX_LENGTH },
+  build: { max: VERSION_MAX_LENGTH },
+  release_notes: { max: RELEASE_NOTES_MAX_LENGTH },
+} as const;
+
+type ReleaseText = Record<keyof typeof RELEASE_TEXT_LIMITS, string>;
+
 /** Checks the admin-entered fields of a release before any bytes are stored. */
-export function validateReleaseFields(
-  input: { version?: string; build?: string; release_notes?: string },
-): { version: string; build: string; release_notes: string } {
+export function validateReleaseFields(input: Partial<ReleaseText>): ReleaseText {
   return {
-    version: requireText("version", input.version, { min: 1, max: VERSION_MAX_LENGTH }),
-    build: requireText("build", input.build, { max: VERSION_MAX_LENGTH }),
-    release_notes: requireText("release_notes", input.release_notes, {
-      max: RELEASE_NOTES_MAX_LENGTH,
-    }),
+    version: requireText("version", input.version, RELEASE_TEXT_LIMITS.version),
+    build: requireText("build", input.build, RELEASE_TEXT_LIMITS.build),
+    release_notes: requireText(
+      "release_notes",
+      input.release_notes,
+      RELEASE_TEXT_LIMITS.release_notes,
+    ),
   };
+}
+
+/** The fields of `input` that are given, checked as at upload (an edit leaves the others). */
+export function validateGivenReleaseFields(input: Partial<ReleaseText>): Partial<ReleaseText> {
+  const fields: Partial<ReleaseText> = {};
+  for (const field of Object.keys(RELEASE_TEXT_LIMITS) as (keyof ReleaseText)[]) {
+    const value = input[field];
+    if (value !== undefined) fields[field] = requireText(field, value, RELEASE_TEXT_LIMITS[field]);
+  }
+  return fields;
 }
 
 /**
