@@ -39,6 +39,7 @@ import {
   rolloutKey,
 } from "./keys.ts";
 import { findNewestActiveRelease, listReleasesByProject } from "./releases.ts";
+import { retentionRunLease } from "./retention.ts";
 import type { ApiKey, Project, Release, ReleaseState } from "./types.ts";
 import { getManyEntries } from "./get_many.ts";
 
@@ -270,7 +271,7 @@ export async function deleteProjectRecords(
             .delete(deletedDownloadsKey(id))
             .delete(retentionPolicyKey(id))
             .delete(retentionRunKey(id))
-            .delete(leaseKey(["retention_run", id]))
+            .delete(leaseKey(retentionRunLease(id)))
             .delete(rolloutKey(id))
             .delete(projectReleaseCountKey(id))
             .delete(projectBytesKey(id));

@@ -90,8 +90,8 @@ export interface RetentionRun {
   last_run_at: string | null;
 }
 
-/** The lease of a project's retention run. */
-function runLease(projectId: number): LeaseName {
+/** The lease of a project's retention run (a project delete drops it too). */
+export function retentionRunLease(projectId: number): LeaseName {
   return ["retention_run", projectId];
 }
 
@@ -111,10 +111,10 @@ export async function claimRetentionRun(
 ): Promise<boolean> {
   if (await ranWithin(kv, projectId, everyMs)) return false;
   const lease = { holder: instance, ttlMs: RUN_STALE_MS };
-  if (!await claimLease(kv, runLease(projectId), lease)) return false;
+  if (!await claimLease(kv, retentionRunLease(projectId), lease)) return false;
   // Under the lease: a run that finished since the first look has left its time.
   if (await ranWithin(kv, projectId, everyMs)) {
-    await releaseLease(kv, runLease(projectId), { holder: instance });
+    await releaseLease(kv, retentionRunLease(projectId), { holder: instance });
     return false;
   }
   return true;
@@ -125,7 +125,7 @@ export async function finishRetentionRun(
   kv: Deno.Kv,
   { projectId, instance }: { projectId: number; instance: string },
 ): Promise<void> {
-  await releaseLease(kv, runLease(projectId), {
+  await releaseLease(kv, retentionRunLease(projectId), {
     holder: instance,
     also: (op) => op.set(retentionRunKey(projectId), { last_run_at: now() } satisfies RetentionRun),
   });
