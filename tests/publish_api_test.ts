@@ -145,7 +145,13 @@ Deno.test("publishing API: upload", async (t) => {
     const res = await call(app, secret, "/projects/desktop/releases", {
       method: "POST",
       body: uploadForm(
-        { version: "2.0.0", build: "77", release_notes: "Fixes", sha256: sha256(bytes) },
+        {
+          version: "2.0.0",
+          build: "77",
+          release_notes: "Fixes",
+          sha256: sha256(bytes),
+          size_bytes: String(bytes.byteLength),
+        },
         { bytes, name: "dir/desktop-2.0.0.zip", type: "application/zip" },
       ),
     });
@@ -191,6 +197,22 @@ Deno.test("publishing API: upload", async (t) => {
     },
   );
 
+  await t.step(
+    "release notes: surrounding white space goes, a final newline included",
+    async () => {
+      const small = new TextEncoder().encode("notes");
+      const res = await call(app, secret, "/projects/desktop/releases", {
+        method: "POST",
+        body: uploadForm({ version: "2.0.2", release_notes: "  Fixes a crash.\n" }, {
+          bytes: small,
+        }),
+      });
+      const { status, body } = await jsonOf(res);
+      assert.equal(status, 201, JSON.stringify(body));
+      assert.equal((body.release as Record<string, unknown>).release_notes, "Fixes a crash.");
+    },
+  );
+
   const refusals: Array<[string, number, RegExp, () => BodyInit | null, Record<string, string>?]> =
     [
       [
@@ -198,6 +220,18 @@ Deno.test("publishing API: upload", async (t) => {
         422,
         /sha256 mismatch/,
         () => uploadForm({ version: "3.0.0", sha256: "0".repeat(64) }, { bytes }),
+      ],
+      [
+        "a declared size_bytes other than the file's",
+        422,
+        /size mismatch: you sent size_bytes 300001, the service received 300000 bytes/,
+        () => uploadForm({ version: "3.0.0", size_bytes: "300001" }, { bytes }),
+      ],
+      [
+        "a malformed size_bytes",
+        400,
+        /size_bytes must be a whole number of bytes/,
+        () => uploadForm({ version: "3.0.0", size_bytes: "300 KB" }, { bytes }),
       ],
       [
         "a malformed SHA-256",

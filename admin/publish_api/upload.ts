@@ -5,8 +5,8 @@
  * by src/http/multipart.ts, the file part streams straight into the artifact
  * store (constant memory, same limit, same 507), the record is committed
  * last, and on any refusal the stored file is removed again. On top of the
- * form: the SHA-256 the pipeline computed (`sha256`) is compared with the one
- * the store computed, and `filename` / `content_type` fields may name the
+ * form: the SHA-256 and size the pipeline computed (`sha256`, `size_bytes`) are
+ * compared with the ones the store computed, and `filename` / `content_type` fields may name the
  * file instead of the part's headers.
  */
 import type { UploadFailureReason } from "../../src/lib/metrics.ts";
@@ -41,6 +41,7 @@ export const API_UPLOAD_FIELDS = [
   "build",
   "release_notes",
   "sha256",
+  "size_bytes",
   "filename",
   "content_type",
   "draft",
@@ -60,6 +61,8 @@ const MAX_FIELD_BYTES = 512 * 1024;
 /** Room for the text fields next to the file when judging Content-Length. */
 export const FIELDS_ALLOWANCE_BYTES = 1024 * 1024;
 const SHA256_PATTERN = /^[0-9a-fA-F]{64}$/;
+/** A declared size: a whole number of bytes, without sign or leading zeros. */
+const SIZE_PATTERN = /^(0|[1-9][0-9]{0,15})$/;
 
 /** A release upload's outcome: the release, and its rollout's when one was asked for. */
 export type UploadedRelease = RecordedUpload;
@@ -103,7 +106,18 @@ function uploadRecord(
   if (expected !== undefined && expected !== "" && !SHA256_PATTERN.test(expected)) {
     throw new ValidationError("sha256", "sha256 must be 64 hexadecimal digits");
   }
+  const declaredSize = values.size_bytes?.trim();
+  if (declaredSize && !SIZE_PATTERN.test(declaredSize)) {
+    throw new ValidationError("size_bytes", "size_bytes must be a whole number of bytes");
+  }
   if (file === null) throw new EmptyUploadError();
+  if (declaredSize && Number(declaredSize) !== file.stored.size_bytes) {
+    throw new ApiError(
+      422,
+      `size mismatch: you sent size_bytes ${declaredSize}, the service received ` +
+        `${file.stored.size_bytes} bytes; nothing was stored`,
+    );
+  }
   if (expected && expected.toLowerCase() !== file.stored.checksum_sha256) {
     throw new ApiError(
       422,
