@@ -81,6 +81,7 @@ export async function startServer(
     via = [],
     task = "start",
     listeners = 1,
+    cwd = PROJECT_ROOT,
   }: {
     /** The deno task to run (`start:all-cores` for several workers on one port). */
     task?: string;
@@ -92,13 +93,15 @@ export async function startServer(
      * `["bash", "-c", 'ulimit -n 256; exec "$0" "$@"']` for a descriptor limit.
      */
     via?: string[];
+    /** The checkout to start it in (a copy of the repository; `dataDir` may be its ./data). */
+    cwd?: string;
   } = {},
 ): Promise<ServerProcess> {
   const deno = [Deno.execPath(), "task", "-q", task];
   const [command, ...args] = [...via, ...deno];
   const child = new Deno.Command(command, {
     args,
-    cwd: PROJECT_ROOT,
+    cwd,
     env: {
       NO_COLOR: "1",
       APP_DATA_DIR: dataDir,
