@@ -14,8 +14,9 @@
  *   publish token for it, made in the admin UI.
  *
  * The placeholders a reader replaces with their own values are replaced
- * (PLACEHOLDERS below), nothing else. Every block gets `APP_PORT` set to a
- * free port (8000 may be taken here) and `APP_HOST=127.0.0.1`.
+ * (`placeholders` below), nothing else. Every block gets `APP_PORT` set to a
+ * free port (8000 may be taken here) and `APP_HOST=127.0.0.1`; operators.md's
+ * `APP_WORKERS=2`, so that `start:all-cores` starts two workers on any machine.
  *
  * An HTML comment on the line before a block's fence says how to run it:
  * - `<!-- not run: reason -->`: skipped (what cannot run here: Docker, a real
@@ -85,7 +86,11 @@ async function scratchCheckout(parent: string): Promise<string> {
     cwd: PROJECT_ROOT,
     stdout: "piped",
   }).output();
-  assert.equal(listed.code, 0, "git ls-files");
+  assert.equal(
+    listed.code,
+    0,
+    "git ls-files: the test copies the repository's files as git lists them",
+  );
   const files = new TextDecoder().decode(listed.stdout).split("\0").filter((file) =>
     file !== "" && (!file.startsWith("data/") || file === "data/.keep")
   );
@@ -280,7 +285,7 @@ Deno.test({
     await runPage(t, {
       file: "docs/operators.md",
       cwd: checkout,
-      env: readerEnv({}),
+      env: readerEnv({ APP_WORKERS: "2" }),
       placeholders: {},
     });
   });
