@@ -100,7 +100,7 @@ Deno.test("staged rollouts through the client API", async (t) => {
   });
 
   await t.step("testers first: a tagged key gets it at 0%", async () => {
-    const tester = await seedKey(app, { tags: ["beta-testers"] });
+    const tester = await seedKey(app, { rollout_tags: ["beta-testers"] });
     await changeRollout(app.kv, project.id, { percentage: 0, tester_tag: "beta-testers" });
     assert.equal(await latestFor(app, tester.secret, "x"), "2.0.0");
     assert.equal(await latestFor(app, secret, IDS[0]), "1.0.1");
