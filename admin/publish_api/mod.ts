@@ -342,11 +342,11 @@ function parseLimit(raw: string | undefined): number {
   return Number(raw);
 }
 
-/** A rollout in the publishing API's answers (null: none). */
+/** A rollout in the publishing API's answers (null: none); ids are numbers, as a release's `id`. */
 function publishedRollout(rollout: Rollout | null) {
   return rollout === null ? null : {
-    release_id: String(rollout.release_id),
-    previous_id: String(rollout.previous_id),
+    release_id: rollout.release_id,
+    previous_id: rollout.previous_id,
     percentage: rollout.percentage,
     schedule: rollout.schedule,
     halted: rollout.halted,
