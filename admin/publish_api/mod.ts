@@ -164,6 +164,8 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     const { release, rollout } = await uploadRelease(deps, {
       projectId: project.id,
       parts: readMultipart(body, boundary),
+      // Starting a rollout is a release_state change, here as on the rollout routes.
+      mayStartRollout: tokenMay(c.get("publishToken"), "release_state"),
     });
     await audit(
       c,
