@@ -17,6 +17,8 @@ export interface ApiKeyFormValues {
   scope_mode: string;
   project_slugs: string[];
   tags: string[];
+  /** Rollout tags, kept whatever the mode; null when the form did not send the field. */
+  rollout_tags: string[] | null;
   expires_at: string;
 }
 
@@ -26,6 +28,7 @@ export const EMPTY_KEY_FORM: ApiKeyFormValues = {
   scope_mode: "all_projects",
   project_slugs: [],
   tags: [],
+  rollout_tags: [],
   expires_at: "",
 };
 
@@ -38,13 +41,18 @@ export function apiKeyFormValues(form: FormValues): ApiKeyFormValues {
     scope_mode: field(form, "scope_mode").trim(),
     project_slugs: parseList(listField(form, "project_slugs")),
     tags: parseList(listField(form, "tags")),
+    rollout_tags: form["rollout_tags"] === undefined
+      ? null
+      : parseList(listField(form, "rollout_tags")),
     expires_at: field(form, "expires_at").trim(),
   };
 }
 
 /**
  * Checks the scope mode, resolves project slugs and drops the list the mode
- * does not use; the store checks the rest (`expires_at` included). An empty
+ * does not use (rollout tags are kept whatever the mode; not sent, a new key
+ * has none and an edited key keeps its own); the store checks the rest
+ * (`expires_at` included). An empty
  * allow list is valid input: the store's `keyReachesNothing` tells the page to warn.
  */
 export async function apiKeyInput(kv: Deno.Kv, values: ApiKeyFormValues): Promise<ApiKeyInput> {
@@ -63,6 +71,7 @@ export async function apiKeyInput(kv: Deno.Kv, values: ApiKeyFormValues): Promis
     scope_mode: mode,
     project_ids: projectMode ? projectIds : [],
     tags: tagMode ? values.tags : [],
+    ...(values.rollout_tags === null ? {} : { rollout_tags: values.rollout_tags }),
     expires_at: values.expires_at,
   };
 }

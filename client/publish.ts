@@ -26,7 +26,7 @@ export interface PublishOptions extends Omit<ClientOptions, "apiKey"> {
   /**
    * A staged rollout (docs/rollouts.md): the release reaches `percentage` %
    * of clients (optionally more by `schedule`, steps `TIME=PERCENT` separated
-   * by commas; keys tagged `testerTag` always) while the others keep the latest.
+   * by commas; API keys with the rollout tag `testerTag` always) while the others keep the latest.
    */
   rollout?: { percentage: number; schedule?: string; testerTag?: string };
   /** The Tauri updater signature (the .sig file's text) and Sparkle's EdDSA signature, if any. */

@@ -20,7 +20,14 @@ import {
   TOKEN_GATED_PREFIX,
 } from "./admin_routes.ts";
 import { seedPublishToken } from "./publish_helpers.ts";
-import { type AdminUser, getAdminUser, LastAdminError, setAdminRole } from "../src/store/mod.ts";
+import {
+  type AdminUser,
+  getAdminUser,
+  getLatestRelease,
+  getRollout,
+  LastAdminError,
+  setAdminRole,
+} from "../src/store/mod.ts";
 import { adminUserKey } from "../src/store/keys.ts";
 
 const PASSWORD = "a long enough password";
@@ -203,6 +210,39 @@ Deno.test("roles: a publisher refused on key pages, a viewer refused on every PO
       [(await lastAudit(app)).actor, (await lastAudit(app)).target],
       ["pat", `release ${release.id}`],
     );
+  });
+
+  await t.step("a publisher runs a staged rollout from start to end; audited as it", async () => {
+    const staged = await seedRelease(app, project.id, "3.0.0");
+    // A newer upload is the latest, so 3.0.0 can be staged over it.
+    await seedRelease(app, project.id, "2.5.0");
+    await publisher.page("/admin/projects/alpha");
+    const steps: Array<[string, Fields, string]> = [
+      ["", { release_id: String(staged.id), percentage: "10" }, "rollout.start"],
+      ["/change", { percentage: "20", schedule: "", tester_tag: "beta" }, "rollout.change"],
+      ["/halt", {}, "rollout.halt"],
+      ["/resume", {}, "rollout.resume"],
+      ["/complete", {}, "rollout.complete"],
+    ];
+    for (const [suffix, fields, action] of steps) {
+      const res = await publisher.post(`/admin/projects/alpha/rollout${suffix}`, fields);
+      assert.equal(res.status, 303, `${suffix}: ${res.status}`);
+      const entry = await lastAudit(app);
+      assert.deepEqual([entry.actor, entry.action], ["pat", action]);
+    }
+    assert.equal((await getLatestRelease(app.kv, project.id))?.id, staged.id);
+    await seedRelease(app, project.id, "3.5.0");
+    const again = await publisher.post("/admin/projects/alpha/rollout", {
+      release_id: String(staged.id),
+      percentage: "5",
+    });
+    assert.equal(again.status, 303);
+    assert.equal((await publisher.post("/admin/projects/alpha/rollout/end")).status, 303);
+    assert.deepEqual([(await lastAudit(app)).actor, (await lastAudit(app)).action], [
+      "pat",
+      "rollout.end",
+    ]);
+    assert.equal(await getRollout(app.kv, project.id), null);
   });
 
   await t.step("a viewer changes its own password (self-service), then signs out", async () => {

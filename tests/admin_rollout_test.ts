@@ -5,9 +5,10 @@
  * changes nothing; the client API follows each step.
  */
 import assert from "node:assert/strict";
-import { getRollout, makeReleaseLatest } from "../src/store/mod.ts";
+import { apiKeyKey, getApiKey, getRollout, makeReleaseLatest } from "../src/store/mod.ts";
 import { lastAudit, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
-import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
+import { createAdminTestApp, type Fields, signedInClient } from "./admin_helpers.ts";
+import { PUBLISH_PREFIX, seedPublishToken } from "./publish_helpers.ts";
 
 async function latestFor(t: TestApp, key: string, installId: string): Promise<string> {
   const res = await t.request("/api/v1/projects/app/releases/latest", key, {
@@ -33,7 +34,7 @@ Deno.test("admin rollout panel", async (t) => {
   const v2 = await seedRelease(app, project.id, "2.0.0");
   await makeReleaseLatest(app.kv, v1.id);
   const { secret } = await seedKey(app);
-  const tester = await seedKey(app, { tags: ["beta-testers"] });
+  const tester = await seedKey(app, { rollout_tags: ["beta-testers"] });
   const client = await signedInClient(app);
 
   await t.step(
@@ -164,5 +165,119 @@ Deno.test("admin rollout panel", async (t) => {
     });
     assert.equal(res.status, 400);
     assert.match(await res.text(), /a release of this project/);
+  });
+});
+
+Deno.test("testers on any key: rollout tags whatever the scope mode", async (t) => {
+  await using app = await createAdminTestApp();
+  const project = await seedProject(app, { slug: "app", name: "App", tags: ["stable"] });
+  const other = await seedProject(app, { slug: "other", tags: ["beta-testers"] });
+  await seedRelease(app, other.id, "9.0.0");
+  const v1 = await seedRelease(app, project.id, "1.0.0");
+  const v2 = await seedRelease(app, project.id, "2.0.0");
+  await makeReleaseLatest(app.kv, v1.id);
+  const { secret: plain } = await seedKey(app);
+  const client = await signedInClient(app);
+  await client.page("/admin/api-keys");
+
+  /** Creates a key through the admin form; its secret and stored record. */
+  const createKey = async (fields: Fields) => {
+    const html = await (await client.post("/admin/api-keys", fields)).text();
+    const secret = /data-api-key="([^"]+)"/.exec(html)![1];
+    const id = Number(/data-api-key-id="(\d+)"/.exec(html)![1]);
+    return { secret, id, html, stored: (await getApiKey(app.kv, id))! };
+  };
+  /** The slugs a key sees on the client API. */
+  const visible = async (secret: string) =>
+    ((await (await app.request("/api/v1/projects", secret)).json()).projects as { slug: string }[])
+      .map((p) => p.slug).sort();
+
+  const base = { can_download: "on", expires_at: "", tags: "" };
+  const all = await createKey({
+    ...base,
+    name: "All, tester",
+    scope_mode: "all_projects",
+    tags: "ignored",
+    rollout_tags: "Beta-Testers, nightly",
+  });
+  const listed = await createKey({
+    ...base,
+    name: "Listed, tester",
+    scope_mode: "project_allow_list",
+    project_slugs: "app",
+    rollout_tags: "beta-testers",
+  });
+  const tagged = await createKey({
+    ...base,
+    name: "Tag-scoped, tester",
+    scope_mode: "tag_allow_list",
+    tags: "stable",
+    rollout_tags: "beta-testers",
+  });
+
+  await t.step("the form keeps rollout tags in every mode; the scope is as before", async () => {
+    assert.match(all.html, /Rollout tags/);
+    assert.deepEqual(all.stored.rollout_tags, ["beta-testers", "nightly"]);
+    assert.deepEqual(all.stored.tags, [], "all projects stores no scope tags");
+    assert.deepEqual(listed.stored.rollout_tags, ["beta-testers"]);
+    assert.deepEqual(listed.stored.project_ids, [project.id]);
+    assert.deepEqual(listed.stored.tags, []);
+    assert.deepEqual(tagged.stored.tags, ["stable"]);
+    assert.deepEqual(tagged.stored.rollout_tags, ["beta-testers"]);
+    // Scope: rollout tags grant nothing (`other` carries the tag `beta-testers`).
+    assert.deepEqual(await visible(all.secret), ["app", "other"]);
+    assert.deepEqual(await visible(listed.secret), ["app"]);
+    assert.deepEqual(await visible(tagged.secret), ["app"]);
+  });
+
+  await t.step("a 0% rollout started through the publishing API reaches them all", async () => {
+    const { secret: token } = await seedPublishToken(app.kv);
+    const res = await app.request(`${PUBLISH_PREFIX}/releases/${v2.id}/rollout`, token, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ percentage: 0, tester_tag: "beta-testers" }),
+    });
+    assert.equal(res.status, 200);
+    for (const key of [all, listed, tagged]) {
+      for (let i = 0; i < 20; i++) {
+        assert.equal(await latestFor(app, key.secret, `install-${i}`), "2.0.0", key.stored.name);
+      }
+    }
+    assert.equal(await reach(app, plain, "2.0.0"), 0, "keys without the tag get 1.0.0");
+  });
+
+  await t.step("the key page shows them; an edit keeps, changes or clears them", async () => {
+    const { html } = await client.page(`/admin/api-keys/${all.id}`);
+    assert.match(html, /data-rollout-tags="beta-testers,nightly"/);
+    assert.match(html, /name="rollout_tags"[^>]*value="beta-testers, nightly"/);
+    const edit = (fields: Fields) => client.post(`/admin/api-keys/${all.id}`, fields);
+    // An outside tool that sends only the contract's fields keeps the key's rollout tags.
+    assert.equal((await edit({ ...base, name: "All", scope_mode: "all_projects" })).status, 303);
+    assert.deepEqual((await getApiKey(app.kv, all.id))!.rollout_tags, ["beta-testers", "nightly"]);
+    const cleared = { ...base, name: "All", scope_mode: "all_projects", rollout_tags: "" };
+    assert.equal((await edit(cleared)).status, 303);
+    assert.deepEqual((await getApiKey(app.kv, all.id))!.rollout_tags, []);
+    assert.equal(
+      (await lastAudit(app)).details,
+      'name "All"; rollout_tags: beta-testers, nightly → (none)',
+    );
+    assert.equal(await latestFor(app, all.secret, "install-0"), "1.0.0");
+    await client.page(`/admin/api-keys/${all.id}`);
+    const bad = await edit({ ...cleared, rollout_tags: "x".repeat(500) });
+    assert.equal(bad.status, 400);
+    assert.match(await bad.text(), /data-form-error/);
+  });
+
+  await t.step("a key stored without rollout tags acts on its tags, as it always did", async () => {
+    const { apiKey, secret } = await seedKey(app, {
+      scope_mode: "tag_allow_list",
+      tags: ["stable"],
+    });
+    const { rollout_tags: _, ...older } = apiKey;
+    await app.kv.set(apiKeyKey(apiKey.id), { ...older, tags: ["stable", "beta-testers"] });
+    assert.equal(await latestFor(app, secret, "install-0"), "2.0.0");
+    assert.deepEqual(await visible(secret), ["app", "other"], "its scope as before");
+    const { html } = await client.page(`/admin/api-keys/${apiKey.id}`);
+    assert.match(html, /data-rollout-tags="stable,beta-testers"/);
   });
 });

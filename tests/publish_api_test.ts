@@ -313,6 +313,40 @@ Deno.test("publishing API: upload", async (t) => {
     const list = await jsonOf(await call(app, scoped.secret, "/projects/desktop/releases"));
     assert.equal(list.status, 403);
   });
+
+  await t.step("another project's release id: 404 exactly as a missing one", async () => {
+    const scoped = await seedPublishToken(app.kv, {
+      name: "other only, reads",
+      all_projects: false,
+      project_ids: [other.id],
+    });
+    const release = await seedRelease(app, project.id, "5.0.0", undefined, { build: "b1" });
+    const missing = await call(app, scoped.secret, "/releases/999999");
+    const missingBody = await missing.text();
+    assert.equal(missing.status, 404);
+    const requests: Array<[string, string, string?]> = [
+      ["GET", ""],
+      ["PATCH", "", JSON.stringify({ build: "9" })],
+      ["POST", "/archive"],
+      ["POST", "/activate"],
+      ["POST", "/publish"],
+      ["POST", "/make-latest"],
+      ["POST", "/rollout", JSON.stringify({ percentage: 10 })],
+    ];
+    for (const [method, suffix, body] of requests) {
+      const init = body === undefined
+        ? { method }
+        : { method, body, headers: { "content-type": "application/json" } };
+      const theirs = await call(app, scoped.secret, `/releases/${release.id}${suffix}`, init);
+      const gone = await call(app, scoped.secret, `/releases/999999${suffix}`, init);
+      const text = await theirs.text();
+      assert.equal(theirs.status, 404, `${method} ${suffix}: ${text}`);
+      assert.equal(text, await gone.text(), `${method} ${suffix}`);
+      assert.doesNotMatch(text, /desktop/);
+    }
+    assert.equal(missingBody, JSON.stringify({ error: "release not found" }));
+    assert.equal((await getRelease(app.kv, release.id))?.build, release.build, "nothing changed");
+  });
 });
 
 Deno.test("publishing API: list, read, edit, archive and activate", async (t) => {

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020";
 import { parse } from "yaml";
+import { makeReleaseLatest } from "../src/store/mod.ts";
 import { createTestApp, seedProject, seedRelease, sha256 } from "./helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
 
@@ -67,4 +68,42 @@ Deno.test("the publishing OpenAPI document matches the routes and the answers", 
     assert.equal(error.status, 400);
     check("Error", await error.json());
   });
+
+  await t.step(
+    "every rollout answer validates; its ids are integers like a release's",
+    async () => {
+      const latest = await seedRelease(app, project.id, "3.0.0");
+      const staged = await seedRelease(app, project.id, "3.1.0");
+      await makeReleaseLatest(app.kv, latest.id);
+      const send = (method: string, path: string, body?: unknown) =>
+        app.request(`${PUBLISH_PREFIX}${path}`, secret, {
+          method,
+          ...(body === undefined ? {} : {
+            body: JSON.stringify(body),
+            headers: { "content-type": "application/json" },
+          }),
+        });
+      const answers = [
+        await send("POST", `/releases/${staged.id}/rollout`, { percentage: 10 }),
+        await send("GET", "/projects/desktop/rollout"),
+        await send("PATCH", "/projects/desktop/rollout", { percentage: 20, tester_tag: "beta" }),
+        await send("POST", "/projects/desktop/rollout/halt"),
+        await send("POST", "/projects/desktop/rollout/resume"),
+      ];
+      for (const res of answers) {
+        assert.equal(res.status, 200);
+        const body = await res.json();
+        check("RolloutEnvelope", body);
+        assert.equal(body.rollout.release_id, staged.id);
+        assert.equal(body.rollout.previous_id, latest.id);
+      }
+      const ended = await send("POST", "/projects/desktop/rollout/end");
+      assert.equal(ended.status, 200);
+      check("RolloutEnvelope", await ended.json());
+      await send("POST", `/releases/${staged.id}/rollout`, { percentage: 10 });
+      const completed = await send("POST", "/projects/desktop/rollout/complete");
+      assert.equal(completed.status, 200);
+      check("ReleaseEnvelope", await completed.json());
+    },
+  );
 });

@@ -14,11 +14,13 @@ import {
   getRollout,
   listAuditEntries,
   listReleasesByProject,
+  makeReleaseLatest,
   rolloutKey,
   startRollout,
 } from "../src/store/mod.ts";
 import { recordUpload } from "../src/storage/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import { listArtifactFiles } from "./admin_helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
 import { makeDataTempDir, type ServerProcess, startInstances } from "./server_process.ts";
 
@@ -100,7 +102,7 @@ Deno.test("staged rollouts through the client API", async (t) => {
   });
 
   await t.step("testers first: a tagged key gets it at 0%", async () => {
-    const tester = await seedKey(app, { tags: ["beta-testers"] });
+    const tester = await seedKey(app, { rollout_tags: ["beta-testers"] });
     await changeRollout(app.kv, project.id, { percentage: 0, tester_tag: "beta-testers" });
     assert.equal(await latestFor(app, tester.secret, "x"), "2.0.0");
     assert.equal(await latestFor(app, secret, IDS[0]), "1.0.1");
@@ -409,5 +411,102 @@ Deno.test("an upload with a rollout sees, in its own commit, the latest made jus
     });
     assert.equal(recorded.rollout, null);
     assert.equal((await getLatestRelease(app.kv, other.id))?.id, recorded.release.id);
+  });
+});
+
+Deno.test("the publishing API: rollouts need release_state, the upload's rollout fields too", async (t) => {
+  await using app = await createTestApp();
+  const project = await seedProject(app, { slug: "desktop" });
+  const v1 = await seedRelease(app, project.id, "1.0.0");
+  const v2 = await seedRelease(app, project.id, "2.0.0");
+  await makeReleaseLatest(app.kv, v1.id);
+  const uploader = await seedPublishToken(app.kv, { name: "upload only", permissions: ["upload"] });
+  const stater = await seedPublishToken(app.kv, {
+    name: "state only",
+    permissions: ["release_state"],
+  });
+  const send = (token: string, method: string, path: string, body?: unknown) =>
+    app.request(PUBLISH_PREFIX + path, token, {
+      method,
+      ...(body === undefined ? {} : {
+        body: body instanceof FormData ? body : JSON.stringify(body),
+        headers: body instanceof FormData ? {} : { "content-type": "application/json" },
+      }),
+    });
+  const stored = async () => ({
+    releases: (await listReleasesByProject(app.kv, project.id)).length,
+    files: await listArtifactFiles(app),
+    rollout: await getRollout(app.kv, project.id),
+  });
+  const ROUTES: Array<[string, string, unknown?]> = [
+    ["POST", `/releases/${v2.id}/rollout`, { percentage: 10 }],
+    ["PATCH", "/projects/desktop/rollout", { percentage: 20 }],
+    ["POST", "/projects/desktop/rollout/halt"],
+    ["POST", "/projects/desktop/rollout/resume"],
+    ["POST", "/projects/desktop/rollout/end"],
+    ["POST", "/projects/desktop/rollout/complete"],
+  ];
+
+  await t.step(
+    "an upload-only token starts no rollout: 403 on the upload, nothing stored",
+    async () => {
+      const before = await stored();
+      const fieldsFirst = uploadForm({ version: "3.0.0", rollout_percentage: "10" }, {
+        bytes: new TextEncoder().encode("v3"),
+      });
+      const fileFirst = new FormData();
+      fileFirst.append("version", "3.0.0");
+      fileFirst.append("file", new Blob(["v3"]), "app.bin");
+      fileFirst.append("rollout_tester_tag", "beta-testers");
+      for (const form of [fieldsFirst, fileFirst]) {
+        const res = await send(uploader.secret, "POST", "/projects/desktop/releases", form);
+        assert.equal(res.status, 403);
+        assert.match((await res.json()).error, /lacks the permission release_state/);
+        assert.deepEqual(await stored(), before);
+      }
+      const plain = await send(
+        uploader.secret,
+        "POST",
+        "/projects/desktop/releases",
+        uploadForm({ version: "3.0.0", rollout_percentage: "" }, { bytes: new Uint8Array([3]) }),
+      );
+      assert.equal(plain.status, 201, "an upload without a rollout is its permission");
+      await makeReleaseLatest(app.kv, v1.id);
+    },
+  );
+
+  await t.step("an upload-only token: 403 on every rollout route; it may read", async () => {
+    for (const [method, path, body] of ROUTES) {
+      const res = await send(uploader.secret, method, path, body);
+      assert.equal(res.status, 403, `${method} ${path}`);
+      assert.match((await res.json()).error, /lacks the permission release_state/);
+    }
+    assert.equal(await getRollout(app.kv, project.id), null);
+    const read = await send(uploader.secret, "GET", "/projects/desktop/rollout");
+    assert.equal(read.status, 200);
+    assert.deepEqual(await read.json(), { rollout: null });
+  });
+
+  await t.step("a release_state token runs one; its upload needs upload", async () => {
+    for (const [method, path, body] of ROUTES) {
+      const res = await send(stater.secret, method, path, body);
+      assert.equal(res.status, 200, `${method} ${path}: ${await res.clone().text()}`);
+      if (path.endsWith("/end")) {
+        // Started again, for complete.
+        const again = await send(stater.secret, "POST", `/releases/${v2.id}/rollout`, {
+          percentage: 10,
+        });
+        assert.equal(again.status, 200);
+      }
+    }
+    assert.equal((await getLatestRelease(app.kv, project.id))?.id, v2.id);
+    const upload = await send(
+      stater.secret,
+      "POST",
+      "/projects/desktop/releases",
+      uploadForm({ version: "4.0.0", rollout_percentage: "10" }, { bytes: new Uint8Array([4]) }),
+    );
+    assert.equal(upload.status, 403);
+    assert.match((await upload.json()).error, /lacks the permission upload/);
   });
 });

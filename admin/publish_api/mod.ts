@@ -87,15 +87,22 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     return project;
   };
 
-  /** A release of a project the token covers, found by id; else 400, 404 or 403. */
+  /**
+   * A release of a project the token covers, found by id; else 400, 404 or 403.
+   * A release of a project outside the token's scope is `404` like a missing
+   * one: ids are counted, and a 403 would name every project's slug in turn.
+   */
   const releaseFor = async (c: PublishContext, permission?: PublishPermission) => {
     const raw = c.req.param("id") ?? "";
     if (!/^\d+$/.test(raw)) throw new ApiError(400, "invalid release id");
     const release = ID_PATTERN.test(raw) ? await getRelease(kv, Number(raw)) : null;
     if (release === null) throw new ApiError(404, "release not found");
     const project = await getProject(kv, release.project_id);
-    if (project === null) throw new ApiError(404, "release not found");
-    requireAccess(c.get("publishToken"), project, permission);
+    const token = c.get("publishToken");
+    if (project === null || !tokenCovers(token, project)) {
+      throw new ApiError(404, "release not found");
+    }
+    requireAccess(token, project, permission);
     return { project, release };
   };
 
@@ -157,6 +164,8 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     const { release, rollout } = await uploadRelease(deps, {
       projectId: project.id,
       parts: readMultipart(body, boundary),
+      // Starting a rollout is a release_state change, here as on the rollout routes.
+      mayStartRollout: tokenMay(c.get("publishToken"), "release_state"),
     });
     await audit(
       c,
@@ -342,11 +351,11 @@ function parseLimit(raw: string | undefined): number {
   return Number(raw);
 }
 
-/** A rollout in the publishing API's answers (null: none). */
+/** A rollout in the publishing API's answers (null: none); ids are numbers, as a release's `id`. */
 function publishedRollout(rollout: Rollout | null) {
   return rollout === null ? null : {
-    release_id: String(rollout.release_id),
-    previous_id: String(rollout.previous_id),
+    release_id: rollout.release_id,
+    previous_id: rollout.previous_id,
     percentage: rollout.percentage,
     schedule: rollout.schedule,
     halted: rollout.halted,

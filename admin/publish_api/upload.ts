@@ -35,6 +35,12 @@ import {
 import type { ServiceDeps } from "../types.ts";
 import { sparkleSignature, tauriSignature } from "../../src/feeds/signatures.ts";
 
+/**
+ * The upload fields of a staged rollout (docs/rollouts.md), optional: the percentage, a
+ * schedule, a tester tag. Starting a rollout needs the `release_state` permission.
+ */
+const ROLLOUT_FIELDS = ["rollout_percentage", "rollout_schedule", "rollout_tester_tag"] as const;
+
 /** The text fields of an API upload (docs/publishing.md "Upload a release"). */
 export const API_UPLOAD_FIELDS = [
   "version",
@@ -46,10 +52,7 @@ export const API_UPLOAD_FIELDS = [
   "content_type",
   "draft",
   "not_latest",
-  // A staged rollout (docs/rollouts.md), optional: the percentage, a schedule, a tester tag.
-  "rollout_percentage",
-  "rollout_schedule",
-  "rollout_tester_tag",
+  ...ROLLOUT_FIELDS,
   // Updater signatures (docs/feeds.md), optional.
   "tauri_signature",
   "sparkle_signature",
@@ -67,11 +70,18 @@ const SIZE_PATTERN = /^(0|[1-9][0-9]{0,15})$/;
 /** A release upload's outcome: the release, and its rollout's when one was asked for. */
 export type UploadedRelease = RecordedUpload;
 
+/** What `receive` needs besides the parts. */
+interface ReceiveOptions {
+  artifacts: ArtifactStore;
+  maxBytes: number;
+  /** Whether the token may start a rollout (`release_state`); else a rollout field is a 403. */
+  mayStartRollout: boolean;
+}
+
 /** Reads every part: the file into the store, the text fields into the result (shared receiver). */
 async function receive(
   parts: AsyncIterable<MultipartPart>,
-  artifacts: ArtifactStore,
-  maxBytes: number,
+  { artifacts, maxBytes, mayStartRollout }: ReceiveOptions,
 ): Promise<{ values: ApiUploadValues; file: ReceivedFile | null }> {
   const values: ApiUploadValues = {};
   const file = await receiveUpload(parts, {
@@ -86,7 +96,18 @@ async function receive(
             API_UPLOAD_FIELDS.join(", "),
         );
       }
-      values[part.name as UploadField] = await part.text(MAX_FIELD_BYTES);
+      const value = await part.text(MAX_FIELD_BYTES);
+      if (
+        !mayStartRollout && (ROLLOUT_FIELDS as readonly string[]).includes(part.name) &&
+        value.trim() !== ""
+      ) {
+        throw new ApiError(
+          403,
+          `this publish token lacks the permission release_state, which ${part.name} ` +
+            "(a staged rollout) needs; nothing was stored",
+        );
+      }
+      values[part.name as UploadField] = value;
     },
   });
   return { values, file };
@@ -156,10 +177,18 @@ function uploadRecord(
 /** Receives and records one upload; failures are counted in the upload metrics and rethrown. */
 export async function uploadRelease(
   deps: ServiceDeps,
-  { projectId, parts }: { projectId: number; parts: AsyncIterable<MultipartPart> },
+  { projectId, parts, mayStartRollout }: {
+    projectId: number;
+    parts: AsyncIterable<MultipartPart>;
+    mayStartRollout: boolean;
+  },
 ): Promise<UploadedRelease> {
   try {
-    const received = await receive(parts, deps.artifacts, deps.config.maxUploadBytes);
+    const received = await receive(parts, {
+      artifacts: deps.artifacts,
+      maxBytes: deps.config.maxUploadBytes,
+      mayStartRollout,
+    });
     const uploaded = await recordUpload(deps.kv, deps.artifacts, {
       file: received.file,
       build: () => uploadRecord(projectId, received),

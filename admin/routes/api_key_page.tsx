@@ -2,7 +2,7 @@
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
-import { keyState } from "../../src/store/access.ts";
+import { keyRolloutTags, keyState } from "../../src/store/access.ts";
 import {
   type ApiKey,
   deleteApiKey,
@@ -34,6 +34,7 @@ const EDITED_FIELDS = [
   "scope_mode",
   "project_ids",
   "tags",
+  "rollout_tags",
   "expires_at",
 ] as const;
 
@@ -102,7 +103,9 @@ export function addApiKeyPageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
       await audit(c, deps, {
         action: "api_key.update",
         target: `api key ${after.id}`,
-        details: `name "${after.name}"; ${describeChanges(before, after, EDITED_FIELDS)}`,
+        details: `name "${after.name}"; ${
+          describeChanges(withRolloutTags(before), withRolloutTags(after), EDITED_FIELDS)
+        }`,
       });
       return redirectWithFlash(c, deps, {
         location: "/admin/api-keys#key-list",
@@ -157,6 +160,12 @@ function valuesOf(apiKey: ApiKey, projects: readonly Project[]): ApiKeyFormValue
     scope_mode: apiKey.scope_mode,
     project_slugs: slugsOf(apiKey, projects),
     tags: apiKey.tags,
+    rollout_tags: [...keyRolloutTags(apiKey)],
     expires_at: apiKey.expires_at?.slice(0, 16) ?? "",
   };
+}
+
+/** The key with the rollout tags it acts on, so an audit entry compares what matters. */
+function withRolloutTags(apiKey: ApiKey): ApiKey {
+  return { ...apiKey, rollout_tags: [...keyRolloutTags(apiKey)] };
 }

@@ -123,7 +123,8 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
       details:
         `name "${apiKey.name}"; prefix ${apiKey.prefix}; scope ${apiKey.scope_mode}; download ${
           apiKey.can_download ? "yes" : "no"
-        }; expires ${apiKey.expires_at ?? "never"}`,
+        }; expires ${apiKey.expires_at ?? "never"}` +
+        (apiKey.rollout_tags?.length ? `; rollout tags ${apiKey.rollout_tags.join(", ")}` : ""),
     });
     const projects = await getProjectsByIds(kv, apiKey.project_ids.slice(0, EXAMPLE_CANDIDATES));
     return c.html(

@@ -1,5 +1,6 @@
+import { keyRolloutTags } from "../../src/store/access.ts";
 import type { ApiKey } from "../../src/store/mod.ts";
-import { Time } from "./components.tsx";
+import { TagList, Time } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
 import { ReachesNothingWarning, SCOPE_LABELS } from "./api_keys.tsx";
 
@@ -63,6 +64,10 @@ export function ApiKeyCreatedPage(
           <dd>{SCOPE_LABELS[apiKey.scope_mode].label}</dd>
           <dt>Download</dt>
           <dd>{apiKey.can_download ? "allowed" : "not allowed"}</dd>
+          <dt>Rollout tags</dt>
+          <dd>
+            <TagList tags={keyRolloutTags(apiKey)} />
+          </dd>
           <dt>Expires</dt>
           <dd>{apiKey.expires_at ? <Time iso={apiKey.expires_at} /> : "never"}</dd>
         </dl>

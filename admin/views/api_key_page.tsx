@@ -3,8 +3,9 @@ import type { KeyState } from "../../src/store/access.ts";
 import type { ApiKey } from "../../src/store/mod.ts";
 import type { ApiKeyFormValues } from "../forms_api_key.ts";
 import type { FormError } from "../types.ts";
+import { keyRolloutTags } from "../../src/store/access.ts";
 import { KeyForm, SCOPE_LABELS } from "./api_keys.tsx";
-import { StateBadge, Time } from "./components.tsx";
+import { StateBadge, TagList, Time } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 
 export interface ApiKeyPageProps {
@@ -46,6 +47,10 @@ export function ApiKeyPage(props: ApiKeyPageProps) {
           </dd>
           <dt>Downloads</dt>
           <dd>{String(props.downloads)}</dd>
+          <dt>Rollout tags</dt>
+          <dd data-rollout-tags={keyRolloutTags(apiKey).join(",")}>
+            <TagList tags={keyRolloutTags(apiKey)} />
+          </dd>
         </dl>
       </section>
       {conflict && (
@@ -65,6 +70,8 @@ export function ApiKeyPage(props: ApiKeyPageProps) {
               {conflict.slugs.length + conflict.apiKey.tags.length > 0 &&
                 `: ${[...conflict.slugs, ...conflict.apiKey.tags].join(", ")}`}
             </dd>
+            <dt>Rollout tags</dt>
+            <dd>{keyRolloutTags(conflict.apiKey).join(", ") || "none"}</dd>
             <dt>Expires</dt>
             <dd>{conflict.apiKey.expires_at ?? "never"}</dd>
           </dl>

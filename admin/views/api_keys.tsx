@@ -1,4 +1,4 @@
-import type { KeyState } from "../../src/store/access.ts";
+import { keyRolloutTags, type KeyState } from "../../src/store/access.ts";
 import { type ApiKey, SCOPE_MODES, type ScopeMode } from "../../src/store/mod.ts";
 import type { ApiKeyFormValues } from "../forms_api_key.ts";
 import type { FormError } from "../types.ts";
@@ -120,6 +120,7 @@ export function ApiKeysPage(
                   <td data-label="Scope">
                     <ScopeSummary apiKey={key} slugs={slugs} />
                     {reachesNothing && <ReachesNothingWarning apiKey={key} />}
+                    <RolloutTags apiKey={key} />
                   </td>
                   <td data-label="Download">{key.can_download ? "allowed" : "not allowed"}</td>
                   <td data-label="State">
@@ -170,6 +171,16 @@ function ScopeSummary(
       <span class="scope-mode">{label}</span>
       {list && <TagList tags={list} />}
     </>
+  );
+}
+
+/** A key's rollout tags (`keyRolloutTags`), when it has any. */
+export function RolloutTags({ apiKey }: { apiKey: ApiKey }) {
+  const tags = keyRolloutTags(apiKey);
+  return tags.length === 0 ? null : (
+    <div class="rollout-tags" data-rollout-tags={tags.join(",")}>
+      <span class="muted">Rollout tags</span> <TagList tags={tags} />
+    </div>
   );
 }
 
@@ -313,6 +324,22 @@ export function KeyForm(
           </p>
           <FieldError error={error} field="tags" id="key-tags" />
         </fieldset>
+        <InputField
+          id="key-rollout-tags"
+          name="rollout_tags"
+          label="Rollout tags"
+          optional="optional"
+          value={(values.rollout_tags ?? []).join(", ")}
+          error={error}
+          autocapitalize="none"
+          spellcheck={false}
+          hint={
+            <>
+              Comma-separated, whatever the scope. A staged rollout whose tester tag is one of these
+              gives this key its release first, e.g. <code>beta-testers</code>.
+            </>
+          }
+        />
         <InputField
           id="key-expires"
           name="expires_at"

@@ -23,7 +23,7 @@ export interface PublishTokenRow {
 
 const PERMISSION_LABELS: Record<string, string> = {
   upload: "upload releases, edit notes and build",
-  release_state: "archive, activate, publish drafts, make latest",
+  release_state: "archive, activate, publish drafts, make latest, run staged rollouts",
 };
 
 export function PublishTokensPage(

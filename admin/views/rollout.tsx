@@ -83,7 +83,7 @@ export function RolloutCard(props: RolloutCardProps) {
             {rollout.schedule.length > 0 && <p class="hint">Schedule: {scheduleText(rollout)}</p>}
             {rollout.tester_tag !== null && (
               <p class="hint">
-                Keys tagged <code>{rollout.tester_tag}</code> always get it.
+                Keys with the rollout tag <code>{rollout.tester_tag}</code> always get it.
               </p>
             )}
             <div class="row-actions">
@@ -160,7 +160,7 @@ function RolloutFields(
         name="tester_tag"
         label="Tester tag"
         optional="optional"
-        hint="Keys with this tag get the release whatever the percentage."
+        hint="API keys with this among their rollout tags get the release whatever the percentage."
         value={values.tester_tag}
         error={error}
       />

@@ -7,6 +7,7 @@
  * else the API key's id. The same client gets the same answer on every
  * request and every instance; widening a rollout only adds clients.
  */
+import { keyRolloutTags } from "../store/access.ts";
 import type { ApiKey, LatestView, Release } from "../store/mod.ts";
 
 /** The request header carrying a client's install id. */
@@ -54,7 +55,8 @@ export function rolloutPercentage(
 
 /**
  * The release `view` offers a client: the latest pointer's, or the
- * rollout's when the client is in it (a tester key, or its bucket is below
+ * rollout's when the client is in it (a key whose rollout tags hold the
+ * tester tag, whatever its scope mode, or its bucket is below
  * the percentage). A halted rollout offers everyone the latest.
  */
 export function releaseFor(
@@ -65,7 +67,7 @@ export function releaseFor(
   if (rollout === null) return view.release;
   if (rollout.record.halted) return view.release;
   const tag = rollout.record.tester_tag;
-  if (tag !== null && client.key.tags.includes(tag)) return rollout.release;
+  if (tag !== null && keyRolloutTags(client.key).includes(tag)) return rollout.release;
   const percentage = rolloutPercentage(rollout, client.nowMs);
   if (percentage <= 0) return view.release;
   if (percentage >= 100) return rollout.release;

@@ -36,6 +36,15 @@ export function keyReachesNothing(
 }
 
 /**
+ * The rollout tags of a key (docs/rollouts.md "Who gets the release"). A
+ * record without the field keeps the rule it was made under: its `tags` make
+ * it a tester, whatever its mode.
+ */
+export function keyRolloutTags(key: Pick<ApiKey, "tags" | "rollout_tags">): readonly string[] {
+  return key.rollout_tags ?? key.tags;
+}
+
+/**
  * A key's project ids as a set, made once per key record (records from the
  * read cache are shared until a write replaces them), so listing 1,000
  * projects for a 50-project allow list is 1,000 lookups, not 50,000 compares.

@@ -33,6 +33,8 @@ export interface ApiKeyInput {
   scope_mode: string;
   project_ids?: readonly number[];
   tags?: readonly string[];
+  /** Rollout tags, whatever the mode (`ApiKey.rollout_tags`); none when not given. */
+  rollout_tags?: readonly string[];
   /**
    * RFC 3339 time, or an HTML datetime-local value read as UTC; null or empty
    * for no expiry (see `parseExpiresAt`).
@@ -54,7 +56,7 @@ export function requireScopeMode(mode: string): ScopeMode {
 export function prepareApiKey(
   input: ApiKeyInput,
 ): { secret: string; record: Omit<ApiKey, "id" | "created_at"> } {
-  const { name, scopeMode, tags, projectIds, expiresAt } = validateKeyFields(input);
+  const { name, scopeMode, tags, rolloutTags, projectIds, expiresAt } = validateKeyFields(input);
   const secret = generateApiKeySecret();
   return {
     secret,
@@ -68,17 +70,27 @@ export function prepareApiKey(
       scope_mode: scopeMode,
       project_ids: projectIds,
       tags,
+      rollout_tags: rolloutTags ?? [],
     },
   };
 }
 
-/** A key's name, scope and expiry as given, checked (new keys and edits alike). */
+/**
+ * A key's name, scope, rollout tags and expiry as given, checked (new keys and
+ * edits alike); `rolloutTags` is undefined when none were given.
+ */
 export function validateKeyFields(
-  input: Pick<ApiKeyInput, "name" | "scope_mode" | "tags" | "project_ids" | "expires_at">,
+  input: Pick<
+    ApiKeyInput,
+    "name" | "scope_mode" | "tags" | "rollout_tags" | "project_ids" | "expires_at"
+  >,
 ) {
   const name = requireText("name", input.name, { min: 1, max: NAME_MAX_LENGTH });
   const scopeMode = requireScopeMode(input.scope_mode);
   const tags = requireTags("tags", input.tags ?? []);
+  const rolloutTags = input.rollout_tags === undefined
+    ? undefined
+    : requireTags("rollout_tags", input.rollout_tags);
   const projectIds = [...new Set(input.project_ids ?? [])];
   if (projectIds.length > SCOPE_PROJECTS_MAX_COUNT) {
     throw new ValidationError(
@@ -86,7 +98,14 @@ export function validateKeyFields(
       `a key's scope can name at most ${SCOPE_PROJECTS_MAX_COUNT} projects`,
     );
   }
-  return { name, scopeMode, tags, projectIds, expiresAt: parseExpiresAt(input.expires_at) };
+  return {
+    name,
+    scopeMode,
+    tags,
+    rolloutTags,
+    projectIds,
+    expiresAt: parseExpiresAt(input.expires_at),
+  };
 }
 
 /** Creates a key; the secret is returned here once and never stored. */

@@ -126,6 +126,8 @@ export interface ApiKeyEdit {
   scope_mode: string;
   project_ids?: readonly number[];
   tags?: readonly string[];
+  /** Rollout tags, whatever the mode; not given: the stored ones stay. */
+  rollout_tags?: readonly string[];
   /** As at creation: RFC 3339, a datetime-local value read as UTC, or empty for none. */
   expires_at?: string | null;
 }
@@ -140,7 +142,7 @@ export async function editApiKey(
   id: number,
   input: ApiKeyEdit & { expected?: string },
 ): Promise<Edited<ApiKey>> {
-  const { name, scopeMode, tags, projectIds, expiresAt } = validateKeyFields(input);
+  const { name, scopeMode, tags, rolloutTags, projectIds, expiresAt } = validateKeyFields(input);
   return await editRecord<ApiKey>(kv, {
     key: apiKeyKey(id),
     expected: input.expected,
@@ -155,6 +157,7 @@ export async function editApiKey(
         scope_mode: scopeMode,
         project_ids: projectIds,
         tags,
+        ...(rolloutTags === undefined ? {} : { rollout_tags: rolloutTags }),
         expires_at: expiresAt,
       };
     },

@@ -63,7 +63,14 @@ export interface ApiKey {
   can_download: boolean;
   scope_mode: ScopeMode;
   project_ids: number[];
+  /** The scope's tags (tag modes only, ../shared/spec/admin-contract.md "Scope modes"). */
   tags: string[];
+  /**
+   * Rollout tags, whatever the scope mode: a key carrying a rollout's tester
+   * tag gets its release first (docs/rollouts.md "Who gets the release").
+   * Records written without it are read through `keyRolloutTags` (access.ts).
+   */
+  rollout_tags?: string[];
   created_at: string;
   /** Filled in from its own KV entry when listing; not part of the stored record. */
   last_used_at?: string | null;
