@@ -101,7 +101,7 @@ export async function createTestApp(
     enabled: config.signing,
   });
   // On the plain KV too; close() waits for its writes.
-  const adoption = createAdoptionRecorder(kv);
+  const adoption = createAdoptionRecorder(kv, { newIdsPerDay: config.adoptionNewIdsPerDay });
   const app = createApp({
     signer,
     adoption,
