@@ -1,9 +1,9 @@
 /**
  * Records client sightings off the request path (docs/rollouts.md
  * "Adoption"): a request only puts its client's latest sighting into this
- * instance's pending map (no KV round trip, no hashing); one writer in the
- * background takes the whole map as a batch and writes it
- * (adoption_batch.ts), and what arrives meanwhile waits for the next batch.
+ * instance's pending map (no KV round trip, no hashing); in the background
+ * the whole map is taken as one batch and written (adoption_batch.ts), at
+ * most one batch a `batchMs`, and what arrives meanwhile waits for the next.
  * Nothing here decides that a sighting needs no write: the KV's marker
  * does, so instances never disagree about a client.
  */
@@ -30,6 +30,8 @@ export interface AdoptionRecorderOptions {
   newIdsPerDay?: number;
   /** Clients waiting for the writer; past this, a new one goes straight into a sketch (default 10,000). */
   maxPending?: number;
+  /** The least time between the starts of two batches, in ms (default 1,000). */
+  batchMs?: number;
   /** The clock, in ms. */
   now?: () => number;
 }
@@ -52,33 +54,44 @@ export function createAdoptionRecorder(
     onKvError = () => {},
     newIdsPerDay = DEFAULT_NEW_IDS_PER_DAY,
     maxPending = 10_000,
+    batchMs = 1_000,
     now = Date.now,
   } = options;
   let pending = new Map<string, PendingSighting>();
   let overflow = new Map<string, SketchPart>();
-  let writer: Promise<void> | null = null;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let writing: Promise<void> | null = null;
+  let lastBatchAt = -Infinity;
 
-  /** Writes batches until nothing is pending. */
-  async function drain(): Promise<void> {
-    // Let the request that recorded first finish before the writer starts.
-    await new Promise((resolve) => setTimeout(resolve, 0));
-    while (pending.size > 0 || overflow.size > 0) {
-      const batch = pending;
-      const parts = overflow;
-      pending = new Map();
-      overflow = new Map();
-      try {
-        await recordSightings(kv, {
-          sightings: [...batch.values()].map(keyedSighting),
-          overflow: parts,
-          newIdsPerDay,
-        });
-      } catch (error) {
-        onKvError();
-        console.error("could not record client sightings:", error);
-      }
-    }
-    writer = null;
+  /** Starts the next batch once `batchMs` has passed since the last one began. */
+  function schedule(): void {
+    if (timer !== undefined || writing !== null) return;
+    const wait = Math.max(0, lastBatchAt + batchMs - Date.now());
+    const id = setTimeout(startBatch, wait);
+    // A sighting waiting here never keeps the process alive (shutdown flushes).
+    Deno.unrefTimer(id);
+    timer = id;
+  }
+
+  function startBatch(): void {
+    clearTimeout(timer);
+    timer = undefined;
+    lastBatchAt = Date.now();
+    const batch = pending;
+    const parts = overflow;
+    pending = new Map();
+    overflow = new Map();
+    writing = recordSightings(kv, {
+      sightings: [...batch.values()].map(keyedSighting),
+      overflow: parts,
+      newIdsPerDay,
+    }).catch((error) => {
+      onKvError();
+      console.error("could not record client sightings:", error);
+    }).finally(() => {
+      writing = null;
+      if (pending.size > 0 || overflow.size > 0) schedule();
+    });
   }
 
   return {
@@ -94,14 +107,16 @@ export function createAdoptionRecorder(
       } else {
         pending.set(client, { projectId, releaseId, keyId, identity, at });
       }
-      writer ??= drain();
+      schedule();
     },
     async flush() {
-      while (writer !== null) await writer;
+      while (writing !== null || timer !== undefined) {
+        if (writing === null) startBatch();
+        await writing;
+      }
     },
   };
 }
-
 function keyedSighting(pending: PendingSighting): KeyedSighting {
   return {
     projectId: pending.projectId,
