@@ -118,9 +118,16 @@ async function admitNewIds(
     const taken = (count.value as number | null) ?? 0;
     const admitted = fresh.slice(0, Math.max(0, cap - taken));
     const past = fresh.slice(admitted.length);
+    if (admitted.length === 0) {
+      // Past the cap: nothing to write, so nothing to check either.
+      return {
+        commit: { ok: true, versionstamp: count.versionstamp ?? "" },
+        value: { past, existing },
+      };
+    }
     const op = kv.atomic().check(count);
-    for (const [i, sighting] of sightings.entries()) {
-      if (markers[i].value === null) op.check(markers[i]);
+    for (const marker of markers) {
+      if (marker.value === null) op.check(marker);
     }
     const sums = new Map<string, { counter: Deno.KvKey; added: bigint }>();
     for (const { projectId, releaseId, client, day, at } of admitted) {
@@ -133,7 +140,7 @@ async function admitNewIds(
       sums.set(counter.join(" "), { counter, added: sum.added + 1n });
     }
     for (const { counter, added } of sums.values()) op.sum(counter, added);
-    if (admitted.length > 0) op.set(countKey, taken + admitted.length, { expireIn: 2 * DAY_MS });
+    op.set(countKey, taken + admitted.length, { expireIn: 2 * DAY_MS });
     return { commit: await op.commit(), value: { past, existing } };
   });
   for (const sighting of existing) await recordSighting(kv, sighting);

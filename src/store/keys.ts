@@ -230,11 +230,12 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["webhook_download_marks"],
   ["webhook_download_baseline"],
   ["leases"],
+  ["adoption_new_ids"],
 ];
 
 /**
- * Single-key bookkeeping entries that change on every download or key use,
- * never as part of a multi-key commit. A backup takes whatever value each one
+ * Single-key bookkeeping entries that change on every download, key use or
+ * adoption sketch merge, never as part of a multi-key commit. A backup takes whatever value each one
  * has when it is read instead of waiting for them to hold still.
  */
 export const BACKUP_VOLATILE_PREFIXES: readonly Deno.KvKey[] = [
@@ -243,6 +244,7 @@ export const BACKUP_VOLATILE_PREFIXES: readonly Deno.KvKey[] = [
   ["key_downloads"],
   ["api_key_last_used"],
   ["publish_token_last_used"],
+  ["adoption_sketch"],
 ];
 export function adminUserKey(username: string): Deno.KvKey {
   return ["admin_users", username];
