@@ -117,6 +117,7 @@ export function createAdoptionRecorder(
     },
   };
 }
+
 function keyedSighting(pending: PendingSighting): KeyedSighting {
   return {
     projectId: pending.projectId,
