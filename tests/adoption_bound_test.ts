@@ -5,6 +5,7 @@
  * latest-release answer never waits for adoption writes.
  */
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { createApp } from "../app.ts";
 import {
   adoptionDay,
@@ -131,4 +132,26 @@ Deno.test("the sketch estimates distinct hashes and merges as a union", () => {
   assert.ok(Math.abs(estimateSketch(a) - 20_000) < 20_000 * 0.05, `${estimateSketch(a)}`);
   mergeSketch(a, b);
   assert.ok(Math.abs(estimateSketch(a) - 30_000) < 30_000 * 0.05, `${estimateSketch(a)}`);
+});
+
+Deno.test("the new-id cap holds for a key across instances writing at once", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "uds-adoption-" });
+  const path = join(dir, "kv.sqlite3");
+  const handles = [await Deno.openKv(path), await Deno.openKv(path)];
+  try {
+    const recorders = handles.map((kv) => createAdoptionRecorder(kv, { newIdsPerDay: 25 }));
+    for (let i = 0; i < 200; i++) {
+      for (const [n, recorder] of recorders.entries()) {
+        recorder.record({ projectId: 1, releaseId: 2, keyId: 3, identity: `install:${n}-${i}` });
+      }
+    }
+    await Promise.all(recorders.map((recorder) => recorder.flush()));
+    assert.equal(await countEntries(handles[0], "adoption_client"), 25);
+    const figures = await getAdoption(handles[0], 1, adoptionDay(Date.now()));
+    const d1 = figures.releases.get(2)!.d1;
+    assert.ok(Math.abs(d1 - 400) < 400 * 0.06, `${d1} is about 400`);
+  } finally {
+    for (const kv of handles) kv.close();
+    await Deno.remove(dir, { recursive: true });
+  }
 });
