@@ -17,7 +17,7 @@ import {
 } from "./src/lib/private_files.ts";
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
-import { buildAggregates, followOtherWriters } from "./src/store/mod.ts";
+import { buildAggregates, createAdoptionRecorder, followOtherWriters } from "./src/store/mod.ts";
 import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
@@ -197,10 +197,16 @@ async function start() {
     report: (level, message, fields) => logger.event(level, message, fields),
   });
 
+  // Made here so that a stop writes the sightings still waiting (docs/rollouts.md "Adoption").
+  const adoption = createAdoptionRecorder(kv, {
+    onKvError: () => metrics.recordKvError("adoption"),
+    newIdsPerDay: config.adoptionNewIdsPerDay,
+  });
   const app = createApp({
     config,
     kv,
     artifacts,
+    adoption,
     rateLimitKv: config.rateLimitStore === "kv" ? kv : undefined,
     recordKeyUse: createKeyUsageRecorder(kv, () => metrics.recordKvError("key_usage")),
     logger,
@@ -234,7 +240,7 @@ async function start() {
       }),
     );
   }
-  return { kv, servers, stopFollowingWriters, webhooks };
+  return { kv, servers, stopFollowingWriters, webhooks, adoption };
 }
 
 let started: Awaited<ReturnType<typeof start>>;
@@ -244,7 +250,7 @@ try {
   if (error instanceof StartupError) exitWith(error.message);
   throw error;
 }
-const { kv, servers, stopFollowingWriters, webhooks } = started;
+const { kv, servers, stopFollowingWriters, webhooks, adoption } = started;
 
 onStopSignals({
   stop: async (signal) => {
@@ -270,6 +276,8 @@ onStopSignals({
     }
     stopFollowingWriters();
     webhooks.stop();
+    // The sightings still waiting are written, unless the KV takes longer than a few seconds.
+    await Promise.race([adoption.flush(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
     kv.close();
     logger.event("info", "stopped");
     stdout.flush();

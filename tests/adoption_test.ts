@@ -12,10 +12,19 @@ import {
   getAdoption,
   makeReleaseLatest,
   recordSighting,
+  setCacheRefreshMs,
   startRollout,
   type WindowCounts,
 } from "../src/store/mod.ts";
-import { createTestApp, seedKey, seedProject, seedRelease, withKv } from "./helpers.ts";
+import { join } from "node:path";
+import {
+  createTestApp,
+  seedKey,
+  seedProject,
+  seedRelease,
+  type TestApp,
+  withKv,
+} from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { createMetrics } from "../src/lib/metrics.ts";
 import { rolloutGauges } from "../src/rollouts/metrics.ts";
@@ -252,4 +261,65 @@ Deno.test("an updater feed records its client too", async () => {
   await app.adoption.flush();
   const figures = await getAdoption(app.kv, project.id, adoptionDay(Date.now()));
   assert.deepEqual(figures.releases.get(v1.id), { d1: 2, d7: 2, d30: 2 });
+});
+
+Deno.test("three instances on one KV: a client counts for its latest sighting, A/B/A included", async (t) => {
+  const dir = await Deno.makeTempDir({ prefix: "uds-adoption-" });
+  const kvPath = join(dir, "kv.sqlite3");
+  await using a = await createTestApp({}, { kvPath });
+  await using b = await createTestApp({}, { kvPath });
+  await using c = await createTestApp({}, { kvPath });
+  for (const instance of [a, b, c]) setCacheRefreshMs(instance.kv, 0);
+  const project = await seedProject(a, { slug: "app" });
+  const v1 = await seedRelease(a, project.id, "1.0.0");
+  const v2 = await seedRelease(a, project.id, "1.1.0");
+  await makeReleaseLatest(a.kv, v1.id);
+  const { secret } = await seedKey(a);
+  const clients = Array.from({ length: 16 }, (_, i) => `client-${i}`);
+  /** The release `instance` answers each client, its sighting written. */
+  const check = async (instance: TestApp) => {
+    const answers = new Set<number>();
+    for (const id of clients) {
+      const res = await instance.request("/api/v1/projects/app/releases/latest", secret, {
+        headers: { "x-install-id": id },
+      });
+      assert.equal(res.status, 200);
+      answers.add(Number((await res.json()).release.id));
+    }
+    await instance.adoption.flush();
+    return [...answers];
+  };
+  const counts = async () => {
+    const figures = await getAdoption(c.kv, project.id, adoptionDay(Date.now()));
+    return [v1.id, v2.id].map((id) => figures.releases.get(id)?.d1 ?? 0);
+  };
+
+  await t.step("A answers 1.0.0, B the rollout's 1.1.0, A 1.0.0 again after the halt", async () => {
+    assert.deepEqual(await check(a), [v1.id]);
+    assert.deepEqual(await counts(), [16, 0]);
+    await startRollout(a.kv, v2.id, { percentage: 100 });
+    assert.deepEqual(await check(b), [v2.id]);
+    assert.deepEqual(await counts(), [0, 16]);
+    await changeRollout(a.kv, project.id, { halted: true });
+    assert.deepEqual(await check(a), [v1.id]);
+    assert.deepEqual(await counts(), [16, 0], "every client counts for 1.0.0, its latest sighting");
+  });
+
+  await t.step("the /metrics series agree", async () => {
+    const metrics = createMetrics();
+    metrics.addScrapeSource(() => rolloutGauges(c.kv, Date.now()));
+    const text = await metrics.render();
+    assert.match(text, new RegExp(`release_id="${v1.id}",window="1d"\\} 16\\n`));
+    // A release without clients has no series (or 0).
+    assert.doesNotMatch(text, new RegExp(`release_id="${v2.id}",window="1d"\\} [1-9]`));
+  });
+
+  await t.step("a sighting written late never undoes a later one", async () => {
+    const client = adoptionClientHash("install:client-0");
+    const day = adoptionDay(Date.now());
+    const late = { projectId: project.id, releaseId: v2.id, client, day, at: Date.now() - 60_000 };
+    assert.equal(await recordSighting(b.kv, late), false);
+    assert.deepEqual(await counts(), [16, 0]);
+  });
+  await Deno.remove(dir, { recursive: true });
 });

@@ -3,7 +3,7 @@
 export interface KvFaults {
   /** `get`/`getMany` of a key for which this returns true throws. */
   failGet?: (key: Deno.KvKey) => boolean;
-  /** `get` of a key for which this returns true never settles. */
+  /** `get`/`getMany` of a key for which this returns true never settles. */
   hangGet?: (key: Deno.KvKey) => boolean;
   /** Every atomic commit throws. */
   failCommit?: boolean;
@@ -24,6 +24,7 @@ export function faultyKv(kv: Deno.Kv, faults: KvFaults): Deno.Kv {
       }
       if (prop === "getMany") {
         return (keys: Deno.KvKey[], options?: { consistency?: Deno.KvConsistencyLevel }) => {
+          if (keys.some((key) => faults.hangGet?.(key))) return new Promise(() => {});
           if (keys.some((key) => faults.failGet?.(key))) {
             return Promise.reject(new Error("kv getMany failed (test fault)"));
           }

@@ -68,13 +68,15 @@ export interface TestAppOptions {
   wrapKv?: (kv: Deno.Kv) => Deno.Kv;
   /** Another artifact backend (an s3 bucket); by default files under the temp data dir. */
   artifacts?: ArtifactStore;
+  /** A KV file to open instead of an in-memory KV (several apps on one file are instances). */
+  kvPath?: string;
 }
 
 export async function createTestApp(
   overrides: Partial<Config> = {},
   options: TestAppOptions = {},
 ): Promise<TestApp> {
-  const kv = await Deno.openKv(":memory:");
+  const kv = await Deno.openKv(options.kvPath ?? ":memory:");
   // As main.ts does at start: a fresh KV gets its aggregates marked built.
   await buildAggregates(kv);
   const rateLimitKv = await Deno.openKv(":memory:");
@@ -101,7 +103,7 @@ export async function createTestApp(
     enabled: config.signing,
   });
   // On the plain KV too; close() waits for its writes.
-  const adoption = createAdoptionRecorder(kv);
+  const adoption = createAdoptionRecorder(kv, { newIdsPerDay: config.adoptionNewIdsPerDay });
   const app = createApp({
     signer,
     adoption,

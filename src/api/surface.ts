@@ -105,6 +105,7 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     deps.adoption.record({
       projectId: release.project_id,
       releaseId: release.id,
+      keyId: key.id,
       identity: clientIdentity(installId, key),
     });
   /** The release `view` offers the client, recorded as seen; else the spec's 404. */

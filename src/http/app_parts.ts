@@ -26,7 +26,10 @@ export function withDefaultParts(deps: AppDeps): ServiceDeps {
     // app.ts makes the real one (src/signing/signer.ts); without it, nothing is signed.
     signer: deps.signer ?? UNSIGNED,
     adoption: deps.adoption ??
-      createAdoptionRecorder(deps.kv, { onKvError: () => metrics.recordKvError("adoption") }),
+      createAdoptionRecorder(deps.kv, {
+        onKvError: () => metrics.recordKvError("adoption"),
+        newIdsPerDay: deps.config.adoptionNewIdsPerDay,
+      }),
   };
 }
 

@@ -103,6 +103,8 @@ export interface Config {
   newProjectRetention: { keep_active: number | null; archived_max_days: number | null };
   /** How often each project's retention policy runs (across instances). */
   retentionIntervalMinutes: number;
+  /** New install ids per key and UTC day counted exactly in adoption; past it, estimated (docs/rollouts.md). */
+  adoptionNewIdsPerDay: number;
 }
 
 export class ConfigError extends Error {
@@ -318,6 +320,11 @@ export function loadConfig(env: Env = processEnv()): Config {
       fallback: 60,
       min: 1,
       max: 10_080,
+    }),
+    adoptionNewIdsPerDay: readInteger(env, "APP_ADOPTION_NEW_IDS_PER_DAY", {
+      fallback: 10_000,
+      min: 0,
+      max: 10_000_000,
     }),
   };
 }

@@ -2,17 +2,24 @@
  * Adoption counts (docs/rollouts.md "Adoption"): exact distinct clients per
  * release, kept with KV `sum`s, never by scanning clients. Each client of a
  * project has one marker `["adoption_client", project, hash]` holding the
- * release and the (UTC) day it was last seen on, expiring after 90 days.
- * Counter `["adoption_count", project, release, day]` is the number of
- * clients whose marker says (release, day): moving a marker decrements its
+ * release, the (UTC) day and the time of its latest sighting, expiring after
+ * 90 days. Counter `["adoption_count", project, release, day]` is the number
+ * of clients whose marker says (release, day): moving a marker decrements its
  * old counter and increments the new one in one atomic commit checked
- * against the marker, so several instances never count a client twice.
- * The distinct clients of a release in the last N days are the sum of its
- * counters of those days (a client counts once, on its latest sighting).
+ * against the marker, and only a later sighting moves it, so any number of
+ * instances writing in any order leave each client counted once, for the
+ * release of its latest sighting. Clients past a key's new-id cap are
+ * counted in sketches instead (adoption_batch.ts).
  */
 import { createHash } from "node:crypto";
+import { createSketch, estimateSketch, mergeSketch } from "../lib/hyperloglog.ts";
 import { commitWithRetry } from "./atomic.ts";
-import { adoptionClientKey, adoptionCountKey, adoptionCountPrefix } from "./keys.ts";
+import {
+  adoptionClientKey,
+  adoptionCountKey,
+  adoptionCountPrefix,
+  adoptionSketchPrefix,
+} from "./keys.ts";
 
 export const DAY_MS = 86_400_000;
 /** How long a client's marker lives without a sighting. */
@@ -27,6 +34,8 @@ export interface AdoptionMarker {
   release_id: number;
   /** Days since the epoch (UTC). */
   day: number;
+  /** The time of the sighting in ms (absent on markers written without one: the day's start). */
+  at?: number;
 }
 
 /** The day number of a time in ms (UTC days since the epoch). */
@@ -45,11 +54,24 @@ export interface Sighting {
   /** adoptionClientHash of the client's identity. */
   client: string;
   day: number;
+  /** When the client was answered, in ms within `day` (default: the day's start). */
+  at?: number;
 }
 
 /**
- * Moves a client's marker to (release, day) and the counters with it; false
- * when the marker already says so (or a later day: a late sighting).
+ * Whether `sighting` moves a client's `marker`: a first sighting, a later
+ * day, or another release at the same time or later on the same day. A
+ * repeat of the marker's (release, day) or an earlier sighting moves nothing.
+ */
+export function movesMarker(marker: AdoptionMarker | null, sighting: Sighting): boolean {
+  if (marker === null || sighting.day > marker.day) return true;
+  if (sighting.day < marker.day || sighting.releaseId === marker.release_id) return false;
+  return (sighting.at ?? sighting.day * DAY_MS) >= (marker.at ?? marker.day * DAY_MS);
+}
+
+/**
+ * Moves a client's marker to the sighting's (release, day) and the counters
+ * with it; false when the sighting does not move it (movesMarker).
  */
 export function recordSighting(kv: Deno.Kv, sighting: Sighting): Promise<boolean> {
   const { projectId, releaseId, client, day } = sighting;
@@ -57,14 +79,13 @@ export function recordSighting(kv: Deno.Kv, sighting: Sighting): Promise<boolean
   return commitWithRetry(async () => {
     const entry = await kv.get<AdoptionMarker>(key);
     const old = entry.value;
-    if (old !== null && (old.day > day || (old.day === day && old.release_id === releaseId))) {
-      return { commit: { ok: true, versionstamp: entry.versionstamp! }, value: false };
+    if (!movesMarker(old, sighting)) {
+      return { commit: { ok: true, versionstamp: entry.versionstamp ?? "" }, value: false };
     }
+    const marker: AdoptionMarker = { release_id: releaseId, day, at: sighting.at ?? day * DAY_MS };
     const op = kv.atomic().check(entry)
-      .set(key, { release_id: releaseId, day } satisfies AdoptionMarker, {
-        expireIn: ADOPTION_MARKER_DAYS * DAY_MS,
-      })
-      .sum(adoptionCountKey(projectId, releaseId, day), 1n);
+      .set(key, marker, { expireIn: ADOPTION_MARKER_DAYS * DAY_MS });
+    op.sum(adoptionCountKey(projectId, releaseId, day), 1n);
     if (old !== null) op.sum(adoptionCountKey(projectId, old.release_id, old.day), MINUS_ONE);
     return { commit: await op.commit(), value: true };
   });
@@ -88,7 +109,11 @@ export interface AdoptionFigures {
   daily: Map<number, Map<number, number>>;
 }
 
-/** The project's adoption figures on `today` (a day number): its counters, at most releases × 90. */
+/**
+ * The project's adoption figures on `today` (a day number): its counters, at
+ * most releases × 90, plus the estimates of its sketches (clients past a
+ * key's new-id cap; none in the usual case), at most releases × 90 too.
+ */
 export async function getAdoption(
   kv: Deno.Kv,
   projectId: number,
@@ -100,6 +125,16 @@ export async function getAdoption(
     stale: 0,
     daily: new Map(),
   };
+  const countsOf = (releaseId: number) => {
+    const counts = figures.releases.get(releaseId) ?? { d1: 0, d7: 0, d30: 0 };
+    figures.releases.set(releaseId, counts);
+    return counts;
+  };
+  const addDaily = (releaseId: number, day: number, count: number) => {
+    const daily = figures.daily.get(releaseId) ?? new Map<number, number>();
+    figures.daily.set(releaseId, daily);
+    daily.set(day, (daily.get(day) ?? 0) + count);
+  };
   for await (const entry of kv.list<Deno.KvU64>({ prefix: adoptionCountPrefix(projectId) })) {
     const [, , releaseId, day] = entry.key as [string, number, number, number];
     const count = Number(entry.value.value);
@@ -109,75 +144,67 @@ export async function getAdoption(
       figures.stale += count;
       continue;
     }
-    const counts = figures.releases.get(releaseId) ?? { d1: 0, d7: 0, d30: 0 };
-    figures.releases.set(releaseId, counts);
-    for (const target of [counts, figures.total]) {
-      if (age < 1) target.d1 += count;
-      if (age < 7) target.d7 += count;
-      target.d30 += count;
-    }
-    const daily = figures.daily.get(releaseId) ?? new Map<number, number>();
-    figures.daily.set(releaseId, daily);
-    daily.set(day, (daily.get(day) ?? 0) + count);
+    addToWindows(countsOf(releaseId), age, count);
+    addToWindows(figures.total, age, count);
+    addDaily(releaseId, day, count);
   }
+  const sketches = await sketchWindows(kv, projectId, today);
+  for (const [releaseId, { windows, days }] of sketches.releases) {
+    addEstimates(countsOf(releaseId), windows);
+    for (const [day, sketch] of days) addDaily(releaseId, day, estimateSketch(sketch));
+  }
+  addEstimates(figures.total, sketches.total);
+  figures.stale += estimateSketch(sketches.stale);
   return figures;
 }
 
-/** Records client sightings off the hot path (one per instance, made by the app). */
-export interface AdoptionRecorder {
-  /** Notes that `identity` was answered `releaseId` of project `projectId`; returns at once. */
-  record(sighting: { projectId: number; releaseId: number; identity: string }): void;
-  /** Resolves once every write started so far has ended (tests, shutdown). */
-  flush(): Promise<void>;
+function addToWindows(target: WindowCounts, age: number, count: number): void {
+  if (age < 1) target.d1 += count;
+  if (age < 7) target.d7 += count;
+  target.d30 += count;
 }
 
-export interface AdoptionRecorderOptions {
-  onKvError?: () => void;
-  /** Clients remembered per day before the memory starts over (default 100,000). */
-  maxClients?: number;
-  /** The clock, in ms. */
-  now?: () => number;
+/** One sketch per window: the union of the day sketches in it. */
+interface SketchWindows {
+  d1: Uint8Array;
+  d7: Uint8Array;
+  d30: Uint8Array;
 }
 
-/**
- * A recorder that writes a client's sighting at most once per day and
- * release on this instance: it remembers in memory what it wrote today, so
- * a request costs a map lookup, and only a new (client, release, day) starts
- * a write (recordSighting, not awaited). Other instances' writes of the same
- * sighting are no-ops through the marker.
- */
-export function createAdoptionRecorder(
-  kv: Deno.Kv,
-  options: AdoptionRecorderOptions = {},
-): AdoptionRecorder {
-  const { onKvError = () => {}, maxClients = 100_000, now = Date.now } = options;
-  const seen = new Map<string, number>();
-  const pending = new Set<Promise<unknown>>();
-  let seenDay = -1;
-  return {
-    record({ projectId, releaseId, identity }) {
-      const day = adoptionDay(now());
-      if (day !== seenDay || seen.size >= maxClients) {
-        seen.clear();
-        seenDay = day;
-      }
-      const remembered = `${projectId} ${identity}`;
-      if (seen.get(remembered) === releaseId) return;
-      seen.set(remembered, releaseId);
-      const write: Promise<unknown> = recordSighting(kv, {
-        projectId,
-        releaseId,
-        client: adoptionClientHash(identity),
-        day,
-      }).catch((error) => {
-        seen.delete(remembered);
-        onKvError();
-        console.error("could not record a client sighting:", error);
-      }).finally(() => pending.delete(write));
-      pending.add(write);
-    },
-    async flush() {
-      while (pending.size > 0) await Promise.all([...pending]);
-    },
-  };
+function addEstimates(target: WindowCounts, windows: SketchWindows): void {
+  target.d1 += estimateSketch(windows.d1);
+  target.d7 += estimateSketch(windows.d7);
+  target.d30 += estimateSketch(windows.d30);
+}
+
+function emptyWindows(): SketchWindows {
+  return { d1: createSketch(), d7: createSketch(), d30: createSketch() };
+}
+
+function mergeIntoWindows(windows: SketchWindows, age: number, sketch: Uint8Array): void {
+  if (age < 1) mergeSketch(windows.d1, sketch);
+  if (age < 7) mergeSketch(windows.d7, sketch);
+  mergeSketch(windows.d30, sketch);
+}
+
+/** The project's sketches by release and window, each day's, and the union of the stale ones. */
+async function sketchWindows(kv: Deno.Kv, projectId: number, today: number) {
+  const releases = new Map<number, { windows: SketchWindows; days: Map<number, Uint8Array> }>();
+  const total = emptyWindows();
+  const stale = createSketch();
+  for await (const entry of kv.list<Uint8Array>({ prefix: adoptionSketchPrefix(projectId) })) {
+    const [, , releaseId, day] = entry.key as [string, number, number, number];
+    const age = today - day;
+    if (age < 0 || age >= ADOPTION_MARKER_DAYS) continue;
+    if (age >= STALE_DAYS) {
+      mergeSketch(stale, entry.value);
+      continue;
+    }
+    const release = releases.get(releaseId) ?? { windows: emptyWindows(), days: new Map() };
+    releases.set(releaseId, release);
+    mergeIntoWindows(release.windows, age, entry.value);
+    mergeIntoWindows(total, age, entry.value);
+    release.days.set(day, entry.value);
+  }
+  return { releases, total, stale };
 }

@@ -17,6 +17,7 @@ import { NotFoundError } from "./errors.ts";
 import {
   adoptionClientPrefix,
   adoptionCountPrefix,
+  adoptionSketchPrefix,
   apiKeyByHashKey,
   apiKeyKey,
   apiKeyLastUsedKey,
@@ -189,6 +190,7 @@ function projectEntryPrefixes(projectId: number): Deno.KvKey[] {
   return [
     adoptionClientPrefix(projectId),
     adoptionCountPrefix(projectId),
+    adoptionSketchPrefix(projectId),
     downloadsByDayPrefix(["project", projectId]),
   ];
 }

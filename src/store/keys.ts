@@ -50,6 +50,8 @@
  * | ["rollouts", projectId]                      | Rollout: a staged rollout of a newer release (rollouts.ts) |
  * | ["adoption_client", projectId, clientHash]   | AdoptionMarker: a client's last sighting (expireIn; adoption.ts) |
  * | ["adoption_count", projectId, releaseId, day] | Deno.KvU64 clients last seen on the release that day |
+ * | ["adoption_sketch", projectId, releaseId, day] | Uint8Array HyperLogLog of clients past the new-id cap seen on the release that day |
+ * | ["adoption_new_ids", keyId, day]             | number: install ids a key brought in as new clients that UTC day (expireIn) |
  * | ["publish_tokens", tokenId]                  | PublishToken (never the secret) |
  * | ["publish_tokens_by_hash", sha256Hex]        | tokenId                       |
  * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
@@ -228,11 +230,12 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["webhook_download_marks"],
   ["webhook_download_baseline"],
   ["leases"],
+  ["adoption_new_ids"],
 ];
 
 /**
- * Single-key bookkeeping entries that change on every download or key use,
- * never as part of a multi-key commit. A backup takes whatever value each one
+ * Single-key bookkeeping entries that change on every download, key use or
+ * adoption sketch merge, never as part of a multi-key commit. A backup takes whatever value each one
  * has when it is read instead of waiting for them to hold still.
  */
 export const BACKUP_VOLATILE_PREFIXES: readonly Deno.KvKey[] = [
@@ -241,6 +244,7 @@ export const BACKUP_VOLATILE_PREFIXES: readonly Deno.KvKey[] = [
   ["key_downloads"],
   ["api_key_last_used"],
   ["publish_token_last_used"],
+  ["adoption_sketch"],
 ];
 export function adminUserKey(username: string): Deno.KvKey {
   return ["admin_users", username];
@@ -435,6 +439,20 @@ export function adoptionCountKey(projectId: number, releaseId: number, day: numb
 
 export function adoptionCountPrefix(projectId: number): Deno.KvKey {
   return ["adoption_count", projectId];
+}
+
+/** A sketch of a project's clients past the new-id cap seen on a release on a day. */
+export function adoptionSketchKey(projectId: number, releaseId: number, day: number): Deno.KvKey {
+  return ["adoption_sketch", projectId, releaseId, day];
+}
+
+export function adoptionSketchPrefix(projectId: number): Deno.KvKey {
+  return ["adoption_sketch", projectId];
+}
+
+/** How many install ids a key brought in as new clients on a UTC day (the new-id cap). */
+export function adoptionNewIdsKey(keyId: number, day: number): Deno.KvKey {
+  return ["adoption_new_ids", keyId, day];
 }
 
 export function webhookEndpointKey(endpointId: string): Deno.KvKey {

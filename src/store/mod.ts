@@ -28,6 +28,7 @@ export * from "./feed_backfill.ts";
 export * from "./leases.ts";
 export * from "./rollouts.ts";
 export * from "./adoption.ts";
+export * from "./adoption_recorder.ts";
 export * from "./latest_view.ts";
 export * from "./signing_keys.ts";
 export * from "./webhooks.ts";

@@ -1,0 +1,166 @@
+/**
+ * A batch of sightings written at once (docs/rollouts.md "Adoption"), with
+ * the new-id cap: the markers of the batch are read together, a client
+ * whose marker a sighting moves is moved (recordSighting), and a client
+ * without a marker is new. A new client by its key alone is always
+ * counted; a new install id is counted exactly while its key has brought in
+ * fewer than the cap of new install ids that UTC day (counter
+ * `["adoption_new_ids", key, day]`, checked in the commit that creates the
+ * markers), and past the cap it goes into the sketch of its (release, day)
+ * instead: a fixed 4 KiB, however many ids a key invents.
+ */
+import { addToSketch, createSketch, mergeSketch } from "../lib/hyperloglog.ts";
+import {
+  ADOPTION_MARKER_DAYS,
+  type AdoptionMarker,
+  DAY_MS,
+  movesMarker,
+  recordSighting,
+  type Sighting,
+} from "./adoption.ts";
+import { commitWithRetry } from "./atomic.ts";
+import { getManyEntries } from "./get_many.ts";
+import {
+  adoptionClientKey,
+  adoptionCountKey,
+  adoptionNewIdsKey,
+  adoptionSketchKey,
+} from "./keys.ts";
+
+/** A sighting with what the new-id cap needs: the key that asked and whether an install id was sent. */
+export interface KeyedSighting extends Sighting {
+  keyId: number;
+  /** True when the client is an install id (`install:…`), false when it is the key. */
+  install: boolean;
+}
+
+/** Clients of a (release, day) counted in a sketch rather than with markers. */
+export interface SketchPart {
+  projectId: number;
+  releaseId: number;
+  day: number;
+  sketch: Uint8Array;
+}
+
+/** New clients created per commit (a check and two mutations each, within KV's limits). */
+const NEW_CLIENTS_PER_COMMIT = 40;
+
+/** The sketch part a sighting belongs to, in `parts` (made when missing). */
+export function sketchPartOf(
+  parts: Map<string, SketchPart>,
+  sighting: { projectId: number; releaseId: number; day: number },
+): SketchPart {
+  const { projectId, releaseId, day } = sighting;
+  const name = `${projectId} ${releaseId} ${day}`;
+  let part = parts.get(name);
+  if (part === undefined) {
+    part = { projectId, releaseId, day, sketch: createSketch() };
+    parts.set(name, part);
+  }
+  return part;
+}
+
+/**
+ * Writes `sightings` (at most one per client) with at most `newIdsPerDay`
+ * new install ids per key and UTC day counted exactly; the others, and
+ * `overflow`, go into the sketches.
+ */
+export async function recordSightings(
+  kv: Deno.Kv,
+  batch: { sightings: KeyedSighting[]; overflow: Map<string, SketchPart>; newIdsPerDay: number },
+): Promise<void> {
+  const { sightings, overflow, newIdsPerDay } = batch;
+  const markers = await getManyEntries<AdoptionMarker>(
+    kv,
+    sightings.map((s) => adoptionClientKey(s.projectId, s.client)),
+  );
+  const newIds = new Map<string, KeyedSighting[]>();
+  for (const [i, sighting] of sightings.entries()) {
+    const marker = markers[i].value;
+    if (marker === null && sighting.install) {
+      const group = `${sighting.keyId} ${sighting.day}`;
+      newIds.set(group, [...newIds.get(group) ?? [], sighting]);
+    } else if (movesMarker(marker, sighting)) {
+      await recordSighting(kv, sighting);
+    }
+  }
+  for (const group of newIds.values()) {
+    for (let i = 0; i < group.length; i += NEW_CLIENTS_PER_COMMIT) {
+      const past = await admitNewIds(kv, group.slice(i, i + NEW_CLIENTS_PER_COMMIT), newIdsPerDay);
+      for (const sighting of past) {
+        addToSketch(sketchPartOf(overflow, sighting).sketch, sighting.client);
+      }
+    }
+  }
+  for (const part of overflow.values()) await mergeIntoStoredSketch(kv, part);
+}
+
+/**
+ * Creates markers for new install ids of one key and day while the key's
+ * count of new ids that day stays within `cap`, in one commit checked
+ * against the count and every marker; returns the sightings past the cap.
+ * A client found with a marker meanwhile is moved as usual.
+ */
+async function admitNewIds(
+  kv: Deno.Kv,
+  sightings: KeyedSighting[],
+  cap: number,
+): Promise<KeyedSighting[]> {
+  const { keyId, day } = sightings[0];
+  const countKey = adoptionNewIdsKey(keyId, day);
+  const { past, existing } = await commitWithRetry(async () => {
+    const [count, ...markers] = await getManyEntries<number | AdoptionMarker>(kv, [
+      countKey,
+      ...sightings.map((s) => adoptionClientKey(s.projectId, s.client)),
+    ]);
+    const fresh = sightings.filter((_, i) => markers[i].value === null);
+    const existing = sightings.filter((_, i) => markers[i].value !== null);
+    const taken = (count.value as number | null) ?? 0;
+    const admitted = fresh.slice(0, Math.max(0, cap - taken));
+    const past = fresh.slice(admitted.length);
+    if (admitted.length === 0) {
+      // Past the cap: nothing to write, so nothing to check either.
+      return {
+        commit: { ok: true, versionstamp: count.versionstamp ?? "" },
+        value: { past, existing },
+      };
+    }
+    const op = kv.atomic().check(count);
+    for (const marker of markers) {
+      if (marker.value === null) op.check(marker);
+    }
+    const sums = new Map<string, { counter: Deno.KvKey; added: bigint }>();
+    for (const { projectId, releaseId, client, day, at } of admitted) {
+      const marker: AdoptionMarker = { release_id: releaseId, day, at: at ?? day * DAY_MS };
+      op.set(adoptionClientKey(projectId, client), marker, {
+        expireIn: ADOPTION_MARKER_DAYS * DAY_MS,
+      });
+      const counter = adoptionCountKey(projectId, releaseId, day);
+      const sum = sums.get(counter.join(" ")) ?? { counter, added: 0n };
+      sums.set(counter.join(" "), { counter, added: sum.added + 1n });
+    }
+    for (const { counter, added } of sums.values()) op.sum(counter, added);
+    op.set(countKey, taken + admitted.length, { expireIn: 2 * DAY_MS });
+    return { commit: await op.commit(), value: { past, existing } };
+  });
+  for (const sighting of existing) await recordSighting(kv, sighting);
+  return past;
+}
+
+/** Takes `part` into its stored sketch (one checked commit, none when nothing changes). */
+async function mergeIntoStoredSketch(kv: Deno.Kv, part: SketchPart): Promise<void> {
+  const key = adoptionSketchKey(part.projectId, part.releaseId, part.day);
+  // The sketch lives as long as a marker of its day would.
+  const expireIn = Math.max(DAY_MS, (part.day + ADOPTION_MARKER_DAYS) * DAY_MS - Date.now());
+  await commitWithRetry(async () => {
+    const entry = await kv.get<Uint8Array>(key);
+    const sketch = entry.value ?? createSketch();
+    if (!mergeSketch(sketch, part.sketch)) {
+      return { commit: { ok: true, versionstamp: entry.versionstamp ?? "" }, value: 0 };
+    }
+    return {
+      commit: await kv.atomic().check(entry).set(key, sketch, { expireIn }).commit(),
+      value: 0,
+    };
+  });
+}

@@ -1,0 +1,131 @@
+/**
+ * Records client sightings off the request path (docs/rollouts.md
+ * "Adoption"): a request only puts its client's latest sighting into this
+ * instance's pending map (no KV round trip, no hashing); in the background
+ * the whole map is taken as one batch and written (adoption_batch.ts), at
+ * most one batch a `batchMs`, and what arrives meanwhile waits for the next.
+ * Nothing here decides that a sighting needs no write: the KV's marker
+ * does, so instances never disagree about a client.
+ */
+import { addToSketch } from "../lib/hyperloglog.ts";
+import { adoptionClientHash, adoptionDay } from "./adoption.ts";
+import {
+  type KeyedSighting,
+  recordSightings,
+  type SketchPart,
+  sketchPartOf,
+} from "./adoption_batch.ts";
+
+/** Records client sightings off the hot path (one per instance, made by the app). */
+export interface AdoptionRecorder {
+  /** Notes that `identity` (a client of key `keyId`) was answered `releaseId`; returns at once. */
+  record(sighting: { projectId: number; releaseId: number; keyId: number; identity: string }): void;
+  /** Resolves once every sighting recorded so far is written (tests, shutdown). */
+  flush(): Promise<void>;
+}
+
+export interface AdoptionRecorderOptions {
+  onKvError?: () => void;
+  /** New install ids per key and UTC day counted exactly; the rest in sketches (default 10,000). */
+  newIdsPerDay?: number;
+  /** Clients waiting for the writer; past this, a new one goes straight into a sketch (default 10,000). */
+  maxPending?: number;
+  /** The least time between the starts of two batches, in ms (default 1,000). */
+  batchMs?: number;
+  /** The clock, in ms. */
+  now?: () => number;
+}
+
+export const DEFAULT_NEW_IDS_PER_DAY = 10_000;
+
+interface PendingSighting {
+  projectId: number;
+  releaseId: number;
+  keyId: number;
+  identity: string;
+  at: number;
+}
+
+export function createAdoptionRecorder(
+  kv: Deno.Kv,
+  options: AdoptionRecorderOptions = {},
+): AdoptionRecorder {
+  const {
+    onKvError = () => {},
+    newIdsPerDay = DEFAULT_NEW_IDS_PER_DAY,
+    maxPending = 10_000,
+    batchMs = 1_000,
+    now = Date.now,
+  } = options;
+  let pending = new Map<string, PendingSighting>();
+  let overflow = new Map<string, SketchPart>();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let writing: Promise<void> | null = null;
+  let lastBatchAt = -Infinity;
+
+  /** Starts the next batch once `batchMs` has passed since the last one began. */
+  function schedule(): void {
+    if (timer !== undefined || writing !== null) return;
+    const wait = Math.max(0, lastBatchAt + batchMs - Date.now());
+    const id = setTimeout(startBatch, wait);
+    // A sighting waiting here never keeps the process alive (shutdown flushes).
+    Deno.unrefTimer(id);
+    timer = id;
+  }
+
+  function startBatch(): void {
+    clearTimeout(timer);
+    timer = undefined;
+    lastBatchAt = Date.now();
+    const batch = pending;
+    const parts = overflow;
+    pending = new Map();
+    overflow = new Map();
+    writing = recordSightings(kv, {
+      sightings: [...batch.values()].map(keyedSighting),
+      overflow: parts,
+      newIdsPerDay,
+    }).catch((error) => {
+      onKvError();
+      console.error("could not record client sightings:", error);
+    }).finally(() => {
+      writing = null;
+      if (pending.size > 0 || overflow.size > 0) schedule();
+    });
+  }
+
+  return {
+    record({ projectId, releaseId, keyId, identity }) {
+      const at = now();
+      const client = `${projectId} ${identity}`;
+      if (pending.size >= maxPending && !pending.has(client)) {
+        const day = adoptionDay(at);
+        addToSketch(
+          sketchPartOf(overflow, { projectId, releaseId, day }).sketch,
+          adoptionClientHash(identity),
+        );
+      } else {
+        pending.set(client, { projectId, releaseId, keyId, identity, at });
+      }
+      schedule();
+    },
+    async flush() {
+      while (writing !== null || timer !== undefined) {
+        if (writing === null) startBatch();
+        await writing;
+      }
+    },
+  };
+}
+
+function keyedSighting(pending: PendingSighting): KeyedSighting {
+  return {
+    projectId: pending.projectId,
+    releaseId: pending.releaseId,
+    keyId: pending.keyId,
+    client: adoptionClientHash(pending.identity),
+    install: pending.identity.startsWith("install:"),
+    day: adoptionDay(pending.at),
+    at: pending.at,
+  };
+}
