@@ -5,6 +5,7 @@
  *   UPDATE_API_KEY=uds_… deno task client download --base-url URL --project SLUG [--current VERSION] [--out FILE]
  *   UPDATE_API_KEY=uds_… deno task client download --base-url URL --release ID [--out FILE]
  *   (check and download also take --pin-key-set FILE or --pin-root KEY: docs/signing.md)
+ *   (every command takes --state-dir DIR: where the install id is kept, docs/client-api.md)
  *   UPDATE_PUBLISH_TOKEN=udp_… deno task client publish --base-url URL --project SLUG --version V --file PATH
  *     [--build B] [--notes-file F] [--draft] [--not-latest]
  *     [--rollout-percentage P [--rollout-schedule STEPS] [--rollout-tester-tag TAG]]
@@ -16,7 +17,7 @@
  * The key is read from UPDATE_API_KEY only (and the publish token from UPDATE_PUBLISH_TOKEN) (argv is visible to every user in
  * `ps`). `--base-url` defaults to UPDATE_BASE_URL. Exit codes: see EXIT below.
  */
-import { basename, resolve } from "node:path";
+import { basename, dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import {
   checkForUpdate,
@@ -34,6 +35,7 @@ import {
   UpdateClientError,
 } from "./update_client.ts";
 import { publishRelease } from "./publish.ts";
+import { defaultStateDirectory, loadInstallId, readEnv } from "./install_id.ts";
 
 export const EXIT = {
   ok: 0, // up to date, or downloaded and verified
@@ -62,6 +64,9 @@ const USAGE = `usage (or "uds-client" in place of "deno task client" once instal
                             [--rollout-tester-tag TAG]
 options:
   --retries N   retries after a 429 (honouring Retry-After) or a network failure; default 3
+  --state-dir DIR  where the client keeps its install id (file install-id, made at the first
+                run and sent as X-Install-Id); default UPDATE_STATE_DIR, else
+                $XDG_STATE_HOME/uds-client or ~/.local/state/uds-client
   --pin-key-set FILE  (check, download) verify every answer's signature against the key set
                 saved in FILE at install (from /.well-known/uds-keys.json); the service's
                 current set is accepted when a pinned key signed it, and FILE is updated
@@ -70,7 +75,9 @@ options:
   --help, -h    this text
   --version     the client's version
 environment: UPDATE_API_KEY (check, download), UPDATE_PUBLISH_TOKEN (publish),
-  UPDATE_BASE_URL (default for --base-url)
+  UPDATE_BASE_URL (default for --base-url), UPDATE_STATE_DIR (default for --state-dir)
+relative paths (--out, --file, --notes-file, --pin-key-set, …) are taken from the directory
+  the command was run in
 publish prints the new release as JSON; it streams the file and sends its SHA-256
 exit codes: 0 ok or up to date, 10 update available (check), 2 usage, 3 key refused,
   4 not found, 5 rate limited, 6 integrity (publish: SHA-256 mismatch), 7 network,
@@ -111,6 +118,7 @@ async function run(args: string[]): Promise<number> {
   const { command, flags } = parseCommandLine(args);
   if (command === "publish") return await publish(flags);
   const options = clientOptions(flags["base-url"], flags.retries);
+  options.installId = await installIdOf(flags);
   options.trustedKeys = await pinnedKeys(flags, options);
 
   if (command === "check") {
@@ -161,34 +169,34 @@ async function run(args: string[]): Promise<number> {
   return EXIT.ok;
 }
 
+/** Every option of every command (docs/client-api.md "Options", docs/publishing.md). */
+export const CLI_OPTIONS = {
+  "base-url": { type: "string" },
+  project: { type: "string" },
+  current: { type: "string" },
+  release: { type: "string" },
+  out: { type: "string" },
+  retries: { type: "string" },
+  version: { type: "string" },
+  file: { type: "string" },
+  build: { type: "string" },
+  "notes-file": { type: "string" },
+  draft: { type: "boolean" },
+  "not-latest": { type: "boolean" },
+  "tauri-signature-file": { type: "string" },
+  "sparkle-signature": { type: "string" },
+  "rollout-percentage": { type: "string" },
+  "rollout-schedule": { type: "string" },
+  "rollout-tester-tag": { type: "string" },
+  "pin-key-set": { type: "string" },
+  "pin-root": { type: "string", multiple: true },
+  "state-dir": { type: "string" },
+} as const;
+
 function parseCommandLine(args: string[]) {
   let parsed;
   try {
-    parsed = parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        "base-url": { type: "string" },
-        project: { type: "string" },
-        current: { type: "string" },
-        release: { type: "string" },
-        out: { type: "string" },
-        retries: { type: "string" },
-        version: { type: "string" },
-        file: { type: "string" },
-        build: { type: "string" },
-        "notes-file": { type: "string" },
-        draft: { type: "boolean" },
-        "not-latest": { type: "boolean" },
-        "tauri-signature-file": { type: "string" },
-        "sparkle-signature": { type: "string" },
-        "rollout-percentage": { type: "string" },
-        "rollout-schedule": { type: "string" },
-        "rollout-tester-tag": { type: "string" },
-        "pin-key-set": { type: "string" },
-        "pin-root": { type: "string", multiple: true },
-      },
-    });
+    parsed = parseArgs({ args, allowPositionals: true, options: CLI_OPTIONS });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
@@ -212,6 +220,7 @@ async function publish(flags: Flags): Promise<number> {
     throw new UsageError("set the publish token in the environment variable UPDATE_PUBLISH_TOKEN");
   }
   const { apiKey: _, ...options } = clientOptions(flags["base-url"], flags.retries, token);
+  options.installId = await installIdOf(flags);
   let releaseNotes: string | undefined;
   if (flags["notes-file"]) {
     try {
@@ -311,6 +320,27 @@ async function pinnedKeys(
   return current.keys;
 }
 
+/**
+ * This install's id (client/install_id.ts), kept in `--state-dir`, else
+ * UPDATE_STATE_DIR, else the user's state directory. A directory named by
+ * the flag or the variable that cannot be used is an error (exit 9); without
+ * either, the run goes on without an install id and says so.
+ */
+async function installIdOf(flags: Flags): Promise<string | undefined> {
+  const chosen = flags["state-dir"] ?? readEnv("UPDATE_STATE_DIR");
+  if (chosen !== undefined) return await loadInstallId(resolve(userDirectory(), chosen));
+  const fallback = defaultStateDirectory();
+  try {
+    if (fallback === undefined) throw new Error("HOME is not set; give --state-dir");
+    return await loadInstallId(fallback);
+  } catch (error) {
+    console.error(
+      `warning: no install id, requests go without X-Install-Id: ${(error as Error).message}`,
+    );
+    return undefined;
+  }
+}
+
 /** `--rollout-*`: a staged rollout of the upload (docs/rollouts.md), or none. */
 function rolloutOf(flags: Flags) {
   const raw = flags["rollout-percentage"];
@@ -367,12 +397,28 @@ function retryMessage(retry: RetryNotice): string {
 }
 
 /**
- * Where a relative --out (or the default file name) goes: the directory the
- * user ran the command in. `deno task` runs the script in the project
- * directory and passes the caller's directory as INIT_CWD.
+ * Where relative paths (--out or the default file name, --file, --notes-file,
+ * --pin-key-set, --state-dir) are taken from: the directory the user ran the
+ * command in. `deno task client` runs the script in the checkout (the folder
+ * above client/) and passes the caller's directory as INIT_CWD; run any other
+ * way (`deno run`, an installed command), the process's own directory is the
+ * caller's, and an INIT_CWD inherited from an outer `npm run` or `deno task`
+ * is not taken.
  */
 function userDirectory(): string {
-  return Deno.env.get("INIT_CWD") || Deno.cwd();
+  const cwd = Deno.cwd();
+  const caller = readEnv("INIT_CWD");
+  return caller !== undefined && isCheckout(cwd) ? caller : cwd;
+}
+
+/** Whether `dir` is the folder this client/ sits in (where `deno task client` runs it). */
+function isCheckout(dir: string): boolean {
+  if (import.meta.dirname === undefined) return false; // run from a URL
+  try {
+    return Deno.realPathSync(dir) === Deno.realPathSync(dirname(import.meta.dirname));
+  } catch {
+    return false;
+  }
 }
 
 /** The server's file name, reduced to a plain name in the current directory. */

@@ -15,6 +15,13 @@ export interface ClientOptions {
   baseUrl: string;
   /** The API key. Read it from the environment or a file, never from argv. */
   apiKey: string;
+  /**
+   * This install's id (client/install_id.ts `loadInstallId`), sent as
+   * `X-Install-Id` on every request: staged rollouts and adoption count
+   * installs by it (docs/rollouts.md "Who gets the release"). Without it the service
+   * counts every install sharing the key as one client.
+   */
+  installId?: string;
   /** Retries after a 429 or a network failure (default 3). */
   retries?: number;
   /** Longest `Retry-After` the client is willing to wait, in seconds (default 60). */
@@ -108,7 +115,12 @@ export async function send(
   let res: Response;
   try {
     res = await doFetch(url, {
-      headers: { ...headers, "user-agent": USER_AGENT, authorization: `Bearer ${options.apiKey}` },
+      headers: {
+        ...headers,
+        ...installIdHeader(options),
+        "user-agent": USER_AGENT,
+        authorization: `Bearer ${options.apiKey}`,
+      },
       signal: signal ?? AbortSignal.timeout(options.idleTimeoutMs ?? 30_000),
     });
   } catch (error) {
@@ -133,6 +145,11 @@ export async function send(
   }
   if (res.status === 416) return res; // handled by the download
   throw new UpdateClientError("server", message, res.status);
+}
+
+/** `X-Install-Id` when the options carry an install id, else nothing. */
+export function installIdHeader(options: { installId?: string }): Record<string, string> {
+  return options.installId ? { "x-install-id": options.installId } : {};
 }
 
 async function errorText(res: Response): Promise<string> {

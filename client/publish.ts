@@ -10,7 +10,13 @@
  */
 import { createHash } from "node:crypto";
 import { basename } from "node:path";
-import { type ClientOptions, UpdateClientError, USER_AGENT, withRetries } from "./http.ts";
+import {
+  type ClientOptions,
+  installIdHeader,
+  UpdateClientError,
+  USER_AGENT,
+  withRetries,
+} from "./http.ts";
 
 export interface PublishOptions extends Omit<ClientOptions, "apiKey"> {
   /** The publish token (`udp_…`). */
@@ -141,6 +147,7 @@ async function uploadOnce(
       method: "POST",
       body,
       headers: {
+        ...installIdHeader(options),
         "user-agent": USER_AGENT,
         authorization: `Bearer ${options.token}`,
         "content-type": `multipart/form-data; boundary=${boundary}`,
@@ -172,7 +179,11 @@ async function findRecorded(
   let res: Response;
   try {
     res = await (options.fetch ?? fetch)(url, {
-      headers: { "user-agent": USER_AGENT, authorization: `Bearer ${options.token}` },
+      headers: {
+        ...installIdHeader(options),
+        "user-agent": USER_AGENT,
+        authorization: `Bearer ${options.token}`,
+      },
     });
   } catch {
     return null; // still unreachable: the retry finds out again

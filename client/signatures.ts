@@ -4,7 +4,7 @@
  * changed, or that is past its expiry, is refused (FailureKind `signature`).
  * The client imports nothing of the service: this is a second implementation.
  */
-import { UpdateClientError } from "./http.ts";
+import { installIdHeader, UpdateClientError } from "./http.ts";
 
 export interface PublishedKey {
   kid: string;
@@ -113,7 +113,7 @@ export async function verifyAnswer(
  * one before the old one retires). Store the result as the new pin.
  */
 export async function fetchKeySet(
-  options: { baseUrl: string; fetch?: typeof fetch },
+  options: KeySetOptions,
   pinned: readonly PublishedKey[],
   nowMs = Date.now(),
 ): Promise<KeySet> {
@@ -133,10 +133,20 @@ export async function fetchKeySet(
   return JSON.parse(new TextDecoder().decode(body)) as KeySet;
 }
 
-async function get(options: { baseUrl: string; fetch?: typeof fetch }, path: string) {
+/** What fetching a key set needs of the client's options. */
+export interface KeySetOptions {
+  baseUrl: string;
+  installId?: string;
+  fetch?: typeof fetch;
+}
+
+async function get(options: KeySetOptions, path: string) {
   const url = new URL(path, options.baseUrl);
   try {
-    return await (options.fetch ?? fetch)(url, { signal: AbortSignal.timeout(30_000) });
+    return await (options.fetch ?? fetch)(url, {
+      headers: installIdHeader(options),
+      signal: AbortSignal.timeout(30_000),
+    });
   } catch (error) {
     throw new UpdateClientError(
       "network",
@@ -152,7 +162,7 @@ async function get(options: { baseUrl: string; fetch?: typeof fetch }, path: str
  * expired. Use the result as `trustedKeys`.
  */
 export async function fetchRootKeySet(
-  options: { baseUrl: string; fetch?: typeof fetch },
+  options: KeySetOptions,
   roots: readonly string[],
   nowMs = Date.now(),
 ): Promise<KeySet> {

@@ -1,12 +1,13 @@
 /**
  * Reference update client for the Update Distribution Service (client API v1).
  *
- * Copy this folder's four modules into your app (this face, `versions.ts`,
- * `http.ts`, `download.ts`). They need only Web APIs, `Deno` file APIs and
- * `node:crypto`. The whole flow:
+ * Copy this folder's modules into your app (this face, `versions.ts`,
+ * `http.ts`, `download.ts`, `signatures.ts`, `install_id.ts`). They need only
+ * Web APIs, `Deno` file APIs and `node:crypto`/`node:path`. The whole flow:
  *
  * ```ts
- * const options = { baseUrl: "https://updates.example.com", apiKey: Deno.env.get("UPDATE_API_KEY")! };
+ * const installId = await loadInstallId(stateDir); // made once, kept in stateDir/install-id
+ * const options = { baseUrl: "https://updates.example.com", apiKey: Deno.env.get("UPDATE_API_KEY")!, installId };
  * const update = await checkForUpdate({ ...options, project: "desktop", currentVersion: "1.4.2" });
  * if (update.available) {
  *   await downloadRelease({ ...options, release: update.release, target: "./desktop-new.bin" });
@@ -46,6 +47,7 @@ export {
   verifyAnswer,
 } from "./signatures.ts";
 export type { DownloadOptions, DownloadResult } from "./download.ts";
+export { defaultStateDirectory, INSTALL_ID_FILE, loadInstallId } from "./install_id.ts";
 export { CLIENT_VERSION, UpdateClientError, USER_AGENT } from "./http.ts";
 export type { ClientOptions, FailureKind, Project, Release, RetryNotice } from "./http.ts";
 export { compareVersions, isNewerVersion, parseSemver } from "./versions.ts";

@@ -3,7 +3,13 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { setApiKeyActive } from "../src/store/mod.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
-import { makeDataTempDir, PROJECT_ROOT, runTask, startServer } from "./server_process.ts";
+import {
+  clientStateDir,
+  makeDataTempDir,
+  PROJECT_ROOT,
+  runTask,
+  startServer,
+} from "./server_process.ts";
 import { exists, sha256 } from "./helpers.ts";
 
 function pattern(size: number, seed: number): Uint8Array {
@@ -78,7 +84,12 @@ Deno.test("reference client CLI against the real service", async (t) => {
           cwd: here,
           // As from a shell: deno task keeps an INIT_CWD it inherits (as under `deno task ok`).
           clearEnv: true,
-          env: { ...environmentWithout("INIT_CWD"), NO_COLOR: "1", UPDATE_API_KEY: key },
+          env: {
+            ...environmentWithout("INIT_CWD"),
+            NO_COLOR: "1",
+            UPDATE_API_KEY: key,
+            UPDATE_STATE_DIR: clientStateDir(),
+          },
         }).output();
         assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
       };
@@ -209,7 +220,7 @@ Deno.test("reference client CLI against the real service", async (t) => {
             "--name",
             "uds-client",
             "--allow-net",
-            "--allow-env=UPDATE_API_KEY,UPDATE_BASE_URL,INIT_CWD",
+            "--allow-env=UPDATE_API_KEY,UPDATE_PUBLISH_TOKEN,UPDATE_BASE_URL,UPDATE_STATE_DIR,INIT_CWD,XDG_STATE_HOME,HOME,LOCALAPPDATA",
             "--allow-read",
             "--allow-write",
             join(PROJECT_ROOT, "client/cli.ts"),
@@ -234,6 +245,9 @@ Deno.test("reference client CLI against the real service", async (t) => {
           sha256(await Deno.readFile(join(elsewhere, latest.filename))),
           latest.checksum_sha256,
         );
+        // Its install id, made at this first run, in the user's state directory.
+        const id = await Deno.readTextFile(join(home, ".local/state/uds-client/install-id"));
+        assert.match(id, /^[0-9a-f-]{36}\n$/);
       },
     );
 

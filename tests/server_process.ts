@@ -51,10 +51,14 @@ export async function runTask(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
+  // The reference client keeps its install id in a temporary state dir, never the user's.
+  const state: Record<string, string> = args[0] === "client"
+    ? { UPDATE_STATE_DIR: clientStateDir() }
+    : {};
   const output = await new Deno.Command(Deno.execPath(), {
     args: ["task", "-q", ...args],
     cwd: PROJECT_ROOT,
-    env: { NO_COLOR: "1", ...env },
+    env: { NO_COLOR: "1", ...state, ...env },
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -64,6 +68,21 @@ export async function runTask(
     stdout: decoder.decode(output.stdout),
     stderr: decoder.decode(output.stderr),
   };
+}
+
+let sharedClientState: string | undefined;
+
+/**
+ * A state dir for the reference client (its install id) that this test
+ * process's client runs share, removed when the process ends.
+ */
+export function clientStateDir(): string {
+  if (sharedClientState === undefined) {
+    const dir = Deno.makeTempDirSync({ prefix: "uds-client-state-" });
+    sharedClientState = dir;
+    globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
+  }
+  return sharedClientState;
 }
 
 const LISTENING = /listening on http:\/\/[^:\s"]+:(\d+)/;

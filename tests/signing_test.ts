@@ -5,6 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { createHash, createPrivateKey, createPublicKey, sign, verify } from "node:crypto";
+import {
+  type PublishedKey as ClientKey,
+  verifyAnswer as verifyClientAnswer,
+} from "../client/signatures.ts";
 import { signedMessage } from "../src/signing/format.ts";
 import { kidOf } from "../src/signing/key_files.ts";
 import { setSigningKeyStatus } from "../src/store/mod.ts";
@@ -305,4 +309,144 @@ Deno.test("docs/signing.md's test vector is what the service's code signs", asyn
       Buffer.from(sig, "base64url"),
     ),
   );
+});
+
+Deno.test("a feed download of a file named with spaces and é is signed over the path as sent", async (t) => {
+  await using app = await createTestApp({ signing: true });
+  const project = await seedProject(app, { slug: "sig" });
+  const artifact = new TextEncoder().encode("an installer");
+  // electron-builder's default installer name: product name, "Setup", version.
+  const release = await seedRelease(app, project.id, "1.0.0", artifact, {
+    filename: "Sig App Setup 1.0.0 é.exe",
+  });
+  const { secret } = await seedKey(app);
+  const keys = await keySet(app);
+  const yml = await app.request("/feeds/electron/sig/latest.yml", secret);
+  assert.equal(yml.status, 200);
+  const feedPath = /^path: (.+)$/m.exec(await yml.text())![1].replace(/^'|'$/g, "");
+  assert.equal(feedPath, `/feeds/files/${release.id}/Sig%20App%20Setup%201.0.0%20%C3%A9.exe`);
+  const variants = [
+    feedPath,
+    // The same file, spelled otherwise: each is signed as it was sent.
+    `/feeds/files/${release.id}/Sig%20App%20Setup%201.0.0%20%C3%A9.%65xe`,
+    `/api/v1/releases/${release.id}/download`,
+  ];
+  for (const path of variants) {
+    await t.step(`GET ${path}`, async () => {
+      const res = await app.request(`${path}?query=not-signed`, secret);
+      assert.equal(res.status, 200);
+      const body = new Uint8Array(await res.arrayBuffer());
+      assert.deepEqual(body, artifact);
+      verifyAnswer(res, { method: "GET", path, body, keys, sha256: release.checksum_sha256 });
+      // The reference client's verifier agrees, and refuses the decoded path.
+      const answer = {
+        method: "GET",
+        path,
+        status: res.status,
+        headers: res.headers,
+        sha256: release.checksum_sha256,
+      };
+      assert.equal(await verifyClientAnswer(answer, keys as ClientKey[]), keys[0].kid);
+      if (decodeURI(path) !== path) {
+        await assert.rejects(
+          verifyClientAnswer({ ...answer, path: decodeURI(path) }, keys as ClientKey[]),
+          /no signature of a pinned key verifies/,
+        );
+      }
+    });
+  }
+  await t.step("an error answer to an encoded path is signed over it too", async () => {
+    const path = "/api/v1/projects/n%6Fne/releases/latest";
+    const res = await app.request(path, secret);
+    assert.equal(res.status, 404);
+    const body = new Uint8Array(await res.arrayBuffer());
+    verifyAnswer(res, { method: "GET", path, body, keys });
+  });
+});
+
+Deno.test("docs/signing.md's vector with an encoded path verifies, and not over the decoded path", async () => {
+  const doc = await Deno.readTextFile(new URL("../docs/signing.md", import.meta.url));
+  const section = doc.slice(doc.indexOf("A download whose path is percent-encoded"));
+  const cell = (item: string) => {
+    const match = new RegExp(`^\\| ${item} +\\| \`([^\`]+)\``, "m").exec(section);
+    assert.ok(match, `the encoded-path vector gives its ${item}`);
+    return match[1];
+  };
+  const path = cell("path as sent");
+  for (const encoded of ["%20", "%C3%A9", "%65nc", "%2B"]) {
+    assert.ok(path.includes(encoded), `the vector's path holds ${encoded}`);
+  }
+  const publicKey = "A6EHv_POEL4dcN0Y50vAmWfk1jCbpQ1fHdyGZBJVMbg";
+  const headers = new Headers({
+    "uds-signature-date": cell("date"),
+    "uds-signature-expires": cell("expires"),
+    "uds-content-sha256": cell("SHA-256"),
+    "uds-signature": `kid=${cell("kid")};sig=${cell("signature \\(b64u\\)")}`,
+  });
+  const keys: ClientKey[] = [{
+    kid: cell("kid"),
+    alg: "Ed25519",
+    public_key: publicKey,
+    status: "active",
+  }];
+  const answer = { method: "GET", path, status: 200, headers, sha256: cell("SHA-256") };
+  const now = Number(cell("date")) * 1000;
+  assert.equal(await verifyClientAnswer(answer, keys, now), cell("kid"));
+  await assert.rejects(
+    verifyClientAnswer({ ...answer, path: decodeURIComponent(path) }, keys, now),
+    /no signature of a pinned key verifies/,
+  );
+  // And it is what the service's own code signs with the vector's key.
+  const seed = Buffer.from(Array.from({ length: 32 }, (_, i) => i));
+  const der = Buffer.concat([Buffer.from("302e020100300506032b657004220420", "hex"), seed]);
+  const privateKey = createPrivateKey({ key: der, format: "der", type: "pkcs8" });
+  const message = signedMessage({
+    method: "GET",
+    path,
+    status: 200,
+    date: Number(cell("date")),
+    expires: Number(cell("expires")),
+    kid: cell("kid"),
+    sha256: cell("SHA-256"),
+  });
+  assert.equal(
+    sign(null, Buffer.from(message), privateKey).toString("base64url"),
+    cell("signature \\(b64u\\)"),
+  );
+});
+
+Deno.test("docs/signing.md's lists: which answers are signed and which not", async (t) => {
+  await using app = await createTestApp({ signing: true });
+  const project = await seedProject(app, { slug: "app" });
+  const release = await seedRelease(app, project.id, "1.0.0");
+  const { secret } = await seedKey(app);
+  const download = `/api/v1/releases/${release.id}/download`;
+  const signed: Array<[string, number, string | undefined, RequestInit?]> = [
+    ["/api/v1/projects", 405, secret, { method: "OPTIONS" }],
+    [download, 416, secret, { headers: { range: "bytes=99999-" } }],
+    [download, 200, secret, { method: "HEAD" }],
+    ["/feeds/electron/app/latest.yml", 200, secret],
+    ["/feeds/electron/app/latest.yml", 401, undefined],
+    ["/feeds/tauri/app/linux/x86_64/0.1", 409, secret],
+    ["/feeds/sparkle/app/appcast.xml", 409, secret],
+    ["/feeds/nothing", 404, secret],
+    ["/.well-known/uds-keys.json", 200, undefined, { method: "HEAD" }],
+  ];
+  const unsigned: Array<[string, number, string | undefined, RequestInit?]> = [
+    ["/.well-known/uds-keys-root.json", 404, undefined],
+    ["/.well-known/uds-keys-root.json", 404, undefined, { method: "HEAD" }],
+    ["/healthz", 200, undefined],
+    ["/publish/v1/projects", 401, undefined],
+    ["/nothing-here", 404, undefined],
+  ];
+  for (const [list, expected] of [[signed, true], [unsigned, false]] as const) {
+    for (const [path, status, key, init] of list) {
+      await t.step(`${init?.method ?? "GET"} ${path} ${status}: signed ${expected}`, async () => {
+        const res = await app.request(path, key, init);
+        await res.body?.cancel();
+        assert.equal(res.status, status);
+        assert.equal(res.headers.has("uds-signature"), expected);
+      });
+    }
+  }
 });

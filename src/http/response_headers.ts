@@ -7,6 +7,7 @@
  */
 import type { Context } from "hono";
 import type { Config } from "../lib/config.ts";
+import { rawPath } from "../lib/log.ts";
 import { sha256Hex } from "../lib/secrets.ts";
 import type { AnswerSigner } from "../store/mod.ts";
 import type { AppEnv } from "./app_env.ts";
@@ -116,7 +117,7 @@ const MAX_SIGNED = 1024;
 /**
  * Every client API response carries `headers` besides its content headers;
  * with `signer` switched on, also the signature headers of docs/signing.md. A
- * cached body's signed answer is made once per method and path and reused for
+ * cached body's signed answer is made once per method and path (as sent) and reused for
  * `signer.reuseSeconds` (its date and expiry are those of when it was signed).
  */
 export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSigner): ApiResponder {
@@ -148,7 +149,7 @@ export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSign
   const signatureHeaders = (c: Context<AppEnv>, status: number, sha256: string): HeaderList =>
     signing === undefined
       ? []
-      : signing.sign({ method: c.req.method, path: c.req.path, status, sha256 });
+      : signing.sign({ method: c.req.method, path: rawPath(c.req.url), status, sha256 });
   /** `map`'s signed value at `at` while it may be reused, else `sign()`'s, kept for reuse. */
   const reuse = <T>(map: Map<string, Reused<T>>, at: string, sign: () => T): T => {
     const nowMs = Date.now();
@@ -174,7 +175,7 @@ export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSign
     const sha256 = sha256Hex(body);
     return reuse(
       signedErrors,
-      `${c.req.method} ${c.req.path} ${status} ${sha256}`,
+      `${c.req.method} ${rawPath(c.req.url)} ${status} ${sha256}`,
       () => signatureHeaders(c, status, sha256),
     );
   };
@@ -184,7 +185,7 @@ export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSign
     entry: CachedResponse & { sha256: string },
     body: Uint8Array<ArrayBuffer>,
   ): CachedResponse =>
-    reuse(entry.signed ??= new Map(), `${c.req.method} ${c.req.path}`, () => {
+    reuse(entry.signed ??= new Map(), `${c.req.method} ${rawPath(c.req.url)}`, () => {
       const sig = signatureHeaders(c, 200, entry.sha256);
       return {
         template: new Response(body, { headers: [...entry.template.headers, ...sig] }),

@@ -18,7 +18,7 @@ export const KEY_SET_ROOT_PATH = "/.well-known/uds-keys-root.json";
 /** What one signature covers. */
 export interface SignedFields {
   method: string;
-  /** The request path as the service received it, without the query. */
+  /** The request path as the service received it (still percent-encoded), without the query. */
   path: string;
   status: number;
   /** Unix seconds. */
