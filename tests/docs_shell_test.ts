@@ -243,9 +243,13 @@ async function runPage(t: Deno.TestContext, page: Page): Promise<void> {
   }
 }
 
-/** What a reader replaces with their own: the service's address, their token. */
+/** What a reader replaces with their own: the service's address, their token, the checkout. */
 function placeholders(baseUrl: string, publishToken: string): Record<string, string> {
-  return { "https://updates.example.com": baseUrl, "udp_…": publishToken };
+  return {
+    "https://updates.example.com": baseUrl,
+    "udp_…": publishToken,
+    "/path/to/service-checkout": new URL("..", import.meta.url).pathname.replace(/\/$/, ""),
+  };
 }
 
 Deno.test({
