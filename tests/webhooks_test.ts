@@ -24,6 +24,7 @@ import {
   createApiKey,
   createProject,
   createRelease,
+  createWebhookEndpoint,
   deleteReleaseRecord,
   emitWebhookEvent,
   listWebhookDeliveries,
@@ -206,24 +207,32 @@ Deno.test("webhook SSRF guard", async (t) => {
   });
 });
 
-/** A certificate for hook.example.test (and its key) in a temp dir, made with openssl. */
-async function testCertificate(): Promise<{ cert: string; key: string } | null> {
+/**
+ * A test CA and a certificate for hook.example.test signed by it (rustls refuses a self-signed
+ * leaf), made with openssl in a temp dir; null without openssl.
+ */
+async function testCertificate(): Promise<{ ca: string; cert: string; key: string } | null> {
   const dir = await Deno.makeTempDir({ prefix: "webhook-cert-" });
+  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+  const steps = [
+    ["req", "-x509", ...ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=CA"],
+    ["req", ...ec, "-keyout", "key.pem", "-out", "leaf.csr", "-subj", "/CN=hook.example.test"],
+    ["x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial"]
+      .concat(["-days", "2", "-extfile", "san.ext", "-out", "cert.pem"]),
+  ];
   try {
-    const made = await new Deno.Command("openssl", {
-      args: [
-        ...["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"],
-        ...["-keyout", `${dir}/key.pem`, "-out", `${dir}/cert.pem`, "-days", "2"],
-        ...["-subj", "/CN=hook.example.test", "-addext", "subjectAltName=DNS:hook.example.test"],
-      ],
-      stdout: "null",
-      stderr: "null",
-    }).output().catch(() => null);
-    if (made === null || !made.success) return null;
-    return {
-      cert: await Deno.readTextFile(`${dir}/cert.pem`),
-      key: await Deno.readTextFile(`${dir}/key.pem`),
-    };
+    await Deno.writeTextFile(`${dir}/san.ext`, "subjectAltName=DNS:hook.example.test\n");
+    for (const args of steps) {
+      const made = await new Deno.Command("openssl", {
+        args,
+        cwd: dir,
+        stdout: "null",
+        stderr: "null",
+      }).output().catch(() => null);
+      if (made === null || !made.success) return null;
+    }
+    const read = (name: string) => Deno.readTextFile(`${dir}/${name}`);
+    return { ca: await read("ca.pem"), cert: await read("cert.pem"), key: await read("key.pem") };
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -267,7 +276,7 @@ Deno.test("a delivery connects to the address the check resolved", async (t) => 
     name: "https: to the checked address, the certificate checked for the URL's host",
     ignore: tls === null,
     fn: async () => {
-      const { cert, key } = tls!;
+      const { ca, cert, key } = tls!;
       const server = Deno.serve(
         { hostname: "127.0.0.1", port: 0, cert, key, onListen() {} },
         async (req) => {
@@ -278,7 +287,7 @@ Deno.test("a delivery connects to the address the check resolved", async (t) => 
       );
       try {
         const url = `https://hook.example.test:${server.addr.port}/hook`;
-        assert.deepEqual(await attempt(url, [cert]), {
+        assert.deepEqual(await attempt(url, [ca]), {
           ok: true,
           status: 200,
           error: null,
@@ -287,10 +296,48 @@ Deno.test("a delivery connects to the address the check resolved", async (t) => 
         const untrusted = await attempt(url);
         assert.equal(untrusted.ok, false, "a certificate no root vouches for is refused");
         assert.match(untrusted.error!, /certificate/);
+        const wrongName = await attempt(
+          `https://127.0.0.1:${server.addr.port}/hook`,
+          [ca],
+        );
+        assert.match(
+          wrongName.error!,
+          /not valid for name/,
+          "the name is checked, not the address",
+        );
       } finally {
         await server.shutdown();
       }
     },
+  });
+
+  await t.step("a receiver that does not answer in time fails the attempt", async () => {
+    const silent = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const held: Deno.Conn[] = [];
+    (async () => {
+      for await (const conn of silent) held.push(conn);
+    })();
+    try {
+      const result = await attemptDelivery({
+        url: `http://hook.example.test:${silent.addr.port}/hook`,
+        secrets: [secret],
+        deliveryId: "d2",
+        event: "key.created",
+        body: "{}",
+        allowPrivate: true,
+        timeoutMs: 300,
+        resolve,
+      });
+      assert.deepEqual(result, {
+        ok: false,
+        status: null,
+        error: "no answer in 300 ms",
+        permanent: false,
+      });
+    } finally {
+      silent.close();
+      for (const conn of held) conn.close();
+    }
   });
 
   await t.step("a DNS failure is retried, not marked a refused target", async () => {
@@ -426,6 +473,31 @@ Deno.test("webhook deliveries to private targets are refused without the setting
   } finally {
     worker.stop();
     await receiver.close();
+    kv.close();
+  }
+});
+
+Deno.test("a webhook delivery whose host does not resolve is retried", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const worker = startTestWorker(kv, {
+    allowPrivate: false,
+    resolve: () => Promise.reject(new Error("getaddrinfo EAI_AGAIN hooks.example.com")),
+  });
+  try {
+    const endpoint = await createWebhookEndpoint(kv, {
+      url: "https://hooks.example.com/in",
+      events: ["release.archived"],
+      created_by: "admin",
+    });
+    await emitWebhookEvent(kv, "release.archived", { release: { id: 1 } });
+    await worker.tick();
+    const [logged] = await listWebhookDeliveries(kv, endpoint.id);
+    assert.equal(logged.attempts, 1);
+    assert.equal(logged.status, "pending", "due again, not failed for good");
+    assert.match(logged.last_error!, /hooks\.example\.com does not resolve/);
+    assert.ok(Date.parse(logged.next_attempt_at!) > Date.now());
+  } finally {
+    worker.stop();
     kv.close();
   }
 });
