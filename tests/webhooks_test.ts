@@ -93,6 +93,66 @@ Deno.test("webhook signatures follow the Standard Webhooks spec", async (t) => {
   });
 });
 
+/** The `verify` function of the hand-written snippet in docs/webhooks.md, imported as written. */
+async function docsVerify(): Promise<
+  (secret: string, headers: Record<string, string>, rawBody: string) => boolean
+> {
+  const doc = await Deno.readTextFile(new URL("../docs/webhooks.md", import.meta.url));
+  const snippet = [...doc.matchAll(/```js\n([\s\S]*?)```/g)]
+    .map((match) => match[1])
+    .find((code) => code.includes("function verify("));
+  assert.ok(snippet, "docs/webhooks.md has the snippet");
+  const file = await Deno.makeTempFile({ suffix: ".js" });
+  try {
+    await Deno.writeTextFile(
+      file,
+      `import { Buffer } from "node:buffer";\n${snippet}\nexport { verify };\n`,
+    );
+    return (await import(`file://${file}`)).verify;
+  } finally {
+    await Deno.remove(file);
+  }
+}
+
+Deno.test("the verification snippet of docs/webhooks.md agrees with the library", async () => {
+  const verify = await docsVerify();
+  const current = "whsec_" + btoa("the current key, 24 byte");
+  const replaced = "whsec_" + btoa("the replaced key, 24 byt");
+  const body = '{"id":"e1","type":"key.created"}';
+  const realNow = Date.now;
+  const nowSeconds = 1_800_000_000;
+  Date.now = () => nowSeconds * 1000 + 999;
+  try {
+    for (const age of [0, -300, 300, 301, -301]) {
+      const timestamp = nowSeconds - age;
+      const headers = {
+        "webhook-id": "d1",
+        "webhook-timestamp": String(timestamp),
+        "webhook-signature": signDelivery([current, replaced], {
+          deliveryId: "d1",
+          timestamp,
+          body,
+        }),
+      };
+      for (const secret of [current, replaced]) {
+        let library = true;
+        try {
+          new Webhook(secret).verify(body, headers);
+        } catch {
+          library = false;
+        }
+        assert.equal(library, Math.abs(age) <= 300, `library, ${age} s`);
+        assert.equal(verify(secret, headers, body), library, `snippet, ${age} s`);
+      }
+      const other = "whsec_" + btoa("not a key that signed it");
+      assert.equal(verify(other, headers, body), false);
+      assert.equal(verify(current, headers, body + " "), false);
+    }
+  } finally {
+    Date.now = realNow;
+  }
+});
+
 Deno.test("webhook SSRF guard", async (t) => {
   await t.step("names every non-public address class", () => {
     for (
