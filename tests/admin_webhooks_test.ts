@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { startReceiver, startTestWorker, verifiesWith } from "./webhook_receiver.ts";
 import { lastAudit } from "./helpers.ts";
-import { emitWebhookEvent, listAuditEntries } from "../src/store/mod.ts";
+import { emitWebhookEvent, listAuditEntries, type WebhookEndpoint } from "../src/store/mod.ts";
 
 Deno.test("webhooks in the admin UI", async (t) => {
   await using app = await createAdminTestApp();
@@ -107,6 +107,25 @@ Deno.test("webhooks in the admin UI", async (t) => {
       assert.equal(verifiesWith(newest, after), true);
       receiver.setSecret(newest);
     });
+
+    await t.step(
+      "a secret that cannot sign is named on the page until a new one is made",
+      async () => {
+        const key = ["webhook_endpoints", endpointId];
+        const current = (await app.kv.get<WebhookEndpoint>(key)).value!;
+        // The form of secrets made before the Standard Webhooks form: base64url, used as is.
+        await app.kv.set(key, { ...current, secret: "whsec_" + "x-_".repeat(14) + "x" });
+        const { html } = await admin.page(`/admin/webhooks/${endpointId}`);
+        assert.match(html, /id="webhook-no-secret"[^>]*>[^<]*not a Standard Webhooks secret/);
+        const res = await admin.post(`/admin/webhooks/${endpointId}/secret`, { previous: "keep" });
+        const secret = /id="webhook-secret">(whsec_[A-Za-z0-9+/=]+)</.exec(await res.text())![1];
+        receiver.setSecret(secret);
+        assert.doesNotMatch(
+          (await admin.page(`/admin/webhooks/${endpointId}`)).html,
+          /webhook-no-secret/,
+        );
+      },
+    );
 
     await t.step("the audit log keeps only the scheme and host of an endpoint's URL", async () => {
       await admin.page("/admin/webhooks");

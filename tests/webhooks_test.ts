@@ -17,7 +17,8 @@ import {
   RefusedTargetError,
   UnresolvedTargetError,
 } from "../src/webhooks/address_guard.ts";
-import { secretKey, signDelivery, verifyDelivery } from "../src/webhooks/signature.ts";
+import { signDelivery, verifyDelivery } from "../src/webhooks/signature.ts";
+import { webhookSecretKey } from "../src/lib/webhook_secret.ts";
 import { attemptDelivery } from "../src/webhooks/send.ts";
 import { nextAttemptAt, RETRY_DELAYS_SECONDS } from "../src/webhooks/worker.ts";
 import {
@@ -87,7 +88,7 @@ Deno.test("webhook signatures follow the Standard Webhooks spec", async (t) => {
         btoa("a key of 24 bytes, no pfx"),
       ]
     ) {
-      assert.equal(secretKey(bad), null, bad);
+      assert.equal(webhookSecretKey(bad), null, bad);
       assert.equal(signDelivery([bad], parts), "", bad);
     }
   });

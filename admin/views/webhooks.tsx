@@ -1,7 +1,7 @@
 /** The webhooks pages (docs/webhooks.md): endpoints, the secret shown once, the delivery log. */
 import type { WebhookDelivery, WebhookEndpoint } from "../../src/store/mod.ts";
 import { WEBHOOK_EVENT_KINDS } from "../../src/webhooks/events.ts";
-import { isSigningSecret } from "../../src/webhooks/signature.ts";
+import { isSigningSecret } from "../../src/lib/webhook_secret.ts";
 import type { FormError } from "../types.ts";
 import { DataTable, FormErrorSummary, PostButton, StateBadge, Time } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";

@@ -9,6 +9,7 @@
  * an instance that dies mid-delivery leaves the entry due again when the lease
  * ends.
  */
+import { isSigningSecret, newWebhookSecret } from "../lib/webhook_secret.ts";
 import { commitWithRetry, now, retryWhileLocked } from "./atomic.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import {
@@ -117,11 +118,6 @@ export function newWebhookId(): string {
     Array.from(random, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** A Standard Webhooks secret: `whsec_` and the standard base64 of 32 random bytes. */
-function newSecret(): string {
-  return "whsec_" + btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))));
-}
-
 /**
  * The secrets that sign a delivery made at `nowMs`: the endpoint's own first,
  * then the replaced ones whose overlap has not ended.
@@ -134,8 +130,8 @@ export function signingSecretsOf(endpoint: WebhookEndpoint, nowMs: number): stri
 }
 
 /**
- * Gives an endpoint a new secret. With `keepPrevious` the replaced one still
- * signs for WEBHOOK_SECRET_OVERLAP_MS (deliveries carry both signatures), so a
+ * Gives an endpoint a new secret. With `keepPrevious` the replaced one (when
+ * it can sign) still signs for WEBHOOK_SECRET_OVERLAP_MS (deliveries carry both signatures), so a
  * receiver can switch without missing a delivery; without it, it stops at once.
  */
 export async function replaceWebhookSecret(
@@ -151,13 +147,14 @@ export async function replaceWebhookSecret(
     const kept = keepPrevious
       ? (entry.value.previous_secrets ?? []).filter((p) => Date.parse(p.until) > nowMs)
       : [];
-    if (keepPrevious && entry.value.secret !== null) {
+    // A secret that cannot sign (another form) is not worth keeping.
+    if (keepPrevious && isSigningSecret(entry.value.secret)) {
       const until = new Date(nowMs + WEBHOOK_SECRET_OVERLAP_MS).toISOString();
       kept.unshift({ secret: entry.value.secret, until });
     }
     const endpoint: WebhookEndpoint = {
       ...entry.value,
-      secret: newSecret(),
+      secret: newWebhookSecret(),
       previous_secrets: kept,
     };
     return { commit: await kv.atomic().check(entry).set(key, endpoint).commit(), value: endpoint };
@@ -195,7 +192,7 @@ export async function createWebhookEndpoint(
     id: newWebhookId(),
     url,
     events: events as WebhookEventKind[],
-    secret: newSecret(),
+    secret: newWebhookSecret(),
     created_at: now(),
     created_by: input.created_by,
   };

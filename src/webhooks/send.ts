@@ -11,7 +11,8 @@ import {
   UnresolvedTargetError,
 } from "./address_guard.ts";
 import { postPinned } from "./pinned_post.ts";
-import { deliveryHeaders, isSigningSecret } from "./signature.ts";
+import { isSigningSecret } from "../lib/webhook_secret.ts";
+import { deliveryHeaders } from "./signature.ts";
 
 export interface AttemptInput {
   url: string;

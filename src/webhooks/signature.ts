@@ -6,7 +6,7 @@
  * one signature per secret, separated by spaces.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { Buffer } from "node:buffer";
+import { webhookSecretKey as secretKey } from "../lib/webhook_secret.ts";
 
 export const SIGNATURE_HEADER = "webhook-signature";
 export const DELIVERY_ID_HEADER = "webhook-id";
@@ -18,24 +18,6 @@ export interface SignedParts {
   /** Seconds since the Unix epoch, as sent in the timestamp header. */
   timestamp: number;
   body: string;
-}
-
-const SECRET_PATTERN = /^whsec_((?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)$/;
-
-/**
- * The HMAC key of a secret: the bytes of the standard base64 after `whsec_`,
- * 24 to 64 of them as the spec asks; null for anything else.
- */
-export function secretKey(secret: string): Uint8Array | null {
-  const base64 = SECRET_PATTERN.exec(secret)?.[1];
-  if (base64 === undefined) return null;
-  const key = Buffer.from(base64, "base64");
-  return key.length >= 24 && key.length <= 64 ? new Uint8Array(key) : null;
-}
-
-/** Whether a secret can sign deliveries (see secretKey). */
-export function isSigningSecret(secret: string | null): secret is string {
-  return secret !== null && secretKey(secret) !== null;
 }
 
 function signatureWith(key: Uint8Array, parts: SignedParts): string {
