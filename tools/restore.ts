@@ -18,7 +18,8 @@ await runTool("restore", async (dir, config) => {
       : "") +
     ` from ${dir} (backup of ${manifest.created_at}) into ${config.dataDir}` +
     (manifest.endpointsWithoutSecret > 0
-      ? `; ${manifest.endpointsWithoutSecret} webhook endpoints have no secret (the backup left ` +
-        `them out): give each a new secret on its admin page, their deliveries wait until then`
+      ? `; ${manifest.endpointsWithoutSecret} webhook endpoints have no secret (the backup ` +
+        `left them out): give each a new secret on its admin page; their deliveries are ` +
+        `retried until then`
       : "");
 });
