@@ -49,8 +49,12 @@ Deno.test("webhook secrets are backed up only when asked", async (t) => {
 
     await t.step("restored without secrets, deliveries wait for a new secret", async () => {
       const target = join(root, "restored-plain");
-      const restored = await restoreBackup(join(root, "plain"), location(target));
-      assert.equal(restored.endpointsWithoutSecret, 1);
+      const restored = await runTask(["restore", join(root, "plain")], { APP_DATA_DIR: target });
+      assert.equal(restored.code, 0, restored.stderr);
+      assert.match(
+        restored.stdout,
+        /1 webhook endpoints have no secret \(the backup left them out\)/,
+      );
       const kv = await Deno.openKv(join(target, "kv.sqlite3"));
       const worker = startTestWorker(kv);
       try {
