@@ -5,7 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
-import { startReceiver, startTestWorker } from "./webhook_receiver.ts";
+import { startReceiver, startTestWorker, verifiesWith } from "./webhook_receiver.ts";
+import { lastAudit } from "./helpers.ts";
+import { emitWebhookEvent, listAuditEntries, type WebhookEndpoint } from "../src/store/mod.ts";
 
 Deno.test("webhooks in the admin UI", async (t) => {
   await using app = await createAdminTestApp();
@@ -32,7 +34,7 @@ Deno.test("webhooks in the admin UI", async (t) => {
       });
       assert.equal(res.status, 200);
       const html = await res.text();
-      const secret = /id="webhook-secret">(whsec_[A-Za-z0-9_-]+)</.exec(html)?.[1];
+      const secret = /id="webhook-secret">(whsec_[A-Za-z0-9+/=]+)</.exec(html)?.[1];
       assert.ok(secret, "the secret is on the page");
       receiver.setSecret(secret);
       endpointId = /href="\/admin\/webhooks\/([0-9a-z]+)"/.exec(html)![1];
@@ -74,6 +76,76 @@ Deno.test("webhooks in the admin UI", async (t) => {
       assert.notEqual(again.id, first.id);
       assert.deepEqual(again.body, first.body);
       assert.equal(again.valid, true);
+    });
+
+    await t.step("a new secret: shown once, the old one signs alongside for 24 hours", async () => {
+      const oldSecret = /id="webhook-secret">([^<]+)</.exec(
+        (await admin.page(`/admin/webhooks/${endpointId}`)).html,
+      )?.[1];
+      assert.equal(oldSecret, undefined, "the endpoint page shows no secret");
+      const before = receiver.received.at(-1)!;
+      const res = await admin.post(`/admin/webhooks/${endpointId}/secret`, { previous: "keep" });
+      assert.equal(res.status, 200);
+      const html = await res.text();
+      const secret = /id="webhook-secret">(whsec_[A-Za-z0-9+/=]+)</.exec(html)?.[1];
+      assert.ok(secret, "the new secret is on the page");
+      assert.match(html, /id="webhook-previous-secret">Until/);
+      assert.equal((await lastAudit(app)).action, "webhook.secret");
+      await emitWebhookEvent(app.kv, "key.created", { key: { id: 99 } });
+      await worker.tick();
+      const during = receiver.received.at(-1)!;
+      assert.notEqual(during.id, before.id);
+      assert.equal(during.valid, true, "the receiver's old secret still verifies");
+      assert.equal(verifiesWith(secret, during), true, "and so does the new one");
+      receiver.setSecret(secret);
+      const ended = await admin.post(`/admin/webhooks/${endpointId}/secret`, { previous: "end" });
+      const newest = /id="webhook-secret">(whsec_[A-Za-z0-9+/=]+)</.exec(await ended.text())![1];
+      await emitWebhookEvent(app.kv, "key.created", { key: { id: 100 } });
+      await worker.tick();
+      const after = receiver.received.at(-1)!;
+      assert.equal(after.valid, false, "the replaced secret signs no more");
+      assert.equal(verifiesWith(newest, after), true);
+      receiver.setSecret(newest);
+    });
+
+    await t.step(
+      "a secret that cannot sign is named on the page until a new one is made",
+      async () => {
+        const key = ["webhook_endpoints", endpointId];
+        const current = (await app.kv.get<WebhookEndpoint>(key)).value!;
+        // The form of secrets made before the Standard Webhooks form: base64url, used as is.
+        await app.kv.set(key, { ...current, secret: "whsec_" + "x-_".repeat(14) + "x" });
+        const { html } = await admin.page(`/admin/webhooks/${endpointId}`);
+        assert.match(html, /id="webhook-no-secret"[^>]*>[^<]*not a Standard Webhooks secret/);
+        const res = await admin.post(`/admin/webhooks/${endpointId}/secret`, { previous: "keep" });
+        const shown = await res.text();
+        const secret = /id="webhook-secret">(whsec_[A-Za-z0-9+/=]+)</.exec(shown)![1];
+        assert.match(shown, /The replaced secret signs no more/, "one that cannot sign is dropped");
+        receiver.setSecret(secret);
+        const after = (await admin.page(`/admin/webhooks/${endpointId}`)).html;
+        assert.doesNotMatch(after, /webhook-no-secret/);
+        assert.doesNotMatch(after, /A replaced secret also signs/);
+      },
+    );
+
+    await t.step("the audit log keeps only the scheme and host of an endpoint's URL", async () => {
+      await admin.page("/admin/webhooks");
+      const url = "https://hooks.example.com/services/T0001/B0002/Xy9SecretPart?token=abc";
+      const res = await admin.post("/admin/webhooks", { url, events: "key.created" });
+      assert.equal(res.status, 200);
+      const id = /href="\/admin\/webhooks\/([0-9a-z]+)"/.exec(await res.text())![1];
+      assert.equal((await admin.post(`/admin/webhooks/${id}/secret`)).status, 200);
+      assert.equal((await admin.post(`/admin/webhooks/${id}/delete`)).status, 303);
+      const { entries } = await listAuditEntries(app.kv, { limit: 3 });
+      assert.deepEqual(entries.map((e) => e.action), [
+        "webhook.delete",
+        "webhook.secret",
+        "webhook.create",
+      ]);
+      for (const entry of entries) {
+        assert.match(entry.details, /url https:\/\/hooks\.example\.com(;|$)/);
+        assert.doesNotMatch(JSON.stringify(entry), /services|T0001|Xy9SecretPart|token/);
+      }
     });
 
     await t.step("an unknown endpoint or delivery is a 404 page", async () => {

@@ -69,7 +69,10 @@ Deno.test("private signing keys are backed up only when asked, and restored 0600
   await t.step("an unknown flag is a usage error", async () => {
     const res = await task(["backup", "--include-everything", join(root, "never")]);
     assert.equal(res.code, 2);
-    assert.match(res.stderr, /usage: deno task backup \[--include-signing-keys\] <dir>/);
+    assert.match(
+      res.stderr,
+      /usage: deno task backup \[--include-signing-keys\] \[--include-webhook-secrets\] <dir>/,
+    );
   });
 
   await t.step("restore puts them back 0600, and the restored data signs with them", async () => {

@@ -16,5 +16,10 @@ await runTool("restore", async (dir, config) => {
     (manifest.signing_keys?.length
       ? ` and ${manifest.signing_keys.length} private signing keys`
       : "") +
-    ` from ${dir} (backup of ${manifest.created_at}) into ${config.dataDir}`;
+    ` from ${dir} (backup of ${manifest.created_at}) into ${config.dataDir}` +
+    (manifest.endpointsWithoutSecret > 0
+      ? `; ${manifest.endpointsWithoutSecret} webhook endpoints have no secret (the backup ` +
+        `left them out): give each a new secret on its admin page; their deliveries are ` +
+        `retried until then`
+      : "");
 });

@@ -8,6 +8,7 @@ import {
   listWebhookDeliveries,
   listWebhookEndpoints,
   NotFoundError,
+  replaceWebhookSecret,
   resendWebhookDelivery,
   ValidationError,
 } from "../../src/store/mod.ts";
@@ -15,13 +16,26 @@ import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf } from "../forms.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import {
-  WebhookCreatedPage,
   type WebhookFormValues,
   WebhookPage,
+  WebhookSecretPage,
   WebhooksPage,
 } from "../views/webhooks.tsx";
 
 const ID_PATTERN = /^[0-9a-z]{9,40}$/;
+
+/**
+ * An endpoint's URL as the audit log keeps it: scheme and host only. The path
+ * and query of a receiver's URL are often its credential (a Slack-style
+ * incoming webhook), and every role reads the audit log.
+ */
+function auditedUrl(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return "(not a URL)";
+  }
+}
 
 export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { kv } = deps;
@@ -68,9 +82,28 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     await audit(c, deps, {
       action: "webhook.create",
       target: `webhook ${endpoint.id}`,
-      details: `url ${endpoint.url}; events ${endpoint.events.join(",")}`,
+      details: `url ${auditedUrl(endpoint.url)}; events ${endpoint.events.join(",")}`,
     });
-    return c.html(<WebhookCreatedPage ctx={pageContext(c, deps)} endpoint={endpoint} />);
+    return c.html(<WebhookSecretPage ctx={pageContext(c, deps)} endpoint={endpoint} created />);
+  });
+
+  admin.post("/webhooks/:id/secret", async (c) => {
+    const found = await endpointOr404(c.req.param("id"));
+    const keepPrevious = field(c.get("form"), "previous") !== "end";
+    const endpoint = await replaceWebhookSecret(kv, found.id, { keepPrevious }).catch((error) => {
+      if (!(error instanceof NotFoundError)) throw error;
+      throw new HTTPException(404, { message: `There is no webhook endpoint ${found.id}.` });
+    });
+    const until = endpoint.previous_secrets?.[0]?.until;
+    await audit(c, deps, {
+      action: "webhook.secret",
+      target: `webhook ${endpoint.id}`,
+      details: `url ${auditedUrl(endpoint.url)}; ` +
+        (keepPrevious && until !== undefined
+          ? `the replaced secret signs until ${until}`
+          : "the replaced secret signs no more"),
+    });
+    return c.html(<WebhookSecretPage ctx={pageContext(c, deps)} endpoint={endpoint} />);
   });
 
   admin.get("/webhooks/:id", async (c) => {
@@ -92,7 +125,7 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     await audit(c, deps, {
       action: "webhook.delete",
       target: `webhook ${endpoint.id}`,
-      details: `url ${endpoint.url}`,
+      details: `url ${auditedUrl(endpoint.url)}`,
     });
     return redirectWithFlash(c, deps, {
       location: "/admin/webhooks",

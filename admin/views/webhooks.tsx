@@ -1,6 +1,7 @@
 /** The webhooks pages (docs/webhooks.md): endpoints, the secret shown once, the delivery log. */
 import type { WebhookDelivery, WebhookEndpoint } from "../../src/store/mod.ts";
 import { WEBHOOK_EVENT_KINDS } from "../../src/webhooks/events.ts";
+import { isSigningSecret } from "../../src/lib/webhook_secret.ts";
 import type { FormError } from "../types.ts";
 import { DataTable, FormErrorSummary, PostButton, StateBadge, Time } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
@@ -93,12 +94,19 @@ export function WebhooksPage(
   );
 }
 
-export function WebhookCreatedPage(
-  { ctx, endpoint }: { ctx: PageContext; endpoint: WebhookEndpoint },
+/** The secret, shown once: after adding an endpoint (`created`) or giving it a new secret. */
+export function WebhookSecretPage(
+  { ctx, endpoint, created = false }: {
+    ctx: PageContext;
+    endpoint: WebhookEndpoint;
+    created?: boolean;
+  },
 ) {
+  const title = created ? "Webhook endpoint added" : "New webhook secret";
+  const until = endpoint.previous_secrets?.[0]?.until;
   return (
-    <Layout ctx={ctx} title="Webhook endpoint added">
-      <h1>Webhook endpoint added</h1>
+    <Layout ctx={ctx} title={title}>
+      <h1>{title}</h1>
       <p>
         Deliveries to <code>{endpoint.url}</code> are signed with this secret. Copy it now:{" "}
         <strong>it is not shown again</strong>.
@@ -106,11 +114,73 @@ export function WebhookCreatedPage(
       <p>
         <code id="webhook-secret">{endpoint.secret}</code>
       </p>
+      {!created && (
+        <p id="webhook-previous-secret">
+          {until === undefined ? "The replaced secret signs no more." : (
+            <>
+              Until <Time iso={until} />{" "}
+              deliveries carry a signature under the replaced secret as well, so the receiver can
+              switch to the new one in that time without missing any.
+            </>
+          )}
+        </p>
+      )}
       <p>
         <a href={`/admin/webhooks/${endpoint.id}`}>The endpoint's deliveries</a> ·{" "}
         <a href="/admin/webhooks">All webhooks</a>
       </p>
     </Layout>
+  );
+}
+
+/** The endpoint's secret: whether it signs, and the form that gives it a new one. */
+function SecretCard(
+  { ctx, endpoint }: { ctx: PageContext; endpoint: WebhookEndpoint },
+) {
+  const overlap = (endpoint.previous_secrets ?? [])
+    .filter((previous) => Date.parse(previous.until) > Date.now());
+  return (
+    <section class="card" id="webhook-secret-card">
+      <h2>Signing secret</h2>
+      {endpoint.secret === null
+        ? (
+          <p class="flash flash-warning" role="alert" id="webhook-no-secret">
+            This endpoint has no secret (it was restored from a backup made without webhook
+            secrets): its deliveries fail and are retried until it gets a new one.
+          </p>
+        )
+        : !isSigningSecret(endpoint.secret)
+        ? (
+          <p class="flash flash-warning" role="alert" id="webhook-no-secret">
+            This endpoint's secret is not a Standard Webhooks secret (an earlier form): its
+            deliveries fail and are retried until it gets a new one.
+          </p>
+        )
+        : (
+          <p>
+            Deliveries are signed with the secret shown when it was made.
+            {overlap.length > 0 && (
+              <>
+                {" "}A replaced secret also signs until <Time iso={overlap[0].until} />.
+              </>
+            )}
+          </p>
+        )}
+      <form method="post" action={`/admin/webhooks/${endpoint.id}/secret`} id="webhook-secret-form">
+        <CsrfInput token={ctx.csrfToken} />
+        <fieldset>
+          <legend>The current secret</legend>
+          <label>
+            <input type="radio" name="previous" value="keep" checked />{" "}
+            keeps signing for 24 hours (the receiver switches meanwhile)
+          </label>
+          <label>
+            <input type="radio" name="previous" value="end" /> stops at once (it leaked)
+          </label>
+        </fieldset>
+        <button type="submit" class="button">Make a new secret</button>
+      </form>
+    </section>
   );
 }
 
@@ -130,6 +200,7 @@ export function WebhookPage(
         Webhook <code>{endpoint.url}</code>
       </h1>
       <p>Events: {endpoint.events.join(", ")}</p>
+      <SecretCard ctx={ctx} endpoint={endpoint} />
       <section class="card" id="webhook-deliveries">
         <h2>Deliveries (newest first)</h2>
         {deliveries.length === 0 ? <p>No deliveries yet.</p> : (

@@ -11,6 +11,8 @@
  *    afterwards, so every artifact a snapshot references is complete; each
  *    copy is checked against the release's size and SHA-256.
  * 4. Only when asked, the signing keys' private files (signing_keys.ts).
+ *    Webhook endpoints' secrets likewise: without `includeWebhookSecrets`
+ *    each endpoint is written with no secret (restored, it needs a new one).
  * 5. `manifest.json` last: its presence marks a complete backup.
  */
 import { createPrivateFile, makePrivateDir, PRIVATE_DIR_MODE } from "../lib/private_files.ts";
@@ -20,6 +22,7 @@ import {
   BACKUP_SKIPPED_PREFIXES,
   countRecords,
   type KvRecord,
+  leaveOutWebhookSecrets,
   releasesIn,
   snapshotEntries,
 } from "../store/mod.ts";
@@ -54,14 +57,19 @@ export function artifactStoreOf(location: DataLocation): ArtifactStore {
   return location.artifacts ?? createFsStore(location.artifactsDir);
 }
 
-/**
- * Writes a backup of `source` into `targetDir`, which must not exist yet;
- * with `includeSigningKeys`, the private signing keys of `source.dataDir` too.
- */
+/** What a backup holds besides the KV entries and artifacts; nothing secret by default. */
+export interface BackupOptions {
+  /** The private signing keys of `source.dataDir`. */
+  includeSigningKeys?: boolean;
+  /** The webhook endpoints' signing secrets (left out: each endpoint is kept without one). */
+  includeWebhookSecrets?: boolean;
+}
+
+/** Writes a backup of `source` into `targetDir`, which must not exist yet. */
 export async function createBackup(
   source: DataLocation,
   targetDir: string,
-  { includeSigningKeys = false }: { includeSigningKeys?: boolean } = {},
+  { includeSigningKeys = false, includeWebhookSecrets = false }: BackupOptions = {},
 ): Promise<Manifest> {
   requireLocalKv(source.kvPath);
   if (includeSigningKeys && source.dataDir === undefined) {
@@ -77,21 +85,25 @@ export async function createBackup(
     } finally {
       kv.close();
     }
-    const kvSha256 = await writeKvFile(join(targetDir, KV_FILE), snapshot.records);
-    const artifacts = await copyArtifacts(snapshot.records, artifactStoreOf(source), targetDir);
+    const records = includeWebhookSecrets
+      ? snapshot.records
+      : leaveOutWebhookSecrets(snapshot.records).records;
+    const kvSha256 = await writeKvFile(join(targetDir, KV_FILE), records);
+    const artifacts = await copyArtifacts(records, artifactStoreOf(source), targetDir);
     const manifest: Manifest = {
       format: FORMAT,
       format_version: FORMAT_VERSION,
       created_at: new Date().toISOString(),
       kv: {
         file: KV_FILE,
-        entries: snapshot.records.length,
+        entries: records.length,
         sha256: kvSha256,
         skipped_prefixes: BACKUP_SKIPPED_PREFIXES.map((prefix) => prefix.map(String)),
         snapshot_passes: snapshot.passes,
       },
-      counts: countRecords(snapshot.records),
+      counts: countRecords(records),
       artifacts,
+      webhook_secrets: includeWebhookSecrets ? "included" : "left_out",
     };
     if (includeSigningKeys) {
       manifest.signing_keys = await backupSigningKeys(source.dataDir!, targetDir);

@@ -49,6 +49,11 @@ export interface Manifest {
   artifacts: ManifestArtifact[];
   /** Present only when the backup was asked to include the private signing keys. */
   signing_keys?: ManifestSigningKey[];
+  /**
+   * Whether the webhook endpoints' secrets are in kv.jsonl (only with
+   * --include-webhook-secrets); absent in backups made before this was told.
+   */
+  webhook_secrets?: "included" | "left_out";
 }
 
 /** A backup that cannot be made, or a backup/target that cannot be restored. */

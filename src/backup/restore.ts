@@ -11,7 +11,7 @@
  */
 import { KV_FILE_SUFFIXES, makePrivateDir, openPrivateKv } from "../lib/private_files.ts";
 import { join } from "node:path";
-import { importEntries, isKvEmpty, type KvRecord } from "../store/mod.ts";
+import { importEntries, isKvEmpty, type KvRecord, listWebhookEndpoints } from "../store/mod.ts";
 import type { ArtifactStore } from "../storage/mod.ts";
 import { artifactStoreOf, type DataLocation, requireLocalKv } from "./backup.ts";
 import { decodeRecord } from "./codec.ts";
@@ -30,7 +30,16 @@ import {
 import { pathExists } from "../lib/files.ts";
 import { requireNoSigningKeys, restoreSigningKeys } from "./signing_keys.ts";
 
-export async function restoreBackup(sourceDir: string, target: DataLocation): Promise<Manifest> {
+/** The manifest of a restored backup, and what the restored data lacks. */
+export interface RestoredBackup extends Manifest {
+  /** Webhook endpoints restored without a secret: each needs a new one (docs/webhooks.md). */
+  endpointsWithoutSecret: number;
+}
+
+export async function restoreBackup(
+  sourceDir: string,
+  target: DataLocation,
+): Promise<RestoredBackup> {
   requireLocalKv(target.kvPath);
   const manifest = await readManifest(sourceDir);
   const kvFile = join(sourceDir, KV_FILE);
@@ -76,10 +85,14 @@ export async function restoreBackup(sourceDir: string, target: DataLocation): Pr
           `kv.jsonl holds ${written} entries, the manifest says ${manifest.kv.entries}`,
         );
       }
+      const endpoints = await listWebhookEndpoints(kv);
+      return {
+        ...manifest,
+        endpointsWithoutSecret: endpoints.filter((endpoint) => endpoint.secret === null).length,
+      };
     } finally {
       kv.close();
     }
-    return manifest;
   } catch (error) {
     for (const file of keyFiles) await Deno.remove(file).catch(() => {});
     if (kvCreated) {

@@ -17,8 +17,10 @@ import {
   BACKUP_VOLATILE_PREFIXES,
   projectsPrefix,
   releasesPrefix,
+  webhookEndpointsPrefix,
 } from "./keys.ts";
 import type { Release } from "./types.ts";
+import { type WebhookEndpoint, withoutWebhookSecrets } from "./webhooks.ts";
 
 export interface KvRecord {
   key: Deno.KvKey;
@@ -93,6 +95,23 @@ export function releasesIn(records: readonly KvRecord[]): Release[] {
   return records
     .filter((record) => record.key.length === 2 && record.key[0] === prefix)
     .map((record) => record.value as Release);
+}
+
+/**
+ * The records with every webhook endpoint's secrets left out (a backup made
+ * without `--include-webhook-secrets`), and how many endpoints lost one.
+ */
+export function leaveOutWebhookSecrets(
+  records: readonly KvRecord[],
+): { records: KvRecord[]; endpoints: number } {
+  const [prefix] = webhookEndpointsPrefix();
+  let endpoints = 0;
+  const kept = records.map((record) => {
+    if (record.key.length !== 2 || record.key[0] !== prefix) return record;
+    endpoints++;
+    return { key: record.key, value: withoutWebhookSecrets(record.value as WebhookEndpoint) };
+  });
+  return { records: kept, endpoints };
 }
 
 /** How many projects, releases and API keys the records hold. */

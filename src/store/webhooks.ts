@@ -9,7 +9,7 @@
  * an instance that dies mid-delivery leaves the entry due again when the lease
  * ends.
  */
-import { randomToken } from "../lib/secrets.ts";
+import { isSigningSecret, newWebhookSecret } from "../lib/webhook_secret.ts";
 import { commitWithRetry, now, retryWhileLocked } from "./atomic.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import {
@@ -62,11 +62,26 @@ export interface WebhookEndpoint {
   id: string;
   url: string;
   events: WebhookEventKind[];
-  /** The HMAC-SHA256 secret: kept so that deliveries can be signed, shown once at creation. */
-  secret: string;
+  /**
+   * The HMAC-SHA256 secret (`whsec_` and the base64 of 32 random bytes): kept so
+   * that deliveries can be signed, shown once when it is made. Null when a
+   * backup left it out: deliveries fail (and are retried) until an admin sets
+   * a new one.
+   */
+  secret: string | null;
+  /** Secrets replaced by a new one that still sign deliveries until `until`. */
+  previous_secrets?: PreviousWebhookSecret[];
   created_at: string;
   created_by: string;
 }
+
+export interface PreviousWebhookSecret {
+  secret: string;
+  until: string;
+}
+
+/** How long a replaced secret still signs, unless the admin ends it at once. */
+export const WEBHOOK_SECRET_OVERLAP_MS = 24 * 3_600_000;
 
 export type WebhookDeliveryStatus = "pending" | "delivered" | "failed";
 
@@ -103,8 +118,52 @@ export function newWebhookId(): string {
     Array.from(random, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function newSecret(): string {
-  return "whsec_" + randomToken(32);
+/**
+ * The secrets that sign a delivery made at `nowMs`: the endpoint's own first,
+ * then the replaced ones whose overlap has not ended.
+ */
+export function signingSecretsOf(endpoint: WebhookEndpoint, nowMs: number): string[] {
+  const previous = (endpoint.previous_secrets ?? [])
+    .filter((entry) => Date.parse(entry.until) > nowMs)
+    .map((entry) => entry.secret);
+  return endpoint.secret === null ? previous : [endpoint.secret, ...previous];
+}
+
+/**
+ * Gives an endpoint a new secret. With `keepPrevious` the replaced one (when
+ * it can sign) still signs for WEBHOOK_SECRET_OVERLAP_MS (deliveries carry both signatures), so a
+ * receiver can switch without missing a delivery; without it, it stops at once.
+ */
+export async function replaceWebhookSecret(
+  kv: Deno.Kv,
+  endpointId: string,
+  { keepPrevious }: { keepPrevious: boolean },
+): Promise<WebhookEndpoint> {
+  const key = webhookEndpointKey(endpointId);
+  return await commitWithRetry(async () => {
+    const entry = await kv.get<WebhookEndpoint>(key);
+    if (entry.value === null) throw new NotFoundError(`webhook endpoint ${endpointId}`);
+    const nowMs = Date.now();
+    const kept = keepPrevious
+      ? (entry.value.previous_secrets ?? []).filter((p) => Date.parse(p.until) > nowMs)
+      : [];
+    // A secret that cannot sign (another form) is not worth keeping.
+    if (keepPrevious && isSigningSecret(entry.value.secret)) {
+      const until = new Date(nowMs + WEBHOOK_SECRET_OVERLAP_MS).toISOString();
+      kept.unshift({ secret: entry.value.secret, until });
+    }
+    const endpoint: WebhookEndpoint = {
+      ...entry.value,
+      secret: newWebhookSecret(),
+      previous_secrets: kept,
+    };
+    return { commit: await kv.atomic().check(entry).set(key, endpoint).commit(), value: endpoint };
+  });
+}
+
+/** An endpoint record as a backup without secrets holds it. */
+export function withoutWebhookSecrets(endpoint: WebhookEndpoint): WebhookEndpoint {
+  return { ...endpoint, secret: null, previous_secrets: [] };
 }
 
 export async function createWebhookEndpoint(
@@ -133,7 +192,7 @@ export async function createWebhookEndpoint(
     id: newWebhookId(),
     url,
     events: events as WebhookEventKind[],
-    secret: newSecret(),
+    secret: newWebhookSecret(),
     created_at: now(),
     created_by: input.created_by,
   };

@@ -2,31 +2,44 @@
  * The SSRF guard of webhook deliveries (docs/webhooks.md "Where deliveries may
  * go"): a target whose host is, or resolves to, a loopback, link-local,
  * private, unspecified or otherwise non-public address is refused unless the
- * operator allows private targets (APP_WEBHOOKS_ALLOW_PRIVATE).
+ * operator allows private targets (APP_WEBHOOKS_ALLOW_PRIVATE). The addresses
+ * it approves are the ones the delivery connects to (pinned_post.ts).
  */
+import { lookup } from "node:dns/promises";
 
+/** A target that must not be called: the delivery fails for good. */
 export class RefusedTargetError extends Error {}
 
-/** Resolves a host name to its addresses (Deno.resolveDns by default; tests give their own). */
+/** A host name that did not resolve: a DNS failure, retried like any failed attempt. */
+export class UnresolvedTargetError extends Error {}
+
+/** Resolves a host name to its addresses (the system resolver by default; tests give their own). */
 export type Resolver = (host: string) => Promise<string[]>;
 
-export async function resolveWithDns(host: string): Promise<string[]> {
-  const found: string[] = [];
-  for (const type of ["A", "AAAA"] as const) {
-    try {
-      found.push(...await Deno.resolveDns(host, type));
-    } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
-    }
-  }
-  return found;
+/**
+ * The system resolver (getaddrinfo: /etc/hosts, then DNS), the one a plain
+ * `fetch` would use.
+ */
+export async function resolveWithSystem(host: string): Promise<string[]> {
+  const found = await lookup(host, { all: true, verbatim: true });
+  return found.map((entry) => entry.address);
 }
 
-/** Checks a target URL; throws RefusedTargetError with the reason when it must not be called. */
+export interface CheckedTarget {
+  url: URL;
+  /** The addresses the host stands for, each of them checked: connect to these only. */
+  addresses: string[];
+}
+
+/**
+ * Checks a target URL and resolves its host once. Throws RefusedTargetError
+ * with the reason when it must not be called, UnresolvedTargetError when the
+ * name does not resolve.
+ */
 export async function checkTarget(
   url: string,
   options: { allowPrivate: boolean; resolve?: Resolver },
-): Promise<URL> {
+): Promise<CheckedTarget> {
   let target: URL;
   try {
     target = new URL(url);
@@ -39,24 +52,24 @@ export async function checkTarget(
   if (target.username !== "" || target.password !== "") {
     throw new RefusedTargetError("no user name or password in the URL");
   }
-  if (options.allowPrivate) return target;
   const host = target.hostname.replace(/^\[|\]$/g, "");
-  if (host === "localhost" || host.endsWith(".localhost")) {
+  if (!options.allowPrivate && (host === "localhost" || host.endsWith(".localhost"))) {
     throw new RefusedTargetError(`${host} is a loopback address`);
   }
   const addresses = isIpAddress(host)
     ? [host]
-    : await (options.resolve ?? resolveWithDns)(host).catch((error) => {
-      throw new RefusedTargetError(`${host} does not resolve: ${String(error)}`);
+    : await (options.resolve ?? resolveWithSystem)(host).catch((error) => {
+      throw new UnresolvedTargetError(`${host} does not resolve: ${String(error)}`);
     });
-  if (addresses.length === 0) throw new RefusedTargetError(`${host} does not resolve`);
+  if (addresses.length === 0) throw new UnresolvedTargetError(`${host} does not resolve`);
+  if (options.allowPrivate) return { url: target, addresses };
   for (const address of addresses) {
     const reason = nonPublicReason(address);
     if (reason !== null) {
       throw new RefusedTargetError(`${host} resolves to ${address}, ${reason}`);
     }
   }
-  return target;
+  return { url: target, addresses };
 }
 
 function isIpAddress(host: string): boolean {
@@ -69,21 +82,55 @@ export function nonPublicReason(address: string): string | null {
   return ipv4Reason(address);
 }
 
+/** IPv4 ranges that are not the public internet: first address, prefix length, reason. */
+const IPV4_RANGES: readonly [string, number, string][] = [
+  ["0.0.0.0", 8, "an unspecified address"],
+  ["10.0.0.0", 8, "a private address"],
+  ["100.64.0.0", 10, "a shared (carrier-grade NAT) address"],
+  ["127.0.0.0", 8, "a loopback address"],
+  ["169.254.0.0", 16, "a link-local address"],
+  ["172.16.0.0", 12, "a private address"],
+  ["192.0.0.0", 24, "an IETF protocol assignment (192.0.0.0/24)"],
+  ["192.0.2.0", 24, "a documentation address (TEST-NET-1)"],
+  ["192.168.0.0", 16, "a private address"],
+  ["198.18.0.0", 15, "a benchmarking address (198.18.0.0/15)"],
+  ["198.51.100.0", 24, "a documentation address (TEST-NET-2)"],
+  ["203.0.113.0", 24, "a documentation address (TEST-NET-3)"],
+  ["224.0.0.0", 3, "a multicast or reserved address"],
+];
+
+/** IPv6 ranges that are not the public internet (:: and ::1 are named on their own). */
+const IPV6_RANGES: readonly [string, number, string][] = [
+  ["::ffff:0:0", 96, "an IPv4-mapped address"],
+  ["::ffff:0:0:0", 96, "an IPv4-translated address"],
+  ["::", 96, "an IPv4-compatible address"],
+  ["64:ff9b::", 96, "a NAT64 address"],
+  ["64:ff9b:1::", 48, "a NAT64 address"],
+  ["100::", 64, "a discard-only address"],
+  ["2001::", 32, "a Teredo address"],
+  ["2001:db8::", 32, "a documentation address"],
+  ["2002::", 16, "a 6to4 address"],
+  ["fc00::", 7, "a private (unique local) address"],
+  ["fe80::", 10, "a link-local address"],
+  ["fec0::", 10, "a site-local address"],
+  ["ff00::", 8, "a multicast address"],
+];
+
 function ipv4Reason(address: string): string | null {
   const parts = address.split(".").map(Number);
   if (parts.length !== 4 || parts.some((p) => !Number.isInteger(p) || p < 0 || p > 255)) {
     return "not an address";
   }
-  const [a, b] = parts;
-  if (a === 127) return "a loopback address";
-  if (a === 0) return "an unspecified address";
-  if (a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168)) {
-    return "a private address";
+  const value = ipv4Value(parts);
+  for (const [first, bits, reason] of IPV4_RANGES) {
+    const mask = bits === 0 ? 0 : (~0 << (32 - bits)) >>> 0;
+    if (((value & mask) >>> 0) === ipv4Value(first.split(".").map(Number))) return reason;
   }
-  if (a === 169 && b === 254) return "a link-local address";
-  if (a === 100 && b >= 64 && b <= 127) return "a shared (carrier-grade NAT) address";
-  if (a >= 224) return "a multicast or reserved address";
   return null;
+}
+
+function ipv4Value(parts: number[]): number {
+  return ((parts[0] << 24) | (parts[1] << 16) | (parts[2] << 8) | parts[3]) >>> 0;
 }
 
 function ipv6Reason(address: string): string | null {
@@ -91,15 +138,18 @@ function ipv6Reason(address: string): string | null {
   if (groups === null) return "not an address";
   if (groups.every((g) => g === 0)) return "an unspecified address";
   if (groups.slice(0, 7).every((g) => g === 0) && groups[7] === 1) return "a loopback address";
-  // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible addresses: judge the IPv4 address.
-  if (groups.slice(0, 5).every((g) => g === 0) && (groups[5] === 0xffff || groups[5] === 0)) {
-    const v4 = [groups[6] >> 8, groups[6] & 255, groups[7] >> 8, groups[7] & 255].join(".");
-    return ipv4Reason(v4);
+  for (const [first, bits, reason] of IPV6_RANGES) {
+    if (inIpv6Range(groups, expandIpv6(first)!, bits)) return reason;
   }
-  if ((groups[0] & 0xffc0) === 0xfe80) return "a link-local address";
-  if ((groups[0] & 0xfe00) === 0xfc00) return "a private (unique local) address";
-  if ((groups[0] & 0xff00) === 0xff00) return "a multicast address";
   return null;
+}
+
+function inIpv6Range(groups: number[], first: number[], bits: number): boolean {
+  for (let i = 0; i < 8 && bits > 0; i++, bits -= 16) {
+    const mask = bits >= 16 ? 0xffff : (0xffff << (16 - bits)) & 0xffff;
+    if ((groups[i] & mask) !== (first[i] & mask)) return false;
+  }
+  return true;
 }
 
 /** The eight 16-bit groups of an IPv6 address, or null when it is not one. */

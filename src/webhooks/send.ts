@@ -1,19 +1,31 @@
 /**
- * One delivery attempt: the SSRF check, a signed POST with a timeout, no
- * redirects followed (a redirect could lead anywhere).
+ * One delivery attempt: the SSRF check (which resolves the host once), a
+ * signed POST to the checked addresses with a timeout, no redirects followed
+ * (a redirect could lead anywhere).
  */
-import { checkTarget, RefusedTargetError, type Resolver } from "./address_guard.ts";
+import {
+  type CheckedTarget,
+  checkTarget,
+  RefusedTargetError,
+  type Resolver,
+  UnresolvedTargetError,
+} from "./address_guard.ts";
+import { postPinned } from "./pinned_post.ts";
+import { isSigningSecret } from "../lib/webhook_secret.ts";
 import { deliveryHeaders } from "./signature.ts";
 
 export interface AttemptInput {
   url: string;
-  secret: string;
+  /** The endpoint's secrets that sign now, its current one first. */
+  secrets: readonly string[];
   deliveryId: string;
   event: string;
   body: string;
   allowPrivate: boolean;
   timeoutMs: number;
   resolve?: Resolver;
+  /** Root certificates that replace the default ones (tests with their own CA). */
+  caCerts?: string[];
 }
 
 export interface AttemptResult {
@@ -26,8 +38,15 @@ export interface AttemptResult {
   permanent: boolean;
 }
 
+function failed(error: string, permanent = false): AttemptResult {
+  return { ok: false, status: null, error, permanent };
+}
+
 export async function attemptDelivery(input: AttemptInput): Promise<AttemptResult> {
-  let target: URL;
+  if (!input.secrets.some(isSigningSecret)) {
+    return failed("the endpoint has no signing secret: set a new secret on its page");
+  }
+  let target: CheckedTarget;
   try {
     target = await checkTarget(input.url, {
       allowPrivate: input.allowPrivate,
@@ -35,44 +54,30 @@ export async function attemptDelivery(input: AttemptInput): Promise<AttemptResul
     });
   } catch (error) {
     if (error instanceof RefusedTargetError) {
-      return {
-        ok: false,
-        status: null,
-        error: `refused target: ${error.message}`,
-        permanent: true,
-      };
+      return failed(`refused target: ${error.message}`, true);
     }
+    if (error instanceof UnresolvedTargetError) return failed(error.message);
     throw error;
   }
   const timestamp = Math.floor(Date.now() / 1000);
   try {
-    const response = await fetch(target, {
-      method: "POST",
-      redirect: "manual",
-      headers: deliveryHeaders(input.secret, {
+    const status = await postPinned({
+      url: target.url,
+      addresses: target.addresses,
+      headers: deliveryHeaders(input.secrets, {
         deliveryId: input.deliveryId,
         timestamp,
         body: input.body,
         event: input.event,
       }),
       body: input.body,
-      signal: AbortSignal.timeout(input.timeoutMs),
+      timeoutMs: input.timeoutMs,
+      caCerts: input.caCerts,
     });
-    await response.body?.cancel();
-    const ok = response.status >= 200 && response.status < 300;
-    return {
-      ok,
-      status: response.status,
-      error: ok ? null : `the receiver answered ${response.status}`,
-      permanent: false,
-    };
+    const ok = status >= 200 && status < 300;
+    return { ok, status, error: ok ? null : `the receiver answered ${status}`, permanent: false };
   } catch (error) {
-    const timedOut = error instanceof DOMException && error.name === "TimeoutError";
-    return {
-      ok: false,
-      status: null,
-      error: timedOut ? `no answer in ${input.timeoutMs} ms` : String(error),
-      permanent: false,
-    };
+    const timedOut = error instanceof Error && error.name === "AbortError";
+    return failed(timedOut ? `no answer in ${input.timeoutMs} ms` : String(error));
   }
 }

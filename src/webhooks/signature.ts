@@ -1,8 +1,12 @@
 /**
- * HMAC-SHA256 signatures of webhook deliveries (docs/webhooks.md "Verifying a
- * delivery"): the signed text is `<delivery id>.<timestamp>.<body>`.
+ * Signatures of webhook deliveries, as the Standard Webhooks spec has them
+ * (docs/webhooks.md "Verifying a delivery"): `v1,<base64 HMAC-SHA256>` of
+ * `<delivery id>.<timestamp>.<body>`, keyed with the bytes the secret's base64
+ * after `whsec_` stands for; while a replaced secret still signs (a rotation),
+ * one signature per secret, separated by spaces.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { webhookSecretKey as secretKey } from "../lib/webhook_secret.ts";
 
 export const SIGNATURE_HEADER = "webhook-signature";
 export const DELIVERY_ID_HEADER = "webhook-id";
@@ -16,24 +20,38 @@ export interface SignedParts {
   body: string;
 }
 
-/** `sha256=<hex>`: the HMAC-SHA256 of the signed text under `secret`. */
-export function signDelivery(secret: string, parts: SignedParts): string {
-  const mac = createHmac("sha256", secret)
+function signatureWith(key: Uint8Array, parts: SignedParts): string {
+  const mac = createHmac("sha256", key)
     .update(`${parts.deliveryId}.${parts.timestamp}.${parts.body}`)
-    .digest("hex");
-  return `sha256=${mac}`;
+    .digest("base64");
+  return `v1,${mac}`;
 }
 
-/** Whether `header` is the signature of `parts` under `secret` (constant time). */
+/**
+ * The signature header: `v1,<base64>` under each of `secrets` that can sign
+ * (the current one first), separated by spaces; "" when none can.
+ */
+export function signDelivery(secrets: readonly string[], parts: SignedParts): string {
+  return secrets.map(secretKey)
+    .filter((key) => key !== null)
+    .map((key) => signatureWith(key, parts))
+    .join(" ");
+}
+
+/** Whether any `v1` signature of `header` is the one of `parts` under `secret` (constant time). */
 export function verifyDelivery(secret: string, parts: SignedParts, header: string): boolean {
-  const expected = new TextEncoder().encode(signDelivery(secret, parts));
-  const given = new TextEncoder().encode(header);
-  return expected.length === given.length && timingSafeEqual(expected, given);
+  const key = secretKey(secret);
+  if (key === null) return false;
+  const expected = new TextEncoder().encode(signatureWith(key, parts));
+  return header.split(" ").some((signature) => {
+    const given = new TextEncoder().encode(signature);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  });
 }
 
-/** The headers of one delivery attempt. */
+/** The headers of one delivery attempt, signed with each of `secrets` that can sign. */
 export function deliveryHeaders(
-  secret: string,
+  secrets: readonly string[],
   parts: SignedParts & { event: string },
 ): Record<string, string> {
   return {
@@ -42,6 +60,6 @@ export function deliveryHeaders(
     [DELIVERY_ID_HEADER]: parts.deliveryId,
     [TIMESTAMP_HEADER]: String(parts.timestamp),
     [EVENT_HEADER]: parts.event,
-    [SIGNATURE_HEADER]: signDelivery(secret, parts),
+    [SIGNATURE_HEADER]: signDelivery(secrets, parts),
   };
 }

@@ -12,6 +12,7 @@ import {
   fanOutWebhookEvents,
   finishDeliveryAttempt,
   getApiKey,
+  signingSecretsOf,
 } from "../store/mod.ts";
 import type { Resolver } from "./address_guard.ts";
 import { attemptDelivery } from "./send.ts";
@@ -96,7 +97,7 @@ export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker
     }
     const result = await attemptDelivery({
       url: endpoint.url,
-      secret: endpoint.secret,
+      secrets: signingSecretsOf(endpoint, Date.now()),
       deliveryId: delivery.id,
       event: delivery.event,
       body: delivery.body,
