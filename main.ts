@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import { bootstrapAdmin, checkFirstAdminSetting } from "./admin/mod.ts";
 import { createApp } from "./app.ts";
 import { ConfigError, isRemoteKv, loadConfig } from "./src/lib/config.ts";
+import { createHealthChecks, healthDetailsHandler } from "./src/http/health.ts";
 import { createMetricsApp, metricsAddressLabel } from "./src/http/metrics_route.ts";
 import { createOpenResponses } from "./src/http/open_responses.ts";
 import { createKeyUsageRecorder } from "./src/store/key_usage.ts";
@@ -213,6 +214,9 @@ async function start() {
   });
   // Rollout percentages and adoption (docs/rollouts.md "Prometheus"), read at every scrape.
   metrics.addScrapeSource(() => rolloutGauges(kv, Date.now()));
+  // Whether the database answers and takes writes (docs/operators.md "Health details").
+  const health = createHealthChecks({ kv, artifacts, metrics, serviceName: config.serviceName });
+  metrics.addScrapeSource(health.gauges);
 
   const servers: KeptServer[] = [];
   servers.push(
@@ -232,7 +236,11 @@ async function start() {
   if (config.metricsAddress !== undefined) {
     servers.push(
       serve("APP_METRICS_ADDRESS", config.metricsAddress, {
-        fetch: createMetricsApp(config, metrics).fetch,
+        fetch: createMetricsApp(
+          config,
+          metrics,
+          healthDetailsHandler(health, config.metricsToken),
+        ).fetch,
         listening: (hostname, port) =>
           adminReady.promise.then(() =>
             logger.event("info", `metrics listening on http://${hostname}:${port}/metrics`)
