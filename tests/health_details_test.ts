@@ -104,8 +104,10 @@ Deno.test("healthz/details: served where /metrics is, nowhere else", async (t) =
 
 Deno.test("/metrics: uds_database_up and uds_database_writes_up", async (t) => {
   await using app = await createTestApp();
+  let again = () => Promise.resolve("");
   const scrape = async (faults: KvFaults) => {
     const metrics = createMetrics();
+    again = () => metrics.render();
     const kv = faultyKv(app.kv, faults);
     const health = createHealthChecks({ ...app, kv, metrics, serviceName: "Acme" });
     metrics.addScrapeSource(health.gauges);
@@ -124,6 +126,8 @@ Deno.test("/metrics: uds_database_up and uds_database_writes_up", async (t) => {
       const text = await scrape({ refuseWrites: "attempt to write a readonly database" });
       assert.match(text, /^uds_database_up 1$/m);
       assert.match(text, /^uds_database_writes_up 0$/m);
+      // The registry is rendered before the gauges are read: the count shows at the next scrape.
+      assert.match(await again(), /^uds_kv_errors_total\{operation="health"\} 1$/m);
     },
   );
 
