@@ -218,10 +218,16 @@ async function start() {
   const health = createHealthChecks({ kv, artifacts, metrics, serviceName: config.serviceName });
   metrics.addScrapeSource(health.gauges);
 
+  // Requests that arrive before bootstrapAdmin is done wait for it: at a first start, while the
+  // generated password is hashed, so that nobody is told "wrong password" by a service just up.
+  let answer = (
+    request: Request,
+    info: Deno.ServeHandlerInfo,
+  ): Response | Promise<Response> => adminReady.promise.then(() => app.fetch(request, info));
   const servers: KeptServer[] = [];
   servers.push(
     serve("APP_PORT", { hostname: config.host, port: config.port, reusePort: config.reusePort }, {
-      fetch: app.fetch,
+      fetch: (request, info) => answer(request, info),
       listening: (hostname, port) =>
         adminReady.promise.then(() =>
           logger.event(
@@ -249,6 +255,7 @@ async function start() {
     );
   }
   await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
+  answer = app.fetch;
   adminReady.resolve();
   return { kv, servers, stopFollowingWriters, webhooks };
 }
