@@ -36,7 +36,7 @@ export interface HealthChecks {
   answer(): Promise<HealthAnswer>;
   /** The contract's fields plus `database_writes` and `storage`. */
   details(): Promise<HealthAnswer>;
-  /** `uds_database_up` and `uds_database_writes_up`, read at every scrape. */
+  /** `uds_database_up` and `uds_database_writes_up`, read at every scrape (the storage asked too). */
   gauges(): Promise<ScrapedGauge[]>;
 }
 
@@ -85,7 +85,13 @@ export function createHealthChecks({ kv, artifacts, metrics, serviceName }: Heal
       return { body: sortedKeys({ ...body, database_writes: databaseWrites, storage }), status };
     },
     gauges: async () => {
-      const [answers, databaseWrites] = await Promise.all([read(), writes()]);
+      // The storage is asked too (s3: at most every 5 s), so that uds_storage_up, which the
+      // store's calls set, comes back at a scrape once the store answers again.
+      const [answers, databaseWrites] = await Promise.all([
+        read(),
+        writes(),
+        storageHealth(artifacts),
+      ]);
       return [
         {
           name: "uds_database_up",
