@@ -30,7 +30,7 @@ export function accountTarget(username: string): string {
 /**
  * Refuses (StartupError) an APP_ADMIN_PASSWORD the first admin could not be created with, while
  * no admin exists. main.ts asks this before listening and creates the account only once the
- * listeners are up, so a start that fails leaves no account behind.
+ * listeners are bound, so a start that fails leaves no account behind.
  */
 export async function checkFirstAdminSetting(kv: Deno.Kv, config: Config): Promise<void> {
   if (!(await hasAdminUser(kv))) checkAdminPasswordSetting(config);
