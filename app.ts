@@ -17,9 +17,9 @@ import { createSigner } from "./src/signing/signer.ts";
 import type { AppDeps, AppEnv } from "./src/http/app_env.ts";
 import { withDefaultParts } from "./src/http/app_parts.ts";
 import { mapJsonError } from "./src/http/errors.ts";
-import { healthHandler } from "./src/http/health.ts";
+import { createHealthChecks, healthDetailsHandler, healthHandler } from "./src/http/health.ts";
 import { jsonResponse } from "./src/http/json.ts";
-import { metricsHandler } from "./src/http/metrics_route.ts";
+import { HEALTH_DETAILS_PATH, metricsHandler } from "./src/http/metrics_route.ts";
 import { createObserver } from "./src/http/observe.ts";
 import { API_ERRORS } from "./src/http/errors.ts";
 
@@ -66,13 +66,16 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
     }),
   );
 
-  app.get("/healthz", healthHandler(deps));
+  const health = createHealthChecks({ ...deps, serviceName: config.serviceName });
+  app.get("/healthz", healthHandler(health));
   // The signing keys' public halves (docs/signing.md "The key set").
   app.get(KEY_SET_PATH, keySetHandler(deps));
   app.get(KEY_SET_ROOT_PATH, keySetRootHandler(deps));
-  // With a separate metrics address, /metrics is served only there (see main.ts).
+  // With a separate metrics address, /metrics and the health details are served only there
+  // (see main.ts).
   if (config.metricsToken !== undefined && config.metricsAddress === undefined) {
     app.get("/metrics", metricsHandler(deps.metrics, config.metricsToken));
+    app.get(HEALTH_DETAILS_PATH, healthDetailsHandler(health, config.metricsToken));
   }
 
   const clientApi = createApiRoutes(deps, observer);
@@ -113,6 +116,7 @@ const OBSERVED_PATHS = [
   KEY_SET_PATH,
   KEY_SET_ROOT_PATH,
   "/metrics",
+  HEALTH_DETAILS_PATH,
   `${ADMIN_PREFIX}/*`,
   `${PUBLISH_PREFIX}/*`,
 ] as const;

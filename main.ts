@@ -1,8 +1,9 @@
 /** The single entry point: read settings, open storage, serve, stop gracefully. */
 import { dirname } from "node:path";
-import { bootstrapAdmin } from "./admin/mod.ts";
+import { bootstrapAdmin, checkFirstAdminSetting } from "./admin/mod.ts";
 import { createApp } from "./app.ts";
 import { ConfigError, isRemoteKv, loadConfig } from "./src/lib/config.ts";
+import { createHealthChecks, healthDetailsHandler } from "./src/http/health.ts";
 import { createMetricsApp, metricsAddressLabel } from "./src/http/metrics_route.ts";
 import { createOpenResponses } from "./src/http/open_responses.ts";
 import { createKeyUsageRecorder } from "./src/store/key_usage.ts";
@@ -107,7 +108,7 @@ function serve(
   address: { hostname: string; port: number; reusePort?: boolean },
   { fetch, listening }: {
     fetch: (request: Request, info: Deno.ServeHandlerInfo) => Response | Promise<Response>;
-    listening: (hostname: string, port: number) => void;
+    listening: (hostname: string, port: number) => unknown;
   },
 ): KeptServer {
   let port = address.port;
@@ -138,7 +139,11 @@ function serve(
 
 async function start() {
   const { kv, artifacts } = await openStorage();
-  await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
+  // The first admin's setting is checked here, the account made once every listener is bound: a
+  // start that fails (a port in use) leaves no account whose generated password nobody saw.
+  await checkFirstAdminSetting(kv, config);
+  // The "listening" lines wait for that account, so whoever waits for them can sign in.
+  const adminReady = Promise.withResolvers<void>();
   // Once, for data written before the admin pages' aggregates existed (src/store/aggregates.ts).
   // A KV that refuses writes still serves reads (the pages fall back to scans where they must).
   const builtAt = performance.now();
@@ -215,31 +220,49 @@ async function start() {
   });
   // Rollout percentages and adoption (docs/rollouts.md "Prometheus"), read at every scrape.
   metrics.addScrapeSource(() => rolloutGauges(kv, Date.now()));
+  // Whether the database answers and takes writes (docs/operators.md "Health details").
+  const health = createHealthChecks({ kv, artifacts, metrics, serviceName: config.serviceName });
+  metrics.addScrapeSource(health.gauges);
 
+  // Requests that arrive before bootstrapAdmin is done wait for it: at a first start, while the
+  // generated password is hashed, so that nobody is told "wrong password" by a service just up.
+  let answer = (
+    request: Request,
+    info: Deno.ServeHandlerInfo,
+  ): Response | Promise<Response> => adminReady.promise.then(() => app.fetch(request, info));
   const servers: KeptServer[] = [];
   servers.push(
     serve("APP_PORT", { hostname: config.host, port: config.port, reusePort: config.reusePort }, {
-      fetch: app.fetch,
-      listening: (hostname, port) => {
-        logger.event(
-          "info",
-          `${config.serviceName} listening on http://${hostname}:${port} (data in ${config.dataDir})`,
-          { metrics: metricsAddressLabel(config) },
-        );
-      },
+      fetch: (request, info) => answer(request, info),
+      listening: (hostname, port) =>
+        adminReady.promise.then(() =>
+          logger.event(
+            "info",
+            `${config.serviceName} listening on http://${hostname}:${port} (data in ${config.dataDir})`,
+            { metrics: metricsAddressLabel(config) },
+          )
+        ),
     }),
   );
 
   if (config.metricsAddress !== undefined) {
     servers.push(
       serve("APP_METRICS_ADDRESS", config.metricsAddress, {
-        fetch: createMetricsApp(config, metrics).fetch,
-        listening: (hostname, port) => {
-          logger.event("info", `metrics listening on http://${hostname}:${port}/metrics`);
-        },
+        fetch: createMetricsApp(
+          config,
+          metrics,
+          healthDetailsHandler(health, config.metricsToken),
+        ).fetch,
+        listening: (hostname, port) =>
+          adminReady.promise.then(() =>
+            logger.event("info", `metrics listening on http://${hostname}:${port}/metrics`)
+          ),
       }),
     );
   }
+  await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
+  answer = app.fetch;
+  adminReady.resolve();
   return { kv, servers, stopFollowingWriters, webhooks, adoption };
 }
 

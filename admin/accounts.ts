@@ -15,6 +15,7 @@ import { StartupError } from "../src/lib/startup.ts";
 import {
   type AdminUser,
   createAdminUser,
+  deleteAdminSessionsOfUser,
   getAdminUser,
   hasAdminUser,
   recordAudit,
@@ -24,6 +25,29 @@ import {
 /** The audit target naming an admin account (`account "admin"`, not "admin admin"). */
 export function accountTarget(username: string): string {
   return `account "${username.slice(0, USERNAME_MAX_LENGTH)}"`;
+}
+
+/**
+ * Refuses (StartupError) an APP_ADMIN_PASSWORD the first admin could not be created with, while
+ * no admin exists. main.ts asks this before listening and creates the account only once the
+ * listeners are bound, so a start that fails leaves no account behind.
+ */
+export async function checkFirstAdminSetting(kv: Deno.Kv, config: Config): Promise<void> {
+  if (!(await hasAdminUser(kv))) checkAdminPasswordSetting(config);
+}
+
+function checkAdminPasswordSetting(config: Config): void {
+  const length = config.adminPassword?.length;
+  if (
+    length !== undefined &&
+    (length < ADMIN_PASSWORD_MIN_LENGTH || length > ADMIN_PASSWORD_MAX_LENGTH)
+  ) {
+    throw new StartupError(
+      `APP_ADMIN_PASSWORD must be ${ADMIN_PASSWORD_MIN_LENGTH} to ${ADMIN_PASSWORD_MAX_LENGTH} ` +
+        `characters long (got ${length}), as the password form requires; or leave it unset ` +
+        `for a generated password`,
+    );
+  }
 }
 
 /**
@@ -39,17 +63,7 @@ export async function bootstrapAdmin(
   log: (message: string) => void = console.log,
 ): Promise<"created" | "exists"> {
   if (await hasAdminUser(kv)) return "exists";
-  const length = config.adminPassword?.length;
-  if (
-    length !== undefined &&
-    (length < ADMIN_PASSWORD_MIN_LENGTH || length > ADMIN_PASSWORD_MAX_LENGTH)
-  ) {
-    throw new StartupError(
-      `APP_ADMIN_PASSWORD must be ${ADMIN_PASSWORD_MIN_LENGTH} to ${ADMIN_PASSWORD_MAX_LENGTH} ` +
-        `characters long (got ${length}), as the password form requires; or leave it unset ` +
-        `for a generated password`,
-    );
-  }
+  checkAdminPasswordSetting(config);
   const generated = config.adminPassword === undefined;
   const password = config.adminPassword ?? generatePassword();
   const user = await createAdminUser(kv, config.adminUsername, await hashPassword(password));
@@ -86,6 +100,29 @@ export async function authenticate(
     return null;
   }
   return await verifyPassword(password, user.password_hash) ? user : null;
+}
+
+/**
+ * Gives an account a new generated password from the host (`deno task reset-password`, for an
+ * owner locked out), ends every session of the account as a password change ends the others, and
+ * records `auth.password_reset`. Null for an unknown account.
+ */
+export async function resetPassword(
+  kv: Deno.Kv,
+  username: string,
+): Promise<{ password: string; sessionsEnded: number } | null> {
+  if (await getAdminUser(kv, username) === null) return null;
+  const password = generatePassword();
+  await setAdminPasswordHash(kv, username, await hashPassword(password));
+  const sessionsEnded = await deleteAdminSessionsOfUser(kv, username);
+  await recordAudit(kv, {
+    actor: "system",
+    action: "auth.password_reset",
+    target: accountTarget(username),
+    details: `reset on the host with deno task reset-password; ${sessionsEnded} sessions ended`,
+    address: "-",
+  });
+  return { password, sessionsEnded };
 }
 
 export async function changePassword(

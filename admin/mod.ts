@@ -45,7 +45,7 @@ import { addStaticRoutes } from "./static.ts";
 import type { AdminEnv, ServiceDeps } from "./types.ts";
 import { createLoginThrottle, type LoginThrottle } from "../src/store/mod.ts";
 
-export { bootstrapAdmin } from "./accounts.ts";
+export { bootstrapAdmin, checkFirstAdminSetting } from "./accounts.ts";
 
 export interface AdminUi {
   /** The routes, to mount at /admin. Their errors become HTML error pages here. */

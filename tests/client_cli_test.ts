@@ -75,12 +75,14 @@ Deno.test("reference client CLI against the real service", async (t) => {
     });
 
     await t.step("a relative --out, or none, lands where the user ran the task", async () => {
-      // deno task runs in the project directory; INIT_CWD says where the user was.
+      // deno task runs in the project directory; INIT_CWD says where the user was (a temporary
+      // dir outside the checkout, so the task is named by --config).
       const here = join(out, "user-dir");
       await Deno.mkdir(here);
+      const config = join(PROJECT_ROOT, "deno.json");
       const run = async (args: string[]) => {
         const output = await new Deno.Command(Deno.execPath(), {
-          args: ["task", "-q", "client", ...args, "--base-url", server.baseUrl],
+          args: ["task", "--config", config, "-q", "client", ...args, "--base-url", server.baseUrl],
           cwd: here,
           // As from a shell: deno task keeps an INIT_CWD it inherits (as under `deno task ok`).
           clearEnv: true,

@@ -1,7 +1,7 @@
 /**
- * End to end: `deno task start` as a real process (tests/server_process.ts), data under ./data/,
- * fixtures written through the store layer into the same KV file, and the client flow of
- * ../shared/spec/client-api.md "1. What the service does" walked over HTTP.
+ * End to end: `deno task start` as a real process (tests/server_process.ts), data in a
+ * temporary dir, fixtures written through the store layer into the same KV file, and the client
+ * flow of ../shared/spec/client-api.md "1. What the service does" walked over HTTP.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";

@@ -12,17 +12,14 @@ import { changeRollout, endRollout, startRollout } from "../src/store/mod.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, PROJECT_ROOT, removedAtEnd, startServer } from "./server_process.ts";
 
-/** The version the test runs; installed once from npm into ./data/ (ignored by git). */
+/** The version the test runs, installed from npm into the test's temporary dir (npm caches it). */
 const ELECTRON_UPDATER = "electron-updater@6.8.10";
 const CLIENT = join(PROJECT_ROOT, "tests", "fixtures", "electron_updater_client.cjs");
 
-async function installUpdater(): Promise<string> {
-  const dir = join(PROJECT_ROOT, "data", `npm-${ELECTRON_UPDATER.replace("@", "-")}`);
+/** Installs the updater under `root` and returns its node_modules. */
+async function installUpdater(root: string): Promise<string> {
+  const dir = join(root, "npm");
   const modules = join(dir, "node_modules");
-  try {
-    await Deno.stat(join(modules, "electron-updater", "package.json"));
-    return modules;
-  } catch { /* not installed yet */ }
   await Deno.mkdir(dir, { recursive: true });
   const out = await new Deno.Command("npm", {
     args: ["install", "--no-audit", "--no-fund", "--prefix", dir, ELECTRON_UPDATER],
@@ -41,9 +38,9 @@ interface UpdaterResult {
 }
 
 Deno.test("electron-updater updates from the feed with the key", async (t) => {
-  const modules = await installUpdater();
   const root = await makeDataTempDir("test-electron-updater");
   await using _removed = removedAtEnd(root);
+  const modules = await installUpdater(root);
   const dataDir = join(root, "service");
   const fx = await openDataDir(dataDir);
   const app = await fx.project({ name: "Desktop", slug: "desktop" });

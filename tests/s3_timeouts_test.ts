@@ -3,7 +3,7 @@
  * real server on a real radosgw. With radosgw stopped (SIGSTOP: connections
  * are accepted by the kernel and never answered) a download answers 503 with
  * a JSON error and an upload shows the form again with 503, both within the
- * bound APP_S3_TIMEOUT_SECONDS sets; /healthz shows `storage: unavailable`
+ * bound APP_S3_TIMEOUT_SECONDS sets; /healthz/details shows `storage: unavailable`
  * (status and code still follow the database, as the contract says) and
  * /metrics `uds_storage_up 0`; once radosgw runs again, all is back.
  */
@@ -60,8 +60,11 @@ async function metric(server: ServerProcess, name: string): Promise<number> {
   return Number(value);
 }
 
+/** The health details (docs/operators.md "Health details"), where `storage` is shown. */
 async function health(server: ServerProcess) {
-  const res = await fetch(`${server.baseUrl}/healthz`);
+  const res = await fetch(`${server.baseUrl}/healthz/details`, {
+    headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+  });
   return { status: res.status, body: await res.json() };
 }
 

@@ -1,8 +1,8 @@
 /**
  * Runs the real service (`deno task start`) as a child process on a free
- * port, with its state under ./data/ (the only place the start task may write).
+ * port, with its state in a temporary directory: the start task may write
+ * exactly its APP_DATA_DIR (tools/data_paths.ts), wherever that is.
  */
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -31,11 +31,12 @@ export interface ServerProcess extends AsyncDisposable {
   crash: () => Promise<void>;
 }
 
-/** A fresh, unique directory under ./data/ for one test's data dirs and backups. */
-export async function makeDataTempDir(prefix: string): Promise<string> {
-  const dir = join(PROJECT_ROOT, "data", `${prefix}-${crypto.randomUUID().slice(0, 8)}`);
-  await Deno.mkdir(dir, { recursive: true });
-  return dir;
+/**
+ * A fresh temporary directory for one test's data dirs and backups (never under ./data, the
+ * state of a service started from this checkout).
+ */
+export function makeDataTempDir(prefix: string): Promise<string> {
+  return Deno.makeTempDir({ prefix: `uds-${prefix}-` });
 }
 
 /**
@@ -89,7 +90,7 @@ const LISTENING = /listening on http:\/\/[^:\s"]+:(\d+)/;
 const START_TIMEOUT_MS = 30_000;
 
 /**
- * Starts `deno task start` with its state in `dataDir` (under ./data/) on a
+ * Starts `deno task start` with its state in `dataDir` (see makeDataTempDir) on a
  * port the server picks itself (APP_PORT=0), and resolves once it logged the
  * port it listens on. `await using` stops it at the end of the scope.
  */

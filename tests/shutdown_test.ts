@@ -21,7 +21,7 @@ interface Seeded {
   checksum: string;
 }
 
-/** A data dir under ./data (the only place the start task may write) with one large release. */
+/** A temporary data dir with one large release. */
 async function seed(): Promise<Seeded> {
   const dataDir = await makeDataTempDir("test-shutdown");
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));

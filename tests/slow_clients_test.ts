@@ -28,10 +28,10 @@ async function halfOpen(port: number): Promise<Deno.TcpConn | null> {
   }
 }
 
-/** A new TCP connection (never a pooled one) gets `200` for /healthz within 1 s. */
-async function answers(server: ServerProcess): Promise<boolean> {
+/** A new TCP connection (never a pooled one) gets `200` for /healthz within `ms`. */
+async function answers(server: ServerProcess, ms = 1000): Promise<boolean> {
   let conn: Deno.TcpConn | undefined;
-  const timer = setTimeout(() => conn?.close(), 1000);
+  const timer = setTimeout(() => conn?.close(), ms);
   try {
     conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
     await conn.write(
@@ -48,6 +48,11 @@ async function answers(server: ServerProcess): Promise<boolean> {
       conn?.close();
     } catch { /* closed by the timer */ }
   }
+}
+
+/** `answers`, with a second, longer probe: a busy machine may be slow to answer the first. */
+async function answersSoon(server: ServerProcess): Promise<boolean> {
+  return await answers(server) || await answers(server, 3000);
 }
 
 /** True when the server has not closed or answered `conn` within `ms`. */
@@ -93,33 +98,41 @@ Deno.test({
             Math.round(performance.now() - started)
           } ms`,
         );
-        assert.ok(await answers(server), "a new connection is answered");
+        assert.ok(await answersSoon(server), "a new connection is answered");
         // No header timeout at this layer: the server neither answers nor closes them.
         const sample = [conns[0], conns[HELD / 2], conns[HELD - 1]];
         const held = await Promise.all(sample.map((conn) => stillHeld(conn, 3000)));
         assert.deepEqual(held, [true, true, true], "half-sent headers are still held after 3 s");
-        assert.ok(await answers(server), "and new connections are still answered");
+        assert.ok(await answersSoon(server), "and new connections are still answered");
       },
     );
 
     await t.step("new connections fail only near the descriptor limit", async () => {
       let failedAt = 0;
+      // The server accepts connections in the order they were made: once a probe made after them
+      // is answered, all connections before it were accepted (those of step 1 included).
+      let accepted = conns.length;
       while (conns.length < SERVER_FD_LIMIT + 200) {
         const batch = await Promise.all(Array.from({ length: 50 }, () => halfOpen(server.port)));
         for (const conn of batch) if (conn !== null) conns.push(conn);
-        if (!await answers(server)) {
+        if (await answersSoon(server)) {
+          accepted = conns.length;
+        } else {
           failedAt = conns.length;
           break;
         }
       }
       console.log(
-        `new connections failed with ${failedAt} held (server ulimit -n ${SERVER_FD_LIMIT})`,
+        `new connections failed with ${failedAt} made, ${accepted} known accepted ` +
+          `(server ulimit -n ${SERVER_FD_LIMIT})`,
       );
-      // The server does not shed them while they are held. (The one accepted in the instant the
-      // descriptors ran out may be closed by the runtime's accept loop: at most one.)
+      // The server does not shed the connections it accepted while they are held. (The one
+      // accepted in the instant the descriptors ran out may be closed by the runtime's accept
+      // loop: at most one.) Those of the last batch may never have been accepted: left in the
+      // kernel's queue when the descriptors ran out, they go when the listener restarts.
       const states = await Promise.all(conns.map((conn) => stillHeld(conn, 1000)));
-      const held = states.filter(Boolean).length;
-      assert.ok(held >= conns.length - 1, `${held} of ${conns.length} still held`);
+      const held = states.slice(0, accepted).filter(Boolean).length;
+      assert.ok(held >= accepted - 1, `${held} of the ${accepted} accepted still held`);
       for (let i = 0; i < 3; i++) assert.equal(await answers(server), false, "a new connection");
       assert.ok(failedAt > 0, "the descriptor limit is reached");
       assert.ok(

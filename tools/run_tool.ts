@@ -18,6 +18,14 @@ const SETTINGS = [
   "APP_S3_FORCE_PATH_STYLE",
 ];
 
+/** A refusal the operator can act on: printed as one line after "<task> failed:". */
+export class ToolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ToolError";
+  }
+}
+
 /** The settings of this process, with `overrides` (such as APP_STORAGE) on top. */
 export function toolConfig(overrides: Record<string, string> = {}): Config {
   const env = Object.fromEntries(SETTINGS.map((setting) => [setting, Deno.env.get(setting)]));
@@ -45,7 +53,7 @@ export async function runTool(
     Deno.exit(0);
   } catch (error) {
     if (
-      error instanceof BackupError || error instanceof ConfigError ||
+      error instanceof BackupError || error instanceof ConfigError || error instanceof ToolError ||
       error instanceof SnapshotUnstableError || error instanceof StorageUnavailableError
     ) {
       console.error(`${name} failed: ${error.message}`);
