@@ -285,12 +285,15 @@ Deno.test({
 
   await t.step("docs/operators.md, in a checkout where the service runs", async (t) => {
     const checkout = await scratchCheckout(join(scratch, "operators"));
-    await using _server = await startServer(join(checkout, "data"), {}, { cwd: checkout });
+    const metricsToken = "docs-shell-metrics-token";
+    await using server = await startServer(join(checkout, "data"), {
+      APP_METRICS_TOKEN: metricsToken,
+    }, { cwd: checkout });
     await runPage(t, {
       file: "docs/operators.md",
       cwd: checkout,
-      env: readerEnv({ APP_WORKERS: "2" }),
-      placeholders: {},
+      env: readerEnv({ APP_WORKERS: "2", APP_METRICS_TOKEN: metricsToken }),
+      placeholders: { "http://localhost:8000": server.baseUrl },
     });
   });
 });
