@@ -9,8 +9,9 @@
  * - the protected one starts with `.use(requireSession)`, `.use(requireRole)`
  *   and `.use(requireCsrfToken)`, so every route added to it is behind the
  *   session gate, the account's role (the roles each route allows are in
- *   roles.ts) and every POST behind the CSRF check (a streamed upload gets its
- *   parts through that check, see guards.ts).
+ *   roles.ts) and every POST behind the CSRF check (the upload forms' check
+ *   runs on their stream, registered just before it, see guards.ts
+ *   `streamedForm`).
  * In front of both: response headers, "/admin/x/" redirects to "/admin/x", and
  * the browser origin check of unsafe requests.
  * tests/admin_gates_test.ts walks every registered route and proves it.
@@ -37,7 +38,7 @@ import { addPublishTokenRoutes } from "./routes/publish_tokens.tsx";
 import { addReleaseRoutes } from "./routes/releases.tsx";
 import { addReleaseLatestRoutes } from "./routes/release_latest.tsx";
 import { addRolloutRoutes } from "./routes/rollout.tsx";
-import { addUploadRoute } from "./routes/upload.tsx";
+import { addUploadRoute, addUploadStreams } from "./routes/upload.tsx";
 import { addSigningKeyRoutes } from "./routes/signing_keys.tsx";
 import { addWebhookRoutes } from "./routes/webhooks.tsx";
 import { renderAdminError, renderAdminNotFound } from "./errors.tsx";
@@ -94,6 +95,7 @@ function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono
   gated.use(requireSession(deps));
   gated.use(requireRole(deps));
   gated.use(auditChanges(deps));
+  addUploadStreams(gated);
   gated.use(requireCsrfToken());
   addOverviewRoutes(gated, deps);
   addAccountRoutes(gated, deps, throttle);

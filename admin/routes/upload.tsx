@@ -53,6 +53,15 @@ const MAX_FIELD_BYTES = 512 * 1024;
 /** Projects offered on the upload page (active ones, by name). */
 const UPLOAD_PAGE_PROJECTS = 500;
 
+/**
+ * The upload forms' CSRF check on the stream (guards.ts `streamedForm`); registered before the
+ * gated routes' `requireCsrfToken` (mod.ts), so their bodies are never buffered.
+ */
+export function addUploadStreams(admin: Hono<AdminEnv>): void {
+  admin.post("/upload", streamedForm);
+  admin.post("/projects/:slug/releases", streamedForm);
+}
+
 export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { config } = deps;
 
@@ -87,7 +96,7 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
     }));
 
   // The same upload as a project's, with the project chosen in the form (any order of parts).
-  admin.post("/upload", streamedForm, (c) => {
+  admin.post("/upload", (c) => {
     const values: UploadValues = { ...EMPTY_UPLOAD_FORM };
     const chosen = { value: "" };
     return runUpload(c, {
@@ -175,7 +184,7 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
     });
   }
 
-  admin.post("/projects/:slug/releases", streamedForm, async (c) => {
+  admin.post("/projects/:slug/releases", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
     const values: UploadValues = { ...EMPTY_UPLOAD_FORM };
     return runUpload(c, {
