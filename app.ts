@@ -38,7 +38,7 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
   const deps = withDefaultParts({
     ...appDeps,
     signer: appDeps.signer ?? createSigner({
-      kv: appDeps.kv,
+      store: appDeps.store,
       dataDir: appDeps.config.dataDir,
       ttlSeconds: appDeps.config.signingTtlSeconds,
       enabled: appDeps.config.signing,
@@ -66,7 +66,11 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
     }),
   );
 
-  const health = createHealthChecks({ ...deps, serviceName: config.serviceName });
+  const health = createHealthChecks({
+    ...deps,
+    kv: deps.store.kv,
+    serviceName: config.serviceName,
+  });
   app.get("/healthz", healthHandler(health));
   // The signing keys' public halves (docs/signing.md "The key set").
   app.get(KEY_SET_PATH, keySetHandler(deps));

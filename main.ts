@@ -19,6 +19,7 @@ import {
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
 import { buildAggregates, createAdoptionRecorder, followOtherWriters } from "./src/store/mod.ts";
+import { createStore } from "./src/store/store.ts";
 import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
@@ -139,15 +140,16 @@ function serve(
 
 async function start() {
   const { kv, artifacts } = await openStorage();
+  const store = createStore(kv, { cacheRefreshMs: config.cacheRefreshMs });
   // The first admin's setting is checked here, the account made once every listener is bound: a
   // start that fails (a port in use) leaves no account whose generated password nobody saw.
-  await checkFirstAdminSetting(kv, config);
+  await checkFirstAdminSetting(store, config);
   // The "listening" lines wait for that account, so whoever waits for them can sign in.
   const adminReady = Promise.withResolvers<void>();
   // Once, for data written before the admin pages' aggregates existed (src/store/aggregates.ts).
   // A KV that refuses writes still serves reads (the pages fall back to scans where they must).
   const builtAt = performance.now();
-  const aggregates = await buildAggregates(kv).catch((error) => {
+  const aggregates = await buildAggregates(store).catch((error) => {
     logger.event("warn", "admin aggregates could not be built", { error: String(error) });
     return "ready" as const;
   });
@@ -156,9 +158,9 @@ async function start() {
       ms: Math.round(performance.now() - builtAt),
     });
   }
-  const stopFollowingWriters = followOtherWriters(kv, config.cacheRefreshMs);
+  const stopFollowingWriters = followOtherWriters(store, config.cacheRefreshMs);
   // Parts of dead uploads and artifacts no release references (fs and s3 alike).
-  scheduleSweeps(kv, artifacts, (result) => {
+  scheduleSweeps(store, artifacts, (result) => {
     if ("error" in result) {
       logger.event("warn", `storage sweep failed: ${String(result.error)}`);
     } else if (result.removedUploads > 0 || result.removedArtifacts > 0) {
@@ -169,7 +171,7 @@ async function start() {
     }
   });
   // Projects' retention policies: each runs on one instance at a time (docs/admin-ui.md "Retention").
-  scheduleRetention({ kv, artifacts }, {
+  scheduleRetention({ store, artifacts }, {
     instance: crypto.randomUUID(),
     everyMs: config.retentionIntervalMinutes * 60_000,
     checkEveryMs: Math.min(config.retentionIntervalMinutes * 60_000, 5 * 60_000),
@@ -189,37 +191,37 @@ async function start() {
 
   // Once, for releases stored before uploads computed SHA-512 (the updater feeds, docs/feeds.md).
   scheduleSha512Backfill({
-    kv,
+    store,
     artifacts,
     report: (level, message, fields) => logger.event(level, message, fields),
   });
 
   // Webhook deliveries from the KV outbox (docs/webhooks.md); one instance sends each.
   const webhooks = startWebhookWorker({
-    kv,
+    store,
     allowPrivate: config.webhooksAllowPrivate,
     timeoutMs: config.webhooksTimeoutSeconds * 1000,
     report: (level, message, fields) => logger.event(level, message, fields),
   });
 
   // Made here so that a stop writes the sightings still waiting (docs/rollouts.md "Adoption").
-  const adoption = createAdoptionRecorder(kv, {
+  const adoption = createAdoptionRecorder(store, {
     onKvError: () => metrics.recordKvError("adoption"),
     newIdsPerDay: config.adoptionNewIdsPerDay,
   });
   const app = createApp({
     config,
-    kv,
+    store,
     artifacts,
     adoption,
     rateLimitKv: config.rateLimitStore === "kv" ? kv : undefined,
-    recordKeyUse: createKeyUsageRecorder(kv, () => metrics.recordKvError("key_usage")),
+    recordKeyUse: createKeyUsageRecorder(store, () => metrics.recordKvError("key_usage")),
     logger,
     metrics,
     openResponses,
   });
   // Rollout percentages and adoption (docs/rollouts.md "Prometheus"), read at every scrape.
-  metrics.addScrapeSource(() => rolloutGauges(kv, Date.now()));
+  metrics.addScrapeSource(() => rolloutGauges(store, Date.now()));
   // Whether the database answers and takes writes (docs/operators.md "Health details").
   const health = createHealthChecks({ kv, artifacts, metrics, serviceName: config.serviceName });
   metrics.addScrapeSource(health.gauges);
@@ -260,7 +262,7 @@ async function start() {
       }),
     );
   }
-  await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
+  await bootstrapAdmin(store, config, (message) => logger.event("warn", message));
   answer = app.fetch;
   adminReady.resolve();
   return { kv, servers, stopFollowingWriters, webhooks, adoption };

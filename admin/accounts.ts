@@ -21,6 +21,7 @@ import {
   recordAudit,
   setAdminPasswordHash,
 } from "../src/store/mod.ts";
+import type { Store } from "../src/store/store.ts";
 
 /** The audit target naming an admin account (`account "admin"`, not "admin admin"). */
 export function accountTarget(username: string): string {
@@ -32,8 +33,8 @@ export function accountTarget(username: string): string {
  * no admin exists. main.ts asks this before listening and creates the account only once the
  * listeners are bound, so a start that fails leaves no account behind.
  */
-export async function checkFirstAdminSetting(kv: Deno.Kv, config: Config): Promise<void> {
-  if (!(await hasAdminUser(kv))) checkAdminPasswordSetting(config);
+export async function checkFirstAdminSetting(store: Store, config: Config): Promise<void> {
+  if (!(await hasAdminUser(store))) checkAdminPasswordSetting(config);
 }
 
 function checkAdminPasswordSetting(config: Config): void {
@@ -58,18 +59,18 @@ function checkAdminPasswordSetting(config: Config): void {
  * the first start with one line (StartupError).
  */
 export async function bootstrapAdmin(
-  kv: Deno.Kv,
+  store: Store,
   config: Config,
   log: (message: string) => void = console.log,
 ): Promise<"created" | "exists"> {
-  if (await hasAdminUser(kv)) return "exists";
+  if (await hasAdminUser(store)) return "exists";
   checkAdminPasswordSetting(config);
   const generated = config.adminPassword === undefined;
   const password = config.adminPassword ?? generatePassword();
-  const user = await createAdminUser(kv, config.adminUsername, await hashPassword(password));
+  const user = await createAdminUser(store, config.adminUsername, await hashPassword(password));
   // Another instance sharing the KV may have created it in the meantime.
   if (user === null) return "exists";
-  await recordAudit(kv, {
+  await recordAudit(store, {
     actor: "system",
     action: "admin.created",
     target: accountTarget(user.username),
@@ -90,11 +91,11 @@ export async function bootstrapAdmin(
 
 /** The account when the password is right, else null; takes as long for unknown names. */
 export async function authenticate(
-  kv: Deno.Kv,
+  store: Store,
   username: string,
   password: string,
 ): Promise<AdminUser | null> {
-  const user = await getAdminUser(kv, username);
+  const user = await getAdminUser(store, username);
   if (user === null) {
     await burnPasswordCheck(password);
     return null;
@@ -108,14 +109,14 @@ export async function authenticate(
  * records `auth.password_reset`. Null for an unknown account.
  */
 export async function resetPassword(
-  kv: Deno.Kv,
+  store: Store,
   username: string,
 ): Promise<{ password: string; sessionsEnded: number } | null> {
-  if (await getAdminUser(kv, username) === null) return null;
+  if (await getAdminUser(store, username) === null) return null;
   const password = generatePassword();
-  await setAdminPasswordHash(kv, username, await hashPassword(password));
-  const sessionsEnded = await deleteAdminSessionsOfUser(kv, username);
-  await recordAudit(kv, {
+  await setAdminPasswordHash(store, username, await hashPassword(password));
+  const sessionsEnded = await deleteAdminSessionsOfUser(store, username);
+  await recordAudit(store, {
     actor: "system",
     action: "auth.password_reset",
     target: accountTarget(username),
@@ -126,9 +127,9 @@ export async function resetPassword(
 }
 
 export async function changePassword(
-  kv: Deno.Kv,
+  store: Store,
   username: string,
   newPassword: string,
 ): Promise<void> {
-  await setAdminPasswordHash(kv, username, await hashPassword(newPassword));
+  await setAdminPasswordHash(store, username, await hashPassword(newPassword));
 }

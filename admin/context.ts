@@ -36,7 +36,7 @@ export async function audit(
   { action, target, details = "", actor = c.get("session")?.username ?? "-" }: AuditedAction,
 ): Promise<void> {
   try {
-    await recordAudit(deps.kv, { actor, action, target, details, address: addressOf(c, deps) });
+    await recordAudit(c.var.store, { actor, action, target, details, address: addressOf(c, deps) });
   } catch (error) {
     deps.metrics.recordKvError("admin");
     console.error(`audit record failed (${action} ${target}):`, error);

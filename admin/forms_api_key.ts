@@ -9,6 +9,7 @@ import {
 } from "../src/store/mod.ts";
 import { field, listField } from "./forms.ts";
 import type { FormValues } from "./types.ts";
+import type { Store } from "../src/store/store.ts";
 
 /** The API key form as entered: shown again with an error, read into store input otherwise. */
 export interface ApiKeyFormValues {
@@ -55,14 +56,14 @@ export function apiKeyFormValues(form: FormValues): ApiKeyFormValues {
  * (`expires_at` included). An empty
  * allow list is valid input: the store's `keyReachesNothing` tells the page to warn.
  */
-export async function apiKeyInput(kv: Deno.Kv, values: ApiKeyFormValues): Promise<ApiKeyInput> {
+export async function apiKeyInput(store: Store, values: ApiKeyFormValues): Promise<ApiKeyInput> {
   const mode = requireScopeMode(values.scope_mode);
   for (const slug of values.project_slugs) {
     if (!isSlug(slug)) {
       throw new ValidationError("project_slugs", `unknown project "${slug}"`);
     }
   }
-  const projectIds = await getProjectIdsBySlugs(kv, values.project_slugs);
+  const projectIds = await getProjectIdsBySlugs(store, values.project_slugs);
   const projectMode = mode === "project_allow_list" || mode === "project_deny_list";
   const tagMode = mode === "tag_allow_list" || mode === "tag_deny_list";
   return {

@@ -8,6 +8,7 @@ import {
 } from "../src/store/mod.ts";
 import { field, listField } from "./forms.ts";
 import type { FormValues } from "./types.ts";
+import type { Store } from "../src/store/store.ts";
 
 export interface PublishTokenFormValues {
   name: string;
@@ -46,7 +47,7 @@ export function publishTokenFormValues(form: FormValues): PublishTokenFormValues
 
 /** Resolves the project slugs; the store checks the rest. */
 export async function publishTokenInput(
-  kv: Deno.Kv,
+  store: Store,
   { values, createdBy }: { values: PublishTokenFormValues; createdBy: string },
 ): Promise<PublishTokenInput> {
   const slugs = values.all_projects ? [] : values.project_slugs;
@@ -56,7 +57,7 @@ export async function publishTokenInput(
   return {
     name: values.name,
     all_projects: values.all_projects,
-    project_ids: await getProjectIdsBySlugs(kv, slugs),
+    project_ids: await getProjectIdsBySlugs(store, slugs),
     permissions: [
       ...(values.can_upload ? ["upload"] : []),
       ...(values.can_change_state ? ["release_state"] : []),

@@ -15,9 +15,9 @@ import {
   getAdminSession,
   getAdminUser,
   roleOf,
-  runAudited,
   type SessionPolicy,
 } from "../src/store/mod.ts";
+import { auditedStore } from "../src/store/audit.ts";
 import { refusalFor, rolesFor } from "./roles.ts";
 import { clearSessionCookie, getSessionCookie } from "./cookies.ts";
 import { readForm } from "./forms.ts";
@@ -81,7 +81,7 @@ export function requireSession(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
   const policy = sessionPolicy(deps);
   return async (c, next) => {
     const id = getSessionCookie(c);
-    const session = await getAdminSession(deps.kv, id, { policy });
+    const session = await getAdminSession(deps.store, id, { policy });
     if (session === null || id === undefined) {
       if (id !== undefined) clearSessionCookie(c, deps.config);
       return c.redirect("/admin/login", 303);
@@ -100,9 +100,9 @@ export function requireSession(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
 export function requireRole(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
   return async (c, next) => {
     const session = c.get("session");
-    const user = await getAdminUser(deps.kv, session.username);
+    const user = await getAdminUser(deps.store, session.username);
     if (user === null) {
-      await deleteAdminSession(deps.kv, c.get("sessionId"), session.username);
+      await deleteAdminSession(deps.store, c.get("sessionId"), session.username);
       clearSessionCookie(c, deps.config);
       return c.redirect("/admin/login", 303);
     }
@@ -223,10 +223,18 @@ export function addressOf(c: Context, deps: ServiceDeps): string {
   return clientAddress(c, deps.config.trustProxy);
 }
 
+/** Every admin request reads and writes through the service's store (`c.var.store`). */
+export function provideStore(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
+  return async (c, next) => {
+    c.set("store", deps.store);
+    await next();
+  };
+}
+
 /**
- * Every POST of a signed-in admin runs as an audited request: the changes it
- * commits carry their first audit entry in the same commit (src/store/audit.ts
- * `runAudited`), completed by the route's own `audit` call.
+ * Every POST of a signed-in admin writes through a store of its request: the
+ * changes it commits carry their first audit entry in the same commit
+ * (src/store/audit.ts `auditedStore`), completed by the route's own `audit` call.
  */
 export function auditChanges(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
   return async (c, next) => {
@@ -236,6 +244,7 @@ export function auditChanges(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
       address: addressOf(c, deps),
       what: `POST ${c.req.path}`,
     };
-    await runAudited(request, () => next());
+    c.set("store", auditedStore(deps.store, request));
+    await next();
   };
 }

@@ -21,6 +21,7 @@ import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
 import {
   auditChanges,
   originGuard,
+  provideStore,
   requireCsrfToken,
   requireRole,
   requireSession,
@@ -67,12 +68,12 @@ export function createAdminRoutes(deps: ServiceDeps): AdminUi {
       c.res.headers.set(name, value);
     }
   });
-  admin.use(requireValidHost(), trimTrailingSlash());
+  admin.use(provideStore(deps), requireValidHost(), trimTrailingSlash());
   admin.use(originGuard(deps));
   // Hono flattens mounted routes in order: the public routes answer before the
   // protected sub-app's gates, which then cover every later /admin path.
   // One sign-in throttle for the sign-in form and the password change.
-  const throttle = createLoginThrottle(deps.kv);
+  const throttle = createLoginThrottle(deps.store);
   admin.route("/", createPublicRoutes(deps, throttle));
   admin.route("/", createProtectedRoutes(deps, throttle));
   return { routes: admin, notFound: (c) => renderAdminNotFound(c, deps) };

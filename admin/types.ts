@@ -1,6 +1,7 @@
 import type { ServiceDeps } from "../src/http/app_env.ts";
 import type { AdminRole, AdminSession } from "../src/store/mod.ts";
 import type { MultipartPart } from "../src/http/multipart.ts";
+import type { Store } from "../src/store/store.ts";
 
 export type { ServiceDeps };
 
@@ -15,6 +16,12 @@ export type FormValues = Record<string, string[]>;
 export interface AdminEnv {
   Bindings: { remoteAddr?: Deno.Addr };
   Variables: {
+    /**
+     * The store this request reads and writes through: for a signed-in
+     * admin's POST, one whose commits carry the request's audit entry
+     * (guards.ts `auditChanges`).
+     */
+    store: Store;
     session: AdminSession;
     sessionId: string;
     /** The signed-in account's role (guards.ts `requireRole`). */

@@ -16,6 +16,7 @@ import {
   type Release,
   startRollout,
 } from "../src/store/mod.ts";
+import { createStore, type Store } from "../src/store/store.ts";
 
 /** Where the service keeps its KV file and artifacts for a data dir (src/lib/config.ts decides). */
 export function storagePaths(dataDir: string): { kvPath: string; artifactsDir: string } {
@@ -23,11 +24,12 @@ export function storagePaths(dataDir: string): { kvPath: string; artifactsDir: s
   return { kvPath: config.kvPath, artifactsDir: config.artifactsDir };
 }
 
-export async function withStore<T>(dataDir: string, fn: (kv: Deno.Kv) => Promise<T>): Promise<T> {
+export async function withStore<T>(dataDir: string, fn: (store: Store) => Promise<T>): Promise<T> {
   await Deno.mkdir(dataDir, { recursive: true });
   const kv = await Deno.openKv(storagePaths(dataDir).kvPath);
+  const store = createStore(kv);
   try {
-    return await fn(kv);
+    return await fn(store);
   } finally {
     kv.close();
   }
@@ -48,15 +50,15 @@ export interface BasicData {
 
 /** One project `app`, one release with an artifact of `artifactBytes`, one key for all projects. */
 export function seedBasic(dataDir: string, artifactBytes: number): Promise<BasicData> {
-  return withStore(dataDir, async (kv) => {
+  return withStore(dataDir, async (store) => {
     const { artifactsDir } = storagePaths(dataDir);
-    const project = await createProject(kv, { name: "App", slug: "app" });
-    const release = await publishRelease(kv, createFsStore(artifactsDir), {
+    const project = await createProject(store, { name: "App", slug: "app" });
+    const release = await publishRelease(store, createFsStore(artifactsDir), {
       release: { project_id: project.id, version: "1.0.0", filename: "app-1.0.0.bin" },
       source: fillerStream(artifactBytes),
       maxBytes: Number.MAX_SAFE_INTEGER,
     });
-    const { secret } = await createApiKey(kv, {
+    const { secret } = await createApiKey(store, {
       name: "bench",
       can_download: true,
       scope_mode: "all_projects",
@@ -76,10 +78,10 @@ export function seedProjects(
   total: number,
   allowed: number,
 ): Promise<{ key: string }> {
-  return withStore(dataDir, async (kv) => {
+  return withStore(dataDir, async (store) => {
     const ids: number[] = [];
     for (let i = 0; i < total; i++) {
-      const project = await createProject(kv, {
+      const project = await createProject(store, {
         name: `Project ${i + 1}`,
         slug: `project-${i + 1}`,
         description: `Bench project number ${i + 1}`,
@@ -89,7 +91,7 @@ export function seedProjects(
     }
     const step = total / allowed;
     const allowList = Array.from({ length: allowed }, (_, i) => ids[Math.floor(i * step)]);
-    const { secret } = await createApiKey(kv, {
+    const { secret } = await createApiKey(store, {
       name: "allow list",
       can_download: true,
       scope_mode: "project_allow_list",
@@ -108,16 +110,16 @@ export function seedLarge(
   releases: number,
   keys: number,
 ): Promise<{ slug: string; key: string; latest: Release }> {
-  return withStore(dataDir, async (kv) => {
+  return withStore(dataDir, async (store) => {
     const { artifactsDir } = storagePaths(dataDir);
-    const project = await createProject(kv, { name: "App", slug: "app" });
+    const project = await createProject(store, { name: "App", slug: "app" });
     const artifact = await saveArtifact(artifactsDir, fillerStream(4096), {
       maxBytes: Number.MAX_SAFE_INTEGER,
     });
     const start = Date.now() - releases * 60_000;
     const [created, apiKeys] = await Promise.all([
       createReleasesBulk(
-        kv,
+        store,
         Array.from({ length: releases }, (_, i) => ({
           version: `1.${Math.floor(i / 100)}.${i % 100}`,
           build: String(i + 1),
@@ -129,7 +131,7 @@ export function seedLarge(
         { projectId: project.id },
       ),
       createApiKeysBulk(
-        kv,
+        store,
         Array.from({ length: keys }, (_, i) => ({
           name: `bulk key ${i + 1}`,
           can_download: true,
@@ -147,8 +149,8 @@ export function seedLarge(
 
 /** One empty project `upload` to upload into. */
 export function seedUpload(dataDir: string): Promise<{ slug: string }> {
-  return withStore(dataDir, async (kv) => {
-    const project = await createProject(kv, { name: "Upload", slug: "upload" });
+  return withStore(dataDir, async (store) => {
+    const project = await createProject(store, { name: "Upload", slug: "upload" });
     return { slug: project.slug };
   });
 }
@@ -162,11 +164,11 @@ export interface RolloutData {
 }
 
 export function seedRollout(dataDir: string, percentage: number): Promise<RolloutData> {
-  return withStore(dataDir, async (kv) => {
-    const store = createFsStore(storagePaths(dataDir).artifactsDir);
-    const project = await createProject(kv, { name: "Rolling", slug: "rolling" });
+  return withStore(dataDir, async (store) => {
+    const artifacts = createFsStore(storagePaths(dataDir).artifactsDir);
+    const project = await createProject(store, { name: "Rolling", slug: "rolling" });
     const publish = (version: string, latest: boolean) =>
-      publishRelease(kv, store, {
+      publishRelease(store, artifacts, {
         release: {
           project_id: project.id,
           version,
@@ -178,8 +180,8 @@ export function seedRollout(dataDir: string, percentage: number): Promise<Rollou
       });
     const previous = await publish("1.0.0", true);
     const release = await publish("1.1.0", false);
-    await startRollout(kv, release.id, { percentage });
-    const { secret } = await createApiKey(kv, {
+    await startRollout(store, release.id, { percentage });
+    const { secret } = await createApiKey(store, {
       name: "rollout bench",
       can_download: true,
       scope_mode: "all_projects",

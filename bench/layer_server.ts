@@ -16,6 +16,7 @@ import { openArtifactStore } from "../src/storage/mod.ts";
 import { type ApiKey, followOtherWriters, type KeyLookup } from "../src/store/mod.ts";
 import { createKeyUsageRecorder } from "../src/store/key_usage.ts";
 import { BENCH_LAYERS, type BenchLayer } from "./layers.ts";
+import { createStore } from "../src/store/store.ts";
 
 const layer = Deno.args[0];
 if (layer !== "none" && !Object.hasOwn(BENCH_LAYERS, layer)) {
@@ -25,12 +26,13 @@ if (layer !== "none" && !Object.hasOwn(BENCH_LAYERS, layer)) {
 
 const config = loadConfig();
 const kv = await Deno.openKv(config.kvPath);
-followOtherWriters(kv, config.cacheRefreshMs);
+const store = createStore(kv);
+followOtherWriters(store, config.cacheRefreshMs);
 const deps: AppDeps = {
   config,
-  kv,
+  store,
   artifacts: await openArtifactStore(config),
-  recordKeyUse: createKeyUsageRecorder(kv),
+  recordKeyUse: createKeyUsageRecorder(store),
   logger: createLogger(config.logFormat, createBufferedWriter().write),
 };
 const app = createApp(layer === "none" ? deps : withoutLayer(deps, layer as BenchLayer));

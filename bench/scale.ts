@@ -51,9 +51,13 @@ const dataDir = join(PROJECT_ROOT, "data", `bench-scale-${crypto.randomUUID().sl
 await Deno.mkdir(dataDir, { recursive: true });
 cleanup.add(() => Deno.remove(dataDir, { recursive: true }));
 
-const { apiKey, secret } = await withStore(dataDir, async (kv) => {
-  await createProject(kv, { name: "Bench", slug: "bench" });
-  return await createApiKey(kv, { name: "bench", can_download: true, scope_mode: "all_projects" });
+const { apiKey, secret } = await withStore(dataDir, async (store) => {
+  await createProject(store, { name: "Bench", slug: "bench" });
+  return await createApiKey(store, {
+    name: "bench",
+    can_download: true,
+    scope_mode: "all_projects",
+  });
 });
 const auth = { authorization: `Bearer ${secret}` };
 const env = { APP_ADMIN_PASSWORD: PASSWORD, APP_LOG_FORMAT: "json" };
@@ -144,8 +148,8 @@ async function rateLimitSlack() {
   for (let trial = 0; trial < 3; trial++) {
     const { secret: trialSecret } = await withStore(
       dataDir,
-      (kv) =>
-        createApiKey(kv, {
+      (store) =>
+        createApiKey(store, {
           name: `slack ${trial}`,
           can_download: true,
           scope_mode: "all_projects",

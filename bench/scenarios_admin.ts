@@ -55,11 +55,11 @@ export async function seedAdminScale(dataDir: string, sizes: ScaleSizes): Promis
   } catch {
     // not seeded yet
   }
-  await withStore(dataDir, async (kv) => {
+  await withStore(dataDir, async (store) => {
     const tags = ["stable", "beta", "internal", "windows", "linux", "mac"];
     const ids: number[] = [];
     for (let i = 0; i < sizes.projects - 1; i++) {
-      const project = await createProject(kv, {
+      const project = await createProject(store, {
         name: `Project ${String(i).padStart(4, "0")}`,
         slug: `p-${String(i).padStart(4, "0")}`,
         description: "A project of the scale bench.",
@@ -67,7 +67,7 @@ export async function seedAdminScale(dataDir: string, sizes: ScaleSizes): Promis
       });
       ids.push(project.id);
     }
-    const big = await createProject(kv, { name: "Big", slug: "big", tags: ["stable"] });
+    const big = await createProject(store, { name: "Big", slug: "big", tags: ["stable"] });
     const release = (i: number) => ({
       version: `1.${Math.floor(i / 100)}.${i % 100}`,
       build: String(i),
@@ -78,13 +78,13 @@ export async function seedAdminScale(dataDir: string, sizes: ScaleSizes): Promis
       created_at: new Date(Date.UTC(2025, 0, 1) + i * 60_000).toISOString(),
     });
     await createReleasesBulk(
-      kv,
+      store,
       Array.from({ length: sizes.releases }, (_, i) => release(i)),
       { projectId: big.id },
     );
     // One release in each of the first 200 other projects (their "latest version").
     for (const id of ids.slice(0, 200)) {
-      await createReleasesBulk(kv, [release(0)], { projectId: id });
+      await createReleasesBulk(store, [release(0)], { projectId: id });
     }
     const keyIds: number[] = [];
     for (let done = 0; done < sizes.keys; done += 5_000) {
@@ -99,16 +99,16 @@ export async function seedAdminScale(dataDir: string, sizes: ScaleSizes): Promis
           }
           : { name: `updater ${i}`, can_download: true, scope_mode: "all_projects" };
       });
-      keyIds.push(...(await createApiKeysBulk(kv, inputs)).map(({ apiKey }) => apiKey.id));
+      keyIds.push(...(await createApiKeysBulk(store, inputs)).map(({ apiKey }) => apiKey.id));
     }
     const at = new Date().toISOString();
     for (let i = 0; i < keyIds.length; i += 25) {
-      await countDownload(kv, { releaseId: 1, projectId: big.id, keyId: keyIds[i] });
-      await recordApiKeyUse(kv, keyIds[i], at);
+      await countDownload(store, { releaseId: 1, projectId: big.id, keyId: keyIds[i] });
+      await recordApiKeyUse(store, keyIds[i], at);
     }
     const start = Date.now() - sizes.audit * 1000;
     for (let i = 0; i < sizes.audit; i += 500) {
-      const op = kv.atomic();
+      const op = store.kv.atomic();
       for (let j = i; j < Math.min(i + 500, sizes.audit); j++) {
         const id = j.toString(16).padStart(14, "0");
         op.set(auditKey(start + j * 1000, id), {

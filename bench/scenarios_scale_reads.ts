@@ -163,8 +163,8 @@ export async function readsWhileAdminsWork(
   const { dataDir, cleanup } = options;
   const { secret } = await withStore(
     dataDir,
-    (kv) =>
-      createApiKey(kv, { name: "scale reads", can_download: true, scope_mode: "all_projects" }),
+    (store) =>
+      createApiKey(store, { name: "scale reads", can_download: true, scope_mode: "all_projects" }),
   );
   const server: Server = await startService(dataDir, options.env, cleanup);
   const scripts = await Deno.makeTempDir({ prefix: "scale-reads-" });

@@ -32,6 +32,7 @@ import { startRgw } from "../tests/rgw.ts";
 import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
 import { fillerStream } from "./filler.ts";
 import { median } from "./stats.ts";
+import { createStore } from "../src/store/store.ts";
 
 const MiB = 1024 * 1024;
 const downloadMiB = Number(Deno.args[0] ?? 256);
@@ -71,10 +72,11 @@ try {
 
   // One release, the same bytes under the same key in the data dir and in the bucket.
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+  const store = createStore(kv);
   const fs = createFsStore(join(dataDir, "artifacts"));
   await Deno.mkdir(fs.dir, { recursive: true });
-  const project = await createProject(kv, { name: "App", slug: "app" });
-  const release = await publishRelease(kv, fs, {
+  const project = await createProject(store, { name: "App", slug: "app" });
+  const release = await publishRelease(store, fs, {
     release: { project_id: project.id, version: "1", filename: "app.bin" },
     source: fillerStream(Math.max(downloadMiB, 1) * MiB),
     maxBytes: Number.MAX_SAFE_INTEGER,
@@ -82,7 +84,7 @@ try {
   const bucket = await createS3Store(s3, 8 * 1024 * MiB);
   const file = await Deno.open(join(fs.dir, release.storage_key));
   await bucket.put(release.storage_key, file.readable);
-  const { secret } = await createApiKey(kv, {
+  const { secret } = await createApiKey(store, {
     name: "bench",
     can_download: true,
     scope_mode: "all_projects",

@@ -20,7 +20,7 @@ function loggingApp(t: TestApp, format: LogFormat, overrides: Partial<Config> = 
   const lines: string[] = [];
   const app = createApp({
     config: { ...t.config, ...overrides },
-    kv: t.kv,
+    store: t.store,
     artifacts: t.artifacts,
     rateLimitKv: t.rateLimitKv,
     recordKeyUse: () => {},
@@ -138,7 +138,7 @@ Deno.test("access log", async (t) => {
     page.use(
       createObserver(withDefaultParts({
         config: app.config,
-        kv: app.kv,
+        store: app.store,
         artifacts: app.artifacts,
         recordKeyUse: () => {},
         logger: createLogger("json", (line) => lines.push(line)),

@@ -117,7 +117,7 @@ Deno.test("admin API keys", async (t) => {
     }
     assert.match(html, /\/api\/v1\/projects\/desktop\/releases\/latest/);
     assert.equal(res.headers.get("cache-control"), "no-store");
-    const stored = await getApiKey(app.kv, id!);
+    const stored = await getApiKey(app.store, id!);
     assert.equal(stored?.scope_mode, "project_allow_list");
     assert.deepEqual(stored?.project_ids, [desktop.id]);
     assert.equal(stored?.can_download, true);
@@ -162,7 +162,7 @@ Deno.test("admin API keys", async (t) => {
     assert.match(secret!, /^uds_/);
     assert.match(html, /role="status" data-reaches-nothing/);
     assert.match(html, /reaches no project/);
-    const stored = await getApiKey(app.kv, id!);
+    const stored = await getApiKey(app.store, id!);
     assert.equal(stored?.scope_mode, "tag_allow_list");
     assert.deepEqual(stored?.tags, []);
     assert.deepEqual(stored?.project_ids, []);
@@ -189,7 +189,7 @@ Deno.test("admin API keys", async (t) => {
     });
     assert.equal(res.status, 200);
     assert.match(html, /role="status" data-reaches-nothing/);
-    const stored = await getApiKey(app.kv, id!);
+    const stored = await getApiKey(app.store, id!);
     assert.equal(stored?.scope_mode, "project_allow_list");
     assert.deepEqual(stored?.project_ids, []);
     const { html: listHtml } = await client.page("/admin/api-keys");
@@ -209,7 +209,7 @@ Deno.test("admin API keys", async (t) => {
       expires_at: "2031-01-02T03:04",
     });
     assert.equal(tag.res.status, 200);
-    const stored = await getApiKey(app.kv, tag.id!);
+    const stored = await getApiKey(app.store, tag.id!);
     assert.deepEqual(stored?.tags, ["beta", "nightly"]);
     assert.deepEqual(stored?.project_ids, []);
     assert.equal(stored?.can_download, false, "unchecked box: no download");
@@ -223,7 +223,7 @@ Deno.test("admin API keys", async (t) => {
       tags: "ignored",
       expires_at: "2031-06-01T12:00:00+02:00",
     });
-    const denied = await getApiKey(app.kv, deny.id!);
+    const denied = await getApiKey(app.store, deny.id!);
     assert.deepEqual(denied?.project_ids.sort(), [desktop.id, mobile.id].sort());
     assert.deepEqual(denied?.tags, []);
     assert.equal(denied?.expires_at, "2031-06-01T10:00:00.000Z");
@@ -255,7 +255,7 @@ Deno.test("admin API keys", async (t) => {
     ] as const
   ) {
     await t.step(`${label}: 400, form with message and values, nothing stored`, async () => {
-      const before = (await listApiKeys(app.kv)).length;
+      const before = (await listApiKeys(app.store)).length;
       const { res, html, secret } = await createKey(client, {
         name: "Kept name",
         can_download: "on",
@@ -269,7 +269,7 @@ Deno.test("admin API keys", async (t) => {
       assert.match(html, new RegExp(`aria-describedby="[^"]*-error"`), field);
       if (label !== "missing name") assert.match(html, /value="Kept name"/);
       assert.match(html, /kept-tag/);
-      assert.equal((await listApiKeys(app.kv)).length, before);
+      assert.equal((await listApiKeys(app.store)).length, before);
     });
   }
 
@@ -277,7 +277,7 @@ Deno.test("admin API keys", async (t) => {
     const disabled = await client.post(`/admin/api-keys/${firstId}/disable`);
     assert.equal(disabled.status, 303);
     assert.equal(disabled.headers.get("location"), "/admin/api-keys#key-list");
-    assert.equal((await getApiKey(app.kv, firstId))?.active, false);
+    assert.equal((await getApiKey(app.store, firstId))?.active, false);
     const refused = await app.request("/api/v1/projects", firstSecret);
     assert.equal(refused.status, 401);
     await refused.body?.cancel();
@@ -295,7 +295,7 @@ Deno.test("admin API keys", async (t) => {
   });
 
   await t.step("key changes are audited without the secret; nothing logs it", async () => {
-    const { entries } = await listAuditEntries(app.kv, { limit: 100 });
+    const { entries } = await listAuditEntries(app.store, { limit: 100 });
     const actions = entries.map((entry) => `${entry.action} ${entry.target}`);
     assert.ok(actions.includes(`api_key.create api key ${firstId}`));
     assert.ok(actions.includes(`api_key.disable api key ${firstId}`));

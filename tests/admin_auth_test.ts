@@ -15,7 +15,7 @@ import {
   createAdminTestApp,
   signedInClient,
 } from "./admin_helpers.ts";
-import { testConfig, withKv } from "./helpers.ts";
+import { testConfig, withStore } from "./helpers.ts";
 
 Deno.test("admin sign-in", async (t) => {
   await using app = await createAdminTestApp();
@@ -93,7 +93,7 @@ Deno.test("admin sign-in", async (t) => {
   });
 
   await t.step("sign-in and its failures are in the audit log", async () => {
-    const { entries } = await listAuditEntries(app.kv, { limit: 50 });
+    const { entries } = await listAuditEntries(app.store, { limit: 50 });
     const actions = entries.map((entry) => entry.action);
     assert.ok(actions.includes("auth.sign_in"));
     const failure = entries.find((entry) => entry.action === "auth.sign_in_failed")!;
@@ -160,15 +160,15 @@ Deno.test("admin sessions", async (t) => {
   await t.step("idle and absolute limits end a session", async () => {
     const policy = { idleMs: 60_000, maxMs: 3_600_000 };
     const start = Date.now();
-    const { id } = await createAdminSession(app.kv, { username: ADMIN_USER, address: "x" }, {
+    const { id } = await createAdminSession(app.store, { username: ADMIN_USER, address: "x" }, {
       policy,
       nowMs: start,
     });
-    assert.ok(await getAdminSession(app.kv, id, { policy, nowMs: start + 30_000 }));
+    assert.ok(await getAdminSession(app.store, id, { policy, nowMs: start + 30_000 }));
     // 60 s after the last request the session is gone.
-    assert.equal(await getAdminSession(app.kv, id, { policy, nowMs: start + 90_000 }), null);
+    assert.equal(await getAdminSession(app.store, id, { policy, nowMs: start + 90_000 }), null);
 
-    const second = await createAdminSession(app.kv, { username: ADMIN_USER, address: "x" }, {
+    const second = await createAdminSession(app.store, { username: ADMIN_USER, address: "x" }, {
       policy,
       nowMs: start,
     });
@@ -176,12 +176,12 @@ Deno.test("admin sessions", async (t) => {
     let at = start;
     for (; at < start + 3_500_000; at += 50_000) {
       assert.ok(
-        await getAdminSession(app.kv, second.id, { policy, nowMs: at }),
+        await getAdminSession(app.store, second.id, { policy, nowMs: at }),
         `alive at +${at - start}`,
       );
     }
     assert.equal(
-      await getAdminSession(app.kv, second.id, { policy, nowMs: start + 3_600_000 }),
+      await getAdminSession(app.store, second.id, { policy, nowMs: start + 3_600_000 }),
       null,
     );
   });
@@ -190,13 +190,13 @@ Deno.test("admin sessions", async (t) => {
     const policy = { idleMs: 600_000, maxMs: 3_600_000 };
     const start = Date.now();
     const { id, session } = await createAdminSession(
-      app.kv,
+      app.store,
       { username: ADMIN_USER, address: "x" },
       { policy, nowMs: start },
     );
-    const seen = await getAdminSession(app.kv, id, { policy, nowMs: start + 30_000 });
+    const seen = await getAdminSession(app.store, id, { policy, nowMs: start + 30_000 });
     assert.equal(seen?.last_seen_at, session.last_seen_at);
-    const touched = await getAdminSession(app.kv, id, { policy, nowMs: start + 61_000 });
+    const touched = await getAdminSession(app.store, id, { policy, nowMs: start + 61_000 });
     assert.equal(touched?.last_seen_at, start + 61_000);
   });
 
@@ -245,7 +245,7 @@ Deno.test("admin password change", async (t) => {
       confirm_password: "another long password",
     });
     assert.equal(mismatch.status, 400);
-    const user = await getAdminUser(app.kv, ADMIN_USER);
+    const user = await getAdminUser(app.store, ADMIN_USER);
     assert.ok(await verifyPassword(ADMIN_PASSWORD, user!.password_hash));
   });
 
@@ -278,10 +278,10 @@ Deno.test("passwords are PBKDF2-SHA256 with a per-user salt", async () => {
 
 Deno.test("the first admin is created at start", async (t) => {
   await t.step("with a generated password, printed once", () =>
-    withKv(async (kv) => {
+    withStore(async (store) => {
       const config = testConfig({ adminUsername: "root", adminPassword: undefined });
       const lines: string[] = [];
-      assert.equal(await bootstrapAdmin(kv, config, (line) => lines.push(line)), "created");
+      assert.equal(await bootstrapAdmin(store, config, (line) => lines.push(line)), "created");
       assert.equal(lines.length, 1);
       const password = /generated password: (\S+)$/.exec(lines[0])![1];
       assert.ok(password.length >= 20);
@@ -293,24 +293,24 @@ Deno.test("the first admin is created at start", async (t) => {
       );
       assert.ok(!json.includes("\\n"), json);
       assert.match(json, /sign in at http:\/\/[^ ]+\/admin and change the password/);
-      const user = await getAdminUser(kv, "root");
+      const user = await getAdminUser(store, "root");
       assert.ok(await verifyPassword(password, user!.password_hash));
-      assert.equal(await bootstrapAdmin(kv, config, (line) => lines.push(line)), "exists");
+      assert.equal(await bootstrapAdmin(store, config, (line) => lines.push(line)), "exists");
       assert.equal(lines.length, 1, "never printed again");
     }));
 
   await t.step(
     "from APP_ADMIN_PASSWORD, never overwriting an existing admin",
     () =>
-      withKv(async (kv) => {
+      withStore(async (store) => {
         const lines: string[] = [];
         const config = testConfig({ adminUsername: "boss", adminPassword: "from the environment" });
-        await bootstrapAdmin(kv, config, (line) => lines.push(line));
+        await bootstrapAdmin(store, config, (line) => lines.push(line));
         assert.doesNotMatch(lines.join("\n"), /from the environment/, "the password is not logged");
-        const user = await getAdminUser(kv, "boss");
+        const user = await getAdminUser(store, "boss");
         assert.ok(await verifyPassword("from the environment", user!.password_hash));
-        await bootstrapAdmin(kv, { ...config, adminPassword: "changed" }, () => {});
-        const again = await getAdminUser(kv, "boss");
+        await bootstrapAdmin(store, { ...config, adminPassword: "changed" }, () => {});
+        const again = await getAdminUser(store, "boss");
         assert.equal(again!.password_hash, user!.password_hash);
       }),
   );

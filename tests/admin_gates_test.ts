@@ -69,8 +69,8 @@ async function seed(t: TestApp) {
   const project = await seedProject(t, { slug: "alpha", name: "Alpha", tags: ["one"] });
   const release = await seedRelease(t, project.id, "1.0.0");
   const { apiKey } = await seedKey(t);
-  const { token } = await seedPublishToken(t.kv);
-  await createAdminAccount(t.kv, { username: "pat", passwordHash: "x", role: "publisher" });
+  const { token } = await seedPublishToken(t.store);
+  await createAdminAccount(t.store, { username: "pat", passwordHash: "x", role: "publisher" });
   return { releaseId: release.id, keyId: apiKey.id, tokenId: token.id, username: "pat" };
 }
 

@@ -16,7 +16,7 @@ export async function createAdminTestApp(
 ): Promise<TestApp> {
   const t = await createTestApp(overrides, options);
   passwordHash ??= hashPassword(ADMIN_PASSWORD);
-  await createAdminUser(t.kv, ADMIN_USER, await passwordHash);
+  await createAdminUser(t.store, ADMIN_USER, await passwordHash);
   return t;
 }
 

@@ -91,7 +91,7 @@ Deno.test("edit", async (t) => {
     const html = await res.text();
     assert.match(html, /data-form-error/);
     assert.match(html, /value="9"/);
-    const stored = (await listReleasesByProject(app.kv, project.id)).find((r) => r.id === r1.id);
+    const stored = (await listReleasesByProject(app.store, project.id)).find((r) => r.id === r1.id);
     assert.equal(stored?.version, "1.1.1");
   });
 
@@ -217,15 +217,15 @@ Deno.test("delete", async (t) => {
   const client = await signedInClient(app);
 
   await t.step("a release: record and file go, its downloads stay in the total", async () => {
-    await countDownload(app.kv, { releaseId: old.id, projectId: project.id, keyId: apiKey.id });
-    await countDownload(app.kv, { releaseId: old.id, projectId: project.id, keyId: apiKey.id });
+    await countDownload(app.store, { releaseId: old.id, projectId: project.id, keyId: apiKey.id });
+    await countDownload(app.store, { releaseId: old.id, projectId: project.id, keyId: apiKey.id });
     assert.deepEqual(await listArtifactFiles(app), [latest.storage_key, old.storage_key].sort());
     const res = await client.post(`/admin/releases/${old.id}/delete`);
     assert.equal(res.status, 303);
     assert.equal(res.headers.get("location"), "/admin/projects/app#releases");
     assert.deepEqual(await listArtifactFiles(app), [latest.storage_key]);
     assert.equal((await app.request(`/api/v1/releases/${old.id}`, secret)).status, 404);
-    assert.equal(await getDeletedDownloads(app.kv, project.id), 2);
+    assert.equal(await getDeletedDownloads(app.store, project.id), 2);
     const page = await client.page("/admin/projects/app");
     assert.match(page.html, /Deleted releases of this project had 2 downloads/);
     const entry = await lastAudit(app);
@@ -276,7 +276,7 @@ Deno.test("delete", async (t) => {
     const active = await client.post("/admin/projects/app/delete", { confirm_slug: "app" });
     assert.equal(active.status, 409);
     assert.match(await active.text(), /has 2 active releases/);
-    for (const release of await listReleasesByProject(app.kv, project.id)) {
+    for (const release of await listReleasesByProject(app.store, project.id)) {
       await client.post(`/admin/releases/${release.id}/archive`);
     }
     assert.equal(archived.state, "active");
@@ -284,7 +284,7 @@ Deno.test("delete", async (t) => {
     assert.equal(res.status, 303);
     assert.deepEqual(await listArtifactFiles(app), []);
     assert.equal((await client.page("/admin/projects/app")).res.status, 404);
-    assert.equal(await getDeletedDownloads(app.kv, project.id), 0);
+    assert.equal(await getDeletedDownloads(app.store, project.id), 0);
     const entry = await lastAudit(app);
     assert.equal(entry.action, "project.delete");
     assert.match(entry.details, /2 archived releases deleted/);
@@ -300,24 +300,29 @@ Deno.test("deleting a project leaves no rollout, adoption or per-day downloads b
   const v1 = await seedRelease(app, project.id, "1.0.0");
   const v2 = await seedRelease(app, project.id, "2.0.0");
   const kept = await seedRelease(app, other.id, "1.0.0");
-  await makeReleaseLatest(app.kv, v1.id);
-  await startRollout(app.kv, v2.id, { percentage: 25 });
+  await makeReleaseLatest(app.store, v1.id);
+  await startRollout(app.store, v2.id, { percentage: 25 });
   const now = Date.now();
   const today = adoptionDay(now);
   // More clients than one commit deletes, so the delete takes several batches.
   for (let i = 0; i < 600; i++) {
     const releaseId = i % 2 === 0 ? v1.id : v2.id;
-    await recordSighting(app.kv, { projectId: project.id, releaseId, client: `c${i}`, day: today });
+    await recordSighting(app.store, {
+      projectId: project.id,
+      releaseId,
+      client: `c${i}`,
+      day: today,
+    });
   }
-  await recordSighting(app.kv, {
+  await recordSighting(app.store, {
     projectId: other.id,
     releaseId: kept.id,
     client: "c0",
     day: today,
   });
-  await countDownload(app.kv, { releaseId: v1.id, projectId: project.id, keyId: 1 });
+  await countDownload(app.store, { releaseId: v1.id, projectId: project.id, keyId: 1 });
   const metrics = createMetrics();
-  metrics.addScrapeSource(() => rolloutGauges(app.kv, now));
+  metrics.addScrapeSource(() => rolloutGauges(app.store, now));
   const prefixes = [
     adoptionClientPrefix(project.id),
     adoptionCountPrefix(project.id),

@@ -42,7 +42,7 @@ Deno.test("admin audit log pages newest first", async (t) => {
   const client = await signedInClient(app);
   const base = Date.now() - 1_000_000;
   for (let i = 0; i < 120; i++) {
-    await recordAudit(app.kv, {
+    await recordAudit(app.store, {
       actor: "admin",
       action: "test.event",
       target: `item ${i}`,

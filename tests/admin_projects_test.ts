@@ -28,7 +28,7 @@ Deno.test("admin projects", async (t) => {
       const res = await client.post("/admin/projects", sent);
       assert.equal(res.status, 303);
       assert.equal(res.headers.get("location"), `/admin/projects/${sent.slug}`);
-      const project = await getProjectBySlug(app.kv, sent.slug);
+      const project = await getProjectBySlug(app.store, sent.slug);
       assert.equal(project?.name, sent.name);
       assert.equal(project?.description, sent.description);
       assert.deepEqual(project?.tags, ["stable", "desktop", "beta"]);
@@ -56,7 +56,7 @@ Deno.test("admin projects", async (t) => {
     ] as const
   ) {
     await t.step(`${label}: 400, form with message and values, nothing stored`, async () => {
-      const before = (await listProjects(app.kv)).length;
+      const before = (await listProjects(app.store)).length;
       const res = await client.post("/admin/projects", {
         description: "kept <description>",
         tags: "kept-tag",
@@ -68,12 +68,12 @@ Deno.test("admin projects", async (t) => {
       assert.match(html, /data-form-error/);
       assert.match(html, /kept &lt;description&gt;/);
       assert.match(html, /value="kept-tag"/);
-      assert.equal((await listProjects(app.kv)).length, before);
+      assert.equal((await listProjects(app.store)).length, before);
     });
   }
 
   await t.step("list shows active and archived projects with tags and latest version", async () => {
-    const project = await getProjectBySlug(app.kv, "desktop");
+    const project = await getProjectBySlug(app.store, "desktop");
     await seedRelease(app, project!.id, "1.0.0");
     await seedRelease(app, project!.id, "1.1.0");
     await seedProject(app, { slug: "old", name: "Old One", tags: ["legacy"] });
@@ -105,11 +105,11 @@ Deno.test("admin projects", async (t) => {
     const res = await client.post("/admin/projects/desktop", { ...sent, slug: "hijack" });
     assert.equal(res.status, 303);
     assert.equal(res.headers.get("location"), "/admin/projects/desktop");
-    const project = await getProjectBySlug(app.kv, "desktop");
+    const project = await getProjectBySlug(app.store, "desktop");
     assert.equal(project?.name, sent.name);
     assert.equal(project?.description, sent.description);
     assert.deepEqual(project?.tags, ["win", "mac"]);
-    assert.equal(await getProjectBySlug(app.kv, "hijack"), null);
+    assert.equal(await getProjectBySlug(app.store, "hijack"), null);
   });
 
   await t.step("edit with an empty name: 400 with the values, nothing stored", async () => {
@@ -123,19 +123,19 @@ Deno.test("admin projects", async (t) => {
     assert.match(html, /name is required/);
     assert.match(html, /unsaved text/);
     assert.match(html, /value="zzz"/);
-    assert.equal((await getProjectBySlug(app.kv, "desktop"))?.name, "Desktop Suite");
+    assert.equal((await getProjectBySlug(app.store, "desktop"))?.name, "Desktop Suite");
   });
 
   await t.step("archive and re-activate: 303, state changes", async () => {
     const archived = await client.post("/admin/projects/desktop/archive");
     assert.equal(archived.status, 303);
     assert.equal(archived.headers.get("location"), "/admin/projects/desktop");
-    assert.equal((await getProjectBySlug(app.kv, "desktop"))?.state, "archived");
+    assert.equal((await getProjectBySlug(app.store, "desktop"))?.state, "archived");
     const page = await client.page("/admin/projects/desktop");
     assert.match(page.html, /action="\/admin\/projects\/desktop\/activate"/);
     const active = await client.post("/admin/projects/desktop/activate");
     assert.equal(active.status, 303);
-    assert.equal((await getProjectBySlug(app.kv, "desktop"))?.state, "active");
+    assert.equal((await getProjectBySlug(app.store, "desktop"))?.state, "active");
   });
 
   await t.step("unknown projects are a 404 page", async () => {
@@ -149,7 +149,7 @@ Deno.test("admin projects", async (t) => {
   });
 
   await t.step("project changes are audited with who and what", async () => {
-    const { entries } = await listAuditEntries(app.kv, { limit: 100 });
+    const { entries } = await listAuditEntries(app.store, { limit: 100 });
     const actions = entries.map((entry) => `${entry.action} ${entry.target}`);
     for (
       const expected of [

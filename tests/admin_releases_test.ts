@@ -79,7 +79,7 @@ Deno.test("admin release upload", async (t) => {
       ]);
       assert.equal(res.status, 303);
       assert.equal(res.headers.get("location"), "/admin/projects/app");
-      const [release] = await listReleasesByProject(app.kv, project.id);
+      const [release] = await listReleasesByProject(app.store, project.id);
       assert.equal(release.version, "2.0.0");
       assert.equal(release.build, "1234");
       assert.equal(release.release_notes, "Fixes <everything>");
@@ -107,7 +107,7 @@ Deno.test("admin release upload", async (t) => {
     ]);
     const res = await postRaw(client, raw);
     assert.equal(res.status, 303);
-    const latest = await getLatestRelease(app.kv, project.id);
+    const latest = await getLatestRelease(app.store, project.id);
     assert.equal(latest?.version, "3.0.0");
     assert.equal(latest?.filename, "first.bin");
   });
@@ -128,7 +128,7 @@ Deno.test("admin release upload", async (t) => {
         { name: "file", filename: sent, body: "data" },
       ]);
       assert.equal((await postRaw(client, raw)).status, 303, sent);
-      const latest = await getLatestRelease(app.kv, project.id);
+      const latest = await getLatestRelease(app.store, project.id);
       assert.equal(latest?.filename, kept, sent);
     }
     for (const name of await listArtifactFiles(app)) {
@@ -143,7 +143,7 @@ Deno.test("admin release upload", async (t) => {
       { name: "file", filename: "plain.bin", body: "xyz" },
     ]);
     assert.equal((await postRaw(client, raw)).status, 303);
-    const latest = await getLatestRelease(app.kv, project.id);
+    const latest = await getLatestRelease(app.store, project.id);
     assert.equal(latest?.content_type, "application/octet-stream");
   });
 });
@@ -159,7 +159,7 @@ Deno.test("admin release upload of several MiB: the stored bytes are the sent by
   for (let at = 1000; at + near.length < bytes.length; at += 300_001) bytes.set(near, at);
 
   const assertStored = async (version: string) => {
-    const release = await getLatestRelease(app.kv, project.id);
+    const release = await getLatestRelease(app.store, project.id);
     assert.equal(release?.version, version);
     assert.equal(release?.size_bytes, bytes.length);
     assert.equal(release?.checksum_sha256, sha256(bytes));
@@ -195,7 +195,7 @@ Deno.test("admin release upload refusals leave nothing behind", async (t) => {
   await seedRelease(app, project.id, "1.0.0");
 
   async function assertUnchanged(label: string) {
-    assert.equal((await listReleasesByProject(app.kv, project.id)).length, 1, label);
+    assert.equal((await listReleasesByProject(app.store, project.id)).length, 1, label);
     assert.equal((await listArtifactFiles(app)).length, 1, `${label}: no stray file`);
   }
 
@@ -361,7 +361,7 @@ Deno.test("admin release list and state changes", async (t) => {
     const archived = await client.post(`/admin/releases/${newer.id}/archive`);
     assert.equal(archived.status, 303);
     assert.equal(archived.headers.get("location"), "/admin/projects/app#releases");
-    assert.equal((await getRelease(app.kv, newer.id))?.state, "archived");
+    assert.equal((await getRelease(app.store, newer.id))?.state, "archived");
     const latest = await app.request("/api/v1/projects/app/releases/latest", secret);
     assert.equal(latest.status, 404);
     await latest.body?.cancel();
@@ -377,7 +377,7 @@ Deno.test("admin release list and state changes", async (t) => {
   });
 
   await t.step("release changes are audited", async () => {
-    const { entries } = await listAuditEntries(app.kv, { limit: 50 });
+    const { entries } = await listAuditEntries(app.store, { limit: 50 });
     const actions = entries.map((entry) => `${entry.action} ${entry.target}`);
     assert.ok(actions.includes(`release.archive release ${newer.id}`));
     assert.ok(actions.includes(`release.activate release ${older.id}`));

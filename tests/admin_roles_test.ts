@@ -122,7 +122,7 @@ Deno.test("roles: a publisher refused on key pages, a viewer refused on every PO
   const project = await seedProject(app, { slug: "alpha", name: "Alpha" });
   const release = await seedRelease(app, project.id, "1.0.0");
   const { apiKey } = await seedKey(app);
-  const { token } = await seedPublishToken(app.kv);
+  const { token } = await seedPublishToken(app.store);
   const routes = sessionRoutes(app, { releaseId: release.id, keyId: apiKey.id, tokenId: token.id });
   const admin = await signedInClient(app);
   await createAccount(admin, "pat", "publisher");
@@ -230,7 +230,7 @@ Deno.test("roles: a publisher refused on key pages, a viewer refused on every PO
       const entry = await lastAudit(app);
       assert.deepEqual([entry.actor, entry.action], ["pat", action]);
     }
-    assert.equal((await getLatestRelease(app.kv, project.id))?.id, staged.id);
+    assert.equal((await getLatestRelease(app.store, project.id))?.id, staged.id);
     await seedRelease(app, project.id, "3.5.0");
     const again = await publisher.post("/admin/projects/alpha/rollout", {
       release_id: String(staged.id),
@@ -242,7 +242,7 @@ Deno.test("roles: a publisher refused on key pages, a viewer refused on every PO
       "pat",
       "rollout.end",
     ]);
-    assert.equal(await getRollout(app.kv, project.id), null);
+    assert.equal(await getRollout(app.store, project.id), null);
   });
 
   await t.step("a viewer changes its own password (self-service), then signs out", async () => {
@@ -305,7 +305,7 @@ Deno.test("roles: the last admin can be neither removed nor demoted", async (t) 
         const res = await admin.post(path, fields);
         assert.equal(res.status, 400, path);
         assert.match(await res.text(), /last admin/, path);
-        assert.equal((await getAdminUser(app.kv, ADMIN_USER))?.role, undefined);
+        assert.equal((await getAdminUser(app.store, ADMIN_USER))?.role, undefined);
       }
       assert.equal((await admin.fetch("/admin/accounts")).status, 200);
     },
@@ -314,7 +314,7 @@ Deno.test("roles: the last admin can be neither removed nor demoted", async (t) 
   await t.step("with a second admin, the first may step down", async () => {
     await createAccount(admin, "second", "admin");
     assert.equal((await admin.post("/admin/accounts/admin/role", { role: "viewer" })).status, 303);
-    assert.equal((await getAdminUser(app.kv, ADMIN_USER))?.role, "viewer");
+    assert.equal((await getAdminUser(app.store, ADMIN_USER))?.role, "viewer");
     // Now a viewer: the accounts pages are closed to it.
     assert.equal((await admin.fetch("/admin/accounts")).status, 403);
     const second = await signedInAs(app, "second");
@@ -325,23 +325,23 @@ Deno.test("roles: the last admin can be neither removed nor demoted", async (t) 
   });
 
   await t.step("two admins demoting each other at once: one of them stays admin", async () => {
-    assert.equal((await setAdminRole(app.kv, ADMIN_USER, "admin")).after.role, "admin");
+    assert.equal((await setAdminRole(app.store, ADMIN_USER, "admin")).after.role, "admin");
     const results = await Promise.allSettled([
-      setAdminRole(app.kv, ADMIN_USER, "publisher"),
-      setAdminRole(app.kv, "second", "publisher"),
+      setAdminRole(app.store, ADMIN_USER, "publisher"),
+      setAdminRole(app.store, "second", "publisher"),
     ]);
     assert.equal(results.filter((r) => r.status === "fulfilled").length, 1);
     const failed = results.find((r) => r.status === "rejected");
     assert.ok(failed?.status === "rejected" && failed.reason instanceof LastAdminError);
     const roles = [
-      (await getAdminUser(app.kv, ADMIN_USER))?.role,
-      (await getAdminUser(app.kv, "second"))?.role,
+      (await getAdminUser(app.store, ADMIN_USER))?.role,
+      (await getAdminUser(app.store, "second"))?.role,
     ];
     assert.deepEqual(roles.filter((role) => role === "admin").length, 1);
   });
 
   await t.step("bad input on the create form: 400, the form again, nothing stored", async () => {
-    const stillAdmin = (await getAdminUser(app.kv, "second"))?.role === "admin";
+    const stillAdmin = (await getAdminUser(app.store, "second"))?.role === "admin";
     const client = stillAdmin ? await signedInAs(app, "second") : admin;
     await client.page("/admin/accounts");
     for (
@@ -356,7 +356,7 @@ Deno.test("roles: the last admin can be neither removed nor demoted", async (t) 
       assert.equal(res.status, 400, fields.username);
       assert.match(await res.text(), message);
     }
-    assert.equal(await getAdminUser(app.kv, "shorty"), null);
-    assert.equal(await getAdminUser(app.kv, "norole"), null);
+    assert.equal(await getAdminUser(app.store, "shorty"), null);
+    assert.equal(await getAdminUser(app.store, "norole"), null);
   });
 });

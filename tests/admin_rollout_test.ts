@@ -32,7 +32,7 @@ Deno.test("admin rollout panel", async (t) => {
   const project = await seedProject(app, { slug: "app", name: "App" });
   const v1 = await seedRelease(app, project.id, "1.0.0");
   const v2 = await seedRelease(app, project.id, "2.0.0");
-  await makeReleaseLatest(app.kv, v1.id);
+  await makeReleaseLatest(app.store, v1.id);
   const { secret } = await seedKey(app);
   const tester = await seedKey(app, { rollout_tags: ["beta-testers"] });
   const client = await signedInClient(app);
@@ -60,7 +60,7 @@ Deno.test("admin rollout panel", async (t) => {
     assert.match(html, /data-form-error/);
     assert.match(html, /percentage must be a number from 0 to 100/);
     assert.match(html, /value="150"/);
-    assert.equal(await getRollout(app.kv, project.id), null);
+    assert.equal(await getRollout(app.store, project.id), null);
     const bad = await client.post("/admin/projects/app/rollout", {
       release_id: String(v2.id),
       percentage: "10",
@@ -74,7 +74,7 @@ Deno.test("admin rollout panel", async (t) => {
     });
     assert.equal(latest.status, 400);
     assert.match(await latest.text(), /already the latest/);
-    assert.equal(await getRollout(app.kv, project.id), null);
+    assert.equal(await getRollout(app.store, project.id), null);
   });
 
   await t.step("start: 10% with testers, audited, the API follows", async () => {
@@ -86,7 +86,7 @@ Deno.test("admin rollout panel", async (t) => {
     });
     assert.equal(res.status, 303);
     assert.equal(res.headers.get("location"), "/admin/projects/app#rollout");
-    const rollout = (await getRollout(app.kv, project.id))!;
+    const rollout = (await getRollout(app.store, project.id))!;
     assert.equal(rollout.release_id, v2.id);
     assert.equal(rollout.percentage, 10);
     assert.equal(rollout.tester_tag, "beta-testers");
@@ -109,7 +109,7 @@ Deno.test("admin rollout panel", async (t) => {
       tester_tag: "beta-testers",
     });
     assert.equal(res.status, 303);
-    assert.equal((await getRollout(app.kv, project.id))!.percentage, 50);
+    assert.equal((await getRollout(app.store, project.id))!.percentage, 50);
     assert.equal((await lastAudit(app)).action, "rollout.change");
     const after = await reach(app, secret, "2.0.0");
     assert.ok(after > before && after > 60 && after < 140, `50% of 200, got ${after}`);
@@ -134,7 +134,7 @@ Deno.test("admin rollout panel", async (t) => {
   await t.step("end: the rollout is dropped, everyone keeps the latest", async () => {
     assert.equal((await client.post("/admin/projects/app/rollout/end")).status, 303);
     assert.equal((await lastAudit(app)).action, "rollout.end");
-    assert.equal(await getRollout(app.kv, project.id), null);
+    assert.equal(await getRollout(app.store, project.id), null);
     assert.equal(await reach(app, secret, "2.0.0"), 0);
     const again = await client.post("/admin/projects/app/rollout/halt");
     assert.equal(again.status, 400);
@@ -152,7 +152,7 @@ Deno.test("admin rollout panel", async (t) => {
     const entry = await lastAudit(app);
     assert.equal(entry.action, "rollout.complete");
     assert.match(entry.details, new RegExp(`release ${v2.id} is latest`));
-    assert.equal(await getRollout(app.kv, project.id), null);
+    assert.equal(await getRollout(app.store, project.id), null);
     assert.equal(await reach(app, secret, "2.0.0"), 200);
   });
 
@@ -175,7 +175,7 @@ Deno.test("testers on any key: rollout tags whatever the scope mode", async (t) 
   await seedRelease(app, other.id, "9.0.0");
   const v1 = await seedRelease(app, project.id, "1.0.0");
   const v2 = await seedRelease(app, project.id, "2.0.0");
-  await makeReleaseLatest(app.kv, v1.id);
+  await makeReleaseLatest(app.store, v1.id);
   const { secret: plain } = await seedKey(app);
   const client = await signedInClient(app);
   await client.page("/admin/api-keys");
@@ -185,7 +185,7 @@ Deno.test("testers on any key: rollout tags whatever the scope mode", async (t) 
     const html = await (await client.post("/admin/api-keys", fields)).text();
     const secret = /data-api-key="([^"]+)"/.exec(html)![1];
     const id = Number(/data-api-key-id="(\d+)"/.exec(html)![1]);
-    return { secret, id, html, stored: (await getApiKey(app.kv, id))! };
+    return { secret, id, html, stored: (await getApiKey(app.store, id))! };
   };
   /** The slugs a key sees on the client API. */
   const visible = async (secret: string) =>
@@ -231,7 +231,7 @@ Deno.test("testers on any key: rollout tags whatever the scope mode", async (t) 
   });
 
   await t.step("a 0% rollout started through the publishing API reaches them all", async () => {
-    const { secret: token } = await seedPublishToken(app.kv);
+    const { secret: token } = await seedPublishToken(app.store);
     const res = await app.request(`${PUBLISH_PREFIX}/releases/${v2.id}/rollout`, token, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -253,10 +253,13 @@ Deno.test("testers on any key: rollout tags whatever the scope mode", async (t) 
     const edit = (fields: Fields) => client.post(`/admin/api-keys/${all.id}`, fields);
     // An outside tool that sends only the contract's fields keeps the key's rollout tags.
     assert.equal((await edit({ ...base, name: "All", scope_mode: "all_projects" })).status, 303);
-    assert.deepEqual((await getApiKey(app.kv, all.id))!.rollout_tags, ["beta-testers", "nightly"]);
+    assert.deepEqual((await getApiKey(app.store, all.id))!.rollout_tags, [
+      "beta-testers",
+      "nightly",
+    ]);
     const cleared = { ...base, name: "All", scope_mode: "all_projects", rollout_tags: "" };
     assert.equal((await edit(cleared)).status, 303);
-    assert.deepEqual((await getApiKey(app.kv, all.id))!.rollout_tags, []);
+    assert.deepEqual((await getApiKey(app.store, all.id))!.rollout_tags, []);
     assert.equal(
       (await lastAudit(app)).details,
       'name "All"; rollout_tags: beta-testers, nightly → (none)',

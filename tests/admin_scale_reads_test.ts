@@ -91,16 +91,16 @@ Deno.test("issue 19.4: admin pages read one page, however much is stored", async
   };
   const client = await signedInClient(app);
   for (let i = 0; i < PROJECTS - 1; i++) {
-    await createProject(app.kv, { name: `Project ${i}`, slug: `p-${i}`, tags: [`t${i % 3}`] });
+    await createProject(app.store, { name: `Project ${i}`, slug: `p-${i}`, tags: [`t${i % 3}`] });
   }
-  const big = await createProject(app.kv, { name: "Big", slug: "big" });
+  const big = await createProject(app.store, { name: "Big", slug: "big" });
   const releases = await createReleasesBulk(
-    app.kv,
+    app.store,
     Array.from({ length: RELEASES }, (_, i) => releaseInput(i)),
     { projectId: big.id },
   );
   await createApiKeysBulk(
-    app.kv,
+    app.store,
     Array.from({ length: KEYS }, (_, i) => ({
       name: `updater ${i}`,
       can_download: true,
@@ -180,7 +180,7 @@ Deno.test("issue 19.4: admin pages read one page, however much is stored", async
     }
     // Archiving releases that are not the latest leaves the pointer without a search.
     for (const release of releases.slice(0, 10)) {
-      await setReleaseState(app.kv, release.id, "archived");
+      await setReleaseState(app.store, release.id, "archived");
     }
     reset();
     await client.post(`/admin/releases/${releases[10].id}/archive`);
@@ -188,7 +188,7 @@ Deno.test("issue 19.4: admin pages read one page, however much is stored", async
   });
 
   await t.step("the counts match the records", async () => {
-    const counts = await getCounts(app.kv);
+    const counts = await getCounts(app.store);
     assert.deepEqual(counts.projects, { active: PROJECTS });
     assert.deepEqual(counts.releases, { active: RELEASES - 11, archived: 11 });
     assert.deepEqual(counts.api_keys, { enabled: KEYS });
@@ -200,8 +200,8 @@ Deno.test("issue 19.4: admin pages read one page, however much is stored", async
       for await (const entry of app.kv.list({ prefix })) await app.kv.delete(entry.key);
     }
     await app.kv.delete(aggregatesMarkerKey());
-    assert.equal(await buildAggregates(app.kv), "built");
-    assert.equal(await buildAggregates(app.kv), "ready");
+    assert.equal(await buildAggregates(app.store), "built");
+    assert.equal(await buildAggregates(app.store), "ready");
     assert.deepEqual(await aggregateEntries(app.kv), maintained);
   });
 

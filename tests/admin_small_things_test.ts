@@ -55,7 +55,7 @@ Deno.test("Upload a release from the dashboard", async (t) => {
     ]);
     assert.equal(res.status, 303);
     assert.equal(res.headers.get("location"), "/admin/projects/app");
-    const releases = await listReleasesByProject(app.kv, project.id);
+    const releases = await listReleasesByProject(app.store, project.id);
     assert.deepEqual(releases.map((r) => r.version), ["1.0"]);
     assert.equal((await listArtifactFiles(app)).length, 1);
   });

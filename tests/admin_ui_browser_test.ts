@@ -33,7 +33,7 @@ async function seed(dataDir: string) {
   }
   const archived = await fx.project({ name: "Old Tool", slug: "old-tool" });
   const { setProjectState } = await import("../src/store/mod.ts");
-  await setProjectState(fx.kv, archived.id, "archived");
+  await setProjectState(fx.store, archived.id, "archived");
   const desktop = await fx.project({
     name: "Desktop App",
     slug: "desktop",
@@ -61,7 +61,7 @@ async function seed(dataDir: string) {
   const now = Date.now();
   for (let day = 0; day < 20; day++) {
     for (let n = 0; n < (day % 5) + 1; n++) {
-      await countDownload(fx.kv, {
+      await countDownload(fx.store, {
         releaseId: latest.id,
         projectId: desktop.id,
         keyId: keys[n % 3].id,

@@ -13,7 +13,7 @@ Deno.test("webhooks in the admin UI", async (t) => {
   await using app = await createAdminTestApp();
   const admin = await signedInClient(app);
   const receiver = startReceiver();
-  const worker = startTestWorker(app.kv);
+  const worker = startTestWorker(app.store);
   try {
     let endpointId = "";
     await t.step("a bad URL or no event re-shows the form with the message", async () => {
@@ -91,7 +91,7 @@ Deno.test("webhooks in the admin UI", async (t) => {
       assert.ok(secret, "the new secret is on the page");
       assert.match(html, /id="webhook-previous-secret">Until/);
       assert.equal((await lastAudit(app)).action, "webhook.secret");
-      await emitWebhookEvent(app.kv, "key.created", { key: { id: 99 } });
+      await emitWebhookEvent(app.store, "key.created", { key: { id: 99 } });
       await worker.tick();
       const during = receiver.received.at(-1)!;
       assert.notEqual(during.id, before.id);
@@ -100,7 +100,7 @@ Deno.test("webhooks in the admin UI", async (t) => {
       receiver.setSecret(secret);
       const ended = await admin.post(`/admin/webhooks/${endpointId}/secret`, { previous: "end" });
       const newest = /id="webhook-secret">(whsec_[A-Za-z0-9+/=]+)</.exec(await ended.text())![1];
-      await emitWebhookEvent(app.kv, "key.created", { key: { id: 100 } });
+      await emitWebhookEvent(app.store, "key.created", { key: { id: 100 } });
       await worker.tick();
       const after = receiver.received.at(-1)!;
       assert.equal(after.valid, false, "the replaced secret signs no more");
@@ -136,7 +136,7 @@ Deno.test("webhooks in the admin UI", async (t) => {
       const id = /href="\/admin\/webhooks\/([0-9a-z]+)"/.exec(await res.text())![1];
       assert.equal((await admin.post(`/admin/webhooks/${id}/secret`)).status, 200);
       assert.equal((await admin.post(`/admin/webhooks/${id}/delete`)).status, 303);
-      const { entries } = await listAuditEntries(app.kv, { limit: 3 });
+      const { entries } = await listAuditEntries(app.store, { limit: 3 });
       assert.deepEqual(entries.map((e) => e.action), [
         "webhook.delete",
         "webhook.secret",

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createApp } from "../app.ts";
+import { createStore } from "../src/store/store.ts";
 import {
   adoptionDay,
   createAdoptionRecorder,
@@ -55,14 +56,14 @@ Deno.test("a flood of invented install ids leaves storage bounded and real insta
   const project = await seedProject(app, { slug: "app" });
   const v1 = await seedRelease(app, project.id, "1.0.0");
   const v2 = await seedRelease(app, project.id, "2.0.0");
-  await makeReleaseLatest(app.kv, v1.id);
+  await makeReleaseLatest(app.store, v1.id);
   const { secret: shipped } = await seedKey(app);
   const { secret: flooder } = await seedKey(app);
   const today = adoptionDay(Date.now());
 
   await t.step("real installs are counted exactly", async () => {
     await checks(app, shipped, "real-", 10);
-    const figures = await getAdoption(app.kv, project.id, today);
+    const figures = await getAdoption(app.store, project.id, today);
     assert.deepEqual(figures.releases.get(v1.id), { d1: 10, d7: 10, d30: 10 });
   });
 
@@ -77,16 +78,16 @@ Deno.test("a flood of invented install ids leaves storage bounded and real insta
   });
 
   await t.step("the ids past the cap are estimated", async () => {
-    const figures = await getAdoption(app.kv, project.id, today);
+    const figures = await getAdoption(app.store, project.id, today);
     const d1 = figures.releases.get(v1.id)!.d1;
     // 10 real + 900 invented, 30 of them exact, the rest within the sketch's error.
     assert.ok(Math.abs(d1 - 910) < 910 * 0.06, `${d1} is about 910`);
   });
 
   await t.step("real installs still move exactly, and repeats cost nothing", async () => {
-    await startRollout(app.kv, v2.id, { percentage: 100 });
+    await startRollout(app.store, v2.id, { percentage: 100 });
     assert.deepEqual([...await checks(app, shipped, "real-", 10)], [[v2.id, 10]]);
-    const figures = await getAdoption(app.kv, project.id, today);
+    const figures = await getAdoption(app.store, project.id, today);
     assert.deepEqual(figures.releases.get(v2.id), { d1: 10, d7: 10, d30: 10 });
     await checks(app, flooder, "invented-a-", 300);
     assert.equal(await countEntries(app.kv, "adoption_client"), 30);
@@ -106,13 +107,14 @@ Deno.test("the latest-release answer does not wait for adoption writes", async (
   const { secret } = await seedKey(t);
   // Every adoption read of this app's recorder hangs for good.
   const hanging = faultyKv(t.kv, { hangGet: (key) => String(key[0]).startsWith("adoption") });
+  const hangingStore = createStore(hanging);
   const app = createApp({
     config: t.config,
-    kv: t.kv,
+    store: t.store,
     artifacts: t.artifacts,
     recordKeyUse: () => {},
     signer: t.signer,
-    adoption: createAdoptionRecorder(hanging, { maxPending: 50 }),
+    adoption: createAdoptionRecorder(hangingStore, { maxPending: 50 }),
   });
   for (let i = 0; i < 200; i++) {
     const res = await app.request("/api/v1/projects/app/releases/latest", {
@@ -139,7 +141,9 @@ Deno.test("the new-id cap holds for a key across instances writing at once", asy
   const path = join(dir, "kv.sqlite3");
   const handles = [await Deno.openKv(path), await Deno.openKv(path)];
   try {
-    const recorders = handles.map((kv) => createAdoptionRecorder(kv, { newIdsPerDay: 25 }));
+    const recorders = handles.map((kv) =>
+      createAdoptionRecorder(createStore(kv), { newIdsPerDay: 25 })
+    );
     for (let i = 0; i < 200; i++) {
       for (const [n, recorder] of recorders.entries()) {
         recorder.record({ projectId: 1, releaseId: 2, keyId: 3, identity: `install:${n}-${i}` });
@@ -147,7 +151,7 @@ Deno.test("the new-id cap holds for a key across instances writing at once", asy
     }
     await Promise.all(recorders.map((recorder) => recorder.flush()));
     assert.equal(await countEntries(handles[0], "adoption_client"), 25);
-    const figures = await getAdoption(handles[0], 1, adoptionDay(Date.now()));
+    const figures = await getAdoption(createStore(handles[0]), 1, adoptionDay(Date.now()));
     const d1 = figures.releases.get(2)!.d1;
     assert.ok(Math.abs(d1 - 400) < 400 * 0.06, `${d1} is about 400`);
   } finally {

@@ -23,7 +23,7 @@ import {
   seedProject,
   seedRelease,
   type TestApp,
-  withKv,
+  withStore,
 } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { createMetrics } from "../src/lib/metrics.ts";
@@ -40,7 +40,7 @@ function random(seed: number): () => number {
 }
 
 Deno.test("adoption counts match a scripted run exactly", async (t) => {
-  await withKv(async (kv) => {
+  await withStore(async (store) => {
     const next = random(21);
     const projectId = 7;
     const releases = [101, 102, 103];
@@ -62,13 +62,13 @@ Deno.test("adoption counts match a scripted run exactly", async (t) => {
         last.set(client, { release, day });
         const sighting = { projectId, releaseId: release, client: adoptionClientHash(client), day };
         // Two instances record the same sighting at once, sometimes.
-        writes.push(recordSighting(kv, sighting));
-        if (next() < 0.3) writes.push(recordSighting(kv, sighting));
+        writes.push(recordSighting(store, sighting));
+        if (next() < 0.3) writes.push(recordSighting(store, sighting));
       }
       await Promise.all(writes);
     }
     // Another project's clients never count here.
-    await recordSighting(kv, {
+    await recordSighting(store, {
       projectId: 8,
       releaseId: 101,
       client: adoptionClientHash("install:x"),
@@ -95,7 +95,7 @@ Deno.test("adoption counts match a scripted run exactly", async (t) => {
     }
 
     await t.step("per release, total and stale equal the truth", async () => {
-      const figures = await getAdoption(kv, projectId, today);
+      const figures = await getAdoption(store, projectId, today);
       assert.deepEqual(
         [...figures.releases].sort(([a], [b]) => a - b),
         [...truth].sort(([a], [b]) => a - b),
@@ -106,18 +106,23 @@ Deno.test("adoption counts match a scripted run exactly", async (t) => {
     });
 
     await t.step("a repeated or late sighting changes nothing", async () => {
-      const before = await getAdoption(kv, projectId, today);
+      const before = await getAdoption(store, projectId, today);
       const [client, seen] = [...last].find(([, value]) => value.day === today)!;
       const hash = adoptionClientHash(client);
       assert.equal(
-        await recordSighting(kv, { projectId, releaseId: seen.release, client: hash, day: today }),
+        await recordSighting(store, {
+          projectId,
+          releaseId: seen.release,
+          client: hash,
+          day: today,
+        }),
         false,
       );
       assert.equal(
-        await recordSighting(kv, { projectId, releaseId: 101, client: hash, day: today - 3 }),
+        await recordSighting(store, { projectId, releaseId: 101, client: hash, day: today - 3 }),
         false,
       );
-      assert.deepEqual(await getAdoption(kv, projectId, today), before);
+      assert.deepEqual(await getAdoption(store, projectId, today), before);
     });
   });
 });
@@ -127,8 +132,8 @@ Deno.test("the client API records which release each client was answered", async
   const project = await seedProject(app, { slug: "app" });
   const v1 = await seedRelease(app, project.id, "1.0.0");
   const v2 = await seedRelease(app, project.id, "2.0.0");
-  await makeReleaseLatest(app.kv, v1.id);
-  await startRollout(app.kv, v2.id, { percentage: 50 });
+  await makeReleaseLatest(app.store, v1.id);
+  await startRollout(app.store, v2.id, { percentage: 50 });
   const { secret } = await seedKey(app);
   const { secret: other } = await seedKey(app);
   const today = adoptionDay(Date.now());
@@ -153,7 +158,7 @@ Deno.test("the client API records which release each client was answered", async
       if (first) truth.set(id, (truth.get(id) ?? 0) + 1);
     }
     await app.adoption.flush();
-    const figures = await getAdoption(app.kv, project.id, today);
+    const figures = await getAdoption(app.store, project.id, today);
     assert.equal(figures.total.d1, 42);
     for (const [id, count] of truth) {
       assert.deepEqual(figures.releases.get(id), { d1: count, d7: count, d30: count }, `${id}`);
@@ -168,7 +173,7 @@ Deno.test("the client API records which release each client was answered", async
     assert.equal(res.status, 200);
     await res.body?.cancel();
     await app.adoption.flush();
-    const figures = await getAdoption(app.kv, project.id, today);
+    const figures = await getAdoption(app.store, project.id, today);
     assert.equal(figures.total.d1, 43);
   });
 });
@@ -180,7 +185,7 @@ Deno.test("the project page shows adoption as an SVG chart and a table", async (
   const v2 = await seedRelease(app, project.id, "2.0.0");
   const today = adoptionDay(Date.now());
   const see = (client: string, releaseId: number, day: number) =>
-    recordSighting(app.kv, {
+    recordSighting(app.store, {
       projectId: project.id,
       releaseId,
       client: adoptionClientHash(client),
@@ -212,17 +217,17 @@ Deno.test("Prometheus series of rollout percentage and adoption", async () => {
   const project = await seedProject(app, { slug: "app" });
   const v1 = await seedRelease(app, project.id, "1.0.0");
   const v2 = await seedRelease(app, project.id, "2.0.0");
-  await makeReleaseLatest(app.kv, v1.id);
-  await startRollout(app.kv, v2.id, { percentage: 25 });
+  await makeReleaseLatest(app.store, v1.id);
+  await startRollout(app.store, v2.id, { percentage: 25 });
   const now = Date.now();
   const today = adoptionDay(now);
   const see = (client: string, releaseId: number, day: number) =>
-    recordSighting(app.kv, { projectId: project.id, releaseId, client, day });
+    recordSighting(app.store, { projectId: project.id, releaseId, client, day });
   await see("a", v2.id, today);
   await see("b", v1.id, today - 2);
   await see("c", v1.id, today - 45);
   const metrics = createMetrics();
-  metrics.addScrapeSource(() => rolloutGauges(app.kv, now));
+  metrics.addScrapeSource(() => rolloutGauges(app.store, now));
   const text = await metrics.render();
   assert.match(text, /# TYPE uds_rollout_percentage gauge/);
   assert.match(
@@ -238,7 +243,7 @@ Deno.test("Prometheus series of rollout percentage and adoption", async () => {
     ["1", "1", "0", "1"],
   );
   assert.match(text, /uds_adoption_stale_clients\{project="app"\} 1\n/);
-  await changeRollout(app.kv, project.id, { halted: true });
+  await changeRollout(app.store, project.id, { halted: true });
   await new Promise((resolve) => setTimeout(resolve, 5));
   assert.match(
     await metrics.render(),
@@ -259,7 +264,7 @@ Deno.test("an updater feed records its client too", async () => {
     await res.body?.cancel();
   }
   await app.adoption.flush();
-  const figures = await getAdoption(app.kv, project.id, adoptionDay(Date.now()));
+  const figures = await getAdoption(app.store, project.id, adoptionDay(Date.now()));
   assert.deepEqual(figures.releases.get(v1.id), { d1: 2, d7: 2, d30: 2 });
 });
 
@@ -269,11 +274,11 @@ Deno.test("three instances on one KV: a client counts for its latest sighting, A
   await using a = await createTestApp({}, { kvPath });
   await using b = await createTestApp({}, { kvPath });
   await using c = await createTestApp({}, { kvPath });
-  for (const instance of [a, b, c]) setCacheRefreshMs(instance.kv, 0);
+  for (const instance of [a, b, c]) setCacheRefreshMs(instance.store, 0);
   const project = await seedProject(a, { slug: "app" });
   const v1 = await seedRelease(a, project.id, "1.0.0");
   const v2 = await seedRelease(a, project.id, "1.1.0");
-  await makeReleaseLatest(a.kv, v1.id);
+  await makeReleaseLatest(a.store, v1.id);
   const { secret } = await seedKey(a);
   const clients = Array.from({ length: 16 }, (_, i) => `client-${i}`);
   /** The release `instance` answers each client, its sighting written. */
@@ -290,24 +295,24 @@ Deno.test("three instances on one KV: a client counts for its latest sighting, A
     return [...answers];
   };
   const counts = async () => {
-    const figures = await getAdoption(c.kv, project.id, adoptionDay(Date.now()));
+    const figures = await getAdoption(c.store, project.id, adoptionDay(Date.now()));
     return [v1.id, v2.id].map((id) => figures.releases.get(id)?.d1 ?? 0);
   };
 
   await t.step("A answers 1.0.0, B the rollout's 1.1.0, A 1.0.0 again after the halt", async () => {
     assert.deepEqual(await check(a), [v1.id]);
     assert.deepEqual(await counts(), [16, 0]);
-    await startRollout(a.kv, v2.id, { percentage: 100 });
+    await startRollout(a.store, v2.id, { percentage: 100 });
     assert.deepEqual(await check(b), [v2.id]);
     assert.deepEqual(await counts(), [0, 16]);
-    await changeRollout(a.kv, project.id, { halted: true });
+    await changeRollout(a.store, project.id, { halted: true });
     assert.deepEqual(await check(a), [v1.id]);
     assert.deepEqual(await counts(), [16, 0], "every client counts for 1.0.0, its latest sighting");
   });
 
   await t.step("the /metrics series agree", async () => {
     const metrics = createMetrics();
-    metrics.addScrapeSource(() => rolloutGauges(c.kv, Date.now()));
+    metrics.addScrapeSource(() => rolloutGauges(c.store, Date.now()));
     const text = await metrics.render();
     assert.match(text, new RegExp(`release_id="${v1.id}",window="1d"\\} 16\\n`));
     // A release without clients has no series (or 0).
@@ -318,7 +323,7 @@ Deno.test("three instances on one KV: a client counts for its latest sighting, A
     const client = adoptionClientHash("install:client-0");
     const day = adoptionDay(Date.now());
     const late = { projectId: project.id, releaseId: v2.id, client, day, at: Date.now() - 60_000 };
-    assert.equal(await recordSighting(b.kv, late), false);
+    assert.equal(await recordSighting(b.store, late), false);
     assert.deepEqual(await counts(), [16, 0]);
   });
   await Deno.remove(dir, { recursive: true });

@@ -70,11 +70,11 @@ Deno.test("401 invalid api key: unknown token", () =>
 Deno.test("401 invalid api key: disabled key; enabled again it works", () =>
   withApp(async (t) => {
     const { apiKey, secret } = await seedKey(t);
-    await setApiKeyActive(t.kv, apiKey.id, false);
+    await setApiKeyActive(t.store, apiKey.id, false);
     for (const path of PROTECTED) {
       await assertError(await t.request(path, secret), 401, "invalid api key");
     }
-    await setApiKeyActive(t.kv, apiKey.id, true);
+    await setApiKeyActive(t.store, apiKey.id, true);
     await readJson(await t.request("/api/v1/projects", secret), 200);
   }));
 
@@ -121,7 +121,7 @@ Deno.test("403 api key permission denied: valid key without can_download", () =>
 Deno.test("a disabled key without can_download is 401, not 403", () =>
   withApp(async (t) => {
     const { apiKey, secret } = await seedKey(t, { can_download: false });
-    await setApiKeyActive(t.kv, apiKey.id, false);
+    await setApiKeyActive(t.store, apiKey.id, false);
     await assertError(await t.request("/api/v1/projects", secret), 401, "invalid api key");
   }));
 
@@ -261,14 +261,14 @@ Deno.test("scope: a project's tag change takes effect on the next request", () =
   withScopeFixtures(async (t, ids) => {
     const { secret } = await seedKey(t, { scope_mode: "tag_allow_list", tags: ["beta"] });
     assert.deepEqual(await reachable(t, secret), ["a"]);
-    await updateProject(t.kv, ids.c, { name: "c", tags: ["beta"] });
-    await updateProject(t.kv, ids.a, { name: "a", tags: [] });
+    await updateProject(t.store, ids.c, { name: "c", tags: ["beta"] });
+    await updateProject(t.store, ids.a, { name: "a", tags: [] });
     assert.deepEqual(await reachable(t, secret), ["c"]);
   }));
 
 Deno.test("scope never reveals archived projects, whatever the mode", () =>
   withScopeFixtures(async (t, ids) => {
-    await setProjectState(t.kv, ids.b, "archived");
+    await setProjectState(t.store, ids.b, "archived");
     const keys = [
       await seedKey(t, { scope_mode: "all_projects" }),
       await seedKey(t, { scope_mode: "project_allow_list", project_ids: [ids.b] }),

@@ -11,6 +11,7 @@ import { type AnswerSigner, apiKeyLastUsedKey, releaseKey } from "../src/store/m
 import { assertError, assertProtectedHeaders, assertSecurityHeaders } from "./asserts.ts";
 import { captureErrors, faultyKv } from "./faults.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import { createStore } from "../src/store/store.ts";
 
 const encoder = new TextEncoder();
 
@@ -241,12 +242,13 @@ Deno.test("hot path: no durable KV write per request; last use at most once a mi
   const release = await seedRelease(t, project.id, "1.0");
   const { apiKey, secret } = await seedKey(t);
   const counted = countingKv(t.kv);
+  const countedStore = createStore(counted.kv);
   const app = createApp({
     config: t.config,
-    kv: counted.kv,
+    store: countedStore,
     artifacts: t.artifacts,
     rateLimitKv: t.rateLimitKv,
-    recordKeyUse: createKeyUsageRecorder(counted.kv),
+    recordKeyUse: createKeyUsageRecorder(countedStore),
     // With UDS_TEST_SIGNING=1, the first key is made once, on the fixture's KV, not counted here.
     signer: t.signer,
   });

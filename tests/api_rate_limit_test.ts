@@ -58,7 +58,7 @@ Deno.test("kv store: instances sharing one KV share the limit; memory store: the
     });
     const second = createApp({
       config: t.config,
-      kv: t.kv,
+      store: t.store,
       artifacts: t.artifacts,
       rateLimitKv: store === "kv" ? t.rateLimitKv : undefined,
       recordKeyUse: () => {},
@@ -175,7 +175,7 @@ Deno.test("a stored key draws from its own bucket, apart from its address", () =
 Deno.test("a disabled key still draws from its key's bucket", () =>
   withLimit({ burst: 1 }, async (t) => {
     const { apiKey, secret } = await seedKey(t);
-    await setApiKeyActive(t.kv, apiKey.id, false);
+    await setApiKeyActive(t.store, apiKey.id, false);
     assert.equal(await status(t.request("/api/v1/projects", secret)), 401);
     assert.equal(await status(t.request("/api/v1/projects", secret)), 429);
     assert.equal(await status(t.request("/api/v1")), 200, "the address bucket is untouched");

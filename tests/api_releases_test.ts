@@ -58,10 +58,10 @@ Deno.test("projects: archived projects are not listed; re-activated they are", (
   withApp(async (t, secret) => {
     const a = await seedProject(t, { slug: "a" });
     await seedProject(t, { slug: "b" });
-    await setProjectState(t.kv, a.id, "archived");
+    await setProjectState(t.store, a.id, "archived");
     let body = await readJson(await t.request("/api/v1/projects", secret), 200);
     assert.deepEqual(body.projects.map((p: { slug: string }) => p.slug), ["b"]);
-    await setProjectState(t.kv, a.id, "active");
+    await setProjectState(t.store, a.id, "active");
     body = await readJson(await t.request("/api/v1/projects", secret), 200);
     assert.deepEqual(body.projects.map((p: { slug: string }) => p.slug), ["a", "b"]);
   }));
@@ -135,13 +135,13 @@ Deno.test("latest: greatest created_at wins, ties by greater id, through archive
       return res.status === 200 ? (await res.json()).release.version : await res.json();
     };
     assert.equal(await latestVersion(), "2.0-b");
-    await setReleaseState(t.kv, tieHigh.id, "archived");
+    await setReleaseState(t.store, tieHigh.id, "archived");
     assert.equal(await latestVersion(), "2.0-a");
-    await setReleaseState(t.kv, tieLow.id, "archived");
+    await setReleaseState(t.store, tieLow.id, "archived");
     assert.equal(await latestVersion(), "1.0");
-    await setReleaseState(t.kv, tieHigh.id, "active");
+    await setReleaseState(t.store, tieHigh.id, "active");
     assert.equal(await latestVersion(), "2.0-b");
-    await setReleaseState(t.kv, older.id, "archived");
+    await setReleaseState(t.store, older.id, "archived");
     assert.equal(await latestVersion(), "2.0-b");
   }));
 
@@ -149,7 +149,7 @@ Deno.test("latest: 404 resource not found for an unknown, archived or malformed 
   withApp(async (t, secret) => {
     const project = await seedProject(t, { slug: "gone" });
     await seedRelease(t, project.id, "1.0");
-    await setProjectState(t.kv, project.id, "archived");
+    await setProjectState(t.store, project.id, "archived");
     for (
       const slug of ["nope", "gone", "UPPER", "a%20b", "x".repeat(65), "%E2%9C%93", "%00"]
     ) {
@@ -168,7 +168,7 @@ Deno.test("latest: 404 release not found when the project has no active release"
       "release not found",
     );
     const only = await seedRelease(t, project.id, "1.0");
-    await setReleaseState(t.kv, only.id, "archived");
+    await setReleaseState(t.store, only.id, "archived");
     const res = await t.request("/api/v1/projects/app/releases/latest", secret);
     assertProtectedHeaders(res);
     await assertError(res, 404, "release not found");
@@ -207,9 +207,9 @@ Deno.test("metadata and download: 404 resource not found", async (t) => {
     const live = await seedProject(app, { slug: "live" });
     const archivedProject = await seedProject(app, { slug: "old" });
     const inArchivedProject = await seedRelease(app, archivedProject.id, "1.0");
-    await setProjectState(app.kv, archivedProject.id, "archived");
+    await setProjectState(app.store, archivedProject.id, "archived");
     const archived = await seedRelease(app, live.id, "0.1");
-    await setReleaseState(app.kv, archived.id, "archived");
+    await setReleaseState(app.store, archived.id, "archived");
     const cases: [string, string][] = [
       ["a release that never existed", "999"],
       ["id 0", "0"],
@@ -233,7 +233,7 @@ Deno.test("archived project hides its releases; re-activated they come back", ()
   withApp(async (t, secret) => {
     const project = await seedProject(t, { slug: "app" });
     const release = await seedRelease(t, project.id, "1.0");
-    await setProjectState(t.kv, project.id, "archived");
+    await setProjectState(t.store, project.id, "archived");
     for (
       const path of [
         "/api/v1/projects/app/releases/latest",
@@ -243,7 +243,7 @@ Deno.test("archived project hides its releases; re-activated they come back", ()
     ) {
       await assertError(await t.request(path, secret), 404, "resource not found");
     }
-    await setProjectState(t.kv, project.id, "active");
+    await setProjectState(t.store, project.id, "active");
     const body = await readJson(await t.request(`/api/v1/releases/${release.id}`, secret), 200);
     assert.equal(body.release.id, release.id);
   }));

@@ -32,10 +32,10 @@ Deno.test("issue 19.5: a committed change has its audit entry, written in its co
   await client.page("/admin/projects");
 
   await t.step("the route's own entry completes the one its commit wrote: one entry", async () => {
-    const before = (await listAuditEntries(app.kv, { limit: 100 })).entries.length;
+    const before = (await listAuditEntries(app.store, { limit: 100 })).entries.length;
     const res = await client.post("/admin/projects", { name: "Desktop", slug: "desktop" });
     assert.equal(res.status, 303);
-    const { entries } = await listAuditEntries(app.kv, { limit: 100 });
+    const { entries } = await listAuditEntries(app.store, { limit: 100 });
     assert.equal(entries.length, before + 1);
     assert.equal(entries[0].action, "project.create");
     assert.equal(entries[0].target, "project desktop");
@@ -51,8 +51,8 @@ Deno.test("issue 19.5: a committed change has its audit entry, written in its co
       );
       failing.on = false;
       assert.equal(res.status, 303, "the change is done; a failed audit write is not shown");
-      assert.ok((await listProjects(app.kv)).some((project) => project.slug === "mobile"));
-      const [entry] = (await listAuditEntries(app.kv, { limit: 1 })).entries;
+      assert.ok((await listProjects(app.store)).some((project) => project.slug === "mobile"));
+      const [entry] = (await listAuditEntries(app.store, { limit: 1 })).entries;
       assert.equal(entry.action, "change.committed");
       assert.equal(entry.actor, "admin");
       assert.equal(entry.target, "POST /admin/projects");

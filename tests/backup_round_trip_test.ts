@@ -103,8 +103,8 @@ Deno.test("backup while serving, restore, and every API answer is the same", asy
     await fx.release(legacy.id, "0.9", text("legacy")),
     await fx.release(internal.id, "2024.05", text("internal")),
   ];
-  await setReleaseState(fx.kv, releases[2].id, "archived");
-  await setProjectState(fx.kv, legacy.id, "archived");
+  await setReleaseState(fx.store, releases[2].id, "archived");
+  await setProjectState(fx.store, legacy.id, "archived");
   const keys = {
     all: await fx.key({ name: "all" }),
     allowDesktop: await fx.key({ scope_mode: "project_allow_list", project_ids: [desktop.id] }),
@@ -117,15 +117,15 @@ Deno.test("backup while serving, restore, and every API answer is the same", asy
     disabled: await fx.key({ name: "disabled" }),
     future: await fx.key({ expires_at: "2999-01-01T00:00:00Z" }),
   };
-  await setApiKeyActive(fx.kv, keys.disabled.apiKey.id, false);
+  await setApiKeyActive(fx.store, keys.disabled.apiKey.id, false);
   for (let i = 0; i < 3; i++) {
-    await countDownload(fx.kv, {
+    await countDownload(fx.store, {
       releaseId: releases[1].id,
       projectId: releases[1].project_id,
       keyId: keys.all.apiKey.id,
     });
   }
-  await recordApiKeyUse(fx.kv, keys.all.apiKey.id, "2026-01-01T00:00:00.000Z");
+  await recordApiKeyUse(fx.store, keys.all.apiKey.id, "2026-01-01T00:00:00.000Z");
   fx.close();
 
   const source = await startServer(sourceDir);

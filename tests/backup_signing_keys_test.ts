@@ -10,6 +10,7 @@ import { restoreBackup } from "../src/backup/restore.ts";
 import { createKeyFiles } from "../src/signing/key_files.ts";
 import { createSigner } from "../src/signing/signer.ts";
 import { createSigningKey, setSigningKeyStatus } from "../src/store/mod.ts";
+import { createStore } from "../src/store/store.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { exists, listDir } from "./helpers.ts";
 import { makeDataTempDir, runTask } from "./server_process.ts";
@@ -33,8 +34,8 @@ Deno.test("private signing keys are backed up only when asked, and restored 0600
   const project = await fx.project({ name: "Desktop", slug: "desktop" });
   await fx.release(project.id, "1.0.0", new TextEncoder().encode("artifact"));
   const { kid, publicKey } = await createKeyFiles(source);
-  await createSigningKey(fx.kv, { kid, public_key: publicKey, created_by: "t" });
-  await setSigningKeyStatus(fx.kv, { kid, status: "active", keepOneActive: false });
+  await createSigningKey(fx.store, { kid, public_key: publicKey, created_by: "t" });
+  await setSigningKeyStatus(fx.store, { kid, status: "active", keepOneActive: false });
   fx.close();
   const pem = await Deno.readFile(join(source, "signing-keys", `${kid}.pem`));
   const task = (args: string[], dataDir = source) => runTask(args, { APP_DATA_DIR: dataDir });
@@ -86,7 +87,12 @@ Deno.test("private signing keys are backed up only when asked, and restored 0600
     assert.equal(await mode(join(restored, "signing-keys")), 0o700);
     const kv = await Deno.openKv(join(restored, "kv.sqlite3"));
     try {
-      const signer = createSigner({ kv, dataDir: restored, ttlSeconds: 3600, enabled: true });
+      const signer = createSigner({
+        store: createStore(kv),
+        dataDir: restored,
+        ttlSeconds: 3600,
+        enabled: true,
+      });
       await signer.ready();
       const headers = new Map(signer.sign({ method: "GET", path: "/", status: 200, sha256: "00" }));
       assert.match(headers.get("uds-signature")!, new RegExp(`^kid=${kid};sig=`));

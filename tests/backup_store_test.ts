@@ -8,6 +8,7 @@ import {
   SnapshotUnstableError,
 } from "../src/store/mod.ts";
 import { withKv } from "./helpers.ts";
+import { createStore } from "../src/store/store.ts";
 
 /** Enough entries that one list takes several pages (and several awaits). */
 async function fill(kv: Deno.Kv, count: number) {
@@ -41,7 +42,8 @@ Deno.test("store export and import for backups", async (t) => {
           })();
         },
       } as unknown as Deno.Kv;
-      const { records, passes } = await snapshotEntries(busy, 10);
+      const busyStore = createStore(busy);
+      const { records, passes } = await snapshotEntries(busyStore, 10);
       const value = (name: string) => records.find((r) => r.key[0] === name)?.value;
       assert.equal(value("a"), 3);
       assert.equal(value("z"), 3);
@@ -69,7 +71,8 @@ Deno.test("store export and import for backups", async (t) => {
             })();
           },
         } as unknown as Deno.Kv;
-        await assert.rejects(snapshotEntries(restless, 3), SnapshotUnstableError);
+        const restlessStore = createStore(restless);
+        await assert.rejects(snapshotEntries(restlessStore, 3), SnapshotUnstableError);
         assert.equal(n, 3);
       }),
   );
@@ -77,13 +80,13 @@ Deno.test("store export and import for backups", async (t) => {
   await t.step(
     "download counters may change while the snapshot is taken",
     () =>
-      withKv(async (kv) => {
+      withKv(async (kv, store) => {
         await fill(kv, 3000);
         let stop = false;
         const writer = (async () => {
           while (!stop) await kv.atomic().sum(["release_downloads", 1], 1n).commit();
         })();
-        const { records, passes } = await snapshotEntries(kv, 3);
+        const { records, passes } = await snapshotEntries(store, 3);
         stop = true;
         await writer;
         assert.equal(passes, 2);
@@ -93,26 +96,26 @@ Deno.test("store export and import for backups", async (t) => {
   );
 
   await t.step("short-lived rate limit buckets are left out", () =>
-    withKv(async (kv) => {
+    withKv(async (kv, store) => {
       await kv.set(["rate_limit", "key:1"], { tokens: 3, at: 0 }, { expireIn: 60_000 });
       await kv.set(["projects", 1], { id: 1 });
       const keys = [];
-      for await (const entry of exportEntries(kv)) keys.push(entry.key);
+      for await (const entry of exportEntries(store)) keys.push(entry.key);
       assert.deepEqual(keys, [["projects", 1]]);
     }));
 
   await t.step(
     "import writes everything in batches within the commit limits",
     () =>
-      withKv(async (kv) => {
-        assert.equal(await isKvEmpty(kv), true);
+      withKv(async (kv, store) => {
+        assert.equal(await isKvEmpty(store), true);
         const big = "x".repeat(60_000);
         const records: KvRecord[] = [];
         for (let i = 0; i < 1500; i++) records.push({ key: ["small", i], value: { i } });
         for (let i = 0; i < 40; i++) records.push({ key: ["big", i], value: big });
         records.push({ key: ["release_downloads", 1], value: new Deno.KvU64(12n) });
-        assert.equal(await importEntries(kv, records), records.length);
-        assert.equal(await isKvEmpty(kv), false);
+        assert.equal(await importEntries(store, records), records.length);
+        assert.equal(await isKvEmpty(store), false);
         const copied: KvRecord[] = [];
         for await (const entry of kv.list({ prefix: [] })) {
           copied.push({ key: entry.key, value: entry.value });

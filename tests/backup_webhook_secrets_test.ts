@@ -18,6 +18,7 @@ import {
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, runTask } from "./server_process.ts";
 import { startReceiver, startTestWorker } from "./webhook_receiver.ts";
+import { createStore } from "../src/store/store.ts";
 
 function location(dataDir: string) {
   return { kvPath: join(dataDir, "kv.sqlite3"), artifactsDir: join(dataDir, "artifacts") };
@@ -28,12 +29,12 @@ Deno.test("webhook secrets are backed up only when asked", async (t) => {
   const source = join(root, "source");
   const receiver = startReceiver();
   const fx = await openDataDir(source);
-  const endpoint = await createWebhookEndpoint(fx.kv, {
+  const endpoint = await createWebhookEndpoint(fx.store, {
     url: receiver.url,
     events: ["release.published"],
     created_by: "admin",
   });
-  const rotated = await replaceWebhookSecret(fx.kv, endpoint.id, { keepPrevious: true });
+  const rotated = await replaceWebhookSecret(fx.store, endpoint.id, { keepPrevious: true });
   const secrets = [endpoint.secret!, rotated.secret!];
   fx.close();
   try {
@@ -56,18 +57,19 @@ Deno.test("webhook secrets are backed up only when asked", async (t) => {
         /1 webhook endpoints have no secret \(the backup left them out\)/,
       );
       const kv = await Deno.openKv(join(target, "kv.sqlite3"));
-      const worker = startTestWorker(kv);
+      const store = createStore(kv);
+      const worker = startTestWorker(store);
       try {
-        const back = (await getWebhookEndpoint(kv, endpoint.id))!;
+        const back = (await getWebhookEndpoint(store, endpoint.id))!;
         assert.equal(back.secret, null);
         assert.deepEqual(back.previous_secrets, []);
         assert.equal(back.url, endpoint.url);
-        await emitWebhookEvent(kv, "release.published", { release: { id: 1 } });
+        await emitWebhookEvent(store, "release.published", { release: { id: 1 } });
         await worker.tick();
         assert.equal(receiver.received.length, 0, "nothing is sent unsigned");
-        const [waiting] = await listWebhookDeliveries(kv, endpoint.id);
+        const [waiting] = await listWebhookDeliveries(store, endpoint.id);
         assert.equal(waiting.status, "pending");
-        const fresh = await replaceWebhookSecret(kv, endpoint.id, { keepPrevious: true });
+        const fresh = await replaceWebhookSecret(store, endpoint.id, { keepPrevious: true });
         receiver.setSecret(fresh.secret!);
         assert.deepEqual(fresh.previous_secrets, [], "no secret to keep");
         // The retry is due 10 s after the first attempt; make it due now.
@@ -96,8 +98,9 @@ Deno.test("webhook secrets are backed up only when asked", async (t) => {
       assert.equal(restored.webhook_secrets, "included");
       assert.equal(restored.endpointsWithoutSecret, 0);
       const kv = await Deno.openKv(join(target, "kv.sqlite3"));
+      const store = createStore(kv);
       try {
-        const back = (await getWebhookEndpoint(kv, endpoint.id))!;
+        const back = (await getWebhookEndpoint(store, endpoint.id))!;
         assert.equal(back.secret, rotated.secret);
         assert.deepEqual(back.previous_secrets, rotated.previous_secrets);
       } finally {

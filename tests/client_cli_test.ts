@@ -38,7 +38,7 @@ Deno.test("reference client CLI against the real service", async (t) => {
   const { secret: key } = await fx.key({});
   const { secret: noDownloadKey } = await fx.key({ can_download: false });
   const disabled = await fx.key({});
-  await setApiKeyActive(fx.kv, disabled.apiKey.id, false);
+  await setApiKeyActive(fx.store, disabled.apiKey.id, false);
   const { secret: limitedKey } = await fx.key({});
   const { secret: limitedKey2 } = await fx.key({});
   fx.close();

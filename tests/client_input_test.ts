@@ -50,7 +50,7 @@ Deno.test("issue 9.6: release notes, description, tags and scope at their limits
   await using app = await createTestApp();
   await t.step("a release with every field full is stored and read back", async () => {
     const project = await seedProject(app, { slug: "full" });
-    const release = await createRelease(app.kv, {
+    const release = await createRelease(app.store, {
       project_id: project.id,
       version: wide(VERSION_MAX_LENGTH),
       build: wide(VERSION_MAX_LENGTH),
@@ -61,14 +61,14 @@ Deno.test("issue 9.6: release notes, description, tags and scope at their limits
       checksum_sha256: "0".repeat(64),
       size_bytes: Number.MAX_SAFE_INTEGER,
     });
-    const stored = await getRelease(app.kv, release.id);
+    const stored = await getRelease(app.store, release.id);
     assert.equal(stored?.release_notes.length, RELEASE_NOTES_MAX_LENGTH);
   });
 
   await t.step("release notes one character over the limit: a ValidationError", async () => {
     const project = await seedProject(app, { slug: "over" });
     await assert.rejects(
-      createRelease(app.kv, {
+      createRelease(app.store, {
         project_id: project.id,
         version: "1",
         // ASCII: 65,001 characters used to reach KV and fail there with a 500.
@@ -83,31 +83,31 @@ Deno.test("issue 9.6: release notes, description, tags and scope at their limits
   });
 
   await t.step("a project with every field full is stored; one tag more is refused", async () => {
-    const project = await createProject(app.kv, {
+    const project = await createProject(app.store, {
       name: wide(NAME_MAX_LENGTH),
       slug: "wide-project",
       description: wide(DESCRIPTION_MAX_LENGTH),
       tags: tags(TAGS_MAX_COUNT),
     });
-    assert.equal((await getProject(app.kv, project.id))?.tags.length, TAGS_MAX_COUNT);
+    assert.equal((await getProject(app.store, project.id))?.tags.length, TAGS_MAX_COUNT);
     await assert.rejects(
-      updateProject(app.kv, project.id, { name: "x", tags: tags(TAGS_MAX_COUNT + 1) }),
+      updateProject(app.store, project.id, { name: "x", tags: tags(TAGS_MAX_COUNT + 1) }),
       (error) => error instanceof ValidationError && error.field === "tags",
     );
   });
 
   await t.step("a key with a full scope is stored; one project more is refused", async () => {
     const ids = Array.from({ length: SCOPE_PROJECTS_MAX_COUNT }, (_, i) => 2 ** 40 + i);
-    const { apiKey } = await createApiKey(app.kv, {
+    const { apiKey } = await createApiKey(app.store, {
       name: wide(NAME_MAX_LENGTH),
       can_download: true,
       scope_mode: "project_allow_list",
       project_ids: ids,
       tags: tags(TAGS_MAX_COUNT),
     });
-    assert.equal((await getApiKey(app.kv, apiKey.id))?.project_ids.length, ids.length);
+    assert.equal((await getApiKey(app.store, apiKey.id))?.project_ids.length, ids.length);
     await assert.rejects(
-      createApiKey(app.kv, {
+      createApiKey(app.store, {
         name: "too wide",
         can_download: true,
         scope_mode: "project_allow_list",
@@ -248,7 +248,7 @@ Deno.test("issue 9.6: bulk release commits stay within KV's commit size with ful
       checksum_sha256: "0".repeat(64),
       size_bytes: 1,
     }));
-    const created = await createReleasesBulk(app.kv, inputs, { projectId: project.id });
+    const created = await createReleasesBulk(app.store, inputs, { projectId: project.id });
     assert.equal(created.length, 30);
   } finally {
     await app.close();

@@ -81,7 +81,7 @@ Deno.test("the CLI pinned to a key set verifies answers and follows a rotation",
       const saved = JSON.parse(await Deno.readTextFile(pin));
       assert.ok(saved.keys.some((k: { kid: string }) => k.kid === nextKid), "pin moved on");
       for (const kid of oldKids) {
-        await setSigningKeyStatus(app.kv, { kid, status: "retired", keepOneActive: true });
+        await setSigningKeyStatus(app.store, { kid, status: "retired", keepOneActive: true });
       }
       await app.signer.reload();
       const after = await service.client([...CHECK, "--pin-key-set", pin]);

@@ -12,11 +12,12 @@ import { createTestApp, seedProject, sha256 } from "./helpers.ts";
 import { seedPublishToken } from "./publish_helpers.ts";
 import { makeDataTempDir, runTask, startServer } from "./server_process.ts";
 import { randomBytes } from "./admin_helpers.ts";
+import { createStore } from "../src/store/store.ts";
 
 Deno.test("client publish retries a dropped connection only when nothing was recorded", async (t) => {
   await using app = await createTestApp();
   const project = await seedProject(app, { slug: "desktop" });
-  const { secret } = await seedPublishToken(app.kv);
+  const { secret } = await seedPublishToken(app.store);
   const dir = await Deno.makeTempDir({ prefix: "client-publish-" });
   const file = join(dir, "app.bin");
   const bytes = randomBytes(200_000);
@@ -48,7 +49,7 @@ Deno.test("client publish retries a dropped connection only when nothing was rec
       assert.equal(posts, 1);
       assert.equal(published.release.version, "1.0.0");
       assert.equal(published.release.checksum_sha256, sha256(bytes));
-      assert.equal((await listReleasesByProject(app.kv, project.id)).length, 1);
+      assert.equal((await listReleasesByProject(app.store, project.id)).length, 1);
     });
 
     await t.step("dropped before it was recorded: uploaded again, once", async () => {
@@ -72,7 +73,7 @@ Deno.test("client publish retries a dropped connection only when nothing was rec
         [published.release.state, published.release.build, published.release.release_notes],
         ["draft", "9", "Notes\nwith lines"],
       );
-      assert.equal((await listReleasesByProject(app.kv, project.id)).length, 2);
+      assert.equal((await listReleasesByProject(app.store, project.id)).length, 2);
     });
 
     await t.step("a refusal is not retried", async () => {
@@ -100,11 +101,12 @@ Deno.test("deno task client publish against the real service", async (t) => {
   const dataDir = await makeDataTempDir("client-publish");
   await using server = await startServer(dataDir);
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+  const store = createStore(kv);
   const work = await Deno.makeTempDir({ prefix: "client-publish-cli-" });
   try {
-    const project = await createProject(kv, { name: "Desktop", slug: "desktop" });
-    const { secret } = await seedPublishToken(kv);
-    const { secret: clientKey } = await createApiKey(kv, {
+    const project = await createProject(store, { name: "Desktop", slug: "desktop" });
+    const { secret } = await seedPublishToken(store);
+    const { secret: clientKey } = await createApiKey(store, {
       name: "c",
       can_download: true,
       scope_mode: "all_projects",
@@ -167,7 +169,7 @@ Deno.test("deno task client publish against the real service", async (t) => {
       assert.equal(res.code, 0, res.stderr);
       const answer = JSON.parse(res.stdout);
       assert.equal(answer.release.is_latest, false, "the previous latest stays latest");
-      const rollout = await getRollout(kv, project.id);
+      const rollout = await getRollout(store, project.id);
       assert.ok(rollout !== null, "a rollout was started");
       assert.equal(rollout.release_id, Number(answer.release.id));
       assert.equal(rollout.previous_id, baseId);
@@ -177,7 +179,7 @@ Deno.test("deno task client publish against the real service", async (t) => {
     });
 
     await t.step("--rollout-* refusals are usage errors, nothing uploaded", async () => {
-      const before = (await listReleasesByProject(kv, project.id)).length;
+      const before = (await listReleasesByProject(store, project.id)).length;
       const args = ["--project", "desktop", "--version", "1.4.0", "--file", file];
       const cases: Array<[string[], RegExp]> = [
         [["--rollout-percentage", "150"], /from 0 to 100/],
@@ -193,7 +195,7 @@ Deno.test("deno task client publish against the real service", async (t) => {
       const bad = await publish([...args, "--rollout-percentage", "10", "--rollout-schedule", "x"]);
       assert.equal(bad.code, 11, bad.stderr);
       assert.match(bad.stderr, /TIME=PERCENT/);
-      assert.equal((await listReleasesByProject(kv, project.id)).length, before);
+      assert.equal((await listReleasesByProject(store, project.id)).length, before);
     });
 
     await t.step("refusals: a clear message and the exit code", async () => {

@@ -131,7 +131,11 @@ Deno.test("the reference client verifies answers against its pinned keys", async
       const rotated = await fetchKeySet({ baseUrl, fetch: appFetch(app) }, installed);
       assert.ok(rotated.keys.some((k) => k.kid === nextKid));
       for (const key of installed) {
-        await setSigningKeyStatus(app.kv, { kid: key.kid, status: "retired", keepOneActive: true });
+        await setSigningKeyStatus(app.store, {
+          kid: key.kid,
+          status: "retired",
+          keepOneActive: true,
+        });
       }
       await app.signer.reload();
       // The old pin alone no longer verifies; the pin taken during the rotation does.

@@ -23,7 +23,7 @@ const PERMISSIONS = [
 Deno.test("the client runs from a vendor's repository; relative paths are the caller's", async (t) => {
   await using app = await createTestApp();
   await seedProject(app, { slug: "desktop" });
-  const { secret: token } = await seedPublishToken(app.kv);
+  const { secret: token } = await seedPublishToken(app.store);
   const { secret: key } = await seedKey(app);
   // The service on a port; /client/… serves the checkout's client/ as a web server would.
   const server = Deno.serve(

@@ -10,9 +10,12 @@ import {
   createProject,
   type ProjectInput,
 } from "../src/store/mod.ts";
+import { createStore, type Store } from "../src/store/store.ts";
 
 export interface DataDirFixtures {
   kv: Deno.Kv;
+  /** The store over `kv` the fixtures write through. */
+  store: Store;
   project: (input: ProjectInput) => ReturnType<typeof createProject>;
   release: (
     projectId: number,
@@ -34,18 +37,25 @@ export interface DataDirFixtures {
 export async function openDataDir(dataDir: string): Promise<DataDirFixtures> {
   await Deno.mkdir(dataDir, { recursive: true });
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+  const store = createStore(kv);
   const artifacts = createFsStore(join(dataDir, "artifacts"));
   return {
     kv,
-    project: (input) => createProject(kv, input),
+    store,
+    project: (input) => createProject(store, input),
     release: (projectId, version, bytes, extra = {}) =>
-      publishRelease(kv, artifacts, {
+      publishRelease(store, artifacts, {
         release: { project_id: projectId, version, filename: `app-${version}.bin`, ...extra },
         source: ReadableStream.from([bytes]),
         maxBytes: Number.MAX_SAFE_INTEGER,
       }),
     key: (input) =>
-      createApiKey(kv, { name: "key", can_download: true, scope_mode: "all_projects", ...input }),
+      createApiKey(store, {
+        name: "key",
+        can_download: true,
+        scope_mode: "all_projects",
+        ...input,
+      }),
     close: () => kv.close(),
   };
 }
@@ -56,8 +66,9 @@ export async function openDataDir(dataDir: string): Promise<DataDirFixtures> {
  */
 export async function createClientKey(dataDir: string): ReturnType<typeof createApiKey> {
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+  const store = createStore(kv);
   try {
-    return await createApiKey(kv, {
+    return await createApiKey(store, {
       name: "client",
       can_download: true,
       scope_mode: "all_projects",

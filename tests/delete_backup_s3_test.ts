@@ -27,6 +27,7 @@ import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { downloadCount, readRest, seedKey, seedProject, seedRelease, sha256 } from "./helpers.ts";
 import { cephMissing, objectsUnderPrefix, type Rgw, startRgw } from "./rgw.ts";
+import { createStore } from "../src/store/store.ts";
 
 function location(dataDir: string) {
   return { kvPath: join(dataDir, "kv.sqlite3"), artifactsDir: join(dataDir, "artifacts") };
@@ -42,11 +43,11 @@ Deno.test("a backup taken before deletes restores what they deleted", async () =
     const one = await fx.release(app.id, "1.0", new TextEncoder().encode("first"));
     const two = await fx.release(app.id, "2.0", new TextEncoder().encode("second"));
     const old = await fx.release(gone.id, "0.1", new TextEncoder().encode("old"));
-    await setReleaseState(fx.kv, old.id, "archived");
+    await setReleaseState(fx.store, old.id, "archived");
     const { apiKey } = await fx.key({ name: "ci" });
     const before = {
-      counts: await getCounts(fx.kv),
-      bytes: await getProjectBytes(fx.kv, [app.id, gone.id]),
+      counts: await getCounts(fx.store),
+      bytes: await getProjectBytes(fx.store, [app.id, gone.id]),
     };
     fx.close();
     const backup = join(root, "backup");
@@ -54,23 +55,25 @@ Deno.test("a backup taken before deletes restores what they deleted", async () =
 
     // The deletes, after the backup.
     const kv = await Deno.openKv(join(source, "kv.sqlite3"));
+    const store = createStore(kv);
     const artifacts = createFsStore(join(source, "artifacts"));
-    await deleteRelease({ kv, artifacts }, two.id, { allowLatest: true });
-    await deleteProject({ kv, artifacts }, gone.id);
-    await deleteApiKey(kv, apiKey.id);
-    assert.equal(await getRelease(kv, two.id), null);
+    await deleteRelease({ store, artifacts }, two.id, { allowLatest: true });
+    await deleteProject({ store, artifacts }, gone.id);
+    await deleteApiKey(store, apiKey.id);
+    assert.equal(await getRelease(store, two.id), null);
     kv.close();
 
     const target = join(root, "restored");
     await restoreBackup(backup, location(target));
     const restored = await Deno.openKv(join(target, "kv.sqlite3"));
+    const restoredStore = createStore(restored);
     try {
-      const releases = await listReleasesByProject(restored, app.id);
+      const releases = await listReleasesByProject(restoredStore, app.id);
       assert.deepEqual(releases.map((r) => r.id).sort(), [one.id, two.id].sort());
-      assert.equal((await listReleasesByProject(restored, gone.id))[0]?.id, old.id);
-      assert.equal((await getApiKey(restored, apiKey.id))?.name, "ci");
-      assert.deepEqual(await getCounts(restored), before.counts);
-      assert.deepEqual(await getProjectBytes(restored, [app.id, gone.id]), before.bytes);
+      assert.equal((await listReleasesByProject(restoredStore, gone.id))[0]?.id, old.id);
+      assert.equal((await getApiKey(restoredStore, apiKey.id))?.name, "ci");
+      assert.deepEqual(await getCounts(restoredStore), before.counts);
+      assert.deepEqual(await getProjectBytes(restoredStore, [app.id, gone.id]), before.bytes);
       for (const release of [one, two, old]) {
         const bytes = await Deno.readFile(join(target, "artifacts", release.storage_key));
         assert.equal(sha256(bytes), release.checksum_sha256, `release ${release.version}'s file`);
@@ -104,12 +107,12 @@ Deno.test({
         await seedRelease(app, project.id, "2.0");
         const res = await app.request(`/api/v1/releases/${small.id}/download`, secret);
         await res.arrayBuffer();
-        assert.equal(await downloadCount(app.kv, small.id), 1);
+        assert.equal(await downloadCount(app.store, small.id), 1);
         assert.ok((await objects()).includes(small.storage_key));
         const deleted = await client.post(`/admin/releases/${small.id}/delete`);
         assert.equal(deleted.status, 303);
         assert.ok(!(await objects()).includes(small.storage_key), "the object is gone");
-        assert.equal(await getDeletedDownloads(app.kv, project.id), 1);
+        assert.equal(await getDeletedDownloads(app.store, project.id), 1);
         const after = await app.request(`/api/v1/releases/${small.id}/download`, secret);
         assert.equal(after.status, 404);
         await after.body?.cancel();
@@ -143,14 +146,14 @@ Deno.test({
         const other = await seedProject(app, { slug: "other" });
         const a = await seedRelease(app, other.id, "1.0");
         const b = await seedRelease(app, other.id, "1.1");
-        await setReleaseState(app.kv, a.id, "archived");
-        await setReleaseState(app.kv, b.id, "archived");
-        assert.equal(await getProjectReleaseCount(app.kv, other.id), 2);
+        await setReleaseState(app.store, a.id, "archived");
+        await setReleaseState(app.store, b.id, "archived");
+        assert.equal(await getProjectReleaseCount(app.store, other.id), 2);
         const res = await client.post("/admin/projects/other/delete", { confirm_slug: "other" });
         assert.equal(res.status, 303);
         const left = await objects();
         assert.ok(!left.includes(a.storage_key) && !left.includes(b.storage_key));
-        assert.equal((await getProjectBytes(app.kv, [other.id])).get(other.id), 0);
+        assert.equal((await getProjectBytes(app.store, [other.id])).get(other.id), 0);
       });
     } finally {
       await rgw.stop();

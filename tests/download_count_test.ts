@@ -16,15 +16,15 @@ Deno.test("issue 9.9: a download counts once its last byte is sent, a cut-off on
       const reader = res.body!.getReader();
       assert.ok(!(await reader.read()).done);
       await reader.cancel();
-      assert.equal(await downloadCount(app.kv, release.id), 0);
+      assert.equal(await downloadCount(app.store, release.id), 0);
     });
 
     await t.step("answered but not yet read: not counted; read to the end: counted", async () => {
       const res = await app.request(url, secret);
       assert.equal(res.status, 200);
-      assert.equal(await downloadCount(app.kv, release.id), 0);
+      assert.equal(await downloadCount(app.store, release.id), 0);
       assert.equal((await res.arrayBuffer()).byteLength, release.size_bytes);
-      assert.equal(await downloadCount(app.kv, release.id), 1);
+      assert.equal(await downloadCount(app.store, release.id), 1);
     });
 
     await t.step("a resumed download counts when its rest has been sent", async () => {
@@ -32,9 +32,9 @@ Deno.test("issue 9.9: a download counts once its last byte is sent, a cut-off on
         headers: { range: "bytes=1000-", "if-range": `"${release.checksum_sha256}"` },
       });
       assert.equal(rest.status, 206);
-      assert.equal(await downloadCount(app.kv, release.id), 1);
+      assert.equal(await downloadCount(app.store, release.id), 1);
       await rest.arrayBuffer();
-      assert.equal(await downloadCount(app.kv, release.id), 2);
+      assert.equal(await downloadCount(app.store, release.id), 2);
     });
   } finally {
     await app.close();

@@ -280,7 +280,7 @@ Deno.test("download ranges", async (t) => {
   await t.step("a resumed download joins to the checksum and counts once", async () => {
     const fresh = await seedRelease(app, project.id, "2.1.0", pattern(SIZE + 17));
     const url = `/api/v1/releases/${fresh.id}/download`;
-    const before = await downloadCount(app.kv, fresh.id);
+    const before = await downloadCount(app.store, fresh.id);
 
     // The first attempt is cut after a few chunks.
     const first = await app.request(url, secret);
@@ -312,7 +312,7 @@ Deno.test("download ranges", async (t) => {
     const joined = concatBytes(...parts);
     assert.equal(joined.byteLength, fresh.size_bytes);
     assert.equal(sha256(joined), fresh.checksum_sha256);
-    assert.equal(await downloadCount(app.kv, fresh.id), before + 1);
+    assert.equal(await downloadCount(app.store, fresh.id), before + 1);
   });
 
   await t.step("the counter: GETs answered with the whole file count; nothing else", async () => {
@@ -331,14 +331,14 @@ Deno.test("download ranges", async (t) => {
     await send({ range: "bytes=10000-" }); // 416
     await send({}, "HEAD");
     await send({ range: "bytes=0-" }, "HEAD");
-    assert.equal(await downloadCount(app.kv, counted.id), 3);
+    assert.equal(await downloadCount(app.store, counted.id), 3);
   });
 
   await t.step("access log and metrics: a 206 sent whole is a complete download", async () => {
     const lines: string[] = [];
     const logging = createApp({
       config: app.config,
-      kv: app.kv,
+      store: app.store,
       artifacts: app.artifacts,
       rateLimitKv: app.rateLimitKv,
       recordKeyUse: () => {},

@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { createApiKey, createProject } from "../src/store/mod.ts";
+import { createStore } from "../src/store/store.ts";
 import { makeDataTempDir, startServer } from "./server_process.ts";
 
 Deno.test("e2e: deno task start serves the client flow of spec section 1", async (t) => {
@@ -31,16 +32,17 @@ Deno.test("e2e: deno task start serves the client flow of spec section 1", async
 
     // 1. The administrator's part, through the store layer on the server's own KV file.
     kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-    const project = await createProject(kv, { name: "Desktop", slug: "desktop" });
+    const store = createStore(kv);
+    const project = await createProject(store, { name: "Desktop", slug: "desktop" });
     const artifacts = createFsStore(join(dataDir, "artifacts"));
     const oldBytes = new TextEncoder().encode("old build");
-    await publishRelease(kv, artifacts, {
+    await publishRelease(store, artifacts, {
       release: { project_id: project.id, version: "1.0.0", filename: "desktop-1.0.0.zip" },
       source: ReadableStream.from([oldBytes]),
       maxBytes: 1024,
     });
     const newBytes = new TextEncoder().encode("new build ".repeat(1000));
-    const release = await publishRelease(kv, artifacts, {
+    const release = await publishRelease(store, artifacts, {
       release: {
         project_id: project.id,
         version: "1.1.0",
@@ -51,7 +53,7 @@ Deno.test("e2e: deno task start serves the client flow of spec section 1", async
       source: ReadableStream.from([newBytes.subarray(0, 4000), newBytes.subarray(4000)]),
       maxBytes: 1024 * 1024,
     });
-    const { secret } = await createApiKey(kv, {
+    const { secret } = await createApiKey(store, {
       name: "desktop client",
       can_download: true,
       scope_mode: "project_allow_list",

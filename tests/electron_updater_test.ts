@@ -130,18 +130,18 @@ Deno.test("electron-updater updates from the feed with the key", async (t) => {
           filename: "Desktop Setup 1.2.0.exe",
           make_latest: false,
         });
-        await startRollout(fx.kv, staged.id, { percentage: 0 });
+        await startRollout(fx.store, staged.id, { percentage: 0 });
         await new Promise((resolve) => setTimeout(resolve, 300)); // the read cache's bound
         assert.deepEqual(await check({ key, version: "1.1.0" }), {
           available: false,
           version: "1.1.0",
         });
-        await changeRollout(fx.kv, app.id, { percentage: 100 });
+        await changeRollout(fx.store, app.id, { percentage: 100 });
         await new Promise((resolve) => setTimeout(resolve, 300));
         const staging100 = await check({ key, version: "1.1.0" });
         assert.equal(staging100.available, true, JSON.stringify(staging100));
         assert.equal(staging100.version, "1.2.0");
-        await endRollout(fx.kv, app.id);
+        await endRollout(fx.store, app.id);
         await new Promise((resolve) => setTimeout(resolve, 300));
       } finally {
         fx.close();

@@ -42,7 +42,7 @@ Deno.test("tauri and sparkle signatures verify over the served file", async (t) 
   const edSignature = sign(null, bytes, ed.privateKey).toString("base64");
 
   const project = await seedProject(app, { slug: "app" });
-  const release = await publishRelease(app.kv, app.artifacts, {
+  const release = await publishRelease(app.store, app.artifacts, {
     release: {
       project_id: project.id,
       version: "1.2.3",

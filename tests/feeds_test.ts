@@ -30,7 +30,7 @@ function signedRelease(t: TestApp, projectId: number, bytes: Uint8Array, extra: 
   build?: string;
   filename?: string;
 }) {
-  return publishRelease(t.kv, t.artifacts, {
+  return publishRelease(t.store, t.artifacts, {
     release: { project_id: projectId, filename: `App ${extra.version}.exe`, ...extra },
     source: ReadableStream.from([bytes]),
     maxBytes: t.config.maxUploadBytes,
@@ -123,14 +123,14 @@ Deno.test("electron-updater feed", async (t) => {
     assertProtectedHeaders(res);
     assert.equal(res.headers.get("etag"), `"${release.checksum_sha256}"`);
     assert.deepEqual(new Uint8Array(await res.arrayBuffer()), bytes);
-    assert.equal(await downloadCount(app.kv, release.id), 1);
+    assert.equal(await downloadCount(app.store, release.id), 1);
     const part = await app.request(file, secret, { headers: { range: "bytes=0-9" } });
     assert.equal(part.status, 206);
     assert.equal(part.headers.get("content-range"), `bytes 0-9/${bytes.byteLength}`);
     assert.deepEqual(new Uint8Array(await part.arrayBuffer()), bytes.subarray(0, 10));
     const head = await app.request(file, secret, { method: "HEAD" });
     assert.equal(head.headers.get("content-length"), String(bytes.byteLength));
-    assert.equal(await downloadCount(app.kv, release.id), 1, "probes do not count");
+    assert.equal(await downloadCount(app.store, release.id), 1, "probes do not count");
     await assertError(
       await app.request(`/feeds/files/${release.id}/other.exe`, secret),
       404,
@@ -140,9 +140,9 @@ Deno.test("electron-updater feed", async (t) => {
   });
 
   await t.step("a release stored before SHA-512: a clear 503 until the backfill", async () => {
-    const old = await createProject(app.kv, { name: "Old", slug: "old" });
+    const old = await createProject(app.store, { name: "Old", slug: "old" });
     const stored = await app.artifacts.save(ReadableStream.from([bytes]), 1 << 20);
-    await createRelease(app.kv, {
+    await createRelease(app.store, {
       project_id: old.id,
       version: "1.0.0",
       filename: "old.exe",
@@ -156,15 +156,15 @@ Deno.test("electron-updater feed", async (t) => {
     await assertError(res, 503, "release sha512 not computed yet, try again later");
 
     // Another instance holds the lease: this one waits.
-    assert.ok(await claimLease(app.kv, "sha512_backfill", { holder: "other", ttlMs: 60_000 }));
+    assert.ok(await claimLease(app.store, "sha512_backfill", { holder: "other", ttlMs: 60_000 }));
     const events: string[] = [];
     const options = {
-      kv: app.kv,
+      store: app.store,
       artifacts: app.artifacts,
       report: (_: string, message: string) => events.push(message),
     };
     assert.equal((await runSha512Backfill(options, "me")).outcome, "busy");
-    await releaseLease(app.kv, "sha512_backfill", { holder: "other" });
+    await releaseLease(app.store, "sha512_backfill", { holder: "other" });
     assert.deepEqual(await runSha512Backfill(options, "me"), {
       outcome: "done",
       filled: 1,

@@ -15,6 +15,7 @@ import {
   runTask,
   startServer,
 } from "./server_process.ts";
+import { createStore } from "../src/store/store.ts";
 
 /** The `grep` line of README.md's sh block that finds the generated password in `uds.log`. */
 async function readmePasswordCommand(): Promise<string> {
@@ -35,7 +36,8 @@ async function runInBash(command: string, cwd: string): Promise<string> {
 
 async function adminExists(dataDir: string): Promise<boolean> {
   using kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-  return await hasAdminUser(kv);
+  const store = createStore(kv);
+  return await hasAdminUser(store);
 }
 
 Deno.test({
@@ -120,7 +122,8 @@ Deno.test({
 
   await t.step("the audit log names the reset", async () => {
     using kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-    const { entries } = await listAuditEntries(kv, { limit: 50 });
+    const store = createStore(kv);
+    const { entries } = await listAuditEntries(store, { limit: 50 });
     const reset = entries.find((entry) => entry.action === "auth.password_reset");
     assert.ok(reset, JSON.stringify(entries.map((entry) => entry.action)));
     assert.equal(reset.actor, "system");

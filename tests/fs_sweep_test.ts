@@ -14,6 +14,7 @@ import { createProject, createRelease, listStorageKeys } from "../src/store/mod.
 import { AdminClient, httpSender, randomBytes } from "./admin_helpers.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 import { waitFor } from "./helpers.ts";
+import { createStore } from "../src/store/store.ts";
 
 async function artifactNames(dir: string): Promise<string[]> {
   const names: string[] = [];
@@ -26,17 +27,18 @@ async function artifactNames(dir: string): Promise<string[]> {
 Deno.test("fs sweep: unreferenced files go; held, referenced and young ones stay", async (t) => {
   const dir = await Deno.makeTempDir({ prefix: "uds-fs-sweep-" });
   const kv = await Deno.openKv(":memory:");
+  const records = createStore(kv);
   const artifactsModule = new URL("../src/storage/artifacts.ts", import.meta.url).href;
   try {
     const store = createFsStore(dir, { sweepAfterMs: 0 });
-    const project = await createProject(kv, { name: "App", slug: "app" });
+    const project = await createProject(records, { name: "App", slug: "app" });
     const input = { project_id: project.id, filename: "a.bin" };
     const bytes = () => ReadableStream.from([randomBytes(1000)]);
 
     await t.step(
       "an orphan goes; a committed file and one still being committed stay",
       async () => {
-        const kept = await publishRelease(kv, store, {
+        const kept = await publishRelease(records, store, {
           release: { ...input, version: "1" },
           source: bytes(),
           maxBytes: 1 << 20,
@@ -47,18 +49,27 @@ Deno.test("fs sweep: unreferenced files go; held, referenced and young ones stay
         const pending = await store.save(bytes(), 1 << 20);
 
         const young = createFsStore(dir, { sweepAfterMs: 60_000 });
-        assert.deepEqual(await sweepStore(kv, young), { removedUploads: 0, removedArtifacts: 0 });
-        assert.deepEqual(await sweepStore(kv, store), { removedUploads: 0, removedArtifacts: 1 });
+        assert.deepEqual(await sweepStore(records, young), {
+          removedUploads: 0,
+          removedArtifacts: 0,
+        });
+        assert.deepEqual(await sweepStore(records, store), {
+          removedUploads: 0,
+          removedArtifacts: 1,
+        });
         assert.deepEqual(
           await artifactNames(dir),
           [kept.storage_key, pending.storage_key].sort(),
           `the orphan ${orphan.storage_key} is gone`,
         );
 
-        await createRelease(kv, { ...input, version: "2", ...pending });
+        await createRelease(records, { ...input, version: "2", ...pending });
         store.settle!(pending.storage_key);
-        assert.deepEqual(await sweepStore(kv, store), { removedUploads: 0, removedArtifacts: 0 });
-        assert.equal((await listStorageKeys(kv)).size, 2);
+        assert.deepEqual(await sweepStore(records, store), {
+          removedUploads: 0,
+          removedArtifacts: 0,
+        });
+        assert.equal((await listStorageKeys(records)).size, 2);
         assert.equal((await artifactNames(dir)).length, 2);
       },
     );
@@ -86,12 +97,18 @@ Deno.test("fs sweep: unreferenced files go; held, referenced and young ones stay
         const storageKey = (await reader.read()).value!.trim();
         assert.ok((await artifactNames(dir)).includes(storageKey));
         // Alive and holding the file (as between the rename and its commit): kept.
-        assert.deepEqual(await sweepStore(kv, store), { removedUploads: 0, removedArtifacts: 0 });
+        assert.deepEqual(await sweepStore(records, store), {
+          removedUploads: 0,
+          removedArtifacts: 0,
+        });
         assert.ok((await artifactNames(dir)).includes(storageKey));
         child.kill("SIGKILL");
         await child.status;
         await reader.cancel();
-        assert.deepEqual(await sweepStore(kv, store), { removedUploads: 0, removedArtifacts: 1 });
+        assert.deepEqual(await sweepStore(records, store), {
+          removedUploads: 0,
+          removedArtifacts: 1,
+        });
         assert.ok(!(await artifactNames(dir)).includes(storageKey));
       },
     );
@@ -182,13 +199,14 @@ Deno.test({
         "sweeping without pause while both instances take uploads removes none of theirs",
         async () => {
           const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+          const records = createStore(kv);
           const sweeper = createFsStore(join(dataDir, "artifacts"), { sweepAfterMs: 0 });
           const stop = { now: false };
           let sweeps = 0;
           let removed = 0;
           const sweeping = (async () => {
             while (!stop.now) {
-              removed += (await sweepStore(kv, sweeper)).removedArtifacts;
+              removed += (await sweepStore(records, sweeper)).removedArtifacts;
               sweeps++;
             }
           })();

@@ -18,9 +18,9 @@ import {
   listAuditEntries,
   type ProjectInput,
   type Release,
-  setCacheRefreshMs,
   setSigningKeyStatus,
 } from "../src/store/mod.ts";
+import { createStore, type Store } from "../src/store/store.ts";
 import { createKeyFiles } from "../src/signing/key_files.ts";
 
 /**
@@ -43,6 +43,8 @@ export const testMetrics = createMetrics();
 export interface TestApp extends AsyncDisposable {
   app: ReturnType<typeof createApp>;
   kv: Deno.Kv;
+  /** The store over `kv` that seeds and reads go through (the app's own, unless `wrapKv` is given). */
+  store: Store;
   rateLimitKv: Deno.Kv;
   artifacts: ArtifactStore;
   config: Config;
@@ -77,8 +79,9 @@ export async function createTestApp(
   options: TestAppOptions = {},
 ): Promise<TestApp> {
   const kv = await Deno.openKv(options.kvPath ?? ":memory:");
+  const store = createStore(kv);
   // As main.ts does at start: a fresh KV gets its aggregates marked built.
-  await buildAggregates(kv);
+  await buildAggregates(store);
   const rateLimitKv = await Deno.openKv(":memory:");
   const dataDir = await Deno.makeTempDir({ prefix: "uds-test-" });
   const config = testConfig({
@@ -89,26 +92,25 @@ export async function createTestApp(
     rateLimitPerMinute: 1_000_000,
     ...overrides,
   });
-  const appKv = options.wrapKv ? options.wrapKv(kv) : kv;
-  // Seeds written through the plain KV are another handle to the app's read
-  // cache: have it look for their writes on every request.
-  if (appKv !== kv) setCacheRefreshMs(appKv, 0);
+  // Seeds written through the plain KV's store are another process to the
+  // store of a wrapped KV: have it look for their writes on every request.
+  const appStore = options.wrapKv ? createStore(options.wrapKv(kv), { cacheRefreshMs: 0 }) : store;
   const artifacts = options.artifacts ?? createFsStore(config.artifactsDir);
   // On the plain KV, as the seeds: a first key made at the first request is not a write a test
   // of the app's KV should count, and a faulty KV leaves the keys readable.
   const signer = createSigner({
-    kv,
+    store,
     dataDir,
     ttlSeconds: config.signingTtlSeconds,
     enabled: config.signing,
   });
   // On the plain KV too; close() waits for its writes.
-  const adoption = createAdoptionRecorder(kv, { newIdsPerDay: config.adoptionNewIdsPerDay });
+  const adoption = createAdoptionRecorder(store, { newIdsPerDay: config.adoptionNewIdsPerDay });
   const app = createApp({
     signer,
     adoption,
     config,
-    kv: appKv,
+    store: appStore,
     artifacts,
     // Buckets in process memory (the default store) unless the test asks for the KV store.
     rateLimitKv: config.rateLimitStore === "kv" ? rateLimitKv : undefined,
@@ -136,6 +138,7 @@ export async function createTestApp(
   return {
     app,
     kv,
+    store,
     artifacts,
     rateLimitKv,
     config,
@@ -149,7 +152,7 @@ export async function createTestApp(
 }
 
 export function seedProject(t: TestApp, input: Partial<ProjectInput> & { slug: string }) {
-  return createProject(t.kv, { name: input.name ?? input.slug, ...input });
+  return createProject(t.store, { name: input.name ?? input.slug, ...input });
 }
 
 export function seedRelease(
@@ -165,7 +168,7 @@ export function seedRelease(
     created_at?: string;
   } = {},
 ): Promise<Release> {
-  return publishRelease(t.kv, t.artifacts, {
+  return publishRelease(t.store, t.artifacts, {
     release: {
       project_id: projectId,
       version,
@@ -178,7 +181,7 @@ export function seedRelease(
 }
 
 export async function seedKey(t: TestApp, input: Partial<ApiKeyInput> = {}) {
-  const { apiKey, secret } = await createApiKey(t.kv, {
+  const { apiKey, secret } = await createApiKey(t.store, {
     name: "test key",
     can_download: true,
     scope_mode: "all_projects",
@@ -187,14 +190,19 @@ export async function seedKey(t: TestApp, input: Partial<ApiKeyInput> = {}) {
   return { apiKey, secret };
 }
 
-/** Runs `fn` with a fresh in-memory KV and closes it afterwards, also when `fn` throws. */
-export async function withKv<T>(fn: (kv: Deno.Kv) => Promise<T>): Promise<T> {
+/** Runs `fn` with a fresh in-memory KV and a store over it; closes the KV afterwards, also when `fn` throws. */
+export async function withKv<T>(fn: (kv: Deno.Kv, store: Store) => Promise<T>): Promise<T> {
   const kv = await Deno.openKv(":memory:");
   try {
-    return await fn(kv);
+    return await fn(kv, createStore(kv));
   } finally {
     kv.close();
   }
+}
+
+/** `withKv` for a test that goes through the store only. */
+export function withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
+  return withKv((_, store) => fn(store));
 }
 
 /** Every entry of a KV as [key, value] pairs, in key order. */
@@ -259,17 +267,17 @@ export async function statusOf(res: Response | Promise<Response>): Promise<numbe
 }
 
 /** A release's download count, once the count of a download just served has landed. */
-export async function downloadCount(kv: Deno.Kv, releaseId: number): Promise<number> {
+export async function downloadCount(store: Store, releaseId: number): Promise<number> {
   // Counting runs after the body's end, off the request: give it a moment.
   await sleep(50);
-  return (await getDownloadCounts(kv, [releaseId])).get(releaseId) ?? 0;
+  return (await getDownloadCounts(store, [releaseId])).get(releaseId) ?? 0;
 }
 
 /** A new signing key (its files in the app's data dir), activated beside the others: its kid. */
 export async function addActiveSigningKey(t: TestApp): Promise<string> {
   const next = await createKeyFiles(t.config.dataDir);
-  await createSigningKey(t.kv, { kid: next.kid, public_key: next.publicKey, created_by: "t" });
-  await setSigningKeyStatus(t.kv, { kid: next.kid, status: "active", keepOneActive: true });
+  await createSigningKey(t.store, { kid: next.kid, public_key: next.publicKey, created_by: "t" });
+  await setSigningKeyStatus(t.store, { kid: next.kid, status: "active", keepOneActive: true });
   return next.kid;
 }
 
@@ -288,7 +296,7 @@ export async function waitFor(
 
 /** The newest audit entry. */
 export async function lastAudit(t: TestApp) {
-  return (await listAuditEntries(t.kv, { limit: 1 })).entries[0];
+  return (await listAuditEntries(t.store, { limit: 1 })).entries[0];
 }
 
 /**

@@ -8,14 +8,16 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createApiKey, createProject } from "../src/store/mod.ts";
 import { makeDataTempDir, removedAtEnd, startServer } from "./server_process.ts";
+import { createStore } from "../src/store/store.ts";
 
 Deno.test("issue 22.3: junk keys from the same address do not starve a valid key", async () => {
   const dataDir = await makeDataTempDir("junk-keys-test");
   await using _removed = removedAtEnd(dataDir);
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+  const store = createStore(kv);
   try {
-    await createProject(kv, { name: "Desktop", slug: "desktop" });
-    const { secret } = await createApiKey(kv, {
+    await createProject(store, { name: "Desktop", slug: "desktop" });
+    const { secret } = await createApiKey(store, {
       name: "valid",
       can_download: true,
       scope_mode: "all_projects",
@@ -40,7 +42,7 @@ Deno.test("issue 22.3: junk keys from the same address do not starve a valid key
     assert.equal(await get("uds_one_more_made_up_key_of_the_flood"), 429);
 
     // An unrelated write, by another process on the same KV: every instance empties its cache.
-    await createProject(kv, { name: "Unrelated", slug: "unrelated" });
+    await createProject(store, { name: "Unrelated", slug: "unrelated" });
     await new Promise((resolve) => setTimeout(resolve, 300));
 
     assert.equal(await get(secret), 200);

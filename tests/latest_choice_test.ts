@@ -15,7 +15,7 @@ import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
 
 async function latestVersion(t: TestApp, projectId: number): Promise<string | null> {
-  return (await getLatestRelease(t.kv, projectId))?.version ?? null;
+  return (await getLatestRelease(t.store, projectId))?.version ?? null;
 }
 
 Deno.test("the latest pointer: newest by default, chosen on request, drafts aside", async (t) => {
@@ -29,53 +29,53 @@ Deno.test("the latest pointer: newest by default, chosen on request, drafts asid
     async () => {
       assert.equal(await latestVersion(app, project.id), "2.0.0");
       const rebuild = await seedRelease(app, project.id, "1.1.0");
-      assert.equal((await getLatestRelease(app.kv, project.id))?.id, rebuild.id);
-      assert.equal(await getLatestChoice(app.kv, project.id), null);
-      await setReleaseState(app.kv, rebuild.id, "archived");
+      assert.equal((await getLatestRelease(app.store, project.id))?.id, rebuild.id);
+      assert.equal(await getLatestChoice(app.store, project.id), null);
+      await setReleaseState(app.store, rebuild.id, "archived");
       assert.equal(await latestVersion(app, project.id), "2.0.0");
     },
   );
 
   await t.step("make latest chooses; a later upload ends the choice", async () => {
-    await makeReleaseLatest(app.kv, v1.id);
-    assert.equal((await getLatestRelease(app.kv, project.id))?.id, v1.id);
-    assert.equal(await getLatestChoice(app.kv, project.id), v1.id);
+    await makeReleaseLatest(app.store, v1.id);
+    assert.equal((await getLatestRelease(app.store, project.id))?.id, v1.id);
+    assert.equal(await getLatestChoice(app.store, project.id), v1.id);
     const v3 = await seedRelease(app, project.id, "3.0.0");
-    assert.equal((await getLatestRelease(app.kv, project.id))?.id, v3.id, "upload wins");
-    assert.equal(await getLatestChoice(app.kv, project.id), null);
-    await setReleaseState(app.kv, v3.id, "archived");
+    assert.equal((await getLatestRelease(app.store, project.id))?.id, v3.id, "upload wins");
+    assert.equal(await getLatestChoice(app.store, project.id), null);
+    await setReleaseState(app.store, v3.id, "archived");
   });
 
   await t.step("archiving the chosen latest falls back to the newest active", async () => {
-    await makeReleaseLatest(app.kv, v1.id);
-    await setReleaseState(app.kv, v1.id, "archived");
-    assert.equal((await getLatestRelease(app.kv, project.id))?.id, v2.id);
-    assert.equal(await getLatestChoice(app.kv, project.id), null);
-    await assert.rejects(makeReleaseLatest(app.kv, v1.id), NotActiveError);
-    await setReleaseState(app.kv, v1.id, "active");
-    assert.equal((await getLatestRelease(app.kv, project.id))?.id, v2.id);
+    await makeReleaseLatest(app.store, v1.id);
+    await setReleaseState(app.store, v1.id, "archived");
+    assert.equal((await getLatestRelease(app.store, project.id))?.id, v2.id);
+    assert.equal(await getLatestChoice(app.store, project.id), null);
+    await assert.rejects(makeReleaseLatest(app.store, v1.id), NotActiveError);
+    await setReleaseState(app.store, v1.id, "active");
+    assert.equal((await getLatestRelease(app.store, project.id))?.id, v2.id);
   });
 
   await t.step("an upload that asks not to be latest keeps the latest, as chosen", async () => {
     const beta = await seedReleaseWith(app, project.id, "2.1.0-beta.1", { make_latest: false });
     assert.equal(beta.state, "active");
-    assert.equal((await getLatestRelease(app.kv, project.id))?.id, v2.id);
-    assert.equal(await getLatestChoice(app.kv, project.id), v2.id);
-    await setReleaseState(app.kv, beta.id, "archived");
+    assert.equal((await getLatestRelease(app.store, project.id))?.id, v2.id);
+    assert.equal(await getLatestChoice(app.store, project.id), v2.id);
+    await setReleaseState(app.store, beta.id, "archived");
   });
 
   await t.step("a draft leaves the pointer; publishing makes it latest unless asked", async () => {
     const draft = await seedReleaseWith(app, project.id, "4.0.0", { draft: true });
     assert.equal(draft.state, "draft");
-    assert.equal((await getLatestRelease(app.kv, project.id))?.id, v2.id);
+    assert.equal((await getLatestRelease(app.store, project.id))?.id, v2.id);
     const quiet = await seedReleaseWith(app, project.id, "4.0.1", { draft: true });
-    await publishDraft(app.kv, quiet.id, { makeLatest: false });
-    assert.equal((await getLatestRelease(app.kv, project.id))?.id, v2.id);
-    const published = await publishDraft(app.kv, draft.id, { makeLatest: true });
+    await publishDraft(app.store, quiet.id, { makeLatest: false });
+    assert.equal((await getLatestRelease(app.store, project.id))?.id, v2.id);
+    const published = await publishDraft(app.store, draft.id, { makeLatest: true });
     assert.equal(published.state, "active");
-    assert.equal((await getLatestRelease(app.kv, project.id))?.id, draft.id);
+    assert.equal((await getLatestRelease(app.store, project.id))?.id, draft.id);
     // 4.0.1 was uploaded after 4.0.0: 4.0.0 is latest by choice.
-    assert.equal(await getLatestChoice(app.kv, project.id), draft.id);
+    assert.equal(await getLatestChoice(app.store, project.id), draft.id);
   });
 });
 
@@ -85,7 +85,7 @@ function seedReleaseWith(
   version: string,
   options: { draft?: boolean; make_latest?: boolean },
 ) {
-  return publishRelease(t.kv, t.artifacts, {
+  return publishRelease(t.store, t.artifacts, {
     release: { project_id: projectId, version, filename: `app-${version}.bin`, ...options },
     source: ReadableStream.from([new TextEncoder().encode(version)]),
     maxBytes: t.config.maxUploadBytes,
@@ -96,7 +96,7 @@ Deno.test("publishing API: drafts invisible to /api/v1, publish, make latest", a
   await using app = await createTestApp();
   const project = await seedProject(app, { slug: "desktop" });
   const v1 = await seedRelease(app, project.id, "1.0.0");
-  const { secret } = await seedPublishToken(app.kv);
+  const { secret } = await seedPublishToken(app.store);
   const { secret: key } = await seedKey(app);
   const call = (path: string, init: RequestInit = {}) =>
     app.request(PUBLISH_PREFIX + path, secret, init);
@@ -222,7 +222,7 @@ Deno.test("admin page: upload choices, make latest, publish, why latest, the war
   await t.step(
     "Make latest of an archived release: an error message, nothing changed",
     async () => {
-      await setReleaseState(app.kv, v2.id, "archived");
+      await setReleaseState(app.store, v2.id, "archived");
       const res = await client.post(`/admin/releases/${v2.id}/make-latest`);
       assert.equal(res.status, 303);
       assert.match(await page(), /only an active release can be latest/);

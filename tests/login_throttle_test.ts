@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { ADMIN_PASSWORD, ADMIN_USER, AdminClient, createAdminTestApp } from "./admin_helpers.ts";
 import { LOGIN_THROTTLE, releaseLoginAttempt, reserveLoginAttempt } from "../src/store/mod.ts";
+import { createStore } from "../src/store/store.ts";
 
 Deno.test("issue 9.2: parallel guesses get no more password checks than the throttle allows", async () => {
   await using app = await createAdminTestApp();
@@ -47,13 +48,14 @@ Deno.test("issue 9.3: nobody can lock the admin out from another address", async
     "failures from many addresses space out those with many, never a clean or nearly clean one",
     async () => {
       const kv = app.kv;
+      const store = createStore(kv);
       const now = Date.now();
       const user = "victim";
       // 12 addresses fail 3 times each: the user name is past its free failures,
       // and each of them past the free failures of one address.
       for (let i = 0; i < 12; i++) {
         for (let n = 0; n <= LOGIN_THROTTLE.pairFreeFailures; n++) {
-          const { waitMs } = await reserveLoginAttempt(kv, {
+          const { waitMs } = await reserveLoginAttempt(store, {
             username: user,
             address: `10.0.0.${i}`,
           }, now);
@@ -62,16 +64,16 @@ Deno.test("issue 9.3: nobody can lock the admin out from another address", async
       }
       // An address with many failures gets one check, then waits its turn.
       assert.equal(
-        (await reserveLoginAttempt(kv, { username: user, address: "10.0.0.1" }, now))
+        (await reserveLoginAttempt(store, { username: user, address: "10.0.0.1" }, now))
           .waitMs,
         0,
       );
-      const spaced = await reserveLoginAttempt(kv, { username: user, address: "10.0.0.2" }, now);
+      const spaced = await reserveLoginAttempt(store, { username: user, address: "10.0.0.2" }, now);
       assert.equal(spaced.waitMs, LOGIN_THROTTLE.userSpacingMs);
       // A clean address, and one with at most pairFreeFailures, is never held back (issue 22.2).
       for (let n = 0; n <= LOGIN_THROTTLE.pairFreeFailures; n++) {
         const nearlyClean = await reserveLoginAttempt(
-          kv,
+          store,
           { username: user, address: "172.16.0.1" },
           now,
         );
@@ -80,7 +82,7 @@ Deno.test("issue 9.3: nobody can lock the admin out from another address", async
       // After the spacing, the waiting address gets its check.
       const later = now + LOGIN_THROTTLE.userSpacingMs;
       assert.equal(
-        (await reserveLoginAttempt(kv, { username: user, address: "10.0.0.2" }, later)).waitMs,
+        (await reserveLoginAttempt(store, { username: user, address: "10.0.0.2" }, later)).waitMs,
         0,
       );
     },
@@ -88,18 +90,19 @@ Deno.test("issue 9.3: nobody can lock the admin out from another address", async
 
   await t.step("the (user, address) lock doubles and a success forgets it", async () => {
     const kv = app.kv;
+    const store = createStore(kv);
     const subject = { username: "doubling", address: "10.9.9.9" };
     let now = Date.now();
     for (let i = 0; i < LOGIN_THROTTLE.pair.maxFailures; i++) {
-      assert.equal((await reserveLoginAttempt(kv, subject, now)).waitMs, 0);
+      assert.equal((await reserveLoginAttempt(store, subject, now)).waitMs, 0);
     }
-    assert.equal((await reserveLoginAttempt(kv, subject, now)).waitMs, 30_000);
+    assert.equal((await reserveLoginAttempt(store, subject, now)).waitMs, 30_000);
     now += 30_000;
-    assert.equal((await reserveLoginAttempt(kv, subject, now)).waitMs, 0);
-    assert.equal((await reserveLoginAttempt(kv, subject, now)).waitMs, 60_000);
+    assert.equal((await reserveLoginAttempt(store, subject, now)).waitMs, 0);
+    assert.equal((await reserveLoginAttempt(store, subject, now)).waitMs, 60_000);
     now += 60_000;
-    assert.equal((await reserveLoginAttempt(kv, subject, now)).waitMs, 0);
-    await releaseLoginAttempt(kv, subject);
-    assert.equal((await reserveLoginAttempt(kv, subject, now)).waitMs, 0);
+    assert.equal((await reserveLoginAttempt(store, subject, now)).waitMs, 0);
+    await releaseLoginAttempt(store, subject);
+    assert.equal((await reserveLoginAttempt(store, subject, now)).waitMs, 0);
   });
 });

@@ -127,7 +127,7 @@ Deno.test("metrics move with traffic", async (t) => {
   const { secret } = await seedKey(app);
   const { secret: noDownload } = await seedKey(app, { can_download: false });
   const { apiKey: disabledKey, secret: disabled } = await seedKey(app);
-  await setApiKeyActive(app.kv, disabledKey.id, false);
+  await setApiKeyActive(app.store, disabledKey.id, false);
 
   await t.step("requests by route pattern and status, with a latency histogram", async () => {
     const moved = await delta(async () => {
@@ -258,7 +258,7 @@ Deno.test("metrics move with traffic", async (t) => {
     const broken = await createTestApp();
     const app = createApp({
       config: broken.config,
-      kv: broken.kv,
+      store: broken.store,
       artifacts: broken.artifacts,
       rateLimitKv: broken.rateLimitKv,
       recordKeyUse: () => {},

@@ -12,6 +12,7 @@ import { openApiFromYaml } from "../scripts/build_openapi.ts";
 import { createApp } from "../app.ts";
 import type { Config } from "../src/lib/config.ts";
 import { setApiKeyActive } from "../src/store/mod.ts";
+import { createStore, type Store } from "../src/store/store.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 
 type Json = Record<string, unknown>;
@@ -130,10 +131,10 @@ function faultyKv(kv: Deno.Kv, fails: (key: Deno.KvKey) => boolean): Deno.Kv {
   });
 }
 
-function appOn(t: TestApp, kv: Deno.Kv, overrides: Partial<Config> = {}) {
+function appOn(t: TestApp, store: Store, overrides: Partial<Config> = {}) {
   const app = createApp({
     config: { ...t.config, ...overrides },
-    kv,
+    store,
     artifacts: t.artifacts,
     rateLimitKv: t.rateLimitKv,
     recordKeyUse: () => {},
@@ -165,7 +166,7 @@ Deno.test("the OpenAPI document", async (t) => {
   const { secret } = await seedKey(app);
   const { secret: noDownload } = await seedKey(app, { can_download: false });
   const { apiKey: off, secret: disabled } = await seedKey(app);
-  await setApiKeyActive(app.kv, off.id, false);
+  await setApiKeyActive(app.store, off.id, false);
 
   await t.step("served at /api/v1/openapi.json without a key, with this base URL", async () => {
     const res = await app.request("/api/v1/openapi.json");
@@ -262,7 +263,7 @@ Deno.test("the OpenAPI document", async (t) => {
   });
 
   await t.step("429 on every key route", async () => {
-    const limited = appOn(app, app.kv, { rateLimitBurst: 1, rateLimitPerMinute: 1 });
+    const limited = appOn(app, app.store, { rateLimitBurst: 1, rateLimitPerMinute: 1 });
     const { secret: once } = await seedKey(app);
     await (await limited("/api/v1/projects", once)).arrayBuffer();
     await conforms("/api/v1/projects", await limited("/api/v1/projects", once));
@@ -276,19 +277,19 @@ Deno.test("the OpenAPI document", async (t) => {
     console.error = () => {};
     try {
       const isKeyRecord = (key: Deno.KvKey) => String(key[0]).startsWith("api_key");
-      const dataDown = appOn(app, faultyKv(app.kv, (key) => !isKeyRecord(key)));
+      const dataDown = appOn(app, createStore(faultyKv(app.kv, (key) => !isKeyRecord(key))));
       await conforms("/api/v1/projects", await dataDown("/api/v1/projects", secret));
       await conforms(LATEST, await dataDown("/api/v1/projects/desktop/releases/latest", secret));
       await conforms(RELEASE, await dataDown(`/api/v1/releases/${release.id}`, secret));
       await conforms(DOWNLOAD, await dataDown(`/api/v1/releases/${release.id}/download`, secret));
 
-      const keysDown = appOn(app, faultyKv(app.kv, isKeyRecord));
+      const keysDown = appOn(app, createStore(faultyKv(app.kv, isKeyRecord)));
       await conforms("/api/v1/projects", await keysDown("/api/v1/projects", secret));
       await conforms(LATEST, await keysDown("/api/v1/projects/desktop/releases/latest", secret));
       await conforms(RELEASE, await keysDown(`/api/v1/releases/${release.id}`, secret));
       await conforms(DOWNLOAD, await keysDown(`/api/v1/releases/${release.id}/download`, secret));
 
-      const allDown = appOn(app, faultyKv(app.kv, () => true));
+      const allDown = appOn(app, createStore(faultyKv(app.kv, () => true)));
       await conforms("/healthz", await allDown("/healthz"));
     } finally {
       console.error = quiet;

@@ -39,7 +39,7 @@ Deno.test("publishing API: tokens", async (t) => {
   await using app = await createTestApp();
   const project = await seedProject(app, { slug: "desktop" });
   const release = await seedRelease(app, project.id, "1.0.0");
-  const { secret } = await seedPublishToken(app.kv);
+  const { secret } = await seedPublishToken(app.store);
   const { secret: clientKey } = await seedKey(app);
 
   await t.step("no token: 401 JSON with a challenge, never a redirect", async () => {
@@ -84,9 +84,9 @@ Deno.test("publishing API: tokens", async (t) => {
   });
 
   await t.step("disabled and expired tokens are refused, and the refusal is audited", async () => {
-    const disabled = await seedPublishToken(app.kv, { name: "old pipeline" });
-    await setPublishTokenActive(app.kv, disabled.token.id, false);
-    const expired = await seedPublishToken(app.kv, {
+    const disabled = await seedPublishToken(app.store, { name: "old pipeline" });
+    await setPublishTokenActive(app.store, disabled.token.id, false);
+    const expired = await seedPublishToken(app.store, {
       name: "expired",
       expires_at: "2001-01-01T00:00:00Z",
     });
@@ -97,7 +97,7 @@ Deno.test("publishing API: tokens", async (t) => {
         body: { error: "invalid publish token" },
       });
     }
-    const { entries } = await listAuditEntries(app.kv, { limit: 10 });
+    const { entries } = await listAuditEntries(app.store, { limit: 10 });
     const refused = entries.filter((entry) => entry.action === "publish_token.refused");
     assert.deepEqual(refused.map((entry) => entry.actor).sort(), [
       `token:expired (#${expired.token.id})`,
@@ -138,7 +138,7 @@ Deno.test("publishing API: upload", async (t) => {
   await using app = await createTestApp({ maxUploadBytes: 1024 * 1024 });
   const project = await seedProject(app, { slug: "desktop", name: "Desktop" });
   const other = await seedProject(app, { slug: "other" });
-  const { secret } = await seedPublishToken(app.kv);
+  const { secret } = await seedPublishToken(app.store);
   const bytes = randomBytes(300_000);
 
   await t.step("201 with the client API's release shape, state and is_latest", async () => {
@@ -159,7 +159,7 @@ Deno.test("publishing API: upload", async (t) => {
     assert.equal(status, 201, JSON.stringify(body));
     const release = body.release as Record<string, unknown>;
     assert.equal(res.headers.get("location"), `${PUBLISH_PREFIX}/releases/${release.id}`);
-    const stored = (await getRelease(app.kv, Number(release.id)))!;
+    const stored = (await getRelease(app.store, Number(release.id)))!;
     assert.deepEqual(release, { ...releaseJson(stored), state: "active", is_latest: true });
     assert.equal(stored.filename, "desktop-2.0.0.zip");
     assert.equal(stored.content_type, "application/zip");
@@ -170,7 +170,7 @@ Deno.test("publishing API: upload", async (t) => {
     const { secret: key } = await seedKey(app);
     const latest = await app.request("/api/v1/projects/desktop/releases/latest", key);
     assert.equal((await latest.json()).release.id, release.id);
-    const { entries } = await listAuditEntries(app.kv, { limit: 5 });
+    const { entries } = await listAuditEntries(app.store, { limit: 5 });
     const upload = entries.find((entry) => entry.action === "release.upload")!;
     assert.match(upload.actor, /^token:ci \(#\d+\)$/);
     assert.match(upload.details, /project desktop; version 2.0.0/);
@@ -273,7 +273,7 @@ Deno.test("publishing API: upload", async (t) => {
   for (const [label, status, message, body, headers] of refusals) {
     await t.step(`${label}: ${status}, JSON, nothing stored`, async () => {
       const before = await listArtifactFiles(app);
-      const releases = (await listReleasesByProject(app.kv, project.id)).length;
+      const releases = (await listReleasesByProject(app.store, project.id)).length;
       const res = await call(app, secret, "/projects/desktop/releases", {
         method: "POST",
         body: body(),
@@ -283,17 +283,17 @@ Deno.test("publishing API: upload", async (t) => {
       assert.equal(answer.status, status, JSON.stringify(answer.body));
       assert.match(String(answer.body.error), message);
       assert.deepEqual(await listArtifactFiles(app), before);
-      assert.equal((await listReleasesByProject(app.kv, project.id)).length, releases);
+      assert.equal((await listReleasesByProject(app.store, project.id)).length, releases);
     });
   }
 
   await t.step("scope and permissions: 403; unknown project 404", async () => {
-    const scoped = await seedPublishToken(app.kv, {
+    const scoped = await seedPublishToken(app.store, {
       name: "other only",
       all_projects: false,
       project_ids: [other.id],
     });
-    const readOnly = await seedPublishToken(app.kv, {
+    const readOnly = await seedPublishToken(app.store, {
       name: "state only",
       permissions: ["release_state"],
     });
@@ -315,7 +315,7 @@ Deno.test("publishing API: upload", async (t) => {
   });
 
   await t.step("another project's release id: 404 exactly as a missing one", async () => {
-    const scoped = await seedPublishToken(app.kv, {
+    const scoped = await seedPublishToken(app.store, {
       name: "other only, reads",
       all_projects: false,
       project_ids: [other.id],
@@ -345,7 +345,11 @@ Deno.test("publishing API: upload", async (t) => {
       assert.doesNotMatch(text, /desktop/);
     }
     assert.equal(missingBody, JSON.stringify({ error: "release not found" }));
-    assert.equal((await getRelease(app.kv, release.id))?.build, release.build, "nothing changed");
+    assert.equal(
+      (await getRelease(app.store, release.id))?.build,
+      release.build,
+      "nothing changed",
+    );
   });
 });
 
@@ -354,8 +358,8 @@ Deno.test("publishing API: list, read, edit, archive and activate", async (t) =>
   const project = await seedProject(app, { slug: "desktop" });
   const releases: Release[] = [];
   for (let i = 1; i <= 5; i++) releases.push(await seedRelease(app, project.id, `1.${i}.0`));
-  const { secret } = await seedPublishToken(app.kv);
-  const uploader = await seedPublishToken(app.kv, { name: "uploader", permissions: ["upload"] });
+  const { secret } = await seedPublishToken(app.store);
+  const uploader = await seedPublishToken(app.store, { name: "uploader", permissions: ["upload"] });
 
   await t.step("pages newest first, with a cursor", async () => {
     const first = await jsonOf(await call(app, secret, "/projects/desktop/releases?limit=2"));
@@ -403,7 +407,7 @@ Deno.test("publishing API: list, read, edit, archive and activate", async (t) =>
     });
     const { status, body } = await jsonOf(res);
     assert.equal(status, 200, JSON.stringify(body));
-    const stored = (await getRelease(app.kv, releases[4].id))!;
+    const stored = (await getRelease(app.store, releases[4].id))!;
     assert.equal(stored.release_notes, "New notes");
     assert.equal(stored.build, "b42");
     assert.equal(stored.checksum_sha256, releases[4].checksum_sha256);
@@ -455,7 +459,7 @@ Deno.test("publishing API: list, read, edit, archive and activate", async (t) =>
       await call(app, secret, `/releases/${releases[4].id}/activate`, { method: "POST" }),
     );
     assert.equal((activated.body.release as Record<string, unknown>).is_latest, true);
-    const { entries } = await listAuditEntries(app.kv, { limit: 5 });
+    const { entries } = await listAuditEntries(app.store, { limit: 5 });
     assert.deepEqual(entries.slice(0, 2).map((e) => [e.action, e.actor]), [
       ["release.activate", entries[0].actor],
       ["release.archive", entries[0].actor],
@@ -489,7 +493,7 @@ Deno.test("publish tokens page: create (shown once), disable, enable, delete", a
       const none = await client.post("/admin/publish-tokens", { name: "ci", all_projects: "on" });
       assert.equal(none.status, 400);
       assert.match(await none.text(), /at least one permission/);
-      assert.deepEqual(await listPublishTokens(app.kv), []);
+      assert.deepEqual(await listPublishTokens(app.store), []);
     },
   );
 
@@ -506,7 +510,7 @@ Deno.test("publish tokens page: create (shown once), disable, enable, delete", a
     id = /data-publish-token-id="(\d+)"/.exec(html)![1];
     assert.match(secret, /^udp_[A-Za-z0-9_-]{43}$/);
     assert.ok(!(await dumpKvText(app.kv)).includes(secret), "never stored in the clear");
-    const [token] = await listPublishTokens(app.kv);
+    const [token] = await listPublishTokens(app.store);
     assert.deepEqual(token.project_ids, [project.id]);
     assert.deepEqual(token.permissions, ["upload"]);
     assert.equal(token.expires_at, "2099-01-01T00:00:00.000Z");
@@ -531,7 +535,7 @@ Deno.test("publish tokens page: create (shown once), disable, enable, delete", a
     assert.equal((await client.post(`/admin/publish-tokens/${id}/delete`)).status, 303);
     assert.equal(await status(), 401);
     assert.equal((await client.post(`/admin/publish-tokens/${id}/delete`)).status, 404);
-    const { entries } = await listAuditEntries(app.kv, { limit: 10 });
+    const { entries } = await listAuditEntries(app.store, { limit: 10 });
     const actions = entries.map((entry) => entry.action).filter((a) => a.startsWith("publish_"));
     assert.deepEqual(actions.slice(0, 4), [
       "publish_token.delete",

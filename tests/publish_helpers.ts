@@ -1,15 +1,16 @@
 /** Fixtures for publishing API tests: publish tokens and multipart uploads, in process or over HTTP. */
 import { createPublishToken, type PublishTokenInput } from "../src/store/mod.ts";
+import type { Store } from "../src/store/store.ts";
 import assert from "node:assert/strict";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 
 export const PUBLISH_PREFIX = "/publish/v1";
 
 export async function seedPublishToken(
-  kv: Deno.Kv,
+  store: Store,
   input: Partial<PublishTokenInput> = {},
 ) {
-  return await createPublishToken(kv, {
+  return await createPublishToken(store, {
     name: "ci",
     all_projects: true,
     permissions: ["upload", "release_state"],

@@ -26,7 +26,7 @@ Deno.test("the publishing OpenAPI document matches the routes and the answers", 
   await using app = await createTestApp();
   const project = await seedProject(app, { slug: "desktop" });
   await seedRelease(app, project.id, "1.0.0", new TextEncoder().encode("x"), { build: "7" });
-  const { secret } = await seedPublishToken(app.kv);
+  const { secret } = await seedPublishToken(app.store);
 
   await t.step("documented paths are the registered ones", () => {
     const documented = Object.entries(doc.paths as Record<string, Json>).flatMap(([path, ops]) =>
@@ -74,7 +74,7 @@ Deno.test("the publishing OpenAPI document matches the routes and the answers", 
     async () => {
       const latest = await seedRelease(app, project.id, "3.0.0");
       const staged = await seedRelease(app, project.id, "3.1.0");
-      await makeReleaseLatest(app.kv, latest.id);
+      await makeReleaseLatest(app.store, latest.id);
       const send = (method: string, path: string, body?: unknown) =>
         app.request(`${PUBLISH_PREFIX}${path}`, secret, {
           method,

@@ -123,10 +123,10 @@ async function seedRetentionProject(app: TestApp, slug: string) {
   }
   const old = await seedRelease(app, project.id, "0.9", bytes(9), { created_at: daysAgo(100) });
   const recent = await seedRelease(app, project.id, "0.8", bytes(8), { created_at: daysAgo(2) });
-  await setReleaseState(app.kv, old.id, "archived");
-  await setReleaseState(app.kv, recent.id, "archived");
+  await setReleaseState(app.store, old.id, "archived");
+  await setReleaseState(app.store, recent.id, "archived");
   // The oldest active release is the chosen latest: kept whatever the policy.
-  await makeReleaseLatest(app.kv, r[0].id);
+  await makeReleaseLatest(app.store, r[0].id);
   return { project, active: r, old, recent };
 }
 
@@ -139,7 +139,7 @@ async function retentionRuns(
     const client = await signedInClient(app);
     const before = await listObjects();
     assert.equal(before.length, 6);
-    assert.equal((await getProjectBytes(app.kv, [project.id])).get(project.id), 6 * 2048);
+    assert.equal((await getProjectBytes(app.store, [project.id])).get(project.id), 6 * 2048);
 
     await t.step("the dry run shows what would go, and saves nothing", async () => {
       const res = await client.post("/admin/projects/weekly/retention", {
@@ -154,7 +154,7 @@ async function retentionRuns(
       assert.match(html, new RegExp(`data-retention-release-id="${old.id}"`));
       assert.doesNotMatch(html, new RegExp(`data-retention-release-id="${active[0].id}"`));
       assert.match(html, /This policy would delete now/);
-      assert.deepEqual(await getRetentionPolicy(app.kv, project.id), {
+      assert.deepEqual(await getRetentionPolicy(app.store, project.id), {
         keep_active: null,
         archived_max_days: null,
       });
@@ -168,7 +168,7 @@ async function retentionRuns(
       });
       assert.equal(res.status, 400);
       assert.match(await res.text(), /keep_active must be a whole number/);
-      assert.equal((await getRetentionPolicy(app.kv, project.id)).keep_active, null);
+      assert.equal((await getRetentionPolicy(app.store, project.id)).keep_active, null);
     });
 
     await t.step("saving stores the policy, audited; the page shows its plan", async () => {
@@ -179,11 +179,11 @@ async function retentionRuns(
       });
       assert.equal(res.status, 303);
       assert.equal(res.headers.get("location"), "/admin/projects/weekly#retention");
-      assert.deepEqual(await getRetentionPolicy(app.kv, project.id), {
+      assert.deepEqual(await getRetentionPolicy(app.store, project.id), {
         keep_active: 2,
         archived_max_days: 30,
       });
-      const entry = (await listAuditEntries(app.kv, { limit: 1 })).entries[0];
+      const entry = (await listAuditEntries(app.store, { limit: 1 })).entries[0];
       assert.equal(entry.action, "project.retention");
       assert.match(entry.details, /keep_active: \(none\) → 2/);
       const { html } = await client.page("/admin/projects/weekly");
@@ -192,34 +192,34 @@ async function retentionRuns(
     });
 
     await t.step("two instances run it at once: each release goes once", async () => {
-      const deps = { kv: app.kv, artifacts: app.artifacts };
+      const deps = { store: app.store, artifacts: app.artifacts };
       const [a, b] = await Promise.all([
         runRetention(deps, { instance: "a", everyMs: 60_000 }),
         runRetention(deps, { instance: "b", everyMs: 60_000 }),
       ]);
       const gone = [...a, ...b].map((d) => d.release.id).sort((x, y) => x - y);
       assert.deepEqual(gone, [old.id, active[1].id].sort((x, y) => x - y));
-      const left = (await listReleasesByProject(app.kv, project.id)).map((r) => r.id).sort();
+      const left = (await listReleasesByProject(app.store, project.id)).map((r) => r.id).sort();
       assert.deepEqual(
         left,
         [active[0].id, active[2].id, active[3].id, recent.id].sort(),
         "the chosen latest, the newest two active and the recent archived one stay",
       );
       assert.equal((await listObjects()).length, 4, "their artifacts are gone");
-      assert.equal((await getProjectBytes(app.kv, [project.id])).get(project.id), 4 * 2048);
-      const audit = (await listAuditEntries(app.kv, { limit: 5 })).entries
+      assert.equal((await getProjectBytes(app.store, [project.id])).get(project.id), 4 * 2048);
+      const audit = (await listAuditEntries(app.store, { limit: 5 })).entries
         .filter((e) => e.actor === "retention");
       assert.equal(audit.length, 2);
       assert.match(audit[0].details, /project weekly; version .*; retention: /);
       // Released by whoever ran it, with the time it ran.
       const run = (await app.kv.get<{ last_run_at: string }>(retentionRunKey(project.id))).value;
-      assert.equal(await getLease(app.kv, ["retention_run", project.id]), null);
+      assert.equal(await getLease(app.store, ["retention_run", project.id]), null);
       assert.ok(run?.last_run_at);
     });
 
     await t.step("within its interval a policy does not run again", async () => {
-      await setRetentionPolicy(app.kv, project.id, { keep_active: 1, archived_max_days: 1 });
-      const deps = { kv: app.kv, artifacts: app.artifacts };
+      await setRetentionPolicy(app.store, project.id, { keep_active: 1, archived_max_days: 1 });
+      const deps = { store: app.store, artifacts: app.artifacts };
       assert.deepEqual(await runRetention(deps, { instance: "c", everyMs: 60_000 }), []);
       // Due again (interval 0): the latest stays even with keep_active 1.
       const gone = await runRetention(deps, { instance: "c", everyMs: 0 });
@@ -227,16 +227,16 @@ async function retentionRuns(
         gone.map((d) => d.release.id).sort(),
         [active[2].id, recent.id].sort(),
       );
-      const left = (await listReleasesByProject(app.kv, project.id)).map((r) => r.id).sort();
+      const left = (await listReleasesByProject(app.store, project.id)).map((r) => r.id).sort();
       assert.deepEqual(left, [active[0].id, active[3].id].sort());
     });
 
     await t.step("a run held by another instance is skipped", async () => {
       await app.kv.set(retentionRunKey(project.id), { last_run_at: null });
       const lease = { holder: "elsewhere", ttlMs: 60_000 };
-      assert.ok(await claimLease(app.kv, ["retention_run", project.id], lease));
-      await setRetentionPolicy(app.kv, project.id, { keep_active: 1, archived_max_days: null });
-      const deps = { kv: app.kv, artifacts: app.artifacts };
+      assert.ok(await claimLease(app.store, ["retention_run", project.id], lease));
+      await setRetentionPolicy(app.store, project.id, { keep_active: 1, archived_max_days: null });
+      const deps = { store: app.store, artifacts: app.artifacts };
       assert.deepEqual(await runRetention(deps, { instance: "d", everyMs: 0 }), []);
     });
 
@@ -261,8 +261,8 @@ Deno.test("storage per project: built once for data written before it was kept",
   // As a KV of the version before: no byte sums, the marker at version 1.
   await app.kv.delete(projectBytesKey(project.id));
   await app.kv.set(aggregatesMarkerKey(), { version: 1, building_since: null });
-  assert.equal(await buildAggregates(app.kv), "built");
-  assert.equal((await getProjectBytes(app.kv, [project.id])).get(project.id), 1500);
+  assert.equal(await buildAggregates(app.store), "built");
+  assert.equal((await getProjectBytes(app.store, [project.id])).get(project.id), 1500);
 });
 
 Deno.test("a new project starts with the operator's default policy", async () => {

@@ -23,6 +23,7 @@ import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "
 import { listArtifactFiles } from "./admin_helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
 import { makeDataTempDir, type ServerProcess, startInstances } from "./server_process.ts";
+import { createStore } from "../src/store/store.ts";
 
 const IDS = Array.from({ length: 10_000 }, (_, i) => `install-${i}-${(i * 7919) % 10007}`);
 
@@ -50,7 +51,7 @@ Deno.test("staged rollouts through the client API", async (t) => {
     });
     assert.equal(await withId.text(), before);
     // What the route sent before rollouts existed: the envelope of the latest pointer's release.
-    const latest = (await getLatestRelease(app.kv, project.id))!;
+    const latest = (await getLatestRelease(app.store, project.id))!;
     assert.equal(before, new TextDecoder().decode(releaseEnvelopeBody(project, latest)));
   });
 
@@ -58,12 +59,12 @@ Deno.test("staged rollouts through the client API", async (t) => {
   // seedRelease makes it latest: roll back to 1.0.0 as latest, then stage 2.0.0.
   const v1b = await seedRelease(app, project.id, "1.0.1");
   await t.step("a rollout needs a release that is not the latest", async () => {
-    await assert.rejects(startRollout(app.kv, v1b.id, { percentage: 10 }), /already the latest/);
-    await assert.rejects(startRollout(app.kv, v2.id, { percentage: 101 }), /0 to 100/);
+    await assert.rejects(startRollout(app.store, v1b.id, { percentage: 10 }), /already the latest/);
+    await assert.rejects(startRollout(app.store, v2.id, { percentage: 101 }), /0 to 100/);
   });
 
   await t.step("a 10% rollout reaches 10% ± 1.5% of 10,000 install ids", async () => {
-    await startRollout(app.kv, v2.id, { percentage: 10 });
+    await startRollout(app.store, v2.id, { percentage: 10 });
     let reached = 0;
     for (const id of IDS) if ((await latestFor(app, secret, id)) === "2.0.0") reached++;
     assert.ok(Math.abs(reached / IDS.length - 0.1) <= 0.015, `reached ${reached}`);
@@ -78,7 +79,7 @@ Deno.test("staged rollouts through the client API", async (t) => {
     const first = await Promise.all(IDS.slice(0, 300).map((id) => latestFor(app, secret, id)));
     const again = await Promise.all(IDS.slice(0, 300).map((id) => latestFor(app, secret, id)));
     assert.deepEqual(again, first);
-    await changeRollout(app.kv, project.id, { percentage: 50 });
+    await changeRollout(app.store, project.id, { percentage: 50 });
     const wider = await Promise.all(IDS.slice(0, 300).map((id) => latestFor(app, secret, id)));
     first.forEach((version, i) => {
       if (version === "2.0.0") assert.equal(wider[i], "2.0.0");
@@ -94,40 +95,40 @@ Deno.test("staged rollouts through the client API", async (t) => {
   });
 
   await t.step("halt: everyone gets the previous latest; resume brings it back", async () => {
-    await changeRollout(app.kv, project.id, { halted: true });
+    await changeRollout(app.store, project.id, { halted: true });
     for (const id of IDS.slice(0, 500)) assert.equal(await latestFor(app, secret, id), "1.0.1");
-    await changeRollout(app.kv, project.id, { halted: false });
+    await changeRollout(app.store, project.id, { halted: false });
     const versions = await Promise.all(IDS.slice(0, 500).map((id) => latestFor(app, secret, id)));
     assert.ok(versions.includes("2.0.0"));
   });
 
   await t.step("testers first: a tagged key gets it at 0%", async () => {
     const tester = await seedKey(app, { rollout_tags: ["beta-testers"] });
-    await changeRollout(app.kv, project.id, { percentage: 0, tester_tag: "beta-testers" });
+    await changeRollout(app.store, project.id, { percentage: 0, tester_tag: "beta-testers" });
     assert.equal(await latestFor(app, tester.secret, "x"), "2.0.0");
     assert.equal(await latestFor(app, secret, IDS[0]), "1.0.1");
   });
 
   await t.step("a schedule raises the percentage at its times", async () => {
-    await changeRollout(app.kv, project.id, {
+    await changeRollout(app.store, project.id, {
       schedule: [{ at: new Date(Date.now() - 1000).toISOString(), percentage: 100 }],
       tester_tag: null,
     });
     assert.equal(await latestFor(app, secret, IDS[1]), "2.0.0");
-    await changeRollout(app.kv, project.id, {
+    await changeRollout(app.store, project.id, {
       schedule: [{ at: new Date(Date.now() + 3_600_000).toISOString(), percentage: 100 }],
     });
     assert.equal(await latestFor(app, secret, IDS[1]), "1.0.1");
   });
 
   await t.step("complete: the release is the latest for everyone, the rollout gone", async () => {
-    await completeRollout(app.kv, project.id);
-    assert.equal((await getLatestRelease(app.kv, project.id))?.id, v2.id);
+    await completeRollout(app.store, project.id);
+    assert.equal((await getLatestRelease(app.store, project.id))?.id, v2.id);
     for (const id of IDS.slice(0, 50)) assert.equal(await latestFor(app, secret, id), "2.0.0");
-    assert.equal(await endRollout(app.kv, project.id), null);
+    assert.equal(await endRollout(app.store, project.id), null);
     const now = await (await app.request("/api/v1/projects/desktop/releases/latest", secret))
       .text();
-    const latest = (await getLatestRelease(app.kv, project.id))!;
+    const latest = (await getLatestRelease(app.store, project.id))!;
     assert.equal(now, new TextDecoder().decode(releaseEnvelopeBody(project, latest)));
   });
 });
@@ -145,10 +146,11 @@ Deno.test("three instances: stable answers, a halt seen everywhere within 100 ms
   const dataDir = await makeDataTempDir("rollouts");
   const servers = await startInstances(3, dataDir);
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+  const store = createStore(kv);
   try {
-    const project = await createProject(kv, { name: "Desktop", slug: "desktop" });
+    const project = await createProject(store, { name: "Desktop", slug: "desktop" });
     const release = (version: string) =>
-      createRelease(kv, {
+      createRelease(store, {
         project_id: project.id,
         version,
         filename: `app-${version}.bin`,
@@ -159,12 +161,12 @@ Deno.test("three instances: stable answers, a halt seen everywhere within 100 ms
     await release("1.0.0");
     const v2 = await release("2.0.0");
     await release("1.0.1");
-    const { secret } = await createApiKey(kv, {
+    const { secret } = await createApiKey(store, {
       name: "k",
       can_download: true,
       scope_mode: "all_projects",
     });
-    await startRollout(kv, v2.id, { percentage: 30 });
+    await startRollout(store, v2.id, { percentage: 30 });
     await new Promise((resolve) => setTimeout(resolve, 250));
     const ids = IDS.slice(0, 60);
 
@@ -181,7 +183,7 @@ Deno.test("three instances: stable answers, a halt seen everywhere within 100 ms
       const member = ids.find((id) =>
         rolloutBucket(v2.id, clientIdentity(id, { id: 0 } as never)) < 3000
       )!;
-      await changeRollout(kv, project.id, { halted: true });
+      await changeRollout(store, project.id, { halted: true });
       const haltedAt = performance.now();
       const lastOld = await Promise.all(servers.map(async (server) => {
         let old = -Infinity;
@@ -208,7 +210,7 @@ Deno.test("the publishing API: upload with a rollout, halt, resume, widen, compl
   await using app = await createTestApp();
   const project = await seedProject(app, { slug: "desktop" });
   await seedRelease(app, project.id, "1.0.0");
-  const { secret } = await seedPublishToken(app.kv);
+  const { secret } = await seedPublishToken(app.store);
   const { secret: key } = await seedKey(app);
   const call = (path: string, init: RequestInit = {}) =>
     app.request(PUBLISH_PREFIX + path, secret, init);
@@ -266,7 +268,7 @@ Deno.test("the publishing API: upload with a rollout, halt, resume, widen, compl
     assert.equal(done.status, 200);
     assert.equal((await done.json()).release.is_latest ?? true, true);
     assert.equal((await (await call("/projects/desktop/rollout")).json()).rollout, null);
-    const actions = (await listAuditEntries(app.kv, { limit: 100 })).entries
+    const actions = (await listAuditEntries(app.store, { limit: 100 })).entries
       .map((entry) => entry.action).filter((action) => action.startsWith("rollout."));
     assert.deepEqual(actions.sort(), [
       "rollout.change",
@@ -320,7 +322,7 @@ Deno.test("an upload whose rollout does not start is published, and the answer s
   const project = await seedProject(app, { slug: "desktop" });
   assert.equal(project.id, 1);
   const base = await seedRelease(app, project.id, "1.0.0");
-  const { secret } = await seedPublishToken(app.kv);
+  const { secret } = await seedPublishToken(app.store);
   const upload = (fields: Record<string, string>) =>
     app.request(`${PUBLISH_PREFIX}/projects/desktop/releases`, secret, {
       method: "POST",
@@ -339,9 +341,9 @@ Deno.test("an upload whose rollout does not start is published, and the answer s
       "the release was published (active, not the latest) but its rollout did not start: " +
         `the store did not answer; start it with POST /publish/v1/releases/${body.release.id}/rollout`,
     );
-    assert.equal(await getRollout(app.kv, project.id), null);
-    assert.equal((await getLatestRelease(app.kv, project.id))?.id, base.id);
-    const actions = (await listAuditEntries(app.kv, { limit: 100 })).entries
+    assert.equal(await getRollout(app.store, project.id), null);
+    assert.equal((await getLatestRelease(app.store, project.id))?.id, base.id);
+    const actions = (await listAuditEntries(app.store, { limit: 100 })).entries
       .map((entry) => entry.action);
     assert.ok(actions.includes("release.upload"));
     assert.ok(!actions.includes("rollout.start"));
@@ -354,7 +356,7 @@ Deno.test("an upload whose rollout does not start is published, and the answer s
   });
 
   await t.step("a tester tag longer than a tag may be: 400, nothing stored", async () => {
-    const before = (await listReleasesByProject(app.kv, project.id)).length;
+    const before = (await listReleasesByProject(app.store, project.id)).length;
     const res = await upload({
       version: "3.0.0",
       rollout_percentage: "10",
@@ -362,7 +364,7 @@ Deno.test("an upload whose rollout does not start is published, and the answer s
     });
     assert.equal(res.status, 400);
     assert.match((await res.json()).error, /^tester_tag: /);
-    assert.equal((await listReleasesByProject(app.kv, project.id)).length, before);
+    assert.equal((await listReleasesByProject(app.store, project.id)).length, before);
   });
 });
 
@@ -375,7 +377,7 @@ Deno.test("an upload with a rollout sees, in its own commit, the latest made jus
       app.config.maxUploadBytes,
     );
     return () =>
-      recordUpload(app.kv, app.artifacts, {
+      recordUpload(app.store, app.artifacts, {
         file: { stored, filename: undefined, contentType: undefined },
         build: () => ({
           release: { project_id: project.id, version, filename: `app-${version}.bin`, ...stored },
@@ -393,7 +395,7 @@ Deno.test("an upload with a rollout sees, in its own commit, the latest made jus
     assert.ok(second.rollout !== null && "started" in second.rollout, "the rollout started");
     assert.equal(second.rollout.started.previous_id, first.release.id);
     assert.equal(second.rollout.started.release_id, second.release.id);
-    assert.equal((await getLatestRelease(app.kv, project.id))?.id, first.release.id);
+    assert.equal((await getLatestRelease(app.store, project.id))?.id, first.release.id);
   });
 
   await t.step("into a project without a latest, it is simply the latest", async () => {
@@ -402,7 +404,7 @@ Deno.test("an upload with a rollout sees, in its own commit, the latest made jus
       ReadableStream.from([new TextEncoder().encode("fresh")]),
       app.config.maxUploadBytes,
     );
-    const recorded = await recordUpload(app.kv, app.artifacts, {
+    const recorded = await recordUpload(app.store, app.artifacts, {
       file: { stored, filename: undefined, contentType: undefined },
       build: () => ({
         release: { project_id: other.id, version: "1.0.0", filename: "a.bin", ...stored },
@@ -410,7 +412,7 @@ Deno.test("an upload with a rollout sees, in its own commit, the latest made jus
       }),
     });
     assert.equal(recorded.rollout, null);
-    assert.equal((await getLatestRelease(app.kv, other.id))?.id, recorded.release.id);
+    assert.equal((await getLatestRelease(app.store, other.id))?.id, recorded.release.id);
   });
 });
 
@@ -419,9 +421,12 @@ Deno.test("the publishing API: rollouts need release_state, the upload's rollout
   const project = await seedProject(app, { slug: "desktop" });
   const v1 = await seedRelease(app, project.id, "1.0.0");
   const v2 = await seedRelease(app, project.id, "2.0.0");
-  await makeReleaseLatest(app.kv, v1.id);
-  const uploader = await seedPublishToken(app.kv, { name: "upload only", permissions: ["upload"] });
-  const stater = await seedPublishToken(app.kv, {
+  await makeReleaseLatest(app.store, v1.id);
+  const uploader = await seedPublishToken(app.store, {
+    name: "upload only",
+    permissions: ["upload"],
+  });
+  const stater = await seedPublishToken(app.store, {
     name: "state only",
     permissions: ["release_state"],
   });
@@ -434,9 +439,9 @@ Deno.test("the publishing API: rollouts need release_state, the upload's rollout
       }),
     });
   const stored = async () => ({
-    releases: (await listReleasesByProject(app.kv, project.id)).length,
+    releases: (await listReleasesByProject(app.store, project.id)).length,
     files: await listArtifactFiles(app),
-    rollout: await getRollout(app.kv, project.id),
+    rollout: await getRollout(app.store, project.id),
   });
   const ROUTES: Array<[string, string, unknown?]> = [
     ["POST", `/releases/${v2.id}/rollout`, { percentage: 10 }],
@@ -471,7 +476,7 @@ Deno.test("the publishing API: rollouts need release_state, the upload's rollout
         uploadForm({ version: "3.0.0", rollout_percentage: "" }, { bytes: new Uint8Array([3]) }),
       );
       assert.equal(plain.status, 201, "an upload without a rollout is its permission");
-      await makeReleaseLatest(app.kv, v1.id);
+      await makeReleaseLatest(app.store, v1.id);
     },
   );
 
@@ -481,7 +486,7 @@ Deno.test("the publishing API: rollouts need release_state, the upload's rollout
       assert.equal(res.status, 403, `${method} ${path}`);
       assert.match((await res.json()).error, /lacks the permission release_state/);
     }
-    assert.equal(await getRollout(app.kv, project.id), null);
+    assert.equal(await getRollout(app.store, project.id), null);
     const read = await send(uploader.secret, "GET", "/projects/desktop/rollout");
     assert.equal(read.status, 200);
     assert.deepEqual(await read.json(), { rollout: null });
@@ -499,7 +504,7 @@ Deno.test("the publishing API: rollouts need release_state, the upload's rollout
         assert.equal(again.status, 200);
       }
     }
-    assert.equal((await getLatestRelease(app.kv, project.id))?.id, v2.id);
+    assert.equal((await getLatestRelease(app.store, project.id))?.id, v2.id);
     const upload = await send(
       stater.secret,
       "POST",

@@ -24,6 +24,7 @@ import { bucketContents, cephMissing, type Rgw, s3Client, startRgw } from "./rgw
 import { makeDataTempDir, runTask } from "./server_process.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { join } from "node:path";
+import { createStore } from "../src/store/store.ts";
 
 const MiB = 1024 * 1024;
 
@@ -143,7 +144,7 @@ Deno.test({
           ],
         ]);
         assert.equal(res.status, 303);
-        const [release] = await listReleasesByProject(app.kv, project.id);
+        const [release] = await listReleasesByProject(app.store, project.id);
         assert.equal(release.checksum_sha256, sha256(bytes));
         assert.equal(release.size_bytes, bytes.length);
 
@@ -200,7 +201,7 @@ Deno.test({
         await (await app.request(path, secret, { headers: { range: "bytes=0-9" } }))
           .arrayBuffer();
         await (await app.request(path, secret, { method: "HEAD" })).body?.cancel();
-        assert.equal(await downloadCount(app.kv, release.id), 1);
+        assert.equal(await downloadCount(app.store, release.id), 1);
         await artifacts.remove(release.storage_key);
         const gone = await app.request(path, secret);
         assert.equal(gone.status, 404);
@@ -212,9 +213,10 @@ Deno.test({
         const store = await createS3Store(bucket, 64 * MiB);
         const young = await createS3Store({ ...bucket, sweepAfterSeconds: 3600 }, 64 * MiB);
         const kv = await Deno.openKv(":memory:");
+        const records = createStore(kv);
         try {
-          const project = await createProject(kv, { name: "App", slug: "app" });
-          const kept = await publishRelease(kv, store, {
+          const project = await createProject(records, { name: "App", slug: "app" });
+          const kept = await publishRelease(records, store, {
             release: { project_id: project.id, version: "1", filename: "a.bin" },
             source: source(randomBytes(1000)),
             maxBytes: MiB,
@@ -237,9 +239,15 @@ Deno.test({
               Body: randomBytes(1000),
             }),
           );
-          assert.deepEqual(await sweepStore(kv, young), { removedUploads: 0, removedArtifacts: 0 });
+          assert.deepEqual(await sweepStore(records, young), {
+            removedUploads: 0,
+            removedArtifacts: 0,
+          });
           await new Promise((resolve) => setTimeout(resolve, 2100));
-          assert.deepEqual(await sweepStore(kv, store), { removedUploads: 1, removedArtifacts: 1 });
+          assert.deepEqual(await sweepStore(records, store), {
+            removedUploads: 1,
+            removedArtifacts: 1,
+          });
           assert.deepEqual(await bucketContents(bucket), {
             objects: [`a/${kept.storage_key}`],
             uploads: [],
@@ -257,10 +265,11 @@ Deno.test({
           const store = await createS3Store(origin, 64 * MiB);
           await Deno.mkdir(join(root, "source"));
           const kv = await Deno.openKv(join(root, "source", "kv.sqlite3"));
-          const project = await createProject(kv, { name: "App", slug: "app" });
+          const records = createStore(kv);
+          const project = await createProject(records, { name: "App", slug: "app" });
           const bytes = [randomBytes(9 * MiB), randomBytes(1234)];
           for (const [i, b] of bytes.entries()) {
-            await publishRelease(kv, store, {
+            await publishRelease(records, store, {
               release: { project_id: project.id, version: `${i}`, filename: "a.bin" },
               source: source(b),
               maxBytes: 64 * MiB,
@@ -281,7 +290,7 @@ Deno.test({
           const targetStore = await createS3Store(target, 64 * MiB);
           const targetKv = await Deno.openKv(join(root, "target", "kv.sqlite3"));
           try {
-            const releases = await listReleasesByProject(targetKv, project.id);
+            const releases = await listReleasesByProject(createStore(targetKv), project.id);
             assert.equal(releases.length, 2);
             for (const release of releases) {
               const opened = await targetStore.open(release.storage_key);
@@ -420,7 +429,7 @@ Deno.test({
         assert.equal(stale.status, 200);
         assert.equal(sha256(new Uint8Array(await stale.arrayBuffer())), sha256(bytes));
 
-        assert.equal(await downloadCount(app.kv, release.id), 2);
+        assert.equal(await downloadCount(app.store, release.id), 2);
 
         // A multipart object: radosgw's own ETag is "<md5>-<parts>", and radosgw ignores If-Range.
         const large = randomBytes(9 * MiB + 7);
@@ -448,7 +457,7 @@ Deno.test({
           assert.equal(sha256(whole), multipart.checksum_sha256);
         }
         // The first GET and both resumptions to the end count.
-        assert.equal(await downloadCount(app.kv, multipart.id), 3);
+        assert.equal(await downloadCount(app.store, multipart.id), 3);
         // Streamed by the service (stream mode), a resume with the store's ETag is a 206 too.
         const streamed = await serveArtifact(
           multipart,

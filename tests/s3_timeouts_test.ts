@@ -13,6 +13,7 @@ import { createApiKey, type Release, releaseKey } from "../src/store/mod.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import { cephMissing, type Rgw, startRgw } from "./rgw.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
+import { createStore } from "../src/store/store.ts";
 
 const METRICS_TOKEN = "metrics-token-0123456789";
 /** APP_S3_TIMEOUT_SECONDS=1: three attempts and the SDK's backoff stay well under this. */
@@ -38,8 +39,9 @@ async function setUp(server: ServerProcess, dataDir: string) {
   ]);
   assert.equal(uploaded.status, 303, await uploaded.text());
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+  const store = createStore(kv);
   try {
-    const { secret } = await createApiKey(kv, {
+    const { secret } = await createApiKey(store, {
       name: "client",
       can_download: true,
       scope_mode: "all_projects",

@@ -11,6 +11,7 @@ import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { createApiKey, createProject } from "../src/store/mod.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 import { sleep } from "./helpers.ts";
+import { createStore } from "../src/store/store.ts";
 
 const SIZE = 24 * 1024 * 1024;
 
@@ -25,16 +26,17 @@ interface Seeded {
 async function seed(): Promise<Seeded> {
   const dataDir = await makeDataTempDir("test-shutdown");
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+  const store = createStore(kv);
   try {
     const block = crypto.getRandomValues(new Uint8Array(64 * 1024));
     const chunks = Array.from({ length: SIZE / block.byteLength }, () => block);
-    const project = await createProject(kv, { name: "Desktop", slug: "desktop" });
-    const release = await publishRelease(kv, createFsStore(join(dataDir, "artifacts")), {
+    const project = await createProject(store, { name: "Desktop", slug: "desktop" });
+    const release = await publishRelease(store, createFsStore(join(dataDir, "artifacts")), {
       release: { project_id: project.id, version: "1.0.0", filename: "app.bin" },
       source: ReadableStream.from(chunks),
       maxBytes: SIZE,
     });
-    const { secret } = await createApiKey(kv, {
+    const { secret } = await createApiKey(store, {
       name: "shutdown test",
       can_download: true,
       scope_mode: "all_projects",

@@ -23,7 +23,7 @@ const CHECK = ["check", "--project", "app", "--current", "1.0.0"];
 Deno.test("the CLI pinned to an offline root follows a rotation it never saw", async (t) => {
   await using service = await startPinnedService();
   const { app } = service;
-  await createAdminUser(app.kv, "owner", await hashPassword("owner password 123"));
+  await createAdminUser(app.store, "owner", await hashPassword("owner password 123"));
   const admin = new AdminClient(app);
   assert.equal((await admin.signIn("owner", "owner password 123")).status, 303);
   const dir = await Deno.makeTempDir({ prefix: "uds-root-" });
@@ -134,7 +134,7 @@ Deno.test("the CLI pinned to an offline root follows a rotation it never saw", a
       );
       const nextKid = await addActiveSigningKey(app);
       for (const kid of oldKids) {
-        await setSigningKeyStatus(app.kv, { kid, status: "retired", keepOneActive: true });
+        await setSigningKeyStatus(app.store, { kid, status: "retired", keepOneActive: true });
       }
       await app.signer.reload();
       // The document still lists only the old key: the new key's answers are refused...

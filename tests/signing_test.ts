@@ -177,7 +177,7 @@ Deno.test("rotation: a second active key signs beside the first, then alone", as
   const first = (await keySet(app))[0];
   const nextKid = await addActiveSigningKey(app);
   await assert.rejects(
-    setSigningKeyStatus(app.kv, { kid: "knope", status: "active", keepOneActive: true }),
+    setSigningKeyStatus(app.store, { kid: "knope", status: "active", keepOneActive: true }),
   );
   // The admin UI reloads its own instance at once; another instance within seconds.
   const signer = await reloadedSigner(app);
@@ -190,9 +190,9 @@ Deno.test("rotation: a second active key signs beside the first, then alone", as
     [first.kid, nextKid].sort(),
   );
 
-  await setSigningKeyStatus(app.kv, { kid: first.kid, status: "retired", keepOneActive: true });
+  await setSigningKeyStatus(app.store, { kid: first.kid, status: "retired", keepOneActive: true });
   await assert.rejects(
-    setSigningKeyStatus(app.kv, { kid: nextKid, status: "retired", keepOneActive: true }),
+    setSigningKeyStatus(app.store, { kid: nextKid, status: "retired", keepOneActive: true }),
     /only active key/,
   );
   await reloadedSigner(app);

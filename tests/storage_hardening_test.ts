@@ -11,6 +11,7 @@ import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { createProject } from "../src/store/mod.ts";
 import { createAdminTestApp, listArtifactFiles, signedInClient } from "./admin_helpers.ts";
 import { seedProject } from "./helpers.ts";
+import { createStore } from "../src/store/store.ts";
 
 function modeOf(info: Deno.FileInfo): string {
   return ((info.mode ?? 0) & 0o777).toString(8);
@@ -39,9 +40,10 @@ Deno.test("issue 9.4: KV files, artifacts and backups are 0600 in 0700 directori
     await makePrivateDir(dataDir);
     const kvPath = join(dataDir, "kv.sqlite3");
     const kv = await openPrivateKv(kvPath);
+    const store = createStore(kv);
     try {
-      const project = await createProject(kv, { name: "App", slug: "app" });
-      await publishRelease(kv, createFsStore(join(dataDir, "artifacts")), {
+      const project = await createProject(store, { name: "App", slug: "app" });
+      await publishRelease(store, createFsStore(join(dataDir, "artifacts")), {
         release: { project_id: project.id, version: "1.0.0", filename: "a.bin" },
         source: ReadableStream.from([new Uint8Array(1000)]),
         maxBytes: 1 << 20,

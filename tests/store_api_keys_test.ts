@@ -17,7 +17,7 @@ import {
   ValidationError,
 } from "../src/store/mod.ts";
 import { judgeApiKey, keyReachesNothing, keyState } from "../src/store/access.ts";
-import { dumpKv, dumpKvText, withKv } from "./helpers.ts";
+import { dumpKv, dumpKvText, withKv, withStore } from "./helpers.ts";
 
 const base = { name: "ci", can_download: true, scope_mode: "all_projects" };
 
@@ -40,8 +40,8 @@ Deno.test("the key hash is the hex SHA-256 of the full key", () => {
 });
 
 Deno.test("only the hash of a key is stored, never the key", () =>
-  withKv(async (kv) => {
-    const { apiKey, secret } = await createApiKey(kv, base);
+  withKv(async (kv, store) => {
+    const { apiKey, secret } = await createApiKey(store, base);
     assert.equal(apiKey.hash, hashApiKeySecret(secret));
     const everything = await dumpKvText(kv);
     assert.ok(!everything.includes(secret), "the full key is nowhere in KV");
@@ -50,25 +50,25 @@ Deno.test("only the hash of a key is stored, never the key", () =>
   }));
 
 Deno.test("a key is found by the hash of what the client presents", () =>
-  withKv(async (kv) => {
-    const { apiKey, secret } = await createApiKey(kv, base);
+  withKv(async (kv, store) => {
+    const { apiKey, secret } = await createApiKey(store, base);
     assert.equal((await kv.get(apiKeyByHashKey(apiKey.hash))).value, apiKey.id);
-    assert.deepEqual(await getApiKeyByHash(kv, hashApiKeySecret(secret)), apiKey);
-    assert.equal(await getApiKeyByHash(kv, hashApiKeySecret(secret + "x")), null);
+    assert.deepEqual(await getApiKeyByHash(store, hashApiKeySecret(secret)), apiKey);
+    assert.equal(await getApiKeyByHash(store, hashApiKeySecret(secret + "x")), null);
   }));
 
 Deno.test("key ids are integers from a KV counter", () =>
-  withKv(async (kv) => {
-    const a = await createApiKey(kv, base);
-    const b = await createApiKey(kv, base);
+  withKv(async (kv, store) => {
+    const a = await createApiKey(store, base);
+    const b = await createApiKey(store, base);
     assert.deepEqual([a.apiKey.id, b.apiKey.id], [1, 2]);
     // The counter is ahead by the block of ids this process claimed (issue 19.1).
     assert.ok(((await kv.get<number>(counterKey("api_keys"))).value ?? 0) >= 2);
   }));
 
 Deno.test("a new key is active and keeps its scope, lists and expiry", () =>
-  withKv(async (kv) => {
-    const { apiKey } = await createApiKey(kv, {
+  withStore(async (store) => {
+    const { apiKey } = await createApiKey(store, {
       name: " deploy ",
       can_download: false,
       scope_mode: "tag_allow_list",
@@ -83,11 +83,11 @@ Deno.test("a new key is active and keeps its scope, lists and expiry", () =>
     assert.deepEqual(apiKey.project_ids, [3, 1]);
     assert.deepEqual(apiKey.tags, ["beta", "win"]);
     assert.equal(apiKey.expires_at, "2029-12-31T23:00:00.000Z");
-    assert.deepEqual(await getApiKey(kv, apiKey.id), apiKey);
+    assert.deepEqual(await getApiKey(store, apiKey.id), apiKey);
   }));
 
 Deno.test("invalid key input is refused and nothing is stored", () =>
-  withKv(async (kv) => {
+  withKv(async (kv, store) => {
     for (
       const [extra, field] of [
         [{ scope_mode: "everything" }, "scope_mode"],
@@ -96,7 +96,7 @@ Deno.test("invalid key input is refused and nothing is stored", () =>
       ] as const
     ) {
       await assert.rejects(
-        createApiKey(kv, { ...base, ...extra }),
+        createApiKey(store, { ...base, ...extra }),
         (e) => e instanceof ValidationError && e.field === field,
       );
     }
@@ -104,36 +104,36 @@ Deno.test("invalid key input is refused and nothing is stored", () =>
   }));
 
 Deno.test("disabling and enabling a key flips active", () =>
-  withKv(async (kv) => {
-    const { apiKey } = await createApiKey(kv, base);
-    assert.equal((await setApiKeyActive(kv, apiKey.id, false)).active, false);
-    assert.equal((await getApiKeyByHash(kv, apiKey.hash))?.active, false);
-    assert.equal((await setApiKeyActive(kv, apiKey.id, true)).active, true);
-    await assert.rejects(setApiKeyActive(kv, 77, false), NotFoundError);
+  withStore(async (store) => {
+    const { apiKey } = await createApiKey(store, base);
+    assert.equal((await setApiKeyActive(store, apiKey.id, false)).active, false);
+    assert.equal((await getApiKeyByHash(store, apiKey.hash))?.active, false);
+    assert.equal((await setApiKeyActive(store, apiKey.id, true)).active, true);
+    await assert.rejects(setApiKeyActive(store, 77, false), NotFoundError);
   }));
 
 Deno.test("last use is kept apart from the key and shown when listing", () =>
-  withKv(async (kv) => {
+  withStore(async (store) => {
     const keys = [];
-    for (let i = 0; i < 12; i++) keys.push((await createApiKey(kv, base)).apiKey);
-    await recordApiKeyUse(kv, keys[11].id, "2025-01-01T00:00:00.000Z");
-    const listed = await listApiKeys(kv);
+    for (let i = 0; i < 12; i++) keys.push((await createApiKey(store, base)).apiKey);
+    await recordApiKeyUse(store, keys[11].id, "2025-01-01T00:00:00.000Z");
+    const listed = await listApiKeys(store);
     assert.deepEqual(listed.map((k) => k.id), keys.map((k) => k.id));
     assert.equal(listed[11].last_used_at, "2025-01-01T00:00:00.000Z");
     assert.equal(listed[0].last_used_at, null);
-    assert.equal((await getApiKey(kv, keys[11].id))?.last_used_at, undefined);
+    assert.equal((await getApiKey(store, keys[11].id))?.last_used_at, undefined);
   }));
 
 Deno.test("expires_at is parsed once, by the store: RFC 3339 or datetime-local (UTC)", () =>
-  withKv(async (kv) => {
-    const local = await createApiKey(kv, { ...base, expires_at: "2031-01-02T03:04" });
+  withKv(async (kv, store) => {
+    const local = await createApiKey(store, { ...base, expires_at: "2031-01-02T03:04" });
     assert.equal(local.apiKey.expires_at, "2031-01-02T03:04:00.000Z");
-    const none = await createApiKey(kv, { ...base, expires_at: " " });
+    const none = await createApiKey(store, { ...base, expires_at: " " });
     assert.equal(none.apiKey.expires_at, null);
     const before = await dumpKv(kv);
     for (const bad of ["2026-02-30T10:00", "2026-12-31", "Tue, 01 Dec 2026 10:00:00 GMT"]) {
       await assert.rejects(
-        createApiKey(kv, { ...base, expires_at: bad }),
+        createApiKey(store, { ...base, expires_at: bad }),
         (e) => e instanceof ValidationError && e.field === "expires_at",
         bad,
       );
@@ -142,20 +142,20 @@ Deno.test("expires_at is parsed once, by the store: RFC 3339 or datetime-local (
   }));
 
 Deno.test("key state: one expiry rule for the API's verdict and the admin's state", () =>
-  withKv(async (kv) => {
+  withStore(async (store) => {
     const at = Date.parse("2030-01-01T00:00:00Z");
-    const { apiKey } = await createApiKey(kv, { ...base, expires_at: "2030-01-01T00:00:00Z" });
+    const { apiKey } = await createApiKey(store, { ...base, expires_at: "2030-01-01T00:00:00Z" });
     assert.equal(keyState(apiKey, at - 1), "active");
     assert.equal(judgeApiKey(apiKey, at - 1), "ok");
     assert.equal(keyState(apiKey, at), "expired", "expired from the instant itself");
     assert.equal(judgeApiKey(apiKey, at), "invalid");
-    const disabled = await setApiKeyActive(kv, apiKey.id, false);
+    const disabled = await setApiKeyActive(store, apiKey.id, false);
     assert.equal(keyState(disabled, at - 1), "disabled");
     assert.equal(judgeApiKey(disabled, at - 1), "invalid");
   }));
 
 Deno.test("an empty allow list is stored, and the store says the key reaches nothing", () =>
-  withKv(async (kv) => {
+  withStore(async (store) => {
     const cases = [
       [{ scope_mode: "project_allow_list", project_ids: [] }, true],
       [{ scope_mode: "tag_allow_list", tags: [" ", ""] }, true],
@@ -166,8 +166,8 @@ Deno.test("an empty allow list is stored, and the store says the key reaches not
       [{ scope_mode: "all_projects" }, false],
     ] as const;
     for (const [scope, nothing] of cases) {
-      const { apiKey } = await createApiKey(kv, { ...base, ...scope });
+      const { apiKey } = await createApiKey(store, { ...base, ...scope });
       assert.equal(keyReachesNothing(apiKey), nothing, JSON.stringify(scope));
-      assert.deepEqual(await getApiKey(kv, apiKey.id), apiKey);
+      assert.deepEqual(await getApiKey(store, apiKey.id), apiKey);
     }
   }));

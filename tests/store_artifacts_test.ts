@@ -12,7 +12,8 @@ import {
 } from "../src/storage/mod.ts";
 import { createProject, listReleasesByProject, ValidationError } from "../src/store/mod.ts";
 import { faultyKv } from "./faults.ts";
-import { dumpKv, listDir, sha256, withKv } from "./helpers.ts";
+import { dumpKv, listDir, sha256, withKv, withStore } from "./helpers.ts";
+import { createStore } from "../src/store/store.ts";
 
 async function withDir(fn: (dir: string) => Promise<void>) {
   const root = await Deno.makeTempDir({ prefix: "uds-artifacts-" });
@@ -247,9 +248,9 @@ Deno.test("openArtifact streams a stored file; missing or malformed keys give nu
 
 Deno.test("publishRelease: stored bytes and the release record agree", () =>
   withDir((dir) =>
-    withKv(async (kv) => {
-      const project = await createProject(kv, { name: "App", slug: "app" });
-      const release = await publishRelease(kv, createFsStore(dir), {
+    withStore(async (store) => {
+      const project = await createProject(store, { name: "App", slug: "app" });
+      const release = await publishRelease(store, createFsStore(dir), {
         release: { project_id: project.id, version: "1.0", filename: "a.zip" },
         source: chunks("zip bytes"),
         maxBytes: 100,
@@ -262,12 +263,12 @@ Deno.test("publishRelease: stored bytes and the release record agree", () =>
 
 Deno.test("publishRelease: a failed upload leaves no release and no file", () =>
   withDir((dir) =>
-    withKv(async (kv) => {
-      const project = await createProject(kv, { name: "App", slug: "app" });
+    withKv(async (kv, store) => {
+      const project = await createProject(store, { name: "App", slug: "app" });
       const before = await dumpKv(kv);
       const fields = { project_id: project.id, version: "1.0", filename: "a.zip" };
       await assert.rejects(
-        publishRelease(kv, createFsStore(dir), {
+        publishRelease(store, createFsStore(dir), {
           release: fields,
           source: chunks("x".repeat(11)),
           maxBytes: 10,
@@ -275,11 +276,15 @@ Deno.test("publishRelease: a failed upload leaves no release and no file", () =>
         UploadTooLargeError,
       );
       await assert.rejects(
-        publishRelease(kv, createFsStore(dir), { release: fields, source: chunks(), maxBytes: 10 }),
+        publishRelease(store, createFsStore(dir), {
+          release: fields,
+          source: chunks(),
+          maxBytes: 10,
+        }),
         EmptyUploadError,
       );
       await assert.rejects(
-        publishRelease(kv, createFsStore(dir), {
+        publishRelease(store, createFsStore(dir), {
           release: fields,
           source: failingStream("x"),
           maxBytes: 10,
@@ -293,12 +298,13 @@ Deno.test("publishRelease: a failed upload leaves no release and no file", () =>
 
 Deno.test("publishRelease: a KV commit failure after the file was written removes the file", () =>
   withDir((dir) =>
-    withKv(async (kv) => {
-      const project = await createProject(kv, { name: "App", slug: "app" });
+    withKv(async (kv, store) => {
+      const project = await createProject(store, { name: "App", slug: "app" });
       const before = await dumpKv(kv);
       const broken = faultyKv(kv, { failCommit: true });
+      const brokenStore = createStore(broken);
       await assert.rejects(
-        publishRelease(broken, createFsStore(dir), {
+        publishRelease(brokenStore, createFsStore(dir), {
           release: { project_id: project.id, version: "1.0", filename: "a.zip" },
           source: chunks("bytes"),
           maxBytes: 100,
@@ -306,16 +312,16 @@ Deno.test("publishRelease: a KV commit failure after the file was written remove
         /kv commit failed/,
       );
       assert.deepEqual(await listDir(dir), [], "no file in artifacts/");
-      assert.deepEqual(await listReleasesByProject(kv, project.id), [], "no release");
+      assert.deepEqual(await listReleasesByProject(store, project.id), [], "no release");
       assert.deepEqual(await dumpKv(kv), before);
     })
   ));
 
 Deno.test("publishRelease: a release refused by the store removes the file", () =>
   withDir((dir) =>
-    withKv(async (kv) => {
+    withKv(async (kv, store) => {
       await assert.rejects(
-        publishRelease(kv, createFsStore(dir), {
+        publishRelease(store, createFsStore(dir), {
           release: { project_id: 5, version: "1", filename: "a" },
           source: chunks("b"),
           maxBytes: 9,

@@ -18,7 +18,8 @@ import {
   ValidationError,
 } from "../src/store/mod.ts";
 import { faultyKv } from "./faults.ts";
-import { dumpKv, withKv } from "./helpers.ts";
+import { dumpKv, withKv, withStore } from "./helpers.ts";
+import { createStore } from "../src/store/store.ts";
 
 const ok = { ok: true, versionstamp: "00000000000000010000" } as const;
 
@@ -47,7 +48,7 @@ Deno.test("commitWithRetry passes other errors through at once", async () => {
 });
 
 Deno.test("the first admin and audit records are written even while another process holds the lock", () =>
-  withKv(async (kv) => {
+  withKv(async (kv, store) => {
     // Instances starting together on one KV file: the first commits find it locked.
     let locked = 2;
     const busy = new Proxy(kv, {
@@ -67,18 +68,19 @@ Deno.test("the first admin and audit records are written even while another proc
         };
       },
     });
-    const user = await createAdminUser(busy, "admin", "hash");
+    const busyStore = createStore(busy);
+    const user = await createAdminUser(busyStore, "admin", "hash");
     assert.equal(user?.username, "admin");
-    assert.equal(await createAdminUser(busy, "admin", "other"), null, "a taken name is null");
+    assert.equal(await createAdminUser(busyStore, "admin", "other"), null, "a taken name is null");
     locked = 2;
-    await recordAudit(busy, {
+    await recordAudit(busyStore, {
       actor: "system",
       action: "x",
       target: "y",
       details: "",
       address: "-",
     });
-    assert.equal((await listAuditEntries(kv, { limit: 5 })).entries.length, 1);
+    assert.equal((await listAuditEntries(store, { limit: 5 })).entries.length, 1);
   }));
 
 Deno.test("commitWithRetry gives up with a ConflictError when checks keep failing", async () => {
@@ -94,9 +96,9 @@ Deno.test("commitWithRetry gives up with a ConflictError when checks keep failin
 });
 
 Deno.test("a failed commit writes nothing: no record, no index entry, no counter bump", () =>
-  withKv(async (kv) => {
-    const project = await createProject(kv, { name: "App", slug: "app" });
-    const release = await createRelease(kv, {
+  withKv(async (kv, store) => {
+    const project = await createProject(store, { name: "App", slug: "app" });
+    const release = await createRelease(store, {
       project_id: project.id,
       version: "1",
       filename: "a",
@@ -106,38 +108,39 @@ Deno.test("a failed commit writes nothing: no record, no index entry, no counter
     });
     const before = await dumpKv(kv);
     const broken = faultyKv(kv, { failCommit: true });
-    await assert.rejects(createProject(broken, { name: "B", slug: "b" }), /commit failed/);
-    await assert.rejects(updateProject(broken, project.id, { name: "X" }), /commit failed/);
+    const brokenStore = createStore(broken);
+    await assert.rejects(createProject(brokenStore, { name: "B", slug: "b" }), /commit failed/);
+    await assert.rejects(updateProject(brokenStore, project.id, { name: "X" }), /commit failed/);
     await assert.rejects(
-      createApiKey(broken, { name: "k", can_download: true, scope_mode: "all_projects" }),
+      createApiKey(brokenStore, { name: "k", can_download: true, scope_mode: "all_projects" }),
       /commit failed/,
     );
-    await assert.rejects(setReleaseState(broken, release.id, "archived"), /commit failed/);
+    await assert.rejects(setReleaseState(brokenStore, release.id, "archived"), /commit failed/);
     assert.deepEqual(await dumpKv(kv), before);
   }));
 
 Deno.test("many-key reads past getMany's 10-key limit keep order and gaps", async (t) => {
-  await withKv(async (kv) => {
+  await withStore(async (store) => {
     const slugs = Array.from({ length: 23 }, (_, i) => `p-${i}`);
     const projects: Project[] = [];
-    for (const slug of slugs) projects.push(await createProject(kv, { slug, name: slug }));
+    for (const slug of slugs) projects.push(await createProject(store, { slug, name: slug }));
 
     await t.step("ids of 23 slugs, in the order asked", async () => {
       const asked = [...slugs].reverse();
-      const ids = await getProjectIdsBySlugs(kv, asked);
+      const ids = await getProjectIdsBySlugs(store, asked);
       assert.deepEqual(ids, asked.map((slug) => projects.find((p) => p.slug === slug)!.id));
     });
 
     await t.step("an unknown slug in the third chunk is named", async () => {
       await assert.rejects(
-        getProjectIdsBySlugs(kv, [...slugs, "nope"]),
+        getProjectIdsBySlugs(store, [...slugs, "nope"]),
         (error: Error) =>
           error instanceof ValidationError && /unknown project "nope"/.test(error.message),
       );
     });
 
     await t.step("download counts of 23 releases, missing counters as 0", async () => {
-      const release = await createRelease(kv, {
+      const release = await createRelease(store, {
         project_id: projects[0].id,
         version: "1.0.0",
         filename: "a.bin",
@@ -145,9 +148,9 @@ Deno.test("many-key reads past getMany's 10-key limit keep order and gaps", asyn
         size_bytes: 1,
         checksum_sha256: "0".repeat(64),
       });
-      await countDownload(kv, { releaseId: release.id, projectId: projects[0].id, keyId: 1 });
+      await countDownload(store, { releaseId: release.id, projectId: projects[0].id, keyId: 1 });
       const ids = [...Array.from({ length: 22 }, (_, i) => 1000 + i), release.id];
-      const counts = await getDownloadCounts(kv, ids);
+      const counts = await getDownloadCounts(store, ids);
       assert.deepEqual([...counts.keys()], ids);
       assert.equal(counts.get(release.id), 1);
       assert.equal(counts.get(1000), 0);

@@ -13,7 +13,7 @@ import {
   listReleasesByProject,
   ValidationError,
 } from "../src/store/mod.ts";
-import { dumpKv, dumpKvText, withKv } from "./helpers.ts";
+import { dumpKv, dumpKvText, withKv, withStore } from "./helpers.ts";
 
 const artifact = {
   storage_key: crypto.randomUUID(),
@@ -22,8 +22,8 @@ const artifact = {
 };
 
 Deno.test("bulk keys: one record and one hash index entry each, ids from the counter", () =>
-  withKv(async (kv) => {
-    const first = await createApiKey(kv, {
+  withKv(async (kv, store) => {
+    const first = await createApiKey(store, {
       name: "one",
       can_download: true,
       scope_mode: "all_projects",
@@ -34,16 +34,16 @@ Deno.test("bulk keys: one record and one hash index entry each, ids from the cou
       scope_mode: "project_allow_list",
       project_ids: [1, 1, 2],
     }));
-    const created = await createApiKeysBulk(kv, inputs, { batchSize: 10 });
+    const created = await createApiKeysBulk(store, inputs, { batchSize: 10 });
     assert.deepEqual(created.map((c) => c.apiKey.id), inputs.map((_, i) => i + 2));
     for (const { apiKey, secret } of created) {
       assert.match(secret, /^uds_[A-Za-z0-9_-]{43}$/);
-      assert.deepEqual(await getApiKeyByHash(kv, hashApiKeySecret(secret)), apiKey);
+      assert.deepEqual(await getApiKeyByHash(store, hashApiKeySecret(secret)), apiKey);
       assert.deepEqual(apiKey.project_ids, [1, 2]);
     }
     // The counter is ahead by the block of ids this process claimed (issue 19.1).
     assert.ok(((await kv.get<number>(counterKey("api_keys"))).value ?? 0) >= 26);
-    const next = await createApiKey(kv, {
+    const next = await createApiKey(store, {
       name: "after",
       can_download: true,
       scope_mode: "all_projects",
@@ -55,16 +55,16 @@ Deno.test("bulk keys: one record and one hash index entry each, ids from the cou
   }));
 
 Deno.test("bulk keys: invalid input is refused before anything is written", () =>
-  withKv(async (kv) => {
+  withKv(async (kv, store) => {
     await assert.rejects(
-      createApiKeysBulk(kv, [
+      createApiKeysBulk(store, [
         { name: "ok", can_download: true, scope_mode: "all_projects" },
         { name: "bad", can_download: true, scope_mode: "everything" },
       ]),
       ValidationError,
     );
     await assert.rejects(
-      createApiKeysBulk(kv, [{ name: "x", can_download: true, scope_mode: "all_projects" }], {
+      createApiKeysBulk(store, [{ name: "x", can_download: true, scope_mode: "all_projects" }], {
         batchSize: 100,
       }),
       RangeError,
@@ -73,9 +73,9 @@ Deno.test("bulk keys: invalid input is refused before anything is written", () =
   }));
 
 Deno.test("bulk releases: indexed under the project, latest pointer moved like createRelease", () =>
-  withKv(async (kv) => {
-    const project = await createProject(kv, { name: "App", slug: "app" });
-    const single = await createRelease(kv, {
+  withStore(async (store) => {
+    const project = await createProject(store, { name: "App", slug: "app" });
+    const single = await createRelease(store, {
       project_id: project.id,
       version: "0.1",
       filename: "a.bin",
@@ -88,17 +88,27 @@ Deno.test("bulk releases: indexed under the project, latest pointer moved like c
       created_at: new Date(Date.UTC(2020, 0, 1, 0, 0, i)).toISOString(),
       ...artifact,
     }));
-    const created = await createReleasesBulk(kv, inputs, { projectId: project.id, batchSize: 7 });
+    const created = await createReleasesBulk(store, inputs, {
+      projectId: project.id,
+      batchSize: 7,
+    });
     assert.equal(created.length, 30);
     assert.equal(created[0].id, single.id + 1);
     assert.equal(created[0].filename, "app-0.bin");
-    assert.equal((await getLatestRelease(kv, project.id))?.id, single.id, "the newer single one");
-    assert.equal((await listReleasesByProject(kv, project.id)).length, 31);
+    assert.equal(
+      (await getLatestRelease(store, project.id))?.id,
+      single.id,
+      "the newer single one",
+    );
+    assert.equal((await listReleasesByProject(store, project.id)).length, 31);
 
-    const newer = await createReleasesBulk(kv, [
+    const newer = await createReleasesBulk(store, [
       { version: "2.0", filename: "b.bin", created_at: "2031-01-01T00:00:00Z", ...artifact },
       { version: "1.9", filename: "c.bin", created_at: "2030-06-01T00:00:00Z", ...artifact },
     ], { projectId: project.id });
-    assert.deepEqual(await getLatestRelease(kv, project.id), newer[0]);
-    await assert.rejects(createReleasesBulk(kv, [inputs[0]], { projectId: 999 }), ValidationError);
+    assert.deepEqual(await getLatestRelease(store, project.id), newer[0]);
+    await assert.rejects(
+      createReleasesBulk(store, [inputs[0]], { projectId: 999 }),
+      ValidationError,
+    );
   }));

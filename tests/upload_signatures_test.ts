@@ -26,6 +26,7 @@ import {
   type VendorSignatures,
   vendorSignatures,
 } from "./signature_helpers.ts";
+import { createStore } from "../src/store/store.ts";
 
 /** Sends a request to the app under test (in process or over HTTP) with a client key. */
 type Get = (path: string) => Promise<Response>;
@@ -76,7 +77,7 @@ async function assertFeedsServe(
 /** Release count and artifact files: what a refused upload must leave as it found them. */
 async function storedState(app: TestApp, projectId: number) {
   return {
-    releases: (await listReleasesByProject(app.kv, projectId)).length,
+    releases: (await listReleasesByProject(app.store, projectId)).length,
     files: await listArtifactFiles(app),
   };
 }
@@ -192,7 +193,7 @@ Deno.test("signatures uploaded through the publishing API are served by the feed
   await using app = await createTestApp();
   const project = await seedProject(app, { slug: "app" });
   const { secret } = await seedKey(app);
-  const { secret: token } = await seedPublishToken(app.kv);
+  const { secret: token } = await seedPublishToken(app.store);
   const get: Get = (path) => app.request(path, secret);
   const bytes = randomBytes(90_000);
   const signatures = vendorSignatures(bytes, "App.app.tar.gz");
@@ -230,11 +231,12 @@ Deno.test("signatures uploaded by the reference client's publish are served by t
   const dataDir = await makeDataTempDir("upload-signatures");
   await using server = await startServer(dataDir);
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+  const store = createStore(kv);
   const work = await Deno.makeTempDir({ prefix: "upload-signatures-" });
   try {
-    const project = await createProject(kv, { name: "App", slug: "app" });
-    const { secret: token } = await seedPublishToken(kv);
-    const { secret } = await createApiKey(kv, {
+    const project = await createProject(store, { name: "App", slug: "app" });
+    const { secret: token } = await seedPublishToken(store);
+    const { secret } = await createApiKey(store, {
       name: "c",
       can_download: true,
       scope_mode: "all_projects",
@@ -273,7 +275,7 @@ Deno.test("signatures uploaded by the reference client's publish are served by t
     });
 
     await t.step("a bad signature is refused with the service's message", async () => {
-      const before = (await listReleasesByProject(kv, project.id)).length;
+      const before = (await listReleasesByProject(store, project.id)).length;
       await Deno.writeTextFile(join(work, "bad.sig"), "not a signature");
       const cases: Array<[string[], RegExp]> = [
         [["--tauri-signature-file", "bad.sig"], /400 tauri_signature: tauri_signature must be/],
@@ -288,7 +290,7 @@ Deno.test("signatures uploaded by the reference client's publish are served by t
       const missing = await publish("2.0.0", ["--tauri-signature-file", "missing.sig"]);
       assert.equal(missing.code, 9, missing.stderr);
       assert.match(missing.stderr, /cannot read the Tauri signature file/);
-      assert.equal((await listReleasesByProject(kv, project.id)).length, before);
+      assert.equal((await listReleasesByProject(store, project.id)).length, before);
     });
   } finally {
     kv.close();

@@ -26,15 +26,15 @@ Deno.test("download.completed is announced in batches, once per batch", async (t
   const other = await seedRelease(app, project.id, "1.1.0");
   const { secret } = await seedKey(app);
   const receiver = startReceiver();
-  const worker = (batchMs = 0) => startTestWorker(app.kv, { downloadBatchMs: batchMs });
+  const worker = (batchMs = 0) => startTestWorker(app.store, { downloadBatchMs: batchMs });
   const download = async (id: number, times: number) => {
-    const before = await downloadCount(app.kv, id);
+    const before = await downloadCount(app.store, id);
     for (let i = 0; i < times; i++) {
       const res = await app.request(`/api/v1/releases/${id}/download`, secret);
       assert.equal(res.status, 200);
       await res.arrayBuffer();
     }
-    for (let wait = 0; (await downloadCount(app.kv, id)) < before + times; wait++) {
+    for (let wait = 0; (await downloadCount(app.store, id)) < before + times; wait++) {
       assert.ok(wait < 100, "downloads not counted");
     }
   };
@@ -43,7 +43,9 @@ Deno.test("download.completed is announced in batches, once per batch", async (t
   const one = worker();
   try {
     await download(release.id, 2);
-    const endpoint = await subscribeReceiver(app.kv, receiver, { events: ["download.completed"] });
+    const endpoint = await subscribeReceiver(app.store, receiver, {
+      events: ["download.completed"],
+    });
 
     await t.step("downloads before the subscription are not announced", async () => {
       await one.tick();
@@ -108,10 +110,10 @@ Deno.test("download.completed is announced in batches, once per batch", async (t
     await t.step(
       "without a subscriber nothing is announced, and history stays untold",
       async () => {
-        await deleteWebhookEndpoint(app.kv, endpoint.id);
+        await deleteWebhookEndpoint(app.store, endpoint.id);
         await download(release.id, 2);
         await one.tick();
-        await subscribeReceiver(app.kv, receiver, { events: ["download.completed"] });
+        await subscribeReceiver(app.store, receiver, { events: ["download.completed"] });
         await one.tick();
         await one.tick();
         assert.equal(events().length, 4);
@@ -134,26 +136,26 @@ Deno.test("every rollout change is a rollout.changed event", async () => {
   const v2 = await seedRelease(app, project.id, "2.0.0");
   const v1b = await seedRelease(app, project.id, "1.0.1");
   const receiver = startReceiver();
-  const worker = startTestWorker(app.kv);
+  const worker = startTestWorker(app.store);
   try {
-    await subscribeReceiver(app.kv, receiver, { events: ["rollout.changed"] });
+    await subscribeReceiver(app.store, receiver, { events: ["rollout.changed"] });
     // One change at a time: deliveries of a batch may arrive in any order.
     const act = async (change: () => Promise<unknown>) => {
       await change();
       await worker.tick();
       await worker.tick();
     };
-    await act(() => startRollout(app.kv, v2.id, { percentage: 10 }));
-    await act(() => changeRollout(app.kv, project.id, { halted: true }));
-    await act(() => changeRollout(app.kv, project.id, { halted: false }));
-    await act(() => changeRollout(app.kv, project.id, { percentage: 50 }));
-    await act(() => changeRollout(app.kv, project.id, { percentage: 20 }));
-    await act(() => changeRollout(app.kv, project.id, { tester_tag: "beta" }));
-    await act(() => completeRollout(app.kv, project.id));
+    await act(() => startRollout(app.store, v2.id, { percentage: 10 }));
+    await act(() => changeRollout(app.store, project.id, { halted: true }));
+    await act(() => changeRollout(app.store, project.id, { halted: false }));
+    await act(() => changeRollout(app.store, project.id, { percentage: 50 }));
+    await act(() => changeRollout(app.store, project.id, { percentage: 20 }));
+    await act(() => changeRollout(app.store, project.id, { tester_tag: "beta" }));
+    await act(() => completeRollout(app.store, project.id));
     // 1.0.1 is active and no longer the latest (2.0.0 is): it may be staged, then ended.
-    await act(() => startRollout(app.kv, v1b.id, { percentage: 5 }));
-    await act(() => endRollout(app.kv, project.id));
-    await act(() => endRollout(app.kv, project.id)); // no rollout: no event
+    await act(() => startRollout(app.store, v1b.id, { percentage: 5 }));
+    await act(() => endRollout(app.store, project.id));
+    await act(() => endRollout(app.store, project.id)); // no rollout: no event
     const got = receiver.received.map((r) => r.body as Received);
     assert.ok(receiver.received.every((r) => r.valid && r.event === "rollout.changed"));
     const actions = got.map((e) => e.data.action);

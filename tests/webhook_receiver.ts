@@ -5,6 +5,7 @@
  */
 import { Webhook } from "standardwebhooks";
 import { createWebhookEndpoint, type WebhookEndpoint } from "../src/store/mod.ts";
+import type { Store } from "../src/store/store.ts";
 import {
   startWebhookWorker,
   type WebhookWorker,
@@ -64,15 +65,15 @@ export function startReceiver(answer: () => number = () => 204) {
 }
 
 /**
- * Registers an endpoint for the receiver's URL and `events` straight in `kv` and gives the
+ * Registers an endpoint for the receiver's URL and `events` straight in `store` and gives the
  * receiver its secret, so that it can check the signatures.
  */
 export async function subscribeReceiver(
-  kv: Deno.Kv,
+  store: Store,
   receiver: Receiver,
   { events, createdBy = "admin" }: { events: string[]; createdBy?: string },
 ): Promise<WebhookEndpoint> {
-  const endpoint = await createWebhookEndpoint(kv, {
+  const endpoint = await createWebhookEndpoint(store, {
     url: receiver.url,
     events,
     created_by: createdBy,
@@ -86,11 +87,11 @@ export async function subscribeReceiver(
  * gives a delivery 2 s, and may deliver to 127.0.0.1 (the receiver) unless `options` say else.
  */
 export function startTestWorker(
-  kv: Deno.Kv,
-  options: Partial<Omit<WebhookWorkerOptions, "kv">> = {},
+  store: Store,
+  options: Partial<Omit<WebhookWorkerOptions, "store">> = {},
 ): WebhookWorker {
   return startWebhookWorker({
-    kv,
+    store,
     allowPrivate: true,
     timeoutMs: 2000,
     pollMs: 60_000,

@@ -10,6 +10,7 @@ import { emitWebhookEvent } from "../src/store/mod.ts";
 import { makeDataTempDir, startInstances, startServer } from "./server_process.ts";
 import { type Receiver, startReceiver, subscribeReceiver } from "./webhook_receiver.ts";
 import { waitFor } from "./helpers.ts";
+import { createStore } from "../src/store/store.ts";
 
 const ENV = { APP_WEBHOOKS_ALLOW_PRIVATE: "true", APP_WEBHOOKS_TIMEOUT_SECONDS: "5" };
 
@@ -20,10 +21,11 @@ async function queueEvents(
   count: number,
 ): Promise<void> {
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+  const store = createStore(kv);
   try {
-    await subscribeReceiver(kv, receiver, { events: ["release.published"], createdBy: "test" });
+    await subscribeReceiver(store, receiver, { events: ["release.published"], createdBy: "test" });
     for (let i = 0; i < count; i++) {
-      await emitWebhookEvent(kv, "release.published", { release: { id: i + 1 } });
+      await emitWebhookEvent(store, "release.published", { release: { id: i + 1 } });
     }
   } finally {
     kv.close();
@@ -39,7 +41,8 @@ Deno.test("a webhook delivery that failed is sent after a restart", async () => 
     await queueEvents(dataDir, receiver, 0);
     const first = await startServer(dataDir, ENV);
     const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-    await emitWebhookEvent(kv, "release.published", { release: { id: 42 } });
+    const store = createStore(kv);
+    await emitWebhookEvent(store, "release.published", { release: { id: 42 } });
     kv.close();
     await waitFor("the first delivery", () => receiver.received.length === 1, 15_000);
     await first.stop();

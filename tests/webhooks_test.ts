@@ -38,6 +38,7 @@ import {
   type WebhookEventBody,
 } from "../src/store/mod.ts";
 import { waitFor } from "./helpers.ts";
+import { createStore } from "../src/store/store.ts";
 
 Deno.test("webhook signatures follow the Standard Webhooks spec", async (t) => {
   // The spec's secret form: whsec_ and the base64 of the key (here 24 bytes).
@@ -418,18 +419,19 @@ Deno.test("webhook retry schedule lasts at least 24 hours", () => {
 
 Deno.test("webhook delivery to a real receiver", async (t) => {
   const kv = await Deno.openKv(":memory:");
+  const store = createStore(kv);
   let status = 204;
   const receiver = startReceiver(() => status);
-  const worker = startTestWorker(kv);
+  const worker = startTestWorker(store);
   try {
-    const endpoint = await subscribeReceiver(kv, receiver, {
+    const endpoint = await subscribeReceiver(store, receiver, {
       events: ["release.published", "key.created"],
     });
     assert.match(endpoint.secret!, /^whsec_[A-Za-z0-9+/]{43}=$/);
 
     await t.step("a subscribed event arrives once, signed with the endpoint's secret", async () => {
-      await emitWebhookEvent(kv, "release.published", { release: { id: 7 } });
-      await emitWebhookEvent(kv, "release.deleted", { release: { id: 8 } });
+      await emitWebhookEvent(store, "release.published", { release: { id: 7 } });
+      await emitWebhookEvent(store, "release.deleted", { release: { id: 8 } });
       await worker.tick();
       await worker.tick();
       assert.equal(receiver.received.length, 1);
@@ -437,7 +439,7 @@ Deno.test("webhook delivery to a real receiver", async (t) => {
       assert.equal(got.valid, true);
       assert.equal(got.event, "release.published");
       assert.deepEqual((got.body as { data: unknown }).data, { release: { id: 7 } });
-      const [logged] = await listWebhookDeliveries(kv, endpoint.id);
+      const [logged] = await listWebhookDeliveries(store, endpoint.id);
       assert.equal(logged.status, "delivered");
       assert.equal(logged.id, got.id);
       assert.equal(logged.last_status, 204);
@@ -445,9 +447,9 @@ Deno.test("webhook delivery to a real receiver", async (t) => {
 
     await t.step("a failed attempt is logged and due again later", async () => {
       status = 500;
-      await emitWebhookEvent(kv, "key.created", { key: { id: 1 } });
+      await emitWebhookEvent(store, "key.created", { key: { id: 1 } });
       await worker.tick();
-      const [logged] = await listWebhookDeliveries(kv, endpoint.id);
+      const [logged] = await listWebhookDeliveries(store, endpoint.id);
       assert.equal(logged.status, "pending");
       assert.equal(logged.attempts, 1);
       assert.equal(logged.last_status, 500);
@@ -459,8 +461,8 @@ Deno.test("webhook delivery to a real receiver", async (t) => {
 
     await t.step("send again: a new delivery of the same event", async () => {
       status = 200;
-      const [first] = (await listWebhookDeliveries(kv, endpoint.id)).slice(-1);
-      const again = await resendWebhookDelivery(kv, {
+      const [first] = (await listWebhookDeliveries(store, endpoint.id)).slice(-1);
+      const again = await resendWebhookDelivery(store, {
         endpointId: endpoint.id,
         deliveryId: first.id,
       });
@@ -474,17 +476,17 @@ Deno.test("webhook delivery to a real receiver", async (t) => {
 
     await t.step("while a new secret overlaps the old one, both verify", async () => {
       const oldSecret = endpoint.secret!;
-      const rotated = await replaceWebhookSecret(kv, endpoint.id, { keepPrevious: true });
+      const rotated = await replaceWebhookSecret(store, endpoint.id, { keepPrevious: true });
       assert.notEqual(rotated.secret, oldSecret);
-      await emitWebhookEvent(kv, "key.created", { key: { id: 2 } });
+      await emitWebhookEvent(store, "key.created", { key: { id: 2 } });
       await worker.tick();
       const during = receiver.received.at(-1)!;
       assert.equal(during.headers["webhook-signature"].split(" ").length, 2);
       assert.equal(verifiesWith(oldSecret, during), true, "a receiver not yet switched");
       assert.equal(verifiesWith(rotated.secret!, during), true, "a receiver already switched");
 
-      const ended = await replaceWebhookSecret(kv, endpoint.id, { keepPrevious: false });
-      await emitWebhookEvent(kv, "key.created", { key: { id: 3 } });
+      const ended = await replaceWebhookSecret(store, endpoint.id, { keepPrevious: false });
+      await emitWebhookEvent(store, "key.created", { key: { id: 3 } });
       await worker.tick();
       const after = receiver.received.at(-1)!;
       assert.equal(after.headers["webhook-signature"].split(" ").length, 1);
@@ -500,10 +502,10 @@ Deno.test("webhook delivery to a real receiver", async (t) => {
         previous_secrets: [],
       });
       const before = receiver.received.length;
-      await emitWebhookEvent(kv, "key.created", { key: { id: 4 } });
+      await emitWebhookEvent(store, "key.created", { key: { id: 4 } });
       await worker.tick();
       assert.equal(receiver.received.length, before, "nothing unsigned is sent");
-      const [logged] = await listWebhookDeliveries(kv, endpoint.id);
+      const [logged] = await listWebhookDeliveries(store, endpoint.id);
       assert.equal(logged.status, "pending");
       assert.match(logged.last_error!, /no signing secret/);
     });
@@ -516,18 +518,19 @@ Deno.test("webhook delivery to a real receiver", async (t) => {
 
 Deno.test("webhook deliveries to private targets are refused without the setting", async () => {
   const kv = await Deno.openKv(":memory:");
+  const store = createStore(kv);
   const receiver = startReceiver();
-  const worker = startTestWorker(kv, { allowPrivate: false });
+  const worker = startTestWorker(store, { allowPrivate: false });
   try {
-    const endpoint = await subscribeReceiver(kv, receiver, { events: ["release.archived"] });
-    await emitWebhookEvent(kv, "release.archived", { release: { id: 1 } });
+    const endpoint = await subscribeReceiver(store, receiver, { events: ["release.archived"] });
+    await emitWebhookEvent(store, "release.archived", { release: { id: 1 } });
     await worker.tick();
     await waitFor(
       "the first attempt",
-      async () => (await listWebhookDeliveries(kv, endpoint.id))[0]?.attempts === 1,
+      async () => (await listWebhookDeliveries(store, endpoint.id))[0]?.attempts === 1,
       10_000,
     );
-    const [logged] = await listWebhookDeliveries(kv, endpoint.id);
+    const [logged] = await listWebhookDeliveries(store, endpoint.id);
     assert.equal(logged.status, "failed");
     assert.match(logged.last_error!, /refused target: 127\.0\.0\.1 .*loopback/);
     assert.equal(receiver.received.length, 0);
@@ -540,19 +543,20 @@ Deno.test("webhook deliveries to private targets are refused without the setting
 
 Deno.test("a webhook delivery whose host does not resolve is retried", async () => {
   const kv = await Deno.openKv(":memory:");
-  const worker = startTestWorker(kv, {
+  const store = createStore(kv);
+  const worker = startTestWorker(store, {
     allowPrivate: false,
     resolve: () => Promise.reject(new Error("getaddrinfo EAI_AGAIN hooks.example.com")),
   });
   try {
-    const endpoint = await createWebhookEndpoint(kv, {
+    const endpoint = await createWebhookEndpoint(store, {
       url: "https://hooks.example.com/in",
       events: ["release.archived"],
       created_by: "admin",
     });
-    await emitWebhookEvent(kv, "release.archived", { release: { id: 1 } });
+    await emitWebhookEvent(store, "release.archived", { release: { id: 1 } });
     await worker.tick();
-    const [logged] = await listWebhookDeliveries(kv, endpoint.id);
+    const [logged] = await listWebhookDeliveries(store, endpoint.id);
     assert.equal(logged.attempts, 1);
     assert.equal(logged.status, "pending", "due again, not failed for good");
     assert.match(logged.last_error!, /hooks\.example\.com does not resolve/);
@@ -565,6 +569,7 @@ Deno.test("a webhook delivery whose host does not resolve is retried", async () 
 
 Deno.test("release and key writes carry their webhook events in the same commit", async (t) => {
   const kv = await Deno.openKv(":memory:");
+  const store = createStore(kv);
   const events = async () => {
     const found: WebhookEventBody[] = [];
     for await (const e of kv.list<WebhookEventBody>({ prefix: ["webhook_events"] })) {
@@ -574,7 +579,7 @@ Deno.test("release and key writes carry their webhook events in the same commit"
     return found.map((e) => `${e.type} ${JSON.stringify(e.data)}`);
   };
   try {
-    const project = await createProject(kv, { name: "App", slug: "app" });
+    const project = await createProject(store, { name: "App", slug: "app" });
     const fields = {
       project_id: project.id,
       filename: "app.zip",
@@ -583,32 +588,32 @@ Deno.test("release and key writes carry their webhook events in the same commit"
       size_bytes: 1,
     };
     await t.step("an active upload is published; a draft is not until published", async () => {
-      const active = await createRelease(kv, { ...fields, version: "1.0.0" });
-      const draft = await createRelease(kv, { ...fields, version: "1.1.0", draft: true });
+      const active = await createRelease(store, { ...fields, version: "1.0.0" });
+      const draft = await createRelease(store, { ...fields, version: "1.1.0", draft: true });
       assert.deepEqual(await events(), [
         `release.published {"release":{"id":${active.id},"project_id":${project.id},"version":"1.0.0","state":"active"}}`,
       ]);
-      await publishDraft(kv, draft.id, { makeLatest: true });
+      await publishDraft(store, draft.id, { makeLatest: true });
       assert.deepEqual(await events(), [
         `release.published {"release":{"id":${draft.id},"project_id":${project.id},"version":"1.1.0","state":"active"}}`,
       ]);
-      await setReleaseState(kv, active.id, "archived");
+      await setReleaseState(store, active.id, "archived");
       assert.deepEqual(await events(), [
         `release.archived {"release":{"id":${active.id},"project_id":${project.id},"version":"1.0.0","state":"archived"}}`,
       ]);
-      await setReleaseState(kv, active.id, "archived");
+      await setReleaseState(store, active.id, "archived");
       assert.deepEqual(await events(), [], "no event without a change");
-      await deleteReleaseRecord(kv, active.id);
+      await deleteReleaseRecord(store, active.id);
       assert.deepEqual((await events()).map((e) => e.split(" ")[0]), ["release.deleted"]);
     });
     await t.step("a key created, then disabled", async () => {
-      const { apiKey } = await createApiKey(kv, {
+      const { apiKey } = await createApiKey(store, {
         name: "ci",
         can_download: true,
         scope_mode: "all_projects",
       });
-      await setApiKeyActive(kv, apiKey.id, false);
-      await setApiKeyActive(kv, apiKey.id, false);
+      await setApiKeyActive(store, apiKey.id, false);
+      await setApiKeyActive(store, apiKey.id, false);
       assert.deepEqual((await events()).sort(), [
         `key.created {"key":{"id":${apiKey.id},"name":"ci","expires_at":null}}`,
         `key.disabled {"key":{"id":${apiKey.id},"name":"ci","expires_at":null}}`,
@@ -617,23 +622,23 @@ Deno.test("release and key writes carry their webhook events in the same commit"
     await t.step("a key expiring within 7 days is announced once", async () => {
       const soon = new Date(Date.now() + 3 * 86_400_000).toISOString();
       const later = new Date(Date.now() + 30 * 86_400_000).toISOString();
-      const { apiKey } = await createApiKey(kv, {
+      const { apiKey } = await createApiKey(store, {
         name: "soon",
         can_download: true,
         scope_mode: "all_projects",
         expires_at: soon,
       });
-      await createApiKey(kv, {
+      await createApiKey(store, {
         name: "later",
         can_download: true,
         scope_mode: "all_projects",
         expires_at: later,
       });
       await events();
-      const worker = startTestWorker(kv, { allowPrivate: false, timeoutMs: 1000 });
+      const worker = startTestWorker(store, { allowPrivate: false, timeoutMs: 1000 });
       await worker.tick();
       worker.stop();
-      const again = startTestWorker(kv, { allowPrivate: false, timeoutMs: 1000 });
+      const again = startTestWorker(store, { allowPrivate: false, timeoutMs: 1000 });
       await again.tick();
       again.stop();
       // The worker fans events out at once; none is subscribed, so look at the notices instead.

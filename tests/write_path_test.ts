@@ -14,6 +14,7 @@ import {
 } from "../src/store/mod.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import { makeDataTempDir, removedAtEnd, startInstances } from "./server_process.ts";
+import { createStore } from "../src/store/store.ts";
 
 const SESSIONS = 32;
 const PASSWORD = "test-password-123";
@@ -115,13 +116,14 @@ Deno.test("issue 19.1: 32 sessions on three instances sharing a KV file: no writ
 
     await t.step("every upload is there, once, and the newest is latest", async () => {
       const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+      const store = createStore(kv);
       try {
-        const shared = (await getProjectBySlug(kv, "shared"))!;
-        const releases = await listReleasesByProject(kv, shared.id);
+        const shared = (await getProjectBySlug(store, "shared"))!;
+        const releases = await listReleasesByProject(store, shared.id);
         assert.equal(releases.length, SESSIONS * 5);
         assert.equal(new Set(releases.map((release) => release.id)).size, SESSIONS * 5);
         const newest = releases.reduce((a, b) => isNewerRelease(a, b) ? a : b);
-        assert.equal((await getLatestRelease(kv, shared.id))?.id, newest.id);
+        assert.equal((await getLatestRelease(store, shared.id))?.id, newest.id);
       } finally {
         kv.close();
       }

@@ -54,7 +54,7 @@ for (const signing of [false, true]) {
           headers: { authorization: `Bearer ${key}`, ...extra },
         });
         const count = async () =>
-          (await getDownloadCounts(app.kv, [release.id])).get(release.id) ?? 0;
+          (await getDownloadCounts(app.store, [release.id])).get(release.id) ?? 0;
         const settled = () => new Promise((resolve) => setTimeout(resolve, 20));
 
         await t.step("to nginx the service answers with X-Accel-Redirect only", async () => {

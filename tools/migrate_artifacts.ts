@@ -8,6 +8,7 @@ import { BackupError } from "../src/backup/format.ts";
 import { requireDatabase } from "../src/backup/backup.ts";
 import { openArtifactStore } from "../src/storage/mod.ts";
 import { runTool, toolConfig } from "./run_tool.ts";
+import { createStore } from "../src/store/store.ts";
 
 await runTool("migrate-artifacts", async (direction) => {
   if (direction !== "fs-to-s3" && direction !== "s3-to-fs") {
@@ -19,8 +20,9 @@ await runTool("migrate-artifacts", async (direction) => {
   const [from, to] = direction === "fs-to-s3" ? [fs, s3] : [s3, fs];
   await requireDatabase(s3Config.kvPath);
   const kv = await Deno.openKv(s3Config.kvPath);
+  const store = createStore(kv);
   try {
-    const result = await migrateArtifacts(kv, {
+    const result = await migrateArtifacts(store, {
       from,
       to,
       progress: (line) => console.log(line),

@@ -7,6 +7,7 @@
 import { resetPassword } from "../admin/accounts.ts";
 import { isRemoteKv } from "../src/lib/config.ts";
 import { listAdminUsers } from "../src/store/mod.ts";
+import { createStore } from "../src/store/store.ts";
 import { runTool, ToolError } from "./run_tool.ts";
 
 /** A local KV file must exist: opening a wrong path would make an empty KV there. */
@@ -26,9 +27,10 @@ async function openExistingKv(path: string): Promise<Deno.Kv> {
 
 await runTool("reset-password", async (username, config) => {
   using kv = await openExistingKv(config.kvPath);
-  const reset = await resetPassword(kv, username);
+  const store = createStore(kv);
+  const reset = await resetPassword(store, username);
   if (reset === null) {
-    const names = (await listAdminUsers(kv)).map((user) => `"${user.username}"`);
+    const names = (await listAdminUsers(store)).map((user) => `"${user.username}"`);
     throw new ToolError(
       `no account "${username}" in ${config.kvPath}; accounts: ${names.join(", ") || "none"}`,
     );

@@ -68,7 +68,7 @@ export function publishTokenAuth(
       const checked = await throttle.check({ username: THROTTLE_SUBJECT, address }, async () => {
         if (isClientKey(secret)) refusal = "client_key";
         if (!looksLikePublishToken(secret)) return null;
-        judged = await getPublishTokenBySecret(deps.kv, secret);
+        judged = await getPublishTokenBySecret(deps.store, secret);
         const why = judgePublishToken(judged, Date.now());
         if (why === null) return judged;
         refusal = why;
@@ -96,7 +96,7 @@ export function publishTokenAuth(
       }
       const token = checked.found;
       c.set("publishToken", token);
-      recordPublishTokenUse(deps.kv, token.id, new Date().toISOString()).catch((error) => {
+      recordPublishTokenUse(deps.store, token.id, new Date().toISOString()).catch((error) => {
         deps.metrics.recordKvError("admin");
         console.error("publish token use record failed:", error);
       });
@@ -110,13 +110,16 @@ export function tokenActor(token: PublishToken): string {
   return `token:${token.name} (#${token.id})`;
 }
 
-/** Records an action of a token; a failed audit write is logged, the action is done. */
+/**
+ * Records an action of a token through `deps.store` (the request's completes the entry its
+ * commit wrote); a failed audit write is logged, the action is done.
+ */
 export async function auditSafely(
   deps: ServiceDeps,
   entry: Parameters<typeof recordAudit>[1],
 ): Promise<void> {
   try {
-    await recordAudit(deps.kv, entry);
+    await recordAudit(deps.store, entry);
   } catch (error) {
     deps.metrics.recordKvError("admin");
     console.error(`audit record failed (${entry.action} ${entry.target}):`, error);

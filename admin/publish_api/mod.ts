@@ -35,10 +35,10 @@ import {
   RELEASE_PAGE_MAX,
   type Rollout,
   type RolloutStep,
-  runAudited,
   setReleaseState,
   startRollout,
 } from "../../src/store/mod.ts";
+import { auditedStore } from "../../src/store/audit.ts";
 import type { ServiceDeps } from "../types.ts";
 import { auditSafely, publishTokenAuth, tokenActor } from "./auth.ts";
 import { PUBLISH_RESPONSE_HEADERS, publishErrorResponse } from "./errors.ts";
@@ -53,7 +53,6 @@ const JSON_LIMIT_BYTES = 256 * 1024;
 type PublishContext = Context<PublishEnv>;
 
 export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
-  const { kv } = deps;
   const api = new Hono<PublishEnv>();
   // Registered before the routes: Hono wraps each route with it when the app is mounted.
   api.onError((error) => publishErrorResponse(error));
@@ -63,16 +62,20 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
       c.res.headers.set(name, value);
     }
   });
-  api.use(publishTokenAuth(deps, createLoginThrottle(kv)));
+  api.use(publishTokenAuth(deps, createLoginThrottle(deps.store)));
   // A token's changes carry their first audit entry in the same commit (src/store/audit.ts).
   api.use(async (c, next) => {
-    if (c.req.method === "GET" || c.req.method === "HEAD") return await next();
+    if (c.req.method === "GET" || c.req.method === "HEAD") {
+      c.set("store", deps.store);
+      return await next();
+    }
     const request = {
       actor: tokenActor(c.get("publishToken")),
       address: addressOf(c, deps),
       what: `${c.req.method} ${c.req.path}`,
     };
-    await runAudited(request, () => next());
+    c.set("store", auditedStore(deps.store, request));
+    await next();
   });
 
   const json = (data: unknown, status: 200 | 201 = 200, headers: Record<string, string> = {}) =>
@@ -81,7 +84,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   /** A project the token covers, found by slug; else 404 or 403. */
   const projectFor = async (c: PublishContext, permission?: PublishPermission) => {
     const slug = c.req.param("slug") ?? "";
-    const project = isSlug(slug) ? await getProjectBySlug(kv, slug) : null;
+    const project = isSlug(slug) ? await getProjectBySlug(c.var.store, slug) : null;
     if (project === null) throw new ApiError(404, "project not found");
     requireAccess(c.get("publishToken"), project, permission);
     return project;
@@ -95,9 +98,9 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   const releaseFor = async (c: PublishContext, permission?: PublishPermission) => {
     const raw = c.req.param("id") ?? "";
     if (!/^\d+$/.test(raw)) throw new ApiError(400, "invalid release id");
-    const release = ID_PATTERN.test(raw) ? await getRelease(kv, Number(raw)) : null;
+    const release = ID_PATTERN.test(raw) ? await getRelease(c.var.store, Number(raw)) : null;
     if (release === null) throw new ApiError(404, "release not found");
-    const project = await getProject(kv, release.project_id);
+    const project = await getProject(c.var.store, release.project_id);
     const token = c.get("publishToken");
     if (project === null || !tokenCovers(token, project)) {
       throw new ApiError(404, "release not found");
@@ -108,11 +111,11 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
 
   const releaseBody = async (project: Project, release: Release) => ({
     project: publishedProject(project),
-    release: publishedRelease(release, await getLatestReleaseId(kv, project.id)),
+    release: publishedRelease(release, await getLatestReleaseId(deps.store, project.id)),
   });
 
   const audit = (c: PublishContext, action: string, release: Release, details: string) =>
-    auditSafely(deps, {
+    auditSafely({ ...deps, store: c.var.store }, {
       actor: tokenActor(c.get("publishToken")),
       action,
       target: `release ${release.id}`,
@@ -122,7 +125,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
 
   api.get("/token", async (c) => {
     const token = c.get("publishToken");
-    const projects = token.all_projects ? [] : await listProjects(kv);
+    const projects = token.all_projects ? [] : await listProjects(c.var.store);
     const slugs = projects.filter((p) => token.project_ids.includes(p.id)).map((p) => p.slug);
     return json({ token: tokenJson(token, slugs) });
   });
@@ -134,11 +137,11 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     if (cursor !== undefined && !ID_PATTERN.test(cursor)) {
       throw new ApiError(400, "cursor must be the next_cursor of the page before");
     }
-    const page = await listReleasePage(kv, project.id, {
+    const page = await listReleasePage(c.var.store, project.id, {
       limit,
       before: cursor === undefined ? undefined : Number(cursor),
     });
-    const latestId = await getLatestReleaseId(kv, project.id);
+    const latestId = await getLatestReleaseId(c.var.store, project.id);
     return json({
       project: publishedProject(project),
       releases: page.releases.map((release) => publishedRelease(release, latestId)),
@@ -161,7 +164,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     if (boundary === null || body === null) {
       throw new ApiError(400, "send the release as multipart/form-data (curl -F)");
     }
-    const { release, rollout } = await uploadRelease(deps, {
+    const { release, rollout } = await uploadRelease({ ...deps, store: c.var.store }, {
       projectId: project.id,
       parts: readMultipart(body, boundary),
       // Starting a rollout is a release_state change, here as on the rollout routes.
@@ -206,7 +209,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     async (c) => {
       const { project, release } = await releaseFor(c, "upload");
       const edit = await readTextEdit(c);
-      const { after: edited } = await editRelease(kv, release.id, edit);
+      const { after: edited } = await editRelease(c.var.store, release.id, edit);
       await audit(
         c,
         "release.edit",
@@ -220,7 +223,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   for (const [action, state] of [["archive", "archived"], ["activate", "active"]] as const) {
     api.post(`/releases/:id/${action}`, async (c) => {
       const { project, release } = await releaseFor(c, "release_state");
-      const changed = await setReleaseState(kv, release.id, state);
+      const changed = await setReleaseState(c.var.store, release.id, state);
       await audit(
         c,
         `release.${action}`,
@@ -237,7 +240,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
       throw new ApiError(409, `the release is ${release.state}, not a draft`);
     }
     const makeLatest = !flag("not_latest", c.req.query("not_latest"));
-    const published = await publishDraft(kv, release.id, { makeLatest });
+    const published = await publishDraft(c.var.store, release.id, { makeLatest });
     await audit(
       c,
       "release.publish",
@@ -249,7 +252,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
 
   api.post("/releases/:id/make-latest", async (c) => {
     const { project, release } = await releaseFor(c, "release_state");
-    const chosen = await makeReleaseLatest(kv, release.id);
+    const chosen = await makeReleaseLatest(c.var.store, release.id);
     await audit(
       c,
       "release.make_latest",
@@ -269,7 +272,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   });
   const rolloutJson = (rollout: Rollout | null) => json({ rollout: publishedRollout(rollout) });
   const auditRollout = (c: PublishContext, action: string, project: Project, details: string) =>
-    auditSafely(deps, {
+    auditSafely({ ...deps, store: c.var.store }, {
       actor: tokenActor(c.get("publishToken")),
       action,
       target: `project ${project.id}`,
@@ -281,20 +284,23 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     const { project, release } = await releaseFor(c, "release_state");
     const body = await readRolloutBody(c, ["percentage", "schedule", "tester_tag"]);
     if (body.percentage === undefined) throw new ApiError(400, "percentage is required");
-    const rollout = await startRollout(kv, release.id, { ...body, percentage: body.percentage });
+    const rollout = await startRollout(c.var.store, release.id, {
+      ...body,
+      percentage: body.percentage,
+    });
     await auditRollout(c, "rollout.start", project, rolloutDetails(rollout));
     return rolloutJson(rollout);
   });
 
   api.get("/projects/:slug/rollout", async (c) => {
     const project = await projectFor(c);
-    return rolloutJson(await getRollout(kv, project.id));
+    return rolloutJson(await getRollout(c.var.store, project.id));
   });
 
   api.patch("/projects/:slug/rollout", jsonLimit, async (c) => {
     const project = await projectFor(c, "release_state");
     const body = await readRolloutBody(c, ["percentage", "schedule", "tester_tag"]);
-    const rollout = await changeRollout(kv, project.id, body);
+    const rollout = await changeRollout(c.var.store, project.id, body);
     await auditRollout(c, "rollout.change", project, rolloutDetails(rollout));
     return rolloutJson(rollout);
   });
@@ -302,7 +308,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   for (const [action, halted] of [["halt", true], ["resume", false]] as const) {
     api.post(`/projects/:slug/rollout/${action}`, async (c) => {
       const project = await projectFor(c, "release_state");
-      const rollout = await changeRollout(kv, project.id, { halted });
+      const rollout = await changeRollout(c.var.store, project.id, { halted });
       await auditRollout(c, `rollout.${action}`, project, rolloutDetails(rollout));
       return rolloutJson(rollout);
     });
@@ -310,14 +316,14 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
 
   api.post("/projects/:slug/rollout/complete", async (c) => {
     const project = await projectFor(c, "release_state");
-    const release = await completeRollout(kv, project.id);
+    const release = await completeRollout(c.var.store, project.id);
     await auditRollout(c, "rollout.complete", project, `release ${release.id} is latest`);
     return json(await releaseBody(project, release));
   });
 
   api.post("/projects/:slug/rollout/end", async (c) => {
     const project = await projectFor(c, "release_state");
-    const ended = await endRollout(kv, project.id);
+    const ended = await endRollout(c.var.store, project.id);
     await auditRollout(c, "rollout.end", project, ended === null ? "none" : rolloutDetails(ended));
     return rolloutJson(null);
   });

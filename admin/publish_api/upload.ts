@@ -174,7 +174,10 @@ function uploadRecord(
   };
 }
 
-/** Receives and records one upload; failures are counted in the upload metrics and rethrown. */
+/**
+ * Receives and records one upload through `deps.store` (the request's); failures are counted in
+ * the upload metrics and rethrown.
+ */
 export async function uploadRelease(
   deps: ServiceDeps,
   { projectId, parts, mayStartRollout }: {
@@ -189,7 +192,7 @@ export async function uploadRelease(
       maxBytes: deps.config.maxUploadBytes,
       mayStartRollout,
     });
-    const uploaded = await recordUpload(deps.kv, deps.artifacts, {
+    const uploaded = await recordUpload(deps.store, deps.artifacts, {
       file: received.file,
       build: () => uploadRecord(projectId, received),
       onKvError: () => deps.metrics.recordKvError("admin"),

@@ -36,10 +36,8 @@ function roleField(value: string): AdminRole {
 }
 
 export function addAccountsRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  const { kv } = deps;
-
   async function renderPage(c: AdminContext, values: AccountFormValues, error?: FormError) {
-    const users = await listAdminUsers(kv);
+    const users = await listAdminUsers(c.var.store);
     return c.html(
       <AccountsPage ctx={pageContext(c, deps)} users={users} values={values} error={error} />,
       error ? 400 : 200,
@@ -73,7 +71,7 @@ export function addAccountsRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
       return await renderPage(c, values, formErrorOf(error));
     }
     const passwordHash = await hashPassword(password);
-    const user = await createAdminAccount(kv, { username, passwordHash, role });
+    const user = await createAdminAccount(c.var.store, { username, passwordHash, role });
     if (user === null) {
       return await renderPage(c, values, {
         field: "username",
@@ -96,7 +94,7 @@ export function addAccountsRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
     const username = c.req.param("username");
     let change;
     try {
-      change = await setAdminRole(kv, username, roleField(field(c.get("form"), "role")));
+      change = await setAdminRole(c.var.store, username, roleField(field(c.get("form"), "role")));
     } catch (error) {
       if (error instanceof NotFoundError) throw notFound(username);
       if (!(error instanceof ValidationError)) throw error;
@@ -119,13 +117,13 @@ export function addAccountsRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
     const username = c.req.param("username");
     let removed;
     try {
-      removed = await deleteAdminUser(kv, username);
+      removed = await deleteAdminUser(c.var.store, username);
     } catch (error) {
       if (error instanceof NotFoundError) throw notFound(username);
       if (!(error instanceof LastAdminError)) throw error;
       return await renderPage(c, EMPTY_FORM, formErrorOf(error));
     }
-    const ended = await deleteAdminSessionsOfUser(kv, username);
+    const ended = await deleteAdminSessionsOfUser(c.var.store, username);
     await audit(c, deps, {
       action: "account.delete",
       target: accountTarget(username),

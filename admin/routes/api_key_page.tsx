@@ -39,10 +39,8 @@ const EDITED_FIELDS = [
 ] as const;
 
 export function addApiKeyPageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  const { kv } = deps;
-
   async function load(raw: string) {
-    const found = ID_PATTERN.test(raw) ? await getApiKeyVersioned(kv, Number(raw)) : null;
+    const found = ID_PATTERN.test(raw) ? await getApiKeyVersioned(deps.store, Number(raw)) : null;
     if (found === null) throw new HTTPException(404, { message: `There is no API key ${raw}.` });
     return found;
   }
@@ -60,9 +58,9 @@ export function addApiKeyPageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
     // Only the projects the key (and a conflicting version of it) names, not every project.
     const ids = [...new Set([...found.value.project_ids, ...(form.conflict?.project_ids ?? [])])];
     const [projects, downloads, knownTags] = await Promise.all([
-      getProjectsByIds(kv, ids),
-      getKeyDownloads(kv, found.value.id),
-      listProjectTags(kv, KNOWN_TAGS_SHOWN),
+      getProjectsByIds(c.var.store, ids),
+      getKeyDownloads(c.var.store, found.value.id),
+      listProjectTags(c.var.store, KNOWN_TAGS_SHOWN),
     ]);
     return c.html(
       <ApiKeyPage
@@ -89,13 +87,13 @@ export function addApiKeyPageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
     const form = c.get("form");
     const values = apiKeyFormValues(form);
     try {
-      const input = await apiKeyInput(kv, values);
+      const input = await apiKeyInput(c.var.store, values);
       // The form shows the expiry to the minute: an unchanged one keeps its seconds.
       const stored = found.value.expires_at;
       const expiresAt = stored !== null && values.expires_at === stored.slice(0, 16)
         ? stored
         : input.expires_at;
-      const { before, after } = await editApiKey(kv, found.value.id, {
+      const { before, after } = await editApiKey(c.var.store, found.value.id, {
         ...input,
         expires_at: expiresAt,
         expected: field(form, "expected_version"),
@@ -126,7 +124,7 @@ export function addApiKeyPageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
     const raw = c.req.param("id");
     let apiKey: ApiKey;
     try {
-      apiKey = await deleteApiKey(kv, ID_PATTERN.test(raw) ? Number(raw) : -1);
+      apiKey = await deleteApiKey(c.var.store, ID_PATTERN.test(raw) ? Number(raw) : -1);
     } catch (error) {
       if (error instanceof NotFoundError) {
         throw new HTTPException(404, { message: `There is no API key ${raw}.` });

@@ -31,10 +31,9 @@ import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts"
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { ApiKeyCreatedPage, KEY_PLACEHOLDER } from "../views/api_key_created.tsx";
 import { type ApiKeyRow, ApiKeysPage } from "../views/api_keys.tsx";
+import type { Store } from "../../src/store/store.ts";
 
 export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  const { kv } = deps;
-
   async function renderKeysPage(
     c: AdminContext,
     values: ApiKeyFormValues,
@@ -51,14 +50,14 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
       ? (key: ApiKey) => key.prefix.toLowerCase().startsWith(asPrefix) || search.match!(key)
       : search.match;
     const [page, counts, knownTags] = await Promise.all([
-      listApiKeysPage(kv, {
+      listApiKeysPage(c.var.store, {
         limit: PAGE_SIZE,
         cursor: query,
         maxScan: match ? SEARCH_SCAN : PAGE_SIZE + 1,
         match,
       }),
-      getCounts(kv),
-      listProjectTags(kv, KNOWN_TAGS_SHOWN),
+      getCounts(c.var.store),
+      listProjectTags(c.var.store, KNOWN_TAGS_SHOWN),
     ]);
     const total = (counts.api_keys.enabled ?? 0) + (counts.api_keys.disabled ?? 0);
     const list = cursorListPage(page, {
@@ -71,7 +70,7 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
     // The slugs of the projects the shown keys name (not every project).
     const scopeIds = [...new Set(list.rows.flatMap((key) => key.project_ids))];
     const slugs = new Map(
-      (await getProjectsByIds(kv, scopeIds)).map((project) => [project.id, project.slug]),
+      (await getProjectsByIds(c.var.store, scopeIds)).map((project) => [project.id, project.slug]),
     );
     const nowMs = Date.now();
     const rows: ApiKeyRow[] = list.rows.map((key) => ({
@@ -101,7 +100,7 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
     const start = (c.req.query("q") ?? "").trim().toLowerCase().slice(0, 64);
     const projects = start === ""
       ? []
-      : await searchProjectsBySlug(kv, { start, limit: SLUG_SUGGESTIONS });
+      : await searchProjectsBySlug(c.var.store, { start, limit: SLUG_SUGGESTIONS });
     return c.json({
       projects: projects.map(({ slug, name, state }) => ({ slug, name, state })),
     });
@@ -111,7 +110,7 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
     const values = apiKeyFormValues(c.get("form"));
     let created: { apiKey: ApiKey; secret: string };
     try {
-      created = await createApiKey(kv, await apiKeyInput(kv, values));
+      created = await createApiKey(c.var.store, await apiKeyInput(c.var.store, values));
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
       return await renderKeysPage(c, values, formErrorOf(error));
@@ -126,14 +125,20 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
         }; expires ${apiKey.expires_at ?? "never"}` +
         (apiKey.rollout_tags?.length ? `; rollout tags ${apiKey.rollout_tags.join(", ")}` : ""),
     });
-    const projects = await getProjectsByIds(kv, apiKey.project_ids.slice(0, EXAMPLE_CANDIDATES));
+    const projects = await getProjectsByIds(
+      c.var.store,
+      apiKey.project_ids.slice(0, EXAMPLE_CANDIDATES),
+    );
     return c.html(
       <ApiKeyCreatedPage
         ctx={pageContext(c, deps)}
         apiKey={apiKey}
         secret={secret}
         reachesNothing={keyReachesNothing(apiKey)}
-        curlExample={curlExample(deps.config.baseUrl, await exampleProject(kv, apiKey, projects))}
+        curlExample={curlExample(
+          deps.config.baseUrl,
+          await exampleProject(c.var.store, apiKey, projects),
+        )}
       />,
     );
   });
@@ -145,7 +150,7 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
       if (!ID_PATTERN.test(raw)) throw notFound;
       let apiKey: ApiKey;
       try {
-        apiKey = await setApiKeyActive(kv, Number(raw), active);
+        apiKey = await setApiKeyActive(c.var.store, Number(raw), active);
       } catch (error) {
         throw error instanceof NotFoundError ? notFound : error;
       }
@@ -173,12 +178,12 @@ const EXAMPLE_CANDIDATES = 50;
  * (allow list), else one of the first page of projects.
  */
 async function exampleProject(
-  kv: Deno.Kv,
+  store: Store,
   apiKey: ApiKey,
   named: readonly Project[],
 ): Promise<string> {
   const candidates = apiKey.scope_mode === "project_allow_list" ? named : (await listProjectsPage(
-    kv,
+    store,
     { limit: EXAMPLE_CANDIDATES, cursor: {}, maxScan: EXAMPLE_CANDIDATES },
   )).rows;
   const visible = candidates.find((project) =>

@@ -28,6 +28,7 @@ import { addressOf, sessionPolicy, tokenMatches } from "../guards.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { LoginPage } from "../views/login.tsx";
 import { PasswordPage } from "../views/password.tsx";
+import type { Store } from "../../src/store/store.ts";
 
 export const INVALID_CREDENTIALS = "invalid username or password";
 
@@ -36,11 +37,11 @@ export const INVALID_CREDENTIALS = "invalid username or password";
  * a refusal says why, with the seconds to wait.
  */
 function checkPasswordThrottled(
-  { kv, throttle }: { kv: Deno.Kv; throttle: LoginThrottle },
+  { store, throttle }: { store: Store; throttle: LoginThrottle },
   subject: LoginSubject,
   password: string,
 ): Promise<ThrottledCheck<AdminUser>> {
-  return throttle.check(subject, () => authenticate(kv, subject.username, password));
+  return throttle.check(subject, () => authenticate(store, subject.username, password));
 }
 
 /** What a refused sign-in tells the person, and the audit log. */
@@ -56,7 +57,7 @@ export function addLoginRoutes(
   deps: ServiceDeps,
   throttle: LoginThrottle,
 ): void {
-  const { kv, config } = deps;
+  const { config } = deps;
   const policy = sessionPolicy(deps);
 
   /** The pre-session CSRF token: kept while the browser has a valid one, so tabs agree. */
@@ -68,7 +69,7 @@ export function addLoginRoutes(
   }
 
   admin.get("/login", async (c) => {
-    if (await getAdminSession(kv, getSessionCookie(c), { policy })) {
+    if (await getAdminSession(c.var.store, getSessionCookie(c), { policy })) {
       return c.redirect("/admin", 303);
     }
     return c.html(<LoginPage ctx={pageContext(c, deps)} csrfToken={loginToken(c)} />);
@@ -95,7 +96,10 @@ export function addLoginRoutes(
     }
 
     const address = addressOf(c, deps);
-    const checked = await checkPasswordThrottled({ kv, throttle }, { username, address }, password);
+    const checked = await checkPasswordThrottled({ store: c.var.store, throttle }, {
+      username,
+      address,
+    }, password);
     if (checked.refused) {
       await audit(c, deps, {
         action: "auth.sign_in_refused",
@@ -136,8 +140,10 @@ export function addLoginRoutes(
     }
 
     const previous = getSessionCookie(c);
-    if (previous !== undefined) await deleteAdminSession(kv, previous);
-    const { id } = await createAdminSession(kv, { username: user.username, address }, { policy });
+    if (previous !== undefined) await deleteAdminSession(c.var.store, previous);
+    const { id } = await createAdminSession(c.var.store, { username: user.username, address }, {
+      policy,
+    });
     setSessionCookie(c, config, id);
     clearLoginCsrfCookie(c, config);
     await audit(c, deps, {
@@ -155,11 +161,11 @@ export function addAccountRoutes(
   deps: ServiceDeps,
   throttle: LoginThrottle,
 ): void {
-  const { kv, config } = deps;
+  const { config } = deps;
 
   admin.post("/logout", async (c) => {
     const session = c.get("session");
-    await deleteAdminSession(kv, c.get("sessionId"), session.username);
+    await deleteAdminSession(c.var.store, c.get("sessionId"), session.username);
     clearSessionCookie(c, config);
     await audit(c, deps, { action: "auth.sign_out", target: accountTarget(session.username) });
     return redirectWithFlash(c, deps, {
@@ -179,7 +185,7 @@ export function addAccountRoutes(
       c.html(<PasswordPage ctx={pageContext(c, deps)} error={error} />, status);
 
     const checked = await checkPasswordThrottled(
-      { kv, throttle },
+      { store: c.var.store, throttle },
       { username, address },
       field(form, "current_password"),
     );
@@ -211,8 +217,8 @@ export function addAccountRoutes(
     if (newPassword !== field(form, "confirm_password")) {
       return showError({ field: "confirm_password", message: "the two new passwords differ" });
     }
-    await changePassword(kv, username, newPassword);
-    const ended = await deleteAdminSessionsOfUser(kv, username, c.get("sessionId"));
+    await changePassword(c.var.store, username, newPassword);
+    const ended = await deleteAdminSessionsOfUser(c.var.store, username, c.get("sessionId"));
     await audit(c, deps, {
       action: "auth.password_changed",
       target: accountTarget(username),

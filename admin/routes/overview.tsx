@@ -29,17 +29,15 @@ const TOP_KEYS_MAX_AGE_MS = 60_000;
 const EXPIRED_COUNTED = 1_000;
 
 export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  const { kv } = deps;
-
   admin.get("/", async (c) => {
     const days = chartRange(c.req.query("days"));
     const [counts, expired, recent, series, topKeys, storage] = await Promise.all([
-      getCounts(kv),
-      countExpiredEnabledKeys(kv, { now: new Date().toISOString(), cap: EXPIRED_COUNTED }),
-      listRecentReleases(kv, 10),
-      getDailyDownloads(kv, ["all"], { days }),
-      getTopKeys(kv, { limit: TOP_KEYS, maxAgeMs: TOP_KEYS_MAX_AGE_MS }),
-      getStorageByProject(kv, { limit: STORAGE_PROJECTS }),
+      getCounts(c.var.store),
+      countExpiredEnabledKeys(c.var.store, { now: new Date().toISOString(), cap: EXPIRED_COUNTED }),
+      listRecentReleases(c.var.store, 10),
+      getDailyDownloads(c.var.store, ["all"], { days }),
+      getTopKeys(c.var.store, { limit: TOP_KEYS, maxAgeMs: TOP_KEYS_MAX_AGE_MS }),
+      getStorageByProject(c.var.store, { limit: STORAGE_PROJECTS }),
     ]);
     const projectIds = [
       ...new Set([
@@ -48,12 +46,12 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
       ]),
     ];
     const [projects, keys] = await Promise.all([
-      getProjectsByIds(kv, projectIds),
-      Promise.all(topKeys.map((top) => getApiKey(kv, top.keyId))),
+      getProjectsByIds(c.var.store, projectIds),
+      Promise.all(topKeys.map((top) => getApiKey(c.var.store, top.keyId))),
     ]);
     // A deleted key keeps its name for the top keys (issue 18).
     const deletedKeys = await getDeletedApiKeys(
-      kv,
+      c.var.store,
       topKeys.filter((_, i) => keys[i] === null).map((top) => top.keyId),
     );
     const byId = new Map(projects.map((project) => [project.id, project]));
@@ -98,8 +96,8 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
     };
     const filtered = Object.values(filter).some((value) => value.trim() !== "");
     const { entries, next } = filtered
-      ? await searchAuditEntries(kv, { limit: AUDIT_PAGE_SIZE, before, filter })
-      : await listAuditEntries(kv, { limit: AUDIT_PAGE_SIZE, before });
+      ? await searchAuditEntries(c.var.store, { limit: AUDIT_PAGE_SIZE, before, filter })
+      : await listAuditEntries(c.var.store, { limit: AUDIT_PAGE_SIZE, before });
     return c.html(
       <AuditPage
         ctx={pageContext(c, deps)}

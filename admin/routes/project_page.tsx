@@ -37,7 +37,7 @@ import type { RetentionValues } from "../views/retention.tsx";
 import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../views/rollout.tsx";
 
 export async function loadProject(deps: ServiceDeps, slug: string): Promise<Project> {
-  const project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;
+  const project = isSlug(slug) ? await getProjectBySlug(deps.store, slug) : null;
   if (project === null) throw new HTTPException(404, { message: `There is no project "${slug}".` });
   return project;
 }
@@ -64,7 +64,6 @@ export async function renderProjectPage(
   deps: ServiceDeps,
   { project, status = 200, ...form }: ProjectPageOptions,
 ): Promise<Response> {
-  const { kv } = deps;
   // A form sent back shows the first page: the query belongs to the page the form was on.
   const query = c.req.method === "GET" ? c.req.query() : {};
   const days = chartRange(query.days);
@@ -85,21 +84,21 @@ export async function renderProjectPage(
     rollout,
     adoption,
   ] = await Promise.all([
-    listReleasesPage(kv, project.id, {
+    listReleasesPage(c.var.store, project.id, {
       limit: PAGE_SIZE,
       cursor: query,
       maxScan: match ? SEARCH_SCAN : PAGE_SIZE + 1,
       match,
     }),
-    getProjectReleaseCount(kv, project.id),
-    getLatestRelease(kv, project.id),
-    getDailyDownloads(kv, ["project", project.id], { days }),
-    getProjectVersioned(kv, project.id),
-    getDeletedDownloads(kv, project.id),
-    getLatestChoice(kv, project.id),
+    getProjectReleaseCount(c.var.store, project.id),
+    getLatestRelease(c.var.store, project.id),
+    getDailyDownloads(c.var.store, ["project", project.id], { days }),
+    getProjectVersioned(c.var.store, project.id),
+    getDeletedDownloads(c.var.store, project.id),
+    getLatestChoice(c.var.store, project.id),
     retentionOf(deps, project.id, form.retention),
     rolloutOf(deps, project.id),
-    getAdoption(kv, project.id, today),
+    getAdoption(c.var.store, project.id, today),
   ]);
   const releases = cursorListPage(page, {
     query,
@@ -110,8 +109,8 @@ export async function renderProjectPage(
   });
   const ids = releases.rows.map((release) => release.id);
   const [totals, recent] = await Promise.all([
-    getDownloadCounts(kv, ids),
-    getRecentDownloadCountsByWindow(kv, ids, { windows: [30, 90] }),
+    getDownloadCounts(c.var.store, ids),
+    getRecentDownloadCountsByWindow(c.var.store, ids, { windows: [30, 90] }),
   ]);
   const downloads = new Map(ids.map((id) => {
     const [last30, last90] = recent.get(id)!;
@@ -174,13 +173,13 @@ async function retentionOf(
   form: ProjectPageOptions["retention"],
 ) {
   const [saved, bytes] = await Promise.all([
-    form === undefined ? getRetentionPolicy(deps.kv, projectId) : null,
-    getProjectBytes(deps.kv, [projectId]),
+    form === undefined ? getRetentionPolicy(deps.store, projectId) : null,
+    getProjectBytes(deps.store, [projectId]),
   ]);
   const policy = form === undefined ? saved : form.policy ?? null;
   return {
     values: form?.values ?? valuesOf(saved!),
-    plan: policy === null ? null : await planRetention(deps.kv, { projectId, policy }),
+    plan: policy === null ? null : await planRetention(deps.store, { projectId, policy }),
     preview: form?.policy !== undefined,
     error: form?.error,
     storedBytes: bytes.get(projectId) ?? 0,
@@ -191,7 +190,7 @@ async function retentionOf(
 async function versionsOf(deps: ServiceDeps, ids: number[]): Promise<Map<number, string>> {
   const versions = new Map<number, string>();
   for (const id of ids) {
-    const release = await getRelease(deps.kv, id);
+    const release = await getRelease(deps.store, id);
     if (release !== null) versions.set(id, release.version);
   }
   return versions;
@@ -200,13 +199,13 @@ async function versionsOf(deps: ServiceDeps, ids: number[]): Promise<Map<number,
 /** The project's rollout, whether it is in force, and the versions it names. */
 async function rolloutOf(deps: ServiceDeps, projectId: number) {
   const [rollout, view] = await Promise.all([
-    getRollout(deps.kv, projectId),
-    getLatestView(deps.kv, projectId),
+    getRollout(deps.store, projectId),
+    getLatestView(deps.store, projectId),
   ]);
   const versions = new Map<number, string>();
   if (rollout !== null) {
     for (const id of [rollout.release_id, rollout.previous_id]) {
-      const release = await getRelease(deps.kv, id);
+      const release = await getRelease(deps.store, id);
       if (release !== null) versions.set(id, release.version);
     }
   }

@@ -35,8 +35,6 @@ import { type ProjectRow, ProjectsPage } from "../views/projects.tsx";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
 
 export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  const { kv } = deps;
-
   /** The projects page: one page of the list (active first, then by name) and the create form. */
   async function renderProjectsPage(
     c: AdminContext,
@@ -50,11 +48,13 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     // A search looks through the cached project list (every match, counted, paged by number);
     // the plain list reads one page of the name index.
     const [found, page, counts] = await Promise.all([
-      match ? searchProjects(kv, match) : null,
-      match
-        ? null
-        : listProjectsPage(kv, { limit: PAGE_SIZE, cursor: query, maxScan: PAGE_SIZE + 1 }),
-      getCounts(kv),
+      match ? searchProjects(c.var.store, match) : null,
+      match ? null : listProjectsPage(c.var.store, {
+        limit: PAGE_SIZE,
+        cursor: query,
+        maxScan: PAGE_SIZE + 1,
+      }),
+      getCounts(c.var.store),
     ]);
     const active = counts.projects.active ?? 0;
     const total = active + (counts.projects.archived ?? 0);
@@ -62,12 +62,15 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
       ? listPage(found, query, { searchable, path, anchor })
       : cursorListPage(page!, { query, q, total, path, anchor });
     // "Updated" moves with an upload too (the project record does not change on one).
-    const uploads = await getNewestReleaseTimes(kv, list.rows.map((project) => project.id));
+    const uploads = await getNewestReleaseTimes(
+      c.var.store,
+      list.rows.map((project) => project.id),
+    );
     const rows: ProjectRow[] = await Promise.all(list.rows.map(async (project) => {
       const uploaded = uploads.get(project.id) ?? null;
       return {
         project,
-        latestVersion: (await getLatestRelease(kv, project.id))?.version ?? null,
+        latestVersion: (await getLatestRelease(c.var.store, project.id))?.version ?? null,
         updatedAt: uploaded !== null && uploaded > project.updated_at
           ? uploaded
           : project.updated_at,
@@ -100,7 +103,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     const form = c.get("form");
     const values = projectFormValues(form);
     try {
-      const project = await createProject(kv, {
+      const project = await createProject(c.var.store, {
         name: values.name,
         slug: values.slug,
         description: values.description,
@@ -133,7 +136,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     const form = c.get("form");
     const edit = projectEditValues(form);
     try {
-      const { before, after: updated } = await editProject(kv, project.id, {
+      const { before, after: updated } = await editProject(c.var.store, project.id, {
         name: edit.name,
         description: edit.description,
         tags: parseList(edit.tags),
@@ -184,7 +187,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     }
     let result;
     try {
-      result = await deleteProject(deps, project.id);
+      result = await deleteProject({ ...deps, store: c.var.store }, project.id);
     } catch (error) {
       if (!(error instanceof ProjectNotEmptyError)) throw error;
       const count = error.activeReleases;
@@ -246,7 +249,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     if (field(form, "action") !== "save") {
       return await renderProjectPage(c, deps, { project, retention: { values, policy } });
     }
-    const before = await setRetentionPolicy(kv, project.id, policy);
+    const before = await setRetentionPolicy(c.var.store, project.id, policy);
     await audit(c, deps, {
       action: "project.retention",
       target: `project ${project.slug}`,
@@ -264,7 +267,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   for (const [action, state] of [["archive", "archived"], ["activate", "active"]] as const) {
     admin.post(`/projects/:slug/${action}`, async (c) => {
       const project = await loadProject(deps, c.req.param("slug"));
-      await setProjectState(kv, project.id, state);
+      await setProjectState(c.var.store, project.id, state);
       await audit(c, deps, { action: `project.${action}`, target: `project ${project.slug}` });
       return redirectWithFlash(c, deps, {
         location: `/admin/projects/${project.slug}`,

@@ -21,6 +21,7 @@ import {
   publishTokenFormValues,
   publishTokenInput,
 } from "../forms_publish_token.ts";
+import type { Store } from "../../src/store/store.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import {
   PublishTokenCreatedPage,
@@ -29,14 +30,15 @@ import {
 } from "../views/publish_tokens.tsx";
 
 export function addPublishTokenRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  const { kv } = deps;
-
   async function renderTokensPage(
     c: AdminContext,
     values: PublishTokenFormValues,
     error?: FormError,
   ) {
-    const [tokens, projects] = await Promise.all([listPublishTokens(kv), listProjects(kv)]);
+    const [tokens, projects] = await Promise.all([
+      listPublishTokens(c.var.store),
+      listProjects(c.var.store),
+    ]);
     const nowMs = Date.now();
     const rows: PublishTokenRow[] = [...tokens].reverse().map((token) => ({
       token,
@@ -61,11 +63,11 @@ export function addPublishTokenRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps):
     const values = publishTokenFormValues(c.get("form"));
     let created: { token: PublishToken; secret: string };
     try {
-      const input = await publishTokenInput(kv, {
+      const input = await publishTokenInput(c.var.store, {
         values,
         createdBy: c.get("session").username,
       });
-      created = await createPublishToken(kv, input);
+      created = await createPublishToken(c.var.store, input);
     } catch (error) {
       if (!(error instanceof ValidationError)) throw error;
       return await renderTokensPage(c, values, formErrorOf(error));
@@ -89,9 +91,9 @@ export function addPublishTokenRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps):
   });
 
   const actions = [
-    ["disable", (id: number) => setPublishTokenActive(kv, id, false), "disabled"],
-    ["enable", (id: number) => setPublishTokenActive(kv, id, true), "enabled"],
-    ["delete", (id: number) => deletePublishToken(kv, id), "deleted"],
+    ["disable", (store: Store, id: number) => setPublishTokenActive(store, id, false), "disabled"],
+    ["enable", (store: Store, id: number) => setPublishTokenActive(store, id, true), "enabled"],
+    ["delete", (store: Store, id: number) => deletePublishToken(store, id), "deleted"],
   ] as const;
   for (const [action, change, done] of actions) {
     admin.post(`/publish-tokens/:id/${action}`, async (c) => {
@@ -100,7 +102,7 @@ export function addPublishTokenRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps):
       if (!ID_PATTERN.test(raw)) throw notFound;
       let token: PublishToken;
       try {
-        token = await change(Number(raw));
+        token = await change(c.var.store, Number(raw));
       } catch (error) {
         throw error instanceof NotFoundError ? notFound : error;
       }

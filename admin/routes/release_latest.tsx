@@ -15,31 +15,35 @@ import {
 } from "../../src/store/mod.ts";
 import { audit, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";
+import type { Store } from "../../src/store/store.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 
 export function addReleaseLatestRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  const { kv } = deps;
   const actions = [
-    ["make-latest", "make_latest", (release: Release) => makeReleaseLatest(kv, release.id)],
+    [
+      "make-latest",
+      "make_latest",
+      (store: Store, release: Release) => makeReleaseLatest(store, release.id),
+    ],
     [
       "publish",
       "publish",
-      (release: Release, notLatest: boolean) =>
-        publishDraft(kv, release.id, { makeLatest: !notLatest }),
+      (store: Store, release: Release, notLatest: boolean) =>
+        publishDraft(store, release.id, { makeLatest: !notLatest }),
     ],
   ] as const;
   for (const [path, action, change] of actions) {
     admin.post(`/releases/:id/${path}`, async (c) => {
       const raw = c.req.param("id");
-      const release = ID_PATTERN.test(raw) ? await getRelease(kv, Number(raw)) : null;
+      const release = ID_PATTERN.test(raw) ? await getRelease(c.var.store, Number(raw)) : null;
       if (release === null) {
         throw new HTTPException(404, { message: `There is no release ${raw}.` });
       }
-      const project = await getProject(kv, release.project_id);
+      const project = await getProject(c.var.store, release.project_id);
       const back = project ? `/admin/projects/${project.slug}#releases` : "/admin/projects";
       const notLatest = field(c.get("form"), "not_latest") !== "";
       try {
-        await change(release, notLatest);
+        await change(c.var.store, release, notLatest);
       } catch (error) {
         if (!(error instanceof NotActiveError)) throw error;
         return redirectWithFlash(c, deps, {

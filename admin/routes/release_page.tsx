@@ -32,10 +32,8 @@ import { ReleasePage, type ReleasePageProps } from "../views/release_page.tsx";
 const EDITED_FIELDS = ["version", "build", "release_notes"] as const;
 
 export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  const { kv } = deps;
-
   async function load(raw: string) {
-    const found = ID_PATTERN.test(raw) ? await getReleaseVersioned(kv, Number(raw)) : null;
+    const found = ID_PATTERN.test(raw) ? await getReleaseVersioned(deps.store, Number(raw)) : null;
     if (found === null) throw new HTTPException(404, { message: `There is no release ${raw}.` });
     return found;
   }
@@ -49,9 +47,9 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
   ): Promise<Response> {
     const release = found.value;
     const [project, latest, counts] = await Promise.all([
-      getProject(kv, release.project_id),
-      getLatestRelease(kv, release.project_id),
-      getDownloadCounts(kv, [release.id]),
+      getProject(c.var.store, release.project_id),
+      getLatestRelease(c.var.store, release.project_id),
+      getDownloadCounts(c.var.store, [release.id]),
     ]);
     return c.html(
       <ReleasePage
@@ -79,11 +77,11 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
       release_notes: field(form, "release_notes"),
     };
     try {
-      const { before, after } = await editRelease(kv, found.value.id, {
+      const { before, after } = await editRelease(c.var.store, found.value.id, {
         ...edit,
         expected: field(form, "expected_version"),
       });
-      const project = await getProject(kv, after.project_id);
+      const project = await getProject(c.var.store, after.project_id);
       await audit(c, deps, {
         action: "release.update",
         target: `release ${after.id}`,
@@ -91,7 +89,7 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
           describeChanges(before, after, EDITED_FIELDS)
         }`,
       });
-      const siblings = await listReleasesByProject(kv, after.project_id);
+      const siblings = await listReleasesByProject(c.var.store, after.project_id);
       const duplicate = after.state === "active" &&
         duplicateActiveVersions(siblings).includes(after.version);
       return redirectWithFlash(c, deps, {
@@ -120,7 +118,9 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
     const allowLatest = field(c.get("form"), "confirm_latest") === "on";
     let result;
     try {
-      result = await deleteRelease(deps, found.value.id, { allowLatest });
+      result = await deleteRelease({ ...deps, store: c.var.store }, found.value.id, {
+        allowLatest,
+      });
     } catch (error) {
       if (error instanceof LatestReleaseError) {
         return await render(c, found, {
@@ -138,7 +138,7 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
       throw error;
     }
     const { release, downloads, leftForSweep } = result;
-    const project = await getProject(kv, release.project_id);
+    const project = await getProject(c.var.store, release.project_id);
     await audit(c, deps, {
       action: "release.delete",
       target: `release ${release.id}`,
@@ -168,7 +168,7 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
         "content-type": downloadContentType(release.content_type),
         "content-length": String(artifact.size),
         "content-disposition": contentDisposition(release.filename),
-        "cache-control": "private, no-store",
+        "cache-control": "private, no-c.var.store",
       },
     });
   });

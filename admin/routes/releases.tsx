@@ -7,16 +7,15 @@ import { audit, redirectWithFlash } from "../context.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 
 export function addReleaseRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  const { kv } = deps;
   for (const [action, state] of [["archive", "archived"], ["activate", "active"]] as const) {
     admin.post(`/releases/:id/${action}`, async (c) => {
       const raw = c.req.param("id");
-      const release = ID_PATTERN.test(raw) ? await getRelease(kv, Number(raw)) : null;
+      const release = ID_PATTERN.test(raw) ? await getRelease(c.var.store, Number(raw)) : null;
       if (release === null) {
         throw new HTTPException(404, { message: `There is no release ${raw}.` });
       }
-      await setReleaseState(kv, release.id, state);
-      const project = await getProject(kv, release.project_id);
+      await setReleaseState(c.var.store, release.id, state);
+      const project = await getProject(c.var.store, release.project_id);
       await audit(c, deps, {
         action: `release.${action}`,
         target: `release ${release.id}`,

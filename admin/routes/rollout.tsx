@@ -44,7 +44,6 @@ function valuesOf(c: AdminContext): RolloutValues {
 }
 
 export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  const { kv } = deps;
   const back = (project: Project) => `/admin/projects/${project.slug}#rollout`;
 
   /** Runs `change`; a refusal shows the page again with the form as sent. */
@@ -84,11 +83,11 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
       if (!ID_PATTERN.test(values.release_id)) {
         throw new ValidationError("release_id", "choose the release to roll out");
       }
-      const release = await getRelease(kv, Number(values.release_id));
+      const release = await getRelease(c.var.store, Number(values.release_id));
       if (release === null || release.project_id !== project.id) {
         throw new ValidationError("release_id", "choose a release of this project");
       }
-      const rollout = await startRollout(kv, release.id, {
+      const rollout = await startRollout(c.var.store, release.id, {
         // parsePercentage reads the text of a form field.
         percentage: values.percentage as unknown as number,
         schedule: parseSchedule(values.schedule),
@@ -106,7 +105,7 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     const project = await loadProject(deps, c.req.param("slug"));
     const values = valuesOf(c);
     return await attempt(c, project, async () => {
-      const rollout = await changeRollout(kv, project.id, {
+      const rollout = await changeRollout(c.var.store, project.id, {
         ...(values.percentage.trim() === ""
           ? {}
           : { percentage: values.percentage as unknown as number }),
@@ -125,7 +124,7 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     admin.post(`/projects/:slug/rollout/${action}`, async (c) => {
       const project = await loadProject(deps, c.req.param("slug"));
       return await attempt(c, project, async () => {
-        const rollout = await changeRollout(kv, project.id, { halted });
+        const rollout = await changeRollout(c.var.store, project.id, { halted });
         return {
           action: `rollout.${action}`,
           details: details(project, rollout),
@@ -140,7 +139,7 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   admin.post("/projects/:slug/rollout/complete", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
     return await attempt(c, project, async () => {
-      const release = await completeRollout(kv, project.id);
+      const release = await completeRollout(c.var.store, project.id);
       return {
         action: "rollout.complete",
         details: `project ${project.slug}; release ${release.id} is latest`,
@@ -152,7 +151,7 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   admin.post("/projects/:slug/rollout/end", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
     return await attempt(c, project, async () => {
-      const ended = await endRollout(kv, project.id);
+      const ended = await endRollout(c.var.store, project.id);
       return {
         action: "rollout.end",
         details: ended === null ? `project ${project.slug}; none` : details(project, ended),

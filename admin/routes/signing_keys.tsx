@@ -22,20 +22,21 @@ import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 import { SigningKeysPage } from "../views/signing_keys.tsx";
+import type { Store } from "../../src/store/store.ts";
 
 const LOCATION = "/admin/signing-keys";
 
 export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  const { kv, signer, config } = deps;
+  const { signer, config } = deps;
 
   admin.get("/signing-keys", async (c) =>
     c.html(
       <SigningKeysPage
         ctx={pageContext(c, deps)}
-        keys={await listSigningKeys(kv)}
+        keys={await listSigningKeys(c.var.store)}
         signing={config.signing}
         keySetUrl={new URL(KEY_SET_PATH, config.baseUrl).href}
-        root={await rootOf(kv)}
+        root={await rootOf(c.var.store)}
         rootUrl={new URL(KEY_SET_ROOT_PATH, config.baseUrl).href}
       />,
     ));
@@ -51,14 +52,14 @@ export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
       });
     }
     const { document, payload } = parsed;
-    await saveSigningRoot(kv, { ...document, uploaded_by: c.get("session").username });
+    await saveSigningRoot(c.var.store, { ...document, uploaded_by: c.get("session").username });
     const kids = payload.keys.map((key) => key.kid).join(", ");
     await audit(c, deps, {
       action: "signing_key.root_upload",
       target: "signing root",
       details: `root ${document.signatures.map((s) => s.kid).join(",")}; keys ${kids}`,
     });
-    const missing = (await listSigningKeys(kv)).filter((key) =>
+    const missing = (await listSigningKeys(c.var.store)).filter((key) =>
       key.status === "active" && !payload.keys.some((k) => k.kid === key.kid)
     );
     return redirectWithFlash(c, deps, {
@@ -75,7 +76,7 @@ export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
   admin.post("/signing-keys", async (c) => {
     const { kid, publicKey } = await createKeyFiles(config.dataDir);
     const username = c.get("session").username;
-    await createSigningKey(kv, { kid, public_key: publicKey, created_by: username });
+    await createSigningKey(c.var.store, { kid, public_key: publicKey, created_by: username });
     await signer.reload();
     await audit(c, deps, { action: "signing_key.create", target: `signing key ${kid}` });
     return redirectWithFlash(c, deps, {
@@ -90,7 +91,11 @@ export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
       const kid = c.req.param("kid");
       let key: SigningKey;
       try {
-        key = await setSigningKeyStatus(kv, { kid, status, keepOneActive: config.signing });
+        key = await setSigningKeyStatus(c.var.store, {
+          kid,
+          status,
+          keepOneActive: config.signing,
+        });
       } catch (error) {
         if (error instanceof NotFoundError) {
           throw new HTTPException(404, { message: `There is no signing key ${kid}.` });
@@ -113,8 +118,8 @@ export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
   }
 }
 
-async function rootOf(kv: Deno.Kv) {
-  const root = await getSigningRoot(kv);
+async function rootOf(store: Store) {
+  const root = await getSigningRoot(store);
   const summary = describeRootDocument(root);
   return root && summary &&
     { ...summary, uploadedBy: root.uploaded_by, uploadedAt: root.uploaded_at };

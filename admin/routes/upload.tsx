@@ -70,7 +70,7 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
     c: AdminContext,
     form: { project: string; upload: UploadValues; error?: FormError; status?: number },
   ): Promise<Response> {
-    const page = await listProjectsPage(deps.kv, {
+    const page = await listProjectsPage(c.var.store, {
       limit: UPLOAD_PAGE_PROJECTS,
       cursor: {},
       maxScan: UPLOAD_PAGE_PROJECTS + 1,
@@ -105,7 +105,7 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
       receive: async (parts) => {
         const received = await receiveForm(deps, takeField(parts, "project", chosen), values);
         const slug = chosen.value.trim();
-        const project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;
+        const project = isSlug(slug) ? await getProjectBySlug(c.var.store, slug) : null;
         if (project === null) {
           if (received !== null) {
             await deps.artifacts.remove(received.stored.storage_key);
@@ -117,7 +117,13 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
             reason: "invalid",
           };
         }
-        return { project, release: await recordRelease(deps, project.id, { values, received }) };
+        return {
+          project,
+          release: await recordRelease({ ...deps, store: c.var.store }, project.id, {
+            values,
+            received,
+          }),
+        };
       },
     });
   });
@@ -192,7 +198,13 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
         renderProjectPage(c, deps, { project, upload: values, uploadError: error, status }),
       receive: async (parts) => {
         const received = await receiveForm(deps, parts, values);
-        return { project, release: await recordRelease(deps, project.id, { values, received }) };
+        return {
+          project,
+          release: await recordRelease({ ...deps, store: c.var.store }, project.id, {
+            values,
+            received,
+          }),
+        };
       },
     });
   });
@@ -230,13 +242,16 @@ function receiveForm(
   });
 }
 
-/** Checks the fields and commits the release; on any refusal or failure removes the stored file. */
+/**
+ * Checks the fields and commits the release through `deps.store` (the request's, whose commit
+ * carries its audit entry); on any refusal or failure removes the stored file.
+ */
 async function recordRelease(
   deps: ServiceDeps,
   projectId: number,
   { values, received }: { values: UploadValues; received: ReceivedFile | null },
 ): Promise<Release> {
-  const recorded = await recordUpload(deps.kv, deps.artifacts, {
+  const recorded = await recordUpload(deps.store, deps.artifacts, {
     file: received,
     build: (file) => {
       const fields = validateReleaseFields(values);

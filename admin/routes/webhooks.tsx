@@ -38,8 +38,6 @@ function auditedUrl(url: string): string {
 }
 
 export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  const { kv } = deps;
-
   async function renderList(
     c: Context<AdminEnv>,
     values: WebhookFormValues,
@@ -48,7 +46,7 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     return c.html(
       <WebhooksPage
         ctx={pageContext(c, deps)}
-        endpoints={await listWebhookEndpoints(kv)}
+        endpoints={await listWebhookEndpoints(c.var.store)}
         values={values}
         error={error}
       />,
@@ -57,7 +55,7 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   }
 
   async function endpointOr404(raw: string) {
-    const endpoint = ID_PATTERN.test(raw) ? await getWebhookEndpoint(kv, raw) : null;
+    const endpoint = ID_PATTERN.test(raw) ? await getWebhookEndpoint(deps.store, raw) : null;
     if (endpoint === null) {
       throw new HTTPException(404, { message: `There is no webhook endpoint ${raw}.` });
     }
@@ -71,7 +69,7 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     const values = { url: field(form, "url"), events: form["events"] ?? [] };
     let endpoint;
     try {
-      endpoint = await createWebhookEndpoint(kv, {
+      endpoint = await createWebhookEndpoint(c.var.store, {
         ...values,
         created_by: c.get("session").username,
       });
@@ -90,10 +88,12 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   admin.post("/webhooks/:id/secret", async (c) => {
     const found = await endpointOr404(c.req.param("id"));
     const keepPrevious = field(c.get("form"), "previous") !== "end";
-    const endpoint = await replaceWebhookSecret(kv, found.id, { keepPrevious }).catch((error) => {
-      if (!(error instanceof NotFoundError)) throw error;
-      throw new HTTPException(404, { message: `There is no webhook endpoint ${found.id}.` });
-    });
+    const endpoint = await replaceWebhookSecret(c.var.store, found.id, { keepPrevious }).catch(
+      (error) => {
+        if (!(error instanceof NotFoundError)) throw error;
+        throw new HTTPException(404, { message: `There is no webhook endpoint ${found.id}.` });
+      },
+    );
     const until = endpoint.previous_secrets?.[0]?.until;
     await audit(c, deps, {
       action: "webhook.secret",
@@ -112,14 +112,14 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
       <WebhookPage
         ctx={pageContext(c, deps)}
         endpoint={endpoint}
-        deliveries={await listWebhookDeliveries(kv, endpoint.id)}
+        deliveries={await listWebhookDeliveries(c.var.store, endpoint.id)}
       />,
     );
   });
 
   admin.post("/webhooks/:id/delete", async (c) => {
     const endpoint = await endpointOr404(c.req.param("id"));
-    await deleteWebhookEndpoint(kv, endpoint.id).catch((error) => {
+    await deleteWebhookEndpoint(c.var.store, endpoint.id).catch((error) => {
       if (!(error instanceof NotFoundError)) throw error;
     });
     await audit(c, deps, {
@@ -140,7 +140,7 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     let delivery;
     try {
       if (!ID_PATTERN.test(deliveryId)) throw new NotFoundError(deliveryId);
-      delivery = await resendWebhookDelivery(kv, { endpointId: endpoint.id, deliveryId });
+      delivery = await resendWebhookDelivery(c.var.store, { endpointId: endpoint.id, deliveryId });
     } catch (error) {
       if (!(error instanceof NotFoundError)) throw error;
       throw new HTTPException(404, { message: `There is no delivery ${deliveryId}.` });

@@ -33,7 +33,7 @@ export interface FeedRoutes {
 }
 
 export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRoutes {
-  const { kv } = deps;
+  const { store } = deps;
   const feeds = new Hono<AppEnv>();
   const surface = createKeySurface(deps, observer);
   const { respond } = surface;
@@ -55,7 +55,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
   ): Cached<R> => {
     const key = acceptedKey(c, deps);
     return thenRead(
-      findVisibleProjectBySlug(kv, key, c.req.param("slug") ?? ""),
+      findVisibleProjectBySlug(store, key, c.req.param("slug") ?? ""),
       (project) =>
         thenRead(
           // electron-updater sends its install id as x-user-staging-id.
@@ -126,7 +126,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
   // The artifact: GET|HEAD /feeds/files/{releaseId}/{filename}, the API's download.
   get("/files/:id/:filename", async (c) => {
     const key = acceptedKey(c, deps);
-    const { release } = await findVisibleRelease(kv, key, c.req.param("id"));
+    const { release } = await findVisibleRelease(store, key, c.req.param("id"));
     if (c.req.param("filename") !== release.filename) {
       throw new ApiError(404, API_ERRORS.resourceNotFound);
     }

@@ -55,7 +55,7 @@ export function keySetRootHandler(deps: ServiceDeps): (c: Context<AppEnv>) => Pr
   // The body of the document last served: while it stays, so do its bytes and their signature.
   let last: { text: string; body: Uint8Array<ArrayBuffer> } | null = null;
   return async (c) => {
-    const root = await getSigningRoot(deps.kv);
+    const root = await getSigningRoot(deps.store);
     if (root === null) return jsonResponse({ error: API_ERRORS.resourceNotFound }, 404);
     await deps.signer.ready();
     const text = JSON.stringify({ payload: root.payload, signatures: root.signatures });

@@ -32,7 +32,7 @@ export interface ClientApi {
  * src/api/surface.ts, shared with the updater feeds).
  */
 export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientApi {
-  const { kv } = deps;
+  const { store } = deps;
   const api = new Hono<AppEnv>();
   const surface = createKeySurface(deps, observer);
   const { respond } = surface;
@@ -54,7 +54,7 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
   get("/projects", (c) => {
     const key = acceptedKey(c, deps);
     return thenRead(
-      listProjects(kv),
+      listProjects(store),
       (projects) =>
         respond.ok(c, projectListBody(key, projects, (project) => projectVisible(key, project))),
     );
@@ -67,7 +67,7 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
     const key = acceptedKey(c, deps);
     const installId = () => c.req.raw.headers.get(INSTALL_ID_HEADER);
     return thenRead(
-      findVisibleProjectBySlug(kv, key, c.req.param("slug")),
+      findVisibleProjectBySlug(store, key, c.req.param("slug")),
       (project) =>
         thenRead(
           surface.latestFor(key, project, installId),
@@ -78,13 +78,13 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
 
   get("/releases/:id", async (c) => {
     const key = acceptedKey(c, deps);
-    const { project, release } = await findVisibleRelease(kv, key, c.req.param("id"));
+    const { project, release } = await findVisibleRelease(store, key, c.req.param("id"));
     return respond.ok(c, releaseEnvelopeBody(project, release));
   });
 
   get("/releases/:id/download", async (c) => {
     const key = acceptedKey(c, deps);
-    const { release } = await findVisibleRelease(kv, key, c.req.param("id"));
+    const { release } = await findVisibleRelease(store, key, c.req.param("id"));
     // Adoption (docs/rollouts.md "Adoption"): which release each client was answered.
     surface.seen(key, release, c.req.raw.headers.get(INSTALL_ID_HEADER));
     return await surface.download(c, key, release);

@@ -30,6 +30,7 @@ import {
 import { clientIdentity, releaseFor } from "../rollouts/membership.ts";
 import { rateLimitGate } from "./auth.ts";
 import { type Delivery, serveArtifact } from "./download.ts";
+import type { Store } from "../store/store.ts";
 
 const encoder = new TextEncoder();
 
@@ -55,7 +56,7 @@ export interface KeySurface {
 }
 
 export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurface {
-  const { kv, config, metrics } = deps;
+  const { store, config, metrics } = deps;
   const respond = createApiResponder(deps.responseHeaders, deps.signer);
   const { signer } = deps;
   const delivery: Delivery = {
@@ -125,7 +126,7 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     mapError,
     seen,
     latestFor(key, project, installId) {
-      const view = getLatestView(kv, project.id);
+      const view = getLatestView(store, project.id);
       // Spelled out rather than through `thenRead`: no closure on the hot path.
       if (view instanceof Promise) {
         return view.then((found) => offered(found, key, installId));
@@ -142,7 +143,7 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
       });
       if (served.countsAsDownload) {
         c.set("onDownloaded", () =>
-          countDownload(kv, {
+          countDownload(store, {
             releaseId: release.id,
             projectId: release.project_id,
             keyId: key.id,
@@ -164,12 +165,12 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
 
 /** The project `slug` names when `key` may see it; else the spec's 404. */
 export function findVisibleProjectBySlug(
-  kv: Deno.Kv,
+  store: Store,
   key: ApiKey,
   slug: string,
 ): Cached<Project> {
   // A slug that cannot exist is not looked up (and cannot overflow a KV key).
-  return thenRead(isSlug(slug) ? getProjectBySlug(kv, slug) : null, (project) => {
+  return thenRead(isSlug(slug) ? getProjectBySlug(store, slug) : null, (project) => {
     if (!projectVisible(key, project)) throw new ApiError(404, API_ERRORS.resourceNotFound);
     return project;
   });
@@ -187,16 +188,16 @@ function parseReleaseId(raw: string): number | null {
 
 /** The active release `rawId` names, of a project `key` may see; else the spec's 400 or 404. */
 export async function findVisibleRelease(
-  kv: Deno.Kv,
+  store: Store,
   key: ApiKey,
   rawId: string,
 ): Promise<{ project: Project; release: Release }> {
   const id = parseReleaseId(rawId);
-  const release = id === null ? null : await getRelease(kv, id);
+  const release = id === null ? null : await getRelease(store, id);
   if (release === null || release.state !== "active") {
     throw new ApiError(404, API_ERRORS.resourceNotFound);
   }
-  const project = await getProject(kv, release.project_id);
+  const project = await getProject(store, release.project_id);
   if (!projectVisible(key, project)) throw new ApiError(404, API_ERRORS.resourceNotFound);
   return { project, release };
 }

@@ -43,6 +43,7 @@ import {
 import { type ArtifactStore, createFsStore } from "../storage/mod.ts";
 import { pathExists } from "../lib/files.ts";
 import { isRemoteKv } from "../lib/config.ts";
+import { createStore } from "../store/store.ts";
 
 export interface DataLocation {
   /** The data dir: where the signing keys' files are (`signing-keys/`). */
@@ -79,9 +80,10 @@ export async function createBackup(
   await createEmptyDir(targetDir);
   try {
     const kv = await Deno.openKv(source.kvPath);
+    const store = createStore(kv);
     let snapshot;
     try {
-      snapshot = await snapshotEntries(kv);
+      snapshot = await snapshotEntries(store);
     } finally {
       kv.close();
     }

@@ -12,6 +12,7 @@ import { type ArtifactStore } from "../storage/mod.ts";
 import { listAllReleases, type Release } from "../store/mod.ts";
 import { BackupError } from "./format.ts";
 import { createHash } from "node:crypto";
+import type { Store } from "../store/store.ts";
 
 export interface MigrationResult {
   copied: number;
@@ -28,12 +29,12 @@ export interface MigrationOptions {
 }
 
 export async function migrateArtifacts(
-  kv: Deno.Kv,
+  store: Store,
   { from, to, progress = () => {} }: MigrationOptions,
 ): Promise<MigrationResult> {
   const result: MigrationResult = { copied: 0, present: 0, copiedBytes: 0 };
   const seen = new Set<string>();
-  for await (const release of listAllReleases(kv)) {
+  for await (const release of listAllReleases(store)) {
     if (seen.has(release.storage_key)) continue;
     seen.add(release.storage_key);
     if (await verifyPresent(to, release)) {

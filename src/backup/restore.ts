@@ -29,6 +29,7 @@ import {
 } from "./format.ts";
 import { pathExists } from "../lib/files.ts";
 import { requireNoSigningKeys, restoreSigningKeys } from "./signing_keys.ts";
+import { createStore } from "../store/store.ts";
 
 /** The manifest of a restored backup, and what the restored data lacks. */
 export interface RestoredBackup extends Manifest {
@@ -77,15 +78,16 @@ export async function restoreBackup(
     await makePrivateDir(join(target.kvPath, ".."));
     kvCreated = true;
     const kv = await openPrivateKv(target.kvPath);
+    const records = createStore(kv);
     try {
-      if (!(await isKvEmpty(kv))) throw new BackupError(`${target.kvPath} is not empty`);
-      const written = await importEntries(kv, readRecords(kvFile));
+      if (!(await isKvEmpty(records))) throw new BackupError(`${target.kvPath} is not empty`);
+      const written = await importEntries(records, readRecords(kvFile));
       if (written !== manifest.kv.entries) {
         throw new BackupError(
           `kv.jsonl holds ${written} entries, the manifest says ${manifest.kv.entries}`,
         );
       }
-      const endpoints = await listWebhookEndpoints(kv);
+      const endpoints = await listWebhookEndpoints(records);
       return {
         ...manifest,
         endpointsWithoutSecret: endpoints.filter((endpoint) => endpoint.secret === null).length,

@@ -16,6 +16,7 @@ import {
   releaseLease,
   setReleaseSha512,
 } from "../store/mod.ts";
+import type { Store } from "../store/store.ts";
 
 /** The lease outlives a stalled holder by this long; it is renewed before every artifact. */
 const LEASE_MS = 120_000;
@@ -24,7 +25,7 @@ const RETRY_MS = 60_000;
 const PAGE = 100;
 
 export interface BackfillOptions {
-  kv: Deno.Kv;
+  store: Store;
   artifacts: ArtifactStore;
   /** Service events (a release skipped, the backfill done). */
   report: (
@@ -43,19 +44,19 @@ export interface BackfillResult {
 
 /** One run: fills what it can while it holds the lease. */
 export async function runSha512Backfill(
-  { kv, artifacts, report }: BackfillOptions,
+  { store, artifacts, report }: BackfillOptions,
   holder: string = crypto.randomUUID(),
 ): Promise<BackfillResult> {
   const result: BackfillResult = { outcome: "done", filled: 0, skipped: 0 };
-  if (await isSha512BackfillDone(kv)) return result;
+  if (await isSha512BackfillDone(store)) return result;
   const lease = { holder, ttlMs: LEASE_MS };
-  if (!await claimLease(kv, "sha512_backfill", lease)) return { ...result, outcome: "busy" };
+  if (!await claimLease(store, "sha512_backfill", lease)) return { ...result, outcome: "busy" };
   try {
     let cursor = "";
     do {
-      const page = await listReleasesWithoutSha512(kv, { cursor, limit: PAGE });
+      const page = await listReleasesWithoutSha512(store, { cursor, limit: PAGE });
       for (const release of page.releases) {
-        if (!await claimLease(kv, "sha512_backfill", lease)) {
+        if (!await claimLease(store, "sha512_backfill", lease)) {
           return { ...result, outcome: "busy" };
         }
         const sha512 = await artifactSha512(artifacts, release);
@@ -64,18 +65,18 @@ export async function runSha512Backfill(
           report("warn", "sha512 backfill: artifact missing or not as recorded", {
             release_id: release.id,
           });
-        } else if (await setReleaseSha512(kv, release, sha512)) {
+        } else if (await setReleaseSha512(store, release, sha512)) {
           result.filled++;
         }
       }
       cursor = page.cursor;
     } while (cursor !== "");
     if (result.skipped > 0) return { ...result, outcome: "incomplete" };
-    await markSha512BackfillDone(kv);
+    await markSha512BackfillDone(store);
     if (result.filled > 0) report("info", "sha512 backfill done", { filled: result.filled });
     return result;
   } finally {
-    await releaseLease(kv, "sha512_backfill", { holder }).catch(() => {});
+    await releaseLease(store, "sha512_backfill", { holder }).catch(() => {});
   }
 }
 

@@ -5,13 +5,15 @@ import type { Metrics } from "../lib/metrics.ts";
 import type { KeyLookup } from "../store/key_lookup.ts";
 import type { AdoptionRecorder, AnswerSigner, ApiKey } from "../store/mod.ts";
 import type { RateLimiter } from "../store/rate_limit.ts";
+import type { Store } from "../store/store.ts";
 import type { OpenResponses } from "./open_responses.ts";
 import type { ResponseHeaders } from "./response_headers.ts";
 
 /** What the HTTP layers need from the outside world; tests pass in-memory ones. */
 export interface AppDeps extends Partial<AppParts> {
   config: Config;
-  kv: Deno.Kv;
+  /** The KV and what this process keeps beside it (src/store/store.ts). */
+  store: Store;
   /** Where artifact bytes live: the data dir (`fs`) or a bucket (`s3`). */
   artifacts: ArtifactStore;
   /**

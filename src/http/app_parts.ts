@@ -20,13 +20,13 @@ export function withDefaultParts(deps: AppDeps): ServiceDeps {
           onKvError: () => metrics.recordKvError("rate_limit"),
         })
         : createMemoryRateLimiter(rule)),
-    keyLookup: deps.keyLookup ?? createKeyLookup(deps.kv),
+    keyLookup: deps.keyLookup ?? createKeyLookup(deps.store),
     responseHeaders: deps.responseHeaders ?? contractHeaders(deps.config),
     openResponses: deps.openResponses ?? createOpenResponses(),
     // app.ts makes the real one (src/signing/signer.ts); without it, nothing is signed.
     signer: deps.signer ?? UNSIGNED,
     adoption: deps.adoption ??
-      createAdoptionRecorder(deps.kv, {
+      createAdoptionRecorder(deps.store, {
         onKvError: () => metrics.recordKvError("adoption"),
         newIdsPerDay: deps.config.adoptionNewIdsPerDay,
       }),

@@ -20,6 +20,7 @@ import {
   type Release,
   type ReleaseState,
 } from "../store/mod.ts";
+import type { Store } from "../store/store.ts";
 
 /** The artifacts a delete could not remove now (the storage sweep removes them later). */
 export interface ArtifactCleanup {
@@ -47,20 +48,20 @@ async function removeArtifacts(
  * for `allowLatest` and `expectState`.
  */
 export async function deleteRelease(
-  deps: { kv: Deno.Kv; artifacts: ArtifactStore },
+  deps: { store: Store; artifacts: ArtifactStore },
   id: number,
   options: { allowLatest?: boolean; expectState?: ReleaseState } = {},
 ): Promise<DeletedRelease & ArtifactCleanup> {
-  const deleted = await deleteReleaseRecord(deps.kv, id, options);
+  const deleted = await deleteReleaseRecord(deps.store, id, options);
   return { ...deleted, ...await removeArtifacts(deps.artifacts, [deleted.release.storage_key]) };
 }
 
 /** Deletes a project without active releases, its archived releases, then their artifacts. */
 export async function deleteProject(
-  deps: { kv: Deno.Kv; artifacts: ArtifactStore },
+  deps: { store: Store; artifacts: ArtifactStore },
   id: number,
 ): Promise<{ project: Project; releases: Release[] } & ArtifactCleanup> {
-  const deleted = await deleteProjectRecords(deps.kv, id);
+  const deleted = await deleteProjectRecords(deps.store, id);
   const cleanup = await removeArtifacts(
     deps.artifacts,
     deleted.releases.map((release) => release.storage_key),

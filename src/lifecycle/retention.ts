@@ -35,6 +35,7 @@ import {
   type RetentionPolicy,
 } from "../store/mod.ts";
 import { deleteRelease } from "./delete.ts";
+import type { Store } from "../store/store.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -84,7 +85,7 @@ export function retentionCandidates(
 
 /** What `policy` would delete from the project now (the dry run). */
 export async function planRetention(
-  kv: Deno.Kv,
+  store: Store,
   { projectId, policy, now = new Date() }: {
     projectId: number;
     policy: RetentionPolicy;
@@ -93,8 +94,8 @@ export async function planRetention(
 ): Promise<RetentionPlan> {
   if (isRetentionOff(policy)) return { candidates: [], bytes: 0 };
   const [releases, latest] = await Promise.all([
-    listReleasesByProject(kv, projectId),
-    getLatestRelease(kv, projectId),
+    listReleasesByProject(store, projectId),
+    getLatestRelease(store, projectId),
   ]);
   return retentionCandidates(releases, { policy, latestId: latest?.id ?? null, now });
 }
@@ -124,19 +125,19 @@ export interface RetentionRunOptions {
  * made latest, already deleted) is left alone.
  */
 export async function runRetention(
-  deps: { kv: Deno.Kv; artifacts: ArtifactStore },
+  deps: { store: Store; artifacts: ArtifactStore },
   { instance, everyMs, onDelete, now = () => new Date() }: RetentionRunOptions,
 ): Promise<RetentionDeletion[]> {
-  const { kv } = deps;
+  const { store } = deps;
   const deleted: RetentionDeletion[] = [];
-  for (const { projectId } of await listRetentionPolicies(kv)) {
-    if (!await claimRetentionRun(kv, { projectId, instance, everyMs })) continue;
+  for (const { projectId } of await listRetentionPolicies(store)) {
+    if (!await claimRetentionRun(store, { projectId, instance, everyMs })) continue;
     try {
-      const [project] = await getProjectsByIds(kv, [projectId]);
+      const [project] = await getProjectsByIds(store, [projectId]);
       if (project === undefined) continue;
       // Read again under the lease: the policy may have changed since the list.
-      const policy = await getRetentionPolicy(kv, projectId);
-      const plan = await planRetention(kv, { projectId, policy, now: now() });
+      const policy = await getRetentionPolicy(store, projectId);
+      const plan = await planRetention(store, { projectId, policy, now: now() });
       for (const { release, reason } of plan.candidates) {
         let leftForSweep: boolean;
         try {
@@ -156,7 +157,7 @@ export async function runRetention(
           leftForSweep,
         };
         deleted.push(deletion);
-        await recordAudit(kv, {
+        await recordAudit(store, {
           actor: "retention",
           action: "release.delete",
           target: `release ${release.id}`,
@@ -168,7 +169,7 @@ export async function runRetention(
         await onDelete?.(deletion);
       }
     } finally {
-      await finishRetentionRun(kv, { projectId, instance });
+      await finishRetentionRun(store, { projectId, instance });
     }
   }
   return deleted;
@@ -180,7 +181,7 @@ export async function runRetention(
  * function. Failures are reported and the next tick tries again.
  */
 export function scheduleRetention(
-  deps: { kv: Deno.Kv; artifacts: ArtifactStore },
+  deps: { store: Store; artifacts: ArtifactStore },
   { checkEveryMs, report, ...options }: RetentionRunOptions & {
     checkEveryMs: number;
     report: (error: unknown) => void;

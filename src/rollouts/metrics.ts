@@ -13,9 +13,10 @@ import {
   listRollouts,
 } from "../store/mod.ts";
 import { rolloutPercentage } from "./membership.ts";
+import type { Store } from "../store/store.ts";
 
-export async function rolloutGauges(kv: Deno.Kv, nowMs: number): Promise<ScrapedGauge[]> {
-  const projects = await listProjects(kv);
+export async function rolloutGauges(store: Store, nowMs: number): Promise<ScrapedGauge[]> {
+  const projects = await listProjects(store);
   const slugs = new Map(projects.map((project) => [project.id, project.slug]));
   const percentage: ScrapedGauge = {
     name: "uds_rollout_percentage",
@@ -23,8 +24,8 @@ export async function rolloutGauges(kv: Deno.Kv, nowMs: number): Promise<Scraped
       "or inert), by project and release id.",
     samples: [],
   };
-  for (const rollout of await listRollouts(kv)) {
-    const view = await getLatestView(kv, rollout.project_id);
+  for (const rollout of await listRollouts(store)) {
+    const view = await getLatestView(store, rollout.project_id);
     const live = view.rollout !== null && view.rollout.record.release_id === rollout.release_id;
     percentage.samples.push({
       labels: {
@@ -47,7 +48,7 @@ export async function rolloutGauges(kv: Deno.Kv, nowMs: number): Promise<Scraped
   };
   const today = adoptionDay(nowMs);
   for (const project of projects) {
-    const figures = await getAdoption(kv, project.id, today);
+    const figures = await getAdoption(store, project.id, today);
     for (const [releaseId, counts] of figures.releases) {
       for (const [window, value] of [["1d", counts.d1], ["7d", counts.d7], ["30d", counts.d30]]) {
         clients.samples.push({

@@ -23,12 +23,13 @@ import {
   signedMessage,
 } from "./format.ts";
 import { createKeyFiles, readPrivateKey } from "./key_files.ts";
+import type { Store } from "../store/store.ts";
 
 const RELOAD_MS = 10_000;
 const encoder = new TextEncoder();
 
 export interface SignerOptions {
-  kv: Deno.Kv;
+  store: Store;
   dataDir: string;
   /** How long an answer stays valid after it was signed. */
   ttlSeconds: number;
@@ -40,7 +41,7 @@ export interface SignerOptions {
 export type Signer = AnswerSigner;
 
 export function createSigner(options: SignerOptions): Signer {
-  const { kv, dataDir, ttlSeconds } = options;
+  const { store, dataDir, ttlSeconds } = options;
   let stored: SigningKey[] = [];
   let active: Array<{ kid: string; key: KeyObject }> = [];
   let loadedAt = 0;
@@ -49,12 +50,12 @@ export function createSigner(options: SignerOptions): Signer {
   let generation = 0;
 
   async function load(): Promise<void> {
-    let keys = await listSigningKeys(kv);
+    let keys = await listSigningKeys(store);
     if (options.enabled && keys.length === 0) {
       const { kid, publicKey } = await createKeyFiles(dataDir);
-      await createSigningKey(kv, { kid, public_key: publicKey, created_by: "service" });
-      await setSigningKeyStatus(kv, { kid, status: "active", keepOneActive: false });
-      keys = await listSigningKeys(kv);
+      await createSigningKey(store, { kid, public_key: publicKey, created_by: "service" });
+      await setSigningKeyStatus(store, { kid, status: "active", keepOneActive: false });
+      keys = await listSigningKeys(store);
     }
     const next: typeof active = [];
     for (const key of keys) {

@@ -2,6 +2,7 @@
 import type { Release, ReleaseInput } from "../store/mod.ts";
 import type { ArtifactStore, ByteSource, StoredArtifact } from "./types.ts";
 import { recordUpload } from "./upload.ts";
+import type { Store } from "../store/store.ts";
 
 export type PublishInput = Omit<ReleaseInput, keyof StoredArtifact>;
 
@@ -18,12 +19,12 @@ export interface PublishOptions {
  * The store holds the artifact against the sweep until then.
  */
 export async function publishRelease(
-  kv: Deno.Kv,
+  records: Store,
   store: ArtifactStore,
   { release, source, maxBytes }: PublishOptions,
 ): Promise<Release> {
   const stored = await store.save(source, maxBytes);
-  const recorded = await recordUpload(kv, store, {
+  const recorded = await recordUpload(records, store, {
     file: { stored, filename: undefined, contentType: undefined },
     build: () => ({ release: { ...release, ...stored } }),
   });

@@ -15,6 +15,7 @@
  */
 import { listStorageKeys } from "../store/mod.ts";
 import type { ArtifactStore, Sweepable } from "./types.ts";
+import type { Store } from "../store/store.ts";
 
 export interface SweepResult {
   /** Upload leftovers removed: fs upload parts, s3 multipart uploads. */
@@ -27,7 +28,7 @@ export interface SweepResult {
 const MAX_HELD = 256;
 
 export async function sweepStore(
-  kv: Deno.Kv,
+  records: Store,
   store: ArtifactStore & { readonly sweeping: Sweepable },
   nowMs = Date.now(),
 ): Promise<SweepResult> {
@@ -41,7 +42,7 @@ export async function sweepStore(
   let removedArtifacts = 0;
   if (old.length === 0) return { removedUploads, removedArtifacts };
   // A first read narrows the list to the suspects: a referenced artifact stays referenced.
-  const known = await listStorageKeys(kv);
+  const known = await listStorageKeys(records);
   const suspects = old.filter((storageKey) => !known.has(storageKey));
   for (let i = 0; i < suspects.length; i += MAX_HELD) {
     const held: Array<{ storageKey: string; release(): void }> = [];
@@ -52,7 +53,7 @@ export async function sweepStore(
       }
       if (held.length === 0) continue;
       // Read after holding: a release its writer committed before letting go is seen here.
-      const referenced = await listStorageKeys(kv);
+      const referenced = await listStorageKeys(records);
       for (const { storageKey } of held) {
         if (referenced.has(storageKey)) continue;
         await store.remove(storageKey);
@@ -74,7 +75,7 @@ const SECOND_RUN_MS = 6_000;
  * Returns a stop function. Does nothing for a store that cannot be swept.
  */
 export function scheduleSweeps(
-  kv: Deno.Kv,
+  records: Store,
   store: ArtifactStore,
   report: (result: SweepResult | { error: unknown }) => void,
 ): () => void {
@@ -85,7 +86,7 @@ export function scheduleSweeps(
     if (running) return;
     running = true;
     try {
-      report(await sweepStore(kv, store as ArtifactStore & { sweeping: Sweepable }));
+      report(await sweepStore(records, store as ArtifactStore & { sweeping: Sweepable }));
     } catch (error) {
       report({ error });
     } finally {

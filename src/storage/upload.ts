@@ -24,6 +24,7 @@ import {
   EmptyUploadError,
   type StoredArtifact,
 } from "./types.ts";
+import type { Store } from "../store/store.ts";
 
 /** A part of a multipart upload, as the reader gives it (src/http/multipart.ts). */
 export interface UploadPart {
@@ -112,7 +113,7 @@ export interface RecordedUpload {
  * release or its file: it is answered in `rollout.failed`.
  */
 export async function recordUpload(
-  kv: Deno.Kv,
+  store: Store,
   artifacts: ArtifactStore,
   { file, build, onKvError }: RecordOptions,
 ): Promise<RecordedUpload> {
@@ -121,8 +122,8 @@ export async function recordUpload(
     // A rollout starts from the current latest; a project without one simply gets the release.
     // Whether there is one is decided in the release's own commit, not by a read before it.
     const { release, staged } = await (rollout === null
-      ? createRelease(kv, input).then((release) => ({ release, staged: false }))
-      : createStagedRelease(kv, input))
+      ? createRelease(store, input).then((release) => ({ release, staged: false }))
+      : createStagedRelease(store, input))
       .catch((error) => {
         if (!(error instanceof ValidationError || error instanceof ConflictError)) {
           onKvError?.(error);
@@ -131,7 +132,9 @@ export async function recordUpload(
       });
     return {
       release,
-      rollout: staged && rollout !== null ? await startUploadRollout(kv, release, rollout) : null,
+      rollout: staged && rollout !== null
+        ? await startUploadRollout(store, release, rollout)
+        : null,
     };
   } catch (error) {
     if (file !== null) await artifacts.remove(file.stored.storage_key);
@@ -143,12 +146,12 @@ export async function recordUpload(
 }
 
 async function startUploadRollout(
-  kv: Deno.Kv,
+  store: Store,
   release: Release,
   rollout: RolloutInput,
 ): Promise<UploadRollout> {
   try {
-    return { started: await startRollout(kv, release.id, rollout) };
+    return { started: await startRollout(store, release.id, rollout) };
   } catch (error) {
     console.error("rollout start after upload failed:", error);
     const reason = error instanceof ValidationError || error instanceof ConflictError

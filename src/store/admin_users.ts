@@ -9,6 +9,7 @@ import { USERNAME_MAX_LENGTH, USERNAME_PATTERN } from "../lib/limits.ts";
 import { commitWithRetry, now, retryWhileLocked } from "./atomic.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { adminUserKey, adminUsersPrefix } from "./keys.ts";
+import type { Store } from "./store.ts";
 
 /** What an account may do: `admin` everything, `publisher` releases only, `viewer` read only. */
 export type AdminRole = "admin" | "publisher" | "viewer";
@@ -39,15 +40,15 @@ export function requireUsername(username: string): string {
   return username;
 }
 
-export async function hasAdminUser(kv: Deno.Kv): Promise<boolean> {
-  for await (const _ of kv.list({ prefix: adminUsersPrefix() }, { limit: 1 })) return true;
+export async function hasAdminUser(store: Store): Promise<boolean> {
+  for await (const _ of store.kv.list({ prefix: adminUsersPrefix() }, { limit: 1 })) return true;
   return false;
 }
 
 /** The account, or null for an unknown (or impossible) user name. */
-export async function getAdminUser(kv: Deno.Kv, username: string): Promise<AdminUser | null> {
+export async function getAdminUser(store: Store, username: string): Promise<AdminUser | null> {
   if (!USERNAME_PATTERN.test(username)) return null;
-  return (await kv.get<AdminUser>(adminUserKey(username))).value;
+  return (await store.kv.get<AdminUser>(adminUserKey(username))).value;
 }
 
 /** The account's role; an account without one is an `admin`. */
@@ -56,9 +57,9 @@ export function roleOf(user: AdminUser): AdminRole {
 }
 
 /** Every account, by user name. */
-export async function listAdminUsers(kv: Deno.Kv): Promise<AdminUser[]> {
+export async function listAdminUsers(store: Store): Promise<AdminUser[]> {
   const users: AdminUser[] = [];
-  for await (const entry of kv.list<AdminUser>({ prefix: adminUsersPrefix() })) {
+  for await (const entry of store.kv.list<AdminUser>({ prefix: adminUsersPrefix() })) {
     users.push(entry.value);
   }
   return users;
@@ -66,16 +67,16 @@ export async function listAdminUsers(kv: Deno.Kv): Promise<AdminUser[]> {
 
 /** Creates an `admin` account; null when the user name is already taken. */
 export function createAdminUser(
-  kv: Deno.Kv,
+  store: Store,
   username: string,
   passwordHash: string,
 ): Promise<AdminUser | null> {
-  return createAdminAccount(kv, { username, passwordHash });
+  return createAdminAccount(store, { username, passwordHash });
 }
 
 /** Creates an account (an `admin` unless `role` says otherwise); null when the name is taken. */
 export async function createAdminAccount(
-  kv: Deno.Kv,
+  store: Store,
   { username, passwordHash, role }: { username: string; passwordHash: string; role?: AdminRole },
 ): Promise<AdminUser | null> {
   const at = now();
@@ -90,21 +91,21 @@ export async function createAdminAccount(
   // Instances sharing one KV file may start together: a locked database is retried; a failed
   // check means the name is taken.
   const commit = await retryWhileLocked(() =>
-    kv.atomic().check({ key, versionstamp: null }).set(key, user).commit()
+    store.kv.atomic().check({ key, versionstamp: null }).set(key, user).commit()
   );
   return commit.ok ? user : null;
 }
 
 export function setAdminPasswordHash(
-  kv: Deno.Kv,
+  store: Store,
   username: string,
   passwordHash: string,
 ): Promise<AdminUser> {
   return commitWithRetry(async () => {
-    const entry = await kv.get<AdminUser>(adminUserKey(username));
+    const entry = await store.kv.get<AdminUser>(adminUserKey(username));
     if (entry.value === null) throw new NotFoundError("admin user not found");
     const user = { ...entry.value, password_hash: passwordHash, updated_at: now() };
-    const commit = await kv.atomic().check(entry).set(adminUserKey(username), user).commit();
+    const commit = await store.kv.atomic().check(entry).set(adminUserKey(username), user).commit();
     return { commit, value: user };
   });
 }
@@ -122,7 +123,7 @@ export class LastAdminError extends ValidationError {
  * only while another `admin` account remains: the commit checks every admin account's entry.
  */
 function changeGuardingLastAdmin(
-  kv: Deno.Kv,
+  store: Store,
   { username, change, refusal }: {
     username: string;
     /** The account after the change, or null to remove it. */
@@ -132,7 +133,7 @@ function changeGuardingLastAdmin(
 ): Promise<{ before: AdminUser; after: AdminUser | null }> {
   return commitWithRetry(async () => {
     const entries: Deno.KvEntry<AdminUser>[] = [];
-    for await (const entry of kv.list<AdminUser>({ prefix: adminUsersPrefix() })) {
+    for await (const entry of store.kv.list<AdminUser>({ prefix: adminUsersPrefix() })) {
       entries.push(entry);
     }
     const target = entries.find((entry) => entry.value.username === username);
@@ -143,7 +144,7 @@ function changeGuardingLastAdmin(
       entry.value.username !== username || (after !== null && roleOf(after) === "admin")
     );
     if (admins.length > 0 && remaining.length === 0) throw new LastAdminError(refusal);
-    const op = kv.atomic().check(target);
+    const op = store.kv.atomic().check(target);
     for (const entry of admins) if (entry !== target) op.check(entry);
     if (after === null) op.delete(target.key);
     else op.set(target.key, after);
@@ -153,11 +154,11 @@ function changeGuardingLastAdmin(
 
 /** Gives the account `role`; refused (LastAdminError) when it is the last `admin`. */
 export async function setAdminRole(
-  kv: Deno.Kv,
+  store: Store,
   username: string,
   role: AdminRole,
 ): Promise<{ before: AdminUser; after: AdminUser }> {
-  const { before, after } = await changeGuardingLastAdmin(kv, {
+  const { before, after } = await changeGuardingLastAdmin(store, {
     username,
     change: (user) => ({ ...user, role, updated_at: now() }),
     refusal: `"${username}" is the last admin; make another account an admin first`,
@@ -166,8 +167,8 @@ export async function setAdminRole(
 }
 
 /** Removes the account; refused (LastAdminError) when it is the last `admin`. */
-export async function deleteAdminUser(kv: Deno.Kv, username: string): Promise<AdminUser> {
-  const { before } = await changeGuardingLastAdmin(kv, {
+export async function deleteAdminUser(store: Store, username: string): Promise<AdminUser> {
+  const { before } = await changeGuardingLastAdmin(store, {
     username,
     change: () => null,
     refusal: `"${username}" is the last admin and cannot be removed`,

@@ -20,6 +20,7 @@ import {
   adoptionCountPrefix,
   adoptionSketchPrefix,
 } from "./keys.ts";
+import type { Store } from "./store.ts";
 
 export const DAY_MS = 86_400_000;
 /** How long a client's marker lives without a sighting. */
@@ -73,17 +74,17 @@ export function movesMarker(marker: AdoptionMarker | null, sighting: Sighting): 
  * Moves a client's marker to the sighting's (release, day) and the counters
  * with it; false when the sighting does not move it (movesMarker).
  */
-export function recordSighting(kv: Deno.Kv, sighting: Sighting): Promise<boolean> {
+export function recordSighting(store: Store, sighting: Sighting): Promise<boolean> {
   const { projectId, releaseId, client, day } = sighting;
   const key = adoptionClientKey(projectId, client);
   return commitWithRetry(async () => {
-    const entry = await kv.get<AdoptionMarker>(key);
+    const entry = await store.kv.get<AdoptionMarker>(key);
     const old = entry.value;
     if (!movesMarker(old, sighting)) {
       return { commit: { ok: true, versionstamp: entry.versionstamp ?? "" }, value: false };
     }
     const marker: AdoptionMarker = { release_id: releaseId, day, at: sighting.at ?? day * DAY_MS };
-    const op = kv.atomic().check(entry)
+    const op = store.kv.atomic().check(entry)
       .set(key, marker, { expireIn: ADOPTION_MARKER_DAYS * DAY_MS });
     op.sum(adoptionCountKey(projectId, releaseId, day), 1n);
     if (old !== null) op.sum(adoptionCountKey(projectId, old.release_id, old.day), MINUS_ONE);
@@ -115,7 +116,7 @@ export interface AdoptionFigures {
  * key's new-id cap; none in the usual case), at most releases × 90 too.
  */
 export async function getAdoption(
-  kv: Deno.Kv,
+  store: Store,
   projectId: number,
   today: number,
 ): Promise<AdoptionFigures> {
@@ -135,7 +136,7 @@ export async function getAdoption(
     figures.daily.set(releaseId, daily);
     daily.set(day, (daily.get(day) ?? 0) + count);
   };
-  for await (const entry of kv.list<Deno.KvU64>({ prefix: adoptionCountPrefix(projectId) })) {
+  for await (const entry of store.kv.list<Deno.KvU64>({ prefix: adoptionCountPrefix(projectId) })) {
     const [, , releaseId, day] = entry.key as [string, number, number, number];
     const count = Number(entry.value.value);
     const age = today - day;
@@ -148,7 +149,7 @@ export async function getAdoption(
     addToWindows(figures.total, age, count);
     addDaily(releaseId, day, count);
   }
-  const sketches = await sketchWindows(kv, projectId, today);
+  const sketches = await sketchWindows(store, projectId, today);
   for (const [releaseId, { windows, days }] of sketches.releases) {
     addEstimates(countsOf(releaseId), windows);
     for (const [day, sketch] of days) addDaily(releaseId, day, estimateSketch(sketch));
@@ -188,11 +189,13 @@ function mergeIntoWindows(windows: SketchWindows, age: number, sketch: Uint8Arra
 }
 
 /** The project's sketches by release and window, each day's, and the union of the stale ones. */
-async function sketchWindows(kv: Deno.Kv, projectId: number, today: number) {
+async function sketchWindows(store: Store, projectId: number, today: number) {
   const releases = new Map<number, { windows: SketchWindows; days: Map<number, Uint8Array> }>();
   const total = emptyWindows();
   const stale = createSketch();
-  for await (const entry of kv.list<Uint8Array>({ prefix: adoptionSketchPrefix(projectId) })) {
+  for await (
+    const entry of store.kv.list<Uint8Array>({ prefix: adoptionSketchPrefix(projectId) })
+  ) {
     const [, , releaseId, day] = entry.key as [string, number, number, number];
     const age = today - day;
     if (age < 0 || age >= ADOPTION_MARKER_DAYS) continue;

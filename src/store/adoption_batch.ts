@@ -26,6 +26,7 @@ import {
   adoptionNewIdsKey,
   adoptionSketchKey,
 } from "./keys.ts";
+import type { Store } from "./store.ts";
 
 /** A sighting with what the new-id cap needs: the key that asked and whether an install id was sent. */
 export interface KeyedSighting extends Sighting {
@@ -66,12 +67,12 @@ export function sketchPartOf(
  * `overflow`, go into the sketches.
  */
 export async function recordSightings(
-  kv: Deno.Kv,
+  store: Store,
   batch: { sightings: KeyedSighting[]; overflow: Map<string, SketchPart>; newIdsPerDay: number },
 ): Promise<void> {
   const { sightings, overflow, newIdsPerDay } = batch;
   const markers = await getManyEntries<AdoptionMarker>(
-    kv,
+    store.kv,
     sightings.map((s) => adoptionClientKey(s.projectId, s.client)),
   );
   const newIds = new Map<string, KeyedSighting[]>();
@@ -81,18 +82,22 @@ export async function recordSightings(
       const group = `${sighting.keyId} ${sighting.day}`;
       newIds.set(group, [...newIds.get(group) ?? [], sighting]);
     } else if (movesMarker(marker, sighting)) {
-      await recordSighting(kv, sighting);
+      await recordSighting(store, sighting);
     }
   }
   for (const group of newIds.values()) {
     for (let i = 0; i < group.length; i += NEW_CLIENTS_PER_COMMIT) {
-      const past = await admitNewIds(kv, group.slice(i, i + NEW_CLIENTS_PER_COMMIT), newIdsPerDay);
+      const past = await admitNewIds(
+        store,
+        group.slice(i, i + NEW_CLIENTS_PER_COMMIT),
+        newIdsPerDay,
+      );
       for (const sighting of past) {
         addToSketch(sketchPartOf(overflow, sighting).sketch, sighting.client);
       }
     }
   }
-  for (const part of overflow.values()) await mergeIntoStoredSketch(kv, part);
+  for (const part of overflow.values()) await mergeIntoStoredSketch(store, part);
 }
 
 /**
@@ -102,14 +107,14 @@ export async function recordSightings(
  * A client found with a marker meanwhile is moved as usual.
  */
 async function admitNewIds(
-  kv: Deno.Kv,
+  store: Store,
   sightings: KeyedSighting[],
   cap: number,
 ): Promise<KeyedSighting[]> {
   const { keyId, day } = sightings[0];
   const countKey = adoptionNewIdsKey(keyId, day);
   const { past, existing } = await commitWithRetry(async () => {
-    const [count, ...markers] = await getManyEntries<number | AdoptionMarker>(kv, [
+    const [count, ...markers] = await getManyEntries<number | AdoptionMarker>(store.kv, [
       countKey,
       ...sightings.map((s) => adoptionClientKey(s.projectId, s.client)),
     ]);
@@ -125,7 +130,7 @@ async function admitNewIds(
         value: { past, existing },
       };
     }
-    const op = kv.atomic().check(count);
+    const op = store.kv.atomic().check(count);
     for (const marker of markers) {
       if (marker.value === null) op.check(marker);
     }
@@ -143,23 +148,23 @@ async function admitNewIds(
     op.set(countKey, taken + admitted.length, { expireIn: 2 * DAY_MS });
     return { commit: await op.commit(), value: { past, existing } };
   });
-  for (const sighting of existing) await recordSighting(kv, sighting);
+  for (const sighting of existing) await recordSighting(store, sighting);
   return past;
 }
 
 /** Takes `part` into its stored sketch (one checked commit, none when nothing changes). */
-async function mergeIntoStoredSketch(kv: Deno.Kv, part: SketchPart): Promise<void> {
+async function mergeIntoStoredSketch(store: Store, part: SketchPart): Promise<void> {
   const key = adoptionSketchKey(part.projectId, part.releaseId, part.day);
   // The sketch lives as long as a marker of its day would.
   const expireIn = Math.max(DAY_MS, (part.day + ADOPTION_MARKER_DAYS) * DAY_MS - Date.now());
   await commitWithRetry(async () => {
-    const entry = await kv.get<Uint8Array>(key);
+    const entry = await store.kv.get<Uint8Array>(key);
     const sketch = entry.value ?? createSketch();
     if (!mergeSketch(sketch, part.sketch)) {
       return { commit: { ok: true, versionstamp: entry.versionstamp ?? "" }, value: 0 };
     }
     return {
-      commit: await kv.atomic().check(entry).set(key, sketch, { expireIn }).commit(),
+      commit: await store.kv.atomic().check(entry).set(key, sketch, { expireIn }).commit(),
       value: 0,
     };
   });

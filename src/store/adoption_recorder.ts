@@ -15,6 +15,7 @@ import {
   type SketchPart,
   sketchPartOf,
 } from "./adoption_batch.ts";
+import type { Store } from "./store.ts";
 
 /** Records client sightings off the hot path (one per instance, made by the app). */
 export interface AdoptionRecorder {
@@ -47,7 +48,7 @@ interface PendingSighting {
 }
 
 export function createAdoptionRecorder(
-  kv: Deno.Kv,
+  store: Store,
   options: AdoptionRecorderOptions = {},
 ): AdoptionRecorder {
   const {
@@ -81,7 +82,7 @@ export function createAdoptionRecorder(
     const parts = overflow;
     pending = new Map();
     overflow = new Map();
-    writing = recordSightings(kv, {
+    writing = recordSightings(store, {
       sightings: [...batch.values()].map(keyedSighting),
       overflow: parts,
       newIdsPerDay,

@@ -37,6 +37,7 @@ import {
 import { getManyEntries } from "./get_many.ts";
 import { claimLease, releaseLease } from "./leases.ts";
 import type { ApiKey, Project, Release } from "./types.ts";
+import type { Store } from "./store.ts";
 
 /** Bumped when a new aggregate needs a build over existing data. */
 export const AGGREGATES_VERSION = 2;
@@ -141,14 +142,14 @@ export function apiKeyAggregates(
 
 /** Records of each kind by state: `{ projects: { active, archived }, ... }` (one short list). */
 export async function getCounts(
-  kv: Deno.Kv,
+  store: Store,
 ): Promise<Record<CountedKind, Record<string, number>>> {
   const counts: Record<CountedKind, Record<string, number>> = {
     projects: {},
     releases: {},
     api_keys: {},
   };
-  for await (const entry of kv.list<Deno.KvU64>({ prefix: countsPrefix() })) {
+  for await (const entry of store.kv.list<Deno.KvU64>({ prefix: countsPrefix() })) {
     const [, kind, state] = entry.key as [string, CountedKind, string];
     if (kind in counts) counts[kind][state] = countOf(entry.value);
   }
@@ -156,16 +157,16 @@ export async function getCounts(
 }
 
 /** Releases of one project, in every state. */
-export async function getProjectReleaseCount(kv: Deno.Kv, projectId: number): Promise<number> {
-  return countOf((await kv.get<Deno.KvU64>(projectReleaseCountKey(projectId))).value);
+export async function getProjectReleaseCount(store: Store, projectId: number): Promise<number> {
+  return countOf((await store.kv.get<Deno.KvU64>(projectReleaseCountKey(projectId))).value);
 }
 
 /** Bytes of each project's artifacts (every state), by project id; absent ids read as 0. */
 export async function getProjectBytes(
-  kv: Deno.Kv,
+  store: Store,
   projectIds: readonly number[],
 ): Promise<Map<number, number>> {
-  const entries = await getManyEntries<Deno.KvU64>(kv, projectIds.map(projectBytesKey));
+  const entries = await getManyEntries<Deno.KvU64>(store.kv, projectIds.map(projectBytesKey));
   return new Map(projectIds.map((id, i) => [id, countOf(entries[i].value)]));
 }
 
@@ -174,12 +175,12 @@ export async function getProjectBytes(
  * all, from one read of the per-project sums (one entry per project).
  */
 export async function getStorageByProject(
-  kv: Deno.Kv,
+  store: Store,
   { limit }: { limit: number },
 ): Promise<{ total: number; top: Array<{ projectId: number; bytes: number }> }> {
   let total = 0;
   const all: Array<{ projectId: number; bytes: number }> = [];
-  for await (const entry of kv.list<Deno.KvU64>({ prefix: projectBytesPrefix() })) {
+  for await (const entry of store.kv.list<Deno.KvU64>({ prefix: projectBytesPrefix() })) {
     const bytes = countOf(entry.value);
     total += bytes;
     if (bytes > 0) all.push({ projectId: Number(entry.key[1]), bytes });
@@ -189,9 +190,9 @@ export async function getStorageByProject(
 }
 
 /** The tags that projects carry, sorted (at most `limit`). */
-export async function listProjectTags(kv: Deno.Kv, limit: number): Promise<string[]> {
+export async function listProjectTags(store: Store, limit: number): Promise<string[]> {
   const tags: string[] = [];
-  for await (const entry of kv.list<Deno.KvU64>({ prefix: projectTagsPrefix() })) {
+  for await (const entry of store.kv.list<Deno.KvU64>({ prefix: projectTagsPrefix() })) {
     if (countOf(entry.value) > 0) tags.push(String(entry.key[1]));
     if (tags.length >= limit) break;
   }
@@ -203,14 +204,14 @@ export async function listProjectTags(kv: Deno.Kv, limit: number): Promise<strin
  * "at least" beyond): one range read of the expiry index up to now.
  */
 export async function countExpiredEnabledKeys(
-  kv: Deno.Kv,
+  store: Store,
   { now, cap }: { now: string; cap: number },
 ): Promise<{ count: number; capped: boolean }> {
   let count = 0;
   let read = 0;
   const end = [...apiKeyExpiryPrefix(), `${now}\u0000`];
   for await (
-    const entry of kv.list<boolean>({ start: apiKeyExpiryPrefix(), end }, { limit: cap })
+    const entry of store.kv.list<boolean>({ start: apiKeyExpiryPrefix(), end }, { limit: cap })
   ) {
     read++;
     if (entry.value === true) count++;
@@ -219,8 +220,8 @@ export async function countExpiredEnabledKeys(
 }
 
 /** Whether the aggregates hold for all data (built, or the KV started with them). */
-export async function aggregatesReady(kv: Deno.Kv): Promise<boolean> {
-  return isBuilt((await kv.get<AggregatesMarker>(aggregatesMarkerKey())).value);
+export async function aggregatesReady(store: Store): Promise<boolean> {
+  return isBuilt((await store.kv.get<AggregatesMarker>(aggregatesMarkerKey())).value);
 }
 
 /** Mutations per commit of the build (KV takes 1,000). */
@@ -237,27 +238,27 @@ const BUILD_BATCH = 400;
  * docs/architecture.md "Admin pages at scale".
  */
 export async function buildAggregates(
-  kv: Deno.Kv,
+  store: Store,
 ): Promise<"ready" | "building elsewhere" | "built"> {
-  const marker = async () => (await kv.get<AggregatesMarker>(aggregatesMarkerKey())).value;
+  const marker = async () => (await store.kv.get<AggregatesMarker>(aggregatesMarkerKey())).value;
   if (isBuilt(await marker())) return "ready";
   const holder = crypto.randomUUID();
-  if (!await claimLease(kv, "aggregates_build", { holder, ttlMs: BUILD_STALE_MS })) {
+  if (!await claimLease(store, "aggregates_build", { holder, ttlMs: BUILD_STALE_MS })) {
     return "building elsewhere";
   }
   try {
     // Under the lease: another instance may have finished since the first look.
     if (isBuilt(await marker())) {
-      await releaseLease(kv, "aggregates_build", { holder });
+      await releaseLease(store, "aggregates_build", { holder });
       return "ready";
     }
-    await writeAggregates(kv);
+    await writeAggregates(store);
   } catch (error) {
-    await releaseLease(kv, "aggregates_build", { holder }).catch(() => {});
+    await releaseLease(store, "aggregates_build", { holder }).catch(() => {});
     throw error;
   }
   const built: AggregatesMarker = { version: AGGREGATES_VERSION, building_since: null };
-  await releaseLease(kv, "aggregates_build", {
+  await releaseLease(store, "aggregates_build", {
     holder,
     also: (op) => op.set(aggregatesMarkerKey(), built),
   });
@@ -265,7 +266,7 @@ export async function buildAggregates(
 }
 
 /** The build itself: every record's index entries, then the counts as totals. */
-async function writeAggregates(kv: Deno.Kv): Promise<void> {
+async function writeAggregates(store: Store): Promise<void> {
   const counts = new Map<string, { key: Deno.KvKey; n: bigint }>();
   const count = (key: Deno.KvKey, by = 1n) => {
     const id = JSON.stringify(key);
@@ -273,22 +274,22 @@ async function writeAggregates(kv: Deno.Kv): Promise<void> {
     current.n += by;
     counts.set(id, current);
   };
-  let op = kv.atomic();
+  let op = store.kv.atomic();
   let pending = 0;
   const flush = async (force = false) => {
     if (pending === 0 || (!force && pending < BUILD_BATCH)) return;
     await op.commit();
-    op = kv.atomic();
+    op = store.kv.atomic();
     pending = 0;
   };
-  for await (const { value: project } of kv.list<Project>({ prefix: projectsPrefix() })) {
+  for await (const { value: project } of store.kv.list<Project>({ prefix: projectsPrefix() })) {
     op.set(projectByNameKey(project), project.id);
     pending++;
     count(countKey("projects", project.state));
     for (const tag of new Set(project.tags)) count(projectTagKey(tag));
     await flush();
   }
-  for await (const { value: release } of kv.list<Release>({ prefix: releasesPrefix() })) {
+  for await (const { value: release } of store.kv.list<Release>({ prefix: releasesPrefix() })) {
     op.set(releaseByTimeKey(release), release.id);
     pending++;
     count(countKey("releases", release.state));
@@ -296,7 +297,7 @@ async function writeAggregates(kv: Deno.Kv): Promise<void> {
     count(projectBytesKey(release.project_id), BigInt(release.size_bytes));
     await flush();
   }
-  for await (const { value: key } of kv.list<ApiKey>({ prefix: apiKeysPrefix() })) {
+  for await (const { value: key } of store.kv.list<ApiKey>({ prefix: apiKeysPrefix() })) {
     if (key.expires_at) {
       op.set(apiKeyExpiryKey(key.expires_at, key.id), key.active);
       pending++;
@@ -308,7 +309,7 @@ async function writeAggregates(kv: Deno.Kv): Promise<void> {
   // Totals replace whatever sums were made so far (by writes of this version before the build).
   const totals = [...counts.values()];
   for (let i = 0; i < totals.length; i += BUILD_BATCH) {
-    const batch = kv.atomic();
+    const batch = store.kv.atomic();
     for (const { key, n } of totals.slice(i, i + BUILD_BATCH)) batch.set(key, new Deno.KvU64(n));
     await batch.commit();
   }

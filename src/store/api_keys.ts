@@ -10,6 +10,7 @@ import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "./
 import { type ApiKey, SCOPE_MODES, type ScopeMode } from "./types.ts";
 import { parseExpiresAt, requireTags, requireText } from "./validate.ts";
 import { addApiKeyEvents } from "./webhooks.ts";
+import type { Store } from "./store.ts";
 
 /**
  * Keys look like `uds_<43 base64url chars>`: a random token (`TOKEN_BYTES`,
@@ -110,16 +111,16 @@ export function validateKeyFields(
 
 /** Creates a key; the secret is returned here once and never stored. */
 export async function createApiKey(
-  kv: Deno.Kv,
+  store: Store,
   input: ApiKeyInput,
 ): Promise<{ apiKey: ApiKey; secret: string }> {
   const { secret, record } = prepareApiKey(input);
-  const id = await takeIds(kv, "api_keys");
-  return await commitChange(kv, async () => {
+  const id = await takeIds(store, "api_keys");
+  return await commitChange(store, async () => {
     const apiKey: ApiKey = { id, ...record, created_at: now() };
     // A new key was never cached (unknown hashes are not), so nothing is forgotten.
     const changed = [] as const;
-    const op = changeOp(kv, changed)
+    const op = changeOp(store, changed)
       .check({ key: apiKeyByHashKey(apiKey.hash), versionstamp: null })
       .set(apiKeyKey(apiKey.id), apiKey)
       .set(apiKeyByHashKey(apiKey.hash), apiKey.id);
@@ -129,8 +130,8 @@ export async function createApiKey(
   });
 }
 
-export async function getApiKey(kv: Deno.Kv, id: number): Promise<ApiKey | null> {
-  return (await kv.get<ApiKey>(apiKeyKey(id))).value;
+export async function getApiKey(store: Store, id: number): Promise<ApiKey | null> {
+  return (await store.kv.get<ApiKey>(apiKeyKey(id))).value;
 }
 
 /**
@@ -139,38 +140,38 @@ export async function getApiKey(kv: Deno.Kv, id: number): Promise<ApiKey | null>
  * may refuse it by throwing (the rate limit of unknown tokens).
  */
 export function getApiKeyByHash(
-  kv: Deno.Kv,
+  store: Store,
   hash: string,
   beforeRead?: () => Promise<void>,
 ): Cached<ApiKey | null> {
-  return cachedRead(kv, {
+  return cachedRead(store, {
     name: "api_key_by_hash",
     id: hash,
     load: async () => {
       await beforeRead?.();
-      const id = (await kv.get<number>(apiKeyByHashKey(hash))).value;
-      return id === null ? null : await getApiKey(kv, id);
+      const id = (await store.kv.get<number>(apiKeyByHashKey(hash))).value;
+      return id === null ? null : await getApiKey(store, id);
     },
   });
 }
 
 /** Every key with its `last_used_at`, in id order. */
-export async function listApiKeys(kv: Deno.Kv): Promise<ApiKey[]> {
+export async function listApiKeys(store: Store): Promise<ApiKey[]> {
   const keys: ApiKey[] = [];
-  for await (const entry of kv.list<ApiKey>({ prefix: apiKeysPrefix() })) {
+  for await (const entry of store.kv.list<ApiKey>({ prefix: apiKeysPrefix() })) {
     keys.push(entry.value);
   }
-  const used = await getManyEntries<string>(kv, keys.map((key) => apiKeyLastUsedKey(key.id)));
+  const used = await getManyEntries<string>(store.kv, keys.map((key) => apiKeyLastUsedKey(key.id)));
   keys.forEach((key, i) => key.last_used_at = used[i].value);
   return keys;
 }
 
 /** One page of keys, newest first, with their `last_used_at` (see paging.ts). */
 export async function listApiKeysPage(
-  kv: Deno.Kv,
+  store: Store,
   { match, ...request }: PageRequest<ApiKey>,
 ): Promise<CursorPage<ApiKey>> {
-  const page = await cursorPage<ApiKey, ApiKey>(kv, {
+  const page = await cursorPage<ApiKey, ApiKey>(store.kv, {
     ...request,
     parts: ["number"],
     prefix: apiKeysPrefix(),
@@ -181,20 +182,20 @@ export async function listApiKeysPage(
       ),
   });
   const used = await getManyEntries<string>(
-    kv,
+    store.kv,
     page.rows.map((row) => apiKeyLastUsedKey(row.id)),
   );
   page.rows.forEach((row, i) => row.last_used_at = used[i].value);
   return page;
 }
 
-export async function setApiKeyActive(kv: Deno.Kv, id: number, active: boolean): Promise<ApiKey> {
-  return await commitChange(kv, async () => {
-    const entry = await kv.get<ApiKey>(apiKeyKey(id));
+export async function setApiKeyActive(store: Store, id: number, active: boolean): Promise<ApiKey> {
+  return await commitChange(store, async () => {
+    const entry = await store.kv.get<ApiKey>(apiKeyKey(id));
     if (entry.value === null) throw new NotFoundError("api key not found");
     const apiKey = { ...entry.value, active };
     const changed = [["api_key_by_hash", apiKey.hash]] as const;
-    const op = changeOp(kv, changed).check(entry).set(apiKeyKey(id), apiKey);
+    const op = changeOp(store, changed).check(entry).set(apiKeyKey(id), apiKey);
     addApiKeyEvents(op, entry.value, apiKey);
     const commit = await apiKeyAggregates(op, entry.value, apiKey).commit();
     return { commit, value: apiKey, changed };
@@ -205,6 +206,6 @@ export async function setApiKeyActive(kv: Deno.Kv, id: number, active: boolean):
  * Records when a key was last used. Kept in its own entry so that this
  * bookkeeping write never conflicts with an admin's change of the key.
  */
-export async function recordApiKeyUse(kv: Deno.Kv, id: number, at: string): Promise<void> {
-  await kv.set(apiKeyLastUsedKey(id), at);
+export async function recordApiKeyUse(store: Store, id: number, at: string): Promise<void> {
+  await store.kv.set(apiKeyLastUsedKey(id), at);
 }

@@ -1,6 +1,7 @@
 import { createKeyedQueue, type KeyedQueue } from "../lib/keyed_queue.ts";
 import { ConflictError, KvWriteRefusedError, writeRefusalOf } from "./errors.ts";
 import { counterKey, type IdKind } from "./keys.ts";
+import type { Store } from "./store.ts";
 
 const MAX_ATTEMPTS = 20;
 
@@ -65,8 +66,8 @@ interface IdBlock {
   last: number;
 }
 
-/** What this process keeps per KV handle (one per app): its blocks of ids and its write queues. */
-interface HandleState {
+/** What a store keeps for its writes (store.ts): its blocks of ids and its write queues. */
+export interface WriteState {
   ids: Map<IdKind, IdBlock>;
   /** Claims of new blocks, one at a time per kind. */
   claims: KeyedQueue;
@@ -74,15 +75,9 @@ interface HandleState {
   projectWrites: KeyedQueue;
 }
 
-const handles = new WeakMap<Deno.Kv, HandleState>();
-
-function stateOf(kv: Deno.Kv): HandleState {
-  let state = handles.get(kv);
-  if (state === undefined) {
-    state = { ids: new Map(), claims: createKeyedQueue(), projectWrites: createKeyedQueue() };
-    handles.set(kv, state);
-  }
-  return state;
+/** No ids claimed, no writes queued (for `createStore`). */
+export function createWriteState(): WriteState {
+  return { ids: new Map(), claims: createKeyedQueue(), projectWrites: createKeyedQueue() };
 }
 
 /**
@@ -93,8 +88,8 @@ function stateOf(kv: Deno.Kv): HandleState {
  * within a process; across instances they interleave by block, and an id of
  * a block a process did not use before it stopped is never used.
  */
-export async function takeIds(kv: Deno.Kv, kind: IdKind, count = 1): Promise<number> {
-  const state = stateOf(kv);
+export async function takeIds(store: Store, kind: IdKind, count = 1): Promise<number> {
+  const { kv, writes: state } = store;
   return await state.claims.run(kind, async () => {
     const block = state.ids.get(kind);
     if (block !== undefined && block.last - block.next + 1 >= count) {
@@ -119,17 +114,17 @@ export async function takeIds(kv: Deno.Kv, kind: IdKind, count = 1): Promise<num
 }
 
 /**
- * Runs `write` after the earlier writes of project `projectId` in this
- * process: writes that move one project's latest pointer would otherwise
+ * Runs `write` after the earlier writes of project `projectId` through this
+ * store: writes that move one project's latest pointer would otherwise
  * retry on each other's commits. (KV checks still order them against other
  * instances.)
  */
 export function serializedProjectWrite<T>(
-  kv: Deno.Kv,
+  store: Store,
   projectId: number,
   write: () => Promise<T>,
 ): Promise<T> {
-  return stateOf(kv).projectWrites.run(String(projectId), write)!;
+  return store.writes.projectWrites.run(String(projectId), write)!;
 }
 
 export function now(): string {

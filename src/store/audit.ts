@@ -1,8 +1,8 @@
 /** The admin audit log: who did what, when, from which address. Newest first when listed. */
-import { AsyncLocalStorage } from "node:async_hooks";
 import { ADDRESS_MAX_LENGTH } from "../lib/limits.ts";
 import { retryWhileLocked } from "./atomic.ts";
 import { auditKey, auditPrefix } from "./keys.ts";
+import type { Store } from "./store.ts";
 
 export interface AuditEntry {
   id: string;
@@ -20,12 +20,13 @@ export interface AuditEntry {
 export type AuditInput = Omit<AuditEntry, "id" | "at">;
 
 /**
- * The admin request a change is made for (who, from where, what), set by the
- * admin UI around each POST (`runAudited`). Every commit of a change made
- * while it is set writes a first audit entry in the same commit (`changeOp`
- * in cache.ts calls `auditInCommit`), so a committed change is never without
- * its entry, even when the process dies right after the commit; the request's
- * own `recordAudit` then completes that same entry with its details.
+ * The admin request a change is made for (who, from where, what). The admin
+ * UI makes each POST's writes through a store of that request
+ * (`auditedStore`): every commit of a change through it writes a first audit
+ * entry in the same commit (`changeOp` in cache.ts calls `auditInCommit`), so
+ * a committed change is never without its entry, even when the process dies
+ * right after the commit; the request's own `recordAudit` through that store
+ * then completes that same entry with its details.
  */
 export interface AuditedRequest {
   actor: string;
@@ -34,28 +35,32 @@ export interface AuditedRequest {
   what: string;
 }
 
-interface PendingAudit extends AuditedRequest {
+/** The audit entry of an audited request, until the request records its own. */
+export interface PendingAudit extends AuditedRequest {
   atMs: number;
   id: string;
   /** True once the request recorded its own entry in the key (later entries get their own). */
   recorded: boolean;
 }
 
-/** Carries the request through its awaits (a context, not state: each request its own). */
-const requests = new AsyncLocalStorage<PendingAudit>();
-
-/** Runs `handle` as `request`: the changes it commits carry their audit entry (see above). */
-export function runAudited<T>(request: AuditedRequest, handle: () => T): T {
-  const atMs = Date.now();
-  return requests.run({ ...request, atMs, id: newAuditId(), recorded: false }, handle);
+/**
+ * `store` for the writes of `request`: the same cache and write queues, and
+ * the changes committed through it carry the request's audit entry (see above).
+ */
+export function auditedStore(store: Store, request: AuditedRequest): Store {
+  const audit = { ...request, atMs: Date.now(), id: newAuditId(), recorded: false };
+  return { ...store, audit };
 }
 
 /**
- * Adds the first audit entry of the request in progress, if any, to `op`:
- * who and from where, and which records the commit changed.
+ * Adds the first audit entry of `pending`, the request a commit is made for
+ * (if any), to `op`: who and from where, and which records the commit changed.
  */
-export function auditInCommit(op: Deno.AtomicOperation, changed: string): void {
-  const pending = requests.getStore();
+export function auditInCommit(
+  op: Deno.AtomicOperation,
+  pending: PendingAudit | undefined,
+  changed: string,
+): void {
   if (pending === undefined || pending.recorded) return;
   const entry = auditEntry(pending.id, pending.atMs, {
     actor: pending.actor,
@@ -90,15 +95,16 @@ function auditEntry(id: string, atMs: number, input: AuditInput): AuditEntry {
 }
 
 /**
- * Writes an audit entry. Within an audited request, its first entry takes the
- * key of the entry its changes committed (completing it); any other is new.
+ * Writes an audit entry. Through the store of an audited request, its first
+ * entry takes the key of the entry its changes committed (completing it); any
+ * other is new.
  */
 export async function recordAudit(
-  kv: Deno.Kv,
+  store: Store,
   input: AuditInput,
   nowMs: number = Date.now(),
 ): Promise<AuditEntry> {
-  const pending = requests.getStore();
+  const { kv, audit: pending } = store;
   const reuse = pending !== undefined && !pending.recorded;
   if (pending !== undefined) pending.recorded = true;
   const atMs = reuse ? pending.atMs : nowMs;
@@ -114,7 +120,7 @@ const CURSOR_PATTERN = /^(\d{1,16})\.([0-9a-f]{14})$/;
  * previous page (`<atMs>.<id>`); an unreadable cursor starts from the newest.
  */
 export async function listAuditEntries(
-  kv: Deno.Kv,
+  { kv }: Store,
   { limit, before }: { limit: number; before?: string },
 ): Promise<{ entries: AuditEntry[]; next: string | null }> {
   const match = before === undefined ? null : CURSOR_PATTERN.exec(before);

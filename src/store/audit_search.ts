@@ -1,5 +1,6 @@
 /** Filtering the audit log by admin, kind of change and target, newest first. */
 import { type AuditEntry, listAuditEntries } from "./audit.ts";
+import type { Store } from "./store.ts";
 
 export interface AuditFilter {
   /** The admin's user name, exactly (any case). */
@@ -35,14 +36,14 @@ export function auditMatches(entry: AuditEntry, filter: AuditFilter): boolean {
  * the page is not full yet), null at the end of the log.
  */
 export async function searchAuditEntries(
-  kv: Deno.Kv,
+  store: Store,
   { limit, before, filter }: { limit: number; before?: string; filter: AuditFilter },
 ): Promise<{ entries: AuditEntry[]; next: string | null }> {
   const found: AuditEntry[] = [];
   let cursor = before;
   let scanned = 0;
   while (scanned < SCAN_LIMIT) {
-    const page = await listAuditEntries(kv, { limit: BATCH, before: cursor });
+    const page = await listAuditEntries(store, { limit: BATCH, before: cursor });
     for (const [i, entry] of page.entries.entries()) {
       scanned++;
       if (!auditMatches(entry, filter)) continue;

@@ -21,6 +21,7 @@ import {
 } from "./keys.ts";
 import type { Release } from "./types.ts";
 import { type WebhookEndpoint, withoutWebhookSecrets } from "./webhooks.ts";
+import type { Store } from "./store.ts";
 
 export interface KvRecord {
   key: Deno.KvKey;
@@ -58,22 +59,22 @@ function keyText(key: Deno.KvKey): string {
 }
 
 /** Every entry a backup copies, in key order (one `kv.list`, not a snapshot). */
-export async function* exportEntries(kv: Deno.Kv): AsyncGenerator<Deno.KvEntry<unknown>> {
-  for await (const entry of kv.list({ prefix: [] }, { batchSize: 500 })) {
+export async function* exportEntries(store: Store): AsyncGenerator<Deno.KvEntry<unknown>> {
+  for await (const entry of store.kv.list({ prefix: [] }, { batchSize: 500 })) {
     if (!hasPrefix(entry.key, BACKUP_SKIPPED_PREFIXES)) yield entry;
   }
 }
 
 /** A consistent copy of every exported entry (see the module comment). */
 export async function snapshotEntries(
-  kv: Deno.Kv,
+  store: Store,
   maxPasses = 10,
 ): Promise<{ records: KvRecord[]; passes: number }> {
   let previous: string[] | null = null;
   for (let pass = 1; pass <= maxPasses; pass++) {
     const records: KvRecord[] = [];
     const fingerprint: string[] = [];
-    for await (const entry of exportEntries(kv)) {
+    for await (const entry of exportEntries(store)) {
       records.push({ key: entry.key, value: entry.value });
       if (!hasPrefix(entry.key, BACKUP_VOLATILE_PREFIXES)) {
         fingerprint.push(`${keyText(entry.key)}@${entry.versionstamp}`);
@@ -128,8 +129,8 @@ export function countRecords(
 }
 
 /** True when the KV holds no entry at all. */
-export async function isKvEmpty(kv: Deno.Kv): Promise<boolean> {
-  for await (const _ of kv.list({ prefix: [] }, { limit: 1 })) return false;
+export async function isKvEmpty(store: Store): Promise<boolean> {
+  for await (const _ of store.kv.list({ prefix: [] }, { limit: 1 })) return false;
   return true;
 }
 
@@ -142,7 +143,7 @@ const BATCH_BYTES = 300_000;
  * were written. Meant for a restore into a KV no one else uses yet.
  */
 export async function importEntries(
-  kv: Deno.Kv,
+  store: Store,
   records: AsyncIterable<KvRecord> | Iterable<KvRecord>,
 ): Promise<number> {
   let batch: KvRecord[] = [];
@@ -152,7 +153,7 @@ export async function importEntries(
     if (batch.length === 0) return;
     const current = batch;
     await commitWithRetry(async () => {
-      const op = kv.atomic();
+      const op = store.kv.atomic();
       for (const record of current) op.set(record.key, record.value);
       return { commit: await op.commit(), value: undefined };
     });

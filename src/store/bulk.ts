@@ -28,6 +28,7 @@ import {
 } from "./keys.ts";
 import { isNewerRelease, prepareRelease, type ReleaseInput } from "./releases.ts";
 import type { ApiKey, Project, Release } from "./types.ts";
+import type { Store } from "./store.ts";
 
 /**
  * Records per commit. A KV commit takes at most 100 checks, 1,000 mutations,
@@ -83,18 +84,18 @@ function releaseBytes(release: { release_notes: string }): number {
  * within a batch and ascending in input order.
  */
 export async function createApiKeysBulk(
-  kv: Deno.Kv,
+  store: Store,
   inputs: readonly ApiKeyInput[],
   { batchSize = API_KEYS_PER_COMMIT }: { batchSize?: number } = {},
 ): Promise<Array<{ apiKey: ApiKey; secret: string }>> {
   const prepared = inputs.map(prepareApiKey);
   const created: Array<{ apiKey: ApiKey; secret: string }> = [];
   for (const batch of batches(prepared, { size: batchSize, max: MAX_API_KEYS_PER_COMMIT })) {
-    const first = await takeIds(kv, "api_keys", batch.length);
-    const done = await commitChange(kv, async () => {
+    const first = await takeIds(store, "api_keys", batch.length);
+    const done = await commitChange(store, async () => {
       const at = now();
       const changed = [] as const;
-      let op = changeOp(kv, changed);
+      let op = changeOp(store, changed);
       const value = batch.map(({ secret, record }, i) => {
         const apiKey: ApiKey = { id: first + i, ...record, created_at: at };
         op = op
@@ -117,7 +118,7 @@ export async function createApiKeysBulk(
  * The artifacts must already be stored (`storage_key`, checksum and size).
  */
 export async function createReleasesBulk(
-  kv: Deno.Kv,
+  store: Store,
   inputs: readonly Omit<ReleaseInput, "project_id">[],
   { projectId, batchSize = RELEASES_PER_COMMIT }: { projectId: number; batchSize?: number },
 ): Promise<Release[]> {
@@ -125,19 +126,19 @@ export async function createReleasesBulk(
   const created: Release[] = [];
   const limits = { size: batchSize, max: MAX_RELEASES_PER_COMMIT, bytesOf: releaseBytes };
   for (const batch of batches(prepared, limits)) {
-    const first = await takeIds(kv, "releases", batch.length);
-    const done = await commitChange(kv, async () => {
+    const first = await takeIds(store, "releases", batch.length);
+    const done = await commitChange(store, async () => {
       const [projectEntry, latestEntry] = await Promise.all([
-        kv.get<Project>(projectKey(projectId)),
-        kv.get<number | null>(latestReleaseKey(projectId)),
+        store.kv.get<Project>(projectKey(projectId)),
+        store.kv.get<number | null>(latestReleaseKey(projectId)),
       ]);
       if (projectEntry.value === null) throw new ValidationError("project", "project not found");
       let latest = latestEntry.value === null
         ? null
-        : (await kv.get<Release>(releaseKey(latestEntry.value))).value;
+        : (await store.kv.get<Release>(releaseKey(latestEntry.value))).value;
       const at = now();
       const changed = [["latest_release", projectId]] as const;
-      let op = changeOp(kv, changed).check(projectEntry, latestEntry);
+      let op = changeOp(store, changed).check(projectEntry, latestEntry);
       const value = batch.map((fields, i): Release => {
         const release: Release = {
           ...fields,

@@ -5,7 +5,7 @@
  *
  * A write forgets only the entries it changes. Every write of a project,
  * release or key goes through this store layer, which starts its atomic
- * operation with `changeOp(kv, changed)`: it names the entries the write
+ * operation with `changeOp(store, changed)`: it names the entries the write
  * changes, adds a change record `["cache_changes", …]` listing them (kept a
  * minute) and bumps the generation counter `["meta", "generation"]` with a
  * `sum` (which never conflicts). `commitChange` forgets those entries here
@@ -37,12 +37,13 @@
  * asks the KV (such requests are rate limited per client address), so the
  * cache cannot be filled with garbage. Each map is also bounded.
  *
- * The cache belongs to its KV handle (a `WeakMap` keyed by it: one per app),
- * so store functions keep taking a plain `Deno.Kv`.
+ * The cache belongs to the store object (store.ts): one per KV handle the
+ * process writes through.
  */
 import { commitWithRetry } from "./atomic.ts";
 import { auditInCommit } from "./audit.ts";
 import { cacheChangeKey, cacheChangesPrefix, cacheGenerationKey } from "./keys.ts";
+import type { Store } from "./store.ts";
 
 const MAX_ENTRIES = 200_000;
 /** The default of APP_CACHE_REFRESH_MS. */
@@ -61,7 +62,7 @@ export type CacheEntryName =
 /** What a write changes: some entries, or (bulk writes, restores) anything. */
 export type CacheChange = readonly CacheEntryName[] | "all";
 
-interface ReadCache {
+export interface ReadCache {
   /** How stale another process's writes may look, in ms. */
   refreshMs: number;
   /** Per entry, bumped by each write of it here or elsewhere: a load started under an older one is not kept. */
@@ -85,33 +86,27 @@ interface ReadCache {
   refreshers: Map<string, ListRefresh<unknown> & { id: unknown }>;
 }
 
-const caches = new WeakMap<Deno.Kv, ReadCache>();
-
-/** How stale writes of other processes to `kv` may look, in ms (APP_CACHE_REFRESH_MS). */
-export function setCacheRefreshMs(kv: Deno.Kv, ms: number): void {
-  cacheOf(kv).refreshMs = ms;
+/** An empty read cache (for `createStore`). */
+export function createReadCache(refreshMs = DEFAULT_REFRESH_MS): ReadCache {
+  return {
+    refreshMs,
+    versions: new Map(),
+    epoch: 0,
+    maps: new Map(),
+    loading: new Map(),
+    seen: undefined,
+    checkedAt: 0,
+    pendingCheck: null,
+    seenStamp: null,
+    lookedAt: Date.now(),
+    writer: crypto.randomUUID(),
+    refreshers: new Map(),
+  };
 }
 
-function cacheOf(kv: Deno.Kv): ReadCache {
-  let cache = caches.get(kv);
-  if (cache === undefined) {
-    cache = {
-      refreshMs: DEFAULT_REFRESH_MS,
-      versions: new Map(),
-      epoch: 0,
-      maps: new Map(),
-      loading: new Map(),
-      seen: undefined,
-      checkedAt: 0,
-      pendingCheck: null,
-      seenStamp: null,
-      lookedAt: Date.now(),
-      writer: crypto.randomUUID(),
-      refreshers: new Map(),
-    };
-    caches.set(kv, cache);
-  }
-  return cache;
+/** How stale writes of other processes to the store's KV may look, in ms (APP_CACHE_REFRESH_MS). */
+export function setCacheRefreshMs(store: Store, ms: number): void {
+  store.cache.refreshMs = ms;
 }
 
 function slotOf(name: string, id: unknown): string {
@@ -152,24 +147,25 @@ function bump(cache: ReadCache, slot: string): void {
   }
 }
 
-/** Forgets every cached read of `kv` (tests, and a restore). */
-export function forgetCachedReads(kv: Deno.Kv): void {
-  forget(cacheOf(kv), "all");
+/** Forgets every cached read of the store (tests, and a restore). */
+export function forgetCachedReads(store: Store): void {
+  forget(store.cache, "all");
 }
 
 /**
  * Starts an atomic operation that records `changed` for every process: the
- * generation moves and a change record names the entries.
+ * generation moves and a change record names the entries. A store of an
+ * audited request (audit.ts `auditedStore`) adds that request's audit entry.
  */
-export function changeOp(kv: Deno.Kv, changed: CacheChange): Deno.AtomicOperation {
+export function changeOp(store: Store, changed: CacheChange): Deno.AtomicOperation {
   const at = Date.now();
-  const id = `${cacheOf(kv).writer}.${crypto.randomUUID()}`;
-  const op = kv.atomic()
+  const id = `${store.cache.writer}.${crypto.randomUUID()}`;
+  const op = store.kv.atomic()
     .sum(cacheGenerationKey(), 1n)
     .set(cacheChangeKey(at, id), changed, { expireIn: CHANGES_KEPT_MS });
-  // Within an admin request, the change carries its audit entry (audit.ts).
   auditInCommit(
     op,
+    store.audit,
     changed === "all" ? "everything" : changed.map((entry) => entry.join(" ")).join(", "),
   );
   return op;
@@ -202,7 +198,7 @@ export interface CachePatch {
  * may have landed before an error.
  */
 export async function commitChange<T>(
-  kv: Deno.Kv,
+  store: Store,
   attempt: () => Promise<ChangeAttempt<T>>,
 ): Promise<T> {
   let changed: CacheChange = "all";
@@ -214,7 +210,7 @@ export async function commitChange<T>(
       return result;
     });
   } finally {
-    const cache = cacheOf(kv);
+    const { cache } = store;
     // Read just before forgetting (no await between): the values as every earlier write left them.
     const kept = patches.map((patch) => ({
       patch,
@@ -228,14 +224,14 @@ export async function commitChange<T>(
 }
 
 /**
- * Keeps the read cache of `kv` within `boundMs` of other processes' writes
+ * Keeps the read cache of `store` within `boundMs` of other processes' writes
  * without reading on the request path: polls the generation entry every
  * `boundMs / 2` and follows it with `kv.watch`, which reports other instances'
  * writes at once on a KV Connect URL (on a file it sees only this process's
  * writes, so there the poll does the work). Returns the function that stops both.
  */
-export function followOtherWriters(kv: Deno.Kv, boundMs: number): () => void {
-  const cache = cacheOf(kv);
+export function followOtherWriters(store: Store, boundMs: number): () => void {
+  const { kv, cache } = store;
   cache.refreshMs = boundMs;
   if (boundMs === 0) return () => {};
   const timer = setInterval(() => checkGeneration(kv, cache, true), Math.max(1, boundMs >> 1));
@@ -389,10 +385,10 @@ async function refreshLists(cache: ReadCache, refreshing: Map<string, Set<unknow
  * concurrent misses share one load. `load` results that are null are
  * returned but not cached.
  */
-export function cachedRead<V>(kv: Deno.Kv, read: Read<V>): Cached<V | null> {
+export function cachedRead<V>(store: Store, read: Read<V>): Cached<V | null> {
   const { name, id } = read;
-  const cache = cacheOf(kv);
-  const check = checkGeneration(kv, cache);
+  const { cache } = store;
+  const check = checkGeneration(store.kv, cache);
   if (check === undefined) {
     // The hot path: no async function, no await, no promise.
     const hit = cache.maps.get(name)?.get(id) as V | undefined;

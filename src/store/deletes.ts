@@ -43,6 +43,7 @@ import { findNewestActiveRelease, listReleasesByProject } from "./releases.ts";
 import { retentionRunLease } from "./retention.ts";
 import type { ApiKey, Project, Release, ReleaseState } from "./types.ts";
 import { getManyEntries } from "./get_many.ts";
+import type { Store } from "./store.ts";
 
 /** The release is the one clients get as latest; deleting it needs a confirmation. */
 export class LatestReleaseError extends Error {
@@ -83,20 +84,20 @@ export interface DeletedRelease {
  * The artifact is the caller's.
  */
 export async function deleteReleaseRecord(
-  kv: Deno.Kv,
+  store: Store,
   id: number,
   { allowLatest = false, expectState }: { allowLatest?: boolean; expectState?: ReleaseState } = {},
 ): Promise<DeletedRelease> {
-  const first = (await kv.get<Release>(releaseKey(id))).value;
+  const first = (await store.kv.get<Release>(releaseKey(id))).value;
   if (first === null) throw new NotFoundError("release not found");
   const projectId = first.project_id;
-  return await serializedProjectWrite(kv, projectId, () =>
-    commitChange(kv, async () => {
+  return await serializedProjectWrite(store, projectId, () =>
+    commitChange(store, async () => {
       const [entry, latestEntry, countEntry, choiceEntry] = await Promise.all([
-        kv.get<Release>(releaseKey(id)),
-        kv.get<number | null>(latestReleaseKey(projectId)),
-        kv.get<Deno.KvU64>(releaseDownloadsKey(id)),
-        kv.get<number>(latestChoiceKey(projectId)),
+        store.kv.get<Release>(releaseKey(id)),
+        store.kv.get<number | null>(latestReleaseKey(projectId)),
+        store.kv.get<Deno.KvU64>(releaseDownloadsKey(id)),
+        store.kv.get<number>(latestChoiceKey(projectId)),
       ]);
       const release = entry.value;
       if (release === null) throw new NotFoundError("release not found");
@@ -108,11 +109,11 @@ export async function deleteReleaseRecord(
         if (!allowLatest) throw new LatestReleaseError(release);
         // The latest goes: the newest active one of the rest (a choice of it ends with it).
         const gone: Release = { ...release, state: "archived" };
-        latestId = (await findNewestActiveRelease(kv, projectId, gone))?.id ?? null;
+        latestId = (await findNewestActiveRelease(store, projectId, gone))?.id ?? null;
       }
       const downloads = countEntry.value?.value ?? 0n;
       const changed = [["release", id], ["latest_release", projectId]] as const;
-      const op = changeOp(kv, changed)
+      const op = changeOp(store, changed)
         .check(entry, latestEntry, countEntry, choiceEntry)
         .delete(releaseKey(id))
         .delete(releaseByProjectKey(projectId, id))
@@ -127,8 +128,10 @@ export async function deleteReleaseRecord(
 }
 
 /** Downloads of a project's deleted releases. */
-export async function getDeletedDownloads(kv: Deno.Kv, projectId: number): Promise<number> {
-  return Number((await kv.get<Deno.KvU64>(deletedDownloadsKey(projectId))).value?.value ?? 0n);
+export async function getDeletedDownloads(store: Store, projectId: number): Promise<number> {
+  return Number(
+    (await store.kv.get<Deno.KvU64>(deletedDownloadsKey(projectId))).value?.value ?? 0n,
+  );
 }
 
 /** What stays of a deleted key: enough to name it in the audit log and the download statistics. */
@@ -145,9 +148,9 @@ export interface DeletedApiKey {
  * cache's bound elsewhere); its id, name and prefix stay under
  * `deleted_api_keys`, its download total under `key_downloads`.
  */
-export async function deleteApiKey(kv: Deno.Kv, id: number): Promise<ApiKey> {
-  return await commitChange(kv, async () => {
-    const entry = await kv.get<ApiKey>(apiKeyKey(id));
+export async function deleteApiKey(store: Store, id: number): Promise<ApiKey> {
+  return await commitChange(store, async () => {
+    const entry = await store.kv.get<ApiKey>(apiKeyKey(id));
     const key = entry.value;
     if (key === null) throw new NotFoundError("api key not found");
     const kept: DeletedApiKey = {
@@ -157,7 +160,7 @@ export async function deleteApiKey(kv: Deno.Kv, id: number): Promise<ApiKey> {
       deleted_at: new Date().toISOString(),
     };
     const changed = [["api_key_by_hash", key.hash]] as const;
-    const op = changeOp(kv, changed)
+    const op = changeOp(store, changed)
       .check(entry)
       .delete(apiKeyKey(id))
       .delete(apiKeyByHashKey(key.hash))
@@ -170,10 +173,10 @@ export async function deleteApiKey(kv: Deno.Kv, id: number): Promise<ApiKey> {
 
 /** The kept names of deleted keys, by id (for statistics of keys that are gone). */
 export async function getDeletedApiKeys(
-  kv: Deno.Kv,
+  store: Store,
   ids: readonly number[],
 ): Promise<Map<number, DeletedApiKey>> {
-  const entries = await getManyEntries<DeletedApiKey>(kv, ids.map(deletedApiKeyKey));
+  const entries = await getManyEntries<DeletedApiKey>(store.kv, ids.map(deletedApiKeyKey));
   return new Map(entries.flatMap((entry, i) => entry.value ? [[ids[i], entry.value]] : []));
 }
 
@@ -197,13 +200,13 @@ function projectEntryPrefixes(projectId: number): Deno.KvKey[] {
 
 /** Up to `limit` keys under the project's bookkeeping prefixes. */
 async function listProjectEntryKeys(
-  kv: Deno.Kv,
+  store: Store,
   projectId: number,
   limit: number,
 ): Promise<Deno.KvKey[]> {
   const keys: Deno.KvKey[] = [];
   for (const prefix of projectEntryPrefixes(projectId)) {
-    const iterator = kv.list({ prefix }, { limit: limit - keys.length });
+    const iterator = store.kv.list({ prefix }, { limit: limit - keys.length });
     for await (const entry of iterator) keys.push(entry.key);
     if (keys.length >= limit) break;
   }
@@ -221,7 +224,7 @@ async function listProjectEntryKeys(
  * caller's to remove.
  */
 export async function deleteProjectRecords(
-  kv: Deno.Kv,
+  store: Store,
   id: number,
 ): Promise<{ project: Project; releases: Release[] }> {
   const deleted: Release[] = [];
@@ -230,17 +233,17 @@ export async function deleteProjectRecords(
   // (an upload, an activation) rewrites the latest pointer, which every commit
   // checks: a commit that fails reads every release again.
   let noneActive = false;
-  return await serializedProjectWrite(kv, id, async () => {
+  return await serializedProjectWrite(store, id, async () => {
     for (;;) {
-      const done = await commitChange(kv, async () => {
+      const done = await commitChange(store, async () => {
         const [projectEntry, latestEntry] = await Promise.all([
-          kv.get<Project>(projectKey(id)),
-          kv.get<number | null>(latestReleaseKey(id)),
+          store.kv.get<Project>(projectKey(id)),
+          store.kv.get<number | null>(latestReleaseKey(id)),
         ]);
         const project = projectEntry.value;
         if (project === null) throw new NotFoundError("project not found");
         const releases = await listReleasesByProject(
-          kv,
+          store,
           id,
           noneActive ? RELEASES_PER_COMMIT : undefined,
         );
@@ -249,10 +252,10 @@ export async function deleteProjectRecords(
           if (active > 0) throw new ProjectNotEmptyError(active);
         }
         if (releases.length === 0) {
-          const keys = await listProjectEntryKeys(kv, id, ENTRIES_PER_COMMIT);
+          const keys = await listProjectEntryKeys(store, id, ENTRIES_PER_COMMIT);
           if (keys.length > 0) {
             // Not cached anywhere (read straight from the KV): no change record needed.
-            const op = kv.atomic().check(projectEntry, latestEntry);
+            const op = store.kv.atomic().check(projectEntry, latestEntry);
             for (const key of keys) op.delete(key);
             const commit = await op.commit();
             noneActive = commit.ok;
@@ -264,7 +267,7 @@ export async function deleteProjectRecords(
             ["project_list"],
             ["latest_release", id],
           ] as const;
-          const op = changeOp(kv, changed)
+          const op = changeOp(store, changed)
             .check(projectEntry, latestEntry)
             .delete(projectKey(id))
             .delete(projectBySlugKey(project.slug))
@@ -286,7 +289,7 @@ export async function deleteProjectRecords(
           ["latest_release", id],
           ...batch.map((release) => ["release", release.id] as const),
         ] as const;
-        let op = changeOp(kv, changed).check(projectEntry, latestEntry).set(
+        let op = changeOp(store, changed).check(projectEntry, latestEntry).set(
           latestReleaseKey(id),
           null,
         );
@@ -307,6 +310,6 @@ export async function deleteProjectRecords(
 }
 
 /** Downloads made with a key (kept after the key is deleted). */
-export async function getKeyDownloads(kv: Deno.Kv, keyId: number): Promise<number> {
-  return Number((await kv.get<Deno.KvU64>(keyDownloadsKey(keyId))).value?.value ?? 0n);
+export async function getKeyDownloads(store: Store, keyId: number): Promise<number> {
+  return Number((await store.kv.get<Deno.KvU64>(keyDownloadsKey(keyId))).value?.value ?? 0n);
 }

@@ -16,6 +16,7 @@ import { apiKeyKey, projectKey, releaseKey } from "./keys.ts";
 import { validateGivenReleaseFields } from "./releases.ts";
 import type { ApiKey, Project, Release } from "./types.ts";
 import { requireTags, requireText } from "./validate.ts";
+import type { Store } from "./store.ts";
 
 /** A record with the versionstamp of its KV entry: what an edit form carries. */
 export interface Versioned<T> {
@@ -38,21 +39,21 @@ export interface Edited<T> {
   version: string;
 }
 
-async function getVersioned<T>(kv: Deno.Kv, key: Deno.KvKey): Promise<Versioned<T> | null> {
-  const entry = await kv.get<T>(key);
+async function getVersioned<T>(store: Store, key: Deno.KvKey): Promise<Versioned<T> | null> {
+  const entry = await store.kv.get<T>(key);
   return entry.versionstamp === null ? null : { value: entry.value!, version: entry.versionstamp };
 }
 
-export function getReleaseVersioned(kv: Deno.Kv, id: number): Promise<Versioned<Release> | null> {
-  return getVersioned<Release>(kv, releaseKey(id));
+export function getReleaseVersioned(store: Store, id: number): Promise<Versioned<Release> | null> {
+  return getVersioned<Release>(store, releaseKey(id));
 }
 
-export function getApiKeyVersioned(kv: Deno.Kv, id: number): Promise<Versioned<ApiKey> | null> {
-  return getVersioned<ApiKey>(kv, apiKeyKey(id));
+export function getApiKeyVersioned(store: Store, id: number): Promise<Versioned<ApiKey> | null> {
+  return getVersioned<ApiKey>(store, apiKeyKey(id));
 }
 
-export function getProjectVersioned(kv: Deno.Kv, id: number): Promise<Versioned<Project> | null> {
-  return getVersioned<Project>(kv, projectKey(id));
+export function getProjectVersioned(store: Store, id: number): Promise<Versioned<Project> | null> {
+  return getVersioned<Project>(store, projectKey(id));
 }
 
 /** One edit of one record: read, compare with the expected version, change, commit. */
@@ -69,16 +70,16 @@ interface EditPlan<T> {
   aggregates: (op: Deno.AtomicOperation, before: T, after: T) => Deno.AtomicOperation;
 }
 
-async function editRecord<T>(kv: Deno.Kv, plan: EditPlan<T>): Promise<Edited<T>> {
-  return await commitChange(kv, async () => {
-    const entry = await kv.get<T>(plan.key);
+async function editRecord<T>(store: Store, plan: EditPlan<T>): Promise<Edited<T>> {
+  return await commitChange(store, async () => {
+    const entry = await store.kv.get<T>(plan.key);
     if (entry.versionstamp === null) throw new NotFoundError(plan.notFound);
     if (plan.expected && plan.expected !== entry.versionstamp) {
       throw new StaleEditError<T>({ value: entry.value, version: entry.versionstamp });
     }
     const after = plan.change(entry.value);
     const changed = plan.changed(after);
-    const op = changeOp(kv, changed).check(entry).set(plan.key, after);
+    const op = changeOp(store, changed).check(entry).set(plan.key, after);
     const commit = await plan.aggregates(op, entry.value, after).commit();
     const version = commit.ok ? commit.versionstamp : "";
     const patches = plan.patches?.(after);
@@ -102,15 +103,15 @@ export interface ReleaseEdit {
  * project's other writes in this process, as the pointer's moves do.
  */
 export async function editRelease(
-  kv: Deno.Kv,
+  store: Store,
   id: number,
   input: ReleaseEdit & { expected?: string },
 ): Promise<Edited<Release>> {
   const fields = validateGivenReleaseFields(input);
-  const first = (await kv.get<Release>(releaseKey(id))).value;
+  const first = (await store.kv.get<Release>(releaseKey(id))).value;
   if (first === null) throw new NotFoundError("release not found");
-  return await serializedProjectWrite(kv, first.project_id, () =>
-    editRecord<Release>(kv, {
+  return await serializedProjectWrite(store, first.project_id, () =>
+    editRecord<Release>(store, {
       key: releaseKey(id),
       expected: input.expected,
       notFound: "release not found",
@@ -138,12 +139,12 @@ export interface ApiKeyEdit {
  * process at once and in others within the read cache's bound.
  */
 export async function editApiKey(
-  kv: Deno.Kv,
+  store: Store,
   id: number,
   input: ApiKeyEdit & { expected?: string },
 ): Promise<Edited<ApiKey>> {
   const { name, scopeMode, tags, rolloutTags, projectIds, expiresAt } = validateKeyFields(input);
-  return await editRecord<ApiKey>(kv, {
+  return await editRecord<ApiKey>(store, {
     key: apiKeyKey(id),
     expected: input.expected,
     notFound: "api key not found",
@@ -174,7 +175,7 @@ export interface ProjectEdit {
 
 /** Edits a project's name, description and tags, refusing a stale form; the slug never changes. */
 export async function editProject(
-  kv: Deno.Kv,
+  store: Store,
   id: number,
   input: ProjectEdit & { expected?: string },
 ): Promise<Edited<Project>> {
@@ -183,7 +184,7 @@ export async function editProject(
     max: DESCRIPTION_MAX_LENGTH,
   });
   const tags = requireTags("tags", input.tags ?? []);
-  return await editRecord<Project>(kv, {
+  return await editRecord<Project>(store, {
     key: projectKey(id),
     expected: input.expected,
     notFound: "project not found",

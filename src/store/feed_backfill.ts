@@ -7,21 +7,22 @@
 import { retryWhileLocked } from "./atomic.ts";
 import { releasesPrefix, sha512BackfillDoneKey } from "./keys.ts";
 import type { Release } from "./types.ts";
+import type { Store } from "./store.ts";
 
-export async function isSha512BackfillDone(kv: Deno.Kv): Promise<boolean> {
-  return (await kv.get<boolean>(sha512BackfillDoneKey())).value === true;
+export async function isSha512BackfillDone(store: Store): Promise<boolean> {
+  return (await store.kv.get<boolean>(sha512BackfillDoneKey())).value === true;
 }
 
-export async function markSha512BackfillDone(kv: Deno.Kv): Promise<void> {
-  await retryWhileLocked(() => kv.set(sha512BackfillDoneKey(), true));
+export async function markSha512BackfillDone(store: Store): Promise<void> {
+  await retryWhileLocked(() => store.kv.set(sha512BackfillDoneKey(), true));
 }
 
 /** One page of releases (any state) without a SHA-512, and where the next page starts ("" at the end). */
 export async function listReleasesWithoutSha512(
-  kv: Deno.Kv,
+  store: Store,
   { cursor, limit }: { cursor: string; limit: number },
 ): Promise<{ releases: Release[]; cursor: string }> {
-  const iterator = kv.list<Release>({ prefix: releasesPrefix() }, {
+  const iterator = store.kv.list<Release>({ prefix: releasesPrefix() }, {
     cursor: cursor || undefined,
     limit,
   });

@@ -2,6 +2,7 @@
 import { getApiKeyByHash, hashApiKeySecret } from "./api_keys.ts";
 import type { ApiKey } from "./types.ts";
 import { type Cached, thenRead } from "./cache.ts";
+import type { Store } from "./store.ts";
 
 export interface KeyLookup {
   /**
@@ -26,7 +27,7 @@ const MAX_REMEMBERED_TOKENS = 10_000;
  * once does not queue behind a flood of made-up tokens from its address
  * after a write emptied the cache.
  */
-export function createKeyLookup(kv: Deno.Kv): KeyLookup {
+export function createKeyLookup(store: Store): KeyLookup {
   const tokenHashes = new Map<string, string>();
   const remember = (token: string, hash: string, key: ApiKey | null): ApiKey | null => {
     if (key === null) {
@@ -41,13 +42,16 @@ export function createKeyLookup(kv: Deno.Kv): KeyLookup {
     find(token, beforeRead) {
       const remembered = tokenHashes.get(token);
       if (remembered !== undefined) {
-        const found = getApiKeyByHash(kv, remembered);
+        const found = getApiKeyByHash(store, remembered);
         // The hot path: a cached record, returned as it is.
         if (found !== null && !(found instanceof Promise)) return found;
         return thenRead(found, (key) => remember(token, remembered, key));
       }
       const hash = hashApiKeySecret(token);
-      return thenRead(getApiKeyByHash(kv, hash, beforeRead), (key) => remember(token, hash, key));
+      return thenRead(
+        getApiKeyByHash(store, hash, beforeRead),
+        (key) => remember(token, hash, key),
+      );
     },
   };
 }

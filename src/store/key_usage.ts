@@ -1,4 +1,5 @@
 import { recordApiKeyUse } from "./mod.ts";
+import type { Store } from "./store.ts";
 
 const INTERVAL_MS = 60_000;
 
@@ -8,7 +9,7 @@ const INTERVAL_MS = 60_000;
  * never waits on a durable commit for bookkeeping.
  */
 export function createKeyUsageRecorder(
-  kv: Deno.Kv,
+  store: Store,
   onKvError: () => void = () => {},
 ): (keyId: number) => void {
   const lastWrite = new Map<number, number>();
@@ -16,7 +17,7 @@ export function createKeyUsageRecorder(
     const now = Date.now();
     if (now - (lastWrite.get(keyId) ?? 0) < INTERVAL_MS) return;
     lastWrite.set(keyId, now);
-    recordApiKeyUse(kv, keyId, new Date(now).toISOString()).catch((error) => {
+    recordApiKeyUse(store, keyId, new Date(now).toISOString()).catch((error) => {
       lastWrite.delete(keyId);
       onKvError();
       console.error("could not record api key use:", error);

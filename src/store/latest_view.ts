@@ -10,6 +10,7 @@
 import { type Cached, cachedRead } from "./cache.ts";
 import { latestReleaseKey, releaseKey, rolloutKey } from "./keys.ts";
 import type { Release, Rollout } from "./types.ts";
+import type { Store } from "./store.ts";
 
 /** A rollout in force, with what the hot path needs at hand. */
 export interface LiveRollout {
@@ -33,19 +34,19 @@ const NO_LATEST: LatestView = { release: null, rollout: null };
  * latest release is not cached (like every read that found nothing: a
  * project whose first release is on its way is asked again each time).
  */
-export function getLatestView(kv: Deno.Kv, projectId: number): Cached<LatestView> {
-  const view = cachedRead(kv, {
+export function getLatestView(store: Store, projectId: number): Cached<LatestView> {
+  const view = cachedRead(store, {
     name: "latest_release",
     id: projectId,
-    load: () => loadLatestView(kv, projectId),
+    load: () => loadLatestView(store, projectId),
   });
   // Spelled out rather than through `thenRead`: no closure on the hot path.
   if (view instanceof Promise) return view.then((found) => found ?? NO_LATEST);
   return view ?? NO_LATEST;
 }
 
-async function loadLatestView(kv: Deno.Kv, projectId: number): Promise<LatestView | null> {
-  const [pointer, rolloutEntry] = await kv.getMany<[number | null, Rollout]>([
+async function loadLatestView(store: Store, projectId: number): Promise<LatestView | null> {
+  const [pointer, rolloutEntry] = await store.kv.getMany<[number | null, Rollout]>([
     latestReleaseKey(projectId),
     rolloutKey(projectId),
   ]);
@@ -53,7 +54,7 @@ async function loadLatestView(kv: Deno.Kv, projectId: number): Promise<LatestVie
   // No latest release: no rollout can apply either (it rolls out from the latest).
   if (id === null) return null;
   const rollout = rolloutEntry.value;
-  const [latest, candidate] = await kv.getMany<[Release, Release]>([
+  const [latest, candidate] = await store.kv.getMany<[Release, Release]>([
     releaseKey(id ?? 0),
     releaseKey(rollout?.release_id ?? 0),
   ]);

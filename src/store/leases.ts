@@ -10,6 +10,7 @@
  */
 import { retryWhileLocked } from "./atomic.ts";
 import { leaseKey, type LeaseName } from "./keys.ts";
+import type { Store } from "./store.ts";
 
 /** What a lease entry holds. */
 export interface Lease {
@@ -34,17 +35,18 @@ function heldByOther(lease: Lease | null, holder: string, nowMs: number): boolea
  * `holder` has it: false while another holder's lease runs.
  */
 export async function claimLease(
-  kv: Deno.Kv,
+  store: Store,
   name: LeaseName,
   { holder, ttlMs }: LeaseOptions,
 ): Promise<boolean> {
   const key = leaseKey(name);
   return await retryWhileLocked(async () => {
-    const entry = await kv.get<Lease>(key);
+    const entry = await store.kv.get<Lease>(key);
     const nowMs = Date.now();
     if (heldByOther(entry.value, holder, nowMs)) return false;
     const lease: Lease = { holder, until: nowMs + ttlMs };
-    const commit = await kv.atomic().check(entry).set(key, lease, { expireIn: ttlMs }).commit();
+    const commit = await store.kv.atomic().check(entry).set(key, lease, { expireIn: ttlMs })
+      .commit();
     return commit.ok;
   });
 }
@@ -55,7 +57,7 @@ export async function claimLease(
  * result of the work). Returns whether it committed.
  */
 export async function releaseLease(
-  kv: Deno.Kv,
+  store: Store,
   name: LeaseName,
   { holder, also }: {
     holder: string;
@@ -64,14 +66,14 @@ export async function releaseLease(
 ): Promise<boolean> {
   const key = leaseKey(name);
   return await retryWhileLocked(async () => {
-    const entry = await kv.get<Lease>(key);
+    const entry = await store.kv.get<Lease>(key);
     if (heldByOther(entry.value, holder, Date.now())) return false;
-    const op = kv.atomic().check(entry).delete(key);
+    const op = store.kv.atomic().check(entry).delete(key);
     return (await (also ? also(op) : op).commit()).ok;
   });
 }
 
 /** The lease `name` as stored (running or run out), or null. */
-export async function getLease(kv: Deno.Kv, name: LeaseName): Promise<Lease | null> {
-  return (await kv.get<Lease>(leaseKey(name))).value;
+export async function getLease(store: Store, name: LeaseName): Promise<Lease | null> {
+  return (await store.kv.get<Lease>(leaseKey(name))).value;
 }

@@ -28,6 +28,7 @@ import { createKeyedQueue } from "../lib/keyed_queue.ts";
 import { sha256Hex } from "../lib/secrets.ts";
 import { commitWithRetry } from "./atomic.ts";
 import { loginFailuresKey, loginTrustedKey } from "./keys.ts";
+import type { Store } from "./store.ts";
 
 export interface LockRule {
   maxFailures: number;
@@ -107,7 +108,7 @@ export interface LoginThrottle {
   check<T>(subject: LoginSubject, verify: () => Promise<T | null>): Promise<ThrottledCheck<T>>;
 }
 
-export function createLoginThrottle(kv: Deno.Kv): LoginThrottle {
+export function createLoginThrottle(store: Store): LoginThrottle {
   // Two in-process queues: checks of one (user, address) one at a time, and
   // the KV commits of one user name one at a time (every address's commit
   // writes the user name's count, so parallel ones would only collide).
@@ -121,10 +122,10 @@ export function createLoginThrottle(kv: Deno.Kv): LoginThrottle {
       const keys = subjectKeys(subject);
       const user = JSON.stringify(keys.user);
       const checked = pairs.run(JSON.stringify(keys.pair), async (): Promise<ThrottledCheck<T>> => {
-        const { waitMs } = await users.run(user, () => reserveLoginAttempt(kv, subject))!;
+        const { waitMs } = await users.run(user, () => reserveLoginAttempt(store, subject))!;
         if (waitMs > 0) return { refused: "locked", retryAfterSeconds: Math.ceil(waitMs / 1000) };
         const found = await verify();
-        if (found !== null) await users.run(user, () => releaseLoginAttempt(kv, subject));
+        if (found !== null) await users.run(user, () => releaseLoginAttempt(store, subject));
         return { refused: false, found };
       });
       return checked ?? Promise.resolve({ refused: "busy", retryAfterSeconds: 1 });
@@ -138,13 +139,15 @@ export function createLoginThrottle(kv: Deno.Kv): LoginThrottle {
  * it may.
  */
 export function reserveLoginAttempt(
-  kv: Deno.Kv,
+  store: Store,
   subject: LoginSubject,
   nowMs: number = Date.now(),
 ): Promise<{ waitMs: number }> {
   const keys = subjectKeys(subject);
   return commitWithRetry(async () => {
-    const [pair, addr, user, trusted] = await kv.getMany<[LockState, LockState, UserState, true]>(
+    const [pair, addr, user, trusted] = await store.kv.getMany<
+      [LockState, LockState, UserState, true]
+    >(
       [keys.pair, keys.addr, keys.user, keys.trusted],
     );
     const pairState = pair.value ?? { count: 0, locked_until: 0 };
@@ -166,7 +169,7 @@ export function reserveLoginAttempt(
     const options = { expireIn: LOGIN_THROTTLE.forgetAfterMs };
     const pairCount = pairState.count + 1;
     const addrCount = addrState.count + 1;
-    const commit = await kv.atomic()
+    const commit = await store.kv.atomic()
       .check(pair, addr, user)
       .set(keys.pair, {
         count: pairCount,
@@ -190,11 +193,11 @@ export function reserveLoginAttempt(
  * failures are forgotten, the attempt no longer counts for the address or
  * the user name, and the address is trusted for the name (no spacing).
  */
-export async function releaseLoginAttempt(kv: Deno.Kv, subject: LoginSubject): Promise<void> {
+export async function releaseLoginAttempt(store: Store, subject: LoginSubject): Promise<void> {
   const keys = subjectKeys(subject);
   await commitWithRetry(async () => {
-    const [addr, user] = await kv.getMany<[LockState, UserState]>([keys.addr, keys.user]);
-    const op = kv.atomic().check(addr, user).delete(keys.pair)
+    const [addr, user] = await store.kv.getMany<[LockState, UserState]>([keys.addr, keys.user]);
+    const op = store.kv.atomic().check(addr, user).delete(keys.pair)
       .set(keys.trusted, true, { expireIn: LOGIN_THROTTLE.trustedForMs });
     const options = { expireIn: LOGIN_THROTTLE.forgetAfterMs };
     if (addr.value) {

@@ -16,6 +16,7 @@ import { type CursorPage, cursorPage, type PageRequest } from "./paging.ts";
 import { isRetentionOff, parseRetentionPolicy } from "./retention.ts";
 import type { Project, ProjectState, RetentionPolicy } from "./types.ts";
 import { requireSlug, requireTags, requireText, slugify } from "./validate.ts";
+import type { Store } from "./store.ts";
 
 export interface ProjectInput {
   name: string;
@@ -27,7 +28,7 @@ export interface ProjectInput {
 }
 
 /** Creates an active project. The slug is derived from the name when empty and must be unused. */
-export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<Project> {
+export async function createProject(store: Store, input: ProjectInput): Promise<Project> {
   const name = requireText("name", input.name, { min: 1, max: NAME_MAX_LENGTH });
   const slug = requireSlug(input.slug?.trim() || slugify(name));
   const description = requireText("description", input.description, {
@@ -35,13 +36,13 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
   });
   const tags = requireTags("tags", input.tags ?? []);
   let id: number | undefined;
-  return await commitChange(kv, async () => {
-    const bySlug = await kv.get<number>(projectBySlugKey(slug));
+  return await commitChange(store, async () => {
+    const bySlug = await store.kv.get<number>(projectBySlugKey(slug));
     if (bySlug.value !== null) {
       throw new ValidationError("slug", `slug "${slug}" is already taken`);
     }
     // Taken once, when the project can be made: a refused one leaves no trace.
-    const newId = id ??= await takeIds(kv, "projects");
+    const newId = id ??= await takeIds(store, "projects");
     const at = now();
     const project: Project = {
       id: newId,
@@ -55,7 +56,7 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
     };
     // The project named too: other instances put it into their cached list (`listProjects`).
     const changed = [["project", project.id], ["project_list"]] as const;
-    const op = changeOp(kv, changed)
+    const op = changeOp(store, changed)
       .check(bySlug)
       .set(projectKey(project.id), project)
       .set(projectBySlugKey(slug), project.id);
@@ -67,21 +68,21 @@ export async function createProject(kv: Deno.Kv, input: ProjectInput): Promise<P
   });
 }
 
-export function getProject(kv: Deno.Kv, id: number): Cached<Project | null> {
-  return cachedRead(kv, {
+export function getProject(store: Store, id: number): Cached<Project | null> {
+  return cachedRead(store, {
     name: "project",
     id: id,
-    load: async () => (await kv.get<Project>(projectKey(id))).value,
+    load: async () => (await store.kv.get<Project>(projectKey(id))).value,
   });
 }
 
-export function getProjectBySlug(kv: Deno.Kv, slug: string): Cached<Project | null> {
-  return cachedRead(kv, {
+export function getProjectBySlug(store: Store, slug: string): Cached<Project | null> {
+  return cachedRead(store, {
     name: "project_by_slug",
     id: slug,
     load: async () => {
-      const id = (await kv.get<number>(projectBySlugKey(slug))).value;
-      return id === null ? null : (await kv.get<Project>(projectKey(id))).value;
+      const id = (await store.kv.get<number>(projectBySlugKey(slug))).value;
+      return id === null ? null : (await store.kv.get<Project>(projectKey(id))).value;
     },
   });
 }
@@ -105,13 +106,13 @@ export function projectListPatch(project: Project): CachePatch {
 }
 
 /** Every project, active and archived, in id order. The array is shared: do not change it. */
-export function listProjects(kv: Deno.Kv): Cached<readonly Project[]> {
-  return cachedRead(kv, {
+export function listProjects(store: Store): Cached<readonly Project[]> {
+  return cachedRead(store, {
     name: "project_list",
     id: "all",
     load: async (): Promise<readonly Project[]> => {
       const projects: Project[] = [];
-      for await (const entry of kv.list<Project>({ prefix: projectsPrefix() })) {
+      for await (const entry of store.kv.list<Project>({ prefix: projectsPrefix() })) {
         projects.push(entry.value);
       }
       return projects;
@@ -121,7 +122,7 @@ export function listProjects(kv: Deno.Kv): Cached<readonly Project[]> {
       itemKind: "project",
       apply: async (list, ids) => {
         const entries = await getManyEntries<Project>(
-          kv,
+          store.kv,
           ids.map((id) => projectKey(id as number)),
         );
         return entries.reduce<readonly Project[]>(
@@ -142,10 +143,10 @@ export function listProjects(kv: Deno.Kv): Cached<readonly Project[]> {
  * project list: no KV read while the list is cached.
  */
 export async function searchProjects(
-  kv: Deno.Kv,
+  store: Store,
   match: (project: Project) => boolean,
 ): Promise<Project[]> {
-  const rows = (await listProjects(kv)).filter(match).map((project) => ({
+  const rows = (await listProjects(store)).filter(match).map((project) => ({
     project,
     state: project.state === "active" ? 0 : 1,
     name: project.name.toLowerCase(),
@@ -159,52 +160,52 @@ export async function searchProjects(
 
 /** One page of projects, active first, then by name (see paging.ts). */
 export function listProjectsPage(
-  kv: Deno.Kv,
+  store: Store,
   { match, ...request }: PageRequest<Project>,
 ): Promise<CursorPage<Project>> {
-  return cursorPage<number, Project>(kv, {
+  return cursorPage<number, Project>(store.kv, {
     ...request,
     parts: ["number", "string", "number"],
     prefix: projectsByNamePrefix(),
     reverse: false,
     load: async (entries) =>
-      (await getManyEntries<Project>(kv, entries.map((entry) => projectKey(entry.value))))
+      (await getManyEntries<Project>(store.kv, entries.map((entry) => projectKey(entry.value))))
         .map(({ value }) => value !== null && (match?.(value) ?? true) ? value : null),
   });
 }
 
 /** Up to `limit` projects whose slug starts with `start`, in slug order (one range read). */
 export async function searchProjectsBySlug(
-  kv: Deno.Kv,
+  store: Store,
   { start, limit }: { start: string; limit: number },
 ): Promise<Project[]> {
   const prefix = projectsBySlugPrefix();
   const ids: number[] = [];
   for await (
-    const entry of kv.list<number>(
+    const entry of store.kv.list<number>(
       { start: [...prefix, start], end: [...prefix, `${start}\uffff`] },
       { limit },
     )
   ) {
     ids.push(entry.value);
   }
-  const entries = await getManyEntries<Project>(kv, ids.map(projectKey));
+  const entries = await getManyEntries<Project>(store.kv, ids.map(projectKey));
   return entries.flatMap(({ value }) => value === null ? [] : [value]);
 }
 
 /** The projects of `ids` that exist, in the order of `ids`. */
-export async function getProjectsByIds(kv: Deno.Kv, ids: readonly number[]): Promise<Project[]> {
-  const entries = await getManyEntries<Project>(kv, ids.map(projectKey));
+export async function getProjectsByIds(store: Store, ids: readonly number[]): Promise<Project[]> {
+  const entries = await getManyEntries<Project>(store.kv, ids.map(projectKey));
   return entries.flatMap(({ value }) => value === null ? [] : [value]);
 }
 
 /** Looks up many slugs at once; unknown slugs raise a ValidationError on `field`. */
 export async function getProjectIdsBySlugs(
-  kv: Deno.Kv,
+  store: Store,
   slugs: readonly string[],
   field = "project_slugs",
 ): Promise<number[]> {
-  const entries = await getManyEntries<number>(kv, slugs.map(projectBySlugKey));
+  const entries = await getManyEntries<number>(store.kv, slugs.map(projectBySlugKey));
   return entries.map((entry, i) => {
     if (entry.value === null) throw new ValidationError(field, `unknown project "${slugs[i]}"`);
     return entry.value;
@@ -219,7 +220,7 @@ export interface ProjectUpdate {
 
 /** Edits name, description and tags; the slug never changes. */
 export async function updateProject(
-  kv: Deno.Kv,
+  store: Store,
   id: number,
   input: ProjectUpdate,
 ): Promise<Project> {
@@ -228,24 +229,24 @@ export async function updateProject(
     max: DESCRIPTION_MAX_LENGTH,
   });
   const tags = requireTags("tags", input.tags ?? []);
-  return await changeProject(kv, id, (project) => ({ ...project, name, description, tags }));
+  return await changeProject(store, id, (project) => ({ ...project, name, description, tags }));
 }
 
-export function setProjectState(kv: Deno.Kv, id: number, state: ProjectState): Promise<Project> {
-  return changeProject(kv, id, (project) => ({ ...project, state }));
+export function setProjectState(store: Store, id: number, state: ProjectState): Promise<Project> {
+  return changeProject(store, id, (project) => ({ ...project, state }));
 }
 
 async function changeProject(
-  kv: Deno.Kv,
+  store: Store,
   id: number,
   change: (project: Project) => Project,
 ): Promise<Project> {
-  return await commitChange(kv, async () => {
-    const entry = await kv.get<Project>(projectKey(id));
+  return await commitChange(store, async () => {
+    const entry = await store.kv.get<Project>(projectKey(id));
     if (entry.value === null) throw new NotFoundError("project not found");
     const project = { ...change(entry.value), updated_at: now() };
     const changed = [["project", id], ["project_by_slug", project.slug], ["project_list"]] as const;
-    const op = changeOp(kv, changed).check(entry).set(projectKey(id), project);
+    const op = changeOp(store, changed).check(entry).set(projectKey(id), project);
     const commit = await projectAggregates(op, entry.value, project).commit();
     return { commit, value: project, changed, patches: [projectListPatch(project)] };
   });

@@ -17,6 +17,7 @@ import {
   publishTokensPrefix,
 } from "./keys.ts";
 import { parseExpiresAt, requireText } from "./validate.ts";
+import type { Store } from "./store.ts";
 
 /**
  * Publish tokens look like `udp_<43 base64url chars>`; client API keys start
@@ -112,14 +113,14 @@ export function preparePublishToken(
 
 /** Creates a token; the secret is returned here once and never stored. */
 export async function createPublishToken(
-  kv: Deno.Kv,
+  store: Store,
   input: PublishTokenInput,
 ): Promise<{ token: PublishToken; secret: string }> {
   const { secret, record } = preparePublishToken(input);
-  const id = await takeIds(kv, "publish_tokens");
+  const id = await takeIds(store, "publish_tokens");
   const token: PublishToken = { id, ...record, created_at: now() };
   return await commitWithRetry(async () => {
-    const commit = await kv.atomic()
+    const commit = await store.kv.atomic()
       .check({ key: publishTokenByHashKey(token.hash), versionstamp: null })
       .set(publishTokenKey(id), token)
       .set(publishTokenByHashKey(token.hash), id)
@@ -128,27 +129,27 @@ export async function createPublishToken(
   });
 }
 
-export async function getPublishToken(kv: Deno.Kv, id: number): Promise<PublishToken | null> {
-  return (await kv.get<PublishToken>(publishTokenKey(id))).value;
+export async function getPublishToken(store: Store, id: number): Promise<PublishToken | null> {
+  return (await store.kv.get<PublishToken>(publishTokenKey(id))).value;
 }
 
 /** The token a presented secret belongs to, or null (never cached; see the file comment). */
 export async function getPublishTokenBySecret(
-  kv: Deno.Kv,
+  store: Store,
   secret: string,
 ): Promise<PublishToken | null> {
-  const id = (await kv.get<number>(publishTokenByHashKey(hashPublishToken(secret)))).value;
-  return id === null ? null : await getPublishToken(kv, id);
+  const id = (await store.kv.get<number>(publishTokenByHashKey(hashPublishToken(secret)))).value;
+  return id === null ? null : await getPublishToken(store, id);
 }
 
 /** Every token with its `last_used_at`, in id order. */
-export async function listPublishTokens(kv: Deno.Kv): Promise<PublishToken[]> {
+export async function listPublishTokens(store: Store): Promise<PublishToken[]> {
   const tokens: PublishToken[] = [];
-  for await (const entry of kv.list<PublishToken>({ prefix: publishTokensPrefix() })) {
+  for await (const entry of store.kv.list<PublishToken>({ prefix: publishTokensPrefix() })) {
     tokens.push(entry.value);
   }
   const used = await getManyEntries<string>(
-    kv,
+    store.kv,
     tokens.map((token) => publishTokenLastUsedKey(token.id)),
   );
   tokens.forEach((token, i) => token.last_used_at = used[i].value);
@@ -156,25 +157,25 @@ export async function listPublishTokens(kv: Deno.Kv): Promise<PublishToken[]> {
 }
 
 export async function setPublishTokenActive(
-  kv: Deno.Kv,
+  store: Store,
   id: number,
   active: boolean,
 ): Promise<PublishToken> {
   return await commitWithRetry(async () => {
-    const entry = await kv.get<PublishToken>(publishTokenKey(id));
+    const entry = await store.kv.get<PublishToken>(publishTokenKey(id));
     if (entry.value === null) throw new NotFoundError("publish token not found");
     const token = { ...entry.value, active };
-    const commit = await kv.atomic().check(entry).set(publishTokenKey(id), token).commit();
+    const commit = await store.kv.atomic().check(entry).set(publishTokenKey(id), token).commit();
     return { commit, value: token };
   });
 }
 
 /** Deletes a token and its hash index; the token is refused from the next request on. */
-export async function deletePublishToken(kv: Deno.Kv, id: number): Promise<PublishToken> {
+export async function deletePublishToken(store: Store, id: number): Promise<PublishToken> {
   return await commitWithRetry(async () => {
-    const entry = await kv.get<PublishToken>(publishTokenKey(id));
+    const entry = await store.kv.get<PublishToken>(publishTokenKey(id));
     if (entry.value === null) throw new NotFoundError("publish token not found");
-    const commit = await kv.atomic()
+    const commit = await store.kv.atomic()
       .check(entry)
       .delete(publishTokenKey(id))
       .delete(publishTokenByHashKey(entry.value.hash))
@@ -185,6 +186,6 @@ export async function deletePublishToken(kv: Deno.Kv, id: number): Promise<Publi
 }
 
 /** Records when a token was last used (its own entry: never conflicts with an admin's change). */
-export async function recordPublishTokenUse(kv: Deno.Kv, id: number, at: string): Promise<void> {
-  await kv.set(publishTokenLastUsedKey(id), at);
+export async function recordPublishTokenUse(store: Store, id: number, at: string): Promise<void> {
+  await store.kv.set(publishTokenLastUsedKey(id), at);
 }

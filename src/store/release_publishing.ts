@@ -13,6 +13,7 @@ import {
 } from "./keys.ts";
 import { scanPage } from "./paging.ts";
 import type { Release } from "./types.ts";
+import type { Store } from "./store.ts";
 
 /** Largest page of releases. */
 export const RELEASE_PAGE_MAX = 100;
@@ -23,11 +24,11 @@ export const RELEASE_PAGE_MAX = 100;
  * as `before` for the next page, or null after the last.
  */
 export async function listReleasePage(
-  kv: Deno.Kv,
+  store: Store,
   projectId: number,
   { limit, before }: { limit: number; before?: number },
 ): Promise<{ releases: Release[]; next: number | null }> {
-  const page = await scanPage<number, Release>(kv, {
+  const page = await scanPage<number, Release>(store.kv, {
     prefix: releasesByProjectPrefix(projectId),
     reverse: true,
     limit,
@@ -35,7 +36,7 @@ export async function listReleasePage(
     // The page and one more entry, to tell whether there is a next page.
     maxScan: limit + 1,
     load: async (entries) =>
-      (await getManyEntries<Release>(kv, entries.map((entry) => releaseKey(entry.value))))
+      (await getManyEntries<Release>(store.kv, entries.map((entry) => releaseKey(entry.value))))
         .map((entry) => entry.value),
   });
   return {
@@ -45,6 +46,6 @@ export async function listReleasePage(
 }
 
 /** The id the project's latest pointer names, or null (read from KV, not the read cache). */
-export async function getLatestReleaseId(kv: Deno.Kv, projectId: number): Promise<number | null> {
-  return (await kv.get<number | null>(latestReleaseKey(projectId))).value ?? null;
+export async function getLatestReleaseId(store: Store, projectId: number): Promise<number | null> {
+  return (await store.kv.get<number | null>(latestReleaseKey(projectId))).value ?? null;
 }

@@ -20,6 +20,7 @@ import {
 import type { Project, Release, ReleaseState } from "./types.ts";
 import { requireText, requireTime, safeContentType, safeFilename } from "./validate.ts";
 import { addReleaseEvents } from "./webhooks.ts";
+import type { Store } from "./store.ts";
 
 export interface ReleaseInput {
   project_id: number;
@@ -144,13 +145,13 @@ function optionalText(
  * gone, moved to another file or already has one.
  */
 export async function setReleaseSha512(
-  kv: Deno.Kv,
+  store: Store,
   release: Pick<Release, "id" | "storage_key">,
   sha512: string,
 ): Promise<boolean> {
   if (!SHA512_BASE64.test(sha512)) throw new ValidationError("checksum_sha512", "not a SHA-512");
-  return await commitChange(kv, async () => {
-    const entry = await kv.get<Release>(releaseKey(release.id));
+  return await commitChange(store, async () => {
+    const entry = await store.kv.get<Release>(releaseKey(release.id));
     const current = entry.value;
     if (
       current === null || current.storage_key !== release.storage_key ||
@@ -163,7 +164,7 @@ export async function setReleaseSha512(
       };
     }
     const changed = [["release", current.id], ["latest_release", current.project_id]] as const;
-    const commit = await changeOp(kv, changed).check(entry)
+    const commit = await changeOp(store, changed).check(entry)
       .set(releaseKey(current.id), { ...current, checksum_sha512: sha512 }).commit();
     return { commit, value: true, changed };
   });
@@ -175,8 +176,8 @@ export async function setReleaseSha512(
  * latest and ends a choice (the rule of `pickLatest`), unless it asks not to
  * (`make_latest: false`), which keeps the current latest as the chosen one.
  */
-export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<Release> {
-  return (await writeNewRelease(kv, input, { stage: false })).release;
+export async function createRelease(store: Store, input: ReleaseInput): Promise<Release> {
+  return (await writeNewRelease(store, input, { stage: false })).release;
 }
 
 /**
@@ -188,61 +189,65 @@ export async function createRelease(kv: Deno.Kv, input: ReleaseInput): Promise<R
  * latest made or removed just before is seen.
  */
 export async function createStagedRelease(
-  kv: Deno.Kv,
+  store: Store,
   input: ReleaseInput,
 ): Promise<{ release: Release; staged: boolean }> {
-  return await writeNewRelease(kv, input, { stage: true });
+  return await writeNewRelease(store, input, { stage: true });
 }
 
 async function writeNewRelease(
-  kv: Deno.Kv,
+  store: Store,
   input: ReleaseInput,
   { stage }: { stage: boolean },
 ): Promise<{ release: Release; staged: boolean }> {
   const fields = prepareRelease(input);
   const draft = input.draft === true;
   let id: number | undefined;
-  return await serializedProjectWrite(kv, input.project_id, () =>
-    commitChange(kv, async () => {
-      const [projectEntry, latestEntry, choiceEntry] = await Promise.all([
-        kv.get<Project>(projectKey(input.project_id)),
-        kv.get<number | null>(latestReleaseKey(input.project_id)),
-        kv.get<number>(latestChoiceKey(input.project_id)),
-      ]);
-      if (projectEntry.value === null) throw new ValidationError("project", "project not found");
-      // Taken once, when the release can be made: a refused one leaves no trace.
-      const newId = id ??= await takeIds(kv, "releases");
-      const release: Release = {
-        ...fields,
-        id: newId,
-        project_id: input.project_id,
-        created_at: fields.created_at ?? now(),
-        state: draft ? "draft" : "active",
-      };
-      const current = latestEntry.value === null
-        ? null
-        : (await kv.get<Release>(releaseKey(latestEntry.value))).value;
-      const staged = stage && !draft && input.make_latest !== false && current !== null;
-      const makeLatest = input.make_latest !== false && !staged;
-      let latestId = current?.id ?? null;
-      let choice = choiceEntry.value;
-      if (!draft && makeLatest && (current === null || isNewerRelease(release, current))) {
-        latestId = release.id;
-        choice = null;
-      } else if (!draft && !makeLatest && current !== null) {
-        choice = current.id;
-      }
-      const changed = [["latest_release", release.project_id]] as const;
-      const op = changeOp(kv, changed)
-        .check(projectEntry, latestEntry, choiceEntry)
-        .set(releaseKey(release.id), release)
-        .set(releaseByProjectKey(release.project_id, release.id), release.id)
-        .set(latestReleaseKey(release.project_id), latestId);
-      setChoice(op, release.project_id, choice);
-      addReleaseEvents(op, null, release);
-      const commit = await releaseAggregates(op, null, release).commit();
-      return { commit, value: { release, staged }, changed };
-    }));
+  return await serializedProjectWrite(
+    store,
+    input.project_id,
+    () =>
+      commitChange(store, async () => {
+        const [projectEntry, latestEntry, choiceEntry] = await Promise.all([
+          store.kv.get<Project>(projectKey(input.project_id)),
+          store.kv.get<number | null>(latestReleaseKey(input.project_id)),
+          store.kv.get<number>(latestChoiceKey(input.project_id)),
+        ]);
+        if (projectEntry.value === null) throw new ValidationError("project", "project not found");
+        // Taken once, when the release can be made: a refused one leaves no trace.
+        const newId = id ??= await takeIds(store, "releases");
+        const release: Release = {
+          ...fields,
+          id: newId,
+          project_id: input.project_id,
+          created_at: fields.created_at ?? now(),
+          state: draft ? "draft" : "active",
+        };
+        const current = latestEntry.value === null
+          ? null
+          : (await store.kv.get<Release>(releaseKey(latestEntry.value))).value;
+        const staged = stage && !draft && input.make_latest !== false && current !== null;
+        const makeLatest = input.make_latest !== false && !staged;
+        let latestId = current?.id ?? null;
+        let choice = choiceEntry.value;
+        if (!draft && makeLatest && (current === null || isNewerRelease(release, current))) {
+          latestId = release.id;
+          choice = null;
+        } else if (!draft && !makeLatest && current !== null) {
+          choice = current.id;
+        }
+        const changed = [["latest_release", release.project_id]] as const;
+        const op = changeOp(store, changed)
+          .check(projectEntry, latestEntry, choiceEntry)
+          .set(releaseKey(release.id), release)
+          .set(releaseByProjectKey(release.project_id, release.id), release.id)
+          .set(latestReleaseKey(release.project_id), latestId);
+        setChoice(op, release.project_id, choice);
+        addReleaseEvents(op, null, release);
+        const commit = await releaseAggregates(op, null, release).commit();
+        return { commit, value: { release, staged }, changed };
+      }),
+  );
 }
 
 function setChoice(op: Deno.AtomicOperation, projectId: number, choice: number | null): void {
@@ -265,15 +270,15 @@ export function pickLatest(releases: readonly Release[], choice: number | null):
 }
 
 /** The release chosen as latest, or null when the newest active one is latest. */
-export async function getLatestChoice(kv: Deno.Kv, projectId: number): Promise<number | null> {
-  return (await kv.get<number>(latestChoiceKey(projectId))).value;
+export async function getLatestChoice(store: Store, projectId: number): Promise<number | null> {
+  return (await store.kv.get<number>(latestChoiceKey(projectId))).value;
 }
 
-export function getRelease(kv: Deno.Kv, id: number): Cached<Release | null> {
-  return cachedRead(kv, {
+export function getRelease(store: Store, id: number): Cached<Release | null> {
+  return cachedRead(store, {
     name: "release",
     id: id,
-    load: async () => (await kv.get<Release>(releaseKey(id))).value,
+    load: async () => (await store.kv.get<Release>(releaseKey(id))).value,
   });
 }
 
@@ -282,42 +287,42 @@ export function getRelease(kv: Deno.Kv, id: number): Cached<Release | null> {
  * latest pointer's, whatever a staged rollout offers some clients
  * (`getLatestView`, latest_view.ts).
  */
-export function getLatestRelease(kv: Deno.Kv, projectId: number): Cached<Release | null> {
-  return thenRead(getLatestView(kv, projectId), (view) => view.release);
+export function getLatestRelease(store: Store, projectId: number): Cached<Release | null> {
+  return thenRead(getLatestView(store, projectId), (view) => view.release);
 }
 
 /** Every release of a project in every state, newest first. */
 export async function listReleasesByProject(
-  kv: Deno.Kv,
+  store: Store,
   projectId: number,
   limit?: number,
 ): Promise<Release[]> {
   const ids: number[] = [];
   for await (
-    const entry of kv.list<number>({ prefix: releasesByProjectPrefix(projectId) }, {
+    const entry of store.kv.list<number>({ prefix: releasesByProjectPrefix(projectId) }, {
       reverse: true,
       limit,
     })
   ) {
     ids.push(entry.value);
   }
-  const entries = await getManyEntries<Release>(kv, ids.map(releaseKey));
+  const entries = await getManyEntries<Release>(store.kv, ids.map(releaseKey));
   return entries.flatMap((entry) => entry.value === null ? [] : [entry.value]);
 }
 
 /** One page of a project's releases in every state, newest id first (see paging.ts). */
 export function listReleasesPage(
-  kv: Deno.Kv,
+  store: Store,
   projectId: number,
   { match, ...request }: PageRequest<Release>,
 ): Promise<CursorPage<Release>> {
-  return cursorPage<number, Release>(kv, {
+  return cursorPage<number, Release>(store.kv, {
     ...request,
     parts: ["number"],
     prefix: releasesByProjectPrefix(projectId),
     reverse: true,
     load: async (entries) =>
-      (await getManyEntries<Release>(kv, entries.map((entry) => releaseKey(entry.value))))
+      (await getManyEntries<Release>(store.kv, entries.map((entry) => releaseKey(entry.value))))
         .map(({ value }) => value !== null && (match?.(value) ?? true) ? value : null),
   });
 }
@@ -330,17 +335,17 @@ export function listReleasesPage(
  * (aggregates.ts), every release of the project is read instead.
  */
 export async function findNewestActiveRelease(
-  kv: Deno.Kv,
+  store: Store,
   projectId: number,
   changed?: Release,
 ): Promise<Release | null> {
   const current = (release: Release) => release.id === changed?.id ? changed : release;
-  if (!await aggregatesReady(kv)) {
-    return pickLatest((await listReleasesByProject(kv, projectId)).map(current), null);
+  if (!await aggregatesReady(store)) {
+    return pickLatest((await listReleasesByProject(store, projectId)).map(current), null);
   }
   let ids: number[] = [];
   const scan = async (): Promise<Release | null> => {
-    const entries = await getManyEntries<Release>(kv, ids.map(releaseKey));
+    const entries = await getManyEntries<Release>(store.kv, ids.map(releaseKey));
     ids = [];
     for (const { value } of entries) {
       if (value !== null && current(value).state === "active") return current(value);
@@ -349,7 +354,7 @@ export async function findNewestActiveRelease(
   };
   // A changed release that became active may be the newest: it is in the index like the rest.
   for await (
-    const entry of kv.list<number>({ prefix: releasesByTimePrefix(projectId) }, {
+    const entry of store.kv.list<number>({ prefix: releasesByTimePrefix(projectId) }, {
       reverse: true,
       batchSize: 16,
     })
@@ -374,11 +379,11 @@ export async function findNewestActiveRelease(
  * (`findNewestActiveRelease`), which stops at the first active entry.
  */
 export async function setReleaseState(
-  kv: Deno.Kv,
+  store: Store,
   id: number,
   state: ReleaseState,
 ): Promise<Release> {
-  return await changeRelease(kv, { id, state, makeLatest: true });
+  return await changeRelease(store, { id, state, makeLatest: true });
 }
 
 /**
@@ -388,16 +393,16 @@ export async function setReleaseState(
  * is simply made active.
  */
 export async function publishDraft(
-  kv: Deno.Kv,
+  store: Store,
   id: number,
   { makeLatest }: { makeLatest: boolean },
 ): Promise<Release> {
-  return await changeRelease(kv, { id, state: "active", makeLatest });
+  return await changeRelease(store, { id, state: "active", makeLatest });
 }
 
 /** Makes an active release the chosen latest; a draft or archived one is refused. */
-export async function makeReleaseLatest(kv: Deno.Kv, id: number): Promise<Release> {
-  return await changeRelease(kv, { id, state: "active", makeLatest: true, choose: true });
+export async function makeReleaseLatest(store: Store, id: number): Promise<Release> {
+  return await changeRelease(store, { id, state: "active", makeLatest: true, choose: true });
 }
 
 /** A release that is not active cannot be made latest. */
@@ -409,7 +414,7 @@ export class NotActiveError extends Error {
 }
 
 async function changeRelease(
-  kv: Deno.Kv,
+  store: Store,
   { id, state, makeLatest, choose = false }: {
     id: number;
     state: ReleaseState;
@@ -418,67 +423,71 @@ async function changeRelease(
     choose?: boolean;
   },
 ): Promise<Release> {
-  const first = (await kv.get<Release>(releaseKey(id))).value;
+  const first = (await store.kv.get<Release>(releaseKey(id))).value;
   if (first === null) throw new NotFoundError("release not found");
-  return await serializedProjectWrite(kv, first.project_id, () =>
-    commitChange(kv, async () => {
-      const entry = await kv.get<Release>(releaseKey(id));
-      if (entry.value === null) throw new NotFoundError("release not found");
-      if (choose && entry.value.state !== "active") throw new NotActiveError(entry.value.state);
-      const projectId = entry.value.project_id;
-      const release: Release = { ...entry.value, state };
-      const [latestEntry, choiceEntry] = await Promise.all([
-        kv.get<number | null>(latestReleaseKey(projectId)),
-        kv.get<number>(latestChoiceKey(projectId)),
-      ]);
-      const newest = () => findNewestActiveRelease(kv, projectId, release);
-      let choice = choiceEntry.value;
-      if (state !== "active" && choice === id) choice = null;
-      const publishing = entry.value.state === "draft" && state === "active";
-      if (choose || (publishing && makeLatest)) {
-        // Chosen, unless the rule picks it anyway.
-        choice = (await newest())?.id === id ? null : id;
-      } else if (publishing && choice === null && latestEntry.value !== null) {
-        choice = latestEntry.value; // published without becoming latest: the latest stays
-      }
-      // The chosen release while it is active, else the newest active one (`pickLatest`).
-      const chosen = choice === null
-        ? null
-        : choice === id
-        ? release
-        : (await kv.get<Release>(releaseKey(choice))).value;
-      if (chosen?.state !== "active") choice = null;
-      const latest = chosen?.state === "active" ? chosen : await newest();
-      const changed = [["release", id], ["latest_release", projectId]] as const;
-      const op = changeOp(kv, changed)
-        .check(entry, latestEntry, choiceEntry)
-        .set(releaseKey(id), release)
-        .set(latestReleaseKey(projectId), latest?.id ?? null);
-      setChoice(op, projectId, choice);
-      addReleaseEvents(op, entry.value, release);
-      const commit = await releaseAggregates(op, entry.value, release).commit();
-      return { commit, value: release, changed };
-    }));
+  return await serializedProjectWrite(
+    store,
+    first.project_id,
+    () =>
+      commitChange(store, async () => {
+        const entry = await store.kv.get<Release>(releaseKey(id));
+        if (entry.value === null) throw new NotFoundError("release not found");
+        if (choose && entry.value.state !== "active") throw new NotActiveError(entry.value.state);
+        const projectId = entry.value.project_id;
+        const release: Release = { ...entry.value, state };
+        const [latestEntry, choiceEntry] = await Promise.all([
+          store.kv.get<number | null>(latestReleaseKey(projectId)),
+          store.kv.get<number>(latestChoiceKey(projectId)),
+        ]);
+        const newest = () => findNewestActiveRelease(store, projectId, release);
+        let choice = choiceEntry.value;
+        if (state !== "active" && choice === id) choice = null;
+        const publishing = entry.value.state === "draft" && state === "active";
+        if (choose || (publishing && makeLatest)) {
+          // Chosen, unless the rule picks it anyway.
+          choice = (await newest())?.id === id ? null : id;
+        } else if (publishing && choice === null && latestEntry.value !== null) {
+          choice = latestEntry.value; // published without becoming latest: the latest stays
+        }
+        // The chosen release while it is active, else the newest active one (`pickLatest`).
+        const chosen = choice === null
+          ? null
+          : choice === id
+          ? release
+          : (await store.kv.get<Release>(releaseKey(choice))).value;
+        if (chosen?.state !== "active") choice = null;
+        const latest = chosen?.state === "active" ? chosen : await newest();
+        const changed = [["release", id], ["latest_release", projectId]] as const;
+        const op = changeOp(store, changed)
+          .check(entry, latestEntry, choiceEntry)
+          .set(releaseKey(id), release)
+          .set(latestReleaseKey(projectId), latest?.id ?? null);
+        setChoice(op, projectId, choice);
+        addReleaseEvents(op, entry.value, release);
+        const commit = await releaseAggregates(op, entry.value, release).commit();
+        return { commit, value: release, changed };
+      }),
+  );
 }
 
 /** Download counts of many releases, by release id. */
 export async function getDownloadCounts(
-  kv: Deno.Kv,
+  store: Store,
   releaseIds: readonly number[],
 ): Promise<Map<number, number>> {
-  const entries = await getManyEntries<Deno.KvU64>(kv, releaseIds.map(releaseDownloadsKey));
+  const entries = await getManyEntries<Deno.KvU64>(store.kv, releaseIds.map(releaseDownloadsKey));
   return new Map(releaseIds.map((id, i) => [id, Number(entries[i].value?.value ?? 0n)]));
 }
 
 /** Every release of every project, in any state, by id. */
-export async function* listAllReleases(kv: Deno.Kv): AsyncGenerator<Release> {
-  for await (const entry of kv.list<Release>({ prefix: releasesPrefix() })) yield entry.value;
+export async function* listAllReleases(store: Store): AsyncGenerator<Release> {
+  for await (const entry of store.kv.list<Release>({ prefix: releasesPrefix() })) yield entry.value;
 }
 
 /** The storage key of every release, in any state: the artifacts the storage sweep must keep. */
-export async function listStorageKeys(kv: Deno.Kv): Promise<Set<string>> {
+export async function listStorageKeys(store: Store): Promise<Set<string>> {
   const keys = new Set<string>();
-  for await (const release of listAllReleases(kv)) keys.add(release.storage_key);
+  for await (const release of listAllReleases(store)) keys.add(release.storage_key);
   return keys;
 }
 
@@ -487,12 +496,12 @@ export async function listStorageKeys(kv: Deno.Kv): Promise<Set<string>> {
  * its `releases_by_time` index (one short read each); null when it has none.
  */
 export async function getNewestReleaseTimes(
-  kv: Deno.Kv,
+  store: Store,
   projectIds: readonly number[],
 ): Promise<Map<number, string | null>> {
   const times = await Promise.all(projectIds.map(async (id) => {
     for await (
-      const entry of kv.list<number>({ prefix: releasesByTimePrefix(id) }, {
+      const entry of store.kv.list<number>({ prefix: releasesByTimePrefix(id) }, {
         reverse: true,
         limit: 1,
       })

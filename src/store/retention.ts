@@ -18,6 +18,7 @@ import {
 } from "./keys.ts";
 import { claimLease, releaseLease } from "./leases.ts";
 import type { RetentionPolicy } from "./types.ts";
+import type { Store } from "./store.ts";
 
 /** The largest `keep_active` and `archived_max_days` accepted. */
 export const RETENTION_MAX = 100_000;
@@ -55,31 +56,31 @@ export function parseRetentionPolicy(
 
 /** The project's policy; a project without one keeps everything. */
 export async function getRetentionPolicy(
-  kv: Deno.Kv,
+  store: Store,
   projectId: number,
 ): Promise<RetentionPolicy> {
-  return (await kv.get<RetentionPolicy>(retentionPolicyKey(projectId))).value ?? NO_RETENTION;
+  return (await store.kv.get<RetentionPolicy>(retentionPolicyKey(projectId))).value ?? NO_RETENTION;
 }
 
 /** Stores a project's policy (a policy that deletes nothing is removed); hands back the one before. */
 export async function setRetentionPolicy(
-  kv: Deno.Kv,
+  store: Store,
   projectId: number,
   policy: RetentionPolicy,
 ): Promise<RetentionPolicy> {
   const checked = parseRetentionPolicy(policy);
-  const before = await getRetentionPolicy(kv, projectId);
-  if (isRetentionOff(checked)) await kv.delete(retentionPolicyKey(projectId));
-  else await kv.set(retentionPolicyKey(projectId), checked);
+  const before = await getRetentionPolicy(store, projectId);
+  if (isRetentionOff(checked)) await store.kv.delete(retentionPolicyKey(projectId));
+  else await store.kv.set(retentionPolicyKey(projectId), checked);
   return before;
 }
 
 /** The projects that have a policy, with it. */
 export async function listRetentionPolicies(
-  kv: Deno.Kv,
+  store: Store,
 ): Promise<Array<{ projectId: number; policy: RetentionPolicy }>> {
   const policies: Array<{ projectId: number; policy: RetentionPolicy }> = [];
-  for await (const entry of kv.list<RetentionPolicy>({ prefix: retentionPoliciesPrefix() })) {
+  for await (const entry of store.kv.list<RetentionPolicy>({ prefix: retentionPoliciesPrefix() })) {
     policies.push({ projectId: Number(entry.key[1]), policy: entry.value });
   }
   return policies;
@@ -96,8 +97,8 @@ export function retentionRunLease(projectId: number): LeaseName {
 }
 
 /** Whether the project's policy ran less than `everyMs` ago. */
-async function ranWithin(kv: Deno.Kv, projectId: number, everyMs: number): Promise<boolean> {
-  const run = (await kv.get<RetentionRun>(retentionRunKey(projectId))).value;
+async function ranWithin(store: Store, projectId: number, everyMs: number): Promise<boolean> {
+  const run = (await store.kv.get<RetentionRun>(retentionRunKey(projectId))).value;
   return !!run?.last_run_at && Date.now() - Date.parse(run.last_run_at) < everyMs;
 }
 
@@ -106,15 +107,15 @@ async function ranWithin(kv: Deno.Kv, projectId: number, everyMs: number): Promi
  * while another instance runs it, or when it ran less than `everyMs` ago.
  */
 export async function claimRetentionRun(
-  kv: Deno.Kv,
+  store: Store,
   { projectId, instance, everyMs }: { projectId: number; instance: string; everyMs: number },
 ): Promise<boolean> {
-  if (await ranWithin(kv, projectId, everyMs)) return false;
+  if (await ranWithin(store, projectId, everyMs)) return false;
   const lease = { holder: instance, ttlMs: RUN_STALE_MS };
-  if (!await claimLease(kv, retentionRunLease(projectId), lease)) return false;
+  if (!await claimLease(store, retentionRunLease(projectId), lease)) return false;
   // Under the lease: a run that finished since the first look has left its time.
-  if (await ranWithin(kv, projectId, everyMs)) {
-    await releaseLease(kv, retentionRunLease(projectId), { holder: instance });
+  if (await ranWithin(store, projectId, everyMs)) {
+    await releaseLease(store, retentionRunLease(projectId), { holder: instance });
     return false;
   }
   return true;
@@ -122,10 +123,10 @@ export async function claimRetentionRun(
 
 /** Gives a claimed run back, marking when it ran (only while no other instance has taken it over). */
 export async function finishRetentionRun(
-  kv: Deno.Kv,
+  store: Store,
   { projectId, instance }: { projectId: number; instance: string },
 ): Promise<void> {
-  await releaseLease(kv, retentionRunLease(projectId), {
+  await releaseLease(store, retentionRunLease(projectId), {
     holder: instance,
     also: (op) => op.set(retentionRunKey(projectId), { last_run_at: now() } satisfies RetentionRun),
   });

@@ -15,6 +15,7 @@ import { makeReleaseLatest } from "./releases.ts";
 import type { Release, Rollout, RolloutStep } from "./types.ts";
 import { addWebhookEvent } from "./webhooks.ts";
 import { requireTags, requireTime } from "./validate.ts";
+import type { Store } from "./store.ts";
 
 /** What a `rollout.changed` event says happened. */
 export type RolloutAction =
@@ -121,8 +122,8 @@ export function parseTesterTag(raw: string | null | undefined): string | null {
 }
 
 /** The project's rollout record (in force or inert), or null. */
-export async function getRollout(kv: Deno.Kv, projectId: number): Promise<Rollout | null> {
-  return (await kv.get<Rollout>(rolloutKey(projectId))).value;
+export async function getRollout(store: Store, projectId: number): Promise<Rollout | null> {
+  return (await store.kv.get<Rollout>(rolloutKey(projectId))).value;
 }
 
 /**
@@ -130,19 +131,19 @@ export async function getRollout(kv: Deno.Kv, projectId: number): Promise<Rollou
  * the latest: it reaches `percentage` % of clients, the rest keep the latest.
  */
 export async function startRollout(
-  kv: Deno.Kv,
+  store: Store,
   releaseId: number,
   input: RolloutInput,
 ): Promise<Rollout> {
   const percentage = parsePercentage("percentage", input.percentage);
   const schedule = parseSchedule(input.schedule);
   const tester_tag = parseTesterTag(input.tester_tag);
-  const first = (await kv.get<Release>(releaseKey(releaseId))).value;
+  const first = (await store.kv.get<Release>(releaseKey(releaseId))).value;
   if (first === null) throw new NotFoundError("release not found");
   const projectId = first.project_id;
-  return await serializedProjectWrite(kv, projectId, () =>
-    commitChange(kv, async () => {
-      const [releaseEntry, latestEntry, rolloutEntry] = await kv.getMany<
+  return await serializedProjectWrite(store, projectId, () =>
+    commitChange(store, async () => {
+      const [releaseEntry, latestEntry, rolloutEntry] = await store.kv.getMany<
         [Release, number | null, Rollout]
       >([releaseKey(releaseId), latestReleaseKey(projectId), rolloutKey(projectId)]);
       const release = releaseEntry.value;
@@ -170,7 +171,7 @@ export async function startRollout(
         updated_at: time,
       };
       const changed = [["latest_release", projectId]] as const;
-      const op = changeOp(kv, changed)
+      const op = changeOp(store, changed)
         .check(releaseEntry, latestEntry, rolloutEntry)
         .set(rolloutKey(projectId), rollout);
       const commit = await addRolloutEvent(op, "started", rollout).commit();
@@ -187,7 +188,7 @@ export interface RolloutChange {
 
 /** Halts, resumes, widens (or narrows) a project's rollout; NotFoundError when there is none. */
 export async function changeRollout(
-  kv: Deno.Kv,
+  store: Store,
   projectId: number,
   change: RolloutChange,
 ): Promise<Rollout> {
@@ -198,9 +199,9 @@ export async function changeRollout(
   const tester_tag = change.tester_tag === undefined
     ? undefined
     : parseTesterTag(change.tester_tag);
-  return await serializedProjectWrite(kv, projectId, () =>
-    commitChange(kv, async () => {
-      const entry = await kv.get<Rollout>(rolloutKey(projectId));
+  return await serializedProjectWrite(store, projectId, () =>
+    commitChange(store, async () => {
+      const entry = await store.kv.get<Rollout>(rolloutKey(projectId));
       if (entry.value === null) throw new NotFoundError("the project has no rollout");
       const rollout: Rollout = {
         ...entry.value,
@@ -211,7 +212,7 @@ export async function changeRollout(
         updated_at: now(),
       };
       const changed = [["latest_release", projectId]] as const;
-      const op = changeOp(kv, changed).check(entry).set(rolloutKey(projectId), rollout);
+      const op = changeOp(store, changed).check(entry).set(rolloutKey(projectId), rollout);
       const commit = await addRolloutEvent(op, changeAction(entry.value, rollout), rollout)
         .commit();
       return { commit, value: rollout, changed };
@@ -219,20 +220,20 @@ export async function changeRollout(
 }
 
 /** Ends a project's rollout without completing it: everyone keeps the latest. */
-export async function endRollout(kv: Deno.Kv, projectId: number): Promise<Rollout | null> {
-  return await removeRollout(kv, projectId, "ended");
+export async function endRollout(store: Store, projectId: number): Promise<Rollout | null> {
+  return await removeRollout(store, projectId, "ended");
 }
 
 async function removeRollout(
-  kv: Deno.Kv,
+  store: Store,
   projectId: number,
   action: "ended" | "completed",
 ): Promise<Rollout | null> {
-  return await serializedProjectWrite(kv, projectId, () =>
-    commitChange(kv, async () => {
-      const entry = await kv.get<Rollout>(rolloutKey(projectId));
+  return await serializedProjectWrite(store, projectId, () =>
+    commitChange(store, async () => {
+      const entry = await store.kv.get<Rollout>(rolloutKey(projectId));
       const changed = [["latest_release", projectId]] as const;
-      const op = changeOp(kv, changed).check(entry).delete(rolloutKey(projectId));
+      const op = changeOp(store, changed).check(entry).delete(rolloutKey(projectId));
       if (entry.value !== null) addRolloutEvent(op, action, entry.value);
       return { commit: await op.commit(), value: entry.value, changed };
     }));
@@ -243,18 +244,18 @@ async function removeRollout(
  * everyone (the chosen latest when an even newer release is active) and the
  * rollout ends.
  */
-export async function completeRollout(kv: Deno.Kv, projectId: number): Promise<Release> {
-  const rollout = await getRollout(kv, projectId);
+export async function completeRollout(store: Store, projectId: number): Promise<Release> {
+  const rollout = await getRollout(store, projectId);
   if (rollout === null) throw new NotFoundError("the project has no rollout");
-  const release = await makeReleaseLatest(kv, rollout.release_id);
-  await removeRollout(kv, projectId, "completed");
+  const release = await makeReleaseLatest(store, rollout.release_id);
+  await removeRollout(store, projectId, "completed");
   return release;
 }
 
 /** Every project's rollout record (one per project that has one). */
-export async function listRollouts(kv: Deno.Kv): Promise<Rollout[]> {
+export async function listRollouts(store: Store): Promise<Rollout[]> {
   const rollouts: Rollout[] = [];
-  for await (const entry of kv.list<Rollout>({ prefix: rolloutsPrefix() })) {
+  for await (const entry of store.kv.list<Rollout>({ prefix: rolloutsPrefix() })) {
     rollouts.push(entry.value);
   }
   return rollouts;

@@ -9,6 +9,7 @@
 import { ADDRESS_MAX_LENGTH, TOKEN_PATTERN } from "../lib/limits.ts";
 import { randomToken, sha256Hex } from "../lib/secrets.ts";
 import { adminSessionByUserKey, adminSessionKey, adminSessionsByUserPrefix } from "./keys.ts";
+import type { Store } from "./store.ts";
 
 export interface AdminSession {
   username: string;
@@ -36,7 +37,7 @@ export interface SessionOptions {
 }
 
 export async function createAdminSession(
-  kv: Deno.Kv,
+  store: Store,
   input: { username: string; address: string },
   { policy, nowMs = Date.now() }: SessionOptions,
 ): Promise<{ id: string; session: AdminSession }> {
@@ -50,7 +51,7 @@ export async function createAdminSession(
     expires_at: nowMs + policy.maxMs,
     address: input.address.slice(0, ADDRESS_MAX_LENGTH),
   };
-  await kv.atomic()
+  await store.kv.atomic()
     .set(adminSessionKey(idHash), session, { expireIn: Math.min(policy.idleMs, policy.maxMs) })
     .set(adminSessionByUserKey(input.username, idHash), true, { expireIn: policy.maxMs })
     .commit();
@@ -59,17 +60,17 @@ export async function createAdminSession(
 
 /** The live session for `id`, or null when unknown, ended, idle too long or past its end. */
 export async function getAdminSession(
-  kv: Deno.Kv,
+  store: Store,
   id: string | undefined,
   { policy, nowMs = Date.now() }: SessionOptions,
 ): Promise<AdminSession | null> {
   if (id === undefined || !TOKEN_PATTERN.test(id)) return null;
   const key = adminSessionKey(sha256Hex(id));
-  const entry = await kv.get<AdminSession>(key);
+  const entry = await store.kv.get<AdminSession>(key);
   const session = entry.value;
   if (session === null) return null;
   if (nowMs >= session.expires_at || nowMs - session.last_seen_at >= policy.idleMs) {
-    await deleteAdminSession(kv, id, session.username);
+    await deleteAdminSession(store, id, session.username);
     return null;
   }
   // A short idle limit needs more frequent touches, or an active admin would time out.
@@ -78,36 +79,36 @@ export async function getAdminSession(
     const touched = { ...session, last_seen_at: nowMs };
     const expireIn = Math.max(1, Math.min(policy.idleMs, session.expires_at - nowMs));
     // Checked against the read, so a touch never brings back a session ended meanwhile.
-    await kv.atomic().check(entry).set(key, touched, { expireIn }).commit();
+    await store.kv.atomic().check(entry).set(key, touched, { expireIn }).commit();
     return touched;
   }
   return session;
 }
 
 export async function deleteAdminSession(
-  kv: Deno.Kv,
+  store: Store,
   id: string,
   username?: string,
 ): Promise<void> {
   if (!TOKEN_PATTERN.test(id)) return;
   const idHash = sha256Hex(id);
-  const op = kv.atomic().delete(adminSessionKey(idHash));
+  const op = store.kv.atomic().delete(adminSessionKey(idHash));
   if (username !== undefined) op.delete(adminSessionByUserKey(username, idHash));
   await op.commit();
 }
 
 /** Ends every session of a user except `keepId` (the one changing the password). */
 export async function deleteAdminSessionsOfUser(
-  kv: Deno.Kv,
+  store: Store,
   username: string,
   keepId?: string,
 ): Promise<number> {
   const keepHash = keepId === undefined ? undefined : sha256Hex(keepId);
   let ended = 0;
-  for await (const entry of kv.list({ prefix: adminSessionsByUserPrefix(username) })) {
+  for await (const entry of store.kv.list({ prefix: adminSessionsByUserPrefix(username) })) {
     const idHash = entry.key[entry.key.length - 1] as string;
     if (idHash === keepHash) continue;
-    await kv.atomic().delete(adminSessionKey(idHash)).delete(entry.key).commit();
+    await store.kv.atomic().delete(adminSessionKey(idHash)).delete(entry.key).commit();
     ended++;
   }
   return ended;

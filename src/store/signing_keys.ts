@@ -6,6 +6,7 @@
 import { commitWithRetry, now } from "./atomic.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { signingKeyKey, signingKeysPrefix, signingRootKey } from "./keys.ts";
+import type { Store } from "./store.ts";
 
 /**
  * `pending`: published in the key set, not signing yet (clients learn it
@@ -28,7 +29,7 @@ export interface SigningKey {
 }
 
 export async function createSigningKey(
-  kv: Deno.Kv,
+  store: Store,
   input: { kid: string; public_key: string; created_by: string },
 ): Promise<SigningKey> {
   const key: SigningKey = {
@@ -42,16 +43,16 @@ export async function createSigningKey(
     created_by: input.created_by,
   };
   return await commitWithRetry(async () => ({
-    commit: await kv.atomic().check({ key: signingKeyKey(key.kid), versionstamp: null })
+    commit: await store.kv.atomic().check({ key: signingKeyKey(key.kid), versionstamp: null })
       .set(signingKeyKey(key.kid), key).commit(),
     value: key,
   }));
 }
 
 /** Every key, oldest first. */
-export async function listSigningKeys(kv: Deno.Kv): Promise<SigningKey[]> {
+export async function listSigningKeys(store: Store): Promise<SigningKey[]> {
   const keys: SigningKey[] = [];
-  for await (const entry of kv.list<SigningKey>({ prefix: signingKeysPrefix() })) {
+  for await (const entry of store.kv.list<SigningKey>({ prefix: signingKeysPrefix() })) {
     keys.push(entry.value);
   }
   return keys.sort((a, b) =>
@@ -65,21 +66,21 @@ export async function listSigningKeys(kv: Deno.Kv): Promise<SigningKey[]> {
  * (`keepOneActive`): every answer would go unsigned.
  */
 export async function setSigningKeyStatus(
-  kv: Deno.Kv,
+  store: Store,
   options: { kid: string; status: "active" | "retired"; keepOneActive: boolean },
 ): Promise<SigningKey> {
   const { kid, status } = options;
   return await commitWithRetry(async () => {
-    const entry = await kv.get<SigningKey>(signingKeyKey(kid));
+    const entry = await store.kv.get<SigningKey>(signingKeyKey(kid));
     if (entry.value === null) throw new NotFoundError(`signing key ${kid}`);
     const key = entry.value;
     if (key.status === "retired") {
       throw new ValidationError("status", "a retired key cannot be used again");
     }
     if (key.status === status) return { commit: { ok: true, versionstamp: "" }, value: key };
-    const atomic = kv.atomic().check(entry);
+    const atomic = store.kv.atomic().check(entry);
     if (status === "retired" && options.keepOneActive && key.status === "active") {
-      const others = (await listSigningKeys(kv)).filter((k) =>
+      const others = (await listSigningKeys(store)).filter((k) =>
         k.status === "active" && k.kid !== kid
       );
       if (others.length === 0) {
@@ -109,16 +110,16 @@ export interface SigningRoot {
 
 /** Replaces the offline-root document. */
 export async function saveSigningRoot(
-  kv: Deno.Kv,
+  store: Store,
   input: Omit<SigningRoot, "uploaded_at">,
 ): Promise<SigningRoot> {
   const root: SigningRoot = { ...input, uploaded_at: now() };
-  await kv.set(signingRootKey(), root);
+  await store.kv.set(signingRootKey(), root);
   return root;
 }
 
-export async function getSigningRoot(kv: Deno.Kv): Promise<SigningRoot | null> {
-  return (await kv.get<SigningRoot>(signingRootKey())).value;
+export async function getSigningRoot(store: Store): Promise<SigningRoot | null> {
+  return (await store.kv.get<SigningRoot>(signingRootKey())).value;
 }
 
 export interface AnswerFields {

@@ -11,12 +11,13 @@ import {
 } from "./keys.ts";
 import { claimLease, releaseLease } from "./leases.ts";
 import type { Release } from "./types.ts";
+import type { Store } from "./store.ts";
 
 /** The most recently created releases of all projects (ids grow with creation time). */
-export async function listRecentReleases(kv: Deno.Kv, limit: number): Promise<Release[]> {
+export async function listRecentReleases(store: Store, limit: number): Promise<Release[]> {
   const releases: Release[] = [];
   for await (
-    const entry of kv.list<Release>({ prefix: releasesPrefix() }, { reverse: true, limit })
+    const entry of store.kv.list<Release>({ prefix: releasesPrefix() }, { reverse: true, limit })
   ) {
     releases.push(entry.value);
   }
@@ -38,9 +39,9 @@ export interface DownloadEvent {
  * the key's total. Sums never read, so concurrent downloads never conflict,
  * and the download costs one commit however many counters it feeds.
  */
-export async function countDownload(kv: Deno.Kv, download: DownloadEvent): Promise<void> {
+export async function countDownload(store: Store, download: DownloadEvent): Promise<void> {
   const day = utcDay(download.at ?? new Date());
-  await kv.atomic()
+  await store.kv.atomic()
     .sum(releaseDownloadsKey(download.releaseId), 1n)
     .sum(downloadsByDayKey(["all"], day), 1n)
     .sum(downloadsByDayKey(["project", download.projectId], day), 1n)
@@ -66,7 +67,7 @@ export interface DaysOptions {
 }
 
 export async function getDailyDownloads(
-  kv: Deno.Kv,
+  store: Store,
   scope: DownloadScope,
   { days, until = new Date() }: DaysOptions,
 ): Promise<DailyDownloads[]> {
@@ -74,7 +75,7 @@ export async function getDailyDownloads(
   const counts = new Map<string, number>();
   const prefix = downloadsByDayPrefix(scope);
   for await (
-    const entry of kv.list<Deno.KvU64>({
+    const entry of store.kv.list<Deno.KvU64>({
       start: [...prefix, dayList[0]],
       end: [...prefix, `${dayList[dayList.length - 1]}\u0000`],
     })
@@ -86,11 +87,14 @@ export async function getDailyDownloads(
 
 /** Downloads of each release over the last `days` days, by release id. */
 export async function getRecentDownloadCounts(
-  kv: Deno.Kv,
+  store: Store,
   releaseIds: readonly number[],
   { days, until }: DaysOptions,
 ): Promise<Map<number, number>> {
-  const counts = await getRecentDownloadCountsByWindow(kv, releaseIds, { windows: [days], until });
+  const counts = await getRecentDownloadCountsByWindow(store, releaseIds, {
+    windows: [days],
+    until,
+  });
   return new Map([...counts].map(([id, [count]]) => [id, count]));
 }
 
@@ -99,13 +103,13 @@ export async function getRecentDownloadCounts(
  * release id: one range read per release, of the longest window.
  */
 export async function getRecentDownloadCountsByWindow(
-  kv: Deno.Kv,
+  store: Store,
   releaseIds: readonly number[],
   { windows, until = new Date() }: { windows: readonly number[]; until?: Date },
 ): Promise<Map<number, number[]>> {
   const longest = Math.max(...windows);
   const series = await Promise.all(
-    releaseIds.map((id) => getDailyDownloads(kv, ["release", id], { days: longest, until })),
+    releaseIds.map((id) => getDailyDownloads(store, ["release", id], { days: longest, until })),
   );
   const sumOfLast = (daily: DailyDownloads[], days: number) =>
     daily.slice(daily.length - days).reduce((sum, { downloads }) => sum + downloads, 0);
@@ -116,11 +120,11 @@ export async function getRecentDownloadCountsByWindow(
 
 /** The keys with the most downloads, most first; keys without downloads are left out. */
 export async function getTopKeysByDownloads(
-  kv: Deno.Kv,
+  store: Store,
   limit: number,
 ): Promise<Array<{ keyId: number; downloads: number }>> {
   const top: Array<{ keyId: number; downloads: number }> = [];
-  for await (const entry of kv.list<Deno.KvU64>({ prefix: keyDownloadsPrefix() })) {
+  for await (const entry of store.kv.list<Deno.KvU64>({ prefix: keyDownloadsPrefix() })) {
     const downloads = Number(entry.value.value);
     if (downloads > 0) top.push({ keyId: Number(entry.key[1]), downloads });
   }
@@ -145,29 +149,29 @@ const TOP_KEYS_REFRESH_STALE_MS = 60_000;
  * it never conflicts.
  */
 export async function getTopKeys(
-  kv: Deno.Kv,
+  store: Store,
   { limit, maxAgeMs }: { limit: number; maxAgeMs: number },
 ): Promise<TopKeysSnapshot["top"]> {
-  const snapshot = (await kv.get<TopKeysSnapshot>(topKeysKey())).value;
+  const snapshot = (await store.kv.get<TopKeysSnapshot>(topKeysKey())).value;
   if (snapshot !== null && Date.now() - Date.parse(snapshot.at) <= maxAgeMs) {
     return snapshot.top.slice(0, limit);
   }
   const holder = crypto.randomUUID();
-  if (!await claimLease(kv, "top_keys_refresh", { holder, ttlMs: TOP_KEYS_REFRESH_STALE_MS })) {
+  if (!await claimLease(store, "top_keys_refresh", { holder, ttlMs: TOP_KEYS_REFRESH_STALE_MS })) {
     return snapshot?.top.slice(0, limit) ?? [];
   }
   const refresh = (async () => {
     try {
       const at = new Date().toISOString();
-      const top = await getTopKeysByDownloads(kv, limit);
-      await releaseLease(kv, "top_keys_refresh", {
+      const top = await getTopKeysByDownloads(store, limit);
+      await releaseLease(store, "top_keys_refresh", {
         holder,
         also: (op) => op.set(topKeysKey(), { at, top } satisfies TopKeysSnapshot),
       });
       return top;
     } catch (error) {
       // The next page tries again.
-      await releaseLease(kv, "top_keys_refresh", { holder }).catch(() => {});
+      await releaseLease(store, "top_keys_refresh", { holder }).catch(() => {});
       throw error;
     }
   })();

@@ -30,6 +30,7 @@ import {
   webhookOutboxPrefix,
 } from "./keys.ts";
 import type { ApiKey, Release } from "./types.ts";
+import type { Store } from "./store.ts";
 
 export const WEBHOOK_EVENT_KINDS = [
   "release.published",
@@ -135,13 +136,13 @@ export function signingSecretsOf(endpoint: WebhookEndpoint, nowMs: number): stri
  * receiver can switch without missing a delivery; without it, it stops at once.
  */
 export async function replaceWebhookSecret(
-  kv: Deno.Kv,
+  store: Store,
   endpointId: string,
   { keepPrevious }: { keepPrevious: boolean },
 ): Promise<WebhookEndpoint> {
   const key = webhookEndpointKey(endpointId);
   return await commitWithRetry(async () => {
-    const entry = await kv.get<WebhookEndpoint>(key);
+    const entry = await store.kv.get<WebhookEndpoint>(key);
     if (entry.value === null) throw new NotFoundError(`webhook endpoint ${endpointId}`);
     const nowMs = Date.now();
     const kept = keepPrevious
@@ -157,7 +158,10 @@ export async function replaceWebhookSecret(
       secret: newWebhookSecret(),
       previous_secrets: kept,
     };
-    return { commit: await kv.atomic().check(entry).set(key, endpoint).commit(), value: endpoint };
+    return {
+      commit: await store.kv.atomic().check(entry).set(key, endpoint).commit(),
+      value: endpoint,
+    };
   });
 }
 
@@ -167,7 +171,7 @@ export function withoutWebhookSecrets(endpoint: WebhookEndpoint): WebhookEndpoin
 }
 
 export async function createWebhookEndpoint(
-  kv: Deno.Kv,
+  store: Store,
   input: { url: string; events: string[]; created_by: string },
 ): Promise<WebhookEndpoint> {
   const url = input.url.trim();
@@ -185,7 +189,7 @@ export async function createWebhookEndpoint(
   if (events.length === 0) throw new ValidationError("events", "choose at least one event");
   const unknown = events.find((e) => !isWebhookEventKind(e));
   if (unknown !== undefined) throw new ValidationError("events", `unknown event ${unknown}`);
-  if ((await listWebhookEndpoints(kv)).length >= MAX_WEBHOOK_ENDPOINTS) {
+  if ((await listWebhookEndpoints(store)).length >= MAX_WEBHOOK_ENDPOINTS) {
     throw new ValidationError("url", `at most ${MAX_WEBHOOK_ENDPOINTS} endpoints`);
   }
   const endpoint: WebhookEndpoint = {
@@ -198,32 +202,32 @@ export async function createWebhookEndpoint(
   };
   const key = webhookEndpointKey(endpoint.id);
   return await commitWithRetry(async () => ({
-    commit: await kv.atomic().check({ key, versionstamp: null }).set(key, endpoint).commit(),
+    commit: await store.kv.atomic().check({ key, versionstamp: null }).set(key, endpoint).commit(),
     value: endpoint,
   }));
 }
 
 export async function getWebhookEndpoint(
-  kv: Deno.Kv,
+  store: Store,
   endpointId: string,
 ): Promise<WebhookEndpoint | null> {
-  return (await kv.get<WebhookEndpoint>(webhookEndpointKey(endpointId))).value;
+  return (await store.kv.get<WebhookEndpoint>(webhookEndpointKey(endpointId))).value;
 }
 
 /** Every endpoint, oldest first. */
-export async function listWebhookEndpoints(kv: Deno.Kv): Promise<WebhookEndpoint[]> {
+export async function listWebhookEndpoints(store: Store): Promise<WebhookEndpoint[]> {
   const endpoints: WebhookEndpoint[] = [];
-  for await (const entry of kv.list<WebhookEndpoint>({ prefix: webhookEndpointsPrefix() })) {
+  for await (const entry of store.kv.list<WebhookEndpoint>({ prefix: webhookEndpointsPrefix() })) {
     endpoints.push(entry.value);
   }
   return endpoints;
 }
 
 /** Removes an endpoint; its pending deliveries are dropped when they come due. */
-export async function deleteWebhookEndpoint(kv: Deno.Kv, endpointId: string): Promise<void> {
-  const entry = await kv.get<WebhookEndpoint>(webhookEndpointKey(endpointId));
+export async function deleteWebhookEndpoint(store: Store, endpointId: string): Promise<void> {
+  const entry = await store.kv.get<WebhookEndpoint>(webhookEndpointKey(endpointId));
   if (entry.value === null) throw new NotFoundError(`webhook endpoint ${endpointId}`);
-  await retryWhileLocked(() => kv.delete(webhookEndpointKey(endpointId)));
+  await retryWhileLocked(() => store.kv.delete(webhookEndpointKey(endpointId)));
 }
 
 function eventBody(kind: WebhookEventKind, data: Record<string, unknown>): WebhookEventBody {
@@ -246,12 +250,12 @@ export function addWebhookEvent(
 
 /** Records an event on its own (right after a write that could not carry it). */
 export async function emitWebhookEvent(
-  kv: Deno.Kv,
+  store: Store,
   kind: WebhookEventKind,
   data: Record<string, unknown>,
 ): Promise<void> {
   await commitWithRetry(async () => ({
-    commit: await addWebhookEvent(kv.atomic(), kind, data).commit(),
+    commit: await addWebhookEvent(store.kv.atomic(), kind, data).commit(),
     value: undefined,
   }));
 }
@@ -261,15 +265,15 @@ export async function emitWebhookEvent(
  * An event is taken by one instance only (its deletion is checked). Returns
  * how many deliveries were queued.
  */
-export async function fanOutWebhookEvents(kv: Deno.Kv, limit = 50): Promise<number> {
-  const endpoints = await listWebhookEndpoints(kv);
+export async function fanOutWebhookEvents(store: Store, limit = 50): Promise<number> {
+  const endpoints = await listWebhookEndpoints(store);
   let queued = 0;
   for await (
-    const entry of kv.list<WebhookEventBody>({ prefix: webhookEventsPrefix() }, { limit })
+    const entry of store.kv.list<WebhookEventBody>({ prefix: webhookEventsPrefix() }, { limit })
   ) {
     const event = entry.value;
     const targets = endpoints.filter((endpoint) => endpoint.events.includes(event.type));
-    const op = kv.atomic().check(entry).delete(entry.key);
+    const op = store.kv.atomic().check(entry).delete(entry.key);
     for (const endpoint of targets) queueDelivery(op, endpoint.id, event);
     const ok = await retryWhileLocked(() => op.commit()).then((c) => c.ok, () => false);
     if (ok) queued += targets.length;
@@ -316,11 +320,11 @@ export interface ClaimedDelivery {
  * checked commit, so another instance sees it neither taken twice nor lost.
  */
 export async function claimDueDeliveries(
-  kv: Deno.Kv,
+  store: Store,
   options: { nowMs: number; leaseMs: number; limit: number },
 ): Promise<ClaimedDelivery[]> {
   const claimed: ClaimedDelivery[] = [];
-  const due = kv.list<OutboxEntry>({
+  const due = store.kv.list<OutboxEntry>({
     start: webhookOutboxPrefix(),
     end: webhookOutboxKey(options.nowMs + 1, ""),
   }, { limit: options.limit });
@@ -328,15 +332,15 @@ export async function claimDueDeliveries(
     const { delivery_id, endpoint_id } = entry.value;
     const leaseKey = webhookOutboxKey(options.nowMs + options.leaseMs, delivery_id);
     const commit = await retryWhileLocked(() =>
-      kv.atomic().check(entry).delete(entry.key).set(leaseKey, entry.value).commit()
+      store.kv.atomic().check(entry).delete(entry.key).set(leaseKey, entry.value).commit()
     ).catch(() => ({ ok: false as const }));
     if (!commit.ok) continue;
     const [delivery, endpoint] = await Promise.all([
-      kv.get<WebhookDelivery>(webhookDeliveryKey(endpoint_id, delivery_id)),
-      kv.get<WebhookEndpoint>(webhookEndpointKey(endpoint_id)),
+      store.kv.get<WebhookDelivery>(webhookDeliveryKey(endpoint_id, delivery_id)),
+      store.kv.get<WebhookEndpoint>(webhookEndpointKey(endpoint_id)),
     ]);
     if (delivery.value === null) {
-      await retryWhileLocked(() => kv.delete(leaseKey));
+      await retryWhileLocked(() => store.kv.delete(leaseKey));
       continue;
     }
     claimed.push({
@@ -355,7 +359,7 @@ export async function claimDueDeliveries(
  * too slow) leaves the record to the instance that holds it.
  */
 export async function finishDeliveryAttempt(
-  kv: Deno.Kv,
+  store: Store,
   claim: ClaimedDelivery,
   outcome: { ok: boolean; status: number | null; error: string | null; nextAtMs: number | null },
 ): Promise<WebhookDelivery | null> {
@@ -375,7 +379,7 @@ export async function finishDeliveryAttempt(
     last_error: outcome.error,
     next_attempt_at: status === "pending" ? new Date(outcome.nextAtMs!).toISOString() : null,
   };
-  const op = kv.atomic()
+  const op = store.kv.atomic()
     .check({ key: claim.leaseKey, versionstamp: claim.leaseVersionstamp })
     .delete(claim.leaseKey)
     .set(
@@ -395,12 +399,12 @@ export async function finishDeliveryAttempt(
 
 /** The delivery log of an endpoint, newest first. */
 export async function listWebhookDeliveries(
-  kv: Deno.Kv,
+  store: Store,
   endpointId: string,
   limit = 50,
 ): Promise<WebhookDelivery[]> {
   const deliveries: WebhookDelivery[] = [];
-  const entries = kv.list<WebhookDelivery>({ prefix: webhookDeliveriesPrefix(endpointId) }, {
+  const entries = store.kv.list<WebhookDelivery>({ prefix: webhookDeliveriesPrefix(endpointId) }, {
     limit,
     reverse: true,
   });
@@ -410,16 +414,16 @@ export async function listWebhookDeliveries(
 
 /** "Send again": a new delivery of the same event (same body, new delivery id), due now. */
 export async function resendWebhookDelivery(
-  kv: Deno.Kv,
+  store: Store,
   options: { endpointId: string; deliveryId: string },
 ): Promise<WebhookDelivery> {
-  const entry = await kv.get<WebhookDelivery>(
+  const entry = await store.kv.get<WebhookDelivery>(
     webhookDeliveryKey(options.endpointId, options.deliveryId),
   );
   if (entry.value === null) throw new NotFoundError(`delivery ${options.deliveryId}`);
   const event = JSON.parse(entry.value.body) as WebhookEventBody;
   return await commitWithRetry(async () => {
-    const op = kv.atomic();
+    const op = store.kv.atomic();
     const delivery = queueDelivery(op, options.endpointId, event);
     return { commit: await op.commit(), value: delivery };
   });
@@ -431,11 +435,11 @@ export async function resendWebhookDelivery(
  * instance runs the check). Returns how many events were added.
  */
 export async function announceExpiringKeys(
-  kv: Deno.Kv,
+  store: Store,
   options: { nowIso: string; untilIso: string; names: (keyId: number) => Promise<string | null> },
 ): Promise<number> {
   let added = 0;
-  const expiring = kv.list<boolean>({
+  const expiring = store.kv.list<boolean>({
     start: [...apiKeyExpiryPrefix(), options.nowIso],
     end: [...apiKeyExpiryPrefix(), options.untilIso],
   });
@@ -443,7 +447,7 @@ export async function announceExpiringKeys(
     if (entry.value !== true) continue;
     const [, expiresAt, keyId] = entry.key as [string, string, number];
     const marker = webhookExpiryNoticeKey(keyId, expiresAt);
-    const op = kv.atomic().check({ key: marker, versionstamp: null })
+    const op = store.kv.atomic().check({ key: marker, versionstamp: null })
       .set(marker, true, { expireIn: 14 * 86_400_000 });
     addWebhookEvent(op, "key.expiring", {
       key: { id: keyId, name: await options.names(keyId), expires_at: expiresAt },
@@ -466,26 +470,26 @@ export async function announceExpiringKeys(
  * the downloads after it subscribed, never of the history. Returns how many
  * events were added.
  */
-export async function announceDownloads(kv: Deno.Kv): Promise<number> {
-  const subscribed = (await listWebhookEndpoints(kv)).some((endpoint) =>
+export async function announceDownloads(store: Store): Promise<number> {
+  const subscribed = (await listWebhookEndpoints(store)).some((endpoint) =>
     endpoint.events.includes("download.completed")
   );
-  const baseline = await kv.get<boolean>(webhookDownloadBaselineKey());
+  const baseline = await store.kv.get<boolean>(webhookDownloadBaselineKey());
   if (!subscribed) {
     if (baseline.value === null) return 0;
-    for await (const entry of kv.list({ prefix: webhookDownloadMarksPrefix() })) {
-      await retryWhileLocked(() => kv.delete(entry.key));
+    for await (const entry of store.kv.list({ prefix: webhookDownloadMarksPrefix() })) {
+      await retryWhileLocked(() => store.kv.delete(entry.key));
     }
-    await retryWhileLocked(() => kv.delete(webhookDownloadBaselineKey()));
+    await retryWhileLocked(() => store.kv.delete(webhookDownloadBaselineKey()));
     return 0;
   }
   const marks = new Map<number, Deno.KvEntry<Deno.KvU64>>();
-  for await (const entry of kv.list<Deno.KvU64>({ prefix: webhookDownloadMarksPrefix() })) {
+  for await (const entry of store.kv.list<Deno.KvU64>({ prefix: webhookDownloadMarksPrefix() })) {
     marks.set(entry.key[1] as number, entry);
   }
   const silent = baseline.value === null;
   let added = 0;
-  for await (const entry of kv.list<Deno.KvU64>({ prefix: releaseDownloadsPrefix() })) {
+  for await (const entry of store.kv.list<Deno.KvU64>({ prefix: releaseDownloadsPrefix() })) {
     const releaseId = entry.key[1] as number;
     const total = entry.value.value;
     const mark = marks.get(releaseId);
@@ -493,10 +497,10 @@ export async function announceDownloads(kv: Deno.Kv): Promise<number> {
     const previous = mark?.value.value ?? 0n;
     if (total <= previous) continue;
     const markKey = webhookDownloadMarkKey(releaseId);
-    const op = kv.atomic().check(mark ?? { key: markKey, versionstamp: null })
+    const op = store.kv.atomic().check(mark ?? { key: markKey, versionstamp: null })
       .set(markKey, new Deno.KvU64(total));
     if (!silent) {
-      const release = (await kv.get<Release>(releaseKey(releaseId))).value;
+      const release = (await store.kv.get<Release>(releaseKey(releaseId))).value;
       if (release === null) continue;
       addWebhookEvent(op, "download.completed", {
         ...releaseData(release),
@@ -509,9 +513,9 @@ export async function announceDownloads(kv: Deno.Kv): Promise<number> {
   }
   // Marks of deleted releases.
   for (const mark of marks.values()) {
-    await retryWhileLocked(() => kv.atomic().check(mark).delete(mark.key).commit());
+    await retryWhileLocked(() => store.kv.atomic().check(mark).delete(mark.key).commit());
   }
-  if (silent) await retryWhileLocked(() => kv.set(webhookDownloadBaselineKey(), true));
+  if (silent) await retryWhileLocked(() => store.kv.set(webhookDownloadBaselineKey(), true));
   return added;
 }
 

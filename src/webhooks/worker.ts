@@ -16,6 +16,7 @@ import {
 } from "../store/mod.ts";
 import type { Resolver } from "./address_guard.ts";
 import { attemptDelivery } from "./send.ts";
+import type { Store } from "../store/store.ts";
 
 /**
  * The pause after the n-th failed attempt; after the last, the delivery fails for good.
@@ -44,7 +45,7 @@ export function nextAttemptAt(attempts: number, nowMs: number): number | null {
 }
 
 export interface WebhookWorkerOptions {
-  kv: Deno.Kv;
+  store: Store;
   allowPrivate: boolean;
   timeoutMs: number;
   /** How often the outbox is read. */
@@ -87,7 +88,7 @@ export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker
   async function deliver(claim: ClaimedDelivery): Promise<void> {
     const { delivery, endpoint } = claim;
     if (endpoint === null) {
-      await finishDeliveryAttempt(options.kv, claim, {
+      await finishDeliveryAttempt(options.store, claim, {
         ok: false,
         status: null,
         error: "the endpoint was removed",
@@ -108,7 +109,7 @@ export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker
     const nextAtMs = result.ok || result.permanent
       ? null
       : nextAttemptAt(delivery.attempts + 1, Date.now());
-    await finishDeliveryAttempt(options.kv, claim, { ...result, nextAtMs });
+    await finishDeliveryAttempt(options.store, claim, { ...result, nextAtMs });
     if (!result.ok) {
       report("warn", "webhook delivery failed", {
         endpoint_id: endpoint.id,
@@ -125,18 +126,18 @@ export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker
     const nowMs = Date.now();
     if (nowMs - lastExpiryCheck >= expiryCheckMs) {
       lastExpiryCheck = nowMs;
-      await announceExpiringKeys(options.kv, {
+      await announceExpiringKeys(options.store, {
         nowIso: new Date(nowMs).toISOString(),
         untilIso: new Date(nowMs + EXPIRY_WINDOW_MS).toISOString(),
-        names: async (keyId) => (await getApiKey(options.kv, keyId))?.name ?? null,
+        names: async (keyId) => (await getApiKey(options.store, keyId))?.name ?? null,
       });
     }
     if (nowMs - lastDownloadBatch >= downloadBatchMs) {
       lastDownloadBatch = nowMs;
-      await announceDownloads(options.kv);
+      await announceDownloads(options.store);
     }
-    await fanOutWebhookEvents(options.kv);
-    const claims = await claimDueDeliveries(options.kv, {
+    await fanOutWebhookEvents(options.store);
+    const claims = await claimDueDeliveries(options.store, {
       nowMs: Date.now(),
       leaseMs,
       limit: 20,
