@@ -2,9 +2,11 @@
  * Rules of the house that no linter checks (docs/architecture.md, "House
  * rules"): no benchmark switch in production code, no mutable state at module
  * level (it lives in the factory that owns it), no function declaration
- * with more than three parameters (they take an options object), and nothing
- * of Hono but its public API. That nothing under `src/` imports `admin/` is
- * checked by tests/layering_test.ts.
+ * with more than three parameters (they take an options object), nothing
+ * of Hono but its public API, no state kept per KV handle (it belongs to the
+ * store object, src/store/store.ts) and no ambient request context in the
+ * store (an audit entry travels with the store a write goes through). That
+ * nothing under `src/` imports `admin/` is checked by tests/layering_test.ts.
  */
 import assert from "node:assert/strict";
 import { dirname, join, resolve } from "node:path";
@@ -98,6 +100,23 @@ export function honoInternals(source: string): string[] {
   return found;
 }
 
+/**
+ * State kept per KV handle: a `WeakMap` or `WeakSet` keyed by `Deno.Kv`.
+ * What a process keeps beside its KV lives in the store object (store.ts).
+ */
+export function kvKeyedState(source: string): string[] {
+  return [...source.matchAll(/\bWeak(?:Map|Set)\s*<\s*(?:Deno\.)?Kv\b[^>]*>/g)].map(([use]) => use);
+}
+
+/**
+ * An ambient request context: `AsyncLocalStorage` (or its module). In the
+ * store, what a write carries (its audit entry) is passed with it.
+ */
+export function ambientContext(source: string): string[] {
+  return [...source.matchAll(/\bAsyncLocalStorage\b|["'](?:node:)?async_hooks["']/g)]
+    .map(([use]) => use);
+}
+
 Deno.test("house rules of production code", async (t) => {
   const files = await production();
 
@@ -126,6 +145,19 @@ Deno.test("house rules of production code", async (t) => {
     const wrong = files.flatMap(({ file, source }) =>
       honoInternals(source).map((use) => `${file}: ${use}`)
     );
+    assert.deepEqual(wrong, []);
+  });
+
+  await t.step("no state kept per KV handle: no WeakMap keyed by Deno.Kv", () => {
+    const wrong = files.flatMap(({ file, source }) =>
+      kvKeyedState(source).map((use) => `${file}: ${use}`)
+    );
+    assert.deepEqual(wrong, []);
+  });
+
+  await t.step("no AsyncLocalStorage in the store layer", () => {
+    const wrong = files.filter(({ file }) => file.startsWith("src/store/"))
+      .flatMap(({ file, source }) => ambientContext(source).map((use) => `${file}: ${use}`));
     assert.deepEqual(wrong, []);
   });
 });
@@ -164,5 +196,20 @@ Deno.test("the house-rule checks find what they look for", () => {
       "npm:hono@4.13.19/dist/utils/url.js",
       "COMPOSED_HANDLER",
     ],
+  );
+  assert.deepEqual(
+    kvKeyedState(
+      "const caches = new WeakMap<Deno.Kv, ReadCache>();\n" +
+        "const handles: WeakMap<Kv, State> = new WeakMap();\n" +
+        "const memo = new WeakMap<ApiKey, string>();\n",
+    ),
+    ["WeakMap<Deno.Kv, ReadCache>", "WeakMap<Kv, State>"],
+  );
+  assert.deepEqual(
+    ambientContext(
+      'import { AsyncLocalStorage } from "node:async_hooks";\n' +
+        "const requests = new AsyncLocalStorage<Pending>();\nconst store = createStore(kv);\n",
+    ),
+    ["AsyncLocalStorage", '"node:async_hooks"', "AsyncLocalStorage"],
   );
 });
