@@ -27,8 +27,8 @@ export function accountTarget(username: string): string {
 }
 
 /**
- * Who a failed or refused sign-in is recorded as (docs/admin-ui.md "Audit
- * log"): an account's user name as typed; a name that is no account's (often
+ * Who a failed or refused sign-in is recorded as (docs/admin-ui.md "Using
+ * it"): an account's user name as typed; a name that is no account's (often
  * a password typed into the wrong field) only as its first character and its
  * length, since every role reads the audit log.
  */

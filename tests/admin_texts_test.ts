@@ -3,7 +3,10 @@
  * line breaks whichever way they come in.
  */
 import assert from "node:assert/strict";
-import { getRelease } from "../src/store/mod.ts";
+import { join } from "node:path";
+import { AUDIT_KINDS, getRelease, recordAudit } from "../src/store/mod.ts";
+import { PROJECT_ROOT } from "./server_process.ts";
+import { sourceFiles } from "./source_files.ts";
 import { seedKey, seedProject } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
@@ -63,3 +66,47 @@ Deno.test("release notes are stored with \\n line breaks, however they are sent"
     assert.equal(await notesOf(body.release.id), "C\nD");
   });
 });
+
+Deno.test("the audit filter offers every kind of audited action", async (t) => {
+  await using app = await createAdminTestApp();
+  const client = await signedInClient(app);
+
+  await t.step("one option per kind in the code, the new ones included", async () => {
+    const { html } = await client.page("/admin/audit");
+    const select = /<select id="audit-action"[^>]*>([\s\S]*?)<\/select>/.exec(html)![1];
+    const offered = [...select.matchAll(/<option value="([^"]*)"/g)].map((m) => m[1]);
+    assert.deepEqual(offered, ["", ...AUDIT_KINDS]);
+    for (const kind of ["publish_token", "webhook", "account", "rollout"]) {
+      assert.ok(offered.includes(kind), kind);
+    }
+  });
+
+  await t.step("every action the code records is of a listed kind", async () => {
+    const kinds = new Set<string>();
+    const files = [...await sourceFiles("src"), ...await sourceFiles("admin")];
+    for (const file of files) {
+      const text = await Deno.readTextFile(join(PROJECT_ROOT, file));
+      for (const m of text.matchAll(/action: [`"]([a-z_]+)\.[a-z_${}]+[`"]/g)) kinds.add(m[1]);
+    }
+    assert.ok(kinds.size >= 10, `found ${[...kinds]}`);
+    assert.deepEqual([...kinds].filter((kind) => !isAuditKind(kind)), []);
+  });
+
+  await t.step("filtering by a new kind finds its entries", async () => {
+    await recordAudit(app.kv, {
+      actor: "admin",
+      action: "publish_token.create",
+      target: "publish token 1",
+      details: "",
+      address: "-",
+    });
+    const { html } = await client.page("/admin/audit?action=publish_token");
+    assert.match(html, /data-audit-action="publish_token\.create"/);
+    assert.doesNotMatch(html, /data-audit-action="auth\.sign_in"/);
+    assert.match(html, /<option value="publish_token" selected/);
+  });
+});
+
+function isAuditKind(kind: string): boolean {
+  return (AUDIT_KINDS as readonly string[]).includes(kind);
+}

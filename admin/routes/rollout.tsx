@@ -6,6 +6,7 @@
  */
 import type { Hono } from "hono";
 import {
+  type AuditAction,
   changeRollout,
   completeRollout,
   endRollout,
@@ -51,7 +52,7 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   async function attempt(
     c: AdminContext,
     project: Project,
-    change: () => Promise<{ action: string; details: string; text: string }>,
+    change: () => Promise<{ action: AuditAction; details: string; text: string }>,
   ): Promise<Response> {
     let done;
     try {
