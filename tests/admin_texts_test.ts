@@ -4,10 +4,17 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { AUDIT_KINDS, getRelease, recordAudit } from "../src/store/mod.ts";
+import {
+  AUDIT_KINDS,
+  claimLease,
+  getDownloadCounts,
+  getRelease,
+  recordAudit,
+  topKeysKey,
+} from "../src/store/mod.ts";
 import { PROJECT_ROOT } from "./server_process.ts";
 import { sourceFiles } from "./source_files.ts";
-import { seedKey, seedProject } from "./helpers.ts";
+import { seedKey, seedProject, seedRelease } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
 
@@ -110,3 +117,73 @@ Deno.test("the audit filter offers every kind of audited action", async (t) => {
 function isAuditKind(kind: string): boolean {
   return (AUDIT_KINDS as readonly string[]).includes(kind);
 }
+
+Deno.test("the dashboard's top keys agree with the chart beside them", async (t) => {
+  await using app = await createAdminTestApp();
+  const project = await seedProject(app, { slug: "app" });
+  const release = await seedRelease(app, project.id, "1.0.0");
+  const { secret, apiKey } = await seedKey(app, { name: "first key" });
+  const client = await signedInClient(app);
+  const download = async () => {
+    const res = await app.request(`/api/v1/releases/${release.id}/download`, secret);
+    await res.arrayBuffer();
+    // The count is written once the last byte is sent.
+    for (
+      let i = 0;
+      i < 50 && !(await getDownloadCounts(app.kv, [release.id])).get(release.id);
+      i++
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  };
+  const chartTotal = (html: string) => /data-downloads-total[^>]*>(\d+)</.exec(html)![1];
+
+  await t.step("before any download: no downloads, and a chart of 0", async () => {
+    const { html } = await client.page("/admin");
+    assert.match(html, /data-top-keys="none">No downloads yet\./);
+    assert.equal(chartTotal(html), "0");
+  });
+
+  await t.step(
+    "right after the first download: the key is listed, not 'no downloads'",
+    async () => {
+      await download();
+      const { html } = await client.page("/admin");
+      assert.equal(chartTotal(html), "1");
+      assert.doesNotMatch(html, /No downloads yet/);
+      assert.match(html, new RegExp(`data-top-key-id="${apiKey.id}"`));
+    },
+  );
+
+  await t.step(
+    "a refresh held elsewhere: the card says the keys follow, never 'none'",
+    async () => {
+      await app.kv.delete(topKeysKey());
+      await recordTopKeysSnapshot(app.kv);
+      assert.ok(await claimLease(app.kv, "top_keys_refresh", { holder: "other", ttlMs: 60_000 }));
+      const { html } = await client.page("/admin");
+      assert.match(html, /data-top-keys="pending"/);
+      assert.doesNotMatch(html, /No downloads yet/);
+    },
+  );
+});
+
+/** An empty top-keys snapshot taken now (as an instance that saw no download yet would store). */
+async function recordTopKeysSnapshot(kv: Deno.Kv): Promise<void> {
+  await kv.set(topKeysKey(), { at: new Date().toISOString(), top: [] });
+}
+
+Deno.test("an empty project's adoption card says no client has checked", async (t) => {
+  await using app = await createAdminTestApp();
+  await seedProject(app, { slug: "empty" });
+  const client = await signedInClient(app);
+
+  await t.step("no '– of the 0 clients'", async () => {
+    const { html } = await client.page("/admin/projects/empty");
+    const card = /<section class="card" id="adoption"[\s\S]*?<\/section>/.exec(html)![0];
+    assert.doesNotMatch(card, /of the 0/);
+    assert.doesNotMatch(card, /–/);
+    assert.match(card, /data-adoption-share="none"/);
+    assert.match(card, /No client has checked for updates in the last 30 days\./);
+  });
+});
