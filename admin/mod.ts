@@ -55,7 +55,7 @@ export interface AdminUi {
 }
 
 /** Admin headers a route's own value overrides (a download's caching and sandbox). */
-const KEPT_WHEN_SET = new Set(["cache-control", "content-security-policy"]);
+const KEPT_WHEN_SET: readonly string[] = ["cache-control", "content-security-policy"];
 
 export function createAdminRoutes(deps: ServiceDeps): AdminUi {
   const admin = new Hono<AdminEnv>();
@@ -65,7 +65,7 @@ export function createAdminRoutes(deps: ServiceDeps): AdminUi {
   admin.use(async (c, next) => {
     await next();
     for (const [name, value] of Object.entries(ADMIN_RESPONSE_HEADERS)) {
-      if (KEPT_WHEN_SET.has(name) && c.res.headers.has(name)) continue;
+      if (KEPT_WHEN_SET.includes(name) && c.res.headers.has(name)) continue;
       c.res.headers.set(name, value);
     }
   });

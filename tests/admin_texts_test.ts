@@ -9,9 +9,11 @@ import {
   claimLease,
   getDownloadCounts,
   getRelease,
+  makeReleaseLatest,
   recordAudit,
   topKeysKey,
 } from "../src/store/mod.ts";
+import { FIELD_LABELS } from "../admin/field_labels.ts";
 import { PROJECT_ROOT } from "./server_process.ts";
 import { sourceFiles } from "./source_files.ts";
 import { seedKey, seedProject, seedRelease } from "./helpers.ts";
@@ -187,3 +189,94 @@ Deno.test("an empty project's adoption card says no client has checked", async (
     assert.match(card, /No client has checked for updates in the last 30 days\./);
   });
 });
+
+Deno.test("messages name a field by the label its form shows, never by its form name", async (t) => {
+  await using app = await createAdminTestApp();
+  const project = await seedProject(app, { slug: "app", name: "App" });
+  await seedRelease(app, project.id, "1.0.0");
+  const candidate = await seedRelease(app, project.id, "2.0.0");
+  await makeReleaseLatest(app.kv, (await seedRelease(app, project.id, "1.5.0")).id);
+  const client = await signedInClient(app);
+
+  await t.step("every label in the table is the one its form shows", async () => {
+    const pages = [
+      "/admin/projects",
+      "/admin/projects/app",
+      "/admin/api-keys",
+      "/admin/accounts",
+      `/admin/releases/${candidate.id}`,
+    ];
+    const html = new Map<string, string>();
+    for (const path of pages) html.set(path, (await client.page(path)).html);
+    for (const [field, label] of Object.entries(FIELD_LABELS)) {
+      const showing = pages.filter((path) => html.get(path)!.includes(`name="${field}"`));
+      assert.ok(showing.length > 0, `a page has the field ${field}`);
+      for (const path of showing) {
+        const page = html.get(path)!;
+        const labelled = new RegExp(`<(label|legend)[^>]*>\\s*${escaped(label)}\\s*<`);
+        assert.match(page, labelled, `${field} is labelled "${label}" on ${path}`);
+      }
+    }
+  });
+
+  const refusals: Array<[string, string, Record<string, string>, RegExp, RegExp]> = [
+    [
+      "retention",
+      "/admin/projects/app/retention",
+      { keep_active: "-1", archived_max_days: "", action: "save" },
+      /Keep the newest active releases must be a whole number from 1 to/,
+      /keep_active/,
+    ],
+    [
+      "retention, the other rule",
+      "/admin/projects/app/retention",
+      { keep_active: "", archived_max_days: "0", action: "preview" },
+      /Delete archived releases older than \(days\) must be a whole number/,
+      /archived_max_days must/,
+    ],
+    [
+      "rollout",
+      "/admin/projects/app/rollout",
+      { release_id: String(candidate.id), percentage: "150", schedule: "", tester_tag: "" },
+      /Percentage of clients must be a number from 0 to 100/,
+      /percentage must/,
+    ],
+    [
+      "API key",
+      "/admin/api-keys",
+      { name: "k", scope_mode: "all_projects", expires_at: "soon" },
+      /Expires must be a time like/,
+      /expires_at must/,
+    ],
+    [
+      "project",
+      "/admin/projects",
+      { name: "P", slug: "Bad Slug!" },
+      /Slug must be 1 to 64 characters/,
+      /slug must/,
+    ],
+    [
+      "account",
+      "/admin/accounts",
+      { username: "bad name", password: "a long enough password", role: "viewer" },
+      /User name must be 1 to/,
+      /username must/,
+    ],
+  ];
+  for (const [name, path, fields, shown, hidden] of refusals) {
+    await t.step(`${name}: the label, not the form name`, async () => {
+      const res = await client.post(path, fields);
+      assert.equal(res.status, 400, name);
+      const html = await res.text();
+      assert.match(html, shown, name);
+      const errors = [...html.matchAll(/data-form-error[^>]*>([^<]*)</g)].map((m) => m[1]);
+      assert.ok(errors.length > 0, `${name}: a message`);
+      for (const message of errors) assert.doesNotMatch(message, hidden, name);
+    });
+  }
+});
+
+/** `text` as a literal in a regular expression. */
+function escaped(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
