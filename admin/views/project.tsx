@@ -39,7 +39,7 @@ export interface ProjectPageProps {
   releaseCount: number;
   /** The release the client API serves as latest, if any. */
   latestId: number | null;
-  /** Why it is latest, and an active release with a higher-looking version that is not. */
+  /** Which release which clients get and why, and a higher-looking active release offered to none. */
   latestNotes?: LatestNotes;
   /** Versions carried by more than one active release. */
   duplicateVersions: string[];
