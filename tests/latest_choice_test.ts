@@ -356,6 +356,27 @@ Deno.test("the releases card: one sentence, from the API's offer, says who gets 
   });
 
   await t.step(
+    "a schedule step reached: the sentence and the card say its percentage",
+    async () => {
+      const res = await client.post("/admin/projects/app/rollout/change", {
+        percentage: "10",
+        schedule: "2020-01-01T00:00:00Z=50",
+        tester_tag: "",
+      });
+      assert.equal(res.status, 303);
+      const html = await page();
+      assert.deepEqual(offerSentence(html), {
+        kind: "rollout",
+        text: `50% of installs get 2.5.0 (staged rollout) and the others get 2.4.0, the latest ` +
+          `(${chosen}).`,
+      });
+      assert.match(html, /data-rollout-percentage="true">50%/);
+      const share = await reach();
+      assert.ok(share > 60 && share < 140, `about 50% of 200 install ids, got ${share}`);
+    },
+  );
+
+  await t.step(
     "the rollout's release archived: the rollout is inert, the latest for all",
     async () => {
       await setReleaseState(app.kv, next.id, "archived");

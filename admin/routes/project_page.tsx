@@ -213,5 +213,12 @@ async function rolloutOf(deps: ServiceDeps, projectId: number) {
       if (release !== null) versions.set(id, release.version);
     }
   }
-  return { rollout, live: view.rollout !== null, versions };
+  const running = view.rollout !== null && !view.rollout.record.halted;
+  return {
+    rollout,
+    live: view.rollout !== null,
+    // The same offer the client API places clients by (and the releases card's sentence).
+    percentageNow: running ? offerAt(view, Date.now()).percentage : undefined,
+    versions,
+  };
 }
