@@ -1,6 +1,6 @@
 /** Helpers every admin route uses: page context, audit records, flash redirects. */
 import type { Context } from "hono";
-import { recordAudit } from "../src/store/mod.ts";
+import { type AuditAction, recordAudit } from "../src/store/mod.ts";
 import { setFlash, takeFlash } from "./cookies.ts";
 import { addressOf } from "./guards.ts";
 import type { AdminEnv, Flash, ServiceDeps } from "./types.ts";
@@ -22,7 +22,7 @@ export function pageContext(c: AdminContext, deps: ServiceDeps): PageContext {
 
 /** One admin action, for `audit`. */
 export interface AuditedAction {
-  action: string;
+  action: AuditAction;
   target: string;
   details?: string;
   /** Who did it (default: the signed-in admin). */

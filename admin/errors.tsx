@@ -10,6 +10,7 @@ import {
   ValidationError,
 } from "../src/store/mod.ts";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
+import { withLabel } from "./field_labels.ts";
 import type { AdminSession } from "../src/store/mod.ts";
 import type { ServiceDeps } from "./types.ts";
 import { ErrorPage } from "./views/error.tsx";
@@ -39,7 +40,7 @@ export function renderAdminError(c: Context, deps: ServiceDeps, error: unknown):
     message = `${error.message[0].toUpperCase()}${error.message.slice(1)}.`;
   } else if (error instanceof ValidationError) {
     status = 400;
-    message = error.message;
+    message = withLabel(error.field, error.message);
   } else if (error instanceof ConflictError) {
     status = 409;
     message = "The change collided with another one at the same moment. Please try again.";

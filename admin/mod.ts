@@ -55,6 +55,9 @@ export interface AdminUi {
   notFound: (c: Context) => Promise<Response>;
 }
 
+/** Admin headers a route's own value overrides (a download's caching and sandbox). */
+const KEPT_WHEN_SET: readonly string[] = ["cache-control", "content-security-policy"];
+
 export function createAdminRoutes(deps: ServiceDeps): AdminUi {
   const admin = new Hono<AdminEnv>();
   // Registered before the routes: Hono wraps each route with its sub-app's
@@ -63,7 +66,7 @@ export function createAdminRoutes(deps: ServiceDeps): AdminUi {
   admin.use(async (c, next) => {
     await next();
     for (const [name, value] of Object.entries(ADMIN_RESPONSE_HEADERS)) {
-      if (name === "cache-control" && c.res.headers.has(name)) continue;
+      if (KEPT_WHEN_SET.includes(name) && c.res.headers.has(name)) continue;
       c.res.headers.set(name, value);
     }
   });

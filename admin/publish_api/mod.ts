@@ -15,6 +15,7 @@ import { multipartBoundary, readMultipart } from "../../src/http/multipart.ts";
 import { ID_PATTERN, isSlug } from "../../src/lib/limits.ts";
 import { tokenCovers, tokenMay } from "../../src/publishing/tokens.ts";
 import {
+  type AuditAction,
   changeRollout,
   completeRollout,
   createLoginThrottle,
@@ -111,7 +112,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     release: publishedRelease(release, await getLatestReleaseId(kv, project.id)),
   });
 
-  const audit = (c: PublishContext, action: string, release: Release, details: string) =>
+  const audit = (c: PublishContext, action: AuditAction, release: Release, details: string) =>
     auditSafely(deps, {
       actor: tokenActor(c.get("publishToken")),
       action,
@@ -268,7 +269,12 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     },
   });
   const rolloutJson = (rollout: Rollout | null) => json({ rollout: publishedRollout(rollout) });
-  const auditRollout = (c: PublishContext, action: string, project: Project, details: string) =>
+  const auditRollout = (
+    c: PublishContext,
+    action: AuditAction,
+    project: Project,
+    details: string,
+  ) =>
     auditSafely(deps, {
       actor: tokenActor(c.get("publishToken")),
       action,

@@ -13,7 +13,7 @@ import {
   type LoginThrottle,
   type ThrottledCheck,
 } from "../../src/store/mod.ts";
-import { accountTarget, authenticate, changePassword } from "../accounts.ts";
+import { accountTarget, authenticate, changePassword, signInSubject } from "../accounts.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import {
   clearLoginCsrfCookie,
@@ -99,11 +99,10 @@ export function addLoginRoutes(
     if (checked.refused) {
       await audit(c, deps, {
         action: "auth.sign_in_refused",
-        target: accountTarget(username),
+        ...await signInSubject(kv, username),
         details: checked.refused === "locked"
           ? `locked for ${checked.retryAfterSeconds} s after failures`
           : "too many sign-ins at once",
-        actor: username,
       });
       c.header("retry-after", String(checked.retryAfterSeconds));
       return c.html(
@@ -121,8 +120,7 @@ export function addLoginRoutes(
     if (user === null) {
       await audit(c, deps, {
         action: "auth.sign_in_failed",
-        target: accountTarget(username),
-        actor: username,
+        ...await signInSubject(kv, username),
       });
       return c.html(
         <LoginPage

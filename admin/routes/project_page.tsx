@@ -32,6 +32,7 @@ import { editValuesOf, type ProjectEditValues } from "../forms_project.ts";
 import { EMPTY_UPLOAD_FORM, type UploadValues } from "../forms_upload.ts";
 import { ProjectPage } from "../views/project.tsx";
 import { latestNotes } from "../../src/publishing/latest.ts";
+import { offerAt } from "../../src/rollouts/membership.ts";
 import { planRetention } from "../../src/lifecycle/retention.ts";
 import type { RetentionValues } from "../views/retention.tsx";
 import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../views/rollout.tsx";
@@ -84,6 +85,7 @@ export async function renderProjectPage(
     retention,
     rollout,
     adoption,
+    view,
   ] = await Promise.all([
     listReleasesPage(kv, project.id, {
       limit: PAGE_SIZE,
@@ -100,6 +102,7 @@ export async function renderProjectPage(
     retentionOf(deps, project.id, form.retention),
     rolloutOf(deps, project.id),
     getAdoption(kv, project.id, today),
+    getLatestView(kv, project.id),
   ]);
   const releases = cursorListPage(page, {
     query,
@@ -125,7 +128,7 @@ export async function renderProjectPage(
       releaseCount={releaseCount}
       latestId={latest?.state === "active" ? latest.id : null}
       latestNotes={latestNotes(latest === null ? releases.rows : [latest, ...releases.rows], {
-        latestId: latest?.id ?? null,
+        offer: offerAt(view, Date.now()),
         choice,
       })}
       duplicateVersions={duplicateActiveVersions(releases.rows)}
@@ -210,5 +213,12 @@ async function rolloutOf(deps: ServiceDeps, projectId: number) {
       if (release !== null) versions.set(id, release.version);
     }
   }
-  return { rollout, live: view.rollout !== null, versions };
+  const running = view.rollout !== null && !view.rollout.record.halted;
+  return {
+    rollout,
+    live: view.rollout !== null,
+    // The same offer the client API places clients by (and the releases card's sentence).
+    percentageNow: running ? offerAt(view, Date.now()).percentage : undefined,
+    versions,
+  };
 }

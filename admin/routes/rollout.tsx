@@ -6,6 +6,7 @@
  */
 import type { Hono } from "hono";
 import {
+  type AuditAction,
   changeRollout,
   completeRollout,
   endRollout,
@@ -19,7 +20,7 @@ import {
 } from "../../src/store/mod.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { type AdminContext, audit, redirectWithFlash } from "../context.ts";
-import { field } from "../forms.ts";
+import { field, formErrorOf } from "../forms.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 import type { RolloutValues } from "../views/rollout.tsx";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
@@ -51,17 +52,19 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   async function attempt(
     c: AdminContext,
     project: Project,
-    change: () => Promise<{ action: string; details: string; text: string }>,
+    change: () => Promise<{ action: AuditAction; details: string; text: string }>,
   ): Promise<Response> {
     let done;
     try {
       done = await change();
     } catch (error) {
       if (!(error instanceof ValidationError || error instanceof NotFoundError)) throw error;
-      const fieldName = error instanceof ValidationError ? error.field : "rollout";
+      const formError = error instanceof ValidationError
+        ? formErrorOf(error)
+        : { field: "rollout", message: error.message };
       return renderProjectPage(c, deps, {
         project,
-        rollout: { values: valuesOf(c), error: { field: fieldName, message: error.message } },
+        rollout: { values: valuesOf(c), error: formError },
         status: 400,
       });
     }

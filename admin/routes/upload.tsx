@@ -315,7 +315,7 @@ function uploadRefusal(error: unknown, maxBytes: number): UploadRefusal | null {
   if (error instanceof EmptyUploadError) {
     return {
       status: 400,
-      error: { field: "file", message: "Choose a file: file is required and must not be empty." },
+      error: { field: "file", message: "Choose a file: a file is required and must not be empty." },
       reason: "empty",
     };
   }

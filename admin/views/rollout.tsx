@@ -30,6 +30,8 @@ export interface RolloutCardProps {
   rollout: Rollout | null;
   /** Whether it is in force (its previous release is still the latest, its release active). */
   live: boolean;
+  /** The percentage in force now, schedule steps reached included, while it runs. */
+  percentageNow?: number;
   /** Versions of the releases it names, by id. */
   versions: ReadonlyMap<number, string>;
   /** Active releases that are not the latest: what a rollout can start for. */
@@ -58,7 +60,8 @@ function versionOf(versions: ReadonlyMap<number, string>, id: number): string {
 }
 
 export function RolloutCard(props: RolloutCardProps) {
-  const { csrfToken, slug, rollout, live, versions, candidates, values, error } = props;
+  const { csrfToken, slug, rollout, live, percentageNow, versions, candidates, values, error } =
+    props;
   const base = `/admin/projects/${slug}/rollout`;
   return (
     <section class="card" id="rollout" aria-labelledby="rollout-title">
@@ -73,7 +76,7 @@ export function RolloutCard(props: RolloutCardProps) {
           >
             <p>
               Release <strong>{versionOf(versions, rollout.release_id)}</strong> reaches{" "}
-              <strong data-rollout-percentage>{rollout.percentage}%</strong>{" "}
+              <strong data-rollout-percentage>{percentageNow ?? rollout.percentage}%</strong>{" "}
               of clients; the others keep{" "}
               <strong>{versionOf(versions, rollout.previous_id)}</strong>.
               {rollout.halted && " Halted: every client gets the previous release."}

@@ -4,6 +4,31 @@ import { ADDRESS_MAX_LENGTH } from "../lib/limits.ts";
 import { retryWhileLocked } from "./atomic.ts";
 import { auditKey, auditPrefix } from "./keys.ts";
 
+/**
+ * The kinds of audited action: the part of an action before its dot
+ * (`release.delete` is of kind `release`). An action's type names its kind,
+ * so a new kind is added here first, and the audit page's filter offers
+ * every one of them.
+ */
+export const AUDIT_KINDS = [
+  "project",
+  "release",
+  "rollout",
+  "api_key",
+  "publish_token",
+  "webhook",
+  "signing_key",
+  "account",
+  "auth",
+  "admin",
+  "change",
+] as const;
+
+export type AuditKind = typeof AUDIT_KINDS[number];
+
+/** An audited action: its kind, a dot, what was done (`project.create`). */
+export type AuditAction = `${AuditKind}.${string}`;
+
 export interface AuditEntry {
   id: string;
   /** RFC 3339 time. */
@@ -17,7 +42,7 @@ export interface AuditEntry {
   address: string;
 }
 
-export type AuditInput = Omit<AuditEntry, "id" | "at">;
+export type AuditInput = Omit<AuditEntry, "id" | "at" | "action"> & { action: AuditAction };
 
 /**
  * The admin request a change is made for (who, from where, what), set by the
