@@ -229,7 +229,7 @@ Deno.test({
     const visited = new Set<string>();
 
     for (const size of SCREENS) {
-      await t.step(`${size.name}: every page`, async () => {
+      await t.step(`${size.name}: every page`, async (step) => {
         const context = await browser!.newContext({
           viewport: { width: size.width, height: size.height },
         });
@@ -247,6 +247,22 @@ Deno.test({
         await open("/admin", "/admin", "dashboard");
         await open("/admin/projects", "/admin/projects", "projects");
         await open("/admin/projects/:slug", `/admin/projects/${SLUG}`, "project");
+        await step.step("the rollout card: buttons in a row, headings clear of them", async () => {
+          const card = await page.evaluate<{ tops: number[]; gap: number; local: string }>(`(() => {
+            const buttons = [...document.querySelectorAll(".rollout-actions button")];
+            const heading = document.querySelector("#rollout form.subsection h3");
+            const last = buttons.at(-1).getBoundingClientRect();
+            return {
+              tops: buttons.map((b) => Math.round(b.getBoundingClientRect().top)),
+              gap: heading.getBoundingClientRect().top - last.bottom,
+              local: document.querySelector("[data-local-time-of]").textContent,
+            };
+          })()`);
+          assert.equal(card.tops.length, 3);
+          assert.equal(new Set(card.tops).size, 1, `one row: ${card.tops}`);
+          assert.ok(card.gap >= 16, `the heading is ${card.gap} px below the buttons`);
+          assert.match(card.local, /your time/);
+        });
         await open("/admin/releases/:id", `/admin/releases/${seeded.releaseId}`, "release");
         await open("/admin/upload", "/admin/upload", "upload");
         await open("/admin/api-keys", "/admin/api-keys", "api-keys");
@@ -254,6 +270,11 @@ Deno.test({
         await open("/admin/publish-tokens", "/admin/publish-tokens", "publish-tokens");
         await open("/admin/webhooks", "/admin/webhooks", "webhooks");
         await open("/admin/webhooks/:id", `/admin/webhooks/${seeded.webhookId}`, "webhook");
+        await open(
+          "/admin/webhooks/:id/delete",
+          `/admin/webhooks/${seeded.webhookId}/delete`,
+          "webhook-delete",
+        );
         await open("/admin/accounts", "/admin/accounts", "accounts");
         await open("/admin/audit", "/admin/audit", "audit");
         await open("/admin/signing-keys", "/admin/signing-keys", "signing-keys");
@@ -275,7 +296,7 @@ Deno.test({
           page.click("#new-key button[type=submit]"),
         ]);
         await inspect(v, "api-key-created");
-        await page.goto(`${base}/admin/publish-tokens`);
+        await page.goto(`${base}/admin/publish-tokens?new=1`);
         await page.fill("#token-name", TOKEN_NAME);
         await page.fill("#token-projects", SLUG);
         await Promise.all([
@@ -307,6 +328,24 @@ Deno.test({
         await context.close();
       });
     }
+
+    await t.step("without JavaScript an endpoint is deleted after a confirmation", async () => {
+      const context = await browser!.newContext({ javaScriptEnabled: false });
+      const page = await context.newPage();
+      await signIn(page, base);
+      await page.goto(`${base}/admin/webhooks`);
+      const rows = await page.locator("tr[data-webhook-id]").count();
+      await Promise.all([
+        page.waitForURL(/\/delete$/),
+        page.click(`tr[data-webhook-id='${seeded.webhookId}'] a:text-is('Delete…')`),
+      ]);
+      await Promise.all([
+        page.waitForURL(`${base}/admin/webhooks`),
+        page.click("button:text-is('Delete endpoint')"),
+      ]);
+      assert.equal(await page.locator("tr[data-webhook-id]").count(), rows - 1);
+      await context.close();
+    });
 
     await t.step("every admin page was visited", async () => {
       const missing = (await adminPageRoutes()).filter((pattern) => !visited.has(pattern));

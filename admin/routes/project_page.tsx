@@ -34,7 +34,7 @@ import { ProjectPage } from "../views/project.tsx";
 import { latestNotes } from "../../src/publishing/latest.ts";
 import { planRetention } from "../../src/lifecycle/retention.ts";
 import type { RetentionValues } from "../views/retention.tsx";
-import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../views/rollout.tsx";
+import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../forms_rollout.ts";
 
 export async function loadProject(deps: ServiceDeps, slug: string): Promise<Project> {
   const project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;
