@@ -213,7 +213,7 @@ export function WebhookDeletePage(
         <a href="/admin/webhooks">Webhooks</a>
       </p>
       <h1>Delete webhook endpoint?</h1>
-      <section class="card danger-zone" data-webhook-delete={endpoint.id}>
+      <section class="card" data-webhook-delete={endpoint.id}>
         <p>
           Deliveries to <code>{endpoint.url}</code>{" "}
           stop, including those waiting for a retry, and its delivery log is deleted. This cannot be
