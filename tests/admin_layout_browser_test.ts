@@ -282,36 +282,46 @@ Deno.test({
         await open("not found", `/admin/projects/${SLUG}x`, "not-found");
 
         // Pages that answer a form: the retention dry run, the new key, token and endpoint.
-        await page.goto(`${base}/admin/projects/${SLUG}`);
-        await page.fill("#retention-keep-active", "1");
-        await Promise.all([
-          page.waitForLoadState("load"),
-          page.click("#retention button[value=preview]"),
-        ]);
-        await inspect(v, "retention-dry-run");
-        await page.goto(`${base}/admin/api-keys?new=1`);
-        await page.fill("#key-name", `${KEY_NAME.slice(1)}${size.name[0]}`);
-        await Promise.all([
-          page.waitForSelector("[data-api-key]"),
-          page.click("#new-key button[type=submit]"),
-        ]);
-        await inspect(v, "api-key-created");
-        await page.goto(`${base}/admin/publish-tokens?new=1`);
-        await page.fill("#token-name", TOKEN_NAME);
-        await page.fill("#token-projects", SLUG);
-        await Promise.all([
-          page.waitForLoadState("load"),
-          page.click("#new-token button[type=submit]"),
-        ]);
-        await inspect(v, "publish-token-created");
-        await page.goto(`${base}/admin/webhooks`);
-        await page.fill("#webhook-url", WEBHOOK_URL);
-        await page.check("input[name=events][value='key.created']");
-        await Promise.all([
-          page.waitForLoadState("load"),
-          page.click("#webhook-form button[type=submit]"),
-        ]);
-        await inspect(v, "webhook-created");
+        /** Fills a form, sends it and inspects the page that answers (marked by `answered`). */
+        const answer = async (
+          path: string,
+          form: {
+            fields: Record<string, string>;
+            check?: string;
+            submit: string;
+            answered: string;
+          },
+          name: string,
+        ) => {
+          await page.goto(`${base}${path}`);
+          for (const [selector, value] of Object.entries(form.fields)) {
+            await page.fill(selector, value);
+          }
+          if (form.check) await page.check(form.check);
+          await Promise.all([page.waitForSelector(form.answered), page.click(form.submit)]);
+          await inspect(v, name);
+        };
+        await answer(`/admin/projects/${SLUG}`, {
+          fields: { "#retention-keep-active": "1" },
+          submit: "#retention button[value=preview]",
+          answered: "[data-retention-plan]",
+        }, "retention-dry-run");
+        await answer("/admin/api-keys?new=1", {
+          fields: { "#key-name": `${KEY_NAME.slice(1)}${size.name[0]}` },
+          submit: "#new-key button[type=submit]",
+          answered: "[data-api-key]",
+        }, "api-key-created");
+        await answer("/admin/publish-tokens?new=1", {
+          fields: { "#token-name": TOKEN_NAME, "#token-projects": SLUG },
+          submit: "#new-token button[type=submit]",
+          answered: "[data-publish-token]",
+        }, "publish-token-created");
+        await answer("/admin/webhooks", {
+          fields: { "#webhook-url": WEBHOOK_URL },
+          check: "input[name=events][value='key.created']",
+          submit: "#webhook-form button[type=submit]",
+          answered: "#webhook-secret",
+        }, "webhook-created");
 
         // The upload page after an upload through its script: the status line.
         await page.goto(`${base}/admin/upload`);

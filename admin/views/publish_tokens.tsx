@@ -3,6 +3,7 @@ import type { Project, PublishToken } from "../../src/store/mod.ts";
 import type { PublishTokenFormValues } from "../forms_publish_token.ts";
 import type { FormError } from "../types.ts";
 import {
+  CheckboxField,
   DataTable,
   FieldError,
   FormErrorSummary,
@@ -68,15 +69,12 @@ export function PublishTokensPage(
           <fieldset class="field" {...invalidProps(error, "project_slugs", "token-projects")}>
             <legend>Projects</legend>
             <div class="choices">
-              <div class="checkbox">
-                <input
-                  type="checkbox"
-                  id="token-all-projects"
-                  name="all_projects"
-                  checked={values.all_projects}
-                />
-                <label for="token-all-projects">all projects (also those created later)</label>
-              </div>
+              <CheckboxField
+                id="token-all-projects"
+                name="all_projects"
+                checked={values.all_projects}
+                label="all projects (also those created later)"
+              />
               <div class="field">
                 <label for="token-projects" class="label-quiet">
                   or only these (comma-separated slugs)
@@ -100,24 +98,18 @@ export function PublishTokensPage(
           <fieldset class="field" {...invalidProps(error, "permissions", "token-permissions")}>
             <legend>May</legend>
             <div class="choices">
-              <div class="checkbox">
-                <input
-                  type="checkbox"
-                  id="token-can-upload"
-                  name="can_upload"
-                  checked={values.can_upload}
-                />
-                <label for="token-can-upload">{PERMISSION_LABELS.upload}</label>
-              </div>
-              <div class="checkbox">
-                <input
-                  type="checkbox"
-                  id="token-can-change-state"
-                  name="can_change_state"
-                  checked={values.can_change_state}
-                />
-                <label for="token-can-change-state">{PERMISSION_LABELS.release_state}</label>
-              </div>
+              <CheckboxField
+                id="token-can-upload"
+                name="can_upload"
+                checked={values.can_upload}
+                label={PERMISSION_LABELS.upload}
+              />
+              <CheckboxField
+                id="token-can-change-state"
+                name="can_change_state"
+                checked={values.can_change_state}
+                label={PERMISSION_LABELS.release_state}
+              />
             </div>
             <FieldError error={error} field="permissions" id="token-permissions" />
           </fieldset>

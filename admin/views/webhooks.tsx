@@ -3,6 +3,7 @@ import type { WebhookDelivery, WebhookEndpoint } from "../../src/store/mod.ts";
 import { WEBHOOK_EVENT_KINDS } from "../../src/webhooks/events.ts";
 import type { FormError } from "../types.ts";
 import {
+  CheckboxField,
   DataTable,
   FieldError,
   FormErrorSummary,
@@ -93,18 +94,13 @@ export function WebhooksPage(
             <legend>Events</legend>
             <div class="checkbox-grid">
               {WEBHOOK_EVENT_KINDS.map((kind) => (
-                <div class="checkbox">
-                  <input
-                    type="checkbox"
-                    id={`webhook-event-${kind}`}
-                    name="events"
-                    value={kind}
-                    checked={values.events.includes(kind)}
-                  />
-                  <label for={`webhook-event-${kind}`}>
-                    <code>{kind}</code>
-                  </label>
-                </div>
+                <CheckboxField
+                  id={`webhook-event-${kind}`}
+                  name="events"
+                  value={kind}
+                  checked={values.events.includes(kind)}
+                  label={<code>{kind}</code>}
+                />
               ))}
             </div>
             <FieldError error={error} field="events" id="webhook-events" />
