@@ -209,7 +209,7 @@ function ScheduleFields(
               <output id={`${id}-at-${i}-local`} class="hint" aria-live="polite"></output>
             </div>
             <div class="field">
-              <label for={`${id}-percentage-${i}`}>Percentage</label>
+              <label for={`${id}-percentage-${i}`}>Step {i + 1}: percentage</label>
               <input
                 id={`${id}-percentage-${i}`}
                 name="schedule_percentage"
