@@ -35,7 +35,7 @@ import { latestNotes } from "../../src/publishing/latest.ts";
 import { offerAt } from "../../src/rollouts/membership.ts";
 import { planRetention } from "../../src/lifecycle/retention.ts";
 import type { RetentionValues } from "../views/retention.tsx";
-import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../views/rollout.tsx";
+import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../forms_rollout.ts";
 
 export async function loadProject(deps: ServiceDeps, slug: string): Promise<Project> {
   const project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;

@@ -22,7 +22,7 @@ import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { type AdminContext, audit, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf } from "../forms.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
-import type { RolloutValues } from "../views/rollout.tsx";
+import { hasHalfFilledScheduleRow, rolloutFormValues } from "../forms_rollout.ts";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
 
 /** The audit details of a rollout: what clients get now. */
@@ -34,19 +34,16 @@ function details(project: Project, rollout: Rollout): string {
     (rollout.tester_tag === null ? "" : `; testers ${rollout.tester_tag}`);
 }
 
-function valuesOf(c: AdminContext): RolloutValues {
-  const form = c.get("form");
-  return {
-    release_id: field(form, "release_id"),
-    percentage: field(form, "percentage"),
-    schedule: field(form, "schedule"),
-    tester_tag: field(form, "tester_tag"),
-  };
-}
-
 export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { kv } = deps;
   const back = (project: Project) => `/admin/projects/${project.slug}#rollout`;
+
+  /** A schedule row with only a time or only a percentage is refused before anything else. */
+  function checkScheduleRows(c: AdminContext): void {
+    if (hasHalfFilledScheduleRow(c.get("form"))) {
+      throw new ValidationError("schedule", "give each schedule step both a time and a percentage");
+    }
+  }
 
   /** Runs `change`; a refusal shows the page again with the form as sent. */
   async function attempt(
@@ -64,7 +61,10 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
         : { field: "rollout", message: error.message };
       return renderProjectPage(c, deps, {
         project,
-        rollout: { values: valuesOf(c), error: formError },
+        rollout: {
+          values: rolloutFormValues(c.get("form")),
+          error: formError,
+        },
         status: 400,
       });
     }
@@ -82,7 +82,7 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
 
   admin.post("/projects/:slug/rollout", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
-    const values = valuesOf(c);
+    const values = rolloutFormValues(c.get("form"));
     return await attempt(c, project, async () => {
       if (!ID_PATTERN.test(values.release_id)) {
         throw new ValidationError("release_id", "choose the release to roll out");
@@ -91,6 +91,7 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
       if (release === null || release.project_id !== project.id) {
         throw new ValidationError("release_id", "choose a release of this project");
       }
+      checkScheduleRows(c);
       const rollout = await startRollout(kv, release.id, {
         // parsePercentage reads the text of a form field.
         percentage: values.percentage as unknown as number,
@@ -107,8 +108,9 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
 
   admin.post("/projects/:slug/rollout/change", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
-    const values = valuesOf(c);
+    const values = rolloutFormValues(c.get("form"));
     return await attempt(c, project, async () => {
+      checkScheduleRows(c);
       const rollout = await changeRollout(kv, project.id, {
         ...(values.percentage.trim() === ""
           ? {}
