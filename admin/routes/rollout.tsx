@@ -20,7 +20,7 @@ import {
 } from "../../src/store/mod.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { type AdminContext, audit, redirectWithFlash } from "../context.ts";
-import { field, formErrorOf } from "../forms.ts";
+import { formErrorOf } from "../forms.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 import { hasHalfFilledScheduleRow, rolloutFormValues } from "../forms_rollout.ts";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
