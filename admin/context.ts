@@ -1,8 +1,8 @@
 /** Helpers every admin route uses: page context, audit records, flash redirects. */
 import type { Context } from "hono";
+import { addressOf } from "../src/http/client_address.ts";
 import { recordAudit } from "../src/store/mod.ts";
 import { setFlash, takeFlash } from "./cookies.ts";
-import { addressOf } from "./guards.ts";
 import type { AdminEnv, Flash, ServiceDeps } from "./types.ts";
 import type { PageContext } from "./views/layout.tsx";
 

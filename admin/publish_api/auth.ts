@@ -23,8 +23,8 @@ import {
   recordAudit,
   recordPublishTokenUse,
 } from "../../src/store/mod.ts";
-import { addressOf } from "../guards.ts";
-import type { ServiceDeps } from "../types.ts";
+import { addressOf } from "../../src/http/client_address.ts";
+import type { ServiceDeps } from "../../src/http/app_env.ts";
 import type { PublishEnv } from "./types.ts";
 
 /** The throttle's "user name" of publish tokens (admin user names cannot contain spaces). */

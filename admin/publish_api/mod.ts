@@ -39,13 +39,13 @@ import {
   setReleaseState,
   startRollout,
 } from "../../src/store/mod.ts";
-import type { ServiceDeps } from "../types.ts";
+import type { ServiceDeps } from "../../src/http/app_env.ts";
 import { auditSafely, publishTokenAuth, tokenActor } from "./auth.ts";
 import { PUBLISH_RESPONSE_HEADERS, publishErrorResponse } from "./errors.ts";
 import { publishedProject, publishedRelease, tokenJson } from "./serialize.ts";
 import type { PublishEnv } from "./types.ts";
 import { FIELDS_ALLOWANCE_BYTES, flag, uploadRelease } from "./upload.ts";
-import { addressOf } from "../guards.ts";
+import { addressOf } from "../../src/http/client_address.ts";
 
 /** Largest JSON body (edits of notes and build). */
 const JSON_LIMIT_BYTES = 256 * 1024;

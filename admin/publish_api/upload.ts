@@ -32,7 +32,7 @@ import {
   validateReleaseFields,
   ValidationError,
 } from "../../src/store/mod.ts";
-import type { ServiceDeps } from "../types.ts";
+import type { ServiceDeps } from "../../src/http/app_env.ts";
 import { sparkleSignature, tauriSignature } from "../../src/feeds/signatures.ts";
 
 /**
