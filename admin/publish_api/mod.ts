@@ -31,6 +31,7 @@ import {
   type Project,
   publishDraft,
   type PublishPermission,
+  recordAuditSafely,
   type Release,
   RELEASE_PAGE_MAX,
   type Rollout,
@@ -38,9 +39,10 @@ import {
   runAudited,
   setReleaseState,
   startRollout,
+  tokenActor,
 } from "../../src/store/mod.ts";
 import type { ServiceDeps } from "../../src/http/app_env.ts";
-import { auditSafely, publishTokenAuth, tokenActor } from "./auth.ts";
+import { publishTokenAuth } from "./auth.ts";
 import { PUBLISH_RESPONSE_HEADERS, publishErrorResponse } from "./errors.ts";
 import { publishedProject, publishedRelease, tokenJson } from "./serialize.ts";
 import type { PublishEnv } from "./types.ts";
@@ -112,13 +114,13 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   });
 
   const audit = (c: PublishContext, action: string, release: Release, details: string) =>
-    auditSafely(deps, {
+    recordAuditSafely(kv, {
       actor: tokenActor(c.get("publishToken")),
       action,
       target: `release ${release.id}`,
       details,
       address: addressOf(c, deps),
-    });
+    }, () => deps.metrics.recordKvError("admin"));
 
   api.get("/token", async (c) => {
     const token = c.get("publishToken");
@@ -269,13 +271,13 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   });
   const rolloutJson = (rollout: Rollout | null) => json({ rollout: publishedRollout(rollout) });
   const auditRollout = (c: PublishContext, action: string, project: Project, details: string) =>
-    auditSafely(deps, {
+    recordAuditSafely(kv, {
       actor: tokenActor(c.get("publishToken")),
       action,
       target: `project ${project.id}`,
       details: `project ${project.slug}; ${details}`,
       address: addressOf(c, deps),
-    });
+    }, () => deps.metrics.recordKvError("admin"));
 
   api.post("/releases/:id/rollout", jsonLimit, async (c) => {
     const { project, release } = await releaseFor(c, "release_state");
