@@ -9,11 +9,11 @@
  */
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { ApiError } from "../../src/http/errors.ts";
-import { jsonResponse } from "../../src/http/json.ts";
-import { multipartBoundary, readMultipart } from "../../src/http/multipart.ts";
-import { ID_PATTERN, isSlug } from "../../src/lib/limits.ts";
-import { tokenCovers, tokenMay } from "../../src/publishing/tokens.ts";
+import { ApiError } from "../../http/errors.ts";
+import { jsonResponse } from "../../http/json.ts";
+import { multipartBoundary, readMultipart } from "../../http/multipart.ts";
+import { ID_PATTERN, isSlug } from "../../lib/limits.ts";
+import { tokenCovers, tokenMay } from "../../publishing/tokens.ts";
 import {
   changeRollout,
   completeRollout,
@@ -40,14 +40,14 @@ import {
   setReleaseState,
   startRollout,
   tokenActor,
-} from "../../src/store/mod.ts";
-import type { ServiceDeps } from "../../src/http/app_env.ts";
+} from "../../store/mod.ts";
+import type { ServiceDeps } from "../../http/app_env.ts";
 import { publishTokenAuth } from "./auth.ts";
 import { PUBLISH_RESPONSE_HEADERS, publishErrorResponse } from "./errors.ts";
 import { publishedProject, publishedRelease, tokenJson } from "./serialize.ts";
 import type { PublishEnv } from "./types.ts";
 import { FIELDS_ALLOWANCE_BYTES, flag, uploadRelease } from "./upload.ts";
-import { addressOf } from "../../src/http/client_address.ts";
+import { addressOf } from "../../http/client_address.ts";
 
 /** Largest JSON body (edits of notes and build). */
 const JSON_LIMIT_BYTES = 256 * 1024;

@@ -3,22 +3,22 @@
  * status, never a page or a redirect (docs/publishing.md "Errors").
  */
 import { HTTPException } from "hono/http-exception";
-import { ApiError, isClientGone } from "../../src/http/errors.ts";
-import { jsonResponse } from "../../src/http/json.ts";
-import { MultipartError } from "../../src/http/multipart.ts";
+import { ApiError, isClientGone } from "../../http/errors.ts";
+import { jsonResponse } from "../../http/json.ts";
+import { MultipartError } from "../../http/multipart.ts";
 import {
   EmptyUploadError,
   StorageFullError,
   StorageUnavailableError,
   UploadTooLargeError,
-} from "../../src/storage/mod.ts";
+} from "../../storage/mod.ts";
 import {
   ConflictError,
   KvWriteRefusedError,
   NotActiveError,
   NotFoundError,
   ValidationError,
-} from "../../src/store/mod.ts";
+} from "../../store/mod.ts";
 
 /** Headers of every publishing API answer (on top of the global security headers). */
 export const PUBLISH_RESPONSE_HEADERS: Record<string, string> = {

@@ -8,14 +8,14 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
-import { ApiError } from "../../src/http/errors.ts";
-import { jsonResponse } from "../../src/http/json.ts";
+import { ApiError } from "../../http/errors.ts";
+import { jsonResponse } from "../../http/json.ts";
 import {
   isClientKey,
   judgePublishToken,
   looksLikePublishToken,
   type TokenRefusal,
-} from "../../src/publishing/tokens.ts";
+} from "../../publishing/tokens.ts";
 import {
   getPublishTokenBySecret,
   type LoginThrottle,
@@ -23,9 +23,9 @@ import {
   recordAuditSafely,
   recordPublishTokenUse,
   tokenActor,
-} from "../../src/store/mod.ts";
-import { addressOf } from "../../src/http/client_address.ts";
-import type { ServiceDeps } from "../../src/http/app_env.ts";
+} from "../../store/mod.ts";
+import { addressOf } from "../../http/client_address.ts";
+import type { ServiceDeps } from "../../http/app_env.ts";
 import type { PublishEnv } from "./types.ts";
 
 /** The throttle's "user name" of publish tokens (admin user names cannot contain spaces). */

@@ -1,5 +1,5 @@
 /** The environment of the publishing API's handlers (mod.ts). */
-import type { PublishToken } from "../../src/store/mod.ts";
+import type { PublishToken } from "../../store/mod.ts";
 
 export interface PublishEnv {
   Bindings: { remoteAddr?: Deno.Addr };

@@ -9,9 +9,9 @@
  * compared with the ones the store computed, and `filename` / `content_type` fields may name the
  * file instead of the part's headers.
  */
-import type { UploadFailureReason } from "../../src/lib/metrics.ts";
-import { ApiError } from "../../src/http/errors.ts";
-import { MultipartError, type MultipartPart } from "../../src/http/multipart.ts";
+import type { UploadFailureReason } from "../../lib/metrics.ts";
+import { ApiError } from "../../http/errors.ts";
+import { MultipartError, type MultipartPart } from "../../http/multipart.ts";
 import {
   type ArtifactStore,
   EmptyUploadError,
@@ -23,7 +23,7 @@ import {
   StorageUnavailableError,
   type UploadRecord,
   UploadTooLargeError,
-} from "../../src/storage/mod.ts";
+} from "../../storage/mod.ts";
 import {
   parsePercentage,
   parseSchedule,
@@ -31,9 +31,9 @@ import {
   requireMediaType,
   validateReleaseFields,
   ValidationError,
-} from "../../src/store/mod.ts";
-import type { ServiceDeps } from "../../src/http/app_env.ts";
-import { sparkleSignature, tauriSignature } from "../../src/feeds/signatures.ts";
+} from "../../store/mod.ts";
+import type { ServiceDeps } from "../../http/app_env.ts";
+import { sparkleSignature, tauriSignature } from "../../feeds/signatures.ts";
 
 /**
  * The upload fields of a staged rollout (docs/rollouts.md), optional: the percentage, a
