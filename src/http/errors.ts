@@ -1,9 +1,11 @@
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { UploadFailureReason } from "../lib/metrics.ts";
 import {
   EmptyUploadError,
   StorageFullError,
   StorageUnavailableError,
+  UploadMismatchError,
   UploadTooLargeError,
 } from "../storage/mod.ts";
 import {
@@ -73,6 +75,7 @@ export type ErrorKind =
   | "kv_full"
   | "kv_read_only"
   | "unreadable_upload"
+  | "upload_mismatch"
   | "client_gone";
 
 /** An error as the HTTP surfaces answer it. */
@@ -140,8 +143,29 @@ export function mapDomainError(error: unknown): MappedError | null {
   if (error instanceof MultipartError) {
     return mapped("unreadable_upload", 400, `the upload could not be read: ${error.message}`);
   }
+  if (error instanceof UploadMismatchError) return mapped("upload_mismatch", 422, error.message);
   if (isClientGone(error)) return mapped("client_gone", 400, "request cut off");
   return null;
+}
+
+/** Why an upload failed, for the upload metrics: by what the map above makes of its error. */
+export function uploadFailureReason(error: unknown): UploadFailureReason {
+  const kind = mapDomainError(error)?.kind;
+  switch (kind) {
+    case "too_large":
+    case "storage_full":
+    case "storage_unavailable":
+      return kind;
+    case "empty_upload":
+      return "empty";
+    case "http":
+    case "invalid":
+    case "unreadable_upload":
+    case "upload_mismatch":
+      return "invalid";
+    default:
+      return "error";
+  }
 }
 
 /**

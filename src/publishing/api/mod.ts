@@ -48,7 +48,9 @@ import { publishTokenAuth } from "./auth.ts";
 import { PUBLISH_RESPONSE_HEADERS, publishErrorResponse } from "./errors.ts";
 import { publishedProject, publishedRelease, tokenJson } from "./serialize.ts";
 import type { PublishEnv } from "./types.ts";
-import { FIELDS_ALLOWANCE_BYTES, flag, uploadRelease } from "./upload.ts";
+import { uploadRelease } from "./upload.ts";
+import { declaresTooMuch, flag } from "../release_upload.ts";
+import { UploadTooLargeError } from "../../storage/mod.ts";
 import { addressOf } from "../../http/client_address.ts";
 
 /** Largest JSON body (edits of notes and build, rollout changes). */
@@ -166,13 +168,9 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     const project = c.get("project");
     const boundary = multipartBoundary(c.req.header("content-type"));
     const body = c.req.raw.body;
-    const declared = Number(c.req.header("content-length") ?? NaN);
-    if (declared > deps.config.maxUploadBytes + FIELDS_ALLOWANCE_BYTES) {
+    if (declaresTooMuch(c.req.header("content-length"), deps.config.maxUploadBytes)) {
       await body?.cancel().catch(() => {});
-      throw new ApiError(
-        413,
-        `the file is larger than the upload limit of ${deps.config.maxUploadBytes} bytes`,
-      );
+      throw new UploadTooLargeError(deps.config.maxUploadBytes);
     }
     if (boundary === null || body === null) {
       throw new ApiError(400, "send the release as multipart/form-data (curl -F)");
