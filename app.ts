@@ -7,7 +7,7 @@
 import { type Context, Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
 import { createAdminRoutes } from "./admin/mod.ts";
-import { createPublishApi } from "./admin/publish_api/mod.ts";
+import { createPublishApi } from "./src/publishing/api/mod.ts";
 import { createFeedRoutes } from "./src/api/feeds.ts";
 import { FEEDS_PREFIX } from "./src/feeds/paths.ts";
 import { createApiRoutes } from "./src/api/routes.ts";

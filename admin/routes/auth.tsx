@@ -24,7 +24,8 @@ import {
   setSessionCookie,
 } from "../cookies.ts";
 import { field, readForm } from "../forms.ts";
-import { addressOf, sessionPolicy, tokenMatches } from "../guards.ts";
+import { sessionPolicy, tokenMatches } from "../guards.ts";
+import { addressOf } from "../../src/http/client_address.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { LoginPage } from "../views/login.tsx";
 import { PasswordPage } from "../views/password.tsx";
