@@ -1,7 +1,7 @@
 /** The single entry point: read settings, open storage, serve, stop gracefully. */
 import { dirname } from "node:path";
 import { bootstrapAdmin } from "./admin/mod.ts";
-import { createApp } from "./app.ts";
+import { createApp, createSsoService } from "./app.ts";
 import { ConfigError, isRemoteKv, loadConfig } from "./src/lib/config.ts";
 import { createMetricsApp, metricsAddressLabel } from "./src/http/metrics_route.ts";
 import { createOpenResponses } from "./src/http/open_responses.ts";
@@ -202,9 +202,14 @@ async function start() {
     onKvError: () => metrics.recordKvError("adoption"),
     newIdsPerDay: config.adoptionNewIdsPerDay,
   });
+  // Discovery of the OpenID Connect provider (docs/sso.md): one that cannot be reached is a warning
+  // and tried again; sign-in through it waits for it.
+  const sso = createSsoService({ config, kv });
+  sso?.start((message) => logger.event("warn", message));
   const app = createApp({
     config,
     kv,
+    sso,
     artifacts,
     adoption,
     rateLimitKv: config.rateLimitStore === "kv" ? kv : undefined,
@@ -240,7 +245,7 @@ async function start() {
       }),
     );
   }
-  return { kv, servers, stopFollowingWriters, webhooks, adoption };
+  return { kv, servers, stopFollowingWriters, webhooks, adoption, sso };
 }
 
 let started: Awaited<ReturnType<typeof start>>;
@@ -250,7 +255,7 @@ try {
   if (error instanceof StartupError) exitWith(error.message);
   throw error;
 }
-const { kv, servers, stopFollowingWriters, webhooks, adoption } = started;
+const { kv, servers, stopFollowingWriters, webhooks, adoption, sso } = started;
 
 onStopSignals({
   stop: async (signal) => {
@@ -276,6 +281,7 @@ onStopSignals({
     }
     stopFollowingWriters();
     webhooks.stop();
+    sso?.stop();
     // The sightings still waiting are written, unless the KV takes longer than a few seconds.
     await Promise.race([adoption.flush(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
     kv.close();

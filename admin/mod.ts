@@ -28,6 +28,7 @@ import {
 } from "./guards.ts";
 import { addAccountRoutes, addLoginRoutes } from "./routes/auth.tsx";
 import { addAccountsRoutes } from "./routes/accounts.tsx";
+import { addSsoRoutes, requireSsoCheck } from "./routes/sso.tsx";
 import { addApiKeyRoutes } from "./routes/api_keys.tsx";
 import { addApiKeyPageRoutes } from "./routes/api_key_page.tsx";
 import { addReleasePageRoutes } from "./routes/release_page.tsx";
@@ -46,6 +47,7 @@ import type { AdminEnv, ServiceDeps } from "./types.ts";
 import { createLoginThrottle, type LoginThrottle } from "../src/store/mod.ts";
 
 export { bootstrapAdmin } from "./accounts.ts";
+export { SSO_CALLBACK_PATH } from "./routes/sso.tsx";
 
 export interface AdminUi {
   /** The routes, to mount at /admin. Their errors become HTML error pages here. */
@@ -82,6 +84,7 @@ function createPublicRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<Ad
   const open = new Hono<AdminEnv>();
   addStaticRoutes(open);
   addLoginRoutes(open, deps, throttle);
+  addSsoRoutes(open, deps);
   return open;
 }
 
@@ -92,6 +95,7 @@ function createPublicRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<Ad
 function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<AdminEnv> {
   const gated = new Hono<AdminEnv>();
   gated.use(requireSession(deps));
+  if (deps.sso !== undefined) gated.use(requireSsoCheck(deps));
   gated.use(requireRole(deps));
   gated.use(auditChanges(deps));
   gated.use(requireCsrfToken());

@@ -28,6 +28,7 @@ import { addressOf, sessionPolicy, tokenMatches } from "../guards.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { LoginPage } from "../views/login.tsx";
 import { PasswordPage } from "../views/password.tsx";
+import { mayUsePassword, signInChoices } from "./sso.tsx";
 
 export const INVALID_CREDENTIALS = "invalid username or password";
 
@@ -71,7 +72,11 @@ export function addLoginRoutes(
     if (await getAdminSession(kv, getSessionCookie(c), { policy })) {
       return c.redirect("/admin", 303);
     }
-    return c.html(<LoginPage ctx={pageContext(c, deps)} csrfToken={loginToken(c)} />);
+    // `?break-glass`: the password form when local passwords are off (docs/sso.md).
+    const choices = signInChoices(deps, { breakGlass: c.req.query("break-glass") !== undefined });
+    return c.html(
+      <LoginPage ctx={pageContext(c, deps)} csrfToken={loginToken(c)} choices={choices} />,
+    );
   });
 
   admin.post("/login", bodyLimit({ maxSize: 64 * 1024 }), async (c) => {
@@ -79,6 +84,7 @@ export function addLoginRoutes(
     const username = field(form, "username").trim();
     const password = field(form, "password");
     const ctx = pageContext(c, deps);
+    const choices = signInChoices(deps, { breakGlass: true });
     const cookieToken = getLoginCsrfCookie(c);
     if (cookieToken === undefined || !tokenMatches(cookieToken, field(form, "csrf_token"))) {
       const token = randomToken();
@@ -86,11 +92,31 @@ export function addLoginRoutes(
       return c.html(
         <LoginPage
           ctx={ctx}
+          choices={choices}
           csrfToken={token}
           username={username}
           error="The sign-in form had expired. Please sign in again."
         />,
         403,
+      );
+    }
+
+    if (!mayUsePassword(deps, username)) {
+      await audit(c, deps, {
+        action: "auth.sign_in_failed",
+        target: accountTarget(username),
+        details: "local passwords are off and the account is not a break-glass one",
+        actor: username,
+      });
+      return c.html(
+        <LoginPage
+          ctx={ctx}
+          choices={choices}
+          csrfToken={cookieToken}
+          username={username}
+          error={INVALID_CREDENTIALS}
+        />,
+        401,
       );
     }
 
@@ -109,6 +135,7 @@ export function addLoginRoutes(
       return c.html(
         <LoginPage
           ctx={ctx}
+          choices={choices}
           csrfToken={cookieToken}
           username={username}
           error={refusalMessage(checked)}
@@ -127,6 +154,7 @@ export function addLoginRoutes(
       return c.html(
         <LoginPage
           ctx={ctx}
+          choices={choices}
           csrfToken={cookieToken}
           username={username}
           error={INVALID_CREDENTIALS}
@@ -159,11 +187,20 @@ export function addAccountRoutes(
 
   admin.post("/logout", async (c) => {
     const session = c.get("session");
+    // A session signed in through a provider ends there too, where it offers end-session.
+    const endAtProvider = await deps.sso?.signOut(
+      c.get("sessionId"),
+      `${config.baseUrl}/admin/login`,
+    );
     await deleteAdminSession(kv, c.get("sessionId"), session.username);
     clearSessionCookie(c, config);
-    await audit(c, deps, { action: "auth.sign_out", target: accountTarget(session.username) });
+    await audit(c, deps, {
+      action: "auth.sign_out",
+      target: accountTarget(session.username),
+      ...(endAtProvider ? { details: `and at ${deps.sso?.settings.providerName}` } : {}),
+    });
     return redirectWithFlash(c, deps, {
-      location: "/admin/login",
+      location: endAtProvider?.href ?? "/admin/login",
       kind: "success",
       text: "You are signed out.",
     });
