@@ -60,8 +60,8 @@ async function newSigningKey(): Promise<SigningKey> {
   return { kid, privateJwk, privateKey: privateKey as CryptoKey };
 }
 
-/** Starts the provider for an app whose base URL is `baseUrl`. */
-export async function startTestProvider(baseUrl: string): Promise<TestProvider> {
+/** Starts the provider for apps at `baseUrls` (their callback URLs are registered). */
+export async function startTestProvider(...baseUrls: string[]): Promise<TestProvider> {
   const users = new Map<string, string[]>();
   const requests: string[] = [];
   let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
@@ -92,8 +92,8 @@ export async function startTestProvider(baseUrl: string): Promise<TestProvider> 
       clients: [{
         client_id: CLIENT_ID,
         client_secret: CLIENT_SECRET,
-        redirect_uris: [`${baseUrl}/admin/login/sso/callback`],
-        post_logout_redirect_uris: [`${baseUrl}/admin/login`],
+        redirect_uris: baseUrls.map((base) => `${base}/admin/login/sso/callback`),
+        post_logout_redirect_uris: baseUrls.map((base) => `${base}/admin/login`),
         grant_types: ["authorization_code", "refresh_token"],
         response_types: ["code"],
       }],
@@ -126,9 +126,25 @@ export async function startTestProvider(baseUrl: string): Promise<TestProvider> 
         session.grantIdFor(clientId, grant.jti);
         return grant;
       },
-      features: { devInteractions: { enabled: true }, rpInitiatedLogout: { enabled: true } },
+      features: {
+        devInteractions: { enabled: true },
+        rpInitiatedLogout: {
+          enabled: true,
+          logoutSource: (ctx: { body: string }, form: string) => {
+            ctx.body = `<!DOCTYPE html><title>Sign out</title>${form}<button autofocus ` +
+              `type="submit" form="op.logoutForm" value="yes" name="logout">Yes, sign me out</button>`;
+          },
+        },
+      },
       pkce: { required: () => true },
-      ttl: { AccessToken: 3600, IdToken: 3600, RefreshToken: 86_400, Session: 86_400 },
+      ttl: {
+        AccessToken: 3600,
+        IdToken: 3600,
+        RefreshToken: 86_400,
+        Session: 86_400,
+        Interaction: 3600,
+        Grant: 86_400,
+      },
     });
     // The provider's own warnings and errors would fill the test output.
     provider.on(

@@ -28,7 +28,7 @@ import { addressOf, sessionPolicy, tokenMatches } from "../guards.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { LoginPage } from "../views/login.tsx";
 import { PasswordPage } from "../views/password.tsx";
-import { mayUsePassword, signInChoices } from "./sso.tsx";
+import { mayUsePassword, signedOutAtProvider, signInChoices } from "./sso.tsx";
 
 export const INVALID_CREDENTIALS = "invalid username or password";
 
@@ -199,11 +199,9 @@ export function addAccountRoutes(
       target: accountTarget(session.username),
       ...(endAtProvider ? { details: `and at ${deps.sso?.settings.providerName}` } : {}),
     });
-    return redirectWithFlash(c, deps, {
-      location: endAtProvider?.href ?? "/admin/login",
-      kind: "success",
-      text: "You are signed out.",
-    });
+    const signedOut = { kind: "success", text: "You are signed out." } as const;
+    if (endAtProvider) return signedOutAtProvider(c, deps, { flash: signedOut, endAtProvider });
+    return redirectWithFlash(c, deps, { location: "/admin/login", ...signedOut });
   });
 
   admin.get("/account/password", (c) => c.html(<PasswordPage ctx={pageContext(c, deps)} />));

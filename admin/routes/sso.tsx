@@ -13,12 +13,13 @@ import {
   clearLoginCsrfCookie,
   clearSessionCookie,
   getSessionCookie,
+  setFlash,
   setSessionCookie,
 } from "../cookies.ts";
 import { addressOf, sessionPolicy } from "../guards.ts";
-import type { AdminEnv, ServiceDeps } from "../types.ts";
+import type { AdminEnv, Flash, ServiceDeps } from "../types.ts";
 import type { SignInChoices } from "../views/login.tsx";
-import { SsoRefusedPage } from "../views/sso.tsx";
+import { SsoRefusedPage, SsoSignedOutPage } from "../views/sso.tsx";
 
 /** Where the provider sends the browser back to, under /admin: the callback URL to register. */
 export const SSO_CALLBACK_PATH = "/login/sso/callback";
@@ -46,6 +47,23 @@ export function mayUsePassword(deps: ServiceDeps, username: string): boolean {
   const settings = deps.sso?.settings;
   return settings === undefined || settings.localPasswords ||
     settings.breakGlassUsers.includes(username);
+}
+
+/** The page after a sign-out that goes on to the provider's end-session URL. */
+export function signedOutAtProvider(
+  c: Context<AdminEnv>,
+  deps: ServiceDeps,
+  { flash, endAtProvider }: { flash: Flash; endAtProvider: URL },
+): Response {
+  setFlash(c, deps.config, flash);
+  c.header("refresh", `0; url=${endAtProvider.href}`);
+  return c.html(
+    <SsoSignedOutPage
+      ctx={{ serviceName: deps.config.serviceName }}
+      providerName={deps.sso?.settings.providerName ?? ""}
+      endSessionUrl={endAtProvider.href}
+    />,
+  ) as Response;
 }
 
 /** The routes of sign-in through the provider; none when no provider is set up. */

@@ -37,3 +37,29 @@ export function SsoButton({ providerName }: { providerName: string }) {
     </p>
   );
 }
+
+/**
+ * Signed out here; on to the provider's end-session page (the `refresh` header goes there, as a
+ * redirect of the sign-out form would be stopped by the admin pages' `form-action 'self'`).
+ */
+export function SsoSignedOutPage(
+  { ctx, providerName, endSessionUrl }: {
+    ctx: PageContext;
+    providerName: string;
+    endSessionUrl: string;
+  },
+) {
+  return (
+    <Layout ctx={ctx} title="Signed out">
+      <section class="card narrow">
+        <h1>Signed out</h1>
+        <p>You are signed out here. Signing you out at {providerName} too…</p>
+        <p>
+          <a href={endSessionUrl} class="button button-primary" data-provider-sign-out>
+            Continue to {providerName}
+          </a>
+        </p>
+      </section>
+    </Layout>
+  );
+}
