@@ -101,27 +101,12 @@ export function addLoginRoutes(
       );
     }
 
-    if (!mayUsePassword(deps, username)) {
-      await audit(c, deps, {
-        action: "auth.sign_in_failed",
-        target: accountTarget(username),
-        details: "local passwords are off and the account is not a break-glass one",
-        actor: username,
-      });
-      return c.html(
-        <LoginPage
-          ctx={ctx}
-          choices={choices}
-          csrfToken={cookieToken}
-          username={username}
-          error={INVALID_CREDENTIALS}
-        />,
-        401,
-      );
-    }
-
     const address = addressOf(c, deps);
-    const checked = await checkPasswordThrottled({ kv, throttle }, { username, address }, password);
+    // With local passwords off, only the break-glass accounts' passwords are checked (docs/sso.md).
+    const allowed = mayUsePassword(deps, username);
+    const checked: ThrottledCheck<AdminUser> = allowed
+      ? await checkPasswordThrottled({ kv, throttle }, { username, address }, password)
+      : { refused: false, found: null };
     if (checked.refused) {
       await audit(c, deps, {
         action: "auth.sign_in_refused",
