@@ -17,7 +17,7 @@ import {
 } from "./oidc_provider.ts";
 import { ConfigError, loadConfig, type OidcConfig } from "../src/lib/config.ts";
 import { createSso, type ProviderFetch } from "../src/sso/mod.ts";
-import { getAdminUser, roleOf } from "../src/store/mod.ts";
+import { createAdminAccount, getAdminUser, roleOf } from "../src/store/mod.ts";
 
 const BASE_URL = "http://localhost:8000";
 
@@ -126,6 +126,15 @@ Deno.test("admin sign-in through an OpenID Connect provider", async (t) => {
     assert.equal(await getAdminUser(app.kv, "nobody"), null);
     assert.equal((await client.fetch("/admin")).status, 303);
     assert.equal((await lastAudit(app)).action, "auth.sign_in_refused");
+  });
+
+  await t.step("a provider user named like a local account is refused", async () => {
+    provider.users.set("bob", ["uds-admins"]);
+    await createAdminAccount(app.kv, { username: "bob", passwordHash: "x", role: "viewer" });
+    const res = await ssoSignIn(new AdminClient(app), "bob");
+    assert.equal(res.status, 403);
+    assert.match(await res.text(), /&quot;bob&quot; is a local account with a password here/);
+    assert.equal(roleOf((await getAdminUser(app.kv, "bob"))!), "viewer");
   });
 
   await t.step("a wrong state is refused", async () => {

@@ -166,8 +166,9 @@ export async function signInSsoAccount(
       return { commit: DONE, value: { outcome: "other_identity" } };
     }
     if (userEntry.value !== null) {
-      const value = link === null ? { outcome: "local_account" as const } : "existing" as const;
-      return { commit: { ok: true } as Deno.KvCommitResult, value };
+      // An account with a password is a local one, whatever identity once had its name.
+      const local = link === null || userEntry.value.password_hash !== SSO_PASSWORD_HASH;
+      return { commit: DONE, value: local ? { outcome: "local_account" as const } : "existing" };
     }
     const user: AdminUser = {
       username,
