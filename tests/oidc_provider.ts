@@ -60,8 +60,14 @@ async function newSigningKey(): Promise<SigningKey> {
   return { kid, privateJwk, privateKey: privateKey as CryptoKey };
 }
 
-/** Starts the provider for apps at `baseUrls` (their callback URLs are registered). */
-export async function startTestProvider(...baseUrls: string[]): Promise<TestProvider> {
+/**
+ * Starts the provider for apps at `baseUrls` (their callback URLs are registered), issuing refresh
+ * tokens unless `refreshTokens` is false.
+ */
+export async function startTestProvider(
+  baseUrls: string[],
+  { refreshTokens = true }: { refreshTokens?: boolean } = {},
+): Promise<TestProvider> {
   const users = new Map<string, string[]>();
   const requests: string[] = [];
   let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
@@ -109,8 +115,7 @@ export async function startTestProvider(...baseUrls: string[]): Promise<TestProv
         accountId: id,
         claims: () => ({ sub: id, preferred_username: id, name: id, groups: users.get(id) ?? [] }),
       }),
-      issueRefreshToken: (_ctx: unknown, client: { grantTypeAllowed(type: string): boolean }) =>
-        client.grantTypeAllowed("refresh_token"),
+      issueRefreshToken: () => refreshTokens,
       // A first-party client: every requested scope is granted without a consent page.
       loadExistingGrant: async (ctx: GrantContext) => {
         const session = ctx.oidc.session!;

@@ -60,7 +60,7 @@ Deno.test({
   const offPort = freePort();
   const base = `http://127.0.0.1:${port}`;
   const offBase = `http://127.0.0.1:${offPort}`;
-  await using provider = await startTestProvider(base, offBase);
+  await using provider = await startTestProvider([base, offBase]);
   provider.users.set("alice", ["uds-admins"]);
   provider.users.set("victor", ["uds-viewers"]);
   provider.users.set("nobody", ["staff"]);

@@ -76,7 +76,7 @@ function headerOf(jwt: string): Record<string, unknown> {
 }
 
 Deno.test("admin sign-in through an OpenID Connect provider", async (t) => {
-  await using provider = await startTestProvider(BASE_URL);
+  await using provider = await startTestProvider([BASE_URL]);
   provider.users.set("alice", ["staff", "uds-admins"]);
   provider.users.set("victor", ["uds-viewers"]);
   provider.users.set("nobody", ["staff"]);
@@ -280,7 +280,7 @@ Deno.test("admin sign-in through an OpenID Connect provider", async (t) => {
 });
 
 Deno.test("a removed group takes effect at the first request after the check interval", async (t) => {
-  await using provider = await startTestProvider(BASE_URL);
+  await using provider = await startTestProvider([BASE_URL]);
   provider.users.set("alice", ["uds-admins"]);
   await using app = await appWith(provider, { settings: { checkIntervalSeconds: 1 } });
   const client = new AdminClient(app);
@@ -290,7 +290,10 @@ Deno.test("a removed group takes effect at the first request after the check int
     provider.users.set("alice", ["uds-viewers"]);
     assert.equal((await client.fetch("/admin/accounts")).status, 200, "within the interval");
     await sleep(1_100);
+    const tokenCalls = () => provider.requests.filter((path) => path === "/token").length;
+    const before = tokenCalls();
     assert.equal((await client.fetch("/admin/accounts")).status, 403);
+    assert.equal(tokenCalls(), before + 1, "the refresh token was used");
     assert.equal(roleOf((await getAdminUser(app.kv, "alice"))!), "viewer");
     assert.equal((await client.fetch("/admin")).status, 200);
   });
@@ -316,8 +319,23 @@ Deno.test("a removed group takes effect at the first request after the check int
   });
 });
 
+Deno.test("without a refresh token the session check reads userinfo", async () => {
+  await using provider = await startTestProvider([BASE_URL], { refreshTokens: false });
+  provider.users.set("alice", ["uds-admins"]);
+  await using app = await appWith(provider, { settings: { checkIntervalSeconds: 1 } });
+  const client = new AdminClient(app);
+  assert.equal((await ssoSignIn(client, "alice")).status, 303);
+  provider.users.set("alice", ["uds-viewers"]);
+  await sleep(1_100);
+  assert.equal((await client.fetch("/admin/accounts")).status, 403);
+  assert.equal((await client.fetch("/admin")).status, 200);
+  provider.users.set("alice", []);
+  await sleep(1_100);
+  assert.equal((await client.fetch("/admin")).status, 303);
+});
+
 Deno.test("local passwords off: no password form, the break-glass sign-in works", async (t) => {
-  await using provider = await startTestProvider(BASE_URL);
+  await using provider = await startTestProvider([BASE_URL]);
   provider.users.set("alice", ["uds-admins"]);
   await using app = await appWith(provider, { settings: { localPasswords: false } });
 
