@@ -1,7 +1,8 @@
 /**
  * Sign-in through an OpenID Connect provider (docs/sso.md): the start, the provider's answer,
- * the break-glass password page when local passwords are off, and the check of a signed-in
- * session's groups once its check interval has passed.
+ * what the sign-in page offers (the break-glass password form when local passwords are off), the
+ * sign-out at the provider, and the check of a signed-in session's groups once its check interval
+ * has passed.
  */
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
@@ -54,7 +55,7 @@ export function signedOutAtProvider(
   c: Context<AdminEnv>,
   deps: ServiceDeps,
   { flash, endAtProvider }: { flash: Flash; endAtProvider: URL },
-): Response {
+): Response | Promise<Response> {
   setFlash(c, deps.config, flash);
   c.header("refresh", `0; url=${endAtProvider.href}`);
   return c.html(
@@ -63,7 +64,7 @@ export function signedOutAtProvider(
       providerName={deps.sso?.settings.providerName ?? ""}
       endSessionUrl={endAtProvider.href}
     />,
-  ) as Response;
+  );
 }
 
 /** The routes of sign-in through the provider; none when no provider is set up. */
