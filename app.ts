@@ -6,7 +6,8 @@
  */
 import { type Context, Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
-import { createAdminRoutes, SSO_CALLBACK_PATH } from "./admin/mod.ts";
+import { createAdminRoutes } from "./admin/mod.ts";
+import { SSO_CALLBACK_PATH } from "./admin/routes/sso.tsx";
 import { createSso, type SsoService } from "./src/sso/mod.ts";
 import { createPublishApi } from "./admin/publish_api/mod.ts";
 import { createFeedRoutes } from "./src/api/feeds.ts";

@@ -1,7 +1,7 @@
 /** The single entry point: read settings, open storage, serve, stop gracefully. */
 import { dirname } from "node:path";
 import { bootstrapAdmin } from "./admin/mod.ts";
-import { createApp, createSsoService } from "./app.ts";
+import { createApp } from "./app.ts";
 import { ConfigError, isRemoteKv, loadConfig } from "./src/lib/config.ts";
 import { createMetricsApp, metricsAddressLabel } from "./src/http/metrics_route.ts";
 import { createOpenResponses } from "./src/http/open_responses.ts";
@@ -23,6 +23,7 @@ import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
 import { startWebhookWorker } from "./src/webhooks/worker.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
+import { createSsoService } from "./app.ts";
 
 function readConfig() {
   try {

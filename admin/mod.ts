@@ -47,7 +47,6 @@ import type { AdminEnv, ServiceDeps } from "./types.ts";
 import { createLoginThrottle, type LoginThrottle } from "../src/store/mod.ts";
 
 export { bootstrapAdmin } from "./accounts.ts";
-export { SSO_CALLBACK_PATH } from "./routes/sso.tsx";
 
 export interface AdminUi {
   /** The routes, to mount at /admin. Their errors become HTML error pages here. */
