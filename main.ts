@@ -204,7 +204,7 @@ async function start() {
     newIdsPerDay: config.adoptionNewIdsPerDay,
   });
   // Discovery of the OpenID Connect provider (docs/sso.md): one that cannot be reached is a warning
-  // and tried again; sign-in through it waits for it.
+  // and tried again (until it answers or the process exits); sign-in through it waits for it.
   const sso = createSsoService({ config, kv });
   sso?.start((message) => logger.event("warn", message));
   const app = createApp({
@@ -246,7 +246,7 @@ async function start() {
       }),
     );
   }
-  return { kv, servers, stopFollowingWriters, webhooks, adoption, sso };
+  return { kv, servers, stopFollowingWriters, webhooks, adoption };
 }
 
 let started: Awaited<ReturnType<typeof start>>;
@@ -256,7 +256,7 @@ try {
   if (error instanceof StartupError) exitWith(error.message);
   throw error;
 }
-const { kv, servers, stopFollowingWriters, webhooks, adoption, sso } = started;
+const { kv, servers, stopFollowingWriters, webhooks, adoption } = started;
 
 onStopSignals({
   stop: async (signal) => {
@@ -282,7 +282,6 @@ onStopSignals({
     }
     stopFollowingWriters();
     webhooks.stop();
-    sso?.stop();
     // The sightings still waiting are written, unless the KV takes longer than a few seconds.
     await Promise.race([adoption.flush(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
     kv.close();
