@@ -17,7 +17,8 @@ import {
   setFlash,
   setSessionCookie,
 } from "../cookies.ts";
-import { addressOf, sessionPolicy } from "../guards.ts";
+import { sessionPolicy } from "../guards.ts";
+import { addressOf } from "../../src/http/client_address.ts";
 import type { AdminEnv, Flash, ServiceDeps } from "../types.ts";
 import type { SignInChoices } from "../views/login.tsx";
 import { SsoRefusedPage, SsoSignedOutPage } from "../views/sso.tsx";
