@@ -25,6 +25,7 @@ import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
 import { startWebhookWorker } from "./src/webhooks/worker.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
+import { createSsoService } from "./app.ts";
 
 function readConfig() {
   try {
@@ -209,9 +210,14 @@ async function start() {
     onKvError: () => metrics.recordKvError("adoption"),
     newIdsPerDay: config.adoptionNewIdsPerDay,
   });
+  // Discovery of the OpenID Connect provider (docs/sso.md): one that cannot be reached is a warning
+  // and tried again (until it answers or the process exits); sign-in through it waits for it.
+  const sso = createSsoService({ config, store });
+  sso?.start((message) => logger.event("warn", message));
   const app = createApp({
     config,
     store,
+    sso,
     artifacts,
     adoption,
     rateLimitKv: config.rateLimitStore === "kv" ? kv : undefined,

@@ -30,6 +30,7 @@ import {
 } from "./guards.ts";
 import { addAccountRoutes, addLoginRoutes } from "./routes/auth.tsx";
 import { addAccountsRoutes } from "./routes/accounts.tsx";
+import { addSsoRoutes, requireSsoCheck } from "./routes/sso.tsx";
 import { addApiKeyRoutes } from "./routes/api_keys.tsx";
 import { addApiKeyPageRoutes } from "./routes/api_key_page.tsx";
 import { addReleasePageRoutes } from "./routes/release_page.tsx";
@@ -56,6 +57,9 @@ export interface AdminUi {
   notFound: (c: Context) => Promise<Response>;
 }
 
+/** Admin headers a route's own value overrides (a download's caching and sandbox). */
+const KEPT_WHEN_SET: readonly string[] = ["cache-control", "content-security-policy"];
+
 export function createAdminRoutes(deps: ServiceDeps): AdminUi {
   const admin = new Hono<AdminEnv>();
   // Registered before the routes: Hono wraps each route with its sub-app's
@@ -64,7 +68,7 @@ export function createAdminRoutes(deps: ServiceDeps): AdminUi {
   admin.use(async (c, next) => {
     await next();
     for (const [name, value] of Object.entries(ADMIN_RESPONSE_HEADERS)) {
-      if (name === "cache-control" && c.res.headers.has(name)) continue;
+      if (KEPT_WHEN_SET.includes(name) && c.res.headers.has(name)) continue;
       c.res.headers.set(name, value);
     }
   });
@@ -84,6 +88,7 @@ function createPublicRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<Ad
   const open = new Hono<AdminEnv>();
   addStaticRoutes(open);
   addLoginRoutes(open, deps, throttle);
+  addSsoRoutes(open, deps);
   return open;
 }
 
@@ -94,6 +99,7 @@ function createPublicRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<Ad
 function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<AdminEnv> {
   const gated = new Hono<AdminEnv>();
   gated.use(requireSession(deps));
+  if (deps.sso !== undefined) gated.use(requireSsoCheck(deps));
   gated.use(requireRole(deps));
   gated.use(auditChanges(deps));
   addUploadStreams(gated);

@@ -365,6 +365,7 @@ export function xAccelServer(appPort: number, artifactsDir: string, secret: stri
       add_header Cross-Origin-Resource-Policy $upstream_http_cross_origin_resource_policy;
       add_header Strict-Transport-Security $upstream_http_strict_transport_security;
       add_header X-Robots-Tag $upstream_http_x_robots_tag;
+      add_header Content-Security-Policy $upstream_http_content_security_policy;
       add_header Pragma $upstream_http_pragma;
       add_header Vary $upstream_http_vary;
       add_header Uds-Signature-Date $upstream_http_uds_signature_date;

@@ -44,7 +44,7 @@ Deno.test("admin audit log pages newest first", async (t) => {
   for (let i = 0; i < 120; i++) {
     await recordAudit(app.store, {
       actor: "admin",
-      action: "test.event",
+      action: "admin.test_event",
       target: `item ${i}`,
       details: "",
       address: "192.0.2.1",

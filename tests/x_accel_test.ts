@@ -96,6 +96,7 @@ for (const signing of [false, true]) {
           }
           assert.equal(res.headers.get("etag"), `"${release.checksum_sha256}"`);
           assert.equal(res.headers.get("last-modified"), null);
+          assert.equal(res.headers.get("content-security-policy"), "sandbox");
         });
 
         await t.step("Range and If-Range by nginx, judged by our ETag", async () => {

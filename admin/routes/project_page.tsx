@@ -32,9 +32,10 @@ import { editValuesOf, type ProjectEditValues } from "../forms_project.ts";
 import { EMPTY_UPLOAD_FORM, type UploadValues } from "../forms_upload.ts";
 import { ProjectPage } from "../views/project.tsx";
 import { latestNotes } from "../../src/publishing/latest.ts";
+import { offerAt } from "../../src/rollouts/membership.ts";
 import { planRetention } from "../../src/lifecycle/retention.ts";
 import type { RetentionValues } from "../views/retention.tsx";
-import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../views/rollout.tsx";
+import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../forms_rollout.ts";
 
 export async function loadProject(deps: ServiceDeps, slug: string): Promise<Project> {
   const project = isSlug(slug) ? await getProjectBySlug(deps.store, slug) : null;
@@ -83,6 +84,7 @@ export async function renderProjectPage(
     retention,
     rollout,
     adoption,
+    view,
   ] = await Promise.all([
     listReleasesPage(c.var.store, project.id, {
       limit: PAGE_SIZE,
@@ -99,6 +101,7 @@ export async function renderProjectPage(
     retentionOf(deps, project.id, form.retention),
     rolloutOf(deps, project.id),
     getAdoption(c.var.store, project.id, today),
+    getLatestView(c.var.store, project.id),
   ]);
   const releases = cursorListPage(page, {
     query,
@@ -124,7 +127,7 @@ export async function renderProjectPage(
       releaseCount={releaseCount}
       latestId={latest?.state === "active" ? latest.id : null}
       latestNotes={latestNotes(latest === null ? releases.rows : [latest, ...releases.rows], {
-        latestId: latest?.id ?? null,
+        offer: offerAt(view, Date.now()),
         choice,
       })}
       duplicateVersions={duplicateActiveVersions(releases.rows)}
@@ -209,5 +212,12 @@ async function rolloutOf(deps: ServiceDeps, projectId: number) {
       if (release !== null) versions.set(id, release.version);
     }
   }
-  return { rollout, live: view.rollout !== null, versions };
+  const running = view.rollout !== null && !view.rollout.record.halted;
+  return {
+    rollout,
+    live: view.rollout !== null,
+    // The same offer the client API places clients by (and the releases card's sentence).
+    percentageNow: running ? offerAt(view, Date.now()).percentage : undefined,
+    versions,
+  };
 }

@@ -4,7 +4,11 @@
  */
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { contentDisposition, downloadContentType } from "../../src/http/content_disposition.ts";
+import {
+  ADMIN_DOWNLOAD_CONTENT_TYPE,
+  contentDisposition,
+  DOWNLOAD_CONTENT_SECURITY_POLICY,
+} from "../../src/http/content_disposition.ts";
 import { deleteRelease } from "../../src/lifecycle/delete.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import {
@@ -165,10 +169,12 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
     const body = await artifact.read(0, artifact.size);
     return new Response(body, {
       headers: {
-        "content-type": downloadContentType(release.content_type),
+        // Bytes, never the stored type: an uploaded script or page must not run on this origin.
+        "content-type": ADMIN_DOWNLOAD_CONTENT_TYPE,
         "content-length": String(artifact.size),
         "content-disposition": contentDisposition(release.filename),
-        "cache-control": "private, no-c.var.store",
+        "content-security-policy": DOWNLOAD_CONTENT_SECURITY_POLICY,
+        "cache-control": "private, no-store",
       },
     });
   });

@@ -56,21 +56,23 @@ export function SigningKeysPage(
                 <td data-label="Retired">
                   <Time iso={key.retired_at} />
                 </td>
-                <td class="actions">
-                  {key.status === "pending" && (
-                    <PostButton
-                      action={`/admin/signing-keys/${key.kid}/activate`}
-                      csrfToken={ctx.csrfToken}
-                      label="Activate"
-                    />
-                  )}
-                  {key.status === "active" && (
-                    <PostButton
-                      action={`/admin/signing-keys/${key.kid}/retire`}
-                      csrfToken={ctx.csrfToken}
-                      label="Retire"
-                    />
-                  )}
+                <td data-label="Actions">
+                  <div class="row-actions">
+                    {key.status === "pending" && (
+                      <PostButton
+                        action={`/admin/signing-keys/${key.kid}/activate`}
+                        csrfToken={ctx.csrfToken}
+                        label="Activate"
+                      />
+                    )}
+                    {key.status === "active" && (
+                      <PostButton
+                        action={`/admin/signing-keys/${key.kid}/retire`}
+                        csrfToken={ctx.csrfToken}
+                        label="Retire"
+                      />
+                    )}
+                  </div>
                 </td>
               </tr>
             ))}

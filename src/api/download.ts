@@ -9,7 +9,11 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { type ArtifactStore, StorageUnavailableError } from "../storage/mod.ts";
-import { contentDisposition, downloadContentType } from "../http/content_disposition.ts";
+import {
+  contentDisposition,
+  DOWNLOAD_CONTENT_SECURITY_POLICY,
+  downloadContentType,
+} from "../http/content_disposition.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Release } from "../store/mod.ts";
 import type { DownloadMode } from "../lib/config.ts";
@@ -176,6 +180,7 @@ async function answerArtifact(
     "content-type": downloadContentType(release.content_type),
     "content-length": String(length),
     "content-disposition": contentDisposition(release.filename),
+    "content-security-policy": DOWNLOAD_CONTENT_SECURITY_POLICY,
     etag,
     "accept-ranges": "bytes",
   };
@@ -238,6 +243,7 @@ async function handOff(
       "x-accel-redirect": `${delivery.xAccelPrefix}${release.storage_key}`,
       "content-type": headers["content-type"],
       "content-disposition": headers["content-disposition"],
+      "content-security-policy": headers["content-security-policy"],
       // nginx replaces its own ETag with this one (see the location in docs/operators.md)
       // and adds Accept-Ranges itself.
       etag: headers.etag,

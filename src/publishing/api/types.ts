@@ -1,6 +1,6 @@
 /** The environment of the publishing API's handlers (mod.ts). */
-import type { PublishToken } from "../../src/store/mod.ts";
-import type { Store } from "../../src/store/store.ts";
+import type { Project, PublishToken, Release } from "../../store/mod.ts";
+import type { Store } from "../../store/store.ts";
 
 export interface PublishEnv {
   Bindings: { remoteAddr?: Deno.Addr };
@@ -9,5 +9,9 @@ export interface PublishEnv {
     store: Store;
     /** The accepted publish token of the request (set by auth.ts). */
     publishToken: PublishToken;
+    /** The project a project or release route acts on (set by its gate, mod.ts `onProject`). */
+    project: Project;
+    /** The release a release route acts on (set by its gate, mod.ts `onRelease`). */
+    release: Release;
   };
 }
