@@ -9,17 +9,16 @@ import { hashPassword } from "../../src/lib/passwords.ts";
 import {
   type AdminRole,
   createAdminAccount,
-  deleteAdminSessionsOfUser,
   deleteAdminUser,
   isAdminRole,
   LastAdminError,
   listAdminUsers,
-  NotFoundError,
   requireUsername,
   roleOf,
   setAdminRole,
-  ValidationError,
-} from "../../src/store/mod.ts";
+} from "../../src/store/admin_users.ts";
+import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { deleteAdminSessionsOfUser } from "../../src/store/sessions.ts";
 import { accountTarget } from "../accounts.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf } from "../forms.ts";

@@ -3,19 +3,12 @@ import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { keyRolloutTags, keyState } from "../../src/store/access.ts";
-import {
-  type ApiKey,
-  deleteApiKey,
-  editApiKey,
-  getApiKeyVersioned,
-  getKeyDownloads,
-  getProjectsByIds,
-  listProjectTags,
-  NotFoundError,
-  type Project,
-  StaleEditError,
-  ValidationError,
-} from "../../src/store/mod.ts";
+import { listProjectTags } from "../../src/store/aggregates.ts";
+import { deleteApiKey, getKeyDownloads } from "../../src/store/deletes.ts";
+import { editApiKey, getApiKeyVersioned, StaleEditError } from "../../src/store/edits.ts";
+import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { getProjectsByIds } from "../../src/store/projects.ts";
+import type { ApiKey, Project } from "../../src/store/types.ts";
 import { describeChanges } from "../audit_changes.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf } from "../forms.ts";

@@ -3,21 +3,20 @@ import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { keyReachesNothing, keyState, scopeAllows } from "../../src/store/access.ts";
+import { getCounts, listProjectTags } from "../../src/store/aggregates.ts";
 import {
   API_KEY_PREFIX,
-  type ApiKey,
   createApiKey,
-  getCounts,
-  getProjectsByIds,
   listApiKeysPage,
-  listProjectsPage,
-  listProjectTags,
-  NotFoundError,
-  type Project,
-  searchProjectsBySlug,
   setApiKeyActive,
-  ValidationError,
-} from "../../src/store/mod.ts";
+} from "../../src/store/api_keys.ts";
+import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import {
+  getProjectsByIds,
+  listProjectsPage,
+  searchProjectsBySlug,
+} from "../../src/store/projects.ts";
+import type { ApiKey, Project } from "../../src/store/types.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { formErrorOf } from "../forms.ts";
 import {

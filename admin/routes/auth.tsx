@@ -3,16 +3,18 @@ import type { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, TOKEN_PATTERN } from "../../src/lib/limits.ts";
 import { randomToken } from "../../src/lib/secrets.ts";
+import type { AdminUser } from "../../src/store/admin_users.ts";
+import type {
+  LoginSubject,
+  LoginThrottle,
+  ThrottledCheck,
+} from "../../src/store/login_throttle.ts";
 import {
-  type AdminUser,
   createAdminSession,
   deleteAdminSession,
   deleteAdminSessionsOfUser,
   getAdminSession,
-  type LoginSubject,
-  type LoginThrottle,
-  type ThrottledCheck,
-} from "../../src/store/mod.ts";
+} from "../../src/store/sessions.ts";
 import { accountTarget, authenticate, changePassword, signInSubject } from "../accounts.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import {

@@ -2,17 +2,15 @@
 import type { Hono } from "hono";
 import {
   countExpiredEnabledKeys,
-  getApiKey,
   getCounts,
-  getDailyDownloads,
-  getDeletedApiKeys,
-  getProjectsByIds,
   getStorageByProject,
-  getTopKeys,
-  listAuditEntries,
-  listRecentReleases,
-  searchAuditEntries,
-} from "../../src/store/mod.ts";
+} from "../../src/store/aggregates.ts";
+import { getApiKey } from "../../src/store/api_keys.ts";
+import { listAuditEntries } from "../../src/store/audit.ts";
+import { searchAuditEntries } from "../../src/store/audit_search.ts";
+import { getDeletedApiKeys } from "../../src/store/deletes.ts";
+import { getProjectsByIds } from "../../src/store/projects.ts";
+import { getDailyDownloads, getTopKeys, listRecentReleases } from "../../src/store/stats.ts";
 import { pageContext } from "../context.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 import { AuditPage } from "../views/audit.tsx";

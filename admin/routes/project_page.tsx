@@ -1,29 +1,24 @@
 /** Loading a project for its page, and rendering that page (also with form errors). */
 import { HTTPException } from "hono/http-exception";
 import { isSlug } from "../../src/lib/limits.ts";
+import { adoptionDay, getAdoption } from "../../src/store/adoption.ts";
+import { getProjectBytes, getProjectReleaseCount } from "../../src/store/aggregates.ts";
+import { getDeletedDownloads } from "../../src/store/deletes.ts";
+import { getProjectVersioned } from "../../src/store/edits.ts";
+import { getLatestView } from "../../src/store/latest_view.ts";
+import { getProjectBySlug } from "../../src/store/projects.ts";
 import {
-  adoptionDay,
   duplicateActiveVersions,
-  getAdoption,
-  getDailyDownloads,
-  getDeletedDownloads,
   getDownloadCounts,
   getLatestChoice,
   getLatestRelease,
-  getLatestView,
-  getProjectBySlug,
-  getProjectBytes,
-  getProjectReleaseCount,
-  getProjectVersioned,
-  getRecentDownloadCountsByWindow,
   getRelease,
-  getRetentionPolicy,
-  getRollout,
   listReleasesPage,
-  type Project,
-  type Release,
-  type RetentionPolicy,
-} from "../../src/store/mod.ts";
+} from "../../src/store/releases.ts";
+import { getRetentionPolicy } from "../../src/store/retention.ts";
+import { getRollout } from "../../src/store/rollouts.ts";
+import { getDailyDownloads, getRecentDownloadCountsByWindow } from "../../src/store/stats.ts";
+import type { Project, Release, RetentionPolicy } from "../../src/store/types.ts";
 import { type AdminContext, pageContext } from "../context.ts";
 import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
 import type { FormError, ServiceDeps } from "../types.ts";

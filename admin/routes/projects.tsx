@@ -1,23 +1,23 @@
 /** Projects: list, create, edit, archive and re-activate. */
 import type { Hono } from "hono";
+import { getCounts } from "../../src/store/aggregates.ts";
+import { ProjectNotEmptyError } from "../../src/store/deletes.ts";
+import { editProject, StaleEditError } from "../../src/store/edits.ts";
+import { ValidationError } from "../../src/store/errors.ts";
 import {
   createProject,
-  editProject,
-  getCounts,
-  getLatestRelease,
-  getNewestReleaseTimes,
-  isRetentionOff,
   listProjectsPage,
-  parseList,
-  parseRetentionPolicy,
-  type Project,
-  ProjectNotEmptyError,
   searchProjects,
   setProjectState,
+} from "../../src/store/projects.ts";
+import { getLatestRelease, getNewestReleaseTimes } from "../../src/store/releases.ts";
+import {
+  isRetentionOff,
+  parseRetentionPolicy,
   setRetentionPolicy,
-  StaleEditError,
-  ValidationError,
-} from "../../src/store/mod.ts";
+} from "../../src/store/retention.ts";
+import type { Project } from "../../src/store/types.ts";
+import { parseList } from "../../src/store/validate.ts";
 import { deleteProject } from "../../src/lifecycle/delete.ts";
 import { describeChanges } from "../audit_changes.ts";
 import { field } from "../forms.ts";

@@ -3,16 +3,15 @@ import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { judgePublishToken } from "../../src/publishing/tokens.ts";
+import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { listProjects } from "../../src/store/projects.ts";
 import {
   createPublishToken,
   deletePublishToken,
-  listProjects,
   listPublishTokens,
-  NotFoundError,
   type PublishToken,
   setPublishTokenActive,
-  ValidationError,
-} from "../../src/store/mod.ts";
+} from "../../src/store/publish_tokens.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { formErrorOf } from "../forms.ts";
 import {

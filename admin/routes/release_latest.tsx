@@ -5,14 +5,14 @@
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
+import { getProject } from "../../src/store/projects.ts";
 import {
-  getProject,
   getRelease,
   makeReleaseLatest,
   NotActiveError,
   publishDraft,
-  type Release,
-} from "../../src/store/mod.ts";
+} from "../../src/store/releases.ts";
+import type { Release } from "../../src/store/types.ts";
 import { audit, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";
 import type { Store } from "../../src/store/store.ts";

@@ -11,20 +11,17 @@ import {
 } from "../../src/http/content_disposition.ts";
 import { deleteRelease } from "../../src/lifecycle/delete.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
+import { LatestReleaseError } from "../../src/store/deletes.ts";
+import { editRelease, getReleaseVersioned, StaleEditError } from "../../src/store/edits.ts";
+import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { getProject } from "../../src/store/projects.ts";
 import {
   duplicateActiveVersions,
-  editRelease,
   getDownloadCounts,
   getLatestRelease,
-  getProject,
-  getReleaseVersioned,
-  LatestReleaseError,
   listReleasesByProject,
-  NotFoundError,
-  type Release,
-  StaleEditError,
-  ValidationError,
-} from "../../src/store/mod.ts";
+} from "../../src/store/releases.ts";
+import type { Release } from "../../src/store/types.ts";
 import { describeChanges } from "../audit_changes.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf } from "../forms.ts";

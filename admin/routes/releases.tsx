@@ -2,7 +2,8 @@
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
-import { getProject, getRelease, setReleaseState } from "../../src/store/mod.ts";
+import { getProject } from "../../src/store/projects.ts";
+import { getRelease, setReleaseState } from "../../src/store/releases.ts";
 import { audit, redirectWithFlash } from "../context.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 

@@ -5,19 +5,17 @@
  * Bad input shows the project page again with the form and its error.
  */
 import type { Hono } from "hono";
+import type { AuditAction } from "../../src/store/audit.ts";
+import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { getRelease } from "../../src/store/releases.ts";
 import {
-  type AuditAction,
   changeRollout,
   completeRollout,
   endRollout,
-  getRelease,
-  NotFoundError,
   parseSchedule,
-  type Project,
-  type Rollout,
   startRollout,
-  ValidationError,
-} from "../../src/store/mod.ts";
+} from "../../src/store/rollouts.ts";
+import type { Project, Rollout } from "../../src/store/types.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { type AdminContext, audit, redirectWithFlash } from "../context.ts";
 import { formErrorOf } from "../forms.ts";

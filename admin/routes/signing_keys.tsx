@@ -8,16 +8,15 @@ import { HTTPException } from "hono/http-exception";
 import { createKeyFiles } from "../../src/signing/key_files.ts";
 import { KEY_SET_PATH, KEY_SET_ROOT_PATH } from "../../src/signing/format.ts";
 import { describeRootDocument, parseRootDocument } from "../../src/signing/root.ts";
+import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
 import {
   createSigningKey,
   getSigningRoot,
   listSigningKeys,
-  NotFoundError,
   saveSigningRoot,
   setSigningKeyStatus,
   type SigningKey,
-  ValidationError,
-} from "../../src/store/mod.ts";
+} from "../../src/store/signing_keys.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";

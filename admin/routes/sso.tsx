@@ -7,7 +7,8 @@
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { describeProviderError, type SsoService, type SsoSignedIn } from "../../src/sso/mod.ts";
-import { createAdminSession, deleteAdminSession, deleteSsoSession } from "../../src/store/mod.ts";
+import { createAdminSession, deleteAdminSession } from "../../src/store/sessions.ts";
+import { deleteSsoSession } from "../../src/store/sso.ts";
 import { accountTarget } from "../accounts.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import {

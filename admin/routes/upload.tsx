@@ -24,13 +24,9 @@ import {
   UploadTooLargeError,
 } from "../../src/storage/mod.ts";
 import type { UploadFailureReason } from "../../src/lib/metrics.ts";
-import {
-  getProjectBySlug,
-  listProjectsPage,
-  type Project,
-  type Release,
-  type ValidationError,
-} from "../../src/store/mod.ts";
+import type { ValidationError } from "../../src/store/errors.ts";
+import { getProjectBySlug, listProjectsPage } from "../../src/store/projects.ts";
+import type { Project, Release } from "../../src/store/types.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { isSlug } from "../../src/lib/limits.ts";
 import { UploadPage } from "../views/upload_page.tsx";

@@ -1,17 +1,16 @@
 /** Webhook endpoints and their delivery logs (docs/webhooks.md); admins only. */
 import type { Context, Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
 import {
   createWebhookEndpoint,
   deleteWebhookEndpoint,
   getWebhookEndpoint,
   listWebhookDeliveries,
   listWebhookEndpoints,
-  NotFoundError,
   replaceWebhookSecret,
   resendWebhookDelivery,
-  ValidationError,
-} from "../../src/store/mod.ts";
+} from "../../src/store/webhooks.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf } from "../forms.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
