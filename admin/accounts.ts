@@ -15,12 +15,12 @@ import { StartupError } from "../src/lib/startup.ts";
 import {
   type AdminUser,
   createAdminUser,
-  deleteAdminSessionsOfUser,
   getAdminUser,
   hasAdminUser,
-  recordAudit,
   setAdminPasswordHash,
-} from "../src/store/mod.ts";
+} from "../src/store/admin_users.ts";
+import { recordAudit } from "../src/store/audit.ts";
+import { deleteAdminSessionsOfUser } from "../src/store/sessions.ts";
 import type { Store } from "../src/store/store.ts";
 
 /** The audit target naming an admin account (`account "admin"`, not "admin admin"). */

@@ -4,7 +4,8 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { mapDomainError, type MappedError } from "../src/http/errors.ts";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
 import { withLabel } from "./field_labels.ts";
-import type { AdminSession, ValidationError } from "../src/store/mod.ts";
+import type { ValidationError } from "../src/store/errors.ts";
+import type { AdminSession } from "../src/store/sessions.ts";
 import type { ServiceDeps } from "./types.ts";
 import { ErrorPage } from "./views/error.tsx";
 

@@ -10,13 +10,8 @@ import { matchedRoutes } from "hono/route";
 import { addressOf } from "../src/http/client_address.ts";
 import { sameSitePath } from "../src/http/location.ts";
 import { constantTimeEqual } from "../src/lib/secrets.ts";
-import {
-  deleteAdminSession,
-  getAdminSession,
-  getAdminUser,
-  roleOf,
-  type SessionPolicy,
-} from "../src/store/mod.ts";
+import { getAdminUser, roleOf } from "../src/store/admin_users.ts";
+import { deleteAdminSession, getAdminSession, type SessionPolicy } from "../src/store/sessions.ts";
 import { auditedStore } from "../src/store/audit.ts";
 import { refusalFor, rolesFor } from "./roles.ts";
 import { clearSessionCookie, getSessionCookie } from "./cookies.ts";

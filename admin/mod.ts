@@ -46,7 +46,7 @@ import { addWebhookRoutes } from "./routes/webhooks.tsx";
 import { renderAdminError, renderAdminNotFound } from "./errors.tsx";
 import { addStaticRoutes } from "./static.ts";
 import type { AdminEnv, ServiceDeps } from "./types.ts";
-import { createLoginThrottle, type LoginThrottle } from "../src/store/mod.ts";
+import { createLoginThrottle, type LoginThrottle } from "../src/store/login_throttle.ts";
 
 export { bootstrapAdmin, checkFirstAdminSetting } from "./accounts.ts";
 

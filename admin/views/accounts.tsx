@@ -1,6 +1,11 @@
 /** The accounts page (admins only): every account with its role, and the create form. */
 import { PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from "../../src/lib/limits.ts";
-import { ADMIN_ROLES, type AdminRole, type AdminUser, roleOf } from "../../src/store/mod.ts";
+import {
+  ADMIN_ROLES,
+  type AdminRole,
+  type AdminUser,
+  roleOf,
+} from "../../src/store/admin_users.ts";
 import type { FormError } from "../types.ts";
 import { DataTable, FormErrorSummary, InputField, PostButton, Time } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";

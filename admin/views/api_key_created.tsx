@@ -1,5 +1,5 @@
 import { keyRolloutTags } from "../../src/store/access.ts";
-import type { ApiKey } from "../../src/store/mod.ts";
+import type { ApiKey } from "../../src/store/types.ts";
 import { TagList, Time } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
 import { ReachesNothingWarning, SCOPE_LABELS } from "./api_keys.tsx";

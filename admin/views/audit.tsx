@@ -1,9 +1,5 @@
-import {
-  AUDIT_KINDS,
-  type AuditEntry,
-  type AuditFilter,
-  type AuditKind,
-} from "../../src/store/mod.ts";
+import { AUDIT_KINDS, type AuditEntry, type AuditKind } from "../../src/store/audit.ts";
+import type { AuditFilter } from "../../src/store/audit_search.ts";
 import { DataTable, Pager, Time } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
 

@@ -3,7 +3,7 @@
  * script, no library, no CDN. The SVG scales to the width of the page (a phone
  * too); a table with the same numbers follows it for screen readers.
  */
-import type { DailyDownloads } from "../../src/store/mod.ts";
+import type { DailyDownloads } from "../../src/store/stats.ts";
 
 /** The chart's ranges, in days. */
 export const CHART_RANGES = [30, 90] as const;

@@ -1,4 +1,5 @@
-import type { ApiKey, DailyDownloads, Project, Release } from "../../src/store/mod.ts";
+import type { DailyDownloads } from "../../src/store/stats.ts";
+import type { ApiKey, Project, Release } from "../../src/store/types.ts";
 import { type ChartRange, DownloadChart } from "./chart.tsx";
 import { humanBytes } from "../format.ts";
 import { DataTable } from "./components.tsx";

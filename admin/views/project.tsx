@@ -1,4 +1,5 @@
-import type { DailyDownloads, Project, Release } from "../../src/store/mod.ts";
+import type { DailyDownloads } from "../../src/store/stats.ts";
+import type { Project, Release } from "../../src/store/types.ts";
 import type { LatestNotes } from "../../src/publishing/latest.ts";
 import type { ListPage } from "../listing.ts";
 import type { ProjectEditValues } from "../forms_project.ts";

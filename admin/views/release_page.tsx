@@ -1,5 +1,5 @@
 /** One release: its facts, a download link, the edit form and the delete form. */
-import type { Project, Release } from "../../src/store/mod.ts";
+import type { Project, Release } from "../../src/store/types.ts";
 import { humanBytes } from "../format.ts";
 import type { ReleaseEditValues } from "../forms_upload.ts";
 import type { FormError } from "../types.ts";

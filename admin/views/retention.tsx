@@ -1,6 +1,6 @@
 /** The project page's retention card: the policy form and what it would delete now (dry run). */
 import type { RetentionPlan } from "../../src/lifecycle/retention.ts";
-import type { Project } from "../../src/store/mod.ts";
+import type { Project } from "../../src/store/types.ts";
 import { humanBytes, shortTime } from "../format.ts";
 import type { FormError } from "../types.ts";
 import { DataTable, FormErrorSummary, InputField, StateBadge } from "./components.tsx";

@@ -3,8 +3,8 @@
  * in force with halt, resume, widen, complete and end, or the form that
  * starts one for an active release that is not the latest.
  */
-import type { Release, Rollout } from "../../src/store/mod.ts";
-import { ROLLOUT_STEPS_MAX } from "../../src/store/mod.ts";
+import type { Release, Rollout } from "../../src/store/types.ts";
+import { ROLLOUT_STEPS_MAX } from "../../src/store/rollouts.ts";
 import { shortTime } from "../format.ts";
 import { type RolloutValues, scheduleRows } from "../forms_rollout.ts";
 import type { FormError } from "../types.ts";

@@ -1,5 +1,5 @@
 /** The webhooks pages (docs/webhooks.md): endpoints, the secret shown once, the delivery log. */
-import type { WebhookDelivery, WebhookEndpoint } from "../../src/store/mod.ts";
+import type { WebhookDelivery, WebhookEndpoint } from "../../src/store/webhooks.ts";
 import { WEBHOOK_EVENT_KINDS } from "../../src/webhooks/events.ts";
 import { isSigningSecret } from "../../src/lib/webhook_secret.ts";
 import type { FormError } from "../types.ts";
