@@ -15,7 +15,8 @@ import { clientAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Metrics } from "../lib/metrics.ts";
 import type { TakeResult } from "../store/rate_limit.ts";
-import type { ApiKey, Cached } from "../store/mod.ts";
+import type { Cached } from "../store/cache.ts";
+import type { ApiKey } from "../store/types.ts";
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;
 const ALLOWED: TakeResult = { allowed: true };

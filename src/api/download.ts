@@ -15,7 +15,7 @@ import {
   downloadContentType,
 } from "../http/content_disposition.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
-import type { Release } from "../store/mod.ts";
+import type { Release } from "../store/types.ts";
 import type { DownloadMode } from "../lib/config.ts";
 
 /** An inclusive byte range inside the file: `start <= end < size`. */

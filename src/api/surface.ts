@@ -13,19 +13,12 @@ import { jsonResponse } from "../http/json.ts";
 import type { ErrorMapper, Observer } from "../http/observe.ts";
 import { ID_PATTERN, isSlug } from "../lib/limits.ts";
 import { type ApiResponder, createApiResponder, setHeaders } from "../http/response_headers.ts";
-import {
-  type ApiKey,
-  type Cached,
-  countDownload,
-  getLatestView,
-  getProject,
-  getProjectBySlug,
-  getRelease,
-  type LatestView,
-  type Project,
-  type Release,
-  thenRead,
-} from "../store/mod.ts";
+import { type Cached, thenRead } from "../store/cache.ts";
+import { getLatestView, type LatestView } from "../store/latest_view.ts";
+import { getProject, getProjectBySlug } from "../store/projects.ts";
+import { getRelease } from "../store/releases.ts";
+import { countDownload } from "../store/stats.ts";
+import type { ApiKey, Project, Release } from "../store/types.ts";
 import { clientIdentity, releaseFor } from "../rollouts/membership.ts";
 import { rateLimitGate } from "./auth.ts";
 import { type Delivery, serveArtifact } from "./download.ts";

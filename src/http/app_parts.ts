@@ -2,7 +2,8 @@
 import { createMetrics } from "../lib/metrics.ts";
 import { createKeyLookup } from "../store/key_lookup.ts";
 import { createKvRateLimiter, createMemoryRateLimiter } from "../store/rate_limit.ts";
-import { type AnswerSigner, createAdoptionRecorder } from "../store/mod.ts";
+import { createAdoptionRecorder } from "../store/adoption_recorder.ts";
+import type { AnswerSigner } from "../store/signing_keys.ts";
 import type { AppDeps, ServiceDeps } from "./app_env.ts";
 import { createOpenResponses } from "./open_responses.ts";
 import { contractHeaders } from "./response_headers.ts";

@@ -11,10 +11,10 @@ import {
 import {
   ConflictError,
   KvWriteRefusedError,
-  NotActiveError,
   NotFoundError,
   ValidationError,
-} from "../store/mod.ts";
+} from "../store/errors.ts";
+import { NotActiveError } from "../store/releases.ts";
 import { jsonResponse } from "./json.ts";
 import { MultipartError } from "./multipart.ts";
 

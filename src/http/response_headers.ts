@@ -9,7 +9,7 @@ import type { Context } from "hono";
 import type { Config } from "../lib/config.ts";
 import { rawPath } from "../lib/log.ts";
 import { sha256Hex } from "../lib/secrets.ts";
-import type { AnswerSigner } from "../store/mod.ts";
+import type { AnswerSigner } from "../store/signing_keys.ts";
 import type { AppEnv } from "./app_env.ts";
 import { JSON_CONTENT_TYPE } from "./json.ts";
 
