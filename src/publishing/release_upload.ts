@@ -12,14 +12,10 @@ import {
   UploadMismatchError,
   type UploadRecord,
 } from "../storage/mod.ts";
-import {
-  parsePercentage,
-  parseSchedule,
-  parseTesterTag,
-  requireMediaType,
-  validateReleaseFields,
-  ValidationError,
-} from "../store/mod.ts";
+import { ValidationError } from "../store/errors.ts";
+import { validateReleaseFields } from "../store/releases.ts";
+import { parsePercentage, parseSchedule, parseTesterTag } from "../store/rollouts.ts";
+import { requireMediaType } from "../store/validate.ts";
 import { sparkleSignature, tauriSignature } from "../feeds/signatures.ts";
 
 /**

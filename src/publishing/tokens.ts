@@ -3,8 +3,10 @@
  * presented token is accepted, which projects it covers and what it may do.
  * The records live in src/store/publish_tokens.ts.
  */
-import { API_KEY_PREFIX, PUBLISH_TOKEN_PREFIX } from "../store/mod.ts";
-import type { Project, PublishPermission, PublishToken } from "../store/mod.ts";
+import { API_KEY_PREFIX } from "../store/api_keys.ts";
+import { PUBLISH_TOKEN_PREFIX } from "../store/publish_tokens.ts";
+import type { PublishPermission, PublishToken } from "../store/publish_tokens.ts";
+import type { Project } from "../store/types.ts";
 
 /** Why a presented bearer token is not a usable publish token. */
 export type TokenRefusal = "client_key" | "unknown" | "disabled" | "expired";

@@ -16,14 +16,13 @@ import {
   looksLikePublishToken,
   type TokenRefusal,
 } from "../../publishing/tokens.ts";
+import { recordAuditSafely, tokenActor } from "../../store/audit.ts";
+import type { LoginThrottle } from "../../store/login_throttle.ts";
 import {
   getPublishTokenBySecret,
-  type LoginThrottle,
   type PublishToken,
-  recordAuditSafely,
   recordPublishTokenUse,
-  tokenActor,
-} from "../../store/mod.ts";
+} from "../../store/publish_tokens.ts";
 import { addressOf } from "../../http/client_address.ts";
 import type { ServiceDeps } from "../../http/app_env.ts";
 import type { PublishEnv } from "./types.ts";

@@ -16,33 +16,30 @@ import { jsonResponse } from "../../http/json.ts";
 import { multipartBoundary, readMultipart } from "../../http/multipart.ts";
 import { ID_PATTERN, isSlug } from "../../lib/limits.ts";
 import { tokenCovers, tokenMay } from "../../publishing/tokens.ts";
+import { type AuditAction, recordAuditSafely, tokenActor } from "../../store/audit.ts";
+import { editRelease } from "../../store/edits.ts";
+import { createLoginThrottle } from "../../store/login_throttle.ts";
+import { getProject, getProjectBySlug, listProjects } from "../../store/projects.ts";
+import type { PublishPermission } from "../../store/publish_tokens.ts";
 import {
-  type AuditAction,
+  getLatestReleaseId,
+  listReleasePage,
+  RELEASE_PAGE_MAX,
+} from "../../store/release_publishing.ts";
+import {
+  getRelease,
+  makeReleaseLatest,
+  publishDraft,
+  setReleaseState,
+} from "../../store/releases.ts";
+import {
   changeRollout,
   completeRollout,
-  createLoginThrottle,
-  editRelease,
   endRollout,
-  getLatestReleaseId,
-  getProject,
-  getProjectBySlug,
-  getRelease,
   getRollout,
-  listProjects,
-  listReleasePage,
-  makeReleaseLatest,
-  type Project,
-  publishDraft,
-  type PublishPermission,
-  recordAuditSafely,
-  type Release,
-  RELEASE_PAGE_MAX,
-  type Rollout,
-  type RolloutStep,
-  setReleaseState,
   startRollout,
-  tokenActor,
-} from "../../store/mod.ts";
+} from "../../store/rollouts.ts";
+import type { Project, Release, Rollout, RolloutStep } from "../../store/types.ts";
 import { auditedStore } from "../../store/audit.ts";
 import type { ServiceDeps } from "../../http/app_env.ts";
 import { publishTokenAuth } from "./auth.ts";

@@ -4,7 +4,8 @@
  * plus its `state` and whether it `is_latest`, and the project it belongs to.
  */
 import { releaseJson } from "../../http/resource_json.ts";
-import type { Project, PublishToken, Release } from "../../store/mod.ts";
+import type { PublishToken } from "../../store/publish_tokens.ts";
+import type { Project, Release } from "../../store/types.ts";
 
 export function publishedRelease(release: Release, latestId: number | null) {
   return { ...releaseJson(release), state: release.state, is_latest: release.id === latestId };

@@ -1,5 +1,6 @@
 /** The environment of the publishing API's handlers (mod.ts). */
-import type { Project, PublishToken, Release } from "../../store/mod.ts";
+import type { PublishToken } from "../../store/publish_tokens.ts";
+import type { Project, Release } from "../../store/types.ts";
 import type { Store } from "../../store/store.ts";
 
 export interface PublishEnv {
