@@ -19,13 +19,13 @@ import { createPrivateFile, makePrivateDir, PRIVATE_DIR_MODE } from "../lib/priv
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import {
-  BACKUP_SKIPPED_PREFIXES,
   countRecords,
   type KvRecord,
   leaveOutWebhookSecrets,
   releasesIn,
   snapshotEntries,
-} from "../store/mod.ts";
+} from "../store/backup.ts";
+import { BACKUP_SKIPPED_PREFIXES } from "../store/keys.ts";
 import { encodeRecord } from "./codec.ts";
 import { backupSigningKeys } from "./signing_keys.ts";
 import {

@@ -16,10 +16,8 @@ import {
   type DeletedRelease,
   deleteProjectRecords,
   deleteReleaseRecord,
-  type Project,
-  type Release,
-  type ReleaseState,
-} from "../store/mod.ts";
+} from "../store/deletes.ts";
+import type { Project, Release, ReleaseState } from "../store/types.ts";
 import type { Store } from "../store/store.ts";
 
 /** The artifacts a delete could not remove now (the storage sweep removes them later). */

@@ -16,24 +16,19 @@
  * and several instances share the projects.
  */
 import type { ArtifactStore } from "../storage/mod.ts";
+import { recordAudit } from "../store/audit.ts";
+import { LatestReleaseError, ReleaseStateChangedError } from "../store/deletes.ts";
+import { NotFoundError } from "../store/errors.ts";
+import { getProjectsByIds } from "../store/projects.ts";
+import { getLatestRelease, isNewerRelease, listReleasesByProject } from "../store/releases.ts";
 import {
   claimRetentionRun,
   finishRetentionRun,
-  getLatestRelease,
-  getProjectsByIds,
   getRetentionPolicy,
-  isNewerRelease,
   isRetentionOff,
-  LatestReleaseError,
-  listReleasesByProject,
   listRetentionPolicies,
-  NotFoundError,
-  type Project,
-  recordAudit,
-  type Release,
-  ReleaseStateChangedError,
-  type RetentionPolicy,
-} from "../store/mod.ts";
+} from "../store/retention.ts";
+import type { Project, Release, RetentionPolicy } from "../store/types.ts";
 import { deleteRelease } from "./delete.ts";
 import type { Store } from "../store/store.ts";
 
