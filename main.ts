@@ -18,7 +18,9 @@ import {
 } from "./src/lib/private_files.ts";
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
-import { buildAggregates, createAdoptionRecorder, followOtherWriters } from "./src/store/mod.ts";
+import { createAdoptionRecorder } from "./src/store/adoption_recorder.ts";
+import { buildAggregates } from "./src/store/aggregates.ts";
+import { followOtherWriters } from "./src/store/cache.ts";
 import { createStore } from "./src/store/store.ts";
 import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";

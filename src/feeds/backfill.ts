@@ -8,14 +8,13 @@
 import { createHash } from "node:crypto";
 import type { ArtifactStore } from "../storage/mod.ts";
 import {
-  claimLease,
   isSha512BackfillDone,
   listReleasesWithoutSha512,
   markSha512BackfillDone,
-  type Release,
-  releaseLease,
-  setReleaseSha512,
-} from "../store/mod.ts";
+} from "../store/feed_backfill.ts";
+import { claimLease, releaseLease } from "../store/leases.ts";
+import { setReleaseSha512 } from "../store/releases.ts";
+import type { Release } from "../store/types.ts";
 import type { Store } from "../store/store.ts";
 
 /** The lease outlives a stalled holder by this long; it is renewed before every artifact. */

@@ -8,7 +8,8 @@
  * request and every instance; widening a rollout only adds clients.
  */
 import { keyRolloutTags } from "../store/access.ts";
-import type { ApiKey, LatestView, LiveRollout, Release } from "../store/mod.ts";
+import type { LatestView, LiveRollout } from "../store/latest_view.ts";
+import type { ApiKey, Release } from "../store/types.ts";
 
 /** The request header carrying a client's install id. */
 export const INSTALL_ID_HEADER = "x-install-id";

@@ -5,13 +5,10 @@
  * the last 1/7/30 days, plus stale clients. main.ts adds them as a scrape source.
  */
 import type { ScrapedGauge } from "../lib/metrics.ts";
-import {
-  adoptionDay,
-  getAdoption,
-  getLatestView,
-  listProjects,
-  listRollouts,
-} from "../store/mod.ts";
+import { adoptionDay, getAdoption } from "../store/adoption.ts";
+import { getLatestView } from "../store/latest_view.ts";
+import { listProjects } from "../store/projects.ts";
+import { listRollouts } from "../store/rollouts.ts";
 import { rolloutPercentage } from "./membership.ts";
 import type { Store } from "../store/store.ts";
 

@@ -6,8 +6,8 @@
  */
 import type { OidcConfig } from "../lib/config.ts";
 import { randomToken } from "../lib/secrets.ts";
+import type { AdminRole } from "../store/admin_users.ts";
 import {
-  type AdminRole,
   claimSsoCheck,
   createSsoPending,
   deleteSsoSession,
@@ -17,7 +17,7 @@ import {
   type SsoSession,
   takeSsoPending,
   updateSsoSessionTokens,
-} from "../store/mod.ts";
+} from "../store/sso.ts";
 import { groupsOf, roleForGroups, usernameOf } from "./claims.ts";
 import {
   type Claims,

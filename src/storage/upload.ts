@@ -7,17 +7,10 @@
  * rollout it asks for), removes the file again on any refusal or failure
  * before the commit, and settles it either way.
  */
-import {
-  ConflictError,
-  createRelease,
-  createStagedRelease,
-  type Release,
-  type ReleaseInput,
-  type Rollout,
-  type RolloutInput,
-  startRollout,
-  ValidationError,
-} from "../store/mod.ts";
+import { ConflictError, ValidationError } from "../store/errors.ts";
+import { createRelease, createStagedRelease, type ReleaseInput } from "../store/releases.ts";
+import { type RolloutInput, startRollout } from "../store/rollouts.ts";
+import type { Release, Rollout } from "../store/types.ts";
 import {
   type ArtifactStore,
   type ByteSource,

@@ -4,6 +4,7 @@
  * endpoints, takes due deliveries under a lease and sends them; a failed
  * attempt is due again after a growing pause, for a little over 24 hours.
  */
+import { getApiKey } from "../store/api_keys.ts";
 import {
   announceDownloads,
   announceExpiringKeys,
@@ -11,9 +12,8 @@ import {
   type ClaimedDelivery,
   fanOutWebhookEvents,
   finishDeliveryAttempt,
-  getApiKey,
   signingSecretsOf,
-} from "../store/mod.ts";
+} from "../store/webhooks.ts";
 import type { Resolver } from "./address_guard.ts";
 import { attemptDelivery } from "./send.ts";
 import type { Store } from "../store/store.ts";
