@@ -8,14 +8,11 @@ import { fillerStream } from "./filler.ts";
 import { saveArtifact } from "../src/storage/artifacts.ts";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { loadConfig } from "../src/lib/config.ts";
-import {
-  createApiKey,
-  createApiKeysBulk,
-  createProject,
-  createReleasesBulk,
-  type Release,
-  startRollout,
-} from "../src/store/mod.ts";
+import { createApiKey } from "../src/store/api_keys.ts";
+import { createApiKeysBulk, createReleasesBulk } from "../src/store/bulk.ts";
+import { createProject } from "../src/store/projects.ts";
+import { startRollout } from "../src/store/rollouts.ts";
+import type { Release } from "../src/store/types.ts";
 import { createStore, type Store } from "../src/store/store.ts";
 
 /** Where the service keeps its KV file and artifacts for a data dir (src/lib/config.ts decides). */

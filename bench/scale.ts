@@ -20,7 +20,8 @@
  * Needs wrk. Prints a JSON report.
  */
 import { join } from "node:path";
-import { createApiKey, createProject } from "../src/store/mod.ts";
+import { createApiKey } from "../src/store/api_keys.ts";
+import { createProject } from "../src/store/projects.ts";
 import { Cleanup, freePort, PROJECT_ROOT, type Server, startService, which } from "./process.ts";
 import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
 import { withStore } from "./data.ts";

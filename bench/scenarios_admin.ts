@@ -6,15 +6,12 @@
  * big project, and the server's resident memory after browsing every page.
  */
 import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
-import {
-  auditKey,
-  countDownload,
-  createApiKeysBulk,
-  createProject,
-  createReleasesBulk,
-  markSha512BackfillDone,
-  recordApiKeyUse,
-} from "../src/store/mod.ts";
+import { recordApiKeyUse } from "../src/store/api_keys.ts";
+import { createApiKeysBulk, createReleasesBulk } from "../src/store/bulk.ts";
+import { markSha512BackfillDone } from "../src/store/feed_backfill.ts";
+import { auditKey } from "../src/store/keys.ts";
+import { createProject } from "../src/store/projects.ts";
+import { countDownload } from "../src/store/stats.ts";
 import { withStore } from "./data.ts";
 import { median } from "./stats.ts";
 import {
