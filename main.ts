@@ -22,6 +22,8 @@ import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
 import { startWebhookWorker } from "./src/webhooks/worker.ts";
+import { scheduleTufRefresh, tufGauges } from "./src/tuf/freshness.ts";
+import { createOnlineKeys } from "./src/tuf/repository.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
 
 function readConfig() {
@@ -189,6 +191,12 @@ async function start() {
     report: (level, message, fields) => logger.event(level, message, fields),
   });
 
+  // TUF metadata signed again before it expires, one instance at a time (docs/tuf.md "Freshness").
+  const stopTufRefresh = scheduleTufRefresh(kv, {
+    online: createOnlineKeys(config.dataDir),
+    report: (level, message, fields) => logger.event(level, message, fields),
+  });
+
   // Webhook deliveries from the KV outbox (docs/webhooks.md); one instance sends each.
   const webhooks = startWebhookWorker({
     kv,
@@ -215,6 +223,8 @@ async function start() {
   });
   // Rollout percentages and adoption (docs/rollouts.md "Prometheus"), read at every scrape.
   metrics.addScrapeSource(() => rolloutGauges(kv, Date.now()));
+  // How fresh the TUF metadata is, and whether its signing is stuck (docs/tuf.md "Freshness").
+  metrics.addScrapeSource(() => tufGauges(kv, Date.now()));
 
   const servers: KeptServer[] = [];
   servers.push(
@@ -240,7 +250,7 @@ async function start() {
       }),
     );
   }
-  return { kv, servers, stopFollowingWriters, webhooks, adoption };
+  return { kv, servers, stopFollowingWriters, stopTufRefresh, webhooks, adoption };
 }
 
 let started: Awaited<ReturnType<typeof start>>;
@@ -250,7 +260,7 @@ try {
   if (error instanceof StartupError) exitWith(error.message);
   throw error;
 }
-const { kv, servers, stopFollowingWriters, webhooks, adoption } = started;
+const { kv, servers, stopFollowingWriters, stopTufRefresh, webhooks, adoption } = started;
 
 onStopSignals({
   stop: async (signal) => {
@@ -275,6 +285,7 @@ onStopSignals({
       openResponses.endAll();
     }
     stopFollowingWriters();
+    stopTufRefresh();
     webhooks.stop();
     // The sightings still waiting are written, unless the KV takes longer than a few seconds.
     await Promise.race([adoption.flush(), new Promise((resolve) => setTimeout(resolve, 5_000))]);

@@ -562,3 +562,7 @@ export function tufStatusKey(): Deno.KvKey {
 export function sparkleFeedKeyKey(projectId: number): Deno.KvKey {
   return ["sparkle_feed_keys", projectId];
 }
+
+export function sparkleFeedKeysPrefix(): Deno.KvKey {
+  return ["sparkle_feed_keys"];
+}
