@@ -13,6 +13,7 @@ import type { Metadata, Root } from "@tufjs/models";
 import {
   commitTufFiles,
   getLatestTufRoot,
+  getTufFile,
   getTufStateEntry,
   getWriteGeneration,
   listReleasesByProject,
@@ -207,8 +208,13 @@ export async function refreshRepository(
     }
     if (newTimestamp) {
       const version = nextVersion(old?.timestamp.version, nowMs);
+      // Past half its life with the snapshot unchanged: it names the stored snapshot.
+      snapshotText ??= await getTufFile(kv, project.id, {
+        role: "snapshot",
+        version: state.snapshot.version,
+      });
       if (snapshotText === null) {
-        throw new Error("a timestamp is signed only with a new snapshot or past half its life");
+        throw new TufSigningError(`snapshot version ${state.snapshot.version} is not stored`);
       }
       const metadata = buildTimestamp({
         version,
