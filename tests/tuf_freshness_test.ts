@@ -19,7 +19,7 @@ import { createOnlineKeys, refreshRepository } from "../src/tuf/repository.ts";
 import { run as tufRoot } from "../tools/tuf_root.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { seedKey, seedProject, seedRelease } from "./helpers.ts";
-import { activeSigningKey, makeRootKey, publishRoot } from "./tuf_fixtures.ts";
+import { activeSigningKey, makeRootKey } from "./tuf_fixtures.ts";
 
 const HOUR = 3_600_000;
 

@@ -14,10 +14,9 @@
 import { createHash } from "node:crypto";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
+import { runCliMain, UsageError } from "./cli_main.ts";
 
 const USAGE = "usage: UPDATE_API_KEY=… deno task tuf-export --url BASE --project SLUG --out DIR";
-
-class UsageError extends Error {}
 
 interface ExportOptions {
   url: string;
@@ -102,14 +101,4 @@ export async function run(args: string[], key: string | undefined): Promise<stri
   return await exportRepository({ url: values.url, project: values.project, out: values.out, key });
 }
 
-if (import.meta.main) {
-  try {
-    console.log(await run(Deno.args, Deno.env.get("UPDATE_API_KEY")));
-  } catch (error) {
-    const usage = error instanceof UsageError || (error as { code?: string }).code?.startsWith(
-      "ERR_PARSE_ARGS",
-    );
-    console.error(`${(error as Error).message}${usage ? `\n${USAGE}` : ""}`);
-    Deno.exit(usage ? 2 : 1);
-  }
-}
+if (import.meta.main) await runCliMain(() => run(Deno.args, Deno.env.get("UPDATE_API_KEY")), USAGE);

@@ -29,14 +29,13 @@ import {
   signWith,
   tufKeyOf,
 } from "../src/tuf/metadata.ts";
+import { runCliMain, UsageError } from "./cli_main.ts";
 
 const USAGE = `usage:
   deno task tuf-root make (--version N | --previous FILE) [--root-key KEY]... [--threshold T]
       --key-set FILE|URL [--days N] --out FILE
   deno task tuf-root sign --in FILE --key PEM [--key PEM]... [--out FILE]
   deno task tuf-root verify --in FILE [--previous FILE]`;
-
-class UsageError extends Error {}
 
 async function readText(source: string): Promise<string> {
   if (!/^https?:\/\//.test(source)) return await Deno.readTextFile(source);
@@ -186,14 +185,4 @@ export async function run(args: string[]): Promise<string> {
   throw new UsageError(command ? `unknown command "${command}"` : "missing command");
 }
 
-if (import.meta.main) {
-  try {
-    console.log(await run(Deno.args));
-  } catch (error) {
-    const usage = error instanceof UsageError || (error as { code?: string }).code?.startsWith(
-      "ERR_PARSE_ARGS",
-    );
-    console.error(`${(error as Error).message}${usage ? `\n${USAGE}` : ""}`);
-    Deno.exit(usage ? 2 : 1);
-  }
-}
+if (import.meta.main) await runCliMain(() => run(Deno.args), USAGE);
