@@ -14,7 +14,12 @@ import {
   releaseLease,
   setSigningKeyStatus,
 } from "../src/store/mod.ts";
-import { refreshAllRepositories, tufGauges, tufHealth } from "../src/tuf/freshness.ts";
+import {
+  refreshAllRepositories,
+  tufGauges,
+  tufHealth,
+  tufSigningState,
+} from "../src/tuf/freshness.ts";
 import { createOnlineKeys, refreshRepository } from "../src/tuf/repository.ts";
 import { run as tufRoot } from "../tools/tuf_root.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
@@ -39,6 +44,7 @@ Deno.test("the TUF metadata is kept fresh, and stuck signing shows", async (t) =
     await res.body?.cancel();
     assert.equal(await refreshAllRepositories(app.kv, { online, holder: "a" }), null);
     assert.equal((await tufHealth(app.kv)).configured, false);
+    assert.equal(await tufSigningState(app.kv), "off");
   });
 
   const rootKey = await makeRootKey(dir, "root");
@@ -97,6 +103,7 @@ Deno.test("the TUF metadata is kept fresh, and stuck signing shows", async (t) =
     assert.equal(state.targets.version, first.targets.version);
     const health = await tufHealth(app.kv, start + 13 * HOUR);
     assert.equal(health.stuck, false);
+    assert.equal(await tufSigningState(app.kv), "ok");
   });
 
   await t.step("one instance at a time: another holder's lease makes the run skip", async () => {

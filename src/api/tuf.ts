@@ -44,6 +44,8 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): TufRoute
   const tuf = new Hono<AppEnv>();
   const surface = createKeySurface(deps, observer);
   const online = createOnlineKeys(deps.config.dataDir);
+  /** When each project's signing failure was last logged (ms). */
+  const reported = new Map<number, number>();
 
   const visibleProject = async (c: Context<AppEnv>): Promise<Project> =>
     await findVisibleProjectBySlug(kv, acceptedKey(c, deps), c.req.param("slug") ?? "");
@@ -56,7 +58,11 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): TufRoute
       return state;
     } catch (error) {
       if (!(error instanceof TufSigningError)) throw error;
-      console.error(`tuf metadata of ${project.slug} could not be signed: ${error.message}`);
+      // Once a minute per project: a client polling a stuck repository does not flood the log.
+      if (Date.now() - (reported.get(project.id) ?? 0) > 60_000) {
+        reported.set(project.id, Date.now());
+        console.error(`tuf metadata of ${project.slug} could not be signed: ${error.message}`);
+      }
       const stored = await refreshRepository(kv, { project, online, readOnly: true });
       if (stored === null || stored.timestamp.version === 0) {
         throw new ApiError(503, TUF_ERRORS.unavailable);

@@ -128,6 +128,15 @@ export async function tufHealth(kv: Deno.Kv, nowMs = Date.now()): Promise<TufHea
   };
 }
 
+/**
+ * One word for the health details (`GET /healthz/details`, docs/tuf.md
+ * "Freshness"): `off` without a root, `stuck` when signing is, else `ok`.
+ */
+export async function tufSigningState(kv: Deno.Kv): Promise<"off" | "ok" | "stuck"> {
+  const health = await tufHealth(kv);
+  return !health.configured ? "off" : health.stuck ? "stuck" : "ok";
+}
+
 /** The gauges of /metrics (docs/tuf.md "Freshness"), read at every scrape. */
 export async function tufGauges(kv: Deno.Kv, nowMs: number): Promise<ScrapedGauge[]> {
   const health = await tufHealth(kv, nowMs);
