@@ -89,9 +89,9 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): TufRoute
           : await getTufRootByVersion(kv, asked.version);
         return answer(c, root?.json ?? null);
       }
-      const state = await freshState(project);
       const role: TufOnlineRole = asked.role;
-      const version = asked.version ?? state[role].version;
+      // A versioned file never changes: only the newest ones need the repository brought up to date.
+      const version = asked.version ?? (await freshState(project))[role].version;
       return answer(c, await getTufFile(kv, project.id, { role, version }));
     }),
   );
