@@ -178,6 +178,22 @@ Deno.test("tuf-js verifies a project's releases from the service, and refuses wh
     await res.body?.cancel();
   });
 
+  await t.step("only GET and HEAD of known names; the answers are JSON", async () => {
+    const post = await app.request("/tuf/app/metadata/timestamp.json", secret, { method: "POST" });
+    assert.equal(post.status, 405);
+    assert.equal(post.headers.get("allow"), "GET, HEAD");
+    await post.body?.cancel();
+    for (const name of ["5.timestamp.json", "x.json", "root.yaml", "1.root.json.bak"]) {
+      const res = await app.request(`/tuf/app/metadata/${name}`, secret);
+      assert.equal(res.status, 404, name);
+      assert.deepEqual(await res.json(), { error: "resource not found" });
+    }
+    const head = await app.request("/tuf/app/metadata/timestamp.json", secret, { method: "HEAD" });
+    assert.equal(head.status, 200);
+    assert.match(head.headers.get("content-type") ?? "", /^application\/json/);
+    await head.body?.cancel();
+  });
+
   await t.step(
     "a client on root 1 follows rotations to a 2-of-3 root and a new online key",
     async () => {
