@@ -22,6 +22,7 @@ import { field } from "../forms.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 import { SigningKeysPage } from "../views/signing_keys.tsx";
 import type { Store } from "../../src/store/store.ts";
+import { tufPageParts } from "./tuf.tsx";
 
 const LOCATION = "/admin/signing-keys";
 
@@ -37,6 +38,7 @@ export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
         keySetUrl={new URL(KEY_SET_PATH, config.baseUrl).href}
         root={await rootOf(c.var.store)}
         rootUrl={new URL(KEY_SET_ROOT_PATH, config.baseUrl).href}
+        {...await tufPageParts(deps)}
       />,
     ));
 
