@@ -10,14 +10,13 @@ import {
   removeSparkleKeyFile,
   writeSparkleKeyFile,
 } from "../../src/feeds/sparkle_signing.ts";
+import { getProjectBySlug, listProjects } from "../../src/store/projects.ts";
 import {
   deleteSparkleFeedKey,
-  getProjectBySlug,
-  listProjects,
   listSparkleFeedKeys,
-  listTufRoots,
   setSparkleFeedKey,
-} from "../../src/store/mod.ts";
+} from "../../src/store/sparkle_keys.ts";
+import { listTufRoots } from "../../src/store/tuf.ts";
 import { tufHealth } from "../../src/tuf/freshness.ts";
 import { TUF_PREFIX } from "../../src/tuf/paths.ts";
 import { uploadTufRoot } from "../../src/tuf/roots.ts";

@@ -1,6 +1,6 @@
 /** The signing keys page (docs/signing.md "Keys and rotation"): public halves only. */
 import type { SigningKey } from "../../src/store/signing_keys.ts";
-import type { SparkleFeedKey } from "../../src/store/mod.ts";
+import type { SparkleFeedKey } from "../../src/store/sparkle_keys.ts";
 import { DataTable, PostButton, StateBadge, Time } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { SparkleKeysSection, TufSection, type TufSummary } from "./tuf.tsx";

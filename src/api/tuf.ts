@@ -9,16 +9,16 @@ import { type Context, Hono } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
+import type { Cached } from "../store/cache.ts";
+import { getRelease } from "../store/releases.ts";
 import {
-  type Cached,
   getLatestTufRoot,
-  getRelease,
   getTufFile,
   getTufRootByVersion,
-  type Project,
   type TufOnlineRole,
   type TufState,
-} from "../store/mod.ts";
+} from "../store/tuf.ts";
+import type { Project } from "../store/types.ts";
 import {
   createOnlineKeys,
   refreshRepository,

@@ -18,7 +18,9 @@ import { Buffer } from "node:buffer";
 import { createPrivateKey, createPublicKey, type KeyObject, sign } from "node:crypto";
 import { join } from "node:path";
 import { createPrivateFile, makePrivateDir } from "../lib/private_files.ts";
-import { type Cached, getSparkleFeedKeyByProject, type Project } from "../store/mod.ts";
+import type { Cached } from "../store/cache.ts";
+import { getSparkleFeedKeyByProject } from "../store/sparkle_keys.ts";
+import type { Project } from "../store/types.ts";
 import type { Store } from "../store/store.ts";
 
 export const SPARKLE_KEYS_DIR = "sparkle-keys";

@@ -6,16 +6,15 @@
  * /metrics and the admin Signing keys page show when that stalls.
  */
 import type { ScrapedGauge } from "../lib/metrics.ts";
+import { claimLease, releaseLease } from "../store/leases.ts";
+import { listProjects } from "../store/projects.ts";
 import {
-  claimLease,
   getLatestTufRoot,
   getTufRefreshStatus,
-  listProjects,
   listTufStates,
-  releaseLease,
   saveTufRefreshStatus,
   type TufRefreshStatus,
-} from "../store/mod.ts";
+} from "../store/tuf.ts";
 import { type OnlineKeys, refreshRepository, TUF_LIFETIMES_MS } from "./repository.ts";
 import type { Store } from "../store/store.ts";
 

@@ -10,21 +10,20 @@
 import { Buffer } from "node:buffer";
 import { createHash, type KeyObject } from "node:crypto";
 import type { Metadata, Root } from "@tufjs/models";
+import { listReleasesByProject } from "../store/releases.ts";
+import { listSigningKeys } from "../store/signing_keys.ts";
 import {
   commitTufFiles,
   getLatestTufRoot,
   getTufFile,
   getTufStateEntry,
   getWriteGeneration,
-  listReleasesByProject,
-  listSigningKeys,
-  type Project,
-  type Release,
   TUF_KEPT_VERSIONS,
   type TufFile,
   type TufOnlineRole,
   type TufState,
-} from "../store/mod.ts";
+} from "../store/tuf.ts";
+import type { Project, Release } from "../store/types.ts";
 import { readPrivateKey } from "../signing/key_files.ts";
 import {
   buildSnapshot,

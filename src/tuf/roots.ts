@@ -5,13 +5,9 @@
  * root keys and of its own) before it stores and serves it, so that a wrong
  * upload is refused at once rather than by every client.
  */
-import {
-  createTufRoot,
-  getLatestTufRoot,
-  listSigningKeys,
-  type TufRoot,
-  ValidationError,
-} from "../store/mod.ts";
+import { ValidationError } from "../store/errors.ts";
+import { listSigningKeys } from "../store/signing_keys.ts";
+import { createTufRoot, getLatestTufRoot, type TufRoot } from "../store/tuf.ts";
 import { parseRoot, tufKeyOf } from "./metadata.ts";
 import type { Store } from "../store/store.ts";
 
