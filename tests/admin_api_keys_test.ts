@@ -1,11 +1,8 @@
 import assert from "node:assert/strict";
-import {
-  getApiKey,
-  listApiKeys,
-  listAuditEntries,
-  parseExpiresAt,
-  ValidationError,
-} from "../src/store/mod.ts";
+import { getApiKey, listApiKeys } from "../src/store/api_keys.ts";
+import { listAuditEntries } from "../src/store/audit.ts";
+import { ValidationError } from "../src/store/errors.ts";
+import { parseExpiresAt } from "../src/store/validate.ts";
 import { seedProject, seedRelease } from "./helpers.ts";
 import {
   type AdminClient,

@@ -2,12 +2,9 @@ import assert from "node:assert/strict";
 import { bootstrapAdmin } from "../admin/mod.ts";
 import { formatEventLine } from "../src/lib/log.ts";
 import { hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../src/lib/passwords.ts";
-import {
-  createAdminSession,
-  getAdminSession,
-  getAdminUser,
-  listAuditEntries,
-} from "../src/store/mod.ts";
+import { getAdminUser } from "../src/store/admin_users.ts";
+import { listAuditEntries } from "../src/store/audit.ts";
+import { createAdminSession, getAdminSession } from "../src/store/sessions.ts";
 import {
   ADMIN_PASSWORD,
   ADMIN_USER,

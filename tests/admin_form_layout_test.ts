@@ -6,7 +6,9 @@
  * that are table cells like the others.
  */
 import assert from "node:assert/strict";
-import { getRollout, listWebhookEndpoints, makeReleaseLatest } from "../src/store/mod.ts";
+import { makeReleaseLatest } from "../src/store/releases.ts";
+import { getRollout } from "../src/store/rollouts.ts";
+import { listWebhookEndpoints } from "../src/store/webhooks.ts";
 import { scheduleRows } from "../admin/forms_rollout.ts";
 import { seedProject, seedRelease } from "./helpers.ts";
 import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";

@@ -6,21 +6,19 @@
 import assert from "node:assert/strict";
 import { createMetrics } from "../src/lib/metrics.ts";
 import { rolloutGauges } from "../src/rollouts/metrics.ts";
+import { adoptionDay, recordSighting } from "../src/store/adoption.ts";
+import { getDeletedDownloads } from "../src/store/deletes.ts";
 import {
   adoptionClientPrefix,
   adoptionCountPrefix,
-  adoptionDay,
-  countDownload,
   downloadsByDayPrefix,
-  getDeletedDownloads,
-  listReleasesByProject,
-  makeReleaseLatest,
-  recordSighting,
   rolloutKey,
   rolloutsPrefix,
-  startRollout,
   topKeysKey,
-} from "../src/store/mod.ts";
+} from "../src/store/keys.ts";
+import { listReleasesByProject, makeReleaseLatest } from "../src/store/releases.ts";
+import { startRollout } from "../src/store/rollouts.ts";
+import { countDownload } from "../src/store/stats.ts";
 import { lastAudit, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import {
   AdminClient,

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { getProjectBySlug, listAuditEntries, listProjects } from "../src/store/mod.ts";
+import { listAuditEntries } from "../src/store/audit.ts";
+import { getProjectBySlug, listProjects } from "../src/store/projects.ts";
 import { seedProject, seedRelease } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 

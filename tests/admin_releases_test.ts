@@ -1,11 +1,7 @@
 import assert from "node:assert/strict";
-import {
-  getLatestRelease,
-  getRelease,
-  listAuditEntries,
-  listReleasesByProject,
-  type Project,
-} from "../src/store/mod.ts";
+import { listAuditEntries } from "../src/store/audit.ts";
+import { getLatestRelease, getRelease, listReleasesByProject } from "../src/store/releases.ts";
+import type { Project } from "../src/store/types.ts";
 import { seedKey, seedProject, seedRelease, sha256, type TestApp, testMetrics } from "./helpers.ts";
 import {
   type AdminClient,

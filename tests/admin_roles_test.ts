@@ -23,11 +23,11 @@ import { seedPublishToken } from "./publish_helpers.ts";
 import {
   type AdminUser,
   getAdminUser,
-  getLatestRelease,
-  getRollout,
   LastAdminError,
   setAdminRole,
-} from "../src/store/mod.ts";
+} from "../src/store/admin_users.ts";
+import { getLatestRelease } from "../src/store/releases.ts";
+import { getRollout } from "../src/store/rollouts.ts";
 import { adminUserKey } from "../src/store/keys.ts";
 
 const PASSWORD = "a long enough password";

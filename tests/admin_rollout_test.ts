@@ -5,7 +5,10 @@
  * changes nothing; the client API follows each step.
  */
 import assert from "node:assert/strict";
-import { apiKeyKey, getApiKey, getRollout, makeReleaseLatest } from "../src/store/mod.ts";
+import { getApiKey } from "../src/store/api_keys.ts";
+import { apiKeyKey } from "../src/store/keys.ts";
+import { makeReleaseLatest } from "../src/store/releases.ts";
+import { getRollout } from "../src/store/rollouts.ts";
 import { lastAudit, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import { createAdminTestApp, type Fields, signedInClient } from "./admin_helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken } from "./publish_helpers.ts";

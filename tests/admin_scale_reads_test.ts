@@ -5,20 +5,18 @@
  * against the records.
  */
 import assert from "node:assert/strict";
+import { buildAggregates, getCounts } from "../src/store/aggregates.ts";
+import { createApiKeysBulk, createReleasesBulk } from "../src/store/bulk.ts";
 import {
   aggregatesMarkerKey,
   apiKeyExpiryPrefix,
-  buildAggregates,
   countsPrefix,
-  createApiKeysBulk,
-  createProject,
-  createReleasesBulk,
-  getCounts,
   projectReleaseCountsPrefix,
   projectsByNamePrefix,
   projectTagsPrefix,
-  setReleaseState,
-} from "../src/store/mod.ts";
+} from "../src/store/keys.ts";
+import { createProject } from "../src/store/projects.ts";
+import { setReleaseState } from "../src/store/releases.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 
 /**

@@ -4,15 +4,10 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import {
-  AUDIT_KINDS,
-  claimLease,
-  getDownloadCounts,
-  getRelease,
-  makeReleaseLatest,
-  recordAudit,
-  topKeysKey,
-} from "../src/store/mod.ts";
+import { AUDIT_KINDS, recordAudit } from "../src/store/audit.ts";
+import { topKeysKey } from "../src/store/keys.ts";
+import { claimLease } from "../src/store/leases.ts";
+import { getDownloadCounts, getRelease, makeReleaseLatest } from "../src/store/releases.ts";
 import { FIELD_LABELS } from "../admin/field_labels.ts";
 import { PROJECT_ROOT } from "./server_process.ts";
 import { sourceFiles } from "./source_files.ts";

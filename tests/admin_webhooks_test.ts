@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { startReceiver, startTestWorker, verifiesWith } from "./webhook_receiver.ts";
 import { lastAudit } from "./helpers.ts";
-import { emitWebhookEvent, listAuditEntries, type WebhookEndpoint } from "../src/store/mod.ts";
+import { listAuditEntries } from "../src/store/audit.ts";
+import { emitWebhookEvent, type WebhookEndpoint } from "../src/store/webhooks.ts";
 
 Deno.test("webhooks in the admin UI", async (t) => {
   await using app = await createAdminTestApp();

@@ -8,17 +8,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createApp } from "../app.ts";
 import { createStore } from "../src/store/store.ts";
-import {
-  adoptionDay,
-  createAdoptionRecorder,
-  getAdoption,
-  makeReleaseLatest,
-  startRollout,
-} from "../src/store/mod.ts";
+import { adoptionDay, getAdoption } from "../src/store/adoption.ts";
+import { createAdoptionRecorder } from "../src/store/adoption_recorder.ts";
+import { makeReleaseLatest } from "../src/store/releases.ts";
+import { startRollout } from "../src/store/rollouts.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import { faultyKv } from "./faults.ts";
 import { addToSketch, createSketch, estimateSketch, mergeSketch } from "../src/lib/hyperloglog.ts";
-import { adoptionClientHash } from "../src/store/mod.ts";
+import { adoptionClientHash } from "../src/store/adoption.ts";
 
 async function countEntries(kv: Deno.Kv, first: string): Promise<number> {
   let count = 0;

@@ -8,14 +8,13 @@ import assert from "node:assert/strict";
 import {
   adoptionClientHash,
   adoptionDay,
-  changeRollout,
   getAdoption,
-  makeReleaseLatest,
   recordSighting,
-  setCacheRefreshMs,
-  startRollout,
   type WindowCounts,
-} from "../src/store/mod.ts";
+} from "../src/store/adoption.ts";
+import { setCacheRefreshMs } from "../src/store/cache.ts";
+import { makeReleaseLatest } from "../src/store/releases.ts";
+import { changeRollout, startRollout } from "../src/store/rollouts.ts";
 import { join } from "node:path";
 import {
   createTestApp,

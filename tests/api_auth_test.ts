@@ -4,7 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { judgeApiKey } from "../src/store/access.ts";
-import { type ApiKey, setApiKeyActive, setProjectState, updateProject } from "../src/store/mod.ts";
+import { setApiKeyActive } from "../src/store/api_keys.ts";
+import { setProjectState, updateProject } from "../src/store/projects.ts";
+import type { ApiKey } from "../src/store/types.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";
 import { captureErrors, faultyKv } from "./faults.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";

@@ -8,7 +8,7 @@ import {
   type RateLimitRule,
   SYNC_INTERVAL_MS,
 } from "../src/store/rate_limit.ts";
-import { setApiKeyActive } from "../src/store/mod.ts";
+import { setApiKeyActive } from "../src/store/api_keys.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders } from "./asserts.ts";
 import { captureErrors, faultyKv } from "./faults.ts";
 import { createTestApp, seedKey, seedProject, type TestApp } from "./helpers.ts";

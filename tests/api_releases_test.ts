@@ -1,7 +1,8 @@
 /** The four protected routes: projects, latest release, release metadata, download. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { setProjectState, setReleaseState } from "../src/store/mod.ts";
+import { setProjectState } from "../src/store/projects.ts";
+import { setReleaseState } from "../src/store/releases.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";
 import {
   createTestApp,

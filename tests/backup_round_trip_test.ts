@@ -7,15 +7,11 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import {
-  BACKUP_SKIPPED_PREFIXES,
-  BACKUP_VOLATILE_PREFIXES,
-  countDownload,
-  recordApiKeyUse,
-  setApiKeyActive,
-  setProjectState,
-  setReleaseState,
-} from "../src/store/mod.ts";
+import { recordApiKeyUse, setApiKeyActive } from "../src/store/api_keys.ts";
+import { BACKUP_SKIPPED_PREFIXES, BACKUP_VOLATILE_PREFIXES } from "../src/store/keys.ts";
+import { setProjectState } from "../src/store/projects.ts";
+import { setReleaseState } from "../src/store/releases.ts";
+import { countDownload } from "../src/store/stats.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, runTask, type ServerProcess, startServer } from "./server_process.ts";
 

@@ -6,7 +6,7 @@ import {
   type KvRecord,
   snapshotEntries,
   SnapshotUnstableError,
-} from "../src/store/mod.ts";
+} from "../src/store/backup.ts";
 import { withKv } from "./helpers.ts";
 import { createStore } from "../src/store/store.ts";
 

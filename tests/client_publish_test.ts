@@ -2,12 +2,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { publishRelease } from "../client/publish.ts";
-import {
-  createApiKey,
-  createProject,
-  getRollout,
-  listReleasesByProject,
-} from "../src/store/mod.ts";
+import { createApiKey } from "../src/store/api_keys.ts";
+import { createProject } from "../src/store/projects.ts";
+import { listReleasesByProject } from "../src/store/releases.ts";
+import { getRollout } from "../src/store/rollouts.ts";
 import { createTestApp, seedProject, sha256 } from "./helpers.ts";
 import { seedPublishToken } from "./publish_helpers.ts";
 import { makeDataTempDir, runTask, startServer } from "./server_process.ts";

@@ -4,12 +4,8 @@
  */
 import { join } from "node:path";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
-import {
-  type ApiKeyInput,
-  createApiKey,
-  createProject,
-  type ProjectInput,
-} from "../src/store/mod.ts";
+import { type ApiKeyInput, createApiKey } from "../src/store/api_keys.ts";
+import { createProject, type ProjectInput } from "../src/store/projects.ts";
 import { createStore, type Store } from "../src/store/store.ts";
 
 export interface DataDirFixtures {

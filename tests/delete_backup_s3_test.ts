@@ -12,17 +12,10 @@ import { restoreBackup } from "../src/backup/restore.ts";
 import { deleteProject, deleteRelease } from "../src/lifecycle/delete.ts";
 import { createFsStore } from "../src/storage/mod.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
-import {
-  deleteApiKey,
-  getApiKey,
-  getCounts,
-  getDeletedDownloads,
-  getProjectBytes,
-  getProjectReleaseCount,
-  getRelease,
-  listReleasesByProject,
-  setReleaseState,
-} from "../src/store/mod.ts";
+import { getCounts, getProjectBytes, getProjectReleaseCount } from "../src/store/aggregates.ts";
+import { getApiKey } from "../src/store/api_keys.ts";
+import { deleteApiKey, getDeletedDownloads } from "../src/store/deletes.ts";
+import { getRelease, listReleasesByProject, setReleaseState } from "../src/store/releases.ts";
 import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { downloadCount, readRest, seedKey, seedProject, seedRelease, sha256 } from "./helpers.ts";

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { changeRollout, endRollout, startRollout } from "../src/store/mod.ts";
+import { changeRollout, endRollout, startRollout } from "../src/store/rollouts.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, PROJECT_ROOT, removedAtEnd, startServer } from "./server_process.ts";
 

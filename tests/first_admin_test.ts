@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { hasAdminUser, listAuditEntries } from "../src/store/mod.ts";
+import { hasAdminUser } from "../src/store/admin_users.ts";
+import { listAuditEntries } from "../src/store/audit.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import {
   makeDataTempDir,

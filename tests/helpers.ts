@@ -7,20 +7,14 @@ import type { SsoService } from "../src/sso/mod.ts";
 import { type ArtifactStore, createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { type Config, loadConfig } from "../src/lib/config.ts";
 import { createSigner, type Signer } from "../src/signing/signer.ts";
-import {
-  type AdoptionRecorder,
-  type ApiKeyInput,
-  buildAggregates,
-  createAdoptionRecorder,
-  createApiKey,
-  createProject,
-  createSigningKey,
-  getDownloadCounts,
-  listAuditEntries,
-  type ProjectInput,
-  type Release,
-  setSigningKeyStatus,
-} from "../src/store/mod.ts";
+import { type AdoptionRecorder, createAdoptionRecorder } from "../src/store/adoption_recorder.ts";
+import { buildAggregates } from "../src/store/aggregates.ts";
+import { type ApiKeyInput, createApiKey } from "../src/store/api_keys.ts";
+import { listAuditEntries } from "../src/store/audit.ts";
+import { createProject, type ProjectInput } from "../src/store/projects.ts";
+import { getDownloadCounts } from "../src/store/releases.ts";
+import { createSigningKey, setSigningKeyStatus } from "../src/store/signing_keys.ts";
+import type { Release } from "../src/store/types.ts";
 import { createStore, type Store } from "../src/store/store.ts";
 import { createKeyFiles } from "../src/signing/key_files.ts";
 

@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createApiKey, createProject } from "../src/store/mod.ts";
+import { createApiKey } from "../src/store/api_keys.ts";
+import { createProject } from "../src/store/projects.ts";
 import { makeDataTempDir, removedAtEnd, startServer } from "./server_process.ts";
 import { createStore } from "../src/store/store.ts";
 

@@ -6,7 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { ADMIN_PASSWORD, ADMIN_USER, AdminClient, createAdminTestApp } from "./admin_helpers.ts";
-import { LOGIN_THROTTLE, releaseLoginAttempt, reserveLoginAttempt } from "../src/store/mod.ts";
+import {
+  LOGIN_THROTTLE,
+  releaseLoginAttempt,
+  reserveLoginAttempt,
+} from "../src/store/login_throttle.ts";
 import { createStore } from "../src/store/store.ts";
 
 Deno.test("issue 9.2: parallel guesses get no more password checks than the throttle allows", async () => {

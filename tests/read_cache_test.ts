@@ -9,23 +9,26 @@ import { createApp } from "../app.ts";
 import { createFsStore } from "../src/storage/mod.ts";
 import {
   createApiKey,
-  createProject,
-  createRelease,
-  deleteProjectRecords,
-  followOtherWriters,
   getApiKeyByHash,
-  getLatestRelease,
+  hashApiKeySecret,
+  setApiKeyActive,
+} from "../src/store/api_keys.ts";
+import { followOtherWriters, setCacheRefreshMs } from "../src/store/cache.ts";
+import { deleteProjectRecords } from "../src/store/deletes.ts";
+import {
+  createProject,
   getProject,
   getProjectBySlug,
-  getRelease,
-  hashApiKeySecret,
   listProjects,
-  setApiKeyActive,
-  setCacheRefreshMs,
   setProjectState,
-  setReleaseState,
   updateProject,
-} from "../src/store/mod.ts";
+} from "../src/store/projects.ts";
+import {
+  createRelease,
+  getLatestRelease,
+  getRelease,
+  setReleaseState,
+} from "../src/store/releases.ts";
 import {
   createTestApp,
   seedKey,

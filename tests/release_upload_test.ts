@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { releaseFromUpload } from "../src/publishing/release_upload.ts";
-import { listReleasesByProject, ValidationError } from "../src/store/mod.ts";
+import { ValidationError } from "../src/store/errors.ts";
+import { listReleasesByProject } from "../src/store/releases.ts";
 import type { ReceivedFile } from "../src/storage/mod.ts";
 import { seedProject } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";

@@ -12,22 +12,17 @@ import {
   type RetentionPlan,
   runRetention,
 } from "../src/lifecycle/retention.ts";
+import { buildAggregates, getProjectBytes } from "../src/store/aggregates.ts";
+import { listAuditEntries } from "../src/store/audit.ts";
+import { aggregatesMarkerKey, projectBytesKey, retentionRunKey } from "../src/store/keys.ts";
+import { claimLease, getLease } from "../src/store/leases.ts";
 import {
-  aggregatesMarkerKey,
-  buildAggregates,
-  claimLease,
-  getLease,
-  getProjectBytes,
-  getRetentionPolicy,
-  listAuditEntries,
   listReleasesByProject,
   makeReleaseLatest,
-  projectBytesKey,
-  type Release,
-  retentionRunKey,
   setReleaseState,
-  setRetentionPolicy,
-} from "../src/store/mod.ts";
+} from "../src/store/releases.ts";
+import { getRetentionPolicy, setRetentionPolicy } from "../src/store/retention.ts";
+import type { Release } from "../src/store/types.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
 import { ConfigError, loadConfig } from "../src/lib/config.ts";
 import { seedProject, seedRelease, type TestApp } from "./helpers.ts";

@@ -3,21 +3,23 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { releaseEnvelopeBody } from "../src/api/serialize.ts";
 import { clientIdentity, rolloutBucket } from "../src/rollouts/membership.ts";
+import { createApiKey } from "../src/store/api_keys.ts";
+import { listAuditEntries } from "../src/store/audit.ts";
+import { rolloutKey } from "../src/store/keys.ts";
+import { createProject } from "../src/store/projects.ts";
+import {
+  createRelease,
+  getLatestRelease,
+  listReleasesByProject,
+  makeReleaseLatest,
+} from "../src/store/releases.ts";
 import {
   changeRollout,
   completeRollout,
-  createApiKey,
-  createProject,
-  createRelease,
   endRollout,
-  getLatestRelease,
   getRollout,
-  listAuditEntries,
-  listReleasesByProject,
-  makeReleaseLatest,
-  rolloutKey,
   startRollout,
-} from "../src/store/mod.ts";
+} from "../src/store/rollouts.ts";
 import { recordUpload } from "../src/storage/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import { listArtifactFiles } from "./admin_helpers.ts";

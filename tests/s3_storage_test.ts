@@ -17,7 +17,8 @@ import {
 } from "../src/storage/mod.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
 import { serveArtifact } from "../src/api/download.ts";
-import { createProject, listReleasesByProject } from "../src/store/mod.ts";
+import { createProject } from "../src/store/projects.ts";
+import { listReleasesByProject } from "../src/store/releases.ts";
 import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";
 import { downloadCount, seedKey, seedProject, seedRelease, sha256 } from "./helpers.ts";
 import { bucketContents, cephMissing, type Rgw, s3Client, startRgw } from "./rgw.ts";

@@ -9,7 +9,9 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createApiKey, type Release, releaseKey } from "../src/store/mod.ts";
+import { createApiKey } from "../src/store/api_keys.ts";
+import { releaseKey } from "../src/store/keys.ts";
+import type { Release } from "../src/store/types.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import { cephMissing, type Rgw, startRgw } from "./rgw.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";

@@ -7,7 +7,7 @@ import {
   releaseEnvelope,
   releaseEnvelopeBody,
 } from "../src/api/serialize.ts";
-import type { ApiKey, Project, Release } from "../src/store/mod.ts";
+import type { ApiKey, Project, Release } from "../src/store/types.ts";
 
 const project = (id: number, tags: string[] = []): Project => ({
   id,

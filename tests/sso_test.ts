@@ -17,7 +17,7 @@ import {
 } from "./oidc_provider.ts";
 import { ConfigError, loadConfig, type OidcConfig } from "../src/lib/config.ts";
 import { createSso, type ProviderFetch } from "../src/sso/mod.ts";
-import { createAdminAccount, getAdminUser, roleOf } from "../src/store/mod.ts";
+import { createAdminAccount, getAdminUser, roleOf } from "../src/store/admin_users.ts";
 
 const BASE_URL = "http://localhost:8000";
 

@@ -3,19 +3,17 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import {
   API_KEY_PREFIX,
-  apiKeyByHashKey,
-  counterKey,
   createApiKey,
   generateApiKeySecret,
   getApiKey,
   getApiKeyByHash,
   hashApiKeySecret,
   listApiKeys,
-  NotFoundError,
   recordApiKeyUse,
   setApiKeyActive,
-  ValidationError,
-} from "../src/store/mod.ts";
+} from "../src/store/api_keys.ts";
+import { NotFoundError, ValidationError } from "../src/store/errors.ts";
+import { apiKeyByHashKey, counterKey } from "../src/store/keys.ts";
 import { judgeApiKey, keyReachesNothing, keyState } from "../src/store/access.ts";
 import { dumpKv, dumpKvText, withKv, withStore } from "./helpers.ts";
 

@@ -10,7 +10,9 @@ import {
   publishRelease,
   UploadTooLargeError,
 } from "../src/storage/mod.ts";
-import { createProject, listReleasesByProject, ValidationError } from "../src/store/mod.ts";
+import { ValidationError } from "../src/store/errors.ts";
+import { createProject } from "../src/store/projects.ts";
+import { listReleasesByProject } from "../src/store/releases.ts";
 import { faultyKv } from "./faults.ts";
 import { dumpKv, listDir, sha256, withKv, withStore } from "./helpers.ts";
 import { createStore } from "../src/store/store.ts";

@@ -1,18 +1,11 @@
 /** Store layer: bulk keys and releases write what createApiKey and createRelease write. */
 import assert from "node:assert/strict";
-import {
-  counterKey,
-  createApiKey,
-  createApiKeysBulk,
-  createProject,
-  createRelease,
-  createReleasesBulk,
-  getApiKeyByHash,
-  getLatestRelease,
-  hashApiKeySecret,
-  listReleasesByProject,
-  ValidationError,
-} from "../src/store/mod.ts";
+import { createApiKey, getApiKeyByHash, hashApiKeySecret } from "../src/store/api_keys.ts";
+import { createApiKeysBulk, createReleasesBulk } from "../src/store/bulk.ts";
+import { ValidationError } from "../src/store/errors.ts";
+import { counterKey } from "../src/store/keys.ts";
+import { createProject } from "../src/store/projects.ts";
+import { createRelease, getLatestRelease, listReleasesByProject } from "../src/store/releases.ts";
 import { dumpKv, dumpKvText, withKv, withStore } from "./helpers.ts";
 
 const artifact = {

@@ -1,17 +1,9 @@
 /** Leases (src/store/leases.ts): one holder at a time, renewal, expiry, give-back with a result. */
 import assert from "node:assert/strict";
-import {
-  aggregatesMarkerKey,
-  aggregatesReady,
-  buildAggregates,
-  claimLease,
-  countDownload,
-  getLease,
-  getTopKeys,
-  leaseKey,
-  releaseLease,
-  topKeysKey,
-} from "../src/store/mod.ts";
+import { aggregatesReady, buildAggregates } from "../src/store/aggregates.ts";
+import { aggregatesMarkerKey, leaseKey, topKeysKey } from "../src/store/keys.ts";
+import { claimLease, getLease, releaseLease } from "../src/store/leases.ts";
+import { countDownload, getTopKeys } from "../src/store/stats.ts";
 import { createStore } from "../src/store/store.ts";
 
 function sleep(ms: number): Promise<void> {

@@ -1,18 +1,16 @@
 /** Store layer: projects, their integer ids and the slug index. */
 import assert from "node:assert/strict";
+import { NotFoundError, ValidationError } from "../src/store/errors.ts";
+import { counterKey, projectBySlugKey } from "../src/store/keys.ts";
 import {
-  counterKey,
   createProject,
   getProject,
   getProjectBySlug,
   getProjectIdsBySlugs,
   listProjects,
-  NotFoundError,
-  projectBySlugKey,
   setProjectState,
   updateProject,
-  ValidationError,
-} from "../src/store/mod.ts";
+} from "../src/store/projects.ts";
 import { dumpKv, withKv, withStore } from "./helpers.ts";
 
 Deno.test("project ids are integers from a KV counter, starting at 1", () =>

@@ -1,24 +1,23 @@
 /** Store layer: releases, the per-project index and the "latest" pointer. */
 import assert from "node:assert/strict";
+import { NotFoundError, ValidationError } from "../src/store/errors.ts";
+import { counterKey, latestReleaseKey, releaseByProjectKey } from "../src/store/keys.ts";
+import { createProject } from "../src/store/projects.ts";
 import {
-  countDownload,
-  counterKey,
-  createProject,
   createRelease,
-  getDailyDownloads,
   getDownloadCounts,
   getLatestRelease,
-  getRecentDownloadCounts,
   getRelease,
-  getTopKeysByDownloads,
-  latestReleaseKey,
   listReleasesByProject,
-  NotFoundError,
-  releaseByProjectKey,
   type ReleaseInput,
   setReleaseState,
-  ValidationError,
-} from "../src/store/mod.ts";
+} from "../src/store/releases.ts";
+import {
+  countDownload,
+  getDailyDownloads,
+  getRecentDownloadCounts,
+  getTopKeysByDownloads,
+} from "../src/store/stats.ts";
 import { dumpKv, withKv } from "./helpers.ts";
 import { createStore, type Store } from "../src/store/store.ts";
 

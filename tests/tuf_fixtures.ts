@@ -11,7 +11,11 @@ import { BaseFetcher, Updater } from "tuf-js";
 // tuf-js ends its walk up the root versions at this error's 404: a fetcher of its own throws it.
 import { DownloadHTTPError } from "tuf-js/dist/error.js";
 import { createKeyFiles } from "../src/signing/key_files.ts";
-import { createSigningKey, listSigningKeys, setSigningKeyStatus } from "../src/store/mod.ts";
+import {
+  createSigningKey,
+  listSigningKeys,
+  setSigningKeyStatus,
+} from "../src/store/signing_keys.ts";
 import { uploadTufRoot } from "../src/tuf/roots.ts";
 import { run as tufRoot } from "../tools/tuf_root.ts";
 import { createTestApp, type TestApp } from "./helpers.ts";

@@ -7,13 +7,9 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import {
-  claimLease,
-  getTufStateEntry,
-  listSigningKeys,
-  releaseLease,
-  setSigningKeyStatus,
-} from "../src/store/mod.ts";
+import { claimLease, releaseLease } from "../src/store/leases.ts";
+import { listSigningKeys, setSigningKeyStatus } from "../src/store/signing_keys.ts";
+import { getTufStateEntry } from "../src/store/tuf.ts";
 import {
   refreshAllRepositories,
   tufGauges,

@@ -9,7 +9,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { type Release, releaseKey } from "../src/store/mod.ts";
+import { releaseKey } from "../src/store/keys.ts";
+import type { Release } from "../src/store/types.ts";
 import { contentDisposition, downloadContentType } from "../src/http/content_disposition.ts";
 import { cutToCodePoints, isMediaType } from "../src/lib/header_text.ts";
 import { safeFilename } from "../src/store/validate.ts";

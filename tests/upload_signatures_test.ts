@@ -10,7 +10,9 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createApiKey, createProject, listReleasesByProject } from "../src/store/mod.ts";
+import { createApiKey } from "../src/store/api_keys.ts";
+import { createProject } from "../src/store/projects.ts";
+import { listReleasesByProject } from "../src/store/releases.ts";
 import { createTestApp, seedKey, seedProject, type TestApp } from "./helpers.ts";
 import {
   createAdminTestApp,

@@ -4,13 +4,8 @@
  * `rollout.changed` from every rollout write, delivered to a real receiver.
  */
 import assert from "node:assert/strict";
-import {
-  changeRollout,
-  completeRollout,
-  deleteWebhookEndpoint,
-  endRollout,
-  startRollout,
-} from "../src/store/mod.ts";
+import { changeRollout, completeRollout, endRollout, startRollout } from "../src/store/rollouts.ts";
+import { deleteWebhookEndpoint } from "../src/store/webhooks.ts";
 import { createTestApp, downloadCount, seedKey, seedProject, seedRelease } from "./helpers.ts";
 import { startReceiver, startTestWorker, subscribeReceiver } from "./webhook_receiver.ts";
 

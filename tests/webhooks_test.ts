@@ -21,22 +21,19 @@ import { signDelivery, verifyDelivery } from "../src/webhooks/signature.ts";
 import { webhookSecretKey } from "../src/lib/webhook_secret.ts";
 import { attemptDelivery } from "../src/webhooks/send.ts";
 import { nextAttemptAt, RETRY_DELAYS_SECONDS } from "../src/webhooks/worker.ts";
+import { createApiKey, setApiKeyActive } from "../src/store/api_keys.ts";
+import { deleteReleaseRecord } from "../src/store/deletes.ts";
+import { createProject } from "../src/store/projects.ts";
+import { createRelease, publishDraft, setReleaseState } from "../src/store/releases.ts";
 import {
-  createApiKey,
-  createProject,
-  createRelease,
   createWebhookEndpoint,
-  deleteReleaseRecord,
   emitWebhookEvent,
   listWebhookDeliveries,
-  publishDraft,
   replaceWebhookSecret,
   resendWebhookDelivery,
-  setApiKeyActive,
-  setReleaseState,
   type WebhookEndpoint,
   type WebhookEventBody,
-} from "../src/store/mod.ts";
+} from "../src/store/webhooks.ts";
 import { waitFor } from "./helpers.ts";
 import { createStore } from "../src/store/store.ts";
 

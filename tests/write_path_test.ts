@@ -6,12 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import {
-  getLatestRelease,
-  getProjectBySlug,
-  isNewerRelease,
-  listReleasesByProject,
-} from "../src/store/mod.ts";
+import { getProjectBySlug } from "../src/store/projects.ts";
+import { getLatestRelease, isNewerRelease, listReleasesByProject } from "../src/store/releases.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import { makeDataTempDir, removedAtEnd, startInstances } from "./server_process.ts";
 import { createStore } from "../src/store/store.ts";

@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { Cleanup, startNginx, which, xAccelServer } from "../bench/process.ts";
-import { getDownloadCounts } from "../src/store/mod.ts";
+import { getDownloadCounts } from "../src/store/releases.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
 
 const nginx = which("nginx");
