@@ -1,4 +1,4 @@
-import { recordApiKeyUse } from "./mod.ts";
+import { recordApiKeyUse } from "./api_keys.ts";
 import type { Store } from "./store.ts";
 
 const INTERVAL_MS = 60_000;
