@@ -61,8 +61,16 @@ export function renderAdminError(c: Context, deps: ServiceDeps, error: unknown):
   return renderErrorPage(c, deps, { status, message });
 }
 
+/** The message of the 404 page; a route throws `pageNotFound()` for a page it does not have. */
+const NO_SUCH_PAGE = "There is no such page.";
+
 export function renderAdminNotFound(c: Context, deps: ServiceDeps): Promise<Response> {
-  return renderErrorPage(c, deps, { status: 404, message: "There is no such page." });
+  return renderErrorPage(c, deps, { status: 404, message: NO_SUCH_PAGE });
+}
+
+/** The error a route throws for a path it does not have: the 404 page. */
+export function pageNotFound(): HTTPException {
+  return new HTTPException(404, { message: NO_SUCH_PAGE });
 }
 
 async function renderErrorPage(
