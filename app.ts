@@ -7,7 +7,9 @@
 import { type Context, Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
 import { createAdminRoutes } from "./admin/mod.ts";
-import { createPublishApi } from "./admin/publish_api/mod.ts";
+import { SSO_CALLBACK_PATH } from "./admin/routes/sso.tsx";
+import { createSso, type SsoService } from "./src/sso/mod.ts";
+import { createPublishApi } from "./src/publishing/api/mod.ts";
 import { createFeedRoutes } from "./src/api/feeds.ts";
 import { FEEDS_PREFIX } from "./src/feeds/paths.ts";
 import { createApiRoutes } from "./src/api/routes.ts";
@@ -34,7 +36,7 @@ const ADMIN_PREFIX = "/admin";
  */
 const PUBLISH_PREFIX = "/publish/v1";
 
-export function createApp(appDeps: AppDeps): Hono<AppEnv> {
+export function createApp(appDeps: AppDeps & { sso?: SsoService }): Hono<AppEnv> {
   const deps = withDefaultParts({
     ...appDeps,
     signer: appDeps.signer ?? createSigner({
@@ -45,6 +47,8 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
     }),
   });
   const { config } = deps;
+  // Sign-in through an OpenID Connect provider (docs/sso.md) is the admin UI's.
+  const sso = appDeps.sso ?? createSsoService(deps);
   const app = new Hono<AppEnv>();
 
   // Outermost: request metrics, the access log, and the spec's security
@@ -80,7 +84,7 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
   }
 
   const clientApi = createApiRoutes(deps, observer);
-  const adminUi = createAdminRoutes(deps);
+  const adminUi = createAdminRoutes({ ...deps, sso });
   app.route(API_PREFIX, clientApi.routes);
   const feeds = createFeedRoutes(deps, observer);
   app.route(FEEDS_PREFIX, feeds.routes);
@@ -106,6 +110,21 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
   });
 
   return app;
+}
+
+/**
+ * Sign-in through an OpenID Connect provider (docs/sso.md), when one is set up: its callback is
+ * the admin UI's.
+ */
+export function createSsoService(
+  { config, kv }: Pick<AppDeps, "config" | "kv">,
+): SsoService | undefined {
+  if (config.oidc === undefined) return undefined;
+  return createSso({
+    kv,
+    settings: config.oidc,
+    redirectUri: `${config.baseUrl}${ADMIN_PREFIX}${SSO_CALLBACK_PATH}`,
+  });
 }
 
 function isUnder(c: Context, prefix: string): boolean {

@@ -24,6 +24,7 @@ import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
 import { startWebhookWorker } from "./src/webhooks/worker.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
+import { createSsoService } from "./app.ts";
 
 function readConfig() {
   try {
@@ -207,9 +208,14 @@ async function start() {
     onKvError: () => metrics.recordKvError("adoption"),
     newIdsPerDay: config.adoptionNewIdsPerDay,
   });
+  // Discovery of the OpenID Connect provider (docs/sso.md): one that cannot be reached is a warning
+  // and tried again (until it answers or the process exits); sign-in through it waits for it.
+  const sso = createSsoService({ config, kv });
+  sso?.start((message) => logger.event("warn", message));
   const app = createApp({
     config,
     kv,
+    sso,
     artifacts,
     adoption,
     rateLimitKv: config.rateLimitStore === "kv" ? kv : undefined,

@@ -7,7 +7,7 @@ import { bodyLimit } from "hono/body-limit";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
 import { matchedRoutes } from "hono/route";
-import { clientAddress } from "../src/http/client_address.ts";
+import { addressOf } from "../src/http/client_address.ts";
 import { sameSitePath } from "../src/http/location.ts";
 import { constantTimeEqual } from "../src/lib/secrets.ts";
 import {
@@ -217,10 +217,6 @@ export function trimTrailingSlash(): MiddlewareHandler {
     }
     await next();
   };
-}
-
-export function addressOf(c: Context, deps: ServiceDeps): string {
-  return clientAddress(c, deps.config.trustProxy);
 }
 
 /**

@@ -29,6 +29,7 @@ import {
 } from "./guards.ts";
 import { addAccountRoutes, addLoginRoutes } from "./routes/auth.tsx";
 import { addAccountsRoutes } from "./routes/accounts.tsx";
+import { addSsoRoutes, requireSsoCheck } from "./routes/sso.tsx";
 import { addApiKeyRoutes } from "./routes/api_keys.tsx";
 import { addApiKeyPageRoutes } from "./routes/api_key_page.tsx";
 import { addReleasePageRoutes } from "./routes/release_page.tsx";
@@ -89,6 +90,7 @@ function createPublicRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<Ad
   const open = new Hono<AdminEnv>();
   addStaticRoutes(open);
   addLoginRoutes(open, deps, throttle);
+  addSsoRoutes(open, deps);
   return open;
 }
 
@@ -99,6 +101,7 @@ function createPublicRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<Ad
 function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<AdminEnv> {
   const gated = new Hono<AdminEnv>();
   gated.use(requireSession(deps));
+  if (deps.sso !== undefined) gated.use(requireSsoCheck(deps));
   gated.use(requireRole(deps));
   gated.use(auditChanges(deps));
   addUploadStreams(gated);

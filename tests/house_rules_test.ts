@@ -2,8 +2,9 @@
  * Rules of the house that no linter checks (docs/architecture.md, "House
  * rules"): no benchmark switch in production code, no mutable state at module
  * level (it lives in the factory that owns it), no function declaration
- * with more than three parameters (they take an options object), and nothing
- * of Hono but its public API. That nothing under `src/` imports `admin/` is
+ * with more than three parameters (they take an options object), nothing
+ * of Hono but its public API, and one map from errors to HTTP statuses that
+ * every surface answers from. That nothing under `src/` imports `admin/` is
  * checked by tests/layering_test.ts.
  */
 import assert from "node:assert/strict";
@@ -98,6 +99,27 @@ export function honoInternals(source: string): string[] {
   return found;
 }
 
+/** The classes (and `isClientGone`) `source` tells errors apart by, in order of first use. */
+export function errorTests(source: string): string[] {
+  const found = [...source.matchAll(/\binstanceof\s+(\w+)|\b(isClientGone)\(/g)]
+    .map((match) => match[1] ?? match[2]);
+  return [...new Set(found)];
+}
+
+/** The files that answer HTTP requests: there an error gets its status. */
+function answersHttp(file: string): boolean {
+  return file === "app.ts" || /^(src\/(api|http|publishing\/api)|admin)\//.test(file);
+}
+
+/** The one domain-error → status map, and the error handlers of the surfaces that answer from it. */
+const ERROR_MAP = "src/http/errors.ts";
+const ERROR_HANDLERS = [
+  "src/api/surface.ts",
+  "src/publishing/api/errors.ts",
+  "admin/errors.tsx",
+  "admin/routes/upload.tsx",
+];
+
 Deno.test("house rules of production code", async (t) => {
   const files = await production();
 
@@ -115,6 +137,28 @@ Deno.test("house rules of production code", async (t) => {
     assert.deepEqual(wrong, []);
   });
 
+  await t.step(
+    "one map gives errors their status (src/http/errors.ts), every surface uses it",
+    () => {
+      const map = files.find(({ file }) => file === ERROR_MAP)!;
+      const mapped = errorTests(map.source);
+      assert.ok(mapped.length > 10, mapped.join(", "));
+      // Telling three of the mapped errors apart in one file is a second map.
+      const wrong = files.filter(({ file }) => file !== ERROR_MAP && answersHttp(file))
+        .map(({ file, source }) => ({
+          file,
+          told: errorTests(source).filter((name) => mapped.includes(name)),
+        }))
+        .filter(({ told }) => told.length >= 3)
+        .map(({ file, told }) => `${file}: ${told.join(", ")}`);
+      assert.deepEqual(wrong, []);
+      for (const handler of ERROR_HANDLERS) {
+        const source = files.find(({ file }) => file === handler)?.source ?? "";
+        assert.match(source, /\bmapDomainError\(/, `${handler} answers from the map`);
+      }
+    },
+  );
+
   await t.step("functions take at most three parameters (then an options object)", () => {
     const wrong = files.flatMap(({ file, source }) =>
       longParameterLists(source).map((name) => `${file}: ${name}`)
@@ -131,6 +175,12 @@ Deno.test("house rules of production code", async (t) => {
 });
 
 Deno.test("the house-rule checks find what they look for", () => {
+  assert.deepEqual(
+    errorTests(
+      "if (e instanceof A) x;\nif (e instanceof B || isClientGone(e)) y;\nif (f instanceof A) z;\n",
+    ),
+    ["A", "B", "isClientGone"],
+  );
   assert.deepEqual(moduleState("let n = 0;\nconst m = new Map<string, number>();\n"), [
     "let n = 0;",
     "const m = new Map<string, number>();",

@@ -6,10 +6,9 @@
  * artifact download with its counting.
  */
 import type { Context, Handler } from "hono";
-import { HTTPException } from "hono/http-exception";
 import { projectVisible } from "../store/access.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
-import { API_ERRORS, ApiError, isClientGone } from "../http/errors.ts";
+import { API_ERRORS, ApiError, mapDomainError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import type { ErrorMapper, Observer } from "../http/observe.ts";
 import { ID_PATTERN, isSlug } from "../lib/limits.ts";
@@ -69,13 +68,10 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
   const mapError: ErrorMapper = (error, c) => {
     const json = (data: unknown, status: number, headers?: Record<string, string>) =>
       respond.json(c, encoder.encode(JSON.stringify(data)), status, headers);
-    if (error instanceof ApiError) {
-      return json({ error: error.message }, error.status, error.headers);
-    }
-    if (error instanceof HTTPException && error.status < 500) {
-      return json({ error: error.message || "bad request" }, error.status);
-    }
-    if (isClientGone(error)) return jsonResponse({ error: "request cut off" }, 400);
+    const mapped = mapDomainError(error);
+    // A client that went away gets no protected headers: nobody reads them.
+    if (mapped?.kind === "client_gone") return jsonResponse({ error: mapped.message }, 400);
+    if (mapped !== null) return json({ error: mapped.message }, mapped.status, mapped.headers);
     console.error("internal error:", error);
     return json({ error: API_ERRORS.internal }, 500);
   };

@@ -126,3 +126,11 @@ export class EmptyUploadError extends Error {
     this.name = "EmptyUploadError";
   }
 }
+
+/** The stored file is not the one its sender described (declared SHA-256 or size). */
+export class UploadMismatchError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UploadMismatchError";
+  }
+}

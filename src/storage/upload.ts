@@ -1,6 +1,6 @@
 /**
  * The one upload receiver behind every way a release arrives: the admin forms
- * (admin/routes/upload.tsx), the publishing API (admin/publish_api/upload.ts)
+ * (admin/routes/upload.tsx), the publishing API (src/publishing/api/upload.ts)
  * and `publishRelease` (publish.ts). Receiving streams the file part into the
  * artifact store and hands every other part to the caller; recording commits
  * the release the caller builds from the received file (and starts the staged

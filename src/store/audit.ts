@@ -132,6 +132,29 @@ export async function recordAudit(
   return entry;
 }
 
+/**
+ * Writes an audit entry of an action that is done: a failed write is logged
+ * and handed to `onFailure` (for the KV error count), never thrown, so the
+ * action's answer stands.
+ */
+export async function recordAuditSafely(
+  kv: Deno.Kv,
+  input: AuditInput,
+  onFailure: () => void = () => {},
+): Promise<void> {
+  try {
+    await recordAudit(kv, input);
+  } catch (error) {
+    onFailure();
+    console.error(`audit record failed (${input.action} ${input.target}):`, error);
+  }
+}
+
+/** How the audit log names a publish token: its name and id. */
+export function tokenActor(token: { name: string; id: number }): string {
+  return `token:${token.name} (#${token.id})`;
+}
+
 const CURSOR_PATTERN = /^(\d{1,16})\.([0-9a-f]{14})$/;
 
 /**

@@ -66,6 +66,9 @@
  * | ["webhook_expiry_notices", keyId, expiresAt] | key.expiring was announced (expireIn) |
  * | ["webhook_download_marks", releaseId]        | Deno.KvU64: the release's download total last announced |
  * | ["webhook_download_baseline"]                | true once the marks were set to the totals (webhooks.ts) |
+ * | ["sso_pending", sha256Hex(state)]            | SsoPending: a sign-in on its way through the provider (expireIn; sso.ts) |
+ * | ["sso_sessions", sha256Hex(sessionId)]       | SsoSession: the provider's tokens of an admin session (expireIn) |
+ * | ["sso_accounts", username]                   | SsoAccount: the provider identity an account belongs to |
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
@@ -231,6 +234,8 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["webhook_download_baseline"],
   ["leases"],
   ["adoption_new_ids"],
+  ["sso_pending"],
+  ["sso_sessions"],
 ];
 
 /**
@@ -507,4 +512,19 @@ export function webhookDownloadBaselineKey(): Deno.KvKey {
 
 export function webhookExpiryNoticeKey(keyId: number, expiresAt: string): Deno.KvKey {
   return ["webhook_expiry_notices", keyId, expiresAt];
+}
+
+/** A sign-in through the OpenID Connect provider, by the hash of its `state`. */
+export function ssoPendingKey(stateHash: string): Deno.KvKey {
+  return ["sso_pending", stateHash];
+}
+
+/** The provider's tokens of an admin session, by the hash of the session id. */
+export function ssoSessionKey(idHash: string): Deno.KvKey {
+  return ["sso_sessions", idHash];
+}
+
+/** The provider identity (issuer and subject) that an admin account was made for. */
+export function ssoAccountKey(username: string): Deno.KvKey {
+  return ["sso_accounts", username];
 }
