@@ -13,6 +13,8 @@ import { createPublishApi } from "./src/publishing/api/mod.ts";
 import { createFeedRoutes } from "./src/api/feeds.ts";
 import { FEEDS_PREFIX } from "./src/feeds/paths.ts";
 import { createApiRoutes } from "./src/api/routes.ts";
+import { createTufRoutes } from "./src/api/tuf.ts";
+import { TUF_PREFIX } from "./src/tuf/paths.ts";
 import { keySetHandler, keySetRootHandler } from "./src/api/key_set.ts";
 import { KEY_SET_PATH, KEY_SET_ROOT_PATH } from "./src/signing/format.ts";
 import { createSigner } from "./src/signing/signer.ts";
@@ -88,6 +90,9 @@ export function createApp(appDeps: AppDeps & { sso?: SsoService }): Hono<AppEnv>
   app.route(API_PREFIX, clientApi.routes);
   const feeds = createFeedRoutes(deps, observer);
   app.route(FEEDS_PREFIX, feeds.routes);
+  // Each project's TUF repository (docs/tuf.md), behind the same key checks as the feeds.
+  const tuf = createTufRoutes(deps, observer);
+  app.route(TUF_PREFIX, tuf.routes);
   app.route(PUBLISH_PREFIX, createPublishApi(deps));
   app.route(ADMIN_PREFIX, adminUi.routes);
   app.get("/", (c) => c.redirect(ADMIN_PREFIX, 303));
@@ -95,8 +100,8 @@ export function createApp(appDeps: AppDeps & { sso?: SsoService }): Hono<AppEnv>
   // Errors outside both surfaces (health, metrics, the redirect) are JSON.
   app.onError(mapJsonError);
   // A path no route knows. The admin UI answers its own (its last route, admin/mod.ts). The
-  // client API and the feeds cannot: a catch-all route of theirs would match every one of
-  // their requests, so Hono would compose two handlers for each (see
+  // key-protected surfaces (client API, feeds, TUF) cannot: a catch-all route of theirs would
+  // match every one of their requests, so Hono would compose two handlers for each (see
   // docs/benchmarks.md "The client API's hot path"). Hono does not take a mounted app's
   // not-found handler, so theirs are called here by their prefix.
   const otherNotFound = observer.endpoint(
@@ -106,6 +111,7 @@ export function createApp(appDeps: AppDeps & { sso?: SsoService }): Hono<AppEnv>
   app.notFound((c) => {
     if (isUnder(c, API_PREFIX)) return clientApi.notFound(c);
     if (isUnder(c, FEEDS_PREFIX)) return feeds.notFound(c);
+    if (isUnder(c, TUF_PREFIX)) return tuf.notFound(c);
     return otherNotFound(c, async () => {}) as Response | Promise<Response>;
   });
 

@@ -23,6 +23,8 @@ import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
 import { startWebhookWorker } from "./src/webhooks/worker.ts";
+import { scheduleTufRefresh, tufGauges, tufSigningState } from "./src/tuf/freshness.ts";
+import { createOnlineKeys } from "./src/tuf/repository.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
 import { createSsoService } from "./app.ts";
 
@@ -195,6 +197,12 @@ async function start() {
     report: (level, message, fields) => logger.event(level, message, fields),
   });
 
+  // TUF metadata signed again before it expires, one instance at a time (docs/tuf.md "Freshness").
+  const stopTufRefresh = scheduleTufRefresh(kv, {
+    online: createOnlineKeys(config.dataDir),
+    report: (level, message, fields) => logger.event(level, message, fields),
+  });
+
   // Webhook deliveries from the KV outbox (docs/webhooks.md); one instance sends each.
   const webhooks = startWebhookWorker({
     kv,
@@ -227,8 +235,16 @@ async function start() {
   // Rollout percentages and adoption (docs/rollouts.md "Prometheus"), read at every scrape.
   metrics.addScrapeSource(() => rolloutGauges(kv, Date.now()));
   // Whether the database answers and takes writes (docs/operators.md "Health details").
-  const health = createHealthChecks({ kv, artifacts, metrics, serviceName: config.serviceName });
+  const health = createHealthChecks({
+    kv,
+    artifacts,
+    metrics,
+    serviceName: config.serviceName,
+    moreDetails: async () => ({ tuf_signing: await tufSigningState(kv) }),
+  });
   metrics.addScrapeSource(health.gauges);
+  // How fresh the TUF metadata is, and whether its signing is stuck (docs/tuf.md "Freshness").
+  metrics.addScrapeSource(() => tufGauges(kv, Date.now()));
 
   // Requests that arrive before bootstrapAdmin is done wait for it: at a first start, while the
   // generated password is hashed, so that nobody is told "wrong password" by a service just up.
@@ -269,7 +285,7 @@ async function start() {
   await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
   answer = app.fetch;
   adminReady.resolve();
-  return { kv, servers, stopFollowingWriters, webhooks, adoption };
+  return { kv, servers, stopFollowingWriters, stopTufRefresh, webhooks, adoption };
 }
 
 let started: Awaited<ReturnType<typeof start>>;
@@ -279,7 +295,7 @@ try {
   if (error instanceof StartupError) exitWith(error.message);
   throw error;
 }
-const { kv, servers, stopFollowingWriters, webhooks, adoption } = started;
+const { kv, servers, stopFollowingWriters, stopTufRefresh, webhooks, adoption } = started;
 
 onStopSignals({
   stop: async (signal) => {
@@ -304,6 +320,7 @@ onStopSignals({
       openResponses.endAll();
     }
     stopFollowingWriters();
+    stopTufRefresh();
     webhooks.stop();
     // The sightings still waiting are written, unless the KV takes longer than a few seconds.
     await Promise.race([adoption.flush(), new Promise((resolve) => setTimeout(resolve, 5_000))]);

@@ -1,5 +1,6 @@
 /** Error pages under /admin: errors are thrown once in the routes and mapped here. */
 import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { mapDomainError, type MappedError } from "../src/http/errors.ts";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";

@@ -41,6 +41,7 @@ import { addReleaseLatestRoutes } from "./routes/release_latest.tsx";
 import { addRolloutRoutes } from "./routes/rollout.tsx";
 import { addUploadRoute, addUploadStreams } from "./routes/upload.tsx";
 import { addSigningKeyRoutes } from "./routes/signing_keys.tsx";
+import { addTufRoutes } from "./routes/tuf.tsx";
 import { addWebhookRoutes } from "./routes/webhooks.tsx";
 import { renderAdminError, renderAdminNotFound } from "./errors.tsx";
 import { addStaticRoutes } from "./static.ts";
@@ -119,6 +120,7 @@ function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono
   addPublishTokenRoutes(gated, deps);
   addAccountsRoutes(gated, deps);
   addSigningKeyRoutes(gated, deps);
+  addTufRoutes(gated, deps);
   addWebhookRoutes(gated, deps);
   return gated;
 }

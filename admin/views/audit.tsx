@@ -16,6 +16,8 @@ const KIND_LABELS: Record<AuditKind, string> = {
   publish_token: "publish tokens (publish_token.*)",
   webhook: "webhooks (webhook.*)",
   signing_key: "signing keys (signing_key.*)",
+  tuf: "TUF root (tuf.*)",
+  sparkle_key: "Sparkle feed keys (sparkle_key.*)",
   account: "accounts (account.*)",
   auth: "sign-ins and passwords (auth.*)",
   admin: "first admin (admin.*)",

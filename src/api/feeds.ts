@@ -16,6 +16,7 @@ import { type Cached, type Project, type Release, thenRead } from "../store/mod.
 import { electronFeedYaml, isElectronFeedFile } from "../feeds/electron.ts";
 import { FEED_ERRORS, feedFilePath, SHA512_RETRY_AFTER_SECONDS } from "../feeds/paths.ts";
 import { sparkleAppcast } from "../feeds/sparkle.ts";
+import { type AppcastKey, createAppcastKeys, signAppcast } from "../feeds/sparkle_signing.ts";
 import { isTauriSegment, tauriFeedJson } from "../feeds/tauri.ts";
 import { acceptedKey } from "./auth.ts";
 import { createKeySurface, findVisibleProjectBySlug, findVisibleRelease } from "./surface.ts";
@@ -42,8 +43,13 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
   // holds): its response and, with signing on, its signature are made once.
   const electronBodies = new WeakMap<Release, Uint8Array<ArrayBuffer>>();
   const tauriBodies = new WeakMap<Release, Uint8Array<ArrayBuffer>>();
-  // The appcast also names the project: kept with the project record it was made of.
-  const sparkleBodies = new WeakMap<Release, { project: Project; body: Uint8Array<ArrayBuffer> }>();
+  // The appcast also names the project: kept with the project record and key it was made with.
+  const sparkleBodies = new WeakMap<
+    Release,
+    { project: Project; signing: AppcastKey | null; body: Uint8Array<ArrayBuffer> }
+  >();
+  // The vendors' Sparkle keys: a project with one gets a signed appcast (docs/feeds.md).
+  const appcastKeys = createAppcastKeys(kv, deps.config.dataDir);
 
   const get = <P extends string>(path: P, handler: Handler<AppEnv, P>) =>
     feeds.get(path, surface.endpoint(handler));
@@ -114,13 +120,21 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
       if (release.sparkle_signature === undefined) {
         throw new ApiError(409, FEED_ERRORS.sparkleSignatureMissing);
       }
-      let made = sparkleBodies.get(release);
-      if (made?.project !== project) {
-        const url = `${origin}${feedFilePath(release)}`;
-        made = { project, body: encoder.encode(sparkleAppcast({ project, release, url })) };
-        sparkleBodies.set(release, made);
-      }
-      return respond.ok(c, made.body, XML_CONTENT_TYPE);
+      return thenRead(appcastKeys.of(project), (signing) => {
+        let made = sparkleBodies.get(release);
+        if (made?.project !== project || made.signing?.setAt !== signing?.setAt) {
+          const url = `${origin}${feedFilePath(release)}`;
+          const content = encoder.encode(sparkleAppcast({
+            project,
+            release,
+            url,
+            bundleIdentifier: signing?.bundleIdentifier,
+          }));
+          made = { project, signing, body: signing ? signAppcast(content, signing.key) : content };
+          sparkleBodies.set(release, made);
+        }
+        return respond.ok(c, made.body, XML_CONTENT_TYPE);
+      });
     }));
 
   // The artifact: GET|HEAD /feeds/files/{releaseId}/{filename}, the API's download.

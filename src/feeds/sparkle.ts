@@ -38,10 +38,17 @@ export interface AppcastOptions {
   >;
   /** The absolute URL of the artifact. */
   url: string;
+  /**
+   * The app's CFBundleIdentifier, written as `sparkle:bundleIdentifier` in
+   * the item (signed appcasts, docs/feeds.md "Signed Sparkle feeds"); none when empty.
+   */
+  bundleIdentifier?: string;
 }
 
 /** The appcast of `release`, which must have its signature. */
-export function sparkleAppcast({ project, release, url }: AppcastOptions): string {
+export function sparkleAppcast(
+  { project, release, url, bundleIdentifier }: AppcastOptions,
+): string {
   const signature = release.sparkle_signature;
   if (signature === undefined) throw new Error("appcast of an unsigned release");
   const e = escapeXml;
@@ -50,6 +57,9 @@ export function sparkleAppcast({ project, release, url }: AppcastOptions): strin
   const notes = release.release_notes === ""
     ? ""
     : `\n      <description>${e(release.release_notes)}</description>`;
+  const bundle = bundleIdentifier
+    ? `\n      <sparkle:bundleIdentifier>${e(bundleIdentifier)}</sparkle:bundleIdentifier>`
+    : "";
   return `<?xml version="1.0" encoding="utf-8"?>
 <rss version="2.0" xmlns:sparkle="${SPARKLE_NS}">
   <channel>
@@ -58,7 +68,9 @@ export function sparkleAppcast({ project, release, url }: AppcastOptions): strin
       <title>${e(`${project.name} ${release.version}`)}</title>
       <pubDate>${e(rfc822(release.created_at))}</pubDate>
       <sparkle:version>${e(bundleVersion)}</sparkle:version>
-      <sparkle:shortVersionString>${e(release.version)}</sparkle:shortVersionString>${notes}
+      <sparkle:shortVersionString>${
+    e(release.version)
+  }</sparkle:shortVersionString>${bundle}${notes}
       <enclosure url="${e(url)}" length="${release.size_bytes}" type="${
     e(release.content_type || "application/octet-stream")
   }" sparkle:edSignature="${e(signature)}"/>

@@ -18,6 +18,8 @@ export const AUDIT_KINDS = [
   "publish_token",
   "webhook",
   "signing_key",
+  "tuf",
+  "sparkle_key",
   "account",
   "auth",
   "admin",

@@ -69,6 +69,11 @@
  * | ["sso_pending", sha256Hex(state)]            | SsoPending: a sign-in on its way through the provider (expireIn; sso.ts) |
  * | ["sso_sessions", sha256Hex(sessionId)]       | SsoSession: the provider's tokens of an admin session (expireIn) |
  * | ["sso_accounts", username]                   | SsoAccount: the provider identity an account belongs to |
+ * | ["tuf_roots", version]                       | TufRoot: one uploaded version of the TUF root (tuf.ts) |
+ * | ["tuf_state", projectId]                     | TufState: versions and expiry of a project's TUF metadata |
+ * | ["tuf_files", projectId, role, version, part] | string: part of a signed TUF metadata file |
+ * | ["tuf_status"]                               | TufRefreshStatus: the last background refresh of TUF metadata |
+ * | ["sparkle_feed_keys", projectId]             | SparkleFeedKey: the project's appcast key (public half; sparkle_keys.ts) |
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
@@ -124,6 +129,7 @@ export type LeaseName =
   | "sha512_backfill"
   | "aggregates_build"
   | "top_keys_refresh"
+  | "tuf_refresh"
   | readonly ["retention_run", number];
 
 /** The lease of the one instance doing `name`'s work. */
@@ -527,4 +533,56 @@ export function ssoSessionKey(idHash: string): Deno.KvKey {
 /** The provider identity (issuer and subject) that an admin account was made for. */
 export function ssoAccountKey(username: string): Deno.KvKey {
   return ["sso_accounts", username];
+}
+
+/** One version of the TUF root (docs/tuf.md). */
+export function tufRootKey(version: number): Deno.KvKey {
+  return ["tuf_roots", version];
+}
+
+export function tufRootsPrefix(): Deno.KvKey {
+  return ["tuf_roots"];
+}
+
+/** The versions and expiry of a project's TUF metadata. */
+export function tufStateKey(projectId: number): Deno.KvKey {
+  return ["tuf_state", projectId];
+}
+
+export function tufStatesPrefix(): Deno.KvKey {
+  return ["tuf_state"];
+}
+
+/** One part of a signed TUF metadata file (a file may be larger than one KV value). */
+export function tufFilePartKey(
+  projectId: number,
+  file: { role: string; version: number },
+  part: number,
+): Deno.KvKey {
+  return ["tuf_files", projectId, file.role, file.version, part];
+}
+
+export function tufFilePrefix(
+  projectId: number,
+  file: { role: string; version: number },
+): Deno.KvKey {
+  return ["tuf_files", projectId, file.role, file.version];
+}
+
+export function tufRoleFilesPrefix(projectId: number, role: string): Deno.KvKey {
+  return ["tuf_files", projectId, role];
+}
+
+/** The last background refresh of every project's TUF metadata. */
+export function tufStatusKey(): Deno.KvKey {
+  return ["tuf_status"];
+}
+
+/** The Sparkle appcast key of a project (its public half; the private key is a file). */
+export function sparkleFeedKeyKey(projectId: number): Deno.KvKey {
+  return ["sparkle_feed_keys", projectId];
+}
+
+export function sparkleFeedKeysPrefix(): Deno.KvKey {
+  return ["sparkle_feed_keys"];
 }

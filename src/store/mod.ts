@@ -33,3 +33,5 @@ export * from "./latest_view.ts";
 export * from "./signing_keys.ts";
 export * from "./webhooks.ts";
 export * from "./sso.ts";
+export * from "./tuf.ts";
+export * from "./sparkle_keys.ts";
