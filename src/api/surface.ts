@@ -87,8 +87,7 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
         return signer.ready().then(() => limited(handler)(c, next));
       }
       // A token drawn at once (a cached key, the memory limiter) costs no turn of the event loop.
-      const drawn = drawToken(c);
-      return drawn instanceof Promise ? drawn.then(() => handler(c, next)) : handler(c, next);
+      return thenRead(drawToken(c), () => handler(c, next));
     };
   const notFound = observer.endpoint(
     limited(() => {
@@ -121,12 +120,7 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     mapError,
     seen,
     latestFor(key, project, installId) {
-      const view = getLatestView(kv, project.id);
-      // Spelled out rather than through `thenRead`: no closure on the hot path.
-      if (view instanceof Promise) {
-        return view.then((found) => offered(found, key, installId));
-      }
-      return offered(view, key, installId);
+      return thenRead(getLatestView(kv, project.id), (view) => offered(view, key, installId));
     },
     endpoint: (handler) => observer.endpoint(limited(handler), mapError, true),
     notFound: (c) => notFound(c, async () => {}) as Cached<Response>,
