@@ -31,14 +31,14 @@ export type ErrorMapper = (error: Error, c: Context<AppEnv>) => Response | Promi
  * middleware anyway (admin pages, health, metrics, the publishing API).
  */
 export interface Observer {
-  /** Middleware for the routes outside the client API and the feeds. */
+  /** Middleware for the routes outside the key-protected surfaces (client API, feeds, TUF). */
   middleware: MiddlewareHandler<AppEnv>;
   /**
-   * `handler` observed without a middleware frame: for the client API's and
-   * the feeds' routes and for the not-found handler. Its errors are mapped by
-   * `mapError` here, so their responses are observed too. A request the
-   * middleware already observes (a method no route of /healthz takes) is not
-   * observed twice.
+   * `handler` observed without a middleware frame: for the routes of the
+   * key-protected surfaces (src/api/surface.ts) and for the not-found
+   * handler. Its errors are mapped by `mapError` here, so their responses are
+   * observed too. A request the middleware already observes (a method no
+   * route of /healthz takes) is not observed twice.
    */
   endpoint<P extends string>(
     handler: Handler<AppEnv, P>,
