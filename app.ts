@@ -56,9 +56,10 @@ export function createApp(appDeps: AppDeps & { sso?: SsoService }): Hono<AppEnv>
   // Outermost: request metrics, the access log, and the spec's security
   // headers on every response that was not built with them (client API
   // responses are; see src/http/response_headers.ts). A middleware on every
-  // route outside the client API and the feeds; their handlers and the
-  // not-found handler are wrapped instead (`observer.endpoint`, the same
-  // code), which saves the hot path a middleware frame.
+  // route outside the key-protected surfaces (client API, feeds, TUF); their
+  // handlers and the not-found handler are wrapped instead
+  // (`observer.endpoint`, the same code), which saves the hot path a
+  // middleware frame.
   // tests/access_log_test.ts checks every route.
   const observer = createObserver(deps);
   for (const path of OBSERVED_PATHS) app.use(path, observer.middleware);

@@ -81,7 +81,8 @@ export function createAdminRoutes(deps: ServiceDeps): AdminUi {
   const throttle = createLoginThrottle(deps.kv);
   admin.route("/", createPublicRoutes(deps, throttle));
   admin.route("/", createProtectedRoutes(deps, throttle));
-  // Last: what no route answered, behind the same gates (a GET without a session is sent to sign in).
+  // Last: what no route answered, behind the same gates (a GET without a
+  // session is sent to sign in).
   admin.all("*", (c) => renderAdminNotFound(c, deps));
   return { routes: admin };
 }
