@@ -34,6 +34,7 @@ import { FetchHttpHandler } from "@smithy/fetch-http-handler";
 import type { S3Config } from "../lib/config.ts";
 import { STORAGE_KEY_PATTERN } from "../lib/limits.ts";
 import { StorageUnavailableError } from "./unavailable.ts";
+import { spansStream } from "./spans.ts";
 import {
   type ArtifactStore,
   type ByteSource,
@@ -429,6 +430,9 @@ function openedObject(
       const body = got.Body?.transformToWebStream() as ReadableStream<Uint8Array> | undefined;
       if (body === undefined) throw new Error(`object ${key} has no body`);
       return exactLength(body, { length, idleMs, stalled });
+    },
+    readSpans(spans) {
+      return spansStream(spans, { read: (start, length) => this.read(start, length), close() {} });
     },
     close() {},
   };
