@@ -21,6 +21,7 @@ import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
 import { buildAggregates, createAdoptionRecorder, followOtherWriters } from "./src/store/mod.ts";
 import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
+import { scheduleBlockMaps } from "./src/blockmap/background.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
 import { startWebhookWorker } from "./src/webhooks/worker.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
@@ -189,6 +190,14 @@ async function start() {
 
   // Once, for releases stored before uploads computed SHA-512 (the updater feeds, docs/feeds.md).
   scheduleSha512Backfill({
+    kv,
+    artifacts,
+    report: (level, message, fields) => logger.event(level, message, fields),
+  });
+
+  // Block maps for electron-updater's differential downloads (docs/feeds.md): every release
+  // stored before, then each upload right after it is committed.
+  scheduleBlockMaps({
     kv,
     artifacts,
     report: (level, message, fields) => logger.event(level, message, fields),

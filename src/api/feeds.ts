@@ -14,7 +14,14 @@ import type { Observer } from "../http/observe.ts";
 import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../rollouts/membership.ts";
 import { type Cached, type Project, type Release, thenRead } from "../store/mod.ts";
 import { electronFeedYaml, isElectronFeedFile } from "../feeds/electron.ts";
-import { FEED_ERRORS, feedFilePath, SHA512_RETRY_AFTER_SECONDS } from "../feeds/paths.ts";
+import {
+  BLOCK_MAP_SUFFIX,
+  electronFilePath,
+  FEED_ERRORS,
+  feedFilePath,
+  SHA512_RETRY_AFTER_SECONDS,
+} from "../feeds/paths.ts";
+import { getActiveReleaseByVersion, getBlockMapBytes } from "../store/mod.ts";
 import { sparkleAppcast } from "../feeds/sparkle.ts";
 import { isTauriSegment, tauriFeedJson } from "../feeds/tauri.ts";
 import { acceptedKey } from "./auth.ts";
@@ -24,6 +31,8 @@ const encoder = new TextEncoder();
 const YAML_CONTENT_TYPE = "text/yaml; charset=utf-8";
 const XML_CONTENT_TYPE = "application/xml; charset=utf-8";
 const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
+/** What app-builder's block maps are served as (gzip bytes, not a gzip encoding of the answer). */
+const BLOCK_MAP_CONTENT_TYPE = "application/octet-stream";
 
 export interface FeedRoutes {
   /** The routes, to mount at /feeds. */
@@ -73,7 +82,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
       acceptedKey(c, deps);
       throw new ApiError(404, API_ERRORS.resourceNotFound);
     }
-    return latestOf(c, (_project, release) => {
+    return latestOf(c, (project, release) => {
       let body = electronBodies.get(release);
       if (body === undefined) {
         if (release.checksum_sha512 === undefined) {
@@ -81,7 +90,9 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
             "retry-after": String(SHA512_RETRY_AFTER_SECONDS),
           });
         }
-        body = encoder.encode(electronFeedYaml(release, { fileUrl: feedFilePath(release) }));
+        body = encoder.encode(
+          electronFeedYaml(release, { fileUrl: electronFilePath(project.slug, release) }),
+        );
         electronBodies.set(release, body);
       }
       return respond.ok(c, body, YAML_CONTENT_TYPE);
@@ -123,14 +134,37 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
       return respond.ok(c, made.body, XML_CONTENT_TYPE);
     }));
 
-  // The artifact: GET|HEAD /feeds/files/{releaseId}/{filename}, the API's download.
+  /** The block map of `release`, or the feeds' 404 while it has none. */
+  const blockMap = async (c: Context<AppEnv>, release: Release) => {
+    c.set("releaseId", release.id);
+    const body = await getBlockMapBytes(kv, release.id);
+    if (body === null) throw new ApiError(404, FEED_ERRORS.blockMapPending);
+    return respond.ok(c, body, BLOCK_MAP_CONTENT_TYPE);
+  };
+
+  // The artifact: GET|HEAD /feeds/files/{releaseId}/{filename}, the API's download;
+  // {filename}.blockmap beside it: its block map.
   get("/files/:id/:filename", async (c) => {
     const key = acceptedKey(c, deps);
     const { release } = await findVisibleRelease(kv, key, c.req.param("id"));
-    if (c.req.param("filename") !== release.filename) {
-      throw new ApiError(404, API_ERRORS.resourceNotFound);
-    }
+    const name = c.req.param("filename");
+    if (name === release.filename + BLOCK_MAP_SUFFIX) return await blockMap(c, release);
+    if (name !== release.filename) throw new ApiError(404, API_ERRORS.resourceNotFound);
     return await surface.download(c, key, release);
+  });
+
+  // The electron feed's file URL: GET|HEAD /feeds/electron/{slug}/files/{version}/{filename},
+  // the newest active release with that version; any {name}.blockmap in that folder is its
+  // block map (electron-updater rewrites the new file's URL into the installed one's).
+  get("/electron/:slug/files/:version/:filename", async (c) => {
+    const key = acceptedKey(c, deps);
+    const project = await findVisibleProjectBySlug(kv, key, c.req.param("slug"));
+    const release = await getActiveReleaseByVersion(kv, project.id, c.req.param("version"));
+    if (release === null) throw new ApiError(404, API_ERRORS.resourceNotFound);
+    const name = c.req.param("filename");
+    if (name === release.filename) return await surface.download(c, key, release);
+    if (name.endsWith(BLOCK_MAP_SUFFIX)) return await blockMap(c, release);
+    throw new ApiError(404, API_ERRORS.resourceNotFound);
   });
 
   // Read-only, like the client API: known paths refuse other methods.
@@ -140,6 +174,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
       "/tauri/:slug/:target/:arch/:current_version",
       "/sparkle/:slug/appcast.xml",
       "/files/:id/:filename",
+      "/electron/:slug/files/:version/:filename",
     ]
   ) {
     feeds.on(

@@ -56,6 +56,8 @@
  * | ["publish_tokens_by_hash", sha256Hex]        | tokenId                       |
  * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
  * | ["meta", "sha512_backfill"]                  | true once every release has its SHA-512 |
+ * | ["block_maps", releaseId]                    | BlockMapRecord: the release's block map, who made it (block_maps.ts) |
+ * | ["block_map_pieces", releaseId, piecesId, i] | Uint8Array: a piece of the gzipped block map |
  * | ["leases", ...LeaseName]                     | Lease { holder, until } (expireIn): the one instance doing that work (leases.ts) |
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
  * | ["signing_root"]                             | SigningRoot: the uploaded offline-root document |
@@ -114,11 +116,13 @@ export function sha512BackfillDoneKey(): Deno.KvKey {
 
 /**
  * What a lease (leases.ts) is for: the SHA-512 backfill (src/feeds/backfill.ts),
+ * the block maps' build (src/blockmap/background.ts),
  * the aggregates build (aggregates.ts), the top-keys refresh (stats.ts), a
  * project's retention run (retention.ts).
  */
 export type LeaseName =
   | "sha512_backfill"
+  | "block_map_build"
   | "aggregates_build"
   | "top_keys_refresh"
   | readonly ["retention_run", number];

@@ -25,6 +25,8 @@ export * from "./deletes.ts";
 export * from "./audit_search.ts";
 export * from "./retention.ts";
 export * from "./feed_backfill.ts";
+export * from "./block_maps.ts";
+export * from "./release_versions.ts";
 export * from "./leases.ts";
 export * from "./rollouts.ts";
 export * from "./adoption.ts";
