@@ -19,36 +19,8 @@ import {
   getBlockMapBytes,
 } from "../src/store/mod.ts";
 import { assertError } from "./asserts.ts";
+import { appBuilderBlockMap, installAppBuilder } from "./app_builder.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
-
-/** The version of electron-builder's block map tool the test compares with (npm caches it). */
-const APP_BUILDER_BIN = "app-builder-bin@4.2.0";
-
-/** Installs app-builder-bin under `root`; the path of its Linux x64 binary. */
-export async function installAppBuilder(root: string): Promise<string> {
-  const dir = join(root, "app-builder");
-  await Deno.mkdir(dir, { recursive: true });
-  const out = await new Deno.Command("npm", {
-    args: ["install", "--no-audit", "--no-fund", "--prefix", dir, APP_BUILDER_BIN],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-  const binary = join(dir, "node_modules", "app-builder-bin", "linux", "x64", "app-builder");
-  await Deno.chmod(binary, 0o755);
-  return binary;
-}
-
-/** `app-builder blockmap` of `path`, written beside it as `<path>.blockmap`; its JSON. */
-export async function appBuilderBlockMap(binary: string, path: string): Promise<unknown> {
-  const out = await new Deno.Command(binary, {
-    args: ["blockmap", "--input", path, "--output", `${path}.blockmap`],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-  return JSON.parse(new TextDecoder().decode(gunzipSync(await Deno.readFile(`${path}.blockmap`))));
-}
 
 /** Bytes with long repeats and changes, so that blocks of every size occur. */
 function sample(length: number, seed: number): Uint8Array {
