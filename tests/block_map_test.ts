@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { gunzipSync } from "node:zlib";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { parse } from "yaml";
 import { buildBlockMap, createBlockMapBuilder } from "../src/blockmap/build.ts";
 import { runBlockMapBuild } from "../src/blockmap/background.ts";
@@ -21,6 +21,7 @@ import {
 import { assertError } from "./asserts.ts";
 import { appBuilderBlockMap, installAppBuilder } from "./app_builder.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
+import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
 
 /** Bytes with long repeats and changes, so that blocks of every size occur. */
 function sample(length: number, seed: number): Uint8Array {
@@ -186,5 +187,55 @@ Deno.test("block maps: built in the background, served beside every file URL", a
     const pieces = await Array.fromAsync(app.kv.list({ prefix: ["block_map_pieces", v1.id] }));
     assert.equal(pieces.length, 0);
     assert.notEqual(await getBlockMapByRelease(app.kv, v2.id), null);
+  });
+});
+
+Deno.test("block maps: one the vendor uploads with the release is kept", async (t) => {
+  await using app = await createTestApp();
+  await seedProject(app, { slug: "desktop" });
+  const { secret: token } = await seedPublishToken(app.kv);
+  const { secret } = await seedKey(app);
+  const bytes = sample(200_000, 3);
+  const upload = (version: string, blockMap: Uint8Array) => {
+    const form = uploadForm({ version }, { bytes, name: `App ${version}.exe` });
+    form.append("blockmap", new Blob([blockMap as Uint8Array<ArrayBuffer>]), "x.blockmap");
+    return app.request(`${PUBLISH_PREFIX}/projects/desktop/releases`, token, {
+      method: "POST",
+      body: form,
+    });
+  };
+  // A vendor's map: the right blocks, listed as electron-builder would, encoded its own way.
+  const { map } = await buildBlockMap(ReadableStream.from([bytes]));
+  const vendor = new Uint8Array(gzipSync(JSON.stringify(map, null, 1)));
+
+  await t.step("kept as uploaded, never replaced by the background build", async () => {
+    const res = await upload("1.0.0", vendor);
+    assert.equal(res.status, 201, await res.clone().text());
+    const { release } = await res.json();
+    assert.equal((await getBlockMapByRelease(app.kv, release.id))?.made_by, "vendor");
+    await runBlockMapBuild({ kv: app.kv, artifacts: app.artifacts, report: () => {} });
+    const served = await app.request(
+      `/feeds/electron/desktop/files/1.0.0/App%201.0.0.exe.blockmap`,
+      secret,
+    );
+    assert.deepEqual(new Uint8Array(await served.arrayBuffer()), vendor);
+  });
+
+  await t.step("one that is not this file's block map is refused, nothing kept", async () => {
+    for (
+      const wrong of [
+        new TextEncoder().encode("not gzip"),
+        new Uint8Array(gzipSync(JSON.stringify({ ...map, version: "1" }))),
+        new Uint8Array(
+          gzipSync(JSON.stringify({ version: "2", files: [{ ...map.files[0], sizes: [1] }] })),
+        ),
+      ]
+    ) {
+      const res = await upload("1.0.1", wrong);
+      assert.equal(res.status, 400);
+      assert.match((await res.json()).error, /blockmap/);
+    }
+    const latest = await app.request("/api/v1/projects/desktop/releases/latest", secret);
+    assert.equal((await latest.json()).release.version, "1.0.0", "no release was made");
   });
 });

@@ -9,6 +9,7 @@
  */
 import {
   ConflictError,
+  createBlockMap,
   createRelease,
   createStagedRelease,
   type Release,
@@ -24,6 +25,7 @@ import {
   EmptyUploadError,
   type StoredArtifact,
 } from "./types.ts";
+import { checkBlockMap, readBlockMapPart } from "./block_map_part.ts";
 
 /** A part of a multipart upload, as the reader gives it (src/http/multipart.ts). */
 export interface UploadPart {
@@ -38,6 +40,8 @@ export interface ReceivedFile {
   stored: StoredArtifact;
   filename: string | undefined;
   contentType: string | undefined;
+  /** The vendor's block map (the part `blockmap`), kept instead of one the service builds. */
+  blockMap?: Uint8Array;
 }
 
 export interface ReceiveOptions<P extends UploadPart> {
@@ -58,9 +62,12 @@ export async function receiveUpload<P extends UploadPart>(
   { artifacts, maxBytes, onPart }: ReceiveOptions<P>,
 ): Promise<ReceivedFile | null> {
   let file: ReceivedFile | null = null;
+  let blockMap: Uint8Array | undefined;
   try {
     for await (const part of parts) {
-      if (part.name === "file" && file === null) {
+      if (part.name === BLOCK_MAP_PART && part.filename !== undefined && blockMap === undefined) {
+        blockMap = await readBlockMapPart(part.body);
+      } else if (part.name === "file" && file === null) {
         const stored = await artifacts.save(part.body, maxBytes).catch((error) => {
           if (error instanceof EmptyUploadError) return null;
           throw error;
@@ -76,8 +83,12 @@ export async function receiveUpload<P extends UploadPart>(
     if (file !== null) await artifacts.remove(file.stored.storage_key);
     throw error;
   }
+  if (file !== null && blockMap !== undefined && blockMap.byteLength > 0) file.blockMap = blockMap;
   return file;
 }
+
+/** The multipart part (a file) holding the vendor's block map of the upload's file. */
+export const BLOCK_MAP_PART = "blockmap";
 
 /** What an upload records: the release, and the staged rollout to start over the latest, if any. */
 export interface UploadRecord {
@@ -118,6 +129,7 @@ export async function recordUpload(
 ): Promise<RecordedUpload> {
   try {
     const { release: input, rollout = null } = await build(file);
+    if (file?.blockMap !== undefined) checkBlockMap(file.blockMap, file.stored.size_bytes);
     // A rollout starts from the current latest; a project without one simply gets the release.
     // Whether there is one is decided in the release's own commit, not by a read before it.
     const { release, staged } = await (rollout === null
@@ -129,6 +141,9 @@ export async function recordUpload(
         }
         throw error;
       });
+    if (file?.blockMap !== undefined) {
+      await keepVendorBlockMap(kv, release, file.blockMap);
+    }
     return {
       release,
       rollout: staged && rollout !== null ? await startUploadRollout(kv, release, rollout) : null,
@@ -139,6 +154,15 @@ export async function recordUpload(
   } finally {
     // Committed or removed: the storage sweep may judge the file from now on.
     if (file !== null) artifacts.settle?.(file.stored.storage_key);
+  }
+}
+
+/** Records the vendor's block map; a failure leaves it to the background build (logged). */
+async function keepVendorBlockMap(kv: Deno.Kv, release: Release, bytes: Uint8Array) {
+  try {
+    await createBlockMap(kv, { releaseId: release.id, madeBy: "vendor", bytes });
+  } catch (error) {
+    console.error("keeping the uploaded block map failed:", error);
   }
 }
 
