@@ -18,54 +18,15 @@ import { Cleanup, startNginx, which, xAccelServer } from "../bench/process.ts";
 import { runBlockMapBuild } from "../src/blockmap/background.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
 import { appBuilderBlockMap, installAppBuilder } from "./app_builder.ts";
+import { buildArtifacts, runChecked } from "../bench/differential_pair.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, waitFor } from "./helpers.ts";
 import { cephMissing, startRgw } from "./rgw.ts";
 import { makeDataTempDir, PROJECT_ROOT, removedAtEnd, startServer } from "./server_process.ts";
 
 const ELECTRON_UPDATER = "electron-updater@6.8.10";
-/** The changed part: two consecutive versions of one package's JavaScript. */
-const CHANGED = ["yaml@2.8.0", "yaml@2.8.1"];
 const CLIENT = join(PROJECT_ROOT, "tests", "fixtures", "electron_updater_differential.cjs");
 const nginx = which("nginx");
-
-async function run(cmd: string, args: string[], cwd?: string): Promise<string> {
-  const out = await new Deno.Command(cmd, { args, cwd, stdout: "piped", stderr: "piped" })
-    .output();
-  assert.equal(out.code, 0, `${cmd} ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
-  return new TextDecoder().decode(out.stdout);
-}
-
-/** The two artifacts (N, N+1): tar of `package/` (the JS of one version) then `resources.bin`. */
-async function buildArtifacts(root: string, binary: string): Promise<[Uint8Array, Uint8Array]> {
-  const packs = join(root, "packs");
-  await Deno.mkdir(packs, { recursive: true });
-  await run("npm", ["pack", "--silent", "--pack-destination", packs, ...CHANGED]);
-  const artifacts: Uint8Array[] = [];
-  for (const [i, spec] of CHANGED.entries()) {
-    const dir = join(root, `build-${i}`);
-    await Deno.mkdir(dir, { recursive: true });
-    const [name, version] = spec.split("@");
-    await run("tar", ["-xzf", join(packs, `${name}-${version}.tgz`), "-C", dir]);
-    await Deno.copyFile(binary, join(dir, "resources.bin"));
-    const out = join(root, `artifact-${i}.tar`);
-    await run("tar", [
-      "-cf",
-      out,
-      "--sort=name",
-      "--mtime=@0",
-      "--owner=0",
-      "--group=0",
-      "--numeric-owner",
-      "-C",
-      dir,
-      "package",
-      "resources.bin",
-    ]);
-    artifacts.push(await Deno.readFile(out));
-  }
-  return [artifacts[0], artifacts[1]];
-}
 
 /** An HTTP proxy to `upstream` counting the bytes of every answer's body. */
 function countingProxy(upstream: string) {
@@ -234,7 +195,14 @@ Deno.test({
     try {
       const npm = join(root, "npm");
       await Deno.mkdir(npm, { recursive: true });
-      await run("npm", ["install", "--no-audit", "--no-fund", "--prefix", npm, ELECTRON_UPDATER]);
+      await runChecked("npm", [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--prefix",
+        npm,
+        ELECTRON_UPDATER,
+      ]);
       const modules = join(npm, "node_modules");
       const appBuilder = await installAppBuilder(root);
       const [v0, v1] = await buildArtifacts(root, appBuilder);
