@@ -156,6 +156,7 @@ Deno.test("block maps: built in the background, served beside every file URL", a
           "/feeds/electron/desktop/files/0.9.0/App%20Setup%200.9.0.exe",
           "/feeds/electron/desktop/files/1.1.0/Other.exe",
           "/feeds/electron/nope/files/1.1.0/App%20Setup%201.1.0.exe",
+          "/feeds/electron/desktop/filez/1.1.0/App%20Setup%201.1.0.exe",
         ]
       ) {
         await assertError(await app.request(path, secret), 404, "resource not found");

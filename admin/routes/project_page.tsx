@@ -13,6 +13,7 @@ import {
   getLatestView,
   getProjectBySlug,
   getProjectBytes,
+  getProjectDeliveryMonth,
   getProjectReleaseCount,
   getProjectVersioned,
   getRecentDownloadCountsByWindow,
@@ -23,6 +24,7 @@ import {
   type Project,
   type Release,
   type RetentionPolicy,
+  utcMonth,
 } from "../../src/store/mod.ts";
 import { type AdminContext, pageContext } from "../context.ts";
 import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
@@ -84,6 +86,7 @@ export async function renderProjectPage(
     retention,
     rollout,
     adoption,
+    delivery,
   ] = await Promise.all([
     listReleasesPage(kv, project.id, {
       limit: PAGE_SIZE,
@@ -100,6 +103,7 @@ export async function renderProjectPage(
     retentionOf(deps, project.id, form.retention),
     rolloutOf(deps, project.id),
     getAdoption(kv, project.id, today),
+    getProjectDeliveryMonth(kv, project.id, utcMonth(new Date())),
   ]);
   const releases = cursorListPage(page, {
     query,
@@ -130,6 +134,7 @@ export async function renderProjectPage(
       })}
       duplicateVersions={duplicateActiveVersions(releases.rows)}
       downloads={downloads}
+      delivery={delivery}
       chart={{ series, days }}
       maxUploadBytes={deps.config.maxUploadBytes}
       edit={form.edit ?? editValuesOf(stored?.value ?? project)}

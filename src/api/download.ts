@@ -117,6 +117,11 @@ export interface ArtifactResponse {
    * only when it is resumed to its end; probes like `bytes=0-0` never count.
    */
   countsAsDownload: boolean;
+  /**
+   * The bytes of the answer's body (0 for HEAD): what is streamed, or what
+   * the store or nginx is asked to send for a hand-off (the parts' bytes).
+   */
+  bytes: number;
 }
 
 /**
@@ -211,7 +216,11 @@ async function answerArtifact(
   // without cancelling it: close the artifact here instead of leaking it.
   if (request.method === "HEAD") {
     artifact.close();
-    return { response: new Response(null, { status, headers }), countsAsDownload: false };
+    return {
+      response: new Response(null, { status, headers }),
+      countsAsDownload: false,
+      bytes: 0,
+    };
   }
   // A download counts once, when the file's last byte is sent: the whole file
   // in one answer, or the part that completes a resumed download.
@@ -227,10 +236,14 @@ async function answerArtifact(
   if (delivery.mode !== "stream" && !rangeRefused && !direct) {
     artifact.close();
     const response = await handOff(release, headers, { store, delivery });
-    return { response, countsAsDownload: counts };
+    return { response, countsAsDownload: counts, bytes: length };
   }
   const body = await artifact.read(start, length);
-  return { response: new Response(body, { status, headers }), countsAsDownload: counts };
+  return {
+    response: new Response(body, { status, headers }),
+    countsAsDownload: counts,
+    bytes: length,
+  };
 }
 
 /**
@@ -262,6 +275,7 @@ async function answerRangeSet(
     return {
       response: await handOff(release, headers, { store, delivery }),
       countsAsDownload: false,
+      bytes: ranges.reduce((sum, range) => sum + range.end - range.start + 1, 0),
     };
   }
   const bytes = artifact.readSpans(
@@ -276,6 +290,7 @@ async function answerRangeSet(
   return {
     response: new Response(multipart.body, { status: 206, headers }),
     countsAsDownload: false,
+    bytes: multipart.contentLength,
   };
 }
 

@@ -21,7 +21,7 @@ import {
   feedFilePath,
   SHA512_RETRY_AFTER_SECONDS,
 } from "../feeds/paths.ts";
-import { getActiveReleaseByVersion, getBlockMapBytes } from "../store/mod.ts";
+import { getActiveReleaseByVersion, getBlockMapBytes, getLatestRelease } from "../store/mod.ts";
 import { sparkleAppcast } from "../feeds/sparkle.ts";
 import { isTauriSegment, tauriFeedJson } from "../feeds/tauri.ts";
 import { acceptedKey } from "./auth.ts";
@@ -134,11 +134,22 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
       return respond.ok(c, made.body, XML_CONTENT_TYPE);
     }));
 
-  /** The block map of `release`, or the feeds' 404 while it has none. */
+  /**
+   * The block map of `release`, or the feeds' 404 while it has none. The latest release's
+   * starts a differential update (electron-updater then fetches the installed release's, an
+   * older one): one whole download's worth of bytes it stands for.
+   */
   const blockMap = async (c: Context<AppEnv>, release: Release) => {
     c.set("releaseId", release.id);
     const body = await getBlockMapBytes(kv, release.id);
     if (body === null) throw new ApiError(404, FEED_ERRORS.blockMapPending);
+    if (c.req.method === "GET") {
+      const latest = await getLatestRelease(kv, release.project_id);
+      surface.delivered(release, {
+        served: body.byteLength,
+        full: latest?.id === release.id ? release.size_bytes : 0,
+      });
+    }
     return respond.ok(c, body, BLOCK_MAP_CONTENT_TYPE);
   };
 
@@ -156,8 +167,11 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
   // The electron feed's file URL: GET|HEAD /feeds/electron/{slug}/files/{version}/{filename},
   // the newest active release with that version; any {name}.blockmap in that folder is its
   // block map (electron-updater rewrites the new file's URL into the installed one's).
-  get("/electron/:slug/files/:version/:filename", async (c) => {
+  // (A parameter, not the word "files", in the route: Hono's fast RegExpRouter needs the
+  // segment to be a parameter in both electron routes.)
+  get("/electron/:slug/:files/:version/:filename", async (c) => {
     const key = acceptedKey(c, deps);
+    if (c.req.param("files") !== "files") throw new ApiError(404, API_ERRORS.resourceNotFound);
     const project = await findVisibleProjectBySlug(kv, key, c.req.param("slug"));
     const release = await getActiveReleaseByVersion(kv, project.id, c.req.param("version"));
     if (release === null) throw new ApiError(404, API_ERRORS.resourceNotFound);
@@ -174,7 +188,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
       "/tauri/:slug/:target/:arch/:current_version",
       "/sparkle/:slug/appcast.xml",
       "/files/:id/:filename",
-      "/electron/:slug/files/:version/:filename",
+      "/electron/:slug/:files/:version/:filename",
     ]
   ) {
     feeds.on(

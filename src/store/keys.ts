@@ -58,6 +58,8 @@
  * | ["meta", "sha512_backfill"]                  | true once every release has its SHA-512 |
  * | ["block_maps", releaseId]                    | BlockMapRecord: the release's block map, who made it (block_maps.ts) |
  * | ["block_map_pieces", releaseId, piecesId, i] | Uint8Array: a piece of the gzipped block map |
+ * | ["delivery_bytes", releaseId, "served"/"full"] | Deno.KvU64 bytes answered / whole downloads' cost (delivery.ts) |
+ * | ["delivery_bytes_by_month", projectId, month, "served"/"full"] | Deno.KvU64, the same per UTC month |
  * | ["leases", ...LeaseName]                     | Lease { holder, until } (expireIn): the one instance doing that work (leases.ts) |
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
  * | ["signing_root"]                             | SigningRoot: the uploaded offline-root document |
@@ -249,6 +251,8 @@ export const BACKUP_VOLATILE_PREFIXES: readonly Deno.KvKey[] = [
   ["api_key_last_used"],
   ["publish_token_last_used"],
   ["adoption_sketch"],
+  ["delivery_bytes"],
+  ["delivery_bytes_by_month"],
 ];
 export function adminUserKey(username: string): Deno.KvKey {
   return ["admin_users", username];
