@@ -10,7 +10,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { downloadDifferentially } from "../client/differential.ts";
 import { runBlockMapBuild } from "../src/blockmap/background.ts";
-import { createTestApp, seedKey, seedProject, seedRelease, sha256 } from "./helpers.ts";
+import {
+  concatBytes,
+  createTestApp,
+  seedKey,
+  seedProject,
+  seedRelease,
+  sha256,
+} from "./helpers.ts";
 import { PROJECT_ROOT } from "./server_process.ts";
 
 /** Pseudo-random bytes from `seed`. */
@@ -26,24 +33,14 @@ function noise(length: number, seed: number): Uint8Array {
   return bytes;
 }
 
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.byteLength;
-  }
-  return out;
-}
-
 Deno.test("the reference client downloads only what changed", async (t) => {
   await using app = await createTestApp();
   const project = await seedProject(app, { slug: "desktop" });
   // A changed part (of a new length) before a large unchanged part, which moves.
   const unchanged = noise(3_000_000, 7);
-  const v0 = concat(noise(200_000, 1), unchanged);
+  const v0 = concatBytes(noise(200_000, 1), unchanged);
   // And a second change in the middle: two ranges to fetch.
-  const v1 = concat(
+  const v1 = concatBytes(
     noise(230_000, 2),
     unchanged.subarray(0, 1_500_000),
     noise(50_000, 3),
