@@ -20,8 +20,14 @@ import {
   FEED_ERRORS,
   feedFilePath,
   SHA512_RETRY_AFTER_SECONDS,
+  sparkleDeltaPath,
 } from "../feeds/paths.ts";
-import { getActiveReleaseByVersion, getBlockMapBytes, getLatestRelease } from "../store/mod.ts";
+import {
+  getActiveReleaseByVersion,
+  getBlockMapBytes,
+  getLatestRelease,
+  listSparkleDeltasByRelease,
+} from "../store/mod.ts";
 import { sparkleAppcast } from "../feeds/sparkle.ts";
 import { isTauriSegment, tauriFeedJson } from "../feeds/tauri.ts";
 import { acceptedKey } from "./auth.ts";
@@ -52,7 +58,10 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
   const electronBodies = new WeakMap<Release, Uint8Array<ArrayBuffer>>();
   const tauriBodies = new WeakMap<Release, Uint8Array<ArrayBuffer>>();
   // The appcast also names the project: kept with the project record it was made of.
-  const sparkleBodies = new WeakMap<Release, { project: Project; body: Uint8Array<ArrayBuffer> }>();
+  const sparkleBodies = new WeakMap<
+    Release,
+    { project: Project; deltas: number; body: Uint8Array<ArrayBuffer> }
+  >();
 
   const get = <P extends string>(path: P, handler: Handler<AppEnv, P>) =>
     feeds.get(path, surface.endpoint(handler));
@@ -125,14 +134,44 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
       if (release.sparkle_signature === undefined) {
         throw new ApiError(409, FEED_ERRORS.sparkleSignatureMissing);
       }
-      let made = sparkleBodies.get(release);
-      if (made?.project !== project) {
-        const url = `${origin}${feedFilePath(release)}`;
-        made = { project, body: encoder.encode(sparkleAppcast({ project, release, url })) };
-        sparkleBodies.set(release, made);
-      }
-      return respond.ok(c, made.body, XML_CONTENT_TYPE);
+      return thenRead(listSparkleDeltasByRelease(kv, release.id), (deltas) => {
+        let made = sparkleBodies.get(release);
+        if (made?.project !== project || made.deltas !== deltas.length) {
+          const url = `${origin}${feedFilePath(release)}`;
+          const listed = deltas.map((delta) => ({
+            url: `${origin}${sparkleDeltaPath(project.slug, delta)}`,
+            from: delta.from,
+            length: delta.size_bytes,
+            signature: delta.sparkle_signature,
+          }));
+          const body = encoder.encode(sparkleAppcast({ project, release, url, deltas: listed }));
+          made = { project, deltas: deltas.length, body };
+          sparkleBodies.set(release, made);
+        }
+        return respond.ok(c, made.body, XML_CONTENT_TYPE);
+      });
     }));
+
+  // A Sparkle delta: GET|HEAD /feeds/sparkle/{slug}/deltas/{releaseId}/{index}/{filename},
+  // downloaded like the release's file.
+  get("/sparkle/:slug/deltas/:id/:index/:filename", async (c) => {
+    const key = acceptedKey(c, deps);
+    const { project, release } = await findVisibleRelease(kv, key, c.req.param("id"));
+    const deltas = await listSparkleDeltasByRelease(kv, release.id);
+    const delta = deltas.find((d) => String(d.index) === c.req.param("index"));
+    if (
+      delta === undefined || project.slug !== c.req.param("slug") ||
+      delta.filename !== c.req.param("filename")
+    ) throw new ApiError(404, API_ERRORS.resourceNotFound);
+    return await surface.download(c, key, {
+      ...release,
+      storage_key: delta.storage_key,
+      checksum_sha256: delta.checksum_sha256,
+      size_bytes: delta.size_bytes,
+      filename: delta.filename,
+      content_type: "application/octet-stream",
+    });
+  });
 
   /**
    * The block map of `release`, or the feeds' 404 while it has none. The latest release's
@@ -189,6 +228,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
       "/sparkle/:slug/appcast.xml",
       "/files/:id/:filename",
       "/electron/:slug/:files/:version/:filename",
+      "/sparkle/:slug/deltas/:id/:index/:filename",
     ]
   ) {
     feeds.on(

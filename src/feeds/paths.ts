@@ -29,6 +29,16 @@ export function electronFilePath(
   }`;
 }
 
+/** The path of a Sparkle delta of a release (docs/feeds.md "Sparkle deltas"). */
+export function sparkleDeltaPath(
+  slug: string,
+  delta: { release_id: number; index: number; filename: string },
+): string {
+  return `${FEEDS_PREFIX}/sparkle/${slug}/deltas/${delta.release_id}/${delta.index}/${
+    encodeURIComponent(delta.filename)
+  }`;
+}
+
 /** What a block map's URL ends in, beside its file's URL. */
 export const BLOCK_MAP_SUFFIX = ".blockmap";
 

@@ -11,15 +11,16 @@ import type { ByteSource } from "./types.ts";
 /** The largest block map accepted: a 4 GiB artifact's is about 6 MB. */
 export const MAX_BLOCK_MAP_BYTES = 32 * 1024 * 1024;
 
-/** The bytes of a `blockmap` part; a ValidationError past MAX_BLOCK_MAP_BYTES. */
-export async function readBlockMapPart(source: ByteSource): Promise<Uint8Array> {
+/** The bytes of a small part (`field`), whole; a ValidationError past `max` bytes. */
+export async function readSmallPart(
+  source: ByteSource,
+  { field, max }: { field: string; max: number },
+): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of source) {
     size += chunk.byteLength;
-    if (size > MAX_BLOCK_MAP_BYTES) {
-      throw new ValidationError("blockmap", `must be at most ${MAX_BLOCK_MAP_BYTES} bytes`);
-    }
+    if (size > max) throw new ValidationError(field, `must be at most ${max} bytes`);
     chunks.push(chunk.slice()); // the reader may reuse its buffer
   }
   const bytes = new Uint8Array(size);

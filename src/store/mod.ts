@@ -28,6 +28,7 @@ export * from "./feed_backfill.ts";
 export * from "./block_maps.ts";
 export * from "./release_versions.ts";
 export * from "./delivery.ts";
+export * from "./sparkle_deltas.ts";
 export * from "./leases.ts";
 export * from "./rollouts.ts";
 export * from "./adoption.ts";
