@@ -111,7 +111,13 @@ export function scheduleBlockMaps(options: BlockMapWorkOptions): () => void {
   let lastId = 0;
   const run = async () => {
     try {
-      const result = await runBlockMapBuild(options, { afterId: lastId });
+      // A read, not a lease write, while nothing new was uploaded.
+      const newer = lastId === 0 ||
+        (await listReleasesWithoutBlockMap(options.kv, { afterId: lastId, limit: 1 })).lastId !==
+          lastId;
+      const result = newer
+        ? await runBlockMapBuild(options, { afterId: lastId })
+        : { outcome: "done" as const, built: 0, skipped: 0, lastId };
       // A busy run starts over next time: the other instance may stop half-way.
       if (result.outcome === "done") lastId = result.lastId;
       if (result.built > 0) options.report("info", "block maps built", { built: result.built });
