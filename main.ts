@@ -21,6 +21,7 @@ import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
 import { buildAggregates, createAdoptionRecorder, followOtherWriters } from "./src/store/mod.ts";
 import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
+import { scheduleBlockMaps } from "./src/blockmap/background.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
 import { startWebhookWorker } from "./src/webhooks/worker.ts";
 import { scheduleTufRefresh, tufGauges, tufSigningState } from "./src/tuf/freshness.ts";
@@ -200,6 +201,14 @@ async function start() {
   // TUF metadata signed again before it expires, one instance at a time (docs/tuf.md "Freshness").
   const stopTufRefresh = scheduleTufRefresh(kv, {
     online: createOnlineKeys(config.dataDir),
+    report: (level, message, fields) => logger.event(level, message, fields),
+  });
+
+  // Block maps for electron-updater's differential downloads (docs/feeds.md): every release
+  // stored before, then each upload right after it is committed.
+  scheduleBlockMaps({
+    kv,
+    artifacts,
     report: (level, message, fields) => logger.event(level, message, fields),
   });
 

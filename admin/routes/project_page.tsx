@@ -13,6 +13,7 @@ import {
   getLatestView,
   getProjectBySlug,
   getProjectBytes,
+  getProjectDeliveryMonth,
   getProjectReleaseCount,
   getProjectVersioned,
   getRecentDownloadCountsByWindow,
@@ -23,6 +24,7 @@ import {
   type Project,
   type Release,
   type RetentionPolicy,
+  utcMonth,
 } from "../../src/store/mod.ts";
 import { type AdminContext, pageContext } from "../context.ts";
 import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
@@ -86,6 +88,7 @@ export async function renderProjectPage(
     rollout,
     adoption,
     view,
+    delivery,
   ] = await Promise.all([
     listReleasesPage(kv, project.id, {
       limit: PAGE_SIZE,
@@ -103,6 +106,7 @@ export async function renderProjectPage(
     rolloutOf(deps, project.id),
     getAdoption(kv, project.id, today),
     getLatestView(kv, project.id),
+    getProjectDeliveryMonth(kv, project.id, utcMonth(new Date())),
   ]);
   const releases = cursorListPage(page, {
     query,
@@ -133,6 +137,7 @@ export async function renderProjectPage(
       })}
       duplicateVersions={duplicateActiveVersions(releases.rows)}
       downloads={downloads}
+      delivery={delivery}
       chart={{ series, days }}
       maxUploadBytes={deps.config.maxUploadBytes}
       edit={form.edit ?? editValuesOf(stored?.value ?? project)}

@@ -17,6 +17,7 @@ import {
   getDownloadCounts,
   getLatestRelease,
   getProject,
+  getReleaseDelivery,
   getReleaseVersioned,
   LatestReleaseError,
   listReleasesByProject,
@@ -52,10 +53,11 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
       & { status?: 200 | 400 | 409 } = {},
   ): Promise<Response> {
     const release = found.value;
-    const [project, latest, counts] = await Promise.all([
+    const [project, latest, counts, delivery] = await Promise.all([
       getProject(kv, release.project_id),
       getLatestRelease(kv, release.project_id),
       getDownloadCounts(kv, [release.id]),
+      getReleaseDelivery(kv, release.id),
     ]);
     return c.html(
       <ReleasePage
@@ -65,6 +67,7 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
         version={found.version}
         latest={latest?.id === release.id}
         downloads={counts.get(release.id) ?? 0}
+        delivery={delivery}
         edit={form.edit ?? valuesOf(release)}
         {...form}
       />,

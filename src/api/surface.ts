@@ -23,6 +23,7 @@ import {
   getRelease,
   type LatestView,
   type Project,
+  recordDelivery,
   type Release,
   thenRead,
 } from "../store/mod.ts";
@@ -51,6 +52,11 @@ export interface KeySurface {
   latestFor(key: ApiKey, project: Project, installId: () => string | null): Cached<Release>;
   /** That a client of `key` was answered `release` (adoption), by the install id it sent. */
   seen(key: ApiKey, release: Release, installId: string | null): void;
+  /**
+   * Bytes answered for `release` (its file, parts or block map) and what they stand for in
+   * whole downloads: the metrics and the release's sums (src/store/delivery.ts).
+   */
+  delivered(release: Release, bytes: { served: number; full: number }): void;
 }
 
 export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurface {
@@ -115,10 +121,24 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     return release;
   };
 
+  const delivered = (release: Release, { served, full }: { served: number; full: number }) => {
+    metrics.recordDelivery(served, full);
+    recordDelivery(kv, {
+      projectId: release.project_id,
+      releaseId: release.id,
+      servedBytes: served,
+      fullBytes: full,
+    }).catch((error) => {
+      metrics.recordKvError("download_count");
+      console.error("delivery count failed:", error);
+    });
+  };
+
   return {
     respond,
     mapError,
     seen,
+    delivered,
     latestFor(key, project, installId) {
       return thenRead(getLatestView(kv, project.id), (view) => offered(view, key, installId));
     },
@@ -130,6 +150,12 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
         store: deps.artifacts,
         delivery,
       });
+      if (c.req.method === "GET") {
+        delivered(release, {
+          served: served.bytes,
+          full: served.countsAsDownload ? release.size_bytes : 0,
+        });
+      }
       if (served.countsAsDownload) {
         c.set("onDownloaded", () =>
           countDownload(kv, {

@@ -1,3 +1,4 @@
+import { listAllSparkleDeltas } from "./sparkle_deltas.ts";
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { aggregatesReady, releaseAggregates } from "./aggregates.ts";
 import { now, serializedProjectWrite, takeIds } from "./atomic.ts";
@@ -480,10 +481,20 @@ export async function* listAllReleases(kv: Deno.Kv): AsyncGenerator<Release> {
   for await (const entry of kv.list<Release>({ prefix: releasesPrefix() })) yield entry.value;
 }
 
-/** The storage key of every release, in any state: the artifacts the storage sweep must keep. */
+/**
+ * The storage key of every release, in any state, and of their Sparkle deltas
+ * (sparkle_deltas.ts): the artifacts the storage sweep must keep.
+ */
 export async function listStorageKeys(kv: Deno.Kv): Promise<Set<string>> {
   const keys = new Set<string>();
-  for await (const release of listAllReleases(kv)) keys.add(release.storage_key);
+  const ids = new Set<number>();
+  for await (const release of listAllReleases(kv)) {
+    keys.add(release.storage_key);
+    ids.add(release.id);
+  }
+  for await (const delta of listAllSparkleDeltas(kv)) {
+    if (ids.has(delta.release_id)) keys.add(delta.storage_key);
+  }
   return keys;
 }
 
