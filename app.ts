@@ -56,9 +56,11 @@ export function createApp(appDeps: AppDeps & { sso?: SsoService }): Hono<AppEnv>
   // Outermost: request metrics, the access log, and the spec's security
   // headers on every response that was not built with them (client API
   // responses are; see src/http/response_headers.ts). A middleware on every
-  // route outside the client API; the API's handlers and the not-found
-  // handler are wrapped instead (`observe.endpoint`), which saves the hot
-  // path a middleware frame. tests/access_log_test.ts checks every route.
+  // route outside the key-protected surfaces (client API, feeds, TUF); their
+  // handlers and the not-found handler are wrapped instead
+  // (`observer.endpoint`, the same code), which saves the hot path a
+  // middleware frame.
+  // tests/access_log_test.ts checks every route.
   const observer = createObserver(deps);
   for (const path of OBSERVED_PATHS) app.use(path, observer.middleware);
   // Admin pages (HTML) get Hono's document headers too.
@@ -102,7 +104,11 @@ export function createApp(appDeps: AppDeps & { sso?: SsoService }): Hono<AppEnv>
 
   // Errors outside both surfaces (health, metrics, the redirect) are JSON.
   app.onError(mapJsonError);
-  // Hono does not take a mounted app's not-found handler: each surface's is called by its prefix.
+  // A path no route knows. The admin UI answers its own (its last route, admin/mod.ts). The
+  // key-protected surfaces (client API, feeds, TUF) cannot: a catch-all route of theirs would
+  // match every one of their requests, so Hono would compose two handlers for each (see
+  // docs/benchmarks.md "The client API's hot path"). Hono does not take a mounted app's
+  // not-found handler, so theirs are called here by their prefix.
   const otherNotFound = observer.endpoint(
     () => jsonResponse({ error: API_ERRORS.resourceNotFound }, 404),
     mapJsonError,
@@ -111,7 +117,6 @@ export function createApp(appDeps: AppDeps & { sso?: SsoService }): Hono<AppEnv>
     if (isUnder(c, API_PREFIX)) return clientApi.notFound(c);
     if (isUnder(c, FEEDS_PREFIX)) return feeds.notFound(c);
     if (isUnder(c, TUF_PREFIX)) return tuf.notFound(c);
-    if (isUnder(c, ADMIN_PREFIX)) return adminUi.notFound(c);
     return otherNotFound(c, async () => {}) as Response | Promise<Response>;
   });
 

@@ -24,6 +24,7 @@ import { followOtherWriters } from "./src/store/cache.ts";
 import { createStore } from "./src/store/store.ts";
 import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
+import { scheduleBlockMaps } from "./src/blockmap/background.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
 import { startWebhookWorker } from "./src/webhooks/worker.ts";
 import { scheduleTufRefresh, tufGauges, tufSigningState } from "./src/tuf/freshness.ts";
@@ -204,6 +205,14 @@ async function start() {
   // TUF metadata signed again before it expires, one instance at a time (docs/tuf.md "Freshness").
   const stopTufRefresh = scheduleTufRefresh(store, {
     online: createOnlineKeys(config.dataDir),
+    report: (level, message, fields) => logger.event(level, message, fields),
+  });
+
+  // Block maps for electron-updater's differential downloads (docs/feeds.md): every release
+  // stored before, then each upload right after it is committed.
+  scheduleBlockMaps({
+    store,
+    artifacts,
     report: (level, message, fields) => logger.event(level, message, fields),
   });
 

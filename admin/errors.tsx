@@ -1,5 +1,6 @@
 /** Error pages under /admin: errors are thrown once in the routes and mapped here. */
 import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { mapDomainError, type MappedError } from "../src/http/errors.ts";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
@@ -68,8 +69,16 @@ function sentence(text: string): string {
   return `${text[0].toUpperCase()}${text.slice(1)}.`;
 }
 
+/** The message of the 404 page; a route throws `pageNotFound()` for a page it does not have. */
+const NO_SUCH_PAGE = "There is no such page.";
+
 export function renderAdminNotFound(c: Context, deps: ServiceDeps): Promise<Response> {
-  return renderErrorPage(c, deps, { status: 404, message: "There is no such page." });
+  return renderErrorPage(c, deps, { status: 404, message: NO_SUCH_PAGE });
+}
+
+/** The error a route throws for a path it does not have: the 404 page. */
+export function pageNotFound(): HTTPException {
+  return new HTTPException(404, { message: NO_SUCH_PAGE });
 }
 
 async function renderErrorPage(

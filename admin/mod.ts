@@ -16,7 +16,7 @@
  * the browser origin check of unsafe requests.
  * tests/admin_gates_test.ts walks every registered route and proves it.
  */
-import { type Context, Hono } from "hono";
+import { Hono } from "hono";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
 import {
   auditChanges,
@@ -52,10 +52,11 @@ import { createLoginThrottle, type LoginThrottle } from "../src/store/login_thro
 export { bootstrapAdmin, checkFirstAdminSetting } from "./accounts.ts";
 
 export interface AdminUi {
-  /** The routes, to mount at /admin. Their errors become HTML error pages here. */
+  /**
+   * The routes, to mount at /admin. Their errors become HTML error pages here,
+   * and a path no route knows is the 404 page.
+   */
   routes: Hono<AdminEnv>;
-  /** The page for a path under /admin that no route knows. */
-  notFound: (c: Context) => Promise<Response>;
 }
 
 /** Admin headers a route's own value overrides (a download's caching and sandbox). */
@@ -81,7 +82,10 @@ export function createAdminRoutes(deps: ServiceDeps): AdminUi {
   const throttle = createLoginThrottle(deps.store);
   admin.route("/", createPublicRoutes(deps, throttle));
   admin.route("/", createProtectedRoutes(deps, throttle));
-  return { routes: admin, notFound: (c) => renderAdminNotFound(c, deps) };
+  // Last: what no route answered, behind the same gates (a GET without a
+  // session is sent to sign in).
+  admin.all("*", (c) => renderAdminNotFound(c, deps));
+  return { routes: admin };
 }
 
 /** What works without a session: the static assets and signing in. */

@@ -347,6 +347,7 @@ export function nginxConfig(
  */
 export function xAccelServer(appPort: number, artifactsDir: string, secret: string): string {
   return `
+    large_client_header_buffers 4 64k;
     location / {
       proxy_pass http://127.0.0.1:${appPort};
       proxy_set_header X-Accel-Secret "${secret}";
@@ -356,6 +357,7 @@ export function xAccelServer(appPort: number, artifactsDir: string, secret: stri
     location /_uds_artifacts/ {
       internal;
       alias ${artifactsDir}/;
+      max_ranges 2000;
       etag off;
       add_header ETag $upstream_http_etag;
       add_header Last-Modified "";

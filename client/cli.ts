@@ -19,6 +19,7 @@
  */
 import { basename, dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { downloadDifferentially } from "./differential.ts";
 import {
   checkForUpdate,
   CLIENT_VERSION,
@@ -56,6 +57,7 @@ export const EXIT = {
 const USAGE = `usage (or "uds-client" in place of "deno task client" once installed):
   deno task client check    --project SLUG --current VERSION [--base-url URL]
   deno task client download --project SLUG [--current VERSION] [--out FILE] [--base-url URL]
+                            [--installed FILE] (with --current: differential download)
   deno task client download --release ID [--out FILE] [--base-url URL]
   deno task client publish  --project SLUG --version V --file PATH [--build B]
                             [--notes-file F] [--draft] [--not-latest] [--base-url URL]
@@ -160,6 +162,27 @@ async function run(args: string[]): Promise<number> {
     }
   }
   const target = resolve(userDirectory(), flags.out ?? safeFileName(release.filename));
+  if (flags.installed) {
+    if (!flags.project || !flags.current) {
+      throw new UsageError("--installed needs --project and --current (the installed version)");
+    }
+    const result = await downloadDifferentially({
+      ...options,
+      release,
+      target,
+      installedFile: resolve(userDirectory(), flags.installed),
+      installedVersion: flags.current,
+      project: flags.project,
+    });
+    console.log(
+      `downloaded ${describe(release)} to ${target} (${release.size_bytes} bytes, sha256 ok, ${
+        result.differential
+          ? `differential: ${result.receivedBytes} bytes received`
+          : `whole file: ${result.fallback}`
+      })`,
+    );
+    return EXIT.ok;
+  }
   const result = await downloadRelease({ ...options, release, target });
   console.log(
     `downloaded ${describe(release)} to ${target} (${release.size_bytes} bytes, sha256 ok${
@@ -176,6 +199,7 @@ export const CLI_OPTIONS = {
   current: { type: "string" },
   release: { type: "string" },
   out: { type: "string" },
+  installed: { type: "string" },
   retries: { type: "string" },
   version: { type: "string" },
   file: { type: "string" },

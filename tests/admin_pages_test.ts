@@ -121,6 +121,8 @@ Deno.test("admin pages are safe", async (t) => {
     }
     const missing = await client.fetch("/admin/static/nope.js");
     assert.equal(missing.status, 404);
+    assert.match(missing.headers.get("content-type")!, /^text\/html/);
+    assert.match(await missing.text(), /There is no such page/);
   });
 
   await t.step("everything shown is escaped", async () => {

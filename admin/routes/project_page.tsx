@@ -4,6 +4,7 @@ import { isSlug } from "../../src/lib/limits.ts";
 import { adoptionDay, getAdoption } from "../../src/store/adoption.ts";
 import { getProjectBytes, getProjectReleaseCount } from "../../src/store/aggregates.ts";
 import { getDeletedDownloads } from "../../src/store/deletes.ts";
+import { getProjectDeliveryMonth, utcMonth } from "../../src/store/delivery.ts";
 import { getProjectVersioned } from "../../src/store/edits.ts";
 import { getLatestView } from "../../src/store/latest_view.ts";
 import { getProjectBySlug } from "../../src/store/projects.ts";
@@ -80,6 +81,7 @@ export async function renderProjectPage(
     rollout,
     adoption,
     view,
+    delivery,
   ] = await Promise.all([
     listReleasesPage(c.var.store, project.id, {
       limit: PAGE_SIZE,
@@ -97,6 +99,7 @@ export async function renderProjectPage(
     rolloutOf(deps, project.id),
     getAdoption(c.var.store, project.id, today),
     getLatestView(c.var.store, project.id),
+    getProjectDeliveryMonth(c.var.store, project.id, utcMonth(new Date())),
   ]);
   const releases = cursorListPage(page, {
     query,
@@ -127,6 +130,7 @@ export async function renderProjectPage(
       })}
       duplicateVersions={duplicateActiveVersions(releases.rows)}
       downloads={downloads}
+      delivery={delivery}
       chart={{ series, days }}
       maxUploadBytes={deps.config.maxUploadBytes}
       edit={form.edit ?? editValuesOf(stored?.value ?? project)}

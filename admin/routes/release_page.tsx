@@ -12,6 +12,7 @@ import {
 import { deleteRelease } from "../../src/lifecycle/delete.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { LatestReleaseError } from "../../src/store/deletes.ts";
+import { getReleaseDelivery } from "../../src/store/delivery.ts";
 import { editRelease, getReleaseVersioned, StaleEditError } from "../../src/store/edits.ts";
 import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
 import { getProject } from "../../src/store/projects.ts";
@@ -47,10 +48,11 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
       & { status?: 200 | 400 | 409 } = {},
   ): Promise<Response> {
     const release = found.value;
-    const [project, latest, counts] = await Promise.all([
+    const [project, latest, counts, delivery] = await Promise.all([
       getProject(c.var.store, release.project_id),
       getLatestRelease(c.var.store, release.project_id),
       getDownloadCounts(c.var.store, [release.id]),
+      getReleaseDelivery(c.var.store, release.id),
     ]);
     return c.html(
       <ReleasePage
@@ -60,6 +62,7 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
         version={found.version}
         latest={latest?.id === release.id}
         downloads={counts.get(release.id) ?? 0}
+        delivery={delivery}
         edit={form.edit ?? valuesOf(release)}
         {...form}
       />,

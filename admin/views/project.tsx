@@ -1,3 +1,4 @@
+import type { DeliveryTotals } from "../../src/store/delivery.ts";
 import type { DailyDownloads } from "../../src/store/stats.ts";
 import type { Project, Release } from "../../src/store/types.ts";
 import type { LatestNotes } from "../../src/publishing/latest.ts";
@@ -45,6 +46,8 @@ export interface ProjectPageProps {
   /** Versions carried by more than one active release. */
   duplicateVersions: string[];
   downloads: Map<number, ReleaseDownloads>;
+  /** This UTC month's bytes answered and what whole downloads would have cost (docs/feeds.md). */
+  delivery?: DeliveryTotals;
   chart: { series: DailyDownloads[]; days: ChartRange };
   maxUploadBytes: number;
   edit: ProjectEditValues;
@@ -87,6 +90,13 @@ export function ProjectPage(props: ProjectPageProps) {
         path={`/admin/projects/${project.slug}`}
         title="Downloads per day"
       />
+      {props.delivery !== undefined && props.delivery.full > props.delivery.served && (
+        <p class="hint" data-differential-savings>
+          Differential downloads saved {formatGb(props.delivery.full - props.delivery.served)}{" "}
+          this month ({formatGb(props.delivery.served)} sent instead of{" "}
+          {formatGb(props.delivery.full)}).
+        </p>
+      )}
       <AdoptionCard {...props.adoption} />
       <RetentionCard ctx={ctx} project={project} {...props.retention} />
       <EditForm {...props} />
@@ -389,4 +399,9 @@ function EditForm(
       </div>
     </section>
   );
+}
+
+/** Bytes as GB (10^9), two decimals. */
+function formatGb(bytes: number): string {
+  return `${(bytes / 1e9).toFixed(2)} GB`;
 }

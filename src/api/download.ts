@@ -3,12 +3,17 @@
  * clients can resume: `ETag` (the artifact's SHA-256, strong) and
  * `Accept-Ranges: bytes` on every answer, `Range` honoured when `If-Range` is
  * absent or names the current ETag, `206` with `Content-Range`, `416` for a
- * start beyond the end. Multi-range and malformed `Range` headers are ignored
+ * start beyond the end. Several ranges get a `206` of `multipart/byteranges`
+ * (byte_ranges.ts), within its bounds; malformed `Range` headers are ignored
  * (a full `200`), as RFC 9110 allows. The file is streamed from its offset in
  * large chunks and never read whole, from whichever backend holds it.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import { type ArtifactStore, StorageUnavailableError } from "../storage/mod.ts";
+import {
+  type ArtifactStore,
+  type OpenedArtifact,
+  StorageUnavailableError,
+} from "../storage/mod.ts";
 import {
   contentDisposition,
   DOWNLOAD_CONTENT_SECURITY_POLICY,
@@ -17,6 +22,7 @@ import {
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Release } from "../store/types.ts";
 import type { DownloadMode } from "../lib/config.ts";
+import { multipartByteranges, parseRangeSet } from "./byte_ranges.ts";
 
 /** An inclusive byte range inside the file: `start <= end < size`. */
 export interface ByteRange {
@@ -115,6 +121,11 @@ export interface ArtifactResponse {
    * only when it is resumed to its end; probes like `bytes=0-0` never count.
    */
   countsAsDownload: boolean;
+  /**
+   * The bytes of the answer's body (0 for HEAD): what is streamed, or what
+   * the store or nginx is asked to send for a hand-off (the parts' bytes).
+   */
+  bytes: number;
 }
 
 /**
@@ -163,14 +174,33 @@ async function answerArtifact(
   // RFC 9110 section 14.2: Range is defined for GET only; HEAD describes the whole file.
   const ifRange = request.headers.get("if-range");
   const validated = ifRange !== null && ifRangeAllows(ifRange, etag, artifact.storeEtag);
-  const range = request.method === "GET" && (ifRange === null || validated)
-    ? parseRange(request.headers.get("range"), size)
+  const rangeHeader = request.method === "GET" && (ifRange === null || validated)
+    ? request.headers.get("range")
+    : null;
+  const rangeSet = parseRangeSet(rangeHeader, size);
+  // Several ranges of which one is satisfiable get that one as a single range (as nginx does).
+  const range = rangeSet === null
+    ? parseRange(rangeHeader, size)
+    : rangeSet === "unsatisfiable"
+    ? rangeSet
+    : rangeSet.length === 1
+    ? rangeSet[0]
     : null;
   if (range === "unsatisfiable") {
     artifact.close();
     throw new ApiError(416, API_ERRORS.rangeNotSatisfiable, {
       "accept-ranges": "bytes",
       "content-range": `bytes */${size}`,
+    });
+  }
+
+  if (Array.isArray(rangeSet) && rangeSet.length > 1) {
+    return await answerRangeSet(release, request, {
+      artifact,
+      ranges: rangeSet,
+      delivery,
+      store,
+      etag,
     });
   }
 
@@ -191,7 +221,11 @@ async function answerArtifact(
   // without cancelling it: close the artifact here instead of leaking it.
   if (request.method === "HEAD") {
     artifact.close();
-    return { response: new Response(null, { status, headers }), countsAsDownload: false };
+    return {
+      response: new Response(null, { status, headers }),
+      countsAsDownload: false,
+      bytes: 0,
+    };
   }
   // A download counts once, when the file's last byte is sent: the whole file
   // in one answer, or the part that completes a resumed download.
@@ -207,10 +241,62 @@ async function answerArtifact(
   if (delivery.mode !== "stream" && !rangeRefused && !direct) {
     artifact.close();
     const response = await handOff(release, headers, { store, delivery });
-    return { response, countsAsDownload: counts };
+    return { response, countsAsDownload: counts, bytes: length };
   }
   const body = await artifact.read(start, length);
-  return { response: new Response(body, { status, headers }), countsAsDownload: counts };
+  return {
+    response: new Response(body, { status, headers }),
+    countsAsDownload: counts,
+    bytes: length,
+  };
+}
+
+/**
+ * A `206` of several ranges in `multipart/byteranges`, streamed from the
+ * store in every mode but one: `x-accel` behind nginx hands it on, and nginx
+ * answers the ranges itself (within its `max_ranges`, docs/operators.md). In
+ * `redirect` mode it is streamed: a bucket answers one range per GET. Never
+ * counts as a download.
+ */
+async function answerRangeSet(
+  release: Release,
+  request: Request,
+  { artifact, ranges, delivery, store, etag }: {
+    artifact: OpenedArtifact;
+    ranges: ByteRange[];
+    delivery: Delivery;
+    store: ArtifactStore;
+    etag: string;
+  },
+): Promise<ArtifactResponse> {
+  const headers: Record<string, string> = {
+    "content-type": downloadContentType(release.content_type),
+    "content-disposition": contentDisposition(release.filename),
+    etag,
+    "accept-ranges": "bytes",
+  };
+  if (delivery.mode === "x-accel" && cameThroughProxy(request, delivery.xAccelSecret)) {
+    artifact.close();
+    return {
+      response: await handOff(release, headers, { store, delivery }),
+      countsAsDownload: false,
+      bytes: ranges.reduce((sum, range) => sum + range.end - range.start + 1, 0),
+    };
+  }
+  const bytes = artifact.readSpans(
+    ranges.map((range) => ({ start: range.start, length: range.end - range.start + 1 })),
+  );
+  const multipart = multipartByteranges(ranges, bytes, {
+    size: artifact.size,
+    contentType: headers["content-type"],
+  });
+  headers["content-type"] = multipart.contentType;
+  headers["content-length"] = String(multipart.contentLength);
+  return {
+    response: new Response(multipart.body, { status: 206, headers }),
+    countsAsDownload: false,
+    bytes: multipart.contentLength,
+  };
 }
 
 /**

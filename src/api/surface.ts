@@ -14,6 +14,7 @@ import type { ErrorMapper, Observer } from "../http/observe.ts";
 import { ID_PATTERN, isSlug } from "../lib/limits.ts";
 import { type ApiResponder, createApiResponder, setHeaders } from "../http/response_headers.ts";
 import { type Cached, thenRead } from "../store/cache.ts";
+import { recordDelivery } from "../store/delivery.ts";
 import { getLatestView, type LatestView } from "../store/latest_view.ts";
 import { getProject, getProjectBySlug } from "../store/projects.ts";
 import { getRelease } from "../store/releases.ts";
@@ -45,6 +46,11 @@ export interface KeySurface {
   latestFor(key: ApiKey, project: Project, installId: () => string | null): Cached<Release>;
   /** That a client of `key` was answered `release` (adoption), by the install id it sent. */
   seen(key: ApiKey, release: Release, installId: string | null): void;
+  /**
+   * Bytes answered for `release` (its file, parts or block map) and what they stand for in
+   * whole downloads: the metrics and the release's sums (src/store/delivery.ts).
+   */
+  delivered(release: Release, bytes: { served: number; full: number }): void;
 }
 
 export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurface {
@@ -81,8 +87,7 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
         return signer.ready().then(() => limited(handler)(c, next));
       }
       // A token drawn at once (a cached key, the memory limiter) costs no turn of the event loop.
-      const drawn = drawToken(c);
-      return drawn instanceof Promise ? drawn.then(() => handler(c, next)) : handler(c, next);
+      return thenRead(drawToken(c), () => handler(c, next));
     };
   const notFound = observer.endpoint(
     limited(() => {
@@ -110,17 +115,26 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     return release;
   };
 
+  const delivered = (release: Release, { served, full }: { served: number; full: number }) => {
+    metrics.recordDelivery(served, full);
+    recordDelivery(store, {
+      projectId: release.project_id,
+      releaseId: release.id,
+      servedBytes: served,
+      fullBytes: full,
+    }).catch((error) => {
+      metrics.recordKvError("download_count");
+      console.error("delivery count failed:", error);
+    });
+  };
+
   return {
     respond,
     mapError,
     seen,
+    delivered,
     latestFor(key, project, installId) {
-      const view = getLatestView(store, project.id);
-      // Spelled out rather than through `thenRead`: no closure on the hot path.
-      if (view instanceof Promise) {
-        return view.then((found) => offered(found, key, installId));
-      }
-      return offered(view, key, installId);
+      return thenRead(getLatestView(store, project.id), (view) => offered(view, key, installId));
     },
     endpoint: (handler) => observer.endpoint(limited(handler), mapError, true),
     notFound: (c) => notFound(c, async () => {}) as Cached<Response>,
@@ -130,6 +144,12 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
         store: deps.artifacts,
         delivery,
       });
+      if (c.req.method === "GET") {
+        delivered(release, {
+          served: served.bytes,
+          full: served.countsAsDownload ? release.size_bytes : 0,
+        });
+      }
       if (served.countsAsDownload) {
         c.set("onDownloaded", () =>
           countDownload(store, {

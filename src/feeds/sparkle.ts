@@ -43,11 +43,22 @@ export interface AppcastOptions {
    * the item (signed appcasts, docs/feeds.md "Signed Sparkle feeds"); none when empty.
    */
   bundleIdentifier?: string;
+  /** Sparkle deltas to this release (docs/feeds.md "Sparkle deltas"). */
+  deltas?: AppcastDelta[];
+}
+
+export interface AppcastDelta {
+  /** Absolute URL of the `.delta` file. */
+  url: string;
+  /** The bundle version it applies to (`sparkle:deltaFrom`). */
+  from: string;
+  length: number;
+  signature: string;
 }
 
 /** The appcast of `release`, which must have its signature. */
 export function sparkleAppcast(
-  { project, release, url, bundleIdentifier }: AppcastOptions,
+  { project, release, url, bundleIdentifier, deltas = [] }: AppcastOptions,
 ): string {
   const signature = release.sparkle_signature;
   if (signature === undefined) throw new Error("appcast of an unsigned release");
@@ -73,9 +84,23 @@ export function sparkleAppcast(
   }</sparkle:shortVersionString>${bundle}${notes}
       <enclosure url="${e(url)}" length="${release.size_bytes}" type="${
     e(release.content_type || "application/octet-stream")
-  }" sparkle:edSignature="${e(signature)}"/>
+  }" sparkle:edSignature="${e(signature)}"/>${deltaList(deltas)}
     </item>
   </channel>
 </rss>
 `;
+}
+
+/** `<sparkle:deltas>` with one enclosure per delta, or nothing. */
+function deltaList(deltas: AppcastDelta[]): string {
+  if (deltas.length === 0) return "";
+  const e = escapeXml;
+  const items = deltas.map((delta) =>
+    `\n        <enclosure url="${e(delta.url)}" sparkle:deltaFrom="${
+      e(delta.from)
+    }" length="${delta.length}" type="application/octet-stream" sparkle:edSignature="${
+      e(delta.signature)
+    }"/>`
+  ).join("");
+  return `\n      <sparkle:deltas>${items}\n      </sparkle:deltas>`;
 }

@@ -1,6 +1,7 @@
 /** Reading a stored object: ranges through fetch, never a short body, failing when the store stalls. */
 import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { OpenedArtifact } from "./types.ts";
+import { spansStream } from "./spans.ts";
 import { StorageUnavailableError } from "./unavailable.ts";
 
 /** A stored object for reading: its bytes come through fetch, bounded as the store's calls are. */
@@ -33,6 +34,9 @@ export function openedObject(
       const body = got.Body?.transformToWebStream() as ReadableStream<Uint8Array> | undefined;
       if (body === undefined) throw new Error(`object ${key} has no body`);
       return exactLength(body, { length, idleMs, stalled });
+    },
+    readSpans(spans) {
+      return spansStream(spans, { read: (start, length) => this.read(start, length), close() {} });
     },
     close() {},
   };

@@ -56,6 +56,11 @@
  * | ["publish_tokens_by_hash", sha256Hex]        | tokenId                       |
  * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
  * | ["meta", "sha512_backfill"]                  | true once every release has its SHA-512 |
+ * | ["block_maps", releaseId]                    | BlockMapRecord: the release's block map, who made it (block_maps.ts) |
+ * | ["block_map_pieces", releaseId, piecesId, i] | Uint8Array: a piece of the gzipped block map |
+ * | ["sparkle_deltas", releaseId, index]         | SparkleDelta: a `.delta` file of the release (sparkle_deltas.ts) |
+ * | ["delivery_bytes", releaseId, "served"/"full"] | Deno.KvU64 bytes answered / whole downloads' cost (delivery.ts) |
+ * | ["delivery_bytes_by_month", projectId, month, "served"/"full"] | Deno.KvU64, the same per UTC month |
  * | ["leases", ...LeaseName]                     | Lease { holder, until } (expireIn): the one instance doing that work (leases.ts) |
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
  * | ["signing_root"]                             | SigningRoot: the uploaded offline-root document |
@@ -122,11 +127,13 @@ export function sha512BackfillDoneKey(): Deno.KvKey {
 
 /**
  * What a lease (leases.ts) is for: the SHA-512 backfill (src/feeds/backfill.ts),
+ * the block maps' build (src/blockmap/background.ts),
  * the aggregates build (aggregates.ts), the top-keys refresh (stats.ts), a
  * project's retention run (retention.ts).
  */
 export type LeaseName =
   | "sha512_backfill"
+  | "block_map_build"
   | "aggregates_build"
   | "top_keys_refresh"
   | "tuf_refresh"
@@ -256,6 +263,8 @@ export const BACKUP_VOLATILE_PREFIXES: readonly Deno.KvKey[] = [
   ["api_key_last_used"],
   ["publish_token_last_used"],
   ["adoption_sketch"],
+  ["delivery_bytes"],
+  ["delivery_bytes_by_month"],
 ];
 export function adminUserKey(username: string): Deno.KvKey {
   return ["admin_users", username];

@@ -1,3 +1,4 @@
+import { listAllSparkleDeltas } from "./sparkle_deltas.ts";
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { aggregatesReady, releaseAggregates } from "./aggregates.ts";
 import { now, serializedProjectWrite, takeIds } from "./atomic.ts";
@@ -489,10 +490,20 @@ export async function* listAllReleases(store: Store): AsyncGenerator<Release> {
   for await (const entry of store.kv.list<Release>({ prefix: releasesPrefix() })) yield entry.value;
 }
 
-/** The storage key of every release, in any state: the artifacts the storage sweep must keep. */
+/**
+ * The storage key of every release, in any state, and of their Sparkle deltas
+ * (sparkle_deltas.ts): the artifacts the storage sweep must keep.
+ */
 export async function listStorageKeys(store: Store): Promise<Set<string>> {
   const keys = new Set<string>();
-  for await (const release of listAllReleases(store)) keys.add(release.storage_key);
+  const ids = new Set<number>();
+  for await (const release of listAllReleases(store)) {
+    keys.add(release.storage_key);
+    ids.add(release.id);
+  }
+  for await (const delta of listAllSparkleDeltas(store)) {
+    if (ids.has(delta.release_id)) keys.add(delta.storage_key);
+  }
   return keys;
 }
 
