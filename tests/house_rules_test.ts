@@ -6,8 +6,9 @@
  * of Hono but its public API, one map from errors to HTTP statuses that
  * every surface answers from, no state kept per KV handle (it belongs to the
  * store object, src/store/store.ts) and no ambient request context in the
- * store (an audit entry travels with the store a write goes through). That
- * nothing under `src/` imports `admin/` is checked by tests/layering_test.ts.
+ * store (an audit entry travels with the store a write goes through), and no
+ * store barrel (a consumer imports the store module it uses). That nothing
+ * under `src/` imports `admin/` is checked by tests/layering_test.ts.
  */
 import assert from "node:assert/strict";
 import { dirname, join, resolve } from "node:path";
@@ -197,6 +198,14 @@ Deno.test("house rules of production code", async (t) => {
       kvKeyedState(source).map((use) => `${file}: ${use}`)
     );
     assert.deepEqual(wrong, []);
+  });
+
+  await t.step("no store barrel: each import names the store module it uses", async () => {
+    const barrel = "src/store/mod.ts";
+    const wrong = files.filter(({ source }) => /["'][./]*(?:src\/)?store\/mod\.ts["']/.test(source))
+      .map(({ file }) => file);
+    assert.deepEqual(wrong, []);
+    assert.equal(await Deno.stat(join(ROOT, barrel)).then(() => true, () => false), false, barrel);
   });
 
   await t.step("no AsyncLocalStorage in the store layer", () => {
