@@ -11,6 +11,7 @@ import { createPublishApi } from "./admin/publish_api/mod.ts";
 import { createFeedRoutes } from "./src/api/feeds.ts";
 import { FEEDS_PREFIX } from "./src/feeds/paths.ts";
 import { createApiRoutes } from "./src/api/routes.ts";
+import { createReportRoutes, REPORTS_PREFIX } from "./src/api/reports.ts";
 import { keySetHandler, keySetRootHandler } from "./src/api/key_set.ts";
 import { KEY_SET_PATH, KEY_SET_ROOT_PATH } from "./src/signing/format.ts";
 import { createSigner } from "./src/signing/signer.ts";
@@ -83,6 +84,9 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
   app.route(API_PREFIX, clientApi.routes);
   const feeds = createFeedRoutes(deps, observer);
   app.route(FEEDS_PREFIX, feeds.routes);
+  // Install reports (docs/reports.md): outside /api/v1, which stays read-only.
+  const reports = createReportRoutes(deps, observer);
+  app.route(REPORTS_PREFIX, reports.routes);
   app.route(PUBLISH_PREFIX, createPublishApi(deps));
   app.route(ADMIN_PREFIX, adminUi.routes);
   app.get("/", (c) => c.redirect(ADMIN_PREFIX, 303));
@@ -97,6 +101,7 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
   app.notFound((c) => {
     if (isUnder(c, API_PREFIX)) return clientApi.notFound(c);
     if (isUnder(c, FEEDS_PREFIX)) return feeds.notFound(c);
+    if (isUnder(c, REPORTS_PREFIX)) return reports.notFound(c);
     if (isUnder(c, ADMIN_PREFIX)) return adminUi.notFound(c);
     return otherNotFound(c, async () => {}) as Response | Promise<Response>;
   });

@@ -18,7 +18,12 @@ import {
 } from "./src/lib/private_files.ts";
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
-import { buildAggregates, createAdoptionRecorder, followOtherWriters } from "./src/store/mod.ts";
+import {
+  buildAggregates,
+  createAdoptionRecorder,
+  createReportRecorder,
+  followOtherWriters,
+} from "./src/store/mod.ts";
 import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
@@ -207,11 +212,17 @@ async function start() {
     onKvError: () => metrics.recordKvError("adoption"),
     newIdsPerDay: config.adoptionNewIdsPerDay,
   });
+  // Install reports likewise (docs/reports.md).
+  const reports = createReportRecorder(kv, {
+    onKvError: () => metrics.recordKvError("reports"),
+    newIdsPerDay: config.adoptionNewIdsPerDay,
+  });
   const app = createApp({
     config,
     kv,
     artifacts,
     adoption,
+    reports,
     rateLimitKv: config.rateLimitStore === "kv" ? kv : undefined,
     recordKeyUse: createKeyUsageRecorder(kv, () => metrics.recordKvError("key_usage")),
     logger,
@@ -263,7 +274,7 @@ async function start() {
   await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
   answer = app.fetch;
   adminReady.resolve();
-  return { kv, servers, stopFollowingWriters, webhooks, adoption };
+  return { kv, servers, stopFollowingWriters, webhooks, adoption, reports };
 }
 
 let started: Awaited<ReturnType<typeof start>>;
@@ -273,7 +284,7 @@ try {
   if (error instanceof StartupError) exitWith(error.message);
   throw error;
 }
-const { kv, servers, stopFollowingWriters, webhooks, adoption } = started;
+const { kv, servers, stopFollowingWriters, webhooks, adoption, reports } = started;
 
 onStopSignals({
   stop: async (signal) => {
@@ -300,7 +311,10 @@ onStopSignals({
     stopFollowingWriters();
     webhooks.stop();
     // The sightings still waiting are written, unless the KV takes longer than a few seconds.
-    await Promise.race([adoption.flush(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
+    await Promise.race([
+      Promise.all([adoption.flush(), reports.flush()]),
+      new Promise((resolve) => setTimeout(resolve, 5_000)),
+    ]);
     kv.close();
     logger.event("info", "stopped");
     stdout.flush();

@@ -66,6 +66,16 @@
  * | ["webhook_expiry_notices", keyId, expiresAt] | key.expiring was announced (expireIn) |
  * | ["webhook_download_marks", releaseId]        | Deno.KvU64: the release's download total last announced |
  * | ["webhook_download_baseline"]                | true once the marks were set to the totals (webhooks.ts) |
+ * | ["report_marker", releaseId, kind, clientHash] | 1: an install's report of that kind was counted (expireIn; reports.ts) |
+ * | ["report_count", releaseId, kind]            | Deno.KvU64 installs that reported that kind for the release |
+ * | ["report_hourly", releaseId, kind, hour]     | Deno.KvU64 those of them counted in that UTC hour |
+ * | ["report_sketch", releaseId, kind, day]      | Uint8Array HyperLogLog of reports past a key's new-id cap |
+ * | ["report_new_ids", keyId, day]               | number: report markers a key made that UTC day (expireIn) |
+ * | ["report_reasons", releaseId, kind]          | ReportReason[]: the latest failure reasons (at most 20) |
+ * | ["rollout_gates", projectId]                 | RolloutGateState: a rollout's health gates and stage |
+ * | ["rollout_gate_changes", projectId, action]  | Deno.KvU64 stages advanced, halted or completed by the gates |
+ * | ["rollbacks", projectId]                     | Rollback: the release rolled back and the one offered instead |
+ * | ["release_policy", projectId]                | ReleasePolicy: critical releases and the minimum version |
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
@@ -121,6 +131,7 @@ export type LeaseName =
   | "sha512_backfill"
   | "aggregates_build"
   | "top_keys_refresh"
+  | "rollout_gates"
   | readonly ["retention_run", number];
 
 /** The lease of the one instance doing `name`'s work. */
@@ -231,6 +242,7 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["webhook_download_baseline"],
   ["leases"],
   ["adoption_new_ids"],
+  ["report_new_ids"],
 ];
 
 /**
@@ -245,6 +257,7 @@ export const BACKUP_VOLATILE_PREFIXES: readonly Deno.KvKey[] = [
   ["api_key_last_used"],
   ["publish_token_last_used"],
   ["adoption_sketch"],
+  ["report_sketch"],
 ];
 export function adminUserKey(username: string): Deno.KvKey {
   return ["admin_users", username];
@@ -507,4 +520,70 @@ export function webhookDownloadBaselineKey(): Deno.KvKey {
 
 export function webhookExpiryNoticeKey(keyId: number, expiresAt: string): Deno.KvKey {
   return ["webhook_expiry_notices", keyId, expiresAt];
+}
+
+/** That an install's report of `kind` on a release was counted (src/store/reports.ts). */
+export function reportMarkerKey(releaseId: number, kind: string, clientHash: string): Deno.KvKey {
+  return ["report_marker", releaseId, kind, clientHash];
+}
+
+/** How many installs reported `kind` for a release (a KV `sum`). */
+export function reportCountKey(releaseId: number, kind: string): Deno.KvKey {
+  return ["report_count", releaseId, kind];
+}
+
+export function reportCountPrefix(releaseId: number): Deno.KvKey {
+  return ["report_count", releaseId];
+}
+
+/** Those of them counted in a UTC hour (hours since the epoch). */
+export function reportHourlyKey(releaseId: number, kind: string, hour: number): Deno.KvKey {
+  return ["report_hourly", releaseId, kind, hour];
+}
+
+export function reportHourlyPrefix(releaseId: number): Deno.KvKey {
+  return ["report_hourly", releaseId];
+}
+
+/** A sketch of reports past their key's new-id cap, per release, kind and UTC day. */
+export function reportSketchKey(releaseId: number, kind: string, day: number): Deno.KvKey {
+  return ["report_sketch", releaseId, kind, day];
+}
+
+export function reportSketchPrefix(releaseId: number): Deno.KvKey {
+  return ["report_sketch", releaseId];
+}
+
+/** Report markers a key made on a UTC day. */
+export function reportNewIdsKey(keyId: number, day: number): Deno.KvKey {
+  return ["report_new_ids", keyId, day];
+}
+
+/** The latest failure reasons of a release and kind. */
+export function reportReasonsKey(releaseId: number, kind: string): Deno.KvKey {
+  return ["report_reasons", releaseId, kind];
+}
+
+/** A project's rollout health gates and the stage they are at. */
+export function rolloutGatesKey(projectId: number): Deno.KvKey {
+  return ["rollout_gates", projectId];
+}
+
+/** Changes the gates made to a project's rollouts, per action (a KV `sum`). */
+export function rolloutGateChangeKey(projectId: number, action: string): Deno.KvKey {
+  return ["rollout_gate_changes", projectId, action];
+}
+
+export function rolloutGateChangesPrefix(): Deno.KvKey {
+  return ["rollout_gate_changes"];
+}
+
+/** A project's last rollback. */
+export function rollbackKey(projectId: number): Deno.KvKey {
+  return ["rollbacks", projectId];
+}
+
+/** A project's critical releases and minimum supported version. */
+export function releasePolicyKey(projectId: number): Deno.KvKey {
+  return ["release_policy", projectId];
 }

@@ -32,3 +32,5 @@ export * from "./adoption_recorder.ts";
 export * from "./latest_view.ts";
 export * from "./signing_keys.ts";
 export * from "./webhooks.ts";
+export * from "./reports.ts";
+export * from "./report_recorder.ts";
