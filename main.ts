@@ -27,6 +27,8 @@ import {
 import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
+import { gateGauges } from "./src/rollouts/gate_metrics.ts";
+import { startGateEvaluator } from "./src/rollouts/gates.ts";
 import { startWebhookWorker } from "./src/webhooks/worker.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
 
@@ -215,7 +217,7 @@ async function start() {
   // Install reports likewise (docs/reports.md).
   const reports = createReportRecorder(kv, {
     onKvError: () => metrics.recordKvError("reports"),
-    newIdsPerDay: config.adoptionNewIdsPerDay,
+    newIdsPerDay: config.reportsNewPerDay,
   });
   const app = createApp({
     config,
@@ -231,6 +233,12 @@ async function start() {
   });
   // Rollout percentages and adoption (docs/rollouts.md "Prometheus"), read at every scrape.
   metrics.addScrapeSource(() => rolloutGauges(kv, Date.now()));
+  metrics.addScrapeSource(() => gateGauges(kv));
+  // Rollouts' health gates, evaluated on one instance at a time (docs/rollouts.md "Health gates").
+  const gates = startGateEvaluator(kv, {
+    holder: crypto.randomUUID(),
+    report: (error) => logger.event("warn", `rollout gates evaluation failed: ${String(error)}`),
+  });
   // Whether the database answers and takes writes (docs/operators.md "Health details").
   const health = createHealthChecks({ kv, artifacts, metrics, serviceName: config.serviceName });
   metrics.addScrapeSource(health.gauges);
@@ -274,7 +282,7 @@ async function start() {
   await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
   answer = app.fetch;
   adminReady.resolve();
-  return { kv, servers, stopFollowingWriters, webhooks, adoption, reports };
+  return { kv, servers, stopFollowingWriters, webhooks, adoption, reports, gates };
 }
 
 let started: Awaited<ReturnType<typeof start>>;
@@ -284,7 +292,7 @@ try {
   if (error instanceof StartupError) exitWith(error.message);
   throw error;
 }
-const { kv, servers, stopFollowingWriters, webhooks, adoption, reports } = started;
+const { kv, servers, stopFollowingWriters, webhooks, adoption, reports, gates } = started;
 
 onStopSignals({
   stop: async (signal) => {
@@ -310,6 +318,7 @@ onStopSignals({
     }
     stopFollowingWriters();
     webhooks.stop();
+    gates.stop();
     // The sightings still waiting are written, unless the KV takes longer than a few seconds.
     await Promise.race([
       Promise.all([adoption.flush(), reports.flush()]),

@@ -108,7 +108,7 @@ export async function createTestApp(
   });
   // On the plain KV too; close() waits for its writes.
   const adoption = createAdoptionRecorder(kv, { newIdsPerDay: config.adoptionNewIdsPerDay });
-  const reports = createReportRecorder(kv, { newIdsPerDay: config.adoptionNewIdsPerDay });
+  const reports = createReportRecorder(kv, { newIdsPerDay: config.reportsNewPerDay });
   const app = createApp({
     signer,
     adoption,

@@ -184,7 +184,7 @@ Deno.test("install reports: checks, errors and counting", async (t) => {
 
 Deno.test("a flood of 100,000 invented install ids stays within the documented bound", async () => {
   const cap = 200;
-  await using app = await createTestApp({ adoptionNewIdsPerDay: cap });
+  await using app = await createTestApp({ reportsNewPerDay: cap });
   const project = await seedProject(app, { slug: "app" });
   const release = await seedRelease(app, project.id, "1.0.0");
   const { secret: shipped } = await seedKey(app);

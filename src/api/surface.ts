@@ -23,8 +23,10 @@ import {
   getProjectBySlug,
   getRelease,
   type LatestView,
+  policyHeaders,
   type Project,
   type Release,
+  type ReleasePolicy,
   thenRead,
 } from "../store/mod.ts";
 import { clientIdentity, releaseFor } from "../rollouts/membership.ts";
@@ -52,6 +54,14 @@ export interface KeySurface {
   latestFor(key: ApiKey, project: Project, installId: () => string | null): Cached<Release>;
   /** That a client of `key` was answered `release` (adoption), by the install id it sent. */
   seen(key: ApiKey, release: Release, installId: string | null): void;
+  /** The project's release policy (critical releases, minimum version, rollback), or null. */
+  policyOf(projectId: number): Cached<ReleasePolicy | null>;
+  /**
+   * `response` (the latest-release answer of `release`) with the policy's
+   * headers (docs/rollouts.md "Critical updates and a minimum version");
+   * a project without a policy costs one null check.
+   */
+  withPolicy(response: Response, release: Release): Cached<Response>;
 }
 
 export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurface {
@@ -120,10 +130,26 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     return release;
   };
 
+  const policyOf = (projectId: number): Cached<ReleasePolicy | null> => {
+    const view = getLatestView(kv, projectId);
+    return view instanceof Promise ? view.then((found) => found.policy) : view.policy;
+  };
+  const addPolicy = (response: Response, policy: ReleasePolicy | null, release: Release) => {
+    if (policy !== null) setHeaders(response.headers, policyHeaders(policy, release));
+    return response;
+  };
+
   return {
     respond,
     mapError,
     seen,
+    policyOf,
+    withPolicy(response, release) {
+      const policy = policyOf(release.project_id);
+      return policy instanceof Promise
+        ? policy.then((found) => addPolicy(response, found, release))
+        : addPolicy(response, policy, release);
+    },
     latestFor(key, project, installId) {
       const view = getLatestView(kv, project.id);
       // Spelled out rather than through `thenRead`: no closure on the hot path.

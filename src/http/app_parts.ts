@@ -33,7 +33,7 @@ export function withDefaultParts(deps: AppDeps): ServiceDeps {
     reports: deps.reports ??
       createReportRecorder(deps.kv, {
         onKvError: () => metrics.recordKvError("reports"),
-        newIdsPerDay: deps.config.adoptionNewIdsPerDay,
+        newIdsPerDay: deps.config.reportsNewPerDay,
       }),
   };
 }

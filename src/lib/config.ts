@@ -105,6 +105,8 @@ export interface Config {
   retentionIntervalMinutes: number;
   /** New install ids per key and UTC day counted exactly in adoption; past it, estimated (docs/rollouts.md). */
   adoptionNewIdsPerDay: number;
+  /** Install report markers per key and UTC day counted exactly; past it, estimated (docs/reports.md). */
+  reportsNewPerDay: number;
 }
 
 export class ConfigError extends Error {
@@ -323,6 +325,11 @@ export function loadConfig(env: Env = processEnv()): Config {
     }),
     adoptionNewIdsPerDay: readInteger(env, "APP_ADOPTION_NEW_IDS_PER_DAY", {
       fallback: 10_000,
+      min: 0,
+      max: 10_000_000,
+    }),
+    reportsNewPerDay: readInteger(env, "APP_REPORTS_NEW_PER_DAY", {
+      fallback: 100_000,
       min: 0,
       max: 10_000_000,
     }),

@@ -70,9 +70,9 @@
  * | ["report_count", releaseId, kind]            | Deno.KvU64 installs that reported that kind for the release |
  * | ["report_hourly", releaseId, kind, hour]     | Deno.KvU64 those of them counted in that UTC hour |
  * | ["report_sketch", releaseId, kind, day]      | Uint8Array HyperLogLog of reports past a key's new-id cap |
- * | ["report_new_ids", keyId, day]               | number: report markers a key made that UTC day (expireIn) |
+ * | ["report_new_ids", keyId, day]               | Deno.KvU64 report markers a key made that UTC day |
  * | ["report_reasons", releaseId, kind]          | ReportReason[]: the latest failure reasons (at most 20) |
- * | ["rollout_gates", projectId]                 | RolloutGateState: a rollout's health gates and stage |
+ * | ["rollout_gates", projectId]                 | RolloutGateState: a rollout's health gates and stage (rollout_gates.ts) |
  * | ["rollout_gate_changes", projectId, action]  | Deno.KvU64 stages advanced, halted or completed by the gates |
  * | ["rollbacks", projectId]                     | Rollback: the release rolled back and the one offered instead |
  * | ["release_policy", projectId]                | ReleasePolicy: critical releases and the minimum version |
@@ -564,9 +564,13 @@ export function reportReasonsKey(releaseId: number, kind: string): Deno.KvKey {
   return ["report_reasons", releaseId, kind];
 }
 
-/** A project's rollout health gates and the stage they are at. */
+/** A project's rollout health gates and the stage they are at (src/store/rollout_gates.ts). */
 export function rolloutGatesKey(projectId: number): Deno.KvKey {
   return ["rollout_gates", projectId];
+}
+
+export function rolloutGatesPrefix(): Deno.KvKey {
+  return ["rollout_gates"];
 }
 
 /** Changes the gates made to a project's rollouts, per action (a KV `sum`). */

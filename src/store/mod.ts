@@ -34,3 +34,5 @@ export * from "./signing_keys.ts";
 export * from "./webhooks.ts";
 export * from "./reports.ts";
 export * from "./report_recorder.ts";
+export * from "./rollout_gates.ts";
+export * from "./release_policy.ts";

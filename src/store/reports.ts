@@ -116,14 +116,14 @@ export async function recordReports(
   // A key already at its cap that day: its reports go to the sketches unread (a flood costs
   // one read per batch, not one per report).
   const groups: ReportItem[][] = [];
-  const counts = await getManyEntries<number>(
+  const counts = await getManyEntries<Deno.KvU64>(
     kv,
     [...byKeyDay.values()].map((group) =>
       reportNewIdsKey(group[0].keyId, Math.floor(group[0].at / DAY_MS))
     ),
   );
   for (const [i, group] of [...byKeyDay.values()].entries()) {
-    if ((counts[i].value ?? 0) >= newIdsPerDay) {
+    if (Number(counts[i].value?.value ?? 0n) >= newIdsPerDay) {
       for (const item of group) addToSketch(reportSketchPartOf(overflow, item).sketch, item.client);
       continue;
     }
@@ -161,8 +161,10 @@ export async function recordReports(
 
 /**
  * Counts new reports of one key and day while the key's markers that day
- * stay within `cap`, in one commit checked against the key's count and every
- * marker; returns those counted and those past the cap.
+ * stay within `cap`, in one commit checked against every marker; returns
+ * those counted and those past the cap. The key's count is a `sum` read
+ * before the commit, not checked by it: instances writing at once never
+ * conflict on it, and each may pass the cap by at most one commit's worth.
  */
 async function admitReports(
   kv: Deno.Kv,
@@ -172,18 +174,18 @@ async function admitReports(
   const day = Math.floor(items[0].at / DAY_MS);
   const countKey = reportNewIdsKey(items[0].keyId, day);
   return await commitWithRetry(async () => {
-    const [count, ...markers] = await getManyEntries<number>(kv, [
+    const [count, ...markers] = await getManyEntries<Deno.KvU64 | number>(kv, [
       countKey,
       ...items.map((item) => reportMarkerKey(item.releaseId, item.kind, item.client)),
     ]);
     const fresh = items.filter((_, i) => markers[i].value === null);
-    const taken = count.value ?? 0;
+    const taken = Number((count.value as Deno.KvU64 | null)?.value ?? 0n);
     const admitted = fresh.slice(0, Math.max(0, cap - taken));
     const past = fresh.slice(admitted.length);
     if (admitted.length === 0) {
       return { commit: { ok: true, versionstamp: "" }, value: { admitted, past } };
     }
-    const op = kv.atomic().check(count);
+    const op = kv.atomic();
     for (const marker of markers) if (marker.value === null) op.check(marker);
     const sums = new Map<string, { key: Deno.KvKey; added: bigint }>();
     const add = (key: Deno.KvKey) => {
@@ -198,7 +200,9 @@ async function admitReports(
       add(reportHourlyKey(item.releaseId, item.kind, Math.floor(item.at / HOUR_MS)));
     }
     for (const { key, added } of sums.values()) op.sum(key, added);
-    op.set(countKey, taken + admitted.length, { expireIn: 2 * DAY_MS });
+    op.sum(countKey, BigInt(admitted.length));
+    // A `sum` cannot expire: the count of two days before goes with this one.
+    op.delete(reportNewIdsKey(items[0].keyId, day - 2));
     return { commit: await op.commit(), value: { admitted, past } };
   });
 }
