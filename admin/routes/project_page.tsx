@@ -35,6 +35,8 @@ import { latestNotes } from "../../src/publishing/latest.ts";
 import { planRetention } from "../../src/lifecycle/retention.ts";
 import type { RetentionValues } from "../views/retention.tsx";
 import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../views/rollout.tsx";
+import type { SafetyValues } from "../views/release_safety.tsx";
+import { releaseSafetyOf } from "./release_safety.tsx";
 
 export async function loadProject(deps: ServiceDeps, slug: string): Promise<Project> {
   const project = isSlug(slug) ? await getProjectBySlug(deps.kv, slug) : null;
@@ -56,6 +58,8 @@ export interface ProjectPageOptions {
   retention?: { values: RetentionValues; error?: FormError; policy?: RetentionPolicy };
   /** The rollout form as sent, with its error. */
   rollout?: { values: RolloutValues; error: FormError };
+  /** The release safety forms as sent, with their error. */
+  safety?: { values: SafetyValues; error: FormError };
   status?: 200 | 400 | 403 | 409 | 413 | 503 | 507;
 }
 
@@ -84,6 +88,7 @@ export async function renderProjectPage(
     retention,
     rollout,
     adoption,
+    safety,
   ] = await Promise.all([
     listReleasesPage(kv, project.id, {
       limit: PAGE_SIZE,
@@ -100,6 +105,7 @@ export async function renderProjectPage(
     retentionOf(deps, project.id, form.retention),
     rolloutOf(deps, project.id),
     getAdoption(kv, project.id, today),
+    releaseSafetyOf(deps, { project, form: form.safety }),
   ]);
   const releases = cursorListPage(page, {
     query,
@@ -147,6 +153,7 @@ export async function renderProjectPage(
         latestId: latest?.id ?? null,
         versions: await versionsOf(deps, [...adoption.releases.keys()]),
       }}
+      safety={safety}
       rollout={{
         ...rollout,
         candidates: releases.rows.filter((release) =>
