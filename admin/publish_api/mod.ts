@@ -46,6 +46,7 @@ import { publishedProject, publishedRelease, tokenJson } from "./serialize.ts";
 import type { PublishEnv } from "./types.ts";
 import { FIELDS_ALLOWANCE_BYTES, flag, uploadRelease } from "./upload.ts";
 import { addressOf } from "../guards.ts";
+import { addSafetyRoutes } from "./safety.ts";
 
 /** Largest JSON body (edits of notes and build). */
 const JSON_LIMIT_BYTES = 256 * 1024;
@@ -320,6 +321,14 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     const ended = await endRollout(kv, project.id);
     await auditRollout(c, "rollout.end", project, ended === null ? "none" : rolloutDetails(ended));
     return rolloutJson(null);
+  });
+
+  // Release safety (docs/rollouts.md "Health gates"): gates, roll back, release policy.
+  addSafetyRoutes(api, {
+    deps,
+    projectFor,
+    json: (data) => json(data),
+    audit: (c, { action, project, details }) => auditRollout(c, action, project, details),
   });
 
   // Anything else under the prefix: a JSON 404 (the token is checked first, like every route).
