@@ -4,7 +4,13 @@
  * input as JSON errors; an upload-only token refused.
  */
 import assert from "node:assert/strict";
-import { makeReleaseLatest, startRollout } from "../src/store/mod.ts";
+import {
+  makeReleaseLatest,
+  setMinimumVersion,
+  setReleaseCritical,
+  startRollout,
+} from "../src/store/mod.ts";
+import { publishRelease } from "../src/storage/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken } from "./publish_helpers.ts";
 
@@ -69,4 +75,29 @@ Deno.test("publishing API: gates, roll back and release policy", async (t) => {
     assert.equal(latest.headers.get("x-rolled-back"), "1.1.0");
     await latest.body?.cancel();
   });
+});
+
+Deno.test("Sparkle appcast: critical release and minimum version", async () => {
+  await using app = await createTestApp();
+  const project = await seedProject(app, { slug: "mac" });
+  const release = await publishRelease(app.kv, app.artifacts, {
+    release: {
+      project_id: project.id,
+      version: "2.0.0",
+      filename: "App.zip",
+      sparkle_signature: btoa(String.fromCharCode(...new Uint8Array(64).fill(7))),
+    },
+    source: ReadableStream.from([new TextEncoder().encode("bundle")]),
+    maxBytes: app.config.maxUploadBytes,
+  });
+  const { secret } = await seedKey(app);
+  const appcast = async () =>
+    await (await app.request("/feeds/sparkle/mac/appcast.xml", secret)).text();
+  assert.doesNotMatch(await appcast(), /criticalUpdate/);
+  await setMinimumVersion(app.kv, { projectId: project.id, version: "1.5.0" });
+  assert.match(await appcast(), /<sparkle:criticalUpdate sparkle:version="1.5.0"\/>/);
+  await setReleaseCritical(app.kv, { releaseId: release.id, critical: true });
+  const critical = await appcast();
+  assert.match(critical, /<sparkle:criticalUpdate\/>/);
+  assert.doesNotMatch(critical, /minimumAutoupdateVersion/);
 });

@@ -12,7 +12,13 @@ import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
 import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../rollouts/membership.ts";
-import { type Cached, type Project, type Release, thenRead } from "../store/mod.ts";
+import {
+  type Cached,
+  type Project,
+  type Release,
+  type ReleasePolicy,
+  thenRead,
+} from "../store/mod.ts";
 import { electronFeedYaml, isElectronFeedFile } from "../feeds/electron.ts";
 import { FEED_ERRORS, feedFilePath, SHA512_RETRY_AFTER_SECONDS } from "../feeds/paths.ts";
 import { sparkleAppcast } from "../feeds/sparkle.ts";
@@ -42,8 +48,12 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
   // holds): its response and, with signing on, its signature are made once.
   const electronBodies = new WeakMap<Release, Uint8Array<ArrayBuffer>>();
   const tauriBodies = new WeakMap<Release, Uint8Array<ArrayBuffer>>();
-  // The appcast also names the project: kept with the project record it was made of.
-  const sparkleBodies = new WeakMap<Release, { project: Project; body: Uint8Array<ArrayBuffer> }>();
+  // The appcast also names the project and its release policy: kept with the records it was
+  // made of.
+  const sparkleBodies = new WeakMap<
+    Release,
+    { project: Project; policy: ReleasePolicy | null; body: Uint8Array<ArrayBuffer> }
+  >();
 
   const get = <P extends string>(path: P, handler: Handler<AppEnv, P>) =>
     feeds.get(path, surface.endpoint(handler));
@@ -114,13 +124,22 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
       if (release.sparkle_signature === undefined) {
         throw new ApiError(409, FEED_ERRORS.sparkleSignatureMissing);
       }
-      let made = sparkleBodies.get(release);
-      if (made?.project !== project) {
-        const url = `${origin}${feedFilePath(release)}`;
-        made = { project, body: encoder.encode(sparkleAppcast({ project, release, url })) };
-        sparkleBodies.set(release, made);
-      }
-      return respond.ok(c, made.body, XML_CONTENT_TYPE);
+      return thenRead(surface.policyOf(project.id), (policy) => {
+        let made = sparkleBodies.get(release);
+        if (made?.project !== project || made.policy !== policy) {
+          const url = `${origin}${feedFilePath(release)}`;
+          const body = sparkleAppcast({
+            project,
+            release,
+            url,
+            critical: policy?.critical_ids.includes(release.id) ?? false,
+            minimumVersion: policy?.minimum_version ?? null,
+          });
+          made = { project, policy, body: encoder.encode(body) };
+          sparkleBodies.set(release, made);
+        }
+        return respond.ok(c, made.body, XML_CONTENT_TYPE);
+      });
     }));
 
   // The artifact: GET|HEAD /feeds/files/{releaseId}/{filename}, the API's download.

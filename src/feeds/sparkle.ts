@@ -38,10 +38,16 @@ export interface AppcastOptions {
   >;
   /** The absolute URL of the artifact. */
   url: string;
+  /** The release is critical (docs/rollouts.md "Critical updates and a minimum version"). */
+  critical?: boolean;
+  /** The project's minimum supported version: the update is critical below it. */
+  minimumVersion?: string | null;
 }
 
 /** The appcast of `release`, which must have its signature. */
-export function sparkleAppcast({ project, release, url }: AppcastOptions): string {
+export function sparkleAppcast(
+  { project, release, url, critical = false, minimumVersion = null }: AppcastOptions,
+): string {
   const signature = release.sparkle_signature;
   if (signature === undefined) throw new Error("appcast of an unsigned release");
   const e = escapeXml;
@@ -50,6 +56,11 @@ export function sparkleAppcast({ project, release, url }: AppcastOptions): strin
   const notes = release.release_notes === ""
     ? ""
     : `\n      <description>${e(release.release_notes)}</description>`;
+  const criticalTag = critical
+    ? "\n      <sparkle:criticalUpdate/>"
+    : minimumVersion !== null
+    ? `\n      <sparkle:criticalUpdate sparkle:version="${e(minimumVersion)}"/>`
+    : "";
   return `<?xml version="1.0" encoding="utf-8"?>
 <rss version="2.0" xmlns:sparkle="${SPARKLE_NS}">
   <channel>
@@ -58,7 +69,9 @@ export function sparkleAppcast({ project, release, url }: AppcastOptions): strin
       <title>${e(`${project.name} ${release.version}`)}</title>
       <pubDate>${e(rfc822(release.created_at))}</pubDate>
       <sparkle:version>${e(bundleVersion)}</sparkle:version>
-      <sparkle:shortVersionString>${e(release.version)}</sparkle:shortVersionString>${notes}
+      <sparkle:shortVersionString>${
+    e(release.version)
+  }</sparkle:shortVersionString>${criticalTag}${notes}
       <enclosure url="${e(url)}" length="${release.size_bytes}" type="${
     e(release.content_type || "application/octet-stream")
   }" sparkle:edSignature="${e(signature)}"/>
