@@ -227,7 +227,7 @@ Deno.test("three instances on one KV: the same outcome, each instance following 
   await using b = await createTestApp({}, { kvPath });
   await using c = await createTestApp({}, { kvPath });
   const apps = [a, b, c];
-  const { project, v2, secret } = await seed(a);
+  const { project, v2, v3, secret } = await seed(a);
   const f = fleet(apps, secret, "1.0.0");
   let clock = Date.now();
   const evaluators = apps.map((app, i) =>
@@ -281,6 +281,43 @@ Deno.test("three instances on one KV: the same outcome, each instance following 
     assert.equal(await getRollout(b.kv, project.id), null);
     assert.equal(f.versions.filter((v) => v === "1.1.0").length, INSTALLS);
     assert.ok(Math.max(...lags) <= 100, `lags ${lags.map(Math.round).join(", ")} ms`);
+  });
+
+  await t.step("a bad release halts at the first evaluation on any instance", async () => {
+    await startRollout(b.kv, v3.id, { percentage: GATES.stages[0] });
+    await setRolloutGates(c.kv, { projectId: project.id, gates: GATES, nowMs: clock });
+    await new Promise((resolve) => setTimeout(resolve, 150)); // the read cache's bound
+    let tried = 0;
+    await checkRound(f, { project: "app", fails: () => tried++ % 20 === 0 });
+    for (const app of apps) await app.adoption.flush();
+    const changes = (await Promise.all(evaluators.map((e) => e.tick()))).flat();
+    assert.deepEqual(changes.map((change) => change.action), ["halted"]);
+    const changedAt = performance.now();
+    const exposed = f.offered.get("1.2.0")!.size;
+    assert.equal(exposed, reach(v3, 5));
+    // Every instance answers the halt (a client of the stage gets 1.1.0 again) within 100 ms.
+    const member = [...f.offered.get("1.2.0")!][0];
+    const lags = await Promise.all(apps.map(async (app) => {
+      while (await answer(app, `install-${member}`) !== "1.1.0") {
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      return performance.now() - changedAt;
+    }));
+    assert.ok(Math.max(...lags) <= 100, `lags ${lags.map(Math.round).join(", ")} ms`);
+    await checkRound(f, { project: "app" });
+    assert.equal(f.offered.get("1.2.0")!.size, exposed);
+  });
+
+  await t.step("rolled back, the installs on 1.2.0 come back after one check each", async () => {
+    const affected = f.versions.filter((v) => v === "1.2.0").length;
+    const before = (await getReportCounts(a.kv, v2.id)).returned;
+    await rollBack(a.kv, project.id);
+    // The other instances follow within the read cache's bound.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const moved = await checkRound(f, { project: "app", allowDowngrade: true });
+    assert.equal(moved, affected);
+    const returned = (await getReportCounts(a.kv, v2.id)).returned - before;
+    assert.ok(returned >= 0.95 * affected, `${returned} of ${affected} came back`);
   });
   for (const evaluator of evaluators) evaluator.stop();
   await Deno.remove(dir, { recursive: true });

@@ -3,7 +3,8 @@
  * bounds"): a request only puts its report into this instance's pending map
  * (the same report of an install, version and kind is kept once); in the
  * background the map is written as one batch (reports.ts), at most
- * one batch a `batchMs`. Versions are resolved to releases in the batch (one
+ * one batch a `batchMs`; a batch that cannot be written is tried again with
+ * the next (for up to a minute). Versions are resolved to releases in the batch (one
  * list of the project's releases per batch); a report of a version the
  * project does not have is dropped. Past `maxPending` reports waiting, a new
  * one goes straight into the sketch of its (version, kind, day); past
@@ -57,6 +58,14 @@ interface Pending extends IncomingReport {
   at: number;
 }
 
+/** A report that could not be written is tried again in later batches for this long. */
+const REQUEUE_MS = 60_000;
+
+/** One install's report of a version and kind: the pending map keeps one. */
+function nameOf(report: IncomingReport): string {
+  return `${report.projectId} ${report.version} ${report.kind} ${report.installId}`;
+}
+
 interface PendingSketch {
   projectId: number;
   version: string;
@@ -99,7 +108,14 @@ export function createReportRecorder(
     overflow = new Map();
     writing = writeBatch(kv, { batch, sketches, newIdsPerDay }).catch((error) => {
       onKvError();
-      console.error("could not record install reports:", error);
+      console.error("could not record install reports (they wait for the next batch):", error);
+      // Kept for the next batch while there is room: a report already counted is skipped then.
+      for (const report of batch) {
+        const name = nameOf(report);
+        if (report.at > now() - REQUEUE_MS && pending.size < maxPending && !pending.has(name)) {
+          pending.set(name, report);
+        }
+      }
     }).finally(() => {
       writing = null;
       if (pending.size > 0 || overflow.size > 0) schedule();
@@ -109,7 +125,7 @@ export function createReportRecorder(
   return {
     record(report) {
       const at = now();
-      const name = `${report.projectId} ${report.version} ${report.kind} ${report.installId}`;
+      const name = nameOf(report);
       if (pending.size < maxPending || pending.has(name)) {
         pending.set(name, { ...report, at });
       } else {
