@@ -127,8 +127,9 @@ async function run(args: string[]): Promise<number> {
     console.log(USAGE);
     return EXIT.ok;
   }
-  // `publish --version V` names the release; elsewhere --version asks for the client's.
-  if (args.includes("--version") && !args.includes("publish")) {
+  // `publish --version V` and `report --version V` name a release; elsewhere --version asks for
+  // the client's.
+  if (args.includes("--version") && !args.includes("publish") && !args.includes("report")) {
     console.log(`uds-update-client ${CLIENT_VERSION}`);
     return EXIT.ok;
   }

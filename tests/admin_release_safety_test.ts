@@ -15,7 +15,9 @@ import {
   startRollout,
 } from "../src/store/mod.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
-import { seedKey, seedProject, seedRelease } from "./helpers.ts";
+import { dumpKv, lastAudit, seedKey, seedProject, seedRelease } from "./helpers.ts";
+import { createMetrics } from "../src/lib/metrics.ts";
+import { gateGauges } from "../src/rollouts/gate_metrics.ts";
 
 Deno.test("release safety card: gates, stage figures, halt reason, rollback, policy", async (t) => {
   await using app = await createAdminTestApp();
@@ -73,6 +75,23 @@ Deno.test("release safety card: gates, stage figures, halt reason, rollback, pol
     await app.reports.flush();
     const changes = await evaluateGates(app.kv, { nowMs: Date.now() });
     assert.equal(changes[0]?.action, "halted");
+    // The change's webhook event, audit entry and Prometheus series.
+    const events = (await dumpKv(app.kv))
+      .filter(([key]) => key[0] === "webhook_events")
+      .map(([, value]) => value as { type: string; data: Record<string, unknown> });
+    const event = events.find((e) => e.data.by === "gates");
+    assert.equal(event?.type, "rollout.changed");
+    assert.equal(event?.data.action, "halted");
+    assert.match(String(event?.data.reason), /5 of 25 reports failed/);
+    assert.equal((await lastAudit(app)).action, "rollout.gate_halted");
+    const metrics = createMetrics();
+    metrics.addScrapeSource(() => gateGauges(app.kv));
+    const text = await metrics.render();
+    assert.match(text, /uds_rollout_gate_changes\{project="app",action="halted"\} 1\n/);
+    assert.match(
+      text,
+      /uds_rollout_stage_reports\{project="app",release_id="\d+",outcome="failed"\} 5\n/,
+    );
     const html = await (await admin.page("/admin/projects/app")).html;
     assert.match(html, /data-halt-reason="true">Halted: 5 of 25 reports failed \(20%\)/);
     assert.match(html, /data-stage-installs="true">20</);
