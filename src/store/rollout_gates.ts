@@ -203,17 +203,30 @@ export async function restartGateStage(
     nowMs: number;
   },
 ): Promise<void> {
-  const key = rolloutGatesKey(projectId);
   const time = new Date(nowMs).toISOString();
-  await commitWithRetry(async () => {
-    const entry = await kv.get<RolloutGateState>(key);
-    if (entry.value === null) return { commit: { ok: true, versionstamp: "" }, value: 0 };
-    const state = closeStage(entry.value, { counts, outcome: "changed", at: time });
+  await updateGateState(kv, projectId, (op, gates) => {
+    const state = closeStage(gates, { counts, outcome: "changed", at: time });
     state.stages.push(openStage(rollout.percentage, time));
     state.base = countsBase(counts);
     state.seen_updated_at = rollout.updated_at;
     if (!rollout.halted) state.halt_reason = null;
-    return { commit: await kv.atomic().check(entry).set(key, state).commit(), value: 0 };
+    return state;
+  });
+}
+
+/** Rewrites a project's gate record (none: nothing) in one checked commit; `change` may add to it. */
+async function updateGateState(
+  kv: Deno.Kv,
+  projectId: number,
+  change: (op: Deno.AtomicOperation, state: RolloutGateState) => RolloutGateState,
+): Promise<void> {
+  const key = rolloutGatesKey(projectId);
+  await commitWithRetry(async () => {
+    const entry = await kv.get<RolloutGateState>(key);
+    if (entry.value === null) return { commit: { ok: true, versionstamp: "" }, value: 0 };
+    const op = kv.atomic().check(entry);
+    op.set(key, change(op, entry.value));
+    return { commit: await op.commit(), value: 0 };
   });
 }
 
@@ -299,16 +312,10 @@ export async function markGatesCompleted(
   kv: Deno.Kv,
   { projectId, counts, nowMs }: { projectId: number; counts: ReportCounts; nowMs: number },
 ): Promise<void> {
-  const key = rolloutGatesKey(projectId);
   const time = new Date(nowMs).toISOString();
-  await commitWithRetry(async () => {
-    const entry = await kv.get<RolloutGateState>(key);
-    if (entry.value === null) return { commit: { ok: true, versionstamp: "" }, value: 0 };
-    const state = closeStage(entry.value, { counts, outcome: "completed", at: time });
-    state.completed_at = time;
-    const op = kv.atomic().check(entry).set(key, state)
-      .sum(rolloutGateChangeKey(projectId, "completed"), 1n);
-    return { commit: await op.commit(), value: 0 };
+  await updateGateState(kv, projectId, (op, gates) => {
+    op.sum(rolloutGateChangeKey(projectId, "completed"), 1n);
+    return { ...closeStage(gates, { counts, outcome: "completed", at: time }), completed_at: time };
   });
 }
 
