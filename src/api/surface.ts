@@ -59,7 +59,8 @@ export interface KeySurface {
   /**
    * `response` (the latest-release answer of `release`) with the policy's
    * headers (docs/rollouts.md "Critical updates and a minimum version");
-   * a project without a policy costs one null check.
+   * a project without a policy costs a look into the read cache's entry the
+   * answer was just made from, and a null check.
    */
   withPolicy(response: Response, release: Release): Cached<Response>;
 }

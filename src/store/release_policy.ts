@@ -140,7 +140,7 @@ export function policyHeaders(policy: ReleasePolicy, release: Release): [string,
   return headers;
 }
 
-/** Whether the policy says anything (a project without one costs the hot path a null check). */
+/** Whether the policy says anything (the latest view keeps null for a policy that says nothing). */
 export function isEmptyPolicy(policy: ReleasePolicy): boolean {
   return policy.critical_ids.length === 0 && policy.minimum_version === null &&
     policy.rolled_back === null;
