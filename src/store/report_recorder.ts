@@ -10,6 +10,7 @@
  * one goes straight into the sketch of its (version, kind, day); past
  * `maxPending` of those groups too, it is dropped.
  */
+import { createBatchRunner } from "../lib/batch_runner.ts";
 import { addToSketch, createSketch, mergeSketch } from "../lib/hyperloglog.ts";
 import { adoptionClientHash } from "./adoption.ts";
 import { isNewerRelease, listReleasesByProject } from "./releases.ts";
@@ -87,26 +88,13 @@ export function createReportRecorder(
   } = options;
   let pending = new Map<string, Pending>();
   let overflow = new Map<string, PendingSketch>();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let writing: Promise<void> | null = null;
-  let lastBatchAt = -Infinity;
 
-  function schedule(): void {
-    if (timer !== undefined || writing !== null) return;
-    const id = setTimeout(startBatch, Math.max(0, lastBatchAt + batchMs - Date.now()));
-    Deno.unrefTimer(id);
-    timer = id;
-  }
-
-  function startBatch(): void {
-    clearTimeout(timer);
-    timer = undefined;
-    lastBatchAt = Date.now();
+  const runner = createBatchRunner(async () => {
     const batch = [...pending.values()];
     const sketches = [...overflow.values()];
     pending = new Map();
     overflow = new Map();
-    writing = writeBatch(kv, { batch, sketches, newIdsPerDay }).catch((error) => {
+    await writeBatch(kv, { batch, sketches, newIdsPerDay }).catch((error) => {
       onKvError();
       console.error("could not record install reports (they wait for the next batch):", error);
       // Kept for the next batch while there is room: a report already counted is skipped then.
@@ -116,11 +104,8 @@ export function createReportRecorder(
           pending.set(name, report);
         }
       }
-    }).finally(() => {
-      writing = null;
-      if (pending.size > 0 || overflow.size > 0) schedule();
     });
-  }
+  }, { batchMs, pending: () => pending.size > 0 || overflow.size > 0 });
 
   return {
     record(report) {
@@ -139,14 +124,9 @@ export function createReportRecorder(
         }
         addToSketch(part.sketch, adoptionClientHash(`install:${report.installId}`));
       }
-      schedule();
+      runner.request();
     },
-    async flush() {
-      while (writing !== null || timer !== undefined) {
-        if (writing === null) startBatch();
-        await writing;
-      }
-    },
+    flush: runner.flush,
   };
 }
 

@@ -204,7 +204,7 @@ export async function restartGateStage(
   },
 ): Promise<void> {
   const time = new Date(nowMs).toISOString();
-  await updateGateState(kv, projectId, (op, gates) => {
+  await updateGateState(kv, projectId, (_op, gates) => {
     const state = closeStage(gates, { counts, outcome: "changed", at: time });
     state.stages.push(openStage(rollout.percentage, time));
     state.base = countsBase(counts);
