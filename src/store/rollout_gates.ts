@@ -20,6 +20,7 @@ import {
   rolloutKey,
 } from "./keys.ts";
 import { failuresOf, getReportCounts, type ReportCounts } from "./reports.ts";
+import { rolloutEventFields } from "./rollouts.ts";
 import type { Rollout } from "./types.ts";
 import { addWebhookEvent } from "./webhooks.ts";
 
@@ -328,14 +329,7 @@ function addGateEvent(
     action,
     by: "gates",
     reason,
-    rollout: {
-      project_id: rollout.project_id,
-      release_id: rollout.release_id,
-      previous_id: rollout.previous_id,
-      percentage: rollout.percentage,
-      halted: rollout.halted,
-      tester_tag: rollout.tester_tag,
-    },
+    rollout: rolloutEventFields(rollout),
   });
 }
 
