@@ -12,9 +12,11 @@ import {
   getRollout,
   getRolloutGates,
   makeReleaseLatest,
+  setRolloutGates,
   startRollout,
 } from "../src/store/mod.ts";
-import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
+import { ADMIN_PASSWORD, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
+import { hasChromium, launchBrowser, signIn } from "./browser.ts";
 import { dumpKv, lastAudit, seedKey, seedProject, seedRelease } from "./helpers.ts";
 import { createMetrics } from "../src/lib/metrics.ts";
 import { gateGauges } from "../src/rollouts/gate_metrics.ts";
@@ -137,4 +139,62 @@ Deno.test("release safety card: gates, stage figures, halt reason, rollback, pol
       assert.match(await bad.text(), /minimum_version must be/);
     },
   );
+});
+
+Deno.test({
+  name: "release safety card: fits a phone and a laptop, long versions and reasons included",
+  ignore: !hasChromium,
+  async fn() {
+    await using app = await createAdminTestApp();
+    const project = await seedProject(app, { slug: "app" });
+    const v1 = await seedRelease(app, project.id, "1.0.0");
+    const v2 = await seedRelease(app, project.id, `1.1.0-${"beta".repeat(12)}`);
+    await makeReleaseLatest(app.kv, v1.id);
+    const { secret } = await seedKey(app);
+    await startRollout(app.kv, v2.id, { percentage: 10 });
+    await setRolloutGates(app.kv, {
+      projectId: project.id,
+      gates: {
+        stages: [10, 50, 100],
+        min_installs: 20,
+        min_hours: 6,
+        advance_below: 2,
+        halt_at: 5,
+      },
+    });
+    for (let i = 0; i < 30; i++) {
+      const res = await app.request("/reports/v1/projects/app", secret, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-install-id": `i-${i}` },
+        body: JSON.stringify(
+          i < 3
+            ? { event: "crashed", version: v2.version, reason: "x".repeat(200) }
+            : { event: "installed", version: v2.version },
+        ),
+      });
+      await res.body?.cancel();
+    }
+    await app.reports.flush();
+    const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, app.app.fetch);
+    const base = `http://127.0.0.1:${server.addr.port}`;
+    const browser = await launchBrowser();
+    try {
+      for (const width of [390, 1366]) {
+        const page = await browser.newPage({ viewport: { width, height: 800 } });
+        await signIn(page, base, ADMIN_PASSWORD);
+        await page.goto(`${base}/admin/projects/app#release-safety`);
+        assert.ok(await page.isVisible("[data-report-chart]"));
+        // The card's own boxes stay within the screen (a table scrolls inside its wrapper).
+        const wide = await page.evaluate(`[...document.querySelectorAll("#release-safety *")]
+          .filter((el) => !el.closest(".table-wrap"))
+          .filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth)
+          .map((el) => el.tagName + "." + el.className)`) as string[];
+        assert.deepEqual(wide, [], `sideways at ${width} px`);
+        await page.close();
+      }
+    } finally {
+      await browser.close();
+      await server.shutdown();
+    }
+  },
 });
