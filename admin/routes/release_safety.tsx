@@ -123,7 +123,8 @@ export function addReleaseSafetyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps)
   async function attempt(
     c: AdminContext,
     project: Project,
-    change: () => Promise<{ action: string; details: string; text: string }>,
+    // Typed as a rollout action: the audit log's kinds include `rollout`.
+    change: () => Promise<{ action: `rollout.${string}`; details: string; text: string }>,
   ): Promise<Response> {
     let done;
     try {
