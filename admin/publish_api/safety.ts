@@ -34,7 +34,7 @@ export interface SafetyRouteParts {
   json: (data: unknown) => Response;
   audit: (
     c: PublishContext,
-    what: { action: string; project: Project; details: string },
+    what: { action: `rollout.${string}`; project: Project; details: string },
   ) => Promise<unknown>;
 }
 
