@@ -59,4 +59,4 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
 # The server runs directly (no resident `deno task`) with the permissions of `deno task start`
 # for APP_DATA_DIR=/app/data, plus --allow-sys=uid to name the uid when the volume is not writable.
 ENTRYPOINT ["/tini", "--"]
-CMD ["deno", "run", "--cached-only", "--frozen", "--v8-flags=--max-semi-space-size=8", "--allow-net", "--allow-env=APP_*,AWS_*,_X_AMZN_*,HOME,USERPROFILE,HOMEPATH,HOMEDRIVE,DENO_KV_ACCESS_TOKEN", "--allow-read=./admin/static,/app/data", "--allow-write=/app/data", "--allow-sys=uid", "main.ts"]
+CMD ["deno", "run", "--cached-only", "--frozen", "--v8-flags=--max-semi-space-size=8", "--allow-net", "--allow-env=APP_*,AWS_*,_X_AMZN_*,HOME,USERPROFILE,HOMEPATH,HOMEDRIVE,DENO_KV_ACCESS_TOKEN,__MINIMATCH_TESTING_PLATFORM__", "--allow-read=./admin/static,/app/data", "--allow-write=/app/data", "--allow-sys=uid", "main.ts"]

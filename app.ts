@@ -7,11 +7,15 @@
 import { type Context, Hono } from "hono";
 import { secureHeaders } from "hono/secure-headers";
 import { createAdminRoutes } from "./admin/mod.ts";
-import { createPublishApi } from "./admin/publish_api/mod.ts";
+import { SSO_CALLBACK_PATH } from "./admin/routes/sso.tsx";
+import { createSso, type SsoService } from "./src/sso/mod.ts";
+import { createPublishApi } from "./src/publishing/api/mod.ts";
 import { createFeedRoutes } from "./src/api/feeds.ts";
 import { FEEDS_PREFIX } from "./src/feeds/paths.ts";
 import { createApiRoutes } from "./src/api/routes.ts";
 import { createReportRoutes, REPORTS_PREFIX } from "./src/api/reports.ts";
+import { createTufRoutes } from "./src/api/tuf.ts";
+import { TUF_PREFIX } from "./src/tuf/paths.ts";
 import { keySetHandler, keySetRootHandler } from "./src/api/key_set.ts";
 import { KEY_SET_PATH, KEY_SET_ROOT_PATH } from "./src/signing/format.ts";
 import { createSigner } from "./src/signing/signer.ts";
@@ -35,7 +39,7 @@ const ADMIN_PREFIX = "/admin";
  */
 const PUBLISH_PREFIX = "/publish/v1";
 
-export function createApp(appDeps: AppDeps): Hono<AppEnv> {
+export function createApp(appDeps: AppDeps & { sso?: SsoService }): Hono<AppEnv> {
   const deps = withDefaultParts({
     ...appDeps,
     signer: appDeps.signer ?? createSigner({
@@ -46,14 +50,18 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
     }),
   });
   const { config } = deps;
+  // Sign-in through an OpenID Connect provider (docs/sso.md) is the admin UI's.
+  const sso = appDeps.sso ?? createSsoService(deps);
   const app = new Hono<AppEnv>();
 
   // Outermost: request metrics, the access log, and the spec's security
   // headers on every response that was not built with them (client API
   // responses are; see src/http/response_headers.ts). A middleware on every
-  // route outside the client API; the API's handlers and the not-found
-  // handler are wrapped instead (`observe.endpoint`), which saves the hot
-  // path a middleware frame. tests/access_log_test.ts checks every route.
+  // route outside the key-protected surfaces (client API, feeds, TUF); their
+  // handlers and the not-found handler are wrapped instead
+  // (`observer.endpoint`, the same code), which saves the hot path a
+  // middleware frame.
+  // tests/access_log_test.ts checks every route.
   const observer = createObserver(deps);
   for (const path of OBSERVED_PATHS) app.use(path, observer.middleware);
   // Admin pages (HTML) get Hono's document headers too.
@@ -80,20 +88,27 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
   }
 
   const clientApi = createApiRoutes(deps, observer);
-  const adminUi = createAdminRoutes(deps);
+  const adminUi = createAdminRoutes({ ...deps, sso });
   app.route(API_PREFIX, clientApi.routes);
   const feeds = createFeedRoutes(deps, observer);
   app.route(FEEDS_PREFIX, feeds.routes);
   // Install reports (docs/reports.md): outside /api/v1, which stays read-only.
   const reports = createReportRoutes(deps, observer);
   app.route(REPORTS_PREFIX, reports.routes);
+  // Each project's TUF repository (docs/tuf.md), behind the same key checks as the feeds.
+  const tuf = createTufRoutes(deps, observer);
+  app.route(TUF_PREFIX, tuf.routes);
   app.route(PUBLISH_PREFIX, createPublishApi(deps));
   app.route(ADMIN_PREFIX, adminUi.routes);
   app.get("/", (c) => c.redirect(ADMIN_PREFIX, 303));
 
   // Errors outside both surfaces (health, metrics, the redirect) are JSON.
   app.onError(mapJsonError);
-  // Hono does not take a mounted app's not-found handler: each surface's is called by its prefix.
+  // A path no route knows. The admin UI answers its own (its last route, admin/mod.ts). The
+  // key-protected surfaces (client API, feeds, TUF) cannot: a catch-all route of theirs would
+  // match every one of their requests, so Hono would compose two handlers for each (see
+  // docs/benchmarks.md "The client API's hot path"). Hono does not take a mounted app's
+  // not-found handler, so theirs are called here by their prefix.
   const otherNotFound = observer.endpoint(
     () => jsonResponse({ error: API_ERRORS.resourceNotFound }, 404),
     mapJsonError,
@@ -102,11 +117,26 @@ export function createApp(appDeps: AppDeps): Hono<AppEnv> {
     if (isUnder(c, API_PREFIX)) return clientApi.notFound(c);
     if (isUnder(c, FEEDS_PREFIX)) return feeds.notFound(c);
     if (isUnder(c, REPORTS_PREFIX)) return reports.notFound(c);
-    if (isUnder(c, ADMIN_PREFIX)) return adminUi.notFound(c);
+    if (isUnder(c, TUF_PREFIX)) return tuf.notFound(c);
     return otherNotFound(c, async () => {}) as Response | Promise<Response>;
   });
 
   return app;
+}
+
+/**
+ * Sign-in through an OpenID Connect provider (docs/sso.md), when one is set up: its callback is
+ * the admin UI's.
+ */
+export function createSsoService(
+  { config, kv }: Pick<AppDeps, "config" | "kv">,
+): SsoService | undefined {
+  if (config.oidc === undefined) return undefined;
+  return createSso({
+    kv,
+    settings: config.oidc,
+    redirectUri: `${config.baseUrl}${ADMIN_PREFIX}${SSO_CALLBACK_PATH}`,
+  });
 }
 
 function isUnder(c: Context, prefix: string): boolean {

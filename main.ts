@@ -26,11 +26,15 @@ import {
 } from "./src/store/mod.ts";
 import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
+import { scheduleBlockMaps } from "./src/blockmap/background.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
 import { gateGauges } from "./src/rollouts/gate_metrics.ts";
 import { startGateEvaluator } from "./src/rollouts/gates.ts";
 import { startWebhookWorker } from "./src/webhooks/worker.ts";
+import { scheduleTufRefresh, tufGauges, tufSigningState } from "./src/tuf/freshness.ts";
+import { createOnlineKeys } from "./src/tuf/repository.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
+import { createSsoService } from "./app.ts";
 
 function readConfig() {
   try {
@@ -201,6 +205,20 @@ async function start() {
     report: (level, message, fields) => logger.event(level, message, fields),
   });
 
+  // TUF metadata signed again before it expires, one instance at a time (docs/tuf.md "Freshness").
+  const stopTufRefresh = scheduleTufRefresh(kv, {
+    online: createOnlineKeys(config.dataDir),
+    report: (level, message, fields) => logger.event(level, message, fields),
+  });
+
+  // Block maps for electron-updater's differential downloads (docs/feeds.md): every release
+  // stored before, then each upload right after it is committed.
+  scheduleBlockMaps({
+    kv,
+    artifacts,
+    report: (level, message, fields) => logger.event(level, message, fields),
+  });
+
   // Webhook deliveries from the KV outbox (docs/webhooks.md); one instance sends each.
   const webhooks = startWebhookWorker({
     kv,
@@ -219,9 +237,14 @@ async function start() {
     onKvError: () => metrics.recordKvError("reports"),
     newIdsPerDay: config.reportsNewPerDay,
   });
+  // Discovery of the OpenID Connect provider (docs/sso.md): one that cannot be reached is a warning
+  // and tried again (until it answers or the process exits); sign-in through it waits for it.
+  const sso = createSsoService({ config, kv });
+  sso?.start((message) => logger.event("warn", message));
   const app = createApp({
     config,
     kv,
+    sso,
     artifacts,
     adoption,
     reports,
@@ -240,8 +263,16 @@ async function start() {
     report: (error) => logger.event("warn", `rollout gates evaluation failed: ${String(error)}`),
   });
   // Whether the database answers and takes writes (docs/operators.md "Health details").
-  const health = createHealthChecks({ kv, artifacts, metrics, serviceName: config.serviceName });
+  const health = createHealthChecks({
+    kv,
+    artifacts,
+    metrics,
+    serviceName: config.serviceName,
+    moreDetails: async () => ({ tuf_signing: await tufSigningState(kv) }),
+  });
   metrics.addScrapeSource(health.gauges);
+  // How fresh the TUF metadata is, and whether its signing is stuck (docs/tuf.md "Freshness").
+  metrics.addScrapeSource(() => tufGauges(kv, Date.now()));
 
   // Requests that arrive before bootstrapAdmin is done wait for it: at a first start, while the
   // generated password is hashed, so that nobody is told "wrong password" by a service just up.
@@ -282,7 +313,7 @@ async function start() {
   await bootstrapAdmin(kv, config, (message) => logger.event("warn", message));
   answer = app.fetch;
   adminReady.resolve();
-  return { kv, servers, stopFollowingWriters, webhooks, adoption, reports, gates };
+  return { kv, servers, stopFollowingWriters, stopTufRefresh, webhooks, adoption, reports, gates };
 }
 
 let started: Awaited<ReturnType<typeof start>>;
@@ -292,7 +323,8 @@ try {
   if (error instanceof StartupError) exitWith(error.message);
   throw error;
 }
-const { kv, servers, stopFollowingWriters, webhooks, adoption, reports, gates } = started;
+const { kv, servers, stopFollowingWriters, stopTufRefresh, webhooks, adoption, reports, gates } =
+  started;
 
 onStopSignals({
   stop: async (signal) => {
@@ -317,6 +349,7 @@ onStopSignals({
       openResponses.endAll();
     }
     stopFollowingWriters();
+    stopTufRefresh();
     webhooks.stop();
     gates.stop();
     // The sightings still waiting are written, unless the KV takes longer than a few seconds.

@@ -51,6 +51,26 @@ function checkAdminPasswordSetting(config: Config): void {
 }
 
 /**
+ * Who a failed or refused sign-in is recorded as (docs/admin-ui.md "Using
+ * it"): an account's user name as typed; a name that is no account's (often
+ * a password typed into the wrong field) only as its first character and its
+ * length, since every role reads the audit log.
+ */
+export async function signInSubject(
+  kv: Deno.Kv,
+  username: string,
+): Promise<{ actor: string; target: string }> {
+  if (await getAdminUser(kv, username) !== null) {
+    return { actor: username, target: accountTarget(username) };
+  }
+  const characters = [...username];
+  const masked = characters.length === 0
+    ? "unknown user (empty name)"
+    : `unknown user ${characters[0]}… (${characters.length} characters)`;
+  return { actor: masked, target: masked };
+}
+
+/**
  * Creates the first admin when none exists: from APP_ADMIN_USERNAME and
  * APP_ADMIN_PASSWORD, or with a generated password printed once to the log.
  * An existing admin is never touched. APP_ADMIN_PASSWORD must be as long as

@@ -1,8 +1,8 @@
 /** Helpers every admin route uses: page context, audit records, flash redirects. */
 import type { Context } from "hono";
-import { recordAudit } from "../src/store/mod.ts";
+import { addressOf } from "../src/http/client_address.ts";
+import { type AuditAction, recordAuditSafely } from "../src/store/mod.ts";
 import { setFlash, takeFlash } from "./cookies.ts";
-import { addressOf } from "./guards.ts";
 import type { AdminEnv, Flash, ServiceDeps } from "./types.ts";
 import type { PageContext } from "./views/layout.tsx";
 
@@ -22,7 +22,7 @@ export function pageContext(c: AdminContext, deps: ServiceDeps): PageContext {
 
 /** One admin action, for `audit`. */
 export interface AuditedAction {
-  action: string;
+  action: AuditAction;
   target: string;
   details?: string;
   /** Who did it (default: the signed-in admin). */
@@ -35,12 +35,11 @@ export async function audit(
   deps: ServiceDeps,
   { action, target, details = "", actor = c.get("session")?.username ?? "-" }: AuditedAction,
 ): Promise<void> {
-  try {
-    await recordAudit(deps.kv, { actor, action, target, details, address: addressOf(c, deps) });
-  } catch (error) {
-    deps.metrics.recordKvError("admin");
-    console.error(`audit record failed (${action} ${target}):`, error);
-  }
+  await recordAuditSafely(
+    deps.kv,
+    { actor, action, target, details, address: addressOf(c, deps) },
+    () => deps.metrics.recordKvError("admin"),
+  );
 }
 
 /** Where a redirect goes, and the message the next page shows. */

@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ValidationError } from "../src/store/mod.ts";
 import type { FormError, FormValues } from "./types.ts";
+import { withLabel } from "./field_labels.ts";
 
 /** Reads a urlencoded (or small multipart) form; file parts are ignored. */
 export async function readForm(c: Context): Promise<FormValues> {
@@ -34,7 +35,7 @@ export function listField(form: FormValues, name: string): string {
   return (form[name] ?? []).join(",");
 }
 
-/** A store's refusal of a field, as the message shown beside it. */
+/** A store's refusal of a field, as the message shown beside it (naming the field by its label). */
 export function formErrorOf(error: ValidationError): FormError {
-  return { field: error.field, message: error.message };
+  return { field: error.field, message: withLabel(error.field, error.message) };
 }

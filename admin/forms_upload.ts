@@ -28,8 +28,3 @@ export const EMPTY_UPLOAD_FORM: UploadValues = {
   tauri_signature: "",
   sparkle_signature: "",
 };
-
-/** The upload's draft and latest choices: a checkbox is on when sent with any value but "". */
-export function uploadChoices(values: UploadValues): { draft: boolean; make_latest: boolean } {
-  return { draft: values.draft !== "", make_latest: values.not_latest === "" };
-}

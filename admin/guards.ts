@@ -7,8 +7,7 @@ import { bodyLimit } from "hono/body-limit";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
 import { matchedRoutes } from "hono/route";
-import { COMPOSED_HANDLER } from "hono/utils/constants";
-import { clientAddress } from "../src/http/client_address.ts";
+import { addressOf } from "../src/http/client_address.ts";
 import { sameSitePath } from "../src/http/location.ts";
 import { constantTimeEqual } from "../src/lib/secrets.ts";
 import {
@@ -129,20 +128,29 @@ export function tokenMatches(expected: string, given: string | undefined | null)
 }
 
 /**
- * Put before a route handler that reads a multipart body as a stream
- * (`c.get("parts")`) instead of a buffered form; the CSRF gate then checks the
- * token in the stream.
+ * The CSRF check of a form that is read as a stream: a multipart POST is not
+ * buffered; the handler gets its parts as `c.get("parts")`, a stream that
+ * fails with a CsrfError as soon as a wrong token arrives, and at its end when
+ * none came. Such a handler stores nothing durable before the stream is done
+ * (and removes what it wrote on an error). Registered on its routes before
+ * `requireCsrfToken`, which then leaves the body to it; any other body goes on
+ * to `requireCsrfToken`.
  */
-export const streamedForm: MiddlewareHandler<AdminEnv> = async (_c, next) => await next();
+export const streamedForm: MiddlewareHandler<AdminEnv> = async (c, next) => {
+  const boundary = multipartBoundary(c.req.header("content-type"));
+  const body = c.req.raw.body;
+  if (c.req.method === "POST" && boundary !== null && body !== null) {
+    const expected = c.get("session").csrf_token;
+    c.set("parts", tokenCheckedParts(readMultipart(body, boundary), expected));
+  }
+  await next();
+};
 
 /**
  * The CSRF check of every POST, before any handler runs. A form is read (at
  * most 1 MiB) and its `csrf_token` compared with the session's; the handler
- * gets the fields as `c.get("form")`. A multipart body sent to a handler
- * registered behind `streamedForm` is not buffered: the handler gets its parts
- * as `c.get("parts")`, a stream that fails with a CsrfError as soon as a wrong
- * token arrives, and at its end when none came. Such a handler stores nothing
- * durable before the stream is done (and removes what it wrote on an error).
+ * gets the fields as `c.get("form")`. A body that `streamedForm` took as a
+ * stream is left to it.
  */
 export function requireCsrfToken(): MiddlewareHandler<AdminEnv> {
   const limit = bodyLimit({
@@ -152,14 +160,8 @@ export function requireCsrfToken(): MiddlewareHandler<AdminEnv> {
     },
   });
   return async (c, next) => {
-    if (c.req.method !== "POST") return await next();
+    if (c.req.method !== "POST" || c.get("parts") !== undefined) return await next();
     const expected = c.get("session").csrf_token;
-    const boundary = multipartBoundary(c.req.header("content-type"));
-    const body = c.req.raw.body;
-    if (boundary !== null && body !== null && streamsTo(c)) {
-      c.set("parts", tokenCheckedParts(readMultipart(body, boundary), expected));
-      return await next();
-    }
     return await limit(c, async () => {
       const form = await readForm(c);
       if (!tokenMatches(expected, form["csrf_token"]?.[0])) throw new CsrfError();
@@ -167,15 +169,6 @@ export function requireCsrfToken(): MiddlewareHandler<AdminEnv> {
       await next();
     });
   };
-}
-
-function streamsTo(c: Context): boolean {
-  // Mounted under an app with its own error handler, Hono wraps each handler
-  // and keeps the original under COMPOSED_HANDLER.
-  return matchedRoutes(c).some((route) => {
-    const handler = route.handler as { [COMPOSED_HANDLER]?: unknown };
-    return (handler[COMPOSED_HANDLER] ?? handler) === streamedForm;
-  });
 }
 
 /** `parts` without the `csrf_token` parts, each checked against `expected`; one must come. */
@@ -224,10 +217,6 @@ export function trimTrailingSlash(): MiddlewareHandler {
     }
     await next();
   };
-}
-
-export function addressOf(c: Context, deps: ServiceDeps): string {
-  return clientAddress(c, deps.config.trustProxy);
 }
 
 /**

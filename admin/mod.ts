@@ -9,13 +9,14 @@
  * - the protected one starts with `.use(requireSession)`, `.use(requireRole)`
  *   and `.use(requireCsrfToken)`, so every route added to it is behind the
  *   session gate, the account's role (the roles each route allows are in
- *   roles.ts) and every POST behind the CSRF check (a streamed upload gets its
- *   parts through that check, see guards.ts).
+ *   roles.ts) and every POST behind the CSRF check (the upload forms' check
+ *   runs on their stream, registered just before it, see guards.ts
+ *   `streamedForm`).
  * In front of both: response headers, "/admin/x/" redirects to "/admin/x", and
  * the browser origin check of unsafe requests.
  * tests/admin_gates_test.ts walks every registered route and proves it.
  */
-import { type Context, Hono } from "hono";
+import { Hono } from "hono";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
 import {
   auditChanges,
@@ -28,6 +29,7 @@ import {
 } from "./guards.ts";
 import { addAccountRoutes, addLoginRoutes } from "./routes/auth.tsx";
 import { addAccountsRoutes } from "./routes/accounts.tsx";
+import { addSsoRoutes, requireSsoCheck } from "./routes/sso.tsx";
 import { addApiKeyRoutes } from "./routes/api_keys.tsx";
 import { addApiKeyPageRoutes } from "./routes/api_key_page.tsx";
 import { addReleasePageRoutes } from "./routes/release_page.tsx";
@@ -38,8 +40,9 @@ import { addReleaseRoutes } from "./routes/releases.tsx";
 import { addReleaseLatestRoutes } from "./routes/release_latest.tsx";
 import { addRolloutRoutes } from "./routes/rollout.tsx";
 import { addReleaseSafetyRoutes } from "./routes/release_safety.tsx";
-import { addUploadRoute } from "./routes/upload.tsx";
+import { addUploadRoute, addUploadStreams } from "./routes/upload.tsx";
 import { addSigningKeyRoutes } from "./routes/signing_keys.tsx";
+import { addTufRoutes } from "./routes/tuf.tsx";
 import { addWebhookRoutes } from "./routes/webhooks.tsx";
 import { renderAdminError, renderAdminNotFound } from "./errors.tsx";
 import { addStaticRoutes } from "./static.ts";
@@ -49,11 +52,15 @@ import { createLoginThrottle, type LoginThrottle } from "../src/store/mod.ts";
 export { bootstrapAdmin, checkFirstAdminSetting } from "./accounts.ts";
 
 export interface AdminUi {
-  /** The routes, to mount at /admin. Their errors become HTML error pages here. */
+  /**
+   * The routes, to mount at /admin. Their errors become HTML error pages here,
+   * and a path no route knows is the 404 page.
+   */
   routes: Hono<AdminEnv>;
-  /** The page for a path under /admin that no route knows. */
-  notFound: (c: Context) => Promise<Response>;
 }
+
+/** Admin headers a route's own value overrides (a download's caching and sandbox). */
+const KEPT_WHEN_SET: readonly string[] = ["cache-control", "content-security-policy"];
 
 export function createAdminRoutes(deps: ServiceDeps): AdminUi {
   const admin = new Hono<AdminEnv>();
@@ -63,7 +70,7 @@ export function createAdminRoutes(deps: ServiceDeps): AdminUi {
   admin.use(async (c, next) => {
     await next();
     for (const [name, value] of Object.entries(ADMIN_RESPONSE_HEADERS)) {
-      if (name === "cache-control" && c.res.headers.has(name)) continue;
+      if (KEPT_WHEN_SET.includes(name) && c.res.headers.has(name)) continue;
       c.res.headers.set(name, value);
     }
   });
@@ -75,7 +82,10 @@ export function createAdminRoutes(deps: ServiceDeps): AdminUi {
   const throttle = createLoginThrottle(deps.kv);
   admin.route("/", createPublicRoutes(deps, throttle));
   admin.route("/", createProtectedRoutes(deps, throttle));
-  return { routes: admin, notFound: (c) => renderAdminNotFound(c, deps) };
+  // Last: what no route answered, behind the same gates (a GET without a
+  // session is sent to sign in).
+  admin.all("*", (c) => renderAdminNotFound(c, deps));
+  return { routes: admin };
 }
 
 /** What works without a session: the static assets and signing in. */
@@ -83,6 +93,7 @@ function createPublicRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<Ad
   const open = new Hono<AdminEnv>();
   addStaticRoutes(open);
   addLoginRoutes(open, deps, throttle);
+  addSsoRoutes(open, deps);
   return open;
 }
 
@@ -93,8 +104,10 @@ function createPublicRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<Ad
 function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<AdminEnv> {
   const gated = new Hono<AdminEnv>();
   gated.use(requireSession(deps));
+  if (deps.sso !== undefined) gated.use(requireSsoCheck(deps));
   gated.use(requireRole(deps));
   gated.use(auditChanges(deps));
+  addUploadStreams(gated);
   gated.use(requireCsrfToken());
   addOverviewRoutes(gated, deps);
   addAccountRoutes(gated, deps, throttle);
@@ -110,6 +123,7 @@ function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono
   addPublishTokenRoutes(gated, deps);
   addAccountsRoutes(gated, deps);
   addSigningKeyRoutes(gated, deps);
+  addTufRoutes(gated, deps);
   addWebhookRoutes(gated, deps);
   return gated;
 }

@@ -52,6 +52,7 @@ const ROUTE_ROLES: ReadonlyMap<string, readonly AdminRole[]> = new Map([
   // Webhooks (docs/webhooks.md) hold their endpoints' signing secrets: admins only.
   ["GET /admin/webhooks", ADMINS],
   ["GET /admin/webhooks/:id", ADMINS],
+  ["GET /admin/webhooks/:id/delete", ADMINS],
 ]);
 
 /** The roles that may use `route` (`METHOD /admin/path`, as registered). */

@@ -5,6 +5,7 @@
  * may cache them for good.
  */
 import type { Hono } from "hono";
+import { pageNotFound } from "./errors.tsx";
 import type { AdminEnv } from "./types.ts";
 import { createHash } from "node:crypto";
 
@@ -34,7 +35,7 @@ export function assetUrl(name: "style.css" | "admin.js" | "favicon.svg"): string
 export function addStaticRoutes(admin: Hono<AdminEnv>): void {
   admin.get("/static/:name", (c) => {
     const asset = ASSETS.get(c.req.param("name"));
-    if (asset === undefined) return c.notFound();
+    if (asset === undefined) throw pageNotFound();
     const cacheControl = c.req.query("v") === asset.version
       ? "public, max-age=31536000, immutable"
       : "no-cache";

@@ -1,8 +1,13 @@
-import type { ServiceDeps } from "../src/http/app_env.ts";
+import type { ServiceDeps as HttpServiceDeps } from "../src/http/app_env.ts";
+import type { SsoService } from "../src/sso/mod.ts";
 import type { AdminRole, AdminSession } from "../src/store/mod.ts";
 import type { MultipartPart } from "../src/http/multipart.ts";
 
-export type { ServiceDeps };
+/** What the admin UI is built from: the service's deps, and sign-in through a provider if set up. */
+export type ServiceDeps = HttpServiceDeps & {
+  /** Sign-in through an OpenID Connect provider (docs/sso.md), when one is set up. */
+  sso?: SsoService;
+};
 
 export interface Flash {
   kind: "success" | "error";

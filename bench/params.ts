@@ -18,6 +18,7 @@ export const SCENARIOS = [
   "feed",
   "signing",
   "rollout",
+  "differential",
 ] as const;
 export type ScenarioName = typeof SCENARIOS[number];
 

@@ -347,6 +347,7 @@ export function nginxConfig(
  */
 export function xAccelServer(appPort: number, artifactsDir: string, secret: string): string {
   return `
+    large_client_header_buffers 4 64k;
     location / {
       proxy_pass http://127.0.0.1:${appPort};
       proxy_set_header X-Accel-Secret "${secret}";
@@ -356,6 +357,7 @@ export function xAccelServer(appPort: number, artifactsDir: string, secret: stri
     location /_uds_artifacts/ {
       internal;
       alias ${artifactsDir}/;
+      max_ranges 2000;
       etag off;
       add_header ETag $upstream_http_etag;
       add_header Last-Modified "";
@@ -365,6 +367,7 @@ export function xAccelServer(appPort: number, artifactsDir: string, secret: stri
       add_header Cross-Origin-Resource-Policy $upstream_http_cross_origin_resource_policy;
       add_header Strict-Transport-Security $upstream_http_strict_transport_security;
       add_header X-Robots-Tag $upstream_http_x_robots_tag;
+      add_header Content-Security-Policy $upstream_http_content_security_policy;
       add_header Pragma $upstream_http_pragma;
       add_header Vary $upstream_http_vary;
       add_header Uds-Signature-Date $upstream_http_uds_signature_date;

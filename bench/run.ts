@@ -21,6 +21,7 @@ import { writes } from "./scenarios_writes.ts";
 import { electronFeed } from "./scenarios_feeds.ts";
 import { signing } from "./scenarios_signing.ts";
 import { rollout } from "./scenarios_rollouts.ts";
+import { differential } from "./scenarios_differential.ts";
 import { formatTable, makeRow, type Row, skippedRows } from "./table.ts";
 
 const ALL: Scenario[] = [
@@ -34,6 +35,7 @@ const ALL: Scenario[] = [
   electronFeed,
   signing,
   rollout,
+  differential,
 ];
 
 export interface BenchReport {

@@ -22,6 +22,7 @@
  */
 import { basename, dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { downloadDifferentially } from "./differential.ts";
 import {
   checkForUpdate,
   CLIENT_VERSION,
@@ -66,6 +67,7 @@ export const EXIT = {
 const USAGE = `usage (or "uds-client" in place of "deno task client" once installed):
   deno task client check    --project SLUG --current VERSION [--base-url URL]
   deno task client download --project SLUG [--current VERSION] [--out FILE] [--base-url URL]
+                            [--installed FILE] (with --current: differential download)
   deno task client download --release ID [--out FILE] [--base-url URL]
   deno task client report   --project SLUG --event EVENT --version V [--previous-version V]
                             [--reason TEXT] [--base-url URL]
@@ -211,8 +213,8 @@ async function run(args: string[]): Promise<number> {
     }
   }
   const target = resolve(userDirectory(), flags.out ?? safeFileName(release.filename));
-  const result = await downloadRelease({ ...options, release, target }).catch(async (error) => {
-    // A failed download or check is reported (docs/reports.md); the failure stands.
+  // A failed download or check is reported (docs/reports.md); the failure stands.
+  const reportFailure = async (error: unknown): Promise<never> => {
     if (flags.project && error instanceof UpdateClientError) {
       const event = error.kind === "integrity" || error.kind === "signature"
         ? "verification_failed"
@@ -225,14 +227,40 @@ async function run(args: string[]): Promise<number> {
       }).catch(() => {});
     }
     throw error;
-  });
-  if (flags.project && state !== undefined) {
-    await rememberDownload(state.stateDir, {
+  };
+  const remember = async () => {
+    if (flags.project && state !== undefined) {
+      await rememberDownload(state.stateDir, {
+        project: flags.project,
+        version: release.version,
+        previousVersion: flags.current,
+      }).catch((error) => console.error(`warning: the download was not remembered: ${error}`));
+    }
+  };
+  if (flags.installed) {
+    if (!flags.project || !flags.current) {
+      throw new UsageError("--installed needs --project and --current (the installed version)");
+    }
+    const result = await downloadDifferentially({
+      ...options,
+      release,
+      target,
+      installedFile: resolve(userDirectory(), flags.installed),
+      installedVersion: flags.current,
       project: flags.project,
-      version: release.version,
-      previousVersion: flags.current,
-    }).catch((error) => console.error(`warning: the download was not remembered: ${error}`));
+    }).catch(reportFailure);
+    await remember();
+    console.log(
+      `downloaded ${describe(release)} to ${target} (${release.size_bytes} bytes, sha256 ok, ${
+        result.differential
+          ? `differential: ${result.receivedBytes} bytes received`
+          : `whole file: ${result.fallback}`
+      })`,
+    );
+    return EXIT.ok;
   }
+  const result = await downloadRelease({ ...options, release, target }).catch(reportFailure);
+  await remember();
   console.log(
     `downloaded ${describe(release)} to ${target} (${release.size_bytes} bytes, sha256 ok${
       result.resumed ? ", resumed" : ""
@@ -248,6 +276,7 @@ export const CLI_OPTIONS = {
   current: { type: "string" },
   release: { type: "string" },
   out: { type: "string" },
+  installed: { type: "string" },
   retries: { type: "string" },
   version: { type: "string" },
   file: { type: "string" },

@@ -237,21 +237,21 @@ Deno.test("admin API keys", async (t) => {
         "project_slugs",
         /unknown project (&quot;|")nope/,
       ],
-      ["bad scope mode", { scope_mode: "everything" }, "scope_mode", /scope_mode must be one of/],
-      ["missing scope mode", { scope_mode: "" }, "scope_mode", /scope_mode must be one of/],
+      ["bad scope mode", { scope_mode: "everything" }, "scope_mode", /Scope must be one of/],
+      ["missing scope mode", { scope_mode: "" }, "scope_mode", /Scope must be one of/],
       [
         "bad expiry",
         { scope_mode: "all_projects", expires_at: "next tuesday" },
         "expires_at",
-        /expires_at must be/,
+        /Expires must be/,
       ],
       [
         "impossible date",
         { scope_mode: "all_projects", expires_at: "2026-02-30T10:00" },
         "expires_at",
-        /expires_at must be/,
+        /Expires must be/,
       ],
-      ["missing name", { scope_mode: "all_projects", name: " " }, "name", /name is required/],
+      ["missing name", { scope_mode: "all_projects", name: " " }, "name", /Name is required/],
     ] as const
   ) {
     await t.step(`${label}: 400, form with message and values, nothing stored`, async () => {

@@ -98,8 +98,51 @@ Deno.test("admin sign-in", async (t) => {
     assert.ok(actions.includes("auth.sign_in"));
     const failure = entries.find((entry) => entry.action === "auth.sign_in_failed")!;
     assert.equal(failure.address, "198.51.100.1");
-    assert.ok(["admin", "nobody"].includes(failure.actor));
+    assert.ok(["admin", "unknown user n… (6 characters)"].includes(failure.actor));
   });
+
+  await t.step(
+    "a name that is no account's is recorded masked, an account's as it is",
+    async () => {
+      const client = new AdminClient(app);
+      client.address = "198.51.100.2";
+      await client.page("/admin/login");
+      const typo = "Sup3r-Secret!pass";
+      assert.equal(
+        (await client.post("/admin/login", { username: typo, password: "" })).status,
+        401,
+      );
+      assert.equal(
+        (await client.post("/admin/login", { username: ADMIN_USER, password: "no" })).status,
+        401,
+      );
+      const { entries } = await listAuditEntries(app.kv, { limit: 50 });
+      const failures = entries.filter((entry) =>
+        entry.action === "auth.sign_in_failed" && entry.address === "198.51.100.2"
+      );
+      assert.equal(failures.length, 2);
+      const [known, unknown] = failures;
+      assert.equal(unknown.actor, "unknown user S… (17 characters)");
+      assert.equal(unknown.target, "unknown user S… (17 characters)");
+      assert.equal(known.actor, ADMIN_USER);
+      assert.equal(known.target, `account "${ADMIN_USER}"`);
+      for (const entry of entries) {
+        assert.ok(!JSON.stringify(entry).includes("3r-Secret"), "the typed name is nowhere");
+      }
+      for (let i = 0; i < 5; i++) {
+        await client.post("/admin/login", {
+          username: typo,
+          password: "",
+        });
+      }
+      const refused = (await listAuditEntries(app.kv, { limit: 50 })).entries.find((entry) =>
+        entry.action === "auth.sign_in_refused" && entry.address === "198.51.100.2"
+      );
+      assert.equal(refused?.actor, "unknown user S… (17 characters)", "a refusal too");
+      const { html } = await (await signedInClient(app)).page("/admin/audit");
+      assert.ok(!html.includes("3r-Secret"), "nor on the audit page");
+    },
+  );
 });
 
 Deno.test("admin sign-in throttling", async (t) => {

@@ -33,7 +33,7 @@ const SUCCEEDING_FIELDS: Record<string, Fields> = {
 };
 
 /**
- * The publishing API's routes (admin/publish_api/mod.ts, TOKEN_GATED_PREFIX) have no session and
+ * The publishing API's routes (src/publishing/api/mod.ts, TOKEN_GATED_PREFIX) have no session and
  * no CSRF token: their gate is the publish token (a bearer header a browser never sends by
  * itself). They are checked against that gate below, not the session's.
  */

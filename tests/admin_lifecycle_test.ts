@@ -384,6 +384,29 @@ Deno.test("find", async (t) => {
     const refused = await anonymous.fetch(`/admin/releases/${release.id}/download`);
     assert.equal(refused.status, 303);
   });
+
+  await t.step("an uploaded script or page downloads as bytes, sandboxed", async () => {
+    for (const [type, filename] of [["text/javascript", "x.js"], ["text/html", "x.html"]]) {
+      const file = await seedRelease(
+        app,
+        project.id,
+        "6.6.6",
+        new TextEncoder().encode("alert(1)"),
+        {
+          filename,
+          content_type: type,
+        },
+      );
+      const res = await client.fetch(`/admin/releases/${file.id}/download`);
+      assert.equal(res.status, 200);
+      assert.equal(await res.text(), "alert(1)");
+      assert.equal(res.headers.get("content-type"), "application/octet-stream", type);
+      assert.equal(res.headers.get("content-security-policy"), "sandbox", type);
+      assert.match(res.headers.get("content-disposition") ?? "", /^attachment; filename=x\./);
+      assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+      assert.equal(res.headers.get("cache-control"), "private, no-store");
+    }
+  });
 });
 
 Deno.test("audit log filters and target links", async (t) => {

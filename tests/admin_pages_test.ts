@@ -44,7 +44,7 @@ Deno.test("admin audit log pages newest first", async (t) => {
   for (let i = 0; i < 120; i++) {
     await recordAudit(app.kv, {
       actor: "admin",
-      action: "test.event",
+      action: "admin.test_event",
       target: `item ${i}`,
       details: "",
       address: "192.0.2.1",
@@ -121,6 +121,8 @@ Deno.test("admin pages are safe", async (t) => {
     }
     const missing = await client.fetch("/admin/static/nope.js");
     assert.equal(missing.status, 404);
+    assert.match(missing.headers.get("content-type")!, /^text\/html/);
+    assert.match(await missing.text(), /There is no such page/);
   });
 
   await t.step("everything shown is escaped", async () => {

@@ -49,10 +49,10 @@ Deno.test("admin projects", async (t) => {
   for (
     const [label, fields, message] of [
       ["taken slug", { name: "Other", slug: "desktop" }, /already taken/],
-      ["bad slug", { name: "Other", slug: "Bad Slug!" }, /slug must be/],
-      ["long slug", { name: "Other", slug: "a".repeat(65) }, /slug must be/],
-      ["missing name", { name: "  ", slug: "fine" }, /name is required/],
-      ["name that gives no slug", { name: "!!!", slug: "" }, /slug must be/],
+      ["bad slug", { name: "Other", slug: "Bad Slug!" }, /Slug must be/],
+      ["long slug", { name: "Other", slug: "a".repeat(65) }, /Slug must be/],
+      ["missing name", { name: "  ", slug: "fine" }, /Name is required/],
+      ["name that gives no slug", { name: "!!!", slug: "" }, /Slug must be/],
     ] as const
   ) {
     await t.step(`${label}: 400, form with message and values, nothing stored`, async () => {
@@ -120,7 +120,7 @@ Deno.test("admin projects", async (t) => {
     });
     assert.equal(res.status, 400);
     const html = await res.text();
-    assert.match(html, /name is required/);
+    assert.match(html, /Name is required/);
     assert.match(html, /unsaved text/);
     assert.match(html, /value="zzz"/);
     assert.equal((await getProjectBySlug(app.kv, "desktop"))?.name, "Desktop Suite");

@@ -210,7 +210,7 @@ Deno.test("admin release upload refusals leave nothing behind", async (t) => {
           { name: "build", body: "kept-build" },
         ],
         400,
-        /version is required/,
+        /Version is required/,
       ],
       [
         "version too long",
@@ -220,7 +220,7 @@ Deno.test("admin release upload refusals leave nothing behind", async (t) => {
           { name: "file", filename: "a.bin", body: "abc" },
         ],
         400,
-        /version must be at most 128/,
+        /Version must be at most 128/,
       ],
       [
         "empty file",

@@ -349,7 +349,7 @@ Deno.test("roles: the last admin can be neither removed nor demoted", async (t) 
     await client.page("/admin/accounts");
     for (
       const [fields, message] of [
-        [{ username: "bad name", password: PASSWORD, role: "viewer" }, /username must be/],
+        [{ username: "bad name", password: PASSWORD, role: "viewer" }, /User name must be/],
         [{ username: "shorty", password: "short", role: "viewer" }, /password must be/],
         [{ username: "norole", password: PASSWORD, role: "root" }, /choose a role/],
         [{ username: "second", password: PASSWORD, role: "viewer" }, /is taken/],

@@ -58,7 +58,7 @@ Deno.test("admin rollout panel", async (t) => {
     assert.equal(res.status, 400);
     const html = await res.text();
     assert.match(html, /data-form-error/);
-    assert.match(html, /percentage must be a number from 0 to 100/);
+    assert.match(html, /Percentage of clients must be a number from 0 to 100/);
     assert.match(html, /value="150"/);
     assert.equal(await getRollout(app.kv, project.id), null);
     const bad = await client.post("/admin/projects/app/rollout", {

@@ -40,11 +40,9 @@ Deno.test("webhooks in the admin UI", async (t) => {
       endpointId = /href="\/admin\/webhooks\/([0-9a-z]+)"/.exec(html)![1];
       const list = (await admin.page("/admin/webhooks")).html;
       assert.match(list, new RegExp(`data-webhook-id="${endpointId}"`));
-      assert.doesNotMatch(list, new RegExp(secret), "not shown again");
-      assert.doesNotMatch(
-        (await admin.page(`/admin/webhooks/${endpointId}`)).html,
-        new RegExp(secret),
-      );
+      // Compared as text: a secret is base64, whose `+` would be a quantifier in a pattern.
+      assert.ok(!list.includes(secret), "not shown again");
+      assert.ok(!(await admin.page(`/admin/webhooks/${endpointId}`)).html.includes(secret));
     });
 
     await t.step("an API key created in the UI is delivered and logged", async () => {

@@ -211,6 +211,32 @@ Deno.test("Content-Disposition on download: an unusual filename arrives safely",
   await res.body?.cancel();
 });
 
+Deno.test("downloads are sandboxed: Content-Security-Policy: sandbox on the API and feed files", async () => {
+  await using t = await createTestApp();
+  const project = await seedProject(t, { slug: "app" });
+  const script = encoder.encode("alert(document.domain)");
+  const release = await seedRelease(t, project.id, "1.0", script, {
+    filename: "page.js",
+    content_type: "text/javascript",
+  });
+  const { secret } = await seedKey(t);
+  const answers = [
+    await t.request(`/api/v1/releases/${release.id}/download`, secret),
+    await t.request(`/api/v1/releases/${release.id}/download`, secret, { method: "HEAD" }),
+    await t.request(`/api/v1/releases/${release.id}/download`, secret, {
+      headers: { range: "bytes=0-4" },
+    }),
+    await t.request(`/feeds/files/${release.id}/page.js`, secret),
+  ];
+  assert.deepEqual(answers.map((res) => res.status), [200, 200, 206, 200]);
+  for (const res of answers) {
+    assert.equal(res.headers.get("content-security-policy"), "sandbox");
+    assert.match(res.headers.get("content-disposition") ?? "", /^attachment;/);
+    assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+    await res.body?.cancel();
+  }
+});
+
 /** Counts the durable writes made through a KV. */
 function countingKv(kv: Deno.Kv): { kv: Deno.Kv; writes: () => number } {
   let writes = 0;

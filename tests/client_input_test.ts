@@ -210,7 +210,7 @@ Deno.test("issue 9.6: 500s that a client can cause are clear 4xx answers", async
       ])
     );
     assert.equal(res.status, 400);
-    assert.match(await res.text(), /release_notes must be at most 30000 characters/);
+    assert.match(await res.text(), /Release notes must be at most 30000 characters/);
     assert.equal(logged, "");
   });
 

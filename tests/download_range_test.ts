@@ -207,10 +207,9 @@ Deno.test("download ranges", async (t) => {
     },
   );
 
-  await t.step("several ranges, malformed ranges and other units get the whole file", async () => {
-    for (
-      const range of ["bytes=0-1,5-9", "bytes=0-99, 200-", "bytes=5-2", "bytes=x-", "items=0-9"]
-    ) {
+  await t.step("malformed ranges and other units get the whole file", async () => {
+    // Several ranges: tests/multi_range_test.ts.
+    for (const range of ["bytes=5-2", "bytes=x-", "items=0-9", "bytes=0-1,x-"]) {
       await assertFull(await get({ range }));
     }
   });

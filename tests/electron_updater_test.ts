@@ -81,7 +81,7 @@ Deno.test("electron-updater updates from the feed with the key", async (t) => {
     return JSON.parse(stdout.trim().split("\n").at(-1)!);
   };
   const fileRequests = () =>
-    server.lines().filter((line) => line.includes(`/feeds/files/${latest.id}/`));
+    server.lines().filter((line) => line.includes("/feeds/electron/desktop/files/1.1.0/"));
 
   await t.step("an older app finds 1.1.0, downloads it with the key, verified", async () => {
     const result = await check({ key, version: "1.0.0" });

@@ -62,7 +62,7 @@ Deno.test("electron-updater feed", async (t) => {
       assertSecurityHeaders(res);
       const text = await res.text();
       const feed = parse(text);
-      const url = `/feeds/files/${release.id}/App%201.10.0.exe`;
+      const url = "/feeds/electron/desktop/files/1.10.0/App%201.10.0.exe";
       assert.deepEqual(feed, {
         version: "1.10.0",
         files: [{ url, sha512: sha512(bytes), size: bytes.byteLength }],

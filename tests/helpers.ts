@@ -3,6 +3,7 @@ import { createMetrics } from "../src/lib/metrics.ts";
 import { createHash, type Hash } from "node:crypto";
 import { join } from "node:path";
 import { createApp } from "../app.ts";
+import type { SsoService } from "../src/sso/mod.ts";
 import { type ArtifactStore, createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { type Config, loadConfig } from "../src/lib/config.ts";
 import { createSigner, type Signer } from "../src/signing/signer.ts";
@@ -74,6 +75,8 @@ export interface TestAppOptions {
   artifacts?: ArtifactStore;
   /** A KV file to open instead of an in-memory KV (several apps on one file are instances). */
   kvPath?: string;
+  /** Sign-in through an OpenID Connect provider, made by the test (tests/oidc_provider.ts). */
+  sso?: (kv: Deno.Kv, config: Config) => SsoService;
 }
 
 export async function createTestApp(
@@ -120,6 +123,7 @@ export async function createTestApp(
     rateLimitKv: config.rateLimitStore === "kv" ? rateLimitKv : undefined,
     recordKeyUse: () => {},
     metrics: testMetrics,
+    sso: options.sso?.(appKv, config),
   });
   let closed: Promise<void> | undefined;
   const close = () =>

@@ -1,8 +1,11 @@
 /**
  * Rules of the house that no linter checks (docs/architecture.md, "House
  * rules"): no benchmark switch in production code, no mutable state at module
- * level (it lives in the factory that owns it), and no function declaration
- * with more than three parameters (they take an options object).
+ * level (it lives in the factory that owns it), no function declaration
+ * with more than three parameters (they take an options object), nothing
+ * of Hono but its public API, and one map from errors to HTTP statuses that
+ * every surface answers from. That nothing under `src/` imports `admin/` is
+ * checked by tests/layering_test.ts.
  */
 import assert from "node:assert/strict";
 import { dirname, join, resolve } from "node:path";
@@ -68,6 +71,55 @@ export function longParameterLists(source: string): string[] {
   return found;
 }
 
+/**
+ * The `hono/…` subpaths under `utils/` that are public: Hono's package exports
+ * `./utils/*` as a whole, but names only these: `./utils/jwt` as an export of
+ * its own, and the status code types its documentation imports. The rest are
+ * its internals.
+ */
+const PUBLIC_HONO_UTILS: ReadonlySet<string> = new Set(["utils/http-status", "utils/jwt"]);
+
+/**
+ * Uses of Hono's internals: an import of its build output (`hono/dist/…`), of
+ * a `utils/` module outside PUBLIC_HONO_UTILS, or the `COMPOSED_HANDLER`
+ * marker it puts on the handlers it wraps. An upgrade may change any of them
+ * without notice.
+ */
+export function honoInternals(source: string): string[] {
+  const found: string[] = [];
+  const imports = /(?:\bfrom\s+|\bimport\s*\(\s*|^\s*import\s+)["']([^"']+)["']/gm;
+  for (const [, specifier] of source.matchAll(imports)) {
+    const subpath = /^(?:npm:\/?)?hono(?:@[^/]+)?\/(.+)$/.exec(specifier)?.[1];
+    if (subpath === undefined) continue;
+    const internal = subpath.startsWith("dist/") ||
+      (subpath.startsWith("utils/") && !PUBLIC_HONO_UTILS.has(subpath));
+    if (internal) found.push(specifier);
+  }
+  if (/\bCOMPOSED_HANDLER\b/.test(source)) found.push("COMPOSED_HANDLER");
+  return found;
+}
+
+/** The classes (and `isClientGone`) `source` tells errors apart by, in order of first use. */
+export function errorTests(source: string): string[] {
+  const found = [...source.matchAll(/\binstanceof\s+(\w+)|\b(isClientGone)\(/g)]
+    .map((match) => match[1] ?? match[2]);
+  return [...new Set(found)];
+}
+
+/** The files that answer HTTP requests: there an error gets its status. */
+function answersHttp(file: string): boolean {
+  return file === "app.ts" || /^(src\/(api|http|publishing\/api)|admin)\//.test(file);
+}
+
+/** The one domain-error → status map, and the error handlers of the surfaces that answer from it. */
+const ERROR_MAP = "src/http/errors.ts";
+const ERROR_HANDLERS = [
+  "src/api/surface.ts",
+  "src/publishing/api/errors.ts",
+  "admin/errors.tsx",
+  "admin/routes/upload.tsx",
+];
+
 Deno.test("house rules of production code", async (t) => {
   const files = await production();
 
@@ -85,15 +137,50 @@ Deno.test("house rules of production code", async (t) => {
     assert.deepEqual(wrong, []);
   });
 
+  await t.step(
+    "one map gives errors their status (src/http/errors.ts), every surface uses it",
+    () => {
+      const map = files.find(({ file }) => file === ERROR_MAP)!;
+      const mapped = errorTests(map.source);
+      assert.ok(mapped.length > 10, mapped.join(", "));
+      // Telling three of the mapped errors apart in one file is a second map.
+      const wrong = files.filter(({ file }) => file !== ERROR_MAP && answersHttp(file))
+        .map(({ file, source }) => ({
+          file,
+          told: errorTests(source).filter((name) => mapped.includes(name)),
+        }))
+        .filter(({ told }) => told.length >= 3)
+        .map(({ file, told }) => `${file}: ${told.join(", ")}`);
+      assert.deepEqual(wrong, []);
+      for (const handler of ERROR_HANDLERS) {
+        const source = files.find(({ file }) => file === handler)?.source ?? "";
+        assert.match(source, /\bmapDomainError\(/, `${handler} answers from the map`);
+      }
+    },
+  );
+
   await t.step("functions take at most three parameters (then an options object)", () => {
     const wrong = files.flatMap(({ file, source }) =>
       longParameterLists(source).map((name) => `${file}: ${name}`)
     );
     assert.deepEqual(wrong, []);
   });
+
+  await t.step("only Hono's public API: no import of its internals, no internal marker", () => {
+    const wrong = files.flatMap(({ file, source }) =>
+      honoInternals(source).map((use) => `${file}: ${use}`)
+    );
+    assert.deepEqual(wrong, []);
+  });
 });
 
 Deno.test("the house-rule checks find what they look for", () => {
+  assert.deepEqual(
+    errorTests(
+      "if (e instanceof A) x;\nif (e instanceof B || isClientGone(e)) y;\nif (f instanceof A) z;\n",
+    ),
+    ["A", "B", "isClientGone"],
+  );
   assert.deepEqual(moduleState("let n = 0;\nconst m = new Map<string, number>();\n"), [
     "let n = 0;",
     "const m = new Map<string, number>();",
@@ -113,5 +200,19 @@ Deno.test("the house-rule checks find what they look for", () => {
         'function m<T>(a: T[], f: (x: T) => string, g: string, h = "") {}\n',
     ),
     ["b (4)", "m (4)"],
+  );
+  assert.deepEqual(
+    honoInternals(
+      'import { Hono } from "hono";\nimport type { ContentfulStatusCode } from "hono/utils/http-status";\n' +
+        'import { COMPOSED_HANDLER } from "hono/utils/constants";\n' +
+        'const m = await import("hono/dist/hono-base.js");\n' +
+        'import { x } from "npm:hono@4.13.19/dist/utils/url.js";\nimport { csrf } from "hono/csrf";\n',
+    ),
+    [
+      "hono/utils/constants",
+      "hono/dist/hono-base.js",
+      "npm:hono@4.13.19/dist/utils/url.js",
+      "COMPOSED_HANDLER",
+    ],
   );
 });

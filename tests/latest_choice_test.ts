@@ -244,3 +244,144 @@ Deno.test("versions by looks", () => {
     assert.equal(compareVersionLooks(a, b), expected, `${a} ${b}`);
   }
 });
+
+/** The releases card's sentence on which release which clients get, as text. */
+function offerSentence(html: string): { kind: string; text: string } {
+  const found = /<p data-latest-reason="[^"]*" data-offer="([^"]*)">([\s\S]*?)<\/p>/.exec(html);
+  assert.ok(found, "the sentence is on the page");
+  const text = found[2].replace(/<[^>]+>/g, "").replace(/\s+/g, " ").trim();
+  return { kind: found[1], text };
+}
+
+Deno.test("the releases card: one sentence, from the API's offer, says who gets what", async (t) => {
+  await using app = await createAdminTestApp();
+  const project = await seedProject(app, { slug: "app" });
+  const old = await seedRelease(app, project.id, "2.4.0");
+  const next = await seedRelease(app, project.id, "2.5.0");
+  const { secret } = await seedKey(app);
+  const client = await signedInClient(app);
+  const page = async () => (await client.page("/admin/projects/app")).html;
+  /** How many of 200 install ids the client API answers 2.5.0. */
+  const reach = async () => {
+    let count = 0;
+    for (let i = 0; i < 200; i++) {
+      const res = await app.request("/api/v1/projects/app/releases/latest", secret, {
+        headers: { "x-install-id": `install-${i}` },
+      });
+      if ((await res.json()).release.version === "2.5.0") count++;
+    }
+    return count;
+  };
+  const chosen = "chosen with Make latest (or by an upload that asked not to replace it)";
+
+  await t.step("no choice: the newest active upload, for every client", async () => {
+    assert.deepEqual(offerSentence(await page()), {
+      kind: "latest",
+      text: "Clients get 2.5.0 as latest because it is the newest active upload.",
+    });
+    assert.equal(await reach(), 200);
+  });
+
+  await t.step("chosen: the admin's choice, and the higher version is flagged", async () => {
+    assert.equal((await client.post(`/admin/releases/${old.id}/make-latest`)).status, 303);
+    const html = await page();
+    assert.deepEqual(offerSentence(html), {
+      kind: "latest",
+      text: `Clients get 2.4.0 as latest because it was ${chosen}; archiving it makes the ` +
+        "newest active release latest again.",
+    });
+    assert.match(html, /data-higher-version-not-latest/);
+    assert.equal(await reach(), 0);
+  });
+
+  await t.step(
+    "rollout at 10%: that share gets 2.5.0, the rest the latest; no warning",
+    async () => {
+      const res = await client.post("/admin/projects/app/rollout", {
+        release_id: String(next.id),
+        percentage: "10",
+        tester_tag: "beta",
+      });
+      assert.equal(res.status, 303);
+      const html = await page();
+      assert.deepEqual(offerSentence(html), {
+        kind: "rollout",
+        text: `10% of installs get 2.5.0 (staged rollout) and the others get 2.4.0, the latest ` +
+          `(${chosen}); keys tagged beta get 2.5.0 whatever the percentage.`,
+      });
+      assert.doesNotMatch(html, /data-higher-version-not-latest/, "2.5.0 is offered: no warning");
+      const share = await reach();
+      assert.ok(share > 0 && share < 60, `about 10% of 200 install ids, got ${share}`);
+    },
+  );
+
+  await t.step("halted: every client gets the latest", async () => {
+    assert.equal((await client.post("/admin/projects/app/rollout/halt")).status, 303);
+    const html = await page();
+    assert.deepEqual(offerSentence(html), {
+      kind: "halted",
+      text: `Every client gets 2.4.0, the latest (${chosen}): the staged rollout of 2.5.0 is ` +
+        "halted.",
+    });
+    assert.doesNotMatch(html, /data-higher-version-not-latest/);
+    assert.equal(await reach(), 0);
+  });
+
+  await t.step("resumed at 0% and at 100%: the sentence follows the API", async () => {
+    assert.equal((await client.post("/admin/projects/app/rollout/resume")).status, 303);
+    for (
+      const [percentage, text, reached] of [
+        [
+          "0",
+          `Only keys tagged beta get 2.5.0 (staged rollout at 0%); every other client gets ` +
+          `2.4.0, the latest (${chosen}).`,
+          0,
+        ],
+        [
+          "100",
+          "Every client gets 2.5.0 (staged rollout at 100%); 2.4.0 stays the latest until " +
+          "the rollout is completed or ended.",
+          200,
+        ],
+      ] as const
+    ) {
+      const res = await client.post("/admin/projects/app/rollout/change", {
+        percentage,
+        tester_tag: "beta",
+      });
+      assert.equal(res.status, 303);
+      assert.deepEqual(offerSentence(await page()), { kind: "rollout", text });
+      assert.equal(await reach(), reached);
+    }
+  });
+
+  await t.step(
+    "a schedule step reached: the sentence and the card say its percentage",
+    async () => {
+      const res = await client.post("/admin/projects/app/rollout/change", {
+        percentage: "10",
+        schedule: "2020-01-01T00:00:00Z=50",
+        tester_tag: "",
+      });
+      assert.equal(res.status, 303);
+      const html = await page();
+      assert.deepEqual(offerSentence(html), {
+        kind: "rollout",
+        text: `50% of installs get 2.5.0 (staged rollout) and the others get 2.4.0, the latest ` +
+          `(${chosen}).`,
+      });
+      assert.match(html, /data-rollout-percentage="true">50%/);
+      const share = await reach();
+      assert.ok(share > 60 && share < 140, `about 50% of 200 install ids, got ${share}`);
+    },
+  );
+
+  await t.step(
+    "the rollout's release archived: the rollout is inert, the latest for all",
+    async () => {
+      await setReleaseState(app.kv, next.id, "archived");
+      assert.equal(offerSentence(await page()).kind, "latest");
+      assert.equal(await reach(), 0);
+    },
+  );
+});

@@ -167,7 +167,7 @@ async function retentionRuns(
         action: "save",
       });
       assert.equal(res.status, 400);
-      assert.match(await res.text(), /keep_active must be a whole number/);
+      assert.match(await res.text(), /Keep the newest active releases must be a whole number/);
       assert.equal((await getRetentionPolicy(app.kv, project.id)).keep_active, null);
     });
 

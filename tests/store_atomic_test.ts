@@ -73,7 +73,7 @@ Deno.test("the first admin and audit records are written even while another proc
     locked = 2;
     await recordAudit(busy, {
       actor: "system",
-      action: "x",
+      action: "admin.x",
       target: "y",
       details: "",
       address: "-",

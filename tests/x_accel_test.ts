@@ -9,6 +9,8 @@
  */
 import assert from "node:assert/strict";
 import { Cleanup, startNginx, which, xAccelServer } from "../bench/process.ts";
+import { MAX_RANGES } from "../src/api/byte_ranges.ts";
+import { assertRangeParts } from "./multipart_ranges.ts";
 import { getDownloadCounts } from "../src/store/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
 
@@ -96,6 +98,7 @@ for (const signing of [false, true]) {
           }
           assert.equal(res.headers.get("etag"), `"${release.checksum_sha256}"`);
           assert.equal(res.headers.get("last-modified"), null);
+          assert.equal(res.headers.get("content-security-policy"), "sandbox");
         });
 
         await t.step("Range and If-Range by nginx, judged by our ETag", async () => {
@@ -119,6 +122,33 @@ for (const signing of [false, true]) {
           assert.equal(head.status, 200);
           assert.equal(head.headers.get("content-length"), String(bytes.length));
           assert.equal(head.headers.get("x-accel-redirect"), null);
+        });
+
+        await t.step("several ranges: nginx answers multipart/byteranges, in order", async () => {
+          const ranges: [number, number][] = [[0, 9], [10, 19], [15, 30], [50_000, 59_999], [5, 5]];
+          const header = (list: [number, number][]) =>
+            "bytes=" + list.map(([a, b]) => `${a}-${b}`).join(", ");
+          const contentType = "application/x-msdownload";
+          await assertRangeParts(await fetch(url, auth({ range: header(ranges) })), {
+            file: bytes,
+            ranges,
+            contentType,
+          });
+          const many = Array.from({ length: 1000 }, (_, i) =>
+            [i * 59, i * 59 + 9] as [
+              number,
+              number,
+            ]);
+          await assertRangeParts(await fetch(url, auth({ range: header(many) })), {
+            file: bytes,
+            ranges: many,
+            contentType,
+          });
+          // Past max_ranges (= MAX_RANGES) nginx sends the whole file, as the service does.
+          const over = Array.from({ length: MAX_RANGES + 1 }, (_, i) => [i, i] as [number, number]);
+          const whole = await fetch(url, auth({ range: header(over) }));
+          assert.equal(whole.status, 200);
+          assert.deepEqual(new Uint8Array(await whole.arrayBuffer()), bytes);
         });
 
         await t.step("the internal location is closed; refused keys get no path", async () => {

@@ -24,13 +24,12 @@ import { parseArgs } from "node:util";
 import { kidOf } from "../src/signing/key_files.ts";
 import { signRootDocument } from "../src/signing/root.ts";
 import { createPrivateFile } from "../src/lib/private_files.ts";
+import { runCliMain, UsageError } from "./cli_main.ts";
 
 const USAGE = `usage:
   deno task sign-key-set new-root --out root.pem
   deno task sign-key-set public --root root.pem
   deno task sign-key-set sign --root root.pem --key-set FILE|URL [--days N] [--out FILE]`;
-
-class UsageError extends Error {}
 
 /** The raw public key (base64url) and key id of a private key. */
 function publicHalf(key: KeyObject): { publicKey: string; kid: string } {
@@ -109,14 +108,4 @@ export async function run(args: string[]): Promise<string> {
   throw new UsageError(command ? `unknown command "${command}"` : "missing command");
 }
 
-if (import.meta.main) {
-  try {
-    console.log(await run(Deno.args));
-  } catch (error) {
-    const usage = error instanceof UsageError || (error as { code?: string }).code?.startsWith(
-      "ERR_PARSE_ARGS",
-    );
-    console.error(`${(error as Error).message}${usage ? `\n${USAGE}` : ""}`);
-    Deno.exit(usage ? 2 : 1);
-  }
-}
+if (import.meta.main) await runCliMain(() => run(Deno.args), USAGE);

@@ -13,7 +13,7 @@ import {
   type LoginThrottle,
   type ThrottledCheck,
 } from "../../src/store/mod.ts";
-import { accountTarget, authenticate, changePassword } from "../accounts.ts";
+import { accountTarget, authenticate, changePassword, signInSubject } from "../accounts.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import {
   clearLoginCsrfCookie,
@@ -24,10 +24,12 @@ import {
   setSessionCookie,
 } from "../cookies.ts";
 import { field, readForm } from "../forms.ts";
-import { addressOf, sessionPolicy, tokenMatches } from "../guards.ts";
+import { sessionPolicy, tokenMatches } from "../guards.ts";
+import { addressOf } from "../../src/http/client_address.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { LoginPage } from "../views/login.tsx";
 import { PasswordPage } from "../views/password.tsx";
+import { mayUsePassword, signedOutAtProvider, signInChoices } from "./sso.tsx";
 
 export const INVALID_CREDENTIALS = "invalid username or password";
 
@@ -71,7 +73,11 @@ export function addLoginRoutes(
     if (await getAdminSession(kv, getSessionCookie(c), { policy })) {
       return c.redirect("/admin", 303);
     }
-    return c.html(<LoginPage ctx={pageContext(c, deps)} csrfToken={loginToken(c)} />);
+    // `?break-glass`: the password form when local passwords are off (docs/sso.md).
+    const choices = signInChoices(deps, { breakGlass: c.req.query("break-glass") !== undefined });
+    return c.html(
+      <LoginPage ctx={pageContext(c, deps)} csrfToken={loginToken(c)} choices={choices} />,
+    );
   });
 
   admin.post("/login", bodyLimit({ maxSize: 64 * 1024 }), async (c) => {
@@ -79,6 +85,7 @@ export function addLoginRoutes(
     const username = field(form, "username").trim();
     const password = field(form, "password");
     const ctx = pageContext(c, deps);
+    const choices = signInChoices(deps, { breakGlass: true });
     const cookieToken = getLoginCsrfCookie(c);
     if (cookieToken === undefined || !tokenMatches(cookieToken, field(form, "csrf_token"))) {
       const token = randomToken();
@@ -86,6 +93,7 @@ export function addLoginRoutes(
       return c.html(
         <LoginPage
           ctx={ctx}
+          choices={choices}
           csrfToken={token}
           username={username}
           error="The sign-in form had expired. Please sign in again."
@@ -95,20 +103,24 @@ export function addLoginRoutes(
     }
 
     const address = addressOf(c, deps);
-    const checked = await checkPasswordThrottled({ kv, throttle }, { username, address }, password);
+    // With local passwords off, only the break-glass accounts' passwords are checked (docs/sso.md).
+    const allowed = mayUsePassword(deps, username);
+    const checked: ThrottledCheck<AdminUser> = allowed
+      ? await checkPasswordThrottled({ kv, throttle }, { username, address }, password)
+      : { refused: false, found: null };
     if (checked.refused) {
       await audit(c, deps, {
         action: "auth.sign_in_refused",
-        target: accountTarget(username),
+        ...await signInSubject(kv, username),
         details: checked.refused === "locked"
           ? `locked for ${checked.retryAfterSeconds} s after failures`
           : "too many sign-ins at once",
-        actor: username,
       });
       c.header("retry-after", String(checked.retryAfterSeconds));
       return c.html(
         <LoginPage
           ctx={ctx}
+          choices={choices}
           csrfToken={cookieToken}
           username={username}
           error={refusalMessage(checked)}
@@ -121,12 +133,12 @@ export function addLoginRoutes(
     if (user === null) {
       await audit(c, deps, {
         action: "auth.sign_in_failed",
-        target: accountTarget(username),
-        actor: username,
+        ...await signInSubject(kv, username),
       });
       return c.html(
         <LoginPage
           ctx={ctx}
+          choices={choices}
           csrfToken={cookieToken}
           username={username}
           error={INVALID_CREDENTIALS}
@@ -159,14 +171,21 @@ export function addAccountRoutes(
 
   admin.post("/logout", async (c) => {
     const session = c.get("session");
+    // A session signed in through a provider ends there too, where it offers end-session.
+    const endAtProvider = await deps.sso?.signOut(
+      c.get("sessionId"),
+      `${config.baseUrl}/admin/login`,
+    );
     await deleteAdminSession(kv, c.get("sessionId"), session.username);
     clearSessionCookie(c, config);
-    await audit(c, deps, { action: "auth.sign_out", target: accountTarget(session.username) });
-    return redirectWithFlash(c, deps, {
-      location: "/admin/login",
-      kind: "success",
-      text: "You are signed out.",
+    await audit(c, deps, {
+      action: "auth.sign_out",
+      target: accountTarget(session.username),
+      ...(endAtProvider ? { details: `and at ${deps.sso?.settings.providerName}` } : {}),
     });
+    const signedOut = { kind: "success", text: "You are signed out." } as const;
+    if (endAtProvider) return signedOutAtProvider(c, deps, { flash: signedOut, endAtProvider });
+    return redirectWithFlash(c, deps, { location: "/admin/login", ...signedOut });
   });
 
   admin.get("/account/password", (c) => c.html(<PasswordPage ctx={pageContext(c, deps)} />));

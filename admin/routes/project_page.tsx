@@ -13,6 +13,7 @@ import {
   getLatestView,
   getProjectBySlug,
   getProjectBytes,
+  getProjectDeliveryMonth,
   getProjectReleaseCount,
   getProjectVersioned,
   getRecentDownloadCountsByWindow,
@@ -23,6 +24,7 @@ import {
   type Project,
   type Release,
   type RetentionPolicy,
+  utcMonth,
 } from "../../src/store/mod.ts";
 import { type AdminContext, pageContext } from "../context.ts";
 import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
@@ -32,9 +34,10 @@ import { editValuesOf, type ProjectEditValues } from "../forms_project.ts";
 import { EMPTY_UPLOAD_FORM, type UploadValues } from "../forms_upload.ts";
 import { ProjectPage } from "../views/project.tsx";
 import { latestNotes } from "../../src/publishing/latest.ts";
+import { offerAt } from "../../src/rollouts/membership.ts";
 import { planRetention } from "../../src/lifecycle/retention.ts";
 import type { RetentionValues } from "../views/retention.tsx";
-import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../views/rollout.tsx";
+import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../forms_rollout.ts";
 import type { SafetyValues } from "../views/release_safety.tsx";
 import { releaseSafetyOf } from "./release_safety.tsx";
 
@@ -89,6 +92,8 @@ export async function renderProjectPage(
     rollout,
     adoption,
     safety,
+    view,
+    delivery,
   ] = await Promise.all([
     listReleasesPage(kv, project.id, {
       limit: PAGE_SIZE,
@@ -106,6 +111,8 @@ export async function renderProjectPage(
     rolloutOf(deps, project.id),
     getAdoption(kv, project.id, today),
     releaseSafetyOf(deps, { project, form: form.safety }),
+    getLatestView(kv, project.id),
+    getProjectDeliveryMonth(kv, project.id, utcMonth(new Date())),
   ]);
   const releases = cursorListPage(page, {
     query,
@@ -131,11 +138,12 @@ export async function renderProjectPage(
       releaseCount={releaseCount}
       latestId={latest?.state === "active" ? latest.id : null}
       latestNotes={latestNotes(latest === null ? releases.rows : [latest, ...releases.rows], {
-        latestId: latest?.id ?? null,
+        offer: offerAt(view, Date.now()),
         choice,
       })}
       duplicateVersions={duplicateActiveVersions(releases.rows)}
       downloads={downloads}
+      delivery={delivery}
       chart={{ series, days }}
       maxUploadBytes={deps.config.maxUploadBytes}
       edit={form.edit ?? editValuesOf(stored?.value ?? project)}
@@ -217,5 +225,12 @@ async function rolloutOf(deps: ServiceDeps, projectId: number) {
       if (release !== null) versions.set(id, release.version);
     }
   }
-  return { rollout, live: view.rollout !== null, versions };
+  const running = view.rollout !== null && !view.rollout.record.halted;
+  return {
+    rollout,
+    live: view.rollout !== null,
+    // The same offer the client API places clients by (and the releases card's sentence).
+    percentageNow: running ? offerAt(view, Date.now()).percentage : undefined,
+    versions,
+  };
 }

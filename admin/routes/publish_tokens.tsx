@@ -50,6 +50,7 @@ export function addPublishTokenRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps):
         projects={projects}
         values={values}
         error={error}
+        openForm={c.req.query("new") !== undefined}
       />,
       error ? 400 : 200,
     );

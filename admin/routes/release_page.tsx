@@ -4,7 +4,11 @@
  */
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { contentDisposition, downloadContentType } from "../../src/http/content_disposition.ts";
+import {
+  ADMIN_DOWNLOAD_CONTENT_TYPE,
+  contentDisposition,
+  DOWNLOAD_CONTENT_SECURITY_POLICY,
+} from "../../src/http/content_disposition.ts";
 import { deleteRelease } from "../../src/lifecycle/delete.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import {
@@ -13,6 +17,7 @@ import {
   getDownloadCounts,
   getLatestRelease,
   getProject,
+  getReleaseDelivery,
   getReleaseVersioned,
   LatestReleaseError,
   listReleasesByProject,
@@ -48,10 +53,11 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
       & { status?: 200 | 400 | 409 } = {},
   ): Promise<Response> {
     const release = found.value;
-    const [project, latest, counts] = await Promise.all([
+    const [project, latest, counts, delivery] = await Promise.all([
       getProject(kv, release.project_id),
       getLatestRelease(kv, release.project_id),
       getDownloadCounts(kv, [release.id]),
+      getReleaseDelivery(kv, release.id),
     ]);
     return c.html(
       <ReleasePage
@@ -61,6 +67,7 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
         version={found.version}
         latest={latest?.id === release.id}
         downloads={counts.get(release.id) ?? 0}
+        delivery={delivery}
         edit={form.edit ?? valuesOf(release)}
         {...form}
       />,
@@ -165,9 +172,11 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
     const body = await artifact.read(0, artifact.size);
     return new Response(body, {
       headers: {
-        "content-type": downloadContentType(release.content_type),
+        // Bytes, never the stored type: an uploaded script or page must not run on this origin.
+        "content-type": ADMIN_DOWNLOAD_CONTENT_TYPE,
         "content-length": String(artifact.size),
         "content-disposition": contentDisposition(release.filename),
+        "content-security-policy": DOWNLOAD_CONTENT_SECURITY_POLICY,
         "cache-control": "private, no-store",
       },
     });

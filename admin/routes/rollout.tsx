@@ -6,6 +6,7 @@
  */
 import type { Hono } from "hono";
 import {
+  type AuditAction,
   changeRollout,
   completeRollout,
   endRollout,
@@ -19,9 +20,9 @@ import {
 } from "../../src/store/mod.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { type AdminContext, audit, redirectWithFlash } from "../context.ts";
-import { field } from "../forms.ts";
+import { formErrorOf } from "../forms.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
-import type { RolloutValues } from "../views/rollout.tsx";
+import { hasHalfFilledScheduleRow, rolloutFormValues } from "../forms_rollout.ts";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
 
 /** The audit details of a rollout: what clients get now. */
@@ -33,35 +34,37 @@ function details(project: Project, rollout: Rollout): string {
     (rollout.tester_tag === null ? "" : `; testers ${rollout.tester_tag}`);
 }
 
-function valuesOf(c: AdminContext): RolloutValues {
-  const form = c.get("form");
-  return {
-    release_id: field(form, "release_id"),
-    percentage: field(form, "percentage"),
-    schedule: field(form, "schedule"),
-    tester_tag: field(form, "tester_tag"),
-  };
-}
-
 export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { kv } = deps;
   const back = (project: Project) => `/admin/projects/${project.slug}#rollout`;
+
+  /** A schedule row with only a time or only a percentage is refused before anything else. */
+  function checkScheduleRows(c: AdminContext): void {
+    if (hasHalfFilledScheduleRow(c.get("form"))) {
+      throw new ValidationError("schedule", "give each schedule step both a time and a percentage");
+    }
+  }
 
   /** Runs `change`; a refusal shows the page again with the form as sent. */
   async function attempt(
     c: AdminContext,
     project: Project,
-    change: () => Promise<{ action: string; details: string; text: string }>,
+    change: () => Promise<{ action: AuditAction; details: string; text: string }>,
   ): Promise<Response> {
     let done;
     try {
       done = await change();
     } catch (error) {
       if (!(error instanceof ValidationError || error instanceof NotFoundError)) throw error;
-      const fieldName = error instanceof ValidationError ? error.field : "rollout";
+      const formError = error instanceof ValidationError
+        ? formErrorOf(error)
+        : { field: "rollout", message: error.message };
       return renderProjectPage(c, deps, {
         project,
-        rollout: { values: valuesOf(c), error: { field: fieldName, message: error.message } },
+        rollout: {
+          values: rolloutFormValues(c.get("form")),
+          error: formError,
+        },
         status: 400,
       });
     }
@@ -79,7 +82,7 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
 
   admin.post("/projects/:slug/rollout", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
-    const values = valuesOf(c);
+    const values = rolloutFormValues(c.get("form"));
     return await attempt(c, project, async () => {
       if (!ID_PATTERN.test(values.release_id)) {
         throw new ValidationError("release_id", "choose the release to roll out");
@@ -88,6 +91,7 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
       if (release === null || release.project_id !== project.id) {
         throw new ValidationError("release_id", "choose a release of this project");
       }
+      checkScheduleRows(c);
       const rollout = await startRollout(kv, release.id, {
         // parsePercentage reads the text of a form field.
         percentage: values.percentage as unknown as number,
@@ -104,8 +108,9 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
 
   admin.post("/projects/:slug/rollout/change", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
-    const values = valuesOf(c);
+    const values = rolloutFormValues(c.get("form"));
     return await attempt(c, project, async () => {
+      checkScheduleRows(c);
       const rollout = await changeRollout(kv, project.id, {
         ...(values.percentage.trim() === ""
           ? {}

@@ -22,6 +22,7 @@ import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 import { SigningKeysPage } from "../views/signing_keys.tsx";
+import { tufPageParts } from "./tuf.tsx";
 
 const LOCATION = "/admin/signing-keys";
 
@@ -37,6 +38,7 @@ export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
         keySetUrl={new URL(KEY_SET_PATH, config.baseUrl).href}
         root={await rootOf(kv)}
         rootUrl={new URL(KEY_SET_ROOT_PATH, config.baseUrl).href}
+        {...await tufPageParts(deps)}
       />,
     ));
 

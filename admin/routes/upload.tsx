@@ -6,18 +6,21 @@
  * the stored file is then removed again if the token or any other field is
  * wrong, so a refused upload leaves nothing behind. Receiving (`receiveForm`),
  * recording (`recordRelease`), both through the receiver every upload shares
- * (src/storage/upload.ts), and mapping errors to form errors
+ * (src/storage/upload.ts) and the one rule of a release from an upload
+ * (src/publishing/release_upload.ts), and mapping errors to form errors
  * (`uploadRefusal`) are separate pieces; the route only puts them in order.
  */
-import { sparkleSignature, tauriSignature } from "../../src/feeds/signatures.ts";
 import type { Hono } from "hono";
+import { type ErrorKind, mapDomainError, uploadFailureReason } from "../../src/http/errors.ts";
 import {
-  EmptyUploadError,
+  declaresTooMuch,
+  MAX_FIELD_BYTES,
+  releaseFromUpload,
+} from "../../src/publishing/release_upload.ts";
+import {
   type ReceivedFile,
   receiveUpload,
   recordUpload,
-  StorageFullError,
-  StorageUnavailableError,
   UploadTooLargeError,
 } from "../../src/storage/mod.ts";
 import type { UploadFailureReason } from "../../src/lib/metrics.ts";
@@ -26,32 +29,30 @@ import {
   listProjectsPage,
   type Project,
   type Release,
-  requireMediaType,
-  validateReleaseFields,
-  ValidationError,
+  type ValidationError,
 } from "../../src/store/mod.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { isSlug } from "../../src/lib/limits.ts";
 import { UploadPage } from "../views/upload_page.tsx";
 import { humanBytes } from "../format.ts";
+import { streamedForm } from "../guards.ts";
 import { formErrorOf } from "../forms.ts";
-import { CsrfError, streamedForm } from "../guards.ts";
-import { MultipartError, type MultipartPart } from "../../src/http/multipart.ts";
+import type { MultipartPart } from "../../src/http/multipart.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
-import {
-  EMPTY_UPLOAD_FORM,
-  UPLOAD_TEXT_FIELDS,
-  uploadChoices,
-  type UploadValues,
-} from "../forms_upload.ts";
+import { EMPTY_UPLOAD_FORM, UPLOAD_TEXT_FIELDS, type UploadValues } from "../forms_upload.ts";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
-
-/** Room for the form fields next to the file when judging Content-Length. */
-const FIELDS_ALLOWANCE_BYTES = 1024 * 1024;
-const MAX_FIELD_BYTES = 512 * 1024;
 
 /** Projects offered on the upload page (active ones, by name). */
 const UPLOAD_PAGE_PROJECTS = 500;
+
+/**
+ * The upload forms' CSRF check on the stream (guards.ts `streamedForm`); registered before the
+ * gated routes' `requireCsrfToken` (mod.ts), so their bodies are never buffered.
+ */
+export function addUploadStreams(admin: Hono<AdminEnv>): void {
+  admin.post("/upload", streamedForm);
+  admin.post("/projects/:slug/releases", streamedForm);
+}
 
 export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { config } = deps;
@@ -87,7 +88,7 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
     }));
 
   // The same upload as a project's, with the project chosen in the form (any order of parts).
-  admin.post("/upload", streamedForm, (c) => {
+  admin.post("/upload", (c) => {
     const values: UploadValues = { ...EMPTY_UPLOAD_FORM };
     const chosen = { value: "" };
     return runUpload(c, {
@@ -134,19 +135,18 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
     };
     const parts = c.get("parts");
     if (parts === undefined) return refuseCounted(NOT_MULTIPART);
-    const declared = Number(c.req.header("content-length") ?? NaN);
-    if (declared > config.maxUploadBytes + FIELDS_ALLOWANCE_BYTES) {
+    if (declaresTooMuch(c.req.header("content-length"), config.maxUploadBytes)) {
       await c.req.raw.body?.cancel().catch(() => {});
-      return refuseCounted(tooLarge(config.maxUploadBytes));
+      return refuseCounted(uploadRefusal(new UploadTooLargeError(config.maxUploadBytes))!);
     }
     let outcome: { project: Project; release: Release } | UploadRefusal;
     try {
       outcome = await receive(parts);
     } catch (error) {
-      const refusal = uploadRefusal(error, config.maxUploadBytes);
+      const refusal = uploadRefusal(error);
       if (refusal !== null) return refuseCounted(refusal);
-      // A wrong CSRF token is a refused form; anything else failed on our side.
-      deps.metrics.recordUploadFailure(error instanceof CsrfError ? "invalid" : "error");
+      // Not the form's to show (a wrong CSRF token, a failure of ours): the error page.
+      deps.metrics.recordUploadFailure(uploadFailureReason(error));
       throw error;
     }
     return "release" in outcome ? uploaded(c, outcome) : refuseCounted(outcome);
@@ -175,7 +175,7 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
     });
   }
 
-  admin.post("/projects/:slug/releases", streamedForm, async (c) => {
+  admin.post("/projects/:slug/releases", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
     const values: UploadValues = { ...EMPTY_UPLOAD_FORM };
     return runUpload(c, {
@@ -229,31 +229,14 @@ async function recordRelease(
 ): Promise<Release> {
   const recorded = await recordUpload(deps.kv, deps.artifacts, {
     file: received,
-    build: (file) => {
-      const fields = validateReleaseFields(values);
-      const signatures = {
-        tauri_signature: tauriSignature(values.tauri_signature),
-        sparkle_signature: sparkleSignature(values.sparkle_signature),
-      };
-      if (file === null) throw new EmptyUploadError();
-      return {
-        release: {
-          project_id: projectId,
-          ...fields,
-          filename: file.filename ?? "",
-          content_type: requireMediaType("file", file.contentType),
-          ...file.stored,
-          ...signatures,
-          ...uploadChoices(values),
-        },
-      };
-    },
+    build: (file) => releaseFromUpload(projectId, { values, file }),
     onKvError: () => deps.metrics.recordKvError("admin"),
   });
   return recorded.release;
 }
 
 interface UploadRefusal {
+  /** The statuses the map gives the kinds of FORM_MESSAGES. */
   status: 400 | 413 | 503 | 507;
   error: FormError;
   reason: UploadFailureReason;
@@ -265,60 +248,49 @@ const NOT_MULTIPART: UploadRefusal = {
   reason: "invalid",
 };
 
-function tooLarge(maxBytes: number): UploadRefusal {
-  return {
-    status: 413,
-    error: {
+/**
+ * What the form says of an error the service's map (src/http/errors.ts) knows
+ * as a refusal a person can fix; the kinds not here are not the form's to show.
+ */
+const FORM_MESSAGES: Partial<Record<ErrorKind, (error: Error) => FormError>> = {
+  too_large: (error) => {
+    const { maxBytes } = error as UploadTooLargeError;
+    return {
       field: "file",
       message: `The file is larger than the upload limit of ${
         humanBytes(maxBytes)
       } (${maxBytes} bytes).`,
-    },
-    reason: "too_large",
-  };
-}
+    };
+  },
+  storage_full: () => ({
+    field: "file",
+    message: "The server's storage ran out of space while the file was written. " +
+      "Nothing was stored; free some space (or ask the operator to) and upload again.",
+  }),
+  storage_unavailable: () => ({
+    field: "file",
+    message: "The artifact storage did not answer, so nothing was stored. " +
+      "Try again in a minute; if it keeps happening, ask the operator to check the storage.",
+  }),
+  empty_upload: () => ({
+    field: "file",
+    message: "Choose a file: a file is required and must not be empty.",
+  }),
+  invalid: (error) => formErrorOf(error as ValidationError),
+  unreadable_upload: (error) => ({
+    field: "file",
+    message: `The upload could not be read: ${error.message}.`,
+  }),
+};
 
-/** Mapping errors to form errors: the refusal a person can fix, or null for a failure of ours. */
-function uploadRefusal(error: unknown, maxBytes: number): UploadRefusal | null {
-  if (error instanceof UploadTooLargeError) return tooLarge(maxBytes);
-  if (error instanceof StorageFullError) {
-    return {
-      status: 507,
-      error: {
-        field: "file",
-        message: "The server's storage ran out of space while the file was written. " +
-          "Nothing was stored; free some space (or ask the operator to) and upload again.",
-      },
-      reason: "storage_full",
-    };
-  }
-  if (error instanceof StorageUnavailableError) {
-    return {
-      status: 503,
-      error: {
-        field: "file",
-        message: "The artifact storage did not answer, so nothing was stored. " +
-          "Try again in a minute; if it keeps happening, ask the operator to check the storage.",
-      },
-      reason: "storage_unavailable",
-    };
-  }
-  if (error instanceof EmptyUploadError) {
-    return {
-      status: 400,
-      error: { field: "file", message: "Choose a file: file is required and must not be empty." },
-      reason: "empty",
-    };
-  }
-  if (error instanceof ValidationError) {
-    return { status: 400, error: formErrorOf(error), reason: "invalid" };
-  }
-  if (error instanceof MultipartError) {
-    return {
-      status: 400,
-      error: { field: "file", message: `The upload could not be read: ${error.message}.` },
-      reason: "invalid",
-    };
-  }
-  return null;
+/** Mapping errors to form errors: the refusal a person can fix, or null for the error page. */
+function uploadRefusal(error: unknown): UploadRefusal | null {
+  const mapped = mapDomainError(error);
+  const message = mapped === null ? undefined : FORM_MESSAGES[mapped.kind];
+  if (mapped === null || message === undefined) return null;
+  return {
+    status: mapped.status as UploadRefusal["status"],
+    error: message(error as Error),
+    reason: uploadFailureReason(error),
+  };
 }

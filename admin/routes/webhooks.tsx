@@ -16,6 +16,7 @@ import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf } from "../forms.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import {
+  WebhookDeletePage,
   type WebhookFormValues,
   WebhookPage,
   WebhookSecretPage,
@@ -115,6 +116,11 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
         deliveries={await listWebhookDeliveries(kv, endpoint.id)}
       />,
     );
+  });
+
+  admin.get("/webhooks/:id/delete", async (c) => {
+    const endpoint = await endpointOr404(c.req.param("id"));
+    return c.html(<WebhookDeletePage ctx={pageContext(c, deps)} endpoint={endpoint} />);
   });
 
   admin.post("/webhooks/:id/delete", async (c) => {

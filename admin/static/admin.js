@@ -302,6 +302,15 @@
     show();
   }
 
+  // A UTC time shown on the page: say it in the browser's time zone first, UTC beside it.
+  function showLocalTime(node) {
+    const at = new Date(node.dataset.localTimeOf);
+    if (Number.isNaN(at.getTime())) return;
+    const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    node.textContent = at.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" }) +
+      " your time (" + zone + ") · ";
+  }
+
   function openTargetedDetails() {
     const target = location.hash ? document.getElementById(location.hash.slice(1)) : null;
     if (target && target.tagName === "DETAILS") target.open = true;
@@ -318,6 +327,7 @@
     document.querySelectorAll("form[data-scope-editor]").forEach(enhanceScopeEditor);
     document.querySelectorAll("input[data-slug-search]").forEach(enhanceSlugSearch);
     document.querySelectorAll("input[data-utc-local]").forEach(explainUtcField);
+    document.querySelectorAll("[data-local-time-of]").forEach(showLocalTime);
     document.addEventListener("click", function (event) {
       const keyButton = event.target.closest("[data-copy-key]");
       if (keyButton) copyKey(keyButton);

@@ -50,25 +50,27 @@ export function AccountsPage(
               <td data-label="Created">
                 <Time iso={user.created_at} />
               </td>
-              <td class="actions">
-                <form
-                  method="post"
-                  action={`/admin/accounts/${encodeURIComponent(user.username)}/role`}
-                  class="inline-form"
-                >
-                  <CsrfInput token={ctx.csrfToken} />
-                  <select name="role" aria-label={`Role of ${user.username}`}>
-                    {ADMIN_ROLES.map((role) => (
-                      <option value={role} selected={role === roleOf(user)}>{role}</option>
-                    ))}
-                  </select>{" "}
-                  <button type="submit" class="button button-small">Change role</button>
-                </form>
-                <PostButton
-                  action={`/admin/accounts/${encodeURIComponent(user.username)}/delete`}
-                  csrfToken={ctx.csrfToken}
-                  label="Remove"
-                />
+              <td data-label="Actions">
+                <div class="row-actions">
+                  <form
+                    method="post"
+                    action={`/admin/accounts/${encodeURIComponent(user.username)}/role`}
+                    class="inline-form role-form"
+                  >
+                    <CsrfInput token={ctx.csrfToken} />
+                    <select name="role" aria-label={`Role of ${user.username}`}>
+                      {ADMIN_ROLES.map((role) => (
+                        <option value={role} selected={role === roleOf(user)}>{role}</option>
+                      ))}
+                    </select>
+                    <button type="submit" class="button button-small">Change role</button>
+                  </form>
+                  <PostButton
+                    action={`/admin/accounts/${encodeURIComponent(user.username)}/delete`}
+                    csrfToken={ctx.csrfToken}
+                    label="Remove"
+                  />
+                </div>
               </td>
             </tr>
           ))}

@@ -34,48 +34,62 @@ export function AdoptionCard({ figures, today, latestId, versions }: AdoptionCar
   return (
     <section class="card" id="adoption" aria-labelledby="adoption-title">
       <h2 id="adoption-title">Adoption</h2>
-      <p data-adoption-share={percent(onLatest, figures.total.d30)}>
-        <strong>{percent(onLatest, figures.total.d30)}</strong> of the {figures.total.d30}{" "}
-        clients seen in the last 30 days are on the latest release;{" "}
-        <span data-adoption-stale={String(figures.stale)}>{figures.stale}</span>{" "}
-        more were last seen 30 to 90 days ago (stale).
-      </p>
-      {ids.length === 0
-        ? <p class="muted">No client has checked for updates in the last 30 days.</p>
+      {figures.total.d30 === 0
+        ? (
+          <p class="muted" data-adoption-share="none">
+            No client has checked for updates in the last 30 days
+            {figures.stale > 0 && (
+              <>
+                ; <span data-adoption-stale={String(figures.stale)}>{figures.stale}</span>{" "}
+                {figures.stale === 1 ? "was" : "were"} last seen 30 to 90 days ago (stale)
+              </>
+            )}.
+          </p>
+        )
         : (
-          <>
-            <Chart figures={figures} today={today} ids={ids} />
-            <DataTable columns={["Release", "Today", "7 days", "30 days", "Share (30 days)"]}>
-              {ids.map((id, index) => {
-                const counts = figures.releases.get(id)!;
-                return (
-                  <tr data-adoption-release-id={String(id)}>
-                    <td data-label="Release">
-                      <svg
-                        class="adoption-swatch"
-                        viewBox="0 0 10 10"
-                        aria-hidden="true"
-                        focusable="false"
-                      >
-                        <rect
-                          width="10"
-                          height="10"
-                          fill={FILLS[Math.min(index, FILLS.length - 1)]}
-                        />
-                      </svg>{" "}
-                      {versions.get(id) ?? `release ${id}`}
-                      {id === latestId && <span class="muted">latest</span>}
-                    </td>
-                    <td data-label="Today" data-adoption-d1>{String(counts.d1)}</td>
-                    <td data-label="7 days" data-adoption-d7>{String(counts.d7)}</td>
-                    <td data-label="30 days" data-adoption-d30>{String(counts.d30)}</td>
-                    <td data-label="Share (30 days)">{percent(counts.d30, figures.total.d30)}</td>
-                  </tr>
-                );
-              })}
-            </DataTable>
-          </>
+          <p data-adoption-share={percent(onLatest, figures.total.d30)}>
+            <strong>{percent(onLatest, figures.total.d30)}</strong> of the {figures.total.d30}{" "}
+            {figures.total.d30 === 1
+              ? "client seen in the last 30 days is"
+              : "clients seen in the last 30 days are"} on the latest release;{" "}
+            <span data-adoption-stale={String(figures.stale)}>{figures.stale}</span>{" "}
+            more were last seen 30 to 90 days ago (stale).
+          </p>
         )}
+      {ids.length > 0 && (
+        <>
+          <Chart figures={figures} today={today} ids={ids} />
+          <DataTable columns={["Release", "Today", "7 days", "30 days", "Share (30 days)"]}>
+            {ids.map((id, index) => {
+              const counts = figures.releases.get(id)!;
+              return (
+                <tr data-adoption-release-id={String(id)}>
+                  <td data-label="Release">
+                    <svg
+                      class="adoption-swatch"
+                      viewBox="0 0 10 10"
+                      aria-hidden="true"
+                      focusable="false"
+                    >
+                      <rect
+                        width="10"
+                        height="10"
+                        fill={FILLS[Math.min(index, FILLS.length - 1)]}
+                      />
+                    </svg>{" "}
+                    {versions.get(id) ?? `release ${id}`}
+                    {id === latestId && <span class="muted">latest</span>}
+                  </td>
+                  <td data-label="Today" data-adoption-d1>{String(counts.d1)}</td>
+                  <td data-label="7 days" data-adoption-d7>{String(counts.d7)}</td>
+                  <td data-label="30 days" data-adoption-d30>{String(counts.d30)}</td>
+                  <td data-label="Share (30 days)">{percent(counts.d30, figures.total.d30)}</td>
+                </tr>
+              );
+            })}
+          </DataTable>
+        </>
+      )}
     </section>
   );
 }

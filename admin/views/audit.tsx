@@ -1,9 +1,28 @@
-import type { AuditEntry, AuditFilter } from "../../src/store/mod.ts";
+import {
+  AUDIT_KINDS,
+  type AuditEntry,
+  type AuditFilter,
+  type AuditKind,
+} from "../../src/store/mod.ts";
 import { DataTable, Pager, Time } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
 
-/** The kinds of change the filter offers (the part of an action before its dot). */
-const KINDS = ["project", "release", "api_key", "auth", "admin"] as const;
+/** The filter's name for each kind of audited action (every kind in the code has one). */
+const KIND_LABELS: Record<AuditKind, string> = {
+  project: "projects (project.*)",
+  release: "releases (release.*)",
+  rollout: "rollouts (rollout.*)",
+  api_key: "API keys (api_key.*)",
+  publish_token: "publish tokens (publish_token.*)",
+  webhook: "webhooks (webhook.*)",
+  signing_key: "signing keys (signing_key.*)",
+  tuf: "TUF root (tuf.*)",
+  sparkle_key: "Sparkle feed keys (sparkle_key.*)",
+  account: "accounts (account.*)",
+  auth: "sign-ins and passwords (auth.*)",
+  admin: "first admin (admin.*)",
+  change: "changes without their details (change.*)",
+};
 
 /** The admin page of an audit target (`release 12`, `api key 3`, `project desktop`), if any. */
 export function targetLink(target: string): string | null {
@@ -49,10 +68,10 @@ export function AuditPage(
           <label for="audit-action">Kind of change</label>
           <select id="audit-action" name="action">
             <option value="">any</option>
-            {KINDS.map((kind) => (
-              <option value={kind} selected={filter.action === kind}>{kind}</option>
+            {AUDIT_KINDS.map((kind) => (
+              <option value={kind} selected={filter.action === kind}>{KIND_LABELS[kind]}</option>
             ))}
-            {filter.action && !(KINDS as readonly string[]).includes(filter.action) && (
+            {filter.action && !(AUDIT_KINDS as readonly string[]).includes(filter.action) && (
               <option value={filter.action} selected>{filter.action}</option>
             )}
           </select>

@@ -122,6 +122,24 @@ function describedBy(
   };
 }
 
+/** A checkbox with its label beside it (`.checkbox`); `value` defaults to the browser's `on`. */
+export function CheckboxField(
+  { id, name, value, checked, label }: {
+    id: string;
+    name: string;
+    value?: string;
+    checked: boolean;
+    label: Child;
+  },
+) {
+  return (
+    <div class="checkbox">
+      <input type="checkbox" id={id} name={name} value={value} checked={checked} />
+      <label for={id}>{label}</label>
+    </div>
+  );
+}
+
 /**
  * A responsive `.data-table` with a header cell per column; `actions` adds a last,
  * visually hidden "Actions" column. Cells carry `data-label` with their column name,

@@ -80,7 +80,7 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
       <section class="card" id="top-keys" aria-labelledby="top-keys-title">
         <h2 id="top-keys-title">Top API keys by downloads</h2>
         <p class="hint">Counted at most a minute ago.</p>
-        {data.topKeys.length === 0 ? <p class="muted">No downloads yet.</p> : (
+        {data.topKeys.length === 0 ? <NoTopKeys chart={data.chart.series} /> : (
           <ol class="top-keys">
             {data.topKeys.map(({ key, keyId, downloads, deletedName }) => (
               <li data-top-key-id={String(keyId)}>
@@ -149,4 +149,19 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
       </section>
     </Layout>
   );
+}
+
+/**
+ * The top keys card without keys: "no downloads" only when the chart beside
+ * it counts none either (the top keys are a snapshot; the chart is live).
+ */
+function NoTopKeys({ chart }: { chart: DailyDownloads[] }) {
+  const counted = chart.some((day) => day.downloads > 0);
+  return counted
+    ? (
+      <p class="muted" data-top-keys="pending">
+        The keys of the latest downloads show here within a minute.
+      </p>
+    )
+    : <p class="muted" data-top-keys="none">No downloads yet.</p>;
 }

@@ -20,6 +20,7 @@ export type NavItem =
   | "projects"
   | "api-keys"
   | "publish-tokens"
+  | "webhooks"
   | "audit"
   | "accounts"
   | "signing-keys"
@@ -30,8 +31,9 @@ export type NavItem =
 const NAV: Array<[NavItem, string, string, readonly AdminRole[], string?]> = [
   ["dashboard", "/admin", "Dashboard", ["admin", "publisher", "viewer"], "Home"],
   ["projects", "/admin/projects", "Projects", ["admin", "publisher", "viewer"]],
-  ["api-keys", "/admin/api-keys", "API keys", ["admin", "viewer"]],
+  ["api-keys", "/admin/api-keys", "API keys", ["admin", "viewer"], "Keys"],
   ["publish-tokens", "/admin/publish-tokens", "Publish tokens", ["admin", "viewer"], "Tokens"],
+  ["webhooks", "/admin/webhooks", "Webhooks", ["admin"], "Hooks"],
   ["audit", "/admin/audit", "Audit log", ["admin", "publisher", "viewer"], "Audit"],
   ["accounts", "/admin/accounts", "Accounts", ["admin"], "Users"],
   ["signing-keys", "/admin/signing-keys", "Signing keys", ["admin"], "Signing"],

@@ -1,4 +1,4 @@
-import type { DailyDownloads, Project, Release } from "../../src/store/mod.ts";
+import type { DailyDownloads, DeliveryTotals, Project, Release } from "../../src/store/mod.ts";
 import type { LatestNotes } from "../../src/publishing/latest.ts";
 import type { ListPage } from "../listing.ts";
 import type { ProjectEditValues } from "../forms_project.ts";
@@ -40,11 +40,13 @@ export interface ProjectPageProps {
   releaseCount: number;
   /** The release the client API serves as latest, if any. */
   latestId: number | null;
-  /** Why it is latest, and an active release with a higher-looking version that is not. */
+  /** Which release which clients get and why, and a higher-looking active release offered to none. */
   latestNotes?: LatestNotes;
   /** Versions carried by more than one active release. */
   duplicateVersions: string[];
   downloads: Map<number, ReleaseDownloads>;
+  /** This UTC month's bytes answered and what whole downloads would have cost (docs/feeds.md). */
+  delivery?: DeliveryTotals;
   chart: { series: DailyDownloads[]; days: ChartRange };
   maxUploadBytes: number;
   edit: ProjectEditValues;
@@ -89,6 +91,13 @@ export function ProjectPage(props: ProjectPageProps) {
         path={`/admin/projects/${project.slug}`}
         title="Downloads per day"
       />
+      {props.delivery !== undefined && props.delivery.full > props.delivery.served && (
+        <p class="hint" data-differential-savings>
+          Differential downloads saved {formatGb(props.delivery.full - props.delivery.served)}{" "}
+          this month ({formatGb(props.delivery.served)} sent instead of{" "}
+          {formatGb(props.delivery.full)}).
+        </p>
+      )}
       <AdoptionCard {...props.adoption} />
       <RetentionCard ctx={ctx} project={project} {...props.retention} />
       <EditForm {...props} />
@@ -117,21 +126,80 @@ function UploadForm({ ctx, project, maxUploadBytes, upload, uploadError }: Proje
   );
 }
 
+/** What the sentence below says: no latest, the latest for all, a running or a halted rollout. */
+function offerKind(notes: LatestNotes): "none" | "latest" | "rollout" | "halted" {
+  if (notes.latest === null) return "none";
+  if (notes.rollout === null) return "latest";
+  return notes.rollout.halted ? "halted" : "rollout";
+}
+
+/**
+ * One sentence: which release which clients get, and why, read off the
+ * offer the client API places each client by (src/publishing/latest.ts).
+ */
+function OfferSentence({ notes }: { notes: LatestNotes }) {
+  const { latest, rollout } = notes;
+  if (latest === null) return <>No release is latest: clients get 404 until a release is active.</>;
+  const why = notes.reason === "chosen"
+    ? "chosen with Make latest (or by an upload that asked not to replace it)"
+    : "the newest active upload";
+  const old = <strong>{latest.version}</strong>;
+  if (rollout === null) {
+    return notes.reason === "chosen"
+      ? (
+        <>
+          Clients get {old} as latest because it was{" "}
+          {why}; archiving it makes the newest active release latest again.
+        </>
+      )
+      : <>Clients get {old} as latest because it is {why}.</>;
+  }
+  const next = <strong>{rollout.release.version}</strong>;
+  const theLatest = <>{old}, the latest ({why})</>;
+  const testers = rollout.testerTag === null ? null : (
+    <>
+      keys tagged <code>{rollout.testerTag}</code> get {next}
+    </>
+  );
+  if (rollout.halted) {
+    return (
+      <>
+        Every client gets {theLatest}: the staged rollout of {next} is halted.
+      </>
+    );
+  }
+  if (rollout.percentage >= 100) {
+    return (
+      <>
+        Every client gets {next} (staged rollout at 100%); {old}{" "}
+        stays the latest until the rollout is completed or ended.
+      </>
+    );
+  }
+  if (rollout.percentage <= 0) {
+    return testers === null
+      ? <>Every client gets {theLatest}: the staged rollout of {next} is at 0%.</>
+      : (
+        <>
+          Only {testers} (staged rollout at 0%); every other client gets {theLatest}.
+        </>
+      );
+  }
+  return (
+    <>
+      <strong data-offer-percentage>{rollout.percentage}%</strong> of installs get {next}{" "}
+      (staged rollout) and the others get {theLatest}
+      {testers && <>; {testers} whatever the percentage</>}.
+    </>
+  );
+}
+
 function LatestSummary({ notes }: { notes: LatestNotes }) {
   const latest = notes.latest;
   return (
     <>
-      <p data-latest-reason={notes.reason ?? "none"}>
-        {notes.reason === null
-          ? "No release is latest: clients get 404 until a release is active."
-          : (
-            <>
-              Clients get <strong>{latest?.version}</strong> as latest
-              {notes.reason === "chosen"
-                ? " because it was chosen (Make latest, or an upload that asked not to replace it). Archiving it makes the newest active release latest again."
-                : " because it is the newest active upload."}
-            </>
-          )}
+      <p data-latest-reason={notes.reason ?? "none"} data-offer={offerKind(notes)}>
+        <OfferSentence notes={notes} />
       </p>
       {notes.higher !== null && (
         <p class="flash flash-warning" role="status" data-higher-version-not-latest>
@@ -332,4 +400,9 @@ function EditForm(
       </div>
     </section>
   );
+}
+
+/** Bytes as GB (10^9), two decimals. */
+function formatGb(bytes: number): string {
+  return `${(bytes / 1e9).toFixed(2)} GB`;
 }

@@ -3,10 +3,12 @@ import type { Project, PublishToken } from "../../src/store/mod.ts";
 import type { PublishTokenFormValues } from "../forms_publish_token.ts";
 import type { FormError } from "../types.ts";
 import {
+  CheckboxField,
   DataTable,
   FieldError,
   FormErrorSummary,
   InputField,
+  invalidProps,
   PostButton,
   StateBadge,
   Time,
@@ -27,14 +29,17 @@ const PERMISSION_LABELS: Record<string, string> = {
 };
 
 export function PublishTokensPage(
-  { ctx, rows, projects, values, error }: {
+  { ctx, rows, projects, values, error, openForm }: {
     ctx: PageContext;
     rows: PublishTokenRow[];
     projects: readonly Project[];
     values: PublishTokenFormValues;
     error?: FormError;
+    /** `?new=1`: the create form starts unfolded (it always is with an error or no token yet). */
+    openForm?: boolean;
   },
 ) {
+  const open = openForm || !!error || rows.length === 0;
   return (
     <Layout ctx={ctx} title="Publish tokens" nav="publish-tokens">
       <h1>Publish tokens</h1>
@@ -44,6 +49,83 @@ export function PublishTokensPage(
         and are never accepted by the client API, nor client keys here. See docs/publishing.md in
         the repository for a curl recipe and ready CI jobs.
       </p>
+      <details class="card create-card" id="new-token" open={open}>
+        <summary>
+          <h2>New publish token</h2>
+        </summary>
+        <form method="post" action="/admin/publish-tokens" class="stack">
+          <CsrfInput token={ctx.csrfToken} />
+          <FormErrorSummary error={error} />
+          <InputField
+            id="token-name"
+            name="name"
+            label="Name"
+            hint="Names the token in the audit log, e.g. github-actions desktop."
+            value={values.name}
+            required
+            maxlength={200}
+            error={error}
+          />
+          <fieldset class="field" {...invalidProps(error, "project_slugs", "token-projects")}>
+            <legend>Projects</legend>
+            <div class="choices">
+              <CheckboxField
+                id="token-all-projects"
+                name="all_projects"
+                checked={values.all_projects}
+                label="all projects (also those created later)"
+              />
+              <div class="field">
+                <label for="token-projects" class="label-quiet">
+                  or only these (comma-separated slugs)
+                </label>
+                <input
+                  id="token-projects"
+                  name="project_slugs"
+                  type="text"
+                  value={values.project_slugs.join(", ")}
+                  list="token-project-slugs"
+                  autocapitalize="none"
+                  spellcheck={false}
+                />
+              </div>
+            </div>
+            <datalist id="token-project-slugs">
+              {projects.map((project) => <option key={project.slug} value={project.slug} />)}
+            </datalist>
+            <FieldError error={error} field="project_slugs" id="token-projects" />
+          </fieldset>
+          <fieldset class="field" {...invalidProps(error, "permissions", "token-permissions")}>
+            <legend>May</legend>
+            <div class="choices">
+              <CheckboxField
+                id="token-can-upload"
+                name="can_upload"
+                checked={values.can_upload}
+                label={PERMISSION_LABELS.upload}
+              />
+              <CheckboxField
+                id="token-can-change-state"
+                name="can_change_state"
+                checked={values.can_change_state}
+                label={PERMISSION_LABELS.release_state}
+              />
+            </div>
+            <FieldError error={error} field="permissions" id="token-permissions" />
+          </fieldset>
+          <InputField
+            id="token-expires"
+            name="expires_at"
+            label="Expires"
+            optional="optional"
+            type="datetime-local"
+            hint="UTC. Empty: never."
+            value={values.expires_at}
+            error={error}
+          />
+          <button type="submit" class="button button-primary">Create token</button>
+        </form>
+      </details>
       <section class="card" id="token-list">
         <h2>Tokens ({rows.length})</h2>
         {rows.length === 0 ? <p>No publish tokens yet.</p> : (
@@ -68,83 +150,26 @@ export function PublishTokensPage(
                 <td data-label="Last used">
                   {token.last_used_at ? <Time iso={token.last_used_at} /> : "never"}
                 </td>
-                <td class="actions">
-                  <PostButton
-                    action={`/admin/publish-tokens/${token.id}/${
-                      token.active ? "disable" : "enable"
-                    }`}
-                    csrfToken={ctx.csrfToken}
-                    label={token.active ? "Disable" : "Enable"}
-                  />
-                  <PostButton
-                    action={`/admin/publish-tokens/${token.id}/delete`}
-                    csrfToken={ctx.csrfToken}
-                    label="Delete"
-                  />
+                <td data-label="Actions">
+                  <div class="row-actions">
+                    <PostButton
+                      action={`/admin/publish-tokens/${token.id}/${
+                        token.active ? "disable" : "enable"
+                      }`}
+                      csrfToken={ctx.csrfToken}
+                      label={token.active ? "Disable" : "Enable"}
+                    />
+                    <PostButton
+                      action={`/admin/publish-tokens/${token.id}/delete`}
+                      csrfToken={ctx.csrfToken}
+                      label="Delete"
+                    />
+                  </div>
                 </td>
               </tr>
             ))}
           </DataTable>
         )}
-      </section>
-      <section class="card" id="new-token">
-        <h2>New publish token</h2>
-        <form method="post" action="/admin/publish-tokens">
-          <CsrfInput token={ctx.csrfToken} />
-          <FormErrorSummary error={error} />
-          <InputField
-            id="token-name"
-            name="name"
-            label="Name"
-            hint="Names the token in the audit log, e.g. github-actions desktop."
-            value={values.name}
-            required
-            maxlength={200}
-            error={error}
-          />
-          <fieldset class="field">
-            <legend>Projects</legend>
-            <label>
-              <input type="checkbox" name="all_projects" checked={values.all_projects} />{" "}
-              all projects (also those created later)
-            </label>
-            <label for="token-projects">or only these (comma-separated slugs)</label>
-            <input
-              id="token-projects"
-              name="project_slugs"
-              value={values.project_slugs.join(", ")}
-              list="token-project-slugs"
-            />
-            <datalist id="token-project-slugs">
-              {projects.map((project) => <option key={project.slug} value={project.slug} />)}
-            </datalist>
-            <FieldError error={error} field="project_slugs" id="token-projects" />
-          </fieldset>
-          <fieldset class="field">
-            <legend>May</legend>
-            <label>
-              <input type="checkbox" name="can_upload" checked={values.can_upload} />{" "}
-              {PERMISSION_LABELS.upload}
-            </label>
-            <label>
-              <input type="checkbox" name="can_change_state" checked={values.can_change_state} />
-              {" "}
-              {PERMISSION_LABELS.release_state}
-            </label>
-            <FieldError error={error} field="permissions" id="token-permissions" />
-          </fieldset>
-          <InputField
-            id="token-expires"
-            name="expires_at"
-            label="Expires"
-            optional="optional"
-            type="datetime-local"
-            hint="UTC. Empty: never."
-            value={values.expires_at}
-            error={error}
-          />
-          <button type="submit" class="button button-primary">Create token</button>
-        </form>
       </section>
     </Layout>
   );

@@ -1,5 +1,5 @@
 /** One release: its facts, a download link, the edit form and the delete form. */
-import type { Project, Release } from "../../src/store/mod.ts";
+import type { DeliveryTotals, Project, Release } from "../../src/store/mod.ts";
 import { humanBytes } from "../format.ts";
 import type { ReleaseEditValues } from "../forms_upload.ts";
 import type { FormError } from "../types.ts";
@@ -16,6 +16,8 @@ export interface ReleasePageProps {
   /** Clients get this release as the project's latest. */
   latest: boolean;
   downloads: number;
+  /** Bytes answered for its file and block map, and what whole downloads would have cost. */
+  delivery?: DeliveryTotals;
   edit: ReleaseEditValues;
   editError?: FormError | null;
   /** Another admin changed the release after this form was shown: the record as it is now. */
@@ -60,6 +62,15 @@ export function ReleasePage(props: ReleasePageProps) {
           </dd>
           <dt>Downloads</dt>
           <dd data-downloads-total>{String(props.downloads)}</dd>
+          {props.delivery !== undefined && props.delivery.served > 0 && (
+            <>
+              <dt>Bytes sent</dt>
+              <dd data-delivery>
+                {humanBytes(props.delivery.served)} (whole downloads would have cost{" "}
+                {humanBytes(props.delivery.full)})
+              </dd>
+            </>
+          )}
         </dl>
         <a class="button" href={`/admin/releases/${release.id}/download`} data-download-link>
           Download the file

@@ -80,7 +80,12 @@ export function RetentionCard(
         </div>
       </form>
       {plan !== null && (
-        <div data-retention-plan data-count={plan.candidates.length} data-bytes={plan.bytes}>
+        <div
+          class="subsection"
+          data-retention-plan
+          data-count={plan.candidates.length}
+          data-bytes={plan.bytes}
+        >
           <h3>
             {preview ? "This policy would delete now" : "The saved policy deletes on its next run"}
           </h3>
@@ -96,15 +101,15 @@ export function RetentionCard(
                 <DataTable columns={["Version", "State", "Uploaded", "Size", "Why"]}>
                   {plan.candidates.map(({ release, reason }) => (
                     <tr data-retention-release-id={release.id}>
-                      <td>
+                      <td data-label="Version">
                         <a href={`/admin/releases/${release.id}`}>{release.version}</a>
                       </td>
-                      <td>
+                      <td data-label="State">
                         <StateBadge state={release.state} />
                       </td>
-                      <td>{shortTime(release.created_at)}</td>
-                      <td>{humanBytes(release.size_bytes)}</td>
-                      <td>{reason}</td>
+                      <td data-label="Uploaded">{shortTime(release.created_at)}</td>
+                      <td data-label="Size">{humanBytes(release.size_bytes)}</td>
+                      <td data-label="Why">{reason}</td>
                     </tr>
                   ))}
                 </DataTable>

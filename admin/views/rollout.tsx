@@ -4,24 +4,21 @@
  * starts one for an active release that is not the latest.
  */
 import type { Release, Rollout } from "../../src/store/mod.ts";
+import { ROLLOUT_STEPS_MAX } from "../../src/store/mod.ts";
+import { shortTime } from "../format.ts";
+import { type RolloutValues, scheduleRows } from "../forms_rollout.ts";
 import type { FormError } from "../types.ts";
-import { FormErrorSummary, InputField, PostButton } from "./components.tsx";
+import {
+  FieldError,
+  FormErrorSummary,
+  InputField,
+  invalidProps,
+  PostButton,
+} from "./components.tsx";
 import { CsrfInput } from "./layout.tsx";
 
-/** The rollout form as entered (start or change). */
-export interface RolloutValues {
-  release_id: string;
-  percentage: string;
-  schedule: string;
-  tester_tag: string;
-}
-
-export const EMPTY_ROLLOUT_FORM: RolloutValues = {
-  release_id: "",
-  percentage: "",
-  schedule: "",
-  tester_tag: "",
-};
+/** Empty schedule rows the form offers beyond the steps it already has. */
+const BLANK_SCHEDULE_ROWS = 2;
 
 export interface RolloutCardProps {
   csrfToken?: string;
@@ -30,6 +27,8 @@ export interface RolloutCardProps {
   rollout: Rollout | null;
   /** Whether it is in force (its previous release is still the latest, its release active). */
   live: boolean;
+  /** The percentage in force now, schedule steps reached included, while it runs. */
+  percentageNow?: number;
   /** Versions of the releases it names, by id. */
   versions: ReadonlyMap<number, string>;
   /** Active releases that are not the latest: what a rollout can start for. */
@@ -38,7 +37,7 @@ export interface RolloutCardProps {
   error?: FormError | null;
 }
 
-/** A rollout's schedule as the form writes it: `TIME=PERCENT` steps, comma separated. */
+/** A rollout's schedule as `TIME=PERCENT` steps, comma separated (what the form's rows post). */
 export function scheduleText(rollout: Rollout): string {
   return rollout.schedule.map((step) => `${step.at}=${step.percentage}`).join(", ");
 }
@@ -58,7 +57,8 @@ function versionOf(versions: ReadonlyMap<number, string>, id: number): string {
 }
 
 export function RolloutCard(props: RolloutCardProps) {
-  const { csrfToken, slug, rollout, live, versions, candidates, values, error } = props;
+  const { csrfToken, slug, rollout, live, percentageNow, versions, candidates, values, error } =
+    props;
   const base = `/admin/projects/${slug}/rollout`;
   return (
     <section class="card" id="rollout" aria-labelledby="rollout-title">
@@ -73,30 +73,41 @@ export function RolloutCard(props: RolloutCardProps) {
           >
             <p>
               Release <strong>{versionOf(versions, rollout.release_id)}</strong> reaches{" "}
-              <strong data-rollout-percentage>{rollout.percentage}%</strong>{" "}
+              <strong data-rollout-percentage>{percentageNow ?? rollout.percentage}%</strong>{" "}
               of clients; the others keep{" "}
               <strong>{versionOf(versions, rollout.previous_id)}</strong>.
               {rollout.halted && " Halted: every client gets the previous release."}
               {!live &&
                 " Inert: its previous release is no longer the latest or its release is not active."}
             </p>
-            {rollout.schedule.length > 0 && <p class="hint">Schedule: {scheduleText(rollout)}</p>}
+            {rollout.schedule.length > 0 && <ScheduleList rollout={rollout} />}
             {rollout.tester_tag !== null && (
               <p class="hint">
                 Keys with the rollout tag <code>{rollout.tester_tag}</code> always get it.
               </p>
             )}
-            <div class="row-actions">
+            <div class="actions rollout-actions">
               <PostButton
                 action={`${base}/${rollout.halted ? "resume" : "halt"}`}
                 csrfToken={csrfToken}
                 label={rollout.halted ? "Resume" : "Halt"}
                 buttonClass={rollout.halted ? "button" : "button button-danger"}
               />
-              <PostButton action={`${base}/complete`} csrfToken={csrfToken} label="Complete" />
-              <PostButton action={`${base}/end`} csrfToken={csrfToken} label="End" />
+              <PostButton
+                action={`${base}/complete`}
+                csrfToken={csrfToken}
+                label="Complete"
+                buttonClass="button"
+              />
+              <PostButton
+                action={`${base}/end`}
+                csrfToken={csrfToken}
+                label="End"
+                buttonClass="button"
+              />
             </div>
-            <form method="post" action={`${base}/change`} class="stack">
+            <form method="post" action={`${base}/change`} class="stack subsection">
+              <h3>Change the rollout</h3>
               <CsrfInput token={csrfToken} />
               <RolloutFields
                 values={error ? values : currentValues(rollout)}
@@ -108,7 +119,7 @@ export function RolloutCard(props: RolloutCardProps) {
           </div>
         )}
       {candidates.length > 0 && (
-        <form method="post" action={base} class="stack" data-rollout-start>
+        <form method="post" action={base} class="stack subsection" data-rollout-start>
           <h3>{rollout === null ? "Start a rollout" : "Replace with a new rollout"}</h3>
           <CsrfInput token={csrfToken} />
           <div class="field">
@@ -143,18 +154,14 @@ function RolloutFields(
         label="Percentage of clients"
         hint="0 to 100; widening only adds clients."
         value={values.percentage}
+        type="number"
+        min="0"
+        max="100"
+        step="any"
         inputmode="decimal"
         error={error}
       />
-      <InputField
-        id={`${prefix}-schedule`}
-        name="schedule"
-        label="Schedule"
-        optional="optional"
-        hint="Steps TIME=PERCENT, comma separated, e.g. 2026-12-01T09:00Z=10, 2026-12-02T09:00Z=50."
-        value={values.schedule}
-        error={error}
-      />
+      <ScheduleFields schedule={values.schedule} error={error} prefix={prefix} />
       <InputField
         id={`${prefix}-tester-tag`}
         name="tester_tag"
@@ -165,5 +172,79 @@ function RolloutFields(
         error={error}
       />
     </>
+  );
+}
+
+/**
+ * The schedule as rows of a time (datetime-local, read as UTC, with the
+ * admin's local time beside it by admin.js) and a percentage: the steps it
+ * has and two empty rows (save, and come back for more).
+ */
+function ScheduleFields(
+  { schedule, error, prefix }: { schedule: string; error?: FormError | null; prefix: string },
+) {
+  const rows = scheduleRows(schedule);
+  const blanks = Math.max(0, Math.min(BLANK_SCHEDULE_ROWS, ROLLOUT_STEPS_MAX - rows.length));
+  const all = [...rows, ...Array.from({ length: blanks }, () => ({ at: "", percentage: "" }))];
+  const id = `${prefix}-schedule`;
+  return (
+    <fieldset class="field" {...invalidProps(error, "schedule", id)}>
+      <legend>
+        Schedule <span class="optional">optional</span>
+      </legend>
+      <p class="hint">
+        From each time on, at least that percentage of clients get the release. Times are in UTC;
+        your own time shows beside each. Empty rows are left out.
+      </p>
+      <div class="schedule-steps">
+        {all.map((row, i) => (
+          <div class="schedule-step" data-schedule-step={i}>
+            <div class="field">
+              <label for={`${id}-at-${i}`}>Step {i + 1}: time (UTC)</label>
+              <input
+                id={`${id}-at-${i}`}
+                name="schedule_at"
+                type="datetime-local"
+                value={row.at}
+                data-utc-local={`${id}-at-${i}-local`}
+                aria-describedby={`${id}-at-${i}-local`}
+              />
+              <output id={`${id}-at-${i}-local`} class="hint" aria-live="polite"></output>
+            </div>
+            <div class="field">
+              <label for={`${id}-percentage-${i}`}>Step {i + 1}: percentage</label>
+              <input
+                id={`${id}-percentage-${i}`}
+                name="schedule_percentage"
+                type="number"
+                min="0"
+                max="100"
+                step="any"
+                inputmode="decimal"
+                value={row.percentage}
+              />
+            </div>
+          </div>
+        ))}
+      </div>
+      <FieldError error={error} field="schedule" id={id} />
+    </fieldset>
+  );
+}
+
+/** The rollout's schedule: each step in the admin's time (admin.js) with UTC beside it. */
+function ScheduleList({ rollout }: { rollout: Rollout }) {
+  return (
+    <div class="schedule-list">
+      <p class="hint">Schedule:</p>
+      <ul data-rollout-schedule>
+        {rollout.schedule.map((step) => (
+          <li>
+            <span data-local-time-of={step.at}></span>
+            <time datetime={step.at}>{shortTime(step.at)}</time>: {step.percentage}%
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }

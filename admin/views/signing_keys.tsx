@@ -1,16 +1,19 @@
 /** The signing keys page (docs/signing.md "Keys and rotation"): public halves only. */
-import type { SigningKey } from "../../src/store/mod.ts";
+import type { SigningKey, SparkleFeedKey } from "../../src/store/mod.ts";
 import { DataTable, PostButton, StateBadge, Time } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
+import { SparkleKeysSection, TufSection, type TufSummary } from "./tuf.tsx";
 
 export function SigningKeysPage(
-  { ctx, keys, signing, keySetUrl, root, rootUrl }: {
+  { ctx, keys, signing, keySetUrl, root, rootUrl, tuf, sparkleKeys }: {
     ctx: PageContext;
     keys: readonly SigningKey[];
     signing: boolean;
     keySetUrl: string;
     root: RootSummary | null;
     rootUrl: string;
+    tuf: TufSummary;
+    sparkleKeys: ReadonlyArray<SparkleFeedKey & { slug: string }>;
   },
 ) {
   return (
@@ -56,21 +59,23 @@ export function SigningKeysPage(
                 <td data-label="Retired">
                   <Time iso={key.retired_at} />
                 </td>
-                <td class="actions">
-                  {key.status === "pending" && (
-                    <PostButton
-                      action={`/admin/signing-keys/${key.kid}/activate`}
-                      csrfToken={ctx.csrfToken}
-                      label="Activate"
-                    />
-                  )}
-                  {key.status === "active" && (
-                    <PostButton
-                      action={`/admin/signing-keys/${key.kid}/retire`}
-                      csrfToken={ctx.csrfToken}
-                      label="Retire"
-                    />
-                  )}
+                <td data-label="Actions">
+                  <div class="row-actions">
+                    {key.status === "pending" && (
+                      <PostButton
+                        action={`/admin/signing-keys/${key.kid}/activate`}
+                        csrfToken={ctx.csrfToken}
+                        label="Activate"
+                      />
+                    )}
+                    {key.status === "active" && (
+                      <PostButton
+                        action={`/admin/signing-keys/${key.kid}/retire`}
+                        csrfToken={ctx.csrfToken}
+                        label="Retire"
+                      />
+                    )}
+                  </div>
                 </td>
               </tr>
             ))}
@@ -85,6 +90,8 @@ export function SigningKeysPage(
         </form>
       </section>
       <RootSection ctx={ctx} root={root} rootUrl={rootUrl} />
+      <TufSection ctx={ctx} tuf={tuf} />
+      <SparkleKeysSection ctx={ctx} keys={sparkleKeys} />
     </Layout>
   );
 }

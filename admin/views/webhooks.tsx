@@ -3,7 +3,16 @@ import type { WebhookDelivery, WebhookEndpoint } from "../../src/store/mod.ts";
 import { WEBHOOK_EVENT_KINDS } from "../../src/webhooks/events.ts";
 import { isSigningSecret } from "../../src/lib/webhook_secret.ts";
 import type { FormError } from "../types.ts";
-import { DataTable, FormErrorSummary, PostButton, StateBadge, Time } from "./components.tsx";
+import {
+  CheckboxField,
+  DataTable,
+  FieldError,
+  FormErrorSummary,
+  invalidProps,
+  PostButton,
+  StateBadge,
+  Time,
+} from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 
 export interface WebhookFormValues {
@@ -20,7 +29,7 @@ export function WebhooksPage(
   },
 ) {
   return (
-    <Layout ctx={ctx} title="Webhooks">
+    <Layout ctx={ctx} title="Webhooks" nav="webhooks">
       <h1>Webhooks</h1>
       <p class="hint">
         Each endpoint receives the events it is registered for as a signed JSON <code>POST</code>
@@ -45,12 +54,19 @@ export function WebhooksPage(
                   <td data-label="Created">
                     <Time iso={endpoint.created_at} />
                   </td>
-                  <td class="actions">
-                    <PostButton
-                      action={`/admin/webhooks/${endpoint.id}/delete`}
-                      csrfToken={ctx.csrfToken}
-                      label="Delete"
-                    />
+                  <td data-label="Actions">
+                    <div class="row-actions">
+                      <a class="button button-small" href={`/admin/webhooks/${endpoint.id}`}>
+                        Deliveries
+                      </a>
+                      {/* Deleting asks first, on a page of its own (works without script). */}
+                      <a
+                        class="button button-small"
+                        href={`/admin/webhooks/${endpoint.id}/delete`}
+                      >
+                        Delete…
+                      </a>
+                    </div>
                   </td>
                 </tr>
               ))}
@@ -59,35 +75,38 @@ export function WebhooksPage(
       </section>
       <section class="card">
         <h2>New endpoint</h2>
-        <form method="post" action="/admin/webhooks" id="webhook-form">
+        <form method="post" action="/admin/webhooks" id="webhook-form" class="stack">
           <FormErrorSummary error={error} />
           <CsrfInput token={ctx.csrfToken} />
-          <label for="webhook-url">URL</label>
-          <input
-            id="webhook-url"
-            name="url"
-            type="url"
-            required
-            value={values.url}
-            placeholder="https://example.com/hooks"
-          />
-          {error?.field === "url" && <p class="field-error">{error.message}</p>}
-          <fieldset>
+          <div class="field">
+            <label for="webhook-url">URL</label>
+            <input
+              id="webhook-url"
+              name="url"
+              type="url"
+              required
+              value={values.url}
+              placeholder="https://example.com/hooks"
+              {...invalidProps(error, "url", "webhook-url")}
+            />
+            <FieldError error={error} field="url" id="webhook-url" />
+          </div>
+          <fieldset class="field" {...invalidProps(error, "events", "webhook-events")}>
             <legend>Events</legend>
-            {WEBHOOK_EVENT_KINDS.map((kind) => (
-              <label>
-                <input
-                  type="checkbox"
+            <div class="checkbox-grid">
+              {WEBHOOK_EVENT_KINDS.map((kind) => (
+                <CheckboxField
+                  id={`webhook-event-${kind}`}
                   name="events"
                   value={kind}
                   checked={values.events.includes(kind)}
-                />{" "}
-                <code>{kind}</code>
-              </label>
-            ))}
+                  label={<code>{kind}</code>}
+                />
+              ))}
+            </div>
+            <FieldError error={error} field="events" id="webhook-events" />
           </fieldset>
-          {error?.field === "events" && <p class="field-error">{error.message}</p>}
-          <button type="submit" class="button">Add the endpoint</button>
+          <button type="submit" class="button button-primary">Add the endpoint</button>
         </form>
       </section>
     </Layout>
@@ -105,7 +124,7 @@ export function WebhookSecretPage(
   const title = created ? "Webhook endpoint added" : "New webhook secret";
   const until = endpoint.previous_secrets?.[0]?.until;
   return (
-    <Layout ctx={ctx} title={title}>
+    <Layout ctx={ctx} title={title} nav="webhooks">
       <h1>{title}</h1>
       <p>
         Deliveries to <code>{endpoint.url}</code> are signed with this secret. Copy it now:{" "}
@@ -192,7 +211,7 @@ export function WebhookPage(
   },
 ) {
   return (
-    <Layout ctx={ctx} title={`Webhook ${endpoint.url}`}>
+    <Layout ctx={ctx} title={`Webhook ${endpoint.url}`} nav="webhooks">
       <p>
         <a href="/admin/webhooks">Webhooks</a>
       </p>
@@ -225,17 +244,57 @@ export function WebhookPage(
                 <td data-label="Next attempt">
                   <Time iso={delivery.next_attempt_at} />
                 </td>
-                <td class="actions">
-                  <PostButton
-                    action={`/admin/webhooks/${endpoint.id}/deliveries/${delivery.id}/resend`}
-                    csrfToken={ctx.csrfToken}
-                    label="Send again"
-                  />
+                <td data-label="Actions">
+                  <div class="row-actions">
+                    <PostButton
+                      action={`/admin/webhooks/${endpoint.id}/deliveries/${delivery.id}/resend`}
+                      csrfToken={ctx.csrfToken}
+                      label="Send again"
+                    />
+                  </div>
                 </td>
               </tr>
             ))}
           </DataTable>
         )}
+      </section>
+      <section class="card danger-zone" id="delete" aria-labelledby="delete-title">
+        <h2 id="delete-title">Delete this endpoint</h2>
+        <p>
+          <a class="button button-danger" href={`/admin/webhooks/${endpoint.id}/delete`}>
+            Delete endpoint…
+          </a>
+        </p>
+      </section>
+    </Layout>
+  );
+}
+
+/** The confirmation step before an endpoint is deleted: a page of its own, no script needed. */
+export function WebhookDeletePage(
+  { ctx, endpoint }: { ctx: PageContext; endpoint: WebhookEndpoint },
+) {
+  return (
+    <Layout ctx={ctx} title="Delete webhook endpoint" nav="webhooks">
+      <p>
+        <a href="/admin/webhooks">Webhooks</a>
+      </p>
+      <h1>Delete webhook endpoint?</h1>
+      <section class="card" data-webhook-delete={endpoint.id}>
+        <p>
+          Deliveries to <code>{endpoint.url}</code>{" "}
+          stop, including those waiting for a retry, and its delivery log is deleted. This cannot be
+          undone; the receiver's secret is not shown again.
+        </p>
+        <form
+          method="post"
+          action={`/admin/webhooks/${endpoint.id}/delete`}
+          class="actions"
+        >
+          <CsrfInput token={ctx.csrfToken} />
+          <button type="submit" class="button button-danger">Delete endpoint</button>
+          <a class="button" href={`/admin/webhooks/${endpoint.id}`}>Cancel</a>
+        </form>
       </section>
     </Layout>
   );

@@ -15,7 +15,7 @@ import { clientAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Metrics } from "../lib/metrics.ts";
 import type { TakeResult } from "../store/rate_limit.ts";
-import type { ApiKey, Cached } from "../store/mod.ts";
+import { type ApiKey, type Cached, thenRead } from "../store/mod.ts";
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;
 const ALLOWED: TakeResult = { allowed: true };
@@ -89,10 +89,7 @@ export function rateLimitGate(deps: ServiceDeps): (c: Context<AppEnv>) => Cached
   };
   return (c) => {
     const presented = present(c, BEARER.exec(c.req.header("authorization") ?? "")?.[1]);
-    // Spelled out rather than through `thenRead`: no closure on the hot path.
-    return presented instanceof Promise
-      ? presented.then((resolved) => draw(c, resolved))
-      : draw(c, presented);
+    return thenRead(presented, (resolved) => draw(c, resolved));
   };
 }
 

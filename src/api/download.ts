@@ -3,16 +3,26 @@
  * clients can resume: `ETag` (the artifact's SHA-256, strong) and
  * `Accept-Ranges: bytes` on every answer, `Range` honoured when `If-Range` is
  * absent or names the current ETag, `206` with `Content-Range`, `416` for a
- * start beyond the end. Multi-range and malformed `Range` headers are ignored
+ * start beyond the end. Several ranges get a `206` of `multipart/byteranges`
+ * (byte_ranges.ts), within its bounds; malformed `Range` headers are ignored
  * (a full `200`), as RFC 9110 allows. The file is streamed from its offset in
  * large chunks and never read whole, from whichever backend holds it.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import { type ArtifactStore, StorageUnavailableError } from "../storage/mod.ts";
-import { contentDisposition, downloadContentType } from "../http/content_disposition.ts";
+import {
+  type ArtifactStore,
+  type OpenedArtifact,
+  StorageUnavailableError,
+} from "../storage/mod.ts";
+import {
+  contentDisposition,
+  DOWNLOAD_CONTENT_SECURITY_POLICY,
+  downloadContentType,
+} from "../http/content_disposition.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Release } from "../store/mod.ts";
 import type { DownloadMode } from "../lib/config.ts";
+import { multipartByteranges, parseRangeSet } from "./byte_ranges.ts";
 
 /** An inclusive byte range inside the file: `start <= end < size`. */
 export interface ByteRange {
@@ -111,6 +121,11 @@ export interface ArtifactResponse {
    * only when it is resumed to its end; probes like `bytes=0-0` never count.
    */
   countsAsDownload: boolean;
+  /**
+   * The bytes of the answer's body (0 for HEAD): what is streamed, or what
+   * the store or nginx is asked to send for a hand-off (the parts' bytes).
+   */
+  bytes: number;
 }
 
 /**
@@ -159,8 +174,17 @@ async function answerArtifact(
   // RFC 9110 section 14.2: Range is defined for GET only; HEAD describes the whole file.
   const ifRange = request.headers.get("if-range");
   const validated = ifRange !== null && ifRangeAllows(ifRange, etag, artifact.storeEtag);
-  const range = request.method === "GET" && (ifRange === null || validated)
-    ? parseRange(request.headers.get("range"), size)
+  const rangeHeader = request.method === "GET" && (ifRange === null || validated)
+    ? request.headers.get("range")
+    : null;
+  const rangeSet = parseRangeSet(rangeHeader, size);
+  // Several ranges of which one is satisfiable get that one as a single range (as nginx does).
+  const range = rangeSet === null
+    ? parseRange(rangeHeader, size)
+    : rangeSet === "unsatisfiable"
+    ? rangeSet
+    : rangeSet.length === 1
+    ? rangeSet[0]
     : null;
   if (range === "unsatisfiable") {
     artifact.close();
@@ -170,12 +194,23 @@ async function answerArtifact(
     });
   }
 
+  if (Array.isArray(rangeSet) && rangeSet.length > 1) {
+    return await answerRangeSet(release, request, {
+      artifact,
+      ranges: rangeSet,
+      delivery,
+      store,
+      etag,
+    });
+  }
+
   const start = range?.start ?? 0;
   const length = range === null ? size : range.end - range.start + 1;
   const headers: Record<string, string> = {
     "content-type": downloadContentType(release.content_type),
     "content-length": String(length),
     "content-disposition": contentDisposition(release.filename),
+    "content-security-policy": DOWNLOAD_CONTENT_SECURITY_POLICY,
     etag,
     "accept-ranges": "bytes",
   };
@@ -186,7 +221,11 @@ async function answerArtifact(
   // without cancelling it: close the artifact here instead of leaking it.
   if (request.method === "HEAD") {
     artifact.close();
-    return { response: new Response(null, { status, headers }), countsAsDownload: false };
+    return {
+      response: new Response(null, { status, headers }),
+      countsAsDownload: false,
+      bytes: 0,
+    };
   }
   // A download counts once, when the file's last byte is sent: the whole file
   // in one answer, or the part that completes a resumed download.
@@ -202,10 +241,62 @@ async function answerArtifact(
   if (delivery.mode !== "stream" && !rangeRefused && !direct) {
     artifact.close();
     const response = await handOff(release, headers, { store, delivery });
-    return { response, countsAsDownload: counts };
+    return { response, countsAsDownload: counts, bytes: length };
   }
   const body = await artifact.read(start, length);
-  return { response: new Response(body, { status, headers }), countsAsDownload: counts };
+  return {
+    response: new Response(body, { status, headers }),
+    countsAsDownload: counts,
+    bytes: length,
+  };
+}
+
+/**
+ * A `206` of several ranges in `multipart/byteranges`, streamed from the
+ * store in every mode but one: `x-accel` behind nginx hands it on, and nginx
+ * answers the ranges itself (within its `max_ranges`, docs/operators.md). In
+ * `redirect` mode it is streamed: a bucket answers one range per GET. Never
+ * counts as a download.
+ */
+async function answerRangeSet(
+  release: Release,
+  request: Request,
+  { artifact, ranges, delivery, store, etag }: {
+    artifact: OpenedArtifact;
+    ranges: ByteRange[];
+    delivery: Delivery;
+    store: ArtifactStore;
+    etag: string;
+  },
+): Promise<ArtifactResponse> {
+  const headers: Record<string, string> = {
+    "content-type": downloadContentType(release.content_type),
+    "content-disposition": contentDisposition(release.filename),
+    etag,
+    "accept-ranges": "bytes",
+  };
+  if (delivery.mode === "x-accel" && cameThroughProxy(request, delivery.xAccelSecret)) {
+    artifact.close();
+    return {
+      response: await handOff(release, headers, { store, delivery }),
+      countsAsDownload: false,
+      bytes: ranges.reduce((sum, range) => sum + range.end - range.start + 1, 0),
+    };
+  }
+  const bytes = artifact.readSpans(
+    ranges.map((range) => ({ start: range.start, length: range.end - range.start + 1 })),
+  );
+  const multipart = multipartByteranges(ranges, bytes, {
+    size: artifact.size,
+    contentType: headers["content-type"],
+  });
+  headers["content-type"] = multipart.contentType;
+  headers["content-length"] = String(multipart.contentLength);
+  return {
+    response: new Response(multipart.body, { status: 206, headers }),
+    countsAsDownload: false,
+    bytes: multipart.contentLength,
+  };
 }
 
 /**
@@ -238,6 +329,7 @@ async function handOff(
       "x-accel-redirect": `${delivery.xAccelPrefix}${release.storage_key}`,
       "content-type": headers["content-type"],
       "content-disposition": headers["content-disposition"],
+      "content-security-policy": headers["content-security-policy"],
       // nginx replaces its own ETag with this one (see the location in docs/operators.md)
       // and adds Accept-Ranges itself.
       etag: headers.etag,

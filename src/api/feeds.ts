@@ -20,8 +20,22 @@ import {
   thenRead,
 } from "../store/mod.ts";
 import { electronFeedYaml, isElectronFeedFile } from "../feeds/electron.ts";
-import { FEED_ERRORS, feedFilePath, SHA512_RETRY_AFTER_SECONDS } from "../feeds/paths.ts";
+import {
+  BLOCK_MAP_SUFFIX,
+  electronFilePath,
+  FEED_ERRORS,
+  feedFilePath,
+  SHA512_RETRY_AFTER_SECONDS,
+  sparkleDeltaPath,
+} from "../feeds/paths.ts";
+import {
+  getActiveReleaseByVersion,
+  getBlockMapBytes,
+  getLatestRelease,
+  listSparkleDeltasByRelease,
+} from "../store/mod.ts";
 import { sparkleAppcast } from "../feeds/sparkle.ts";
+import { type AppcastKey, createAppcastKeys, signAppcast } from "../feeds/sparkle_signing.ts";
 import { isTauriSegment, tauriFeedJson } from "../feeds/tauri.ts";
 import { acceptedKey } from "./auth.ts";
 import { createKeySurface, findVisibleProjectBySlug, findVisibleRelease } from "./surface.ts";
@@ -30,6 +44,8 @@ const encoder = new TextEncoder();
 const YAML_CONTENT_TYPE = "text/yaml; charset=utf-8";
 const XML_CONTENT_TYPE = "application/xml; charset=utf-8";
 const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
+/** What app-builder's block maps are served as (gzip bytes, not a gzip encoding of the answer). */
+const BLOCK_MAP_CONTENT_TYPE = "application/octet-stream";
 
 export interface FeedRoutes {
   /** The routes, to mount at /feeds. */
@@ -48,12 +64,20 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
   // holds): its response and, with signing on, its signature are made once.
   const electronBodies = new WeakMap<Release, Uint8Array<ArrayBuffer>>();
   const tauriBodies = new WeakMap<Release, Uint8Array<ArrayBuffer>>();
-  // The appcast also names the project and its release policy: kept with the records it was
-  // made of.
+  // The appcast also names the project and its release policy: kept with the project record,
+  // policy, key and deltas it was made with.
   const sparkleBodies = new WeakMap<
     Release,
-    { project: Project; policy: ReleasePolicy | null; body: Uint8Array<ArrayBuffer> }
+    {
+      project: Project;
+      policy: ReleasePolicy | null;
+      signing: AppcastKey | null;
+      deltas: number;
+      body: Uint8Array<ArrayBuffer>;
+    }
   >();
+  // The vendors' Sparkle keys: a project with one gets a signed appcast (docs/feeds.md).
+  const appcastKeys = createAppcastKeys(kv, deps.config.dataDir);
 
   const get = <P extends string>(path: P, handler: Handler<AppEnv, P>) =>
     feeds.get(path, surface.endpoint(handler));
@@ -83,7 +107,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
       acceptedKey(c, deps);
       throw new ApiError(404, API_ERRORS.resourceNotFound);
     }
-    return latestOf(c, (_project, release) => {
+    return latestOf(c, (project, release) => {
       let body = electronBodies.get(release);
       if (body === undefined) {
         if (release.checksum_sha512 === undefined) {
@@ -91,7 +115,9 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
             "retry-after": String(SHA512_RETRY_AFTER_SECONDS),
           });
         }
-        body = encoder.encode(electronFeedYaml(release, { fileUrl: feedFilePath(release) }));
+        body = encoder.encode(
+          electronFeedYaml(release, { fileUrl: electronFilePath(project.slug, release) }),
+        );
         electronBodies.set(release, body);
       }
       return respond.ok(c, body, YAML_CONTENT_TYPE);
@@ -124,32 +150,109 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
       if (release.sparkle_signature === undefined) {
         throw new ApiError(409, FEED_ERRORS.sparkleSignatureMissing);
       }
-      return thenRead(surface.policyOf(project.id), (policy) => {
-        let made = sparkleBodies.get(release);
-        if (made?.project !== project || made.policy !== policy) {
-          const url = `${origin}${feedFilePath(release)}`;
-          const body = sparkleAppcast({
-            project,
-            release,
-            url,
-            critical: policy?.critical_ids.includes(release.id) ?? false,
-            minimumVersion: policy?.minimum_version ?? null,
-          });
-          made = { project, policy, body: encoder.encode(body) };
-          sparkleBodies.set(release, made);
-        }
-        return respond.ok(c, made.body, XML_CONTENT_TYPE);
-      });
+      return thenRead(surface.policyOf(project.id), (policy) =>
+        thenRead(appcastKeys.of(project), (signing) =>
+          thenRead(listSparkleDeltasByRelease(kv, release.id), (deltas) => {
+            let made = sparkleBodies.get(release);
+            if (
+              made?.project !== project || made.policy !== policy ||
+              made.signing?.setAt !== signing?.setAt || made.deltas !== deltas.length
+            ) {
+              const url = `${origin}${feedFilePath(release)}`;
+              const listed = deltas.map((delta) => ({
+                url: `${origin}${sparkleDeltaPath(project.slug, delta)}`,
+                from: delta.from,
+                length: delta.size_bytes,
+                signature: delta.sparkle_signature,
+              }));
+              const content = encoder.encode(sparkleAppcast({
+                project,
+                release,
+                url,
+                critical: policy?.critical_ids.includes(release.id) ?? false,
+                minimumVersion: policy?.minimum_version ?? null,
+                bundleIdentifier: signing?.bundleIdentifier,
+                deltas: listed,
+              }));
+              made = {
+                project,
+                policy,
+                signing,
+                deltas: deltas.length,
+                body: signing ? signAppcast(content, signing.key) : content,
+              };
+              sparkleBodies.set(release, made);
+            }
+            return respond.ok(c, made.body, XML_CONTENT_TYPE);
+          })));
     }));
 
-  // The artifact: GET|HEAD /feeds/files/{releaseId}/{filename}, the API's download.
+  // A Sparkle delta: GET|HEAD /feeds/sparkle/{slug}/deltas/{releaseId}/{index}/{filename},
+  // downloaded like the release's file.
+  get("/sparkle/:slug/deltas/:id/:index/:filename", async (c) => {
+    const key = acceptedKey(c, deps);
+    const { project, release } = await findVisibleRelease(kv, key, c.req.param("id"));
+    const deltas = await listSparkleDeltasByRelease(kv, release.id);
+    const delta = deltas.find((d) => String(d.index) === c.req.param("index"));
+    if (
+      delta === undefined || project.slug !== c.req.param("slug") ||
+      delta.filename !== c.req.param("filename")
+    ) throw new ApiError(404, API_ERRORS.resourceNotFound);
+    return await surface.download(c, key, {
+      ...release,
+      storage_key: delta.storage_key,
+      checksum_sha256: delta.checksum_sha256,
+      size_bytes: delta.size_bytes,
+      filename: delta.filename,
+      content_type: "application/octet-stream",
+    });
+  });
+
+  /**
+   * The block map of `release`, or the feeds' 404 while it has none. The latest release's
+   * starts a differential update (electron-updater then fetches the installed release's, an
+   * older one): one whole download's worth of bytes it stands for.
+   */
+  const blockMap = async (c: Context<AppEnv>, release: Release) => {
+    c.set("releaseId", release.id);
+    const body = await getBlockMapBytes(kv, release.id);
+    if (body === null) throw new ApiError(404, FEED_ERRORS.blockMapPending);
+    if (c.req.method === "GET") {
+      const latest = await getLatestRelease(kv, release.project_id);
+      surface.delivered(release, {
+        served: body.byteLength,
+        full: latest?.id === release.id ? release.size_bytes : 0,
+      });
+    }
+    return respond.ok(c, body, BLOCK_MAP_CONTENT_TYPE);
+  };
+
+  // The artifact: GET|HEAD /feeds/files/{releaseId}/{filename}, the API's download;
+  // {filename}.blockmap beside it: its block map.
   get("/files/:id/:filename", async (c) => {
     const key = acceptedKey(c, deps);
     const { release } = await findVisibleRelease(kv, key, c.req.param("id"));
-    if (c.req.param("filename") !== release.filename) {
-      throw new ApiError(404, API_ERRORS.resourceNotFound);
-    }
+    const name = c.req.param("filename");
+    if (name === release.filename + BLOCK_MAP_SUFFIX) return await blockMap(c, release);
+    if (name !== release.filename) throw new ApiError(404, API_ERRORS.resourceNotFound);
     return await surface.download(c, key, release);
+  });
+
+  // The electron feed's file URL: GET|HEAD /feeds/electron/{slug}/files/{version}/{filename},
+  // the newest active release with that version; any {name}.blockmap in that folder is its
+  // block map (electron-updater rewrites the new file's URL into the installed one's).
+  // (A parameter, not the word "files", in the route: Hono's fast RegExpRouter needs the
+  // segment to be a parameter in both electron routes.)
+  get("/electron/:slug/:files/:version/:filename", async (c) => {
+    const key = acceptedKey(c, deps);
+    if (c.req.param("files") !== "files") throw new ApiError(404, API_ERRORS.resourceNotFound);
+    const project = await findVisibleProjectBySlug(kv, key, c.req.param("slug"));
+    const release = await getActiveReleaseByVersion(kv, project.id, c.req.param("version"));
+    if (release === null) throw new ApiError(404, API_ERRORS.resourceNotFound);
+    const name = c.req.param("filename");
+    if (name === release.filename) return await surface.download(c, key, release);
+    if (name.endsWith(BLOCK_MAP_SUFFIX)) return await blockMap(c, release);
+    throw new ApiError(404, API_ERRORS.resourceNotFound);
   });
 
   // Read-only, like the client API: known paths refuse other methods.
@@ -159,6 +262,8 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
       "/tauri/:slug/:target/:arch/:current_version",
       "/sparkle/:slug/appcast.xml",
       "/files/:id/:filename",
+      "/electron/:slug/:files/:version/:filename",
+      "/sparkle/:slug/deltas/:id/:index/:filename",
     ]
   ) {
     feeds.on(

@@ -6,10 +6,9 @@
  * artifact download with its counting.
  */
 import type { Context, Handler } from "hono";
-import { HTTPException } from "hono/http-exception";
 import { projectVisible } from "../store/access.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
-import { API_ERRORS, ApiError, isClientGone } from "../http/errors.ts";
+import { API_ERRORS, ApiError, mapDomainError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import type { ErrorMapper, Observer } from "../http/observe.ts";
 import { ID_PATTERN, isSlug } from "../lib/limits.ts";
@@ -25,6 +24,7 @@ import {
   type LatestView,
   policyHeaders,
   type Project,
+  recordDelivery,
   type Release,
   type ReleasePolicy,
   thenRead,
@@ -63,6 +63,11 @@ export interface KeySurface {
    * answer was just made from, and a null check.
    */
   withPolicy(response: Response, release: Release): Cached<Response>;
+  /**
+   * Bytes answered for `release` (its file, parts or block map) and what they stand for in
+   * whole downloads: the metrics and the release's sums (src/store/delivery.ts).
+   */
+  delivered(release: Release, bytes: { served: number; full: number }): void;
 }
 
 export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurface {
@@ -80,13 +85,10 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
   const mapError: ErrorMapper = (error, c) => {
     const json = (data: unknown, status: number, headers?: Record<string, string>) =>
       respond.json(c, encoder.encode(JSON.stringify(data)), status, headers);
-    if (error instanceof ApiError) {
-      return json({ error: error.message }, error.status, error.headers);
-    }
-    if (error instanceof HTTPException && error.status < 500) {
-      return json({ error: error.message || "bad request" }, error.status);
-    }
-    if (isClientGone(error)) return jsonResponse({ error: "request cut off" }, 400);
+    const mapped = mapDomainError(error);
+    // A client that went away gets no protected headers: nobody reads them.
+    if (mapped?.kind === "client_gone") return jsonResponse({ error: mapped.message }, 400);
+    if (mapped !== null) return json({ error: mapped.message }, mapped.status, mapped.headers);
     console.error("internal error:", error);
     return json({ error: API_ERRORS.internal }, 500);
   };
@@ -102,8 +104,7 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
         return signer.ready().then(() => limited(handler)(c, next));
       }
       // A token drawn at once (a cached key, the memory limiter) costs no turn of the event loop.
-      const drawn = drawToken(c);
-      return drawn instanceof Promise ? drawn.then(() => handler(c, next)) : handler(c, next);
+      return thenRead(drawToken(c), () => handler(c, next));
     };
   const notFound = observer.endpoint(
     limited(() => {
@@ -140,6 +141,19 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     return response;
   };
 
+  const delivered = (release: Release, { served, full }: { served: number; full: number }) => {
+    metrics.recordDelivery(served, full);
+    recordDelivery(kv, {
+      projectId: release.project_id,
+      releaseId: release.id,
+      servedBytes: served,
+      fullBytes: full,
+    }).catch((error) => {
+      metrics.recordKvError("download_count");
+      console.error("delivery count failed:", error);
+    });
+  };
+
   return {
     respond,
     mapError,
@@ -151,13 +165,9 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
         ? policy.then((found) => addPolicy(response, found, release))
         : addPolicy(response, policy, release);
     },
+    delivered,
     latestFor(key, project, installId) {
-      const view = getLatestView(kv, project.id);
-      // Spelled out rather than through `thenRead`: no closure on the hot path.
-      if (view instanceof Promise) {
-        return view.then((found) => offered(found, key, installId));
-      }
-      return offered(view, key, installId);
+      return thenRead(getLatestView(kv, project.id), (view) => offered(view, key, installId));
     },
     endpoint: (handler) => observer.endpoint(limited(handler), mapError, true),
     notFound: (c) => notFound(c, async () => {}) as Cached<Response>,
@@ -167,6 +177,12 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
         store: deps.artifacts,
         delivery,
       });
+      if (c.req.method === "GET") {
+        delivered(release, {
+          served: served.bytes,
+          full: served.countsAsDownload ? release.size_bytes : 0,
+        });
+      }
       if (served.countsAsDownload) {
         c.set("onDownloaded", () =>
           countDownload(kv, {

@@ -15,6 +15,33 @@ export function feedFilePath(release: Pick<Release, "id" | "filename">): string 
   return `${FEEDS_PREFIX}/files/${release.id}/${encodeURIComponent(release.filename)}`;
 }
 
+/**
+ * The electron feed's path of a release's artifact, which electron-updater
+ * can rewrite: it replaces the new version with the installed one to find
+ * the installed release's block map, and adds `.blockmap` (docs/feeds.md).
+ */
+export function electronFilePath(
+  slug: string,
+  release: Pick<Release, "version" | "filename">,
+): string {
+  return `${FEEDS_PREFIX}/electron/${slug}/files/${encodeURIComponent(release.version)}/${
+    encodeURIComponent(release.filename)
+  }`;
+}
+
+/** The path of a Sparkle delta of a release (docs/feeds.md "Sparkle deltas"). */
+export function sparkleDeltaPath(
+  slug: string,
+  delta: { release_id: number; index: number; filename: string },
+): string {
+  return `${FEEDS_PREFIX}/sparkle/${slug}/deltas/${delta.release_id}/${delta.index}/${
+    encodeURIComponent(delta.filename)
+  }`;
+}
+
+/** What a block map's URL ends in, beside its file's URL. */
+export const BLOCK_MAP_SUFFIX = ".blockmap";
+
 /** The feeds' own errors, beside the client API's (src/http/errors.ts). */
 export const FEED_ERRORS = {
   /** 503 while the background backfill has not yet computed a release's SHA-512. */
@@ -23,6 +50,8 @@ export const FEED_ERRORS = {
   tauriSignatureMissing: "release has no tauri signature",
   /** 409: a Sparkle appcast never offers an unsigned update. */
   sparkleSignatureMissing: "release has no sparkle signature",
+  /** 404 while the background work has not yet made a release's block map. */
+  blockMapPending: "release block map not built yet",
 } as const;
 
 /** How long a client is told to wait while the SHA-512 is computed. */

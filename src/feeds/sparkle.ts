@@ -42,11 +42,35 @@ export interface AppcastOptions {
   critical?: boolean;
   /** The project's minimum supported version: the update is critical below it. */
   minimumVersion?: string | null;
+  /**
+   * The app's CFBundleIdentifier, written as `sparkle:bundleIdentifier` in
+   * the item (signed appcasts, docs/feeds.md "Signed Sparkle feeds"); none when empty.
+   */
+  bundleIdentifier?: string;
+  /** Sparkle deltas to this release (docs/feeds.md "Sparkle deltas"). */
+  deltas?: AppcastDelta[];
+}
+
+export interface AppcastDelta {
+  /** Absolute URL of the `.delta` file. */
+  url: string;
+  /** The bundle version it applies to (`sparkle:deltaFrom`). */
+  from: string;
+  length: number;
+  signature: string;
 }
 
 /** The appcast of `release`, which must have its signature. */
 export function sparkleAppcast(
-  { project, release, url, critical = false, minimumVersion = null }: AppcastOptions,
+  {
+    project,
+    release,
+    url,
+    critical = false,
+    minimumVersion = null,
+    bundleIdentifier,
+    deltas = [],
+  }: AppcastOptions,
 ): string {
   const signature = release.sparkle_signature;
   if (signature === undefined) throw new Error("appcast of an unsigned release");
@@ -61,6 +85,9 @@ export function sparkleAppcast(
     : minimumVersion !== null
     ? `\n      <sparkle:criticalUpdate sparkle:version="${e(minimumVersion)}"/>`
     : "";
+  const bundle = bundleIdentifier
+    ? `\n      <sparkle:bundleIdentifier>${e(bundleIdentifier)}</sparkle:bundleIdentifier>`
+    : "";
   return `<?xml version="1.0" encoding="utf-8"?>
 <rss version="2.0" xmlns:sparkle="${SPARKLE_NS}">
   <channel>
@@ -71,12 +98,26 @@ export function sparkleAppcast(
       <sparkle:version>${e(bundleVersion)}</sparkle:version>
       <sparkle:shortVersionString>${
     e(release.version)
-  }</sparkle:shortVersionString>${criticalTag}${notes}
+  }</sparkle:shortVersionString>${bundle}${criticalTag}${notes}
       <enclosure url="${e(url)}" length="${release.size_bytes}" type="${
     e(release.content_type || "application/octet-stream")
-  }" sparkle:edSignature="${e(signature)}"/>
+  }" sparkle:edSignature="${e(signature)}"/>${deltaList(deltas)}
     </item>
   </channel>
 </rss>
 `;
+}
+
+/** `<sparkle:deltas>` with one enclosure per delta, or nothing. */
+function deltaList(deltas: AppcastDelta[]): string {
+  if (deltas.length === 0) return "";
+  const e = escapeXml;
+  const items = deltas.map((delta) =>
+    `\n        <enclosure url="${e(delta.url)}" sparkle:deltaFrom="${
+      e(delta.from)
+    }" length="${delta.length}" type="application/octet-stream" sparkle:edSignature="${
+      e(delta.signature)
+    }"/>`
+  ).join("");
+  return `\n      <sparkle:deltas>${items}\n      </sparkle:deltas>`;
 }

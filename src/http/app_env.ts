@@ -64,7 +64,10 @@ export interface PresentedKey {
 export interface AppEnv {
   Bindings: { remoteAddr?: Deno.Addr };
   Variables: {
-    /** Set by the observing middleware (src/http/observe.ts), so nothing observes a request twice. */
+    /**
+     * Set by the observing middleware (src/http/observe.ts), so the not-found
+     * handler does not observe its request a second time.
+     */
     observed?: boolean;
     presentedKey: PresentedKey;
     /** Id of the presented key once it is found, accepted or not (for the access log). */

@@ -14,3 +14,8 @@ export function clientAddress(c: Context, trustProxy: boolean): string {
   const info = c.env as Deno.ServeHandlerInfo<Deno.NetAddr> | undefined;
   return info?.remoteAddr?.hostname ?? "unknown";
 }
+
+/** The client's address of a request, as the service's `APP_TRUST_PROXY` setting reads it. */
+export function addressOf(c: Context, deps: { config: { trustProxy: boolean } }): string {
+  return clientAddress(c, deps.config.trustProxy);
+}

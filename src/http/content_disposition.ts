@@ -11,6 +11,19 @@
  */
 import { isMediaType, stripBidiControls } from "../lib/header_text.ts";
 
+/**
+ * The `Content-Security-Policy` of every artifact download: an uploaded
+ * file that a browser opens anyway (HTML, SVG, a script) runs in a sandbox
+ * with an opaque origin, never as a page of this service.
+ */
+export const DOWNLOAD_CONTENT_SECURITY_POLICY = "sandbox";
+
+/**
+ * The `Content-Type` of a download from the admin origin: always bytes, so no
+ * uploaded script or page is ever served as one where the admin pages live.
+ */
+export const ADMIN_DOWNLOAD_CONTENT_TYPE = "application/octet-stream";
+
 const TOKEN_NAME = /^[A-Za-z0-9!#$&+.^_`|~-]+$/;
 
 export function contentDisposition(storedName: string): string {

@@ -23,6 +23,8 @@ export interface HealthSources {
   artifacts: ArtifactStore;
   metrics: Metrics;
   serviceName: string;
+  /** More members of the details, each a state word (the TUF signing's `off`, `ok` or `stuck`). */
+  moreDetails?: () => Promise<Record<string, string>>;
 }
 
 /** A health answer: its JSON body and status code. */
@@ -40,7 +42,9 @@ export interface HealthChecks {
   gauges(): Promise<ScrapedGauge[]>;
 }
 
-export function createHealthChecks({ kv, artifacts, metrics, serviceName }: HealthSources) {
+export function createHealthChecks(
+  { kv, artifacts, metrics, serviceName, moreDetails = () => Promise.resolve({}) }: HealthSources,
+) {
   let probed: { at: number; writes: Promise<"ok" | "refused"> } | undefined;
   /** Whether the KV takes writes: a probe at most every WRITE_PROBE_EVERY_MS. */
   const writes = () => {
@@ -76,13 +80,17 @@ export function createHealthChecks({ kv, artifacts, metrics, serviceName }: Heal
     answer: async () => contract(await read(), new Date().toISOString()),
     details: async () => {
       const timestamp = new Date().toISOString();
-      const [answers, databaseWrites, storage] = await Promise.all([
+      const [answers, databaseWrites, storage, more] = await Promise.all([
         read(),
         writes(),
         storageHealth(artifacts),
+        moreDetails().catch(() => ({})),
       ]);
       const { body, status } = contract(answers, timestamp);
-      return { body: sortedKeys({ ...body, database_writes: databaseWrites, storage }), status };
+      return {
+        body: sortedKeys({ ...more, ...body, database_writes: databaseWrites, storage }),
+        status,
+      };
     },
     gauges: async () => {
       // The storage is asked too (s3: at most every 5 s), so that uds_storage_up, which the

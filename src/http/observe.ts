@@ -9,29 +9,36 @@
  * client went away), so the log shows the bytes actually sent.
  */
 import type { Context, Handler, MiddlewareHandler } from "hono";
-import { createMiddleware } from "hono/factory";
 import { matchedRoutes } from "hono/route";
 import type { AppEnv, ServiceDeps } from "./app_env.ts";
 import type { AccessEntry } from "../lib/log.ts";
 import type { Metrics } from "../lib/metrics.ts";
 import { clientAddress } from "./client_address.ts";
+import { mapJsonError } from "./errors.ts";
 import type { OpenResponses } from "./open_responses.ts";
 import { type HeaderList, isApiPath, setHeaders } from "./response_headers.ts";
 
 /** How an error thrown by a handler becomes its response (a surface's error handler). */
 export type ErrorMapper = (error: Error, c: Context<AppEnv>) => Response | Promise<Response>;
 
-/** The observation, in the two forms a route can take it. */
+/**
+ * The observation. There is one implementation, `endpoint`: a wrapper around
+ * one handler, so that a client API route stays a single handler that Hono
+ * calls directly (docs/benchmarks.md "The client API's hot path": Hono
+ * middleware on /api/v1 measured at about 2 µs more a request in process,
+ * several hundredths of the latest-release ratio). `middleware` is that same
+ * wrapper around the rest of Hono's chain, for the routes that have
+ * middleware anyway (admin pages, health, metrics, the publishing API).
+ */
 export interface Observer {
-  /** Middleware for the routes outside the client API (admin pages, health, metrics). */
+  /** Middleware for the routes outside the key-protected surfaces (client API, feeds, TUF). */
   middleware: MiddlewareHandler<AppEnv>;
   /**
-   * `handler` observed without a middleware frame (Hono composes a chain of
-   * two handlers through promises; a route with one handler is called
-   * directly, about 1.5 µs less a request): for the client API's routes and
-   * for the not-found handler. Its errors are mapped by `mapError` here, so
-   * their responses are observed too. A request a middleware already
-   * observes (an unknown path under /admin) is not observed twice.
+   * `handler` observed without a middleware frame: for the routes of the
+   * key-protected surfaces (src/api/surface.ts) and for the not-found
+   * handler. Its errors are mapped by `mapError` here, so their responses are
+   * observed too. A request the middleware already observes (a method no
+   * route of /healthz takes) is not observed twice.
    */
   endpoint<P extends string>(
     handler: Handler<AppEnv, P>,
@@ -115,44 +122,49 @@ export function createObserver(deps: ServiceDeps): Observer {
     };
   }
 
-  return {
-    middleware: createMiddleware<AppEnv>(async (c, next) => {
+  function endpoint<P extends string>(
+    handler: Handler<AppEnv, P>,
+    mapError: ErrorMapper,
+    oneRoute = false,
+  ): Handler<AppEnv, P> {
+    // The label of a handler registered on one route is looked up once.
+    let route: string | undefined;
+    const labelOf = (c: Context<AppEnv>) => oneRoute ? (route ??= routeLabel(c)) : undefined;
+    /** Observes the response `res` of `c` and returns what to send (a download: counted). */
+    const answered = (c: Context<AppEnv>, res: Response, started: number) => {
+      // Setting `c.res` again would copy the response (Hono merges the old headers in).
+      if (!c.finalized || c.res !== res) c.res = res;
+      finish(c, started, labelOf(c));
+      return c.res;
+    };
+    return (c, next) => {
+      if (c.get("observed")) return handler(c, next);
       const started = performance.now();
-      c.set("observed", true);
       metrics.trackInFlight(1);
+      let res;
       try {
-        await next();
+        res = handler(c, next);
       } catch (error) {
-        metrics.trackInFlight(-1);
-        throw error;
+        res = mapError(asError(error), c);
       }
-      finish(c, started);
-    }),
-    endpoint: (handler, mapError, oneRoute = false) => {
-      // The label of a handler registered on one route is looked up once.
-      let route: string | undefined;
-      const labelOf = (c: Context<AppEnv>) => oneRoute ? (route ??= routeLabel(c)) : undefined;
-      /** Observes the response `res` of `c` and returns what to send (a download: counted). */
-      const answered = (c: Context<AppEnv>, res: Response, started: number) => {
-        c.res = res;
-        finish(c, started, labelOf(c));
-        return c.res;
-      };
-      return (c, next) => {
-        if (c.get("observed")) return handler(c, next);
-        const started = performance.now();
-        metrics.trackInFlight(1);
-        let res;
-        try {
-          res = handler(c, next);
-        } catch (error) {
-          res = mapError(asError(error), c);
-        }
-        // Answered at once (the hot path: no promise, no closure), or later.
-        if (!(res instanceof Promise)) return answered(c, res as Response, started);
-        return res.then((value) => value, (error) => mapError(asError(error), c))
-          .then((value) => answered(c, value as Response, started));
-      };
+      // Answered at once (the hot path: no promise, no closure), or later.
+      if (!(res instanceof Promise)) return answered(c, res as Response, started);
+      return res.then((value) => value, (error) => mapError(asError(error), c))
+        .then((value) => answered(c, value as Response, started));
+    };
+  }
+
+  // The rest of Hono's chain as one handler: its errors are already answered by
+  // the app's or a surface's `onError` when `next()` returns.
+  const restOfChain = endpoint(async (c, next) => {
+    c.set("observed", true);
+    await next();
+    return c.res;
+  }, mapJsonError);
+  return {
+    endpoint,
+    middleware: async (c, next) => {
+      await restOfChain(c, next);
     },
   };
 }

@@ -107,6 +107,8 @@ export interface Config {
   adoptionNewIdsPerDay: number;
   /** Install report markers per key and UTC day counted exactly; past it, estimated (docs/reports.md). */
   reportsNewPerDay: number;
+  /** Sign-in through an OpenID Connect provider (docs/sso.md); undefined when off. */
+  oidc: OidcConfig | undefined;
 }
 
 export class ConfigError extends Error {
@@ -333,6 +335,7 @@ export function loadConfig(env: Env = processEnv()): Config {
       min: 0,
       max: 10_000_000,
     }),
+    oidc: readOidc(env, readAdminUsername(env)),
   };
 }
 
@@ -466,4 +469,140 @@ function readRealm(env: Env): string {
     );
   }
   return realm;
+}
+
+/** Sign-in through an OpenID Connect provider (docs/sso.md), from the `APP_OIDC_*` settings. */
+export interface OidcConfig {
+  /** The issuer URL exactly as the provider names itself (discovery reads its metadata). */
+  issuer: string;
+  clientId: string;
+  /** Undefined for a public client (PKCE alone). */
+  clientSecret: string | undefined;
+  /** Space-separated, `openid` among them. */
+  scopes: string;
+  /** Where the admin's user name is read from. */
+  usernameClaim: string;
+  /** Where the groups (a list, or one string) are read from. */
+  groupsClaim: string;
+  /** The groups that give each role; the highest role of the user's groups wins. */
+  roleGroups: { admin: string[]; publisher: string[]; viewer: string[] };
+  /** Local passwords signing in beside the provider; off leaves only `breakGlassUsers`. */
+  localPasswords: boolean;
+  /** Local accounts that sign in with a password when local passwords are off. */
+  breakGlassUsers: string[];
+  /** A signed-in SSO session's groups are read again from the provider this often. */
+  checkIntervalSeconds: number;
+  /** The provider's name on the sign-in button and in the audit log. */
+  providerName: string;
+}
+
+const OIDC_SETTINGS = [
+  "APP_OIDC_CLIENT_ID",
+  "APP_OIDC_CLIENT_SECRET",
+  "APP_OIDC_SCOPES",
+  "APP_OIDC_USERNAME_CLAIM",
+  "APP_OIDC_GROUPS_CLAIM",
+  "APP_OIDC_ADMIN_GROUPS",
+  "APP_OIDC_PUBLISHER_GROUPS",
+  "APP_OIDC_VIEWER_GROUPS",
+  "APP_OIDC_LOCAL_PASSWORDS",
+  "APP_OIDC_BREAK_GLASS_USERS",
+  "APP_OIDC_CHECK_INTERVAL_SECONDS",
+  "APP_OIDC_PROVIDER_NAME",
+] as const;
+
+/** Loopback hosts, where an `http://` issuer is accepted (local development and tests). */
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+/** A comma-separated list, each item trimmed, empty items dropped. */
+function readList(env: Env, name: string): string[] {
+  return (read(env, name) ?? "").split(",").map((item) => item.trim()).filter((item) => item);
+}
+
+function readOidc(env: Env, adminUsername: string): OidcConfig | undefined {
+  const issuer = read(env, "APP_OIDC_ISSUER");
+  if (issuer === undefined) {
+    const stray = OIDC_SETTINGS.find((name) => read(env, name) !== undefined);
+    if (stray !== undefined) {
+      throw new ConfigError("APP_OIDC_ISSUER", `required with ${stray} (or unset ${stray})`);
+    }
+    return undefined;
+  }
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    throw new ConfigError("APP_OIDC_ISSUER", `expected an absolute URL, got "${issuer}"`);
+  }
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && isLoopbackHost(url.hostname))) {
+    throw new ConfigError(
+      "APP_OIDC_ISSUER",
+      `expected an https:// URL (http:// only on localhost), got "${issuer}"`,
+    );
+  }
+  if (url.search !== "" || url.hash !== "") {
+    throw new ConfigError("APP_OIDC_ISSUER", `expected a URL without ? or #, got "${issuer}"`);
+  }
+  const clientId = read(env, "APP_OIDC_CLIENT_ID");
+  if (clientId === undefined) {
+    throw new ConfigError("APP_OIDC_CLIENT_ID", "required with APP_OIDC_ISSUER");
+  }
+  const scopes = (read(env, "APP_OIDC_SCOPES") ?? "openid profile email").split(/[\s,]+/)
+    .filter((scope) => scope);
+  if (!scopes.includes("openid")) {
+    throw new ConfigError("APP_OIDC_SCOPES", `must include openid, got "${scopes.join(" ")}"`);
+  }
+  const roleGroups = {
+    admin: readList(env, "APP_OIDC_ADMIN_GROUPS"),
+    publisher: readList(env, "APP_OIDC_PUBLISHER_GROUPS"),
+    viewer: readList(env, "APP_OIDC_VIEWER_GROUPS"),
+  };
+  if (Object.values(roleGroups).every((groups) => groups.length === 0)) {
+    throw new ConfigError(
+      "APP_OIDC_ADMIN_GROUPS",
+      "set at least one of APP_OIDC_ADMIN_GROUPS, APP_OIDC_PUBLISHER_GROUPS, " +
+        "APP_OIDC_VIEWER_GROUPS: without a group no one gets a role",
+    );
+  }
+  const breakGlassUsers = read(env, "APP_OIDC_BREAK_GLASS_USERS") === undefined
+    ? [adminUsername]
+    : readList(env, "APP_OIDC_BREAK_GLASS_USERS");
+  const badUser = breakGlassUsers.find((name) => !USERNAME_PATTERN.test(name));
+  if (badUser !== undefined) {
+    throw new ConfigError("APP_OIDC_BREAK_GLASS_USERS", `"${badUser}" is not a valid user name`);
+  }
+  const localPasswords = readBoolean(env, "APP_OIDC_LOCAL_PASSWORDS", true);
+  if (!localPasswords && breakGlassUsers.length === 0) {
+    throw new ConfigError(
+      "APP_OIDC_BREAK_GLASS_USERS",
+      "name at least one local account with APP_OIDC_LOCAL_PASSWORDS=false, " +
+        "or no one can sign in while the provider is down",
+    );
+  }
+  const claimName = (name: string, fallback: string) => {
+    const claim = read(env, name) ?? fallback;
+    if (!/^[\x21-\x7e]{1,128}$/.test(claim)) {
+      throw new ConfigError(name, `expected a claim name without spaces, got "${claim}"`);
+    }
+    return claim;
+  };
+  return {
+    issuer,
+    clientId,
+    clientSecret: read(env, "APP_OIDC_CLIENT_SECRET"),
+    scopes: scopes.join(" "),
+    usernameClaim: claimName("APP_OIDC_USERNAME_CLAIM", "preferred_username"),
+    groupsClaim: claimName("APP_OIDC_GROUPS_CLAIM", "groups"),
+    roleGroups,
+    localPasswords,
+    breakGlassUsers,
+    checkIntervalSeconds: readInteger(env, "APP_OIDC_CHECK_INTERVAL_SECONDS", {
+      fallback: 300,
+      min: 0,
+      max: 86_400,
+    }),
+    providerName: read(env, "APP_OIDC_PROVIDER_NAME") ?? url.host,
+  };
 }

@@ -90,6 +90,11 @@ export interface Metrics {
   /** Bytes of an artifact handed to the connection; called per chunk while streaming. */
   recordDownloadBytes(bytes: number): void;
   recordDownloadFinished(complete: boolean): void;
+  /**
+   * An answer for a release's file or block map: its bytes, and what it
+   * stands for in whole downloads (the file's size, or 0; docs/feeds.md).
+   */
+  recordDelivery(servedBytes: number, fullBytes: number): void;
   recordRateLimited(): void;
   recordKeyCheckFailure(reason: KeyCheckFailureReason): void;
   recordKvError(operation: KvOperation): void;
@@ -161,6 +166,17 @@ export function createMetrics(): Metrics {
   const downloadsInFlight = new Gauge({
     name: "uds_artifact_downloads_in_flight",
     help: "Artifact downloads currently streaming.",
+    registers,
+  });
+  const deliveredBytes = new Counter({
+    name: "uds_delivered_bytes_total",
+    help: "Bytes answered for release files and block maps (whole, ranges and block maps).",
+    registers,
+  });
+  const fullDownloadBytes = new Counter({
+    name: "uds_full_download_equivalent_bytes_total",
+    help:
+      "What the same downloads would have cost as whole files (differential updates counted as one).",
     registers,
   });
   const rateLimited = new Counter({
@@ -263,6 +279,10 @@ export function createMetrics(): Metrics {
       downloadsInFlight.dec();
       downloadsTotal.inc({ result: complete ? "complete" : "aborted" });
     },
+    recordDelivery(servedBytes, fullBytes) {
+      deliveredBytes.inc(servedBytes);
+      fullDownloadBytes.inc(fullBytes);
+    },
     recordRateLimited: () => rateLimited.inc(),
     recordKeyCheckFailure: (reason) => keyCheckFailures.inc({ reason }),
     recordKvError: (operation) => kvErrors.inc({ operation }),
@@ -290,6 +310,7 @@ export function noMetrics(): Metrics {
     recordDownloadStarted: nothing,
     recordDownloadBytes: nothing,
     recordDownloadFinished: nothing,
+    recordDelivery: nothing,
     recordRateLimited: nothing,
     recordKeyCheckFailure: nothing,
     recordKvError: nothing,

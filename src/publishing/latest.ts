@@ -1,12 +1,16 @@
 /**
- * What the project page says about its latest release (docs/publishing.md
- * "Drafts and a chosen latest"): which release clients get and why (the
- * newest active upload, or chosen), and whether an active release with a
- * higher-looking version is not the latest. The service itself gives
- * versions no meaning (../shared/spec/client-api.md "1. What the service does"):
- * this is a hint for the admin only.
+ * What the project page says about which release clients get (docs/publishing.md
+ * "Drafts and a chosen latest", docs/rollouts.md): read off the same offer
+ * the client API places each client by (src/rollouts/membership.ts
+ * `offerAt`): the latest release and why it is latest (the newest active
+ * upload, or chosen), and a staged rollout's split, running or halted; and
+ * whether an active release with a higher-looking version is offered to no
+ * one. The service itself gives versions no meaning
+ * (../shared/spec/client-api.md "1. What the service does"): that is a hint
+ * for the admin only.
  */
 import type { Release } from "../store/mod.ts";
+import type { Offer } from "../rollouts/membership.ts";
 
 const VERSION = /^v?(\d+(?:\.\d+)*)(?:[-+~_.]?(.*))?$/i;
 
@@ -32,25 +36,48 @@ export function compareVersionLooks(a: string, b: string): -1 | 0 | 1 | null {
 }
 
 export interface LatestNotes {
-  /** The release clients get as latest, or null. */
+  /** The release clients get as latest (all of them without a running rollout), or null. */
   latest: Release | null;
   /** Why: the newest active upload, or chosen by an admin or a token; null without a latest. */
   reason: "newest" | "chosen" | null;
-  /** The active release with the highest-looking version, when that is higher than the latest's. */
+  /** A staged rollout in force: its release, its percentage now, its tester tag, whether halted. */
+  rollout: {
+    release: Release;
+    percentage: number;
+    testerTag: string | null;
+    halted: boolean;
+  } | null;
+  /**
+   * The active release with the highest-looking version, when that is higher
+   * than the latest's and it is not the rollout's (which the rollout offers).
+   */
   higher: Release | null;
 }
 
-/** The latest release of `releases` (all of a project's), its reason, and a higher-looking one. */
+/**
+ * Who gets which release by `offer` (the client API's), why the latest is
+ * latest (`choice`: the chosen latest's id, if any), and a higher-looking
+ * active release among `releases` that is offered to no one.
+ */
 export function latestNotes(
   releases: readonly Release[],
-  { latestId, choice }: { latestId: number | null; choice: number | null },
+  { offer, choice }: { offer: Offer; choice: number | null },
 ): LatestNotes {
-  const latest = releases.find((release) => release.id === latestId && release.state === "active");
-  if (latest === undefined) return { latest: null, reason: null, higher: null };
+  const latest = offer.latest;
+  if (latest === null || latest.state !== "active") {
+    return { latest: null, reason: null, rollout: null, higher: null };
+  }
+  const rollout = offer.rollout === null ? null : {
+    release: offer.rollout.release,
+    percentage: offer.percentage,
+    testerTag: offer.rollout.record.tester_tag,
+    halted: offer.rollout.record.halted,
+  };
   let higher: Release | null = null;
   for (const release of releases) {
     if (release.state !== "active" || release.id === latest.id) continue;
+    if (release.id === rollout?.release.id) continue;
     if (compareVersionLooks(release.version, (higher ?? latest).version) === 1) higher = release;
   }
-  return { latest, reason: choice === latest.id ? "chosen" : "newest", higher };
+  return { latest, reason: choice === latest.id ? "chosen" : "newest", rollout, higher };
 }

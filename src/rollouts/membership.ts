@@ -8,7 +8,7 @@
  * request and every instance; widening a rollout only adds clients.
  */
 import { keyRolloutTags } from "../store/access.ts";
-import type { ApiKey, LatestView, Release } from "../store/mod.ts";
+import type { ApiKey, LatestView, LiveRollout, Release } from "../store/mod.ts";
 
 /** The request header carrying a client's install id. */
 export const INSTALL_ID_HEADER = "x-install-id";
@@ -54,6 +54,31 @@ export function rolloutPercentage(
 }
 
 /**
+ * What `view` offers at `nowMs`, before any client is placed: the latest
+ * pointer's release to everyone (`rollout` null, or `halted` when a halted
+ * rollout sends everyone back to it), or a rollout's split at its
+ * percentage in force. `releaseFor` places each client by it; the admin
+ * project page says it in words (src/publishing/latest.ts).
+ */
+export interface Offer {
+  /** The latest pointer's release: every client outside a running rollout gets it. */
+  latest: Release | null;
+  /** The rollout in force, running or halted; null without one. */
+  rollout: LiveRollout | null;
+  /** The rollout's percentage now: 0 when halted. */
+  percentage: number;
+}
+
+export function offerAt(view: LatestView, nowMs: number): Offer {
+  const rollout = view.rollout;
+  return {
+    latest: view.release,
+    rollout,
+    percentage: rollout === null ? 0 : rolloutPercentage(rollout, nowMs),
+  };
+}
+
+/**
  * The release `view` offers a client: the latest pointer's, or the
  * rollout's when the client is in it (a key whose rollout tags hold the
  * tester tag, whatever its scope mode, or its bucket is below
@@ -63,12 +88,12 @@ export function releaseFor(
   view: LatestView,
   client: { key: ApiKey; installId: () => string | null | undefined; nowMs: number },
 ): Release | null {
-  const rollout = view.rollout;
-  if (rollout === null) return view.release;
-  if (rollout.record.halted) return view.release;
+  // The common case answers without building an offer.
+  if (view.rollout === null) return view.release;
+  const { rollout, percentage } = offerAt(view, client.nowMs);
+  if (rollout === null || rollout.record.halted) return view.release;
   const tag = rollout.record.tester_tag;
   if (tag !== null && keyRolloutTags(client.key).includes(tag)) return rollout.release;
-  const percentage = rolloutPercentage(rollout, client.nowMs);
   if (percentage <= 0) return view.release;
   if (percentage >= 100) return rollout.release;
   const identity = clientIdentity(client.installId(), client.key);

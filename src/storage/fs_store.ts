@@ -11,6 +11,7 @@ import {
   sweepAbandonedParts,
 } from "./artifacts.ts";
 import type { ArtifactStore, OpenedArtifact, Sweepable } from "./types.ts";
+import { spansStream } from "./spans.ts";
 import { pathExists } from "../lib/files.ts";
 
 /** Bytes read from a file per chunk. */
@@ -99,6 +100,11 @@ function openedFile(file: Deno.FsFile, size: number): OpenedArtifact {
   return {
     size,
     read: (start, length) => fileSliceStream(file, { start, length }),
+    readSpans: (spans) =>
+      spansStream(spans, {
+        read: (start, length) => fileSliceStream(file, { start, length, keepOpen: true }),
+        close: () => file.close(),
+      }),
     close: () => file.close(),
   };
 }
@@ -108,6 +114,8 @@ export interface FileSlice {
   start: number;
   length: number;
   chunkSize?: number;
+  /** Leaves the file open at the end (the caller reads more of it and closes it). */
+  keepOpen?: boolean;
 }
 
 /**
@@ -118,16 +126,16 @@ export interface FileSlice {
  */
 export async function fileSliceStream(
   file: Deno.FsFile,
-  { start, length, chunkSize = CHUNK_SIZE }: FileSlice,
+  { start, length, chunkSize = CHUNK_SIZE, keepOpen = false }: FileSlice,
 ): Promise<ReadableStream<Uint8Array>> {
   let closed = false;
   const close = () => {
-    if (closed) return;
+    if (closed || keepOpen) return;
     closed = true;
     file.close();
   };
   try {
-    if (start > 0) await file.seek(start, Deno.SeekMode.Start);
+    if (start > 0 || keepOpen) await file.seek(start, Deno.SeekMode.Start);
   } catch (error) {
     close();
     throw error;

@@ -9,7 +9,8 @@ export { createFsStore, type FsArtifactStore, type FsStoreOptions } from "./fs_s
 export { StorageUnavailableError } from "./unavailable.ts";
 export { storageHealth } from "./health.ts";
 // Types only: the S3 client is loaded when APP_STORAGE=s3 asks for it.
-export type { BucketEntry, S3ArtifactStore } from "./s3_store.ts";
+export type { S3ArtifactStore } from "./s3_store.ts";
+export type { BucketEntry } from "./s3_bucket.ts";
 export { type PublishInput, publishRelease } from "./publish.ts";
 export {
   type ReceivedFile,

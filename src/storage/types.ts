@@ -5,6 +5,8 @@
  * (`presignGet` for redirect, `xAccelPath` for nginx).
  */
 
+import type { Span } from "./spans.ts";
+
 /** What a finished upload gives the release record. */
 export interface StoredArtifact {
   storage_key: string;
@@ -31,6 +33,11 @@ export interface OpenedArtifact {
    * at its end, on cancel and on error. Fails if the artifact ends early.
    */
   read(start: number, length: number): Promise<ReadableStream<Uint8Array>>;
+  /**
+   * The bytes of several spans back to back, in the order given (a
+   * multi-range download, src/storage/spans.ts). Takes over the artifact like `read`.
+   */
+  readSpans(spans: Span[]): ReadableStream<Uint8Array>;
   /** Releases the artifact without reading it. */
   close(): void;
 }
@@ -124,5 +131,13 @@ export class EmptyUploadError extends Error {
   constructor() {
     super("the file is empty");
     this.name = "EmptyUploadError";
+  }
+}
+
+/** The stored file is not the one its sender described (declared SHA-256 or size). */
+export class UploadMismatchError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UploadMismatchError";
   }
 }

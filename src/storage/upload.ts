@@ -1,6 +1,6 @@
 /**
  * The one upload receiver behind every way a release arrives: the admin forms
- * (admin/routes/upload.tsx), the publishing API (admin/publish_api/upload.ts)
+ * (admin/routes/upload.tsx), the publishing API (src/publishing/api/upload.ts)
  * and `publishRelease` (publish.ts). Receiving streams the file part into the
  * artifact store and hands every other part to the caller; recording commits
  * the release the caller builds from the received file (and starts the staged
@@ -9,6 +9,7 @@
  */
 import {
   ConflictError,
+  createBlockMap,
   createRelease,
   createStagedRelease,
   type Release,
@@ -24,6 +25,8 @@ import {
   EmptyUploadError,
   type StoredArtifact,
 } from "./types.ts";
+import { checkBlockMap, MAX_BLOCK_MAP_BYTES, readSmallPart } from "./block_map_part.ts";
+import { type ReceivedDeltas, receivedDeltas, recordSparkleDeltas } from "./sparkle_delta_parts.ts";
 
 /** A part of a multipart upload, as the reader gives it (src/http/multipart.ts). */
 export interface UploadPart {
@@ -38,6 +41,10 @@ export interface ReceivedFile {
   stored: StoredArtifact;
   filename: string | undefined;
   contentType: string | undefined;
+  /** The vendor's block map (the part `blockmap`), kept instead of one the service builds. */
+  blockMap?: Uint8Array;
+  /** Sparkle deltas uploaded with the file (sparkle_delta_parts.ts). */
+  sparkleDeltas?: ReceivedDeltas;
 }
 
 export interface ReceiveOptions<P extends UploadPart> {
@@ -58,9 +65,15 @@ export async function receiveUpload<P extends UploadPart>(
   { artifacts, maxBytes, onPart }: ReceiveOptions<P>,
 ): Promise<ReceivedFile | null> {
   let file: ReceivedFile | null = null;
+  let blockMap: Uint8Array | undefined;
+  const deltas = receivedDeltas(artifacts, maxBytes);
   try {
     for await (const part of parts) {
-      if (part.name === "file" && file === null) {
+      if (part.name === BLOCK_MAP_PART && part.filename !== undefined && blockMap === undefined) {
+        blockMap = await readSmallPart(part.body, { field: "blockmap", max: MAX_BLOCK_MAP_BYTES });
+      } else if (await deltas.take(part)) {
+        continue;
+      } else if (part.name === "file" && file === null) {
         const stored = await artifacts.save(part.body, maxBytes).catch((error) => {
           if (error instanceof EmptyUploadError) return null;
           throw error;
@@ -74,10 +87,17 @@ export async function receiveUpload<P extends UploadPart>(
     }
   } catch (error) {
     if (file !== null) await artifacts.remove(file.stored.storage_key);
+    await deltas.received.remove();
     throw error;
   }
+  if (file !== null && blockMap !== undefined && blockMap.byteLength > 0) file.blockMap = blockMap;
+  if (file !== null) file.sparkleDeltas = deltas.received;
+  else await deltas.received.remove();
   return file;
 }
+
+/** The multipart part (a file) holding the vendor's block map of the upload's file. */
+export const BLOCK_MAP_PART = "blockmap";
 
 /** What an upload records: the release, and the staged rollout to start over the latest, if any. */
 export interface UploadRecord {
@@ -118,6 +138,8 @@ export async function recordUpload(
 ): Promise<RecordedUpload> {
   try {
     const { release: input, rollout = null } = await build(file);
+    if (file?.blockMap !== undefined) checkBlockMap(file.blockMap, file.stored.size_bytes);
+    file?.sparkleDeltas?.check();
     // A rollout starts from the current latest; a project without one simply gets the release.
     // Whether there is one is decided in the release's own commit, not by a read before it.
     const { release, staged } = await (rollout === null
@@ -129,16 +151,33 @@ export async function recordUpload(
         }
         throw error;
       });
+    if (file?.blockMap !== undefined) {
+      await keepVendorBlockMap(kv, release, file.blockMap);
+    }
+    if (file?.sparkleDeltas !== undefined) {
+      await recordSparkleDeltas(kv, release, file.sparkleDeltas);
+    }
     return {
       release,
       rollout: staged && rollout !== null ? await startUploadRollout(kv, release, rollout) : null,
     };
   } catch (error) {
     if (file !== null) await artifacts.remove(file.stored.storage_key);
+    await file?.sparkleDeltas?.remove();
     throw error;
   } finally {
     // Committed or removed: the storage sweep may judge the file from now on.
     if (file !== null) artifacts.settle?.(file.stored.storage_key);
+    file?.sparkleDeltas?.settle();
+  }
+}
+
+/** Records the vendor's block map; a failure leaves it to the background build (logged). */
+async function keepVendorBlockMap(kv: Deno.Kv, release: Release, bytes: Uint8Array) {
+  try {
+    await createBlockMap(kv, { releaseId: release.id, madeBy: "vendor", bytes });
+  } catch (error) {
+    console.error("keeping the uploaded block map failed:", error);
   }
 }
 

@@ -4,6 +4,33 @@ import { ADDRESS_MAX_LENGTH } from "../lib/limits.ts";
 import { retryWhileLocked } from "./atomic.ts";
 import { auditKey, auditPrefix } from "./keys.ts";
 
+/**
+ * The kinds of audited action: the part of an action before its dot
+ * (`release.delete` is of kind `release`). An action's type names its kind,
+ * so a new kind is added here first, and the audit page's filter offers
+ * every one of them.
+ */
+export const AUDIT_KINDS = [
+  "project",
+  "release",
+  "rollout",
+  "api_key",
+  "publish_token",
+  "webhook",
+  "signing_key",
+  "tuf",
+  "sparkle_key",
+  "account",
+  "auth",
+  "admin",
+  "change",
+] as const;
+
+export type AuditKind = typeof AUDIT_KINDS[number];
+
+/** An audited action: its kind, a dot, what was done (`project.create`). */
+export type AuditAction = `${AuditKind}.${string}`;
+
 export interface AuditEntry {
   id: string;
   /** RFC 3339 time. */
@@ -17,7 +44,7 @@ export interface AuditEntry {
   address: string;
 }
 
-export type AuditInput = Omit<AuditEntry, "id" | "at">;
+export type AuditInput = Omit<AuditEntry, "id" | "at" | "action"> & { action: AuditAction };
 
 /**
  * The admin request a change is made for (who, from where, what), set by the
@@ -105,6 +132,29 @@ export async function recordAudit(
   const entry = auditEntry(reuse ? pending.id : newAuditId(), atMs, input);
   await retryWhileLocked(() => kv.set(auditKey(atMs, entry.id), entry));
   return entry;
+}
+
+/**
+ * Writes an audit entry of an action that is done: a failed write is logged
+ * and handed to `onFailure` (for the KV error count), never thrown, so the
+ * action's answer stands.
+ */
+export async function recordAuditSafely(
+  kv: Deno.Kv,
+  input: AuditInput,
+  onFailure: () => void = () => {},
+): Promise<void> {
+  try {
+    await recordAudit(kv, input);
+  } catch (error) {
+    onFailure();
+    console.error(`audit record failed (${input.action} ${input.target}):`, error);
+  }
+}
+
+/** How the audit log names a publish token: its name and id. */
+export function tokenActor(token: { name: string; id: number }): string {
+  return `token:${token.name} (#${token.id})`;
 }
 
 const CURSOR_PATTERN = /^(\d{1,16})\.([0-9a-f]{14})$/;

@@ -56,6 +56,11 @@
  * | ["publish_tokens_by_hash", sha256Hex]        | tokenId                       |
  * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
  * | ["meta", "sha512_backfill"]                  | true once every release has its SHA-512 |
+ * | ["block_maps", releaseId]                    | BlockMapRecord: the release's block map, who made it (block_maps.ts) |
+ * | ["block_map_pieces", releaseId, piecesId, i] | Uint8Array: a piece of the gzipped block map |
+ * | ["sparkle_deltas", releaseId, index]         | SparkleDelta: a `.delta` file of the release (sparkle_deltas.ts) |
+ * | ["delivery_bytes", releaseId, "served"/"full"] | Deno.KvU64 bytes answered / whole downloads' cost (delivery.ts) |
+ * | ["delivery_bytes_by_month", projectId, month, "served"/"full"] | Deno.KvU64, the same per UTC month |
  * | ["leases", ...LeaseName]                     | Lease { holder, until } (expireIn): the one instance doing that work (leases.ts) |
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
  * | ["signing_root"]                             | SigningRoot: the uploaded offline-root document |
@@ -76,6 +81,14 @@
  * | ["rollout_gate_changes", projectId, action]  | Deno.KvU64 stages advanced, halted or completed by the gates |
  * | ["rollbacks", projectId]                     | Rollback: the release rolled back and the one offered instead |
  * | ["release_policy", projectId]                | ReleasePolicy: critical releases and the minimum version |
+ * | ["sso_pending", sha256Hex(state)]            | SsoPending: a sign-in on its way through the provider (expireIn; sso.ts) |
+ * | ["sso_sessions", sha256Hex(sessionId)]       | SsoSession: the provider's tokens of an admin session (expireIn) |
+ * | ["sso_accounts", username]                   | SsoAccount: the provider identity an account belongs to |
+ * | ["tuf_roots", version]                       | TufRoot: one uploaded version of the TUF root (tuf.ts) |
+ * | ["tuf_state", projectId]                     | TufState: versions and expiry of a project's TUF metadata |
+ * | ["tuf_files", projectId, role, version, part] | string: part of a signed TUF metadata file |
+ * | ["tuf_status"]                               | TufRefreshStatus: the last background refresh of TUF metadata |
+ * | ["sparkle_feed_keys", projectId]             | SparkleFeedKey: the project's appcast key (public half; sparkle_keys.ts) |
  *
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
@@ -124,14 +137,17 @@ export function sha512BackfillDoneKey(): Deno.KvKey {
 
 /**
  * What a lease (leases.ts) is for: the SHA-512 backfill (src/feeds/backfill.ts),
+ * the block maps' build (src/blockmap/background.ts),
  * the aggregates build (aggregates.ts), the top-keys refresh (stats.ts), a
  * project's retention run (retention.ts).
  */
 export type LeaseName =
   | "sha512_backfill"
+  | "block_map_build"
   | "aggregates_build"
   | "top_keys_refresh"
   | "rollout_gates"
+  | "tuf_refresh"
   | readonly ["retention_run", number];
 
 /** The lease of the one instance doing `name`'s work. */
@@ -243,6 +259,8 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["leases"],
   ["adoption_new_ids"],
   ["report_new_ids"],
+  ["sso_pending"],
+  ["sso_sessions"],
 ];
 
 /**
@@ -258,6 +276,8 @@ export const BACKUP_VOLATILE_PREFIXES: readonly Deno.KvKey[] = [
   ["publish_token_last_used"],
   ["adoption_sketch"],
   ["report_sketch"],
+  ["delivery_bytes"],
+  ["delivery_bytes_by_month"],
 ];
 export function adminUserKey(username: string): Deno.KvKey {
   return ["admin_users", username];
@@ -590,4 +610,71 @@ export function rollbackKey(projectId: number): Deno.KvKey {
 /** A project's critical releases and minimum supported version. */
 export function releasePolicyKey(projectId: number): Deno.KvKey {
   return ["release_policy", projectId];
+}
+
+/** A sign-in through the OpenID Connect provider, by the hash of its `state`. */
+export function ssoPendingKey(stateHash: string): Deno.KvKey {
+  return ["sso_pending", stateHash];
+}
+
+/** The provider's tokens of an admin session, by the hash of the session id. */
+export function ssoSessionKey(idHash: string): Deno.KvKey {
+  return ["sso_sessions", idHash];
+}
+
+/** The provider identity (issuer and subject) that an admin account was made for. */
+export function ssoAccountKey(username: string): Deno.KvKey {
+  return ["sso_accounts", username];
+}
+
+/** One version of the TUF root (docs/tuf.md). */
+export function tufRootKey(version: number): Deno.KvKey {
+  return ["tuf_roots", version];
+}
+
+export function tufRootsPrefix(): Deno.KvKey {
+  return ["tuf_roots"];
+}
+
+/** The versions and expiry of a project's TUF metadata. */
+export function tufStateKey(projectId: number): Deno.KvKey {
+  return ["tuf_state", projectId];
+}
+
+export function tufStatesPrefix(): Deno.KvKey {
+  return ["tuf_state"];
+}
+
+/** One part of a signed TUF metadata file (a file may be larger than one KV value). */
+export function tufFilePartKey(
+  projectId: number,
+  file: { role: string; version: number },
+  part: number,
+): Deno.KvKey {
+  return ["tuf_files", projectId, file.role, file.version, part];
+}
+
+export function tufFilePrefix(
+  projectId: number,
+  file: { role: string; version: number },
+): Deno.KvKey {
+  return ["tuf_files", projectId, file.role, file.version];
+}
+
+export function tufRoleFilesPrefix(projectId: number, role: string): Deno.KvKey {
+  return ["tuf_files", projectId, role];
+}
+
+/** The last background refresh of every project's TUF metadata. */
+export function tufStatusKey(): Deno.KvKey {
+  return ["tuf_status"];
+}
+
+/** The Sparkle appcast key of a project (its public half; the private key is a file). */
+export function sparkleFeedKeyKey(projectId: number): Deno.KvKey {
+  return ["sparkle_feed_keys", projectId];
+}
+
+export function sparkleFeedKeysPrefix(): Deno.KvKey {
+  return ["sparkle_feed_keys"];
 }

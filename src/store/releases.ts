@@ -1,3 +1,4 @@
+import { listAllSparkleDeltas } from "./sparkle_deltas.ts";
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { aggregatesReady, releaseAggregates } from "./aggregates.ts";
 import { now, serializedProjectWrite, takeIds } from "./atomic.ts";
@@ -60,13 +61,9 @@ type ReleaseText = Record<keyof typeof RELEASE_TEXT_LIMITS, string>;
 /** Checks the admin-entered fields of a release before any bytes are stored. */
 export function validateReleaseFields(input: Partial<ReleaseText>): ReleaseText {
   return {
-    version: requireText("version", input.version, RELEASE_TEXT_LIMITS.version),
-    build: requireText("build", input.build, RELEASE_TEXT_LIMITS.build),
-    release_notes: requireText(
-      "release_notes",
-      input.release_notes,
-      RELEASE_TEXT_LIMITS.release_notes,
-    ),
+    version: releaseText("version", input.version),
+    build: releaseText("build", input.build),
+    release_notes: releaseText("release_notes", input.release_notes),
   };
 }
 
@@ -75,9 +72,18 @@ export function validateGivenReleaseFields(input: Partial<ReleaseText>): Partial
   const fields: Partial<ReleaseText> = {};
   for (const field of Object.keys(RELEASE_TEXT_LIMITS) as (keyof ReleaseText)[]) {
     const value = input[field];
-    if (value !== undefined) fields[field] = requireText(field, value, RELEASE_TEXT_LIMITS[field]);
+    if (value !== undefined) fields[field] = releaseText(field, value);
   }
   return fields;
+}
+
+/**
+ * One field of a release's text, checked against its limit. Line breaks are
+ * stored as `\n`: a browser's form sends `\r\n` (and old Macs `\r`), and
+ * every way in (form, publishing API, edit) comes through here.
+ */
+function releaseText(field: keyof ReleaseText, value: string | undefined): string {
+  return requireText(field, value?.replace(/\r\n?/g, "\n"), RELEASE_TEXT_LIMITS[field]);
 }
 
 /**
@@ -475,10 +481,20 @@ export async function* listAllReleases(kv: Deno.Kv): AsyncGenerator<Release> {
   for await (const entry of kv.list<Release>({ prefix: releasesPrefix() })) yield entry.value;
 }
 
-/** The storage key of every release, in any state: the artifacts the storage sweep must keep. */
+/**
+ * The storage key of every release, in any state, and of their Sparkle deltas
+ * (sparkle_deltas.ts): the artifacts the storage sweep must keep.
+ */
 export async function listStorageKeys(kv: Deno.Kv): Promise<Set<string>> {
   const keys = new Set<string>();
-  for await (const release of listAllReleases(kv)) keys.add(release.storage_key);
+  const ids = new Set<number>();
+  for await (const release of listAllReleases(kv)) {
+    keys.add(release.storage_key);
+    ids.add(release.id);
+  }
+  for await (const delta of listAllSparkleDeltas(kv)) {
+    if (ids.has(delta.release_id)) keys.add(delta.storage_key);
+  }
   return keys;
 }
 

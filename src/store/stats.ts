@@ -140,15 +140,19 @@ const TOP_KEYS_REFRESH_STALE_MS = 60_000;
  * The keys with the most downloads, as of at most `maxAgeMs` ago: a page
  * reads one stored snapshot. A stale snapshot is recomputed in the
  * background (`getTopKeysByDownloads`, which reads every key's counter) by
- * the one instance that holds the refresh's lease (leases.ts); only the very
- * first computation is waited for. Download counting stays a blind `sum`, so
- * it never conflicts.
+ * the one instance that holds the refresh's lease (leases.ts); the very
+ * first computation, and any while the snapshot is empty (cheap: no key has
+ * a counter), are waited for, so that a page never says "no downloads"
+ * beside a chart that counts some. Download counting stays a blind `sum`,
+ * so it never conflicts.
  */
 export async function getTopKeys(
   kv: Deno.Kv,
   { limit, maxAgeMs }: { limit: number; maxAgeMs: number },
 ): Promise<TopKeysSnapshot["top"]> {
-  const snapshot = (await kv.get<TopKeysSnapshot>(topKeysKey())).value;
+  const stored = (await kv.get<TopKeysSnapshot>(topKeysKey())).value;
+  // An empty snapshot is as good as none: the first download shows at once.
+  const snapshot = stored?.top.length === 0 ? null : stored;
   if (snapshot !== null && Date.now() - Date.parse(snapshot.at) <= maxAgeMs) {
     return snapshot.top.slice(0, limit);
   }

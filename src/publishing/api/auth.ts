@@ -8,23 +8,24 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
-import { ApiError } from "../../src/http/errors.ts";
-import { jsonResponse } from "../../src/http/json.ts";
+import { ApiError } from "../../http/errors.ts";
+import { jsonResponse } from "../../http/json.ts";
 import {
   isClientKey,
   judgePublishToken,
   looksLikePublishToken,
   type TokenRefusal,
-} from "../../src/publishing/tokens.ts";
+} from "../../publishing/tokens.ts";
 import {
   getPublishTokenBySecret,
   type LoginThrottle,
   type PublishToken,
-  recordAudit,
+  recordAuditSafely,
   recordPublishTokenUse,
-} from "../../src/store/mod.ts";
-import { addressOf } from "../guards.ts";
-import type { ServiceDeps } from "../types.ts";
+  tokenActor,
+} from "../../store/mod.ts";
+import { addressOf } from "../../http/client_address.ts";
+import type { ServiceDeps } from "../../http/app_env.ts";
 import type { PublishEnv } from "./types.ts";
 
 /** The throttle's "user name" of publish tokens (admin user names cannot contain spaces). */
@@ -84,13 +85,13 @@ export function publishTokenAuth(
         const known = judged as PublishToken | null;
         if (known !== null) {
           // A known token that is disabled or expired: its owner wants to know who still uses it.
-          await auditSafely(deps, {
+          await recordAuditSafely(deps.kv, {
             actor: tokenActor(known),
             action: "publish_token.refused",
             target: `publish token ${known.id}`,
             details: `${refusal}; ${c.req.method} ${c.req.path}`,
             address,
-          });
+          }, () => deps.metrics.recordKvError("admin"));
         }
         return false;
       }
@@ -103,22 +104,4 @@ export function publishTokenAuth(
       return true;
     },
   });
-}
-
-/** How the audit log names a token: its name and id. */
-export function tokenActor(token: PublishToken): string {
-  return `token:${token.name} (#${token.id})`;
-}
-
-/** Records an action of a token; a failed audit write is logged, the action is done. */
-export async function auditSafely(
-  deps: ServiceDeps,
-  entry: Parameters<typeof recordAudit>[1],
-): Promise<void> {
-  try {
-    await recordAudit(deps.kv, entry);
-  } catch (error) {
-    deps.metrics.recordKvError("admin");
-    console.error(`audit record failed (${entry.action} ${entry.target}):`, error);
-  }
 }

@@ -3,8 +3,8 @@
  * shape (src/http/resource_json.ts, shared with the client API),
  * plus its `state` and whether it `is_latest`, and the project it belongs to.
  */
-import { releaseJson } from "../../src/http/resource_json.ts";
-import type { Project, PublishToken, Release } from "../../src/store/mod.ts";
+import { releaseJson } from "../../http/resource_json.ts";
+import type { Project, PublishToken, Release } from "../../store/mod.ts";
 
 export function publishedRelease(release: Release, latestId: number | null) {
   return { ...releaseJson(release), state: release.state, is_latest: release.id === latestId };

@@ -8,13 +8,14 @@
  * tests/admin_gates_test.ts accounts for these routes as token-gated.
  */
 import { type Context, Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
-import { ApiError } from "../../src/http/errors.ts";
-import { jsonResponse } from "../../src/http/json.ts";
-import { multipartBoundary, readMultipart } from "../../src/http/multipart.ts";
-import { ID_PATTERN, isSlug } from "../../src/lib/limits.ts";
-import { tokenCovers, tokenMay } from "../../src/publishing/tokens.ts";
+import { createMiddleware } from "hono/factory";
+import { ApiError } from "../../http/errors.ts";
+import { jsonResponse } from "../../http/json.ts";
+import { multipartBoundary, readMultipart } from "../../http/multipart.ts";
+import { ID_PATTERN, isSlug } from "../../lib/limits.ts";
+import { tokenCovers, tokenMay } from "../../publishing/tokens.ts";
 import {
+  type AuditAction,
   changeRollout,
   completeRollout,
   createLoginThrottle,
@@ -31,6 +32,7 @@ import {
   type Project,
   publishDraft,
   type PublishPermission,
+  recordAuditSafely,
   type Release,
   RELEASE_PAGE_MAX,
   type Rollout,
@@ -38,20 +40,19 @@ import {
   runAudited,
   setReleaseState,
   startRollout,
-} from "../../src/store/mod.ts";
-import type { ServiceDeps } from "../types.ts";
-import { auditSafely, publishTokenAuth, tokenActor } from "./auth.ts";
+  tokenActor,
+} from "../../store/mod.ts";
+import type { ServiceDeps } from "../../http/app_env.ts";
+import { publishTokenAuth } from "./auth.ts";
 import { PUBLISH_RESPONSE_HEADERS, publishErrorResponse } from "./errors.ts";
 import { publishedProject, publishedRelease, tokenJson } from "./serialize.ts";
 import type { PublishEnv } from "./types.ts";
-import { FIELDS_ALLOWANCE_BYTES, flag, uploadRelease } from "./upload.ts";
-import { addressOf } from "../guards.ts";
+import { uploadRelease } from "./upload.ts";
+import { jsonLimit, jsonObject } from "./json_body.ts";
 import { addSafetyRoutes } from "./safety.ts";
-
-/** Largest JSON body (edits of notes and build). */
-const JSON_LIMIT_BYTES = 256 * 1024;
-
-type PublishContext = Context<PublishEnv>;
+import { declaresTooMuch, flag } from "../release_upload.ts";
+import { UploadTooLargeError } from "../../storage/mod.ts";
+import { addressOf } from "../../http/client_address.ts";
 
 export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   const { kv } = deps;
@@ -79,47 +80,53 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   const json = (data: unknown, status: 200 | 201 = 200, headers: Record<string, string> = {}) =>
     jsonResponse(data, status, { ...PUBLISH_RESPONSE_HEADERS, ...headers });
 
-  /** A project the token covers, found by slug; else 404 or 403. */
-  const projectFor = async (c: PublishContext, permission?: PublishPermission) => {
-    const slug = c.req.param("slug") ?? "";
-    const project = isSlug(slug) ? await getProjectBySlug(kv, slug) : null;
-    if (project === null) throw new ApiError(404, "project not found");
-    requireAccess(c.get("publishToken"), project, permission);
-    return project;
-  };
+  /** Gate of a project route: the project of `:slug`, covered by the token; else 404 or 403. */
+  const onProject = (permission?: PublishPermission) =>
+    createMiddleware<PublishEnv>(async (c, next) => {
+      const slug = c.req.param("slug") ?? "";
+      const project = isSlug(slug) ? await getProjectBySlug(kv, slug) : null;
+      if (project === null) throw new ApiError(404, "project not found");
+      requireAccess(c.get("publishToken"), project, permission);
+      c.set("project", project);
+      await next();
+    });
 
   /**
-   * A release of a project the token covers, found by id; else 400, 404 or 403.
-   * A release of a project outside the token's scope is `404` like a missing
-   * one: ids are counted, and a 403 would name every project's slug in turn.
+   * Gate of a release route: the release of `:id`, of a project the token
+   * covers; else 400, 404 or 403. A release of a project outside the token's
+   * scope is `404` like a missing one: ids are counted, and a 403 would name
+   * every project's slug in turn.
    */
-  const releaseFor = async (c: PublishContext, permission?: PublishPermission) => {
-    const raw = c.req.param("id") ?? "";
-    if (!/^\d+$/.test(raw)) throw new ApiError(400, "invalid release id");
-    const release = ID_PATTERN.test(raw) ? await getRelease(kv, Number(raw)) : null;
-    if (release === null) throw new ApiError(404, "release not found");
-    const project = await getProject(kv, release.project_id);
-    const token = c.get("publishToken");
-    if (project === null || !tokenCovers(token, project)) {
-      throw new ApiError(404, "release not found");
-    }
-    requireAccess(token, project, permission);
-    return { project, release };
-  };
+  const onRelease = (permission?: PublishPermission) =>
+    createMiddleware<PublishEnv>(async (c, next) => {
+      const raw = c.req.param("id") ?? "";
+      if (!/^\d+$/.test(raw)) throw new ApiError(400, "invalid release id");
+      const release = ID_PATTERN.test(raw) ? await getRelease(kv, Number(raw)) : null;
+      if (release === null) throw new ApiError(404, "release not found");
+      const project = await getProject(kv, release.project_id);
+      const token = c.get("publishToken");
+      if (project === null || !tokenCovers(token, project)) {
+        throw new ApiError(404, "release not found");
+      }
+      requireAccess(token, project, permission);
+      c.set("project", project);
+      c.set("release", release);
+      await next();
+    });
 
   const releaseBody = async (project: Project, release: Release) => ({
     project: publishedProject(project),
     release: publishedRelease(release, await getLatestReleaseId(kv, project.id)),
   });
 
-  const audit = (c: PublishContext, action: string, release: Release, details: string) =>
-    auditSafely(deps, {
+  const audit = (c: Context<PublishEnv>, action: AuditAction, release: Release, details: string) =>
+    recordAuditSafely(kv, {
       actor: tokenActor(c.get("publishToken")),
       action,
       target: `release ${release.id}`,
       details,
       address: addressOf(c, deps),
-    });
+    }, () => deps.metrics.recordKvError("admin"));
 
   api.get("/token", async (c) => {
     const token = c.get("publishToken");
@@ -128,8 +135,8 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     return json({ token: tokenJson(token, slugs) });
   });
 
-  api.get("/projects/:slug/releases", async (c) => {
-    const project = await projectFor(c);
+  api.get("/projects/:slug/releases", onProject(), async (c) => {
+    const project = c.get("project");
     const limit = parseLimit(c.req.query("limit"));
     const cursor = c.req.query("cursor");
     if (cursor !== undefined && !ID_PATTERN.test(cursor)) {
@@ -147,17 +154,13 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     });
   });
 
-  api.post("/projects/:slug/releases", async (c) => {
-    const project = await projectFor(c, "upload");
+  api.post("/projects/:slug/releases", onProject("upload"), async (c) => {
+    const project = c.get("project");
     const boundary = multipartBoundary(c.req.header("content-type"));
     const body = c.req.raw.body;
-    const declared = Number(c.req.header("content-length") ?? NaN);
-    if (declared > deps.config.maxUploadBytes + FIELDS_ALLOWANCE_BYTES) {
+    if (declaresTooMuch(c.req.header("content-length"), deps.config.maxUploadBytes)) {
       await body?.cancel().catch(() => {});
-      throw new ApiError(
-        413,
-        `the file is larger than the upload limit of ${deps.config.maxUploadBytes} bytes`,
-      );
+      throw new UploadTooLargeError(deps.config.maxUploadBytes);
     }
     if (boundary === null || body === null) {
       throw new ApiError(400, "send the release as multipart/form-data (curl -F)");
@@ -191,36 +194,27 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     });
   });
 
-  api.get("/releases/:id", async (c) => {
-    const { project, release } = await releaseFor(c);
+  api.get("/releases/:id", onRelease(), async (c) => {
+    const { project, release } = c.var;
     return json(await releaseBody(project, release));
   });
 
-  api.patch(
-    "/releases/:id",
-    bodyLimit({
-      maxSize: JSON_LIMIT_BYTES,
-      onError: () => {
-        throw new ApiError(413, `the JSON body is larger than ${JSON_LIMIT_BYTES} bytes`);
-      },
-    }),
-    async (c) => {
-      const { project, release } = await releaseFor(c, "upload");
-      const edit = await readTextEdit(c);
-      const { after: edited } = await editRelease(kv, release.id, edit);
-      await audit(
-        c,
-        "release.edit",
-        edited,
-        `project ${project.slug}; ${Object.keys(edit).join(", ")}`,
-      );
-      return json(await releaseBody(project, edited));
-    },
-  );
+  api.patch("/releases/:id", jsonLimit, onRelease("upload"), textEdit, async (c) => {
+    const { project, release } = c.var;
+    const edit = c.req.valid("json");
+    const { after: edited } = await editRelease(kv, release.id, edit);
+    await audit(
+      c,
+      "release.edit",
+      edited,
+      `project ${project.slug}; ${Object.keys(edit).join(", ")}`,
+    );
+    return json(await releaseBody(project, edited));
+  });
 
   for (const [action, state] of [["archive", "archived"], ["activate", "active"]] as const) {
-    api.post(`/releases/:id/${action}`, async (c) => {
-      const { project, release } = await releaseFor(c, "release_state");
+    api.post(`/releases/:id/${action}`, onRelease("release_state"), async (c) => {
+      const { project, release } = c.var;
       const changed = await setReleaseState(kv, release.id, state);
       await audit(
         c,
@@ -232,8 +226,8 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     });
   }
 
-  api.post("/releases/:id/publish", async (c) => {
-    const { project, release } = await releaseFor(c, "release_state");
+  api.post("/releases/:id/publish", onRelease("release_state"), async (c) => {
+    const { project, release } = c.var;
     if (release.state !== "draft") {
       throw new ApiError(409, `the release is ${release.state}, not a draft`);
     }
@@ -248,8 +242,8 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     return json(await releaseBody(project, published));
   });
 
-  api.post("/releases/:id/make-latest", async (c) => {
-    const { project, release } = await releaseFor(c, "release_state");
+  api.post("/releases/:id/make-latest", onRelease("release_state"), async (c) => {
+    const { project, release } = c.var;
     const chosen = await makeReleaseLatest(kv, release.id);
     await audit(
       c,
@@ -262,62 +256,73 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
 
   // Staged rollouts (docs/rollouts.md): start one for a release, then halt,
   // resume, widen (PATCH), complete or end it through its project.
-  const jsonLimit = bodyLimit({
-    maxSize: JSON_LIMIT_BYTES,
-    onError: () => {
-      throw new ApiError(413, `the JSON body is larger than ${JSON_LIMIT_BYTES} bytes`);
-    },
-  });
   const rolloutJson = (rollout: Rollout | null) => json({ rollout: publishedRollout(rollout) });
-  const auditRollout = (c: PublishContext, action: string, project: Project, details: string) =>
-    auditSafely(deps, {
+  const auditRollout = (
+    c: Context<PublishEnv>,
+    action: AuditAction,
+    project: Project,
+    details: string,
+  ) =>
+    recordAuditSafely(kv, {
       actor: tokenActor(c.get("publishToken")),
       action,
       target: `project ${project.id}`,
       details: `project ${project.slug}; ${details}`,
       address: addressOf(c, deps),
-    });
+    }, () => deps.metrics.recordKvError("admin"));
 
-  api.post("/releases/:id/rollout", jsonLimit, async (c) => {
-    const { project, release } = await releaseFor(c, "release_state");
-    const body = await readRolloutBody(c, ["percentage", "schedule", "tester_tag"]);
-    if (body.percentage === undefined) throw new ApiError(400, "percentage is required");
-    const rollout = await startRollout(kv, release.id, { ...body, percentage: body.percentage });
-    await auditRollout(c, "rollout.start", project, rolloutDetails(rollout));
-    return rolloutJson(rollout);
-  });
+  api.post(
+    "/releases/:id/rollout",
+    jsonLimit,
+    onRelease("release_state"),
+    rolloutBody,
+    async (c) => {
+      const { project, release } = c.var;
+      const body = c.req.valid("json");
+      if (body.percentage === undefined) throw new ApiError(400, "percentage is required");
+      const rollout = await startRollout(kv, release.id, { ...body, percentage: body.percentage });
+      await auditRollout(c, "rollout.start", project, rolloutDetails(rollout));
+      return rolloutJson(rollout);
+    },
+  );
 
-  api.get("/projects/:slug/rollout", async (c) => {
-    const project = await projectFor(c);
+  api.get("/projects/:slug/rollout", onProject(), async (c) => {
+    const project = c.get("project");
     return rolloutJson(await getRollout(kv, project.id));
   });
 
-  api.patch("/projects/:slug/rollout", jsonLimit, async (c) => {
-    const project = await projectFor(c, "release_state");
-    const body = await readRolloutBody(c, ["percentage", "schedule", "tester_tag"]);
-    const rollout = await changeRollout(kv, project.id, body);
-    await auditRollout(c, "rollout.change", project, rolloutDetails(rollout));
-    return rolloutJson(rollout);
-  });
+  api.patch(
+    "/projects/:slug/rollout",
+    jsonLimit,
+    onProject("release_state"),
+    rolloutBody,
+    async (c) => {
+      const project = c.get("project");
+      const body = c.req.valid("json");
+      const rollout = await changeRollout(kv, project.id, body);
+      await auditRollout(c, "rollout.change", project, rolloutDetails(rollout));
+      return rolloutJson(rollout);
+    },
+  );
 
   for (const [action, halted] of [["halt", true], ["resume", false]] as const) {
-    api.post(`/projects/:slug/rollout/${action}`, async (c) => {
-      const project = await projectFor(c, "release_state");
+    api.post(`/projects/:slug/rollout/${action}`, onProject("release_state"), async (c) => {
+      const project = c.get("project");
       const rollout = await changeRollout(kv, project.id, { halted });
       await auditRollout(c, `rollout.${action}`, project, rolloutDetails(rollout));
       return rolloutJson(rollout);
     });
   }
 
-  api.post("/projects/:slug/rollout/complete", async (c) => {
-    const project = await projectFor(c, "release_state");
+  api.post("/projects/:slug/rollout/complete", onProject("release_state"), async (c) => {
+    const project = c.get("project");
     const release = await completeRollout(kv, project.id);
     await auditRollout(c, "rollout.complete", project, `release ${release.id} is latest`);
     return json(await releaseBody(project, release));
   });
 
-  api.post("/projects/:slug/rollout/end", async (c) => {
-    const project = await projectFor(c, "release_state");
+  api.post("/projects/:slug/rollout/end", onProject("release_state"), async (c) => {
+    const project = c.get("project");
     const ended = await endRollout(kv, project.id);
     await auditRollout(c, "rollout.end", project, ended === null ? "none" : rolloutDetails(ended));
     return rolloutJson(null);
@@ -326,9 +331,9 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   // Release safety (docs/rollouts.md "Health gates"): gates, roll back, release policy.
   addSafetyRoutes(api, {
     deps,
-    projectFor,
+    onProject,
     json: (data) => json(data),
-    audit: (c, { action, project, details }) => auditRollout(c, action, project, details),
+    audit: auditRollout,
   });
 
   // Anything else under the prefix: a JSON 404 (the token is checked first, like every route).
@@ -383,26 +388,18 @@ export function rolloutDetails(rollout: Rollout): string {
     (rollout.tester_tag === null ? "" : `; testers ${rollout.tester_tag}`);
 }
 
-/** The JSON body of a rollout start or change: only `allowed` fields. */
-async function readRolloutBody(
-  c: PublishContext,
-  allowed: readonly string[],
-): Promise<{ percentage?: number; schedule?: RolloutStep[]; tester_tag?: string | null }> {
-  let body: unknown;
-  try {
-    body = await c.req.json();
-  } catch {
-    throw new ApiError(400, 'send a JSON object such as {"percentage": 10}');
-  }
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw new ApiError(400, 'send a JSON object such as {"percentage": 10}');
-  }
-  const fields = body as Record<string, unknown>;
+/** The fields of a rollout start or change. */
+const ROLLOUT_BODY_FIELDS = ["percentage", "schedule", "tester_tag"];
+
+/** The JSON body of a rollout start or change: percentage, schedule, tester_tag; nothing else. */
+const rolloutBody = jsonObject('{"percentage": 10}', (fields) => {
   for (const name of Object.keys(fields)) {
-    if (!allowed.includes(name)) {
+    if (!ROLLOUT_BODY_FIELDS.includes(name)) {
       throw new ApiError(
         400,
-        `unknown field ${JSON.stringify(name.slice(0, 64))}; allowed: ${allowed.join(", ")}`,
+        `unknown field ${JSON.stringify(name.slice(0, 64))}; allowed: ${
+          ROLLOUT_BODY_FIELDS.join(", ")
+        }`,
       );
     }
   }
@@ -416,28 +413,18 @@ async function readRolloutBody(
   if (tester_tag !== undefined && tester_tag !== null && typeof tester_tag !== "string") {
     throw new ApiError(400, "tester_tag must be a string or null");
   }
-  return {
+  const body: { percentage?: number; schedule?: RolloutStep[]; tester_tag?: string | null } = {
     ...(percentage === undefined ? {} : { percentage }),
     ...(schedule === undefined ? {} : { schedule: schedule as RolloutStep[] }),
     ...(tester_tag === undefined ? {} : { tester_tag }),
   };
-}
+  return body;
+});
 
 /** The JSON body of an edit: `build` and/or `release_notes`, strings; nothing else. */
-async function readTextEdit(
-  c: PublishContext,
-): Promise<{ build?: string; release_notes?: string }> {
-  let body: unknown;
-  try {
-    body = await c.req.json();
-  } catch {
-    throw new ApiError(400, 'send a JSON object such as {"release_notes": "…"}');
-  }
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw new ApiError(400, 'send a JSON object such as {"release_notes": "…"}');
-  }
+const textEdit = jsonObject('{"release_notes": "…"}', (fields) => {
   const edit: { build?: string; release_notes?: string } = {};
-  for (const [name, value] of Object.entries(body)) {
+  for (const [name, value] of Object.entries(fields)) {
     if (name !== "build" && name !== "release_notes") {
       throw new ApiError(
         400,
@@ -451,4 +438,4 @@ async function readTextEdit(
     throw new ApiError(400, "nothing to change: send build and/or release_notes");
   }
   return edit;
-}
+});

@@ -1,0 +1,201 @@
+/**
+ * Sign-in through an OpenID Connect provider (docs/sso.md): the start, the provider's answer,
+ * what the sign-in page offers (the break-glass password form when local passwords are off), the
+ * sign-out at the provider, and the check of a signed-in session's groups once its check interval
+ * has passed.
+ */
+import type { Context, Hono, MiddlewareHandler } from "hono";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { describeProviderError, type SsoService, type SsoSignedIn } from "../../src/sso/mod.ts";
+import { createAdminSession, deleteAdminSession, deleteSsoSession } from "../../src/store/mod.ts";
+import { accountTarget } from "../accounts.ts";
+import { audit, pageContext, redirectWithFlash } from "../context.ts";
+import {
+  clearLoginCsrfCookie,
+  clearSessionCookie,
+  getSessionCookie,
+  setFlash,
+  setSessionCookie,
+} from "../cookies.ts";
+import { sessionPolicy } from "../guards.ts";
+import { addressOf } from "../../src/http/client_address.ts";
+import type { AdminEnv, Flash, ServiceDeps } from "../types.ts";
+import type { SignInChoices } from "../views/login.tsx";
+import { SsoRefusedPage, SsoSignedOutPage } from "../views/sso.tsx";
+
+/** Where the provider sends the browser back to, under /admin: the callback URL to register. */
+export const SSO_CALLBACK_PATH = "/login/sso/callback";
+/** Binds a sign-in's `state` to the browser that began it (Lax: it comes back by a top-level GET). */
+const STATE_COOKIE = "uds_oidc_state";
+const STATE_COOKIE_PATH = "/admin/login/sso";
+
+/** What the sign-in page offers, from the settings. */
+export function signInChoices(deps: ServiceDeps, { breakGlass = false } = {}): SignInChoices {
+  const settings = deps.sso?.settings;
+  if (settings === undefined) return { passwordForm: true };
+  if (settings.localPasswords) return { providerName: settings.providerName, passwordForm: true };
+  return breakGlass
+    ? {
+      providerName: settings.providerName,
+      passwordForm: true,
+      note: `Break-glass sign-in for when ${settings.providerName} is down: only the local ` +
+        `accounts named by APP_OIDC_BREAK_GLASS_USERS can sign in here.`,
+    }
+    : { providerName: settings.providerName, passwordForm: false };
+}
+
+/** Whether `username` may sign in with a local password under the settings. */
+export function mayUsePassword(deps: ServiceDeps, username: string): boolean {
+  const settings = deps.sso?.settings;
+  return settings === undefined || settings.localPasswords ||
+    settings.breakGlassUsers.includes(username);
+}
+
+/** The page after a sign-out that goes on to the provider's end-session URL. */
+export function signedOutAtProvider(
+  c: Context<AdminEnv>,
+  deps: ServiceDeps,
+  { flash, endAtProvider }: { flash: Flash; endAtProvider: URL },
+): Response | Promise<Response> {
+  setFlash(c, deps.config, flash);
+  c.header("refresh", `0; url=${endAtProvider.href}`);
+  return c.html(
+    <SsoSignedOutPage
+      ctx={{ serviceName: deps.config.serviceName }}
+      providerName={deps.sso?.settings.providerName ?? ""}
+      endSessionUrl={endAtProvider.href}
+    />,
+  );
+}
+
+/** The routes of sign-in through the provider; none when no provider is set up. */
+export function addSsoRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+  const sso = deps.sso;
+  if (sso === undefined) return;
+  const { config } = deps;
+  const providerName = sso.settings.providerName;
+
+  function refusedPage(
+    c: Context<AdminEnv>,
+    { status, message }: { status: 400 | 403 | 502; message: string },
+  ) {
+    return c.html(
+      <SsoRefusedPage
+        ctx={pageContext(c, deps)}
+        status={status}
+        message={message}
+        providerName={providerName}
+      />,
+      status,
+    );
+  }
+
+  admin.get("/login/sso", async (c) => {
+    let begun;
+    try {
+      begun = await sso.begin();
+    } catch (error) {
+      deps.logger?.event("warn", "OpenID Connect sign-in could not start", {
+        error: describeProviderError(error).message,
+      });
+      return refusedPage(c, {
+        status: 502,
+        message: `${providerName} cannot be reached just now, so signing in through it is not ` +
+          `possible. Try again in a while${
+            sso.settings.localPasswords ? " or sign in with a password" : ""
+          }.`,
+      });
+    }
+    setCookie(c, STATE_COOKIE, begun.state, {
+      path: STATE_COOKIE_PATH,
+      httpOnly: true,
+      sameSite: "Lax",
+      secure: config.https,
+      maxAge: 600,
+    });
+    return c.redirect(begun.url.href, 303);
+  });
+
+  admin.get(SSO_CALLBACK_PATH, async (c) => {
+    // The URL the provider sent the browser to, as registered (a proxy may have changed the host).
+    const currentUrl = new URL(`${config.baseUrl}/admin${SSO_CALLBACK_PATH}`);
+    currentUrl.search = new URL(c.req.url).search;
+    const browserState = getCookie(c, STATE_COOKIE);
+    deleteCookie(c, STATE_COOKIE, { path: STATE_COOKIE_PATH, secure: config.https });
+    const result = await sso.finish(currentUrl, browserState);
+    if (!result.ok) {
+      await audit(c, deps, {
+        action: "auth.sign_in_refused",
+        target: result.identity === undefined ? "-" : accountTarget(result.identity),
+        details:
+          `OpenID Connect provider ${providerName} (${sso.settings.issuer}): ${result.message}`,
+        actor: result.identity ?? "-",
+      });
+      return refusedPage(c, result);
+    }
+    await startSession(c, deps, { sso, signedIn: result });
+    return c.redirect("/admin", 303);
+  });
+}
+
+/** The admin session of a sign-in through the provider, and its audit entry. */
+async function startSession(
+  c: Context<AdminEnv>,
+  deps: ServiceDeps,
+  { sso, signedIn }: { sso: SsoService; signedIn: SsoSignedIn },
+): Promise<void> {
+  const { kv, config } = deps;
+  const previous = getSessionCookie(c);
+  if (previous !== undefined) await deleteAdminSession(kv, previous);
+  const nowMs = Date.now();
+  const { id, session } = await createAdminSession(
+    kv,
+    { username: signedIn.username, address: addressOf(c, deps) },
+    { policy: sessionPolicy(deps), nowMs },
+  );
+  await sso.remember(id, { signedIn, nowMs, expiresAtMs: session.expires_at });
+  setSessionCookie(c, config, id);
+  clearLoginCsrfCookie(c, config);
+  const change = signedIn.created
+    ? `account created as ${signedIn.role}`
+    : signedIn.before !== undefined && signedIn.before !== signedIn.role
+    ? `role ${signedIn.before} -> ${signedIn.role}`
+    : `role ${signedIn.role}`;
+  await audit(c, deps, {
+    action: "auth.sign_in",
+    target: accountTarget(signedIn.username),
+    details: `through OpenID Connect provider ${sso.settings.providerName} ` +
+      `(${sso.settings.issuer}), subject "${signedIn.subject}", ${change}`,
+    actor: signedIn.username,
+  });
+}
+
+/**
+ * A session signed in through the provider has its groups read again once its check interval
+ * has passed (at its next request); a session whose groups no longer give a role, or that the
+ * provider no longer confirms, ends there. Sessions with a local password pass unchecked.
+ */
+export function requireSsoCheck(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
+  return async (c, next) => {
+    const sso = deps.sso;
+    if (sso === undefined) return await next();
+    const sessionId = c.get("sessionId");
+    const outcome = await sso.check(sessionId);
+    if (!outcome.ended) return await next();
+    const { username } = c.get("session");
+    await deleteAdminSession(deps.kv, sessionId, username);
+    await deleteSsoSession(deps.kv, sessionId);
+    clearSessionCookie(c, deps.config);
+    await audit(c, deps, {
+      action: "auth.session_ended",
+      target: accountTarget(username),
+      details: `OpenID Connect provider ${sso.settings.providerName}: ${outcome.reason}`,
+      actor: username,
+    });
+    return redirectWithFlash(c, deps, {
+      location: "/admin/login",
+      kind: "error",
+      text: `You were signed out: ${outcome.reason}`,
+    });
+  };
+}

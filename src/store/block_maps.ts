@@ -1,0 +1,199 @@
+/**
+ * Block maps of releases (electron-updater's differential downloads,
+ * src/blockmap/): the gzipped block map of a release, kept in KV in pieces
+ * of at most BLOCK_MAP_PIECE_BYTES (a KV value holds 64 KiB; a 1 GiB
+ * artifact's block map is about 1.5 MB), and one record per release naming
+ * them and who made the map. A release gets its block map once and keeps it:
+ * clients cache the installed version's, so it is never replaced. Backups
+ * carry them like every other entry.
+ */
+import { commitWithRetry, retryWhileLocked } from "./atomic.ts";
+import { getManyEntries } from "./get_many.ts";
+import { releaseKey, releasesPrefix } from "./keys.ts";
+import type { Release } from "./types.ts";
+
+export interface BlockMapRecord {
+  release_id: number;
+  /** Names this map's pieces (a map that lost a race to another leaves no pieces behind). */
+  pieces_id: string;
+  pieces: number;
+  size_bytes: number;
+  /** "service": built here (app-builder's chunking); "vendor": uploaded with the release. */
+  made_by: "service" | "vendor";
+  created_at: string;
+}
+
+/** The most bytes of a block map in one KV value. */
+export const BLOCK_MAP_PIECE_BYTES = 60_000;
+/** Pieces written per commit (a commit carries at most 800 KiB). */
+const PIECES_PER_COMMIT = 10;
+
+/** `["block_maps", releaseId]`: the release's BlockMapRecord. */
+export function blockMapKey(releaseId: number): Deno.KvKey {
+  return ["block_maps", releaseId];
+}
+
+export function blockMapsPrefix(): Deno.KvKey {
+  return ["block_maps"];
+}
+
+/** `["block_map_pieces", releaseId, piecesId, index]`: bytes of one block map. */
+export function blockMapPieceKey(releaseId: number, piecesId: string, index: number): Deno.KvKey {
+  return ["block_map_pieces", releaseId, piecesId, index];
+}
+
+export function blockMapPiecesPrefix(releaseId: number): Deno.KvKey {
+  return ["block_map_pieces", releaseId];
+}
+
+export async function getBlockMapByRelease(
+  kv: Deno.Kv,
+  releaseId: number,
+): Promise<BlockMapRecord | null> {
+  return (await kv.get<BlockMapRecord>(blockMapKey(releaseId))).value;
+}
+
+/** The gzipped block map of release `releaseId`, or null while it has none. */
+export async function getBlockMapBytes(
+  kv: Deno.Kv,
+  releaseId: number,
+): Promise<Uint8Array<ArrayBuffer> | null> {
+  const record = await getBlockMapByRelease(kv, releaseId);
+  if (record === null) return null;
+  const keys = Array.from(
+    { length: record.pieces },
+    (_, i) => blockMapPieceKey(releaseId, record.pieces_id, i),
+  );
+  const entries = await getManyEntries<Uint8Array>(kv, keys);
+  const bytes = new Uint8Array(record.size_bytes);
+  let at = 0;
+  for (const { value } of entries) {
+    if (value === null || at + value.byteLength > bytes.byteLength) return null;
+    bytes.set(value, at);
+    at += value.byteLength;
+  }
+  return at === bytes.byteLength ? bytes : null;
+}
+
+/**
+ * Stores the block map `bytes` of a release that has none: its pieces, then
+ * the record in one checked commit. False (and no pieces left) when the
+ * release already has one or no longer exists.
+ */
+export async function createBlockMap(
+  kv: Deno.Kv,
+  { releaseId, madeBy, bytes }: {
+    releaseId: number;
+    madeBy: BlockMapRecord["made_by"];
+    bytes: Uint8Array;
+  },
+): Promise<boolean> {
+  if (await getBlockMapByRelease(kv, releaseId) !== null) return false;
+  const piecesId = crypto.randomUUID();
+  const pieces = Math.ceil(bytes.byteLength / BLOCK_MAP_PIECE_BYTES);
+  for (let first = 0; first < pieces; first += PIECES_PER_COMMIT) {
+    const op = kv.atomic();
+    for (let i = first; i < Math.min(pieces, first + PIECES_PER_COMMIT); i++) {
+      const piece = bytes.slice(i * BLOCK_MAP_PIECE_BYTES, (i + 1) * BLOCK_MAP_PIECE_BYTES);
+      op.set(blockMapPieceKey(releaseId, piecesId, i), piece);
+    }
+    await retryWhileLocked(() => op.commit());
+  }
+  const record: BlockMapRecord = {
+    release_id: releaseId,
+    pieces_id: piecesId,
+    pieces,
+    size_bytes: bytes.byteLength,
+    made_by: madeBy,
+    created_at: new Date().toISOString(),
+  };
+  const created = await commitWithRetry(async () => {
+    const [release, existing] = await kv.getMany<[Release, BlockMapRecord]>([
+      releaseKey(releaseId),
+      blockMapKey(releaseId),
+    ]);
+    if (release.value === null || existing.value !== null) {
+      return { commit: { ok: true, versionstamp: "" } as const, value: false };
+    }
+    const commit = await kv.atomic().check(release, existing)
+      .set(blockMapKey(releaseId), record).commit();
+    return { commit, value: true };
+  });
+  if (!created) await removePieces(kv, releaseId, piecesId);
+  return created;
+}
+
+async function removePieces(kv: Deno.Kv, releaseId: number, piecesId?: string): Promise<void> {
+  const prefix = piecesId === undefined
+    ? blockMapPiecesPrefix(releaseId)
+    : [...blockMapPiecesPrefix(releaseId), piecesId];
+  for await (const entry of kv.list({ prefix })) {
+    await retryWhileLocked(() => kv.delete(entry.key));
+  }
+}
+
+/**
+ * Removes the block maps (records and pieces) of releases that no longer
+ * exist; the count removed. Pieces a crashed writer left without a record go too.
+ */
+export async function removeOrphanBlockMaps(kv: Deno.Kv): Promise<number> {
+  const releaseIds = new Set<number>();
+  const recorded = new Map<number, string>();
+  for await (const entry of kv.list<BlockMapRecord>({ prefix: blockMapsPrefix() })) {
+    recorded.set(entry.value.release_id, entry.value.pieces_id);
+  }
+  const pieceOwners = new Map<number, Set<string>>();
+  for await (const entry of kv.list({ prefix: ["block_map_pieces"] })) {
+    const [, releaseId, piecesId] = entry.key as [string, number, string, number];
+    if (!pieceOwners.has(releaseId)) pieceOwners.set(releaseId, new Set());
+    pieceOwners.get(releaseId)!.add(piecesId);
+  }
+  const ids = [...new Set([...recorded.keys(), ...pieceOwners.keys()])];
+  const entries = await getManyEntries<Release>(kv, ids.map(releaseKey));
+  entries.forEach((entry, i) => {
+    if (entry.value !== null) releaseIds.add(ids[i]);
+  });
+  let removed = 0;
+  for (const id of ids) {
+    if (!releaseIds.has(id)) {
+      await retryWhileLocked(() => kv.delete(blockMapKey(id)));
+      await removePieces(kv, id);
+      removed++;
+      continue;
+    }
+    // Pieces of a map that never got its record (a crash between the two writes).
+    for (const piecesId of pieceOwners.get(id) ?? []) {
+      if (recorded.get(id) !== piecesId) await removePieces(kv, id, piecesId);
+    }
+  }
+  return removed;
+}
+
+/**
+ * Releases (any state) with an id above `afterId` that have no block map,
+ * at most `limit` looked at, by id; `lastId` is the highest id looked at
+ * (the next call starts there), `afterId` when there were none.
+ */
+export async function listReleasesWithoutBlockMap(
+  kv: Deno.Kv,
+  { afterId, limit }: { afterId: number; limit: number },
+): Promise<{ releases: Release[]; lastId: number }> {
+  const releases: Release[] = [];
+  const seen: Release[] = [];
+  for await (
+    const entry of kv.list<Release>({ prefix: releasesPrefix(), start: releaseKey(afterId + 1) }, {
+      limit,
+    })
+  ) {
+    seen.push(entry.value);
+  }
+  if (seen.length === 0) return { releases, lastId: afterId };
+  const maps = await getManyEntries<BlockMapRecord>(
+    kv,
+    seen.map((release) => blockMapKey(release.id)),
+  );
+  seen.forEach((release, i) => {
+    if (maps[i].value === null) releases.push(release);
+  });
+  return { releases, lastId: seen.at(-1)!.id };
+}

@@ -1,0 +1,52 @@
+/**
+ * The Sparkle appcast keys (docs/feeds.md "Signed Sparkle feeds"): per
+ * project, the public half of the EdDSA key the vendor gave, and the bundle
+ * identifier the appcast names. The private key is never in KV: it is a 0600
+ * file in the data dir (src/feeds/sparkle_signing.ts).
+ */
+import { commitWithRetry, now } from "./atomic.ts";
+import { sparkleFeedKeyKey, sparkleFeedKeysPrefix } from "./keys.ts";
+
+export interface SparkleFeedKey {
+  project_id: number;
+  /** The Ed25519 public key, base64 (as in the app's SUPublicEDKey). */
+  public_key: string;
+  /** CFBundleIdentifier of the app, for `sparkle:bundleIdentifier`; empty for none. */
+  bundle_identifier: string;
+  set_at: string;
+  set_by: string;
+}
+
+export async function setSparkleFeedKey(
+  kv: Deno.Kv,
+  input: Omit<SparkleFeedKey, "set_at">,
+): Promise<SparkleFeedKey> {
+  const record: SparkleFeedKey = { ...input, set_at: now() };
+  return await commitWithRetry(async () => ({
+    commit: await kv.atomic().set(sparkleFeedKeyKey(record.project_id), record).commit(),
+    value: record,
+  }));
+}
+
+export async function getSparkleFeedKeyByProject(
+  kv: Deno.Kv,
+  projectId: number,
+): Promise<SparkleFeedKey | null> {
+  return (await kv.get<SparkleFeedKey>(sparkleFeedKeyKey(projectId))).value;
+}
+
+export async function deleteSparkleFeedKey(kv: Deno.Kv, projectId: number): Promise<void> {
+  await commitWithRetry(async () => ({
+    commit: await kv.atomic().delete(sparkleFeedKeyKey(projectId)).commit(),
+    value: undefined,
+  }));
+}
+
+/** Every project's appcast key, by project id. */
+export async function listSparkleFeedKeys(kv: Deno.Kv): Promise<SparkleFeedKey[]> {
+  const keys: SparkleFeedKey[] = [];
+  for await (const entry of kv.list<SparkleFeedKey>({ prefix: sparkleFeedKeysPrefix() })) {
+    keys.push(entry.value);
+  }
+  return keys;
+}

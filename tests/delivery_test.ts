@@ -1,0 +1,65 @@
+/**
+ * What differential downloads save (src/store/delivery.ts): per release the
+ * bytes answered for its file and block map and what whole downloads would
+ * have cost (a whole download, or the latest release's block map, which
+ * starts a differential update, stands for the file's size); the Prometheus
+ * counters; the release page and the project page's line for the month.
+ */
+import assert from "node:assert/strict";
+import { runBlockMapBuild } from "../src/blockmap/background.ts";
+import { getReleaseDelivery } from "../src/store/mod.ts";
+import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
+import { seedKey, seedProject, seedRelease, testMetrics } from "./helpers.ts";
+
+/** The value of an unlabelled series in the metrics text. */
+async function series(name: string): Promise<number> {
+  const line = (await testMetrics.render()).split("\n").find((l) => l.startsWith(`${name} `));
+  return Number(line?.split(" ")[1] ?? 0);
+}
+
+Deno.test("differential downloads: bytes sent against whole downloads, per release and month", async (t) => {
+  await using app = await createAdminTestApp();
+  const project = await seedProject(app, { slug: "desktop" });
+  const size = 2_000_000;
+  const file = (seed: number) =>
+    Uint8Array.from({ length: size }, (_, i) => (i * seed) >> 3 & 0xff);
+  const v1 = await seedRelease(app, project.id, "1.0.0", file(7), { filename: "App 1.0.0.exe" });
+  const v2 = await seedRelease(app, project.id, "1.0.1", file(11), { filename: "App 1.0.1.exe" });
+  await runBlockMapBuild({ kv: app.kv, artifacts: app.artifacts, report: () => {} });
+  const { secret } = await seedKey(app);
+  const get = async (path: string, headers: Record<string, string> = {}) => {
+    const res = await app.request(path, secret, { headers });
+    const bytes = (await res.arrayBuffer()).byteLength;
+    assert.ok(res.status < 300, `${path}: ${res.status}`);
+    return bytes;
+  };
+  const served = { before: await series("uds_delivered_bytes_total") };
+  const full = { before: await series("uds_full_download_equivalent_bytes_total") };
+
+  let sent = 0;
+  await t.step("a whole download, and an update as electron-updater makes it", async () => {
+    sent += await get(`/api/v1/releases/${v2.id}/download`);
+    const base = "/feeds/electron/desktop/files";
+    const newMap = await get(`${base}/1.0.1/App%201.0.1.exe.blockmap`);
+    sent += newMap;
+    const oldMap = await get(`${base}/1.0.0/App%201.0.0.exe.blockmap`);
+    sent += await get(`${base}/1.0.1/App%201.0.1.exe`, { range: "bytes=0-99,1000-1999" });
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the sums are written after
+    assert.deepEqual(await getReleaseDelivery(app.kv, v2.id), { served: sent, full: 2 * size });
+    assert.deepEqual(await getReleaseDelivery(app.kv, v1.id), { served: oldMap, full: 0 });
+    assert.equal(await series("uds_delivered_bytes_total") - served.before, sent + oldMap);
+    assert.equal(await series("uds_full_download_equivalent_bytes_total") - full.before, 2 * size);
+  });
+
+  await t.step("the release page and the project page's line for the month", async () => {
+    const admin = await signedInClient(app);
+    const release = (await admin.page(`/admin/releases/${v2.id}`)).html;
+    assert.match(release, /data-delivery/);
+    const { html } = await admin.page("/admin/projects/desktop");
+    assert.match(
+      html,
+      /Differential downloads saved 0\.00 GB this month \(0\.00 GB sent instead of 0\.00 GB\)/,
+    );
+    assert.match(html, /data-differential-savings/);
+  });
+});
