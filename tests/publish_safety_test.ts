@@ -1,5 +1,5 @@
 /**
- * Release safety in the publishing API (admin/publish_api/safety.ts): gates
+ * Release safety in the publishing API (src/publishing/api/safety.ts): gates
  * put on a rollout, read and taken off; roll back; the release policy; bad
  * input as JSON errors; an upload-only token refused.
  */
