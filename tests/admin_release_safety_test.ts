@@ -41,7 +41,7 @@ Deno.test("release safety card: gates, stage figures, halt reason, rollback, pol
     });
     assert.equal(res.status, 400);
     const html = await res.text();
-    assert.match(html, /stages must be ascending percentages/);
+    assert.match(html, /Stages must be ascending percentages/);
     assert.match(html, /value="50, 10"/);
   });
 
@@ -136,7 +136,7 @@ Deno.test("release safety card: gates, stage figures, halt reason, rollback, pol
         minimum_version: "1 0",
       });
       assert.equal(bad.status, 400);
-      assert.match(await bad.text(), /minimum_version must be/);
+      assert.match(await bad.text(), /Minimum supported version must be/);
     },
   );
 });

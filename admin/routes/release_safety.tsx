@@ -27,7 +27,7 @@ import {
   ValidationError,
 } from "../../src/store/mod.ts";
 import { type AdminContext, audit, redirectWithFlash } from "../context.ts";
-import { field } from "../forms.ts";
+import { field, formErrorOf } from "../forms.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import {
   EMPTY_SAFETY_FORM,
@@ -131,10 +131,12 @@ export function addReleaseSafetyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps)
       done = await change();
     } catch (error) {
       if (!(error instanceof ValidationError || error instanceof NotFoundError)) throw error;
-      const fieldName = error instanceof ValidationError ? error.field : "rollout";
+      const shown = error instanceof ValidationError
+        ? formErrorOf(error)
+        : { field: "rollout", message: error.message };
       return renderProjectPage(c, deps, {
         project,
-        safety: { values: valuesOf(c), error: { field: fieldName, message: error.message } },
+        safety: { values: valuesOf(c), error: shown },
         status: 400,
       });
     }
