@@ -16,7 +16,6 @@ import {
   getRollout,
   getRolloutGates,
   listReleasesByProject,
-  NotFoundError,
   parseGates,
   type Project,
   rollBack,
@@ -24,10 +23,9 @@ import {
   setReleaseCritical,
   setRolloutGates,
   stageFigures,
-  ValidationError,
 } from "../../src/store/mod.ts";
-import { type AdminContext, audit, redirectWithFlash } from "../context.ts";
-import { field, formErrorOf } from "../forms.ts";
+import type { AdminContext } from "../context.ts";
+import { field } from "../forms.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import {
   EMPTY_SAFETY_FORM,
@@ -35,7 +33,8 @@ import {
   type ReleaseSafetyCardProps,
   type SafetyValues,
 } from "../views/release_safety.tsx";
-import { loadProject, renderProjectPage } from "./project_page.tsx";
+import { loadProject } from "./project_page.tsx";
+import { attemptProjectChange, type ProjectChangeDone } from "./project_change.ts";
 
 /** Releases whose reports the card lists (the newest). */
 const REPORTED_RELEASES = 5;
@@ -120,37 +119,17 @@ export function addReleaseSafetyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps)
   const { kv } = deps;
 
   /** Runs `change`; a refusal shows the page again with the forms as sent. */
-  async function attempt(
+  const attempt = (
     c: AdminContext,
     project: Project,
-    // Typed as a rollout action: the audit log's kinds include `rollout`.
-    change: () => Promise<{ action: `rollout.${string}`; details: string; text: string }>,
-  ): Promise<Response> {
-    let done;
-    try {
-      done = await change();
-    } catch (error) {
-      if (!(error instanceof ValidationError || error instanceof NotFoundError)) throw error;
-      const shown = error instanceof ValidationError
-        ? formErrorOf(error)
-        : { field: "rollout", message: error.message };
-      return renderProjectPage(c, deps, {
-        project,
-        safety: { values: valuesOf(c), error: shown },
-        status: 400,
-      });
-    }
-    await audit(c, deps, {
-      action: done.action,
-      target: `project ${project.id}`,
-      details: done.details,
-    });
-    return redirectWithFlash(c, deps, {
+    change: () => Promise<ProjectChangeDone>,
+  ): Promise<Response> =>
+    attemptProjectChange(c, deps, {
+      project,
+      change,
+      refused: (error) => ({ safety: { values: valuesOf(c), error } }),
       location: `/admin/projects/${project.slug}#release-safety`,
-      kind: "success",
-      text: done.text,
     });
-  }
 
   admin.post("/projects/:slug/rollout/gates", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));
