@@ -14,11 +14,13 @@ import {
   createAdoptionRecorder,
   createApiKey,
   createProject,
+  createReportRecorder,
   createSigningKey,
   getDownloadCounts,
   listAuditEntries,
   type ProjectInput,
   type Release,
+  type ReportRecorder,
   setCacheRefreshMs,
   setSigningKeyStatus,
 } from "../src/store/mod.ts";
@@ -51,6 +53,8 @@ export interface TestApp extends AsyncDisposable {
   signer: Signer;
   /** The app's adoption recorder (docs/rollouts.md "Adoption"): `flush` before reading counts. */
   adoption: AdoptionRecorder;
+  /** The app's install report recorder (docs/reports.md): `flush` before reading counts. */
+  reports: ReportRecorder;
   /** GET (or other method) with an optional bearer key. */
   request: (path: string, key?: string, init?: RequestInit) => Promise<Response>;
   /** Like `request`, as if sent from the TCP peer `address`. */
@@ -107,9 +111,11 @@ export async function createTestApp(
   });
   // On the plain KV too; close() waits for its writes.
   const adoption = createAdoptionRecorder(kv, { newIdsPerDay: config.adoptionNewIdsPerDay });
+  const reports = createReportRecorder(kv, { newIdsPerDay: config.reportsNewPerDay });
   const app = createApp({
     signer,
     adoption,
+    reports,
     config,
     kv: appKv,
     artifacts,
@@ -125,6 +131,7 @@ export async function createTestApp(
       // Let fire-and-forget bookkeeping (download counts) finish before KV closes.
       await new Promise((resolve) => setTimeout(resolve, 5));
       await adoption.flush();
+      await reports.flush();
       kv.close();
       rateLimitKv.close();
       await Deno.remove(dataDir, { recursive: true });
@@ -145,6 +152,7 @@ export async function createTestApp(
     config,
     signer,
     adoption,
+    reports,
     request: (path, key, init) => send(path, key, init),
     requestFrom: (address, path, key, init) => send(path, key, init, address),
     close,

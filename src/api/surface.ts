@@ -22,9 +22,11 @@ import {
   getProjectBySlug,
   getRelease,
   type LatestView,
+  policyHeaders,
   type Project,
   recordDelivery,
   type Release,
+  type ReleasePolicy,
   thenRead,
 } from "../store/mod.ts";
 import { clientIdentity, releaseFor } from "../rollouts/membership.ts";
@@ -52,6 +54,15 @@ export interface KeySurface {
   latestFor(key: ApiKey, project: Project, installId: () => string | null): Cached<Release>;
   /** That a client of `key` was answered `release` (adoption), by the install id it sent. */
   seen(key: ApiKey, release: Release, installId: string | null): void;
+  /** The project's release policy (critical releases, minimum version, rollback), or null. */
+  policyOf(projectId: number): Cached<ReleasePolicy | null>;
+  /**
+   * `response` (the latest-release answer of `release`) with the policy's
+   * headers (docs/rollouts.md "Critical updates and a minimum version");
+   * a project without a policy costs a look into the read cache's entry the
+   * answer was just made from, and a null check.
+   */
+  withPolicy(response: Response, release: Release): Cached<Response>;
   /**
    * Bytes answered for `release` (its file, parts or block map) and what they stand for in
    * whole downloads: the metrics and the release's sums (src/store/delivery.ts).
@@ -121,6 +132,15 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     return release;
   };
 
+  const policyOf = (projectId: number): Cached<ReleasePolicy | null> => {
+    const view = getLatestView(kv, projectId);
+    return view instanceof Promise ? view.then((found) => found.policy) : view.policy;
+  };
+  const addPolicy = (response: Response, policy: ReleasePolicy | null, release: Release) => {
+    if (policy !== null) setHeaders(response.headers, policyHeaders(policy, release));
+    return response;
+  };
+
   const delivered = (release: Release, { served, full }: { served: number; full: number }) => {
     metrics.recordDelivery(served, full);
     recordDelivery(kv, {
@@ -138,6 +158,13 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     respond,
     mapError,
     seen,
+    policyOf,
+    withPolicy(response, release) {
+      const policy = policyOf(release.project_id);
+      return policy instanceof Promise
+        ? policy.then((found) => addPolicy(response, found, release))
+        : addPolicy(response, policy, release);
+    },
     delivered,
     latestFor(key, project, installId) {
       return thenRead(getLatestView(kv, project.id), (view) => offered(view, key, installId));

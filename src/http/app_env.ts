@@ -3,7 +3,7 @@ import type { Logger } from "../lib/log.ts";
 import type { ArtifactStore } from "../storage/mod.ts";
 import type { Metrics } from "../lib/metrics.ts";
 import type { KeyLookup } from "../store/key_lookup.ts";
-import type { AdoptionRecorder, AnswerSigner, ApiKey } from "../store/mod.ts";
+import type { AdoptionRecorder, AnswerSigner, ApiKey, ReportRecorder } from "../store/mod.ts";
 import type { RateLimiter } from "../store/rate_limit.ts";
 import type { OpenResponses } from "./open_responses.ts";
 import type { ResponseHeaders } from "./response_headers.ts";
@@ -44,6 +44,8 @@ export interface AppParts {
   signer: AnswerSigner;
   /** Records which release each client was answered (docs/rollouts.md "Adoption"). */
   adoption: AdoptionRecorder;
+  /** Writes install reports in batches off the request path (docs/reports.md). */
+  reports: ReportRecorder;
 }
 
 /** What the API and admin surfaces are built from: the deps with every part resolved. */

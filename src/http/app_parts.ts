@@ -2,7 +2,7 @@
 import { createMetrics } from "../lib/metrics.ts";
 import { createKeyLookup } from "../store/key_lookup.ts";
 import { createKvRateLimiter, createMemoryRateLimiter } from "../store/rate_limit.ts";
-import { type AnswerSigner, createAdoptionRecorder } from "../store/mod.ts";
+import { type AnswerSigner, createAdoptionRecorder, createReportRecorder } from "../store/mod.ts";
 import type { AppDeps, ServiceDeps } from "./app_env.ts";
 import { createOpenResponses } from "./open_responses.ts";
 import { contractHeaders } from "./response_headers.ts";
@@ -29,6 +29,11 @@ export function withDefaultParts(deps: AppDeps): ServiceDeps {
       createAdoptionRecorder(deps.kv, {
         onKvError: () => metrics.recordKvError("adoption"),
         newIdsPerDay: deps.config.adoptionNewIdsPerDay,
+      }),
+    reports: deps.reports ??
+      createReportRecorder(deps.kv, {
+        onKvError: () => metrics.recordKvError("reports"),
+        newIdsPerDay: deps.config.reportsNewPerDay,
       }),
   };
 }

@@ -8,7 +8,8 @@
  * deleted release, another latest) makes it inert until it is ended.
  */
 import { type Cached, cachedRead } from "./cache.ts";
-import { latestReleaseKey, releaseKey, rolloutKey } from "./keys.ts";
+import { latestReleaseKey, releaseKey, releasePolicyKey, rolloutKey } from "./keys.ts";
+import { isEmptyPolicy, type ReleasePolicy } from "./release_policy.ts";
 import type { Release, Rollout } from "./types.ts";
 
 /** A rollout in force, with what the hot path needs at hand. */
@@ -24,9 +25,11 @@ export interface LatestView {
   /** The latest pointer's release (what every client gets without a rollout). */
   release: Release | null;
   rollout: LiveRollout | null;
+  /** The project's release policy (release_policy.ts), or null when it says nothing. */
+  policy: ReleasePolicy | null;
 }
 
-const NO_LATEST: LatestView = { release: null, rollout: null };
+const NO_LATEST: LatestView = { release: null, rollout: null, policy: null };
 
 /**
  * The latest pointer's release and the rollout in force. A project without a
@@ -45,10 +48,10 @@ export function getLatestView(kv: Deno.Kv, projectId: number): Cached<LatestView
 }
 
 async function loadLatestView(kv: Deno.Kv, projectId: number): Promise<LatestView | null> {
-  const [pointer, rolloutEntry] = await kv.getMany<[number | null, Rollout]>([
-    latestReleaseKey(projectId),
-    rolloutKey(projectId),
-  ]);
+  const [pointer, rolloutEntry, policyEntry] = await kv.getMany<
+    [number | null, Rollout, ReleasePolicy]
+  >([latestReleaseKey(projectId), rolloutKey(projectId), releasePolicyKey(projectId)]);
+  const policy = policyEntry.value;
   const id = pointer.value;
   // No latest release: no rollout can apply either (it rolls out from the latest).
   if (id === null) return null;
@@ -63,6 +66,7 @@ async function loadLatestView(kv: Deno.Kv, projectId: number): Promise<LatestVie
     candidate.value !== null && candidate.value.state === "active";
   return {
     release,
+    policy: policy === null || isEmptyPolicy(policy) ? null : policy,
     rollout: live
       ? {
         record: rollout,
