@@ -13,6 +13,7 @@ import { createPublishApi } from "./src/publishing/api/mod.ts";
 import { createFeedRoutes } from "./src/api/feeds.ts";
 import { FEEDS_PREFIX } from "./src/feeds/paths.ts";
 import { createApiRoutes } from "./src/api/routes.ts";
+import { createReportRoutes, REPORTS_PREFIX } from "./src/api/reports.ts";
 import { createTufRoutes } from "./src/api/tuf.ts";
 import { TUF_PREFIX } from "./src/tuf/paths.ts";
 import { keySetHandler, keySetRootHandler } from "./src/api/key_set.ts";
@@ -95,6 +96,9 @@ export function createApp(appDeps: AppDeps & { sso?: SsoService }): Hono<AppEnv>
   app.route(API_PREFIX, clientApi.routes);
   const feeds = createFeedRoutes(deps, observer);
   app.route(FEEDS_PREFIX, feeds.routes);
+  // Install reports (docs/reports.md): outside /api/v1, which stays read-only.
+  const reports = createReportRoutes(deps, observer);
+  app.route(REPORTS_PREFIX, reports.routes);
   // Each project's TUF repository (docs/tuf.md), behind the same key checks as the feeds.
   const tuf = createTufRoutes(deps, observer);
   app.route(TUF_PREFIX, tuf.routes);
@@ -116,6 +120,7 @@ export function createApp(appDeps: AppDeps & { sso?: SsoService }): Hono<AppEnv>
   app.notFound((c) => {
     if (isUnder(c, API_PREFIX)) return clientApi.notFound(c);
     if (isUnder(c, FEEDS_PREFIX)) return feeds.notFound(c);
+    if (isUnder(c, REPORTS_PREFIX)) return reports.notFound(c);
     if (isUnder(c, TUF_PREFIX)) return tuf.notFound(c);
     return otherNotFound(c, async () => {}) as Response | Promise<Response>;
   });

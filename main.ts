@@ -6,7 +6,11 @@ import { ConfigError, isRemoteKv, loadConfig } from "./src/lib/config.ts";
 import { createHealthChecks, healthDetailsHandler } from "./src/http/health.ts";
 import { createMetricsApp, metricsAddressLabel } from "./src/http/metrics_route.ts";
 import { createOpenResponses } from "./src/http/open_responses.ts";
+import { createAdoptionRecorder } from "./src/store/adoption_recorder.ts";
+import { buildAggregates } from "./src/store/aggregates.ts";
+import { followOtherWriters } from "./src/store/cache.ts";
 import { createKeyUsageRecorder } from "./src/store/key_usage.ts";
+import { createReportRecorder } from "./src/store/report_recorder.ts";
 import { keepServing, type KeptServer } from "./src/lib/keep_serving.ts";
 import { createBufferedWriter, createLogger } from "./src/lib/log.ts";
 import { createMetrics } from "./src/lib/metrics.ts";
@@ -18,14 +22,13 @@ import {
 } from "./src/lib/private_files.ts";
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
-import { createAdoptionRecorder } from "./src/store/adoption_recorder.ts";
-import { buildAggregates } from "./src/store/aggregates.ts";
-import { followOtherWriters } from "./src/store/cache.ts";
 import { createStore } from "./src/store/store.ts";
 import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
 import { scheduleBlockMaps } from "./src/blockmap/background.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
+import { gateGauges } from "./src/rollouts/gate_metrics.ts";
+import { startGateEvaluator } from "./src/rollouts/gates.ts";
 import { startWebhookWorker } from "./src/webhooks/worker.ts";
 import { scheduleTufRefresh, tufGauges, tufSigningState } from "./src/tuf/freshness.ts";
 import { createOnlineKeys } from "./src/tuf/repository.ts";
@@ -229,6 +232,11 @@ async function start() {
     onKvError: () => metrics.recordKvError("adoption"),
     newIdsPerDay: config.adoptionNewIdsPerDay,
   });
+  // Install reports likewise (docs/reports.md).
+  const reports = createReportRecorder(store, {
+    onKvError: () => metrics.recordKvError("reports"),
+    newIdsPerDay: config.reportsNewPerDay,
+  });
   // Discovery of the OpenID Connect provider (docs/sso.md): one that cannot be reached is a warning
   // and tried again (until it answers or the process exits); sign-in through it waits for it.
   const sso = createSsoService({ config, store });
@@ -239,6 +247,7 @@ async function start() {
     sso,
     artifacts,
     adoption,
+    reports,
     rateLimitKv: config.rateLimitStore === "kv" ? kv : undefined,
     recordKeyUse: createKeyUsageRecorder(store, () => metrics.recordKvError("key_usage")),
     logger,
@@ -247,6 +256,12 @@ async function start() {
   });
   // Rollout percentages and adoption (docs/rollouts.md "Prometheus"), read at every scrape.
   metrics.addScrapeSource(() => rolloutGauges(store, Date.now()));
+  metrics.addScrapeSource(() => gateGauges(store));
+  // Rollouts' health gates, evaluated on one instance at a time (docs/rollouts.md "Health gates").
+  const gates = startGateEvaluator(store, {
+    holder: crypto.randomUUID(),
+    report: (error) => logger.event("warn", `rollout gates evaluation failed: ${String(error)}`),
+  });
   // Whether the database answers and takes writes (docs/operators.md "Health details").
   const health = createHealthChecks({
     kv,
@@ -298,7 +313,7 @@ async function start() {
   await bootstrapAdmin(store, config, (message) => logger.event("warn", message));
   answer = app.fetch;
   adminReady.resolve();
-  return { kv, servers, stopFollowingWriters, stopTufRefresh, webhooks, adoption };
+  return { kv, servers, stopFollowingWriters, stopTufRefresh, webhooks, adoption, reports, gates };
 }
 
 let started: Awaited<ReturnType<typeof start>>;
@@ -308,7 +323,8 @@ try {
   if (error instanceof StartupError) exitWith(error.message);
   throw error;
 }
-const { kv, servers, stopFollowingWriters, stopTufRefresh, webhooks, adoption } = started;
+const { kv, servers, stopFollowingWriters, stopTufRefresh, webhooks, adoption, reports, gates } =
+  started;
 
 onStopSignals({
   stop: async (signal) => {
@@ -335,8 +351,12 @@ onStopSignals({
     stopFollowingWriters();
     stopTufRefresh();
     webhooks.stop();
+    gates.stop();
     // The sightings still waiting are written, unless the KV takes longer than a few seconds.
-    await Promise.race([adoption.flush(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
+    await Promise.race([
+      Promise.all([adoption.flush(), reports.flush()]),
+      new Promise((resolve) => setTimeout(resolve, 5_000)),
+    ]);
     kv.close();
     logger.event("info", "stopped");
     stdout.flush();

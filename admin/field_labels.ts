@@ -25,6 +25,12 @@ export const FIELD_LABELS: Readonly<Record<string, string>> = {
   percentage: "Percentage of clients",
   schedule: "Schedule",
   tester_tag: "Tester tag",
+  stages: "Stages",
+  min_installs: "Successful installs per stage",
+  min_hours: "Hours per stage",
+  advance_below: "Advance while failures are below (%)",
+  halt_at: "Halt at failures of (%)",
+  minimum_version: "Minimum supported version",
 };
 
 /** `message` about `field`, its leading form name (if it starts with one) replaced by the label. */

@@ -40,6 +40,7 @@ import { addPublishTokenRoutes } from "./routes/publish_tokens.tsx";
 import { addReleaseRoutes } from "./routes/releases.tsx";
 import { addReleaseLatestRoutes } from "./routes/release_latest.tsx";
 import { addRolloutRoutes } from "./routes/rollout.tsx";
+import { addReleaseSafetyRoutes } from "./routes/release_safety.tsx";
 import { addUploadRoute, addUploadStreams } from "./routes/upload.tsx";
 import { addSigningKeyRoutes } from "./routes/signing_keys.tsx";
 import { addTufRoutes } from "./routes/tuf.tsx";
@@ -116,6 +117,7 @@ function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono
   addReleaseRoutes(gated, deps);
   addReleaseLatestRoutes(gated, deps);
   addRolloutRoutes(gated, deps);
+  addReleaseSafetyRoutes(gated, deps);
   addApiKeyRoutes(gated, deps);
   addReleasePageRoutes(gated, deps);
   addApiKeyPageRoutes(gated, deps);

@@ -41,6 +41,10 @@ const ROUTE_ROLES: ReadonlyMap<string, readonly AdminRole[]> = new Map([
   ["POST /admin/projects/:slug/rollout/resume", RELEASE_WRITERS],
   ["POST /admin/projects/:slug/rollout/complete", RELEASE_WRITERS],
   ["POST /admin/projects/:slug/rollout/end", RELEASE_WRITERS],
+  // Release safety (docs/rollouts.md "Health gates", "A way back"), likewise.
+  ["POST /admin/projects/:slug/rollout/gates", RELEASE_WRITERS],
+  ["POST /admin/projects/:slug/rollout/rollback", RELEASE_WRITERS],
+  ["POST /admin/projects/:slug/rollout/policy", RELEASE_WRITERS],
   // Accounts are for admins only, reading included.
   ["GET /admin/accounts", ADMINS],
   // Signing keys (docs/signing.md) are the owner's: admins only, reading included.

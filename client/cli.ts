@@ -4,6 +4,9 @@
  *   UPDATE_API_KEY=uds_… deno task client check --base-url URL --project SLUG --current VERSION
  *   UPDATE_API_KEY=uds_… deno task client download --base-url URL --project SLUG [--current VERSION] [--out FILE]
  *   UPDATE_API_KEY=uds_… deno task client download --base-url URL --release ID [--out FILE]
+ *   (check and download take --allow-downgrade: act on an older release offered after a rollback)
+ *   UPDATE_API_KEY=uds_… deno task client report --base-url URL --project SLUG --event E --version V
+ *     [--previous-version V] [--reason TEXT]   (docs/reports.md)
  *   (check and download also take --pin-key-set FILE or --pin-root KEY: docs/signing.md)
  *   (every command takes --state-dir DIR: where the install id is kept, docs/client-api.md)
  *   UPDATE_PUBLISH_TOKEN=udp_… deno task client publish --base-url URL --project SLUG --version V --file PATH
@@ -32,7 +35,11 @@ import {
   isNewerVersion,
   type PublishedKey,
   type Release,
+  rememberDownload,
+  type ReportEvent,
+  reportIfUpdated,
   type RetryNotice,
+  sendReport,
   UpdateClientError,
 } from "./update_client.ts";
 import { publishRelease } from "./publish.ts";
@@ -52,6 +59,9 @@ export const EXIT = {
   update_available: 10, // `check` only
   refused: 11, // `publish`: the service refused the upload (400, 409, 413, 507)
   signature: 12, // an answer's signature is bad, missing or expired (with a pinned key set)
+  downgrade_available: 13, // check, download: an older release is offered (a rollback)
+  critical_update: 14, // check: the newer release offered is marked critical
+  unsupported_version: 15, // check: the current version is below the project's minimum
 } as const satisfies Record<FailureKind, number> & Record<string, number>;
 
 const USAGE = `usage (or "uds-client" in place of "deno task client" once installed):
@@ -59,6 +69,8 @@ const USAGE = `usage (or "uds-client" in place of "deno task client" once instal
   deno task client download --project SLUG [--current VERSION] [--out FILE] [--base-url URL]
                             [--installed FILE] (with --current: differential download)
   deno task client download --release ID [--out FILE] [--base-url URL]
+  deno task client report   --project SLUG --event EVENT --version V [--previous-version V]
+                            [--reason TEXT] [--base-url URL]
   deno task client publish  --project SLUG --version V --file PATH [--build B]
                             [--notes-file F] [--draft] [--not-latest] [--base-url URL]
                             [--tauri-signature-file F] [--sparkle-signature S]
@@ -74,6 +86,9 @@ options:
                 current set is accepted when a pinned key signed it, and FILE is updated
   --pin-root KEY      (check, download) verify every answer against the keys that the
                 offline root KEY (base64url public key) signed; may be repeated
+  --allow-downgrade  (check, download) an older release offered after a rollback counts as the
+                update (check exits 10, download fetches it); without it, exit 13
+  --event E     (report) installed, download_failed, verification_failed, install_failed, crashed
   --help, -h    this text
   --version     the client's version
 environment: UPDATE_API_KEY (check, download), UPDATE_PUBLISH_TOKEN (publish),
@@ -84,7 +99,9 @@ publish prints the new release as JSON; it streams the file and sends its SHA-25
 exit codes: 0 ok or up to date, 10 update available (check), 2 usage, 3 key refused,
   4 not found, 5 rate limited, 6 integrity (publish: SHA-256 mismatch), 7 network,
   8 server, 9 file, 11 upload refused (publish), 12 bad, missing or expired signature
-  (with --pin-key-set or --pin-root), 1 unexpected
+  (with --pin-key-set or --pin-root), 13 an older release is offered (a rollback; see
+  --allow-downgrade), 14 critical update available (check), 15 the current version is below
+  the project's minimum supported version (check), 1 unexpected
 see docs/signing.md for signed answers and the pins`;
 
 class UsageError extends Error {}
@@ -112,20 +129,32 @@ async function run(args: string[]): Promise<number> {
     console.log(USAGE);
     return EXIT.ok;
   }
-  // `publish --version V` names the release; elsewhere --version asks for the client's.
-  if (args.includes("--version") && !args.includes("publish")) {
+  // `publish --version V` and `report --version V` name a release; elsewhere --version asks for
+  // the client's.
+  if (args.includes("--version") && !args.includes("publish") && !args.includes("report")) {
     console.log(`uds-update-client ${CLIENT_VERSION}`);
     return EXIT.ok;
   }
   const { command, flags } = parseCommandLine(args);
   if (command === "publish") return await publish(flags);
   const options = clientOptions(flags["base-url"], flags.retries);
-  options.installId = await installIdOf(flags);
+  const state = await installIdOf(flags);
+  options.installId = state?.installId;
+  if (command === "report") return await report(options, flags);
   options.trustedKeys = await pinnedKeys(flags, options);
+  const allowDowngrade = flags["allow-downgrade"] === true;
 
   if (command === "check") {
     if (!flags.project || !flags.current) {
       throw new UsageError("check needs --project and --current");
+    }
+    // The first check after an update says that it worked (docs/reports.md).
+    if (state !== undefined) {
+      await reportIfUpdated(options, {
+        stateDir: state.stateDir,
+        project: flags.project,
+        currentVersion: flags.current,
+      }).catch((error) => console.error(`warning: the install report was not sent: ${error}`));
     }
     const update = await checkForUpdate({
       ...options,
@@ -133,9 +162,24 @@ async function run(args: string[]): Promise<number> {
       currentVersion: flags.current,
     });
     const latest = describe(update.release);
+    if (update.unsupported) {
+      console.log(
+        `unsupported version: ${flags.current} is below the minimum supported version ` +
+          `${update.minimumVersion}; update to ${latest}`,
+      );
+      return EXIT.unsupported_version;
+    }
+    if (update.downgrade) {
+      console.log(`rollback: the service offers an older release: ${flags.current} -> ${latest}`);
+      return allowDowngrade ? EXIT.update_available : EXIT.downgrade_available;
+    }
     if (!update.available) {
       console.log(`up to date: ${flags.current} (latest is ${latest})`);
       return EXIT.ok;
+    }
+    if (update.critical) {
+      console.log(`critical update available: ${flags.current} -> ${latest}`);
+      return EXIT.critical_update;
     }
     console.log(`update available: ${flags.current} -> ${latest}`);
     return EXIT.update_available;
@@ -156,12 +200,43 @@ async function run(args: string[]): Promise<number> {
       currentVersion: flags.current ?? "",
     });
     release = update.release;
-    if (flags.current && !isNewerVersion(release.version, flags.current)) {
+    if (update.downgrade && !allowDowngrade) {
+      console.log(
+        `rollback: the service offers an older release: ${flags.current} -> ` +
+          `${describe(release)}; download it with --allow-downgrade`,
+      );
+      return EXIT.downgrade_available;
+    }
+    if (flags.current && !update.downgrade && !isNewerVersion(release.version, flags.current)) {
       console.log(`up to date: ${flags.current} (latest is ${describe(release)})`);
       return EXIT.ok;
     }
   }
   const target = resolve(userDirectory(), flags.out ?? safeFileName(release.filename));
+  // A failed download or check is reported (docs/reports.md); the failure stands.
+  const reportFailure = async (error: unknown): Promise<never> => {
+    if (flags.project && error instanceof UpdateClientError) {
+      const event = error.kind === "integrity" || error.kind === "signature"
+        ? "verification_failed"
+        : "download_failed";
+      await sendReport(options, {
+        project: flags.project,
+        event,
+        version: release.version,
+        reason: error.message,
+      }).catch(() => {});
+    }
+    throw error;
+  };
+  const remember = async () => {
+    if (flags.project && state !== undefined) {
+      await rememberDownload(state.stateDir, {
+        project: flags.project,
+        version: release.version,
+        previousVersion: flags.current,
+      }).catch((error) => console.error(`warning: the download was not remembered: ${error}`));
+    }
+  };
   if (flags.installed) {
     if (!flags.project || !flags.current) {
       throw new UsageError("--installed needs --project and --current (the installed version)");
@@ -173,7 +248,8 @@ async function run(args: string[]): Promise<number> {
       installedFile: resolve(userDirectory(), flags.installed),
       installedVersion: flags.current,
       project: flags.project,
-    });
+    }).catch(reportFailure);
+    await remember();
     console.log(
       `downloaded ${describe(release)} to ${target} (${release.size_bytes} bytes, sha256 ok, ${
         result.differential
@@ -183,7 +259,8 @@ async function run(args: string[]): Promise<number> {
     );
     return EXIT.ok;
   }
-  const result = await downloadRelease({ ...options, release, target });
+  const result = await downloadRelease({ ...options, release, target }).catch(reportFailure);
+  await remember();
   console.log(
     `downloaded ${describe(release)} to ${target} (${release.size_bytes} bytes, sha256 ok${
       result.resumed ? ", resumed" : ""
@@ -215,6 +292,10 @@ export const CLI_OPTIONS = {
   "pin-key-set": { type: "string" },
   "pin-root": { type: "string", multiple: true },
   "state-dir": { type: "string" },
+  "allow-downgrade": { type: "boolean" },
+  event: { type: "string" },
+  "previous-version": { type: "string" },
+  reason: { type: "string" },
 } as const;
 
 function parseCommandLine(args: string[]) {
@@ -225,7 +306,9 @@ function parseCommandLine(args: string[]) {
     throw new UsageError((error as Error).message);
   }
   const [command, ...extra] = parsed.positionals;
-  if (command !== "check" && command !== "download" && command !== "publish") {
+  if (
+    command !== "check" && command !== "download" && command !== "publish" && command !== "report"
+  ) {
     throw new UsageError(command ? `unknown command "${command}"` : "missing command");
   }
   if (extra.length) throw new UsageError(`unexpected argument "${extra[0]}"`);
@@ -244,7 +327,7 @@ async function publish(flags: Flags): Promise<number> {
     throw new UsageError("set the publish token in the environment variable UPDATE_PUBLISH_TOKEN");
   }
   const { apiKey: _, ...options } = clientOptions(flags["base-url"], flags.retries, token);
-  options.installId = await installIdOf(flags);
+  options.installId = (await installIdOf(flags))?.installId;
   let releaseNotes: string | undefined;
   if (flags["notes-file"]) {
     try {
@@ -350,19 +433,55 @@ async function pinnedKeys(
  * the flag or the variable that cannot be used is an error (exit 9); without
  * either, the run goes on without an install id and says so.
  */
-async function installIdOf(flags: Flags): Promise<string | undefined> {
+async function installIdOf(
+  flags: Flags,
+): Promise<{ installId: string; stateDir: string } | undefined> {
   const chosen = flags["state-dir"] ?? readEnv("UPDATE_STATE_DIR");
-  if (chosen !== undefined) return await loadInstallId(resolve(userDirectory(), chosen));
+  if (chosen !== undefined) {
+    const stateDir = resolve(userDirectory(), chosen);
+    return { installId: await loadInstallId(stateDir), stateDir };
+  }
   const fallback = defaultStateDirectory();
   try {
     if (fallback === undefined) throw new Error("HOME is not set; give --state-dir");
-    return await loadInstallId(fallback);
+    return { installId: await loadInstallId(fallback), stateDir: fallback };
   } catch (error) {
     console.error(
       `warning: no install id, requests go without X-Install-Id: ${(error as Error).message}`,
     );
     return undefined;
   }
+}
+
+const REPORT_EVENTS: readonly ReportEvent[] = [
+  "installed",
+  "download_failed",
+  "verification_failed",
+  "install_failed",
+  "crashed",
+];
+
+/** `report`: sends one install report (docs/reports.md), e.g. from an installer or at start-up. */
+async function report(options: ClientOptions, flags: Flags): Promise<number> {
+  if (!flags.project || !flags.event || !flags.version) {
+    throw new UsageError("report needs --project, --event and --version");
+  }
+  const event = flags.event as ReportEvent;
+  if (!REPORT_EVENTS.includes(event)) {
+    throw new UsageError(`--event must be one of ${REPORT_EVENTS.join(", ")}`);
+  }
+  if (!options.installId) {
+    throw new UpdateClientError("file", "no install id: reports need --state-dir (or HOME)");
+  }
+  await sendReport(options, {
+    project: flags.project,
+    event,
+    version: flags.version,
+    previousVersion: flags["previous-version"],
+    reason: flags.reason,
+  });
+  console.log(`reported ${event} of ${flags.project} ${flags.version}`);
+  return EXIT.ok;
 }
 
 /** `--rollout-*`: a staged rollout of the upload (docs/rollouts.md), or none. */

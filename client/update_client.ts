@@ -35,7 +35,7 @@ import {
   UpdateClientError,
   withRetries,
 } from "./http.ts";
-import { isNewerVersion } from "./versions.ts";
+import { compareVersions, isNewerVersion } from "./versions.ts";
 import { sha256Hex, verifyAnswer } from "./signatures.ts";
 
 export { downloadRelease } from "./download.ts";
@@ -51,9 +51,35 @@ export { defaultStateDirectory, INSTALL_ID_FILE, loadInstallId } from "./install
 export { CLIENT_VERSION, UpdateClientError, USER_AGENT } from "./http.ts";
 export type { ClientOptions, FailureKind, Project, Release, RetryNotice } from "./http.ts";
 export { compareVersions, isNewerVersion, parseSemver } from "./versions.ts";
+export {
+  type InstallReport,
+  PENDING_UPDATE_FILE,
+  rememberDownload,
+  type ReportEvent,
+  reportIfUpdated,
+  sendReport,
+} from "./reports.ts";
+
+/** The headers of the latest-release answer that carry the project's release policy (docs/reports.md). */
+export const CRITICAL_HEADER = "x-update-critical";
+export const MINIMUM_VERSION_HEADER = "x-minimum-version";
+/** On the offered release of a rollback: the version rolled back. */
+export const ROLLED_BACK_HEADER = "x-rolled-back";
 
 export interface UpdateCheck {
+  /** The offered release is newer than the current version. */
   available: boolean;
+  /**
+   * The offered release is older than the current version, which a rollback
+   * took back (`X-Rolled-Back` names a version at or above it; docs/rollouts.md).
+   */
+  downgrade: boolean;
+  /** The offered release is marked critical (`X-Update-Critical: true`). */
+  critical: boolean;
+  /** The project's minimum supported version (`X-Minimum-Version`), if it has one. */
+  minimumVersion?: string;
+  /** The current version is below the minimum supported version. */
+  unsupported: boolean;
   project: Project;
   release: Release;
 }
@@ -62,8 +88,34 @@ export async function checkForUpdate(
   options: ClientOptions & { project: string; currentVersion: string },
 ): Promise<UpdateCheck> {
   const path = `/api/v1/projects/${encodeURIComponent(options.project)}/releases/latest`;
-  const { project, release } = await getEnvelope(options, path);
-  return { available: isNewerVersion(release.version, options.currentVersion), project, release };
+  const { project, release, headers } = await getEnvelope(options, path);
+  const current = options.currentVersion;
+  const minimumVersion = headers.get(MINIMUM_VERSION_HEADER) ?? undefined;
+  return {
+    available: isNewerVersion(release.version, current),
+    downgrade: isRolledBack(current, {
+      offered: release.version,
+      rolledBack: headers.get(ROLLED_BACK_HEADER),
+    }),
+    critical: headers.get(CRITICAL_HEADER) === "true",
+    minimumVersion,
+    unsupported: minimumVersion !== undefined && current.trim() !== "" &&
+      compareVersions(current, minimumVersion) === -1,
+    project,
+    release,
+  };
+}
+
+/** Whether `current` was taken back by a rollback to `offered` (of `rolledBack`, if any). */
+function isRolledBack(
+  current: string,
+  { offered, rolledBack }: { offered: string; rolledBack: string | null },
+): boolean {
+  if (rolledBack === null || current.trim() === "") return false;
+  if (current.trim() === rolledBack.trim()) return true;
+  const above = compareVersions(current, offered);
+  const within = compareVersions(current, rolledBack);
+  return above === 1 && within !== null && within <= 0;
 }
 
 /** Release metadata by id (`/api/v1/releases/{id}`). */
@@ -74,10 +126,12 @@ export async function getRelease(options: ClientOptions, releaseId: number): Pro
 async function getEnvelope(
   options: ClientOptions,
   path: string,
-): Promise<{ project: Project; release: Release }> {
+): Promise<{ project: Project; release: Release; headers: Headers }> {
+  let headers = new Headers();
   const envelope = await withRetries(options, async () => {
     const res = await send(options, path, {});
     const body = new Uint8Array(await res.arrayBuffer());
+    headers = res.headers;
     if (options.trustedKeys !== undefined) {
       await verifyAnswer(
         {
@@ -102,5 +156,5 @@ async function getEnvelope(
   if (typeof release?.version !== "string" || typeof release.download_url !== "string") {
     throw new UpdateClientError("server", `the service answered ${path} without release metadata`);
   }
-  return envelope;
+  return { ...envelope, headers };
 }

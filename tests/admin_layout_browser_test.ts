@@ -4,7 +4,8 @@
  * no control or text leaves its table cell or the screen. The data is made
  * through the admin forms: a 120-character project name, a 64-character slug
  * and user name, 40-character tags, a 150-character file name, 100-character
- * key and token names, a 200-character webhook URL and 64-character hashes.
+ * key and token names, a 200-character webhook URL and 64-character hashes;
+ * the release safety card's gates, minimum version and 200-character failure reasons.
  * A screenshot of each page goes to tests/screenshots/layout-*.png.
  */
 import assert from "node:assert/strict";
@@ -109,7 +110,9 @@ async function seed(base: string): Promise<Seeded> {
     tags: TAGS.join(", "),
   });
   check(key, "api key", 200);
-  await key.body?.cancel();
+  const secret = /data-api-key="([^"]+)"/.exec(await key.text())?.[1];
+  assert.ok(secret, "the api key's secret");
+  await seedReleaseSafety(admin, { base, secret });
   await admin.page("/admin/publish-tokens");
   const token = await admin.post("/admin/publish-tokens", {
     name: TOKEN_NAME,
@@ -139,6 +142,56 @@ async function seed(base: string): Promise<Seeded> {
   const releaseId = /data-release-id="(\d+)"/.exec(releases)?.[1];
   assert.ok(keyId && webhookId && releaseId, "the ids of the seeded records");
   return { keyId, releaseId, webhookId };
+}
+
+/**
+ * The release safety card with long data: gates, a 100-character minimum
+ * version, every release critical, and installs and crashes with 200-character
+ * reasons reported for both releases.
+ */
+async function seedReleaseSafety(
+  admin: AdminClient,
+  { base, secret }: { base: string; secret: string },
+): Promise<void> {
+  await admin.page(`/admin/projects/${SLUG}`);
+  check(
+    await admin.post(`/admin/projects/${SLUG}/rollout/gates`, {
+      stages: "10, 25, 50, 75, 100",
+      min_installs: "1000000",
+      min_hours: "168",
+      advance_below: "2.5",
+      halt_at: "7.25",
+    }),
+    "gates",
+  );
+  const { html } = await admin.page(`/admin/projects/${SLUG}`);
+  const critical = [...html.matchAll(/name="critical" value="(\d+)"/g)].map((m) => m[1]);
+  check(
+    await admin.post(`/admin/projects/${SLUG}/rollout/policy`, {
+      minimum_version: "9".repeat(100),
+      critical,
+    }),
+    "policy",
+  );
+  for (const version of ["1.0.0", "2.0.0"]) {
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${base}/reports/v1/projects/${SLUG}`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${secret}`,
+          "content-type": "application/json",
+          "x-install-id": `install-${version}-${i}`,
+        },
+        body: JSON.stringify(
+          i < 2
+            ? { event: "crashed", version, reason: "R".repeat(200) }
+            : { event: "installed", version },
+        ),
+      });
+      assert.ok(res.status < 300, `report: HTTP ${res.status}`);
+      await res.body?.cancel();
+    }
+  }
 }
 
 /**

@@ -59,6 +59,9 @@ const PUBLISHER_ROUTES = new Set([
   "POST /admin/projects/:slug/rollout/resume",
   "POST /admin/projects/:slug/rollout/complete",
   "POST /admin/projects/:slug/rollout/end",
+  "POST /admin/projects/:slug/rollout/gates",
+  "POST /admin/projects/:slug/rollout/rollback",
+  "POST /admin/projects/:slug/rollout/policy",
 ]);
 
 /** Fields that would make each POST succeed, so a missing refusal shows as a change. */

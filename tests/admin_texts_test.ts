@@ -8,6 +8,7 @@ import { AUDIT_KINDS, recordAudit } from "../src/store/audit.ts";
 import { topKeysKey } from "../src/store/keys.ts";
 import { claimLease } from "../src/store/leases.ts";
 import { getDownloadCounts, getRelease, makeReleaseLatest } from "../src/store/releases.ts";
+import { startRollout } from "../src/store/rollouts.ts";
 import { FIELD_LABELS } from "../admin/field_labels.ts";
 import { PROJECT_ROOT } from "./server_process.ts";
 import { sourceFiles } from "./source_files.ts";
@@ -193,12 +194,19 @@ Deno.test("messages name a field by the label its form shows, never by its form 
   await seedRelease(app, project.id, "1.0.0");
   const candidate = await seedRelease(app, project.id, "2.0.0");
   await makeReleaseLatest(app.store, (await seedRelease(app, project.id, "1.5.0")).id);
+  // A project with a rollout: its release safety card shows the gates form.
+  const gated = await seedProject(app, { slug: "gated", name: "Gated" });
+  const gatedOld = await seedRelease(app, gated.id, "1.0.0");
+  const gatedNew = await seedRelease(app, gated.id, "2.0.0");
+  await makeReleaseLatest(app.store, gatedOld.id);
+  await startRollout(app.store, gatedNew.id, { percentage: 10 });
   const client = await signedInClient(app);
 
   await t.step("every label in the table is the one its form shows", async () => {
     const pages = [
       "/admin/projects",
       "/admin/projects/app",
+      "/admin/projects/gated",
       "/admin/api-keys",
       "/admin/accounts",
       `/admin/releases/${candidate.id}`,
@@ -241,6 +249,20 @@ Deno.test("messages name a field by the label its form shows, never by its form 
       { release_id: String(candidate.id), percentage: "150", schedule: "", tester_tag: "" },
       /Percentage of clients must be a number from 0 to 100/,
       /percentage must/,
+    ],
+    [
+      "rollout gates",
+      "/admin/projects/gated/rollout/gates",
+      { stages: "10, 50", min_installs: "1.5", min_hours: "1", advance_below: "1", halt_at: "2" },
+      /Successful installs per stage must be a whole number/,
+      /min_installs must/,
+    ],
+    [
+      "release policy",
+      "/admin/projects/app/rollout/policy",
+      { minimum_version: "1 0" },
+      /Minimum supported version must be 1 to 100/,
+      /minimum_version must/,
     ],
     [
       "API key",

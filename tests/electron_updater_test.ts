@@ -4,10 +4,12 @@
  * server's feed under /feeds (docs/feeds.md): the update is found, downloaded
  * with the key and verified by its SHA-512; a tampered stored artifact is
  * refused with ERR_CHECKSUM_MISMATCH; a key whose scope leaves the project
- * out is refused.
+ * out is refused; after a rollback an app with `allowDowngrade` moves back to
+ * the previous release and one without it stays.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { rollBack } from "../src/store/release_policy.ts";
 import { changeRollout, endRollout, startRollout } from "../src/store/rollouts.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, PROJECT_ROOT, removedAtEnd, startServer } from "./server_process.ts";
@@ -58,7 +60,7 @@ Deno.test("electron-updater updates from the feed with the key", async (t) => {
   await using server = await startServer(dataDir);
   let run = 0;
   const check = async (
-    options: { key: string | null; version: string },
+    options: { key: string | null; version: string; allowDowngrade?: boolean },
   ): Promise<UpdaterResult> => {
     const work = join(root, `client-${++run}`);
     await Deno.mkdir(work, { recursive: true });
@@ -70,6 +72,7 @@ Deno.test("electron-updater updates from the feed with the key", async (t) => {
         API_KEY: options.key ?? "",
         WORK_DIR: work,
         APP_VERSION: options.version,
+        ALLOW_DOWNGRADE: options.allowDowngrade ? "1" : "",
       },
       stdout: "piped",
       stderr: "piped",
@@ -119,6 +122,8 @@ Deno.test("electron-updater updates from the feed with the key", async (t) => {
     assert.match(scoped.error?.message ?? "", /404/);
   });
 
+  /** The release the rollout step stages (1.2.0). */
+  let stagedId = 0;
   await t.step(
     "a staged rollout: at 0% no client is offered 1.2.0, at 100% every one is",
     async () => {
@@ -130,6 +135,7 @@ Deno.test("electron-updater updates from the feed with the key", async (t) => {
           filename: "Desktop Setup 1.2.0.exe",
           make_latest: false,
         });
+        stagedId = staged.id;
         await startRollout(fx.store, staged.id, { percentage: 0 });
         await new Promise((resolve) => setTimeout(resolve, 300)); // the read cache's bound
         assert.deepEqual(await check({ key, version: "1.1.0" }), {
@@ -141,6 +147,35 @@ Deno.test("electron-updater updates from the feed with the key", async (t) => {
         const staging100 = await check({ key, version: "1.1.0" });
         assert.equal(staging100.available, true, JSON.stringify(staging100));
         assert.equal(staging100.version, "1.2.0");
+        await endRollout(fx.store, app.id);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      } finally {
+        fx.close();
+      }
+    },
+  );
+
+  await t.step(
+    "rolled back: with allowDowngrade the app on 1.2.0 moves back to 1.1.0, without it stays",
+    async () => {
+      // docs/rollouts.md "A way back": the feed names the older release; only allowDowngrade
+      // makes electron-updater take a version lower than the running one.
+      const fx = await openDataDir(dataDir);
+      try {
+        await startRollout(fx.store, stagedId, { percentage: 100 });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        assert.equal((await check({ key, version: "1.1.0" })).version, "1.2.0");
+        await rollBack(fx.store, app.id);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        assert.deepEqual(await check({ key, version: "1.2.0", allowDowngrade: true }), {
+          available: true,
+          version: "1.1.0",
+          downloaded: ["Desktop Setup 1.1.0.exe"],
+        });
+        assert.deepEqual(await check({ key, version: "1.2.0" }), {
+          available: false,
+          version: "1.1.0",
+        });
         await endRollout(fx.store, app.id);
         await new Promise((resolve) => setTimeout(resolve, 300));
       } finally {

@@ -13,6 +13,7 @@ import { type ApiKeyInput, createApiKey } from "../src/store/api_keys.ts";
 import { listAuditEntries } from "../src/store/audit.ts";
 import { createProject, type ProjectInput } from "../src/store/projects.ts";
 import { getDownloadCounts } from "../src/store/releases.ts";
+import { createReportRecorder, type ReportRecorder } from "../src/store/report_recorder.ts";
 import { createSigningKey, setSigningKeyStatus } from "../src/store/signing_keys.ts";
 import type { Release } from "../src/store/types.ts";
 import { createStore, type Store } from "../src/store/store.ts";
@@ -47,6 +48,8 @@ export interface TestApp extends AsyncDisposable {
   signer: Signer;
   /** The app's adoption recorder (docs/rollouts.md "Adoption"): `flush` before reading counts. */
   adoption: AdoptionRecorder;
+  /** The app's install report recorder (docs/reports.md): `flush` before reading counts. */
+  reports: ReportRecorder;
   /** GET (or other method) with an optional bearer key. */
   request: (path: string, key?: string, init?: RequestInit) => Promise<Response>;
   /** Like `request`, as if sent from the TCP peer `address`. */
@@ -103,9 +106,11 @@ export async function createTestApp(
   });
   // On the plain KV too; close() waits for its writes.
   const adoption = createAdoptionRecorder(store, { newIdsPerDay: config.adoptionNewIdsPerDay });
+  const reports = createReportRecorder(store, { newIdsPerDay: config.reportsNewPerDay });
   const app = createApp({
     signer,
     adoption,
+    reports,
     config,
     store: appStore,
     artifacts,
@@ -121,6 +126,7 @@ export async function createTestApp(
       // Let fire-and-forget bookkeeping (download counts) finish before KV closes.
       await new Promise((resolve) => setTimeout(resolve, 5));
       await adoption.flush();
+      await reports.flush();
       kv.close();
       rateLimitKv.close();
       await Deno.remove(dataDir, { recursive: true });
@@ -142,6 +148,7 @@ export async function createTestApp(
     config,
     signer,
     adoption,
+    reports,
     request: (path, key, init) => send(path, key, init),
     requestFrom: (address, path, key, init) => send(path, key, init, address),
     close,

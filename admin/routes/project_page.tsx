@@ -32,6 +32,8 @@ import { offerAt } from "../../src/rollouts/membership.ts";
 import { planRetention } from "../../src/lifecycle/retention.ts";
 import type { RetentionValues } from "../views/retention.tsx";
 import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../forms_rollout.ts";
+import type { SafetyValues } from "../views/release_safety.tsx";
+import { releaseSafetyOf } from "./release_safety.tsx";
 
 export async function loadProject(deps: ServiceDeps, slug: string): Promise<Project> {
   const project = isSlug(slug) ? await getProjectBySlug(deps.store, slug) : null;
@@ -53,6 +55,8 @@ export interface ProjectPageOptions {
   retention?: { values: RetentionValues; error?: FormError; policy?: RetentionPolicy };
   /** The rollout form as sent, with its error. */
   rollout?: { values: RolloutValues; error: FormError };
+  /** The release safety forms as sent, with their error. */
+  safety?: { values: SafetyValues; error: FormError };
   status?: 200 | 400 | 403 | 409 | 413 | 503 | 507;
 }
 
@@ -80,6 +84,7 @@ export async function renderProjectPage(
     retention,
     rollout,
     adoption,
+    safety,
     view,
     delivery,
   ] = await Promise.all([
@@ -98,6 +103,7 @@ export async function renderProjectPage(
     retentionOf(deps, project.id, form.retention),
     rolloutOf(deps, project.id),
     getAdoption(c.var.store, project.id, today),
+    releaseSafetyOf(deps, { project, form: form.safety }),
     getLatestView(c.var.store, project.id),
     getProjectDeliveryMonth(c.var.store, project.id, utcMonth(new Date())),
   ]);
@@ -148,6 +154,7 @@ export async function renderProjectPage(
         latestId: latest?.id ?? null,
         versions: await versionsOf(deps, [...adoption.releases.keys()]),
       }}
+      safety={safety}
       rollout={{
         ...rollout,
         candidates: releases.rows.filter((release) =>

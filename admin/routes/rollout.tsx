@@ -5,8 +5,7 @@
  * Bad input shows the project page again with the form and its error.
  */
 import type { Hono } from "hono";
-import type { AuditAction } from "../../src/store/audit.ts";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { ValidationError } from "../../src/store/errors.ts";
 import { getRelease } from "../../src/store/releases.ts";
 import {
   changeRollout,
@@ -17,11 +16,11 @@ import {
 } from "../../src/store/rollouts.ts";
 import type { Project, Rollout } from "../../src/store/types.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
-import { type AdminContext, audit, redirectWithFlash } from "../context.ts";
-import { formErrorOf } from "../forms.ts";
+import type { AdminContext } from "../context.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 import { hasHalfFilledScheduleRow, rolloutFormValues } from "../forms_rollout.ts";
-import { loadProject, renderProjectPage } from "./project_page.tsx";
+import { loadProject } from "./project_page.tsx";
+import { attemptProjectChange, type ProjectChangeDone } from "./project_change.ts";
 
 /** The audit details of a rollout: what clients get now. */
 function details(project: Project, rollout: Rollout): string {
@@ -43,39 +42,17 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   }
 
   /** Runs `change`; a refusal shows the page again with the form as sent. */
-  async function attempt(
+  const attempt = (
     c: AdminContext,
     project: Project,
-    change: () => Promise<{ action: AuditAction; details: string; text: string }>,
-  ): Promise<Response> {
-    let done;
-    try {
-      done = await change();
-    } catch (error) {
-      if (!(error instanceof ValidationError || error instanceof NotFoundError)) throw error;
-      const formError = error instanceof ValidationError
-        ? formErrorOf(error)
-        : { field: "rollout", message: error.message };
-      return renderProjectPage(c, deps, {
-        project,
-        rollout: {
-          values: rolloutFormValues(c.get("form")),
-          error: formError,
-        },
-        status: 400,
-      });
-    }
-    await audit(c, deps, {
-      action: done.action,
-      target: `project ${project.id}`,
-      details: done.details,
-    });
-    return redirectWithFlash(c, deps, {
+    change: () => Promise<ProjectChangeDone>,
+  ): Promise<Response> =>
+    attemptProjectChange(c, deps, {
+      project,
+      change,
+      refused: (error) => ({ rollout: { values: rolloutFormValues(c.get("form")), error } }),
       location: back(project),
-      kind: "success",
-      text: done.text,
     });
-  }
 
   admin.post("/projects/:slug/rollout", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));

@@ -22,6 +22,7 @@ import { ProjectFields } from "./project_fields.tsx";
 import { RetentionCard, type RetentionCardProps } from "./retention.tsx";
 import { UploadFormBody } from "./upload_form.tsx";
 import { RolloutCard, type RolloutCardProps } from "./rollout.tsx";
+import { ReleaseSafetyCard, type ReleaseSafetyCardProps } from "./release_safety.tsx";
 import { AdoptionCard, type AdoptionCardProps } from "./adoption.tsx";
 import { RELEASE_COLUMNS, ReleaseCells } from "./release_cells.tsx";
 
@@ -63,6 +64,7 @@ export interface ProjectPageProps {
   deletedDownloads?: number;
   retention: Omit<RetentionCardProps, "ctx" | "project">;
   rollout: Omit<RolloutCardProps, "csrfToken" | "slug">;
+  safety: Omit<ReleaseSafetyCardProps, "csrfToken" | "slug">;
   adoption: AdoptionCardProps;
 }
 
@@ -84,6 +86,7 @@ export function ProjectPage(props: ProjectPageProps) {
       <UploadForm {...props} />
       <ReleasesTable {...props} />
       <RolloutCard csrfToken={ctx.csrfToken} slug={project.slug} {...props.rollout} />
+      <ReleaseSafetyCard csrfToken={ctx.csrfToken} slug={project.slug} {...props.safety} />
       <DownloadChart
         series={chart.series}
         days={chart.days}

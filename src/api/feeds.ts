@@ -12,7 +12,12 @@ import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
 import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../rollouts/membership.ts";
+import { getBlockMapBytes } from "../store/block_maps.ts";
 import { type Cached, thenRead } from "../store/cache.ts";
+import type { ReleasePolicy } from "../store/release_policy.ts";
+import { getActiveReleaseByVersion } from "../store/release_versions.ts";
+import { getLatestRelease } from "../store/releases.ts";
+import { listSparkleDeltasByRelease } from "../store/sparkle_deltas.ts";
 import type { Project, Release } from "../store/types.ts";
 import { electronFeedYaml, isElectronFeedFile } from "../feeds/electron.ts";
 import {
@@ -23,10 +28,6 @@ import {
   SHA512_RETRY_AFTER_SECONDS,
   sparkleDeltaPath,
 } from "../feeds/paths.ts";
-import { getBlockMapBytes } from "../store/block_maps.ts";
-import { getActiveReleaseByVersion } from "../store/release_versions.ts";
-import { getLatestRelease } from "../store/releases.ts";
-import { listSparkleDeltasByRelease } from "../store/sparkle_deltas.ts";
 import { sparkleAppcast } from "../feeds/sparkle.ts";
 import { type AppcastKey, createAppcastKeys, signAppcast } from "../feeds/sparkle_signing.ts";
 import { isTauriSegment, tauriFeedJson } from "../feeds/tauri.ts";
@@ -57,11 +58,13 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
   // holds): its response and, with signing on, its signature are made once.
   const electronBodies = new WeakMap<Release, Uint8Array<ArrayBuffer>>();
   const tauriBodies = new WeakMap<Release, Uint8Array<ArrayBuffer>>();
-  // The appcast also names the project: kept with the project record, key and deltas it was made with.
+  // The appcast also names the project and its release policy: kept with the project record,
+  // policy, key and deltas it was made with.
   const sparkleBodies = new WeakMap<
     Release,
     {
       project: Project;
+      policy: ReleasePolicy | null;
       signing: AppcastKey | null;
       deltas: number;
       body: Uint8Array<ArrayBuffer>;
@@ -141,37 +144,41 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
       if (release.sparkle_signature === undefined) {
         throw new ApiError(409, FEED_ERRORS.sparkleSignatureMissing);
       }
-      return thenRead(appcastKeys.of(project), (signing) =>
-        thenRead(listSparkleDeltasByRelease(store, release.id), (deltas) => {
-          let made = sparkleBodies.get(release);
-          if (
-            made?.project !== project || made.signing?.setAt !== signing?.setAt ||
-            made.deltas !== deltas.length
-          ) {
-            const url = `${origin}${feedFilePath(release)}`;
-            const listed = deltas.map((delta) => ({
-              url: `${origin}${sparkleDeltaPath(project.slug, delta)}`,
-              from: delta.from,
-              length: delta.size_bytes,
-              signature: delta.sparkle_signature,
-            }));
-            const content = encoder.encode(sparkleAppcast({
-              project,
-              release,
-              url,
-              bundleIdentifier: signing?.bundleIdentifier,
-              deltas: listed,
-            }));
-            made = {
-              project,
-              signing,
-              deltas: deltas.length,
-              body: signing ? signAppcast(content, signing.key) : content,
-            };
-            sparkleBodies.set(release, made);
-          }
-          return respond.ok(c, made.body, XML_CONTENT_TYPE);
-        }));
+      return thenRead(surface.policyOf(project.id), (policy) =>
+        thenRead(appcastKeys.of(project), (signing) =>
+          thenRead(listSparkleDeltasByRelease(store, release.id), (deltas) => {
+            let made = sparkleBodies.get(release);
+            if (
+              made?.project !== project || made.policy !== policy ||
+              made.signing?.setAt !== signing?.setAt || made.deltas !== deltas.length
+            ) {
+              const url = `${origin}${feedFilePath(release)}`;
+              const listed = deltas.map((delta) => ({
+                url: `${origin}${sparkleDeltaPath(project.slug, delta)}`,
+                from: delta.from,
+                length: delta.size_bytes,
+                signature: delta.sparkle_signature,
+              }));
+              const content = encoder.encode(sparkleAppcast({
+                project,
+                release,
+                url,
+                critical: policy?.critical_ids.includes(release.id) ?? false,
+                minimumVersion: policy?.minimum_version ?? null,
+                bundleIdentifier: signing?.bundleIdentifier,
+                deltas: listed,
+              }));
+              made = {
+                project,
+                policy,
+                signing,
+                deltas: deltas.length,
+                body: signing ? signAppcast(content, signing.key) : content,
+              };
+              sparkleBodies.set(release, made);
+            }
+            return respond.ok(c, made.body, XML_CONTENT_TYPE);
+          })));
     }));
 
   // A Sparkle delta: GET|HEAD /feeds/sparkle/{slug}/deltas/{releaseId}/{index}/{filename},

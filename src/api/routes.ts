@@ -72,7 +72,8 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
       (project) =>
         thenRead(
           surface.latestFor(key, project, installId),
-          (release) => respond.ok(c, releaseEnvelopeBody(project, release)),
+          (release) =>
+            surface.withPolicy(respond.ok(c, releaseEnvelopeBody(project, release)), release),
         ),
     );
   });

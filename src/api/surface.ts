@@ -7,19 +7,20 @@
  */
 import type { Context, Handler } from "hono";
 import { projectVisible } from "../store/access.ts";
+import { type Cached, thenRead } from "../store/cache.ts";
+import { recordDelivery } from "../store/delivery.ts";
+import { getLatestView, type LatestView } from "../store/latest_view.ts";
+import { getProject, getProjectBySlug } from "../store/projects.ts";
+import { policyHeaders, type ReleasePolicy } from "../store/release_policy.ts";
+import { getRelease } from "../store/releases.ts";
+import { countDownload } from "../store/stats.ts";
+import type { ApiKey, Project, Release } from "../store/types.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError, mapDomainError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import type { ErrorMapper, Observer } from "../http/observe.ts";
 import { ID_PATTERN, isSlug } from "../lib/limits.ts";
 import { type ApiResponder, createApiResponder, setHeaders } from "../http/response_headers.ts";
-import { type Cached, thenRead } from "../store/cache.ts";
-import { recordDelivery } from "../store/delivery.ts";
-import { getLatestView, type LatestView } from "../store/latest_view.ts";
-import { getProject, getProjectBySlug } from "../store/projects.ts";
-import { getRelease } from "../store/releases.ts";
-import { countDownload } from "../store/stats.ts";
-import type { ApiKey, Project, Release } from "../store/types.ts";
 import { clientIdentity, releaseFor } from "../rollouts/membership.ts";
 import { rateLimitGate } from "./auth.ts";
 import { type Delivery, serveArtifact } from "./download.ts";
@@ -46,6 +47,15 @@ export interface KeySurface {
   latestFor(key: ApiKey, project: Project, installId: () => string | null): Cached<Release>;
   /** That a client of `key` was answered `release` (adoption), by the install id it sent. */
   seen(key: ApiKey, release: Release, installId: string | null): void;
+  /** The project's release policy (critical releases, minimum version, rollback), or null. */
+  policyOf(projectId: number): Cached<ReleasePolicy | null>;
+  /**
+   * `response` (the latest-release answer of `release`) with the policy's
+   * headers (docs/rollouts.md "Critical updates and a minimum version");
+   * a project without a policy costs a look into the read cache's entry the
+   * answer was just made from, and a null check.
+   */
+  withPolicy(response: Response, release: Release): Cached<Response>;
   /**
    * Bytes answered for `release` (its file, parts or block map) and what they stand for in
    * whole downloads: the metrics and the release's sums (src/store/delivery.ts).
@@ -115,6 +125,15 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     return release;
   };
 
+  const policyOf = (projectId: number): Cached<ReleasePolicy | null> => {
+    const view = getLatestView(store, projectId);
+    return view instanceof Promise ? view.then((found) => found.policy) : view.policy;
+  };
+  const addPolicy = (response: Response, policy: ReleasePolicy | null, release: Release) => {
+    if (policy !== null) setHeaders(response.headers, policyHeaders(policy, release));
+    return response;
+  };
+
   const delivered = (release: Release, { served, full }: { served: number; full: number }) => {
     metrics.recordDelivery(served, full);
     recordDelivery(store, {
@@ -132,6 +151,13 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     respond,
     mapError,
     seen,
+    policyOf,
+    withPolicy(response, release) {
+      const policy = policyOf(release.project_id);
+      return policy instanceof Promise
+        ? policy.then((found) => addPolicy(response, found, release))
+        : addPolicy(response, policy, release);
+    },
     delivered,
     latestFor(key, project, installId) {
       return thenRead(getLatestView(store, project.id), (view) => offered(view, key, installId));

@@ -38,6 +38,10 @@ export interface AppcastOptions {
   >;
   /** The absolute URL of the artifact. */
   url: string;
+  /** The release is critical (docs/rollouts.md "Critical updates and a minimum version"). */
+  critical?: boolean;
+  /** The project's minimum supported version: the update is critical below it. */
+  minimumVersion?: string | null;
   /**
    * The app's CFBundleIdentifier, written as `sparkle:bundleIdentifier` in
    * the item (signed appcasts, docs/feeds.md "Signed Sparkle feeds"); none when empty.
@@ -58,7 +62,15 @@ export interface AppcastDelta {
 
 /** The appcast of `release`, which must have its signature. */
 export function sparkleAppcast(
-  { project, release, url, bundleIdentifier, deltas = [] }: AppcastOptions,
+  {
+    project,
+    release,
+    url,
+    critical = false,
+    minimumVersion = null,
+    bundleIdentifier,
+    deltas = [],
+  }: AppcastOptions,
 ): string {
   const signature = release.sparkle_signature;
   if (signature === undefined) throw new Error("appcast of an unsigned release");
@@ -68,6 +80,11 @@ export function sparkleAppcast(
   const notes = release.release_notes === ""
     ? ""
     : `\n      <description>${e(release.release_notes)}</description>`;
+  const criticalTag = critical
+    ? "\n      <sparkle:criticalUpdate/>"
+    : minimumVersion !== null
+    ? `\n      <sparkle:criticalUpdate sparkle:version="${e(minimumVersion)}"/>`
+    : "";
   const bundle = bundleIdentifier
     ? `\n      <sparkle:bundleIdentifier>${e(bundleIdentifier)}</sparkle:bundleIdentifier>`
     : "";
@@ -81,7 +98,7 @@ export function sparkleAppcast(
       <sparkle:version>${e(bundleVersion)}</sparkle:version>
       <sparkle:shortVersionString>${
     e(release.version)
-  }</sparkle:shortVersionString>${bundle}${notes}
+  }</sparkle:shortVersionString>${bundle}${criticalTag}${notes}
       <enclosure url="${e(url)}" length="${release.size_bytes}" type="${
     e(release.content_type || "application/octet-stream")
   }" sparkle:edSignature="${e(signature)}"/>${deltaList(deltas)}

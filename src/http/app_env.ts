@@ -2,11 +2,12 @@ import type { Config } from "../lib/config.ts";
 import type { Logger } from "../lib/log.ts";
 import type { ArtifactStore } from "../storage/mod.ts";
 import type { Metrics } from "../lib/metrics.ts";
-import type { KeyLookup } from "../store/key_lookup.ts";
 import type { AdoptionRecorder } from "../store/adoption_recorder.ts";
+import type { KeyLookup } from "../store/key_lookup.ts";
+import type { RateLimiter } from "../store/rate_limit.ts";
+import type { ReportRecorder } from "../store/report_recorder.ts";
 import type { AnswerSigner } from "../store/signing_keys.ts";
 import type { ApiKey } from "../store/types.ts";
-import type { RateLimiter } from "../store/rate_limit.ts";
 import type { Store } from "../store/store.ts";
 import type { OpenResponses } from "./open_responses.ts";
 import type { ResponseHeaders } from "./response_headers.ts";
@@ -48,6 +49,8 @@ export interface AppParts {
   signer: AnswerSigner;
   /** Records which release each client was answered (docs/rollouts.md "Adoption"). */
   adoption: AdoptionRecorder;
+  /** Writes install reports in batches off the request path (docs/reports.md). */
+  reports: ReportRecorder;
 }
 
 /** What the API and admin surfaces are built from: the deps with every part resolved. */

@@ -1,8 +1,9 @@
 /** The real parts of an app, for those its deps leave out (see `AppParts`). */
 import { createMetrics } from "../lib/metrics.ts";
+import { createAdoptionRecorder } from "../store/adoption_recorder.ts";
 import { createKeyLookup } from "../store/key_lookup.ts";
 import { createKvRateLimiter, createMemoryRateLimiter } from "../store/rate_limit.ts";
-import { createAdoptionRecorder } from "../store/adoption_recorder.ts";
+import { createReportRecorder } from "../store/report_recorder.ts";
 import type { AnswerSigner } from "../store/signing_keys.ts";
 import type { AppDeps, ServiceDeps } from "./app_env.ts";
 import { createOpenResponses } from "./open_responses.ts";
@@ -30,6 +31,11 @@ export function withDefaultParts(deps: AppDeps): ServiceDeps {
       createAdoptionRecorder(deps.store, {
         onKvError: () => metrics.recordKvError("adoption"),
         newIdsPerDay: deps.config.adoptionNewIdsPerDay,
+      }),
+    reports: deps.reports ??
+      createReportRecorder(deps.store, {
+        onKvError: () => metrics.recordKvError("reports"),
+        newIdsPerDay: deps.config.reportsNewPerDay,
       }),
   };
 }

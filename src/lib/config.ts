@@ -105,6 +105,8 @@ export interface Config {
   retentionIntervalMinutes: number;
   /** New install ids per key and UTC day counted exactly in adoption; past it, estimated (docs/rollouts.md). */
   adoptionNewIdsPerDay: number;
+  /** Install report markers per key and UTC day counted exactly; past it, estimated (docs/reports.md). */
+  reportsNewPerDay: number;
   /** Sign-in through an OpenID Connect provider (docs/sso.md); undefined when off. */
   oidc: OidcConfig | undefined;
 }
@@ -325,6 +327,11 @@ export function loadConfig(env: Env = processEnv()): Config {
     }),
     adoptionNewIdsPerDay: readInteger(env, "APP_ADOPTION_NEW_IDS_PER_DAY", {
       fallback: 10_000,
+      min: 0,
+      max: 10_000_000,
+    }),
+    reportsNewPerDay: readInteger(env, "APP_REPORTS_NEW_PER_DAY", {
+      fallback: 100_000,
       min: 0,
       max: 10_000_000,
     }),

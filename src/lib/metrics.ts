@@ -22,6 +22,7 @@ const KV_OPERATIONS = [
   "key_usage",
   "download_count",
   "adoption",
+  "reports",
   "admin",
   "other",
 ] as const;

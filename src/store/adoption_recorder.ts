@@ -7,6 +7,7 @@
  * Nothing here decides that a sighting needs no write: the KV's marker
  * does, so instances never disagree about a client.
  */
+import { createBatchRunner } from "../lib/batch_runner.ts";
 import { addToSketch } from "../lib/hyperloglog.ts";
 import { adoptionClientHash, adoptionDay } from "./adoption.ts";
 import {
@@ -60,40 +61,21 @@ export function createAdoptionRecorder(
   } = options;
   let pending = new Map<string, PendingSighting>();
   let overflow = new Map<string, SketchPart>();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let writing: Promise<void> | null = null;
-  let lastBatchAt = -Infinity;
 
-  /** Starts the next batch once `batchMs` has passed since the last one began. */
-  function schedule(): void {
-    if (timer !== undefined || writing !== null) return;
-    const wait = Math.max(0, lastBatchAt + batchMs - Date.now());
-    const id = setTimeout(startBatch, wait);
-    // A sighting waiting here never keeps the process alive (shutdown flushes).
-    Deno.unrefTimer(id);
-    timer = id;
-  }
-
-  function startBatch(): void {
-    clearTimeout(timer);
-    timer = undefined;
-    lastBatchAt = Date.now();
+  const runner = createBatchRunner(async () => {
     const batch = pending;
     const parts = overflow;
     pending = new Map();
     overflow = new Map();
-    writing = recordSightings(store, {
+    await recordSightings(store, {
       sightings: [...batch.values()].map(keyedSighting),
       overflow: parts,
       newIdsPerDay,
     }).catch((error) => {
       onKvError();
       console.error("could not record client sightings:", error);
-    }).finally(() => {
-      writing = null;
-      if (pending.size > 0 || overflow.size > 0) schedule();
     });
-  }
+  }, { batchMs, pending: () => pending.size > 0 || overflow.size > 0 });
 
   return {
     record({ projectId, releaseId, keyId, identity }) {
@@ -108,14 +90,9 @@ export function createAdoptionRecorder(
       } else {
         pending.set(client, { projectId, releaseId, keyId, identity, at });
       }
-      schedule();
+      runner.request();
     },
-    async flush() {
-      while (writing !== null || timer !== undefined) {
-        if (writing === null) startBatch();
-        await writing;
-      }
-    },
+    flush: runner.flush,
   };
 }
 

@@ -71,6 +71,16 @@
  * | ["webhook_expiry_notices", keyId, expiresAt] | key.expiring was announced (expireIn) |
  * | ["webhook_download_marks", releaseId]        | Deno.KvU64: the release's download total last announced |
  * | ["webhook_download_baseline"]                | true once the marks were set to the totals (webhooks.ts) |
+ * | ["report_marker", releaseId, kind, clientHash] | 1: an install's report of that kind was counted (expireIn; reports.ts) |
+ * | ["report_count", releaseId, kind]            | Deno.KvU64 installs that reported that kind for the release |
+ * | ["report_hourly", releaseId, kind, hour]     | Deno.KvU64 those of them counted in that UTC hour |
+ * | ["report_sketch", releaseId, kind, day]      | Uint8Array HyperLogLog of reports past a key's new-id cap |
+ * | ["report_new_ids", keyId, day]               | Deno.KvU64 report markers a key made that UTC day |
+ * | ["report_reasons", releaseId, kind]          | ReportReason[]: the latest failure reasons (at most 20) |
+ * | ["rollout_gates", projectId]                 | RolloutGateState: a rollout's health gates and stage (rollout_gates.ts) |
+ * | ["rollout_gate_changes", projectId, action]  | Deno.KvU64 stages advanced, halted or completed by the gates |
+ * | ["rollbacks", projectId]                     | Rollback: the release rolled back and the one offered instead |
+ * | ["release_policy", projectId]                | ReleasePolicy: critical releases and the minimum version |
  * | ["sso_pending", sha256Hex(state)]            | SsoPending: a sign-in on its way through the provider (expireIn; sso.ts) |
  * | ["sso_sessions", sha256Hex(sessionId)]       | SsoSession: the provider's tokens of an admin session (expireIn) |
  * | ["sso_accounts", username]                   | SsoAccount: the provider identity an account belongs to |
@@ -136,6 +146,7 @@ export type LeaseName =
   | "block_map_build"
   | "aggregates_build"
   | "top_keys_refresh"
+  | "rollout_gates"
   | "tuf_refresh"
   | readonly ["retention_run", number];
 
@@ -247,6 +258,7 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["webhook_download_baseline"],
   ["leases"],
   ["adoption_new_ids"],
+  ["report_new_ids"],
   ["sso_pending"],
   ["sso_sessions"],
 ];
@@ -263,6 +275,7 @@ export const BACKUP_VOLATILE_PREFIXES: readonly Deno.KvKey[] = [
   ["api_key_last_used"],
   ["publish_token_last_used"],
   ["adoption_sketch"],
+  ["report_sketch"],
   ["delivery_bytes"],
   ["delivery_bytes_by_month"],
 ];
@@ -527,6 +540,76 @@ export function webhookDownloadBaselineKey(): Deno.KvKey {
 
 export function webhookExpiryNoticeKey(keyId: number, expiresAt: string): Deno.KvKey {
   return ["webhook_expiry_notices", keyId, expiresAt];
+}
+
+/** That an install's report of `kind` on a release was counted (src/store/reports.ts). */
+export function reportMarkerKey(releaseId: number, kind: string, clientHash: string): Deno.KvKey {
+  return ["report_marker", releaseId, kind, clientHash];
+}
+
+/** How many installs reported `kind` for a release (a KV `sum`). */
+export function reportCountKey(releaseId: number, kind: string): Deno.KvKey {
+  return ["report_count", releaseId, kind];
+}
+
+export function reportCountPrefix(releaseId: number): Deno.KvKey {
+  return ["report_count", releaseId];
+}
+
+/** Those of them counted in a UTC hour (hours since the epoch). */
+export function reportHourlyKey(releaseId: number, kind: string, hour: number): Deno.KvKey {
+  return ["report_hourly", releaseId, kind, hour];
+}
+
+export function reportHourlyPrefix(releaseId: number): Deno.KvKey {
+  return ["report_hourly", releaseId];
+}
+
+/** A sketch of reports past their key's new-id cap, per release, kind and UTC day. */
+export function reportSketchKey(releaseId: number, kind: string, day: number): Deno.KvKey {
+  return ["report_sketch", releaseId, kind, day];
+}
+
+export function reportSketchPrefix(releaseId: number): Deno.KvKey {
+  return ["report_sketch", releaseId];
+}
+
+/** Report markers a key made on a UTC day. */
+export function reportNewIdsKey(keyId: number, day: number): Deno.KvKey {
+  return ["report_new_ids", keyId, day];
+}
+
+/** The latest failure reasons of a release and kind. */
+export function reportReasonsKey(releaseId: number, kind: string): Deno.KvKey {
+  return ["report_reasons", releaseId, kind];
+}
+
+/** A project's rollout health gates and the stage they are at (src/store/rollout_gates.ts). */
+export function rolloutGatesKey(projectId: number): Deno.KvKey {
+  return ["rollout_gates", projectId];
+}
+
+export function rolloutGatesPrefix(): Deno.KvKey {
+  return ["rollout_gates"];
+}
+
+/** Changes the gates made to a project's rollouts, per action (a KV `sum`). */
+export function rolloutGateChangeKey(projectId: number, action: string): Deno.KvKey {
+  return ["rollout_gate_changes", projectId, action];
+}
+
+export function rolloutGateChangesPrefix(): Deno.KvKey {
+  return ["rollout_gate_changes"];
+}
+
+/** A project's last rollback. */
+export function rollbackKey(projectId: number): Deno.KvKey {
+  return ["rollbacks", projectId];
+}
+
+/** A project's critical releases and minimum supported version. */
+export function releasePolicyKey(projectId: number): Deno.KvKey {
+  return ["release_policy", projectId];
 }
 
 /** A sign-in through the OpenID Connect provider, by the hash of its `state`. */

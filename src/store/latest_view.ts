@@ -8,7 +8,8 @@
  * deleted release, another latest) makes it inert until it is ended.
  */
 import { type Cached, cachedRead } from "./cache.ts";
-import { latestReleaseKey, releaseKey, rolloutKey } from "./keys.ts";
+import { latestReleaseKey, releaseKey, releasePolicyKey, rolloutKey } from "./keys.ts";
+import { isEmptyPolicy, type ReleasePolicy } from "./release_policy.ts";
 import type { Release, Rollout } from "./types.ts";
 import type { Store } from "./store.ts";
 
@@ -25,9 +26,11 @@ export interface LatestView {
   /** The latest pointer's release (what every client gets without a rollout). */
   release: Release | null;
   rollout: LiveRollout | null;
+  /** The project's release policy (release_policy.ts), or null when it says nothing. */
+  policy: ReleasePolicy | null;
 }
 
-const NO_LATEST: LatestView = { release: null, rollout: null };
+const NO_LATEST: LatestView = { release: null, rollout: null, policy: null };
 
 /**
  * The latest pointer's release and the rollout in force. A project without a
@@ -46,10 +49,10 @@ export function getLatestView(store: Store, projectId: number): Cached<LatestVie
 }
 
 async function loadLatestView(store: Store, projectId: number): Promise<LatestView | null> {
-  const [pointer, rolloutEntry] = await store.kv.getMany<[number | null, Rollout]>([
-    latestReleaseKey(projectId),
-    rolloutKey(projectId),
-  ]);
+  const [pointer, rolloutEntry, policyEntry] = await store.kv.getMany<
+    [number | null, Rollout, ReleasePolicy]
+  >([latestReleaseKey(projectId), rolloutKey(projectId), releasePolicyKey(projectId)]);
+  const policy = policyEntry.value;
   const id = pointer.value;
   // No latest release: no rollout can apply either (it rolls out from the latest).
   if (id === null) return null;
@@ -64,6 +67,7 @@ async function loadLatestView(store: Store, projectId: number): Promise<LatestVi
     candidate.value !== null && candidate.value.state === "active";
   return {
     release,
+    policy: policy === null || isEmptyPolicy(policy) ? null : policy,
     rollout: live
       ? {
         record: rollout,

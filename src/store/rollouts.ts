@@ -28,23 +28,25 @@ export type RolloutAction =
   | "completed"
   | "ended";
 
+/** A rollout as a `rollout.changed` event names it. */
+export function rolloutEventFields(rollout: Rollout): Record<string, unknown> {
+  return {
+    project_id: rollout.project_id,
+    release_id: rollout.release_id,
+    previous_id: rollout.previous_id,
+    percentage: rollout.percentage,
+    halted: rollout.halted,
+    tester_tag: rollout.tester_tag,
+  };
+}
+
 /** Adds the `rollout.changed` event of `action` on `rollout` to a rollout write's commit. */
 function addRolloutEvent(
   op: Deno.AtomicOperation,
   action: RolloutAction,
   rollout: Rollout,
 ): Deno.AtomicOperation {
-  return addWebhookEvent(op, "rollout.changed", {
-    action,
-    rollout: {
-      project_id: rollout.project_id,
-      release_id: rollout.release_id,
-      previous_id: rollout.previous_id,
-      percentage: rollout.percentage,
-      halted: rollout.halted,
-      tester_tag: rollout.tester_tag,
-    },
-  });
+  return addWebhookEvent(op, "rollout.changed", { action, rollout: rolloutEventFields(rollout) });
 }
 
 /** The action a change from `before` to `after` makes. */

@@ -8,9 +8,7 @@
  * tests/admin_gates_test.ts accounts for these routes as token-gated.
  */
 import { type Context, Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
-import { validator } from "hono/validator";
 import { ApiError } from "../../http/errors.ts";
 import { jsonResponse } from "../../http/json.ts";
 import { multipartBoundary, readMultipart } from "../../http/multipart.ts";
@@ -47,20 +45,11 @@ import { PUBLISH_RESPONSE_HEADERS, publishErrorResponse } from "./errors.ts";
 import { publishedProject, publishedRelease, tokenJson } from "./serialize.ts";
 import type { PublishEnv } from "./types.ts";
 import { uploadRelease } from "./upload.ts";
+import { jsonLimit, jsonObject } from "./json_body.ts";
+import { addSafetyRoutes } from "./safety.ts";
 import { declaresTooMuch, flag } from "../release_upload.ts";
 import { UploadTooLargeError } from "../../storage/mod.ts";
 import { addressOf } from "../../http/client_address.ts";
-
-/** Largest JSON body (edits of notes and build, rollout changes). */
-const JSON_LIMIT_BYTES = 256 * 1024;
-
-/** Hono's body limit on every route that takes JSON. */
-const jsonLimit = bodyLimit({
-  maxSize: JSON_LIMIT_BYTES,
-  onError: () => {
-    throw new ApiError(413, `the JSON body is larger than ${JSON_LIMIT_BYTES} bytes`);
-  },
-});
 
 export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   const api = new Hono<PublishEnv>();
@@ -342,6 +331,14 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     return rolloutJson(null);
   });
 
+  // Release safety (docs/rollouts.md "Health gates"): gates, roll back, release policy.
+  addSafetyRoutes(api, {
+    deps,
+    onProject,
+    json: (data) => json(data),
+    audit: auditRollout,
+  });
+
   // Anything else under the prefix: a JSON 404 (the token is checked first, like every route).
   api.all("*", () => {
     throw new ApiError(404, "no such publishing API route; see docs/publishing.md");
@@ -396,26 +393,6 @@ export function rolloutDetails(rollout: Rollout): string {
 
 /** The fields of a rollout start or change. */
 const ROLLOUT_BODY_FIELDS = ["percentage", "schedule", "tester_tag"];
-
-/**
- * Hono's JSON validator for a body that must be a JSON object (`example`
- * shows one), sent as `application/json`, its fields checked by `read`.
- */
-function jsonObject<T>(example: string, read: (fields: Record<string, unknown>) => T) {
-  return validator("json", (body: unknown, c) => {
-    const hint = `send a JSON object such as ${example}`;
-    if (!JSON_MEDIA_TYPE.test(c.req.header("content-type")?.split(";")[0].trim() ?? "")) {
-      throw new ApiError(400, `${hint} with Content-Type: application/json`);
-    }
-    if (typeof body !== "object" || body === null || Array.isArray(body)) {
-      throw new ApiError(400, hint);
-    }
-    return read(body as Record<string, unknown>);
-  });
-}
-
-/** The media types Hono's JSON validator reads (application/json, application/…+json). */
-const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
 
 /** The JSON body of a rollout start or change: percentage, schedule, tester_tag; nothing else. */
 const rolloutBody = jsonObject('{"percentage": 10}', (fields) => {

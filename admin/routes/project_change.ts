@@ -1,0 +1,50 @@
+/**
+ * A change made from a card of the project page (the staged rollout, release
+ * safety): run through the store; a refusal shows the page again with the
+ * card's forms as sent and the message, a success is audit-logged and
+ * redirects to the card with its text.
+ */
+import type { AuditAction } from "../../src/store/audit.ts";
+import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import type { Project } from "../../src/store/types.ts";
+import { type AdminContext, audit, redirectWithFlash } from "../context.ts";
+import { formErrorOf } from "../forms.ts";
+import type { FormError, ServiceDeps } from "../types.ts";
+import { type ProjectPageOptions, renderProjectPage } from "./project_page.tsx";
+
+/** What a change did: its audit action and details, and the text the admin is shown. */
+export interface ProjectChangeDone {
+  action: AuditAction;
+  details: string;
+  text: string;
+}
+
+export async function attemptProjectChange(
+  c: AdminContext,
+  deps: ServiceDeps,
+  { project, change, refused, location }: {
+    project: Project;
+    change: () => Promise<ProjectChangeDone>;
+    /** The page's forms as sent, with the refusal's message. */
+    refused: (error: FormError) => Omit<ProjectPageOptions, "project" | "status">;
+    /** Where a success leads: the card on the project page. */
+    location: string;
+  },
+): Promise<Response> {
+  let done;
+  try {
+    done = await change();
+  } catch (error) {
+    if (!(error instanceof ValidationError || error instanceof NotFoundError)) throw error;
+    const formError = error instanceof ValidationError
+      ? formErrorOf(error)
+      : { field: "rollout", message: error.message };
+    return renderProjectPage(c, deps, { project, ...refused(formError), status: 400 });
+  }
+  await audit(c, deps, {
+    action: done.action,
+    target: `project ${project.id}`,
+    details: done.details,
+  });
+  return redirectWithFlash(c, deps, { location, kind: "success", text: done.text });
+}

@@ -1,0 +1,194 @@
+/**
+ * Release safety from a project's page (docs/rollouts.md "Health gates", "A
+ * way back", "Critical updates and a minimum version"): set the rollout's
+ * gates, roll back the newest release, mark critical releases and the
+ * minimum version; each audit-logged, bad input shown again on the page.
+ * Also what the card shows (`releaseSafetyOf`).
+ */
+import type { Hono } from "hono";
+import { judgeStage } from "../../src/rollouts/gates.ts";
+import {
+  getReleasePolicy,
+  rollBack,
+  setMinimumVersion,
+  setReleaseCritical,
+} from "../../src/store/release_policy.ts";
+import { listReleasesByProject } from "../../src/store/releases.ts";
+import {
+  getReportCounts,
+  getReportEstimates,
+  getReportReasons,
+  getReportSeries,
+} from "../../src/store/reports.ts";
+import {
+  getRolloutGates,
+  parseGates,
+  setRolloutGates,
+  stageFigures,
+} from "../../src/store/rollout_gates.ts";
+import { getRollout } from "../../src/store/rollouts.ts";
+import type { Project } from "../../src/store/types.ts";
+import type { AdminContext } from "../context.ts";
+import { field } from "../forms.ts";
+import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import {
+  EMPTY_SAFETY_FORM,
+  type ReleaseReports,
+  type ReleaseSafetyCardProps,
+  type SafetyValues,
+} from "../views/release_safety.tsx";
+import { loadProject } from "./project_page.tsx";
+import { attemptProjectChange, type ProjectChangeDone } from "./project_change.ts";
+
+/** Releases whose reports the card lists (the newest). */
+const REPORTED_RELEASES = 5;
+/** The chart's span. */
+const CHART_HOURS = 7 * 24;
+
+function valuesOf(c: AdminContext): SafetyValues {
+  const form = c.get("form");
+  return {
+    stages: field(form, "stages"),
+    min_installs: field(form, "min_installs"),
+    min_hours: field(form, "min_hours"),
+    advance_below: field(form, "advance_below"),
+    halt_at: field(form, "halt_at"),
+    minimum_version: field(form, "minimum_version"),
+  };
+}
+
+/** What the release safety card shows, with the forms as sent (and their error) if any. */
+export async function releaseSafetyOf(
+  deps: ServiceDeps,
+  { project, form }: { project: Project; form?: { values: SafetyValues; error: FormError } },
+): Promise<Omit<ReleaseSafetyCardProps, "csrfToken" | "slug">> {
+  const { store } = deps;
+  const [rollout, gates, policy, releases] = await Promise.all([
+    getRollout(store, project.id),
+    getRolloutGates(store, project.id),
+    getReleasePolicy(store, project.id),
+    listReleasesByProject(store, project.id, 50),
+  ]);
+  const active = releases.filter((release) => release.state === "active");
+  let stage: ReleaseSafetyCardProps["stage"] = null;
+  if (
+    rollout !== null && gates !== null && gates.release_id === rollout.release_id &&
+    gates.completed_at === null
+  ) {
+    const counts = await getReportCounts(store, rollout.release_id);
+    const verdict = judgeStage(gates, { rollout, counts, nowMs: Date.now() });
+    stage = {
+      ...stageFigures(gates, counts),
+      waiting: rollout.halted || verdict.action !== "wait" ? null : verdict.waiting,
+    };
+  }
+  const reports: ReleaseReports[] = [];
+  for (const release of active.slice(0, REPORTED_RELEASES)) {
+    const [counts, estimated, reasons] = await Promise.all([
+      getReportCounts(store, release.id),
+      getReportEstimates(store, release.id),
+      getReportReasons(store, release.id),
+    ]);
+    if (Object.values(counts).some((n) => n > 0) || Object.values(estimated).some((n) => n > 0)) {
+      reports.push({ id: release.id, version: release.version, counts, estimated, reasons });
+    }
+  }
+  const charted = rollout === null
+    ? active[0]
+    : releases.find((release) => release.id === rollout.release_id);
+  const hours = charted === undefined
+    ? []
+    : await getReportSeries(store, charted.id, Date.now() - CHART_HOURS * 3_600_000);
+  return {
+    rollout,
+    gates,
+    stage,
+    policy,
+    releases: active.map(({ id, version }) => ({ id, version })),
+    reports,
+    chart: charted === undefined ? null : { version: charted.version, hours },
+    values: form?.values ?? (gates === null ? EMPTY_SAFETY_FORM : {
+      stages: gates.gates.stages.join(", "),
+      min_installs: String(gates.gates.min_installs),
+      min_hours: String(gates.gates.min_hours),
+      advance_below: String(gates.gates.advance_below),
+      halt_at: String(gates.gates.halt_at),
+      minimum_version: "",
+    }),
+    error: form?.error,
+  };
+}
+
+export function addReleaseSafetyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+  /** Runs `change`; a refusal shows the page again with the forms as sent. */
+  const attempt = (
+    c: AdminContext,
+    project: Project,
+    change: () => Promise<ProjectChangeDone>,
+  ): Promise<Response> =>
+    attemptProjectChange(c, deps, {
+      project,
+      change,
+      refused: (error) => ({ safety: { values: valuesOf(c), error } }),
+      location: `/admin/projects/${project.slug}#release-safety`,
+    });
+
+  admin.post("/projects/:slug/rollout/gates", async (c) => {
+    const project = await loadProject(deps, c.req.param("slug"));
+    const values = valuesOf(c);
+    return await attempt(c, project, async () => {
+      const gates = values.stages.trim() === "" ? null : parseGates({ ...values });
+      await setRolloutGates(c.var.store, { projectId: project.id, gates });
+      const text = gates === null
+        ? "off"
+        : `stages ${gates.stages.join(", ")}%; ${gates.min_installs} installs, ` +
+          `${gates.min_hours} h, advance below ${gates.advance_below}%, halt at ${gates.halt_at}%`;
+      return {
+        action: "rollout.gates",
+        details: `project ${project.slug}; gates ${text}`,
+        text: gates === null ? "The rollout has no gates now." : `Gates set: ${text}.`,
+      };
+    });
+  });
+
+  admin.post("/projects/:slug/rollout/rollback", async (c) => {
+    const project = await loadProject(deps, c.req.param("slug"));
+    return await attempt(c, project, async () => {
+      const rollback = await rollBack(c.var.store, project.id);
+      return {
+        action: "rollout.rollback",
+        details: `project ${project.slug}; release ${rollback.release_id} rolled back to ` +
+          `release ${rollback.to_id}`,
+        text: `Release ${rollback.version} is rolled back: its clients are offered release ` +
+          `${rollback.to_id} (X-Rolled-Back).`,
+      };
+    });
+  });
+
+  admin.post("/projects/:slug/rollout/policy", async (c) => {
+    const project = await loadProject(deps, c.req.param("slug"));
+    const values = valuesOf(c);
+    const critical = new Set((c.get("form").critical ?? []).map(Number));
+    return await attempt(c, project, async () => {
+      const policy = await setMinimumVersion(c.var.store, {
+        projectId: project.id,
+        version: values.minimum_version,
+      });
+      const active = (await listReleasesByProject(c.var.store, project.id, 50))
+        .filter((release) => release.state === "active");
+      for (const release of active) {
+        const marked = policy.critical_ids.includes(release.id);
+        if (marked !== critical.has(release.id)) {
+          await setReleaseCritical(c.var.store, { releaseId: release.id, critical: !marked });
+        }
+      }
+      const ids = active.filter((release) => critical.has(release.id)).map((release) => release.id);
+      return {
+        action: "rollout.policy",
+        details: `project ${project.slug}; minimum version ${policy.minimum_version ?? "none"}; ` +
+          `critical releases ${ids.join(", ") || "none"}`,
+        text: "The release policy is saved.",
+      };
+    });
+  });
+}

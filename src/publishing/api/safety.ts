@@ -1,0 +1,181 @@
+/**
+ * Release safety in the publishing API (docs/rollouts.md "Health gates", "A
+ * way back", "Critical updates and a minimum version"): a rollout's gates
+ * (`GET`/`PUT`/`DELETE /projects/{slug}/rollout/gates`), roll back
+ * (`POST /projects/{slug}/rollback`) and the release policy
+ * (`GET`/`PUT /projects/{slug}/policy`). Changes need `release_state`, like
+ * the rollout routes, and are audit-logged.
+ */
+import type { Context, Hono, MiddlewareHandler } from "hono";
+import { ApiError } from "../../http/errors.ts";
+import type { ServiceDeps } from "../../http/app_env.ts";
+import type { AuditAction } from "../../store/audit.ts";
+import type { PublishPermission } from "../../store/publish_tokens.ts";
+import {
+  getReleasePolicy,
+  type ReleasePolicy,
+  rollBack,
+  setMinimumVersion,
+  setReleaseCritical,
+} from "../../store/release_policy.ts";
+import { getRelease } from "../../store/releases.ts";
+import {
+  getRolloutGates,
+  parseGates,
+  type RolloutGateState,
+  setRolloutGates,
+} from "../../store/rollout_gates.ts";
+import type { Project } from "../../store/types.ts";
+import { jsonLimit, jsonObject } from "./json_body.ts";
+import type { PublishEnv } from "./types.ts";
+
+/** What the publishing API's routes share with these (src/publishing/api/mod.ts). */
+export interface SafetyRouteParts {
+  deps: ServiceDeps;
+  /** The gate of a project route: sets `project`, or answers 404 or 403. */
+  onProject: (permission?: PublishPermission) => MiddlewareHandler<PublishEnv>;
+  json: (data: unknown) => Response;
+  /** Audit-logs a change to `project`'s rollout. */
+  audit: (
+    c: Context<PublishEnv>,
+    action: AuditAction,
+    project: Project,
+    details: string,
+  ) => Promise<unknown>;
+}
+
+function gatesJson(state: RolloutGateState | null) {
+  return state === null ? null : {
+    release_id: state.release_id,
+    ...state.gates,
+    halt_reason: state.halt_reason,
+    completed_at: state.completed_at,
+    stage_history: state.stages,
+  };
+}
+
+function policyJson(policy: ReleasePolicy) {
+  return {
+    critical_release_ids: policy.critical_ids,
+    minimum_version: policy.minimum_version,
+    rolled_back: policy.rolled_back,
+  };
+}
+
+/** The JSON body of a gates change, checked by `parseGates`. */
+const gatesBody = jsonObject(
+  '{"stages": [10, 50, 100], "min_installs": 100, "min_hours": 4, "advance_below": 2, "halt_at": 5}',
+  parseGates,
+);
+
+/** The JSON body of a policy change: `critical_release_ids` and/or `minimum_version`. */
+const policyBody = jsonObject('{"minimum_version": "1.2.0"}', (fields) => {
+  for (const name of Object.keys(fields)) {
+    if (name !== "critical_release_ids" && name !== "minimum_version") {
+      throw new ApiError(
+        400,
+        `unknown field ${
+          JSON.stringify(name.slice(0, 64))
+        }; allowed: critical_release_ids, minimum_version`,
+      );
+    }
+  }
+  const ids = fields.critical_release_ids;
+  if (ids !== undefined && (!Array.isArray(ids) || !ids.every(Number.isSafeInteger))) {
+    throw new ApiError(400, "critical_release_ids must be a list of release ids");
+  }
+  const minimum = fields.minimum_version;
+  if (minimum !== undefined && minimum !== null && typeof minimum !== "string") {
+    throw new ApiError(400, "minimum_version must be a string or null");
+  }
+  return {
+    criticalIds: ids as number[] | undefined,
+    minimumVersion: minimum as string | null | undefined,
+  };
+});
+
+export function addSafetyRoutes(api: Hono<PublishEnv>, parts: SafetyRouteParts): void {
+  const { onProject, json, audit } = parts;
+
+  api.get("/projects/:slug/rollout/gates", onProject(), async (c) => {
+    const project = c.get("project");
+    return json({ gates: gatesJson(await getRolloutGates(c.var.store, project.id)) });
+  });
+
+  api.put(
+    "/projects/:slug/rollout/gates",
+    jsonLimit,
+    onProject("release_state"),
+    gatesBody,
+    async (c) => {
+      const project = c.get("project");
+      const gates = c.req.valid("json");
+      const state = await setRolloutGates(c.var.store, { projectId: project.id, gates });
+      await audit(c, "rollout.gates", project, `gates ${JSON.stringify(gates)}`);
+      return json({ gates: gatesJson(state) });
+    },
+  );
+
+  api.delete("/projects/:slug/rollout/gates", onProject("release_state"), async (c) => {
+    const project = c.get("project");
+    await setRolloutGates(c.var.store, { projectId: project.id, gates: null });
+    await audit(c, "rollout.gates", project, "gates off");
+    return json({ gates: null });
+  });
+
+  api.post("/projects/:slug/rollback", onProject("release_state"), async (c) => {
+    const project = c.get("project");
+    const rollback = await rollBack(c.var.store, project.id);
+    await audit(
+      c,
+      "rollout.rollback",
+      project,
+      `release ${rollback.release_id} rolled back to release ${rollback.to_id}`,
+    );
+    return json({ rollback });
+  });
+
+  api.get("/projects/:slug/policy", onProject(), async (c) => {
+    const project = c.get("project");
+    return json({ policy: policyJson(await getReleasePolicy(c.var.store, project.id)) });
+  });
+
+  api.put(
+    "/projects/:slug/policy",
+    jsonLimit,
+    onProject("release_state"),
+    policyBody,
+    async (c) => {
+      const project = c.get("project");
+      const { criticalIds, minimumVersion } = c.req.valid("json");
+      let policy = await getReleasePolicy(c.var.store, project.id);
+      if (minimumVersion !== undefined) {
+        policy = await setMinimumVersion(c.var.store, {
+          projectId: project.id,
+          version: minimumVersion,
+        });
+      }
+      if (criticalIds !== undefined) {
+        const wanted = new Set(criticalIds);
+        for (const id of new Set([...policy.critical_ids, ...wanted])) {
+          const release = await getRelease(c.var.store, id);
+          if (release?.project_id !== project.id) {
+            throw new ApiError(404, `release ${id} is not a release of this project`);
+          }
+          policy = await setReleaseCritical(c.var.store, {
+            releaseId: id,
+            critical: wanted.has(id),
+          });
+        }
+      }
+      await audit(
+        c,
+        "rollout.policy",
+        project,
+        `minimum version ${policy.minimum_version ?? "none"}; critical releases ` +
+          `${policy.critical_ids.join(", ") || "none"}`,
+      );
+      return json({ policy: policyJson(policy) });
+    },
+  );
+}

@@ -1,0 +1,148 @@
+/**
+ * A project's release policy (docs/rollouts.md "A way back", "Critical
+ * updates and a minimum version"): which releases are critical, the minimum
+ * supported version, and the last rollback (the release rolled back and the
+ * one its clients are offered instead). One record `["release_policy",
+ * projectId]`, read with the latest pointer into its read-cache entry
+ * (latest_view.ts): every write here names that entry.
+ */
+import { now, serializedProjectWrite } from "./atomic.ts";
+import { changeOp, commitChange } from "./cache.ts";
+import { NotFoundError, ValidationError } from "./errors.ts";
+import { latestReleaseKey, releaseKey, releasePolicyKey, rolloutKey } from "./keys.ts";
+import { changeRollout } from "./rollouts.ts";
+import { isNewerRelease, listReleasesByProject, makeReleaseLatest } from "./releases.ts";
+import type { Release, Rollout } from "./types.ts";
+import type { Store } from "./store.ts";
+
+/** The last rollback of a project. */
+export interface Rollback {
+  /** The release rolled back. */
+  release_id: number;
+  version: string;
+  /** The release its clients are offered instead. */
+  to_id: number;
+  at: string;
+}
+
+export interface ReleasePolicy {
+  /** Releases marked critical. */
+  critical_ids: number[];
+  /** The oldest version still supported, or null. */
+  minimum_version: string | null;
+  rolled_back: Rollback | null;
+}
+
+const EMPTY: ReleasePolicy = { critical_ids: [], minimum_version: null, rolled_back: null };
+const VERSION = /^[\x21-\x7e]{1,100}$/;
+/** Critical releases kept per project (the newest). */
+const CRITICAL_MAX = 100;
+
+/** The project's policy (an empty one when it has none). */
+export async function getReleasePolicy(store: Store, projectId: number): Promise<ReleasePolicy> {
+  return (await store.kv.get<ReleasePolicy>(releasePolicyKey(projectId))).value ?? EMPTY;
+}
+
+/** Changes the project's policy in one commit naming the latest-release entry. */
+async function changePolicy(
+  store: Store,
+  projectId: number,
+  change: (policy: ReleasePolicy) => ReleasePolicy,
+): Promise<ReleasePolicy> {
+  return await serializedProjectWrite(store, projectId, () =>
+    commitChange(store, async () => {
+      const entry = await store.kv.get<ReleasePolicy>(releasePolicyKey(projectId));
+      const policy = change(entry.value ?? EMPTY);
+      const changed = [["latest_release", projectId]] as const;
+      const commit = await changeOp(store, changed).check(entry)
+        .set(releasePolicyKey(projectId), policy).commit();
+      return { commit, value: policy, changed };
+    }));
+}
+
+/** Marks a release critical (or not). */
+export async function setReleaseCritical(
+  store: Store,
+  { releaseId, critical }: { releaseId: number; critical: boolean },
+): Promise<ReleasePolicy> {
+  const release = (await store.kv.get<Release>(releaseKey(releaseId))).value;
+  if (release === null) throw new NotFoundError("release not found");
+  return await changePolicy(store, release.project_id, (policy) => {
+    const others = policy.critical_ids.filter((id) => id !== releaseId);
+    return {
+      ...policy,
+      critical_ids: critical ? [...others, releaseId].slice(-CRITICAL_MAX) : others,
+    };
+  });
+}
+
+/** Sets (or, with null or "", clears) the project's minimum supported version. */
+export async function setMinimumVersion(
+  store: Store,
+  { projectId, version }: { projectId: number; version: string | null },
+): Promise<ReleasePolicy> {
+  const value = version === null || version.trim() === "" ? null : version.trim();
+  if (value !== null && !VERSION.test(value)) {
+    throw new ValidationError(
+      "minimum_version",
+      "minimum_version must be 1 to 100 printable ASCII characters without spaces",
+    );
+  }
+  return await changePolicy(store, projectId, (policy) => ({ ...policy, minimum_version: value }));
+}
+
+/**
+ * Rolls back the project's newest release: a rollout's release (the rollout
+ * is halted: everyone gets its previous release), else the latest (the
+ * newest active release before it becomes the chosen latest). Its clients
+ * are then offered the release before it, marked as a rollback.
+ */
+export async function rollBack(store: Store, projectId: number): Promise<Rollback> {
+  const rollout = (await store.kv.get<Rollout>(rolloutKey(projectId))).value;
+  let bad: Release | null;
+  let to: Release | null;
+  if (rollout !== null) {
+    if (!rollout.halted) await changeRollout(store, projectId, { halted: true });
+    bad = (await store.kv.get<Release>(releaseKey(rollout.release_id))).value;
+    to = (await store.kv.get<Release>(releaseKey(rollout.previous_id))).value;
+  } else {
+    const latestId = (await store.kv.get<number | null>(latestReleaseKey(projectId))).value;
+    bad = latestId === null ? null : (await store.kv.get<Release>(releaseKey(latestId))).value;
+    if (bad === null) throw new ValidationError("rollback", "the project has no latest release");
+    const before = (await listReleasesByProject(store, projectId))
+      .filter((release) => release.state === "active" && isNewerRelease(bad!, release))
+      .sort((x, y) => isNewerRelease(x, y) ? -1 : 1);
+    to = before[0] ?? null;
+    if (to === null) {
+      throw new ValidationError("rollback", "there is no earlier active release to go back to");
+    }
+    await makeReleaseLatest(store, to.id);
+  }
+  if (bad === null || to === null) throw new NotFoundError("release not found");
+  const rollback: Rollback = { release_id: bad.id, version: bad.version, to_id: to.id, at: now() };
+  await changePolicy(store, projectId, (policy) => ({ ...policy, rolled_back: rollback }));
+  return rollback;
+}
+
+/**
+ * The headers the latest-release answer of `release` carries under `policy`
+ * (none for most projects): `X-Update-Critical`, `X-Minimum-Version`,
+ * `X-Rolled-Back`.
+ */
+export function policyHeaders(policy: ReleasePolicy, release: Release): [string, string][] {
+  const headers: [string, string][] = [];
+  if (policy.critical_ids.includes(release.id)) headers.push(["x-update-critical", "true"]);
+  if (policy.minimum_version !== null) {
+    headers.push(["x-minimum-version", policy.minimum_version]);
+  }
+  if (policy.rolled_back !== null && policy.rolled_back.to_id === release.id) {
+    headers.push(["x-rolled-back", policy.rolled_back.version]);
+  }
+  return headers;
+}
+
+/** Whether the policy says anything (the latest view keeps null for a policy that says nothing). */
+export function isEmptyPolicy(policy: ReleasePolicy): boolean {
+  return policy.critical_ids.length === 0 && policy.minimum_version === null &&
+    policy.rolled_back === null;
+}

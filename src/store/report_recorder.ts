@@ -1,0 +1,179 @@
+/**
+ * Takes install reports off the request path (docs/reports.md "Storage and
+ * bounds"): a request only puts its report into this instance's pending map
+ * (the same report of an install, version and kind is kept once); in the
+ * background the map is written as one batch (reports.ts), at most
+ * one batch a `batchMs`; a batch that cannot be written is tried again with
+ * the next (for up to a minute). Versions are resolved to releases in the batch (one
+ * list of the project's releases per batch); a report of a version the
+ * project does not have is dropped. Past `maxPending` reports waiting, a new
+ * one goes straight into the sketch of its (version, kind, day); past
+ * `maxPending` of those groups too, it is dropped.
+ */
+import { createBatchRunner } from "../lib/batch_runner.ts";
+import { addToSketch, createSketch, mergeSketch } from "../lib/hyperloglog.ts";
+import { adoptionClientHash } from "./adoption.ts";
+import { isNewerRelease, listReleasesByProject } from "./releases.ts";
+import {
+  recordReports,
+  type ReportItem,
+  type ReportKind,
+  type ReportSketchPart,
+  reportSketchPartOf,
+} from "./reports.ts";
+import type { Release } from "./types.ts";
+import type { Store } from "./store.ts";
+
+/** A report as it arrives (already checked by the route). */
+export interface IncomingReport {
+  projectId: number;
+  keyId: number;
+  installId: string;
+  /** The version the install runs now (`installed`), or the version that failed. */
+  version: string;
+  kind: Exclude<ReportKind, "returned">;
+  /** `installed`: the version it ran before (a newer one: the install came back). */
+  previousVersion?: string;
+  reason?: string;
+}
+
+export interface ReportRecorder {
+  /** Queues `report`; returns at once. */
+  record(report: IncomingReport): void;
+  /** Resolves once every report queued so far is written (tests, shutdown). */
+  flush(): Promise<void>;
+}
+
+export interface ReportRecorderOptions {
+  /** Report markers per key and UTC day counted exactly; the rest in sketches (default 10,000). */
+  newIdsPerDay?: number;
+  /** Reports waiting for the writer (default 10,000); past it, a new one is sketched. */
+  maxPending?: number;
+  /** The least time between the starts of two batches, in ms (default 1,000). */
+  batchMs?: number;
+  /** The clock, in ms (when a report arrived: its hour and day). */
+  now?: () => number;
+  onKvError?: () => void;
+}
+
+interface Pending extends IncomingReport {
+  at: number;
+}
+
+/** A report that could not be written is tried again in later batches for this long. */
+const REQUEUE_MS = 60_000;
+
+/** One install's report of a version and kind: the pending map keeps one. */
+function nameOf(report: IncomingReport): string {
+  return `${report.projectId} ${report.version} ${report.kind} ${report.installId}`;
+}
+
+interface PendingSketch {
+  projectId: number;
+  version: string;
+  kind: ReportKind;
+  at: number;
+  sketch: Uint8Array;
+}
+
+export function createReportRecorder(
+  store: Store,
+  options: ReportRecorderOptions = {},
+): ReportRecorder {
+  const {
+    newIdsPerDay = 10_000,
+    maxPending = 10_000,
+    batchMs = 1_000,
+    now = Date.now,
+    onKvError = () => {},
+  } = options;
+  let pending = new Map<string, Pending>();
+  let overflow = new Map<string, PendingSketch>();
+
+  const runner = createBatchRunner(async () => {
+    const batch = [...pending.values()];
+    const sketches = [...overflow.values()];
+    pending = new Map();
+    overflow = new Map();
+    await writeBatch(store, { batch, sketches, newIdsPerDay }).catch((error) => {
+      onKvError();
+      console.error("could not record install reports (they wait for the next batch):", error);
+      // Kept for the next batch while there is room: a report already counted is skipped then.
+      for (const report of batch) {
+        const name = nameOf(report);
+        if (report.at > now() - REQUEUE_MS && pending.size < maxPending && !pending.has(name)) {
+          pending.set(name, report);
+        }
+      }
+    });
+  }, { batchMs, pending: () => pending.size > 0 || overflow.size > 0 });
+
+  return {
+    record(report) {
+      const at = now();
+      const name = nameOf(report);
+      if (pending.size < maxPending || pending.has(name)) {
+        pending.set(name, { ...report, at });
+      } else {
+        const day = Math.floor(at / 86_400_000);
+        const group = `${report.projectId} ${report.version} ${report.kind} ${day}`;
+        let part = overflow.get(group);
+        if (part === undefined) {
+          if (overflow.size >= maxPending) return;
+          part = { ...report, at, sketch: createSketch() };
+          overflow.set(group, part);
+        }
+        addToSketch(part.sketch, adoptionClientHash(`install:${report.installId}`));
+      }
+      runner.request();
+    },
+    flush: runner.flush,
+  };
+}
+
+/** Resolves the batch's versions and writes it. */
+async function writeBatch(
+  store: Store,
+  { batch, sketches, newIdsPerDay }: {
+    batch: Pending[];
+    sketches: PendingSketch[];
+    newIdsPerDay: number;
+  },
+): Promise<void> {
+  const releases = new Map<number, Map<string, Release>>();
+  const releaseOf = async (projectId: number, version: string | undefined) => {
+    if (version === undefined) return undefined;
+    let versions = releases.get(projectId);
+    if (versions === undefined) {
+      versions = new Map();
+      // Newest first: a version reused by an archived release names the newest.
+      for (const release of (await listReleasesByProject(store, projectId)).reverse()) {
+        versions.set(release.version, release);
+      }
+      releases.set(projectId, versions);
+    }
+    return versions.get(version);
+  };
+  const items: ReportItem[] = [];
+  for (const report of batch) {
+    const release = await releaseOf(report.projectId, report.version);
+    if (release === undefined) continue;
+    const client = adoptionClientHash(`install:${report.installId}`);
+    const item = { releaseId: release.id, keyId: report.keyId, client, at: report.at };
+    items.push({ ...item, kind: report.kind, reason: report.reason });
+    const previous = await releaseOf(report.projectId, report.previousVersion);
+    if (
+      report.kind === "installed" && previous !== undefined && isNewerRelease(previous, release)
+    ) {
+      items.push({ ...item, kind: "returned" });
+    }
+  }
+  const overflow = new Map<string, ReportSketchPart>();
+  for (const part of sketches) {
+    const release = await releaseOf(part.projectId, part.version);
+    if (release === undefined) continue;
+    const into = reportSketchPartOf(overflow, { releaseId: release.id, ...part });
+    mergeSketch(into.sketch, part.sketch);
+  }
+  await recordReports(store, { items, overflow, newIdsPerDay });
+}
