@@ -38,6 +38,11 @@ import { attemptProjectChange, type ProjectChangeDone } from "./project_change.t
 
 /** Releases whose reports the card lists (the newest). */
 const REPORTED_RELEASES = 5;
+/**
+ * The newest releases the card looks among for active ones: a few more than it lists, and a
+ * fixed number, so the project page reads the same however many releases the project has.
+ */
+const SCANNED_RELEASES = 2 * REPORTED_RELEASES;
 /** The chart's span. */
 const CHART_HOURS = 7 * 24;
 
@@ -63,7 +68,7 @@ export async function releaseSafetyOf(
     getRollout(kv, project.id),
     getRolloutGates(kv, project.id),
     getReleasePolicy(kv, project.id),
-    listReleasesByProject(kv, project.id, 50),
+    listReleasesByProject(kv, project.id, SCANNED_RELEASES),
   ]);
   const active = releases.filter((release) => release.state === "active");
   let stage: ReleaseSafetyCardProps["stage"] = null;
