@@ -42,6 +42,11 @@ import { attemptProjectChange, type ProjectChangeDone } from "./project_change.t
 
 /** Releases whose reports the card lists (the newest). */
 const REPORTED_RELEASES = 5;
+/**
+ * The newest releases the card looks among for active ones: a few more than it lists, and a
+ * fixed number, so the project page reads the same however many releases the project has.
+ */
+const SCANNED_RELEASES = 2 * REPORTED_RELEASES;
 /** The chart's span. */
 const CHART_HOURS = 7 * 24;
 
@@ -67,7 +72,7 @@ export async function releaseSafetyOf(
     getRollout(store, project.id),
     getRolloutGates(store, project.id),
     getReleasePolicy(store, project.id),
-    listReleasesByProject(store, project.id, 50),
+    listReleasesByProject(store, project.id, SCANNED_RELEASES),
   ]);
   const active = releases.filter((release) => release.state === "active");
   let stage: ReleaseSafetyCardProps["stage"] = null;
