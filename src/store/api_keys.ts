@@ -1,11 +1,11 @@
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
-import { randomToken, sha256Hex } from "../lib/secrets.ts";
+import { randomToken } from "../lib/secrets.ts";
 import { apiKeyAggregates } from "./aggregates.ts";
 import { now, takeIds } from "./atomic.ts";
 import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
+import { hashCredentialSecret, newCredential, withLastUsed } from "./credentials.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { type CursorPage, cursorPage, type PageRequest } from "./paging.ts";
-import { getManyEntries } from "./get_many.ts";
 import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "./keys.ts";
 import { type ApiKey, SCOPE_MODES, type ScopeMode } from "./types.ts";
 import { parseExpiresAt, requireTags, requireText } from "./validate.ts";
@@ -25,16 +25,20 @@ export function generateApiKeySecret(): string {
 
 /** SHA-256 hex of a key's secret (the hash stored and looked up, never the secret). */
 export function hashApiKeySecret(secret: string): string {
-  return sha256Hex(secret);
+  return hashCredentialSecret(secret);
 }
 
+/** A key's fields as given, for a new key and an edit alike (`editApiKey`, edits.ts). */
 export interface ApiKeyInput {
   name: string;
   can_download: boolean;
   scope_mode: string;
   project_ids?: readonly number[];
   tags?: readonly string[];
-  /** Rollout tags, whatever the mode (`ApiKey.rollout_tags`); none when not given. */
+  /**
+   * Rollout tags, whatever the mode (`ApiKey.rollout_tags`); not given: none
+   * for a new key, the stored ones stay on an edit.
+   */
   rollout_tags?: readonly string[];
   /**
    * RFC 3339 time, or an HTML datetime-local value read as UTC; null or empty
@@ -58,15 +62,11 @@ export function prepareApiKey(
   input: ApiKeyInput,
 ): { secret: string; record: Omit<ApiKey, "id" | "created_at"> } {
   const { name, scopeMode, tags, rolloutTags, projectIds, expiresAt } = validateKeyFields(input);
-  const secret = generateApiKeySecret();
+  const { secret, fields } = newCredential(API_KEY_PREFIX, name, expiresAt);
   return {
     secret,
     record: {
-      name,
-      hash: hashApiKeySecret(secret),
-      prefix: secret.slice(0, API_KEY_PREFIX.length + 6),
-      active: true,
-      expires_at: expiresAt,
+      ...fields,
       can_download: input.can_download,
       scope_mode: scopeMode,
       project_ids: projectIds,
@@ -161,9 +161,7 @@ export async function listApiKeys(store: Store): Promise<ApiKey[]> {
   for await (const entry of store.kv.list<ApiKey>({ prefix: apiKeysPrefix() })) {
     keys.push(entry.value);
   }
-  const used = await getManyEntries<string>(store.kv, keys.map((key) => apiKeyLastUsedKey(key.id)));
-  keys.forEach((key, i) => key.last_used_at = used[i].value);
-  return keys;
+  return await withLastUsed(store, keys, apiKeyLastUsedKey);
 }
 
 /** One page of keys, newest first, with their `last_used_at` (see paging.ts). */
@@ -181,11 +179,7 @@ export async function listApiKeysPage(
         entries.map(({ value }) => match?.(value) ?? true ? { ...value } : null),
       ),
   });
-  const used = await getManyEntries<string>(
-    store.kv,
-    page.rows.map((row) => apiKeyLastUsedKey(row.id)),
-  );
-  page.rows.forEach((row, i) => row.last_used_at = used[i].value);
+  await withLastUsed(store, page.rows, apiKeyLastUsedKey);
   return page;
 }
 

@@ -7,7 +7,7 @@
  */
 import { apiKeyAggregates, projectAggregates, releaseAggregates } from "./aggregates.ts";
 import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
-import { validateKeyFields } from "./api_keys.ts";
+import { type ApiKeyInput, validateKeyFields } from "./api_keys.ts";
 import { now, serializedProjectWrite } from "./atomic.ts";
 import { type CacheEntryName, type CachePatch, changeOp, commitChange } from "./cache.ts";
 import { projectListPatch } from "./projects.ts";
@@ -121,18 +121,6 @@ export async function editRelease(
     }));
 }
 
-export interface ApiKeyEdit {
-  name: string;
-  can_download: boolean;
-  scope_mode: string;
-  project_ids?: readonly number[];
-  tags?: readonly string[];
-  /** Rollout tags, whatever the mode; not given: the stored ones stay. */
-  rollout_tags?: readonly string[];
-  /** As at creation: RFC 3339, a datetime-local value read as UTC, or empty for none. */
-  expires_at?: string | null;
-}
-
 /**
  * Changes a key's name, download right, scope and expiry; its secret, prefix
  * and enabled state stay. The cached lookup by hash is forgotten in this
@@ -141,7 +129,7 @@ export interface ApiKeyEdit {
 export async function editApiKey(
   store: Store,
   id: number,
-  input: ApiKeyEdit & { expected?: string },
+  input: ApiKeyInput & { expected?: string },
 ): Promise<Edited<ApiKey>> {
   const { name, scopeMode, tags, rolloutTags, projectIds, expiresAt } = validateKeyFields(input);
   return await editRecord<ApiKey>(store, {

@@ -6,17 +6,17 @@
  * instance at once).
  */
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
-import { randomToken, sha256Hex } from "../lib/secrets.ts";
 import { commitWithRetry, now, takeIds } from "./atomic.ts";
+import { hashCredentialSecret, newCredential, withLastUsed } from "./credentials.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
-import { getManyEntries } from "./get_many.ts";
 import {
   publishTokenByHashKey,
   publishTokenKey,
   publishTokenLastUsedKey,
   publishTokensPrefix,
 } from "./keys.ts";
-import { parseExpiresAt, requireText } from "./validate.ts";
+import type { Credential } from "./types.ts";
+import { requireText } from "./validate.ts";
 import type { Store } from "./store.ts";
 
 /**
@@ -30,24 +30,13 @@ export const PUBLISH_TOKEN_PREFIX = "udp_";
 export const PUBLISH_PERMISSIONS = ["upload", "release_state"] as const;
 export type PublishPermission = typeof PUBLISH_PERMISSIONS[number];
 
-export interface PublishToken {
-  id: number;
-  name: string;
-  /** SHA-256 (hex) of the full token; the token itself is never stored. */
-  hash: string;
-  /** The first characters of the token, safe to show. */
-  prefix: string;
-  active: boolean;
-  expires_at: string | null;
+export interface PublishToken extends Credential {
   /** True: every project; false: only `project_ids`. */
   all_projects: boolean;
   project_ids: number[];
   permissions: PublishPermission[];
-  created_at: string;
   /** The admin who created it. */
   created_by: string;
-  /** Filled in from its own KV entry when listing; not part of the stored record. */
-  last_used_at?: string | null;
 }
 
 export interface PublishTokenInput {
@@ -61,7 +50,7 @@ export interface PublishTokenInput {
 }
 
 export function hashPublishToken(secret: string): string {
-  return sha256Hex(secret);
+  return hashCredentialSecret(secret);
 }
 
 /** Checks a token's input and makes its secret (returned once, never stored). */
@@ -94,15 +83,11 @@ export function preparePublishToken(
       `a token can name at most ${SCOPE_PROJECTS_MAX_COUNT} projects`,
     );
   }
-  const secret = PUBLISH_TOKEN_PREFIX + randomToken();
+  const { secret, fields } = newCredential(PUBLISH_TOKEN_PREFIX, name, input.expires_at);
   return {
     secret,
     record: {
-      name,
-      hash: hashPublishToken(secret),
-      prefix: secret.slice(0, PUBLISH_TOKEN_PREFIX.length + 6),
-      active: true,
-      expires_at: parseExpiresAt(input.expires_at),
+      ...fields,
       all_projects: input.all_projects,
       project_ids: projectIds,
       permissions: permissions as PublishPermission[],
@@ -148,12 +133,7 @@ export async function listPublishTokens(store: Store): Promise<PublishToken[]> {
   for await (const entry of store.kv.list<PublishToken>({ prefix: publishTokensPrefix() })) {
     tokens.push(entry.value);
   }
-  const used = await getManyEntries<string>(
-    store.kv,
-    tokens.map((token) => publishTokenLastUsedKey(token.id)),
-  );
-  tokens.forEach((token, i) => token.last_used_at = used[i].value);
-  return tokens;
+  return await withLastUsed(store, tokens, publishTokenLastUsedKey);
 }
 
 export async function setPublishTokenActive(

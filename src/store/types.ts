@@ -51,15 +51,25 @@ export const SCOPE_MODES = [
 
 export type ScopeMode = typeof SCOPE_MODES[number];
 
-export interface ApiKey {
+/**
+ * The fields client API keys and publish tokens share (their helpers:
+ * credentials.ts).
+ */
+export interface Credential {
   id: number;
   name: string;
-  /** SHA-256 (hex) of the full key; the key itself is never stored. */
+  /** SHA-256 (hex) of the full secret; the secret itself is never stored. */
   hash: string;
-  /** The first characters of the key, safe to show so admins can tell keys apart. */
+  /** The first characters of the secret, safe to show so admins can tell credentials apart. */
   prefix: string;
   active: boolean;
   expires_at: string | null;
+  created_at: string;
+  /** Filled in from its own KV entry when listing; not part of the stored record. */
+  last_used_at?: string | null;
+}
+
+export interface ApiKey extends Credential {
   can_download: boolean;
   scope_mode: ScopeMode;
   project_ids: number[];
@@ -71,9 +81,6 @@ export interface ApiKey {
    * Records written without it are read through `keyRolloutTags` (access.ts).
    */
   rollout_tags?: string[];
-  created_at: string;
-  /** Filled in from its own KV entry when listing; not part of the stored record. */
-  last_used_at?: string | null;
 }
 
 /**
