@@ -11,7 +11,8 @@
  * the whole file.
  */
 import { createHash } from "node:crypto";
-import type { ArtifactStore } from "../storage/mod.ts";
+import { JOB_LEASE_MS, scheduleJob } from "../lib/background_job.ts";
+import type { ArtifactWorkOptions } from "../storage/artifact_work.ts";
 import {
   createBlockMap,
   listReleasesWithoutBlockMap,
@@ -20,23 +21,12 @@ import {
 import { claimLease, releaseLease } from "../store/leases.ts";
 import type { Release } from "../store/types.ts";
 import { buildBlockMap } from "./build.ts";
-import type { Store } from "../store/store.ts";
 
-/** The lease outlives a stalled holder by this long; it is renewed before every artifact. */
-const LEASE_MS = 120_000;
 /** How often an instance looks for new releases (an upload is picked up within this). */
 const POLL_MS = 3_000;
 const PAGE = 100;
 
-export interface BlockMapWorkOptions {
-  store: Store;
-  artifacts: ArtifactStore;
-  report: (
-    level: "info" | "warn",
-    message: string,
-    fields?: Record<string, string | number>,
-  ) => void;
-}
+export type BlockMapWorkOptions = ArtifactWorkOptions;
 
 export interface BlockMapRun {
   /** "busy": another instance holds the lease; "done": every release looked at has one. */
@@ -53,7 +43,7 @@ export async function runBlockMapBuild(
   { afterId = 0, holder = crypto.randomUUID() }: { afterId?: number; holder?: string } = {},
 ): Promise<BlockMapRun> {
   const run: BlockMapRun = { outcome: "done", built: 0, skipped: 0, lastId: afterId };
-  const lease = { holder, ttlMs: LEASE_MS };
+  const lease = { holder, ttlMs: JOB_LEASE_MS };
   if (!await claimLease(store, "block_map_build", lease)) return { ...run, outcome: "busy" };
   try {
     // Under the lease: the only writer of block maps is its holder, so no map is half-written.
@@ -106,10 +96,8 @@ async function buildFor(
  * POLL_MS for releases uploaded since. Returns the function that stops it.
  */
 export function scheduleBlockMaps(options: BlockMapWorkOptions): () => void {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let stopped = false;
   let lastId = 0;
-  const run = async () => {
+  return scheduleJob(async () => {
     try {
       // A read, not a lease write, while nothing new was uploaded.
       const newer = lastId === 0 ||
@@ -124,16 +112,6 @@ export function scheduleBlockMaps(options: BlockMapWorkOptions): () => void {
     } catch (error) {
       options.report("warn", "block map build failed", { error: String(error) });
     }
-    if (stopped) return;
-    const next = setTimeout(run, POLL_MS);
-    Deno.unrefTimer(next);
-    timer = next;
-  };
-  const first = setTimeout(run, 0);
-  Deno.unrefTimer(first);
-  timer = first;
-  return () => {
-    stopped = true;
-    clearTimeout(timer);
-  };
+    return POLL_MS;
+  });
 }

@@ -6,7 +6,9 @@
  * its SHA-512 the electron feed answers a clear 503 (src/api/feeds.ts).
  */
 import { createHash } from "node:crypto";
-import type { ArtifactStore } from "../storage/mod.ts";
+import { JOB_LEASE_MS, scheduleJob } from "../lib/background_job.ts";
+import type { ArtifactStore } from "../storage/types.ts";
+import type { ArtifactWorkOptions } from "../storage/artifact_work.ts";
 import {
   isSha512BackfillDone,
   listReleasesWithoutSha512,
@@ -15,24 +17,12 @@ import {
 import { claimLease, releaseLease } from "../store/leases.ts";
 import { setReleaseSha512 } from "../store/releases.ts";
 import type { Release } from "../store/types.ts";
-import type { Store } from "../store/store.ts";
 
-/** The lease outlives a stalled holder by this long; it is renewed before every artifact. */
-const LEASE_MS = 120_000;
 /** How often an instance that found the lease taken (or failed) looks again. */
 const RETRY_MS = 60_000;
 const PAGE = 100;
 
-export interface BackfillOptions {
-  store: Store;
-  artifacts: ArtifactStore;
-  /** Service events (a release skipped, the backfill done). */
-  report: (
-    level: "info" | "warn",
-    message: string,
-    fields?: Record<string, string | number>,
-  ) => void;
-}
+export type BackfillOptions = ArtifactWorkOptions;
 
 export interface BackfillResult {
   /** "done": every release has it now; "busy": another instance holds the lease. */
@@ -48,7 +38,7 @@ export async function runSha512Backfill(
 ): Promise<BackfillResult> {
   const result: BackfillResult = { outcome: "done", filled: 0, skipped: 0 };
   if (await isSha512BackfillDone(store)) return result;
-  const lease = { holder, ttlMs: LEASE_MS };
+  const lease = { holder, ttlMs: JOB_LEASE_MS };
   if (!await claimLease(store, "sha512_backfill", lease)) return { ...result, outcome: "busy" };
   try {
     let cursor = "";
@@ -98,26 +88,13 @@ async function artifactSha512(artifacts: ArtifactStore, release: Release): Promi
  * the function that stops it.
  */
 export function scheduleSha512Backfill(options: BackfillOptions): () => void {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let stopped = false;
-  const run = async () => {
+  return scheduleJob(async () => {
     let outcome: BackfillResult["outcome"] = "incomplete";
     try {
       outcome = (await runSha512Backfill(options)).outcome;
     } catch (error) {
       options.report("warn", "sha512 backfill failed", { error: String(error) });
     }
-    if (outcome !== "done" && !stopped) {
-      const next = setTimeout(run, RETRY_MS);
-      Deno.unrefTimer(next);
-      timer = next;
-    }
-  };
-  const first = setTimeout(run, 0);
-  Deno.unrefTimer(first);
-  timer = first;
-  return () => {
-    stopped = true;
-    clearTimeout(timer);
-  };
+    return outcome === "done" ? null : RETRY_MS;
+  });
 }
