@@ -1,6 +1,6 @@
 import { keyRolloutTags } from "../../src/store/access.ts";
 import type { ApiKey } from "../../src/store/types.ts";
-import { TagList, Time } from "./components.tsx";
+import { SecretCopyRow, TagList, Time } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
 import { ReachesNothingWarning, SCOPE_LABELS } from "./api_keys.tsx";
 
@@ -37,26 +37,13 @@ export function ApiKeyCreatedPage(
         </div>
         {reachesNothing && <ReachesNothingWarning apiKey={apiKey} block />}
         <p class="key-label" id="new-api-key-label">API key</p>
-        <div class="copy-row">
-          <code
-            id="new-api-key"
-            class="key-value"
-            aria-labelledby="new-api-key-label"
-            data-api-key={secret}
-            data-api-key-id={String(apiKey.id)}
-          >
-            {secret}
-          </code>
-          <button
-            type="button"
-            class="button button-primary"
-            data-copy-key="#new-api-key"
-            data-needs-script
-            hidden
-          >
-            Copy key
-          </button>
-        </div>
+        <SecretCopyRow
+          id="new-api-key"
+          secret={secret}
+          labelledBy="new-api-key-label"
+          data={{ "data-api-key": secret, "data-api-key-id": String(apiKey.id) }}
+          copyLabel="Copy key"
+        />
         <dl class="facts">
           <dt>Key id</dt>
           <dd>{String(apiKey.id)}</dd>

@@ -284,3 +284,35 @@ export function Pager(
     </nav>
   );
 }
+
+/**
+ * The one-time secret of a new credential as selectable text, with a copy button
+ * that stays hidden until the page script shows it (`data-needs-script`).
+ * `data` carries the element's `data-*` attributes the script and tests read.
+ */
+export function SecretCopyRow(
+  { id, secret, data, labelledBy, copyLabel }: {
+    id: string;
+    secret: string;
+    data: Record<`data-${string}`, string>;
+    labelledBy?: string;
+    copyLabel: string;
+  },
+) {
+  return (
+    <div class="copy-row">
+      <code id={id} class="key-value" aria-labelledby={labelledBy} {...data}>
+        {secret}
+      </code>
+      <button
+        type="button"
+        class="button button-primary"
+        data-copy-key={`#${id}`}
+        data-needs-script
+        hidden
+      >
+        {copyLabel}
+      </button>
+    </div>
+  );
+}

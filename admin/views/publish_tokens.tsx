@@ -11,6 +11,7 @@ import {
   InputField,
   invalidProps,
   PostButton,
+  SecretCopyRow,
   StateBadge,
   Time,
 } from "./components.tsx";
@@ -193,25 +194,12 @@ export function PublishTokenCreatedPage(
           The publish token <strong>{token.name}</strong>{" "}
           was created. Copy it now into your CI's secrets: it is shown only this once.
         </div>
-        <div class="copy-row">
-          <code
-            id="new-publish-token"
-            class="key-value"
-            data-publish-token={secret}
-            data-publish-token-id={String(token.id)}
-          >
-            {secret}
-          </code>
-          <button
-            type="button"
-            class="button button-primary"
-            data-copy-key="#new-publish-token"
-            data-needs-script
-            hidden
-          >
-            Copy token
-          </button>
-        </div>
+        <SecretCopyRow
+          id="new-publish-token"
+          secret={secret}
+          data={{ "data-publish-token": secret, "data-publish-token-id": String(token.id) }}
+          copyLabel="Copy token"
+        />
         <h2>Try it</h2>
         <pre class="code"><code>{`export UDS_PUBLISH_TOKEN='…'   # the token above
 curl -fsS -H "Authorization: Bearer $UDS_PUBLISH_TOKEN" ${baseUrl}/publish/v1/token`}</code></pre>
