@@ -24,6 +24,24 @@ export interface SafetyValues {
   minimum_version: string;
 }
 
+/** The gates form's numeric fields, below its list of stages. */
+const GATE_NUMBER_FIELDS = [
+  {
+    id: "gates-min-installs",
+    name: "min_installs",
+    label: "Successful installs per stage",
+    inputmode: "numeric",
+  },
+  { id: "gates-min-hours", name: "min_hours", label: "Hours per stage", inputmode: "decimal" },
+  {
+    id: "gates-advance-below",
+    name: "advance_below",
+    label: "Advance while failures are below (%)",
+    inputmode: "decimal",
+  },
+  { id: "gates-halt-at", name: "halt_at", label: "Halt at failures of (%)", inputmode: "decimal" },
+] as const;
+
 export const EMPTY_SAFETY_FORM: SafetyValues = {
   stages: "5, 25, 50, 100",
   min_installs: "200",
@@ -142,38 +160,9 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
             value={values.stages}
             error={error}
           />
-          <InputField
-            id="gates-min-installs"
-            name="min_installs"
-            label="Successful installs per stage"
-            value={values.min_installs}
-            inputmode="numeric"
-            error={error}
-          />
-          <InputField
-            id="gates-min-hours"
-            name="min_hours"
-            label="Hours per stage"
-            value={values.min_hours}
-            inputmode="decimal"
-            error={error}
-          />
-          <InputField
-            id="gates-advance-below"
-            name="advance_below"
-            label="Advance while failures are below (%)"
-            value={values.advance_below}
-            inputmode="decimal"
-            error={error}
-          />
-          <InputField
-            id="gates-halt-at"
-            name="halt_at"
-            label="Halt at failures of (%)"
-            value={values.halt_at}
-            inputmode="decimal"
-            error={error}
-          />
+          {GATE_NUMBER_FIELDS.map((field) => (
+            <InputField {...field} value={values[field.name]} error={error} />
+          ))}
           <button type="submit" class="button">Set gates</button>
         </form>
       )}
