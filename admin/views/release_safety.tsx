@@ -11,6 +11,7 @@ import type { ReportCounts, ReportHour, ReportReason } from "../../src/store/rep
 import type { RolloutGateState } from "../../src/store/rollout_gates.ts";
 import type { Rollout } from "../../src/store/types.ts";
 import type { FormError } from "../types.ts";
+import { ChartSvg } from "./chart.tsx";
 import { FormErrorSummary, InputField, PostButton } from "./components.tsx";
 import { CsrfInput } from "./layout.tsx";
 
@@ -268,15 +269,7 @@ function ReportChart({ version, hours }: { version: string; hours: readonly Repo
   return (
     <figure class="chart" data-report-chart>
       <figcaption>Installs and failures of {version} per hour (UTC)</figcaption>
-      <svg
-        class="chart-svg"
-        viewBox={`0 0 ${WIDTH} ${HEIGHT}`}
-        preserveAspectRatio="none"
-        role="presentation"
-        aria-hidden="true"
-        focusable="false"
-      >
-        <line x1="0" y1={HEIGHT - 0.5} x2={WIDTH} y2={HEIGHT - 0.5} class="chart-axis-line" />
+      <ChartSvg class="chart-svg" width={WIDTH} height={HEIGHT}>
         {hours.map((row) => {
           const x = ((row.hour - first) * slot).toFixed(2);
           const installed = bar(row.installed);
@@ -300,7 +293,7 @@ function ReportChart({ version, hours }: { version: string; hours: readonly Repo
             </g>
           );
         })}
-      </svg>
+      </ChartSvg>
       <div class="table-wrap">
         <table data-report-hours>
           <caption>Installs and failures per hour</caption>
