@@ -316,3 +316,20 @@ export function SecretCopyRow(
     </div>
   );
 }
+
+/**
+ * What another admin saved meanwhile (`children`: the facts as `<dt>`/`<dd>`),
+ * shown above the form that still holds what was entered.
+ */
+export function EditConflictNotice({ what, children }: { what: string; children?: Child }) {
+  return (
+    <div class="flash flash-warning" role="alert" data-edit-conflict>
+      <p>
+        Someone else changed this {what}{" "}
+        after you opened the form, so nothing was saved. It now reads:
+      </p>
+      <dl class="facts">{children}</dl>
+      <p>Your values are still in the form below: save again to replace theirs.</p>
+    </div>
+  );
+}
