@@ -3,7 +3,7 @@ import type { Child, JSX } from "hono/jsx";
 import { shortTime } from "../format.ts";
 import { type ListPage, pageSummary, SEARCH_MAX_LENGTH } from "../listing.ts";
 import type { FormError } from "../types.ts";
-import { CsrfInput } from "./layout.tsx";
+import { CsrfInput, Layout, type NavItem, type PageContext } from "./layout.tsx";
 
 /**
  * The message at the top of a form that was sent back with an error. The
@@ -331,5 +331,29 @@ export function EditConflictNotice({ what, children }: { what: string; children?
       <dl class="facts">{children}</dl>
       <p>Your values are still in the form below: save again to replace theirs.</p>
     </div>
+  );
+}
+
+/**
+ * The page shown once, right after a credential is created: the title, the
+ * success `notice` and the card (`children`) that holds the secret.
+ */
+export function SecretCreatedLayout(
+  { ctx, title, nav, notice, children }: {
+    ctx: PageContext;
+    title: string;
+    nav: NavItem;
+    notice: Child;
+    children?: Child;
+  },
+) {
+  return (
+    <Layout ctx={ctx} title={title} nav={nav}>
+      <h1>{title}</h1>
+      <section class="card key-reveal">
+        <div class="flash flash-success" role="status">{notice}</div>
+        {children}
+      </section>
+    </Layout>
   );
 }
