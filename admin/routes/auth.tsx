@@ -89,20 +89,23 @@ export function addLoginRoutes(
     const password = field(form, "password");
     const ctx = pageContext(c, deps);
     const choices = signInChoices(deps, { breakGlass: true });
+    /** The sign-in form again, with the name as typed and why it was refused. */
+    const showAgain = (csrfToken: string, error: string, status: 401 | 403 | 429) =>
+      c.html(
+        <LoginPage
+          ctx={ctx}
+          choices={choices}
+          csrfToken={csrfToken}
+          username={username}
+          error={error}
+        />,
+        status,
+      );
     const cookieToken = getLoginCsrfCookie(c);
     if (cookieToken === undefined || !tokenMatches(cookieToken, field(form, "csrf_token"))) {
       const token = randomToken();
       setLoginCsrfCookie(c, config, token);
-      return c.html(
-        <LoginPage
-          ctx={ctx}
-          choices={choices}
-          csrfToken={token}
-          username={username}
-          error="The sign-in form had expired. Please sign in again."
-        />,
-        403,
-      );
+      return showAgain(token, "The sign-in form had expired. Please sign in again.", 403);
     }
 
     const address = addressOf(c, deps);
@@ -124,16 +127,7 @@ export function addLoginRoutes(
           : "too many sign-ins at once",
       });
       c.header("retry-after", String(checked.retryAfterSeconds));
-      return c.html(
-        <LoginPage
-          ctx={ctx}
-          choices={choices}
-          csrfToken={cookieToken}
-          username={username}
-          error={refusalMessage(checked)}
-        />,
-        429,
-      );
+      return showAgain(cookieToken, refusalMessage(checked), 429);
     }
 
     const user = checked.found;
@@ -142,16 +136,7 @@ export function addLoginRoutes(
         action: "auth.sign_in_failed",
         ...await signInSubject(c.var.store, username),
       });
-      return c.html(
-        <LoginPage
-          ctx={ctx}
-          choices={choices}
-          csrfToken={cookieToken}
-          username={username}
-          error={INVALID_CREDENTIALS}
-        />,
-        401,
-      );
+      return showAgain(cookieToken, INVALID_CREDENTIALS, 401);
     }
 
     const previous = getSessionCookie(c);

@@ -48,3 +48,30 @@ export async function attemptProjectChange(
   });
   return redirectWithFlash(c, deps, { location, kind: "success", text: done.text });
 }
+
+/**
+ * The `attempt` of one card's routes: `refused` gives the card's forms as sent
+ * with the message, and a success leads back to the card (`#anchor`).
+ */
+export function projectChangeAttempt(
+  deps: ServiceDeps,
+  { anchor, refused }: {
+    anchor: string;
+    refused: (
+      c: AdminContext,
+      error: FormError,
+    ) => Omit<ProjectPageOptions, "project" | "status">;
+  },
+): (
+  c: AdminContext,
+  project: Project,
+  change: () => Promise<ProjectChangeDone>,
+) => Promise<Response> {
+  return (c, project, change) =>
+    attemptProjectChange(c, deps, {
+      project,
+      change,
+      refused: (error) => refused(c, error),
+      location: `/admin/projects/${project.slug}#${anchor}`,
+    });
+}

@@ -38,7 +38,7 @@ import {
   type SafetyValues,
 } from "../views/release_safety.tsx";
 import { loadProject } from "./project_page.tsx";
-import { attemptProjectChange, type ProjectChangeDone } from "./project_change.ts";
+import { projectChangeAttempt } from "./project_change.ts";
 
 /** Releases whose reports the card lists (the newest). */
 const REPORTED_RELEASES = 5;
@@ -126,17 +126,10 @@ export async function releaseSafetyOf(
 
 export function addReleaseSafetyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   /** Runs `change`; a refusal shows the page again with the forms as sent. */
-  const attempt = (
-    c: AdminContext,
-    project: Project,
-    change: () => Promise<ProjectChangeDone>,
-  ): Promise<Response> =>
-    attemptProjectChange(c, deps, {
-      project,
-      change,
-      refused: (error) => ({ safety: { values: valuesOf(c), error } }),
-      location: `/admin/projects/${project.slug}#release-safety`,
-    });
+  const attempt = projectChangeAttempt(deps, {
+    anchor: "release-safety",
+    refused: (c, error) => ({ safety: { values: valuesOf(c), error } }),
+  });
 
   admin.post("/projects/:slug/rollout/gates", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));

@@ -20,7 +20,7 @@ import type { AdminContext } from "../context.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 import { hasHalfFilledScheduleRow, rolloutFormValues } from "../forms_rollout.ts";
 import { loadProject } from "./project_page.tsx";
-import { attemptProjectChange, type ProjectChangeDone } from "./project_change.ts";
+import { projectChangeAttempt } from "./project_change.ts";
 
 /** The audit details of a rollout: what clients get now. */
 function details(project: Project, rollout: Rollout): string {
@@ -32,8 +32,6 @@ function details(project: Project, rollout: Rollout): string {
 }
 
 export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  const back = (project: Project) => `/admin/projects/${project.slug}#rollout`;
-
   /** A schedule row with only a time or only a percentage is refused before anything else. */
   function checkScheduleRows(c: AdminContext): void {
     if (hasHalfFilledScheduleRow(c.get("form"))) {
@@ -42,17 +40,10 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   }
 
   /** Runs `change`; a refusal shows the page again with the form as sent. */
-  const attempt = (
-    c: AdminContext,
-    project: Project,
-    change: () => Promise<ProjectChangeDone>,
-  ): Promise<Response> =>
-    attemptProjectChange(c, deps, {
-      project,
-      change,
-      refused: (error) => ({ rollout: { values: rolloutFormValues(c.get("form")), error } }),
-      location: back(project),
-    });
+  const attempt = projectChangeAttempt(deps, {
+    anchor: "rollout",
+    refused: (c, error) => ({ rollout: { values: rolloutFormValues(c.get("form")), error } }),
+  });
 
   admin.post("/projects/:slug/rollout", async (c) => {
     const project = await loadProject(deps, c.req.param("slug"));

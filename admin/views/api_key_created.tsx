@@ -1,7 +1,7 @@
 import { keyRolloutTags } from "../../src/store/access.ts";
 import type { ApiKey } from "../../src/store/types.ts";
-import { TagList, Time } from "./components.tsx";
-import { Layout, type PageContext } from "./layout.tsx";
+import { SecretCopyRow, SecretCreatedLayout, TagList, Time } from "./components.tsx";
+import type { PageContext } from "./layout.tsx";
 import { ReachesNothingWarning, SCOPE_LABELS } from "./api_keys.tsx";
 
 /** The shell variable the example command reads the key from. */
@@ -28,74 +28,64 @@ export function ApiKeyCreatedPage(
   },
 ) {
   return (
-    <Layout ctx={ctx} title="API key created" nav="api-keys">
-      <h1>API key created</h1>
-      <section class="card key-reveal">
-        <div class="flash flash-success" role="status">
+    <SecretCreatedLayout
+      ctx={ctx}
+      title="API key created"
+      nav="api-keys"
+      notice={
+        <>
           The key <strong>{apiKey.name}</strong>{" "}
           was created. Copy it now: it is shown only this once and cannot be shown again.
-        </div>
-        {reachesNothing && <ReachesNothingWarning apiKey={apiKey} block />}
-        <p class="key-label" id="new-api-key-label">API key</p>
-        <div class="copy-row">
-          <code
-            id="new-api-key"
-            class="key-value"
-            aria-labelledby="new-api-key-label"
-            data-api-key={secret}
-            data-api-key-id={String(apiKey.id)}
-          >
-            {secret}
-          </code>
-          <button
-            type="button"
-            class="button button-primary"
-            data-copy-key="#new-api-key"
-            data-needs-script
-            hidden
-          >
-            Copy key
-          </button>
-        </div>
-        <dl class="facts">
-          <dt>Key id</dt>
-          <dd>{String(apiKey.id)}</dd>
-          <dt>Scope</dt>
-          <dd>{SCOPE_LABELS[apiKey.scope_mode].label}</dd>
-          <dt>Download</dt>
-          <dd>{apiKey.can_download ? "allowed" : "not allowed"}</dd>
-          <dt>Rollout tags</dt>
-          <dd>
-            <TagList tags={keyRolloutTags(apiKey)} />
-          </dd>
-          <dt>Expires</dt>
-          <dd>{apiKey.expires_at ? <Time iso={apiKey.expires_at} /> : "never"}</dd>
-        </dl>
-        <h2>Try it</h2>
-        <p class="hint">
-          Ask for the latest release of a project with this key. Put the key in the shell variable
-          first (<code>export {KEY_VARIABLE}='…'</code>{" "}
-          with the copied key pasted between the quotes). With JavaScript on, "Copy command" copies
-          the command with the key filled in.
-        </p>
-        <div class="copy-row">
-          <pre class="code" id="curl-example"><code>{curlExample}</code></pre>
-          <button
-            type="button"
-            class="button"
-            data-copy-command="#curl-example"
-            data-key-source="#new-api-key"
-            data-key-placeholder={KEY_PLACEHOLDER}
-            data-needs-script
-            hidden
-          >
-            Copy command
-          </button>
-        </div>
-        <p>
-          <a href="/admin/api-keys" class="button">Back to API keys</a>
-        </p>
-      </section>
-    </Layout>
+        </>
+      }
+    >
+      {reachesNothing && <ReachesNothingWarning apiKey={apiKey} block />}
+      <p class="key-label" id="new-api-key-label">API key</p>
+      <SecretCopyRow
+        id="new-api-key"
+        secret={secret}
+        labelledBy="new-api-key-label"
+        data={{ "data-api-key": secret, "data-api-key-id": String(apiKey.id) }}
+        copyLabel="Copy key"
+      />
+      <dl class="facts">
+        <dt>Key id</dt>
+        <dd>{String(apiKey.id)}</dd>
+        <dt>Scope</dt>
+        <dd>{SCOPE_LABELS[apiKey.scope_mode].label}</dd>
+        <dt>Download</dt>
+        <dd>{apiKey.can_download ? "allowed" : "not allowed"}</dd>
+        <dt>Rollout tags</dt>
+        <dd>
+          <TagList tags={keyRolloutTags(apiKey)} />
+        </dd>
+        <dt>Expires</dt>
+        <dd>{apiKey.expires_at ? <Time iso={apiKey.expires_at} /> : "never"}</dd>
+      </dl>
+      <h2>Try it</h2>
+      <p class="hint">
+        Ask for the latest release of a project with this key. Put the key in the shell variable
+        first (<code>export {KEY_VARIABLE}='…'</code>{" "}
+        with the copied key pasted between the quotes). With JavaScript on, "Copy command" copies
+        the command with the key filled in.
+      </p>
+      <div class="copy-row">
+        <pre class="code" id="curl-example"><code>{curlExample}</code></pre>
+        <button
+          type="button"
+          class="button"
+          data-copy-command="#curl-example"
+          data-key-source="#new-api-key"
+          data-key-placeholder={KEY_PLACEHOLDER}
+          data-needs-script
+          hidden
+        >
+          Copy command
+        </button>
+      </div>
+      <p>
+        <a href="/admin/api-keys" class="button">Back to API keys</a>
+      </p>
+    </SecretCreatedLayout>
   );
 }

@@ -5,7 +5,7 @@ import type { ApiKeyFormValues } from "../forms_api_key.ts";
 import type { FormError } from "../types.ts";
 import { keyRolloutTags } from "../../src/store/access.ts";
 import { KeyForm, SCOPE_LABELS } from "./api_keys.tsx";
-import { StateBadge, TagList, Time } from "./components.tsx";
+import { EditConflictNotice, StateBadge, TagList, Time } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 
 export interface ApiKeyPageProps {
@@ -54,29 +54,22 @@ export function ApiKeyPage(props: ApiKeyPageProps) {
         </dl>
       </section>
       {conflict && (
-        <div class="flash flash-warning" role="alert" data-edit-conflict>
-          <p>
-            Someone else changed this key after you opened the form, so nothing was saved. It now
-            reads:
-          </p>
-          <dl class="facts">
-            <dt>Name</dt>
-            <dd data-current-name>{conflict.apiKey.name}</dd>
-            <dt>Download</dt>
-            <dd>{conflict.apiKey.can_download ? "allowed" : "not allowed"}</dd>
-            <dt>Scope</dt>
-            <dd>
-              {SCOPE_LABELS[conflict.apiKey.scope_mode].label}
-              {conflict.slugs.length + conflict.apiKey.tags.length > 0 &&
-                `: ${[...conflict.slugs, ...conflict.apiKey.tags].join(", ")}`}
-            </dd>
-            <dt>Rollout tags</dt>
-            <dd>{keyRolloutTags(conflict.apiKey).join(", ") || "none"}</dd>
-            <dt>Expires</dt>
-            <dd>{conflict.apiKey.expires_at ?? "never"}</dd>
-          </dl>
-          <p>Your values are still in the form below: save again to replace theirs.</p>
-        </div>
+        <EditConflictNotice what="key">
+          <dt>Name</dt>
+          <dd data-current-name>{conflict.apiKey.name}</dd>
+          <dt>Download</dt>
+          <dd>{conflict.apiKey.can_download ? "allowed" : "not allowed"}</dd>
+          <dt>Scope</dt>
+          <dd>
+            {SCOPE_LABELS[conflict.apiKey.scope_mode].label}
+            {conflict.slugs.length + conflict.apiKey.tags.length > 0 &&
+              `: ${[...conflict.slugs, ...conflict.apiKey.tags].join(", ")}`}
+          </dd>
+          <dt>Rollout tags</dt>
+          <dd>{keyRolloutTags(conflict.apiKey).join(", ") || "none"}</dd>
+          <dt>Expires</dt>
+          <dd>{conflict.apiKey.expires_at ?? "never"}</dd>
+        </EditConflictNotice>
       )}
       <KeyForm
         ctx={ctx}

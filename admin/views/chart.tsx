@@ -3,6 +3,7 @@
  * script, no library, no CDN. The SVG scales to the width of the page (a phone
  * too); a table with the same numbers follows it for screen readers.
  */
+import type { Child } from "hono/jsx";
 import type { DailyDownloads } from "../../src/store/stats.ts";
 
 /** The chart's ranges, in days. */
@@ -32,20 +33,39 @@ function byWeek(series: DailyDownloads[]): DailyDownloads[] {
   return weeks;
 }
 
-function Bars({ series, class: className }: { series: DailyDownloads[]; class: string }) {
-  const max = Math.max(1, ...series.map(({ downloads }) => downloads));
-  const slot = WIDTH / series.length;
-  const gap = series.length > 60 ? 1 : 2;
+/**
+ * A bar chart's drawing area, hidden from assistive technology (a table beside
+ * it carries the numbers), stretched to its box, with the axis line at the bottom.
+ */
+export function ChartSvg(
+  { class: className, width, height, children }: {
+    class: string;
+    width: number;
+    height: number;
+    children?: Child;
+  },
+) {
   return (
     <svg
       class={className}
-      viewBox={`0 0 ${WIDTH} ${HEIGHT}`}
+      viewBox={`0 0 ${width} ${height}`}
       preserveAspectRatio="none"
       role="presentation"
       aria-hidden="true"
       focusable="false"
     >
-      <line x1="0" y1={HEIGHT - 0.5} x2={WIDTH} y2={HEIGHT - 0.5} class="chart-axis-line" />
+      <line x1="0" y1={height - 0.5} x2={width} y2={height - 0.5} class="chart-axis-line" />
+      {children}
+    </svg>
+  );
+}
+
+function Bars({ series, class: className }: { series: DailyDownloads[]; class: string }) {
+  const max = Math.max(1, ...series.map(({ downloads }) => downloads));
+  const slot = WIDTH / series.length;
+  const gap = series.length > 60 ? 1 : 2;
+  return (
+    <ChartSvg class={className} width={WIDTH} height={HEIGHT}>
       {series.map(({ day, downloads }, i) => {
         const height = downloads === 0 ? 0 : Math.max(2, (downloads / max) * (HEIGHT - 8));
         return (
@@ -62,7 +82,7 @@ function Bars({ series, class: className }: { series: DailyDownloads[]; class: s
           </rect>
         );
       })}
-    </svg>
+    </ChartSvg>
   );
 }
 

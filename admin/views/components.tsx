@@ -3,7 +3,7 @@ import type { Child, JSX } from "hono/jsx";
 import { shortTime } from "../format.ts";
 import { type ListPage, pageSummary, SEARCH_MAX_LENGTH } from "../listing.ts";
 import type { FormError } from "../types.ts";
-import { CsrfInput } from "./layout.tsx";
+import { CsrfInput, Layout, type NavItem, type PageContext } from "./layout.tsx";
 
 /**
  * The message at the top of a form that was sent back with an error. The
@@ -282,5 +282,78 @@ export function Pager(
       {summary && <span class="muted pager-summary">{summary}</span>}
       {older !== null && <a href={older} rel="next" class="button">{olderLabel} →</a>}
     </nav>
+  );
+}
+
+/**
+ * The one-time secret of a new credential as selectable text, with a copy button
+ * that stays hidden until the page script shows it (`data-needs-script`).
+ * `data` carries the element's `data-*` attributes the script and tests read.
+ */
+export function SecretCopyRow(
+  { id, secret, data, labelledBy, copyLabel }: {
+    id: string;
+    secret: string;
+    data: Record<`data-${string}`, string>;
+    labelledBy?: string;
+    copyLabel: string;
+  },
+) {
+  return (
+    <div class="copy-row">
+      <code id={id} class="key-value" aria-labelledby={labelledBy} {...data}>
+        {secret}
+      </code>
+      <button
+        type="button"
+        class="button button-primary"
+        data-copy-key={`#${id}`}
+        data-needs-script
+        hidden
+      >
+        {copyLabel}
+      </button>
+    </div>
+  );
+}
+
+/**
+ * What another admin saved meanwhile (`children`: the facts as `<dt>`/`<dd>`),
+ * shown above the form that still holds what was entered.
+ */
+export function EditConflictNotice({ what, children }: { what: string; children?: Child }) {
+  return (
+    <div class="flash flash-warning" role="alert" data-edit-conflict>
+      <p>
+        Someone else changed this {what}{" "}
+        after you opened the form, so nothing was saved. It now reads:
+      </p>
+      <dl class="facts">{children}</dl>
+      <p>Your values are still in the form below: save again to replace theirs.</p>
+    </div>
+  );
+}
+
+/**
+ * The page shown once, right after a credential is created: the title, the
+ * success `notice` and the card (`children`) that holds the secret.
+ */
+export function SecretCreatedLayout(
+  { ctx, title, nav, notice, children }: {
+    ctx: PageContext;
+    title: string;
+    nav: NavItem;
+    notice: Child;
+    children?: Child;
+  },
+) {
+  return (
+    <Layout ctx={ctx} title={title} nav={nav}>
+      <h1>{title}</h1>
+      <section class="card key-reveal">
+        <div class="flash flash-success" role="status">{notice}</div>
+        {children}
+      </section>
+    </Layout>
   );
 }

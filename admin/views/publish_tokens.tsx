@@ -11,6 +11,8 @@ import {
   InputField,
   invalidProps,
   PostButton,
+  SecretCopyRow,
+  SecretCreatedLayout,
   StateBadge,
   Time,
 } from "./components.tsx";
@@ -186,39 +188,29 @@ export function PublishTokenCreatedPage(
   },
 ) {
   return (
-    <Layout ctx={ctx} title="Publish token created" nav="publish-tokens">
-      <h1>Publish token created</h1>
-      <section class="card key-reveal">
-        <div class="flash flash-success" role="status">
+    <SecretCreatedLayout
+      ctx={ctx}
+      title="Publish token created"
+      nav="publish-tokens"
+      notice={
+        <>
           The publish token <strong>{token.name}</strong>{" "}
           was created. Copy it now into your CI's secrets: it is shown only this once.
-        </div>
-        <div class="copy-row">
-          <code
-            id="new-publish-token"
-            class="key-value"
-            data-publish-token={secret}
-            data-publish-token-id={String(token.id)}
-          >
-            {secret}
-          </code>
-          <button
-            type="button"
-            class="button button-primary"
-            data-copy-key="#new-publish-token"
-            data-needs-script
-            hidden
-          >
-            Copy token
-          </button>
-        </div>
-        <h2>Try it</h2>
-        <pre class="code"><code>{`export UDS_PUBLISH_TOKEN='…'   # the token above
+        </>
+      }
+    >
+      <SecretCopyRow
+        id="new-publish-token"
+        secret={secret}
+        data={{ "data-publish-token": secret, "data-publish-token-id": String(token.id) }}
+        copyLabel="Copy token"
+      />
+      <h2>Try it</h2>
+      <pre class="code"><code>{`export UDS_PUBLISH_TOKEN='…'   # the token above
 curl -fsS -H "Authorization: Bearer $UDS_PUBLISH_TOKEN" ${baseUrl}/publish/v1/token`}</code></pre>
-        <p>
-          <a href="/admin/publish-tokens" class="button">Back to publish tokens</a>
-        </p>
-      </section>
-    </Layout>
+      <p>
+        <a href="/admin/publish-tokens" class="button">Back to publish tokens</a>
+      </p>
+    </SecretCreatedLayout>
   );
 }

@@ -4,7 +4,14 @@ import type { Project, Release } from "../../src/store/types.ts";
 import { humanBytes } from "../format.ts";
 import type { ReleaseEditValues } from "../forms_upload.ts";
 import type { FormError } from "../types.ts";
-import { FormErrorSummary, InputField, StateBadge, TextAreaField, Time } from "./components.tsx";
+import {
+  EditConflictNotice,
+  FormErrorSummary,
+  InputField,
+  StateBadge,
+  TextAreaField,
+  Time,
+} from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { TEXT_FIELDS } from "./text_fields.ts";
 
@@ -120,23 +127,16 @@ function EditReleaseForm({ ctx, release, version, edit, editError, conflict }: R
 /** What another admin saved meanwhile, shown above the form that still holds what was entered. */
 export function ConflictNotice({ current }: { current: Release }) {
   return (
-    <div class="flash flash-warning" role="alert" data-edit-conflict>
-      <p>
-        Someone else changed this release after you opened the form, so nothing was saved. It now
-        reads:
-      </p>
-      <dl class="facts">
-        <dt>Version</dt>
-        <dd data-current-version>{current.version}</dd>
-        <dt>Build</dt>
-        <dd>{current.build || "(none)"}</dd>
-        <dt>Release notes</dt>
-        <dd class="pre">{current.release_notes || "(none)"}</dd>
-        <dt>State</dt>
-        <dd>{current.state}</dd>
-      </dl>
-      <p>Your values are still in the form below: save again to replace theirs.</p>
-    </div>
+    <EditConflictNotice what="release">
+      <dt>Version</dt>
+      <dd data-current-version>{current.version}</dd>
+      <dt>Build</dt>
+      <dd>{current.build || "(none)"}</dd>
+      <dt>Release notes</dt>
+      <dd class="pre">{current.release_notes || "(none)"}</dd>
+      <dt>State</dt>
+      <dd>{current.state}</dd>
+    </EditConflictNotice>
   );
 }
 

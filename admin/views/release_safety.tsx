@@ -11,6 +11,7 @@ import type { ReportCounts, ReportHour, ReportReason } from "../../src/store/rep
 import type { RolloutGateState } from "../../src/store/rollout_gates.ts";
 import type { Rollout } from "../../src/store/types.ts";
 import type { FormError } from "../types.ts";
+import { ChartSvg } from "./chart.tsx";
 import { FormErrorSummary, InputField, PostButton } from "./components.tsx";
 import { CsrfInput } from "./layout.tsx";
 
@@ -23,6 +24,24 @@ export interface SafetyValues {
   halt_at: string;
   minimum_version: string;
 }
+
+/** The gates form's numeric fields, below its list of stages. */
+const GATE_NUMBER_FIELDS = [
+  {
+    id: "gates-min-installs",
+    name: "min_installs",
+    label: "Successful installs per stage",
+    inputmode: "numeric",
+  },
+  { id: "gates-min-hours", name: "min_hours", label: "Hours per stage", inputmode: "decimal" },
+  {
+    id: "gates-advance-below",
+    name: "advance_below",
+    label: "Advance while failures are below (%)",
+    inputmode: "decimal",
+  },
+  { id: "gates-halt-at", name: "halt_at", label: "Halt at failures of (%)", inputmode: "decimal" },
+] as const;
 
 export const EMPTY_SAFETY_FORM: SafetyValues = {
   stages: "5, 25, 50, 100",
@@ -142,38 +161,9 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
             value={values.stages}
             error={error}
           />
-          <InputField
-            id="gates-min-installs"
-            name="min_installs"
-            label="Successful installs per stage"
-            value={values.min_installs}
-            inputmode="numeric"
-            error={error}
-          />
-          <InputField
-            id="gates-min-hours"
-            name="min_hours"
-            label="Hours per stage"
-            value={values.min_hours}
-            inputmode="decimal"
-            error={error}
-          />
-          <InputField
-            id="gates-advance-below"
-            name="advance_below"
-            label="Advance while failures are below (%)"
-            value={values.advance_below}
-            inputmode="decimal"
-            error={error}
-          />
-          <InputField
-            id="gates-halt-at"
-            name="halt_at"
-            label="Halt at failures of (%)"
-            value={values.halt_at}
-            inputmode="decimal"
-            error={error}
-          />
+          {GATE_NUMBER_FIELDS.map((field) => (
+            <InputField {...field} value={values[field.name]} error={error} />
+          ))}
           <button type="submit" class="button">Set gates</button>
         </form>
       )}
@@ -279,15 +269,7 @@ function ReportChart({ version, hours }: { version: string; hours: readonly Repo
   return (
     <figure class="chart" data-report-chart>
       <figcaption>Installs and failures of {version} per hour (UTC)</figcaption>
-      <svg
-        class="chart-svg"
-        viewBox={`0 0 ${WIDTH} ${HEIGHT}`}
-        preserveAspectRatio="none"
-        role="presentation"
-        aria-hidden="true"
-        focusable="false"
-      >
-        <line x1="0" y1={HEIGHT - 0.5} x2={WIDTH} y2={HEIGHT - 0.5} class="chart-axis-line" />
+      <ChartSvg class="chart-svg" width={WIDTH} height={HEIGHT}>
         {hours.map((row) => {
           const x = ((row.hour - first) * slot).toFixed(2);
           const installed = bar(row.installed);
@@ -311,7 +293,7 @@ function ReportChart({ version, hours }: { version: string; hours: readonly Repo
             </g>
           );
         })}
-      </svg>
+      </ChartSvg>
       <div class="table-wrap">
         <table data-report-hours>
           <caption>Installs and failures per hour</caption>
