@@ -83,6 +83,9 @@ export function clientStateDir(): string {
     sharedClientState = dir;
     globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
   }
+  // A test file that ended before may have removed it (its unload): made again if so, since the
+  // client refuses a state dir it was given and cannot write (exit 9).
+  Deno.mkdirSync(sharedClientState, { recursive: true });
   return sharedClientState;
 }
 
