@@ -16,16 +16,12 @@ import {
   concatBytes,
   createTestApp,
   downloadCount,
-  seedKey,
-  seedProject,
+  patternBytes,
+  seedRangeDownload,
   seedRelease,
   sha256,
   testMetrics,
 } from "./helpers.ts";
-
-/** Bytes that differ at every offset that matters, so a wrong slice is noticed. */
-const pattern = (length: number) =>
-  Uint8Array.from({ length }, (_, i) => (i * 7919 + (i >> 8)) & 0xff);
 
 /** Open descriptors of this process, counted by `ls` (the test task may not read /proc). */
 async function openFiles(): Promise<number> {
@@ -89,7 +85,7 @@ Deno.test("parseRange: single byte ranges, RFC 9110 section 14", async (t) => {
 Deno.test("fileSliceStream: exactly N bytes from an offset, in large chunks, then closed", async () => {
   const dir = await Deno.makeTempDir({ prefix: "uds-slice-" });
   try {
-    const bytes = pattern(CHUNK_SIZE * 3 + 1234);
+    const bytes = patternBytes(CHUNK_SIZE * 3 + 1234);
     const path = join(dir, "f");
     await Deno.writeFile(path, bytes);
     const start = 1000, length = CHUNK_SIZE * 2 + 500;
@@ -115,15 +111,8 @@ Deno.test("fileSliceStream: exactly N bytes from an offset, in large chunks, the
 
 Deno.test("download ranges", async (t) => {
   await using app = await createTestApp();
-  const project = await seedProject(app, { slug: "desktop" });
-  const SIZE = 1_000_000;
-  const bytes = pattern(SIZE);
-  const release = await seedRelease(app, project.id, "2.0.0", bytes, {
-    filename: "desktop-2.0.0.zip",
-    content_type: "application/zip",
-  });
-  const etag = `"${release.checksum_sha256}"`;
-  const { secret } = await seedKey(app);
+  const { project, bytes, release, etag, secret } = await seedRangeDownload(app);
+  const SIZE = bytes.length;
   const path = `/api/v1/releases/${release.id}/download`;
   const get = (headers: Record<string, string> = {}, method = "GET") =>
     app.request(path, secret, { method, headers });
@@ -250,7 +239,7 @@ Deno.test("download ranges", async (t) => {
   });
 
   await t.step("sizes come from the file on disk, so Content-Range is always true", async () => {
-    const other = await seedRelease(app, project.id, "2.0.1", pattern(5000));
+    const other = await seedRelease(app, project.id, "2.0.1", patternBytes(5000));
     await Deno.truncate(join(app.config.artifactsDir, other.storage_key), 3000);
     const res = await app.request(`/api/v1/releases/${other.id}/download`, secret, {
       headers: { range: "bytes=2000-" },
@@ -277,7 +266,7 @@ Deno.test("download ranges", async (t) => {
   });
 
   await t.step("a resumed download joins to the checksum and counts once", async () => {
-    const fresh = await seedRelease(app, project.id, "2.1.0", pattern(SIZE + 17));
+    const fresh = await seedRelease(app, project.id, "2.1.0", patternBytes(SIZE + 17));
     const url = `/api/v1/releases/${fresh.id}/download`;
     const before = await downloadCount(app.store, fresh.id);
 
@@ -315,7 +304,7 @@ Deno.test("download ranges", async (t) => {
   });
 
   await t.step("the counter: GETs answered with the whole file count; nothing else", async () => {
-    const counted = await seedRelease(app, project.id, "2.2.0", pattern(10_000));
+    const counted = await seedRelease(app, project.id, "2.2.0", patternBytes(10_000));
     const url = `/api/v1/releases/${counted.id}/download`;
     const send = async (headers: Record<string, string>, method = "GET") => {
       await (await app.request(url, secret, { method, headers })).arrayBuffer();

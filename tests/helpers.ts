@@ -324,3 +324,23 @@ export async function readRest(
     return { bytes, failed: true };
   }
 }
+
+/** Bytes that differ at every offset that matters, so a wrong slice is noticed. */
+export function patternBytes(length: number): Uint8Array<ArrayBuffer> {
+  return Uint8Array.from({ length }, (_, i) => (i * 7919 + (i >> 8)) & 0xff);
+}
+
+/**
+ * The range tests' release: 1,000,000 pattern bytes as `desktop-2.0.0.zip` of
+ * project `desktop`, with its ETag and a key that may download it.
+ */
+export async function seedRangeDownload(app: TestApp) {
+  const project = await seedProject(app, { slug: "desktop" });
+  const bytes = patternBytes(1_000_000);
+  const release = await seedRelease(app, project.id, "2.0.0", bytes, {
+    filename: "desktop-2.0.0.zip",
+    content_type: "application/zip",
+  });
+  const { secret } = await seedKey(app);
+  return { project, bytes, release, etag: `"${release.checksum_sha256}"`, secret };
+}

@@ -8,12 +8,8 @@
 import assert from "node:assert/strict";
 import { MAX_RANGES, parseRangeSet } from "../src/api/byte_ranges.ts";
 import { groupSpans } from "../src/storage/spans.ts";
-import { createTestApp, seedKey, seedProject, seedRelease, sha256 } from "./helpers.ts";
+import { createTestApp, seedRangeDownload, sha256 } from "./helpers.ts";
 import { assertRangeParts, multipartParts } from "./multipart_ranges.ts";
-
-/** Bytes that differ at every offset that matters, so a wrong slice is noticed. */
-const pattern = (length: number) =>
-  Uint8Array.from({ length }, (_, i) => (i * 7919 + (i >> 8)) & 0xff);
 
 Deno.test("parseRangeSet: two or more ranges, in order, bounded", async (t) => {
   await t.step("kept as asked: overlapping, reversed, suffix; the end clipped", () => {
@@ -69,15 +65,8 @@ Deno.test("groupSpans: close ascending spans share one read", () => {
 
 Deno.test("multi-range downloads", async (t) => {
   await using app = await createTestApp();
-  const project = await seedProject(app, { slug: "desktop" });
-  const SIZE = 1_000_000;
-  const bytes = pattern(SIZE);
-  const release = await seedRelease(app, project.id, "2.0.0", bytes, {
-    filename: "desktop-2.0.0.zip",
-    content_type: "application/zip",
-  });
-  const etag = `"${release.checksum_sha256}"`;
-  const { secret } = await seedKey(app);
+  const { bytes, release, etag, secret } = await seedRangeDownload(app);
+  const SIZE = bytes.length;
   const paths = [
     `/api/v1/releases/${release.id}/download`,
     `/feeds/files/${release.id}/desktop-2.0.0.zip`,
