@@ -30,26 +30,45 @@ Deno.test("publishing API: JSON bodies", async (t) => {
     ["PATCH", "/projects/desktop/rollout"],
   ];
 
-  await t.step("a body that is not sent as JSON is refused, nothing changes", async () => {
-    const res = await send(app, secret, `/releases/${release.id}`, {
+  await t.step("a body sent without a JSON Content-Type is read as JSON", async () => {
+    const body = (build: string) => JSON.stringify({ build });
+    const sent: Array<[string, RequestInit]> = [
+      ["b-text", { body: body("b-text"), headers: { "content-type": "text/plain" } }],
+      // Bytes: the request carries no Content-Type at all.
+      ["b-none", { body: new TextEncoder().encode(body("b-none")) }],
+    ];
+    for (const [build, init] of sent) {
+      const res = await send(app, secret, `/releases/${release.id}`, { method: "PATCH", ...init });
+      assert.equal(res.status, 200, build);
+      assert.equal((await getRelease(app.store, release.id))?.build, build);
+    }
+    const bad = await send(app, secret, `/releases/${release.id}`, {
       method: "PATCH",
-      body: JSON.stringify({ build: "b2" }),
-      headers: { "content-type": "text/plain" },
+      body: "build=b3",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
     });
-    assert.equal(res.status, 400);
-    assert.match((await res.json()).error, /Content-Type: application\/json/);
-    assert.equal((await getRelease(app.store, release.id))?.build, "b1");
+    assert.equal(bad.status, 400);
+    assert.deepEqual(await bad.json(), {
+      error: 'send a JSON object such as {"release_notes": "…"}',
+    });
+    assert.equal((await getRelease(app.store, release.id))?.build, "b-none");
   });
 
-  await t.step("malformed JSON and a JSON value that is no object are 400", async () => {
-    for (const [method, path] of routes) {
-      for (const body of ["not json", "[]", "7"]) {
-        const res = await send(app, secret, path, { method, body, headers: JSON_TYPE });
-        assert.equal(res.status, 400, `${method} ${path} ${body}`);
-        assert.equal(typeof (await res.json()).error, "string");
+  await t.step(
+    "malformed JSON and a JSON value that is no object: 400 with an example",
+    async () => {
+      const examples = ['{"release_notes": "…"}', '{"percentage": 10}', '{"percentage": 10}'];
+      for (const [index, [method, path]] of routes.entries()) {
+        for (const body of ["not json", "[]", "7", ""]) {
+          const res = await send(app, secret, path, { method, body, headers: JSON_TYPE });
+          assert.equal(res.status, 400, `${method} ${path} ${body}`);
+          assert.deepEqual(await res.json(), {
+            error: `send a JSON object such as ${examples[index]}`,
+          });
+        }
       }
-    }
-  });
+    },
+  );
 
   await t.step("one body limit on every JSON route: 413 with the limit", async () => {
     const body = JSON.stringify({ release_notes: "x".repeat(256 * 1024) });

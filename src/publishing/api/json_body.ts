@@ -3,7 +3,9 @@
  * for every route that takes JSON, and Hono's JSON validator for a body that
  * must be a JSON object.
  */
+import type { Context, Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
 import { validator } from "hono/validator";
 import { ApiError } from "../../http/errors.ts";
 
@@ -21,19 +23,52 @@ export const jsonLimit = bodyLimit({
 /** The media types Hono's JSON validator reads (application/json, application/…+json). */
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
 
+function declaresJson(c: Context): boolean {
+  return JSON_MEDIA_TYPE.test(c.req.header("content-type")?.split(";")[0].trim() ?? "");
+}
+
 /**
  * Hono's JSON validator for a body that must be a JSON object (`example`
- * shows one), sent as `application/json`, its fields checked by `read`.
+ * shows one), its fields checked by `read`. A body is read as JSON whatever
+ * its `Content-Type` (CI scripts often send none); one that is no JSON
+ * object, malformed JSON included, is a 400 that shows `example`.
  */
-export function jsonObject<T>(example: string, read: (fields: Record<string, unknown>) => T) {
-  return validator("json", (body: unknown, c) => {
-    const hint = `send a JSON object such as ${example}`;
-    if (!JSON_MEDIA_TYPE.test(c.req.header("content-type")?.split(";")[0].trim() ?? "")) {
-      throw new ApiError(400, `${hint} with Content-Type: application/json`);
-    }
-    if (typeof body !== "object" || body === null || Array.isArray(body)) {
+export function jsonObject<T>(
+  example: string,
+  read: (fields: Record<string, unknown>) => T,
+) {
+  const hint = `send a JSON object such as ${example}`;
+  const validate = validator("json", async (body: unknown, c) => {
+    // Hono's validator reads only a body declared as JSON and gives {} for any other.
+    const value = declaresJson(c) ? body : await c.req.json().catch(() => undefined);
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
       throw new ApiError(400, hint);
     }
-    return read(body as Record<string, unknown>);
+    return read(value as Record<string, unknown>);
   });
+  return withHint(validate, hint);
+}
+
+/**
+ * `validate` with its own 400 for malformed JSON ("Malformed JSON in request
+ * body") replaced by `hint`; errors after it, in the route, pass unchanged.
+ */
+function withHint<M extends (c: Context, next: Next) => Promise<unknown>>(
+  validate: M,
+  hint: string,
+): M {
+  const handler = async (c: Context, next: Next) => {
+    let validated = false;
+    try {
+      return await validate(c, () => {
+        validated = true;
+        return next();
+      });
+    } catch (error) {
+      if (validated || error instanceof ApiError || !(error instanceof HTTPException)) throw error;
+      throw new ApiError(400, hint);
+    }
+  };
+  // The validator's own type: routes read its output with c.req.valid("json").
+  return handler as M;
 }
