@@ -19,6 +19,16 @@ export type UploadValues = Record<typeof UPLOAD_TEXT_FIELDS[number], string>;
 /** The fields of a release that its edit form changes (the upload's text fields). */
 export type ReleaseEditValues = Pick<UploadValues, "version" | "build" | "release_notes">;
 
+/**
+ * The form's fields as the upload rule (src/publishing/release_upload.ts)
+ * reads them: a checkbox is on when sent with any value but "", as HTML
+ * sends a checked box.
+ */
+export function checkedAsFlags(values: UploadValues): UploadValues {
+  const flag = (value: string) => value === "" ? "" : "on";
+  return { ...values, draft: flag(values.draft), not_latest: flag(values.not_latest) };
+}
+
 export const EMPTY_UPLOAD_FORM: UploadValues = {
   version: "",
   build: "",

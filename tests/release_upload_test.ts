@@ -20,8 +20,6 @@ Deno.test("one release-from-upload rule for the admin forms and the publishing A
   await admin.page("/admin/projects/app");
   const bad: Array<{ fields: Record<string, string>; says: RegExp }> = [
     { fields: { version: "" }, says: /version/ },
-    { fields: { version: "1.0.0", draft: "maybe" }, says: /draft must be true or false/ },
-    { fields: { version: "1.0.0", not_latest: "2" }, says: /not_latest must be true or false/ },
     { fields: { version: "1.0.0", build: "b".repeat(10_000) }, says: /build/ },
   ];
 
@@ -48,16 +46,34 @@ Deno.test("one release-from-upload rule for the admin forms and the publishing A
     assert.deepEqual(await listReleasesByProject(app.store, project.id), []);
   });
 
-  await t.step("a checked box (on) is a yes", async () => {
-    const res = await admin.upload("/admin/projects/app/releases", [
-      ["csrf_token", admin.csrfToken],
-      ["version", "1.0.0"],
-      ["draft", "on"],
-      ["file", new File([new Uint8Array([1])], "app.bin")],
-    ]);
-    assert.equal(res.status, 303, await res.text());
-    const [release] = await listReleasesByProject(app.store, project.id);
-    assert.equal(release.state, "draft");
+  await t.step("a yes/no field of the API is true or false; anything else is refused", async () => {
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [{ draft: "maybe" }, /draft must be true or false/],
+      [{ not_latest: "2" }, /not_latest must be true or false/],
+    ];
+    for (const [fields, says] of cases) {
+      const api = await app.request(`${PUBLISH_PREFIX}/projects/app/releases`, secret, {
+        method: "POST",
+        body: uploadForm({ version: "1.0.0", ...fields }, { bytes: new Uint8Array([1]) }),
+      });
+      assert.equal(api.status, 400, JSON.stringify(fields));
+      assert.match((await api.json()).error, says);
+    }
+    assert.deepEqual(await listReleasesByProject(app.store, project.id), []);
+  });
+
+  await t.step("a form's checkbox is on when sent with any value but empty", async () => {
+    for (const [index, value] of ["on", "maybe", "false"].entries()) {
+      const res = await admin.upload("/admin/projects/app/releases", [
+        ["csrf_token", admin.csrfToken],
+        ["version", `1.0.${index}`],
+        ["draft", value],
+        ["file", new File([new Uint8Array([1])], "app.bin")],
+      ]);
+      assert.equal(res.status, 303, await res.text());
+    }
+    const releases = await listReleasesByProject(app.store, project.id);
+    assert.deepEqual(releases.map((release) => release.state), ["draft", "draft", "draft"]);
   });
 
   await t.step("the media type comes from the content_type field, else the file part", () => {

@@ -35,7 +35,12 @@ import { streamedForm } from "../guards.ts";
 import { formErrorOf } from "../forms.ts";
 import type { MultipartPart } from "../../src/http/multipart.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
-import { EMPTY_UPLOAD_FORM, UPLOAD_TEXT_FIELDS, type UploadValues } from "../forms_upload.ts";
+import {
+  checkedAsFlags,
+  EMPTY_UPLOAD_FORM,
+  UPLOAD_TEXT_FIELDS,
+  type UploadValues,
+} from "../forms_upload.ts";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
 
 /** Projects offered on the upload page (active ones, by name). */
@@ -240,7 +245,7 @@ async function recordRelease(
 ): Promise<Release> {
   const recorded = await recordUpload(deps.store, deps.artifacts, {
     file: received,
-    build: (file) => releaseFromUpload(projectId, { values, file }),
+    build: (file) => releaseFromUpload(projectId, { values: checkedAsFlags(values), file }),
     onKvError: () => deps.metrics.recordKvError("admin"),
   });
   return recorded.release;
