@@ -10,9 +10,8 @@
  * block map, its `.blockmap` URL answers 404 and electron-updater downloads
  * the whole file.
  */
-import { createHash } from "node:crypto";
 import { JOB_LEASE_MS, scheduleJob } from "../lib/background_job.ts";
-import type { ArtifactWorkOptions } from "../storage/artifact_work.ts";
+import { type ArtifactWorkOptions, readRecordedArtifact } from "../storage/artifact_work.ts";
 import {
   createBlockMap,
   listReleasesWithoutBlockMap,
@@ -26,8 +25,6 @@ import { buildBlockMap } from "./build.ts";
 const POLL_MS = 3_000;
 const PAGE = 100;
 
-export type BlockMapWorkOptions = ArtifactWorkOptions;
-
 export interface BlockMapRun {
   /** "busy": another instance holds the lease; "done": every release looked at has one. */
   outcome: "done" | "busy";
@@ -39,7 +36,7 @@ export interface BlockMapRun {
 
 /** One run over the releases after `afterId`: builds what is missing while it holds the lease. */
 export async function runBlockMapBuild(
-  { store, artifacts, report }: BlockMapWorkOptions,
+  { store, artifacts, report }: ArtifactWorkOptions,
   { afterId = 0, holder = crypto.randomUUID() }: { afterId?: number; holder?: string } = {},
 ): Promise<BlockMapRun> {
   const run: BlockMapRun = { outcome: "done", built: 0, skipped: 0, lastId: afterId };
@@ -71,22 +68,12 @@ export async function runBlockMapBuild(
 /** Builds, stores and records the block map of `release`; false when its artifact is not as recorded. */
 async function buildFor(
   release: Release,
-  { store, artifacts }: Pick<BlockMapWorkOptions, "store" | "artifacts">,
+  { store, artifacts }: Pick<ArtifactWorkOptions, "store" | "artifacts">,
 ): Promise<boolean> {
-  const artifact = await artifacts.open(release.storage_key);
-  if (artifact === null) return false;
-  const sha256 = createHash("sha256");
-  const { encoded } = await buildBlockMap(
-    (async function* () {
-      for await (const chunk of await artifact.read(0, artifact.size)) {
-        sha256.update(chunk);
-        yield chunk;
-      }
-    })(),
-  );
-  if (sha256.digest("hex") !== release.checksum_sha256) return false;
+  const built = await readRecordedArtifact(artifacts, release, buildBlockMap);
+  if (built === null) return false;
   // False when another instance recorded one first, or the release is gone: nothing to do.
-  await createBlockMap(store, { releaseId: release.id, madeBy: "service", bytes: encoded });
+  await createBlockMap(store, { releaseId: release.id, madeBy: "service", bytes: built.encoded });
   return true;
 }
 
@@ -95,7 +82,7 @@ async function buildFor(
  * release (those stored before block maps existed included), then every
  * POLL_MS for releases uploaded since. Returns the function that stops it.
  */
-export function scheduleBlockMaps(options: BlockMapWorkOptions): () => void {
+export function scheduleBlockMaps(options: ArtifactWorkOptions): () => void {
   let lastId = 0;
   return scheduleJob(async () => {
     try {

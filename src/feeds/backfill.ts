@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto";
 import { JOB_LEASE_MS, scheduleJob } from "../lib/background_job.ts";
 import type { ArtifactStore } from "../storage/types.ts";
-import type { ArtifactWorkOptions } from "../storage/artifact_work.ts";
+import { type ArtifactWorkOptions, readRecordedArtifact } from "../storage/artifact_work.ts";
 import {
   isSha512BackfillDone,
   listReleasesWithoutSha512,
@@ -22,8 +22,6 @@ import type { Release } from "../store/types.ts";
 const RETRY_MS = 60_000;
 const PAGE = 100;
 
-export type BackfillOptions = ArtifactWorkOptions;
-
 export interface BackfillResult {
   /** "done": every release has it now; "busy": another instance holds the lease. */
   outcome: "done" | "busy" | "incomplete";
@@ -33,7 +31,7 @@ export interface BackfillResult {
 
 /** One run: fills what it can while it holds the lease. */
 export async function runSha512Backfill(
-  { store, artifacts, report }: BackfillOptions,
+  { store, artifacts, report }: ArtifactWorkOptions,
   holder: string = crypto.randomUUID(),
 ): Promise<BackfillResult> {
   const result: BackfillResult = { outcome: "done", filled: 0, skipped: 0 };
@@ -70,16 +68,12 @@ export async function runSha512Backfill(
 }
 
 /** The SHA-512 (base64) of the release's artifact, or null when it is missing or not its SHA-256. */
-async function artifactSha512(artifacts: ArtifactStore, release: Release): Promise<string | null> {
-  const artifact = await artifacts.open(release.storage_key);
-  if (artifact === null) return null;
-  const sha256 = createHash("sha256");
-  const sha512 = createHash("sha512");
-  for await (const chunk of await artifact.read(0, artifact.size)) {
-    sha256.update(chunk);
-    sha512.update(chunk);
-  }
-  return sha256.digest("hex") === release.checksum_sha256 ? sha512.digest("base64") : null;
+function artifactSha512(artifacts: ArtifactStore, release: Release): Promise<string | null> {
+  return readRecordedArtifact(artifacts, release, async (chunks) => {
+    const sha512 = createHash("sha512");
+    for await (const chunk of chunks) sha512.update(chunk);
+    return sha512.digest("base64");
+  });
 }
 
 /**
@@ -87,7 +81,7 @@ async function artifactSha512(artifacts: ArtifactStore, release: Release): Promi
  * RETRY_MS while another instance holds the lease or a run failed. Returns
  * the function that stops it.
  */
-export function scheduleSha512Backfill(options: BackfillOptions): () => void {
+export function scheduleSha512Backfill(options: ArtifactWorkOptions): () => void {
   return scheduleJob(async () => {
     let outcome: BackfillResult["outcome"] = "incomplete";
     try {
