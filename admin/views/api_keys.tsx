@@ -11,6 +11,7 @@ import {
   InputField,
   invalidProps,
   ListPager,
+  PageHead,
   PostButton,
   SearchBox,
   StateBadge,
@@ -79,9 +80,7 @@ export function ApiKeysPage(
 ) {
   return (
     <Layout ctx={ctx} title="API keys" nav="api-keys">
-      <div class="page-head">
-        <h1>API keys</h1>
-      </div>
+      <PageHead title="API keys" />
       <KeyForm
         ctx={ctx}
         knownTags={knownTags}

@@ -171,6 +171,24 @@ function HeaderCell(column: string) {
   return <th scope="col">{column}</th>;
 }
 
+/**
+ * A page's heading row (`.page-head`): the `<h1>` with the `badges` beside the title
+ * (state, "latest"), and the `slug` line (slug, key prefix or id) when there is one.
+ */
+export function PageHead(
+  { title, badges, slug }: { title: Child; badges?: Child; slug?: Child },
+) {
+  return (
+    <div class="page-head">
+      <h1>
+        {title}
+        {badges && <>{" "}{badges}</>}
+      </h1>
+      {slug && <code class="slug">{slug}</code>}
+    </div>
+  );
+}
+
 /** A form that is just one button posting to `action` (archive, enable, …), with its CSRF token. */
 export function PostButton(
   { action, csrfToken, label, buttonClass = "button button-small" }: {

@@ -12,6 +12,7 @@ import {
   FormErrorSummary,
   InputField,
   ListPager,
+  PageHead,
   PostButton,
   SearchBox,
   StateBadge,
@@ -75,12 +76,11 @@ export function ProjectPage(props: ProjectPageProps) {
       <p class="breadcrumb">
         <a href="/admin/projects">Projects</a> /
       </p>
-      <div class="page-head">
-        <h1>
-          {project.name} <StateBadge state={project.state} />
-        </h1>
-        <code class="slug">{project.slug}</code>
-      </div>
+      <PageHead
+        title={project.name}
+        badges={<StateBadge state={project.state} />}
+        slug={project.slug}
+      />
       {project.description && <p class="lead">{project.description}</p>}
       <TagList tags={project.tags} />
       <UploadForm {...props} />
