@@ -4,6 +4,7 @@ import type { ApiKeyFormValues } from "../forms_api_key.ts";
 import type { FormError } from "../types.ts";
 import type { ListPage } from "../listing.ts";
 import {
+  ActionsCell,
   autofocusProps,
   DataTable,
   FieldError,
@@ -134,16 +135,14 @@ export function ApiKeysPage(
                   <td data-label="Last used" class="nowrap">
                     <Time iso={key.last_used_at} />
                   </td>
-                  <td data-label="Actions">
-                    <div class="row-actions">
-                      <a class="button button-small" href={`/admin/api-keys/${key.id}`}>Edit</a>
-                      <PostButton
-                        action={`/admin/api-keys/${key.id}/${key.active ? "disable" : "enable"}`}
-                        csrfToken={ctx.csrfToken}
-                        label={key.active ? "Disable" : "Enable"}
-                      />
-                    </div>
-                  </td>
+                  <ActionsCell>
+                    <a class="button button-small" href={`/admin/api-keys/${key.id}`}>Edit</a>
+                    <PostButton
+                      action={`/admin/api-keys/${key.id}/${key.active ? "disable" : "enable"}`}
+                      csrfToken={ctx.csrfToken}
+                      label={key.active ? "Disable" : "Enable"}
+                    />
+                  </ActionsCell>
                 </tr>
               );
             })}

@@ -167,6 +167,15 @@ export function DataTable(
   );
 }
 
+/** The last cell of a row in a {@link DataTable} with `actions`: the row's buttons and links. */
+export function ActionsCell({ children }: { children: Child }) {
+  return (
+    <td data-label="Actions">
+      <div class="row-actions">{children}</div>
+    </td>
+  );
+}
+
 function HeaderCell(column: string) {
   return <th scope="col">{column}</th>;
 }

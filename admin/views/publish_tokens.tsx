@@ -4,6 +4,7 @@ import type { Project } from "../../src/store/types.ts";
 import type { PublishTokenFormValues } from "../forms_publish_token.ts";
 import type { FormError } from "../types.ts";
 import {
+  ActionsCell,
   CheckboxField,
   DataTable,
   FieldError,
@@ -153,22 +154,20 @@ export function PublishTokensPage(
                 <td data-label="Last used">
                   {token.last_used_at ? <Time iso={token.last_used_at} /> : "never"}
                 </td>
-                <td data-label="Actions">
-                  <div class="row-actions">
-                    <PostButton
-                      action={`/admin/publish-tokens/${token.id}/${
-                        token.active ? "disable" : "enable"
-                      }`}
-                      csrfToken={ctx.csrfToken}
-                      label={token.active ? "Disable" : "Enable"}
-                    />
-                    <PostButton
-                      action={`/admin/publish-tokens/${token.id}/delete`}
-                      csrfToken={ctx.csrfToken}
-                      label="Delete"
-                    />
-                  </div>
-                </td>
+                <ActionsCell>
+                  <PostButton
+                    action={`/admin/publish-tokens/${token.id}/${
+                      token.active ? "disable" : "enable"
+                    }`}
+                    csrfToken={ctx.csrfToken}
+                    label={token.active ? "Disable" : "Enable"}
+                  />
+                  <PostButton
+                    action={`/admin/publish-tokens/${token.id}/delete`}
+                    csrfToken={ctx.csrfToken}
+                    label="Delete"
+                  />
+                </ActionsCell>
               </tr>
             ))}
           </DataTable>

@@ -4,6 +4,7 @@ import { WEBHOOK_EVENT_KINDS } from "../../src/webhooks/events.ts";
 import { isSigningSecret } from "../../src/lib/webhook_secret.ts";
 import type { FormError } from "../types.ts";
 import {
+  ActionsCell,
   CheckboxField,
   DataTable,
   FieldError,
@@ -54,20 +55,18 @@ export function WebhooksPage(
                   <td data-label="Created">
                     <Time iso={endpoint.created_at} />
                   </td>
-                  <td data-label="Actions">
-                    <div class="row-actions">
-                      <a class="button button-small" href={`/admin/webhooks/${endpoint.id}`}>
-                        Deliveries
-                      </a>
-                      {/* Deleting asks first, on a page of its own (works without script). */}
-                      <a
-                        class="button button-small"
-                        href={`/admin/webhooks/${endpoint.id}/delete`}
-                      >
-                        Delete…
-                      </a>
-                    </div>
-                  </td>
+                  <ActionsCell>
+                    <a class="button button-small" href={`/admin/webhooks/${endpoint.id}`}>
+                      Deliveries
+                    </a>
+                    {/* Deleting asks first, on a page of its own (works without script). */}
+                    <a
+                      class="button button-small"
+                      href={`/admin/webhooks/${endpoint.id}/delete`}
+                    >
+                      Delete…
+                    </a>
+                  </ActionsCell>
                 </tr>
               ))}
             </DataTable>
@@ -244,15 +243,13 @@ export function WebhookPage(
                 <td data-label="Next attempt">
                   <Time iso={delivery.next_attempt_at} />
                 </td>
-                <td data-label="Actions">
-                  <div class="row-actions">
-                    <PostButton
-                      action={`/admin/webhooks/${endpoint.id}/deliveries/${delivery.id}/resend`}
-                      csrfToken={ctx.csrfToken}
-                      label="Send again"
-                    />
-                  </div>
-                </td>
+                <ActionsCell>
+                  <PostButton
+                    action={`/admin/webhooks/${endpoint.id}/deliveries/${delivery.id}/resend`}
+                    csrfToken={ctx.csrfToken}
+                    label="Send again"
+                  />
+                </ActionsCell>
               </tr>
             ))}
           </DataTable>
