@@ -122,6 +122,60 @@ function describedBy(
   };
 }
 
+type FieldsetFieldProps =
+  & Pick<FieldProps, "id" | "name" | "error">
+  & { legend: Child; children: Child }
+  & JSX.IntrinsicElements["fieldset"];
+
+/**
+ * A `<fieldset>` (class `field` unless given) of the controls for one form field, such as
+ * a group of choices: its legend, the controls (`children`) and the field's error message
+ * (`{id}-error`), which an invalid fieldset points at.
+ */
+export function FieldsetField(
+  { id, name, legend, error, children, ...attrs }: FieldsetFieldProps,
+) {
+  return (
+    <fieldset class="field" {...attrs} {...invalidProps(error, name, id)}>
+      <legend>{legend}</legend>
+      {children}
+      <FieldError error={error} field={name} id={id} />
+    </fieldset>
+  );
+}
+
+/**
+ * The optional expiry of a credential: a `datetime-local` input for `expires_at`,
+ * which the server reads as UTC.
+ */
+export function ExpiresField(
+  props: Omit<FieldProps, "name" | "label"> & JSX.IntrinsicElements["input"],
+) {
+  return <InputField {...props} name="expires_at" label="Expires" type="datetime-local" />;
+}
+
+/**
+ * The text input for a comma-separated list of project slugs (`project_slugs`);
+ * `list` names the `<datalist>` that suggests slugs.
+ */
+export function ProjectSlugsInput(
+  { id, slugs, ...attrs }:
+    & { id: string; slugs: readonly string[] }
+    & JSX.IntrinsicElements["input"],
+) {
+  return (
+    <input
+      id={id}
+      name="project_slugs"
+      type="text"
+      value={slugs.join(", ")}
+      autocapitalize="none"
+      spellcheck={false}
+      {...attrs}
+    />
+  );
+}
+
 /** A checkbox with its label beside it (`.checkbox`); `value` defaults to the browser's `on`. */
 export function CheckboxField(
   { id, name, value, checked, label }: {

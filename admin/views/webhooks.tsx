@@ -8,6 +8,7 @@ import {
   CheckboxField,
   DataTable,
   FieldError,
+  FieldsetField,
   FormErrorSummary,
   invalidProps,
   PostButton,
@@ -90,8 +91,7 @@ export function WebhooksPage(
             />
             <FieldError error={error} field="url" id="webhook-url" />
           </div>
-          <fieldset class="field" {...invalidProps(error, "events", "webhook-events")}>
-            <legend>Events</legend>
+          <FieldsetField id="webhook-events" name="events" legend="Events" error={error}>
             <div class="checkbox-grid">
               {WEBHOOK_EVENT_KINDS.map((kind) => (
                 <CheckboxField
@@ -103,8 +103,7 @@ export function WebhooksPage(
                 />
               ))}
             </div>
-            <FieldError error={error} field="events" id="webhook-events" />
-          </fieldset>
+          </FieldsetField>
           <button type="submit" class="button button-primary">Add the endpoint</button>
         </form>
       </section>
