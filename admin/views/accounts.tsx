@@ -7,7 +7,14 @@ import {
   roleOf,
 } from "../../src/store/admin_users.ts";
 import type { FormError } from "../types.ts";
-import { DataTable, FormErrorSummary, InputField, PostButton, Time } from "./components.tsx";
+import {
+  ActionsCell,
+  DataTable,
+  FormErrorSummary,
+  InputField,
+  PostButton,
+  Time,
+} from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 
 export interface AccountFormValues {
@@ -55,28 +62,26 @@ export function AccountsPage(
               <td data-label="Created">
                 <Time iso={user.created_at} />
               </td>
-              <td data-label="Actions">
-                <div class="row-actions">
-                  <form
-                    method="post"
-                    action={`/admin/accounts/${encodeURIComponent(user.username)}/role`}
-                    class="inline-form role-form"
-                  >
-                    <CsrfInput token={ctx.csrfToken} />
-                    <select name="role" aria-label={`Role of ${user.username}`}>
-                      {ADMIN_ROLES.map((role) => (
-                        <option value={role} selected={role === roleOf(user)}>{role}</option>
-                      ))}
-                    </select>
-                    <button type="submit" class="button button-small">Change role</button>
-                  </form>
-                  <PostButton
-                    action={`/admin/accounts/${encodeURIComponent(user.username)}/delete`}
-                    csrfToken={ctx.csrfToken}
-                    label="Remove"
-                  />
-                </div>
-              </td>
+              <ActionsCell>
+                <form
+                  method="post"
+                  action={`/admin/accounts/${encodeURIComponent(user.username)}/role`}
+                  class="inline-form role-form"
+                >
+                  <CsrfInput token={ctx.csrfToken} />
+                  <select name="role" aria-label={`Role of ${user.username}`}>
+                    {ADMIN_ROLES.map((role) => (
+                      <option value={role} selected={role === roleOf(user)}>{role}</option>
+                    ))}
+                  </select>
+                  <button type="submit" class="button button-small">Change role</button>
+                </form>
+                <PostButton
+                  action={`/admin/accounts/${encodeURIComponent(user.username)}/delete`}
+                  csrfToken={ctx.csrfToken}
+                  label="Remove"
+                />
+              </ActionsCell>
             </tr>
           ))}
         </DataTable>

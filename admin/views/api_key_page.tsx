@@ -5,7 +5,7 @@ import type { ApiKeyFormValues } from "../forms_api_key.ts";
 import type { FormError } from "../types.ts";
 import { keyRolloutTags } from "../../src/store/access.ts";
 import { KeyForm, SCOPE_LABELS } from "./api_keys.tsx";
-import { EditConflictNotice, StateBadge, TagList, Time } from "./components.tsx";
+import { EditConflictNotice, PageHead, StateBadge, TagList, Time } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 
 export interface ApiKeyPageProps {
@@ -29,12 +29,11 @@ export function ApiKeyPage(props: ApiKeyPageProps) {
       <p class="breadcrumb">
         <a href="/admin/api-keys#key-list">API keys</a> /
       </p>
-      <div class="page-head">
-        <h1>
-          {apiKey.name} <StateBadge state={state} />
-        </h1>
-        <code class="slug">{apiKey.prefix}… · id {apiKey.id}</code>
-      </div>
+      <PageHead
+        title={apiKey.name}
+        badges={<StateBadge state={state} />}
+        slug={`${apiKey.prefix}… · id ${apiKey.id}`}
+      />
       <section class="card" aria-label="Key facts">
         <dl class="facts">
           <dt>Created</dt>

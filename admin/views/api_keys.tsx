@@ -4,14 +4,19 @@ import type { ApiKeyFormValues } from "../forms_api_key.ts";
 import type { FormError } from "../types.ts";
 import type { ListPage } from "../listing.ts";
 import {
+  ActionsCell,
   autofocusProps,
   DataTable,
+  ExpiresField,
   FieldError,
+  FieldsetField,
   FormErrorSummary,
   InputField,
   invalidProps,
   ListPager,
+  PageHead,
   PostButton,
+  ProjectSlugsInput,
   SearchBox,
   StateBadge,
   TagList,
@@ -79,9 +84,7 @@ export function ApiKeysPage(
 ) {
   return (
     <Layout ctx={ctx} title="API keys" nav="api-keys">
-      <div class="page-head">
-        <h1>API keys</h1>
-      </div>
+      <PageHead title="API keys" />
       <KeyForm
         ctx={ctx}
         knownTags={knownTags}
@@ -135,16 +138,14 @@ export function ApiKeysPage(
                   <td data-label="Last used" class="nowrap">
                     <Time iso={key.last_used_at} />
                   </td>
-                  <td data-label="Actions">
-                    <div class="row-actions">
-                      <a class="button button-small" href={`/admin/api-keys/${key.id}`}>Edit</a>
-                      <PostButton
-                        action={`/admin/api-keys/${key.id}/${key.active ? "disable" : "enable"}`}
-                        csrfToken={ctx.csrfToken}
-                        label={key.active ? "Disable" : "Enable"}
-                      />
-                    </div>
-                  </td>
+                  <ActionsCell>
+                    <a class="button button-small" href={`/admin/api-keys/${key.id}`}>Edit</a>
+                    <PostButton
+                      action={`/admin/api-keys/${key.id}/${key.active ? "disable" : "enable"}`}
+                      csrfToken={ctx.csrfToken}
+                      label={key.active ? "Disable" : "Enable"}
+                    />
+                  </ActionsCell>
                 </tr>
               );
             })}
@@ -234,8 +235,7 @@ export function KeyForm(
             yet, or to stop a key's access while keeping its name, scope and statistics.
           </p>
         </div>
-        <fieldset class="field" {...invalidProps(error, "scope_mode", "key-scope")}>
-          <legend>Scope</legend>
+        <FieldsetField id="key-scope" name="scope_mode" legend="Scope" error={error}>
           <div class="choices">
             {SCOPE_MODES.map((mode) => (
               <div class="choice">
@@ -254,8 +254,7 @@ export function KeyForm(
               </div>
             ))}
           </div>
-          <FieldError error={error} field="scope_mode" id="key-scope" />
-        </fieldset>
+        </FieldsetField>
         <fieldset
           class="field scope-list"
           data-scope-for="project_allow_list project_deny_list"
@@ -268,13 +267,9 @@ export function KeyForm(
           </p>
           <FieldError error={error} field="project_slugs" id="key-projects" />
           <label for="key-project-slugs" class="visually-hidden">Project slugs</label>
-          <input
+          <ProjectSlugsInput
             id="key-project-slugs"
-            name="project_slugs"
-            type="text"
-            value={values.project_slugs.join(", ")}
-            autocapitalize="none"
-            spellcheck={false}
+            slugs={values.project_slugs}
             autocomplete="off"
             list="key-project-choices"
             data-slug-search="/admin/project-slugs"
@@ -284,12 +279,14 @@ export function KeyForm(
           {/* Filled as one types (admin.js asks /admin/project-slugs?q=…); the field works without it. */}
           <datalist id="key-project-choices"></datalist>
         </fieldset>
-        <fieldset
+        <FieldsetField
+          id="key-tags"
+          name="tags"
+          legend="Tags"
+          error={error}
           class="field scope-list"
           data-scope-for="tag_allow_list tag_deny_list"
-          {...invalidProps(error, "tags", "key-tags")}
         >
-          <legend>Tags</legend>
           <p class="hint">Used by "Projects with these tags" and "Projects without these tags".</p>
           {knownTags.length > 0 && (
             <div class="checkbox-grid">
@@ -322,8 +319,7 @@ export function KeyForm(
           <p class="hint" id="key-other-tags-hint">
             Comma-separated tags that no project carries yet.
           </p>
-          <FieldError error={error} field="tags" id="key-tags" />
-        </fieldset>
+        </FieldsetField>
         <InputField
           id="key-rollout-tags"
           name="rollout_tags"
@@ -340,12 +336,9 @@ export function KeyForm(
             </>
           }
         />
-        <InputField
+        <ExpiresField
           id="key-expires"
-          name="expires_at"
-          label="Expires"
           optional="optional, UTC"
-          type="datetime-local"
           value={values.expires_at}
           error={error}
           data-utc-local="key-expires-local"

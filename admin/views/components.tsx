@@ -122,6 +122,60 @@ function describedBy(
   };
 }
 
+type FieldsetFieldProps =
+  & Pick<FieldProps, "id" | "name" | "error">
+  & { legend: Child; children: Child }
+  & JSX.IntrinsicElements["fieldset"];
+
+/**
+ * A `<fieldset>` (class `field` unless given) of the controls for one form field, such as
+ * a group of choices: its legend, the controls (`children`) and the field's error message
+ * (`{id}-error`), which an invalid fieldset points at.
+ */
+export function FieldsetField(
+  { id, name, legend, error, children, ...attrs }: FieldsetFieldProps,
+) {
+  return (
+    <fieldset class="field" {...attrs} {...invalidProps(error, name, id)}>
+      <legend>{legend}</legend>
+      {children}
+      <FieldError error={error} field={name} id={id} />
+    </fieldset>
+  );
+}
+
+/**
+ * The optional expiry of a credential: a `datetime-local` input for `expires_at`,
+ * which the server reads as UTC.
+ */
+export function ExpiresField(
+  props: Omit<FieldProps, "name" | "label"> & JSX.IntrinsicElements["input"],
+) {
+  return <InputField {...props} name="expires_at" label="Expires" type="datetime-local" />;
+}
+
+/**
+ * The text input for a comma-separated list of project slugs (`project_slugs`);
+ * `list` names the `<datalist>` that suggests slugs.
+ */
+export function ProjectSlugsInput(
+  { id, slugs, ...attrs }:
+    & { id: string; slugs: readonly string[] }
+    & JSX.IntrinsicElements["input"],
+) {
+  return (
+    <input
+      id={id}
+      name="project_slugs"
+      type="text"
+      value={slugs.join(", ")}
+      autocapitalize="none"
+      spellcheck={false}
+      {...attrs}
+    />
+  );
+}
+
 /** A checkbox with its label beside it (`.checkbox`); `value` defaults to the browser's `on`. */
 export function CheckboxField(
   { id, name, value, checked, label }: {
@@ -167,8 +221,35 @@ export function DataTable(
   );
 }
 
+/** The last cell of a row in a {@link DataTable} with `actions`: the row's buttons and links. */
+export function ActionsCell({ children }: { children: Child }) {
+  return (
+    <td data-label="Actions">
+      <div class="row-actions">{children}</div>
+    </td>
+  );
+}
+
 function HeaderCell(column: string) {
   return <th scope="col">{column}</th>;
+}
+
+/**
+ * A page's heading row (`.page-head`): the `<h1>` with the `badges` beside the title
+ * (state, "latest"), and the `slug` line (slug, key prefix or id) when there is one.
+ */
+export function PageHead(
+  { title, badges, slug }: { title: Child; badges?: Child; slug?: Child },
+) {
+  return (
+    <div class="page-head">
+      <h1>
+        {title}
+        {badges && <>{" "}{badges}</>}
+      </h1>
+      {slug && <code class="slug">{slug}</code>}
+    </div>
+  );
 }
 
 /** A form that is just one button posting to `action` (archive, enable, …), with its CSRF token. */

@@ -8,10 +8,12 @@ import type { UploadValues } from "../forms_upload.ts";
 import type { FormError } from "../types.ts";
 import { type ChartRange, DownloadChart } from "./chart.tsx";
 import {
+  ActionsCell,
   DataTable,
   FormErrorSummary,
   InputField,
   ListPager,
+  PageHead,
   PostButton,
   SearchBox,
   StateBadge,
@@ -75,12 +77,11 @@ export function ProjectPage(props: ProjectPageProps) {
       <p class="breadcrumb">
         <a href="/admin/projects">Projects</a> /
       </p>
-      <div class="page-head">
-        <h1>
-          {project.name} <StateBadge state={project.state} />
-        </h1>
-        <code class="slug">{project.slug}</code>
-      </div>
+      <PageHead
+        title={project.name}
+        badges={<StateBadge state={project.state} />}
+        slug={project.slug}
+      />
       {project.description && <p class="lead">{project.description}</p>}
       <TagList tags={project.tags} />
       <UploadForm {...props} />
@@ -268,41 +269,39 @@ function ReleasesTable(props: ProjectPageProps) {
                     <span class="muted">{counts.last30} in 30 days</span>
                     <span class="muted">{counts.last90} in 90 days</span>
                   </td>
-                  <td data-label="Actions">
-                    <div class="row-actions">
-                      <a
-                        class="button button-small"
-                        href={`/admin/releases/${release.id}`}
-                        title="Edit, download or delete"
-                      >
-                        Edit
-                      </a>
-                      {release.state === "draft"
-                        ? (
-                          <PostButton
-                            action={`/admin/releases/${release.id}/publish`}
-                            csrfToken={ctx.csrfToken}
-                            label="Publish"
-                          />
-                        )
-                        : (
-                          <PostButton
-                            action={`/admin/releases/${release.id}/${
-                              release.state === "active" ? "archive" : "activate"
-                            }`}
-                            csrfToken={ctx.csrfToken}
-                            label={release.state === "active" ? "Archive" : "Activate"}
-                          />
-                        )}
-                      {release.state === "active" && !latest && (
+                  <ActionsCell>
+                    <a
+                      class="button button-small"
+                      href={`/admin/releases/${release.id}`}
+                      title="Edit, download or delete"
+                    >
+                      Edit
+                    </a>
+                    {release.state === "draft"
+                      ? (
                         <PostButton
-                          action={`/admin/releases/${release.id}/make-latest`}
+                          action={`/admin/releases/${release.id}/publish`}
                           csrfToken={ctx.csrfToken}
-                          label="Make latest"
+                          label="Publish"
+                        />
+                      )
+                      : (
+                        <PostButton
+                          action={`/admin/releases/${release.id}/${
+                            release.state === "active" ? "archive" : "activate"
+                          }`}
+                          csrfToken={ctx.csrfToken}
+                          label={release.state === "active" ? "Archive" : "Activate"}
                         />
                       )}
-                    </div>
-                  </td>
+                    {release.state === "active" && !latest && (
+                      <PostButton
+                        action={`/admin/releases/${release.id}/make-latest`}
+                        csrfToken={ctx.csrfToken}
+                        label="Make latest"
+                      />
+                    )}
+                  </ActionsCell>
                 </tr>
               );
             })}

@@ -6,6 +6,7 @@ import {
   DataTable,
   FormErrorSummary,
   ListPager,
+  PageHead,
   SearchBox,
   StateBadge,
   TagList,
@@ -38,9 +39,7 @@ export function ProjectsPage(
 ) {
   return (
     <Layout ctx={ctx} title="Projects" nav="projects">
-      <div class="page-head">
-        <h1>Projects</h1>
-      </div>
+      <PageHead title="Projects" />
       <details
         class="card create-card"
         id="new-project"

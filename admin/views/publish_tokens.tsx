@@ -4,13 +4,15 @@ import type { Project } from "../../src/store/types.ts";
 import type { PublishTokenFormValues } from "../forms_publish_token.ts";
 import type { FormError } from "../types.ts";
 import {
+  ActionsCell,
   CheckboxField,
   DataTable,
-  FieldError,
+  ExpiresField,
+  FieldsetField,
   FormErrorSummary,
   InputField,
-  invalidProps,
   PostButton,
+  ProjectSlugsInput,
   SecretCopyRow,
   SecretCreatedLayout,
   StateBadge,
@@ -30,6 +32,16 @@ const PERMISSION_LABELS: Record<string, string> = {
   upload: "upload releases, edit notes and build",
   release_state: "archive, activate, publish drafts, make latest, run staged rollouts",
 };
+
+/** The form's permission checkboxes: each one's form field and what it allows. */
+const PERMISSION_CHECKBOXES = [
+  { id: "token-can-upload", name: "can_upload", label: PERMISSION_LABELS.upload },
+  {
+    id: "token-can-change-state",
+    name: "can_change_state",
+    label: PERMISSION_LABELS.release_state,
+  },
+] as const;
 
 export function PublishTokensPage(
   { ctx, rows, projects, values, error, openForm }: {
@@ -69,8 +81,7 @@ export function PublishTokensPage(
             maxlength={200}
             error={error}
           />
-          <fieldset class="field" {...invalidProps(error, "project_slugs", "token-projects")}>
-            <legend>Projects</legend>
+          <FieldsetField id="token-projects" name="project_slugs" legend="Projects" error={error}>
             <div class="choices">
               <CheckboxField
                 id="token-all-projects"
@@ -82,46 +93,27 @@ export function PublishTokensPage(
                 <label for="token-projects" class="label-quiet">
                   or only these (comma-separated slugs)
                 </label>
-                <input
+                <ProjectSlugsInput
                   id="token-projects"
-                  name="project_slugs"
-                  type="text"
-                  value={values.project_slugs.join(", ")}
+                  slugs={values.project_slugs}
                   list="token-project-slugs"
-                  autocapitalize="none"
-                  spellcheck={false}
                 />
               </div>
             </div>
             <datalist id="token-project-slugs">
               {projects.map((project) => <option key={project.slug} value={project.slug} />)}
             </datalist>
-            <FieldError error={error} field="project_slugs" id="token-projects" />
-          </fieldset>
-          <fieldset class="field" {...invalidProps(error, "permissions", "token-permissions")}>
-            <legend>May</legend>
+          </FieldsetField>
+          <FieldsetField id="token-permissions" name="permissions" legend="May" error={error}>
             <div class="choices">
-              <CheckboxField
-                id="token-can-upload"
-                name="can_upload"
-                checked={values.can_upload}
-                label={PERMISSION_LABELS.upload}
-              />
-              <CheckboxField
-                id="token-can-change-state"
-                name="can_change_state"
-                checked={values.can_change_state}
-                label={PERMISSION_LABELS.release_state}
-              />
+              {PERMISSION_CHECKBOXES.map(({ id, name, label }) => (
+                <CheckboxField id={id} name={name} checked={values[name]} label={label} />
+              ))}
             </div>
-            <FieldError error={error} field="permissions" id="token-permissions" />
-          </fieldset>
-          <InputField
+          </FieldsetField>
+          <ExpiresField
             id="token-expires"
-            name="expires_at"
-            label="Expires"
             optional="optional"
-            type="datetime-local"
             hint="UTC. Empty: never."
             value={values.expires_at}
             error={error}
@@ -153,22 +145,20 @@ export function PublishTokensPage(
                 <td data-label="Last used">
                   {token.last_used_at ? <Time iso={token.last_used_at} /> : "never"}
                 </td>
-                <td data-label="Actions">
-                  <div class="row-actions">
-                    <PostButton
-                      action={`/admin/publish-tokens/${token.id}/${
-                        token.active ? "disable" : "enable"
-                      }`}
-                      csrfToken={ctx.csrfToken}
-                      label={token.active ? "Disable" : "Enable"}
-                    />
-                    <PostButton
-                      action={`/admin/publish-tokens/${token.id}/delete`}
-                      csrfToken={ctx.csrfToken}
-                      label="Delete"
-                    />
-                  </div>
-                </td>
+                <ActionsCell>
+                  <PostButton
+                    action={`/admin/publish-tokens/${token.id}/${
+                      token.active ? "disable" : "enable"
+                    }`}
+                    csrfToken={ctx.csrfToken}
+                    label={token.active ? "Disable" : "Enable"}
+                  />
+                  <PostButton
+                    action={`/admin/publish-tokens/${token.id}/delete`}
+                    csrfToken={ctx.csrfToken}
+                    label="Delete"
+                  />
+                </ActionsCell>
               </tr>
             ))}
           </DataTable>

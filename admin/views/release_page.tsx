@@ -8,6 +8,7 @@ import {
   EditConflictNotice,
   FormErrorSummary,
   InputField,
+  PageHead,
   StateBadge,
   TextAreaField,
   Time,
@@ -44,13 +45,16 @@ export function ReleasePage(props: ReleasePageProps) {
         <a href="/admin/projects">Projects</a> /{" "}
         <a href={`${projectPath}#releases`}>{project?.name ?? "(deleted project)"}</a> /
       </p>
-      <div class="page-head">
-        <h1>
-          Release {release.version} <StateBadge state={release.state} />
-          {props.latest && <span class="badge badge-latest">latest</span>}
-        </h1>
-        <code class="slug">id {release.id}</code>
-      </div>
+      <PageHead
+        title={`Release ${release.version}`}
+        badges={
+          <>
+            <StateBadge state={release.state} />
+            {props.latest && <span class="badge badge-latest">latest</span>}
+          </>
+        }
+        slug={`id ${release.id}`}
+      />
       <section class="card" id="file" aria-labelledby="file-title">
         <h2 id="file-title">File</h2>
         <dl class="facts">

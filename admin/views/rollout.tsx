@@ -8,13 +8,7 @@ import { ROLLOUT_STEPS_MAX } from "../../src/store/rollouts.ts";
 import { shortTime } from "../format.ts";
 import { type RolloutValues, scheduleRows } from "../forms_rollout.ts";
 import type { FormError } from "../types.ts";
-import {
-  FieldError,
-  FormErrorSummary,
-  InputField,
-  invalidProps,
-  PostButton,
-} from "./components.tsx";
+import { FieldsetField, FormErrorSummary, InputField, PostButton } from "./components.tsx";
 import { CsrfInput } from "./layout.tsx";
 
 /** Empty schedule rows the form offers beyond the steps it already has. */
@@ -188,10 +182,16 @@ function ScheduleFields(
   const all = [...rows, ...Array.from({ length: blanks }, () => ({ at: "", percentage: "" }))];
   const id = `${prefix}-schedule`;
   return (
-    <fieldset class="field" {...invalidProps(error, "schedule", id)}>
-      <legend>
-        Schedule <span class="optional">optional</span>
-      </legend>
+    <FieldsetField
+      id={id}
+      name="schedule"
+      legend={
+        <>
+          Schedule <span class="optional">optional</span>
+        </>
+      }
+      error={error}
+    >
       <p class="hint">
         From each time on, at least that percentage of clients get the release. Times are in UTC;
         your own time shows beside each. Empty rows are left out.
@@ -227,8 +227,7 @@ function ScheduleFields(
           </div>
         ))}
       </div>
-      <FieldError error={error} field="schedule" id={id} />
-    </fieldset>
+    </FieldsetField>
   );
 }
 

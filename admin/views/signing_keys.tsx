@@ -1,7 +1,7 @@
 /** The signing keys page (docs/signing.md "Keys and rotation"): public halves only. */
 import type { SigningKey } from "../../src/store/signing_keys.ts";
 import type { SparkleFeedKey } from "../../src/store/sparkle_keys.ts";
-import { DataTable, PostButton, StateBadge, Time } from "./components.tsx";
+import { ActionsCell, DataTable, PostButton, StateBadge, Time } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { SparkleKeysSection, TufSection, type TufSummary } from "./tuf.tsx";
 
@@ -60,24 +60,22 @@ export function SigningKeysPage(
                 <td data-label="Retired">
                   <Time iso={key.retired_at} />
                 </td>
-                <td data-label="Actions">
-                  <div class="row-actions">
-                    {key.status === "pending" && (
-                      <PostButton
-                        action={`/admin/signing-keys/${key.kid}/activate`}
-                        csrfToken={ctx.csrfToken}
-                        label="Activate"
-                      />
-                    )}
-                    {key.status === "active" && (
-                      <PostButton
-                        action={`/admin/signing-keys/${key.kid}/retire`}
-                        csrfToken={ctx.csrfToken}
-                        label="Retire"
-                      />
-                    )}
-                  </div>
-                </td>
+                <ActionsCell>
+                  {key.status === "pending" && (
+                    <PostButton
+                      action={`/admin/signing-keys/${key.kid}/activate`}
+                      csrfToken={ctx.csrfToken}
+                      label="Activate"
+                    />
+                  )}
+                  {key.status === "active" && (
+                    <PostButton
+                      action={`/admin/signing-keys/${key.kid}/retire`}
+                      csrfToken={ctx.csrfToken}
+                      label="Retire"
+                    />
+                  )}
+                </ActionsCell>
               </tr>
             ))}
           </DataTable>

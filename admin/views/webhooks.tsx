@@ -4,9 +4,11 @@ import { WEBHOOK_EVENT_KINDS } from "../../src/webhooks/events.ts";
 import { isSigningSecret } from "../../src/lib/webhook_secret.ts";
 import type { FormError } from "../types.ts";
 import {
+  ActionsCell,
   CheckboxField,
   DataTable,
   FieldError,
+  FieldsetField,
   FormErrorSummary,
   invalidProps,
   PostButton,
@@ -54,20 +56,18 @@ export function WebhooksPage(
                   <td data-label="Created">
                     <Time iso={endpoint.created_at} />
                   </td>
-                  <td data-label="Actions">
-                    <div class="row-actions">
-                      <a class="button button-small" href={`/admin/webhooks/${endpoint.id}`}>
-                        Deliveries
-                      </a>
-                      {/* Deleting asks first, on a page of its own (works without script). */}
-                      <a
-                        class="button button-small"
-                        href={`/admin/webhooks/${endpoint.id}/delete`}
-                      >
-                        Delete…
-                      </a>
-                    </div>
-                  </td>
+                  <ActionsCell>
+                    <a class="button button-small" href={`/admin/webhooks/${endpoint.id}`}>
+                      Deliveries
+                    </a>
+                    {/* Deleting asks first, on a page of its own (works without script). */}
+                    <a
+                      class="button button-small"
+                      href={`/admin/webhooks/${endpoint.id}/delete`}
+                    >
+                      Delete…
+                    </a>
+                  </ActionsCell>
                 </tr>
               ))}
             </DataTable>
@@ -91,8 +91,7 @@ export function WebhooksPage(
             />
             <FieldError error={error} field="url" id="webhook-url" />
           </div>
-          <fieldset class="field" {...invalidProps(error, "events", "webhook-events")}>
-            <legend>Events</legend>
+          <FieldsetField id="webhook-events" name="events" legend="Events" error={error}>
             <div class="checkbox-grid">
               {WEBHOOK_EVENT_KINDS.map((kind) => (
                 <CheckboxField
@@ -104,8 +103,7 @@ export function WebhooksPage(
                 />
               ))}
             </div>
-            <FieldError error={error} field="events" id="webhook-events" />
-          </fieldset>
+          </FieldsetField>
           <button type="submit" class="button button-primary">Add the endpoint</button>
         </form>
       </section>
@@ -244,15 +242,13 @@ export function WebhookPage(
                 <td data-label="Next attempt">
                   <Time iso={delivery.next_attempt_at} />
                 </td>
-                <td data-label="Actions">
-                  <div class="row-actions">
-                    <PostButton
-                      action={`/admin/webhooks/${endpoint.id}/deliveries/${delivery.id}/resend`}
-                      csrfToken={ctx.csrfToken}
-                      label="Send again"
-                    />
-                  </div>
-                </td>
+                <ActionsCell>
+                  <PostButton
+                    action={`/admin/webhooks/${endpoint.id}/deliveries/${delivery.id}/resend`}
+                    csrfToken={ctx.csrfToken}
+                    label="Send again"
+                  />
+                </ActionsCell>
               </tr>
             ))}
           </DataTable>
