@@ -85,7 +85,8 @@ export async function publishRoot(
   await tufRoot([
     "make",
     ...(options.version === 1 ? ["--version", "1"] : ["--previous", previous]),
-    ...options.rootKeys.flatMap((key) => ["--root-key", key.publicKey]),
+    // With "=": a base64url key may start with "-", which would read as an option.
+    ...options.rootKeys.map((key) => `--root-key=${key.publicKey}`),
     "--threshold",
     String(options.threshold),
     "--key-set",

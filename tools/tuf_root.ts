@@ -4,7 +4,7 @@
  * never on the server. The root keys are Ed25519 PKCS#8 PEM files, made with
  * `deno task sign-key-set new-root --out root-1.pem` (it prints the public key).
  *
- *   deno task tuf-root make (--version N | --previous FILE) --root-key KEY... [--threshold T]
+ *   deno task tuf-root make (--version N | --previous FILE) --root-key=KEY... [--threshold T]
  *       --key-set FILE|URL [--days N] --out FILE
  *       writes a new, unsigned root version: the root role is the given public keys
  *       (base64url; default: those of --previous) with threshold T (default 1; or that of
@@ -32,7 +32,7 @@ import {
 import { runCliMain, UsageError } from "./cli_main.ts";
 
 const USAGE = `usage:
-  deno task tuf-root make (--version N | --previous FILE) [--root-key KEY]... [--threshold T]
+  deno task tuf-root make (--version N | --previous FILE) [--root-key=KEY]... [--threshold T]
       --key-set FILE|URL [--days N] --out FILE
   deno task tuf-root sign --in FILE --key PEM [--key PEM]... [--out FILE]
   deno task tuf-root verify --in FILE [--previous FILE]`;
@@ -111,7 +111,7 @@ export async function run(args: string[]): Promise<string> {
       ? previous.signed.version + 1
       : positiveInteger(values.version, "--version", 1);
     const rootKeys = values["root-key"] ?? (previous ? rootKeysOf(previous) : []);
-    if (rootKeys.length === 0) throw new UsageError("--root-key KEY is needed (one per root key)");
+    if (rootKeys.length === 0) throw new UsageError("--root-key=KEY is needed (one per root key)");
     for (const key of rootKeys) {
       if (!/^[A-Za-z0-9_-]{43}$/.test(key)) {
         throw new UsageError(`--root-key ${key} is not a base64url Ed25519 public key`);
