@@ -5,12 +5,16 @@
 import assert from "node:assert/strict";
 import { makeDataTempDir, startServer } from "./server_process.ts";
 
-/** A port with nothing listening on it, nor on the next one. */
-function freePortPair(): number {
+/**
+ * A port with nothing listening on it, nor on the next one; neither of the two
+ * is one of `taken` (ports chosen before, which are free until the server starts).
+ */
+function freePortPair(taken: number[] = []): number {
   for (;;) {
     const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
     const port = (listener.addr as Deno.NetAddr).port;
     listener.close();
+    if (taken.includes(port) || taken.includes(port + 1)) continue;
     try {
       Deno.listen({ hostname: "127.0.0.1", port: port + 1 }).close();
       return port;
@@ -30,7 +34,7 @@ async function healthzCount(metricsPort: number): Promise<number> {
 Deno.test("start:all-cores: two workers share the port; SIGTERM stops both", async () => {
   const dataDir = await makeDataTempDir("all-cores");
   const port = freePortPair();
-  const metricsPort = freePortPair();
+  const metricsPort = freePortPair([port]);
   const run = await startServer(dataDir, {
     APP_WORKERS: "2",
     APP_PORT: String(port),
