@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { hasAdminUser } from "../src/store/admin_users.ts";
+import { createAdminUser, hasAdminUser } from "../src/store/admin_users.ts";
 import { listAuditEntries } from "../src/store/audit.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import {
@@ -154,4 +154,16 @@ Deno.test({
       assert.equal(usage.stderr, "usage: deno task reset-password <user name>\n");
     },
   );
+
+  await t.step("an account whose name starts with '-' is named after --", async () => {
+    {
+      using kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
+      assert.ok(await createAdminUser(createStore(kv), "-bob", "unused-hash"));
+    }
+    const asOption = await runTask(["reset-password", "-bob"], { APP_DATA_DIR: dataDir });
+    assert.equal(asOption.code, 2, "read as an option");
+    const named = await runTask(["reset-password", "--", "-bob"], { APP_DATA_DIR: dataDir });
+    assert.equal(named.code, 0, named.stderr);
+    assert.match(named.stdout, /^password of "-bob" reset, 0 sessions ended; /);
+  });
 });

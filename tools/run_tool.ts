@@ -34,15 +34,22 @@ export function toolConfig(overrides: Record<string, string> = {}): Config {
 
 /**
  * Runs a tool of one argument and, optionally, some of the boolean `flags`
- * (e.g. `--include-signing-keys`), which `run` receives as a set.
+ * (e.g. `--include-signing-keys`), which `run` receives as a set. An argument
+ * that starts with "-" is given after `--`.
  */
 export async function runTool(
   name: string,
   run: (arg: string, config: Config, flags: ReadonlySet<string>) => Promise<string>,
   { usage = "<dir>", flags = [] }: { usage?: string; flags?: readonly string[] } = {},
 ): Promise<never> {
-  const given = Deno.args.filter((arg) => arg.startsWith("-"));
-  const args = Deno.args.filter((arg) => !arg.startsWith("-"));
+  // After "--" every argument is the tool's own, one starting with "-" too (an account "-bob").
+  const end = Deno.args.indexOf("--");
+  const options = end === -1 ? Deno.args : Deno.args.slice(0, end);
+  const given = options.filter((arg) => arg.startsWith("-"));
+  const args = [
+    ...options.filter((arg) => !arg.startsWith("-")),
+    ...(end === -1 ? [] : Deno.args.slice(end + 1)),
+  ];
   if (args.length !== 1 || given.some((flag) => !flags.includes(flag))) {
     const options = flags.map((flag) => `[${flag}] `).join("");
     console.error(`usage: deno task ${name} ${options}${usage}`);
