@@ -10,12 +10,15 @@ import { join } from "node:path";
 import { type ClientOptions, send, withRetries } from "./http.ts";
 
 /** What a report says (docs/reports.md "Events"). */
-export type ReportEvent =
-  | "installed"
-  | "download_failed"
-  | "verification_failed"
-  | "install_failed"
-  | "crashed";
+export const REPORT_EVENTS = [
+  "installed",
+  "download_failed",
+  "verification_failed",
+  "install_failed",
+  "crashed",
+] as const;
+
+export type ReportEvent = typeof REPORT_EVENTS[number];
 
 export interface InstallReport {
   project: string;
