@@ -43,6 +43,7 @@ import {
   UpdateClientError,
 } from "./update_client.ts";
 import { publishRelease } from "./publish.ts";
+import { REPORT_EVENTS } from "./reports.ts";
 import { defaultStateDirectory, loadInstallId, readEnv } from "./install_id.ts";
 
 export const EXIT = {
@@ -452,14 +453,6 @@ async function installIdOf(
     return undefined;
   }
 }
-
-const REPORT_EVENTS: readonly ReportEvent[] = [
-  "installed",
-  "download_failed",
-  "verification_failed",
-  "install_failed",
-  "crashed",
-];
 
 /** `report`: sends one install report (docs/reports.md), e.g. from an installer or at start-up. */
 async function report(options: ClientOptions, flags: Flags): Promise<number> {

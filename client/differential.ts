@@ -59,7 +59,7 @@ interface Step {
 }
 
 async function blockMap(options: DifferentialOptions, path: string): Promise<BlockMapFile> {
-  const res = await send(options, path, {});
+  const res = await send(options, path);
   const map = JSON.parse(
     new TextDecoder().decode(gunzipSync(new Uint8Array(await res.arrayBuffer()))),
   );
@@ -164,7 +164,7 @@ async function fetchRanges(
 ): Promise<Array<[number, Uint8Array]>> {
   const range = "bytes=" +
     steps.map((step) => `${step.start}-${step.start + step.length - 1}`).join(",");
-  const res = await send(options, release.download_url, { range });
+  const res = await send(options, release.download_url, { headers: { range } });
   const body = new Uint8Array(await res.arrayBuffer());
   if (res.status !== 206) throw new UpdateClientError("server", `${res.status} to ranges`);
   if (steps.length === 1) {

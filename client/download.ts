@@ -76,7 +76,7 @@ async function downloadOnce(
   }
   const watchdog = idleWatchdog(options.idleTimeoutMs ?? 30_000);
   try {
-    const res = await send(options, release.download_url, headers, watchdog.signal);
+    const res = await send(options, release.download_url, { headers, signal: watchdog.signal });
     // 206 continues the part; 200 is the whole file (no range support, or
     // If-Range did not match): start again from zero.
     const resumed = state !== null && res.status === 206 &&

@@ -1,6 +1,6 @@
 /**
  * The reference client's HTTP side: options, the wire types, the failure
- * kinds, one GET with the key, and the retry loop (429 after `Retry-After`,
+ * kinds, one request with the key, and the retry loop (429 after `Retry-After`,
  * network failures after a second).
  */
 
@@ -103,24 +103,34 @@ export class UpdateClientError extends Error {
   }
 }
 
-/** GETs `path` with the key; returns a 2xx response or throws an UpdateClientError. */
+/** What a request sends besides the key: a GET without a body unless told otherwise. */
+export interface SendInit {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: BodyInit;
+  /** Default: a timeout of `idleTimeoutMs`. */
+  signal?: AbortSignal;
+}
+
+/** Sends a request to `path` with the key; returns a 2xx response or throws an UpdateClientError. */
 export async function send(
   options: ClientOptions,
   path: string,
-  headers: Record<string, string>,
-  signal?: AbortSignal,
+  { method, headers, body, signal }: SendInit = {},
 ): Promise<Response> {
   const url = new URL(path, options.baseUrl);
   const doFetch = options.fetch ?? fetch;
   let res: Response;
   try {
     res = await doFetch(url, {
+      method,
       headers: {
         ...headers,
         ...installIdHeader(options),
         "user-agent": USER_AGENT,
         authorization: `Bearer ${options.apiKey}`,
       },
+      body,
       signal: signal ?? AbortSignal.timeout(options.idleTimeoutMs ?? 30_000),
     });
   } catch (error) {

@@ -7,21 +7,18 @@
  * state directory so that the first check after the update reports it.
  */
 import { join } from "node:path";
-import {
-  type ClientOptions,
-  installIdHeader,
-  UpdateClientError,
-  USER_AGENT,
-  withRetries,
-} from "./http.ts";
+import { type ClientOptions, send, withRetries } from "./http.ts";
 
 /** What a report says (docs/reports.md "Events"). */
-export type ReportEvent =
-  | "installed"
-  | "download_failed"
-  | "verification_failed"
-  | "install_failed"
-  | "crashed";
+export const REPORT_EVENTS = [
+  "installed",
+  "download_failed",
+  "verification_failed",
+  "install_failed",
+  "crashed",
+] as const;
+
+export type ReportEvent = typeof REPORT_EVENTS[number];
 
 export interface InstallReport {
   project: string;
@@ -44,52 +41,20 @@ export async function sendReport(
   report: InstallReport,
 ): Promise<boolean> {
   if (!options.installId) return false;
-  const url = new URL(
-    `/reports/v1/projects/${encodeURIComponent(report.project)}`,
-    options.baseUrl,
-  );
+  const path = `/reports/v1/projects/${encodeURIComponent(report.project)}`;
   const body = JSON.stringify({
     event: report.event,
     version: report.version,
     ...(report.previousVersion === undefined ? {} : { previous_version: report.previousVersion }),
     ...(report.reason === undefined ? {} : { reason: report.reason.slice(0, 200) }),
   });
-  const doFetch = options.fetch ?? fetch;
   await withRetries(options, async () => {
-    let res: Response;
-    try {
-      res = await doFetch(url, {
-        method: "POST",
-        headers: {
-          ...installIdHeader(options),
-          "content-type": "application/json",
-          "user-agent": USER_AGENT,
-          authorization: `Bearer ${options.apiKey}`,
-        },
-        body,
-        signal: AbortSignal.timeout(options.idleTimeoutMs ?? 30_000),
-      });
-    } catch (error) {
-      throw new UpdateClientError(
-        "network",
-        `network failure reaching ${url.host}${url.pathname}: ${(error as Error).message}`,
-        undefined,
-        1000,
-      );
-    }
-    const text = await res.text();
-    if (res.status === 429) {
-      const seconds = Number(res.headers.get("retry-after") ?? "1");
-      throw new UpdateClientError("rate_limited", `429 ${text}`, 429, seconds * 1000);
-    }
-    if (!res.ok) {
-      const kind = res.status === 401 || res.status === 403
-        ? "auth"
-        : res.status === 404
-        ? "not_found"
-        : "server";
-      throw new UpdateClientError(kind, `${res.status} ${text} (${url.pathname})`, res.status);
-    }
+    const res = await send(options, path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+    await res.body?.cancel();
   });
   return true;
 }

@@ -129,7 +129,7 @@ async function getEnvelope(
 ): Promise<{ project: Project; release: Release; headers: Headers }> {
   let headers = new Headers();
   const envelope = await withRetries(options, async () => {
-    const res = await send(options, path, {});
+    const res = await send(options, path);
     const body = new Uint8Array(await res.arrayBuffer());
     headers = res.headers;
     if (options.trustedKeys !== undefined) {

@@ -14,17 +14,13 @@
  *
  * Exit codes: 0 done, 2 usage, 1 anything else (with a message).
  */
-import {
-  createPrivateKey,
-  createPublicKey,
-  generateKeyPairSync,
-  type KeyObject,
-} from "node:crypto";
+import { createPublicKey, generateKeyPairSync, type KeyObject } from "node:crypto";
 import { parseArgs } from "node:util";
 import { kidOf } from "../src/signing/key_files.ts";
 import { signRootDocument } from "../src/signing/root.ts";
 import { createPrivateFile } from "../src/lib/private_files.ts";
 import { runCliMain, UsageError } from "./cli_main.ts";
+import { readEd25519Key, readKeySet } from "./key_inputs.ts";
 
 const USAGE = `usage:
   deno task sign-key-set new-root --out root.pem
@@ -39,22 +35,7 @@ function publicHalf(key: KeyObject): { publicKey: string; kid: string } {
 
 async function readRoot(path: string | undefined): Promise<KeyObject> {
   if (!path) throw new UsageError("--root FILE is needed");
-  const key = createPrivateKey(await Deno.readTextFile(path));
-  if (key.asymmetricKeyType !== "ed25519") throw new Error(`${path} is not an Ed25519 key`);
-  return key;
-}
-
-async function readKeySet(source: string) {
-  const text = /^https?:\/\//.test(source)
-    ? await (async () => {
-      const res = await fetch(source);
-      if (!res.ok) throw new Error(`${source} answered ${res.status}`);
-      return await res.text();
-    })()
-    : await Deno.readTextFile(source);
-  const set = JSON.parse(text);
-  if (!Array.isArray(set?.keys)) throw new Error(`${source} is not a key set (no "keys")`);
-  return set.keys;
+  return await readEd25519Key(path);
 }
 
 export async function run(args: string[]): Promise<string> {

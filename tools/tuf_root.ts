@@ -18,7 +18,7 @@
  *
  * Exit codes: 0 done, 2 usage, 1 anything else (with a message).
  */
-import { createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
+import { createPublicKey } from "node:crypto";
 import { parseArgs } from "node:util";
 import type { Metadata, Root } from "@tufjs/models";
 import {
@@ -30,19 +30,13 @@ import {
   tufKeyOf,
 } from "../src/tuf/metadata.ts";
 import { runCliMain, UsageError } from "./cli_main.ts";
+import { readEd25519Key, readKeySet } from "./key_inputs.ts";
 
 const USAGE = `usage:
   deno task tuf-root make (--version N | --previous FILE) [--root-key=KEY]... [--threshold T]
       --key-set FILE|URL [--days N] --out FILE
   deno task tuf-root sign --in FILE --key PEM [--key PEM]... [--out FILE]
   deno task tuf-root verify --in FILE [--previous FILE]`;
-
-async function readText(source: string): Promise<string> {
-  if (!/^https?:\/\//.test(source)) return await Deno.readTextFile(source);
-  const res = await fetch(source);
-  if (!res.ok) throw new Error(`${source} answered ${res.status}`);
-  return await res.text();
-}
 
 async function readRootFile(path: string): Promise<Metadata<Root>> {
   try {
@@ -51,12 +45,6 @@ async function readRootFile(path: string): Promise<Metadata<Root>> {
     if (error instanceof Deno.errors.NotFound) throw error;
     throw new Error(`${path}: ${(error as Error).message}`);
   }
-}
-
-async function readPrivate(path: string): Promise<KeyObject> {
-  const key = createPrivateKey(await Deno.readTextFile(path));
-  if (key.asymmetricKeyType !== "ed25519") throw new Error(`${path} is not an Ed25519 key`);
-  return key;
 }
 
 function positiveInteger(value: string | undefined, name: string, fallback: number): number {
@@ -127,9 +115,7 @@ export async function run(args: string[]): Promise<string> {
         `--threshold ${threshold} is more than the ${rootKeys.length} root keys`,
       );
     }
-    const set = JSON.parse(await readText(values["key-set"]));
-    if (!Array.isArray(set?.keys)) throw new Error(`${values["key-set"]} is not a key set`);
-    const onlineKeys = (set.keys as Array<{ public_key: string; status: string }>)
+    const onlineKeys = (await readKeySet(values["key-set"]))
       .filter((key) => key.status !== "retired").map((key) => key.public_key);
     if (onlineKeys.length === 0) throw new Error("the key set has no key that is not retired");
     const days = positiveInteger(values.days, "--days", 365);
@@ -149,7 +135,7 @@ export async function run(args: string[]): Promise<string> {
     if (!values.key?.length) throw new UsageError("--key PEM is needed");
     const root = await readRootFile(values.in);
     const signers = await Promise.all(values.key.map(async (path) => {
-      const key = await readPrivate(path);
+      const key = await readEd25519Key(path);
       const publicKey = createPublicKey(key).export({ format: "jwk" }).x as string;
       return { keyId: tufKeyOf(publicKey).keyID, key };
     }));

@@ -8,7 +8,7 @@ import type { Claims } from "./provider.ts";
  * The claim's value: a top-level claim, or one inside objects with a dotted name
  * (`realm_access.roles`) when no top-level claim has the whole name.
  */
-export function claimValue(claims: Claims, name: string): unknown {
+function claimValue(claims: Claims, name: string): unknown {
   if (name in claims) return claims[name];
   let value: unknown = claims;
   for (const part of name.split(".")) {

@@ -27,8 +27,6 @@ export interface ProviderTokens {
 }
 
 export interface ProviderClient {
-  /** The provider's metadata, discovered at the first need (and kept once found). */
-  metadata(): Promise<oidc.ServerMetadata>;
   /** Discovers now, and again every so often until it works, reporting each failure. */
   startDiscovery(report: (error: unknown, retryInSeconds: number) => void): void;
   stop(): void;
@@ -110,10 +108,6 @@ export function createProviderClient(
   }
 
   return {
-    async metadata() {
-      return found ?? await discover();
-    },
-
     startDiscovery(report) {
       let waitSeconds = RETRY_MIN_SECONDS;
       const attempt = () => {

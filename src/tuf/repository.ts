@@ -11,7 +11,7 @@ import { Buffer } from "node:buffer";
 import { createHash, type KeyObject } from "node:crypto";
 import type { Metadata, Root } from "@tufjs/models";
 import { listReleasesByProject } from "../store/releases.ts";
-import { listSigningKeys } from "../store/signing_keys.ts";
+import { listSigningKeys, type SigningKey } from "../store/signing_keys.ts";
 import {
   commitTufFiles,
   getLatestTufRoot,
@@ -102,14 +102,18 @@ function pastHalfLife(state: { expires: string }, role: TufOnlineRole, nowMs: nu
   return Date.parse(state.expires) - nowMs < TUF_LIFETIMES_MS[role] / 2;
 }
 
-/** The signers of `role` under `root`: the active signing keys it lists, whose files are here. */
+/** The signers of `role` under `root`: the active signing `keys` it lists, whose files are here. */
 async function signersOf(
-  store: Store,
-  { root, role, online }: { root: Metadata<Root>; role: TufOnlineRole; online: OnlineKeys },
+  { root, role, online, keys }: {
+    root: Metadata<Root>;
+    role: TufOnlineRole;
+    online: OnlineKeys;
+    keys: readonly SigningKey[];
+  },
 ): Promise<TufSigner[]> {
   const listed = new Set(root.signed.roles[role]?.keyIDs ?? []);
   const signers: TufSigner[] = [];
-  for (const key of await listSigningKeys(store)) {
+  for (const key of keys) {
     if (key.status !== "active") continue;
     const keyId = tufKeyOf(key.public_key).keyID;
     if (!listed.has(keyId)) continue;
@@ -183,11 +187,14 @@ export async function refreshRepository(
     state.targets_digest = digest;
     const drop: Array<{ role: TufOnlineRole; version: number }> = [];
     const expiresOf = (role: TufOnlineRole) => nowMs + TUF_LIFETIMES_MS[role];
+    // Read once for all the roles; a new timestamp comes with every file signed.
+    const keys = newTimestamp ? await listSigningKeys(store) : [];
+    const signersFor = (role: TufOnlineRole) => signersOf({ root, role, online, keys });
 
     if (newTargets) {
       const version = nextVersion(old?.targets.version, nowMs);
       const metadata = buildTargets({ version, expiresMs: expiresOf("targets"), entries });
-      signWith(metadata, await signersOf(store, { root, role: "targets", online }));
+      signWith(metadata, await signersFor("targets"));
       files.push({ role: "targets", version, text: metadataText(metadata) });
       state.targets = { version, expires: metadata.signed.expires };
       keep(state, { role: "targets", version }, drop);
@@ -200,7 +207,7 @@ export async function refreshRepository(
         expiresMs: expiresOf("snapshot"),
         targetsVersion: state.targets.version,
       });
-      signWith(metadata, await signersOf(store, { root, role: "snapshot", online }));
+      signWith(metadata, await signersFor("snapshot"));
       snapshotText = metadataText(metadata);
       files.push({ role: "snapshot", version, text: snapshotText });
       state.snapshot = { version, expires: metadata.signed.expires };
@@ -222,7 +229,7 @@ export async function refreshRepository(
         snapshotVersion: state.snapshot.version,
         snapshotText,
       });
-      signWith(metadata, await signersOf(store, { root, role: "timestamp", online }));
+      signWith(metadata, await signersFor("timestamp"));
       files.push({ role: "timestamp", version, text: metadataText(metadata) });
       state.timestamp = { version, expires: metadata.signed.expires };
       if (old !== null) drop.push({ role: "timestamp", version: old.timestamp.version });
