@@ -6,6 +6,7 @@
  * settings that stop the start. The same flows in Chromium: tests/sso_browser_test.ts.
  */
 import assert from "node:assert/strict";
+import { freePort } from "../bench/process.ts";
 import { AdminClient, createAdminTestApp } from "./admin_helpers.ts";
 import { lastAudit, sleep, type TestApp } from "./helpers.ts";
 import {
@@ -370,9 +371,7 @@ Deno.test("local passwords off: no password form, the break-glass sign-in works"
 });
 
 Deno.test("a provider that cannot be reached", async (t) => {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const closedPort = (listener.addr as Deno.NetAddr).port;
-  listener.close();
+  const closedPort = freePort();
   const issuer = `http://127.0.0.1:${closedPort}`;
   await using app = await appWith({ issuer } as TestProvider);
 
