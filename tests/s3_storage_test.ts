@@ -20,7 +20,7 @@ import { serveArtifact } from "../src/api/download.ts";
 import { createProject } from "../src/store/projects.ts";
 import { listReleasesByProject } from "../src/store/releases.ts";
 import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";
-import { downloadCount, seedKey, seedProject, seedRelease, sha256 } from "./helpers.ts";
+import { downloadCount, seedKey, seedProject, seedRelease, sha256, sleep } from "./helpers.ts";
 import { bucketContents, rgwTest, s3Client } from "./rgw.ts";
 import { makeDataTempDir, runTask } from "./server_process.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
@@ -237,7 +237,7 @@ rgwTest("s3 backend against radosgw", async (t, rgw) => {
         removedUploads: 0,
         removedArtifacts: 0,
       });
-      await new Promise((resolve) => setTimeout(resolve, 2100));
+      await sleep(2100);
       assert.deepEqual(await sweepStore(records, store), {
         removedUploads: 1,
         removedArtifacts: 1,
