@@ -17,6 +17,7 @@ import {
   type TestProvider,
 } from "./oidc_provider.ts";
 import { ConfigError, loadConfig, type OidcConfig } from "../src/lib/config.ts";
+import { fromBase64Url } from "../src/lib/secrets.ts";
 import { createSso, type ProviderFetch } from "../src/sso/mod.ts";
 import { createAdminAccount, getAdminUser, roleOf } from "../src/store/admin_users.ts";
 
@@ -64,16 +65,11 @@ async function ssoSignIn(client: AdminClient, login: string): Promise<Response> 
 }
 
 function payloadOf(jwt: string): Record<string, unknown> {
-  return JSON.parse(new TextDecoder().decode(
-    Uint8Array.from(
-      atob(jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")),
-      (c) => c.charCodeAt(0),
-    ),
-  ));
+  return JSON.parse(new TextDecoder().decode(fromBase64Url(jwt.split(".")[1])));
 }
 
 function headerOf(jwt: string): Record<string, unknown> {
-  return JSON.parse(atob(jwt.split(".")[0].replace(/-/g, "+").replace(/_/g, "/")));
+  return JSON.parse(new TextDecoder().decode(fromBase64Url(jwt.split(".")[0])));
 }
 
 Deno.test("admin sign-in through an OpenID Connect provider", async (t) => {
