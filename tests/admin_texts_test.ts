@@ -12,7 +12,7 @@ import { startRollout } from "../src/store/rollouts.ts";
 import { FIELD_LABELS } from "../admin/field_labels.ts";
 import { PROJECT_ROOT } from "./server_process.ts";
 import { sourceFiles } from "./source_files.ts";
-import { seedKey, seedProject, seedRelease } from "./helpers.ts";
+import { seedKey, seedProject, seedRelease, sleep } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
 
@@ -131,7 +131,7 @@ Deno.test("the dashboard's top keys agree with the chart beside them", async (t)
       i < 50 && !(await getDownloadCounts(app.store, [release.id])).get(release.id);
       i++
     ) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await sleep(10);
     }
   };
   const chartTotal = (html: string) => /data-downloads-total[^>]*>(\d+)</.exec(html)![1];

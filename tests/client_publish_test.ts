@@ -2,15 +2,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { publishRelease } from "../client/publish.ts";
-import { createApiKey } from "../src/store/api_keys.ts";
-import { createProject } from "../src/store/projects.ts";
 import { listReleasesByProject } from "../src/store/releases.ts";
 import { getRollout } from "../src/store/rollouts.ts";
 import { createTestApp, seedProject, sha256 } from "./helpers.ts";
 import { seedPublishToken } from "./publish_helpers.ts";
 import { makeDataTempDir, runTask, startServer } from "./server_process.ts";
 import { randomBytes } from "./admin_helpers.ts";
-import { createStore } from "../src/store/store.ts";
+import { openDataDir } from "./data_dir_fixtures.ts";
 
 Deno.test("client publish retries a dropped connection only when nothing was recorded", async (t) => {
   await using app = await createTestApp();
@@ -98,17 +96,13 @@ Deno.test("client publish retries a dropped connection only when nothing was rec
 Deno.test("deno task client publish against the real service", async (t) => {
   const dataDir = await makeDataTempDir("client-publish");
   await using server = await startServer(dataDir);
-  const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-  const store = createStore(kv);
+  const fx = await openDataDir(dataDir);
+  const { store } = fx;
   const work = await Deno.makeTempDir({ prefix: "client-publish-cli-" });
   try {
-    const project = await createProject(store, { name: "Desktop", slug: "desktop" });
+    const project = await fx.project({ name: "Desktop", slug: "desktop" });
     const { secret } = await seedPublishToken(store);
-    const { secret: clientKey } = await createApiKey(store, {
-      name: "c",
-      can_download: true,
-      scope_mode: "all_projects",
-    });
+    const { secret: clientKey } = await fx.key({ name: "c" });
     const file = join(work, "desktop.zip");
     await Deno.writeFile(file, randomBytes(100_000));
     await Deno.writeTextFile(join(work, "notes.md"), "What is new");
@@ -217,7 +211,7 @@ Deno.test("deno task client publish against the real service", async (t) => {
       }
     });
   } finally {
-    kv.close();
+    fx.close();
     await server.stop();
     await Deno.remove(work, { recursive: true });
     await Deno.remove(dataDir, { recursive: true }).catch(() => {});

@@ -19,7 +19,7 @@ import { getRelease, listReleasesByProject, setReleaseState } from "../src/store
 import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { downloadCount, readRest, seedKey, seedProject, seedRelease, sha256 } from "./helpers.ts";
-import { cephMissing, objectsUnderPrefix, type Rgw, startRgw } from "./rgw.ts";
+import { objectsUnderPrefix, rgwTest } from "./rgw.ts";
 import { createStore } from "../src/store/store.ts";
 
 function location(dataDir: string) {
@@ -79,77 +79,66 @@ Deno.test("a backup taken before deletes restores what they deleted", async () =
   }
 });
 
-Deno.test({
-  name: "deleting on s3 (radosgw)",
-  ignore: cephMissing !== undefined,
-  sanitizeResources: false,
-  sanitizeOps: false,
-  async fn(t) {
-    const rgw: Rgw = await startRgw();
-    try {
-      const s3 = await rgw.bucket({ prefix: "artifacts/" });
-      const artifacts = await createS3Store(s3, 256 * 1024 ** 2);
-      await using app = await createAdminTestApp({}, { artifacts });
-      const objects = () => objectsUnderPrefix(s3);
-      const project = await seedProject(app, { slug: "app" });
-      const { secret } = await seedKey(app);
-      const client = await signedInClient(app);
+rgwTest("deleting on s3 (radosgw)", async (t, rgw) => {
+  const s3 = await rgw.bucket({ prefix: "artifacts/" });
+  const artifacts = await createS3Store(s3, 256 * 1024 ** 2);
+  await using app = await createAdminTestApp({}, { artifacts });
+  const objects = () => objectsUnderPrefix(s3);
+  const project = await seedProject(app, { slug: "app" });
+  const { secret } = await seedKey(app);
+  const client = await signedInClient(app);
 
-      await t.step("a release: its object goes, its downloads stay in the total", async () => {
-        const small = await seedRelease(app, project.id, "1.0");
-        await seedRelease(app, project.id, "2.0");
-        const res = await app.request(`/api/v1/releases/${small.id}/download`, secret);
-        await res.arrayBuffer();
-        assert.equal(await downloadCount(app.store, small.id), 1);
-        assert.ok((await objects()).includes(small.storage_key));
-        const deleted = await client.post(`/admin/releases/${small.id}/delete`);
-        assert.equal(deleted.status, 303);
-        assert.ok(!(await objects()).includes(small.storage_key), "the object is gone");
-        assert.equal(await getDeletedDownloads(app.store, project.id), 1);
-        const after = await app.request(`/api/v1/releases/${small.id}/download`, secret);
-        assert.equal(after.status, 404);
-        await after.body?.cancel();
-      });
+  await t.step("a release: its object goes, its downloads stay in the total", async () => {
+    const small = await seedRelease(app, project.id, "1.0");
+    await seedRelease(app, project.id, "2.0");
+    const res = await app.request(`/api/v1/releases/${small.id}/download`, secret);
+    await res.arrayBuffer();
+    assert.equal(await downloadCount(app.store, small.id), 1);
+    assert.ok((await objects()).includes(small.storage_key));
+    const deleted = await client.post(`/admin/releases/${small.id}/delete`);
+    assert.equal(deleted.status, 303);
+    assert.ok(!(await objects()).includes(small.storage_key), "the object is gone");
+    assert.equal(await getDeletedDownloads(app.store, project.id), 1);
+    const after = await app.request(`/api/v1/releases/${small.id}/download`, secret);
+    assert.equal(after.status, 404);
+    await after.body?.cancel();
+  });
 
-      await t.step("a download in flight finishes complete or fails, never short", async () => {
-        const big = randomBytes(16 * 1024 * 1024);
-        const release = await seedRelease(app, project.id, "0.9", big, {
-          created_at: new Date(Date.now() - 86_400_000).toISOString(),
-        });
-        const res = await app.request(`/api/v1/releases/${release.id}/download`, secret);
-        assert.equal(res.status, 200);
-        assert.equal(res.headers.get("content-length"), String(big.length));
-        const reader = res.body!.getReader();
-        const hash = createHash("sha256");
-        const first = await reader.read();
-        hash.update(first.value!);
-        let received = first.value!.length;
-        assert.ok(received < big.length, "still in flight");
-        assert.equal((await client.post(`/admin/releases/${release.id}/delete`)).status, 303);
-        assert.ok(!(await objects()).includes(release.storage_key));
-        const rest = await readRest(reader, hash);
-        received += rest.bytes;
-        if (!rest.failed) {
-          assert.equal(received, big.length, "a finished download has every byte");
-          assert.equal(hash.digest("hex"), release.checksum_sha256);
-        }
-      });
-
-      await t.step("a project with archived releases: every object goes", async () => {
-        const other = await seedProject(app, { slug: "other" });
-        const a = await seedRelease(app, other.id, "1.0");
-        const b = await seedRelease(app, other.id, "1.1");
-        await setReleaseState(app.store, a.id, "archived");
-        await setReleaseState(app.store, b.id, "archived");
-        assert.equal(await getProjectReleaseCount(app.store, other.id), 2);
-        const res = await client.post("/admin/projects/other/delete", { confirm_slug: "other" });
-        assert.equal(res.status, 303);
-        const left = await objects();
-        assert.ok(!left.includes(a.storage_key) && !left.includes(b.storage_key));
-        assert.equal((await getProjectBytes(app.store, [other.id])).get(other.id), 0);
-      });
-    } finally {
-      await rgw.stop();
+  await t.step("a download in flight finishes complete or fails, never short", async () => {
+    const big = randomBytes(16 * 1024 * 1024);
+    const release = await seedRelease(app, project.id, "0.9", big, {
+      created_at: new Date(Date.now() - 86_400_000).toISOString(),
+    });
+    const res = await app.request(`/api/v1/releases/${release.id}/download`, secret);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-length"), String(big.length));
+    const reader = res.body!.getReader();
+    const hash = createHash("sha256");
+    const first = await reader.read();
+    hash.update(first.value!);
+    let received = first.value!.length;
+    assert.ok(received < big.length, "still in flight");
+    assert.equal((await client.post(`/admin/releases/${release.id}/delete`)).status, 303);
+    assert.ok(!(await objects()).includes(release.storage_key));
+    const rest = await readRest(reader, hash);
+    received += rest.bytes;
+    if (!rest.failed) {
+      assert.equal(received, big.length, "a finished download has every byte");
+      assert.equal(hash.digest("hex"), release.checksum_sha256);
     }
-  },
+  });
+
+  await t.step("a project with archived releases: every object goes", async () => {
+    const other = await seedProject(app, { slug: "other" });
+    const a = await seedRelease(app, other.id, "1.0");
+    const b = await seedRelease(app, other.id, "1.1");
+    await setReleaseState(app.store, a.id, "archived");
+    await setReleaseState(app.store, b.id, "archived");
+    assert.equal(await getProjectReleaseCount(app.store, other.id), 2);
+    const res = await client.post("/admin/projects/other/delete", { confirm_slug: "other" });
+    assert.equal(res.status, 303);
+    const left = await objects();
+    assert.ok(!left.includes(a.storage_key) && !left.includes(b.storage_key));
+    assert.equal((await getProjectBytes(app.store, [other.id])).get(other.id), 0);
+  });
 });

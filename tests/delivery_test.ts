@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { runBlockMapBuild } from "../src/blockmap/background.ts";
 import { getReleaseDelivery } from "../src/store/delivery.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
-import { seedKey, seedProject, seedRelease, testMetrics } from "./helpers.ts";
+import { seedKey, seedProject, seedRelease, sleep, testMetrics } from "./helpers.ts";
 
 /** The value of an unlabelled series in the metrics text. */
 async function series(name: string): Promise<number> {
@@ -44,7 +44,7 @@ Deno.test("differential downloads: bytes sent against whole downloads, per relea
     sent += newMap;
     const oldMap = await get(`${base}/1.0.0/App%201.0.0.exe.blockmap`);
     sent += await get(`${base}/1.0.1/App%201.0.1.exe`, { range: "bytes=0-99,1000-1999" });
-    await new Promise((resolve) => setTimeout(resolve, 50)); // the sums are written after
+    await sleep(50); // the sums are written after
     assert.deepEqual(await getReleaseDelivery(app.store, v2.id), { served: sent, full: 2 * size });
     assert.deepEqual(await getReleaseDelivery(app.store, v1.id), { served: oldMap, full: 0 });
     assert.equal(await series("uds_delivered_bytes_total") - served.before, sent + oldMap);

@@ -28,6 +28,7 @@
  */
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
+import { freePort } from "../bench/process.ts";
 import { randomBytes } from "./admin_helpers.ts";
 import { setUpPipeline } from "./publish_helpers.ts";
 import { makeDataTempDir, PROJECT_ROOT, removedAtEnd, startServer } from "./server_process.ts";
@@ -104,14 +105,6 @@ async function scratchCheckout(parent: string): Promise<string> {
   await Deno.mkdir(join(root, "data"), { recursive: true });
   await Deno.chmod(join(root, "data"), 0o755);
   return root;
-}
-
-/** A port nothing listens on now. */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
 }
 
 /** The environment of a reader's shell: ours, without settings of the service's own, plus these. */

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { createAdminUser, hasAdminUser } from "../src/store/admin_users.ts";
 import { listAuditEntries } from "../src/store/audit.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
+import { sleep } from "./helpers.ts";
 import {
   makeDataTempDir,
   PROJECT_ROOT,
@@ -66,7 +67,7 @@ Deno.test({
     const log = join(dataDir, "uds.log");
     // The log as `deno task start | tee uds.log` keeps it, once the line was written.
     for (let i = 0; i < 100 && !server.output().includes("generated password"); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await sleep(50);
     }
     await Deno.writeTextFile(log, server.lines().join("\n") + "\n");
     const found = await runInBash(await readmePasswordCommand(), dataDir);

@@ -5,24 +5,16 @@
  * emptied the read cache.
  */
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import { createApiKey } from "../src/store/api_keys.ts";
-import { createProject } from "../src/store/projects.ts";
 import { makeDataTempDir, removedAtEnd, startServer } from "./server_process.ts";
-import { createStore } from "../src/store/store.ts";
+import { openDataDir } from "./data_dir_fixtures.ts";
 
 Deno.test("issue 22.3: junk keys from the same address do not starve a valid key", async () => {
   const dataDir = await makeDataTempDir("junk-keys-test");
   await using _removed = removedAtEnd(dataDir);
-  const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-  const store = createStore(kv);
+  const fx = await openDataDir(dataDir);
   try {
-    await createProject(store, { name: "Desktop", slug: "desktop" });
-    const { secret } = await createApiKey(store, {
-      name: "valid",
-      can_download: true,
-      scope_mode: "all_projects",
-    });
+    await fx.project({ name: "Desktop", slug: "desktop" });
+    const { secret } = await fx.key({ name: "valid" });
     await using server = await startServer(dataDir, {
       APP_CLIENT_RATE_LIMIT_BURST: "10",
       APP_CLIENT_RATE_LIMIT_PER_MINUTE: "10",
@@ -43,12 +35,12 @@ Deno.test("issue 22.3: junk keys from the same address do not starve a valid key
     assert.equal(await get("uds_one_more_made_up_key_of_the_flood"), 429);
 
     // An unrelated write, by another process on the same KV: every instance empties its cache.
-    await createProject(store, { name: "Unrelated", slug: "unrelated" });
+    await fx.project({ name: "Unrelated", slug: "unrelated" });
     await new Promise((resolve) => setTimeout(resolve, 300));
 
     assert.equal(await get(secret), 200);
     assert.equal(await get(secret), 200);
   } finally {
-    kv.close();
+    fx.close();
   }
 });

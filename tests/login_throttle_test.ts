@@ -11,7 +11,6 @@ import {
   releaseLoginAttempt,
   reserveLoginAttempt,
 } from "../src/store/login_throttle.ts";
-import { createStore } from "../src/store/store.ts";
 
 Deno.test("issue 9.2: parallel guesses get no more password checks than the throttle allows", async () => {
   await using app = await createAdminTestApp();
@@ -51,8 +50,7 @@ Deno.test("issue 9.3: nobody can lock the admin out from another address", async
   await t.step(
     "failures from many addresses space out those with many, never a clean or nearly clean one",
     async () => {
-      const kv = app.kv;
-      const store = createStore(kv);
+      const store = app.store;
       const now = Date.now();
       const user = "victim";
       // 12 addresses fail 3 times each: the user name is past its free failures,
@@ -93,8 +91,7 @@ Deno.test("issue 9.3: nobody can lock the admin out from another address", async
   );
 
   await t.step("the (user, address) lock doubles and a success forgets it", async () => {
-    const kv = app.kv;
-    const store = createStore(kv);
+    const store = app.store;
     const subject = { username: "doubling", address: "10.9.9.9" };
     let now = Date.now();
     for (let i = 0; i < LOGIN_THROTTLE.pair.maxFailures; i++) {

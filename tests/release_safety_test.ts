@@ -21,7 +21,14 @@ import { getReportCounts } from "../src/store/reports.ts";
 import { getRolloutGates, setRolloutGates } from "../src/store/rollout_gates.ts";
 import { getRollout, startRollout } from "../src/store/rollouts.ts";
 import type { Release } from "../src/store/types.ts";
-import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import {
+  createTestApp,
+  seedKey,
+  seedProject,
+  seedRelease,
+  sleep,
+  type TestApp,
+} from "./helpers.ts";
 
 const INSTALLS = 10_000;
 const HOUR = 3_600_000;
@@ -268,7 +275,7 @@ Deno.test("three instances on one KV: the same outcome, each instance following 
       // Every instance is asked at once, again every 2 ms, until it answers the new stage.
       await Promise.all(apps.map(async (app) => {
         while (await answer(app, probe) !== "1.1.0") {
-          await new Promise((resolve) => setTimeout(resolve, 2));
+          await sleep(2);
         }
         lags.push(performance.now() - changedAt);
       }));
@@ -281,7 +288,7 @@ Deno.test("three instances on one KV: the same outcome, each instance following 
   await t.step("a bad release halts at the first evaluation on any instance", async () => {
     await startRollout(b.store, v3.id, { percentage: GATES.stages[0] });
     await setRolloutGates(c.store, { projectId: project.id, gates: GATES, nowMs: clock });
-    await new Promise((resolve) => setTimeout(resolve, 150)); // the read cache's bound
+    await sleep(150); // the read cache's bound
     let tried = 0;
     await checkRound(f, { project: "app", fails: () => tried++ % 20 === 0 });
     for (const app of apps) await app.adoption.flush();
@@ -294,7 +301,7 @@ Deno.test("three instances on one KV: the same outcome, each instance following 
     const member = [...f.offered.get("1.2.0")!][0];
     const lags = await Promise.all(apps.map(async (app) => {
       while (await answer(app, `install-${member}`) !== "1.1.0") {
-        await new Promise((resolve) => setTimeout(resolve, 2));
+        await sleep(2);
       }
       return performance.now() - changedAt;
     }));
@@ -308,7 +315,7 @@ Deno.test("three instances on one KV: the same outcome, each instance following 
     const before = (await getReportCounts(a.store, v2.id)).returned;
     await rollBack(a.store, project.id);
     // The other instances follow within the read cache's bound.
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await sleep(150);
     const moved = await checkRound(f, { project: "app", allowDowngrade: true });
     assert.equal(moved, affected);
     const returned = (await getReportCounts(a.store, v2.id)).returned - before;

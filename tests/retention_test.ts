@@ -27,7 +27,7 @@ import { createS3Store } from "../src/storage/s3_store.ts";
 import { ConfigError, loadConfig } from "../src/lib/config.ts";
 import { seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import { createAdminTestApp, listArtifactFiles, signedInClient } from "./admin_helpers.ts";
-import { cephMissing, objectsUnderPrefix, type Rgw, startRgw } from "./rgw.ts";
+import { objectsUnderPrefix, rgwTest } from "./rgw.ts";
 
 const DAY = 86_400_000;
 
@@ -272,22 +272,11 @@ Deno.test("a new project starts with the operator's default policy", async () =>
   assert.match(html, /name="archived_max_days"[^>]*value="90"/);
 });
 
-Deno.test({
-  name: "retention with s3 (radosgw)",
-  ignore: cephMissing !== undefined,
-  sanitizeResources: false,
-  sanitizeOps: false,
-  async fn(t) {
-    const rgw: Rgw = await startRgw();
-    try {
-      const s3 = await rgw.bucket({ prefix: "artifacts/" });
-      const artifacts = await createS3Store(s3, 64 * 1024 ** 2);
-      await using app = await createAdminTestApp({}, { artifacts });
-      await retentionRuns(t, { app, listObjects: () => objectsUnderPrefix(s3) });
-    } finally {
-      await rgw.stop();
-    }
-  },
+rgwTest("retention with s3 (radosgw)", async (t, rgw) => {
+  const s3 = await rgw.bucket({ prefix: "artifacts/" });
+  const artifacts = await createS3Store(s3, 64 * 1024 ** 2);
+  await using app = await createAdminTestApp({}, { artifacts });
+  await retentionRuns(t, { app, listObjects: () => objectsUnderPrefix(s3) });
 });
 
 Deno.test("the retention settings", () => {

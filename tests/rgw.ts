@@ -171,3 +171,27 @@ export async function startRgw(): Promise<Rgw> {
     stop,
   };
 }
+
+/**
+ * A test with a radosgw of its own: started before `fn`, stopped after it
+ * (pass or fail), skipped when Ceph is not installed.
+ */
+export function rgwTest(
+  name: string,
+  fn: (t: Deno.TestContext, rgw: Rgw) => Promise<void>,
+): void {
+  Deno.test({
+    name,
+    ignore: cephMissing !== undefined,
+    sanitizeResources: false,
+    sanitizeOps: false,
+    async fn(t) {
+      const rgw = await startRgw();
+      try {
+        await fn(t, rgw);
+      } finally {
+        await rgw.stop();
+      }
+    },
+  });
+}

@@ -9,13 +9,12 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createApiKey } from "../src/store/api_keys.ts";
 import { releaseKey } from "../src/store/keys.ts";
 import type { Release } from "../src/store/types.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
+import { createClientKey } from "./data_dir_fixtures.ts";
 import { cephMissing, type Rgw, startRgw } from "./rgw.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
-import { createStore } from "../src/store/store.ts";
 
 const METRICS_TOKEN = "metrics-token-0123456789";
 /** APP_S3_TIMEOUT_SECONDS=1: three attempts and the SDK's backoff stay well under this. */
@@ -40,18 +39,8 @@ async function setUp(server: ServerProcess, dataDir: string) {
     ["file", new File(["artifact bytes"], "app.zip", { type: "application/zip" })],
   ]);
   assert.equal(uploaded.status, 303, await uploaded.text());
-  const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-  const store = createStore(kv);
-  try {
-    const { secret } = await createApiKey(store, {
-      name: "client",
-      can_download: true,
-      scope_mode: "all_projects",
-    });
-    return { admin, auth: { authorization: `Bearer ${secret}` } };
-  } finally {
-    kv.close();
-  }
+  const { secret } = await createClientKey(dataDir);
+  return { admin, auth: { authorization: `Bearer ${secret}` } };
 }
 
 async function metric(server: ServerProcess, name: string): Promise<number> {

@@ -12,7 +12,7 @@ import { Buffer } from "node:buffer";
 import { createPublicKey, generateKeyPairSync, verify } from "node:crypto";
 import { publishRelease } from "../src/storage/publish.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
-import { seedKey, seedProject } from "./helpers.ts";
+import { seedKey, seedProject, sleep } from "./helpers.ts";
 
 const PREFIX = new TextEncoder().encode("<!-- sparkle-signatures:\n");
 const SUFFIX = new TextEncoder().encode("-->");
@@ -126,7 +126,7 @@ Deno.test("a project's appcast is signed with the vendor's Sparkle key", async (
     assert.ok(html.includes(publicKey), "the page shows the public key to compare");
     assert.ok(!html.includes(seed), "the page never shows the private key");
     // Another instance would read the key within seconds; this one has just written it.
-    await new Promise((resolve) => setTimeout(resolve, 5_100));
+    await sleep(5_100);
     const feed = await appcast();
     assert.ok(sparkleVerifies(feed, publicKey));
     const text = new TextDecoder().decode(feed);
@@ -150,7 +150,7 @@ Deno.test("a project's appcast is signed with the vendor's Sparkle key", async (
   await t.step("removing the key ends the signing", async () => {
     const res = await admin.post("/admin/sparkle-keys/mac/remove");
     assert.equal(res.status, 303);
-    await new Promise((resolve) => setTimeout(resolve, 5_100));
+    await sleep(5_100);
     assert.equal(lastIndexOf(await appcast(), PREFIX), -1);
   });
 });

@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
+import { freePort } from "../bench/process.ts";
 import { hasChromium, launchBrowser, screenshot } from "./browser.ts";
 import {
   makeDataTempDir,
@@ -15,14 +16,6 @@ import {
   startServer,
 } from "./server_process.ts";
 import { CLIENT_ID, CLIENT_SECRET, startTestProvider } from "./oidc_provider.ts";
-
-/** A port free just now, for a server whose base URL must be known before it starts. */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
-}
 
 function oidcEnv(issuer: string, port: number, extra: Record<string, string> = {}) {
   return {

@@ -6,6 +6,7 @@
  * settings that stop the start. The same flows in Chromium: tests/sso_browser_test.ts.
  */
 import assert from "node:assert/strict";
+import { freePort } from "../bench/process.ts";
 import { AdminClient, createAdminTestApp } from "./admin_helpers.ts";
 import { lastAudit, sleep, type TestApp } from "./helpers.ts";
 import {
@@ -16,6 +17,7 @@ import {
   type TestProvider,
 } from "./oidc_provider.ts";
 import { ConfigError, loadConfig, type OidcConfig } from "../src/lib/config.ts";
+import { fromBase64Url } from "../src/lib/secrets.ts";
 import { createSso, type ProviderFetch } from "../src/sso/mod.ts";
 import { createAdminAccount, getAdminUser, roleOf } from "../src/store/admin_users.ts";
 
@@ -63,16 +65,11 @@ async function ssoSignIn(client: AdminClient, login: string): Promise<Response> 
 }
 
 function payloadOf(jwt: string): Record<string, unknown> {
-  return JSON.parse(new TextDecoder().decode(
-    Uint8Array.from(
-      atob(jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")),
-      (c) => c.charCodeAt(0),
-    ),
-  ));
+  return JSON.parse(new TextDecoder().decode(fromBase64Url(jwt.split(".")[1])));
 }
 
 function headerOf(jwt: string): Record<string, unknown> {
-  return JSON.parse(atob(jwt.split(".")[0].replace(/-/g, "+").replace(/_/g, "/")));
+  return JSON.parse(new TextDecoder().decode(fromBase64Url(jwt.split(".")[0])));
 }
 
 Deno.test("admin sign-in through an OpenID Connect provider", async (t) => {
@@ -370,9 +367,7 @@ Deno.test("local passwords off: no password form, the break-glass sign-in works"
 });
 
 Deno.test("a provider that cannot be reached", async (t) => {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const closedPort = (listener.addr as Deno.NetAddr).port;
-  listener.close();
+  const closedPort = freePort();
   const issuer = `http://127.0.0.1:${closedPort}`;
   await using app = await appWith({ issuer } as TestProvider);
 

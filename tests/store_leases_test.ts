@@ -5,10 +5,7 @@ import { aggregatesMarkerKey, leaseKey, topKeysKey } from "../src/store/keys.ts"
 import { claimLease, getLease, releaseLease } from "../src/store/leases.ts";
 import { countDownload, getTopKeys } from "../src/store/stats.ts";
 import { createStore } from "../src/store/store.ts";
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+import { sleep } from "./helpers.ts";
 
 Deno.test("leases", async (t) => {
   await using kv = await Deno.openKv(":memory:");

@@ -10,8 +10,6 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createApiKey } from "../src/store/api_keys.ts";
-import { createProject } from "../src/store/projects.ts";
 import { listReleasesByProject } from "../src/store/releases.ts";
 import { createTestApp, seedKey, seedProject, type TestApp } from "./helpers.ts";
 import {
@@ -28,7 +26,7 @@ import {
   type VendorSignatures,
   vendorSignatures,
 } from "./signature_helpers.ts";
-import { createStore } from "../src/store/store.ts";
+import { openDataDir } from "./data_dir_fixtures.ts";
 
 /** Sends a request to the app under test (in process or over HTTP) with a client key. */
 type Get = (path: string) => Promise<Response>;
@@ -236,17 +234,13 @@ Deno.test("signatures uploaded through the publishing API are served by the feed
 Deno.test("signatures uploaded by the reference client's publish are served by the feeds", async (t) => {
   const dataDir = await makeDataTempDir("upload-signatures");
   await using server = await startServer(dataDir);
-  const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
-  const store = createStore(kv);
+  const fx = await openDataDir(dataDir);
+  const { store } = fx;
   const work = await Deno.makeTempDir({ prefix: "upload-signatures-" });
   try {
-    const project = await createProject(store, { name: "App", slug: "app" });
+    const project = await fx.project({ name: "App", slug: "app" });
     const { secret: token } = await seedPublishToken(store);
-    const { secret } = await createApiKey(store, {
-      name: "c",
-      can_download: true,
-      scope_mode: "all_projects",
-    });
+    const { secret } = await fx.key({ name: "c" });
     const get: Get = (path) =>
       fetch(server.baseUrl + path, { headers: { authorization: `Bearer ${secret}` } });
     const bytes = randomBytes(120_000);
@@ -299,7 +293,7 @@ Deno.test("signatures uploaded by the reference client's publish are served by t
       assert.equal((await listReleasesByProject(store, project.id)).length, before);
     });
   } finally {
-    kv.close();
+    fx.close();
     await server.stop();
     await Deno.remove(work, { recursive: true });
     await Deno.remove(dataDir, { recursive: true }).catch(() => {});
