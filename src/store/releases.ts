@@ -445,7 +445,9 @@ async function changeRelease(
           store.kv.get<number | null>(latestReleaseKey(projectId)),
           store.kv.get<number>(latestChoiceKey(projectId)),
         ]);
-        const newest = () => findNewestActiveRelease(store, projectId, release);
+        // Scanned at most once per attempt: choosing and the pointer may both ask.
+        let newestScan: Promise<Release | null> | undefined;
+        const newest = () => newestScan ??= findNewestActiveRelease(store, projectId, release);
         let choice = choiceEntry.value;
         if (state !== "active" && choice === id) choice = null;
         const publishing = entry.value.state === "draft" && state === "active";
