@@ -79,8 +79,7 @@
  * | ["report_reasons", releaseId, kind]          | ReportReason[]: the latest failure reasons (at most 20) |
  * | ["rollout_gates", projectId]                 | RolloutGateState: a rollout's health gates and stage (rollout_gates.ts) |
  * | ["rollout_gate_changes", projectId, action]  | Deno.KvU64 stages advanced, halted or completed by the gates |
- * | ["rollbacks", projectId]                     | Rollback: the release rolled back and the one offered instead |
- * | ["release_policy", projectId]                | ReleasePolicy: critical releases and the minimum version |
+ * | ["release_policy", projectId]                | ReleasePolicy: critical releases, the minimum version, the last rollback |
  * | ["sso_pending", sha256Hex(state)]            | SsoPending: a sign-in on its way through the provider (expireIn; sso.ts) |
  * | ["sso_sessions", sha256Hex(sessionId)]       | SsoSession: the provider's tokens of an admin session (expireIn) |
  * | ["sso_accounts", username]                   | SsoAccount: the provider identity an account belongs to |
@@ -552,10 +551,6 @@ export function reportCountKey(releaseId: number, kind: string): Deno.KvKey {
   return ["report_count", releaseId, kind];
 }
 
-export function reportCountPrefix(releaseId: number): Deno.KvKey {
-  return ["report_count", releaseId];
-}
-
 /** Those of them counted in a UTC hour (hours since the epoch). */
 export function reportHourlyKey(releaseId: number, kind: string, hour: number): Deno.KvKey {
   return ["report_hourly", releaseId, kind, hour];
@@ -600,11 +595,6 @@ export function rolloutGateChangeKey(projectId: number, action: string): Deno.Kv
 
 export function rolloutGateChangesPrefix(): Deno.KvKey {
   return ["rollout_gate_changes"];
-}
-
-/** A project's last rollback. */
-export function rollbackKey(projectId: number): Deno.KvKey {
-  return ["rollbacks", projectId];
 }
 
 /** A project's critical releases and minimum supported version. */
@@ -659,10 +649,6 @@ export function tufFilePrefix(
   file: { role: string; version: number },
 ): Deno.KvKey {
   return ["tuf_files", projectId, file.role, file.version];
-}
-
-export function tufRoleFilesPrefix(projectId: number, role: string): Deno.KvKey {
-  return ["tuf_files", projectId, role];
 }
 
 /** The last background refresh of every project's TUF metadata. */

@@ -69,9 +69,6 @@ export interface RolloutGateState {
   stages: GateStage[];
 }
 
-/** What the gates do to a rollout. */
-export type GateAction = "advanced" | "halted" | "completed";
-
 /** Stages at most. */
 export const GATE_STAGES_MAX = 10;
 const MAX_HOURS = 24 * 90;

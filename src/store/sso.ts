@@ -132,10 +132,6 @@ export async function updateSsoSessionTokens(
   });
 }
 
-export async function getSsoAccount(store: Store, username: string): Promise<SsoAccount | null> {
-  return (await store.kv.get<SsoAccount>(ssoAccountKey(username))).value;
-}
-
 /** What a sign-in through the provider found for the account it names. */
 export type SsoAccountResult =
   | { outcome: "created" | "updated"; user: AdminUser; before?: AdminRole }
