@@ -23,6 +23,7 @@ import {
   reportSketchKey,
   reportSketchPrefix,
 } from "./keys.ts";
+import { mergeStoredSketch } from "./stored_sketch.ts";
 import type { Store } from "./store.ts";
 
 /** What a report says: the install runs the release now, came back to it, or failed at a step. */
@@ -226,20 +227,13 @@ async function keepReasons(
   });
 }
 
-/** Takes `part` into its stored sketch (one checked commit, none when nothing changes). */
+/** Takes `part` into the stored sketch of its (release, kind, day). */
 async function mergeReportSketch(store: Store, part: ReportSketchPart): Promise<void> {
-  const key = reportSketchKey(part.releaseId, part.kind, part.day);
-  const expireIn = Math.max(DAY_MS, (part.day + REPORT_MARKER_DAYS) * DAY_MS - Date.now());
-  await commitWithRetry(async () => {
-    const entry = await store.kv.get<Uint8Array>(key);
-    const sketch = entry.value ?? createSketch();
-    if (!mergeSketch(sketch, part.sketch)) {
-      return { commit: { ok: true, versionstamp: "" }, value: 0 };
-    }
-    return {
-      commit: await store.kv.atomic().check(entry).set(key, sketch, { expireIn }).commit(),
-      value: 0,
-    };
+  await mergeStoredSketch(store, {
+    key: reportSketchKey(part.releaseId, part.kind, part.day),
+    sketch: part.sketch,
+    day: part.day,
+    keptDays: REPORT_MARKER_DAYS,
   });
 }
 
