@@ -664,3 +664,47 @@ export function sparkleFeedKeyKey(projectId: number): Deno.KvKey {
 export function sparkleFeedKeysPrefix(): Deno.KvKey {
   return ["sparkle_feed_keys"];
 }
+
+/** `["block_maps", releaseId]`: the release's BlockMapRecord. */
+export function blockMapKey(releaseId: number): Deno.KvKey {
+  return ["block_maps", releaseId];
+}
+
+export function blockMapsPrefix(): Deno.KvKey {
+  return ["block_maps"];
+}
+
+/** `["block_map_pieces", releaseId, piecesId, index]`: bytes of one block map. */
+export function blockMapPieceKey(releaseId: number, piecesId: string, index: number): Deno.KvKey {
+  return ["block_map_pieces", releaseId, piecesId, index];
+}
+
+export function blockMapPiecesPrefix(releaseId: number): Deno.KvKey {
+  return ["block_map_pieces", releaseId];
+}
+
+/** `["sparkle_deltas", releaseId, index]`: SparkleDelta. */
+export function sparkleDeltaKey(releaseId: number, index: number): Deno.KvKey {
+  return ["sparkle_deltas", releaseId, index];
+}
+
+export function sparkleDeltasPrefix(releaseId?: number): Deno.KvKey {
+  return releaseId === undefined ? ["sparkle_deltas"] : ["sparkle_deltas", releaseId];
+}
+
+/** Which sum: bytes answered, or bytes whole downloads would have cost. */
+export type DeliverySum = "served" | "full";
+
+/** `["delivery_bytes", releaseId, sum]`: Deno.KvU64. */
+export function releaseDeliveryKey(releaseId: number, sum: DeliverySum): Deno.KvKey {
+  return ["delivery_bytes", releaseId, sum];
+}
+
+/** `["delivery_bytes_by_month", projectId, "YYYY-MM", sum]`: Deno.KvU64. */
+export function projectDeliveryMonthKey(
+  projectId: number,
+  month: string,
+  sum: DeliverySum,
+): Deno.KvKey {
+  return ["delivery_bytes_by_month", projectId, month, sum];
+}

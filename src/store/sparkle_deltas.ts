@@ -7,7 +7,7 @@
  * (`listStorageKeys` in releases.ts).
  */
 import { commitWithRetry } from "./atomic.ts";
-import { releaseKey } from "./keys.ts";
+import { releaseKey, sparkleDeltaKey, sparkleDeltasPrefix } from "./keys.ts";
 import type { Release } from "./types.ts";
 import type { Store } from "./store.ts";
 
@@ -23,15 +23,6 @@ export interface SparkleDelta {
   size_bytes: number;
   /** The vendor's `sparkle:edSignature` of the delta file. */
   sparkle_signature: string;
-}
-
-/** `["sparkle_deltas", releaseId, index]`: SparkleDelta. */
-export function sparkleDeltaKey(releaseId: number, index: number): Deno.KvKey {
-  return ["sparkle_deltas", releaseId, index];
-}
-
-export function sparkleDeltasPrefix(releaseId?: number): Deno.KvKey {
-  return releaseId === undefined ? ["sparkle_deltas"] : ["sparkle_deltas", releaseId];
 }
 
 /** Records a release's deltas in one checked commit, while the release exists; false if gone. */
