@@ -13,7 +13,7 @@
  */
 import { createHash } from "node:crypto";
 import { createSketch, estimateSketch, mergeSketch } from "../lib/hyperloglog.ts";
-import { commitWithRetry } from "./atomic.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
 import {
   adoptionClientKey,
   adoptionCountKey,
@@ -81,7 +81,7 @@ export function recordSighting(store: Store, sighting: Sighting): Promise<boolea
     const entry = await store.kv.get<AdoptionMarker>(key);
     const old = entry.value;
     if (!movesMarker(old, sighting)) {
-      return { commit: { ok: true, versionstamp: entry.versionstamp ?? "" }, value: false };
+      return { commit: NOTHING_TO_WRITE, value: false };
     }
     const marker: AdoptionMarker = { release_id: releaseId, day, at: sighting.at ?? day * DAY_MS };
     const op = store.kv.atomic().check(entry)

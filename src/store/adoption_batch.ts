@@ -18,7 +18,7 @@ import {
   recordSighting,
   type Sighting,
 } from "./adoption.ts";
-import { commitWithRetry } from "./atomic.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
 import { getManyEntries } from "./get_many.ts";
 import {
   adoptionClientKey,
@@ -127,7 +127,7 @@ async function admitNewIds(
     if (admitted.length === 0) {
       // Past the cap: nothing to write, so nothing to check either.
       return {
-        commit: { ok: true, versionstamp: count.versionstamp ?? "" },
+        commit: NOTHING_TO_WRITE,
         value: { past, existing },
       };
     }

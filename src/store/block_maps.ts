@@ -7,7 +7,7 @@
  * clients cache the installed version's, so it is never replaced. Backups
  * carry them like every other entry.
  */
-import { commitWithRetry, retryWhileLocked } from "./atomic.ts";
+import { commitWithRetry, NOTHING_TO_WRITE, retryWhileLocked } from "./atomic.ts";
 import { getManyEntries } from "./get_many.ts";
 import {
   blockMapKey,
@@ -103,7 +103,7 @@ export async function createBlockMap(
       blockMapKey(releaseId),
     ]);
     if (release.value === null || existing.value !== null) {
-      return { commit: { ok: true, versionstamp: "" } as const, value: false };
+      return { commit: NOTHING_TO_WRITE, value: false };
     }
     const commit = await store.kv.atomic().check(release, existing)
       .set(blockMapKey(releaseId), record).commit();

@@ -1,7 +1,7 @@
 import { listAllSparkleDeltas } from "./sparkle_deltas.ts";
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { aggregatesReady, releaseAggregates } from "./aggregates.ts";
-import { now, serializedProjectWrite, takeIds } from "./atomic.ts";
+import { NOTHING_TO_WRITE, now, serializedProjectWrite, takeIds } from "./atomic.ts";
 import { type Cached, cachedRead, changeOp, commitChange, thenRead } from "./cache.ts";
 import { getLatestView } from "./latest_view.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
@@ -164,7 +164,7 @@ export async function setReleaseSha512(
       current.checksum_sha512 !== undefined
     ) {
       return {
-        commit: { ok: true, versionstamp: entry.versionstamp ?? "" },
+        commit: NOTHING_TO_WRITE,
         value: false,
         changed: [],
       };

@@ -11,7 +11,7 @@
  * (never counted by the health gates).
  */
 import { addToSketch, createSketch, estimateSketch, mergeSketch } from "../lib/hyperloglog.ts";
-import { commitWithRetry } from "./atomic.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
 import { getManyEntries } from "./get_many.ts";
 import {
   reportCountKey,
@@ -185,7 +185,7 @@ async function admitReports(
     const admitted = fresh.slice(0, Math.max(0, cap - taken));
     const past = fresh.slice(admitted.length);
     if (admitted.length === 0) {
-      return { commit: { ok: true, versionstamp: "" }, value: { admitted, past } };
+      return { commit: NOTHING_TO_WRITE, value: { admitted, past } };
     }
     const op = store.kv.atomic();
     for (const marker of markers) if (marker.value === null) op.check(marker);

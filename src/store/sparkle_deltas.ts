@@ -6,7 +6,7 @@
  * the artifact store; the storage sweep keeps those of existing releases
  * (`listStorageKeys` in releases.ts).
  */
-import { commitWithRetry } from "./atomic.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
 import { releaseKey, sparkleDeltaKey, sparkleDeltasPrefix } from "./keys.ts";
 import type { Release } from "./types.ts";
 import type { Store } from "./store.ts";
@@ -31,7 +31,7 @@ export async function createSparkleDeltas(store: Store, deltas: SparkleDelta[]):
   const releaseId = deltas[0].release_id;
   return await commitWithRetry(async () => {
     const release = await store.kv.get<Release>(releaseKey(releaseId));
-    if (release.value === null) return { commit: { ok: true, versionstamp: "" }, value: false };
+    if (release.value === null) return { commit: NOTHING_TO_WRITE, value: false };
     const op = store.kv.atomic().check(release);
     for (const delta of deltas) op.set(sparkleDeltaKey(releaseId, delta.index), delta);
     return { commit: await op.commit(), value: true };

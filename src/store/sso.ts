@@ -6,7 +6,7 @@
  */
 import { sha256Hex } from "../lib/secrets.ts";
 import { type AdminRole, type AdminUser, roleOf, setAdminRole } from "./admin_users.ts";
-import { commitWithRetry, now, retryWhileLocked } from "./atomic.ts";
+import { commitWithRetry, NOTHING_TO_WRITE, now, retryWhileLocked } from "./atomic.ts";
 import { adminUserKey, ssoAccountKey, ssoPendingKey, ssoSessionKey } from "./keys.ts";
 import type { Store } from "./store.ts";
 
@@ -69,9 +69,6 @@ export async function takeSsoPending(store: Store, state: string): Promise<SsoPe
   return commit.ok ? entry.value : null;
 }
 
-/** The result of an attempt that needed no write: `commitWithRetry` hands back its value. */
-const DONE = { ok: true, versionstamp: "" } as Deno.KvCommitResult;
-
 /** The entry's `expireIn`: it goes when its admin session ends. */
 function untilEnd(session: SsoSession, nowMs = Date.now()): { expireIn: number } {
   return { expireIn: Math.max(1, session.expires_at - nowMs) };
@@ -124,7 +121,7 @@ export async function updateSsoSessionTokens(
   const key = ssoSessionKey(sha256Hex(sessionId));
   await commitWithRetry(async () => {
     const entry = await store.kv.get<SsoSession>(key);
-    if (entry.value === null) return { commit: DONE, value: null };
+    if (entry.value === null) return { commit: NOTHING_TO_WRITE, value: null };
     const updated = { ...entry.value, ...tokens };
     const commit = await store.kv.atomic().check(entry).set(key, updated, untilEnd(updated))
       .commit();
@@ -164,12 +161,15 @@ export async function signInSsoAccount(
     ]);
     const link = linkEntry.value;
     if (link !== null && (link.issuer !== issuer || link.subject !== subject)) {
-      return { commit: DONE, value: { outcome: "other_identity" } };
+      return { commit: NOTHING_TO_WRITE, value: { outcome: "other_identity" } };
     }
     if (userEntry.value !== null) {
       // An account with a password is a local one, whatever identity once had its name.
       const local = link === null || userEntry.value.password_hash !== SSO_PASSWORD_HASH;
-      return { commit: DONE, value: local ? { outcome: "local_account" as const } : "existing" };
+      return {
+        commit: NOTHING_TO_WRITE,
+        value: local ? { outcome: "local_account" as const } : "existing",
+      };
     }
     const user: AdminUser = {
       username,
@@ -206,7 +206,7 @@ export async function signInSsoAccount(
   }
   await commitWithRetry(async () => {
     const entry = await store.kv.get<SsoAccount>(linkKey);
-    if (entry.value === null) return { commit: DONE, value: null };
+    if (entry.value === null) return { commit: NOTHING_TO_WRITE, value: null };
     const commit = await store.kv.atomic().check(entry)
       .set(linkKey, { ...entry.value, provider, groups, updated_at: at }).commit();
     return { commit, value: null };

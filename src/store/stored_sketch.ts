@@ -4,7 +4,7 @@
  */
 import { createSketch, mergeSketch } from "../lib/hyperloglog.ts";
 import { DAY_MS } from "./adoption.ts";
-import { commitWithRetry } from "./atomic.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
 import type { Store } from "./store.ts";
 
 /**
@@ -26,7 +26,7 @@ export async function mergeStoredSketch(
     const entry = await store.kv.get<Uint8Array>(key);
     const stored = entry.value ?? createSketch();
     if (!mergeSketch(stored, sketch)) {
-      return { commit: { ok: true, versionstamp: entry.versionstamp ?? "" }, value: 0 };
+      return { commit: NOTHING_TO_WRITE, value: 0 };
     }
     return {
       commit: await store.kv.atomic().check(entry).set(key, stored, { expireIn }).commit(),
