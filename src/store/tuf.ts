@@ -147,7 +147,7 @@ export async function commitTufFiles(
     entry: Deno.KvEntryMaybe<TufState>;
     state: TufState;
     files: readonly TufFile[];
-    /** Versions to drop, with how many parts each has. */
+    /** Versions to drop: every stored part of each. */
     drop: ReadonlyArray<{ role: TufOnlineRole; version: number }>;
   },
 ): Promise<boolean> {
