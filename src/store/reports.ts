@@ -27,7 +27,7 @@ import { mergeStoredSketch } from "./stored_sketch.ts";
 import type { Store } from "./store.ts";
 
 /** What a report says: the install runs the release now, came back to it, or failed at a step. */
-export const REPORT_KINDS = [
+const REPORT_KINDS = [
   "installed",
   "returned",
   "download",
@@ -38,7 +38,7 @@ export const REPORT_KINDS = [
 export type ReportKind = typeof REPORT_KINDS[number];
 
 /** The kinds that are failures (the health gates' failure share). */
-export const FAILURE_KINDS: readonly ReportKind[] = [
+const FAILURE_KINDS: readonly ReportKind[] = [
   "download",
   "verification",
   "install",
@@ -48,9 +48,9 @@ export const FAILURE_KINDS: readonly ReportKind[] = [
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 /** How long a marker (and a sketch) lives: an install reporting again later is still counted once. */
-export const REPORT_MARKER_DAYS = 90;
+const REPORT_MARKER_DAYS = 90;
 /** Failure reasons kept per release and kind (the newest). */
-export const REPORT_REASONS_KEPT = 20;
+const REPORT_REASONS_KEPT = 20;
 /** Markers created per commit (a check and three mutations each, within KV's limits). */
 const NEW_REPORTS_PER_COMMIT = 40;
 
@@ -240,7 +240,7 @@ async function mergeReportSketch(store: Store, part: ReportSketchPart): Promise<
 /** Counted installs per kind of a release (exact: the health gates read these). */
 export type ReportCounts = Record<ReportKind, number>;
 
-export function emptyReportCounts(): ReportCounts {
+function emptyReportCounts(): ReportCounts {
   return { installed: 0, returned: 0, download: 0, verification: 0, install: 0, crash: 0 };
 }
 

@@ -76,7 +76,7 @@ export interface RolloutGateState {
 }
 
 /** Stages at most. */
-export const GATE_STAGES_MAX = 10;
+const GATE_STAGES_MAX = 10;
 const MAX_HOURS = 24 * 90;
 const MAX_INSTALLS = 10_000_000;
 

@@ -45,7 +45,7 @@ export interface SsoAccount {
 }
 
 /** A password hash no password matches (`src/lib/passwords.ts` knows no such scheme). */
-export const SSO_PASSWORD_HASH = "sso$0$$";
+const SSO_PASSWORD_HASH = "sso$0$$";
 
 const PENDING_TTL_MS = 10 * 60_000;
 
