@@ -83,7 +83,7 @@ export async function recordSightings(
       const group = `${sighting.keyId} ${sighting.day}`;
       newIds.set(group, [...newIds.get(group) ?? [], sighting]);
     } else if (movesMarker(marker, sighting)) {
-      await recordSighting(store, sighting);
+      await recordSighting(store, sighting, markers[i]);
     }
   }
   for (const group of newIds.values()) {
