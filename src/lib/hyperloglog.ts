@@ -7,7 +7,7 @@
 
 /** Index bits: 2^12 registers. */
 const INDEX_BITS = 12;
-export const SKETCH_BYTES = 1 << INDEX_BITS;
+const SKETCH_BYTES = 1 << INDEX_BITS;
 
 /** An empty sketch. */
 export function createSketch(): Uint8Array {

@@ -13,7 +13,7 @@
  */
 import { createHash } from "node:crypto";
 import { createSketch, estimateSketch, mergeSketch } from "../lib/hyperloglog.ts";
-import { commitWithRetry } from "./atomic.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
 import {
   adoptionClientKey,
   adoptionCountKey,
@@ -72,16 +72,24 @@ export function movesMarker(marker: AdoptionMarker | null, sighting: Sighting): 
 
 /**
  * Moves a client's marker to the sighting's (release, day) and the counters
- * with it; false when the sighting does not move it (movesMarker).
+ * with it; false when the sighting does not move it (movesMarker). `read`,
+ * the marker's entry as the caller already read it, serves the first
+ * attempt (the commit is checked against it; a retry reads afresh).
  */
-export function recordSighting(store: Store, sighting: Sighting): Promise<boolean> {
+export function recordSighting(
+  store: Store,
+  sighting: Sighting,
+  read?: Deno.KvEntryMaybe<AdoptionMarker>,
+): Promise<boolean> {
   const { projectId, releaseId, client, day } = sighting;
   const key = adoptionClientKey(projectId, client);
+  let known = read;
   return commitWithRetry(async () => {
-    const entry = await store.kv.get<AdoptionMarker>(key);
+    const entry = known ?? await store.kv.get<AdoptionMarker>(key);
+    known = undefined;
     const old = entry.value;
     if (!movesMarker(old, sighting)) {
-      return { commit: { ok: true, versionstamp: entry.versionstamp ?? "" }, value: false };
+      return { commit: NOTHING_TO_WRITE, value: false };
     }
     const marker: AdoptionMarker = { release_id: releaseId, day, at: sighting.at ?? day * DAY_MS };
     const op = store.kv.atomic().check(entry)

@@ -9,7 +9,7 @@
  * markers), and past the cap it goes into the sketch of its (release, day)
  * instead: a fixed 4 KiB, however many ids a key invents.
  */
-import { addToSketch, createSketch, mergeSketch } from "../lib/hyperloglog.ts";
+import { addToSketch, createSketch } from "../lib/hyperloglog.ts";
 import {
   ADOPTION_MARKER_DAYS,
   type AdoptionMarker,
@@ -18,7 +18,7 @@ import {
   recordSighting,
   type Sighting,
 } from "./adoption.ts";
-import { commitWithRetry } from "./atomic.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
 import { getManyEntries } from "./get_many.ts";
 import {
   adoptionClientKey,
@@ -26,6 +26,7 @@ import {
   adoptionNewIdsKey,
   adoptionSketchKey,
 } from "./keys.ts";
+import { mergeStoredSketch } from "./stored_sketch.ts";
 import type { Store } from "./store.ts";
 
 /** A sighting with what the new-id cap needs: the key that asked and whether an install id was sent. */
@@ -82,7 +83,7 @@ export async function recordSightings(
       const group = `${sighting.keyId} ${sighting.day}`;
       newIds.set(group, [...newIds.get(group) ?? [], sighting]);
     } else if (movesMarker(marker, sighting)) {
-      await recordSighting(store, sighting);
+      await recordSighting(store, sighting, markers[i]);
     }
   }
   for (const group of newIds.values()) {
@@ -126,7 +127,7 @@ async function admitNewIds(
     if (admitted.length === 0) {
       // Past the cap: nothing to write, so nothing to check either.
       return {
-        commit: { ok: true, versionstamp: count.versionstamp ?? "" },
+        commit: NOTHING_TO_WRITE,
         value: { past, existing },
       };
     }
@@ -152,20 +153,12 @@ async function admitNewIds(
   return past;
 }
 
-/** Takes `part` into its stored sketch (one checked commit, none when nothing changes). */
+/** Takes `part` into the stored sketch of its (release, day). */
 async function mergeIntoStoredSketch(store: Store, part: SketchPart): Promise<void> {
-  const key = adoptionSketchKey(part.projectId, part.releaseId, part.day);
-  // The sketch lives as long as a marker of its day would.
-  const expireIn = Math.max(DAY_MS, (part.day + ADOPTION_MARKER_DAYS) * DAY_MS - Date.now());
-  await commitWithRetry(async () => {
-    const entry = await store.kv.get<Uint8Array>(key);
-    const sketch = entry.value ?? createSketch();
-    if (!mergeSketch(sketch, part.sketch)) {
-      return { commit: { ok: true, versionstamp: entry.versionstamp ?? "" }, value: 0 };
-    }
-    return {
-      commit: await store.kv.atomic().check(entry).set(key, sketch, { expireIn }).commit(),
-      value: 0,
-    };
+  await mergeStoredSketch(store, {
+    key: adoptionSketchKey(part.projectId, part.releaseId, part.day),
+    sketch: part.sketch,
+    day: part.day,
+    keptDays: ADOPTION_MARKER_DAYS,
   });
 }

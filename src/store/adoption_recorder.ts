@@ -38,7 +38,7 @@ export interface AdoptionRecorderOptions {
   now?: () => number;
 }
 
-export const DEFAULT_NEW_IDS_PER_DAY = 10_000;
+const DEFAULT_NEW_IDS_PER_DAY = 10_000;
 
 interface PendingSighting {
   projectId: number;

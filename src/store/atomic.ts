@@ -28,6 +28,12 @@ export async function commitWithRetry<T>(
 }
 
 /**
+ * What an attempt of `commitWithRetry` (or `commitChange`, cache.ts) gives as
+ * its commit when it has nothing to write: taken as done, its value handed back.
+ */
+export const NOTHING_TO_WRITE: Deno.KvCommitResult = { ok: true, versionstamp: "" };
+
+/**
  * Runs a single write again while another process holds the lock of a shared
  * KV file ("database is locked"), e.g. when several instances start at once.
  * Other errors, and the write's own result, pass through unchanged.

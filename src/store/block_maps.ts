@@ -7,9 +7,16 @@
  * clients cache the installed version's, so it is never replaced. Backups
  * carry them like every other entry.
  */
-import { commitWithRetry, retryWhileLocked } from "./atomic.ts";
+import { commitWithRetry, NOTHING_TO_WRITE, retryWhileLocked } from "./atomic.ts";
 import { getManyEntries } from "./get_many.ts";
-import { releaseKey, releasesPrefix } from "./keys.ts";
+import {
+  blockMapKey,
+  blockMapPieceKey,
+  blockMapPiecesPrefix,
+  blockMapsPrefix,
+  releaseKey,
+  releasesPrefix,
+} from "./keys.ts";
 import type { Release } from "./types.ts";
 import type { Store } from "./store.ts";
 
@@ -28,24 +35,6 @@ export interface BlockMapRecord {
 export const BLOCK_MAP_PIECE_BYTES = 60_000;
 /** Pieces written per commit (a commit carries at most 800 KiB). */
 const PIECES_PER_COMMIT = 10;
-
-/** `["block_maps", releaseId]`: the release's BlockMapRecord. */
-export function blockMapKey(releaseId: number): Deno.KvKey {
-  return ["block_maps", releaseId];
-}
-
-export function blockMapsPrefix(): Deno.KvKey {
-  return ["block_maps"];
-}
-
-/** `["block_map_pieces", releaseId, piecesId, index]`: bytes of one block map. */
-export function blockMapPieceKey(releaseId: number, piecesId: string, index: number): Deno.KvKey {
-  return ["block_map_pieces", releaseId, piecesId, index];
-}
-
-export function blockMapPiecesPrefix(releaseId: number): Deno.KvKey {
-  return ["block_map_pieces", releaseId];
-}
 
 export async function getBlockMapByRelease(
   store: Store,
@@ -114,7 +103,7 @@ export async function createBlockMap(
       blockMapKey(releaseId),
     ]);
     if (release.value === null || existing.value !== null) {
-      return { commit: { ok: true, versionstamp: "" } as const, value: false };
+      return { commit: NOTHING_TO_WRITE, value: false };
     }
     const commit = await store.kv.atomic().check(release, existing)
       .set(blockMapKey(releaseId), record).commit();

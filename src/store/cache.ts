@@ -147,11 +147,6 @@ function bump(cache: ReadCache, slot: string): void {
   }
 }
 
-/** Forgets every cached read of the store (tests, and a restore). */
-export function forgetCachedReads(store: Store): void {
-  forget(store.cache, "all");
-}
-
 /**
  * Starts an atomic operation that records `changed` for every process: the
  * generation moves and a change record names the entries. A store of an

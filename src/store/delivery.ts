@@ -6,24 +6,8 @@
  * written after the answer, like the download counts (stats.ts).
  */
 import { retryWhileLocked } from "./atomic.ts";
+import { projectDeliveryMonthKey, releaseDeliveryKey } from "./keys.ts";
 import type { Store } from "./store.ts";
-
-/** Which sum: bytes answered, or bytes whole downloads would have cost. */
-export type DeliverySum = "served" | "full";
-
-/** `["delivery_bytes", releaseId, sum]`: Deno.KvU64. */
-export function releaseDeliveryKey(releaseId: number, sum: DeliverySum): Deno.KvKey {
-  return ["delivery_bytes", releaseId, sum];
-}
-
-/** `["delivery_bytes_by_month", projectId, "YYYY-MM", sum]`: Deno.KvU64. */
-export function projectDeliveryMonthKey(
-  projectId: number,
-  month: string,
-  sum: DeliverySum,
-): Deno.KvKey {
-  return ["delivery_bytes_by_month", projectId, month, sum];
-}
 
 export interface DeliveryEvent {
   projectId: number;

@@ -79,8 +79,7 @@
  * | ["report_reasons", releaseId, kind]          | ReportReason[]: the latest failure reasons (at most 20) |
  * | ["rollout_gates", projectId]                 | RolloutGateState: a rollout's health gates and stage (rollout_gates.ts) |
  * | ["rollout_gate_changes", projectId, action]  | Deno.KvU64 stages advanced, halted or completed by the gates |
- * | ["rollbacks", projectId]                     | Rollback: the release rolled back and the one offered instead |
- * | ["release_policy", projectId]                | ReleasePolicy: critical releases and the minimum version |
+ * | ["release_policy", projectId]                | ReleasePolicy: critical releases, the minimum version, the last rollback |
  * | ["sso_pending", sha256Hex(state)]            | SsoPending: a sign-in on its way through the provider (expireIn; sso.ts) |
  * | ["sso_sessions", sha256Hex(sessionId)]       | SsoSession: the provider's tokens of an admin session (expireIn) |
  * | ["sso_accounts", username]                   | SsoAccount: the provider identity an account belongs to |
@@ -552,10 +551,6 @@ export function reportCountKey(releaseId: number, kind: string): Deno.KvKey {
   return ["report_count", releaseId, kind];
 }
 
-export function reportCountPrefix(releaseId: number): Deno.KvKey {
-  return ["report_count", releaseId];
-}
-
 /** Those of them counted in a UTC hour (hours since the epoch). */
 export function reportHourlyKey(releaseId: number, kind: string, hour: number): Deno.KvKey {
   return ["report_hourly", releaseId, kind, hour];
@@ -600,11 +595,6 @@ export function rolloutGateChangeKey(projectId: number, action: string): Deno.Kv
 
 export function rolloutGateChangesPrefix(): Deno.KvKey {
   return ["rollout_gate_changes"];
-}
-
-/** A project's last rollback. */
-export function rollbackKey(projectId: number): Deno.KvKey {
-  return ["rollbacks", projectId];
 }
 
 /** A project's critical releases and minimum supported version. */
@@ -661,10 +651,6 @@ export function tufFilePrefix(
   return ["tuf_files", projectId, file.role, file.version];
 }
 
-export function tufRoleFilesPrefix(projectId: number, role: string): Deno.KvKey {
-  return ["tuf_files", projectId, role];
-}
-
 /** The last background refresh of every project's TUF metadata. */
 export function tufStatusKey(): Deno.KvKey {
   return ["tuf_status"];
@@ -677,4 +663,48 @@ export function sparkleFeedKeyKey(projectId: number): Deno.KvKey {
 
 export function sparkleFeedKeysPrefix(): Deno.KvKey {
   return ["sparkle_feed_keys"];
+}
+
+/** `["block_maps", releaseId]`: the release's BlockMapRecord. */
+export function blockMapKey(releaseId: number): Deno.KvKey {
+  return ["block_maps", releaseId];
+}
+
+export function blockMapsPrefix(): Deno.KvKey {
+  return ["block_maps"];
+}
+
+/** `["block_map_pieces", releaseId, piecesId, index]`: bytes of one block map. */
+export function blockMapPieceKey(releaseId: number, piecesId: string, index: number): Deno.KvKey {
+  return ["block_map_pieces", releaseId, piecesId, index];
+}
+
+export function blockMapPiecesPrefix(releaseId: number): Deno.KvKey {
+  return ["block_map_pieces", releaseId];
+}
+
+/** `["sparkle_deltas", releaseId, index]`: SparkleDelta. */
+export function sparkleDeltaKey(releaseId: number, index: number): Deno.KvKey {
+  return ["sparkle_deltas", releaseId, index];
+}
+
+export function sparkleDeltasPrefix(releaseId?: number): Deno.KvKey {
+  return releaseId === undefined ? ["sparkle_deltas"] : ["sparkle_deltas", releaseId];
+}
+
+/** Which sum: bytes answered, or bytes whole downloads would have cost. */
+export type DeliverySum = "served" | "full";
+
+/** `["delivery_bytes", releaseId, sum]`: Deno.KvU64. */
+export function releaseDeliveryKey(releaseId: number, sum: DeliverySum): Deno.KvKey {
+  return ["delivery_bytes", releaseId, sum];
+}
+
+/** `["delivery_bytes_by_month", projectId, "YYYY-MM", sum]`: Deno.KvU64. */
+export function projectDeliveryMonthKey(
+  projectId: number,
+  month: string,
+  sum: DeliverySum,
+): Deno.KvKey {
+  return ["delivery_bytes_by_month", projectId, month, sum];
 }

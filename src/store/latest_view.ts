@@ -58,12 +58,12 @@ async function loadLatestView(store: Store, projectId: number): Promise<LatestVi
   if (id === null) return null;
   const rollout = rolloutEntry.value;
   const [latest, candidate] = await store.kv.getMany<[Release, Release]>([
-    releaseKey(id ?? 0),
+    releaseKey(id),
     releaseKey(rollout?.release_id ?? 0),
   ]);
   const release = latest.value;
   if (release === null) return null;
-  const live = rollout !== null && release !== null && rollout.previous_id === release.id &&
+  const live = rollout !== null && rollout.previous_id === release.id &&
     candidate.value !== null && candidate.value.state === "active";
   return {
     release,

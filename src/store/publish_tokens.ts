@@ -49,10 +49,6 @@ export interface PublishTokenInput {
   created_by: string;
 }
 
-export function hashPublishToken(secret: string): string {
-  return hashCredentialSecret(secret);
-}
-
 /** Checks a token's input and makes its secret (returned once, never stored). */
 export function preparePublishToken(
   input: PublishTokenInput,
@@ -123,7 +119,8 @@ export async function getPublishTokenBySecret(
   store: Store,
   secret: string,
 ): Promise<PublishToken | null> {
-  const id = (await store.kv.get<number>(publishTokenByHashKey(hashPublishToken(secret)))).value;
+  const id =
+    (await store.kv.get<number>(publishTokenByHashKey(hashCredentialSecret(secret)))).value;
   return id === null ? null : await getPublishToken(store, id);
 }
 

@@ -1,6 +1,6 @@
 /** Finding a project's release by its version (the electron feed's file URLs name releases so). */
-import { getManyEntries } from "./get_many.ts";
-import { releaseKey, releasesByProjectPrefix } from "./keys.ts";
+import { releasesByProjectPrefix } from "./keys.ts";
+import { findInReleaseIndex } from "./releases.ts";
 import type { Release } from "./types.ts";
 import type { Store } from "./store.ts";
 
@@ -17,26 +17,9 @@ export async function getActiveReleaseByVersion(
   projectId: number,
   version: string,
 ): Promise<Release | null> {
-  let ids: number[] = [];
-  const look = async (): Promise<Release | null> => {
-    const entries = await getManyEntries<Release>(store.kv, ids.map(releaseKey));
-    ids = [];
-    for (const { value } of entries) {
-      if (value !== null && value.state === "active" && value.version === version) return value;
-    }
-    return null;
-  };
-  for await (
-    const entry of store.kv.list<number>({ prefix: releasesByProjectPrefix(projectId) }, {
-      reverse: true,
-      batchSize: PAGE,
-    })
-  ) {
-    ids.push(entry.value);
-    if (ids.length === PAGE) {
-      const found = await look();
-      if (found !== null) return found;
-    }
-  }
-  return ids.length === 0 ? null : await look();
+  return await findInReleaseIndex(store, {
+    prefix: releasesByProjectPrefix(projectId),
+    batch: PAGE,
+    pick: (release) => release.state === "active" && release.version === version ? release : null,
+  });
 }

@@ -1,7 +1,7 @@
 import { listAllSparkleDeltas } from "./sparkle_deltas.ts";
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { aggregatesReady, releaseAggregates } from "./aggregates.ts";
-import { now, serializedProjectWrite, takeIds } from "./atomic.ts";
+import { NOTHING_TO_WRITE, now, serializedProjectWrite, takeIds } from "./atomic.ts";
 import { type Cached, cachedRead, changeOp, commitChange, thenRead } from "./cache.ts";
 import { getLatestView } from "./latest_view.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
@@ -164,7 +164,7 @@ export async function setReleaseSha512(
       current.checksum_sha512 !== undefined
     ) {
       return {
-        commit: { ok: true, versionstamp: entry.versionstamp ?? "" },
+        commit: NOTHING_TO_WRITE,
         value: false,
         changed: [],
       };
@@ -349,24 +349,43 @@ export async function findNewestActiveRelease(
   if (!await aggregatesReady(store)) {
     return pickLatest((await listReleasesByProject(store, projectId)).map(current), null);
   }
+  // A changed release that became active may be the newest: it is in the index like the rest.
+  return await findInReleaseIndex(store, {
+    prefix: releasesByTimePrefix(projectId),
+    batch: 16,
+    pick: (release) => current(release).state === "active" ? current(release) : null,
+  });
+}
+
+/**
+ * The first release that `pick` takes (what it returns) in the reverse order
+ * of the release-id index under `prefix`, or null: the index read `batch`
+ * entries at a time, their records with one read each batch, stopping at
+ * the first release taken.
+ */
+export async function findInReleaseIndex(
+  store: Store,
+  { prefix, batch, pick }: {
+    prefix: Deno.KvKey;
+    batch: number;
+    pick: (release: Release) => Release | null;
+  },
+): Promise<Release | null> {
   let ids: number[] = [];
   const scan = async (): Promise<Release | null> => {
     const entries = await getManyEntries<Release>(store.kv, ids.map(releaseKey));
     ids = [];
     for (const { value } of entries) {
-      if (value !== null && current(value).state === "active") return current(value);
+      const picked = value === null ? null : pick(value);
+      if (picked !== null) return picked;
     }
     return null;
   };
-  // A changed release that became active may be the newest: it is in the index like the rest.
   for await (
-    const entry of store.kv.list<number>({ prefix: releasesByTimePrefix(projectId) }, {
-      reverse: true,
-      batchSize: 16,
-    })
+    const entry of store.kv.list<number>({ prefix }, { reverse: true, batchSize: batch })
   ) {
     ids.push(entry.value);
-    if (ids.length === 16) {
+    if (ids.length === batch) {
       const found = await scan();
       if (found !== null) return found;
     }
@@ -445,7 +464,9 @@ async function changeRelease(
           store.kv.get<number | null>(latestReleaseKey(projectId)),
           store.kv.get<number>(latestChoiceKey(projectId)),
         ]);
-        const newest = () => findNewestActiveRelease(store, projectId, release);
+        // Scanned at most once per attempt: choosing and the pointer may both ask.
+        let newestScan: Promise<Release | null> | undefined;
+        const newest = () => newestScan ??= findNewestActiveRelease(store, projectId, release);
         let choice = choiceEntry.value;
         if (state !== "active" && choice === id) choice = null;
         const publishing = entry.value.state === "draft" && state === "active";

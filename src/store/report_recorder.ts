@@ -12,7 +12,7 @@
  */
 import { createBatchRunner } from "../lib/batch_runner.ts";
 import { addToSketch, createSketch, mergeSketch } from "../lib/hyperloglog.ts";
-import { adoptionClientHash } from "./adoption.ts";
+import { adoptionClientHash, adoptionDay } from "./adoption.ts";
 import { isNewerRelease, listReleasesByProject } from "./releases.ts";
 import {
   recordReports,
@@ -115,7 +115,7 @@ export function createReportRecorder(
       if (pending.size < maxPending || pending.has(name)) {
         pending.set(name, { ...report, at });
       } else {
-        const day = Math.floor(at / 86_400_000);
+        const day = adoptionDay(at);
         const group = `${report.projectId} ${report.version} ${report.kind} ${day}`;
         let part = overflow.get(group);
         if (part === undefined) {

@@ -11,7 +11,7 @@
  * (never counted by the health gates).
  */
 import { addToSketch, createSketch, estimateSketch, mergeSketch } from "../lib/hyperloglog.ts";
-import { commitWithRetry } from "./atomic.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
 import { getManyEntries } from "./get_many.ts";
 import {
   reportCountKey,
@@ -23,10 +23,11 @@ import {
   reportSketchKey,
   reportSketchPrefix,
 } from "./keys.ts";
+import { mergeStoredSketch } from "./stored_sketch.ts";
 import type { Store } from "./store.ts";
 
 /** What a report says: the install runs the release now, came back to it, or failed at a step. */
-export const REPORT_KINDS = [
+const REPORT_KINDS = [
   "installed",
   "returned",
   "download",
@@ -37,7 +38,7 @@ export const REPORT_KINDS = [
 export type ReportKind = typeof REPORT_KINDS[number];
 
 /** The kinds that are failures (the health gates' failure share). */
-export const FAILURE_KINDS: readonly ReportKind[] = [
+const FAILURE_KINDS: readonly ReportKind[] = [
   "download",
   "verification",
   "install",
@@ -47,9 +48,9 @@ export const FAILURE_KINDS: readonly ReportKind[] = [
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 /** How long a marker (and a sketch) lives: an install reporting again later is still counted once. */
-export const REPORT_MARKER_DAYS = 90;
+const REPORT_MARKER_DAYS = 90;
 /** Failure reasons kept per release and kind (the newest). */
-export const REPORT_REASONS_KEPT = 20;
+const REPORT_REASONS_KEPT = 20;
 /** Markers created per commit (a check and three mutations each, within KV's limits). */
 const NEW_REPORTS_PER_COMMIT = 40;
 
@@ -184,7 +185,7 @@ async function admitReports(
     const admitted = fresh.slice(0, Math.max(0, cap - taken));
     const past = fresh.slice(admitted.length);
     if (admitted.length === 0) {
-      return { commit: { ok: true, versionstamp: "" }, value: { admitted, past } };
+      return { commit: NOTHING_TO_WRITE, value: { admitted, past } };
     }
     const op = store.kv.atomic();
     for (const marker of markers) if (marker.value === null) op.check(marker);
@@ -226,27 +227,20 @@ async function keepReasons(
   });
 }
 
-/** Takes `part` into its stored sketch (one checked commit, none when nothing changes). */
+/** Takes `part` into the stored sketch of its (release, kind, day). */
 async function mergeReportSketch(store: Store, part: ReportSketchPart): Promise<void> {
-  const key = reportSketchKey(part.releaseId, part.kind, part.day);
-  const expireIn = Math.max(DAY_MS, (part.day + REPORT_MARKER_DAYS) * DAY_MS - Date.now());
-  await commitWithRetry(async () => {
-    const entry = await store.kv.get<Uint8Array>(key);
-    const sketch = entry.value ?? createSketch();
-    if (!mergeSketch(sketch, part.sketch)) {
-      return { commit: { ok: true, versionstamp: "" }, value: 0 };
-    }
-    return {
-      commit: await store.kv.atomic().check(entry).set(key, sketch, { expireIn }).commit(),
-      value: 0,
-    };
+  await mergeStoredSketch(store, {
+    key: reportSketchKey(part.releaseId, part.kind, part.day),
+    sketch: part.sketch,
+    day: part.day,
+    keptDays: REPORT_MARKER_DAYS,
   });
 }
 
 /** Counted installs per kind of a release (exact: the health gates read these). */
 export type ReportCounts = Record<ReportKind, number>;
 
-export function emptyReportCounts(): ReportCounts {
+function emptyReportCounts(): ReportCounts {
   return { installed: 0, returned: 0, download: 0, verification: 0, install: 0, crash: 0 };
 }
 

@@ -9,7 +9,13 @@
  * `rollout.changed` webhook event and a `sum` on the project's counter of
  * gate changes (the Prometheus series).
  */
-import { commitWithRetry, now, retryWhileLocked, serializedProjectWrite } from "./atomic.ts";
+import {
+  commitWithRetry,
+  NOTHING_TO_WRITE,
+  now,
+  retryWhileLocked,
+  serializedProjectWrite,
+} from "./atomic.ts";
 import { changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import {
@@ -69,11 +75,8 @@ export interface RolloutGateState {
   stages: GateStage[];
 }
 
-/** What the gates do to a rollout. */
-export type GateAction = "advanced" | "halted" | "completed";
-
 /** Stages at most. */
-export const GATE_STAGES_MAX = 10;
+const GATE_STAGES_MAX = 10;
 const MAX_HOURS = 24 * 90;
 const MAX_INSTALLS = 10_000_000;
 
@@ -225,7 +228,7 @@ async function updateGateState(
   const key = rolloutGatesKey(projectId);
   await commitWithRetry(async () => {
     const entry = await store.kv.get<RolloutGateState>(key);
-    if (entry.value === null) return { commit: { ok: true, versionstamp: "" }, value: 0 };
+    if (entry.value === null) return { commit: NOTHING_TO_WRITE, value: 0 };
     const op = store.kv.atomic().check(entry);
     op.set(key, change(op, entry.value));
     return { commit: await op.commit(), value: 0 };
@@ -282,7 +285,7 @@ export async function applyGateChange(
         before === null || gates === null || before.release_id !== gates.release_id ||
         before.halted || before.updated_at !== gates.seen_updated_at
       ) {
-        return { commit: { ok: true, versionstamp: "" }, value: null, changed };
+        return { commit: NOTHING_TO_WRITE, value: null, changed };
       }
       const time = now();
       const stageTime = new Date(change.nowMs).toISOString();

@@ -3,7 +3,7 @@
  * each key's id, public key and status. The private key is never in KV: it is
  * a 0600 file in the data dir (src/signing/key_files.ts).
  */
-import { commitWithRetry, now } from "./atomic.ts";
+import { commitWithRetry, NOTHING_TO_WRITE, now } from "./atomic.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { signingKeyKey, signingKeysPrefix, signingRootKey } from "./keys.ts";
 import type { Store } from "./store.ts";
@@ -77,7 +77,7 @@ export async function setSigningKeyStatus(
     if (key.status === "retired") {
       throw new ValidationError("status", "a retired key cannot be used again");
     }
-    if (key.status === status) return { commit: { ok: true, versionstamp: "" }, value: key };
+    if (key.status === status) return { commit: NOTHING_TO_WRITE, value: key };
     const atomic = store.kv.atomic().check(entry);
     if (status === "retired" && options.keepOneActive && key.status === "active") {
       const others = (await listSigningKeys(store)).filter((k) =>

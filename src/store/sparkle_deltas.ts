@@ -6,8 +6,8 @@
  * the artifact store; the storage sweep keeps those of existing releases
  * (`listStorageKeys` in releases.ts).
  */
-import { commitWithRetry } from "./atomic.ts";
-import { releaseKey } from "./keys.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
+import { releaseKey, sparkleDeltaKey, sparkleDeltasPrefix } from "./keys.ts";
 import type { Release } from "./types.ts";
 import type { Store } from "./store.ts";
 
@@ -25,22 +25,13 @@ export interface SparkleDelta {
   sparkle_signature: string;
 }
 
-/** `["sparkle_deltas", releaseId, index]`: SparkleDelta. */
-export function sparkleDeltaKey(releaseId: number, index: number): Deno.KvKey {
-  return ["sparkle_deltas", releaseId, index];
-}
-
-export function sparkleDeltasPrefix(releaseId?: number): Deno.KvKey {
-  return releaseId === undefined ? ["sparkle_deltas"] : ["sparkle_deltas", releaseId];
-}
-
 /** Records a release's deltas in one checked commit, while the release exists; false if gone. */
 export async function createSparkleDeltas(store: Store, deltas: SparkleDelta[]): Promise<boolean> {
   if (deltas.length === 0) return true;
   const releaseId = deltas[0].release_id;
   return await commitWithRetry(async () => {
     const release = await store.kv.get<Release>(releaseKey(releaseId));
-    if (release.value === null) return { commit: { ok: true, versionstamp: "" }, value: false };
+    if (release.value === null) return { commit: NOTHING_TO_WRITE, value: false };
     const op = store.kv.atomic().check(release);
     for (const delta of deltas) op.set(sparkleDeltaKey(releaseId, delta.index), delta);
     return { commit: await op.commit(), value: true };

@@ -4,7 +4,7 @@
  * identifier the appcast names. The private key is never in KV: it is a 0600
  * file in the data dir (src/feeds/sparkle_signing.ts).
  */
-import { commitWithRetry, now } from "./atomic.ts";
+import { now, retryWhileLocked } from "./atomic.ts";
 import { sparkleFeedKeyKey, sparkleFeedKeysPrefix } from "./keys.ts";
 import type { Store } from "./store.ts";
 
@@ -23,10 +23,8 @@ export async function setSparkleFeedKey(
   input: Omit<SparkleFeedKey, "set_at">,
 ): Promise<SparkleFeedKey> {
   const record: SparkleFeedKey = { ...input, set_at: now() };
-  return await commitWithRetry(async () => ({
-    commit: await store.kv.atomic().set(sparkleFeedKeyKey(record.project_id), record).commit(),
-    value: record,
-  }));
+  await retryWhileLocked(() => store.kv.set(sparkleFeedKeyKey(record.project_id), record));
+  return record;
 }
 
 export async function getSparkleFeedKeyByProject(
@@ -37,10 +35,7 @@ export async function getSparkleFeedKeyByProject(
 }
 
 export async function deleteSparkleFeedKey(store: Store, projectId: number): Promise<void> {
-  await commitWithRetry(async () => ({
-    commit: await store.kv.atomic().delete(sparkleFeedKeyKey(projectId)).commit(),
-    value: undefined,
-  }));
+  await retryWhileLocked(() => store.kv.delete(sparkleFeedKeyKey(projectId)));
 }
 
 /** Every project's appcast key, by project id. */

@@ -6,7 +6,7 @@
  */
 import { sha256Hex } from "../lib/secrets.ts";
 import { type AdminRole, type AdminUser, roleOf, setAdminRole } from "./admin_users.ts";
-import { commitWithRetry, now, retryWhileLocked } from "./atomic.ts";
+import { commitWithRetry, NOTHING_TO_WRITE, now, retryWhileLocked } from "./atomic.ts";
 import { adminUserKey, ssoAccountKey, ssoPendingKey, ssoSessionKey } from "./keys.ts";
 import type { Store } from "./store.ts";
 
@@ -45,7 +45,7 @@ export interface SsoAccount {
 }
 
 /** A password hash no password matches (`src/lib/passwords.ts` knows no such scheme). */
-export const SSO_PASSWORD_HASH = "sso$0$$";
+const SSO_PASSWORD_HASH = "sso$0$$";
 
 const PENDING_TTL_MS = 10 * 60_000;
 
@@ -68,9 +68,6 @@ export async function takeSsoPending(store: Store, state: string): Promise<SsoPe
   const commit = await retryWhileLocked(() => store.kv.atomic().check(entry).delete(key).commit());
   return commit.ok ? entry.value : null;
 }
-
-/** The result of an attempt that needed no write: `commitWithRetry` hands back its value. */
-const DONE = { ok: true, versionstamp: "" } as Deno.KvCommitResult;
 
 /** The entry's `expireIn`: it goes when its admin session ends. */
 function untilEnd(session: SsoSession, nowMs = Date.now()): { expireIn: number } {
@@ -124,16 +121,12 @@ export async function updateSsoSessionTokens(
   const key = ssoSessionKey(sha256Hex(sessionId));
   await commitWithRetry(async () => {
     const entry = await store.kv.get<SsoSession>(key);
-    if (entry.value === null) return { commit: DONE, value: null };
+    if (entry.value === null) return { commit: NOTHING_TO_WRITE, value: null };
     const updated = { ...entry.value, ...tokens };
     const commit = await store.kv.atomic().check(entry).set(key, updated, untilEnd(updated))
       .commit();
     return { commit, value: null };
   });
-}
-
-export async function getSsoAccount(store: Store, username: string): Promise<SsoAccount | null> {
-  return (await store.kv.get<SsoAccount>(ssoAccountKey(username))).value;
 }
 
 /** What a sign-in through the provider found for the account it names. */
@@ -168,12 +161,15 @@ export async function signInSsoAccount(
     ]);
     const link = linkEntry.value;
     if (link !== null && (link.issuer !== issuer || link.subject !== subject)) {
-      return { commit: DONE, value: { outcome: "other_identity" } };
+      return { commit: NOTHING_TO_WRITE, value: { outcome: "other_identity" } };
     }
     if (userEntry.value !== null) {
       // An account with a password is a local one, whatever identity once had its name.
       const local = link === null || userEntry.value.password_hash !== SSO_PASSWORD_HASH;
-      return { commit: DONE, value: local ? { outcome: "local_account" as const } : "existing" };
+      return {
+        commit: NOTHING_TO_WRITE,
+        value: local ? { outcome: "local_account" as const } : "existing",
+      };
     }
     const user: AdminUser = {
       username,
@@ -210,7 +206,7 @@ export async function signInSsoAccount(
   }
   await commitWithRetry(async () => {
     const entry = await store.kv.get<SsoAccount>(linkKey);
-    if (entry.value === null) return { commit: DONE, value: null };
+    if (entry.value === null) return { commit: NOTHING_TO_WRITE, value: null };
     const commit = await store.kv.atomic().check(entry)
       .set(linkKey, { ...entry.value, provider, groups, updated_at: at }).commit();
     return { commit, value: null };

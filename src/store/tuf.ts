@@ -6,7 +6,7 @@
  * parts. Every new set of files is one checked commit on the project's state
  * entry, so two instances never sign two different files of one version.
  */
-import { commitWithRetry, now, retryWhileLocked } from "./atomic.ts";
+import { now, retryWhileLocked } from "./atomic.ts";
 import { ConflictError, ValidationError } from "./errors.ts";
 import {
   cacheGenerationKey,
@@ -147,7 +147,7 @@ export async function commitTufFiles(
     entry: Deno.KvEntryMaybe<TufState>;
     state: TufState;
     files: readonly TufFile[];
-    /** Versions to drop, with how many parts each has. */
+    /** Versions to drop: every stored part of each. */
     drop: ReadonlyArray<{ role: TufOnlineRole; version: number }>;
   },
 ): Promise<boolean> {
@@ -196,10 +196,7 @@ export interface TufRefreshStatus {
 }
 
 export async function saveTufRefreshStatus(store: Store, status: TufRefreshStatus): Promise<void> {
-  await commitWithRetry(async () => ({
-    commit: await store.kv.atomic().set(tufStatusKey(), status).commit(),
-    value: undefined,
-  }));
+  await retryWhileLocked(() => store.kv.set(tufStatusKey(), status));
 }
 
 export async function getTufRefreshStatus(store: Store): Promise<TufRefreshStatus | null> {

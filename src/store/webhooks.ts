@@ -82,7 +82,7 @@ export interface PreviousWebhookSecret {
 }
 
 /** How long a replaced secret still signs, unless the admin ends it at once. */
-export const WEBHOOK_SECRET_OVERLAP_MS = 24 * 3_600_000;
+const WEBHOOK_SECRET_OVERLAP_MS = 24 * 3_600_000;
 
 export type WebhookDeliveryStatus = "pending" | "delivered" | "failed";
 
