@@ -8,28 +8,21 @@
  * tests/admin_gates_test.ts accounts for these routes as token-gated.
  */
 import { type Context, Hono } from "hono";
-import { createMiddleware } from "hono/factory";
 import { ApiError } from "../../http/errors.ts";
 import { jsonResponse } from "../../http/json.ts";
 import { multipartBoundary, readMultipart } from "../../http/multipart.ts";
-import { ID_PATTERN, isSlug } from "../../lib/limits.ts";
-import { tokenCovers, tokenMay } from "../../publishing/tokens.ts";
+import { ID_PATTERN } from "../../lib/limits.ts";
+import { tokenMay } from "../../publishing/tokens.ts";
 import { type AuditAction, recordAuditSafely, tokenActor } from "../../store/audit.ts";
 import { editRelease } from "../../store/edits.ts";
 import { createLoginThrottle } from "../../store/login_throttle.ts";
-import { getProject, getProjectBySlug, listProjects } from "../../store/projects.ts";
-import type { PublishPermission } from "../../store/publish_tokens.ts";
+import { listProjects } from "../../store/projects.ts";
 import {
   getLatestReleaseId,
   listReleasePage,
   RELEASE_PAGE_MAX,
 } from "../../store/release_publishing.ts";
-import {
-  getRelease,
-  makeReleaseLatest,
-  publishDraft,
-  setReleaseState,
-} from "../../store/releases.ts";
+import { makeReleaseLatest, publishDraft, setReleaseState } from "../../store/releases.ts";
 import {
   changeRollout,
   completeRollout,
@@ -42,6 +35,7 @@ import { auditedStore } from "../../store/audit.ts";
 import type { ServiceDeps } from "../../http/app_env.ts";
 import { publishTokenAuth } from "./auth.ts";
 import { PUBLISH_RESPONSE_HEADERS, publishErrorResponse } from "./errors.ts";
+import { onProject, onRelease } from "./route_gates.ts";
 import { publishedProject, publishedRelease, tokenJson } from "./serialize.ts";
 import type { PublishEnv } from "./types.ts";
 import { uploadRelease } from "./upload.ts";
@@ -55,6 +49,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   const api = new Hono<PublishEnv>();
   // Registered before the routes: Hono wraps each route with it when the app is mounted.
   api.onError((error) => publishErrorResponse(error));
+  // The headers of every answer here, errors included.
   api.use(async (c, next) => {
     await next();
     for (const [name, value] of Object.entries(PUBLISH_RESPONSE_HEADERS)) {
@@ -77,43 +72,6 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     await next();
   });
 
-  const json = (data: unknown, status: 200 | 201 = 200, headers: Record<string, string> = {}) =>
-    jsonResponse(data, status, { ...PUBLISH_RESPONSE_HEADERS, ...headers });
-
-  /** Gate of a project route: the project of `:slug`, covered by the token; else 404 or 403. */
-  const onProject = (permission?: PublishPermission) =>
-    createMiddleware<PublishEnv>(async (c, next) => {
-      const slug = c.req.param("slug") ?? "";
-      const project = isSlug(slug) ? await getProjectBySlug(c.var.store, slug) : null;
-      if (project === null) throw new ApiError(404, "project not found");
-      requireAccess(c.get("publishToken"), project, permission);
-      c.set("project", project);
-      await next();
-    });
-
-  /**
-   * Gate of a release route: the release of `:id`, of a project the token
-   * covers; else 400, 404 or 403. A release of a project outside the token's
-   * scope is `404` like a missing one: ids are counted, and a 403 would name
-   * every project's slug in turn.
-   */
-  const onRelease = (permission?: PublishPermission) =>
-    createMiddleware<PublishEnv>(async (c, next) => {
-      const raw = c.req.param("id") ?? "";
-      if (!/^\d+$/.test(raw)) throw new ApiError(400, "invalid release id");
-      const release = ID_PATTERN.test(raw) ? await getRelease(c.var.store, Number(raw)) : null;
-      if (release === null) throw new ApiError(404, "release not found");
-      const project = await getProject(c.var.store, release.project_id);
-      const token = c.get("publishToken");
-      if (project === null || !tokenCovers(token, project)) {
-        throw new ApiError(404, "release not found");
-      }
-      requireAccess(token, project, permission);
-      c.set("project", project);
-      c.set("release", release);
-      await next();
-    });
-
   const releaseBody = async (project: Project, release: Release) => ({
     project: publishedProject(project),
     release: publishedRelease(release, await getLatestReleaseId(deps.store, project.id)),
@@ -132,7 +90,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     const token = c.get("publishToken");
     const projects = token.all_projects ? [] : await listProjects(c.var.store);
     const slugs = projects.filter((p) => token.project_ids.includes(p.id)).map((p) => p.slug);
-    return json({ token: tokenJson(token, slugs) });
+    return jsonResponse({ token: tokenJson(token, slugs) });
   });
 
   api.get("/projects/:slug/releases", onProject(), async (c) => {
@@ -147,7 +105,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
       before: cursor === undefined ? undefined : Number(cursor),
     });
     const latestId = await getLatestReleaseId(c.var.store, project.id);
-    return json({
+    return jsonResponse({
       project: publishedProject(project),
       releases: page.releases.map((release) => publishedRelease(release, latestId)),
       next_cursor: page.next === null ? null : String(page.next),
@@ -189,14 +147,14 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
           `${release.id}/rollout`,
       }
       : {};
-    return json({ ...await releaseBody(project, release), ...rolloutError }, 201, {
+    return jsonResponse({ ...await releaseBody(project, release), ...rolloutError }, 201, {
       location: `/publish/v1/releases/${release.id}`,
     });
   });
 
   api.get("/releases/:id", onRelease(), async (c) => {
     const { project, release } = c.var;
-    return json(await releaseBody(project, release));
+    return jsonResponse(await releaseBody(project, release));
   });
 
   api.patch("/releases/:id", jsonLimit, onRelease("upload"), textEdit, async (c) => {
@@ -209,7 +167,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
       edited,
       `project ${project.slug}; ${Object.keys(edit).join(", ")}`,
     );
-    return json(await releaseBody(project, edited));
+    return jsonResponse(await releaseBody(project, edited));
   });
 
   for (const [action, state] of [["archive", "archived"], ["activate", "active"]] as const) {
@@ -222,7 +180,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
         changed,
         `project ${project.slug}; version ${release.version}`,
       );
-      return json(await releaseBody(project, changed));
+      return jsonResponse(await releaseBody(project, changed));
     });
   }
 
@@ -239,7 +197,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
       published,
       `project ${project.slug}; version ${release.version}${makeLatest ? "" : "; not latest"}`,
     );
-    return json(await releaseBody(project, published));
+    return jsonResponse(await releaseBody(project, published));
   });
 
   api.post("/releases/:id/make-latest", onRelease("release_state"), async (c) => {
@@ -251,12 +209,13 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
       chosen,
       `project ${project.slug}; version ${release.version}`,
     );
-    return json(await releaseBody(project, chosen));
+    return jsonResponse(await releaseBody(project, chosen));
   });
 
   // Staged rollouts (docs/rollouts.md): start one for a release, then halt,
   // resume, widen (PATCH), complete or end it through its project.
-  const rolloutJson = (rollout: Rollout | null) => json({ rollout: publishedRollout(rollout) });
+  const rolloutJson = (rollout: Rollout | null) =>
+    jsonResponse({ rollout: publishedRollout(rollout) });
   const auditRollout = (
     c: Context<PublishEnv>,
     action: AuditAction,
@@ -321,7 +280,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     const project = c.get("project");
     const release = await completeRollout(c.var.store, project.id);
     await auditRollout(c, "rollout.complete", project, `release ${release.id} is latest`);
-    return json(await releaseBody(project, release));
+    return jsonResponse(await releaseBody(project, release));
   });
 
   api.post("/projects/:slug/rollout/end", onProject("release_state"), async (c) => {
@@ -332,32 +291,13 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   });
 
   // Release safety (docs/rollouts.md "Health gates"): gates, roll back, release policy.
-  addSafetyRoutes(api, {
-    deps,
-    onProject,
-    json: (data) => json(data),
-    audit: auditRollout,
-  });
+  addSafetyRoutes(api, auditRollout);
 
   // Anything else under the prefix: a JSON 404 (the token is checked first, like every route).
   api.all("*", () => {
     throw new ApiError(404, "no such publishing API route; see docs/publishing.md");
   });
   return api;
-}
-
-/** Refuses a token that does not cover `project` or lacks `permission`. */
-function requireAccess(
-  token: PublishEnv["Variables"]["publishToken"],
-  project: Project,
-  permission: PublishPermission | undefined,
-): void {
-  if (!tokenCovers(token, project)) {
-    throw new ApiError(403, `this publish token may not publish to project ${project.slug}`);
-  }
-  if (permission !== undefined && !tokenMay(token, permission)) {
-    throw new ApiError(403, `this publish token lacks the permission ${permission}`);
-  }
 }
 
 function parseLimit(raw: string | undefined): number {

@@ -6,11 +6,10 @@
  * (`GET`/`PUT /projects/{slug}/policy`). Changes need `release_state`, like
  * the rollout routes, and are audit-logged.
  */
-import type { Context, Hono, MiddlewareHandler } from "hono";
+import type { Context, Hono } from "hono";
 import { ApiError } from "../../http/errors.ts";
-import type { ServiceDeps } from "../../http/app_env.ts";
+import { jsonResponse } from "../../http/json.ts";
 import type { AuditAction } from "../../store/audit.ts";
-import type { PublishPermission } from "../../store/publish_tokens.ts";
 import {
   getReleasePolicy,
   type ReleasePolicy,
@@ -27,22 +26,16 @@ import {
 } from "../../store/rollout_gates.ts";
 import type { Project } from "../../store/types.ts";
 import { jsonLimit, jsonObject } from "./json_body.ts";
+import { onProject } from "./route_gates.ts";
 import type { PublishEnv } from "./types.ts";
 
-/** What the publishing API's routes share with these (src/publishing/api/mod.ts). */
-export interface SafetyRouteParts {
-  deps: ServiceDeps;
-  /** The gate of a project route: sets `project`, or answers 404 or 403. */
-  onProject: (permission?: PublishPermission) => MiddlewareHandler<PublishEnv>;
-  json: (data: unknown) => Response;
-  /** Audit-logs a change to `project`'s rollout. */
-  audit: (
-    c: Context<PublishEnv>,
-    action: AuditAction,
-    project: Project,
-    details: string,
-  ) => Promise<unknown>;
-}
+/** Audit-logs a change to `project`'s rollout (src/publishing/api/mod.ts). */
+type AuditRollout = (
+  c: Context<PublishEnv>,
+  action: AuditAction,
+  project: Project,
+  details: string,
+) => Promise<unknown>;
 
 function gatesJson(state: RolloutGateState | null) {
   return state === null ? null : {
@@ -94,12 +87,10 @@ const policyBody = jsonObject('{"minimum_version": "1.2.0"}', (fields) => {
   };
 });
 
-export function addSafetyRoutes(api: Hono<PublishEnv>, parts: SafetyRouteParts): void {
-  const { onProject, json, audit } = parts;
-
+export function addSafetyRoutes(api: Hono<PublishEnv>, audit: AuditRollout): void {
   api.get("/projects/:slug/rollout/gates", onProject(), async (c) => {
     const project = c.get("project");
-    return json({ gates: gatesJson(await getRolloutGates(c.var.store, project.id)) });
+    return jsonResponse({ gates: gatesJson(await getRolloutGates(c.var.store, project.id)) });
   });
 
   api.put(
@@ -112,7 +103,7 @@ export function addSafetyRoutes(api: Hono<PublishEnv>, parts: SafetyRouteParts):
       const gates = c.req.valid("json");
       const state = await setRolloutGates(c.var.store, { projectId: project.id, gates });
       await audit(c, "rollout.gates", project, `gates ${JSON.stringify(gates)}`);
-      return json({ gates: gatesJson(state) });
+      return jsonResponse({ gates: gatesJson(state) });
     },
   );
 
@@ -120,7 +111,7 @@ export function addSafetyRoutes(api: Hono<PublishEnv>, parts: SafetyRouteParts):
     const project = c.get("project");
     await setRolloutGates(c.var.store, { projectId: project.id, gates: null });
     await audit(c, "rollout.gates", project, "gates off");
-    return json({ gates: null });
+    return jsonResponse({ gates: null });
   });
 
   api.post("/projects/:slug/rollback", onProject("release_state"), async (c) => {
@@ -132,12 +123,12 @@ export function addSafetyRoutes(api: Hono<PublishEnv>, parts: SafetyRouteParts):
       project,
       `release ${rollback.release_id} rolled back to release ${rollback.to_id}`,
     );
-    return json({ rollback });
+    return jsonResponse({ rollback });
   });
 
   api.get("/projects/:slug/policy", onProject(), async (c) => {
     const project = c.get("project");
-    return json({ policy: policyJson(await getReleasePolicy(c.var.store, project.id)) });
+    return jsonResponse({ policy: policyJson(await getReleasePolicy(c.var.store, project.id)) });
   });
 
   api.put(
@@ -175,7 +166,7 @@ export function addSafetyRoutes(api: Hono<PublishEnv>, parts: SafetyRouteParts):
         `minimum version ${policy.minimum_version ?? "none"}; critical releases ` +
           `${policy.critical_ids.join(", ") || "none"}`,
       );
-      return json({ policy: policyJson(policy) });
+      return jsonResponse({ policy: policyJson(policy) });
     },
   );
 }
