@@ -77,12 +77,16 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     release: publishedRelease(release, await getLatestReleaseId(deps.store, project.id)),
   });
 
-  const audit = (c: Context<PublishEnv>, action: AuditAction, release: Release, details: string) =>
+  /** Audit-logs the token's change to `target`, in the route's project (its slug leads the details). */
+  const audit = (
+    c: Context<PublishEnv>,
+    { action, target, details }: { action: AuditAction; target: string; details: string },
+  ) =>
     recordAuditSafely(c.var.store, {
       actor: tokenActor(c.get("publishToken")),
       action,
-      target: `release ${release.id}`,
-      details,
+      target,
+      details: `project ${c.var.project.slug}; ${details}`,
       address: addressOf(c, deps),
     }, () => deps.metrics.recordKvError("admin"));
 
@@ -129,15 +133,14 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
       // Starting a rollout is a release_state change, here as on the rollout routes.
       mayStartRollout: tokenMay(c.get("publishToken"), "release_state"),
     });
-    await audit(
-      c,
-      "release.upload",
-      release,
-      `project ${project.slug}; version ${release.version}; ${release.filename}; ` +
+    await audit(c, {
+      action: "release.upload",
+      target: `release ${release.id}`,
+      details: `version ${release.version}; ${release.filename}; ` +
         `${release.size_bytes} bytes; sha256 ${release.checksum_sha256}`,
-    );
+    });
     if (rollout !== null && "started" in rollout) {
-      await auditRollout(c, "rollout.start", project, rolloutDetails(rollout.started));
+      await auditRollout(c, "rollout.start", rolloutDetails(rollout.started));
     }
     // Published, but the rollout asked for did not start: the uploader is told why.
     const rolloutError = rollout !== null && "failed" in rollout
@@ -161,12 +164,11 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     const { project, release } = c.var;
     const edit = c.req.valid("json");
     const { after: edited } = await editRelease(c.var.store, release.id, edit);
-    await audit(
-      c,
-      "release.edit",
-      edited,
-      `project ${project.slug}; ${Object.keys(edit).join(", ")}`,
-    );
+    await audit(c, {
+      action: "release.edit",
+      target: `release ${edited.id}`,
+      details: Object.keys(edit).join(", "),
+    });
     return jsonResponse(await releaseBody(project, edited));
   });
 
@@ -174,12 +176,11 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     api.post(`/releases/:id/${action}`, onRelease("release_state"), async (c) => {
       const { project, release } = c.var;
       const changed = await setReleaseState(c.var.store, release.id, state);
-      await audit(
-        c,
-        `release.${action}`,
-        changed,
-        `project ${project.slug}; version ${release.version}`,
-      );
+      await audit(c, {
+        action: `release.${action}`,
+        target: `release ${changed.id}`,
+        details: `version ${release.version}`,
+      });
       return jsonResponse(await releaseBody(project, changed));
     });
   }
@@ -191,24 +192,22 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     }
     const makeLatest = !flag("not_latest", c.req.query("not_latest"));
     const published = await publishDraft(c.var.store, release.id, { makeLatest });
-    await audit(
-      c,
-      "release.publish",
-      published,
-      `project ${project.slug}; version ${release.version}${makeLatest ? "" : "; not latest"}`,
-    );
+    await audit(c, {
+      action: "release.publish",
+      target: `release ${published.id}`,
+      details: `version ${release.version}${makeLatest ? "" : "; not latest"}`,
+    });
     return jsonResponse(await releaseBody(project, published));
   });
 
   api.post("/releases/:id/make-latest", onRelease("release_state"), async (c) => {
     const { project, release } = c.var;
     const chosen = await makeReleaseLatest(c.var.store, release.id);
-    await audit(
-      c,
-      "release.make_latest",
-      chosen,
-      `project ${project.slug}; version ${release.version}`,
-    );
+    await audit(c, {
+      action: "release.make_latest",
+      target: `release ${chosen.id}`,
+      details: `version ${release.version}`,
+    });
     return jsonResponse(await releaseBody(project, chosen));
   });
 
@@ -216,19 +215,9 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   // resume, widen (PATCH), complete or end it through its project.
   const rolloutJson = (rollout: Rollout | null) =>
     jsonResponse({ rollout: publishedRollout(rollout) });
-  const auditRollout = (
-    c: Context<PublishEnv>,
-    action: AuditAction,
-    project: Project,
-    details: string,
-  ) =>
-    recordAuditSafely(c.var.store, {
-      actor: tokenActor(c.get("publishToken")),
-      action,
-      target: `project ${project.id}`,
-      details: `project ${project.slug}; ${details}`,
-      address: addressOf(c, deps),
-    }, () => deps.metrics.recordKvError("admin"));
+  /** Audit-logs a change to the rollout of the route's project. */
+  const auditRollout = (c: Context<PublishEnv>, action: AuditAction, details: string) =>
+    audit(c, { action, target: `project ${c.var.project.id}`, details });
 
   api.post(
     "/releases/:id/rollout",
@@ -236,14 +225,14 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     onRelease("release_state"),
     rolloutBody,
     async (c) => {
-      const { project, release } = c.var;
+      const { release } = c.var;
       const body = c.req.valid("json");
       if (body.percentage === undefined) throw new ApiError(400, "percentage is required");
       const rollout = await startRollout(c.var.store, release.id, {
         ...body,
         percentage: body.percentage,
       });
-      await auditRollout(c, "rollout.start", project, rolloutDetails(rollout));
+      await auditRollout(c, "rollout.start", rolloutDetails(rollout));
       return rolloutJson(rollout);
     },
   );
@@ -262,7 +251,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
       const project = c.get("project");
       const body = c.req.valid("json");
       const rollout = await changeRollout(c.var.store, project.id, body);
-      await auditRollout(c, "rollout.change", project, rolloutDetails(rollout));
+      await auditRollout(c, "rollout.change", rolloutDetails(rollout));
       return rolloutJson(rollout);
     },
   );
@@ -271,7 +260,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     api.post(`/projects/:slug/rollout/${action}`, onProject("release_state"), async (c) => {
       const project = c.get("project");
       const rollout = await changeRollout(c.var.store, project.id, { halted });
-      await auditRollout(c, `rollout.${action}`, project, rolloutDetails(rollout));
+      await auditRollout(c, `rollout.${action}`, rolloutDetails(rollout));
       return rolloutJson(rollout);
     });
   }
@@ -279,14 +268,14 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   api.post("/projects/:slug/rollout/complete", onProject("release_state"), async (c) => {
     const project = c.get("project");
     const release = await completeRollout(c.var.store, project.id);
-    await auditRollout(c, "rollout.complete", project, `release ${release.id} is latest`);
+    await auditRollout(c, "rollout.complete", `release ${release.id} is latest`);
     return jsonResponse(await releaseBody(project, release));
   });
 
   api.post("/projects/:slug/rollout/end", onProject("release_state"), async (c) => {
     const project = c.get("project");
     const ended = await endRollout(c.var.store, project.id);
-    await auditRollout(c, "rollout.end", project, ended === null ? "none" : rolloutDetails(ended));
+    await auditRollout(c, "rollout.end", ended === null ? "none" : rolloutDetails(ended));
     return rolloutJson(null);
   });
 

@@ -24,16 +24,14 @@ import {
   type RolloutGateState,
   setRolloutGates,
 } from "../../store/rollout_gates.ts";
-import type { Project } from "../../store/types.ts";
 import { jsonLimit, jsonObject } from "./json_body.ts";
 import { onProject } from "./route_gates.ts";
 import type { PublishEnv } from "./types.ts";
 
-/** Audit-logs a change to `project`'s rollout (src/publishing/api/mod.ts). */
+/** Audit-logs a change to the rollout of the route's project (src/publishing/api/mod.ts). */
 type AuditRollout = (
   c: Context<PublishEnv>,
   action: AuditAction,
-  project: Project,
   details: string,
 ) => Promise<unknown>;
 
@@ -102,7 +100,7 @@ export function addSafetyRoutes(api: Hono<PublishEnv>, audit: AuditRollout): voi
       const project = c.get("project");
       const gates = c.req.valid("json");
       const state = await setRolloutGates(c.var.store, { projectId: project.id, gates });
-      await audit(c, "rollout.gates", project, `gates ${JSON.stringify(gates)}`);
+      await audit(c, "rollout.gates", `gates ${JSON.stringify(gates)}`);
       return jsonResponse({ gates: gatesJson(state) });
     },
   );
@@ -110,7 +108,7 @@ export function addSafetyRoutes(api: Hono<PublishEnv>, audit: AuditRollout): voi
   api.delete("/projects/:slug/rollout/gates", onProject("release_state"), async (c) => {
     const project = c.get("project");
     await setRolloutGates(c.var.store, { projectId: project.id, gates: null });
-    await audit(c, "rollout.gates", project, "gates off");
+    await audit(c, "rollout.gates", "gates off");
     return jsonResponse({ gates: null });
   });
 
@@ -120,7 +118,6 @@ export function addSafetyRoutes(api: Hono<PublishEnv>, audit: AuditRollout): voi
     await audit(
       c,
       "rollout.rollback",
-      project,
       `release ${rollback.release_id} rolled back to release ${rollback.to_id}`,
     );
     return jsonResponse({ rollback });
@@ -162,7 +159,6 @@ export function addSafetyRoutes(api: Hono<PublishEnv>, audit: AuditRollout): voi
       await audit(
         c,
         "rollout.policy",
-        project,
         `minimum version ${policy.minimum_version ?? "none"}; critical releases ` +
           `${policy.critical_ids.join(", ") || "none"}`,
       );
