@@ -39,7 +39,7 @@ import { onProject, onRelease } from "./route_gates.ts";
 import { publishedProject, publishedRelease, tokenJson } from "./serialize.ts";
 import type { PublishEnv } from "./types.ts";
 import { uploadRelease } from "./upload.ts";
-import { jsonLimit, jsonObject } from "./json_body.ts";
+import { jsonLimit, jsonObject, refuseUnknownField } from "./json_body.ts";
 import { addSafetyRoutes } from "./safety.ts";
 import { declaresTooMuch, flag } from "../release_upload.ts";
 import { UploadTooLargeError } from "../../storage/mod.ts";
@@ -321,20 +321,11 @@ export function rolloutDetails(rollout: Rollout): string {
 }
 
 /** The fields of a rollout start or change. */
-const ROLLOUT_BODY_FIELDS = ["percentage", "schedule", "tester_tag"];
+const ROLLOUT_BODY_FIELDS = ["percentage", "schedule", "tester_tag"] as const;
 
 /** The JSON body of a rollout start or change: percentage, schedule, tester_tag; nothing else. */
 const rolloutBody = jsonObject('{"percentage": 10}', (fields) => {
-  for (const name of Object.keys(fields)) {
-    if (!ROLLOUT_BODY_FIELDS.includes(name)) {
-      throw new ApiError(
-        400,
-        `unknown field ${JSON.stringify(name.slice(0, 64))}; allowed: ${
-          ROLLOUT_BODY_FIELDS.join(", ")
-        }`,
-      );
-    }
-  }
+  for (const name of Object.keys(fields)) refuseUnknownField(name, ROLLOUT_BODY_FIELDS);
   const { percentage, schedule, tester_tag } = fields;
   if (percentage !== undefined && typeof percentage !== "number") {
     throw new ApiError(400, "percentage must be a number from 0 to 100");
@@ -353,16 +344,14 @@ const rolloutBody = jsonObject('{"percentage": 10}', (fields) => {
   return body;
 });
 
+/** The fields of an edit. */
+const EDIT_FIELDS = ["build", "release_notes"] as const;
+
 /** The JSON body of an edit: `build` and/or `release_notes`, strings; nothing else. */
 const textEdit = jsonObject('{"release_notes": "…"}', (fields) => {
   const edit: { build?: string; release_notes?: string } = {};
   for (const [name, value] of Object.entries(fields)) {
-    if (name !== "build" && name !== "release_notes") {
-      throw new ApiError(
-        400,
-        `unknown field ${JSON.stringify(name.slice(0, 64))}; editable: build, release_notes`,
-      );
-    }
+    refuseUnknownField(name, EDIT_FIELDS, "editable");
     if (typeof value !== "string") throw new ApiError(400, `${name} must be a string`);
     edit[name] = value;
   }

@@ -24,7 +24,7 @@ import {
   type RolloutGateState,
   setRolloutGates,
 } from "../../store/rollout_gates.ts";
-import { jsonLimit, jsonObject } from "./json_body.ts";
+import { jsonLimit, jsonObject, refuseUnknownField } from "./json_body.ts";
 import { onProject } from "./route_gates.ts";
 import type { PublishEnv } from "./types.ts";
 
@@ -59,18 +59,12 @@ const gatesBody = jsonObject(
   parseGates,
 );
 
+/** The fields of a policy change. */
+const POLICY_FIELDS = ["critical_release_ids", "minimum_version"] as const;
+
 /** The JSON body of a policy change: `critical_release_ids` and/or `minimum_version`. */
 const policyBody = jsonObject('{"minimum_version": "1.2.0"}', (fields) => {
-  for (const name of Object.keys(fields)) {
-    if (name !== "critical_release_ids" && name !== "minimum_version") {
-      throw new ApiError(
-        400,
-        `unknown field ${
-          JSON.stringify(name.slice(0, 64))
-        }; allowed: critical_release_ids, minimum_version`,
-      );
-    }
-  }
+  for (const name of Object.keys(fields)) refuseUnknownField(name, POLICY_FIELDS);
   const ids = fields.critical_release_ids;
   if (ids !== undefined && (!Array.isArray(ids) || !ids.every(Number.isSafeInteger))) {
     throw new ApiError(400, "critical_release_ids must be a list of release ids");
