@@ -44,6 +44,7 @@ import { addSafetyRoutes } from "./safety.ts";
 import { declaresTooMuch, flag } from "../release_upload.ts";
 import { UploadTooLargeError } from "../../storage/mod.ts";
 import { addressOf } from "../../http/client_address.ts";
+import { rolloutDetails } from "../../rollouts/audit_details.ts";
 
 export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   const api = new Hono<PublishEnv>();
@@ -309,15 +310,6 @@ function publishedRollout(rollout: Rollout | null) {
     started_at: rollout.started_at,
     updated_at: rollout.updated_at,
   };
-}
-
-/** The audit details of a rollout: what clients get now. */
-export function rolloutDetails(rollout: Rollout): string {
-  const steps = rollout.schedule.map((step) => `${step.at}=${step.percentage}%`).join(", ");
-  return `release ${rollout.release_id} over ${rollout.previous_id}; ${rollout.percentage}%` +
-    (rollout.halted ? "; halted" : "") +
-    (steps === "" ? "" : `; schedule ${steps}`) +
-    (rollout.tester_tag === null ? "" : `; testers ${rollout.tester_tag}`);
 }
 
 /** The fields of a rollout start or change. */
