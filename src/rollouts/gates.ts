@@ -27,9 +27,9 @@ import type { Rollout } from "../store/types.ts";
 import type { Store } from "../store/store.ts";
 
 /** Failure reports a stage needs before its failure share can halt it. */
-export const HALT_MIN_REPORTS = 20;
+const HALT_MIN_REPORTS = 20;
 /** The default evaluation period. */
-export const GATE_EVERY_MS = 30_000;
+const GATE_EVERY_MS = 30_000;
 
 /** What the gates decide for a stage now. */
 export type GateVerdict =
