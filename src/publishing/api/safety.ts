@@ -130,13 +130,10 @@ export function addSafetyRoutes(api: Hono<PublishEnv>, audit: AuditRollout): voi
     async (c) => {
       const project = c.get("project");
       const { criticalIds, minimumVersion } = c.req.valid("json");
-      let policy = await getReleasePolicy(c.var.store, project.id);
-      if (minimumVersion !== undefined) {
-        policy = await setMinimumVersion(c.var.store, {
-          projectId: project.id,
-          version: minimumVersion,
-        });
-      }
+      // The policy as it stands, or as the new minimum version leaves it.
+      let policy = minimumVersion === undefined
+        ? await getReleasePolicy(c.var.store, project.id)
+        : await setMinimumVersion(c.var.store, { projectId: project.id, version: minimumVersion });
       if (criticalIds !== undefined) {
         const wanted = new Set(criticalIds);
         for (const id of new Set([...policy.critical_ids, ...wanted])) {
