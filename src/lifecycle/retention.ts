@@ -15,6 +15,7 @@
  * (src/store/retention.ts), so one instance runs a project's policy at a time
  * and several instances share the projects.
  */
+import { scheduleJob } from "../lib/background_job.ts";
 import type { ArtifactStore } from "../storage/mod.ts";
 import { recordAudit } from "../store/audit.ts";
 import { LatestReleaseError, ReleaseStateChangedError } from "../store/deletes.ts";
@@ -171,9 +172,10 @@ export async function runRetention(
 }
 
 /**
- * Runs {@link runRetention} now and every `checkEveryMs` (each project's
- * policy still runs at most once per `options.everyMs`); returns the stop
- * function. Failures are reported and the next tick tries again.
+ * Runs {@link runRetention} now and again `checkEveryMs` after each run (the
+ * loop of background jobs, src/lib/background_job.ts; each project's policy
+ * still runs at most once per `options.everyMs`); returns the stop function.
+ * Failures are reported and the next run tries again.
  */
 export function scheduleRetention(
   deps: { store: Store; artifacts: ArtifactStore },
@@ -182,20 +184,12 @@ export function scheduleRetention(
     report: (error: unknown) => void;
   },
 ): () => void {
-  let running = false;
-  const run = async () => {
-    if (running) return;
-    running = true;
+  return scheduleJob(async () => {
     try {
       await runRetention(deps, options);
     } catch (error) {
       report(error);
-    } finally {
-      running = false;
     }
-  };
-  run();
-  const timer = setInterval(run, checkEveryMs);
-  Deno.unrefTimer(timer);
-  return () => clearInterval(timer);
+    return checkEveryMs;
+  });
 }

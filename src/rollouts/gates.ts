@@ -27,9 +27,9 @@ import type { Rollout } from "../store/types.ts";
 import type { Store } from "../store/store.ts";
 
 /** Failure reports a stage needs before its failure share can halt it. */
-export const HALT_MIN_REPORTS = 20;
+const HALT_MIN_REPORTS = 20;
 /** The default evaluation period. */
-export const GATE_EVERY_MS = 30_000;
+const GATE_EVERY_MS = 30_000;
 
 /** What the gates decide for a stage now. */
 export type GateVerdict =
@@ -130,9 +130,7 @@ async function applyVerdict(
     nowMs: number;
   },
 ): Promise<GateChange | null> {
-  const project = await getProject(store, projectId);
-  const slug = project?.slug ?? String(projectId);
-  let change: GateChange | null = null;
+  let change: GateChange;
   if (verdict.action === "complete") {
     const release = await completeRollout(store, projectId);
     await markGatesCompleted(store, { projectId, counts, nowMs });
@@ -142,26 +140,24 @@ async function applyVerdict(
       reason: `${verdict.reason}: release ${release.id} is latest`,
     };
   } else {
+    const action = verdict.action === "halt" ? "halted" : "advanced";
     const applied = await applyGateChange(store, {
       projectId,
-      action: verdict.action === "halt" ? "halted" : "advanced",
+      action,
       percentage: verdict.action === "advance" ? verdict.percentage : undefined,
       reason: verdict.reason,
       counts,
       nowMs,
     });
     if (applied === null) return null;
-    change = {
-      projectId,
-      action: verdict.action === "halt" ? "halted" : "advanced",
-      reason: verdict.reason,
-    };
+    change = { projectId, action, reason: verdict.reason };
   }
+  const project = await getProject(store, projectId);
   await recordAudit(store, {
     actor: "rollout gates",
     action: `rollout.gate_${change.action}`,
     target: `project ${projectId}`,
-    details: `project ${slug}; ${change.reason}`,
+    details: `project ${project?.slug ?? projectId}; ${change.reason}`,
     address: "",
   });
   return change;

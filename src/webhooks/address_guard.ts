@@ -20,7 +20,7 @@ export type Resolver = (host: string) => Promise<string[]>;
  * The system resolver (getaddrinfo: /etc/hosts, then DNS), the one a plain
  * `fetch` would use.
  */
-export async function resolveWithSystem(host: string): Promise<string[]> {
+async function resolveWithSystem(host: string): Promise<string[]> {
   const found = await lookup(host, { all: true, verbatim: true });
   return found.map((entry) => entry.address);
 }

@@ -83,7 +83,6 @@ export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker
   let lastExpiryCheck = 0;
   let lastDownloadBatch = 0;
   let running: Promise<void> | null = null;
-  let stopped = false;
 
   async function deliver(claim: ClaimedDelivery): Promise<void> {
     const { delivery, endpoint } = claim;
@@ -154,14 +153,9 @@ export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker
     return running;
   }
 
-  const timer = setInterval(() => {
-    if (!stopped) tick();
-  }, pollMs);
+  const timer = setInterval(tick, pollMs);
   return {
     tick,
-    stop() {
-      stopped = true;
-      clearInterval(timer);
-    },
+    stop: () => clearInterval(timer),
   };
 }

@@ -30,7 +30,7 @@ import type { PublishEnv } from "./types.ts";
 /** The throttle's "user name" of publish tokens (admin user names cannot contain spaces). */
 const THROTTLE_SUBJECT = "publish token";
 
-export const TOKEN_ERRORS = {
+const TOKEN_ERRORS = {
   missing: "missing bearer publish token",
   malformed: "malformed Authorization header: send Authorization: Bearer <publish token>",
   invalid: "invalid publish token",

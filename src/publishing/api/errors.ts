@@ -6,7 +6,10 @@ import { HTTPException } from "hono/http-exception";
 import { API_ERRORS, mapDomainError } from "../../http/errors.ts";
 import { jsonResponse } from "../../http/json.ts";
 
-/** Headers of every publishing API answer (on top of the global security headers). */
+/**
+ * Headers of every publishing API answer, errors included (on top of the
+ * global security headers); the API's first middleware sets them (mod.ts).
+ */
 export const PUBLISH_RESPONSE_HEADERS: Record<string, string> = {
   "cache-control": "no-store",
   "x-robots-tag": "noindex, nofollow",
@@ -16,15 +19,11 @@ export const PUBLISH_RESPONSE_HEADERS: Record<string, string> = {
 export function publishErrorResponse(error: Error): Response {
   if (error instanceof HTTPException && error.res !== undefined && error.status < 500) {
     // Hono's own middleware (bearer-auth, body-limit) answers with its prepared response.
-    const res = error.getResponse();
-    for (const [name, value] of Object.entries(PUBLISH_RESPONSE_HEADERS)) {
-      res.headers.set(name, value);
-    }
-    return res;
+    return error.getResponse();
   }
   const mapped = mapDomainError(error);
   if (mapped === null) console.error("publishing API internal error:", error);
   const { status, message, headers } = mapped ??
     { status: 500 as const, message: API_ERRORS.internal, headers: {} };
-  return jsonResponse({ error: message }, status, { ...PUBLISH_RESPONSE_HEADERS, ...headers });
+  return jsonResponse({ error: message }, status, headers);
 }

@@ -1,7 +1,7 @@
 /**
  * The JSON bodies of the publishing API (docs/publishing.md): one size limit
- * for every route that takes JSON, and Hono's JSON validator for a body that
- * must be a JSON object.
+ * for every route that takes JSON, Hono's JSON validator for a body that
+ * must be a JSON object, and the refusal of a field the route does not know.
  */
 import type { Context, Next } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -47,6 +47,20 @@ export function jsonObject<T>(
     return read(value as Record<string, unknown>);
   });
   return withHint(validate, hint);
+}
+
+/** Refuses a field `name` that is not one of `known`; the 400 lists them after `listed`. */
+export function refuseUnknownField<T extends string>(
+  name: string,
+  known: readonly T[],
+  listed = "allowed",
+): asserts name is T {
+  if (!(known as readonly string[]).includes(name)) {
+    throw new ApiError(
+      400,
+      `unknown field ${JSON.stringify(name.slice(0, 64))}; ${listed}: ${known.join(", ")}`,
+    );
+  }
 }
 
 /**

@@ -8,28 +8,21 @@
  * tests/admin_gates_test.ts accounts for these routes as token-gated.
  */
 import { type Context, Hono } from "hono";
-import { createMiddleware } from "hono/factory";
 import { ApiError } from "../../http/errors.ts";
 import { jsonResponse } from "../../http/json.ts";
 import { multipartBoundary, readMultipart } from "../../http/multipart.ts";
-import { ID_PATTERN, isSlug } from "../../lib/limits.ts";
-import { tokenCovers, tokenMay } from "../../publishing/tokens.ts";
+import { ID_PATTERN } from "../../lib/limits.ts";
+import { tokenMay } from "../../publishing/tokens.ts";
 import { type AuditAction, recordAuditSafely, tokenActor } from "../../store/audit.ts";
 import { editRelease } from "../../store/edits.ts";
 import { createLoginThrottle } from "../../store/login_throttle.ts";
-import { getProject, getProjectBySlug, listProjects } from "../../store/projects.ts";
-import type { PublishPermission } from "../../store/publish_tokens.ts";
+import { listProjects } from "../../store/projects.ts";
 import {
   getLatestReleaseId,
   listReleasePage,
   RELEASE_PAGE_MAX,
 } from "../../store/release_publishing.ts";
-import {
-  getRelease,
-  makeReleaseLatest,
-  publishDraft,
-  setReleaseState,
-} from "../../store/releases.ts";
+import { makeReleaseLatest, publishDraft, setReleaseState } from "../../store/releases.ts";
 import {
   changeRollout,
   completeRollout,
@@ -42,19 +35,22 @@ import { auditedStore } from "../../store/audit.ts";
 import type { ServiceDeps } from "../../http/app_env.ts";
 import { publishTokenAuth } from "./auth.ts";
 import { PUBLISH_RESPONSE_HEADERS, publishErrorResponse } from "./errors.ts";
+import { onProject, onRelease } from "./route_gates.ts";
 import { publishedProject, publishedRelease, tokenJson } from "./serialize.ts";
 import type { PublishEnv } from "./types.ts";
 import { uploadRelease } from "./upload.ts";
-import { jsonLimit, jsonObject } from "./json_body.ts";
+import { jsonLimit, jsonObject, refuseUnknownField } from "./json_body.ts";
 import { addSafetyRoutes } from "./safety.ts";
 import { declaresTooMuch, flag } from "../release_upload.ts";
 import { UploadTooLargeError } from "../../storage/mod.ts";
 import { addressOf } from "../../http/client_address.ts";
+import { rolloutDetails } from "../../rollouts/audit_details.ts";
 
 export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   const api = new Hono<PublishEnv>();
   // Registered before the routes: Hono wraps each route with it when the app is mounted.
   api.onError((error) => publishErrorResponse(error));
+  // The headers of every answer here, errors included.
   api.use(async (c, next) => {
     await next();
     for (const [name, value] of Object.entries(PUBLISH_RESPONSE_HEADERS)) {
@@ -77,54 +73,21 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     await next();
   });
 
-  const json = (data: unknown, status: 200 | 201 = 200, headers: Record<string, string> = {}) =>
-    jsonResponse(data, status, { ...PUBLISH_RESPONSE_HEADERS, ...headers });
-
-  /** Gate of a project route: the project of `:slug`, covered by the token; else 404 or 403. */
-  const onProject = (permission?: PublishPermission) =>
-    createMiddleware<PublishEnv>(async (c, next) => {
-      const slug = c.req.param("slug") ?? "";
-      const project = isSlug(slug) ? await getProjectBySlug(c.var.store, slug) : null;
-      if (project === null) throw new ApiError(404, "project not found");
-      requireAccess(c.get("publishToken"), project, permission);
-      c.set("project", project);
-      await next();
-    });
-
-  /**
-   * Gate of a release route: the release of `:id`, of a project the token
-   * covers; else 400, 404 or 403. A release of a project outside the token's
-   * scope is `404` like a missing one: ids are counted, and a 403 would name
-   * every project's slug in turn.
-   */
-  const onRelease = (permission?: PublishPermission) =>
-    createMiddleware<PublishEnv>(async (c, next) => {
-      const raw = c.req.param("id") ?? "";
-      if (!/^\d+$/.test(raw)) throw new ApiError(400, "invalid release id");
-      const release = ID_PATTERN.test(raw) ? await getRelease(c.var.store, Number(raw)) : null;
-      if (release === null) throw new ApiError(404, "release not found");
-      const project = await getProject(c.var.store, release.project_id);
-      const token = c.get("publishToken");
-      if (project === null || !tokenCovers(token, project)) {
-        throw new ApiError(404, "release not found");
-      }
-      requireAccess(token, project, permission);
-      c.set("project", project);
-      c.set("release", release);
-      await next();
-    });
-
   const releaseBody = async (project: Project, release: Release) => ({
     project: publishedProject(project),
     release: publishedRelease(release, await getLatestReleaseId(deps.store, project.id)),
   });
 
-  const audit = (c: Context<PublishEnv>, action: AuditAction, release: Release, details: string) =>
+  /** Audit-logs the token's change to `target`, in the route's project (its slug leads the details). */
+  const audit = (
+    c: Context<PublishEnv>,
+    { action, target, details }: { action: AuditAction; target: string; details: string },
+  ) =>
     recordAuditSafely(c.var.store, {
       actor: tokenActor(c.get("publishToken")),
       action,
-      target: `release ${release.id}`,
-      details,
+      target,
+      details: `project ${c.var.project.slug}; ${details}`,
       address: addressOf(c, deps),
     }, () => deps.metrics.recordKvError("admin"));
 
@@ -132,7 +95,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     const token = c.get("publishToken");
     const projects = token.all_projects ? [] : await listProjects(c.var.store);
     const slugs = projects.filter((p) => token.project_ids.includes(p.id)).map((p) => p.slug);
-    return json({ token: tokenJson(token, slugs) });
+    return jsonResponse({ token: tokenJson(token, slugs) });
   });
 
   api.get("/projects/:slug/releases", onProject(), async (c) => {
@@ -147,7 +110,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
       before: cursor === undefined ? undefined : Number(cursor),
     });
     const latestId = await getLatestReleaseId(c.var.store, project.id);
-    return json({
+    return jsonResponse({
       project: publishedProject(project),
       releases: page.releases.map((release) => publishedRelease(release, latestId)),
       next_cursor: page.next === null ? null : String(page.next),
@@ -171,15 +134,14 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
       // Starting a rollout is a release_state change, here as on the rollout routes.
       mayStartRollout: tokenMay(c.get("publishToken"), "release_state"),
     });
-    await audit(
-      c,
-      "release.upload",
-      release,
-      `project ${project.slug}; version ${release.version}; ${release.filename}; ` +
+    await audit(c, {
+      action: "release.upload",
+      target: `release ${release.id}`,
+      details: `version ${release.version}; ${release.filename}; ` +
         `${release.size_bytes} bytes; sha256 ${release.checksum_sha256}`,
-    );
+    });
     if (rollout !== null && "started" in rollout) {
-      await auditRollout(c, "rollout.start", project, rolloutDetails(rollout.started));
+      await auditRollout(c, "rollout.start", rolloutDetails(rollout.started));
     }
     // Published, but the rollout asked for did not start: the uploader is told why.
     const rolloutError = rollout !== null && "failed" in rollout
@@ -189,40 +151,38 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
           `${release.id}/rollout`,
       }
       : {};
-    return json({ ...await releaseBody(project, release), ...rolloutError }, 201, {
+    return jsonResponse({ ...await releaseBody(project, release), ...rolloutError }, 201, {
       location: `/publish/v1/releases/${release.id}`,
     });
   });
 
   api.get("/releases/:id", onRelease(), async (c) => {
     const { project, release } = c.var;
-    return json(await releaseBody(project, release));
+    return jsonResponse(await releaseBody(project, release));
   });
 
   api.patch("/releases/:id", jsonLimit, onRelease("upload"), textEdit, async (c) => {
     const { project, release } = c.var;
     const edit = c.req.valid("json");
     const { after: edited } = await editRelease(c.var.store, release.id, edit);
-    await audit(
-      c,
-      "release.edit",
-      edited,
-      `project ${project.slug}; ${Object.keys(edit).join(", ")}`,
-    );
-    return json(await releaseBody(project, edited));
+    await audit(c, {
+      action: "release.edit",
+      target: `release ${edited.id}`,
+      details: Object.keys(edit).join(", "),
+    });
+    return jsonResponse(await releaseBody(project, edited));
   });
 
   for (const [action, state] of [["archive", "archived"], ["activate", "active"]] as const) {
     api.post(`/releases/:id/${action}`, onRelease("release_state"), async (c) => {
       const { project, release } = c.var;
       const changed = await setReleaseState(c.var.store, release.id, state);
-      await audit(
-        c,
-        `release.${action}`,
-        changed,
-        `project ${project.slug}; version ${release.version}`,
-      );
-      return json(await releaseBody(project, changed));
+      await audit(c, {
+        action: `release.${action}`,
+        target: `release ${changed.id}`,
+        details: `version ${release.version}`,
+      });
+      return jsonResponse(await releaseBody(project, changed));
     });
   }
 
@@ -233,43 +193,32 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     }
     const makeLatest = !flag("not_latest", c.req.query("not_latest"));
     const published = await publishDraft(c.var.store, release.id, { makeLatest });
-    await audit(
-      c,
-      "release.publish",
-      published,
-      `project ${project.slug}; version ${release.version}${makeLatest ? "" : "; not latest"}`,
-    );
-    return json(await releaseBody(project, published));
+    await audit(c, {
+      action: "release.publish",
+      target: `release ${published.id}`,
+      details: `version ${release.version}${makeLatest ? "" : "; not latest"}`,
+    });
+    return jsonResponse(await releaseBody(project, published));
   });
 
   api.post("/releases/:id/make-latest", onRelease("release_state"), async (c) => {
     const { project, release } = c.var;
     const chosen = await makeReleaseLatest(c.var.store, release.id);
-    await audit(
-      c,
-      "release.make_latest",
-      chosen,
-      `project ${project.slug}; version ${release.version}`,
-    );
-    return json(await releaseBody(project, chosen));
+    await audit(c, {
+      action: "release.make_latest",
+      target: `release ${chosen.id}`,
+      details: `version ${release.version}`,
+    });
+    return jsonResponse(await releaseBody(project, chosen));
   });
 
   // Staged rollouts (docs/rollouts.md): start one for a release, then halt,
   // resume, widen (PATCH), complete or end it through its project.
-  const rolloutJson = (rollout: Rollout | null) => json({ rollout: publishedRollout(rollout) });
-  const auditRollout = (
-    c: Context<PublishEnv>,
-    action: AuditAction,
-    project: Project,
-    details: string,
-  ) =>
-    recordAuditSafely(c.var.store, {
-      actor: tokenActor(c.get("publishToken")),
-      action,
-      target: `project ${project.id}`,
-      details: `project ${project.slug}; ${details}`,
-      address: addressOf(c, deps),
-    }, () => deps.metrics.recordKvError("admin"));
+  const rolloutJson = (rollout: Rollout | null) =>
+    jsonResponse({ rollout: publishedRollout(rollout) });
+  /** Audit-logs a change to the rollout of the route's project. */
+  const auditRollout = (c: Context<PublishEnv>, action: AuditAction, details: string) =>
+    audit(c, { action, target: `project ${c.var.project.id}`, details });
 
   api.post(
     "/releases/:id/rollout",
@@ -277,14 +226,14 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     onRelease("release_state"),
     rolloutBody,
     async (c) => {
-      const { project, release } = c.var;
+      const { release } = c.var;
       const body = c.req.valid("json");
       if (body.percentage === undefined) throw new ApiError(400, "percentage is required");
       const rollout = await startRollout(c.var.store, release.id, {
         ...body,
         percentage: body.percentage,
       });
-      await auditRollout(c, "rollout.start", project, rolloutDetails(rollout));
+      await auditRollout(c, "rollout.start", rolloutDetails(rollout));
       return rolloutJson(rollout);
     },
   );
@@ -303,7 +252,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
       const project = c.get("project");
       const body = c.req.valid("json");
       const rollout = await changeRollout(c.var.store, project.id, body);
-      await auditRollout(c, "rollout.change", project, rolloutDetails(rollout));
+      await auditRollout(c, "rollout.change", rolloutDetails(rollout));
       return rolloutJson(rollout);
     },
   );
@@ -312,7 +261,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     api.post(`/projects/:slug/rollout/${action}`, onProject("release_state"), async (c) => {
       const project = c.get("project");
       const rollout = await changeRollout(c.var.store, project.id, { halted });
-      await auditRollout(c, `rollout.${action}`, project, rolloutDetails(rollout));
+      await auditRollout(c, `rollout.${action}`, rolloutDetails(rollout));
       return rolloutJson(rollout);
     });
   }
@@ -320,44 +269,25 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
   api.post("/projects/:slug/rollout/complete", onProject("release_state"), async (c) => {
     const project = c.get("project");
     const release = await completeRollout(c.var.store, project.id);
-    await auditRollout(c, "rollout.complete", project, `release ${release.id} is latest`);
-    return json(await releaseBody(project, release));
+    await auditRollout(c, "rollout.complete", `release ${release.id} is latest`);
+    return jsonResponse(await releaseBody(project, release));
   });
 
   api.post("/projects/:slug/rollout/end", onProject("release_state"), async (c) => {
     const project = c.get("project");
     const ended = await endRollout(c.var.store, project.id);
-    await auditRollout(c, "rollout.end", project, ended === null ? "none" : rolloutDetails(ended));
+    await auditRollout(c, "rollout.end", ended === null ? "none" : rolloutDetails(ended));
     return rolloutJson(null);
   });
 
   // Release safety (docs/rollouts.md "Health gates"): gates, roll back, release policy.
-  addSafetyRoutes(api, {
-    deps,
-    onProject,
-    json: (data) => json(data),
-    audit: auditRollout,
-  });
+  addSafetyRoutes(api, auditRollout);
 
   // Anything else under the prefix: a JSON 404 (the token is checked first, like every route).
   api.all("*", () => {
     throw new ApiError(404, "no such publishing API route; see docs/publishing.md");
   });
   return api;
-}
-
-/** Refuses a token that does not cover `project` or lacks `permission`. */
-function requireAccess(
-  token: PublishEnv["Variables"]["publishToken"],
-  project: Project,
-  permission: PublishPermission | undefined,
-): void {
-  if (!tokenCovers(token, project)) {
-    throw new ApiError(403, `this publish token may not publish to project ${project.slug}`);
-  }
-  if (permission !== undefined && !tokenMay(token, permission)) {
-    throw new ApiError(403, `this publish token lacks the permission ${permission}`);
-  }
 }
 
 function parseLimit(raw: string | undefined): number {
@@ -382,30 +312,12 @@ function publishedRollout(rollout: Rollout | null) {
   };
 }
 
-/** The audit details of a rollout: what clients get now. */
-export function rolloutDetails(rollout: Rollout): string {
-  const steps = rollout.schedule.map((step) => `${step.at}=${step.percentage}%`).join(", ");
-  return `release ${rollout.release_id} over ${rollout.previous_id}; ${rollout.percentage}%` +
-    (rollout.halted ? "; halted" : "") +
-    (steps === "" ? "" : `; schedule ${steps}`) +
-    (rollout.tester_tag === null ? "" : `; testers ${rollout.tester_tag}`);
-}
-
 /** The fields of a rollout start or change. */
-const ROLLOUT_BODY_FIELDS = ["percentage", "schedule", "tester_tag"];
+const ROLLOUT_BODY_FIELDS = ["percentage", "schedule", "tester_tag"] as const;
 
 /** The JSON body of a rollout start or change: percentage, schedule, tester_tag; nothing else. */
 const rolloutBody = jsonObject('{"percentage": 10}', (fields) => {
-  for (const name of Object.keys(fields)) {
-    if (!ROLLOUT_BODY_FIELDS.includes(name)) {
-      throw new ApiError(
-        400,
-        `unknown field ${JSON.stringify(name.slice(0, 64))}; allowed: ${
-          ROLLOUT_BODY_FIELDS.join(", ")
-        }`,
-      );
-    }
-  }
+  for (const name of Object.keys(fields)) refuseUnknownField(name, ROLLOUT_BODY_FIELDS);
   const { percentage, schedule, tester_tag } = fields;
   if (percentage !== undefined && typeof percentage !== "number") {
     throw new ApiError(400, "percentage must be a number from 0 to 100");
@@ -424,16 +336,14 @@ const rolloutBody = jsonObject('{"percentage": 10}', (fields) => {
   return body;
 });
 
+/** The fields of an edit. */
+const EDIT_FIELDS = ["build", "release_notes"] as const;
+
 /** The JSON body of an edit: `build` and/or `release_notes`, strings; nothing else. */
 const textEdit = jsonObject('{"release_notes": "…"}', (fields) => {
   const edit: { build?: string; release_notes?: string } = {};
   for (const [name, value] of Object.entries(fields)) {
-    if (name !== "build" && name !== "release_notes") {
-      throw new ApiError(
-        400,
-        `unknown field ${JSON.stringify(name.slice(0, 64))}; editable: build, release_notes`,
-      );
-    }
+    refuseUnknownField(name, EDIT_FIELDS, "editable");
     if (typeof value !== "string") throw new ApiError(400, `${name} must be a string`);
     edit[name] = value;
   }

@@ -6,11 +6,10 @@
  * (`GET`/`PUT /projects/{slug}/policy`). Changes need `release_state`, like
  * the rollout routes, and are audit-logged.
  */
-import type { Context, Hono, MiddlewareHandler } from "hono";
+import type { Context, Hono } from "hono";
 import { ApiError } from "../../http/errors.ts";
-import type { ServiceDeps } from "../../http/app_env.ts";
+import { jsonResponse } from "../../http/json.ts";
 import type { AuditAction } from "../../store/audit.ts";
-import type { PublishPermission } from "../../store/publish_tokens.ts";
 import {
   getReleasePolicy,
   type ReleasePolicy,
@@ -25,24 +24,16 @@ import {
   type RolloutGateState,
   setRolloutGates,
 } from "../../store/rollout_gates.ts";
-import type { Project } from "../../store/types.ts";
-import { jsonLimit, jsonObject } from "./json_body.ts";
+import { jsonLimit, jsonObject, refuseUnknownField } from "./json_body.ts";
+import { onProject } from "./route_gates.ts";
 import type { PublishEnv } from "./types.ts";
 
-/** What the publishing API's routes share with these (src/publishing/api/mod.ts). */
-export interface SafetyRouteParts {
-  deps: ServiceDeps;
-  /** The gate of a project route: sets `project`, or answers 404 or 403. */
-  onProject: (permission?: PublishPermission) => MiddlewareHandler<PublishEnv>;
-  json: (data: unknown) => Response;
-  /** Audit-logs a change to `project`'s rollout. */
-  audit: (
-    c: Context<PublishEnv>,
-    action: AuditAction,
-    project: Project,
-    details: string,
-  ) => Promise<unknown>;
-}
+/** Audit-logs a change to the rollout of the route's project (src/publishing/api/mod.ts). */
+type AuditRollout = (
+  c: Context<PublishEnv>,
+  action: AuditAction,
+  details: string,
+) => Promise<unknown>;
 
 function gatesJson(state: RolloutGateState | null) {
   return state === null ? null : {
@@ -68,18 +59,12 @@ const gatesBody = jsonObject(
   parseGates,
 );
 
+/** The fields of a policy change. */
+const POLICY_FIELDS = ["critical_release_ids", "minimum_version"] as const;
+
 /** The JSON body of a policy change: `critical_release_ids` and/or `minimum_version`. */
 const policyBody = jsonObject('{"minimum_version": "1.2.0"}', (fields) => {
-  for (const name of Object.keys(fields)) {
-    if (name !== "critical_release_ids" && name !== "minimum_version") {
-      throw new ApiError(
-        400,
-        `unknown field ${
-          JSON.stringify(name.slice(0, 64))
-        }; allowed: critical_release_ids, minimum_version`,
-      );
-    }
-  }
+  for (const name of Object.keys(fields)) refuseUnknownField(name, POLICY_FIELDS);
   const ids = fields.critical_release_ids;
   if (ids !== undefined && (!Array.isArray(ids) || !ids.every(Number.isSafeInteger))) {
     throw new ApiError(400, "critical_release_ids must be a list of release ids");
@@ -94,12 +79,10 @@ const policyBody = jsonObject('{"minimum_version": "1.2.0"}', (fields) => {
   };
 });
 
-export function addSafetyRoutes(api: Hono<PublishEnv>, parts: SafetyRouteParts): void {
-  const { onProject, json, audit } = parts;
-
+export function addSafetyRoutes(api: Hono<PublishEnv>, audit: AuditRollout): void {
   api.get("/projects/:slug/rollout/gates", onProject(), async (c) => {
     const project = c.get("project");
-    return json({ gates: gatesJson(await getRolloutGates(c.var.store, project.id)) });
+    return jsonResponse({ gates: gatesJson(await getRolloutGates(c.var.store, project.id)) });
   });
 
   api.put(
@@ -111,16 +94,16 @@ export function addSafetyRoutes(api: Hono<PublishEnv>, parts: SafetyRouteParts):
       const project = c.get("project");
       const gates = c.req.valid("json");
       const state = await setRolloutGates(c.var.store, { projectId: project.id, gates });
-      await audit(c, "rollout.gates", project, `gates ${JSON.stringify(gates)}`);
-      return json({ gates: gatesJson(state) });
+      await audit(c, "rollout.gates", `gates ${JSON.stringify(gates)}`);
+      return jsonResponse({ gates: gatesJson(state) });
     },
   );
 
   api.delete("/projects/:slug/rollout/gates", onProject("release_state"), async (c) => {
     const project = c.get("project");
     await setRolloutGates(c.var.store, { projectId: project.id, gates: null });
-    await audit(c, "rollout.gates", project, "gates off");
-    return json({ gates: null });
+    await audit(c, "rollout.gates", "gates off");
+    return jsonResponse({ gates: null });
   });
 
   api.post("/projects/:slug/rollback", onProject("release_state"), async (c) => {
@@ -129,15 +112,14 @@ export function addSafetyRoutes(api: Hono<PublishEnv>, parts: SafetyRouteParts):
     await audit(
       c,
       "rollout.rollback",
-      project,
       `release ${rollback.release_id} rolled back to release ${rollback.to_id}`,
     );
-    return json({ rollback });
+    return jsonResponse({ rollback });
   });
 
   api.get("/projects/:slug/policy", onProject(), async (c) => {
     const project = c.get("project");
-    return json({ policy: policyJson(await getReleasePolicy(c.var.store, project.id)) });
+    return jsonResponse({ policy: policyJson(await getReleasePolicy(c.var.store, project.id)) });
   });
 
   api.put(
@@ -148,13 +130,10 @@ export function addSafetyRoutes(api: Hono<PublishEnv>, parts: SafetyRouteParts):
     async (c) => {
       const project = c.get("project");
       const { criticalIds, minimumVersion } = c.req.valid("json");
-      let policy = await getReleasePolicy(c.var.store, project.id);
-      if (minimumVersion !== undefined) {
-        policy = await setMinimumVersion(c.var.store, {
-          projectId: project.id,
-          version: minimumVersion,
-        });
-      }
+      // The policy as it stands, or as the new minimum version leaves it.
+      let policy = minimumVersion === undefined
+        ? await getReleasePolicy(c.var.store, project.id)
+        : await setMinimumVersion(c.var.store, { projectId: project.id, version: minimumVersion });
       if (criticalIds !== undefined) {
         const wanted = new Set(criticalIds);
         for (const id of new Set([...policy.critical_ids, ...wanted])) {
@@ -171,11 +150,10 @@ export function addSafetyRoutes(api: Hono<PublishEnv>, parts: SafetyRouteParts):
       await audit(
         c,
         "rollout.policy",
-        project,
         `minimum version ${policy.minimum_version ?? "none"}; critical releases ` +
           `${policy.critical_ids.join(", ") || "none"}`,
       );
-      return json({ policy: policyJson(policy) });
+      return jsonResponse({ policy: policyJson(policy) });
     },
   );
 }

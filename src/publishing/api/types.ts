@@ -10,9 +10,9 @@ export interface PublishEnv {
     store: Store;
     /** The accepted publish token of the request (set by auth.ts). */
     publishToken: PublishToken;
-    /** The project a project or release route acts on (set by its gate, mod.ts `onProject`). */
+    /** The project a project or release route acts on (set by its gate, route_gates.ts `onProject`). */
     project: Project;
-    /** The release a release route acts on (set by its gate, mod.ts `onRelease`). */
+    /** The release a release route acts on (set by its gate, route_gates.ts `onRelease`). */
     release: Release;
   };
 }

@@ -29,9 +29,6 @@ import {
   type UploadFieldValues,
 } from "../release_upload.ts";
 
-/** A release upload's outcome: the release, and its rollout's when one was asked for. */
-export type UploadedRelease = RecordedUpload;
-
 /** What `receive` needs besides the parts. */
 interface ReceiveOptions {
   artifacts: ArtifactStore;
@@ -76,8 +73,9 @@ async function receive(
 }
 
 /**
- * Receives and records one upload through `deps.store` (the request's); failures are counted in
- * the upload metrics and rethrown.
+ * Receives and records one upload through `deps.store` (the request's): the release, and its
+ * rollout's outcome when one was asked for. Failures are counted in the upload metrics and
+ * rethrown.
  */
 export async function uploadRelease(
   deps: ServiceDeps,
@@ -86,7 +84,7 @@ export async function uploadRelease(
     parts: AsyncIterable<MultipartPart>;
     mayStartRollout: boolean;
   },
-): Promise<UploadedRelease> {
+): Promise<RecordedUpload> {
   try {
     const received = await receive(parts, {
       artifacts: deps.artifacts,
