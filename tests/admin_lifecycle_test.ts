@@ -12,12 +12,19 @@ import {
   adoptionClientPrefix,
   adoptionCountPrefix,
   downloadsByDayPrefix,
+  releasePolicyKey,
+  rolloutGateChangesPrefix,
+  rolloutGatesKey,
   rolloutKey,
   rolloutsPrefix,
   topKeysKey,
 } from "../src/store/keys.ts";
 import { listReleasesByProject, makeReleaseLatest } from "../src/store/releases.ts";
 import { startRollout } from "../src/store/rollouts.ts";
+import { gateGauges } from "../src/rollouts/gate_metrics.ts";
+import { setMinimumVersion } from "../src/store/release_policy.ts";
+import { getReportCounts } from "../src/store/reports.ts";
+import { applyGateChange, setRolloutGates } from "../src/store/rollout_gates.ts";
 import { countDownload } from "../src/store/stats.ts";
 import { lastAudit, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import {
@@ -358,6 +365,60 @@ Deno.test("deleting a project leaves no rollout, adoption or per-day downloads b
     others.push(entry.key);
   }
   assert.equal(others.length, 1);
+});
+
+Deno.test("deleting a project leaves no gates, gate counts or release policy behind", async () => {
+  await using app = await createAdminTestApp();
+  const project = await seedProject(app, { slug: "gone" });
+  const v1 = await seedRelease(app, project.id, "1.0.0");
+  const v2 = await seedRelease(app, project.id, "2.0.0");
+  await makeReleaseLatest(app.store, v1.id);
+  await startRollout(app.store, v2.id, { percentage: 5 });
+  const gates = {
+    stages: [5, 50, 100],
+    min_installs: 1,
+    min_hours: 0,
+    advance_below: 2,
+    halt_at: 5,
+  };
+  await setRolloutGates(app.store, { projectId: project.id, gates });
+  const counts = await getReportCounts(app.store, v2.id);
+  const nowMs = Date.now();
+  assert.ok(
+    await applyGateChange(app.store, {
+      projectId: project.id,
+      action: "halted",
+      reason: "test",
+      counts,
+      nowMs,
+    }),
+  );
+  await setMinimumVersion(app.store, { projectId: project.id, version: "1.0.0" });
+  const metrics = createMetrics();
+  metrics.addScrapeSource(() => gateGauges(app.store));
+  const left = async () => {
+    const keys: Deno.KvKey[] = [];
+    for await (const entry of app.kv.list({ prefix: rolloutGateChangesPrefix(project.id) })) {
+      keys.push(entry.key);
+    }
+    for (const key of [rolloutGatesKey(project.id), releasePolicyKey(project.id)]) {
+      if ((await app.kv.get(key)).versionstamp !== null) keys.push(key);
+    }
+    return keys;
+  };
+  const gateSample = new RegExp(`uds_rollout_gate_changes\\{project="(gone|${project.id})"`);
+  assert.equal((await left()).length, 3, "the project has its gates, a change and a policy");
+  assert.match(await metrics.render(), gateSample);
+
+  const client = await signedInClient(app);
+  for (const release of [v1, v2]) {
+    assert.equal((await client.post(`/admin/releases/${release.id}/archive`)).status, 303);
+  }
+  const res = await client.post("/admin/projects/gone/delete", { confirm_slug: "gone" });
+  assert.equal(res.status, 303);
+
+  assert.deepEqual(await left(), []);
+  assert.doesNotMatch(await metrics.render(), gateSample);
 });
 
 Deno.test("find", async (t) => {

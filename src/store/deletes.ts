@@ -35,8 +35,11 @@ import {
   releaseByProjectKey,
   releaseDownloadsKey,
   releaseKey,
+  releasePolicyKey,
   retentionPolicyKey,
   retentionRunKey,
+  rolloutGateChangesPrefix,
+  rolloutGatesKey,
   rolloutKey,
 } from "./keys.ts";
 import { findNewestActiveRelease, listReleasesByProject } from "./releases.ts";
@@ -195,6 +198,7 @@ function projectEntryPrefixes(projectId: number): Deno.KvKey[] {
     adoptionCountPrefix(projectId),
     adoptionSketchPrefix(projectId),
     downloadsByDayPrefix(["project", projectId]),
+    rolloutGateChangesPrefix(projectId),
   ];
 }
 
@@ -216,9 +220,10 @@ async function listProjectEntryKeys(
 /**
  * Deletes a project that has no active releases: its archived releases in
  * commits of up to 50 (each commit checks and rewrites the latest pointer, so
- * an upload in between is seen), then its adoption records and per-day
- * download counters in commits of up to 500, then the project, its slug, its
- * pointer, its rollout and its other single entries. A crash in between
+ * an upload in between is seen), then its adoption records, per-day
+ * download counters and gate change counts in commits of up to 500, then the
+ * project, its slug, its pointer, its rollout, its gates, its release policy
+ * and its other single entries. A crash in between
  * leaves the project with less of it, which a second delete finishes. Hands
  * back the project and the deleted releases, whose artifacts are the
  * caller's to remove.
@@ -278,6 +283,8 @@ export async function deleteProjectRecords(
             .delete(retentionRunKey(id))
             .delete(leaseKey(retentionRunLease(id)))
             .delete(rolloutKey(id))
+            .delete(rolloutGatesKey(id))
+            .delete(releasePolicyKey(id))
             .delete(projectReleaseCountKey(id))
             .delete(projectBytesKey(id));
           const commit = await projectAggregates(op, project, null).commit();

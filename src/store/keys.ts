@@ -593,8 +593,9 @@ export function rolloutGateChangeKey(projectId: number, action: string): Deno.Kv
   return ["rollout_gate_changes", projectId, action];
 }
 
-export function rolloutGateChangesPrefix(): Deno.KvKey {
-  return ["rollout_gate_changes"];
+/** Every project's gate changes, or one project's. */
+export function rolloutGateChangesPrefix(projectId?: number): Deno.KvKey {
+  return projectId === undefined ? ["rollout_gate_changes"] : ["rollout_gate_changes", projectId];
 }
 
 /** A project's critical releases and minimum supported version. */
