@@ -22,15 +22,13 @@ import {
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Release } from "../store/types.ts";
 import type { DownloadMode } from "../lib/config.ts";
-import { multipartByteranges, parseRangeSet } from "./byte_ranges.ts";
+import { multipartByteranges, parseRangeSet, parseRangeSpec, rangeSpecs } from "./byte_ranges.ts";
 
 /** An inclusive byte range inside the file: `start <= end < size`. */
 export interface ByteRange {
   start: number;
   end: number;
 }
-
-const RANGE_SPEC = /^(\d*)-(\d*)$/;
 
 /**
  * Reads a `Range` header for a file of `size` bytes: the one range it asks
@@ -43,26 +41,11 @@ export function parseRange(
   header: string | null | undefined,
   size: number,
 ): ByteRange | "unsatisfiable" | null {
-  if (!header) return null;
-  const eq = header.indexOf("=");
-  if (eq === -1 || header.slice(0, eq).trim().toLowerCase() !== "bytes") return null;
-  // Empty list elements are allowed (RFC 9110 section 5.6.1); more than one range is not served.
-  const specs = header.slice(eq + 1).split(",").map((s) => s.trim()).filter((s) => s !== "");
-  if (specs.length !== 1) return null;
-  const match = RANGE_SPEC.exec(specs[0]);
-  if (match === null) return null;
-  const [, first, last] = match;
-  if (first === "") {
-    if (last === "") return null; // "-" alone
-    const suffix = Number(last);
-    if (suffix === 0 || size === 0) return "unsatisfiable";
-    return { start: Math.max(0, size - suffix), end: size - 1 };
-  }
-  const start = Number(first);
-  const end = last === "" ? Infinity : Number(last);
-  if (end < start) return null; // invalid: last-pos before first-pos
-  if (start >= size) return "unsatisfiable";
-  return { start, end: Math.min(end, size - 1) };
+  const specs = rangeSpecs(header);
+  // More than one range is not served here (parseRangeSet).
+  if (specs === null || specs.length !== 1) return null;
+  const range = parseRangeSpec(specs[0], size);
+  return range === "malformed" ? null : range ?? "unsatisfiable";
 }
 
 /** The strong ETag of an artifact: its SHA-256 hex, quoted. */
