@@ -37,7 +37,6 @@ import { createKeySurface, findVisibleProjectBySlug, findVisibleRelease } from "
 const encoder = new TextEncoder();
 const YAML_CONTENT_TYPE = "text/yaml; charset=utf-8";
 const XML_CONTENT_TYPE = "application/xml; charset=utf-8";
-const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
 /** What app-builder's block maps are served as (gzip bytes, not a gzip encoding of the answer). */
 const BLOCK_MAP_CONTENT_TYPE = "application/octet-stream";
 
@@ -134,7 +133,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
         body = encoder.encode(tauriFeedJson(release, `${origin}${feedFilePath(release)}`));
         tauriBodies.set(release, body);
       }
-      return respond.ok(c, body, JSON_CONTENT_TYPE);
+      return respond.ok(c, body);
     });
   });
 

@@ -30,7 +30,6 @@ import { acceptedKey } from "./auth.ts";
 import { createKeySurface, findVisibleProjectBySlug } from "./surface.ts";
 
 const encoder = new TextEncoder();
-const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
 
 export interface TufRoutes {
   /** The routes, to mount at /tuf. */
@@ -73,7 +72,7 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): TufRoute
 
   const answer = (c: Context<AppEnv>, text: string | null) => {
     if (text === null) throw new ApiError(404, API_ERRORS.resourceNotFound);
-    return surface.respond.ok(c, encoder.encode(text), JSON_CONTENT_TYPE);
+    return surface.respond.ok(c, encoder.encode(text));
   };
 
   // GET /tuf/{slug}/metadata/{timestamp.json | N.root.json | N.snapshot.json | N.targets.json}
