@@ -249,23 +249,13 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
   });
 
   // Read-only, like the client API: known paths refuse other methods.
-  for (
-    const path of [
-      "/electron/:slug/:file",
-      "/tauri/:slug/:target/:arch/:current_version",
-      "/sparkle/:slug/appcast.xml",
-      "/files/:id/:filename",
-      "/electron/:slug/:files/:version/:filename",
-      "/sparkle/:slug/deltas/:id/:index/:filename",
-    ]
-  ) {
-    feeds.on(
-      ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-      path,
-      surface.endpoint(() => {
-        throw new ApiError(405, API_ERRORS.methodNotAllowed, { allow: "GET, HEAD" });
-      }),
-    );
-  }
+  surface.refuseWrites(feeds, [
+    "/electron/:slug/:file",
+    "/tauri/:slug/:target/:arch/:current_version",
+    "/sparkle/:slug/appcast.xml",
+    "/files/:id/:filename",
+    "/electron/:slug/:files/:version/:filename",
+    "/sparkle/:slug/deltas/:id/:index/:filename",
+  ]);
   return { routes: feeds, notFound: surface.notFound };
 }

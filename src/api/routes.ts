@@ -2,7 +2,6 @@
 import { type Context, type Handler, Hono } from "hono";
 import { projectVisible } from "../store/access.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
-import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
 import { INSTALL_ID_HEADER } from "../rollouts/membership.ts";
 import { type Cached, thenRead } from "../store/cache.ts";
@@ -43,9 +42,8 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
 
   // Every /api/v1 request, known path or not, draws a token before any other
   // check (the surface's `endpoint` and `notFound`, src/api/surface.ts).
-  const endpoint = <P extends string>(handler: Handler<AppEnv, P>) => surface.endpoint(handler);
   const get = <P extends string>(path: P, handler: Handler<AppEnv, P>) =>
-    api.get(path, endpoint(handler));
+    api.get(path, surface.endpoint(handler));
 
   get("/", (c) => respond.ok(c, index));
 
@@ -94,22 +92,12 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
 
   // The API is read-only: known paths refuse other methods; unknown paths are
   // 404 (`notFound`, through the app's not-found handler).
-  for (
-    const path of [
-      "/",
-      "/projects",
-      "/projects/:slug/releases/latest",
-      "/releases/:id",
-      "/releases/:id/download",
-    ]
-  ) {
-    api.on(
-      ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-      path,
-      endpoint(() => {
-        throw new ApiError(405, API_ERRORS.methodNotAllowed, { allow: "GET, HEAD" });
-      }),
-    );
-  }
+  surface.refuseWrites(api, [
+    "/",
+    "/projects",
+    "/projects/:slug/releases/latest",
+    "/releases/:id",
+    "/releases/:id/download",
+  ]);
   return { routes: api, notFound: surface.notFound };
 }

@@ -119,14 +119,6 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): TufRoute
   );
 
   // Read-only, like the client API: known paths refuse other methods.
-  for (const path of ["/:slug/metadata/:file", "/:slug/targets/:targetSlug/:id/:file"]) {
-    tuf.on(
-      ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-      path,
-      surface.endpoint(() => {
-        throw new ApiError(405, API_ERRORS.methodNotAllowed, { allow: "GET, HEAD" });
-      }),
-    );
-  }
+  surface.refuseWrites(tuf, ["/:slug/metadata/:file", "/:slug/targets/:targetSlug/:id/:file"]);
   return { routes: tuf, notFound: surface.notFound };
 }
