@@ -241,10 +241,19 @@ async function start() {
   // and tried again (until it answers or the process exits); sign-in through it waits for it.
   const sso = createSsoService({ config, store });
   sso?.start((message) => logger.event("warn", message));
+  // Whether the database answers and takes writes (docs/operators.md "Health details").
+  const health = createHealthChecks({
+    kv,
+    artifacts,
+    metrics,
+    serviceName: config.serviceName,
+    moreDetails: async () => ({ tuf_signing: await tufSigningState(store) }),
+  });
   const app = createApp({
     config,
     store,
     sso,
+    health,
     artifacts,
     adoption,
     reports,
@@ -261,14 +270,6 @@ async function start() {
   const gates = startGateEvaluator(store, {
     holder: crypto.randomUUID(),
     report: (error) => logger.event("warn", `rollout gates evaluation failed: ${String(error)}`),
-  });
-  // Whether the database answers and takes writes (docs/operators.md "Health details").
-  const health = createHealthChecks({
-    kv,
-    artifacts,
-    metrics,
-    serviceName: config.serviceName,
-    moreDetails: async () => ({ tuf_signing: await tufSigningState(store) }),
   });
   metrics.addScrapeSource(health.gauges);
   // How fresh the TUF metadata is, and whether its signing is stuck (docs/tuf.md "Freshness").
