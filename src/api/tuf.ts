@@ -46,8 +46,12 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): TufRoute
   /** When each project's signing failure was last logged (ms). */
   const reported = new Map<number, number>();
 
-  const visibleProject = async (c: Context<AppEnv>): Promise<Project> =>
-    await findVisibleProjectBySlug(store, acceptedKey(c, deps), c.req.param("slug") ?? "");
+  /**
+   * The project the path's slug names, when `key` (by default the request's,
+   * checked here) may see it.
+   */
+  const visibleProject = (c: Context<AppEnv>, key = acceptedKey(c, deps)): Cached<Project> =>
+    findVisibleProjectBySlug(store, key, c.req.param("slug") ?? "");
 
   /** The project's state after a refresh; a stored state when signing fails; else 503. */
   const freshState = async (project: Project): Promise<TufState> => {
@@ -100,7 +104,7 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): TufRoute
     "/:slug/targets/:targetSlug/:id/:file",
     surface.endpoint(async (c) => {
       const key = acceptedKey(c, deps);
-      const project = await visibleProject(c);
+      const project = await visibleProject(c, key);
       const id = c.req.param("id") ?? "";
       const release = /^\d{1,15}$/.test(id) ? await getRelease(store, Number(id)) : null;
       if (
