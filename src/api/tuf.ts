@@ -26,6 +26,7 @@ import {
   TufSigningError,
 } from "../tuf/repository.ts";
 import { parseMetadataFile, TUF_ERRORS } from "../tuf/paths.ts";
+import { ID_PATTERN } from "../lib/limits.ts";
 import { acceptedKey } from "./auth.ts";
 import { createKeySurface, findVisibleProjectBySlug } from "./surface.ts";
 
@@ -106,7 +107,7 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): TufRoute
       const key = acceptedKey(c, deps);
       const project = await visibleProject(c, key);
       const id = c.req.param("id") ?? "";
-      const release = /^\d{1,15}$/.test(id) ? await getRelease(store, Number(id)) : null;
+      const release = ID_PATTERN.test(id) ? await getRelease(store, Number(id)) : null;
       if (
         c.req.param("targetSlug") !== project.slug || release === null ||
         release.project_id !== project.id || release.state !== "active"
