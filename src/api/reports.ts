@@ -18,9 +18,9 @@ import { createKeySurface, findVisibleProjectBySlug } from "./surface.ts";
 /** Where the reports surface is mounted (app.ts). */
 export const REPORTS_PREFIX = "/reports/v1";
 /** The largest report body accepted, in bytes. */
-export const REPORT_BODY_MAX_BYTES = 2_048;
+const REPORT_BODY_MAX_BYTES = 2_048;
 /** The longest failure reason and version accepted, in characters. */
-export const REPORT_REASON_MAX = 200;
+const REPORT_REASON_MAX = 200;
 const VERSION_MAX = 100;
 
 /** The events a report may carry, and the kind each is counted as. */
@@ -111,7 +111,7 @@ function tooLarge(): ApiError {
 }
 
 /** The report a body describes; a 400 naming the field that is wrong. */
-export function parseReport(
+function parseReport(
   body: unknown,
 ): Pick<IncomingReport, "kind" | "version" | "previousVersion" | "reason"> {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
