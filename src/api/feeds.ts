@@ -32,7 +32,12 @@ import { sparkleAppcast } from "../feeds/sparkle.ts";
 import { type AppcastKey, createAppcastKeys, signAppcast } from "../feeds/sparkle_signing.ts";
 import { isTauriSegment, tauriFeedJson } from "../feeds/tauri.ts";
 import { acceptedKey } from "./auth.ts";
-import { createKeySurface, findVisibleProjectBySlug, findVisibleRelease } from "./surface.ts";
+import {
+  createKeySurface,
+  findVisibleProjectBySlug,
+  findVisibleRelease,
+  type SurfaceRoutes,
+} from "./surface.ts";
 
 const encoder = new TextEncoder();
 const YAML_CONTENT_TYPE = "text/yaml; charset=utf-8";
@@ -40,14 +45,7 @@ const XML_CONTENT_TYPE = "application/xml; charset=utf-8";
 /** What app-builder's block maps are served as (gzip bytes, not a gzip encoding of the answer). */
 const BLOCK_MAP_CONTENT_TYPE = "application/octet-stream";
 
-export interface FeedRoutes {
-  /** The routes, to mount at /feeds. */
-  routes: Hono<AppEnv>;
-  /** The answer to a path under /feeds no route knows (like the client API's). */
-  notFound: (c: Context<AppEnv>) => Cached<Response>;
-}
-
-export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRoutes {
+export function createFeedRoutes(deps: ServiceDeps, observer: Observer): SurfaceRoutes {
   const { store } = deps;
   const feeds = new Hono<AppEnv>();
   const surface = createKeySurface(deps, observer);

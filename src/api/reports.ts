@@ -13,7 +13,7 @@ import type { Observer } from "../http/observe.ts";
 import { INSTALL_ID_HEADER } from "../rollouts/membership.ts";
 import type { IncomingReport } from "../store/report_recorder.ts";
 import { acceptedKey } from "./auth.ts";
-import { createKeySurface, findVisibleProjectBySlug } from "./surface.ts";
+import { createKeySurface, findVisibleProjectBySlug, type SurfaceRoutes } from "./surface.ts";
 
 /** Where the reports surface is mounted (app.ts). */
 export const REPORTS_PREFIX = "/reports/v1";
@@ -37,12 +37,7 @@ const INSTALL_ID = /^[\x21-\x7e]{1,128}$/;
 const VERSION = /^[\x21-\x7e]+$/;
 const encoder = new TextEncoder();
 
-export interface ReportRoutes {
-  routes: Hono<AppEnv>;
-  notFound: (c: Context<AppEnv>) => ReturnType<ReturnType<typeof createKeySurface>["notFound"]>;
-}
-
-export function createReportRoutes(deps: ServiceDeps, observer: Observer): ReportRoutes {
+export function createReportRoutes(deps: ServiceDeps, observer: Observer): SurfaceRoutes {
   const { store } = deps;
   const reports = new Hono<AppEnv>();
   const surface = createKeySurface(deps, observer);

@@ -1,29 +1,22 @@
 /** The client JSON API under /api/v1 (../shared/spec/client-api.md "4. Endpoints"). */
-import { type Context, type Handler, Hono } from "hono";
+import { type Handler, Hono } from "hono";
 import { projectVisible } from "../store/access.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import type { Observer } from "../http/observe.ts";
 import { INSTALL_ID_HEADER } from "../rollouts/membership.ts";
-import { type Cached, thenRead } from "../store/cache.ts";
+import { thenRead } from "../store/cache.ts";
 import { listProjects } from "../store/projects.ts";
 import { acceptedKey } from "./auth.ts";
 import { openApiJson } from "./openapi.ts";
 import { apiIndex, createProjectListBodies, releaseEnvelopeBody } from "./serialize.ts";
-import { createKeySurface, findVisibleProjectBySlug, findVisibleRelease } from "./surface.ts";
+import {
+  createKeySurface,
+  findVisibleProjectBySlug,
+  findVisibleRelease,
+  type SurfaceRoutes,
+} from "./surface.ts";
 
 const encoder = new TextEncoder();
-
-export interface ClientApi {
-  /** The routes, to mount at /api/v1. */
-  routes: Hono<AppEnv>;
-  /**
-   * The answer to a path under /api/v1 no route knows (a token drawn, then the
-   * spec's 404), observed and mapped, for the app's not-found handler: a
-   * catch-all route would match every API request too, and two handlers make
-   * Hono compose them.
-   */
-  notFound: (c: Context<AppEnv>) => Cached<Response>;
-}
 
 /**
  * The client API. Its handlers are observed by a wrapper (`observer.endpoint`)
@@ -31,7 +24,7 @@ export interface ClientApi {
  * which also maps their errors to the API's JSON answers (`mapError` of
  * src/api/surface.ts, shared with the updater feeds).
  */
-export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientApi {
+export function createApiRoutes(deps: ServiceDeps, observer: Observer): SurfaceRoutes {
   const { store } = deps;
   const api = new Hono<AppEnv>();
   const surface = createKeySurface(deps, observer);

@@ -28,6 +28,19 @@ import type { Store } from "../store/store.ts";
 
 const encoder = new TextEncoder();
 
+/** A key-protected surface: its routes and its answer to a path no route knows. */
+export interface SurfaceRoutes {
+  /** The routes, to mount at the surface's prefix. */
+  routes: Hono<AppEnv>;
+  /**
+   * The answer to a path under the prefix no route knows (a token drawn, then
+   * the spec's 404), observed and mapped, for the app's not-found handler: a
+   * catch-all route would match every request of the surface too, and two
+   * handlers make Hono compose them.
+   */
+  notFound: (c: Context<AppEnv>) => Cached<Response>;
+}
+
 /** The shared parts of a key-protected surface. */
 export interface KeySurface {
   respond: ApiResponder;

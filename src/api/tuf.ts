@@ -28,18 +28,11 @@ import {
 import { parseMetadataFile, TUF_ERRORS } from "../tuf/paths.ts";
 import { ID_PATTERN } from "../lib/limits.ts";
 import { acceptedKey } from "./auth.ts";
-import { createKeySurface, findVisibleProjectBySlug } from "./surface.ts";
+import { createKeySurface, findVisibleProjectBySlug, type SurfaceRoutes } from "./surface.ts";
 
 const encoder = new TextEncoder();
 
-export interface TufRoutes {
-  /** The routes, to mount at /tuf. */
-  routes: Hono<AppEnv>;
-  /** The answer to a path under /tuf no route knows (like the client API's). */
-  notFound: (c: Context<AppEnv>) => Cached<Response>;
-}
-
-export function createTufRoutes(deps: ServiceDeps, observer: Observer): TufRoutes {
+export function createTufRoutes(deps: ServiceDeps, observer: Observer): SurfaceRoutes {
   const { store } = deps;
   const tuf = new Hono<AppEnv>();
   const surface = createKeySurface(deps, observer);
