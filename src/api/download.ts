@@ -111,6 +111,12 @@ export interface ArtifactResponse {
   bytes: number;
 }
 
+/** Where an artifact comes from and how it is sent. */
+export interface ServeArtifactOptions {
+  store: ArtifactStore;
+  delivery: Delivery;
+}
+
 /**
  * The answer to GET or HEAD of a release's artifact: `200` (whole file),
  * `206` (one range, GET only: HEAD ignores `Range`) or, by throwing, `404 release not found` (file missing)
@@ -118,12 +124,6 @@ export interface ArtifactResponse {
  * that passed all of that is handed on instead (see {@link handOff}); HEAD is
  * always answered here.
  */
-/** Where an artifact comes from and how it is sent. */
-export interface ServeArtifactOptions {
-  store: ArtifactStore;
-  delivery: Delivery;
-}
-
 export async function serveArtifact(
   release: Release,
   request: Request,
