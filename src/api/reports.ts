@@ -10,6 +10,7 @@ import { type Context, Hono } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
+import { concatBytes } from "../lib/bytes.ts";
 import { INSTALL_ID_HEADER } from "../rollouts/membership.ts";
 import type { IncomingReport } from "../store/report_recorder.ts";
 import { acceptedKey } from "./auth.ts";
@@ -88,14 +89,8 @@ async function readBody(c: Context<AppEnv>): Promise<unknown> {
     }
     chunks.push(value);
   }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.length;
-  }
   try {
-    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(concatBytes(chunks)));
   } catch {
     throw new ApiError(400, "the body is not valid JSON");
   }
