@@ -202,13 +202,13 @@ async function start() {
   scheduleSha512Backfill({
     store,
     artifacts,
-    report: (level, message, fields) => logger.event(level, message, fields),
+    report: logger.event,
   });
 
   // TUF metadata signed again before it expires, one instance at a time (docs/tuf.md "Freshness").
   const stopTufRefresh = scheduleTufRefresh(store, {
     online: createOnlineKeys(config.dataDir),
-    report: (level, message, fields) => logger.event(level, message, fields),
+    report: logger.event,
   });
 
   // Block maps for electron-updater's differential downloads (docs/feeds.md): every release
@@ -216,7 +216,7 @@ async function start() {
   scheduleBlockMaps({
     store,
     artifacts,
-    report: (level, message, fields) => logger.event(level, message, fields),
+    report: logger.event,
   });
 
   // Webhook deliveries from the KV outbox (docs/webhooks.md); one instance sends each.
@@ -224,7 +224,7 @@ async function start() {
     store,
     allowPrivate: config.webhooksAllowPrivate,
     timeoutMs: config.webhooksTimeoutSeconds * 1000,
-    report: (level, message, fields) => logger.event(level, message, fields),
+    report: logger.event,
   });
 
   // Made here so that a stop writes the sightings still waiting (docs/rollouts.md "Adoption").
