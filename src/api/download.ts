@@ -183,20 +183,14 @@ async function answerArtifact(
       ranges: rangeSet,
       delivery,
       store,
-      etag,
+      headers: artifactHeaders(release, etag),
     });
   }
 
   const start = range?.start ?? 0;
   const length = range === null ? size : range.end - range.start + 1;
-  const headers: Record<string, string> = {
-    "content-type": downloadContentType(release.content_type),
-    "content-length": String(length),
-    "content-disposition": contentDisposition(release.filename),
-    "content-security-policy": DOWNLOAD_CONTENT_SECURITY_POLICY,
-    etag,
-    "accept-ranges": "bytes",
-  };
+  const headers = artifactHeaders(release, etag);
+  headers["content-length"] = String(length);
   if (range !== null) headers["content-range"] = `bytes ${range.start}-${range.end}/${size}`;
   const status = range === null ? 200 : 206;
 
@@ -235,6 +229,20 @@ async function answerArtifact(
 }
 
 /**
+ * The headers of every answer that sends the artifact's bytes or hands them
+ * on: what they are, how to save them, the sandbox, the ETag and ranges.
+ */
+function artifactHeaders(release: Release, etag: string): Record<string, string> {
+  return {
+    "content-type": downloadContentType(release.content_type),
+    "content-disposition": contentDisposition(release.filename),
+    "content-security-policy": DOWNLOAD_CONTENT_SECURITY_POLICY,
+    etag,
+    "accept-ranges": "bytes",
+  };
+}
+
+/**
  * A `206` of several ranges in `multipart/byteranges`, streamed from the
  * store in every mode but one: `x-accel` behind nginx hands it on, and nginx
  * answers the ranges itself (within its `max_ranges`, docs/operators.md). In
@@ -244,20 +252,15 @@ async function answerArtifact(
 async function answerRangeSet(
   release: Release,
   request: Request,
-  { artifact, ranges, delivery, store, etag }: {
+  { artifact, ranges, delivery, store, headers }: {
     artifact: OpenedArtifact;
     ranges: ByteRange[];
     delivery: Delivery;
     store: ArtifactStore;
-    etag: string;
+    /** The artifact's headers (`artifactHeaders`), completed here. */
+    headers: Record<string, string>;
   },
 ): Promise<ArtifactResponse> {
-  const headers: Record<string, string> = {
-    "content-type": downloadContentType(release.content_type),
-    "content-disposition": contentDisposition(release.filename),
-    etag,
-    "accept-ranges": "bytes",
-  };
   if (delivery.mode === "x-accel" && cameThroughProxy(request, delivery.xAccelSecret)) {
     artifact.close();
     return {
