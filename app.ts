@@ -22,7 +22,12 @@ import { createSigner } from "./src/signing/signer.ts";
 import type { AppDeps, AppEnv } from "./src/http/app_env.ts";
 import { withDefaultParts } from "./src/http/app_parts.ts";
 import { mapJsonError } from "./src/http/errors.ts";
-import { createHealthChecks, healthDetailsHandler, healthHandler } from "./src/http/health.ts";
+import {
+  createHealthChecks,
+  type HealthChecks,
+  healthDetailsHandler,
+  healthHandler,
+} from "./src/http/health.ts";
 import { jsonResponse } from "./src/http/json.ts";
 import { HEALTH_DETAILS_PATH, metricsHandler } from "./src/http/metrics_route.ts";
 import { createObserver } from "./src/http/observe.ts";
@@ -39,7 +44,9 @@ const ADMIN_PREFIX = "/admin";
  */
 const PUBLISH_PREFIX = "/publish/v1";
 
-export function createApp(appDeps: AppDeps & { sso?: SsoService }): Hono<AppEnv> {
+export function createApp(
+  appDeps: AppDeps & { sso?: SsoService; health?: HealthChecks },
+): Hono<AppEnv> {
   const deps = withDefaultParts({
     ...appDeps,
     signer: appDeps.signer ?? createSigner({
@@ -75,7 +82,8 @@ export function createApp(appDeps: AppDeps & { sso?: SsoService }): Hono<AppEnv>
     }),
   );
 
-  const health = createHealthChecks({
+  // The service's checks come from main.ts, shared with its metrics scrape and listener.
+  const health = appDeps.health ?? createHealthChecks({
     ...deps,
     kv: deps.store.kv,
     serviceName: config.serviceName,

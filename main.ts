@@ -202,13 +202,13 @@ async function start() {
   scheduleSha512Backfill({
     store,
     artifacts,
-    report: (level, message, fields) => logger.event(level, message, fields),
+    report: logger.event,
   });
 
   // TUF metadata signed again before it expires, one instance at a time (docs/tuf.md "Freshness").
   const stopTufRefresh = scheduleTufRefresh(store, {
     online: createOnlineKeys(config.dataDir),
-    report: (level, message, fields) => logger.event(level, message, fields),
+    report: logger.event,
   });
 
   // Block maps for electron-updater's differential downloads (docs/feeds.md): every release
@@ -216,7 +216,7 @@ async function start() {
   scheduleBlockMaps({
     store,
     artifacts,
-    report: (level, message, fields) => logger.event(level, message, fields),
+    report: logger.event,
   });
 
   // Webhook deliveries from the KV outbox (docs/webhooks.md); one instance sends each.
@@ -224,7 +224,7 @@ async function start() {
     store,
     allowPrivate: config.webhooksAllowPrivate,
     timeoutMs: config.webhooksTimeoutSeconds * 1000,
-    report: (level, message, fields) => logger.event(level, message, fields),
+    report: logger.event,
   });
 
   // Made here so that a stop writes the sightings still waiting (docs/rollouts.md "Adoption").
@@ -241,10 +241,19 @@ async function start() {
   // and tried again (until it answers or the process exits); sign-in through it waits for it.
   const sso = createSsoService({ config, store });
   sso?.start((message) => logger.event("warn", message));
+  // Whether the database answers and takes writes (docs/operators.md "Health details").
+  const health = createHealthChecks({
+    kv,
+    artifacts,
+    metrics,
+    serviceName: config.serviceName,
+    moreDetails: async () => ({ tuf_signing: await tufSigningState(store) }),
+  });
   const app = createApp({
     config,
     store,
     sso,
+    health,
     artifacts,
     adoption,
     reports,
@@ -261,14 +270,6 @@ async function start() {
   const gates = startGateEvaluator(store, {
     holder: crypto.randomUUID(),
     report: (error) => logger.event("warn", `rollout gates evaluation failed: ${String(error)}`),
-  });
-  // Whether the database answers and takes writes (docs/operators.md "Health details").
-  const health = createHealthChecks({
-    kv,
-    artifacts,
-    metrics,
-    serviceName: config.serviceName,
-    moreDetails: async () => ({ tuf_signing: await tufSigningState(store) }),
   });
   metrics.addScrapeSource(health.gauges);
   // How fresh the TUF metadata is, and whether its signing is stuck (docs/tuf.md "Freshness").

@@ -3,7 +3,8 @@
  * `multipart/byteranges`, one part per satisfiable range in the order asked,
  * checked byte for byte against the file, on the API download and the feed
  * file route; the bounds (ranges, total bytes) give the whole file; HEAD and
- * If-Range as for a single range; `curl -r 0-9,100-109` over real HTTP.
+ * If-Range as for a single range; `curl -r 0-9,100-109` over real HTTP; the
+ * download's Content-Security-Policy, streamed or handed to nginx.
  */
 import assert from "node:assert/strict";
 import { MAX_RANGES, parseRangeSet } from "../src/api/byte_ranges.ts";
@@ -188,5 +189,27 @@ Deno.test("multi-range downloads", async (t) => {
     } finally {
       await server.shutdown();
     }
+  });
+});
+
+Deno.test("multi-range downloads carry the download's Content-Security-Policy", async (t) => {
+  const secret = "test-x-accel-secret-0123456789";
+  await using app = await createTestApp({ downloadMode: "x-accel", xAccelSecret: secret });
+  const download = await seedRangeDownload(app);
+  const path = `/api/v1/releases/${download.release.id}/download`;
+  const get = (headers: Record<string, string>) =>
+    app.request(path, download.secret, { headers: { range: "bytes=0-9,20-29", ...headers } });
+
+  await t.step("streamed (a request that did not come through nginx)", async () => {
+    const res = await get({});
+    assert.equal(res.status, 206);
+    assert.equal(res.headers.get("content-security-policy"), "sandbox");
+    await res.body?.cancel();
+  });
+
+  await t.step("handed to nginx", async () => {
+    const res = await get({ "x-accel-secret": secret });
+    assert.ok(res.headers.get("x-accel-redirect"));
+    assert.equal(res.headers.get("content-security-policy"), "sandbox");
   });
 });

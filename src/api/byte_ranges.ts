@@ -12,8 +12,42 @@ import type { ByteRange } from "./download.ts";
 /** The most ranges one request may ask for (electron-updater sends up to 1,000 in one header). */
 export const MAX_RANGES = 2000;
 
-/** A single range as `parseRange` reads it. */
+/** One range of a `Range` header: `first-last`, `first-` or `-suffix`. */
 const RANGE_SPEC = /^(\d*)-(\d*)$/;
+
+/**
+ * The ranges a `Range` header lists, as written, when its unit is `bytes`
+ * (empty list elements are allowed, RFC 9110 section 5.6.1); null when it is
+ * absent or of another unit.
+ */
+export function rangeSpecs(header: string | null | undefined): string[] | null {
+  if (!header) return null;
+  const eq = header.indexOf("=");
+  if (eq === -1 || header.slice(0, eq).trim().toLowerCase() !== "bytes") return null;
+  return header.slice(eq + 1).split(",").map((s) => s.trim()).filter((s) => s !== "");
+}
+
+/**
+ * One range of a `Range` header for a file of `size` bytes: the range,
+ * clipped to the file; null when it is unsatisfiable (it starts at or beyond
+ * the end, or is an empty suffix); `"malformed"` when it is not a range.
+ */
+export function parseRangeSpec(spec: string, size: number): ByteRange | null | "malformed" {
+  const match = RANGE_SPEC.exec(spec);
+  if (match === null) return "malformed";
+  const [, first, last] = match;
+  if (first === "") {
+    if (last === "") return "malformed"; // "-" alone
+    const suffix = Number(last);
+    if (suffix === 0 || size === 0) return null;
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(first);
+  const end = last === "" ? Infinity : Number(last);
+  if (end < start) return "malformed"; // last-pos before first-pos
+  if (start >= size) return null;
+  return { start, end: Math.min(end, size - 1) };
+}
 
 /**
  * The ranges of a `Range` header that asks for two or more, for a file of
@@ -27,31 +61,13 @@ export function parseRangeSet(
   header: string | null | undefined,
   size: number,
 ): ByteRange[] | "unsatisfiable" | null {
-  if (!header) return null;
-  const eq = header.indexOf("=");
-  if (eq === -1 || header.slice(0, eq).trim().toLowerCase() !== "bytes") return null;
-  // Empty list elements are allowed (RFC 9110 section 5.6.1).
-  const specs = header.slice(eq + 1).split(",").map((s) => s.trim()).filter((s) => s !== "");
-  if (specs.length < 2 || specs.length > MAX_RANGES) return null;
+  const specs = rangeSpecs(header);
+  if (specs === null || specs.length < 2 || specs.length > MAX_RANGES) return null;
   const ranges: ByteRange[] = [];
   let total = 0;
   for (const spec of specs) {
-    const match = RANGE_SPEC.exec(spec);
-    if (match === null) return null;
-    const [, first, last] = match;
-    let range: ByteRange | null;
-    if (first === "") {
-      if (last === "") return null;
-      const suffix = Number(last);
-      range = suffix === 0 || size === 0
-        ? null
-        : { start: Math.max(0, size - suffix), end: size - 1 };
-    } else {
-      const start = Number(first);
-      const end = last === "" ? Infinity : Number(last);
-      if (end < start) return null;
-      range = start >= size ? null : { start, end: Math.min(end, size - 1) };
-    }
+    const range = parseRangeSpec(spec, size);
+    if (range === "malformed") return null;
     if (range === null) continue; // unsatisfiable ranges are left out (RFC 9110 section 14.1.1)
     total += range.end - range.start + 1;
     if (total > size) return null;

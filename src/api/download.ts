@@ -22,15 +22,13 @@ import {
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Release } from "../store/types.ts";
 import type { DownloadMode } from "../lib/config.ts";
-import { multipartByteranges, parseRangeSet } from "./byte_ranges.ts";
+import { multipartByteranges, parseRangeSet, parseRangeSpec, rangeSpecs } from "./byte_ranges.ts";
 
 /** An inclusive byte range inside the file: `start <= end < size`. */
 export interface ByteRange {
   start: number;
   end: number;
 }
-
-const RANGE_SPEC = /^(\d*)-(\d*)$/;
 
 /**
  * Reads a `Range` header for a file of `size` bytes: the one range it asks
@@ -43,26 +41,11 @@ export function parseRange(
   header: string | null | undefined,
   size: number,
 ): ByteRange | "unsatisfiable" | null {
-  if (!header) return null;
-  const eq = header.indexOf("=");
-  if (eq === -1 || header.slice(0, eq).trim().toLowerCase() !== "bytes") return null;
-  // Empty list elements are allowed (RFC 9110 section 5.6.1); more than one range is not served.
-  const specs = header.slice(eq + 1).split(",").map((s) => s.trim()).filter((s) => s !== "");
-  if (specs.length !== 1) return null;
-  const match = RANGE_SPEC.exec(specs[0]);
-  if (match === null) return null;
-  const [, first, last] = match;
-  if (first === "") {
-    if (last === "") return null; // "-" alone
-    const suffix = Number(last);
-    if (suffix === 0 || size === 0) return "unsatisfiable";
-    return { start: Math.max(0, size - suffix), end: size - 1 };
-  }
-  const start = Number(first);
-  const end = last === "" ? Infinity : Number(last);
-  if (end < start) return null; // invalid: last-pos before first-pos
-  if (start >= size) return "unsatisfiable";
-  return { start, end: Math.min(end, size - 1) };
+  const specs = rangeSpecs(header);
+  // More than one range is not served here (parseRangeSet).
+  if (specs === null || specs.length !== 1) return null;
+  const range = parseRangeSpec(specs[0], size);
+  return range === "malformed" ? null : range ?? "unsatisfiable";
 }
 
 /** The strong ETag of an artifact: its SHA-256 hex, quoted. */
@@ -128,6 +111,12 @@ export interface ArtifactResponse {
   bytes: number;
 }
 
+/** Where an artifact comes from and how it is sent. */
+export interface ServeArtifactOptions {
+  store: ArtifactStore;
+  delivery: Delivery;
+}
+
 /**
  * The answer to GET or HEAD of a release's artifact: `200` (whole file),
  * `206` (one range, GET only: HEAD ignores `Range`) or, by throwing, `404 release not found` (file missing)
@@ -135,12 +124,6 @@ export interface ArtifactResponse {
  * that passed all of that is handed on instead (see {@link handOff}); HEAD is
  * always answered here.
  */
-/** Where an artifact comes from and how it is sent. */
-export interface ServeArtifactOptions {
-  store: ArtifactStore;
-  delivery: Delivery;
-}
-
 export async function serveArtifact(
   release: Release,
   request: Request,
@@ -200,20 +183,14 @@ async function answerArtifact(
       ranges: rangeSet,
       delivery,
       store,
-      etag,
+      headers: artifactHeaders(release, etag),
     });
   }
 
   const start = range?.start ?? 0;
   const length = range === null ? size : range.end - range.start + 1;
-  const headers: Record<string, string> = {
-    "content-type": downloadContentType(release.content_type),
-    "content-length": String(length),
-    "content-disposition": contentDisposition(release.filename),
-    "content-security-policy": DOWNLOAD_CONTENT_SECURITY_POLICY,
-    etag,
-    "accept-ranges": "bytes",
-  };
+  const headers = artifactHeaders(release, etag);
+  headers["content-length"] = String(length);
   if (range !== null) headers["content-range"] = `bytes ${range.start}-${range.end}/${size}`;
   const status = range === null ? 200 : 206;
 
@@ -252,6 +229,20 @@ async function answerArtifact(
 }
 
 /**
+ * The headers of every answer that sends the artifact's bytes or hands them
+ * on: what they are, how to save them, the sandbox, the ETag and ranges.
+ */
+function artifactHeaders(release: Release, etag: string): Record<string, string> {
+  return {
+    "content-type": downloadContentType(release.content_type),
+    "content-disposition": contentDisposition(release.filename),
+    "content-security-policy": DOWNLOAD_CONTENT_SECURITY_POLICY,
+    etag,
+    "accept-ranges": "bytes",
+  };
+}
+
+/**
  * A `206` of several ranges in `multipart/byteranges`, streamed from the
  * store in every mode but one: `x-accel` behind nginx hands it on, and nginx
  * answers the ranges itself (within its `max_ranges`, docs/operators.md). In
@@ -261,20 +252,15 @@ async function answerArtifact(
 async function answerRangeSet(
   release: Release,
   request: Request,
-  { artifact, ranges, delivery, store, etag }: {
+  { artifact, ranges, delivery, store, headers }: {
     artifact: OpenedArtifact;
     ranges: ByteRange[];
     delivery: Delivery;
     store: ArtifactStore;
-    etag: string;
+    /** The artifact's headers (`artifactHeaders`), completed here. */
+    headers: Record<string, string>;
   },
 ): Promise<ArtifactResponse> {
-  const headers: Record<string, string> = {
-    "content-type": downloadContentType(release.content_type),
-    "content-disposition": contentDisposition(release.filename),
-    etag,
-    "accept-ranges": "bytes",
-  };
   if (delivery.mode === "x-accel" && cameThroughProxy(request, delivery.xAccelSecret)) {
     artifact.close();
     return {

@@ -32,23 +32,20 @@ import { sparkleAppcast } from "../feeds/sparkle.ts";
 import { type AppcastKey, createAppcastKeys, signAppcast } from "../feeds/sparkle_signing.ts";
 import { isTauriSegment, tauriFeedJson } from "../feeds/tauri.ts";
 import { acceptedKey } from "./auth.ts";
-import { createKeySurface, findVisibleProjectBySlug, findVisibleRelease } from "./surface.ts";
+import {
+  createKeySurface,
+  findVisibleProjectBySlug,
+  findVisibleRelease,
+  type SurfaceRoutes,
+} from "./surface.ts";
 
 const encoder = new TextEncoder();
 const YAML_CONTENT_TYPE = "text/yaml; charset=utf-8";
 const XML_CONTENT_TYPE = "application/xml; charset=utf-8";
-const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
 /** What app-builder's block maps are served as (gzip bytes, not a gzip encoding of the answer). */
 const BLOCK_MAP_CONTENT_TYPE = "application/octet-stream";
 
-export interface FeedRoutes {
-  /** The routes, to mount at /feeds. */
-  routes: Hono<AppEnv>;
-  /** The answer to a path under /feeds no route knows (like the client API's). */
-  notFound: (c: Context<AppEnv>) => Cached<Response>;
-}
-
-export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRoutes {
+export function createFeedRoutes(deps: ServiceDeps, observer: Observer): SurfaceRoutes {
   const { store } = deps;
   const feeds = new Hono<AppEnv>();
   const surface = createKeySurface(deps, observer);
@@ -134,7 +131,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
         body = encoder.encode(tauriFeedJson(release, `${origin}${feedFilePath(release)}`));
         tauriBodies.set(release, body);
       }
-      return respond.ok(c, body, JSON_CONTENT_TYPE);
+      return respond.ok(c, body);
     });
   });
 
@@ -250,23 +247,13 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): FeedRou
   });
 
   // Read-only, like the client API: known paths refuse other methods.
-  for (
-    const path of [
-      "/electron/:slug/:file",
-      "/tauri/:slug/:target/:arch/:current_version",
-      "/sparkle/:slug/appcast.xml",
-      "/files/:id/:filename",
-      "/electron/:slug/:files/:version/:filename",
-      "/sparkle/:slug/deltas/:id/:index/:filename",
-    ]
-  ) {
-    feeds.on(
-      ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-      path,
-      surface.endpoint(() => {
-        throw new ApiError(405, API_ERRORS.methodNotAllowed, { allow: "GET, HEAD" });
-      }),
-    );
-  }
+  surface.refuseWrites(feeds, [
+    "/electron/:slug/:file",
+    "/tauri/:slug/:target/:arch/:current_version",
+    "/sparkle/:slug/appcast.xml",
+    "/files/:id/:filename",
+    "/electron/:slug/:files/:version/:filename",
+    "/sparkle/:slug/deltas/:id/:index/:filename",
+  ]);
   return { routes: feeds, notFound: surface.notFound };
 }

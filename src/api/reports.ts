@@ -10,17 +10,18 @@ import { type Context, Hono } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
+import { concatBytes } from "../lib/bytes.ts";
 import { INSTALL_ID_HEADER } from "../rollouts/membership.ts";
 import type { IncomingReport } from "../store/report_recorder.ts";
 import { acceptedKey } from "./auth.ts";
-import { createKeySurface, findVisibleProjectBySlug } from "./surface.ts";
+import { createKeySurface, findVisibleProjectBySlug, type SurfaceRoutes } from "./surface.ts";
 
 /** Where the reports surface is mounted (app.ts). */
 export const REPORTS_PREFIX = "/reports/v1";
 /** The largest report body accepted, in bytes. */
-export const REPORT_BODY_MAX_BYTES = 2_048;
+const REPORT_BODY_MAX_BYTES = 2_048;
 /** The longest failure reason and version accepted, in characters. */
-export const REPORT_REASON_MAX = 200;
+const REPORT_REASON_MAX = 200;
 const VERSION_MAX = 100;
 
 /** The events a report may carry, and the kind each is counted as. */
@@ -37,12 +38,7 @@ const INSTALL_ID = /^[\x21-\x7e]{1,128}$/;
 const VERSION = /^[\x21-\x7e]+$/;
 const encoder = new TextEncoder();
 
-export interface ReportRoutes {
-  routes: Hono<AppEnv>;
-  notFound: (c: Context<AppEnv>) => ReturnType<ReturnType<typeof createKeySurface>["notFound"]>;
-}
-
-export function createReportRoutes(deps: ServiceDeps, observer: Observer): ReportRoutes {
+export function createReportRoutes(deps: ServiceDeps, observer: Observer): SurfaceRoutes {
   const { store } = deps;
   const reports = new Hono<AppEnv>();
   const surface = createKeySurface(deps, observer);
@@ -93,14 +89,8 @@ async function readBody(c: Context<AppEnv>): Promise<unknown> {
     }
     chunks.push(value);
   }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.length;
-  }
   try {
-    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(concatBytes(chunks)));
   } catch {
     throw new ApiError(400, "the body is not valid JSON");
   }
@@ -111,7 +101,7 @@ function tooLarge(): ApiError {
 }
 
 /** The report a body describes; a 400 naming the field that is wrong. */
-export function parseReport(
+function parseReport(
   body: unknown,
 ): Pick<IncomingReport, "kind" | "version" | "previousVersion" | "reason"> {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {

@@ -1,30 +1,22 @@
 /** The client JSON API under /api/v1 (../shared/spec/client-api.md "4. Endpoints"). */
-import { type Context, type Handler, Hono } from "hono";
+import { type Handler, Hono } from "hono";
 import { projectVisible } from "../store/access.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
-import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
 import { INSTALL_ID_HEADER } from "../rollouts/membership.ts";
-import { type Cached, thenRead } from "../store/cache.ts";
+import { thenRead } from "../store/cache.ts";
 import { listProjects } from "../store/projects.ts";
 import { acceptedKey } from "./auth.ts";
 import { openApiJson } from "./openapi.ts";
 import { apiIndex, createProjectListBodies, releaseEnvelopeBody } from "./serialize.ts";
-import { createKeySurface, findVisibleProjectBySlug, findVisibleRelease } from "./surface.ts";
+import {
+  createKeySurface,
+  findVisibleProjectBySlug,
+  findVisibleRelease,
+  type SurfaceRoutes,
+} from "./surface.ts";
 
 const encoder = new TextEncoder();
-
-export interface ClientApi {
-  /** The routes, to mount at /api/v1. */
-  routes: Hono<AppEnv>;
-  /**
-   * The answer to a path under /api/v1 no route knows (a token drawn, then the
-   * spec's 404), observed and mapped, for the app's not-found handler: a
-   * catch-all route would match every API request too, and two handlers make
-   * Hono compose them.
-   */
-  notFound: (c: Context<AppEnv>) => Cached<Response>;
-}
 
 /**
  * The client API. Its handlers are observed by a wrapper (`observer.endpoint`)
@@ -32,7 +24,7 @@ export interface ClientApi {
  * which also maps their errors to the API's JSON answers (`mapError` of
  * src/api/surface.ts, shared with the updater feeds).
  */
-export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientApi {
+export function createApiRoutes(deps: ServiceDeps, observer: Observer): SurfaceRoutes {
   const { store } = deps;
   const api = new Hono<AppEnv>();
   const surface = createKeySurface(deps, observer);
@@ -43,9 +35,8 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
 
   // Every /api/v1 request, known path or not, draws a token before any other
   // check (the surface's `endpoint` and `notFound`, src/api/surface.ts).
-  const endpoint = <P extends string>(handler: Handler<AppEnv, P>) => surface.endpoint(handler);
   const get = <P extends string>(path: P, handler: Handler<AppEnv, P>) =>
-    api.get(path, endpoint(handler));
+    api.get(path, surface.endpoint(handler));
 
   get("/", (c) => respond.ok(c, index));
 
@@ -94,22 +85,12 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): ClientAp
 
   // The API is read-only: known paths refuse other methods; unknown paths are
   // 404 (`notFound`, through the app's not-found handler).
-  for (
-    const path of [
-      "/",
-      "/projects",
-      "/projects/:slug/releases/latest",
-      "/releases/:id",
-      "/releases/:id/download",
-    ]
-  ) {
-    api.on(
-      ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-      path,
-      endpoint(() => {
-        throw new ApiError(405, API_ERRORS.methodNotAllowed, { allow: "GET, HEAD" });
-      }),
-    );
-  }
+  surface.refuseWrites(api, [
+    "/",
+    "/projects",
+    "/projects/:slug/releases/latest",
+    "/releases/:id",
+    "/releases/:id/download",
+  ]);
   return { routes: api, notFound: surface.notFound };
 }

@@ -5,7 +5,7 @@
  * observed endpoints, the key's visible projects and releases, and the
  * artifact download with its counting.
  */
-import type { Context, Handler } from "hono";
+import type { Context, Handler, Hono } from "hono";
 import { projectVisible } from "../store/access.ts";
 import { type Cached, thenRead } from "../store/cache.ts";
 import { recordDelivery } from "../store/delivery.ts";
@@ -28,12 +28,30 @@ import type { Store } from "../store/store.ts";
 
 const encoder = new TextEncoder();
 
+/** A key-protected surface: its routes and its answer to a path no route knows. */
+export interface SurfaceRoutes {
+  /** The routes, to mount at the surface's prefix. */
+  routes: Hono<AppEnv>;
+  /**
+   * The answer to a path under the prefix no route knows (a token drawn, then
+   * the spec's 404), observed and mapped, for the app's not-found handler: a
+   * catch-all route would match every request of the surface too, and two
+   * handlers make Hono compose them.
+   */
+  notFound: (c: Context<AppEnv>) => Cached<Response>;
+}
+
 /** The shared parts of a key-protected surface. */
 export interface KeySurface {
   respond: ApiResponder;
   mapError: ErrorMapper;
   /** `handler` behind the rate-limit gate, observed, its errors mapped (one route). */
   endpoint<P extends string>(handler: Handler<AppEnv, P>): Handler<AppEnv, P>;
+  /**
+   * Makes the known `paths` of the read-only `routes` refuse other methods
+   * with the spec's 405 (unknown paths are the surface's 404, `notFound`).
+   */
+  refuseWrites(routes: Hono<AppEnv>, paths: readonly string[]): void;
   /** The answer to a path of the surface no route knows: a token drawn, then the spec's 404. */
   notFound: (c: Context<AppEnv>) => Cached<Response>;
   /** The download of `release`'s artifact by `key`, counted like the API's. */
@@ -99,6 +117,8 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
       // A token drawn at once (a cached key, the memory limiter) costs no turn of the event loop.
       return thenRead(drawToken(c), () => handler(c, next));
     };
+  const endpoint = <P extends string>(handler: Handler<AppEnv, P>) =>
+    observer.endpoint(limited(handler), mapError, true);
   const notFound = observer.endpoint(
     limited(() => {
       throw new ApiError(404, API_ERRORS.resourceNotFound);
@@ -162,7 +182,19 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     latestFor(key, project, installId) {
       return thenRead(getLatestView(store, project.id), (view) => offered(view, key, installId));
     },
-    endpoint: (handler) => observer.endpoint(limited(handler), mapError, true),
+    endpoint,
+    refuseWrites(routes, paths) {
+      // One endpoint a path: each is observed with its own route label.
+      for (const path of paths) {
+        routes.on(
+          ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+          path,
+          endpoint(() => {
+            throw new ApiError(405, API_ERRORS.methodNotAllowed, { allow: "GET, HEAD" });
+          }),
+        );
+      }
+    },
     notFound: (c) => notFound(c, async () => {}) as Cached<Response>,
     async download(c, key, release) {
       c.set("releaseId", release.id);

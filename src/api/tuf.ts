@@ -26,20 +26,13 @@ import {
   TufSigningError,
 } from "../tuf/repository.ts";
 import { parseMetadataFile, TUF_ERRORS } from "../tuf/paths.ts";
+import { ID_PATTERN } from "../lib/limits.ts";
 import { acceptedKey } from "./auth.ts";
-import { createKeySurface, findVisibleProjectBySlug } from "./surface.ts";
+import { createKeySurface, findVisibleProjectBySlug, type SurfaceRoutes } from "./surface.ts";
 
 const encoder = new TextEncoder();
-const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
 
-export interface TufRoutes {
-  /** The routes, to mount at /tuf. */
-  routes: Hono<AppEnv>;
-  /** The answer to a path under /tuf no route knows (like the client API's). */
-  notFound: (c: Context<AppEnv>) => Cached<Response>;
-}
-
-export function createTufRoutes(deps: ServiceDeps, observer: Observer): TufRoutes {
+export function createTufRoutes(deps: ServiceDeps, observer: Observer): SurfaceRoutes {
   const { store } = deps;
   const tuf = new Hono<AppEnv>();
   const surface = createKeySurface(deps, observer);
@@ -47,8 +40,12 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): TufRoute
   /** When each project's signing failure was last logged (ms). */
   const reported = new Map<number, number>();
 
-  const visibleProject = async (c: Context<AppEnv>): Promise<Project> =>
-    await findVisibleProjectBySlug(store, acceptedKey(c, deps), c.req.param("slug") ?? "");
+  /**
+   * The project the path's slug names, when `key` (by default the request's,
+   * checked here) may see it.
+   */
+  const visibleProject = (c: Context<AppEnv>, key = acceptedKey(c, deps)): Cached<Project> =>
+    findVisibleProjectBySlug(store, key, c.req.param("slug") ?? "");
 
   /** The project's state after a refresh; a stored state when signing fails; else 503. */
   const freshState = async (project: Project): Promise<TufState> => {
@@ -73,7 +70,7 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): TufRoute
 
   const answer = (c: Context<AppEnv>, text: string | null) => {
     if (text === null) throw new ApiError(404, API_ERRORS.resourceNotFound);
-    return surface.respond.ok(c, encoder.encode(text), JSON_CONTENT_TYPE);
+    return surface.respond.ok(c, encoder.encode(text));
   };
 
   // GET /tuf/{slug}/metadata/{timestamp.json | N.root.json | N.snapshot.json | N.targets.json}
@@ -101,9 +98,9 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): TufRoute
     "/:slug/targets/:targetSlug/:id/:file",
     surface.endpoint(async (c) => {
       const key = acceptedKey(c, deps);
-      const project = await visibleProject(c);
+      const project = await visibleProject(c, key);
       const id = c.req.param("id") ?? "";
-      const release = /^\d{1,15}$/.test(id) ? await getRelease(store, Number(id)) : null;
+      const release = ID_PATTERN.test(id) ? await getRelease(store, Number(id)) : null;
       if (
         c.req.param("targetSlug") !== project.slug || release === null ||
         release.project_id !== project.id || release.state !== "active"
@@ -120,14 +117,6 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): TufRoute
   );
 
   // Read-only, like the client API: known paths refuse other methods.
-  for (const path of ["/:slug/metadata/:file", "/:slug/targets/:targetSlug/:id/:file"]) {
-    tuf.on(
-      ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-      path,
-      surface.endpoint(() => {
-        throw new ApiError(405, API_ERRORS.methodNotAllowed, { allow: "GET, HEAD" });
-      }),
-    );
-  }
+  surface.refuseWrites(tuf, ["/:slug/metadata/:file", "/:slug/targets/:targetSlug/:id/:file"]);
   return { routes: tuf, notFound: surface.notFound };
 }

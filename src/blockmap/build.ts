@@ -12,6 +12,7 @@
 import { gzipSync } from "node:zlib";
 import { Buffer } from "node:buffer";
 import { createBLAKE2b, type IHasher } from "hash-wasm";
+import { concatBytes } from "../lib/bytes.ts";
 
 const WINDOW = 64;
 const MIN_BYTES = 8 * 1024;
@@ -120,7 +121,7 @@ export async function createBlockMapBuilder(): Promise<BlockMapBuilder> {
   return {
     update(bytes) {
       if (bytes.byteLength === 0) return;
-      const data = pending.byteLength === 0 ? bytes : concat(pending, bytes);
+      const data = pending.byteLength === 0 ? bytes : concatBytes([pending, bytes]);
       const used = cut(data, false);
       // Copied: the caller may reuse its buffer.
       pending = data.slice(used);
@@ -131,13 +132,6 @@ export async function createBlockMapBuilder(): Promise<BlockMapBuilder> {
       return { version: "2", files: [{ name: "file", offset: 0, checksums, sizes }] };
     },
   };
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.byteLength + b.byteLength);
-  out.set(a);
-  out.set(b, a.byteLength);
-  return out;
 }
 
 /** The block map file: its JSON gzipped at the best compression, as app-builder writes it. */

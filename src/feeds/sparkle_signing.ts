@@ -17,6 +17,7 @@
 import { Buffer } from "node:buffer";
 import { createPrivateKey, createPublicKey, type KeyObject, sign } from "node:crypto";
 import { join } from "node:path";
+import { concatBytes } from "../lib/bytes.ts";
 import { createPrivateFile, makePrivateDir } from "../lib/private_files.ts";
 import type { Cached } from "../store/cache.ts";
 import { getSparkleFeedKeyByProject } from "../store/sparkle_keys.ts";
@@ -96,10 +97,7 @@ export function signAppcast(content: Uint8Array, key: KeyObject): Uint8Array<Arr
   const block = encoder.encode(
     `<!-- sparkle-signatures:\nedSignature: ${signature}\nlength: ${content.length}\n-->\n`,
   );
-  const signed = new Uint8Array(content.length + block.length);
-  signed.set(content);
-  signed.set(block, content.length);
-  return signed;
+  return concatBytes([content, block]);
 }
 
 /** What the appcast of a project needs from its Sparkle key: none, or the key and bundle id. */

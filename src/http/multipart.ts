@@ -13,6 +13,7 @@
  * a part's bytes are handed out as views into that buffer: only the few bytes
  * at a chunk's end that may start a delimiter are ever copied.
  */
+import { concatBytes } from "../lib/bytes.ts";
 import { Delimiter, indexOf } from "./byte_search.ts";
 import { filenameOf, paramValue, parseHeaderBlock, splitParams } from "./header_params.ts";
 
@@ -123,7 +124,7 @@ class PartBody implements AsyncIterable<Uint8Array> {
       }
       chunks.push(chunk.slice());
     }
-    return new TextDecoder().decode(concat(chunks));
+    return new TextDecoder().decode(concatBytes(chunks));
   }
 
   async skipRest(): Promise<void> {
@@ -185,7 +186,7 @@ class Scanner {
     }
     const joined = Math.min(next.length, JOIN_BYTES);
     if (joined < next.length) this.#pending = next.subarray(joined);
-    this.#buffer = concat([this.#buffer, next.subarray(0, joined)]);
+    this.#buffer = concatBytes([this.#buffer, next.subarray(0, joined)]);
     return true;
   }
 
@@ -313,14 +314,4 @@ function openSource(stream: ReadableStream<Uint8Array>): Source {
     cancel: () => reader.cancel(),
     releaseLock: () => reader.releaseLock(),
   };
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }

@@ -5,6 +5,7 @@
  * the service would build (src/blockmap/background.ts).
  */
 import { gunzipSync } from "node:zlib";
+import { concatBytes } from "../lib/bytes.ts";
 import { ValidationError } from "../store/errors.ts";
 import type { ByteSource } from "./types.ts";
 
@@ -23,13 +24,7 @@ export async function readSmallPart(
     if (size > max) throw new ValidationError(field, `must be at most ${max} bytes`);
     chunks.push(chunk.slice()); // the reader may reuse its buffer
   }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return bytes;
+  return concatBytes(chunks);
 }
 
 /**

@@ -14,7 +14,7 @@ export interface Span {
 }
 
 /** The most bytes between two spans that are read and dropped rather than read apart. */
-export const SPAN_GAP_BYTES = 256 * 1024;
+const SPAN_GAP_BYTES = 256 * 1024;
 
 /** One backend read: the bytes from `start` to `end` (exclusive), and the spans inside them. */
 interface SpanRead {

@@ -19,7 +19,7 @@ const FILE_PART = "sparkle_delta";
 const FROM_PART = "sparkle_delta_from";
 const SIGNATURE_PART = "sparkle_delta_signature";
 /** The most deltas one release carries. */
-export const MAX_SPARKLE_DELTAS = 32;
+const MAX_SPARKLE_DELTAS = 32;
 /** An EdDSA signature in base64: 64 bytes. */
 const SIGNATURE = /^[A-Za-z0-9+/]{86}==$/;
 /** A bundle version as Sparkle compares it. */

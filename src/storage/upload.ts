@@ -91,7 +91,7 @@ export async function receiveUpload<P extends UploadPart>(
 }
 
 /** The multipart part (a file) holding the vendor's block map of the upload's file. */
-export const BLOCK_MAP_PART = "blockmap";
+const BLOCK_MAP_PART = "blockmap";
 
 /** What an upload records: the release, and the staged rollout to start over the latest, if any. */
 export interface UploadRecord {
