@@ -6,7 +6,7 @@ import { getProjectBytes, getProjectReleaseCount } from "../../src/store/aggrega
 import { getDeletedDownloads } from "../../src/store/deletes.ts";
 import { getProjectDeliveryMonth, utcMonth } from "../../src/store/delivery.ts";
 import { getProjectVersioned } from "../../src/store/edits.ts";
-import { getLatestView } from "../../src/store/latest_view.ts";
+import { getLatestView, type LatestView } from "../../src/store/latest_view.ts";
 import { getProjectBySlug } from "../../src/store/projects.ts";
 import {
   duplicateActiveVersions,
@@ -19,7 +19,7 @@ import {
 import { getRetentionPolicy } from "../../src/store/retention.ts";
 import { getRollout } from "../../src/store/rollouts.ts";
 import { getDailyDownloads, getRecentDownloadCountsByWindow } from "../../src/store/stats.ts";
-import type { Project, Release, RetentionPolicy } from "../../src/store/types.ts";
+import type { Project, Release, RetentionPolicy, Rollout } from "../../src/store/types.ts";
 import { type AdminContext, pageContext } from "../context.ts";
 import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
 import type { FormError, ServiceDeps } from "../types.ts";
@@ -73,6 +73,11 @@ export async function renderProjectPage(
     (release: Release) => [release.version, release.build, release.filename],
   );
   const today = adoptionDay(Date.now());
+  // The rollout and the latest view serve the releases, rollout and release safety cards.
+  const [rolloutRecord, view] = await Promise.all([
+    getRollout(c.var.store, project.id),
+    getLatestView(c.var.store, project.id),
+  ]);
   const [
     page,
     releaseCount,
@@ -85,7 +90,6 @@ export async function renderProjectPage(
     rollout,
     adoption,
     safety,
-    view,
     delivery,
   ] = await Promise.all([
     listReleasesPage(c.var.store, project.id, {
@@ -101,10 +105,9 @@ export async function renderProjectPage(
     getDeletedDownloads(c.var.store, project.id),
     getLatestChoice(c.var.store, project.id),
     retentionOf(deps, project.id, form.retention),
-    rolloutOf(deps, project.id),
+    rolloutOf(deps, { rollout: rolloutRecord, view }),
     getAdoption(c.var.store, project.id, today),
-    releaseSafetyOf(deps, { project, form: form.safety }),
-    getLatestView(c.var.store, project.id),
+    releaseSafetyOf(deps, { project, rollout: rolloutRecord, form: form.safety }),
     getProjectDeliveryMonth(c.var.store, project.id, utcMonth(new Date())),
   ]);
   const releases = cursorListPage(page, {
@@ -206,11 +209,10 @@ async function versionsOf(deps: ServiceDeps, ids: number[]): Promise<Map<number,
 }
 
 /** The project's rollout, whether it is in force, and the versions it names. */
-async function rolloutOf(deps: ServiceDeps, projectId: number) {
-  const [rollout, view] = await Promise.all([
-    getRollout(deps.store, projectId),
-    getLatestView(deps.store, projectId),
-  ]);
+async function rolloutOf(
+  deps: ServiceDeps,
+  { rollout, view }: { rollout: Rollout | null; view: LatestView },
+) {
   const versions = new Map<number, string>();
   if (rollout !== null) {
     for (const id of [rollout.release_id, rollout.previous_id]) {
