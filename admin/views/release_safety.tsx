@@ -12,7 +12,7 @@ import type { RolloutGateState } from "../../src/store/rollout_gates.ts";
 import type { Rollout } from "../../src/store/types.ts";
 import type { FormError } from "../types.ts";
 import { ChartSvg } from "./chart.tsx";
-import { FormErrorSummary, InputField, PostButton, Time } from "./components.tsx";
+import { CheckboxField, FormErrorSummary, InputField, PostButton, Time } from "./components.tsx";
 import { CsrfInput } from "./layout.tsx";
 
 /** The gate and policy forms as entered. */
@@ -197,15 +197,13 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
         <fieldset>
           <legend>Critical releases</legend>
           {props.releases.map((release) => (
-            <label class="checkbox">
-              <input
-                type="checkbox"
-                name="critical"
-                value={String(release.id)}
-                checked={policy.critical_ids.includes(release.id)}
-              />{" "}
-              {release.version}
-            </label>
+            <CheckboxField
+              id={`critical-${release.id}`}
+              name="critical"
+              value={String(release.id)}
+              checked={policy.critical_ids.includes(release.id)}
+              label={release.version}
+            />
           ))}
         </fieldset>
         <button type="submit" class="button">Save policy</button>
