@@ -10,7 +10,7 @@ import {
   removeSparkleKeyFile,
   writeSparkleKeyFile,
 } from "../../src/feeds/sparkle_signing.ts";
-import { getProjectBySlug, listProjects } from "../../src/store/projects.ts";
+import { getProjectBySlug, getProjectsByIds } from "../../src/store/projects.ts";
 import {
   deleteSparkleFeedKey,
   listSparkleFeedKeys,
@@ -32,14 +32,22 @@ const BUNDLE_IDENTIFIER = /^[A-Za-z0-9.-]{1,255}$/;
 /** What the Signing keys page shows of the TUF repositories and the Sparkle keys. */
 export async function tufPageParts(deps: ServiceDeps) {
   const { store, config } = deps;
-  const projects = new Map((await listProjects(store)).map((p) => [p.id, p.slug]));
+  const [roots, health, keys] = await Promise.all([
+    listTufRoots(store),
+    tufHealth(store),
+    listSparkleFeedKeys(store),
+  ]);
   const tuf: TufSummary = {
-    roots: await listTufRoots(store),
-    health: await tufHealth(store),
+    roots,
+    health,
     metadataUrl: new URL(`${TUF_PREFIX}/{slug}/metadata/`, config.baseUrl).href
       .replace("%7Bslug%7D", "{slug}"),
   };
-  const sparkleKeys = (await listSparkleFeedKeys(store)).map((key) => ({
+  // The projects the keys name, not every project.
+  const projects = new Map(
+    (await getProjectsByIds(store, keys.map((key) => key.project_id))).map((p) => [p.id, p.slug]),
+  );
+  const sparkleKeys = keys.map((key) => ({
     ...key,
     slug: projects.get(key.project_id) ?? String(key.project_id),
   }));
