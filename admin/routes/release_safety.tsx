@@ -177,7 +177,8 @@ export function addReleaseSafetyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps)
         projectId: project.id,
         version: values.minimum_version,
       });
-      const active = (await listReleasesByProject(c.var.store, project.id, 50))
+      // The releases the card lists boxes for: a critical release beyond them keeps its mark.
+      const active = (await listReleasesByProject(c.var.store, project.id, SCANNED_RELEASES))
         .filter((release) => release.state === "active");
       for (const release of active) {
         const marked = policy.critical_ids.includes(release.id);
