@@ -12,7 +12,6 @@ import {
   duplicateActiveVersions,
   getDownloadCounts,
   getLatestChoice,
-  getLatestRelease,
   getRelease,
   listReleasesPage,
 } from "../../src/store/releases.ts";
@@ -81,7 +80,6 @@ export async function renderProjectPage(
   const [
     page,
     releaseCount,
-    latest,
     series,
     stored,
     deletedDownloads,
@@ -99,7 +97,6 @@ export async function renderProjectPage(
       match,
     }),
     getProjectReleaseCount(c.var.store, project.id),
-    getLatestRelease(c.var.store, project.id),
     getDailyDownloads(c.var.store, ["project", project.id], { days }),
     getProjectVersioned(c.var.store, project.id),
     getDeletedDownloads(c.var.store, project.id),
@@ -110,6 +107,8 @@ export async function renderProjectPage(
     releaseSafetyOf(deps, { project, rollout: rolloutRecord, form: form.safety }),
     getProjectDeliveryMonth(c.var.store, project.id, utcMonth(new Date())),
   ]);
+  // The latest pointer's release (getLatestRelease reads the same view).
+  const latest = view.release;
   const releases = cursorListPage(page, {
     query,
     q,
