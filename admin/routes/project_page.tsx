@@ -199,12 +199,10 @@ async function retentionOf(
 
 /** The versions of releases by id (a deleted one is left out). */
 async function versionsOf(deps: ServiceDeps, ids: number[]): Promise<Map<number, string>> {
-  const versions = new Map<number, string>();
-  for (const id of ids) {
-    const release = await getRelease(deps.store, id);
-    if (release !== null) versions.set(id, release.version);
-  }
-  return versions;
+  const releases = await Promise.all(ids.map((id) => getRelease(deps.store, id)));
+  return new Map(
+    releases.flatMap((release) => release === null ? [] : [[release.id, release.version]]),
+  );
 }
 
 /** The project's rollout, whether it is in force, and the versions it names. */
@@ -212,13 +210,10 @@ async function rolloutOf(
   deps: ServiceDeps,
   { rollout, view }: { rollout: Rollout | null; view: LatestView },
 ) {
-  const versions = new Map<number, string>();
-  if (rollout !== null) {
-    for (const id of [rollout.release_id, rollout.previous_id]) {
-      const release = await getRelease(deps.store, id);
-      if (release !== null) versions.set(id, release.version);
-    }
-  }
+  const versions = await versionsOf(
+    deps,
+    rollout === null ? [] : [rollout.release_id, rollout.previous_id],
+  );
   const running = view.rollout !== null && !view.rollout.record.halted;
   return {
     rollout,
