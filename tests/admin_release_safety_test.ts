@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { evaluateGates } from "../src/rollouts/gates.ts";
-import { getReleasePolicy } from "../src/store/release_policy.ts";
+import { getReleasePolicy, setReleaseCritical } from "../src/store/release_policy.ts";
 import { makeReleaseLatest } from "../src/store/releases.ts";
 import { getRolloutGates, setRolloutGates } from "../src/store/rollout_gates.ts";
 import { getRollout, startRollout } from "../src/store/rollouts.ts";
@@ -193,4 +193,19 @@ Deno.test({
       await server.shutdown();
     }
   },
+});
+
+Deno.test("the policy form leaves the critical marks of releases its card does not list", async () => {
+  await using app = await createAdminTestApp();
+  const admin = await signedInClient(app);
+  const project = await seedProject(app, { slug: "app" });
+  const oldest = await seedRelease(app, project.id, "1.0.0");
+  for (let i = 1; i <= 12; i++) await seedRelease(app, project.id, `1.${i}.0`);
+  await setReleaseCritical(app.store, { releaseId: oldest.id, critical: true });
+  const { html } = await admin.page("/admin/projects/app");
+  assert.doesNotMatch(html, new RegExp(`name="critical" value="${oldest.id}"`));
+  const res = await admin.post("/admin/projects/app/rollout/policy", { minimum_version: "" });
+  assert.equal(res.status, 303);
+  await res.body?.cancel();
+  assert.deepEqual((await getReleasePolicy(app.store, project.id)).critical_ids, [oldest.id]);
 });

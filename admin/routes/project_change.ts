@@ -19,39 +19,10 @@ export interface ProjectChangeDone {
   text: string;
 }
 
-export async function attemptProjectChange(
-  c: AdminContext,
-  deps: ServiceDeps,
-  { project, change, refused, location }: {
-    project: Project;
-    change: () => Promise<ProjectChangeDone>;
-    /** The page's forms as sent, with the refusal's message. */
-    refused: (error: FormError) => Omit<ProjectPageOptions, "project" | "status">;
-    /** Where a success leads: the card on the project page. */
-    location: string;
-  },
-): Promise<Response> {
-  let done;
-  try {
-    done = await change();
-  } catch (error) {
-    if (!(error instanceof ValidationError || error instanceof NotFoundError)) throw error;
-    const formError = error instanceof ValidationError
-      ? formErrorOf(error)
-      : { field: "rollout", message: error.message };
-    return renderProjectPage(c, deps, { project, ...refused(formError), status: 400 });
-  }
-  await audit(c, deps, {
-    action: done.action,
-    target: `project ${project.id}`,
-    details: done.details,
-  });
-  return redirectWithFlash(c, deps, { location, kind: "success", text: done.text });
-}
-
 /**
- * The `attempt` of one card's routes: `refused` gives the card's forms as sent
- * with the message, and a success leads back to the card (`#anchor`).
+ * The `attempt` of one card's routes: runs `change`; a refusal shows the page
+ * again with `refused` (the card's forms as sent, with the message) and 400, a
+ * success is audit-logged and leads back to the card (`#anchor`).
  */
 export function projectChangeAttempt(
   deps: ServiceDeps,
@@ -67,11 +38,26 @@ export function projectChangeAttempt(
   project: Project,
   change: () => Promise<ProjectChangeDone>,
 ) => Promise<Response> {
-  return (c, project, change) =>
-    attemptProjectChange(c, deps, {
-      project,
-      change,
-      refused: (error) => refused(c, error),
-      location: `/admin/projects/${project.slug}#${anchor}`,
+  return async (c, project, change) => {
+    let done;
+    try {
+      done = await change();
+    } catch (error) {
+      if (!(error instanceof ValidationError || error instanceof NotFoundError)) throw error;
+      const formError = error instanceof ValidationError
+        ? formErrorOf(error)
+        : { field: "rollout", message: error.message };
+      return renderProjectPage(c, deps, { project, ...refused(c, formError), status: 400 });
+    }
+    await audit(c, deps, {
+      action: done.action,
+      target: `project ${project.id}`,
+      details: done.details,
     });
+    return redirectWithFlash(c, deps, {
+      location: `/admin/projects/${project.slug}#${anchor}`,
+      kind: "success",
+      text: done.text,
+    });
+  };
 }

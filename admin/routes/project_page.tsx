@@ -6,20 +6,19 @@ import { getProjectBytes, getProjectReleaseCount } from "../../src/store/aggrega
 import { getDeletedDownloads } from "../../src/store/deletes.ts";
 import { getProjectDeliveryMonth, utcMonth } from "../../src/store/delivery.ts";
 import { getProjectVersioned } from "../../src/store/edits.ts";
-import { getLatestView } from "../../src/store/latest_view.ts";
+import { getLatestView, type LatestView } from "../../src/store/latest_view.ts";
 import { getProjectBySlug } from "../../src/store/projects.ts";
 import {
   duplicateActiveVersions,
   getDownloadCounts,
   getLatestChoice,
-  getLatestRelease,
   getRelease,
   listReleasesPage,
 } from "../../src/store/releases.ts";
 import { getRetentionPolicy } from "../../src/store/retention.ts";
 import { getRollout } from "../../src/store/rollouts.ts";
 import { getDailyDownloads, getRecentDownloadCountsByWindow } from "../../src/store/stats.ts";
-import type { Project, Release, RetentionPolicy } from "../../src/store/types.ts";
+import type { Project, Release, RetentionPolicy, Rollout } from "../../src/store/types.ts";
 import { type AdminContext, pageContext } from "../context.ts";
 import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
 import type { FormError, ServiceDeps } from "../types.ts";
@@ -73,10 +72,14 @@ export async function renderProjectPage(
     (release: Release) => [release.version, release.build, release.filename],
   );
   const today = adoptionDay(Date.now());
+  // The rollout and the latest view serve the releases, rollout and release safety cards.
+  const [rolloutRecord, view] = await Promise.all([
+    getRollout(c.var.store, project.id),
+    getLatestView(c.var.store, project.id),
+  ]);
   const [
     page,
     releaseCount,
-    latest,
     series,
     stored,
     deletedDownloads,
@@ -85,7 +88,6 @@ export async function renderProjectPage(
     rollout,
     adoption,
     safety,
-    view,
     delivery,
   ] = await Promise.all([
     listReleasesPage(c.var.store, project.id, {
@@ -95,18 +97,18 @@ export async function renderProjectPage(
       match,
     }),
     getProjectReleaseCount(c.var.store, project.id),
-    getLatestRelease(c.var.store, project.id),
     getDailyDownloads(c.var.store, ["project", project.id], { days }),
     getProjectVersioned(c.var.store, project.id),
     getDeletedDownloads(c.var.store, project.id),
     getLatestChoice(c.var.store, project.id),
     retentionOf(deps, project.id, form.retention),
-    rolloutOf(deps, project.id),
+    rolloutOf(deps, { rollout: rolloutRecord, view }),
     getAdoption(c.var.store, project.id, today),
-    releaseSafetyOf(deps, { project, form: form.safety }),
-    getLatestView(c.var.store, project.id),
+    releaseSafetyOf(deps, { project, rollout: rolloutRecord, form: form.safety }),
     getProjectDeliveryMonth(c.var.store, project.id, utcMonth(new Date())),
   ]);
+  // The latest pointer's release (getLatestRelease reads the same view).
+  const latest = view.release;
   const releases = cursorListPage(page, {
     query,
     q,
@@ -197,27 +199,21 @@ async function retentionOf(
 
 /** The versions of releases by id (a deleted one is left out). */
 async function versionsOf(deps: ServiceDeps, ids: number[]): Promise<Map<number, string>> {
-  const versions = new Map<number, string>();
-  for (const id of ids) {
-    const release = await getRelease(deps.store, id);
-    if (release !== null) versions.set(id, release.version);
-  }
-  return versions;
+  const releases = await Promise.all(ids.map((id) => getRelease(deps.store, id)));
+  return new Map(
+    releases.flatMap((release) => release === null ? [] : [[release.id, release.version]]),
+  );
 }
 
 /** The project's rollout, whether it is in force, and the versions it names. */
-async function rolloutOf(deps: ServiceDeps, projectId: number) {
-  const [rollout, view] = await Promise.all([
-    getRollout(deps.store, projectId),
-    getLatestView(deps.store, projectId),
-  ]);
-  const versions = new Map<number, string>();
-  if (rollout !== null) {
-    for (const id of [rollout.release_id, rollout.previous_id]) {
-      const release = await getRelease(deps.store, id);
-      if (release !== null) versions.set(id, release.version);
-    }
-  }
+async function rolloutOf(
+  deps: ServiceDeps,
+  { rollout, view }: { rollout: Rollout | null; view: LatestView },
+) {
+  const versions = await versionsOf(
+    deps,
+    rollout === null ? [] : [rollout.release_id, rollout.previous_id],
+  );
   const running = view.rollout !== null && !view.rollout.record.halted;
   return {
     rollout,

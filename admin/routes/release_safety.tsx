@@ -26,8 +26,7 @@ import {
   setRolloutGates,
   stageFigures,
 } from "../../src/store/rollout_gates.ts";
-import { getRollout } from "../../src/store/rollouts.ts";
-import type { Project } from "../../src/store/types.ts";
+import type { Project, Rollout } from "../../src/store/types.ts";
 import type { AdminContext } from "../context.ts";
 import { field } from "../forms.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
@@ -62,14 +61,20 @@ function valuesOf(c: AdminContext): SafetyValues {
   };
 }
 
-/** What the release safety card shows, with the forms as sent (and their error) if any. */
+/**
+ * What the release safety card shows for the project and its `rollout` (as the page read
+ * it), with the forms as sent (and their error) if any.
+ */
 export async function releaseSafetyOf(
   deps: ServiceDeps,
-  { project, form }: { project: Project; form?: { values: SafetyValues; error: FormError } },
+  { project, rollout, form }: {
+    project: Project;
+    rollout: Rollout | null;
+    form?: { values: SafetyValues; error: FormError };
+  },
 ): Promise<Omit<ReleaseSafetyCardProps, "csrfToken" | "slug">> {
   const { store } = deps;
-  const [rollout, gates, policy, releases] = await Promise.all([
-    getRollout(store, project.id),
+  const [gates, policy, releases] = await Promise.all([
     getRolloutGates(store, project.id),
     getReleasePolicy(store, project.id),
     listReleasesByProject(store, project.id, SCANNED_RELEASES),
@@ -172,7 +177,8 @@ export function addReleaseSafetyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps)
         projectId: project.id,
         version: values.minimum_version,
       });
-      const active = (await listReleasesByProject(c.var.store, project.id, 50))
+      // The releases the card lists boxes for: a critical release beyond them keeps its mark.
+      const active = (await listReleasesByProject(c.var.store, project.id, SCANNED_RELEASES))
         .filter((release) => release.state === "active");
       for (const release of active) {
         const marked = policy.critical_ids.includes(release.id);

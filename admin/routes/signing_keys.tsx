@@ -29,18 +29,24 @@ const LOCATION = "/admin/signing-keys";
 export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { signer, config } = deps;
 
-  admin.get("/signing-keys", async (c) =>
-    c.html(
+  admin.get("/signing-keys", async (c) => {
+    const [keys, root, tufParts] = await Promise.all([
+      listSigningKeys(c.var.store),
+      rootOf(c.var.store),
+      tufPageParts(deps),
+    ]);
+    return c.html(
       <SigningKeysPage
         ctx={pageContext(c, deps)}
-        keys={await listSigningKeys(c.var.store)}
+        keys={keys}
         signing={config.signing}
         keySetUrl={new URL(KEY_SET_PATH, config.baseUrl).href}
-        root={await rootOf(c.var.store)}
+        root={root}
         rootUrl={new URL(KEY_SET_ROOT_PATH, config.baseUrl).href}
-        {...await tufPageParts(deps)}
+        {...tufParts}
       />,
-    ));
+    );
+  });
 
   // The document is signed off the server (tools/sign_key_set.ts): only its shape is checked here.
   admin.post("/signing-root", async (c) => {

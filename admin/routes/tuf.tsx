@@ -10,7 +10,7 @@ import {
   removeSparkleKeyFile,
   writeSparkleKeyFile,
 } from "../../src/feeds/sparkle_signing.ts";
-import { getProjectBySlug, listProjects } from "../../src/store/projects.ts";
+import { getProjectBySlug, getProjectsByIds } from "../../src/store/projects.ts";
 import {
   deleteSparkleFeedKey,
   listSparkleFeedKeys,
@@ -32,14 +32,22 @@ const BUNDLE_IDENTIFIER = /^[A-Za-z0-9.-]{1,255}$/;
 /** What the Signing keys page shows of the TUF repositories and the Sparkle keys. */
 export async function tufPageParts(deps: ServiceDeps) {
   const { store, config } = deps;
-  const projects = new Map((await listProjects(store)).map((p) => [p.id, p.slug]));
+  const [roots, health, keys] = await Promise.all([
+    listTufRoots(store),
+    tufHealth(store),
+    listSparkleFeedKeys(store),
+  ]);
   const tuf: TufSummary = {
-    roots: await listTufRoots(store),
-    health: await tufHealth(store),
+    roots,
+    health,
     metadataUrl: new URL(`${TUF_PREFIX}/{slug}/metadata/`, config.baseUrl).href
       .replace("%7Bslug%7D", "{slug}"),
   };
-  const sparkleKeys = (await listSparkleFeedKeys(store)).map((key) => ({
+  // The projects the keys name, not every project.
+  const projects = new Map(
+    (await getProjectsByIds(store, keys.map((key) => key.project_id))).map((p) => [p.id, p.slug]),
+  );
+  const sparkleKeys = keys.map((key) => ({
     ...key,
     slug: projects.get(key.project_id) ?? String(key.project_id),
   }));
@@ -47,11 +55,11 @@ export async function tufPageParts(deps: ServiceDeps) {
 }
 
 export function addTufRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  const { store, config } = deps;
+  const { config } = deps;
 
   // The root is signed off the server (tools/tuf_root.ts): checked here as clients check it.
   admin.post("/tuf-root", async (c) => {
-    const upload = await uploadTufRoot(store, {
+    const upload = await uploadTufRoot(c.var.store, {
       text: field(c.get("form"), "tuf_root").trim(),
       uploadedBy: c.get("session").username,
     });
@@ -82,7 +90,7 @@ export function addTufRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
     const bundleIdentifier = field(form, "bundle_identifier").trim();
     const refuse = (text: string) =>
       redirectWithFlash(c, deps, { location: LOCATION, kind: "error", text });
-    const project = slug === "" ? null : await getProjectBySlug(store, slug);
+    const project = slug === "" ? null : await getProjectBySlug(c.var.store, slug);
     if (project === null) return refuse(`There is no project "${slug}".`);
     if (bundleIdentifier !== "" && !BUNDLE_IDENTIFIER.test(bundleIdentifier)) {
       return refuse("The bundle identifier may hold letters, digits, '-' and '.' only.");
@@ -90,7 +98,7 @@ export function addTufRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
     const parsed = parseSparklePrivateKey(field(form, "private_key"));
     if ("error" in parsed) return refuse(`The Sparkle key was not saved: ${parsed.error}.`);
     await writeSparkleKeyFile(config.dataDir, { projectId: project.id, key: parsed.key });
-    await setSparkleFeedKey(store, {
+    await setSparkleFeedKey(c.var.store, {
       project_id: project.id,
       public_key: parsed.publicKey,
       bundle_identifier: bundleIdentifier,
@@ -113,9 +121,9 @@ export function addTufRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
 
   admin.post("/sparkle-keys/:slug/remove", async (c) => {
     const slug = c.req.param("slug");
-    const project = await getProjectBySlug(store, slug);
+    const project = await getProjectBySlug(c.var.store, slug);
     if (project === null) throw new HTTPException(404, { message: `There is no project ${slug}.` });
-    await deleteSparkleFeedKey(store, project.id);
+    await deleteSparkleFeedKey(c.var.store, project.id);
     await removeSparkleKeyFile(config.dataDir, project.id);
     await audit(c, deps, { action: "sparkle_key.remove", target: `project ${project.slug}` });
     return redirectWithFlash(c, deps, {

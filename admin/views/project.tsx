@@ -10,6 +10,7 @@ import { type ChartRange, DownloadChart } from "./chart.tsx";
 import {
   ActionsCell,
   DataTable,
+  EditConflictNotice,
   FormErrorSummary,
   InputField,
   ListPager,
@@ -326,21 +327,14 @@ function EditForm(
     <section class="card" id="settings" aria-labelledby="settings-title">
       <h2 id="settings-title">Project settings</h2>
       {conflict && (
-        <div class="flash flash-warning" role="alert" data-edit-conflict>
-          <p>
-            Someone else changed this project after you opened the form, so nothing was saved. It
-            now reads:
-          </p>
-          <dl class="facts">
-            <dt>Name</dt>
-            <dd data-current-name>{conflict.name}</dd>
-            <dt>Description</dt>
-            <dd class="pre">{conflict.description || "(none)"}</dd>
-            <dt>Tags</dt>
-            <dd data-current-tags>{conflict.tags.join(", ") || "(none)"}</dd>
-          </dl>
-          <p>Your values are still in the form below: save again to replace theirs.</p>
-        </div>
+        <EditConflictNotice what="project">
+          <dt>Name</dt>
+          <dd data-current-name>{conflict.name}</dd>
+          <dt>Description</dt>
+          <dd class="pre">{conflict.description || "(none)"}</dd>
+          <dt>Tags</dt>
+          <dd data-current-tags>{conflict.tags.join(", ") || "(none)"}</dd>
+        </EditConflictNotice>
       )}
       <FormErrorSummary error={editError} />
       <form method="post" action={`/admin/projects/${project.slug}`} class="stack">

@@ -12,7 +12,7 @@ import type { RolloutGateState } from "../../src/store/rollout_gates.ts";
 import type { Rollout } from "../../src/store/types.ts";
 import type { FormError } from "../types.ts";
 import { ChartSvg } from "./chart.tsx";
-import { FormErrorSummary, InputField, PostButton } from "./components.tsx";
+import { CheckboxField, FormErrorSummary, InputField, PostButton, Time } from "./components.tsx";
 import { CsrfInput } from "./layout.tsx";
 
 /** The gate and policy forms as entered. */
@@ -132,7 +132,7 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
                       <tr data-stage={String(row.percentage)}>
                         <td>{row.percentage}%</td>
                         <td>
-                          <time datetime={row.started_at}>{row.started_at.slice(0, 16)}Z</time>
+                          <Time iso={row.started_at} />
                         </td>
                         <td class="num" data-stage-installs>
                           {live ? stage!.installed : row.installed}
@@ -171,7 +171,7 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
       {policy.rolled_back !== null && (
         <p data-rolled-back={String(policy.rolled_back.release_id)}>
           Release {policy.rolled_back.version} was rolled back at{" "}
-          <time datetime={policy.rolled_back.at}>{policy.rolled_back.at.slice(0, 16)}Z</time>.
+          <Time iso={policy.rolled_back.at} />.
         </p>
       )}
       <div class="row-actions">
@@ -197,15 +197,13 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
         <fieldset>
           <legend>Critical releases</legend>
           {props.releases.map((release) => (
-            <label class="checkbox">
-              <input
-                type="checkbox"
-                name="critical"
-                value={String(release.id)}
-                checked={policy.critical_ids.includes(release.id)}
-              />{" "}
-              {release.version}
-            </label>
+            <CheckboxField
+              id={`critical-${release.id}`}
+              name="critical"
+              value={String(release.id)}
+              checked={policy.critical_ids.includes(release.id)}
+              label={release.version}
+            />
           ))}
         </fieldset>
         <button type="submit" class="button">Save policy</button>

@@ -5,10 +5,9 @@
  */
 import type { Release, Rollout } from "../../src/store/types.ts";
 import { ROLLOUT_STEPS_MAX } from "../../src/store/rollouts.ts";
-import { shortTime } from "../format.ts";
 import { type RolloutValues, scheduleRows } from "../forms_rollout.ts";
 import type { FormError } from "../types.ts";
-import { FieldsetField, FormErrorSummary, InputField, PostButton } from "./components.tsx";
+import { FieldsetField, FormErrorSummary, InputField, PostButton, Time } from "./components.tsx";
 import { CsrfInput } from "./layout.tsx";
 
 /** Empty schedule rows the form offers beyond the steps it already has. */
@@ -240,7 +239,7 @@ function ScheduleList({ rollout }: { rollout: Rollout }) {
         {rollout.schedule.map((step) => (
           <li>
             <span data-local-time-of={step.at}></span>
-            <time datetime={step.at}>{shortTime(step.at)}</time>: {step.percentage}%
+            <Time iso={step.at} />: {step.percentage}%
           </li>
         ))}
       </ul>

@@ -1,7 +1,14 @@
 /** The signing keys page (docs/signing.md "Keys and rotation"): public halves only. */
 import type { SigningKey } from "../../src/store/signing_keys.ts";
 import type { SparkleFeedKey } from "../../src/store/sparkle_keys.ts";
-import { ActionsCell, DataTable, PostButton, StateBadge, Time } from "./components.tsx";
+import {
+  ActionsCell,
+  DataTable,
+  PostButton,
+  StateBadge,
+  TextAreaField,
+  Time,
+} from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { SparkleKeysSection, TufSection, type TufSummary } from "./tuf.tsx";
 
@@ -130,10 +137,16 @@ function RootSection(
           </p>
         )
         : <p>No root document yet.</p>}
-      <form method="post" action="/admin/signing-root">
+      <form method="post" action="/admin/signing-root" class="stack">
         <CsrfInput token={ctx.csrfToken} />
-        <label for="root_document">Root document (JSON)</label>
-        <textarea id="root_document" name="root_document" rows={6} required></textarea>
+        <TextAreaField
+          id="root_document"
+          name="root_document"
+          label="Root document (JSON)"
+          value=""
+          rows={6}
+          required
+        />
         <button type="submit" class="button">Save the root document</button>
       </form>
     </section>

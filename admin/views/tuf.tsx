@@ -6,7 +6,14 @@
 import type { SparkleFeedKey } from "../../src/store/sparkle_keys.ts";
 import type { TufRoot } from "../../src/store/tuf.ts";
 import type { TufHealth } from "../../src/tuf/freshness.ts";
-import { DataTable, PostButton, Time } from "./components.tsx";
+import {
+  ActionsCell,
+  DataTable,
+  InputField,
+  PostButton,
+  TextAreaField,
+  Time,
+} from "./components.tsx";
 import { CsrfInput, type PageContext } from "./layout.tsx";
 
 export interface TufSummary {
@@ -74,10 +81,16 @@ export function TufSection({ ctx, tuf }: { ctx: PageContext; tuf: TufSummary }) 
           </DataTable>
         </>
       )}
-      <form method="post" action="/admin/tuf-root">
+      <form method="post" action="/admin/tuf-root" class="stack">
         <CsrfInput token={ctx.csrfToken} />
-        <label for="tuf_root">Next root version (JSON, signed)</label>
-        <textarea id="tuf_root" name="tuf_root" rows={6} required></textarea>
+        <TextAreaField
+          id="tuf_root"
+          name="tuf_root"
+          label="Next root version (JSON, signed)"
+          value=""
+          rows={6}
+          required
+        />
         <button type="submit" class="button">Upload the root version</button>
       </form>
     </section>
@@ -115,27 +128,34 @@ export function SparkleKeysSection(
               <td data-label="Set">
                 {key.set_by} <Time iso={key.set_at} />
               </td>
-              <td class="actions">
+              <ActionsCell>
                 <PostButton
                   action={`/admin/sparkle-keys/${key.slug}/remove`}
                   csrfToken={ctx.csrfToken}
                   label="Remove"
                 />
-              </td>
+              </ActionsCell>
             </tr>
           ))}
         </DataTable>
       )}
-      <form method="post" action="/admin/sparkle-keys">
+      <form method="post" action="/admin/sparkle-keys" class="stack">
         <CsrfInput token={ctx.csrfToken} />
-        <label for="sparkle_project">Project (slug)</label>
-        <input id="sparkle_project" name="project" required />
-        <label for="sparkle_private_key">Sparkle private key (base64)</label>
-        <textarea id="sparkle_private_key" name="private_key" rows={2} required></textarea>
-        <label for="sparkle_bundle_id">
-          Bundle identifier (sparkle:bundleIdentifier, optional)
-        </label>
-        <input id="sparkle_bundle_id" name="bundle_identifier" />
+        <InputField id="sparkle_project" name="project" label="Project (slug)" required />
+        <TextAreaField
+          id="sparkle_private_key"
+          name="private_key"
+          label="Sparkle private key (base64)"
+          value=""
+          rows={2}
+          required
+        />
+        <InputField
+          id="sparkle_bundle_id"
+          name="bundle_identifier"
+          label="Bundle identifier (sparkle:bundleIdentifier)"
+          optional="optional"
+        />
         <button type="submit" class="button">Sign this project's appcast</button>
       </form>
     </section>

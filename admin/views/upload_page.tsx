@@ -2,6 +2,7 @@
 import type { Project } from "../../src/store/types.ts";
 import type { UploadValues } from "../forms_upload.ts";
 import type { FormError } from "../types.ts";
+import { FieldError, invalidProps } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
 import { UploadFormBody } from "./upload_form.tsx";
 
@@ -18,7 +19,6 @@ export interface UploadPageProps {
 
 export function UploadPage(props: UploadPageProps) {
   const { ctx, projects, project, uploadError } = props;
-  const error = uploadError?.field === "project" ? uploadError : null;
   return (
     <Layout ctx={ctx} title="Upload a release" nav="projects">
       <h1>Upload a release</h1>
@@ -45,9 +45,7 @@ export function UploadPage(props: UploadPageProps) {
                   id="upload-project"
                   name="project"
                   required
-                  {...(error
-                    ? { "aria-invalid": "true", "aria-describedby": "upload-project-error" }
-                    : {})}
+                  {...invalidProps(uploadError, "project", "upload-project")}
                 >
                   <option value="" selected={project === ""}>Choose a project…</option>
                   {projects.map((p) => (
@@ -56,9 +54,7 @@ export function UploadPage(props: UploadPageProps) {
                     </option>
                   ))}
                 </select>
-                {error && (
-                  <p class="field-error" id="upload-project-error" role="alert">{error.message}</p>
-                )}
+                <FieldError error={uploadError} field="project" id="upload-project" />
               </div>
             </UploadFormBody>
           </section>

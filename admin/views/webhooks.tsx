@@ -7,10 +7,9 @@ import {
   ActionsCell,
   CheckboxField,
   DataTable,
-  FieldError,
   FieldsetField,
   FormErrorSummary,
-  invalidProps,
+  InputField,
   PostButton,
   StateBadge,
   Time,
@@ -78,19 +77,16 @@ export function WebhooksPage(
         <form method="post" action="/admin/webhooks" id="webhook-form" class="stack">
           <FormErrorSummary error={error} />
           <CsrfInput token={ctx.csrfToken} />
-          <div class="field">
-            <label for="webhook-url">URL</label>
-            <input
-              id="webhook-url"
-              name="url"
-              type="url"
-              required
-              value={values.url}
-              placeholder="https://example.com/hooks"
-              {...invalidProps(error, "url", "webhook-url")}
-            />
-            <FieldError error={error} field="url" id="webhook-url" />
-          </div>
+          <InputField
+            id="webhook-url"
+            name="url"
+            label="URL"
+            type="url"
+            required
+            value={values.url}
+            placeholder="https://example.com/hooks"
+            error={error}
+          />
           <FieldsetField id="webhook-events" name="events" legend="Events" error={error}>
             <div class="checkbox-grid">
               {WEBHOOK_EVENT_KINDS.map((kind) => (
