@@ -13,6 +13,7 @@ import type { Observer } from "../http/observe.ts";
 import { concatBytes } from "../lib/bytes.ts";
 import { INSTALL_ID_HEADER } from "../rollouts/membership.ts";
 import type { IncomingReport } from "../store/report_recorder.ts";
+import { VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { acceptedKey } from "./auth.ts";
 import { createKeySurface, findVisibleProjectBySlug, type SurfaceRoutes } from "./surface.ts";
 
@@ -20,9 +21,8 @@ import { createKeySurface, findVisibleProjectBySlug, type SurfaceRoutes } from "
 export const REPORTS_PREFIX = "/reports/v1";
 /** The largest report body accepted, in bytes. */
 const REPORT_BODY_MAX_BYTES = 2_048;
-/** The longest failure reason and version accepted, in characters. */
+/** The longest failure reason accepted, in characters. */
 const REPORT_REASON_MAX = 200;
-const VERSION_MAX = 100;
 
 /** The events a report may carry, and the kind each is counted as. */
 export const REPORT_EVENTS = {
@@ -138,10 +138,10 @@ function parseReport(
 
 function versionField(name: string, value: unknown): string | undefined {
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== "string" || value.length > VERSION_MAX || !VERSION.test(value)) {
+  if (typeof value !== "string" || value.length > VERSION_MAX_LENGTH || !VERSION.test(value)) {
     throw new ApiError(
       400,
-      `${name} must be 1 to ${VERSION_MAX} printable ASCII characters without spaces`,
+      `${name} must be 1 to ${VERSION_MAX_LENGTH} printable ASCII characters without spaces`,
     );
   }
   return value;
