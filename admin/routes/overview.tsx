@@ -47,7 +47,7 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
       getProjectsByIds(c.var.store, projectIds),
       Promise.all(topKeys.map((top) => getApiKey(c.var.store, top.keyId))),
     ]);
-    // A deleted key keeps its name for the top keys (issue 18).
+    // A deleted key keeps its name for the top keys.
     const deletedKeys = await getDeletedApiKeys(
       c.var.store,
       topKeys.filter((_, i) => keys[i] === null).map((top) => top.keyId),
