@@ -6,7 +6,6 @@
  * projectId]`, read with the latest pointer into its read-cache entry
  * (latest_view.ts): every write here names that entry.
  */
-import { VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { now, serializedProjectWrite } from "./atomic.ts";
 import { changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
@@ -35,7 +34,7 @@ export interface ReleasePolicy {
 }
 
 const EMPTY: ReleasePolicy = { critical_ids: [], minimum_version: null, rolled_back: null };
-const VERSION = new RegExp(`^[\\x21-\\x7e]{1,${VERSION_MAX_LENGTH}}$`);
+const VERSION = /^[\x21-\x7e]{1,100}$/;
 /** Critical releases kept per project (the newest). */
 const CRITICAL_MAX = 100;
 
@@ -86,7 +85,7 @@ export async function setMinimumVersion(
   if (value !== null && !VERSION.test(value)) {
     throw new ValidationError(
       "minimum_version",
-      `minimum_version must be 1 to ${VERSION_MAX_LENGTH} printable ASCII characters without spaces`,
+      "minimum_version must be 1 to 100 printable ASCII characters without spaces",
     );
   }
   return await changePolicy(store, projectId, (policy) => ({ ...policy, minimum_version: value }));
