@@ -5,8 +5,11 @@ import { humanBytes } from "../format.ts";
 import { DataTable } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
 import { RELEASE_COLUMNS, ReleaseCells } from "./release_cells.tsx";
+import { MissingKeyFilesNotice } from "./missing_key_files.tsx";
 
 export interface DashboardData {
+  /** What is missing of the private key files (src/signing/key_file_check.ts), one line each. */
+  missingKeyFiles: readonly string[];
   projects: { active: number; archived: number };
   releases: number;
   /** `activeAtMost`: more keys expired than were counted, so `active` is an upper bound. */
@@ -24,6 +27,7 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
   return (
     <Layout ctx={ctx} title="Dashboard" nav="dashboard">
       <h1>Dashboard</h1>
+      <MissingKeyFilesNotice lines={data.missingKeyFiles} />
       <ul class="stats" aria-label="Totals">
         <li class="stat">
           <a href="/admin/projects">
