@@ -32,7 +32,11 @@ import { startGateEvaluator } from "./src/rollouts/gates.ts";
 import { startWebhookWorker } from "./src/webhooks/worker.ts";
 import { scheduleTufRefresh, tufGauges, tufSigningState } from "./src/tuf/freshness.ts";
 import { createOnlineKeys } from "./src/tuf/repository.ts";
-import { describeMissingKeyFiles, findMissingKeyFiles } from "./src/signing/key_file_check.ts";
+import {
+  describeMissingKeyFiles,
+  findMissingKeyFiles,
+  noticeLine,
+} from "./src/signing/key_file_check.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
 import { createSsoService } from "./app.ts";
 
@@ -173,8 +177,8 @@ async function start() {
   // them): each is an error with how to bring it back, also shown on the admin dashboard.
   await findMissingKeyFiles(store, config.dataDir).then(
     (missing) => {
-      for (const line of describeMissingKeyFiles(missing, { signing: config.signing })) {
-        logger.event("error", line);
+      for (const notice of describeMissingKeyFiles(missing, { signing: config.signing })) {
+        logger.event("error", noticeLine(notice));
       }
     },
     (error) =>

@@ -7,6 +7,7 @@
  * private key file is missing and how to bring it back.
  */
 import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
 import { generateKeyPairSync } from "node:crypto";
 import { join } from "node:path";
 import { createKeyFiles } from "../src/signing/key_files.ts";
@@ -16,9 +17,25 @@ import { setSparkleFeedKey } from "../src/store/sparkle_keys.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { exists } from "./helpers.ts";
+import {
+  hasChromium,
+  launchBrowser,
+  SCREENS,
+  screenshot,
+  sidewaysOverflow,
+  signIn,
+} from "./browser.ts";
 import { makeDataTempDir, runTask, SERVER_ADMIN_PASSWORD, startServer } from "./server_process.ts";
 
 const SPARKLE_BLOCK = "<!-- sparkle-signatures:\n";
+
+/** Whether the element starts in the first screen of the page (it may run on below). */
+function topInViewport(page: Page, selector: string): Promise<boolean> {
+  return page.evaluate<boolean>(`(() => {
+    const box = document.querySelector(${JSON.stringify(selector)})?.getBoundingClientRect();
+    return box !== undefined && box.height > 0 && box.top >= 0 && box.top < innerHeight / 2;
+  })()`);
+}
 
 Deno.test("a restore brings back the private key files, or says loudly which are missing", async (t) => {
   const root = await makeDataTempDir("test-restore-keys");
@@ -98,18 +115,18 @@ Deno.test("a restore brings back the private key files, or says loudly which are
       // The restore names each missing file and how to bring it back.
       assert.match(
         restored.restore.stderr,
-        new RegExp(`WARNING: signing key ${kid} is active but its private key file .* is missing`),
+        new RegExp(`WARNING: Signing key ${kid} \\(active\\): its private key file .* is missing`),
       );
       assert.match(restored.restore.stderr, /--include-signing-keys/);
       assert.match(
         restored.restore.stderr,
-        /WARNING: the Sparkle key of project mac is set but its private key file .* is missing/,
+        /WARNING: Sparkle key of project mac: its private key file .* is missing/,
       );
       // The start-up log says it at error level, once per file.
       const errors = server.lines().filter((line) => line.includes("private key file"));
       assert.equal(errors.length, 2, server.output());
       for (const line of errors) assert.match(line, /error/i);
-      assert.match(errors.join("\n"), new RegExp(`signing key ${kid} is active`));
+      assert.match(errors.join("\n"), new RegExp(`Signing key ${kid} \\(active\\)`));
       assert.match(errors.join("\n"), /Bring it back: copy signing-keys\//);
 
       const admin = new AdminClient(httpSender([server.baseUrl]));
@@ -119,12 +136,34 @@ Deno.test("a restore brings back the private key files, or says loudly which are
         assert.equal(res.status, 200, path);
         assert.match(html, /data-missing-key-files/, path);
         assert.match(html, /2 private key files are\s+missing from the data directory/, path);
-        assert.match(html, new RegExp(`Signing key ${kid} is active`), path);
-        assert.match(html, /The Sparkle key of project mac is set/, path);
+        assert.match(html, new RegExp(`<strong>Signing key ${kid} \\(active\\)</strong>`), path);
+        assert.match(html, /<strong>Sparkle key of project mac<\/strong>/, path);
       }
       const { html } = await admin.page("/admin/signing-keys");
       assert.match(html, /data-key-file-missing/);
       assert.match(html, /private key file missing: not signing/);
+
+      if (!hasChromium) return;
+      // The notice at the top of both pages, on a desktop and a phone, without sideways scrolling.
+      const browser = await launchBrowser();
+      try {
+        for (const screen of SCREENS) {
+          const page = await browser.newPage({ viewport: screen });
+          await signIn(page, server.baseUrl);
+          for (const [path, name] of [["/admin", "dashboard"], ["/admin/signing-keys", "keys"]]) {
+            await page.goto(server.baseUrl + path);
+            assert.ok(
+              await topInViewport(page, "[data-missing-key-files]"),
+              `${name} ${screen.name}`,
+            );
+            assert.equal(await sidewaysOverflow(page), 0, `${name} ${screen.name}`);
+            await screenshot(page, `restore-missing-keys-${name}-${screen.name}`);
+          }
+          await page.close();
+        }
+      } finally {
+        await browser.close();
+      }
     },
   );
 

@@ -6,7 +6,7 @@
  * each with how to bring it back.
  */
 import { restoreBackup } from "../src/backup/restore.ts";
-import { describeMissingKeyFiles } from "../src/signing/key_file_check.ts";
+import { describeMissingKeyFiles, noticeLine } from "../src/signing/key_file_check.ts";
 import { openArtifactStore } from "../src/storage/mod.ts";
 import { runTool } from "./run_tool.ts";
 
@@ -18,7 +18,7 @@ await runTool("restore", async (dir, config) => {
   const keyFiles = (manifest.signing_keys?.length ?? 0) + (manifest.sparkle_keys?.length ?? 0);
   const missing = manifest.missingKeyFiles === null
     ? []
-    : describeMissingKeyFiles(manifest.missingKeyFiles);
+    : describeMissingKeyFiles(manifest.missingKeyFiles).map(noticeLine);
   for (const line of missing) console.error(`restore: WARNING: ${line}`);
   return `restored ${manifest.kv.entries} KV entries and ${manifest.artifacts.length} artifacts` +
     (keyFiles > 0 ? ` and ${keyFiles} private key files` : "") +

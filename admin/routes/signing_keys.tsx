@@ -43,7 +43,7 @@ export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
         keys={keys}
         missingKeyFiles={{
           kids: missing.signingKeys.map((key) => key.kid),
-          lines: describeMissingKeyFiles(missing, { signing: config.signing }),
+          notices: describeMissingKeyFiles(missing, { signing: config.signing }),
         }}
         signing={config.signing}
         keySetUrl={new URL(KEY_SET_PATH, config.baseUrl).href}

@@ -6,10 +6,11 @@ import { DataTable } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
 import { RELEASE_COLUMNS, ReleaseCells } from "./release_cells.tsx";
 import { MissingKeyFilesNotice } from "./missing_key_files.tsx";
+import type { MissingKeyNotice } from "../../src/signing/key_file_check.ts";
 
 export interface DashboardData {
-  /** What is missing of the private key files (src/signing/key_file_check.ts), one line each. */
-  missingKeyFiles: readonly string[];
+  /** The private key files missing from the data dir (src/signing/key_file_check.ts). */
+  missingKeyFiles: readonly MissingKeyNotice[];
   projects: { active: number; archived: number };
   releases: number;
   /** `activeAtMost`: more keys expired than were counted, so `active` is an upper bound. */
@@ -27,7 +28,7 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
   return (
     <Layout ctx={ctx} title="Dashboard" nav="dashboard">
       <h1>Dashboard</h1>
-      <MissingKeyFilesNotice lines={data.missingKeyFiles} />
+      <MissingKeyFilesNotice notices={data.missingKeyFiles} />
       <ul class="stats" aria-label="Totals">
         <li class="stat">
           <a href="/admin/projects">

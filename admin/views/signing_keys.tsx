@@ -12,13 +12,14 @@ import {
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { SparkleKeysSection, TufSection, type TufSummary } from "./tuf.tsx";
 import { MissingKeyFilesNotice } from "./missing_key_files.tsx";
+import type { MissingKeyNotice } from "../../src/signing/key_file_check.ts";
 
 export function SigningKeysPage(
   { ctx, keys, missingKeyFiles, signing, keySetUrl, root, rootUrl, tuf, sparkleKeys }: {
     ctx: PageContext;
     keys: readonly SigningKey[];
     /** Keys whose private file is missing, and the notice's lines (src/signing/key_file_check.ts). */
-    missingKeyFiles: { kids: readonly string[]; lines: readonly string[] };
+    missingKeyFiles: { kids: readonly string[]; notices: readonly MissingKeyNotice[] };
     signing: boolean;
     keySetUrl: string;
     root: RootSummary | null;
@@ -30,7 +31,7 @@ export function SigningKeysPage(
   return (
     <Layout ctx={ctx} title="Signing keys" nav="signing-keys">
       <h1>Signing keys</h1>
-      <MissingKeyFilesNotice lines={missingKeyFiles.lines} />
+      <MissingKeyFilesNotice notices={missingKeyFiles.notices} />
       <p class="hint">
         With <code>APP_SIGNING=true</code>{" "}
         every client API answer and download carries an Ed25519 signature of each active key
@@ -59,7 +60,7 @@ export function SigningKeysPage(
                 <td data-label="Status">
                   <StateBadge state={key.status} />
                   {missingKeyFiles.kids.includes(key.kid) && (
-                    <span class="field-error" data-key-file-missing>
+                    <span class="field-error status-note" data-key-file-missing>
                       private key file missing: not signing
                     </span>
                   )}

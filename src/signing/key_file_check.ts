@@ -55,40 +55,61 @@ export function nothingMissing(missing: MissingKeyFiles): boolean {
   return missing.signingKeys.length === 0 && missing.sparkleKeys.length === 0;
 }
 
-/**
- * One sentence per missing file: what does not work without it, and how to
- * bring it back. `signing` is APP_SIGNING (undefined: not known here).
- */
+/** One missing file: whose it is, where it belongs, what does not work, how to bring it back. */
+export interface MissingKeyNotice {
+  /** "Signing key k… (active)", "Sparkle key of project …". */
+  subject: string;
+  path: string;
+  effect: string;
+  /** Ways to bring it back, the first the usual one. */
+  fixes: string[];
+}
+
+/** What each missing file stops, and how to bring it back. `signing` is APP_SIGNING (undefined: not known). */
 export function describeMissingKeyFiles(
   missing: MissingKeyFiles,
   { signing }: { signing?: boolean } = {},
-): string[] {
-  const lines: string[] = [];
+): MissingKeyNotice[] {
+  const notices: MissingKeyNotice[] = [];
+  const fromBackup = "restore a backup made with --include-signing-keys";
   for (const { kid, status, path } of missing.signingKeys) {
-    const answers = "answers under /api/v1 and /feeds go out without its signature (clients " +
-      "that pin keys refuse them)";
-    const effect = status !== "active"
-      ? "it cannot sign once activated"
-      : signing === false
-      ? "the TUF metadata it signs cannot be signed again"
-      : `${signing === undefined ? "with APP_SIGNING=true, " : ""}${answers}, and the TUF ` +
-        "metadata it signs cannot be signed again";
-    lines.push(
-      `signing key ${kid} is ${status} but its private key file ${path} is missing: ${effect}. ` +
-        `Bring it back: copy ${SIGNING_KEYS_DIR}/${kid}.pem from the old data dir, or restore ` +
-        `a backup made with \`deno task backup --include-signing-keys\`; if it is lost, ` +
-        `create and activate a new key on the admin Signing keys page and retire ${kid} ` +
-        `(docs/signing.md "Keys and rotation").`,
-    );
+    const answers = "answers under /api/v1, /feeds and /tuf go out without its signature " +
+      "(clients that pin keys refuse them)";
+    const tuf = "the TUF metadata it signs is not signed again";
+    notices.push({
+      subject: `Signing key ${kid} (${status})`,
+      path,
+      effect: status !== "active"
+        ? "It cannot sign once activated"
+        : signing === false
+        ? `While APP_SIGNING is off, ${tuf}`
+        : `${signing === undefined ? "With APP_SIGNING=true, " : ""}${answers}, and ${tuf}`
+          .replace(/^./, (c) => c.toUpperCase()),
+      fixes: [
+        `copy ${SIGNING_KEYS_DIR}/${kid}.pem from the old data dir (0600; read within seconds)`,
+        fromBackup,
+        `if it is lost, create and activate a new key on the Signing keys page and retire ${kid} ` +
+        `(docs/signing.md "Keys and rotation")`,
+      ],
+    });
   }
   for (const { slug, path, projectId } of missing.sparkleKeys) {
-    lines.push(
-      `the Sparkle key of project ${slug} is set but its private key file ${path} is missing: ` +
-        `its appcast goes out unsigned (apps with SURequireSignedFeed refuse it). Bring it ` +
-        `back: copy ${SPARKLE_KEYS_DIR}/${projectId}.pem from the old data dir, restore a ` +
-        `backup made with \`deno task backup --include-signing-keys\`, or give the key again ` +
-        `on the admin Signing keys page (Signed Sparkle feeds).`,
-    );
+    notices.push({
+      subject: `Sparkle key of project ${slug}`,
+      path,
+      effect: "Its appcast goes out unsigned (apps with SURequireSignedFeed refuse it)",
+      fixes: [
+        `copy ${SPARKLE_KEYS_DIR}/${projectId}.pem from the old data dir (0600; read within seconds)`,
+        fromBackup,
+        "give the project's Sparkle key again on the Signing keys page (Signed Sparkle feeds)",
+      ],
+    });
   }
-  return lines;
+  return notices;
+}
+
+/** A notice as one line of a log or a terminal. */
+export function noticeLine({ subject, path, effect, fixes }: MissingKeyNotice): string {
+  return `${subject}: its private key file ${path} is missing. ${effect}. ` +
+    `Bring it back: ${fixes.join("; or ")}.`;
 }
