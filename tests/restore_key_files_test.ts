@@ -164,6 +164,26 @@ Deno.test("a restore brings back the private key files, or says loudly which are
       } finally {
         await browser.close();
       }
+
+      // The way back the notice gives: copy the files from the old data dir; no restart.
+      const restoredDir = join(root, "restored-plain");
+      for (const file of [`signing-keys/${kid}.pem`, `sparkle-keys/${project.id}.pem`]) {
+        await Deno.mkdir(join(restoredDir, file, ".."), { recursive: true, mode: 0o700 });
+        await Deno.copyFile(join(source, file), join(restoredDir, file));
+      }
+      const deadline = Date.now() + 20_000;
+      let signature: string | null = null;
+      while (signature === null && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        const res = await fetch(`${server.baseUrl}/api/v1/projects/mac/releases/latest`, auth);
+        await res.body?.cancel();
+        signature = res.headers.get("uds-signature");
+      }
+      assert.match(signature ?? "", new RegExp(`^kid=${kid};sig=`));
+      const appcast = await fetch(`${server.baseUrl}/feeds/sparkle/mac/appcast.xml`, auth);
+      assert.ok((await appcast.text()).includes(SPARKLE_BLOCK), "the appcast is signed again");
+      const { html: after } = await admin.page("/admin");
+      assert.doesNotMatch(after, /data-missing-key-files/);
     },
   );
 

@@ -16,6 +16,9 @@ import type { Store } from "../store/store.ts";
 import { SIGNING_KEYS_DIR } from "./key_files.ts";
 import { SPARKLE_KEYS_DIR } from "../feeds/sparkle_signing.ts";
 
+/** How soon a file put back is used (the signer and the appcast keys read again within 10 s). */
+const READ_BACK = "read within 10 seconds, no restart";
+
 export interface MissingKeyFiles {
   /** Active or pending signing keys whose `signing-keys/<kid>.pem` is missing. */
   signingKeys: Array<{ kid: string; status: SigningKeyStatus; path: string }>;
@@ -65,7 +68,10 @@ export interface MissingKeyNotice {
   fixes: string[];
 }
 
-/** What each missing file stops, and how to bring it back. `signing` is APP_SIGNING (undefined: not known). */
+/**
+ * What each missing file stops, and how to bring it back. `signing` is
+ * APP_SIGNING (undefined: not known here).
+ */
 export function describeMissingKeyFiles(
   missing: MissingKeyFiles,
   { signing }: { signing?: boolean } = {},
@@ -86,7 +92,7 @@ export function describeMissingKeyFiles(
         : `${signing === undefined ? "With APP_SIGNING=true, " : ""}${answers}, and ${tuf}`
           .replace(/^./, (c) => c.toUpperCase()),
       fixes: [
-        `copy ${SIGNING_KEYS_DIR}/${kid}.pem from the old data dir (0600; read within seconds)`,
+        `copy ${SIGNING_KEYS_DIR}/${kid}.pem from the old data dir (0600; ${READ_BACK})`,
         fromBackup,
         `if it is lost, create and activate a new key on the Signing keys page and retire ${kid} ` +
         `(docs/signing.md "Keys and rotation")`,
@@ -99,7 +105,7 @@ export function describeMissingKeyFiles(
       path,
       effect: "Its appcast goes out unsigned (apps with SURequireSignedFeed refuse it)",
       fixes: [
-        `copy ${SPARKLE_KEYS_DIR}/${projectId}.pem from the old data dir (0600; read within seconds)`,
+        `copy ${SPARKLE_KEYS_DIR}/${projectId}.pem from the old data dir (0600; ${READ_BACK})`,
         fromBackup,
         "give the project's Sparkle key again on the Signing keys page (Signed Sparkle feeds)",
       ],
