@@ -9,8 +9,6 @@ import { MissingKeyFilesNotice } from "./missing_key_files.tsx";
 import type { MissingKeyNotice } from "../../src/signing/key_file_check.ts";
 
 export interface DashboardData {
-  /** The private key files missing from the data dir (src/signing/key_file_check.ts). */
-  missingKeyFiles: readonly MissingKeyNotice[];
   projects: { active: number; archived: number };
   releases: number;
   /** `activeAtMost`: more keys expired than were counted, so `active` is an upper bound. */
@@ -22,6 +20,8 @@ export interface DashboardData {
   >;
   /** Bytes of all artifacts, and the projects that store the most. */
   storage: { total: number; top: Array<{ project: Project | undefined; bytes: number }> };
+  /** The private key files missing from the data dir (src/signing/key_file_check.ts). */
+  missingKeyFiles: readonly MissingKeyNotice[];
 }
 
 export function DashboardPage({ ctx, data }: { ctx: PageContext; data: DashboardData }) {
