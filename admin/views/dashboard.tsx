@@ -27,8 +27,8 @@ export interface DashboardData {
 export function DashboardPage({ ctx, data }: { ctx: PageContext; data: DashboardData }) {
   return (
     <Layout ctx={ctx} title="Dashboard" nav="dashboard">
-      <h1>Dashboard</h1>
       <MissingKeyFilesNotice notices={data.missingKeyFiles} />
+      <h1>Dashboard</h1>
       <ul class="stats" aria-label="Totals">
         <li class="stat">
           <a href="/admin/projects">

@@ -30,8 +30,8 @@ export function SigningKeysPage(
 ) {
   return (
     <Layout ctx={ctx} title="Signing keys" nav="signing-keys">
-      <h1>Signing keys</h1>
       <MissingKeyFilesNotice notices={missingKeyFiles.notices} />
+      <h1>Signing keys</h1>
       <p class="hint">
         With <code>APP_SIGNING=true</code>{" "}
         every client API answer and download carries an Ed25519 signature of each active key
