@@ -36,13 +36,13 @@ import {
   releaseDownloadsKey,
   releaseKey,
   releasePolicyKey,
-  velopackPackageKey,
-  velopackSettingsKey,
   retentionPolicyKey,
   retentionRunKey,
   rolloutGateChangesPrefix,
   rolloutGatesKey,
   rolloutKey,
+  velopackPackageKey,
+  velopackSettingsKey,
 } from "./keys.ts";
 import { findNewestActiveRelease, listReleasesByProject } from "./releases.ts";
 import { retentionRunLease } from "./retention.ts";
