@@ -11,11 +11,19 @@ import { join } from "node:path";
 import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { accessLogRecord, loggedPath } from "../src/lib/log.ts";
 import { setApiKeyActive } from "../src/store/api_keys.ts";
+import { getReleaseDelivery } from "../src/store/delivery.ts";
 import { setReleaseState } from "../src/store/releases.ts";
 import { changeRollout, startRollout } from "../src/store/rollouts.ts";
 import { listVelopackDeltas } from "../src/store/velopack.ts";
 import { feedCredential } from "../src/velopack/credential.ts";
-import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import {
+  createTestApp,
+  seedKey,
+  seedProject,
+  seedRelease,
+  type TestApp,
+  waitFor,
+} from "./helpers.ts";
 
 async function nupkg(work: string, version: string): Promise<Uint8Array> {
   const dir = join(work, `pkg-${version}`);
@@ -150,6 +158,15 @@ Deno.test("the Velopack feed", async (t) => {
       const body = new Uint8Array(await res.arrayBuffer());
       assert.equal(body.byteLength, delta.size_bytes);
       assert.equal(createHash("sha256").update(body).digest("hex"), delta.checksum_sha256);
+      // The savings count the delta as a whole download of the release, as for block maps.
+      await waitFor(
+        "the delivery count",
+        async () => (await getReleaseDelivery(app.store, v2.id)).full > 0,
+      );
+      assert.deepEqual(await getReleaseDelivery(app.store, v2.id), {
+        served: delta.size_bytes,
+        full: v2.size_bytes,
+      });
       const missing = await app.request(
         `/feeds/velopack/deskapp/${credential}/DeskApp-1.0.1-r${v2.id}-from-r999-delta.nupkg`,
       );

@@ -70,6 +70,7 @@ export function createVelopackRoutes(deps: ServiceDeps, observer: Observer): Hon
         storage_key: delta.storage_key,
         checksum_sha256: delta.checksum_sha256,
         size_bytes: delta.size_bytes,
+        stands_for_bytes: release.size_bytes,
         filename: file,
         content_type: "application/octet-stream",
       });
