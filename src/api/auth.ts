@@ -16,6 +16,7 @@ import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Metrics } from "../lib/metrics.ts";
 import type { TakeResult } from "../store/rate_limit.ts";
 import { type Cached, thenRead } from "../store/cache.ts";
+import { findKeyByUrlCredential } from "../feeds/url_credential.ts";
 import type { ApiKey } from "../store/types.ts";
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;
@@ -88,8 +89,32 @@ export function rateLimitGate(deps: ServiceDeps): (c: Context<AppEnv>) => Cached
     }
     refuseIfEmpty(taken, metrics);
   };
+  /**
+   * The key a feed URL's credential stands for (src/feeds/url_credential.ts), looked up only
+   * while the address has tokens left, like an unknown bearer token.
+   */
+  const presentCredential = async (
+    c: Context<AppEnv>,
+    credential: string,
+  ): Promise<PresentedKey> => {
+    try {
+      await addressHasTokens(c);
+      return {
+        token: credential,
+        key: await findKeyByUrlCredential(deps.store, credential),
+        lookupFailed: false,
+      };
+    } catch (error) {
+      return lookUpFailed(credential, error);
+    }
+  };
   return (c) => {
-    const presented = present(c, BEARER.exec(c.req.header("authorization") ?? "")?.[1]);
+    const bearer = BEARER.exec(c.req.header("authorization") ?? "")?.[1];
+    // A feed route under /feeds/c/{credential}/ without a bearer key: the URL's credential.
+    const credential = bearer === undefined ? c.req.param("credential") : undefined;
+    const presented = credential === undefined
+      ? present(c, bearer)
+      : presentCredential(c, credential);
     return thenRead(presented, (resolved) => draw(c, resolved));
   };
 }
