@@ -284,4 +284,14 @@ Deno.test("Electron's autoUpdater: rollout, testers, halt and rollback", async (
     await res.body?.cancel();
     assert.equal(await macAsk(tester.secret, "1.0.1"), null);
   });
+
+  await t.step("no older release for a client whose own release is gone", async () => {
+    // A tester on a 2.5.0 this service does not have (no rollback names it): no listing at all.
+    await assertError(
+      await app.request("/feeds/squirrel/roll/win32/2.5.0/RELEASES", tester.secret),
+      404,
+      "release not found",
+    );
+    assert.equal(await macAsk(tester.secret, "2.5.0"), null);
+  });
 });

@@ -131,11 +131,10 @@ export function addSquirrelRoutes(feeds: Hono<AppEnv>, { deps, surface, origin }
     if (system !== "win") throw new ApiError(404, API_ERRORS.resourceNotFound);
     // Squirrel.Windows adds ?localVersion= to the URL it was given; the path's version wins.
     const { release, update } = await offer(c, key, project, version);
-    // No update: the client's own release, when it is here, so Squirrel.Windows sees no
-    // newer (nor older) version; else the offered one.
-    const listed = update
-      ? release
-      : (await getActiveReleaseByVersion(store, project.id, version)) ?? release;
+    // No update: the client's own release, so Squirrel.Windows sees no other version (it would
+    // install an older one it is listed); without that release here, the spec's 404.
+    const listed = update ? release : await getActiveReleaseByVersion(store, project.id, version);
+    if (listed === null) throw new ApiError(404, API_ERRORS.releaseNotFound);
     const line = releasesLine({
       sha1: await sha1Of(listed),
       url: fileUrl(c, listed),
