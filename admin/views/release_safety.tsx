@@ -169,7 +169,7 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
           <button type="submit" class="button">Set gates</button>
         </form>
       )}
-      <h3>A way back</h3>
+      {(!props.readOnly || policy.rolled_back !== null) && <h3>A way back</h3>}
       {policy.rolled_back !== null && (
         <p data-rolled-back={String(policy.rolled_back.release_id)}>
           Release {policy.rolled_back.version} was rolled back at{" "}

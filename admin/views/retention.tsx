@@ -34,6 +34,7 @@ export function RetentionCard(
   { ctx, project, values, plan, preview, error, storedBytes }: RetentionCardProps,
 ) {
   const off = values.keep_active.trim() === "" && values.archived_max_days.trim() === "";
+  const editable = can(ctx.role, "POST /admin/projects/:slug/retention");
   return (
     <section class="card" id="retention" aria-labelledby="retention-title">
       <h2 id="retention-title">Retention</h2>
@@ -42,10 +43,11 @@ export function RetentionCard(
         <strong data-project-bytes={storedBytes}>
           {humanBytes(storedBytes)}
         </strong>. A policy deletes releases and their files in the background (about once an hour);
-        the latest release and drafts are never deleted. Leave a field empty to turn that rule off.
+        the latest release and drafts are never deleted.
+        {editable && " Leave a field empty to turn that rule off."}
       </p>
       <FormErrorSummary error={error} />
-      {!can(ctx.role, "POST /admin/projects/:slug/retention") && (
+      {!editable && (
         <p data-retention-policy>
           {off ? "No retention policy: nothing is deleted." : [
             values.keep_active.trim() !== "" &&
@@ -55,7 +57,7 @@ export function RetentionCard(
           ].filter(Boolean).join(" ")}
         </p>
       )}
-      {can(ctx.role, "POST /admin/projects/:slug/retention") && (
+      {editable && (
         <form method="post" action={`/admin/projects/${project.slug}/retention`} class="stack">
           <CsrfInput token={ctx.csrfToken} />
           <InputField
@@ -92,7 +94,7 @@ export function RetentionCard(
           </div>
         </form>
       )}
-      {plan !== null && (
+      {plan !== null && (editable || !off) && (
         <div
           class="subsection"
           data-retention-plan

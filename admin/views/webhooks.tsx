@@ -455,7 +455,10 @@ export function WebhookDeliveryPage(
           The JSON body, signed as described in docs/webhooks.md (shown indented; the bytes sent
           have no spaces).
         </p>
-        <pre class="code" data-delivery-body><code>{readableJson(delivery.body)}</code></pre>
+        <pre
+          class="code code-json"
+          data-delivery-body
+        ><code>{readableJson(delivery.body)}</code></pre>
       </section>
       <section class="card" aria-labelledby="delivery-answer-title">
         <h2 id="delivery-answer-title">What the receiver answered</h2>
@@ -463,7 +466,10 @@ export function WebhookDeliveryPage(
           ? (
             <>
               <p class="hint">The start of the answer's body (at most 1 KiB).</p>
-              <pre class="code" data-delivery-answer-body><code>{delivery.last_answer}</code></pre>
+              <pre
+                class="code code-json"
+                data-delivery-answer-body
+              ><code>{delivery.last_answer}</code></pre>
             </>
           )
           : (
