@@ -320,10 +320,12 @@ Deno.test("a removed group takes effect at the first request after the check int
     assert.equal(res.headers.get("location"), "/admin/login");
     const html = await (await client.fetch("/admin/login")).text();
     assert.match(html, /You were signed out: .*is in no group that gives a role here/);
+    assert.doesNotMatch(html, /APP_OIDC/, "the settings' names are for the audit log");
     assert.equal((await client.fetch("/admin")).status, 303);
     const entry = await lastAudit(app);
     assert.equal(entry.action, "auth.session_ended");
     assert.equal(entry.actor, "alice");
+    assert.match(entry.details, /APP_OIDC_ADMIN_GROUPS/);
   });
 
   await t.step("signing in again is refused while no group gives a role", async () => {

@@ -216,7 +216,7 @@ export function requireSsoCheck(deps: ServiceDeps): MiddlewareHandler<AdminEnv> 
     return redirectWithFlash(c, deps, {
       location: "/admin/login",
       kind: "error",
-      text: `You were signed out: ${outcome.reason}`,
+      text: `You were signed out: ${outcome.shown ?? outcome.reason}`,
     });
   };
 }

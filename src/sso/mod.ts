@@ -66,7 +66,8 @@ export interface SsoRefused {
   identity?: string;
 }
 
-export type SsoOutcome = { ended: false } | { ended: true; reason: string };
+/** A session check: it goes on, or it ended, why (for the audit log) and what the person is told. */
+export type SsoOutcome = { ended: false } | { ended: true; reason: string; shown?: string };
 
 export interface SsoService {
   settings: OidcConfig;
@@ -321,6 +322,7 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
         return {
           ended: true,
           reason: `your groups could not be checked: ${describeProviderError(error).message}`,
+          shown: `${settings.providerName} could not confirm your groups just now: sign in again`,
         };
       }
       // The ID token of a refresh may leave out the user name: the session's own stands.
@@ -328,7 +330,7 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
         { [settings.usernameClaim]: session.username, ...claims },
         session.subject,
       );
-      if (!checked.ok) return { ended: true, reason: checked.message };
+      if (!checked.ok) return { ended: true, reason: checked.message, shown: checked.shown };
       if (checked.username !== session.username) {
         return { ended: true, reason: "the provider now names you differently: sign in again" };
       }
