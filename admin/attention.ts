@@ -92,8 +92,8 @@ export async function needsAttention(
         label: "Rollout halted",
         subject: `${subject} at ${rollout.percentage}%`,
         detail: own && state.halt_reason !== null
-          ? `halted by its gates: ${state.halt_reason}`
-          : "halted by hand; resume or end it",
+          ? `by its gates: ${state.halt_reason}`
+          : "by hand: resume or end it",
         href,
         route: "GET /admin/projects/:slug",
       });
@@ -188,7 +188,7 @@ async function failingWebhooks(store: Store): Promise<AttentionItem[]> {
       severity: "danger" as const,
       label: "Webhook failing",
       subject: endpoint.url,
-      detail: `the latest delivery (${latest.event}) failed: ${answer}`,
+      detail: `${answer} (the latest delivery, ${latest.event})`,
       href: `/admin/webhooks/${endpoint.id}`,
       route: "GET /admin/webhooks/:id",
     }];

@@ -81,7 +81,9 @@ Deno.test({
   );
   let browser: Browser | null = null;
   try {
-    const seeded = await seedAttention(app, { webhookUrl: receiver.url });
+    // A long receiver URL: the longest subject a line gets.
+    const webhookUrl = `${receiver.url}/${"release-events-".repeat(10)}acme`;
+    const seeded = await seedAttention(app, { webhookUrl });
     await createAdminAccount(app.store, {
       username: VIEWER,
       passwordHash: await hashPassword(PASSWORD),

@@ -68,7 +68,7 @@ Deno.test("the dashboard lists what needs attention, and nothing when nothing do
       assert.equal(byKind.get("rolled-back")!.href, "/admin/projects/field-notes#release-safety");
       assert.match(byKind.get("rolled-back")!.text, /Field Notes 3\.1\.0 .*offered 3\.0\.2/);
       assert.equal(byKind.get("webhook")!.href, endpointPage);
-      assert.match(byKind.get("webhook")!.text, /webhook\.test.*answered 500/);
+      assert.match(byKind.get("webhook")!.text, /the receiver answered 500 .*webhook\.test/);
       assert.equal(byKind.get("signing")!.href, "/admin/signing-keys#tuf");
       assert.match(byKind.get("signing")!.text, /acme-cli.*no online key/);
       assert.equal(byKind.get("gated")!.href, "/admin/projects/acme-mobile-sync#rollout");

@@ -201,7 +201,9 @@ function AttentionList({ items }: { items: readonly AttentionItem[] }) {
             {items.map((item) => (
               <li class={`attention-item attention-${item.severity}`} data-attention={item.kind}>
                 <span class={`badge badge-attention-${item.severity}`}>{item.label}</span>
-                <a href={item.href} class="attention-subject">{item.subject}</a>
+                <a href={item.href} class="attention-subject" title={item.subject}>
+                  {item.subject}
+                </a>
                 <span class="attention-detail" title={item.detail}>{item.detail}</span>
               </li>
             ))}
