@@ -151,7 +151,11 @@ Deno.test("webhooks: test ping, deliveries with their answer, editing, failing m
       assert.match(shown, /The test ping failed: the receiver answered 500/);
       assert.match(shown, /data-delivery-state="failed"/);
       assert.match(shown, /HTTP 500/);
-      assert.match(shown, /data-delivery-body[^>]*><code>\{\n {2}&quot;id&quot;/);
+      // The body as sent, indented: the text of the block parses to the body.
+      const block = /data-delivery-body[^>]*><code>([\s\S]*?)<\/code>/.exec(shown)![1];
+      const text = block.replace(/<[^>]+>/g, "").replaceAll("&quot;", '"');
+      assert.deepEqual(JSON.parse(text), ping.body);
+      assert.match(text, /^\{\n {2}"id"/);
       const entry = await lastAudit(app);
       assert.equal(entry.action, "webhook.test");
       assert.match(entry.details, /the receiver answered 500/);

@@ -95,8 +95,7 @@ export function Layout(
                     class="user-name"
                     data-signed-in={ctx.username}
                   >
-                    <span class="visually-hidden">Signed in as</span>
-                    {ctx.username}
+                    <span class="visually-hidden">Signed in as</span> {ctx.username}
                   </a>
                   <span class="badge role-badge" data-role={ctx.role ?? "admin"}>
                     {ctx.role ?? "admin"}

@@ -391,6 +391,29 @@ function readableJson(body: string): string {
   }
 }
 
+/** Values up to this long (a time, an id) stay on one line: a time's hyphens are no place to break. */
+const WHOLE_VALUE_CHARS = 32;
+
+/** The indented JSON, line by line, each short value kept whole; the text is the JSON's. */
+function JsonText({ body }: { body: string }) {
+  return (
+    <>
+      {readableJson(body).split("\n").map((line, i) => {
+        const [, key = "", value = line] = /^(\s*"[^"]*": )(.+)$/.exec(line) ?? [];
+        return (
+          <>
+            {i > 0 && "\n"}
+            {key}
+            {key !== "" && value.length <= WHOLE_VALUE_CHARS
+              ? <span class="whole">{value}</span>
+              : value}
+          </>
+        );
+      })}
+    </>
+  );
+}
+
 /** One delivery: what was sent, its state and what the receiver answered. */
 export function WebhookDeliveryPage(
   { ctx, endpoint, delivery }: {
@@ -458,7 +481,9 @@ export function WebhookDeliveryPage(
         <pre
           class="code code-json"
           data-delivery-body
-        ><code>{readableJson(delivery.body)}</code></pre>
+        ><code>
+            <JsonText body={delivery.body} />
+          </code></pre>
       </section>
       <section class="card" aria-labelledby="delivery-answer-title">
         <h2 id="delivery-answer-title">What the receiver answered</h2>
