@@ -9,6 +9,7 @@ import {
   SYNC_INTERVAL_MS,
 } from "../src/store/rate_limit.ts";
 import { setApiKeyActive } from "../src/store/api_keys.ts";
+import { rateLimitAddress } from "../src/http/client_address.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders } from "./asserts.ts";
 import { captureErrors, faultyKv } from "./faults.ts";
 import { createTestApp, seedKey, seedProject, type TestApp } from "./helpers.ts";
@@ -100,7 +101,10 @@ Deno.test("the rate limit is checked before 503, 401, 403, 400 and 404", () =>
     await assertError(await t.request("/api/v1/projects"), 429, "rate limit exceeded");
     await assertError(await t.request("/api/v1/projects", "uds_bad"), 429, "rate limit exceeded");
     await assertError(await t.request("/api/v1/releases/x"), 429, "rate limit exceeded");
-    assert.equal(await status(t.request("/api/v1/projects", noDownload)), 403);
+    // The key from this address: its own bucket, two tokens.
+    for (let i = 0; i < 2; i++) {
+      assert.equal(await status(t.request("/api/v1/projects", noDownload)), 403);
+    }
     await assertError(
       await t.request("/api/v1/releases/x", noDownload),
       429,
@@ -154,7 +158,7 @@ Deno.test("the rate limit is checked before 503 when the key service is down", (
     { wrapKv: (kv: Deno.Kv) => faultyKv(kv, { failGet: (key) => key[0] === "api_keys_by_hash" }) },
   ));
 
-Deno.test("a stored key draws from its own bucket, apart from its address", () =>
+Deno.test("a stored key draws from the bucket of the key and address, apart from the address's own", () =>
   withLimit({ burst: 2 }, async (t) => {
     const a = await seedKey(t);
     const b = await seedKey(t);
@@ -168,9 +172,49 @@ Deno.test("a stored key draws from its own bucket, apart from its address", () =
       "other key unaffected",
     );
     assert.equal(await status(t.request("/api/v1")), 200, "the address bucket is untouched");
-    // The same key from another address still shares the key's (empty) bucket.
-    assert.equal(await status(t.requestFrom("10.0.0.9", "/api/v1/projects", a.secret)), 429);
   }));
+
+Deno.test("one key from many addresses: each address has its own bucket, a flood stays at its own", () =>
+  withLimit({ burst: 3, store: "memory" }, async (t) => {
+    const { secret } = await seedKey(t);
+    // One address floods the key: its burst, then 429s.
+    const flood = [];
+    for (let i = 0; i < 10; i++) {
+      flood.push(await status(t.requestFrom("10.0.0.1", "/api/v1/projects", secret)));
+    }
+    assert.deepEqual(flood, [200, 200, 200, 429, 429, 429, 429, 429, 429, 429]);
+    // A fleet on the same key, one address each, three requests each: never a 429.
+    for (let i = 0; i < 200; i++) {
+      for (let n = 0; n < 3; n++) {
+        const address = `10.1.${i >> 8}.${i & 255}`;
+        assert.equal(await status(t.requestFrom(address, "/api/v1/projects", secret)), 200);
+      }
+    }
+    assert.equal(
+      await status(t.requestFrom("10.0.0.1", "/api/v1/projects", secret)),
+      429,
+      "the flooding address is still refused",
+    );
+  }));
+
+for (const store of ["memory", "kv"] as const) {
+  Deno.test(`an IPv6 client counts by its /64, an IPv4-mapped one by its IPv4 address (${store} store)`, () =>
+    withLimit({ burst: 2, store }, async (t) => {
+      const { secret } = await seedKey(t);
+      const from = (address: string) => status(t.requestFrom(address, "/api/v1/projects", secret));
+      assert.equal(await from("2001:db8:1:2::1"), 200);
+      assert.equal(await from("2001:DB8:1:2:ffff:0:0:7"), 200);
+      assert.equal(await from("2001:db8:1:2:aaaa::9"), 429, "another address of the same /64");
+      assert.equal(await from("2001:db8:1:3::1"), 200, "the next /64 is another client");
+      assert.equal(await from("::ffff:192.0.2.7"), 200);
+      assert.equal(await from("192.0.2.7"), 200);
+      assert.equal(await from("::ffff:192.0.2.7"), 429, "the same IPv4 client");
+      // Without a key, the address's own bucket counts the same way.
+      assert.equal(await status(t.requestFrom("2001:db8:9:9::1", "/api/v1")), 200);
+      assert.equal(await status(t.requestFrom("2001:db8:9:9::2", "/api/v1")), 200);
+      assert.equal(await status(t.requestFrom("2001:db8:9:9::3", "/api/v1")), 429);
+    }));
+}
 
 Deno.test("a disabled key still draws from its key's bucket", () =>
   withLimit({ burst: 1 }, async (t) => {
@@ -395,4 +439,27 @@ Deno.test("memory buckets: a full map is swept at most once a second, not on eve
   now += 1_000;
   limiter.take("busy"); // one sweep: nothing is full yet, nothing dropped
   assert.equal(limiter.size(), 100_001);
+});
+
+Deno.test("rateLimitAddress: IPv4 as it is, IPv6 as its /64, anything else kept and cut", () => {
+  const cases: [string, string][] = [
+    ["127.0.0.1", "127.0.0.1"],
+    ["::1", "0:0:0:0::/64"],
+    ["::ffff:192.0.2.7", "192.0.2.7"],
+    ["0:0:0:0:0:FFFF:192.0.2.7", "192.0.2.7"],
+    ["2001:DB8:0001:0002:3:4:5:6", "2001:db8:1:2::/64"],
+    ["2001:db8:1:2::9", "2001:db8:1:2::/64"],
+    ["2001:db8::", "2001:db8:0:0::/64"],
+    ["fe80::1%eth0", "fe80:0:0:0::/64"],
+    ["64:ff9b::192.0.2.1", "64:ff9b:0:0::/64"],
+    ["1:2:3:4:5:6:7", "1:2:3:4:5:6:7"],
+    ["1::2::3", "1::2::3"],
+    ["zz::1", "zz::1"],
+    ["unknown", "unknown"],
+    ["x".repeat(500), "x".repeat(64)],
+    [":".repeat(500), ":".repeat(64)],
+  ];
+  for (const [address, expected] of cases) {
+    assert.equal(rateLimitAddress(address), expected, address);
+  }
 });
