@@ -4,6 +4,7 @@ import { createApp } from "../app.ts";
 import {
   createKvRateLimiter,
   createMemoryRateLimiter,
+  MAX_MEMORY_BUCKETS,
   type RateLimiter,
   type RateLimitRule,
   SYNC_INTERVAL_MS,
@@ -461,5 +462,47 @@ Deno.test("rateLimitAddress: IPv4 as it is, IPv6 as its /64, anything else kept 
   ];
   for (const [address, expected] of cases) {
     assert.equal(rateLimitAddress(address), expected, address);
+  }
+});
+
+Deno.test("memory buckets under address churn: one key from 250,000 addresses keeps at most MAX_MEMORY_BUCKETS", () => {
+  let now = 0;
+  const limiter = createMemoryRateLimiter({ burst: 60, perMinute: 120 }, () => now);
+  let most = 0;
+  for (let i = 0; i < 250_000; i++) {
+    if (i % 1000 === 0) now += 10; // 100,000 new addresses a second
+    const address = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+    assert.equal(limiter.take(`key:1@${address}`).allowed, true);
+    most = Math.max(most, limiter.size());
+  }
+  assert.ok(most <= MAX_MEMORY_BUCKETS, `${most} buckets`);
+  // Past SWEEP_SIZE (100,000) full buckets go once a second: fewer are left than that.
+  assert.ok(limiter.size() < 100_000, `${limiter.size()} buckets`);
+  now += 60_000; // the sweep of every minute
+  limiter.take("key:1@10.255.255.255");
+  assert.equal(limiter.size(), 1, "full buckets are swept");
+});
+
+Deno.test("kv store under address churn: local views are forgotten once idle", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    let now = 5_000_000;
+    const limiter = createKvRateLimiter(kv, { burst: 60, perMinute: 120 }, { nowMs: () => now });
+    await Promise.all(
+      Array.from(
+        { length: 2_000 },
+        (_, i) => Promise.resolve(limiter.take(`key:1@10.0.${i >> 8}.${i & 255}`)),
+      ),
+    );
+    assert.equal(limiter.size(), 2_000);
+    // Every local view is idle once its take is written; a round a second of the clock sweeps.
+    for (let i = 0; i < 100 && limiter.size() > 1; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 4 * SYNC_INTERVAL_MS));
+      now += 1_000;
+      assert.equal((await limiter.take("key:1@10.9.9.9")).allowed, true);
+    }
+    assert.ok(limiter.size() <= 1, `${limiter.size()} local views left`);
+  } finally {
+    kv.close();
   }
 });

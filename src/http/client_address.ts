@@ -33,7 +33,9 @@ const DOTTED = /^\d{1,3}(\.\d{1,3}){3}$/;
  * Anything else is kept, cut to 64 characters.
  */
 export function rateLimitAddress(address: string): string {
-  if (!address.includes(":")) return address.slice(0, MAX_ADDRESS_LENGTH);
+  if (!address.includes(":")) {
+    return address.length <= MAX_ADDRESS_LENGTH ? address : address.slice(0, MAX_ADDRESS_LENGTH);
+  }
   let text = address.toLowerCase();
   const zone = text.indexOf("%");
   if (zone !== -1) text = text.slice(0, zone);

@@ -133,6 +133,11 @@ export interface KvRateLimiterOptions {
   onKvError?: () => void;
 }
 
+export interface KvRateLimiter extends RateLimiter {
+  /** Buckets this process holds a local view of (tests). */
+  size(): number;
+}
+
 /** The default pause between two reconcile rounds of the `kv` store. */
 export const SYNC_INTERVAL_MS = 5;
 /** A bucket not reconciled for this long is reconciled before it is drawn from again. */
@@ -182,7 +187,7 @@ export function createKvRateLimiter(
   kv: Deno.Kv,
   rule: RateLimitRule,
   options: KvRateLimiterOptions = {},
-): RateLimiter {
+): KvRateLimiter {
   const nowMs = options.nowMs ?? Date.now;
   const intervalMs = options.syncIntervalMs ?? SYNC_INTERVAL_MS;
   const perMs = rule.perMinute / 60_000;
@@ -335,5 +340,6 @@ export function createKvRateLimiter(
       const tokens = tokensAt(bucket, now, rule);
       return tokens < 1 ? refusal(tokens, rule) : null;
     },
+    size: () => buckets.size,
   };
 }
