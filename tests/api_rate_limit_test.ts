@@ -263,6 +263,25 @@ Deno.test("with APP_TRUST_PROXY the client is the right-most X-Forwarded-For ent
     assert.equal(await status(t.requestFrom("127.0.0.1", "/api/v1")), 200);
   }));
 
+Deno.test("a key's bucket per address follows APP_TRUST_PROXY: the right-most X-Forwarded-For entry, else the peer", async (t) => {
+  for (const trustProxy of [true, false]) {
+    await t.step(
+      `APP_TRUST_PROXY=${trustProxy}`,
+      () =>
+        withLimit({ burst: 1, trustProxy }, async (app) => {
+          const { secret } = await seedKey(app);
+          const from = (xff: string) =>
+            status(app.requestFrom("127.0.0.1", "/api/v1/projects", secret, {
+              headers: { "x-forwarded-for": xff },
+            }));
+          assert.equal(await from("198.51.100.1"), 200);
+          assert.equal(await from("198.51.100.2"), trustProxy ? 200 : 429);
+          assert.equal(await from("203.0.113.9, 198.51.100.1"), 429);
+        }),
+    );
+  }
+});
+
 Deno.test("Retry-After is the whole seconds until a token is back, at least 1", async (t) => {
   for (const [perMinute, expected] of [[1, 60], [6, 10], [60, 1], [600, 1], [7, 9]]) {
     await t.step(
