@@ -54,7 +54,7 @@ for (const store of ["memory", "kv"] as const) {
 Deno.test("kv store: instances sharing one KV share the limit; memory store: they do not", async () => {
   for (const [store, expected] of [["kv", 429], ["memory", 200]] as const) {
     await using t = await createTestApp({
-      rateLimitBurst: 1,
+      rateLimitBurst: 2,
       rateLimitPerMinute: 1,
       rateLimitStore: store,
     });
@@ -66,8 +66,12 @@ Deno.test("kv store: instances sharing one KV share the limit; memory store: the
       recordKeyUse: () => {},
     });
     assert.equal(await status(t.request("/api/v1")), 200);
+    assert.equal(await status(t.request("/api/v1")), 200);
     // The kv store writes takes in rounds: the other instance sees them one round later.
     await new Promise((resolve) => setTimeout(resolve, 4 * SYNC_INTERVAL_MS));
+    // A client an instance holds no view of draws its first token there at once;
+    // the next waits for the round that tells it the bucket is spent.
+    assert.equal(await status(Promise.resolve(second.request("/api/v1"))), 200, store);
     assert.equal(await status(Promise.resolve(second.request("/api/v1"))), expected, store);
   }
 });
@@ -395,17 +399,20 @@ Deno.test("kv store: instances on one KV share a bucket, within one round's take
 
 Deno.test("a failing rate limiter lets requests through and logs the cause", async () => {
   await using t = await createTestApp({
-    rateLimitBurst: 1,
+    rateLimitBurst: 2,
     rateLimitPerMinute: 1,
     rateLimitStore: "kv",
   });
   try {
     t.rateLimitKv.close();
+    // The first token of a client is drawn without the KV; the next ones wait for a round, which
+    // fails: they pass.
     const { value: statuses, logged } = await captureErrors(async () => [
       await status(t.request("/api/v1")),
       await status(t.request("/api/v1")),
+      await status(t.request("/api/v1")),
     ]);
-    assert.deepEqual(statuses, [200, 200]);
+    assert.deepEqual(statuses, [200, 200, 200]);
     assert.match(logged, /rate limit check failed/);
   } finally {
     t.rateLimitKv.close = () => {};
@@ -521,6 +528,77 @@ Deno.test("kv store under address churn: local views are forgotten once idle", a
       assert.equal((await limiter.take("key:1@10.9.9.9")).allowed, true);
     }
     assert.ok(limiter.size() <= 1, `${limiter.size()} local views left`);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("kv store: a client's first token is drawn at once, with no KV read or write on its path", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    let kvCalls = 0;
+    const counted = new Proxy(kv, {
+      get(target, prop) {
+        if (prop === "atomic" || prop === "getMany" || prop === "get") kvCalls++;
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const limiter = createKvRateLimiter(counted, { burst: 60, perMinute: 120 });
+    for (let i = 0; i < 100; i++) {
+      const taken = limiter.take(`key:1@10.0.0.${i}`);
+      assert.deepEqual(taken, { allowed: true }, "answered at once, not a promise");
+    }
+    assert.equal(kvCalls, 0, "the takes waited for no KV call");
+    await new Promise((resolve) => setTimeout(resolve, 10 * SYNC_INTERVAL_MS));
+    assert.ok(kvCalls > 0, "a round wrote them afterwards");
+    const entry = await kv.get<{ tokens: number }>(["rate_limit", "key:1@10.0.0.7"]);
+    assert.equal(entry.value?.tokens, 59, "the KV entry holds the take");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("kv store: a view is forgotten only once its bucket is full again, so an emptied client gets no fresh first token", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    let now = 7_000_000;
+    const limiter = createKvRateLimiter(kv, { burst: 3, perMinute: 6 }, { nowMs: () => now });
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 6 * SYNC_INTERVAL_MS));
+    for (let i = 0; i < 3; i++) assert.equal((await limiter.take("flood")).allowed, true);
+    assert.equal((await limiter.take("flood")).allowed, false);
+    await settle();
+    now += 2_000; // 0.2 of a token back: a round now sweeps (a second since the last sweep)
+    assert.equal((await limiter.take("other")).allowed, true);
+    await settle();
+    assert.equal((await limiter.take("flood")).allowed, false, "still known, still empty");
+    assert.equal(limiter.size(), 2);
+    now += 30_000; // full again
+    assert.equal((await limiter.take("other")).allowed, true);
+    await settle();
+    now += 2_000;
+    assert.equal((await limiter.take("other")).allowed, true);
+    await settle();
+    assert.equal(limiter.size(), 1, "the full, idle view of flood is forgotten");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("kv store: a view with no token left refuses at once, however old, without waiting for a round", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    let now = 9_000_000;
+    const limiter = createKvRateLimiter(kv, { burst: 2, perMinute: 6 }, { nowMs: () => now });
+    for (let i = 0; i < 2; i++) assert.equal((await limiter.take("flood")).allowed, true);
+    await new Promise((resolve) => setTimeout(resolve, 6 * SYNC_INTERVAL_MS));
+    now += 5_000; // the view is old (FRESH_MS is 50 ms); half a token back
+    assert.deepEqual(limiter.take("flood"), { allowed: false, retryAfterSeconds: 5 });
+    assert.deepEqual(limiter.peek("flood"), { allowed: false, retryAfterSeconds: 5 });
+    now += 5_000; // a whole token in the view: the shared bucket may hold it, the round says
+    const taken = limiter.take("flood");
+    assert.ok(taken instanceof Promise, "a view with a token waits for the round");
+    assert.deepEqual(await taken, { allowed: true });
   } finally {
     kv.close();
   }

@@ -165,18 +165,28 @@ interface LocalBucket extends Bucket {
  * (every SYNC_INTERVAL_MS while there is something to do). A round subtracts
  * this process's takes since the last round from the entry (one atomic
  * check-and-set per 10 buckets, retried on conflict) and reads back the
- * level left by every instance. A bucket this process has not reconciled
- * within FRESH_MS (a new client, a quiet one, or rounds slowed down by a
- * slow KV) waits for the next round before its next take, so it never
- * starts from a guess.
+ * level left by every instance. A client this process holds no view of
+ * (never seen here, or forgotten: a view is forgotten only once it is idle
+ * and its bucket full again) draws its first token at once, as from a full
+ * bucket, so a fleet's requests, each mostly the first of its client
+ * address, do not wait for the KV. Any other bucket this process has not
+ * reconciled within FRESH_MS (its first take's round still under way, a
+ * quiet client, or rounds slowed down by a slow KV) waits for the next
+ * round before its next take, unless the view has no token left: other
+ * instances only take from a bucket, so a view holds at least what the KV
+ * does, and its refusal needs no round (a flood is refused without I/O).
  *
  * Accuracy: an instance draws only from a view of the bucket at most
- * FRESH_MS old (past that, takes wait for a round), and a view misses only
- * what the other instances granted since their last round. So at most
- * (N − 1) × the tokens one instance grants that client within FRESH_MS plus
- * one round (never more than (N − 1) × BURST) go beyond what one shared
- * bucket would grant. The entry may go below zero (takes already granted
- * elsewhere), so over time the refill rate is never exceeded.
+ * FRESH_MS old (past that, takes wait for a round), or takes the one token
+ * of a client it holds no view of; a view misses only what the other
+ * instances granted since their last round. So at most (N − 1) × the tokens
+ * one instance grants that client within FRESH_MS plus one round (never more
+ * than (N − 1) × BURST) go beyond what one shared bucket would grant, plus
+ * one token per instance each time it meets a client again after forgetting
+ * it: a view that learnt the bucket empty is forgotten no sooner than the
+ * time it takes to fill (BURST / PER_MINUTE minutes). The entry may go below
+ * zero (takes already granted elsewhere), so over time the refill rate is
+ * exceeded by at most that one token per instance and fill time.
  *
  * Why check-and-set of batched takes rather than KV `sum`: a bucket's cap
  * makes its level depend on the order of takes and refills, which a sum
@@ -217,9 +227,11 @@ export function createKvRateLimiter(
     due.clear();
     let failed = false;
     try {
-      for (let i = 0; i < ids.length; i += SYNC_CHUNK) {
-        if (!await syncChunk(ids.slice(i, i + SYNC_CHUNK))) failed = true;
-      }
+      // Chunks touch different entries: their commits go out together, so a round with many
+      // buckets (a fleet's first requests) takes about one commit's time, not one per chunk.
+      const chunks = [];
+      for (let i = 0; i < ids.length; i += SYNC_CHUNK) chunks.push(ids.slice(i, i + SYNC_CHUNK));
+      failed = (await Promise.all(chunks.map(syncChunk))).includes(false);
       sweep();
     } finally {
       running = false;
@@ -283,14 +295,18 @@ export function createKvRateLimiter(
     return true;
   }
 
-  /** Forgets buckets with nothing to write that would be reconciled before their next use. */
+  /**
+   * Forgets views with nothing to write that would be reconciled before their
+   * next use and whose bucket is full again (so a forgotten client starting
+   * again from a full bucket is what a shared bucket would mostly say too).
+   */
   function sweep(): void {
     const now = nowMs();
     if (now - sweptAt < BUSY_SWEEP_INTERVAL_MS) return;
     sweptAt = now;
     for (const [id, bucket] of buckets) {
       const idle = bucket.pending === 0 && bucket.waiters.length === 0 && !due.has(id);
-      if (idle && now - bucket.syncedAt > FRESH_MS) {
+      if (idle && now - bucket.syncedAt > FRESH_MS && tokensAt(bucket, now, rule) >= rule.burst) {
         buckets.delete(id);
       }
     }
@@ -310,12 +326,10 @@ export function createKvRateLimiter(
   return {
     take(bucketId) {
       const now = nowMs();
-      let bucket = buckets.get(bucketId);
-      if (bucket !== undefined && now - bucket.syncedAt <= FRESH_MS) {
-        return takeLocal(bucketId, bucket, now);
-      }
+      const bucket = buckets.get(bucketId);
       if (bucket === undefined) {
-        bucket = {
+        // No view here: the first token at once, as from a full bucket; the round reconciles it.
+        const fresh: LocalBucket = {
           tokens: rule.burst,
           at: now,
           base: null,
@@ -323,8 +337,14 @@ export function createKvRateLimiter(
           syncedAt: -Infinity,
           waiters: [],
         };
-        buckets.set(bucketId, bucket);
+        buckets.set(bucketId, fresh);
+        return takeLocal(bucketId, fresh, now);
       }
+      if (now - bucket.syncedAt <= FRESH_MS) return takeLocal(bucketId, bucket, now);
+      // Other instances only take from a bucket: a view holds at least what the KV does, so a
+      // view with no token left is a refusal without waiting for the round.
+      const tokens = tokensAt(bucket, now, rule);
+      if (tokens < 1) return refusal(tokens, rule);
       const waiting = bucket;
       due.add(bucketId);
       schedule();
@@ -334,11 +354,10 @@ export function createKvRateLimiter(
         .then(() => takeLocal(bucketId, waiting, nowMs()));
     },
     peek(bucketId) {
-      // Only a bucket reconciled lately is judged; any other may have tokens.
-      const now = nowMs();
+      // A view holds at least what the KV does: its refusal holds, however old it is.
       const bucket = buckets.get(bucketId);
-      if (bucket === undefined || now - bucket.syncedAt > FRESH_MS) return null;
-      const tokens = tokensAt(bucket, now, rule);
+      if (bucket === undefined) return null;
+      const tokens = tokensAt(bucket, nowMs(), rule);
       return tokens < 1 ? refusal(tokens, rule) : null;
     },
     size: () => buckets.size,
