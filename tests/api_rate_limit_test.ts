@@ -603,3 +603,18 @@ Deno.test("kv store: a view with no token left refuses at once, however old, wit
     kv.close();
   }
 });
+
+Deno.test("kv store: while the KV fails, new addresses' views do not pile up", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const limiter = createKvRateLimiter(kv, { burst: 60, perMinute: 120 }, { onKvError: () => {} });
+  kv.close();
+  const { logged } = await captureErrors(async () => {
+    for (let i = 0; i < 500; i++) {
+      assert.deepEqual(limiter.take(`key:1@10.0.${i >> 8}.${i & 255}`), { allowed: true });
+    }
+    for (let i = 0; i < 100 && limiter.size() > 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 2 * SYNC_INTERVAL_MS));
+    }
+  });
+  assert.equal(limiter.size(), 0, `${limiter.size()} views kept: ${logged}`);
+});

@@ -276,7 +276,10 @@ export function createKvRateLimiter(
       kvError = error;
       local.forEach((bucket, i) => {
         for (const waiter of bucket.waiters.splice(0)) waiter.reject(error);
-        if (bucket.pending > 0) due.add(ids[i]);
+        // A client never reconciled is forgotten with its takes (requests pass while the KV
+        // fails anyway), so new addresses during an outage do not pile up here.
+        if (bucket.base === null) buckets.delete(ids[i]);
+        else if (bucket.pending > 0) due.add(ids[i]);
       });
       return false;
     }
