@@ -1,7 +1,8 @@
 /**
  * Token buckets per client: capacity `burst`, refilled at `perMinute / 60`
  * tokens a second. A bucket id names the client (`rateLimitGate` in
- * src/api/auth.ts: a key and client address, or an address alone). Two stores, chosen by APP_RATE_LIMIT_STORE:
+ * src/api/auth.ts: a key and client address, or an address alone). Two
+ * stores, chosen by APP_RATE_LIMIT_STORE:
  *
  * - `memory` (default): a map in this process. A take is a few arithmetic
  *   operations with no I/O, so the limiter costs the hot path nothing.
