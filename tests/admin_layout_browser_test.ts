@@ -442,6 +442,13 @@ Deno.test({
         await open("/admin/publish-tokens", "/admin/publish-tokens", "publish-tokens");
         await open("/admin/webhooks", "/admin/webhooks", "webhooks");
         await open("/admin/webhooks/:id", `/admin/webhooks/${seeded.webhookId}`, "webhook");
+        // A test ping (to a host that cannot be reached) leads to its delivery's page.
+        await Promise.all([
+          page.waitForURL(/\/deliveries\/[0-9a-z]+$/),
+          page.click("#webhook-state button[type=submit]"),
+        ]);
+        visited.add("/admin/webhooks/:id/deliveries/:delivery");
+        await inspect(v, "webhook-delivery");
         await open(
           "/admin/webhooks/:id/delete",
           `/admin/webhooks/${seeded.webhookId}/delete`,

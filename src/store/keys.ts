@@ -66,6 +66,7 @@
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
  * | ["signing_root"]                             | SigningRoot: the uploaded offline-root document |
  * | ["webhook_endpoints", endpointId]            | WebhookEndpoint, its signing secret included (webhooks.ts) |
+ * | ["webhook_endpoint_health", endpointId]      | WebhookEndpointHealth: the endpoint's latest attempt, failed or not |
  * | ["webhook_events", eventId]                  | WebhookEventBody not yet fanned out to endpoints |
  * | ["webhook_outbox", dueMs, deliveryId]        | OutboxEntry: a delivery due then (or leased until then) |
  * | ["webhook_deliveries", endpointId, deliveryId] | WebhookDelivery: the delivery log (expireIn once done) |
@@ -253,6 +254,7 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["webhook_events"],
   ["webhook_outbox"],
   ["webhook_deliveries"],
+  ["webhook_endpoint_health"],
   ["webhook_expiry_notices"],
   ["webhook_download_marks"],
   ["delivery_attempts"],
@@ -497,6 +499,15 @@ export function webhookEndpointsPrefix(): Deno.KvKey {
   return ["webhook_endpoints"];
 }
 
+/** The outcome of an endpoint's latest delivery attempt (whether it is failing). */
+export function webhookEndpointHealthKey(endpointId: string): Deno.KvKey {
+  return ["webhook_endpoint_health", endpointId];
+}
+
+export function webhookEndpointHealthPrefix(): Deno.KvKey {
+  return ["webhook_endpoint_health"];
+}
+
 export function webhookEventKey(eventId: string): Deno.KvKey {
   return ["webhook_events", eventId];
 }
@@ -603,6 +614,10 @@ export function rolloutGateChangesPrefix(projectId?: number): Deno.KvKey {
 /** A project's critical releases and minimum supported version. */
 export function releasePolicyKey(projectId: number): Deno.KvKey {
   return ["release_policy", projectId];
+}
+
+export function releasePoliciesPrefix(): Deno.KvKey {
+  return ["release_policy"];
 }
 
 /** A sign-in through the OpenID Connect provider, by the hash of its `state`. */
