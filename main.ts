@@ -236,7 +236,7 @@ async function start() {
   const reports = createReportRecorder(store, {
     onKvError: () => metrics.recordKvError("reports"),
     newIdsPerDay: config.reportsNewPerDay,
-    settle: adoption.flush,
+    settle: adoption.settle,
   });
   // Discovery of the OpenID Connect provider (docs/sso.md): one that cannot be reached is a warning
   // and tried again (until it answers or the process exits); sign-in through it waits for it.

@@ -109,7 +109,7 @@ export async function createTestApp(
   const adoption = createAdoptionRecorder(store, { newIdsPerDay: config.adoptionNewIdsPerDay });
   const reports = createReportRecorder(store, {
     newIdsPerDay: config.reportsNewPerDay,
-    settle: adoption.flush,
+    settle: adoption.settle,
   });
   const app = createApp({
     signer,

@@ -18,6 +18,7 @@ import { setRolloutGates } from "../src/store/rollout_gates.ts";
 import { getRollout, startRollout } from "../src/store/rollouts.ts";
 import type { Config } from "../src/lib/config.ts";
 import type { Release } from "../src/store/types.ts";
+import { createBatchRunner } from "../src/lib/batch_runner.ts";
 import { createAdoptionRecorder } from "../src/store/adoption_recorder.ts";
 import { createReportRecorder } from "../src/store/report_recorder.ts";
 import {
@@ -283,4 +284,28 @@ Deno.test("a report that arrives before its answer's sighting is written counts 
   await reports.flush();
   assert.equal((await getReportCounts(app.store, release.id)).download, 1);
   assert.equal((await getReportEstimates(app.store, release.id)).download, 1);
+});
+
+Deno.test("a report batch waits for the sightings waiting now, not for a recorder that never rests", async () => {
+  // The adoption recorder's runner under steady work: a batch always waits when one ends.
+  let batches = 0;
+  let working = true;
+  const runner = createBatchRunner(async () => {
+    batches++;
+    await sleep(5);
+  }, { batchMs: 1, pending: () => working });
+  runner.request();
+  const settled = await Promise.race([
+    runner.settle().then(() => true),
+    sleep(2_000).then(() => false),
+  ]);
+  assert.ok(settled, "settle ended under steady work");
+  assert.ok(batches <= 2, `${batches} batches`);
+  const flushed = await Promise.race([
+    runner.flush().then(() => true),
+    sleep(200).then(() => false),
+  ]);
+  assert.equal(flushed, false, "flush waits for as long as work keeps coming");
+  working = false;
+  await runner.flush();
 });

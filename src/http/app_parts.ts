@@ -38,7 +38,7 @@ export function withDefaultParts(deps: AppDeps): ServiceDeps {
       createReportRecorder(deps.store, {
         onKvError: () => metrics.recordKvError("reports"),
         newIdsPerDay: deps.config.reportsNewPerDay,
-        settle: adoption.flush,
+        settle: adoption.settle,
       }),
   };
 }

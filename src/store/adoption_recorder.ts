@@ -34,6 +34,12 @@ export interface AdoptionRecorder {
   }): void;
   /** Resolves once every sighting recorded so far is written (tests, shutdown). */
   flush(): Promise<void>;
+  /**
+   * Resolves once the sightings waiting now are written (at most two
+   * batches, however busy the recorder is): before a batch of install
+   * reports reads what the service answered.
+   */
+  settle(): Promise<void>;
 }
 
 export interface AdoptionRecorderOptions {
@@ -108,6 +114,7 @@ export function createAdoptionRecorder(
       runner.request();
     },
     flush: runner.flush,
+    settle: runner.settle,
   };
 }
 
