@@ -14,8 +14,16 @@ import { createAdoptionRecorder } from "../src/store/adoption_recorder.ts";
 import { makeReleaseLatest } from "../src/store/releases.ts";
 import { changeRollout, startRollout } from "../src/store/rollouts.ts";
 import { setCacheRefreshMs } from "../src/store/cache.ts";
-import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
-import { faultyKv } from "./faults.ts";
+import {
+  createTestApp,
+  seedKey,
+  seedProject,
+  seedRelease,
+  sleep,
+  type TestApp,
+  withKv,
+} from "./helpers.ts";
+import { captureErrors, faultyKv } from "./faults.ts";
 import { addToSketch, createSketch, estimateSketch, mergeSketch } from "../src/lib/hyperloglog.ts";
 import { adoptionClientHash } from "../src/store/adoption.ts";
 import { addressGroup } from "../src/lib/address_group.ts";
@@ -257,4 +265,29 @@ Deno.test("the caps count an IPv4 address as itself and an IPv6 one as its /64",
   assert.equal(addressGroup("2001:db8:1:2:3:4:5:6"), "2001:db8:1:2::/64");
   assert.notEqual(addressGroup("2001:db8:1:3::1"), addressGroup("2001:db8:1:2::1"));
   assert.equal(addressGroup("x".repeat(500)).length, 64);
+});
+
+Deno.test("a batch of sightings that could not be written is tried once more", async () => {
+  await withKv(async (kv, store) => {
+    let failing = true;
+    const faulty = createStore(faultyKv(kv, {
+      failGet: (key) => failing && key[0] === "adoption_client",
+    }));
+    const recorder = createAdoptionRecorder(faulty, { batchMs: 200 });
+    const { logged } = await captureErrors(async () => {
+      recorder.record({
+        projectId: 1,
+        releaseId: 2,
+        identity: "install:late",
+        address: "192.0.2.1",
+        offered: true,
+      });
+      await sleep(50); // the first batch has failed
+      failing = false;
+      await recorder.flush();
+    });
+    assert.match(logged, /could not record client sightings \(tried once more\)/);
+    const marker = await kv.get(["adoption_client", 1, adoptionClientHash("install:late")]);
+    assert.deepEqual((marker.value as { offered: number[] }).offered, [2]);
+  });
 });

@@ -63,6 +63,8 @@ interface PendingSighting {
   address: string;
   offered: boolean;
   at: number;
+  /** Whether a batch that held it could not be written (it is tried once more). */
+  retried?: boolean;
 }
 
 export function createAdoptionRecorder(
@@ -90,7 +92,13 @@ export function createAdoptionRecorder(
       newIdsPerDay,
     }).catch((error) => {
       onKvError();
-      console.error("could not record client sightings:", error);
+      console.error("could not record client sightings (tried once more):", error);
+      // Once more in the next batch, unless the client was seen again meanwhile: a write that
+      // went through before the failure is not repeated (the markers decide).
+      for (const [client, sighting] of batch) {
+        if (sighting.retried || pending.has(client) || pending.size >= maxPending) continue;
+        pending.set(client, { ...sighting, retried: true });
+      }
     });
   }, { batchMs, pending: () => pending.size > 0 || overflow.size > 0 });
 
