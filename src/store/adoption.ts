@@ -57,7 +57,7 @@ export function offeredReleases(marker: AdoptionMarker): readonly number[] {
   return marker.offered ?? [marker.release_id];
 }
 
-/** The marker's `offered` once `sighting` is written (the same array when it adds nothing). */
+/** The marker's `offered` once `sighting` is written (its releases as they were when it adds none). */
 function offeredAfter(marker: AdoptionMarker | null, sighting: Sighting): number[] {
   const before = marker === null ? [] : [...offeredReleases(marker)];
   if (!sighting.offered || before.includes(sighting.releaseId)) return before;
