@@ -190,8 +190,8 @@ export interface AdoptionFigures {
 
 /**
  * The project's adoption figures on `today` (a day number): its counters, at
- * most releases × 90, plus the estimates of its sketches (clients past a
- * key's new-id cap; none in the usual case), at most releases × 90 too.
+ * most releases × 90, plus the estimates of its sketches (clients past an
+ * address's new-id cap; none in the usual case), at most releases × 90 too.
  */
 export async function getAdoption(
   store: Store,

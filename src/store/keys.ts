@@ -74,7 +74,7 @@
  * | ["report_marker", releaseId, kind, clientHash] | 1: an install's report of that kind was counted (expireIn; reports.ts) |
  * | ["report_count", releaseId, kind]            | Deno.KvU64 installs that reported that kind for the release |
  * | ["report_hourly", releaseId, kind, hour]     | Deno.KvU64 those of them counted in that UTC hour |
- * | ["report_sketch", releaseId, kind, day]      | Uint8Array HyperLogLog of reports past a key's new-id cap |
+ * | ["report_sketch", releaseId, kind, day]      | Uint8Array HyperLogLog of reports not counted (untrusted, or past an address's cap) |
  * | ["report_new_ids", address, day]             | number: report markers made from a client address (src/lib/address_group.ts) that UTC day (expireIn) |
  * | ["report_reasons", releaseId, kind]          | ReportReason[]: the latest failure reasons (at most 20) |
  * | ["rollout_gates", projectId]                 | RolloutGateState: a rollout's health gates and stage (rollout_gates.ts) |
@@ -560,7 +560,7 @@ export function reportHourlyPrefix(releaseId: number): Deno.KvKey {
   return ["report_hourly", releaseId];
 }
 
-/** A sketch of reports past their key's new-id cap, per release, kind and UTC day. */
+/** A sketch of reports not counted (untrusted, or past an address's cap), per release, kind and UTC day. */
 export function reportSketchKey(releaseId: number, kind: string, day: number): Deno.KvKey {
   return ["report_sketch", releaseId, kind, day];
 }
