@@ -106,7 +106,7 @@ Deno.test("release safety card: gates, stage figures, halt reason, rollback, pol
     assert.match(html, /data-stage-installs="true">20</);
     assert.match(html, /data-stage-failures="true">5</);
     assert.match(html, /data-report-chart/);
-    assert.match(html, /<table data-report-hours="true">/);
+    assert.match(html, /<table class="data-table" data-report-hours="true">/);
     assert.match(html, /crash: boom/);
     assert.doesNotMatch(html, /style=/);
   });

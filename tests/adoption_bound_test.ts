@@ -26,7 +26,6 @@ import {
 import { captureErrors, faultyKv } from "./faults.ts";
 import { addToSketch, createSketch, estimateSketch, mergeSketch } from "../src/lib/hyperloglog.ts";
 import { adoptionClientHash } from "../src/store/adoption.ts";
-import { addressGroup } from "../src/lib/address_group.ts";
 
 async function countEntries(kv: Deno.Kv, first: string): Promise<number> {
   let count = 0;
@@ -257,18 +256,8 @@ Deno.test("the new-id cap holds for an address across instances writing at once"
   }
 });
 
-Deno.test("the caps count an IPv4 address as itself and an IPv6 one as its /64", () => {
-  assert.equal(addressGroup("192.0.2.1"), "192.0.2.1");
-  assert.equal(addressGroup("::ffff:192.0.2.1"), "192.0.2.1");
-  assert.equal(addressGroup("2001:db8::1"), "2001:db8:0:0::/64");
-  assert.equal(addressGroup("[2001:DB8:0:0:ffff::2]"), "2001:db8:0:0::/64");
-  assert.equal(addressGroup("2001:db8:1:2:3:4:5:6"), "2001:db8:1:2::/64");
-  assert.notEqual(addressGroup("2001:db8:1:3::1"), addressGroup("2001:db8:1:2::1"));
-  assert.equal(addressGroup("x".repeat(500)).length, 64);
-});
-
 Deno.test("a batch of sightings that could not be written is tried once more", async () => {
-  await withKv(async (kv, store) => {
+  await withKv(async (kv) => {
     let failing = true;
     const faulty = createStore(faultyKv(kv, {
       failGet: (key) => failing && key[0] === "adoption_client",

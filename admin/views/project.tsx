@@ -6,6 +6,7 @@ import type { ListPage } from "../listing.ts";
 import type { ProjectEditValues } from "../forms_project.ts";
 import type { UploadValues } from "../forms_upload.ts";
 import type { FormError } from "../types.ts";
+import { humanBytes } from "../format.ts";
 import { type ChartRange, DownloadChart } from "./chart.tsx";
 import {
   ActionsCell,
@@ -97,9 +98,10 @@ export function ProjectPage(props: ProjectPageProps) {
       />
       {props.delivery !== undefined && props.delivery.full > props.delivery.served && (
         <p class="hint" data-differential-savings>
-          Differential downloads saved {formatGb(props.delivery.full - props.delivery.served)}{" "}
-          this month ({formatGb(props.delivery.served)} sent instead of{" "}
-          {formatGb(props.delivery.full)}).
+          Differential downloads saved {humanBytes(props.delivery.full - props.delivery.served)}
+          {" "}
+          this month ({humanBytes(props.delivery.served)} sent instead of{" "}
+          {humanBytes(props.delivery.full)}).
         </p>
       )}
       <AdoptionCard {...props.adoption} />
@@ -395,9 +397,4 @@ function EditForm(
       </div>
     </section>
   );
-}
-
-/** Bytes as GB (10^9), two decimals. */
-function formatGb(bytes: number): string {
-  return `${(bytes / 1e9).toFixed(2)} GB`;
 }

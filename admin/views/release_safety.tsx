@@ -114,7 +114,7 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
               <p class="flash flash-warning" data-halt-reason>Halted: {haltedBy}</p>
             )}
             <div class="table-wrap">
-              <table data-gate-stages>
+              <table class="data-table" data-gate-stages>
                 <caption>Stages</caption>
                 <thead>
                   <tr>
@@ -130,17 +130,17 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
                     const live = row.ended_at === null && stage !== null;
                     return (
                       <tr data-stage={String(row.percentage)}>
-                        <td>{row.percentage}%</td>
-                        <td>
+                        <td data-label="Stage" class="nowrap">{row.percentage}%</td>
+                        <td data-label="Started">
                           <Time iso={row.started_at} />
                         </td>
-                        <td class="num" data-stage-installs>
+                        <td data-label="Installs" class="num" data-stage-installs>
                           {live ? stage!.installed : row.installed}
                         </td>
-                        <td class="num" data-stage-failures>
+                        <td data-label="Failures" class="num" data-stage-failures>
                           {live ? stage!.failed : row.failed}
                         </td>
-                        <td>{row.outcome ?? (live ? "running" : "")}</td>
+                        <td data-label="Outcome">{row.outcome ?? (live ? "running" : "")}</td>
                       </tr>
                     );
                   })}
@@ -220,7 +220,7 @@ function ReportsTable({ reports }: { reports: readonly ReleaseReports[] }) {
   }
   return (
     <div class="table-wrap">
-      <table data-reports>
+      <table class="data-table" data-reports>
         <caption>Install reports</caption>
         <thead>
           <tr>
@@ -235,12 +235,14 @@ function ReportsTable({ reports }: { reports: readonly ReleaseReports[] }) {
         <tbody>
           {reports.map((row) => (
             <tr data-reports-release-id={String(row.id)}>
-              <td>{row.version}</td>
-              <td class="num" data-installed>{row.counts.installed}</td>
-              <td class="num" data-returned>{row.counts.returned}</td>
-              <td class="num" data-failed>{failures(row.counts)}</td>
-              <td class="num">{row.estimated.installed + failures(row.estimated)}</td>
-              <td class="wrap">
+              <td data-label="Release">{row.version}</td>
+              <td data-label="Installed" class="num" data-installed>{row.counts.installed}</td>
+              <td data-label="Came back" class="num" data-returned>{row.counts.returned}</td>
+              <td data-label="Failures" class="num" data-failed>{failures(row.counts)}</td>
+              <td data-label="Estimated" class="num">
+                {row.estimated.installed + failures(row.estimated)}
+              </td>
+              <td data-label="Latest reasons" class="break">
                 {[...row.reasons.entries()].map(([kind, reasons]) =>
                   `${kind}: ${reasons.slice(0, 3).map((r) => r.reason).join("; ")}`
                 ).join(" · ")}
@@ -293,7 +295,7 @@ function ReportChart({ version, hours }: { version: string; hours: readonly Repo
         })}
       </ChartSvg>
       <div class="table-wrap">
-        <table data-report-hours>
+        <table class="data-table" data-report-hours>
           <caption>Installs and failures per hour</caption>
           <thead>
             <tr>
@@ -305,9 +307,11 @@ function ReportChart({ version, hours }: { version: string; hours: readonly Repo
           <tbody>
             {hours.map((row) => (
               <tr>
-                <td>{new Date(row.hour * 3_600_000).toISOString().slice(0, 13)}:00</td>
-                <td class="num">{row.installed}</td>
-                <td class="num">{row.failed}</td>
+                <td data-label="Hour (UTC)">
+                  <Time iso={new Date(row.hour * 3_600_000).toISOString()} />
+                </td>
+                <td data-label="Installs" class="num">{row.installed}</td>
+                <td data-label="Failures" class="num">{row.failed}</td>
               </tr>
             ))}
           </tbody>

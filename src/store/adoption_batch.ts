@@ -4,14 +4,13 @@
  * whose marker a sighting changes is moved (recordSighting), and a client
  * without a marker is new. A new client by its key alone is always
  * counted; a new install id is counted exactly while the client address it
- * came from (its group: src/lib/address_group.ts) has brought in fewer than
+ * came from (an IPv6 one as its /64) has brought in fewer than
  * the cap of new install ids that UTC day (counter
  * `["adoption_new_ids", address, day]`, checked in the commit that creates
  * the markers), and past the cap it goes into the sketch of its (release,
  * day) instead: a fixed 4 KiB, however many ids an address invents. A
  * fleet on one key from many addresses is counted exactly however large.
  */
-import { addressGroup } from "../lib/address_group.ts";
 import { addToSketch, createSketch } from "../lib/hyperloglog.ts";
 import {
   ADOPTION_MARKER_DAYS,
@@ -35,7 +34,7 @@ import type { Store } from "./store.ts";
 
 /** A sighting with what the new-id cap needs: the client's address and whether an install id was sent. */
 export interface KeyedSighting extends Sighting {
-  /** The client address the request came from (grouped here: src/lib/address_group.ts). */
+  /** The client address the request came from, as the rate limit counts it (an IPv6 one as its /64). */
   address: string;
   /** True when the client is an install id (`install:…`), false when it is the key. */
   install: boolean;
@@ -85,7 +84,7 @@ export async function recordSightings(
   for (const [i, sighting] of sightings.entries()) {
     const marker = markers[i].value;
     if (marker === null && sighting.install) {
-      const group = `${addressGroup(sighting.address)} ${sighting.day}`;
+      const group = `${sighting.address} ${sighting.day}`;
       const members = newIds.get(group);
       if (members === undefined) newIds.set(group, [sighting]);
       else members.push(sighting);
@@ -120,7 +119,7 @@ async function admitNewIds(
   cap: number,
 ): Promise<KeyedSighting[]> {
   const { address, day } = sightings[0];
-  const countKey = adoptionNewIdsKey(addressGroup(address), day);
+  const countKey = adoptionNewIdsKey(address, day);
   const { past, existing } = await commitWithRetry(async () => {
     const [count, ...markers] = await getManyEntries<number | AdoptionMarker>(store.kv, [
       countKey,

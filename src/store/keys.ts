@@ -51,7 +51,7 @@
  * | ["adoption_client", projectId, clientHash]   | AdoptionMarker: a client's last sighting (expireIn; adoption.ts) |
  * | ["adoption_count", projectId, releaseId, day] | Deno.KvU64 clients last seen on the release that day |
  * | ["adoption_sketch", projectId, releaseId, day] | Uint8Array HyperLogLog of clients past the new-id cap seen on the release that day |
- * | ["adoption_new_ids", address, day]           | number: install ids a client address (src/lib/address_group.ts) brought in as new clients that UTC day (expireIn) |
+ * | ["adoption_new_ids", address, day]           | number: install ids a client address (an IPv6 one: its /64) brought in as new clients that UTC day (expireIn) |
  * | ["publish_tokens", tokenId]                  | PublishToken (never the secret) |
  * | ["publish_tokens_by_hash", sha256Hex]        | tokenId                       |
  * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
@@ -61,6 +61,7 @@
  * | ["sparkle_deltas", releaseId, index]         | SparkleDelta: a `.delta` file of the release (sparkle_deltas.ts) |
  * | ["delivery_bytes", releaseId, "served"/"full"] | Deno.KvU64 bytes answered / whole downloads' cost (delivery.ts) |
  * | ["delivery_bytes_by_month", projectId, month, "served"/"full"] | Deno.KvU64, the same per UTC month |
+ * | ["delivery_attempts", releaseId, client]     | ms until which a whole download by `client` is that differential attempt's fallback (expireIn; delivery.ts) |
  * | ["leases", ...LeaseName]                     | Lease { holder, until } (expireIn): the one instance doing that work (leases.ts) |
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
  * | ["signing_root"]                             | SigningRoot: the uploaded offline-root document |
@@ -75,7 +76,7 @@
  * | ["report_count", releaseId, kind]            | Deno.KvU64 installs that reported that kind for the release |
  * | ["report_hourly", releaseId, kind, hour]     | Deno.KvU64 those of them counted in that UTC hour |
  * | ["report_sketch", releaseId, kind, day]      | Uint8Array HyperLogLog of reports not counted (untrusted, or past an address's cap) |
- * | ["report_new_ids", address, day]             | number: report markers made from a client address (src/lib/address_group.ts) that UTC day (expireIn) |
+ * | ["report_new_ids", address, day]             | number: report markers made from a client address (an IPv6 one: its /64) that UTC day (expireIn) |
  * | ["report_reasons", releaseId, kind]          | ReportReason[]: the latest failure reasons (at most 20) |
  * | ["rollout_gates", projectId]                 | RolloutGateState: a rollout's health gates and stage (rollout_gates.ts) |
  * | ["rollout_gate_changes", projectId, action]  | Deno.KvU64 stages advanced, halted or completed by the gates |
@@ -254,6 +255,7 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["webhook_deliveries"],
   ["webhook_expiry_notices"],
   ["webhook_download_marks"],
+  ["delivery_attempts"],
   ["webhook_download_baseline"],
   ["leases"],
   ["adoption_new_ids"],
@@ -699,6 +701,11 @@ export type DeliverySum = "served" | "full";
 /** `["delivery_bytes", releaseId, sum]`: Deno.KvU64. */
 export function releaseDeliveryKey(releaseId: number, sum: DeliverySum): Deno.KvKey {
   return ["delivery_bytes", releaseId, sum];
+}
+
+/** `["delivery_attempts", releaseId, client]`: a differential update attempt of a client (delivery.ts). */
+export function deliveryAttemptKey(releaseId: number, client: string): Deno.KvKey {
+  return ["delivery_attempts", releaseId, client];
 }
 
 /** `["delivery_bytes_by_month", projectId, "YYYY-MM", sum]`: Deno.KvU64. */

@@ -5,14 +5,13 @@
  * plus a `sum` on the release's counter and on its hourly counter, written in
  * one commit checked against the marker, so any number of instances count an
  * install once. Only trusted reports get here (report_recorder.ts). New
- * markers are capped per client address (its group:
- * src/lib/address_group.ts) and UTC day (counter
+ * markers are capped per client address (an IPv6 one as its /64) and UTC
+ * day (counter
  * `["report_new_ids", address, day]`, read before the commit); a report past
  * the cap, like an untrusted one, goes into a HyperLogLog sketch of its
  * (release, kind, day) instead, a fixed 4 KiB however many install ids an
  * address invents, and is shown apart (never counted by the health gates).
  */
-import { addressGroup } from "../lib/address_group.ts";
 import { addToSketch, createSketch, estimateSketch, mergeSketch } from "../lib/hyperloglog.ts";
 import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
 import { getManyEntries } from "./get_many.ts";
@@ -115,7 +114,7 @@ export async function recordReports(
   const { items, overflow, newIdsPerDay } = batch;
   const byAddressDay = new Map<string, ReportItem[]>();
   for (const item of items) {
-    const group = `${addressGroup(item.address)} ${Math.floor(item.at / DAY_MS)}`;
+    const group = `${item.address} ${Math.floor(item.at / DAY_MS)}`;
     const members = byAddressDay.get(group);
     if (members === undefined) byAddressDay.set(group, [item]);
     else members.push(item);
@@ -126,7 +125,7 @@ export async function recordReports(
   const counts = await getManyEntries<number>(
     store.kv,
     [...byAddressDay.values()].map((group) =>
-      reportNewIdsKey(addressGroup(group[0].address), Math.floor(group[0].at / DAY_MS))
+      reportNewIdsKey(group[0].address, Math.floor(group[0].at / DAY_MS))
     ),
   );
   for (const [i, group] of [...byAddressDay.values()].entries()) {
@@ -178,8 +177,7 @@ async function admitReports(
   cap: number,
 ): Promise<{ admitted: ReportItem[]; past: ReportItem[] }> {
   const day = Math.floor(items[0].at / DAY_MS);
-  const address = addressGroup(items[0].address);
-  const countKey = reportNewIdsKey(address, day);
+  const countKey = reportNewIdsKey(items[0].address, day);
   return await commitWithRetry(async () => {
     const [count, ...markers] = await getManyEntries<number>(store.kv, [
       countKey,
