@@ -57,13 +57,15 @@ export interface ReleaseReports {
   id: number;
   version: string;
   counts: ReportCounts;
-  /** Reports past a key's cap, estimated. */
+  /** Reports not counted (from installs never offered the release, or past an address's cap), estimated. */
   estimated: ReportCounts;
   reasons: ReadonlyMap<string, ReportReason[]>;
 }
 
 export interface ReleaseSafetyCardProps {
   csrfToken?: string;
+  /** The account may not change gates, roll back or set the policy (a viewer): it only reads. */
+  readOnly?: boolean;
   slug: string;
   rollout: Rollout | null;
   /** The rollout's gates (or the last gated rollout's, completed). */
@@ -149,7 +151,7 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
             </div>
           </div>
         )}
-      {rollout !== null && (
+      {rollout !== null && !props.readOnly && (
         <form method="post" action={`${base}/gates`} class="stack" data-gates-form>
           <h3>Health gates</h3>
           <CsrfInput token={csrfToken} />
@@ -167,47 +169,51 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
           <button type="submit" class="button">Set gates</button>
         </form>
       )}
-      <h3>A way back</h3>
+      {(!props.readOnly || policy.rolled_back !== null) && <h3>A way back</h3>}
       {policy.rolled_back !== null && (
         <p data-rolled-back={String(policy.rolled_back.release_id)}>
           Release {policy.rolled_back.version} was rolled back at{" "}
           <Time iso={policy.rolled_back.at} />.
         </p>
       )}
-      <div class="row-actions">
-        <PostButton
-          action={`${base}/rollback`}
-          csrfToken={csrfToken}
-          label="Roll back the newest release"
-          buttonClass="button button-danger"
-        />
-      </div>
-      <form method="post" action={`${base}/policy`} class="stack" data-policy-form>
-        <h3>Critical updates and minimum version</h3>
-        <CsrfInput token={csrfToken} />
-        <InputField
-          id="policy-minimum-version"
-          name="minimum_version"
-          label="Minimum supported version"
-          optional="optional"
-          hint="Clients below it are told to update (X-Minimum-Version); empty clears it."
-          value={values.minimum_version || (policy.minimum_version ?? "")}
-          error={error}
-        />
-        <fieldset>
-          <legend>Critical releases</legend>
-          {props.releases.map((release) => (
-            <CheckboxField
-              id={`critical-${release.id}`}
-              name="critical"
-              value={String(release.id)}
-              checked={policy.critical_ids.includes(release.id)}
-              label={release.version}
-            />
-          ))}
-        </fieldset>
-        <button type="submit" class="button">Save policy</button>
-      </form>
+      {!props.readOnly && (
+        <div class="row-actions">
+          <PostButton
+            action={`${base}/rollback`}
+            csrfToken={csrfToken}
+            label="Roll back the newest release"
+            buttonClass="button button-danger"
+          />
+        </div>
+      )}
+      {!props.readOnly && (
+        <form method="post" action={`${base}/policy`} class="stack" data-policy-form>
+          <h3>Critical updates and minimum version</h3>
+          <CsrfInput token={csrfToken} />
+          <InputField
+            id="policy-minimum-version"
+            name="minimum_version"
+            label="Minimum supported version"
+            optional="optional"
+            hint="Clients below it are told to update (X-Minimum-Version); empty clears it."
+            value={values.minimum_version || (policy.minimum_version ?? "")}
+            error={error}
+          />
+          <fieldset>
+            <legend>Critical releases</legend>
+            {props.releases.map((release) => (
+              <CheckboxField
+                id={`critical-${release.id}`}
+                name="critical"
+                value={String(release.id)}
+                checked={policy.critical_ids.includes(release.id)}
+                label={release.version}
+              />
+            ))}
+          </fieldset>
+          <button type="submit" class="button">Save policy</button>
+        </form>
+      )}
       <ReportsTable reports={props.reports} />
       {props.chart !== null && <ReportChart {...props.chart} />}
     </section>
@@ -228,7 +234,7 @@ function ReportsTable({ reports }: { reports: readonly ReleaseReports[] }) {
             <th scope="col" class="num">Installed</th>
             <th scope="col" class="num">Came back</th>
             <th scope="col" class="num">Failures</th>
-            <th scope="col" class="num">Estimated (past the cap)</th>
+            <th scope="col" class="num">Estimated (not counted)</th>
             <th scope="col">Latest reasons</th>
           </tr>
         </thead>
