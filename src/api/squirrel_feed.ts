@@ -84,9 +84,12 @@ export function addSquirrelRoutes(feeds: Hono<AppEnv>, { deps, surface, origin }
     version: string,
   ): Cached<{ release: Release; update: boolean }> => {
     const headers = c.req.raw.headers;
-    const installId = () => headers.get(INSTALL_ID_HEADER) ?? headers.get(STAGING_ID_HEADER);
+    const asker = {
+      installId: () => headers.get(INSTALL_ID_HEADER) ?? headers.get(STAGING_ID_HEADER),
+      address: surface.askerOf(c).address,
+    };
     return thenRead(
-      surface.latestFor(key, project, installId),
+      surface.latestFor(key, project, asker),
       (release) =>
         thenRead(surface.policyOf(project.id), (policy) => ({
           release,
