@@ -4,7 +4,7 @@
  * credential in the URL, and the key, rollout, halt and rollback rules of every feed.
  */
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 import { setApiKeyActive } from "../src/store/api_keys.ts";
 import { rollBack } from "../src/store/release_policy.ts";
 import { changeRollout, startRollout } from "../src/store/rollouts.ts";
@@ -140,7 +140,7 @@ Deno.test("Electron's autoUpdater: Squirrel.Mac and Squirrel.Windows", async (t)
       (await app.request(`/feeds/c/${credential}/squirrel/desk/darwin/1.0.0`)).status,
       200,
     );
-    const forged = credential.slice(0, -2) + (credential.endsWith("AA") ? "BB" : "AA");
+    const forged = credential.slice(0, -1) + (credential.endsWith("0") ? "1" : "0");
     await assertError(
       await app.request(`/feeds/c/${forged}/squirrel/desk/darwin/1.0.0`),
       401,
@@ -201,6 +201,10 @@ Deno.test("Electron's autoUpdater: Squirrel.Mac and Squirrel.Windows", async (t)
     assert.equal(body.credential, credential);
     assert.equal(pathOf(body.feeds_url), `/feeds/c/${credential}`);
     assert.ok(!credential.includes(secret) && !secret.includes(credential));
+    // The form a vendor makes where the key is made (docs/feeds.md "A credential in the URL").
+    const hash = createHash("sha256").update(secret).digest("hex");
+    const mac = createHmac("sha256", hash).update("velopack-feed").digest("hex").slice(0, 32);
+    assert.equal(credential, `vk_${apiKey.id}_${mac}`);
     await assertError(await app.request("/feeds/url-credential"), 401, "missing bearer api key");
   });
 
