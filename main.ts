@@ -1,6 +1,6 @@
 /** The single entry point: read settings, open storage, serve, stop gracefully. */
 import { dirname } from "node:path";
-import { bootstrapAdmin, checkFirstAdminSetting } from "./admin/mod.ts";
+import { bootstrapAdmin, checkBreakGlassAccounts, checkFirstAdminSetting } from "./admin/mod.ts";
 import { createApp } from "./app.ts";
 import { ConfigError, isRemoteKv, loadConfig } from "./src/lib/config.ts";
 import { createHealthChecks, healthDetailsHandler } from "./src/http/health.ts";
@@ -159,6 +159,8 @@ async function start() {
   // The first admin's setting is checked here, the account made once every listener is bound: a
   // start that fails (a port in use) leaves no account whose generated password nobody saw.
   await checkFirstAdminSetting(store, config);
+  const breakGlass = await checkBreakGlassAccounts(store, config);
+  if (breakGlass !== null) logger.event("warn", breakGlass);
   // The "listening" lines wait for that account, so whoever waits for them can sign in.
   const adminReady = Promise.withResolvers<void>();
   // Once, for data written before the admin pages' aggregates existed (src/store/aggregates.ts).
@@ -258,10 +260,11 @@ async function start() {
     onKvError: () => metrics.recordKvError("adoption"),
     newIdsPerDay: config.adoptionNewIdsPerDay,
   });
-  // Install reports likewise (docs/reports.md).
+  // Install reports likewise (docs/reports.md); a batch first writes the sightings it may trust.
   const reports = createReportRecorder(store, {
     onKvError: () => metrics.recordKvError("reports"),
     newIdsPerDay: config.reportsNewPerDay,
+    settle: adoption.settle,
   });
   // Discovery of the OpenID Connect provider (docs/sso.md): one that cannot be reached is a warning
   // and tried again (until it answers or the process exits); sign-in through it waits for it.

@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { listVelopackDeltas } from "../src/store/velopack.ts";
-import { feedCredential } from "../src/velopack/credential.ts";
+import { feedCredential } from "../src/feeds/url_credential.ts";
 import type { Release } from "../src/store/types.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
 import {
@@ -158,9 +158,9 @@ Deno.test("the real Velopack client takes full packages and one-hop server-made 
     assert.deepEqual(deltas.length, 6);
 
     const { apiKey } = await seedKey(app);
-    const feedUrl = `${proxy.origin}/feeds/velopack/deskapp/${
+    const feedUrl = `${proxy.origin}/feeds/c/${
       feedCredential(apiKey.id, apiKey.hash)
-    }`;
+    }/velopack/deskapp`;
     const expected = await filesOf(join(work, `src-${VERSIONS.length - 1}`));
 
     /** A stand-in installed app at version `index`, its full package in `packages/` or not. */

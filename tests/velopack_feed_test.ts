@@ -9,13 +9,14 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { runVelopackDeltas } from "../src/deltas/background.ts";
-import { accessLogRecord, loggedPath } from "../src/lib/log.ts";
+import { accessLogRecord, rawPath } from "../src/lib/log.ts";
+import { redactUrlCredential } from "../src/lib/url_credential_path.ts";
 import { setApiKeyActive } from "../src/store/api_keys.ts";
 import { getReleaseDelivery } from "../src/store/delivery.ts";
 import { setReleaseState } from "../src/store/releases.ts";
 import { changeRollout, startRollout } from "../src/store/rollouts.ts";
 import { listVelopackDeltas } from "../src/store/velopack.ts";
-import { feedCredential } from "../src/velopack/credential.ts";
+import { feedCredential } from "../src/feeds/url_credential.ts";
 import {
   createTestApp,
   seedKey,
@@ -45,7 +46,7 @@ function credentialOf(key: { id: number; hash: string }) {
 }
 
 async function feed(app: TestApp, credential: string, query = "", slug = "deskapp") {
-  return await app.request(`/feeds/velopack/${slug}/${credential}/releases.linux.json${query}`);
+  return await app.request(`/feeds/c/${credential}/velopack/${slug}/releases.linux.json${query}`);
 }
 
 async function versions(res: Response): Promise<string[]> {
@@ -100,7 +101,7 @@ Deno.test("the Velopack feed", async (t) => {
         }],
       });
       const file = await app.request(
-        `/feeds/velopack/deskapp/${credential}/DeskApp-1.0.0-r${v1.id}-full.nupkg`,
+        `/feeds/c/${credential}/velopack/deskapp/DeskApp-1.0.0-r${v1.id}-full.nupkg`,
       );
       assert.equal(file.status, 200);
       assert.deepEqual(new Uint8Array(await file.arrayBuffer()), bytes[0]);
@@ -152,7 +153,7 @@ Deno.test("the Velopack feed", async (t) => {
       ]);
       const [delta] = await listVelopackDeltas(app.store, v2.id);
       const res = await app.request(
-        `/feeds/velopack/deskapp/${credential}/DeskApp-1.0.1-r${v2.id}-from-r${v1.id}-delta.nupkg`,
+        `/feeds/c/${credential}/velopack/deskapp/DeskApp-1.0.1-r${v2.id}-from-r${v1.id}-delta.nupkg`,
       );
       assert.equal(res.status, 200);
       const body = new Uint8Array(await res.arrayBuffer());
@@ -168,7 +169,7 @@ Deno.test("the Velopack feed", async (t) => {
         full: v2.size_bytes,
       });
       const missing = await app.request(
-        `/feeds/velopack/deskapp/${credential}/DeskApp-1.0.1-r${v2.id}-from-r999-delta.nupkg`,
+        `/feeds/c/${credential}/velopack/deskapp/DeskApp-1.0.1-r${v2.id}-from-r999-delta.nupkg`,
       );
       assert.equal(missing.status, 404);
       await missing.body?.cancel();
@@ -219,7 +220,7 @@ Deno.test("the Velopack feed", async (t) => {
     await t.step("drafts and archived releases are never offered", async () => {
       await setReleaseState(app.store, v1.id, "archived");
       const res = await app.request(
-        `/feeds/velopack/deskapp/${credential}/DeskApp-1.0.0-r${v1.id}-full.nupkg`,
+        `/feeds/c/${credential}/velopack/deskapp/DeskApp-1.0.0-r${v1.id}-full.nupkg`,
       );
       assert.equal(res.status, 404);
       await res.body?.cancel();
@@ -235,8 +236,11 @@ Deno.test("the Velopack feed", async (t) => {
 
     await t.step("the access log never holds the credential", () => {
       const url =
-        `http://x/feeds/velopack/deskapp/${credential}/releases.linux.json?localVersion=1`;
-      assert.equal(loggedPath(url), "/feeds/velopack/deskapp/[redacted]/releases.linux.json");
+        `http://x/feeds/c/${credential}/velopack/deskapp/releases.linux.json?localVersion=1`;
+      assert.equal(
+        redactUrlCredential(rawPath(url)),
+        "/feeds/c/[redacted]/velopack/deskapp/releases.linux.json",
+      );
       const record = accessLogRecord({
         startedMs: 0,
         method: "GET",
@@ -255,7 +259,7 @@ Deno.test("the Velopack feed", async (t) => {
 
     await t.step("writes are refused", async () => {
       const res = await app.request(
-        `/feeds/velopack/deskapp/${credential}/releases.linux.json`,
+        `/feeds/c/${credential}/velopack/deskapp/releases.linux.json`,
         undefined,
         {
           method: "POST",

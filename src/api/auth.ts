@@ -1,21 +1,25 @@
 /**
  * The two gates of the client API. `rateLimitGate` runs first on every
  * /api/v1 request (src/api/routes.ts registers every handler through it) and
- * draws one token: from the key's bucket when the bearer token is a stored
- * key, else from the client address's bucket (so guessing keys is limited
- * too). `acceptedKey` is then the first step of every
- * protected route: the key checks of ../shared/spec/client-api.md "5. Authentication" and "7. Errors", in the
+ * draws one token: from the bucket of the key and client address when the
+ * bearer token is a stored key (every install of an app shares its one key,
+ * so a fleet is counted address by address, not as one client), else
+ * from the client address's own bucket (so guessing keys is limited too). An
+ * IPv6 client counts by its /64 (`rateLimitAddress`). `acceptedKey` is then
+ * the first step of every protected route: the key checks of ../shared/spec/client-api.md "5. Authentication" and "7. Errors", in the
  * order 503, 401, 403. (A plain call rather than a second middleware: each
  * middleware frame costs the hot path.)
  */
 import type { Context } from "hono";
 import { judgeApiKey } from "../store/access.ts";
 import type { AppEnv, PresentedKey, ServiceDeps } from "../http/app_env.ts";
-import { clientAddress } from "../http/client_address.ts";
+import { clientAddress, rateLimitAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Metrics } from "../lib/metrics.ts";
 import type { TakeResult } from "../store/rate_limit.ts";
 import { type Cached, thenRead } from "../store/cache.ts";
+import { createUrlCredentialLookup } from "../feeds/url_credential.ts";
+import type { KeyLookup } from "../store/key_lookup.ts";
 import type { ApiKey } from "../store/types.ts";
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;
@@ -28,17 +32,16 @@ const ALLOWED: TakeResult = { allowed: true };
  * returns a promise only when it had to wait (a key not in the read cache, or
  * the shared `kv` limiter), so a cached key costs no turn of the event loop.
  */
-export function rateLimitGate(
-  deps: ServiceDeps,
-  tokenOf: (c: Context<AppEnv>) => string | undefined = bearerToken,
-): (c: Context<AppEnv>) => Cached<void> {
+export function rateLimitGate(deps: ServiceDeps): (c: Context<AppEnv>) => Cached<void> {
   const { config, rateLimiter: limiter, keyLookup, metrics } = deps;
+  const limitedAddress = (c: Context<AppEnv>) =>
+    rateLimitAddress(clientAddress(c, config.trustProxy));
   // A token the cache does not know is looked up in KV only while its address
   // has tokens left: a refused flood of made-up keys costs no KV read.
   const addressHasTokens = async (c: Context<AppEnv>) => {
     let refused;
     try {
-      refused = await limiter.peek(`addr:${clientAddress(c, config.trustProxy)}`);
+      refused = await limiter.peek(`addr:${limitedAddress(c)}`);
     } catch {
       return; // the take below reports a limiter that cannot be reached
     }
@@ -51,11 +54,17 @@ export function rateLimitGate(
     return { token, key: null, lookupFailed: true };
   };
   /** The key `token` presents: at once when the read cache holds it, else a promise. */
-  const present = (c: Context<AppEnv>, token: string | undefined): Cached<PresentedKey> => {
+  // A feed URL's credential (src/feeds/url_credential.ts) is found like a bearer token.
+  const credentialLookup = createUrlCredentialLookup(deps.store);
+  const present = (
+    c: Context<AppEnv>,
+    token: string | undefined,
+    lookup: KeyLookup = keyLookup,
+  ): Cached<PresentedKey> => {
     if (!token) return { token, key: null, lookupFailed: false };
     let found;
     try {
-      found = keyLookup.find(token, () => addressHasTokens(c));
+      found = lookup.find(token, () => addressHasTokens(c));
     } catch (error) {
       return lookUpFailed(token, error);
     }
@@ -77,8 +86,8 @@ export function rateLimitGate(
     c.set("presentedKey", presented);
     if (presented.key) c.set("keyId", presented.key.id);
     const bucket = presented.key
-      ? `key:${presented.key.id}`
-      : `addr:${clientAddress(c, config.trustProxy)}`;
+      ? `key:${presented.key.id}@${limitedAddress(c)}`
+      : `addr:${limitedAddress(c)}`;
     let taken;
     try {
       taken = limiter.take(bucket);
@@ -92,14 +101,14 @@ export function rateLimitGate(
     refuseIfEmpty(taken, metrics);
   };
   return (c) => {
-    const presented = present(c, tokenOf(c));
+    const bearer = BEARER.exec(c.req.header("authorization") ?? "")?.[1];
+    // A feed route under /feeds/c/{credential}/ without a bearer key: the URL's credential.
+    const credential = bearer === undefined ? c.req.param("credential") : undefined;
+    const presented = credential === undefined
+      ? present(c, bearer)
+      : present(c, credential, credentialLookup);
     return thenRead(presented, (resolved) => draw(c, resolved));
   };
-}
-
-/** The token after `Bearer ` in the Authorization header, if any. */
-function bearerToken(c: Context<AppEnv>): string | undefined {
-  return BEARER.exec(c.req.header("authorization") ?? "")?.[1];
 }
 
 /** Throws the spec's 429 when the bucket had no token for this request. */
