@@ -118,6 +118,27 @@ Deno.test("the Velopack feed", async (t) => {
       assert.equal((await feed(app, secret)).status, 401);
     });
 
+    await t.step(
+      "a bearer key on /feeds/velopack/{app}/; the channel picks the platform's project",
+      async () => {
+        const { secret } = await seedKey(app);
+        const res = await app.request("/feeds/velopack/deskapp/releases.linux.json", secret);
+        assert.deepEqual(await versions(res), ["Full 1.0.0"]);
+        const none = await app.request("/feeds/velopack/deskapp/releases.linux.json");
+        assert.equal(none.status, 401);
+        await none.body?.cancel();
+        // One URL per app: "desk" answers from desk-linux for the linux channel, not for osx.
+        const deskLinux = await seedProject(app, { slug: "desk-linux" });
+        await seedRelease(app, deskLinux.id, "2.0.0"); // a plain file: no Velopack package
+        const linux = await feed(app, credential, "", "desk");
+        assert.equal(linux.status, 409);
+        assert.deepEqual(await linux.json(), { error: "release is not a velopack package" });
+        const mac = await app.request(`/feeds/c/${credential}/velopack/desk/releases.osx.json`);
+        assert.equal(mac.status, 404);
+        await mac.body?.cancel();
+      },
+    );
+
     await t.step("scope and permission: the key's own", async () => {
       const other = await seedProject(app, { slug: "other" });
       const scoped = (await seedKey(app, {
