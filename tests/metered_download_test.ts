@@ -11,7 +11,7 @@ import { countingStream } from "../src/http/observe.ts";
 import { createOpenResponses } from "../src/http/open_responses.ts";
 import { createLogger } from "../src/lib/log.ts";
 import { createMetrics } from "../src/lib/metrics.ts";
-import { attachMeter, MeteredStream } from "../src/lib/metered_stream.ts";
+import { attachMeter, meteredStream } from "../src/lib/metered_stream.ts";
 import { CHUNK_SIZE, fileSliceStream } from "../src/storage/fs_store.ts";
 import { createTestApp, patternBytes, seedKey, seedProject, seedRelease } from "./helpers.ts";
 
@@ -80,7 +80,7 @@ Deno.test("metered downloads: one stream, exact counts", async (t) => {
     });
 
     await t.step("a stream already read or metered is wrapped instead", async () => {
-      const body = new MeteredStream((meter) => ({
+      const body = meteredStream((meter) => ({
         pull(controller) {
           meter.chunk(3);
           controller.enqueue(new Uint8Array(3));

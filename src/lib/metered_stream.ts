@@ -23,48 +23,48 @@ export interface Meter {
 }
 
 /**
+ * The streams made by {@link meteredStream}, each with the function that
+ * attaches a meter to it; an entry goes with its stream.
+ */
+const attachers = new WeakMap<ReadableStream<Uint8Array>, (meter: Meter) => boolean>();
+
+/**
  * A byte stream from `source` (pulled one chunk at a time, high-water mark 0)
  * that counts itself: the source calls `meter.chunk(n)` just before it
  * enqueues `n` bytes, and `meter.end(…)` when it closes, fails or is
- * cancelled; those reach whoever {@link MeteredStream.attach}ed.
+ * cancelled; those reach whoever attached with {@link attachMeter}.
  */
-export class MeteredStream extends ReadableStream<Uint8Array> {
-  readonly #attach: (meter: Meter) => boolean;
-
-  constructor(source: (meter: Meter) => UnderlyingDefaultSource<Uint8Array>) {
-    let attached: Meter | undefined;
-    let started = false;
-    let ended = false;
-    const meter: Meter = {
-      chunk(bytes) {
-        started = true;
-        attached?.chunk(bytes);
-      },
-      end(complete) {
-        if (ended) return;
-        ended = true;
-        attached?.end(complete);
-      },
-    };
-    super(source(meter), { highWaterMark: 0 });
-    this.#attach = (next) => {
-      // One meter, attached before the first chunk: it counts every byte.
-      if (attached !== undefined || started || ended || this.locked) return false;
-      attached = next;
-      return true;
-    };
-  }
-
-  /** Reports this stream's chunks and end to `meter`; false when already read or metered. */
-  attach(meter: Meter): boolean {
-    return this.#attach(meter);
-  }
+export function meteredStream(
+  source: (meter: Meter) => UnderlyingDefaultSource<Uint8Array>,
+): ReadableStream<Uint8Array> {
+  let attached: Meter | undefined;
+  let started = false;
+  let ended = false;
+  const meter: Meter = {
+    chunk(bytes) {
+      started = true;
+      attached?.chunk(bytes);
+    },
+    end(complete) {
+      if (ended) return;
+      ended = true;
+      attached?.end(complete);
+    },
+  };
+  const stream = new ReadableStream<Uint8Array>(source(meter), { highWaterMark: 0 });
+  attachers.set(stream, (next) => {
+    // One meter, attached before the first chunk: it counts every byte.
+    if (attached !== undefined || started || ended || stream.locked) return false;
+    attached = next;
+    return true;
+  });
+  return stream;
 }
 
 /**
- * Attaches `meter` to `stream` when it is a {@link MeteredStream} not yet read
- * or metered; false otherwise (count it some other way).
+ * Attaches `meter` to `stream` when it is a metered stream not yet read or
+ * metered; false otherwise (count it some other way).
  */
 export function attachMeter(stream: ReadableStream<Uint8Array>, meter: Meter): boolean {
-  return stream instanceof MeteredStream && stream.attach(meter);
+  return attachers.get(stream)?.(meter) ?? false;
 }

@@ -13,7 +13,7 @@ import {
 import type { ArtifactStore, OpenedArtifact, Sweepable } from "./types.ts";
 import { spansStream } from "./spans.ts";
 import { pathExists } from "../lib/files.ts";
-import { MeteredStream } from "../lib/metered_stream.ts";
+import { meteredStream } from "../lib/metered_stream.ts";
 
 /** Bytes read from a file per chunk. */
 export const CHUNK_SIZE = 256 * 1024;
@@ -144,7 +144,7 @@ export async function fileSliceStream(
     throw error;
   }
   let remaining = length;
-  return new MeteredStream((meter) => ({
+  return meteredStream((meter) => ({
     async pull(controller) {
       if (remaining === 0) {
         close();
