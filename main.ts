@@ -1,6 +1,6 @@
 /** The single entry point: read settings, open storage, serve, stop gracefully. */
 import { dirname } from "node:path";
-import { bootstrapAdmin, checkFirstAdminSetting } from "./admin/mod.ts";
+import { bootstrapAdmin, checkBreakGlassAccounts, checkFirstAdminSetting } from "./admin/mod.ts";
 import { createApp } from "./app.ts";
 import { ConfigError, isRemoteKv, loadConfig } from "./src/lib/config.ts";
 import { createHealthChecks, healthDetailsHandler } from "./src/http/health.ts";
@@ -32,6 +32,11 @@ import { startGateEvaluator } from "./src/rollouts/gates.ts";
 import { startWebhookWorker } from "./src/webhooks/worker.ts";
 import { scheduleTufRefresh, tufGauges, tufSigningState } from "./src/tuf/freshness.ts";
 import { createOnlineKeys } from "./src/tuf/repository.ts";
+import {
+  describeMissingKeyFiles,
+  findMissingKeyFiles,
+  noticeLine,
+} from "./src/signing/key_file_check.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
 import { createSsoService } from "./app.ts";
 
@@ -153,6 +158,8 @@ async function start() {
   // The first admin's setting is checked here, the account made once every listener is bound: a
   // start that fails (a port in use) leaves no account whose generated password nobody saw.
   await checkFirstAdminSetting(store, config);
+  const breakGlass = await checkBreakGlassAccounts(store, config);
+  if (breakGlass !== null) logger.event("warn", breakGlass);
   // The "listening" lines wait for that account, so whoever waits for them can sign in.
   const adminReady = Promise.withResolvers<void>();
   // Once, for data written before the admin pages' aggregates existed (src/store/aggregates.ts).
@@ -168,6 +175,17 @@ async function start() {
     });
   }
   const stopFollowingWriters = followOtherWriters(store, config.cacheRefreshMs);
+  // Private key files the records name but this data dir lacks (a restore from a backup without
+  // them): each is an error with how to bring it back, also shown on the admin dashboard.
+  await findMissingKeyFiles(store, config.dataDir).then(
+    (missing) => {
+      for (const notice of describeMissingKeyFiles(missing, { signing: config.signing })) {
+        logger.event("error", noticeLine(notice));
+      }
+    },
+    (error) =>
+      logger.event("warn", "private key files could not be checked", { error: String(error) }),
+  );
   // Parts of dead uploads and artifacts no release references (fs and s3 alike).
   scheduleSweeps(store, artifacts, (result) => {
     if ("error" in result) {
@@ -232,10 +250,11 @@ async function start() {
     onKvError: () => metrics.recordKvError("adoption"),
     newIdsPerDay: config.adoptionNewIdsPerDay,
   });
-  // Install reports likewise (docs/reports.md).
+  // Install reports likewise (docs/reports.md); a batch first writes the sightings it may trust.
   const reports = createReportRecorder(store, {
     onKvError: () => metrics.recordKvError("reports"),
     newIdsPerDay: config.reportsNewPerDay,
+    settle: adoption.settle,
   });
   // Discovery of the OpenID Connect provider (docs/sso.md): one that cannot be reached is a warning
   // and tried again (until it answers or the process exits); sign-in through it waits for it.

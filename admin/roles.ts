@@ -12,8 +12,8 @@ const ADMINS: readonly AdminRole[] = ["admin"];
 
 /**
  * Routes whose roles differ from the default. The default: a `GET` is for `admin` and `viewer`
- * (a viewer reads everything but the accounts page), anything else for `admin` only; so a route
- * added without an entry here is never open to a publisher, nor a write open to a viewer.
+ * (a viewer reads every page but the admins-only ones below), anything else for `admin` only; so
+ * a route added without an entry here is never open to a publisher, nor a write open to a viewer.
  */
 const ROUTE_ROLES: ReadonlyMap<string, readonly AdminRole[]> = new Map([
   // Every account: its own session and password.
@@ -53,6 +53,7 @@ const ROUTE_ROLES: ReadonlyMap<string, readonly AdminRole[]> = new Map([
   ["GET /admin/webhooks", ADMINS],
   ["GET /admin/webhooks/:id", ADMINS],
   ["GET /admin/webhooks/:id/delete", ADMINS],
+  ["GET /admin/webhooks/:id/deliveries/:delivery", ADMINS],
 ]);
 
 /** The roles that may use `route` (`METHOD /admin/path`, as registered). */
@@ -66,4 +67,13 @@ export function refusalFor(role: AdminRole): string {
     ? "Your account is a viewer: it can read these pages but not change anything."
     : "Your account is a publisher: it can work on projects' releases only. " +
       "Ask an admin for anything else.";
+}
+
+/**
+ * Whether `role` may use `route` (`METHOD /admin/path/:param`, as registered): views ask it
+ * before they show a control, so an account sees only what it can use. `requireRole` still
+ * refuses the request itself.
+ */
+export function can(role: AdminRole | undefined, route: string): boolean {
+  return rolesFor(route).includes(role ?? "admin");
 }

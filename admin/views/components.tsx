@@ -3,6 +3,7 @@ import type { Child, JSX } from "hono/jsx";
 import { shortTime } from "../format.ts";
 import { type ListPage, pageSummary, SEARCH_MAX_LENGTH } from "../listing.ts";
 import type { FormError } from "../types.ts";
+import { can } from "../roles.ts";
 import { CsrfInput, Layout, type NavItem, type PageContext } from "./layout.tsx";
 
 /**
@@ -269,9 +270,57 @@ export function PostButton(
   );
 }
 
+/** Shorter text fits any column whole: it gets no break points. */
+const BREAKABLE_LENGTH = 16;
+
+/**
+ * A slug, version, file name or URL that may wrap only after its own
+ * separators (`/ - _ . + @ : ? & = ,`): a `<wbr>` after each (from
+ * BREAKABLE_LENGTH characters), so a narrow column breaks it between its
+ * parts rather than inside one.
+ */
+export function Breakable({ text }: { text: string }) {
+  if (text.length < BREAKABLE_LENGTH) return <>{text}</>;
+  const parts = text.split(/(?<=[/\-_.+@:?&=,])(?![/\-_.+@:?&=,])/);
+  return (
+    <>
+      {parts.map((part, i) =>
+        i === 0 ? part : (
+          <>
+            <wbr />
+            {part}
+          </>
+        )
+      )}
+    </>
+  );
+}
+
+/**
+ * A time as `shortTime` writes it: the day and the hour each kept whole
+ * (a table may put the hour on a line of its own, never break the date).
+ */
 export function Time({ iso }: { iso: string | null | undefined }) {
   if (!iso) return <span class="muted">never</span>;
-  return <time datetime={iso}>{shortTime(iso)}</time>;
+  const text = shortTime(iso);
+  const space = text.indexOf(" ");
+  if (space < 0) return <time datetime={iso}>{text}</time>;
+  return (
+    <time datetime={iso}>
+      <span class="nowrap">{text.slice(0, space)}</span>{" "}
+      <span class="nowrap">{text.slice(space + 1)}</span>
+    </time>
+  );
+}
+
+/**
+ * Its children only when the signed-in account's role may use `route` (`METHOD /admin/path`, as
+ * registered; admin/roles.ts `can`): a control nobody can use is not shown.
+ */
+export function IfCan(
+  { ctx, route, children }: { ctx: PageContext; route: string; children: Child },
+) {
+  return can(ctx.role, route) ? <>{children}</> : null;
 }
 
 export function StateBadge({ state }: { state: string }) {

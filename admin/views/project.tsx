@@ -6,12 +6,14 @@ import type { ListPage } from "../listing.ts";
 import type { ProjectEditValues } from "../forms_project.ts";
 import type { UploadValues } from "../forms_upload.ts";
 import type { FormError } from "../types.ts";
+import { humanBytes } from "../format.ts";
 import { type ChartRange, DownloadChart } from "./chart.tsx";
 import {
   ActionsCell,
   DataTable,
   EditConflictNotice,
   FormErrorSummary,
+  IfCan,
   InputField,
   ListPager,
   PageHead,
@@ -20,6 +22,7 @@ import {
   StateBadge,
   TagList,
 } from "./components.tsx";
+import { can } from "../roles.ts";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { ProjectFields } from "./project_fields.tsx";
 import { RetentionCard, type RetentionCardProps } from "./retention.tsx";
@@ -85,10 +88,22 @@ export function ProjectPage(props: ProjectPageProps) {
       />
       {project.description && <p class="lead">{project.description}</p>}
       <TagList tags={project.tags} />
-      <UploadForm {...props} />
+      <IfCan ctx={ctx} route="POST /admin/projects/:slug/releases">
+        <UploadForm {...props} />
+      </IfCan>
       <ReleasesTable {...props} />
-      <RolloutCard csrfToken={ctx.csrfToken} slug={project.slug} {...props.rollout} />
-      <ReleaseSafetyCard csrfToken={ctx.csrfToken} slug={project.slug} {...props.safety} />
+      <RolloutCard
+        csrfToken={ctx.csrfToken}
+        readOnly={!can(ctx.role, "POST /admin/projects/:slug/rollout")}
+        slug={project.slug}
+        {...props.rollout}
+      />
+      <ReleaseSafetyCard
+        csrfToken={ctx.csrfToken}
+        readOnly={!can(ctx.role, "POST /admin/projects/:slug/rollout/policy")}
+        slug={project.slug}
+        {...props.safety}
+      />
       <DownloadChart
         series={chart.series}
         days={chart.days}
@@ -97,14 +112,17 @@ export function ProjectPage(props: ProjectPageProps) {
       />
       {props.delivery !== undefined && props.delivery.full > props.delivery.served && (
         <p class="hint" data-differential-savings>
-          Differential downloads saved {formatGb(props.delivery.full - props.delivery.served)}{" "}
-          this month ({formatGb(props.delivery.served)} sent instead of{" "}
-          {formatGb(props.delivery.full)}).
+          Differential downloads saved {humanBytes(props.delivery.full - props.delivery.served)}
+          {" "}
+          this month ({humanBytes(props.delivery.served)} sent instead of{" "}
+          {humanBytes(props.delivery.full)}).
         </p>
       )}
       <AdoptionCard {...props.adoption} />
       <RetentionCard ctx={ctx} project={project} {...props.retention} />
-      <EditForm {...props} />
+      <IfCan ctx={ctx} route="POST /admin/projects/:slug">
+        <EditForm {...props} />
+      </IfCan>
     </Layout>
   );
 }
@@ -276,26 +294,28 @@ function ReleasesTable(props: ProjectPageProps) {
                       href={`/admin/releases/${release.id}`}
                       title="Edit, download or delete"
                     >
-                      Edit
+                      {can(ctx.role, "POST /admin/releases/:id") ? "Edit" : "Open"}
                     </a>
-                    {release.state === "draft"
-                      ? (
-                        <PostButton
-                          action={`/admin/releases/${release.id}/publish`}
-                          csrfToken={ctx.csrfToken}
-                          label="Publish"
-                        />
-                      )
-                      : (
-                        <PostButton
-                          action={`/admin/releases/${release.id}/${
-                            release.state === "active" ? "archive" : "activate"
-                          }`}
-                          csrfToken={ctx.csrfToken}
-                          label={release.state === "active" ? "Archive" : "Activate"}
-                        />
-                      )}
-                    {release.state === "active" && !latest && (
+                    {can(ctx.role, "POST /admin/releases/:id/archive") &&
+                      (release.state === "draft"
+                        ? (
+                          <PostButton
+                            action={`/admin/releases/${release.id}/publish`}
+                            csrfToken={ctx.csrfToken}
+                            label="Publish"
+                          />
+                        )
+                        : (
+                          <PostButton
+                            action={`/admin/releases/${release.id}/${
+                              release.state === "active" ? "archive" : "activate"
+                            }`}
+                            csrfToken={ctx.csrfToken}
+                            label={release.state === "active" ? "Archive" : "Activate"}
+                          />
+                        ))}
+                    {release.state === "active" && !latest &&
+                      can(ctx.role, "POST /admin/releases/:id/make-latest") && (
                       <PostButton
                         action={`/admin/releases/${release.id}/make-latest`}
                         csrfToken={ctx.csrfToken}
@@ -395,9 +415,4 @@ function EditForm(
       </div>
     </section>
   );
-}
-
-/** Bytes as GB (10^9), two decimals. */
-function formatGb(bytes: number): string {
-  return `${(bytes / 1e9).toFixed(2)} GB`;
 }

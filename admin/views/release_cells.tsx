@@ -1,7 +1,7 @@
 /** The cells that describe a release, the same on the dashboard and on a project page. */
 import type { Release } from "../../src/store/types.ts";
 import { humanBytes } from "../format.ts";
-import { StateBadge, Time } from "./components.tsx";
+import { Breakable, StateBadge, Time } from "./components.tsx";
 
 /** The column names of {@link ReleaseCells}, in order. */
 export const RELEASE_COLUMNS = ["Version", "File", "Size", "Created", "State"];
@@ -18,7 +18,9 @@ export function ReleaseCells(
   return (
     <>
       <td data-label="Version">
-        <strong>{release.version}</strong>
+        <strong>
+          <Breakable text={release.version} />
+        </strong>
         {latest && (
           <>
             {" "}
@@ -30,7 +32,11 @@ export function ReleaseCells(
             </span>
           </>
         )}
-        {release.build && <span class="muted">build {release.build}</span>}
+        {release.build && (
+          <span class="muted">
+            build <Breakable text={release.build} />
+          </span>
+        )}
         <span class="muted">id {release.id}</span>
         {notes && release.release_notes && (
           <details class="notes">
@@ -40,7 +46,7 @@ export function ReleaseCells(
         )}
       </td>
       <td data-label="File" class="break">
-        {release.filename}
+        <Breakable text={release.filename} />
         <span class="muted">{release.content_type}</span>
       </td>
       <td data-label="Size" class="nowrap" title={`${release.size_bytes} bytes`}>

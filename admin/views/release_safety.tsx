@@ -57,13 +57,15 @@ export interface ReleaseReports {
   id: number;
   version: string;
   counts: ReportCounts;
-  /** Reports past a key's cap, estimated. */
+  /** Reports not counted (from installs never offered the release, or past an address's cap), estimated. */
   estimated: ReportCounts;
   reasons: ReadonlyMap<string, ReportReason[]>;
 }
 
 export interface ReleaseSafetyCardProps {
   csrfToken?: string;
+  /** The account may not change gates, roll back or set the policy (a viewer): it only reads. */
+  readOnly?: boolean;
   slug: string;
   rollout: Rollout | null;
   /** The rollout's gates (or the last gated rollout's, completed). */
@@ -114,7 +116,7 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
               <p class="flash flash-warning" data-halt-reason>Halted: {haltedBy}</p>
             )}
             <div class="table-wrap">
-              <table data-gate-stages>
+              <table class="data-table" data-gate-stages>
                 <caption>Stages</caption>
                 <thead>
                   <tr>
@@ -130,17 +132,17 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
                     const live = row.ended_at === null && stage !== null;
                     return (
                       <tr data-stage={String(row.percentage)}>
-                        <td>{row.percentage}%</td>
-                        <td>
+                        <td data-label="Stage" class="nowrap">{row.percentage}%</td>
+                        <td data-label="Started">
                           <Time iso={row.started_at} />
                         </td>
-                        <td class="num" data-stage-installs>
+                        <td data-label="Installs" class="num" data-stage-installs>
                           {live ? stage!.installed : row.installed}
                         </td>
-                        <td class="num" data-stage-failures>
+                        <td data-label="Failures" class="num" data-stage-failures>
                           {live ? stage!.failed : row.failed}
                         </td>
-                        <td>{row.outcome ?? (live ? "running" : "")}</td>
+                        <td data-label="Outcome">{row.outcome ?? (live ? "running" : "")}</td>
                       </tr>
                     );
                   })}
@@ -149,7 +151,7 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
             </div>
           </div>
         )}
-      {rollout !== null && (
+      {rollout !== null && !props.readOnly && (
         <form method="post" action={`${base}/gates`} class="stack" data-gates-form>
           <h3>Health gates</h3>
           <CsrfInput token={csrfToken} />
@@ -167,47 +169,51 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
           <button type="submit" class="button">Set gates</button>
         </form>
       )}
-      <h3>A way back</h3>
+      {(!props.readOnly || policy.rolled_back !== null) && <h3>A way back</h3>}
       {policy.rolled_back !== null && (
         <p data-rolled-back={String(policy.rolled_back.release_id)}>
           Release {policy.rolled_back.version} was rolled back at{" "}
           <Time iso={policy.rolled_back.at} />.
         </p>
       )}
-      <div class="row-actions">
-        <PostButton
-          action={`${base}/rollback`}
-          csrfToken={csrfToken}
-          label="Roll back the newest release"
-          buttonClass="button button-danger"
-        />
-      </div>
-      <form method="post" action={`${base}/policy`} class="stack" data-policy-form>
-        <h3>Critical updates and minimum version</h3>
-        <CsrfInput token={csrfToken} />
-        <InputField
-          id="policy-minimum-version"
-          name="minimum_version"
-          label="Minimum supported version"
-          optional="optional"
-          hint="Clients below it are told to update (X-Minimum-Version); empty clears it."
-          value={values.minimum_version || (policy.minimum_version ?? "")}
-          error={error}
-        />
-        <fieldset>
-          <legend>Critical releases</legend>
-          {props.releases.map((release) => (
-            <CheckboxField
-              id={`critical-${release.id}`}
-              name="critical"
-              value={String(release.id)}
-              checked={policy.critical_ids.includes(release.id)}
-              label={release.version}
-            />
-          ))}
-        </fieldset>
-        <button type="submit" class="button">Save policy</button>
-      </form>
+      {!props.readOnly && (
+        <div class="row-actions">
+          <PostButton
+            action={`${base}/rollback`}
+            csrfToken={csrfToken}
+            label="Roll back the newest release"
+            buttonClass="button button-danger"
+          />
+        </div>
+      )}
+      {!props.readOnly && (
+        <form method="post" action={`${base}/policy`} class="stack" data-policy-form>
+          <h3>Critical updates and minimum version</h3>
+          <CsrfInput token={csrfToken} />
+          <InputField
+            id="policy-minimum-version"
+            name="minimum_version"
+            label="Minimum supported version"
+            optional="optional"
+            hint="Clients below it are told to update (X-Minimum-Version); empty clears it."
+            value={values.minimum_version || (policy.minimum_version ?? "")}
+            error={error}
+          />
+          <fieldset>
+            <legend>Critical releases</legend>
+            {props.releases.map((release) => (
+              <CheckboxField
+                id={`critical-${release.id}`}
+                name="critical"
+                value={String(release.id)}
+                checked={policy.critical_ids.includes(release.id)}
+                label={release.version}
+              />
+            ))}
+          </fieldset>
+          <button type="submit" class="button">Save policy</button>
+        </form>
+      )}
       <ReportsTable reports={props.reports} />
       {props.chart !== null && <ReportChart {...props.chart} />}
     </section>
@@ -220,7 +226,7 @@ function ReportsTable({ reports }: { reports: readonly ReleaseReports[] }) {
   }
   return (
     <div class="table-wrap">
-      <table data-reports>
+      <table class="data-table" data-reports>
         <caption>Install reports</caption>
         <thead>
           <tr>
@@ -228,19 +234,21 @@ function ReportsTable({ reports }: { reports: readonly ReleaseReports[] }) {
             <th scope="col" class="num">Installed</th>
             <th scope="col" class="num">Came back</th>
             <th scope="col" class="num">Failures</th>
-            <th scope="col" class="num">Estimated (past the cap)</th>
+            <th scope="col" class="num">Estimated (not counted)</th>
             <th scope="col">Latest reasons</th>
           </tr>
         </thead>
         <tbody>
           {reports.map((row) => (
             <tr data-reports-release-id={String(row.id)}>
-              <td>{row.version}</td>
-              <td class="num" data-installed>{row.counts.installed}</td>
-              <td class="num" data-returned>{row.counts.returned}</td>
-              <td class="num" data-failed>{failures(row.counts)}</td>
-              <td class="num">{row.estimated.installed + failures(row.estimated)}</td>
-              <td class="wrap">
+              <td data-label="Release">{row.version}</td>
+              <td data-label="Installed" class="num" data-installed>{row.counts.installed}</td>
+              <td data-label="Came back" class="num" data-returned>{row.counts.returned}</td>
+              <td data-label="Failures" class="num" data-failed>{failures(row.counts)}</td>
+              <td data-label="Estimated" class="num">
+                {row.estimated.installed + failures(row.estimated)}
+              </td>
+              <td data-label="Latest reasons" class="break">
                 {[...row.reasons.entries()].map(([kind, reasons]) =>
                   `${kind}: ${reasons.slice(0, 3).map((r) => r.reason).join("; ")}`
                 ).join(" · ")}
@@ -293,7 +301,7 @@ function ReportChart({ version, hours }: { version: string; hours: readonly Repo
         })}
       </ChartSvg>
       <div class="table-wrap">
-        <table data-report-hours>
+        <table class="data-table" data-report-hours>
           <caption>Installs and failures per hour</caption>
           <thead>
             <tr>
@@ -305,9 +313,11 @@ function ReportChart({ version, hours }: { version: string; hours: readonly Repo
           <tbody>
             {hours.map((row) => (
               <tr>
-                <td>{new Date(row.hour * 3_600_000).toISOString().slice(0, 13)}:00</td>
-                <td class="num">{row.installed}</td>
-                <td class="num">{row.failed}</td>
+                <td data-label="Hour (UTC)">
+                  <Time iso={new Date(row.hour * 3_600_000).toISOString()} />
+                </td>
+                <td data-label="Installs" class="num">{row.installed}</td>
+                <td data-label="Failures" class="num">{row.failed}</td>
               </tr>
             ))}
           </tbody>

@@ -15,6 +15,8 @@ const BLANK_SCHEDULE_ROWS = 2;
 
 export interface RolloutCardProps {
   csrfToken?: string;
+  /** The account may not change rollouts (a viewer): the card only tells. */
+  readOnly?: boolean;
   slug: string;
   /** The project's rollout record, or null. */
   rollout: Rollout | null;
@@ -79,39 +81,43 @@ export function RolloutCard(props: RolloutCardProps) {
                 Keys with the rollout tag <code>{rollout.tester_tag}</code> always get it.
               </p>
             )}
-            <div class="actions rollout-actions">
-              <PostButton
-                action={`${base}/${rollout.halted ? "resume" : "halt"}`}
-                csrfToken={csrfToken}
-                label={rollout.halted ? "Resume" : "Halt"}
-                buttonClass={rollout.halted ? "button" : "button button-danger"}
-              />
-              <PostButton
-                action={`${base}/complete`}
-                csrfToken={csrfToken}
-                label="Complete"
-                buttonClass="button"
-              />
-              <PostButton
-                action={`${base}/end`}
-                csrfToken={csrfToken}
-                label="End"
-                buttonClass="button"
-              />
-            </div>
-            <form method="post" action={`${base}/change`} class="stack subsection">
-              <h3>Change the rollout</h3>
-              <CsrfInput token={csrfToken} />
-              <RolloutFields
-                values={error ? values : currentValues(rollout)}
-                error={error}
-                prefix="rollout-change"
-              />
-              <button type="submit" class="button">Change rollout</button>
-            </form>
+            {!props.readOnly && (
+              <>
+                <div class="actions rollout-actions">
+                  <PostButton
+                    action={`${base}/${rollout.halted ? "resume" : "halt"}`}
+                    csrfToken={csrfToken}
+                    label={rollout.halted ? "Resume" : "Halt"}
+                    buttonClass={rollout.halted ? "button" : "button button-danger"}
+                  />
+                  <PostButton
+                    action={`${base}/complete`}
+                    csrfToken={csrfToken}
+                    label="Complete"
+                    buttonClass="button"
+                  />
+                  <PostButton
+                    action={`${base}/end`}
+                    csrfToken={csrfToken}
+                    label="End"
+                    buttonClass="button"
+                  />
+                </div>
+                <form method="post" action={`${base}/change`} class="stack subsection">
+                  <h3>Change the rollout</h3>
+                  <CsrfInput token={csrfToken} />
+                  <RolloutFields
+                    values={error ? values : currentValues(rollout)}
+                    error={error}
+                    prefix="rollout-change"
+                  />
+                  <button type="submit" class="button">Change rollout</button>
+                </form>
+              </>
+            )}
           </div>
         )}
-      {candidates.length > 0 && (
+      {candidates.length > 0 && !props.readOnly && (
         <form method="post" action={base} class="stack subsection" data-rollout-start>
           <h3>{rollout === null ? "Start a rollout" : "Replace with a new rollout"}</h3>
           <CsrfInput token={csrfToken} />
