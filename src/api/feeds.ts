@@ -37,6 +37,7 @@ import { URL_CREDENTIAL_PREFIX } from "../lib/url_credential_path.ts";
 import { findAppProject } from "./app_project.ts";
 import { addSquirrelRoutes, SQUIRREL_ROUTES } from "./squirrel_feed.ts";
 import { acceptedKey } from "./auth.ts";
+import { addVelopackRoutes, VELOPACK_ROUTES } from "./velopack_feed.ts";
 import {
   createKeySurface,
   findVisibleProjectBySlug,
@@ -265,6 +266,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
   });
 
   addSquirrelRoutes(feeds, { deps, surface, origin });
+  addVelopackRoutes(feeds, { deps, surface });
 
   // The credential of the request's key for feed URLs (docs/feeds.md "A credential in the URL").
   get("/url-credential", (c) => {
@@ -284,6 +286,8 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
     "/url-credential",
     ...SQUIRREL_ROUTES,
     ...SQUIRREL_ROUTES.map((path) => `/c/:credential${path}`),
+    ...VELOPACK_ROUTES,
+    ...VELOPACK_ROUTES.map((path) => `/c/:credential${path}`),
   ]);
   return { routes: feeds, notFound: surface.notFound };
 }

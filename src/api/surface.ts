@@ -77,8 +77,16 @@ export interface KeySurface {
   refuseWrites(routes: Hono<AppEnv>, paths: readonly string[]): void;
   /** The answer to a path of the surface no route knows: a token drawn, then the spec's 404. */
   notFound: (c: Context<AppEnv>) => Cached<Response>;
-  /** The download of `release`'s artifact by `key`, counted like the API's. */
-  download(c: Context<AppEnv>, key: ApiKey, release: Release): Promise<Response>;
+  /**
+   * The download of `release`'s artifact by `key`, counted like the API's. A patch of the
+   * release (a Velopack delta) passes its own file as `release` with `stands_for_bytes`, the
+   * release's size: the savings count it as a whole download.
+   */
+  download(
+    c: Context<AppEnv>,
+    key: ApiKey,
+    release: Release & { stands_for_bytes?: number },
+  ): Promise<Response>;
   /**
    * The latest active release of `project` for a client of `key` (a staged
    * rollout decides per client, src/rollouts/membership.ts, by the install id
@@ -257,7 +265,7 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
           key,
           release,
           served: served.bytes,
-          full: served.countsAsDownload ? release.size_bytes : 0,
+          full: served.countsAsDownload ? release.stands_for_bytes ?? release.size_bytes : 0,
           attempt: served.countsAsDownload ? "whole" : undefined,
         });
       }
