@@ -32,6 +32,7 @@ import { sparkleAppcast } from "../feeds/sparkle.ts";
 import { type AppcastKey, createAppcastKeys, signAppcast } from "../feeds/sparkle_signing.ts";
 import { isTauriSegment, tauriFeedJson } from "../feeds/tauri.ts";
 import { acceptedKey } from "./auth.ts";
+import { createVelopackRoutes } from "./velopack_feed.ts";
 import {
   createKeySurface,
   findVisibleProjectBySlug,
@@ -249,6 +250,9 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
     if (name.endsWith(BLOCK_MAP_SUFFIX)) return await blockMap(c, key, release);
     throw new ApiError(404, API_ERRORS.resourceNotFound);
   });
+
+  // Velopack: /feeds/velopack/{slug}/{credential}/releases.{channel}.json and its packages.
+  feeds.route("/velopack", createVelopackRoutes(deps, observer));
 
   // Read-only, like the client API: known paths refuse other methods.
   surface.refuseWrites(feeds, [

@@ -52,6 +52,10 @@ export const FEED_ERRORS = {
   sparkleSignatureMissing: "release has no sparkle signature",
   /** 404 while the background work has not yet made a release's block map. */
   blockMapPending: "release block map not built yet",
+  /** 503 while the background work has not yet read a release's Velopack package. */
+  velopackPending: "release velopack package not read yet, try again later",
+  /** 409: the release offered is no Velopack package (a `.nupkg` with its `.nuspec`). */
+  velopackPackageMissing: "release is not a velopack package",
 } as const;
 
 /** How long a client is told to wait while the SHA-512 is computed. */

@@ -1,4 +1,5 @@
 import { listAllSparkleDeltas } from "./sparkle_deltas.ts";
+import { listAllVelopackDeltas } from "./velopack.ts";
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { aggregatesReady, releaseAggregates } from "./aggregates.ts";
 import { NOTHING_TO_WRITE, now, serializedProjectWrite, takeIds } from "./atomic.ts";
@@ -542,7 +543,8 @@ export async function* listAllReleases(store: Store): AsyncGenerator<Release> {
 
 /**
  * The storage key of every release, in any state, and of their Sparkle deltas
- * (sparkle_deltas.ts): the artifacts the storage sweep must keep.
+ * (sparkle_deltas.ts) and Velopack deltas (velopack.ts): the artifacts the
+ * storage sweep must keep.
  */
 export async function listStorageKeys(store: Store): Promise<Set<string>> {
   const keys = new Set<string>();
@@ -552,6 +554,9 @@ export async function listStorageKeys(store: Store): Promise<Set<string>> {
     ids.add(release.id);
   }
   for await (const delta of listAllSparkleDeltas(store)) {
+    if (ids.has(delta.release_id)) keys.add(delta.storage_key);
+  }
+  for await (const delta of listAllVelopackDeltas(store)) {
     if (ids.has(delta.release_id)) keys.add(delta.storage_key);
   }
   return keys;
