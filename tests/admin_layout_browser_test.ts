@@ -177,14 +177,27 @@ async function seedReleaseSafety(
     }),
     "policy",
   );
+  // Installs report the version they were offered (docs/reports.md "What the gates trust").
+  const offered = new Map<string, string[]>(VERSIONS.map((version) => [version, []]));
+  for (let n = 0; [...offered.values()].some((ids) => ids.length < 6); n++) {
+    assert.ok(n < 2_000, "installs offered each version");
+    const installId = `install-${n}`;
+    const res = await fetch(`${base}/api/v1/projects/${SLUG}/releases/latest`, {
+      headers: { authorization: `Bearer ${secret}`, "x-install-id": installId },
+    });
+    assert.equal(res.status, 200);
+    offered.get((await res.json()).release.version)?.push(installId);
+  }
+  // The answers' sightings are written within a second.
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
   for (const version of VERSIONS) {
-    for (let i = 0; i < 6; i++) {
+    for (const [i, installId] of offered.get(version)!.slice(0, 6).entries()) {
       const res = await fetch(`${base}/reports/v1/projects/${SLUG}`, {
         method: "POST",
         headers: {
           authorization: `Bearer ${secret}`,
           "content-type": "application/json",
-          "x-install-id": `install-${version}-${i}`,
+          "x-install-id": installId,
         },
         body: JSON.stringify(
           i < 2

@@ -57,7 +57,7 @@ export interface ReleaseReports {
   id: number;
   version: string;
   counts: ReportCounts;
-  /** Reports past a key's cap, estimated. */
+  /** Reports not counted (from installs never offered the release, or past an address's cap), estimated. */
   estimated: ReportCounts;
   reasons: ReadonlyMap<string, ReportReason[]>;
 }
@@ -234,7 +234,7 @@ function ReportsTable({ reports }: { reports: readonly ReleaseReports[] }) {
             <th scope="col" class="num">Installed</th>
             <th scope="col" class="num">Came back</th>
             <th scope="col" class="num">Failures</th>
-            <th scope="col" class="num">Estimated (past the cap)</th>
+            <th scope="col" class="num">Estimated (not counted)</th>
             <th scope="col">Latest reasons</th>
           </tr>
         </thead>

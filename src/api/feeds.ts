@@ -85,10 +85,13 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
       (project) =>
         thenRead(
           // electron-updater sends its install id as x-user-staging-id.
-          surface.latestFor(key, project, () =>
-            c.req.raw.headers.get(INSTALL_ID_HEADER) ?? c.req.raw.headers.get(STAGING_ID_HEADER)),
-          (release) =>
-            answer(project, release),
+          surface.latestFor(key, project, {
+            installId: () =>
+              c.req.raw.headers.get(INSTALL_ID_HEADER) ??
+                c.req.raw.headers.get(STAGING_ID_HEADER),
+            address: surface.askerOf(c).address,
+          }),
+          (release) => answer(project, release),
         ),
     );
   };

@@ -51,7 +51,7 @@
  * | ["adoption_client", projectId, clientHash]   | AdoptionMarker: a client's last sighting (expireIn; adoption.ts) |
  * | ["adoption_count", projectId, releaseId, day] | Deno.KvU64 clients last seen on the release that day |
  * | ["adoption_sketch", projectId, releaseId, day] | Uint8Array HyperLogLog of clients past the new-id cap seen on the release that day |
- * | ["adoption_new_ids", keyId, day]             | number: install ids a key brought in as new clients that UTC day (expireIn) |
+ * | ["adoption_new_ids", address, day]           | number: install ids a client address (an IPv6 one: its /64) brought in as new clients that UTC day (expireIn) |
  * | ["publish_tokens", tokenId]                  | PublishToken (never the secret) |
  * | ["publish_tokens_by_hash", sha256Hex]        | tokenId                       |
  * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
@@ -79,8 +79,8 @@
  * | ["report_marker", releaseId, kind, clientHash] | 1: an install's report of that kind was counted (expireIn; reports.ts) |
  * | ["report_count", releaseId, kind]            | Deno.KvU64 installs that reported that kind for the release |
  * | ["report_hourly", releaseId, kind, hour]     | Deno.KvU64 those of them counted in that UTC hour |
- * | ["report_sketch", releaseId, kind, day]      | Uint8Array HyperLogLog of reports past a key's new-id cap |
- * | ["report_new_ids", keyId, day]               | Deno.KvU64 report markers a key made that UTC day |
+ * | ["report_sketch", releaseId, kind, day]      | Uint8Array HyperLogLog of reports not counted (untrusted, or past an address's cap) |
+ * | ["report_new_ids", address, day]             | number: report markers made from a client address (an IPv6 one: its /64) that UTC day (expireIn) |
  * | ["report_reasons", releaseId, kind]          | ReportReason[]: the latest failure reasons (at most 20) |
  * | ["rollout_gates", projectId]                 | RolloutGateState: a rollout's health gates and stage (rollout_gates.ts) |
  * | ["rollout_gate_changes", projectId, action]  | Deno.KvU64 stages advanced, halted or completed by the gates |
@@ -490,9 +490,9 @@ export function adoptionSketchPrefix(projectId: number): Deno.KvKey {
   return ["adoption_sketch", projectId];
 }
 
-/** How many install ids a key brought in as new clients on a UTC day (the new-id cap). */
-export function adoptionNewIdsKey(keyId: number, day: number): Deno.KvKey {
-  return ["adoption_new_ids", keyId, day];
+/** How many install ids a client address brought in as new clients on a UTC day (the new-id cap). */
+export function adoptionNewIdsKey(address: string, day: number): Deno.KvKey {
+  return ["adoption_new_ids", address, day];
 }
 
 export function webhookEndpointKey(endpointId: string): Deno.KvKey {
@@ -577,7 +577,7 @@ export function reportHourlyPrefix(releaseId: number): Deno.KvKey {
   return ["report_hourly", releaseId];
 }
 
-/** A sketch of reports past their key's new-id cap, per release, kind and UTC day. */
+/** A sketch of reports not counted (untrusted, or past an address's cap), per release, kind and UTC day. */
 export function reportSketchKey(releaseId: number, kind: string, day: number): Deno.KvKey {
   return ["report_sketch", releaseId, kind, day];
 }
@@ -586,9 +586,9 @@ export function reportSketchPrefix(releaseId: number): Deno.KvKey {
   return ["report_sketch", releaseId];
 }
 
-/** Report markers a key made on a UTC day. */
-export function reportNewIdsKey(keyId: number, day: number): Deno.KvKey {
-  return ["report_new_ids", keyId, day];
+/** Report markers made from a client address on a UTC day (the report cap). */
+export function reportNewIdsKey(address: string, day: number): Deno.KvKey {
+  return ["report_new_ids", address, day];
 }
 
 /** The latest failure reasons of a release and kind. */
