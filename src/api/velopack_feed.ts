@@ -6,7 +6,9 @@
  * scope, rate limit, the JSON errors); the release offered follows the same
  * rules (drafts and archived releases never, the rollout's bucket by the
  * client's `stagingId`, testers, halt, rollback). The packages download like
- * the API's file (Range, ETag, HEAD, counting).
+ * the API's file (Range, ETag, HEAD, counting); a delta's bytes count against
+ * the release's whole size, like a block-map download (docs/feeds.md "What it
+ * saves").
  */
 import { Hono } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
@@ -41,7 +43,13 @@ export function createVelopackRoutes(deps: ServiceDeps, observer: Observer): Hon
       const file = c.req.param("file") ?? "";
       if (isVelopackFeedName(file)) {
         const stagingId = c.req.query("stagingId") || null;
-        const release = await thenRead(surface.latestFor(key, project, () => stagingId), (r) => r);
+        const release = await thenRead(
+          surface.latestFor(key, project, {
+            installId: () => stagingId,
+            address: surface.askerOf(c).address,
+          }),
+          (r) => r,
+        );
         if (!isVelopackFile(release.filename)) {
           throw new ApiError(409, FEED_ERRORS.velopackPackageMissing);
         }
@@ -65,13 +73,14 @@ export function createVelopackRoutes(deps: ServiceDeps, observer: Observer): Hon
       const delta = (await listVelopackDeltas(store, release.id))
         .find((d) => d.from_release_id === asset.fromReleaseId);
       if (delta === undefined) throw new ApiError(404, API_ERRORS.resourceNotFound);
-      return await surface.download(c, key, {
-        ...release,
-        storage_key: delta.storage_key,
-        checksum_sha256: delta.checksum_sha256,
-        size_bytes: delta.size_bytes,
-        filename: file,
-        content_type: "application/octet-stream",
+      return await surface.downloadDelta(c, key, {
+        release,
+        file: {
+          storage_key: delta.storage_key,
+          checksum_sha256: delta.checksum_sha256,
+          size_bytes: delta.size_bytes,
+          filename: file,
+        },
       });
     }),
   );
