@@ -3,7 +3,7 @@
  * the URL stands for its key (permission, scope, revocation), drafts are
  * never offered, the rollout's bucket is the client's `stagingId`, halt and
  * testers as everywhere, the one delta that fits `localVersion`, the
- * downloads, and the credential kept out of the access log.
+ * downloads (a delta's savings counted like a block map's), and the credential kept out of the access log.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -11,11 +11,19 @@ import { join } from "node:path";
 import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { accessLogRecord, loggedPath } from "../src/lib/log.ts";
 import { setApiKeyActive } from "../src/store/api_keys.ts";
+import { getReleaseDelivery } from "../src/store/delivery.ts";
 import { setReleaseState } from "../src/store/releases.ts";
 import { changeRollout, startRollout } from "../src/store/rollouts.ts";
 import { listVelopackDeltas } from "../src/store/velopack.ts";
 import { feedCredential } from "../src/velopack/credential.ts";
-import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import {
+  createTestApp,
+  seedKey,
+  seedProject,
+  seedRelease,
+  sleep,
+  type TestApp,
+} from "./helpers.ts";
 
 async function nupkg(work: string, version: string): Promise<Uint8Array> {
   const dir = join(work, `pkg-${version}`);
@@ -143,6 +151,7 @@ Deno.test("the Velopack feed", async (t) => {
         "Full 1.0.1",
       ]);
       const [delta] = await listVelopackDeltas(app.store, v2.id);
+      const before = await getReleaseDelivery(app.store, v2.id);
       const res = await app.request(
         `/feeds/velopack/deskapp/${credential}/DeskApp-1.0.1-r${v2.id}-from-r${v1.id}-delta.nupkg`,
       );
@@ -150,6 +159,11 @@ Deno.test("the Velopack feed", async (t) => {
       const body = new Uint8Array(await res.arrayBuffer());
       assert.equal(body.byteLength, delta.size_bytes);
       assert.equal(createHash("sha256").update(body).digest("hex"), delta.checksum_sha256);
+      // Counted like a block-map download: the delta's bytes against the whole package's.
+      await sleep(50);
+      const after = await getReleaseDelivery(app.store, v2.id);
+      assert.equal(after.served - before.served, delta.size_bytes);
+      assert.equal(after.full - before.full, bytes[1].byteLength);
       const missing = await app.request(
         `/feeds/velopack/deskapp/${credential}/DeskApp-1.0.1-r${v2.id}-from-r999-delta.nupkg`,
       );
