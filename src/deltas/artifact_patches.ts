@@ -1,6 +1,6 @@
 /**
  * Server-made patches of whole artifacts (docs/feeds.md "Server-made
- * deltas"), built by the delta builder's runs (background.ts) for every
+ * patches"), built by the delta builder's runs (background.ts) for every
  * release that is no Velopack package: a zstd `--patch-from` patch (tools.ts,
  * within its time and memory limits) from each of the project's newest older
  * releases (the project's "deltas kept", 10 unless set) straight to the new

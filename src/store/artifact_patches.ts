@@ -1,6 +1,6 @@
 /**
  * Server-made patches of whole artifacts (docs/feeds.md "Server-made
- * deltas"): a zstd `--patch-from` patch from an older release's artifact to a
+ * patches"): a zstd `--patch-from` patch from an older release's artifact to a
  * newer one's, which the reference client applies to its installed file
  * (docs/client-api.md "Server-made patches"). One per older release; the
  * patch files live in the artifact store and the storage sweep keeps those of
