@@ -1,7 +1,7 @@
 /**
  * The real Velopack client core for the tests: the `velopack` npm package's
  * Linux build (its UpdateManager, the Rust core every Velopack SDK wraps),
- * run under Node.js by tests/fixtures/velopack_client.mjs.
+ * run under Node by the script tests/fixtures/velopack_client.mjs (node).
  *
  * The version is 0.0.1298, the first published build whose client core
  * downloads and applies delta packages (0.0.1053, the build before it, has

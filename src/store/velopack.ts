@@ -16,6 +16,7 @@ import {
   velopackPackagesPrefix,
   velopackSettingsKey,
 } from "./keys.ts";
+import { ValidationError } from "./errors.ts";
 import type { Release } from "./types.ts";
 import type { Store } from "./store.ts";
 
@@ -149,6 +150,19 @@ export async function lastVelopackPackageId(store: Store): Promise<number> {
   return 0;
 }
 
+/** The "deltas kept" field as entered: a whole number from 0 (no deltas) to MAX_DELTAS_KEPT. */
+export function parseDeltasKept(raw: string): number {
+  const text = raw.trim();
+  const value = Number(text);
+  if (!/^[0-9]{1,3}$/.test(text) || value > MAX_DELTAS_KEPT) {
+    throw new ValidationError(
+      "deltas_kept",
+      `deltas kept must be a whole number from 0 to ${MAX_DELTAS_KEPT}`,
+    );
+  }
+  return value;
+}
+
 export async function getVelopackSettings(
   store: Store,
   projectId: number,
@@ -157,10 +171,13 @@ export async function getVelopackSettings(
   return found ?? { deltas_kept: DEFAULT_DELTAS_KEPT };
 }
 
+/** Stores a project's settings; hands back the ones before. */
 export async function setVelopackSettings(
   store: Store,
   projectId: number,
   settings: VelopackSettings,
-): Promise<void> {
+): Promise<VelopackSettings> {
+  const before = await getVelopackSettings(store, projectId);
   await retryWhileLocked(() => store.kv.set(velopackSettingsKey(projectId), settings));
+  return before;
 }
