@@ -8,6 +8,7 @@
  * User-Agent, cookies and bodies are never logged.
  */
 import type { LogFormat } from "./config.ts";
+import { redactUrlCredential } from "./url_credential_path.ts";
 
 export interface AccessLogRecord {
   /** When the request arrived (RFC 3339, UTC). */
@@ -142,7 +143,7 @@ export const REDACTED = "[redacted]";
 
 /** The path an access line shows: `rawPath`, a credential in it replaced by "[redacted]". */
 export function loggedPath(url: string): string {
-  return rawPath(url).replace(PATH_CREDENTIAL, `$1${REDACTED}`);
+  return redactUrlCredential(rawPath(url)).replace(PATH_CREDENTIAL, `$1${REDACTED}`);
 }
 
 /** The path part of a request URL exactly as sent: still percent-encoded, no query string. */
