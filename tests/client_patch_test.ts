@@ -6,7 +6,7 @@
  * block-map path sends, byte counts by a proxy; a patch whose SHA-256 is not
  * the one announced falls back to the block map; a release without a patch
  * from the installed version takes the block map. The savings count once, in
- * the metrics and on the admin project page.
+ * the metrics and on the admin project and release pages.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -148,11 +148,14 @@ Deno.test("the reference client takes the service's patch from its installed ver
       );
     });
 
-    await t.step("the admin project page counts the patch's savings", async () => {
+    await t.step("the admin project and release pages count the patch's savings", async () => {
       const admin = await signedInClient(app);
       const { html } = await admin.page("/admin/projects/desktop");
       assert.match(html, /data-differential-savings/);
       assert.match(html, /Differential downloads saved \d/);
+      const release = (await admin.page(`/admin/releases/${next.id}`)).html;
+      assert.match(release, /data-delivery/);
+      assert.match(release, /whole downloads would have cost/);
     });
   } finally {
     await server.shutdown();
