@@ -161,3 +161,33 @@ Deno.test("server-made patches: built, bounded, served behind the key's checks",
     await Deno.remove(work, { recursive: true });
   }
 });
+
+Deno.test("server-made patches: a version uploaded twice is patched from its newest upload", async () => {
+  await using app = await createTestApp();
+  const work = await Deno.makeTempDir({ prefix: "uds-patches-dup-" });
+  try {
+    const project = await seedProject(app, { slug: "desktop" });
+    const body = noise(200_000, 5);
+    const first = concatBytes(noise(5_000, 1), body);
+    const second = concatBytes(noise(5_000, 2), body);
+    await seedRelease(app, project.id, "1.0.0", first, { filename: "App.bin" });
+    await seedRelease(app, project.id, "1.0.0", second, { filename: "App.bin" });
+    const next = await seedRelease(app, project.id, "1.1.0", concatBytes(noise(5_000, 3), body), {
+      filename: "App.bin",
+    });
+    const run = await runVelopackDeltas({
+      store: app.store,
+      artifacts: app.artifacts,
+      report: () => {},
+      workDir: join(work, "deltas"),
+    });
+    assert.equal(run.patches, 2);
+    const { secret } = await seedKey(app);
+    const res = await app.request(`/feeds/patches/${next.id}/1.0.0`, secret);
+    assert.equal(res.status, 200);
+    await res.body?.cancel();
+    assert.equal(res.headers.get("x-patch-base-sha256"), sha256(second));
+  } finally {
+    await Deno.remove(work, { recursive: true });
+  }
+});

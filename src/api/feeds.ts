@@ -276,8 +276,10 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
     const key = acceptedKey(c, deps);
     const { release } = await findVisibleRelease(store, key, c.req.param("id"));
     const from = c.req.param("from");
+    // A version uploaded more than once: the patch from its newest release.
     const patch = (await listArtifactPatches(store, release.id))
-      .find((p) => p.from_version === from);
+      .filter((p) => p.from_version === from)
+      .sort((a, b) => b.from_release_id - a.from_release_id)[0];
     if (patch === undefined) throw new ApiError(404, FEED_ERRORS.patchPending);
     const response = await surface.downloadDelta(c, key, {
       release,
