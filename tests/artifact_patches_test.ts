@@ -1,7 +1,8 @@
 /**
  * Server-made patches of whole artifacts (src/deltas/artifact_patches.ts,
  * docs/feeds.md "Server-made patches"): built by the delta builder's run
- * from the project's newest older releases (the project's deltas kept),
+ * to the project's newest release from its newest older releases (the
+ * project's deltas kept),
  * within the limits (a build past them fails, is reported and leaves no
  * patch), kept by the storage sweep, and served at
  * /feeds/patches/{releaseId}/{installedVersion} behind the download's key
@@ -87,8 +88,9 @@ Deno.test("server-made patches: built, bounded, served behind the key's checks",
       await setVelopackSettings(app.store, project.id, { deltas_kept: 2 });
       const result = await run();
       assert.equal(result.failed, 0);
-      // 1.1.0 from 1.0.0; 1.2.0 from 1.1.0 and 1.0.0; 1.3.0 from 1.2.0 and 1.1.0.
-      assert.equal(result.patches, 5);
+      // To the newest release only (1.3.0), from 1.2.0 and 1.1.0.
+      assert.equal(result.patches, 2);
+      assert.deepEqual(await listArtifactPatches(app.store, releases[2].release.id), []);
       const patches = await listArtifactPatches(app.store, newest.id);
       assert.deepEqual(patches.map((p) => p.from_version).sort(), ["1.1.0", "1.2.0"]);
       for (const patch of patches) assert.ok(patch.size_bytes < 20_000, `${patch.size_bytes} B`);

@@ -1,7 +1,8 @@
 /**
  * Server-made patches of whole artifacts (docs/feeds.md "Server-made
  * patches"), built by the delta builder's runs (background.ts) for every
- * release that is no Velopack package: a zstd `--patch-from` patch (tools.ts,
+ * release that is no Velopack package and is its project's newest when the
+ * builder reaches it: a zstd `--patch-from` patch (tools.ts,
  * within its time and memory limits) from each of the project's newest older
  * releases (the project's "deltas kept", 10 unless set) straight to the new
  * one. The reference client applies one to its installed file
@@ -94,7 +95,10 @@ async function buildPatch(
   }
 }
 
-/** The patches to `release` from the project's newest older releases that have none yet. */
+/**
+ * The patches to `release`, while it is its project's newest release, from the project's newest
+ * older releases that have none yet.
+ */
 export async function buildArtifactPatches(
   work: PatchWork,
   release: Release,
@@ -105,7 +109,10 @@ export async function buildArtifactPatches(
   const built = new Set(
     (await listArtifactPatches(store, release.id)).map((p) => p.from_release_id),
   );
-  const bases = (await listReleasesByProject(store, release.project_id))
+  const releases = await listReleasesByProject(store, release.project_id);
+  // Only to the project's newest release: one already superseded is rarely downloaded again.
+  if (releases.some((r) => r.id > release.id)) return;
+  const bases = releases
     .filter((r) => r.id < release.id && r.version !== release.version)
     .slice(0, deltas_kept)
     .filter((r) => !built.has(r.id));
