@@ -105,13 +105,16 @@ export async function buildArtifactPatches(
   counts: PatchCounts,
 ): Promise<void> {
   const { store } = work;
+  // Only to the project's newest release: one already superseded is rarely downloaded again.
+  const [newest] = await listReleasesByProject(store, release.project_id, 1);
+  if (newest?.id !== release.id) return;
   const { deltas_kept } = await getVelopackSettings(store, release.project_id);
+  if (deltas_kept === 0) return;
   const built = new Set(
     (await listArtifactPatches(store, release.id)).map((p) => p.from_release_id),
   );
-  const releases = await listReleasesByProject(store, release.project_id);
-  // Only to the project's newest release: one already superseded is rarely downloaded again.
-  if (releases.some((r) => r.id > release.id)) return;
+  // The newest releases, with room for re-uploads of the new version.
+  const releases = await listReleasesByProject(store, release.project_id, 4 * deltas_kept + 1);
   const bases = releases
     .filter((r) => r.id < release.id && r.version !== release.version)
     .slice(0, deltas_kept)
