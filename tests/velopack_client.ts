@@ -15,6 +15,8 @@
 import { join } from "node:path";
 
 export const VELOPACK_NPM = "velopack@0.0.1298";
+/** The last build before deltas, whose addon loads as published: the feed serves it too. */
+export const VELOPACK_NPM_BEFORE_DELTAS = "velopack@0.0.1053";
 const ADDON = "lib/native/velopack_nodeffi_linux_x64_gnu.node";
 const SHT_GNU_VERNEED = 0x6ffffffe;
 const VER_FLG_WEAK = 0x2;
@@ -74,11 +76,11 @@ async function run(program: string, args: string[], cwd?: string) {
 }
 
 /**
- * The directory of the installed `velopack` package: installed once per machine (npm) under the
- * temp dir and kept for the next run.
+ * The directory of the installed `velopack` package (`spec`, VELOPACK_NPM unless given):
+ * installed once per machine (npm) under the temp dir and kept for the next run.
  */
-export async function installVelopack(): Promise<string> {
-  const dir = join(Deno.env.get("TMPDIR") ?? "/tmp", `uds-${VELOPACK_NPM.replace("@", "-")}`);
+export async function installVelopack(spec = VELOPACK_NPM): Promise<string> {
+  const dir = join(Deno.env.get("TMPDIR") ?? "/tmp", `uds-${spec.replace("@", "-")}`);
   const moduleDir = join(dir, "node_modules", "velopack");
   const ready = join(dir, "ready");
   if (await Deno.stat(ready).then(() => true, () => false)) return moduleDir;
@@ -90,7 +92,7 @@ export async function installVelopack(): Promise<string> {
     "--ignore-scripts",
     "--prefix",
     dir,
-    VELOPACK_NPM,
+    spec,
   ]);
   const addon = join(moduleDir, ADDON);
   const elf = await Deno.readFile(addon);

@@ -1,7 +1,8 @@
 /**
  * The real Velopack client core (tests/velopack_client.ts) against the
  * Velopack feed, through a proxy that counts the bytes it passes: a fresh
- * install downloads the full package; an install 1 or 5 versions behind finds
+ * install downloads the full package, as does the client build before deltas
+ * (0.0.1053, which sends no stagingId); an install 1 or 5 versions behind finds
  * exactly one server-made delta, downloads it (its size and SHA-1 checked by
  * the client) and has the stand-in Update binary apply it
  * (tests/fixtures/velopack_update_standin.sh), the result holding the new
@@ -12,10 +13,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { listVelopackDeltas } from "../src/store/velopack.ts";
-import { feedCredential } from "../src/velopack/credential.ts";
+import { feedCredential } from "../src/feeds/url_credential.ts";
 import type { Release } from "../src/store/types.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
-import { installVelopack, runVelopackClient } from "./velopack_client.ts";
+import {
+  installVelopack,
+  runVelopackClient,
+  VELOPACK_NPM_BEFORE_DELTAS,
+} from "./velopack_client.ts";
 
 const VERSIONS = ["1.0.0", "1.0.1", "1.0.2", "1.0.3", "1.0.4", "1.0.5", "1.0.6"];
 const BINARY_BYTES = 3 * 1024 * 1024;
@@ -153,9 +158,9 @@ Deno.test("the real Velopack client takes full packages and one-hop server-made 
     assert.deepEqual(deltas.length, 6);
 
     const { apiKey } = await seedKey(app);
-    const feedUrl = `${proxy.origin}/feeds/velopack/deskapp/${
+    const feedUrl = `${proxy.origin}/feeds/c/${
       feedCredential(apiKey.id, apiKey.hash)
-    }`;
+    }/velopack/deskapp`;
     const expected = await filesOf(join(work, `src-${VERSIONS.length - 1}`));
 
     /** A stand-in installed app at version `index`, its full package in `packages/` or not. */
@@ -209,6 +214,16 @@ Deno.test("the real Velopack client takes full packages and one-hop server-made 
         latest.size_bytes,
       );
       assertSameFiles(await downloaded(app0.root));
+    });
+
+    await t.step("the client before deltas (0.0.1053) takes the full package too", async () => {
+      proxy.bytes.clear();
+      const old = await installVelopack(VELOPACK_NPM_BEFORE_DELTAS);
+      const installed = await install("before-deltas", VERSIONS.length - 2, true);
+      const result = await runVelopackClient(old, { url: feedUrl, locator: installed.locator });
+      assert.deepEqual(result.error, undefined, result.log.join("\n"));
+      assert.equal(proxy.bytes.get(`DeskApp-1.0.6-r${latest.id}-full.nupkg`), latest.size_bytes);
+      assertSameFiles(await downloaded(installed.root));
     });
 
     for (const behind of [1, 5]) {

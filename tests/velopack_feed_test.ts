@@ -3,26 +3,27 @@
  * the URL stands for its key (permission, scope, revocation), drafts are
  * never offered, the rollout's bucket is the client's `stagingId`, halt and
  * testers as everywhere, the one delta that fits `localVersion`, the
- * downloads (a delta's savings counted like a block map's), and the credential kept out of the access log.
+ * downloads, and the credential kept out of the access log.
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { runVelopackDeltas } from "../src/deltas/background.ts";
-import { accessLogRecord, loggedPath } from "../src/lib/log.ts";
+import { accessLogRecord, rawPath } from "../src/lib/log.ts";
+import { redactUrlCredential } from "../src/lib/url_credential_path.ts";
 import { setApiKeyActive } from "../src/store/api_keys.ts";
 import { getReleaseDelivery } from "../src/store/delivery.ts";
 import { setReleaseState } from "../src/store/releases.ts";
 import { changeRollout, startRollout } from "../src/store/rollouts.ts";
 import { listVelopackDeltas } from "../src/store/velopack.ts";
-import { feedCredential } from "../src/velopack/credential.ts";
+import { feedCredential } from "../src/feeds/url_credential.ts";
 import {
   createTestApp,
   seedKey,
   seedProject,
   seedRelease,
-  sleep,
   type TestApp,
+  waitFor,
 } from "./helpers.ts";
 
 async function nupkg(work: string, version: string): Promise<Uint8Array> {
@@ -45,7 +46,7 @@ function credentialOf(key: { id: number; hash: string }) {
 }
 
 async function feed(app: TestApp, credential: string, query = "", slug = "deskapp") {
-  return await app.request(`/feeds/velopack/${slug}/${credential}/releases.linux.json${query}`);
+  return await app.request(`/feeds/c/${credential}/velopack/${slug}/releases.linux.json${query}`);
 }
 
 async function versions(res: Response): Promise<string[]> {
@@ -100,7 +101,7 @@ Deno.test("the Velopack feed", async (t) => {
         }],
       });
       const file = await app.request(
-        `/feeds/velopack/deskapp/${credential}/DeskApp-1.0.0-r${v1.id}-full.nupkg`,
+        `/feeds/c/${credential}/velopack/deskapp/DeskApp-1.0.0-r${v1.id}-full.nupkg`,
       );
       assert.equal(file.status, 200);
       assert.deepEqual(new Uint8Array(await file.arrayBuffer()), bytes[0]);
@@ -116,6 +117,27 @@ Deno.test("the Velopack feed", async (t) => {
       const { secret } = await seedKey(app);
       assert.equal((await feed(app, secret)).status, 401);
     });
+
+    await t.step(
+      "a bearer key on /feeds/velopack/{app}/; the channel picks the platform's project",
+      async () => {
+        const { secret } = await seedKey(app);
+        const res = await app.request("/feeds/velopack/deskapp/releases.linux.json", secret);
+        assert.deepEqual(await versions(res), ["Full 1.0.0"]);
+        const none = await app.request("/feeds/velopack/deskapp/releases.linux.json");
+        assert.equal(none.status, 401);
+        await none.body?.cancel();
+        // One URL per app: "desk" answers from desk-linux for the linux channel, not for osx.
+        const deskLinux = await seedProject(app, { slug: "desk-linux" });
+        await seedRelease(app, deskLinux.id, "2.0.0"); // a plain file: no Velopack package
+        const linux = await feed(app, credential, "", "desk");
+        assert.equal(linux.status, 409);
+        assert.deepEqual(await linux.json(), { error: "release is not a velopack package" });
+        const mac = await app.request(`/feeds/c/${credential}/velopack/desk/releases.osx.json`);
+        assert.equal(mac.status, 404);
+        await mac.body?.cancel();
+      },
+    );
 
     await t.step("scope and permission: the key's own", async () => {
       const other = await seedProject(app, { slug: "other" });
@@ -151,21 +173,24 @@ Deno.test("the Velopack feed", async (t) => {
         "Full 1.0.1",
       ]);
       const [delta] = await listVelopackDeltas(app.store, v2.id);
-      const before = await getReleaseDelivery(app.store, v2.id);
       const res = await app.request(
-        `/feeds/velopack/deskapp/${credential}/DeskApp-1.0.1-r${v2.id}-from-r${v1.id}-delta.nupkg`,
+        `/feeds/c/${credential}/velopack/deskapp/DeskApp-1.0.1-r${v2.id}-from-r${v1.id}-delta.nupkg`,
       );
       assert.equal(res.status, 200);
       const body = new Uint8Array(await res.arrayBuffer());
       assert.equal(body.byteLength, delta.size_bytes);
       assert.equal(createHash("sha256").update(body).digest("hex"), delta.checksum_sha256);
-      // Counted like a block-map download: the delta's bytes against the whole package's.
-      await sleep(50);
-      const after = await getReleaseDelivery(app.store, v2.id);
-      assert.equal(after.served - before.served, delta.size_bytes);
-      assert.equal(after.full - before.full, bytes[1].byteLength);
+      // The savings count the delta as a whole download of the release, as for block maps.
+      await waitFor(
+        "the delivery count",
+        async () => (await getReleaseDelivery(app.store, v2.id)).full > 0,
+      );
+      assert.deepEqual(await getReleaseDelivery(app.store, v2.id), {
+        served: delta.size_bytes,
+        full: v2.size_bytes,
+      });
       const missing = await app.request(
-        `/feeds/velopack/deskapp/${credential}/DeskApp-1.0.1-r${v2.id}-from-r999-delta.nupkg`,
+        `/feeds/c/${credential}/velopack/deskapp/DeskApp-1.0.1-r${v2.id}-from-r999-delta.nupkg`,
       );
       assert.equal(missing.status, 404);
       await missing.body?.cancel();
@@ -216,7 +241,7 @@ Deno.test("the Velopack feed", async (t) => {
     await t.step("drafts and archived releases are never offered", async () => {
       await setReleaseState(app.store, v1.id, "archived");
       const res = await app.request(
-        `/feeds/velopack/deskapp/${credential}/DeskApp-1.0.0-r${v1.id}-full.nupkg`,
+        `/feeds/c/${credential}/velopack/deskapp/DeskApp-1.0.0-r${v1.id}-full.nupkg`,
       );
       assert.equal(res.status, 404);
       await res.body?.cancel();
@@ -232,8 +257,11 @@ Deno.test("the Velopack feed", async (t) => {
 
     await t.step("the access log never holds the credential", () => {
       const url =
-        `http://x/feeds/velopack/deskapp/${credential}/releases.linux.json?localVersion=1`;
-      assert.equal(loggedPath(url), "/feeds/velopack/deskapp/[redacted]/releases.linux.json");
+        `http://x/feeds/c/${credential}/velopack/deskapp/releases.linux.json?localVersion=1`;
+      assert.equal(
+        redactUrlCredential(rawPath(url)),
+        "/feeds/c/[redacted]/velopack/deskapp/releases.linux.json",
+      );
       const record = accessLogRecord({
         startedMs: 0,
         method: "GET",
@@ -252,7 +280,7 @@ Deno.test("the Velopack feed", async (t) => {
 
     await t.step("writes are refused", async () => {
       const res = await app.request(
-        `/feeds/velopack/deskapp/${credential}/releases.linux.json`,
+        `/feeds/c/${credential}/velopack/deskapp/releases.linux.json`,
         undefined,
         {
           method: "POST",

@@ -122,7 +122,9 @@ export function ProjectPage(props: ProjectPageProps) {
       )}
       <AdoptionCard {...props.adoption} />
       <RetentionCard ctx={ctx} project={project} {...props.retention} />
-      <VelopackCard ctx={ctx} project={project} {...props.velopack} />
+      <IfCan ctx={ctx} route="POST /admin/projects/:slug/velopack">
+        <VelopackCard ctx={ctx} project={project} {...props.velopack} />
+      </IfCan>
       <IfCan ctx={ctx} route="POST /admin/projects/:slug">
         <EditForm {...props} />
       </IfCan>

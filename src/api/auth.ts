@@ -32,10 +32,7 @@ const ALLOWED: TakeResult = { allowed: true };
  * returns a promise only when it had to wait (a key not in the read cache, or
  * the shared `kv` limiter), so a cached key costs no turn of the event loop.
  */
-export function rateLimitGate(
-  deps: ServiceDeps,
-  tokenOf: (c: Context<AppEnv>) => string | undefined = bearerToken,
-): (c: Context<AppEnv>) => Cached<void> {
+export function rateLimitGate(deps: ServiceDeps): (c: Context<AppEnv>) => Cached<void> {
   const { config, rateLimiter: limiter, keyLookup, metrics } = deps;
   const limitedAddress = (c: Context<AppEnv>) =>
     rateLimitAddress(clientAddress(c, config.trustProxy));
@@ -104,7 +101,7 @@ export function rateLimitGate(
     refuseIfEmpty(taken, metrics);
   };
   return (c) => {
-    const bearer = tokenOf(c);
+    const bearer = BEARER.exec(c.req.header("authorization") ?? "")?.[1];
     // A feed route under /feeds/c/{credential}/ without a bearer key: the URL's credential.
     const credential = bearer === undefined ? c.req.param("credential") : undefined;
     const presented = credential === undefined
@@ -112,11 +109,6 @@ export function rateLimitGate(
       : present(c, credential, credentialLookup);
     return thenRead(presented, (resolved) => draw(c, resolved));
   };
-}
-
-/** The token after `Bearer ` in the Authorization header, if any. */
-function bearerToken(c: Context<AppEnv>): string | undefined {
-  return BEARER.exec(c.req.header("authorization") ?? "")?.[1];
 }
 
 /** Throws the spec's 429 when the bucket had no token for this request. */

@@ -40,7 +40,7 @@ import { URL_CREDENTIAL_PREFIX } from "../lib/url_credential_path.ts";
 import { findAppProject } from "./app_project.ts";
 import { addSquirrelRoutes, SQUIRREL_ROUTES } from "./squirrel_feed.ts";
 import { acceptedKey } from "./auth.ts";
-import { createVelopackRoutes } from "./velopack_feed.ts";
+import { addVelopackRoutes, VELOPACK_ROUTES } from "./velopack_feed.ts";
 import {
   createKeySurface,
   findVisibleProjectBySlug,
@@ -290,10 +290,8 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
     return response;
   });
 
-  // Velopack: /feeds/velopack/{slug}/{credential}/releases.{channel}.json and its packages.
-  feeds.route("/velopack", createVelopackRoutes(deps, observer));
-
   addSquirrelRoutes(feeds, { deps, surface, origin });
+  addVelopackRoutes(feeds, { deps, surface });
 
   // The credential of the request's key for feed URLs (docs/feeds.md "A credential in the URL").
   get("/url-credential", (c) => {
@@ -314,6 +312,8 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
     "/url-credential",
     ...SQUIRREL_ROUTES,
     ...SQUIRREL_ROUTES.map((path) => `/c/:credential${path}`),
+    ...VELOPACK_ROUTES,
+    ...VELOPACK_ROUTES.map((path) => `/c/:credential${path}`),
   ]);
   return { routes: feeds, notFound: surface.notFound };
 }

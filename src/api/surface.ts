@@ -128,15 +128,7 @@ export interface KeySurface {
   delivered(c: Context<AppEnv>, delivery: Delivered): void;
 }
 
-/**
- * `tokenOf` reads the presented token (the bearer token unless given: the
- * Velopack feed's comes in its path) and `deps.keyLookup` finds its key.
- */
-export function createKeySurface(
-  deps: ServiceDeps,
-  observer: Observer,
-  tokenOf?: (c: Context<AppEnv>) => string | undefined,
-): KeySurface {
+export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurface {
   const { store, config, metrics } = deps;
   const respond = createApiResponder(deps.responseHeaders, deps.signer);
   const { signer } = deps;
@@ -163,7 +155,7 @@ export function createKeySurface(
   // every handler is registered through `limited`, which draws first (a call
   // in the handler's own frame rather than a middleware frame).
   // With signing on, the first requests wait for the signing keys to be read.
-  const drawToken = rateLimitGate(deps, tokenOf);
+  const drawToken = rateLimitGate(deps);
   const limited =
     <P extends string>(handler: Handler<AppEnv, P>): Handler<AppEnv, P> => (c, next) => {
       if (signer.enabled && !signer.loaded) {

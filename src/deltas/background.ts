@@ -2,12 +2,13 @@
  * Server-made Velopack deltas (docs/feeds.md "Server-made deltas"), built in
  * the background after each upload by one instance at a time (a lease in KV,
  * renewed per build): each `.nupkg` release is read once (its SHA-256
- * checked, its SHA-1 and `.nuspec` recorded), then a delta package is built
- * from each of the project's newest older Velopack releases of the same
- * package id (the project's "deltas kept", 10 unless set) straight to it, one
- * build at a time within the limits of tools.ts. Until a delta is built the
- * feed lists the full package only. Every other release gets patches of its
- * whole artifact from the same number of older releases (artifact_patches.ts).
+ * checked, its SHA-1 and `.nuspec` recorded); for the project's newest one, a
+ * delta package is built from each of the project's newest older Velopack
+ * releases of the same package id (the project's "deltas kept", 10 unless
+ * set) straight to it, one build at a time within the limits of tools.ts. Until a delta is built the
+ * feed lists the full package only. Every other release, while its project's
+ * newest, gets patches of its whole artifact from the same number of older
+ * releases (artifact_patches.ts).
  */
 import { createHash } from "node:crypto";
 import { JOB_LEASE_MS, type JobReport, scheduleJob } from "../lib/background_job.ts";
@@ -165,12 +166,16 @@ async function processRelease(
       counts.packages++;
     } else if (await fetchArtifact(options.artifacts, release, toPath) === null) return;
     if (pkg.package_id === null) return;
+    const projectReleases = (await listReleasesByProject(store, release.project_id))
+      .filter((r) => isVelopackFile(r.filename));
+    // Only the project's newest Velopack release gets deltas: one superseded before its turn
+    // came (or read again after a restore) would be offered to few, if any.
+    if (projectReleases.some((r) => r.id > release.id)) return;
     const { deltas_kept } = await getVelopackSettings(store, release.project_id);
     const built = new Set(
       (await listVelopackDeltas(store, release.id)).map((d) => d.from_release_id),
     );
-    const older = (await listReleasesByProject(store, release.project_id))
-      .filter((r) => r.id < release.id && isVelopackFile(r.filename));
+    const older = projectReleases.filter((r) => r.id < release.id);
     const packages = await getVelopackPackages(store, older.map((r) => r.id));
     const bases = older.filter((r) => {
       const base = packages.get(r.id);

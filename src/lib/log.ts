@@ -57,7 +57,7 @@ export function accessLogRecord(entry: AccessEntry): AccessLogRecord {
   const record: AccessLogRecord = {
     time: new Date(entry.startedMs).toISOString(),
     method: entry.method,
-    path: loggedPath(entry.url),
+    path: redactUrlCredential(rawPath(entry.url)),
     status: entry.status,
     duration_ms: Math.round(entry.durationMs * 1000) / 1000,
     bytes: entry.bytes,
@@ -100,9 +100,10 @@ export function createJsonAccessLine(): (entry: AccessEntry) => string {
   /** `JSON.stringify(text.slice(0, maxLength))`, remembered in `map`. */
   const jsonOf = (map: Map<string, string>, text: string, maxLength = Infinity): string =>
     map.get(text) ?? remember(map, text, JSON.stringify(text.slice(0, maxLength)));
-  /** `JSON.stringify(loggedPath(url))`, remembered per URL. */
+  /** `JSON.stringify` of the logged path (credential redacted), remembered per URL. */
   const pathJson = (url: string): string =>
-    pathJsonByUrl.get(url) ?? remember(pathJsonByUrl, url, JSON.stringify(loggedPath(url)));
+    pathJsonByUrl.get(url) ??
+      remember(pathJsonByUrl, url, JSON.stringify(redactUrlCredential(rawPath(url))));
 
   return (entry) => {
     let line =
@@ -132,18 +133,6 @@ function createIsoClock(): (ms: number) => string {
     }
     return isoText;
   };
-}
-
-/**
- * A path segment that is a credential (the Velopack feed's, docs/feeds.md
- * "Velopack": `/feeds/velopack/{slug}/{credential}/…`), never logged.
- */
-const PATH_CREDENTIAL = /^(\/feeds\/velopack\/[^/]*\/)[^/]+/;
-export const REDACTED = "[redacted]";
-
-/** The path an access line shows: `rawPath`, a credential in it replaced by "[redacted]". */
-export function loggedPath(url: string): string {
-  return redactUrlCredential(rawPath(url)).replace(PATH_CREDENTIAL, `$1${REDACTED}`);
 }
 
 /** The path part of a request URL exactly as sent: still percent-encoded, no query string. */

@@ -269,6 +269,8 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["report_new_ids"],
   ["sso_pending"],
   ["sso_sessions"],
+  ["velopack_packages"],
+  ["velopack_deltas"],
 ];
 
 /**
