@@ -271,6 +271,7 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["sso_sessions"],
   ["velopack_packages"],
   ["velopack_deltas"],
+  ["artifact_patches"],
 ];
 
 /**
