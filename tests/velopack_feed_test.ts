@@ -75,6 +75,25 @@ Deno.test("the Velopack feed", async (t) => {
       await res.body?.cancel();
     });
 
+    await t.step(
+      "without zstd, zip and unzip: the package is read, no delta is built",
+      async () => {
+        const path = Deno.env.get("PATH")!;
+        Deno.env.set("PATH", work);
+        try {
+          const run = await runVelopackDeltas({
+            store: app.store,
+            artifacts: app.artifacts,
+            report: () => {},
+            workDir: join(work, "deltas"),
+          });
+          assert.equal(run.packages, 1);
+        } finally {
+          Deno.env.set("PATH", path);
+        }
+      },
+    );
+
     await runVelopackDeltas({
       store: app.store,
       artifacts: app.artifacts,

@@ -19,7 +19,12 @@ import { listReleasesByProject } from "../store/releases.ts";
 import type { Store } from "../store/store.ts";
 import type { Release } from "../store/types.ts";
 import { getVelopackSettings } from "../store/velopack.ts";
-import { DEFAULT_DELTA_LIMITS, type DeltaLimits, zstdPatch } from "./tools.ts";
+import {
+  DEFAULT_DELTA_LIMITS,
+  type DeltaLimits,
+  DeltaToolMissingError,
+  zstdPatch,
+} from "./tools.ts";
 
 export interface PatchWork {
   store: Store;
@@ -139,6 +144,8 @@ export async function buildArtifactPatches(
       try {
         if (await buildPatch(work, { to: release, from, toPath, fromPath })) counts.patches++;
       } catch (error) {
+        // A program missing: the run stops and is tried again later, this patch included.
+        if (error instanceof DeltaToolMissingError) throw error;
         counts.failed++;
         work.report("warn", "patch: build failed", {
           release_id: release.id,

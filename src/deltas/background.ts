@@ -33,10 +33,11 @@ import {
 } from "../store/velopack.ts";
 import { buildArtifactPatches } from "./artifact_patches.ts";
 import { readNuspec } from "./nupkg.ts";
-import { DEFAULT_DELTA_LIMITS, type DeltaLimits } from "./tools.ts";
+import { DEFAULT_DELTA_LIMITS, type DeltaLimits, DeltaToolMissingError } from "./tools.ts";
 import { buildVelopackDelta } from "./velopack_delta.ts";
 
 const POLL_MS = 3_000;
+const RETRY_MS = 60_000;
 const PAGE = 100;
 /** The largest delta package kept (a delta this large is no saving). */
 const MAX_DELTA_BYTES = 8 * 1024 * 1024 * 1024;
@@ -88,7 +89,7 @@ async function recordPackage(
 ): Promise<VelopackPackage | null> {
   const sha1 = await fetchArtifact(options.artifacts, release, path);
   if (sha1 === null) return null;
-  const nuspec = await readNuspec(path, Date.now() + 60_000);
+  const nuspec = await readNuspec(path);
   const pkg: VelopackPackage = "problem" in nuspec
     ? { release_id: release.id, package_id: null, version: "", sha1, problem: nuspec.problem }
     : { release_id: release.id, package_id: nuspec.id, version: nuspec.version, sha1 };
@@ -201,6 +202,8 @@ async function processRelease(
         });
         counts.deltas++;
       } catch (error) {
+        // A program missing: the run stops and is tried again later, this delta included.
+        if (error instanceof DeltaToolMissingError) throw error;
         counts.failed++;
         report("warn", "velopack: delta build failed", {
           release_id: release.id,
@@ -278,6 +281,8 @@ export function scheduleVelopackDeltas(options: DeltaWorkOptions): () => void {
       }
     } catch (error) {
       options.report("warn", "velopack delta build failed", { error: String(error) });
+      // Tried again later (zstd, zip or unzip missing, KV failing): not every few seconds.
+      return RETRY_MS;
     }
     return POLL_MS;
   });

@@ -20,8 +20,11 @@ export const DEFAULT_DELTA_LIMITS: DeltaLimits = {
   maxUnpackedBytes: 4 * 1024 * 1024 * 1024,
 };
 
-/** A program that failed, timed out or could not be started. */
+/** A program that failed or timed out. */
 export class DeltaToolError extends Error {}
+
+/** A program that could not be started (not installed, or not allowed to run). */
+export class DeltaToolMissingError extends Error {}
 
 /** Runs `program` with `args`, killed at `deadline` (a `Date.now()` value); its stdout. */
 export async function runTool(
@@ -42,7 +45,14 @@ export async function runTool(
       signal: AbortSignal.timeout(left),
     }).output();
   } catch (error) {
-    throw new DeltaToolError(`${program}: ${error instanceof Error ? error.message : error}`);
+    const message = `${program}: ${error instanceof Error ? error.message : error}`;
+    if (
+      error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotCapable ||
+      error instanceof Deno.errors.PermissionDenied
+    ) {
+      throw new DeltaToolMissingError(message);
+    }
+    throw new DeltaToolError(message);
   }
   if (!output.success) {
     const reason = output.signal ? `killed (${output.signal})` : `exit ${output.code}`;
