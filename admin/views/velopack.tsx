@@ -21,7 +21,8 @@ export function VelopackCard({ ctx, project, value, error }: VelopackCardProps) 
         For each new Velopack release (a{" "}
         <code>.nupkg</code>), the service builds a delta package from each of this many older
         releases straight to it, so an app that many versions behind downloads one small delta.
-        Older versions download the full package.
+        Older versions download the full package. Every other file gets a patch from as many older
+        releases for the reference client.
       </p>
       <FormErrorSummary error={error} />
       <form method="post" action={`/admin/projects/${project.slug}/velopack`} class="stack">

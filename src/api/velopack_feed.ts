@@ -6,7 +6,9 @@
  * (src/api/app_project.ts); the release offered follows the rules of every
  * feed (key permission and scope, drafts and archived releases never, the
  * rollout's bucket by the client's `stagingId`, testers, halt, rollback).
- * The packages download like the API's file (Range, ETag, HEAD, counting).
+ * The packages download like the API's file (Range, ETag, HEAD, counting); a
+ * delta's bytes count against the release's whole size, like a block-map
+ * download (docs/feeds.md "What it saves").
  */
 import type { Hono } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
@@ -69,14 +71,14 @@ export function addVelopackRoutes(
     const delta = (await listVelopackDeltas(store, release.id))
       .find((d) => d.from_release_id === asset.fromReleaseId);
     if (delta === undefined) throw new ApiError(404, API_ERRORS.resourceNotFound);
-    return await surface.download(c, key, {
-      ...release,
-      storage_key: delta.storage_key,
-      checksum_sha256: delta.checksum_sha256,
-      size_bytes: delta.size_bytes,
-      stands_for_bytes: release.size_bytes,
-      filename: file,
-      content_type: "application/octet-stream",
+    return await surface.downloadDelta(c, key, {
+      release,
+      file: {
+        storage_key: delta.storage_key,
+        checksum_sha256: delta.checksum_sha256,
+        size_bytes: delta.size_bytes,
+        filename: file,
+      },
     });
   });
   for (const path of VELOPACK_ROUTES) {

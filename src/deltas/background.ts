@@ -6,12 +6,15 @@
  * delta package is built from each of the project's newest older Velopack
  * releases of the same package id (the project's "deltas kept", 10 unless
  * set) straight to it, one build at a time within the limits of tools.ts. Until a delta is built the
- * feed lists the full package only.
+ * feed lists the full package only. Every other release, while its project's
+ * newest, gets patches of its whole artifact from the same number of older
+ * releases (artifact_patches.ts).
  */
 import { createHash } from "node:crypto";
 import { JOB_LEASE_MS, type JobReport, scheduleJob } from "../lib/background_job.ts";
 import { readRecordedArtifact } from "../storage/artifact_work.ts";
 import type { ArtifactStore } from "../storage/types.ts";
+import { lastArtifactPatchReleaseId } from "../store/artifact_patches.ts";
 import { claimLease, releaseLease } from "../store/leases.ts";
 import { listReleasesByProject } from "../store/releases.ts";
 import type { Store } from "../store/store.ts";
@@ -28,6 +31,7 @@ import {
   putVelopackPackage,
   type VelopackPackage,
 } from "../store/velopack.ts";
+import { buildArtifactPatches } from "./artifact_patches.ts";
 import { readNuspec } from "./nupkg.ts";
 import { DEFAULT_DELTA_LIMITS, type DeltaLimits, DeltaToolMissingError } from "./tools.ts";
 import { buildVelopackDelta } from "./velopack_delta.ts";
@@ -51,6 +55,8 @@ export interface DeltaRun {
   outcome: "done" | "busy";
   packages: number;
   deltas: number;
+  /** Patches of whole artifacts built (artifact_patches.ts). */
+  patches: number;
   failed: number;
   lastId: number;
 }
@@ -218,7 +224,14 @@ export async function runVelopackDeltas(
 ): Promise<DeltaRun> {
   const holder = options.holder ?? crypto.randomUUID();
   const work = { ...options, holder };
-  const run: DeltaRun = { outcome: "done", packages: 0, deltas: 0, failed: 0, lastId: afterId };
+  const run: DeltaRun = {
+    outcome: "done",
+    packages: 0,
+    deltas: 0,
+    patches: 0,
+    failed: 0,
+    lastId: afterId,
+  };
   const lease = { holder, ttlMs: JOB_LEASE_MS };
   if (!await claimLease(options.store, "velopack_deltas", lease)) {
     return { ...run, outcome: "busy" };
@@ -228,10 +241,9 @@ export async function runVelopackDeltas(
     while (true) {
       const page = await listReleasesAfter(options.store, run.lastId, PAGE);
       for (const release of page) {
-        if (isVelopackFile(release.filename)) {
-          await processRelease(work, release, run);
-          if (run.outcome === "busy") return run;
-        }
+        if (isVelopackFile(release.filename)) await processRelease(work, release, run);
+        else await buildArtifactPatches(work, release, run);
+        if (run.outcome === "busy") return run;
         run.lastId = release.id;
       }
       if (page.length < PAGE) return run;
@@ -249,14 +261,21 @@ export function scheduleVelopackDeltas(options: DeltaWorkOptions): () => void {
   let lastId: number | null = null;
   return scheduleJob(async () => {
     try {
-      lastId ??= Math.max(0, (await lastVelopackPackageId(options.store)) - 1);
+      lastId ??= Math.max(
+        0,
+        Math.max(
+          await lastVelopackPackageId(options.store),
+          await lastArtifactPatchReleaseId(options.store),
+        ) - 1,
+      );
       const newer = (await listReleasesAfter(options.store, lastId, 1)).length > 0;
       if (!newer) return POLL_MS;
       const result = await runVelopackDeltas(options, { afterId: lastId });
       if (result.outcome === "done") lastId = result.lastId;
-      if (result.deltas > 0 || result.failed > 0) {
+      if (result.deltas > 0 || result.patches > 0 || result.failed > 0) {
         options.report("info", "velopack deltas built", {
           deltas: result.deltas,
+          patches: result.patches,
           failed: result.failed,
         });
       }

@@ -90,12 +90,26 @@ export async function zstdPatch(
     Deno.stat(oldPath).then((s) => s.size),
     Deno.stat(newPath).then((s) => s.size),
   ]);
-  const largest = Math.max(oldSize, newSize);
-  const windowLog = highBit(largest) + 1;
   const args = [
     `--as=${limits.memoryBytes}`,
     "--",
     "zstd",
+    ...zstdPatchArgs({ oldPath, newPath, outPath, largest: Math.max(oldSize, newSize) }),
+  ];
+  await runTool("prlimit", args, { deadline });
+}
+
+/** zstd's arguments for the patch of `newPath` against `oldPath`, the larger of them `largest` bytes. */
+export function zstdPatchArgs(
+  { oldPath, newPath, outPath, largest }: {
+    oldPath: string;
+    newPath: string;
+    outPath: string;
+    largest: number;
+  },
+): string[] {
+  const windowLog = highBit(largest) + 1;
+  const args = [
     "-q",
     "-f",
     "--single-thread",
@@ -106,7 +120,7 @@ export async function zstdPatch(
   ];
   if (windowLog >= 27) args.push(`--long=${windowLog}`);
   args.push(newPath);
-  await runTool("prlimit", args, { deadline });
+  return args;
 }
 
 /** The total unpacked size of the zip at `path`, from its central directory (`unzip -Zt`). */

@@ -62,6 +62,7 @@
  * | ["velopack_packages", releaseId]            | VelopackPackage: a Velopack release's id, version and SHA-1, or why it is none (velopack.ts) |
  * | ["velopack_deltas", releaseId, fromReleaseId] | VelopackDelta: a server-made delta package from an older release (velopack.ts) |
  * | ["velopack_settings", projectId]             | VelopackSettings: how many older releases get a delta to each new one |
+ * | ["artifact_patches", releaseId, fromReleaseId] | ArtifactPatch: a server-made zstd patch from an older release's artifact (artifact_patches.ts) |
  * | ["delivery_bytes", releaseId, "served"/"full"] | Deno.KvU64 bytes answered / whole downloads' cost (delivery.ts) |
  * | ["delivery_bytes_by_month", projectId, month, "served"/"full"] | Deno.KvU64, the same per UTC month |
  * | ["delivery_attempts", releaseId, client]     | ms until which a whole download by `client` is that differential attempt's fallback (expireIn; delivery.ts) |
@@ -270,6 +271,7 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["sso_sessions"],
   ["velopack_packages"],
   ["velopack_deltas"],
+  ["artifact_patches"],
 ];
 
 /**
@@ -726,6 +728,14 @@ export function velopackDeltaKey(releaseId: number, fromReleaseId: number): Deno
 
 export function velopackDeltasPrefix(releaseId?: number): Deno.KvKey {
   return releaseId === undefined ? ["velopack_deltas"] : ["velopack_deltas", releaseId];
+}
+
+export function artifactPatchKey(releaseId: number, fromReleaseId: number): Deno.KvKey {
+  return ["artifact_patches", releaseId, fromReleaseId];
+}
+
+export function artifactPatchesPrefix(releaseId?: number): Deno.KvKey {
+  return releaseId === undefined ? ["artifact_patches"] : ["artifact_patches", releaseId];
 }
 
 export function velopackSettingsKey(projectId: number): Deno.KvKey {
