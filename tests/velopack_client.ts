@@ -78,7 +78,7 @@ async function run(program: string, args: string[], cwd?: string) {
 /**
  * Throws, saying what is missing, unless `node` and `npm` run from `path` (the
  * process's PATH unless given). The client tests need both; CI's machine has
- * NodeSource's Node.js, npm included (.ci/run installs neither).
+ * NodeSource's Node 20, npm included (.ci/run installs neither).
  */
 export async function requireNode(path = Deno.env.get("PATH") ?? ""): Promise<void> {
   const missing: string[] = [];
