@@ -97,6 +97,27 @@ export function UploadFormBody(
           value={upload.sparkle_signature}
           error={uploadError}
         />
+        <div class="field-row">
+          <InputField
+            id="release-squirrel-delta"
+            name="squirrel_delta"
+            label="Squirrel.Windows delta package"
+            type="file"
+            optional="optional"
+            accept=".nupkg"
+            hint={<>The -delta.nupkg releasify made for this version (see docs/feeds.md).</>}
+            error={uploadError}
+          />
+          <InputField
+            id="release-squirrel-delta-from"
+            name="squirrel_delta_from"
+            label="Delta applies to version"
+            optional="optional"
+            maxlength={128}
+            hint={<>Empty: the release uploaded before this one.</>}
+            error={uploadError}
+          />
+        </div>
         <div class="upload-progress" data-upload-progress hidden>
           <progress max={100} value={0} aria-labelledby="upload-status"></progress>
           <output id="upload-status" data-upload-status aria-live="polite"></output>
