@@ -25,7 +25,8 @@ import type { FormError, ServiceDeps } from "../types.ts";
 import { chartRange } from "../views/chart.tsx";
 import { editValuesOf, type ProjectEditValues } from "../forms_project.ts";
 import { EMPTY_UPLOAD_FORM, type UploadValues } from "../forms_upload.ts";
-import { ProjectPage } from "../views/project.tsx";
+import { ProjectPage, type ProjectTab, projectTabPath } from "../views/project.tsx";
+import { getSparkleFeedKeyByProject } from "../../src/store/sparkle_keys.ts";
 import { latestNotes } from "../../src/publishing/latest.ts";
 import { offerAt } from "../../src/rollouts/membership.ts";
 import { planRetention } from "../../src/lifecycle/retention.ts";
@@ -57,6 +58,20 @@ export interface ProjectPageOptions {
   /** The release safety forms as sent, with their error. */
   safety?: { values: SafetyValues; error: FormError };
   status?: 200 | 400 | 403 | 409 | 413 | 503 | 507;
+  /** The page to show; a form sent back shows the page it is on. */
+  tab?: ProjectTab;
+}
+
+/** The page a form sent back belongs on. */
+function tabOf(form: Omit<ProjectPageOptions, "project" | "status">): ProjectTab {
+  if (form.tab !== undefined) return form.tab;
+  if (form.upload !== undefined || form.uploadError !== undefined) return "releases";
+  if (form.rollout !== undefined || form.safety !== undefined) return "rollout";
+  if (
+    form.edit !== undefined || form.editError !== undefined || form.conflict !== undefined ||
+    form.deleteError !== undefined || form.retention !== undefined
+  ) return "settings";
+  return "overview";
 }
 
 export async function renderProjectPage(
@@ -64,6 +79,7 @@ export async function renderProjectPage(
   deps: ServiceDeps,
   { project, status = 200, ...form }: ProjectPageOptions,
 ): Promise<Response> {
+  const tab = tabOf(form);
   // A form sent back shows the first page: the query belongs to the page the form was on.
   const query = c.req.method === "GET" ? c.req.query() : {};
   const days = chartRange(query.days);
@@ -107,13 +123,16 @@ export async function renderProjectPage(
     releaseSafetyOf(deps, { project, rollout: rolloutRecord, form: form.safety }),
     getProjectDeliveryMonth(c.var.store, project.id, utcMonth(new Date())),
   ]);
+  const sparkle = tab === "feeds"
+    ? await getSparkleFeedKeyByProject(c.var.store, project.id)
+    : null;
   // The latest pointer's release (getLatestRelease reads the same view).
   const latest = view.release;
   const releases = cursorListPage(page, {
     query,
     q,
     total: releaseCount,
-    path: `/admin/projects/${project.slug}`,
+    path: projectTabPath(project.slug, "releases"),
     anchor: "#releases",
   });
   const ids = releases.rows.map((release) => release.id);
@@ -125,17 +144,46 @@ export async function renderProjectPage(
     const [last30, last90] = recent.get(id)!;
     return [id, { total: totals.get(id) ?? 0, last30, last90 }];
   }));
+  const offer = offerAt(view, Date.now());
+  const rolloutInForce = view.rollout !== null && !view.rollout.record.halted
+    ? view.rollout.release.id
+    : null;
+  const notes = latestNotes(latest === null ? releases.rows : [latest, ...releases.rows], {
+    offer,
+    choice,
+    rolledBack: safety.policy.rolled_back,
+  });
+  const ctx = pageContext(c, deps);
   return c.html(
     <ProjectPage
-      ctx={pageContext(c, deps)}
+      ctx={ctx}
       project={project}
+      tab={tab}
+      marks={{
+        rolloutId: rolloutInForce,
+        rolledBackId: notes.rolledBack?.release_id ?? null,
+        criticalIds: safety.policy.critical_ids,
+        minimumVersion: safety.policy.minimum_version,
+      }}
+      progress={{
+        rollout: rollout.rollout,
+        live: rollout.live,
+        percentageNow: rollout.percentageNow,
+        versions: rollout.versions,
+        stages: safety.gated ? safety.gates!.gates.stages : null,
+        waiting: safety.stage?.waiting ?? null,
+        haltReason: safety.haltReason,
+      }}
+      feeds={{
+        slug: project.slug,
+        baseUrl: deps.config.baseUrl,
+        sparkle,
+        canSign: ctx.role === "admin",
+      }}
       releases={releases}
       releaseCount={releaseCount}
       latestId={latest?.state === "active" ? latest.id : null}
-      latestNotes={latestNotes(latest === null ? releases.rows : [latest, ...releases.rows], {
-        offer: offerAt(view, Date.now()),
-        choice,
-      })}
+      latestNotes={notes}
       duplicateVersions={duplicateActiveVersions(releases.rows)}
       downloads={downloads}
       delivery={delivery}

@@ -29,6 +29,7 @@ import { field, formErrorOf } from "../forms.ts";
 import type { ReleaseEditValues } from "../forms_upload.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 import { ReleasePage, type ReleasePageProps } from "../views/release_page.tsx";
+import { projectTabPath } from "../views/project.tsx";
 
 /** The fields an edit can change, in the order the audit names them. */
 const EDITED_FIELDS = ["version", "build", "release_notes"] as const;
@@ -98,7 +99,7 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
         duplicateActiveVersions(siblings).includes(after.version);
       return redirectWithFlash(c, deps, {
         location: project
-          ? `/admin/projects/${project.slug}#releases`
+          ? `${projectTabPath(project.slug, "releases")}#releases`
           : `/admin/releases/${after.id}`,
         kind: "success",
         text: `Release ${after.version} was saved.${
@@ -154,7 +155,9 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
         }`,
     });
     return redirectWithFlash(c, deps, {
-      location: project ? `/admin/projects/${project.slug}#releases` : "/admin/projects",
+      location: project
+        ? `${projectTabPath(project.slug, "releases")}#releases`
+        : "/admin/projects",
       kind: "success",
       text: `Release ${release.version} and its file were deleted.`,
     });
