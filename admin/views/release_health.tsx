@@ -168,7 +168,7 @@ function HealthCharts({ release, hours, nowMs, thresholds }: HealthProps) {
   );
   const axis = (
     <div class="chart-axis chart-axis-ticks" aria-hidden="true">
-      {ticks.map((start) => <span>{bucketLabel(start, size)}</span>)}
+      {ticks.map((start, i) => <span key={i}>{bucketLabel(start, size)}</span>)}
     </div>
   );
   const unit = size === "hour" ? "hour" : "day";
