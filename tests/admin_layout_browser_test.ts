@@ -370,7 +370,7 @@ Deno.test({
           await Promise.all([page.waitForSelector(form.answered), page.click(form.submit)]);
           await inspect(v, name);
         };
-        await answer(`/admin/projects/${SLUG}`, {
+        await answer(`/admin/projects/${SLUG}/settings`, {
           fields: { "#retention-keep-active": "1" },
           submit: "#retention button[value=preview]",
           answered: "[data-retention-plan]",

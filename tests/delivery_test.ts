@@ -55,7 +55,7 @@ Deno.test("differential downloads: bytes sent against whole downloads, per relea
     const admin = await signedInClient(app);
     const release = (await admin.page(`/admin/releases/${v2.id}`)).html;
     assert.match(release, /data-delivery/);
-    const { html } = await admin.page("/admin/projects/desktop");
+    const { html } = await admin.page("/admin/projects/desktop/releases");
     assert.match(
       html,
       /Differential downloads saved 0\.00 GB this month \(0\.00 GB sent instead of 0\.00 GB\)/,

@@ -1,7 +1,7 @@
 /** Loading a project for its page, and rendering that page (also with form errors). */
 import { HTTPException } from "hono/http-exception";
 import { isSlug } from "../../src/lib/limits.ts";
-import { adoptionDay, getAdoption } from "../../src/store/adoption.ts";
+import { adoptionDay, type AdoptionFigures, getAdoption } from "../../src/store/adoption.ts";
 import { getProjectBytes, getProjectReleaseCount } from "../../src/store/aggregates.ts";
 import { getDeletedDownloads } from "../../src/store/deletes.ts";
 import { getProjectDeliveryMonth, utcMonth } from "../../src/store/delivery.ts";
@@ -25,7 +25,12 @@ import type { FormError, ServiceDeps } from "../types.ts";
 import { chartRange } from "../views/chart.tsx";
 import { editValuesOf, type ProjectEditValues } from "../forms_project.ts";
 import { EMPTY_UPLOAD_FORM, type UploadValues } from "../forms_upload.ts";
-import { ProjectPage, type ProjectTab, projectTabPath } from "../views/project.tsx";
+import {
+  OVERVIEW_RELEASES,
+  ProjectPage,
+  type ProjectTab,
+  projectTabPath,
+} from "../views/project.tsx";
 import { getSparkleFeedKeyByProject } from "../../src/store/sparkle_keys.ts";
 import { latestNotes } from "../../src/publishing/latest.ts";
 import { offerAt } from "../../src/rollouts/membership.ts";
@@ -40,6 +45,14 @@ export async function loadProject(deps: ServiceDeps, slug: string): Promise<Proj
   if (project === null) throw new HTTPException(404, { message: `There is no project "${slug}".` });
   return project;
 }
+
+/** What the pages without the adoption card pass for it (they do not read the figures). */
+const NO_ADOPTION: AdoptionFigures = {
+  releases: new Map(),
+  total: { d1: 0, d7: 0, d30: 0 },
+  stale: 0,
+  daily: new Map(),
+};
 
 /** The project a page shows, the forms sent back with their errors, and its status. */
 export interface ProjectPageOptions {
@@ -107,20 +120,25 @@ export async function renderProjectPage(
     delivery,
   ] = await Promise.all([
     listReleasesPage(c.var.store, project.id, {
-      limit: PAGE_SIZE,
-      cursor: query,
+      limit: tab === "overview" ? OVERVIEW_RELEASES : PAGE_SIZE,
+      cursor: tab === "overview" ? {} : query,
       maxScan: match ? SEARCH_SCAN : PAGE_SIZE + 1,
-      match,
+      match: tab === "overview" ? undefined : match,
     }),
     getProjectReleaseCount(c.var.store, project.id),
-    getDailyDownloads(c.var.store, ["project", project.id], { days }),
+    tab === "releases" ? getDailyDownloads(c.var.store, ["project", project.id], { days }) : [],
     getProjectVersioned(c.var.store, project.id),
     getDeletedDownloads(c.var.store, project.id),
     getLatestChoice(c.var.store, project.id),
-    retentionOf(deps, project.id, form.retention),
+    tab === "settings" ? retentionOf(deps, project.id, form.retention) : null,
     rolloutOf(deps, { rollout: rolloutRecord, view }),
-    getAdoption(c.var.store, project.id, today),
-    releaseSafetyOf(deps, { project, rollout: rolloutRecord, form: form.safety }),
+    tab === "rollout" ? getAdoption(c.var.store, project.id, today) : NO_ADOPTION,
+    releaseSafetyOf(deps, {
+      project,
+      rollout: rolloutRecord,
+      form: form.safety,
+      detail: tab === "rollout",
+    }),
     getProjectDeliveryMonth(c.var.store, project.id, utcMonth(new Date())),
   ]);
   const sparkle = tab === "feeds"
@@ -197,7 +215,8 @@ export async function renderProjectPage(
       deletedDownloads={deletedDownloads}
       upload={form.upload ?? EMPTY_UPLOAD_FORM}
       uploadError={form.uploadError}
-      retention={retention}
+      // Read for the settings page, the only one that shows it.
+      retention={retention!}
       adoption={{
         figures: adoption,
         today,

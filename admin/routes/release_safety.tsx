@@ -75,10 +75,15 @@ function valuesOf(c: AdminContext): SafetyValues {
  */
 export async function releaseSafetyOf(
   deps: ServiceDeps,
-  { project, rollout, form }: {
+  { project, rollout, form, detail = true }: {
     project: Project;
     rollout: Rollout | null;
     form?: { values: SafetyValues; error: FormError };
+    /**
+     * The whole card (the rollout page): the way back, reports, charts and history; without
+     * it only what the other pages show (the gates' verdict and the policy's marks).
+     */
+    detail?: boolean;
   },
 ): Promise<Omit<ReleaseSafetyCardProps, "csrfToken" | "slug">> {
   const { store } = deps;
@@ -87,8 +92,8 @@ export async function releaseSafetyOf(
     getRolloutGates(store, project.id),
     getReleasePolicy(store, project.id),
     listReleasesByProject(store, project.id, SCANNED_RELEASES),
-    planRollBack(store, project.id, SCANNED_RELEASES),
-    rolloutHistory(deps, project.id),
+    detail ? planRollBack(store, project.id, SCANNED_RELEASES) : null,
+    detail ? rolloutHistory(deps, project.id) : [],
   ]);
   const active = releases.filter((release) => release.state === "active");
   const gated = rollout !== null && gates !== null && gates.release_id === rollout.release_id &&
@@ -106,7 +111,7 @@ export async function releaseSafetyOf(
     ? (gated && gates!.halt_reason !== null ? gates!.halt_reason : "halted by hand")
     : null;
   const reports: ReleaseReports[] = [];
-  for (const release of active.slice(0, REPORTED_RELEASES)) {
+  for (const release of detail ? active.slice(0, REPORTED_RELEASES) : []) {
     const [counts, estimated, reasons] = await Promise.all([
       getReportCounts(store, release.id),
       getReportEstimates(store, release.id),
@@ -119,7 +124,7 @@ export async function releaseSafetyOf(
   const charted = rollout === null
     ? active[0]
     : releases.find((release) => release.id === rollout.release_id);
-  const hours = charted === undefined
+  const hours = charted === undefined || !detail
     ? []
     : await getReportSeries(store, charted.id, nowMs - CHART_HOURS * 3_600_000);
   const stages: StageRow[] = gates === null ? [] : gates.stages.map((row) => {

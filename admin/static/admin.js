@@ -328,6 +328,11 @@
     document.querySelectorAll("input[data-slug-search]").forEach(enhanceSlugSearch);
     document.querySelectorAll("input[data-utc-local]").forEach(explainUtcField);
     document.querySelectorAll("[data-local-time-of]").forEach(showLocalTime);
+    // A form sent back with an error: its refused field and the message under it in view (the
+    // browser scrolls the autofocused field only just into view, leaving the message below).
+    const invalid = document.querySelector("[aria-invalid=true][autofocus]");
+    const message = invalid && document.getElementById(invalid.id + "-error");
+    if (message) message.scrollIntoView({ block: "center" });
     document.addEventListener("click", function (event) {
       const keyButton = event.target.closest("[data-copy-key]");
       if (keyButton) copyKey(keyButton);
