@@ -179,16 +179,22 @@ Deno.test({
           0,
           "rare forms folded",
         );
-        const tabs = (await texts(page, "[data-project-tabs] a")).map((text) =>
-          text.replace(/\s+/g, " ").trim()
+        const tabs = await page.$$eval(
+          "[data-project-tabs] a",
+          (links) => links.map((link) => link.getAttribute("href")),
         );
-        assert.deepEqual(tabs, [
-          "Overview",
-          "Releases 20",
-          "Rollout and health",
-          "Feeds and signing",
-          "Settings",
-        ]);
+        assert.deepEqual(
+          tabs,
+          ["", "/releases", "/rollout", "/feeds", "/settings"].map((tab) =>
+            `/admin/projects/desktop${tab}`
+          ),
+        );
+        // The tabs take one row, on a phone too.
+        const tops = await page.$$eval(
+          "[data-project-tabs] a",
+          (links) => links.map((link) => Math.round(link.getBoundingClientRect().top)),
+        );
+        assert.equal(new Set(tops).size, 1, `tabs in one row: ${tops}`);
         if (screen.width === 1366) {
           const height = await pageHeight(page);
           assert.ok(height <= OVERVIEW_MAX_HEIGHT, `overview ${height} px high`);
@@ -263,6 +269,8 @@ Deno.test({
           ["Make latest (undo rollback)"],
         );
         await shot("rolled-back-releases");
+        await page.goto(`${base}/admin/releases/${back.release_id}`);
+        assert.equal(await page.locator("h1 [data-mark=rolled-back]").count(), 1);
         await page.goto(`${base}/admin/projects/rolled/rollout`);
         assert.equal(await page.locator("form[action$='/rollout/rollback']").count(), 0);
         assert.match(

@@ -32,7 +32,9 @@ import {
   projectTabPath,
 } from "../views/project.tsx";
 import { getSparkleFeedKeyByProject } from "../../src/store/sparkle_keys.ts";
-import { latestNotes } from "../../src/publishing/latest.ts";
+import { type LatestNotes, latestNotes } from "../../src/publishing/latest.ts";
+import { getReleasePolicy, type ReleasePolicy } from "../../src/store/release_policy.ts";
+import type { ReleaseMarks } from "../views/release_cells.tsx";
 import { offerAt } from "../../src/rollouts/membership.ts";
 import { planRetention } from "../../src/lifecycle/retention.ts";
 import type { RetentionValues } from "../views/retention.tsx";
@@ -44,6 +46,42 @@ export async function loadProject(deps: ServiceDeps, slug: string): Promise<Proj
   const project = isSlug(slug) ? await getProjectBySlug(deps.store, slug) : null;
   if (project === null) throw new HTTPException(404, { message: `There is no project "${slug}".` });
   return project;
+}
+
+/**
+ * The marks of a project's releases (rolling out, rolled back, critical, minimum version),
+ * from its latest view and release policy: the rollback is marked while it is in force.
+ */
+export function releaseMarksOf(
+  view: LatestView,
+  policy: ReleasePolicy,
+  rolledBack: LatestNotes["rolledBack"],
+): ReleaseMarks {
+  return {
+    rolloutId: view.rollout !== null && !view.rollout.record.halted
+      ? view.rollout.release.id
+      : null,
+    rolledBackId: rolledBack?.release_id ?? null,
+    criticalIds: policy.critical_ids,
+    minimumVersion: policy.minimum_version,
+  };
+}
+
+/** The marks of a project's releases, read for a page that shows one release. */
+export async function loadReleaseMarks(
+  deps: ServiceDeps,
+  projectId: number,
+): Promise<ReleaseMarks> {
+  const [view, policy] = await Promise.all([
+    getLatestView(deps.store, projectId),
+    getReleasePolicy(deps.store, projectId),
+  ]);
+  const notes = latestNotes([], {
+    offer: offerAt(view, Date.now()),
+    choice: null,
+    rolledBack: policy.rolled_back,
+  });
+  return releaseMarksOf(view, policy, notes.rolledBack);
 }
 
 /** What the pages without the adoption card pass for it (they do not read the figures). */
@@ -163,9 +201,6 @@ export async function renderProjectPage(
     return [id, { total: totals.get(id) ?? 0, last30, last90 }];
   }));
   const offer = offerAt(view, Date.now());
-  const rolloutInForce = view.rollout !== null && !view.rollout.record.halted
-    ? view.rollout.release.id
-    : null;
   const notes = latestNotes(latest === null ? releases.rows : [latest, ...releases.rows], {
     offer,
     choice,
@@ -177,12 +212,7 @@ export async function renderProjectPage(
       ctx={ctx}
       project={project}
       tab={tab}
-      marks={{
-        rolloutId: rolloutInForce,
-        rolledBackId: notes.rolledBack?.release_id ?? null,
-        criticalIds: safety.policy.critical_ids,
-        minimumVersion: safety.policy.minimum_version,
-      }}
+      marks={releaseMarksOf(view, safety.policy, notes.rolledBack)}
       progress={{
         rollout: rollout.rollout,
         live: rollout.live,

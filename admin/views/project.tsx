@@ -52,8 +52,8 @@ export interface ReleaseDownloads {
 export const PROJECT_TABS = [
   ["overview", "", "Overview"],
   ["releases", "/releases", "Releases"],
-  ["rollout", "/rollout", "Rollout and health"],
-  ["feeds", "/feeds", "Feeds and signing"],
+  ["rollout", "/rollout", "Rollout and health", "Rollout"],
+  ["feeds", "/feeds", "Feeds and signing", "Feeds"],
   ["settings", "/settings", "Settings"],
 ] as const;
 export type ProjectTab = typeof PROJECT_TABS[number][0];
@@ -128,13 +128,18 @@ export function ProjectPage(props: ProjectPageProps) {
       {tab === "overview" && project.tags.length > 0 && <TagList tags={project.tags} />}
       <nav class="tabs" aria-label="Project pages" data-project-tabs>
         <ul>
-          {PROJECT_TABS.map(([name, , text]) => (
+          {PROJECT_TABS.map(([name, , text, short]) => (
             <li>
               <a
                 href={projectTabPath(project.slug, name)}
                 aria-current={name === tab ? "page" : undefined}
               >
-                {text}
+                {short === undefined ? text : (
+                  <>
+                    <span class="tab-long">{text}</span>
+                    <span class="tab-short" aria-hidden="true">{short}</span>
+                  </>
+                )}
                 {name === "releases" && props.releaseCount > 0 && (
                   <span class="tab-count">{props.releaseCount}</span>
                 )}
