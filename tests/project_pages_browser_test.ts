@@ -194,7 +194,11 @@ Deno.test({
           "[data-project-tabs] a",
           (links) => links.map((link) => Math.round(link.getBoundingClientRect().top)),
         );
-        assert.equal(new Set(tops).size, 1, `tabs in one row: ${tops}`);
+        const widths = await page.$$eval(
+          "[data-project-tabs] a",
+          (links) => links.map((link) => Math.round(link.getBoundingClientRect().width)),
+        );
+        assert.equal(new Set(tops).size, 1, `tabs in one row: ${tops} ${widths}`);
         if (screen.width === 1366) {
           const height = await pageHeight(page);
           assert.ok(height <= OVERVIEW_MAX_HEIGHT, `overview ${height} px high`);
