@@ -38,6 +38,7 @@ import {
   ReleaseCells,
   ReleaseMarkBadges,
   type ReleaseMarks,
+  TableTime,
 } from "./release_cells.tsx";
 import { ProjectFeeds, type ProjectFeedsProps } from "./project_feeds.tsx";
 
@@ -248,7 +249,7 @@ function Overview(props: ProjectPageProps) {
                       <ReleaseMarkBadges release={release} marks={marks} />
                     </td>
                     <td data-label="Created" class="nowrap">
-                      <Time iso={release.created_at} />
+                      <TableTime iso={release.created_at} />
                     </td>
                     <td data-label="State">
                       <StateBadge state={release.state} />
@@ -399,7 +400,7 @@ function LatestSummary({ notes }: { notes: LatestNotes }) {
         <OfferSentence notes={notes} />
       </p>
       {notes.higher !== null && notes.higher.id === back?.release_id && (
-        <p class="hint" data-higher-version-not-latest="rolled-back">
+        <p class="hint spaced" data-higher-version-not-latest="rolled-back">
           Release {notes.higher.version}{" "}
           is rolled back, so clients are not offered it although it looks newer. "Make latest" on it
           would undo the rollback.

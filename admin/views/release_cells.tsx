@@ -1,6 +1,6 @@
 /** The cells that describe a release, the same on the dashboard and on a project page. */
 import type { Release } from "../../src/store/types.ts";
-import { humanBytes } from "../format.ts";
+import { humanBytes, shortTime } from "../format.ts";
 import { StateBadge, Time } from "./components.tsx";
 
 /**
@@ -68,6 +68,23 @@ export function ReleaseMarkBadges({ release, marks }: { release: Release; marks?
   );
 }
 
+/**
+ * A time in a table cell: it may break between the day and the hour, never inside either
+ * ("2026-11-29" / "07:21 UTC").
+ */
+export function TableTime({ iso }: { iso: string | null | undefined }) {
+  if (!iso) return <Time iso={iso} />;
+  const text = shortTime(iso);
+  const space = text.indexOf(" ");
+  if (space < 0) return <Time iso={iso} />;
+  return (
+    <time datetime={iso}>
+      <span class="time-part">{text.slice(0, space)}</span>{" "}
+      <span class="time-part">{text.slice(space + 1)}</span>
+    </time>
+  );
+}
+
 /** The column names of {@link ReleaseCells}, in order. */
 export const RELEASE_COLUMNS = ["Version", "File", "Size", "Created", "State"];
 
@@ -115,7 +132,7 @@ export function ReleaseCells(
         {humanBytes(release.size_bytes)}
       </td>
       <td data-label="Created" class="nowrap">
-        <Time iso={release.created_at} />
+        <TableTime iso={release.created_at} />
       </td>
       <td data-label="State">
         <StateBadge state={release.state} />

@@ -6,9 +6,9 @@
  * of data, a daily one beyond), and the rollout's history from the audit log.
  */
 import type { ReportHour } from "../../src/store/reports.ts";
-import { shortTime } from "../format.ts";
 import { ChartSvg } from "./chart.tsx";
-import { DataTable, Time } from "./components.tsx";
+import { DataTable } from "./components.tsx";
+import { TableTime } from "./release_cells.tsx";
 
 /** One stage of the gated rollout, as the page shows it. */
 export interface StageRow {
@@ -126,12 +126,12 @@ function StagesTable({ stages }: { stages: readonly StageRow[] }) {
           <tr data-stage={String(row.percentage)}>
             <td data-label="Stage" class="nowrap">{row.percentage}%</td>
             <td data-label="Started" class="nowrap">
-              <Time iso={row.started_at} />
+              <TableTime iso={row.started_at} />
             </td>
             <td data-label="Ended" class="nowrap">
               {row.ended_at === null
                 ? <span class="muted">running</span>
-                : <Time iso={row.ended_at} />}
+                : <TableTime iso={row.ended_at} />}
             </td>
             <td data-label="Installs" class="num" data-stage-installs>{row.installed}</td>
             <td data-label="Failures" class="num nowrap">
@@ -292,7 +292,7 @@ function HistoryTable({ history }: { history: readonly HistoryRow[] }) {
         {history.map((row) => (
           <tr>
             <td data-label="When" class="nowrap">
-              <time datetime={row.at}>{shortTime(row.at)}</time>
+              <TableTime iso={row.at} />
             </td>
             <td data-label="Who">{row.actor}</td>
             <td data-label="Change" class="nowrap">{row.action.replace(/^rollout\./, "")}</td>
