@@ -32,6 +32,11 @@ import { startGateEvaluator } from "./src/rollouts/gates.ts";
 import { startWebhookWorker } from "./src/webhooks/worker.ts";
 import { scheduleTufRefresh, tufGauges, tufSigningState } from "./src/tuf/freshness.ts";
 import { createOnlineKeys } from "./src/tuf/repository.ts";
+import {
+  describeMissingKeyFiles,
+  findMissingKeyFiles,
+  noticeLine,
+} from "./src/signing/key_file_check.ts";
 import { openArtifactStore, scheduleSweeps, StorageUnavailableError } from "./src/storage/mod.ts";
 import { createSsoService } from "./app.ts";
 
@@ -168,6 +173,17 @@ async function start() {
     });
   }
   const stopFollowingWriters = followOtherWriters(store, config.cacheRefreshMs);
+  // Private key files the records name but this data dir lacks (a restore from a backup without
+  // them): each is an error with how to bring it back, also shown on the admin dashboard.
+  await findMissingKeyFiles(store, config.dataDir).then(
+    (missing) => {
+      for (const notice of describeMissingKeyFiles(missing, { signing: config.signing })) {
+        logger.event("error", noticeLine(notice));
+      }
+    },
+    (error) =>
+      logger.event("warn", "private key files could not be checked", { error: String(error) }),
+  );
   // Parts of dead uploads and artifacts no release references (fs and s3 alike).
   scheduleSweeps(store, artifacts, (result) => {
     if ("error" in result) {

@@ -12,8 +12,8 @@ const ADMINS: readonly AdminRole[] = ["admin"];
 
 /**
  * Routes whose roles differ from the default. The default: a `GET` is for `admin` and `viewer`
- * (a viewer reads everything but the accounts page), anything else for `admin` only; so a route
- * added without an entry here is never open to a publisher, nor a write open to a viewer.
+ * (a viewer reads every page but the admins-only ones below), anything else for `admin` only; so
+ * a route added without an entry here is never open to a publisher, nor a write open to a viewer.
  */
 const ROUTE_ROLES: ReadonlyMap<string, readonly AdminRole[]> = new Map([
   // Every account: its own session and password.

@@ -346,6 +346,7 @@ Deno.test("signing on: a repeated error answer reuses its signature; another pat
     loaded: true,
     reuseSeconds: 60,
     generation: 0,
+    signing: true,
     ready: () => Promise.resolve(),
     reload: () => Promise.resolve(),
     sign: ({ method, path, status }) => {

@@ -46,6 +46,7 @@ Deno.test("private signing keys are backed up only when asked, and restored 0600
     const res = await task(["backup", plain]);
     assert.equal(res.code, 0, res.stderr);
     assert.doesNotMatch(res.stdout, /signing keys/);
+    assert.match(res.stderr, /WARNING: left out 1 private signing key files and 0 Sparkle key/);
     assert.deepEqual(await listDir(plain), ["artifacts", "kv.jsonl", "manifest.json"]);
     for (const file of await filesUnder(plain)) {
       assert.doesNotMatch(await Deno.readTextFile(file), /PRIVATE KEY/, file);
@@ -57,7 +58,10 @@ Deno.test("private signing keys are backed up only when asked, and restored 0600
   await t.step("--include-signing-keys copies them 0600 and lists them", async () => {
     const res = await task(["backup", "--include-signing-keys", withKeys]);
     assert.equal(res.code, 0, res.stderr);
-    assert.match(res.stdout, /1 private signing keys \(keep this backup secret\)/);
+    assert.match(
+      res.stdout,
+      /1 private signing keys and 0 Sparkle keys \(keep this backup secret\)/,
+    );
     const copy = join(withKeys, "signing-keys", `${kid}.pem`);
     assert.deepEqual(await Deno.readFile(copy), pem);
     assert.equal(await mode(copy), 0o600);
@@ -80,7 +84,7 @@ Deno.test("private signing keys are backed up only when asked, and restored 0600
     const restored = join(root, "restored");
     const res = await task(["restore", withKeys], restored);
     assert.equal(res.code, 0, res.stderr);
-    assert.match(res.stdout, /and 1 private signing keys/);
+    assert.match(res.stdout, /and 1 private key files/);
     const file = join(restored, "signing-keys", `${kid}.pem`);
     assert.deepEqual(await Deno.readFile(file), pem);
     assert.equal(await mode(file), 0o600);

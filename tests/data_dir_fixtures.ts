@@ -22,6 +22,8 @@ export interface DataDirFixtures {
       build?: string;
       content_type?: string;
       release_notes?: string;
+      /** The release's Sparkle signature (base64), for its appcast item. */
+      sparkle_signature?: string;
       /** false: stored active, but the latest stays (publishing's "not latest"). */
       make_latest?: boolean;
     },

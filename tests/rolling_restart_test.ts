@@ -1,7 +1,7 @@
 /**
  * Issue 19 item 8: the reference multi-instance nginx configuration
- * (deploy/nginx/instances.conf, run as shipped with only its ports and
- * certificate replaced) in front of three instances on one KV file holds
+ * (deploy/nginx/instances.conf, run as shipped with only its marked values
+ * replaced: ports and certificate) in front of three instances on one KV file holds
  * through a rolling restart: SIGTERM to A, B and C about 3.5 s apart, each
  * started again once it has exited (what a supervisor does), under mixed
  * GET/POST traffic over HTTPS and HTTP/2, answers every request without an
@@ -10,14 +10,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { freePort, which } from "../bench/process.ts";
+import { makeTestCertificate, referenceConfig, startNginxWith } from "./nginx_reference.ts";
 import { AdminClient, randomBytes, type Sender } from "./admin_helpers.ts";
 import { createClientKey } from "./data_dir_fixtures.ts";
-import {
-  makeDataTempDir,
-  PROJECT_ROOT,
-  type ServerProcess,
-  startServer,
-} from "./server_process.ts";
+import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 
 const nginx = which("nginx");
 const openssl = which("openssl");
@@ -25,8 +21,8 @@ if (nginx === null || openssl === null) {
   console.warn("rolling restart test skipped: needs nginx and openssl (apt-get install nginx)");
 }
 
-/** deploy/nginx/instances.conf with its ports and certificate replaced, nothing else. */
-async function instancesConf(
+/** deploy/nginx/instances.conf with only its marked values replaced (tests/nginx_reference.ts). */
+function instancesConf(
   { listenPort, instancePorts, cert, key }: {
     listenPort: number;
     instancePorts: number[];
@@ -34,45 +30,16 @@ async function instancesConf(
     key: string;
   },
 ): Promise<string> {
-  let conf = await Deno.readTextFile(join(PROJECT_ROOT, "deploy/nginx/instances.conf"));
-  const replace = (from: string, to: string) => {
-    assert.ok(conf.includes(from), `instances.conf has ${from}`);
-    conf = conf.replace(from, to);
-  };
-  replace("listen 443 ssl http2;", `listen 127.0.0.1:${listenPort} ssl http2;`);
-  replace("/etc/letsencrypt/live/updates.example.com/fullchain.pem", cert);
-  replace("/etc/letsencrypt/live/updates.example.com/privkey.pem", key);
-  instancePorts.forEach((port, i) => replace(`127.0.0.1:800${i + 1} `, `127.0.0.1:${port} `));
-  return conf;
+  return referenceConfig("instances.conf", [
+    ["listen 443", `listen 127.0.0.1:${listenPort}`],
+    ["/etc/letsencrypt/live/updates.example.com/fullchain.pem", cert],
+    ["/etc/letsencrypt/live/updates.example.com/privkey.pem", key],
+    ...instancePorts.map((port, i) => [`127.0.0.1:800${i + 1}`, `127.0.0.1:${port}`] as const),
+  ]);
 }
 
-async function startNginxWith(workDir: string, conf: string): Promise<Deno.ChildProcess> {
-  await Deno.writeTextFile(join(workDir, "instances.conf"), conf);
-  const main = join(workDir, "nginx.conf");
-  await Deno.writeTextFile(
-    main,
-    [
-      Deno.uid() === 0 ? "user root;" : "",
-      "daemon off;",
-      "worker_processes 1;",
-      `pid ${join(workDir, "nginx.pid")};`,
-      `error_log ${join(workDir, "error.log")} warn;`,
-      "events { worker_connections 1024; }",
-      "http {",
-      "  access_log off;",
-      ...["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map((kind) =>
-        `  ${kind}_temp_path ${join(workDir, `${kind}_temp`)};`
-      ),
-      `  include ${join(workDir, "instances.conf")};`,
-      "}",
-    ].join("\n"),
-  );
-  return new Deno.Command(nginx!, {
-    args: ["-p", `${workDir}/`, "-e", join(workDir, "error.log"), "-c", main],
-    stdin: "null",
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
+function startNginxOn(workDir: string, conf: string): Promise<Deno.ChildProcess> {
+  return startNginxWith(nginx!, { workDir, conf, file: "instances.conf" });
 }
 
 interface Tally {
@@ -92,27 +59,7 @@ Deno.test({
     let proxy: Deno.ChildProcess | undefined;
     let client: Deno.HttpClient | undefined;
     try {
-      // A test CA and a certificate for localhost signed by it (rustls refuses a self-signed leaf).
-      const cert = join(workDir, "cert.pem");
-      const key = join(workDir, "key.pem");
-      const ca = join(workDir, "ca.pem");
-      const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-      await Deno.writeTextFile(join(workDir, "san.ext"), "subjectAltName=DNS:localhost\n");
-      for (
-        const args of [
-          ["req", "-x509", ...ec, "-days", "1", "-subj", "/CN=uds-test-ca", "-keyout"]
-            .concat([join(workDir, "ca.key"), "-out", ca]),
-          ["req", ...ec, "-subj", "/CN=localhost", "-keyout", key, "-out"]
-            .concat([join(workDir, "leaf.csr")]),
-          ["x509", "-req", "-in", join(workDir, "leaf.csr"), "-CA", ca, "-CAkey"]
-            .concat([join(workDir, "ca.key"), "-CAcreateserial", "-days", "1"])
-            .concat(["-extfile", join(workDir, "san.ext"), "-out", cert]),
-        ]
-      ) {
-        const made = await new Deno.Command(openssl!, { args, stdout: "null", stderr: "piped" })
-          .output();
-        assert.ok(made.success, new TextDecoder().decode(made.stderr));
-      }
+      const { cert, key, ca } = await makeTestCertificate(openssl!, workDir);
       client = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(ca)] });
 
       const listenPort = freePort();
@@ -126,7 +73,7 @@ Deno.test({
         APP_SHUTDOWN_TIMEOUT_SECONDS: "10",
       });
       for (const port of instancePorts) servers.push(await startServer(dataDir, env(port)));
-      proxy = await startNginxWith(
+      proxy = await startNginxOn(
         workDir,
         await instancesConf({ listenPort, instancePorts, cert, key }),
       );

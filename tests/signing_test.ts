@@ -431,6 +431,10 @@ Deno.test("docs/signing.md's lists: which answers are signed and which not", asy
     ["/feeds/sparkle/app/appcast.xml", 409, secret],
     ["/feeds/nothing", 404, secret],
     ["/.well-known/uds-keys.json", 200, undefined, { method: "HEAD" }],
+    ["/tuf/app/metadata/root.json", 404, secret],
+    ["/tuf/app/metadata/timestamp.json", 401, undefined],
+    ["/tuf/app/metadata/root.json", 405, secret, { method: "POST" }],
+    ["/tuf/nothing", 404, secret],
   ];
   const unsigned: Array<[string, number, string | undefined, RequestInit?]> = [
     ["/.well-known/uds-keys-root.json", 404, undefined],

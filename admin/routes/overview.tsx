@@ -1,5 +1,6 @@
 /** The dashboard and the audit log. */
 import type { Hono } from "hono";
+import { describeMissingKeyFiles, findMissingKeyFiles } from "../../src/signing/key_file_check.ts";
 import {
   countExpiredEnabledKeys,
   getCounts,
@@ -55,6 +56,8 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
     const byId = new Map(projects.map((project) => [project.id, project]));
     const { projects: p, releases: r, api_keys: k } = counts;
     const enabled = k.enabled ?? 0;
+    // Private key files the records name but the data dir lacks (a restore without them).
+    const missing = await findMissingKeyFiles(c.var.store, deps.config.dataDir);
     return c.html(
       <DashboardPage
         ctx={pageContext(c, deps)}
@@ -80,6 +83,7 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
             key: keys[i] ?? undefined,
             deletedName: deletedKeys.get(top.keyId)?.name,
           })),
+          missingKeyFiles: describeMissingKeyFiles(missing, { signing: deps.config.signing }),
         }}
       />,
     );

@@ -6,6 +6,7 @@
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { createKeyFiles } from "../../src/signing/key_files.ts";
+import { describeMissingKeyFiles, findMissingKeyFiles } from "../../src/signing/key_file_check.ts";
 import { KEY_SET_PATH, KEY_SET_ROOT_PATH } from "../../src/signing/format.ts";
 import { describeRootDocument, parseRootDocument } from "../../src/signing/root.ts";
 import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
@@ -30,15 +31,20 @@ export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
   const { signer, config } = deps;
 
   admin.get("/signing-keys", async (c) => {
-    const [keys, root, tufParts] = await Promise.all([
+    const [keys, root, tufParts, missing] = await Promise.all([
       listSigningKeys(c.var.store),
       rootOf(c.var.store),
       tufPageParts(deps),
+      findMissingKeyFiles(c.var.store, config.dataDir),
     ]);
     return c.html(
       <SigningKeysPage
         ctx={pageContext(c, deps)}
         keys={keys}
+        missingKeyFiles={{
+          kids: missing.signingKeys.map((key) => key.kid),
+          notices: describeMissingKeyFiles(missing, { signing: config.signing }),
+        }}
         signing={config.signing}
         keySetUrl={new URL(KEY_SET_PATH, config.baseUrl).href}
         root={root}

@@ -5,6 +5,8 @@ import { humanBytes } from "../format.ts";
 import { DataTable } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
 import { RELEASE_COLUMNS, ReleaseCells } from "./release_cells.tsx";
+import { MissingKeyFilesNotice } from "./missing_key_files.tsx";
+import type { MissingKeyNotice } from "../../src/signing/key_file_check.ts";
 
 export interface DashboardData {
   projects: { active: number; archived: number };
@@ -18,11 +20,14 @@ export interface DashboardData {
   >;
   /** Bytes of all artifacts, and the projects that store the most. */
   storage: { total: number; top: Array<{ project: Project | undefined; bytes: number }> };
+  /** The private key files missing from the data dir (src/signing/key_file_check.ts). */
+  missingKeyFiles: readonly MissingKeyNotice[];
 }
 
 export function DashboardPage({ ctx, data }: { ctx: PageContext; data: DashboardData }) {
   return (
     <Layout ctx={ctx} title="Dashboard" nav="dashboard">
+      <MissingKeyFilesNotice notices={data.missingKeyFiles} />
       <h1>Dashboard</h1>
       <ul class="stats" aria-label="Totals">
         <li class="stat">

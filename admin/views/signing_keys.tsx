@@ -11,11 +11,15 @@ import {
 } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { SparkleKeysSection, TufSection, type TufSummary } from "./tuf.tsx";
+import { MissingKeyFilesNotice } from "./missing_key_files.tsx";
+import type { MissingKeyNotice } from "../../src/signing/key_file_check.ts";
 
 export function SigningKeysPage(
-  { ctx, keys, signing, keySetUrl, root, rootUrl, tuf, sparkleKeys }: {
+  { ctx, keys, missingKeyFiles, signing, keySetUrl, root, rootUrl, tuf, sparkleKeys }: {
     ctx: PageContext;
     keys: readonly SigningKey[];
+    /** Keys whose private file is missing, and the notice's lines (src/signing/key_file_check.ts). */
+    missingKeyFiles: { kids: readonly string[]; notices: readonly MissingKeyNotice[] };
     signing: boolean;
     keySetUrl: string;
     root: RootSummary | null;
@@ -26,6 +30,7 @@ export function SigningKeysPage(
 ) {
   return (
     <Layout ctx={ctx} title="Signing keys" nav="signing-keys">
+      <MissingKeyFilesNotice notices={missingKeyFiles.notices} />
       <h1>Signing keys</h1>
       <p class="hint">
         With <code>APP_SIGNING=true</code>{" "}
@@ -54,6 +59,11 @@ export function SigningKeysPage(
                 </td>
                 <td data-label="Status">
                   <StateBadge state={key.status} />
+                  {missingKeyFiles.kids.includes(key.kid) && (
+                    <span class="field-error status-note" data-key-file-missing>
+                      private key file missing: not signing
+                    </span>
+                  )}
                 </td>
                 <td data-label="Public key">
                   <code>{key.public_key}</code>

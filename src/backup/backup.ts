@@ -10,7 +10,8 @@
  *    upload) before their release record is committed and never change
  *    afterwards, so every artifact a snapshot references is complete; each
  *    copy is checked against the release's size and SHA-256.
- * 4. Only when asked, the signing keys' private files (signing_keys.ts).
+ * 4. Only when asked, the private key files of the signing and Sparkle keys
+ *    (signing_keys.ts); without, it counts the ones left out.
  *    Webhook endpoints' secrets likewise: without `includeWebhookSecrets`
  *    each endpoint is written with no secret (restored, it needs a new one).
  * 5. `manifest.json` last: its presence marks a complete backup.
@@ -27,7 +28,7 @@ import {
 } from "../store/backup.ts";
 import { BACKUP_SKIPPED_PREFIXES } from "../store/keys.ts";
 import { encodeRecord } from "./codec.ts";
-import { backupSigningKeys } from "./signing_keys.ts";
+import { backupSigningKeys, countKeyFiles } from "./signing_keys.ts";
 import {
   ARTIFACTS_DIR,
   BackupError,
@@ -60,10 +61,16 @@ export function artifactStoreOf(location: DataLocation): ArtifactStore {
 
 /** What a backup holds besides the KV entries and artifacts; nothing secret by default. */
 export interface BackupOptions {
-  /** The private signing keys of `source.dataDir`. */
+  /** The private key files of `source.dataDir`: the signing keys and the Sparkle keys. */
   includeSigningKeys?: boolean;
   /** The webhook endpoints' signing secrets (left out: each endpoint is kept without one). */
   includeWebhookSecrets?: boolean;
+}
+
+/** The manifest of a written backup, and the private key files it left out. */
+export interface WrittenBackup extends Manifest {
+  /** Key files of the data dir not in the backup (without `includeSigningKeys`). */
+  keyFilesLeftOut: { signing: number; sparkle: number };
 }
 
 /** Writes a backup of `source` into `targetDir`, which must not exist yet. */
@@ -71,7 +78,7 @@ export async function createBackup(
   source: DataLocation,
   targetDir: string,
   { includeSigningKeys = false, includeWebhookSecrets = false }: BackupOptions = {},
-): Promise<Manifest> {
+): Promise<WrittenBackup> {
   requireLocalKv(source.kvPath);
   if (includeSigningKeys && source.dataDir === undefined) {
     throw new BackupError("the signing keys are asked for but the data dir is not known");
@@ -107,11 +114,14 @@ export async function createBackup(
       artifacts,
       webhook_secrets: includeWebhookSecrets ? "included" : "left_out",
     };
+    let keyFilesLeftOut = { signing: 0, sparkle: 0 };
     if (includeSigningKeys) {
-      manifest.signing_keys = await backupSigningKeys(source.dataDir!, targetDir);
+      Object.assign(manifest, await backupSigningKeys(source.dataDir!, targetDir));
+    } else if (source.dataDir !== undefined) {
+      keyFilesLeftOut = await countKeyFiles(source.dataDir);
     }
     await writeSynced(join(targetDir, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + "\n");
-    return manifest;
+    return { ...manifest, keyFilesLeftOut };
   } catch (error) {
     // Leave no half backup behind that could be mistaken for a complete one.
     await Deno.remove(targetDir, { recursive: true }).catch(() => {});

@@ -4,6 +4,7 @@
  *   <dir>/kv.jsonl            one line per KV entry: {"key": [...], "value": ...} (see codec.ts)
  *   <dir>/artifacts/<key>     the artifact file of each release, by storage key
  *   <dir>/signing-keys/<kid>.pem  only when asked: the signing keys' private files (signing_keys.ts)
+ *   <dir>/sparkle-keys/<id>.pem   likewise: the projects' Sparkle keys' private files
  *   <dir>/manifest.json       written last: a backup without it is incomplete
  */
 import { createPrivateFile } from "../lib/private_files.ts";
@@ -31,6 +32,13 @@ export interface ManifestSigningKey {
   sha256: string;
 }
 
+/** A project's Sparkle key's private file in the backup (only with --include-signing-keys). */
+export interface ManifestSparkleKey {
+  project_id: number;
+  /** SHA-256 of the PEM file. */
+  sha256: string;
+}
+
 export interface Manifest {
   format: typeof FORMAT;
   format_version: typeof FORMAT_VERSION;
@@ -49,6 +57,8 @@ export interface Manifest {
   artifacts: ManifestArtifact[];
   /** Present only when the backup was asked to include the private signing keys. */
   signing_keys?: ManifestSigningKey[];
+  /** Likewise, the projects' Sparkle keys' private files. */
+  sparkle_keys?: ManifestSparkleKey[];
   /**
    * Whether the webhook endpoints' secrets are in kv.jsonl (only with
    * --include-webhook-secrets); absent in backups made before this was told.

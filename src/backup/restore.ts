@@ -4,9 +4,10 @@
  * It checks the manifest and the SHA-256 of kv.jsonl first, refuses a target
  * that already has a KV file or artifacts, places each artifact (in the data
  * dir or the s3 bucket) and keeps it only when its SHA-256 and size match the
- * manifest, puts back the signing keys' files when the backup holds them
- * (signing_keys.ts), then imports the KV entries in
- * batched atomic commits. On any failure it removes what it created, so the
+ * manifest, puts back the signing and Sparkle keys' files when the backup
+ * holds them (signing_keys.ts), then imports the KV entries in batched atomic
+ * commits, and tells which key files the restored records name but the data
+ * dir lacks (src/signing/key_file_check.ts). On any failure it removes what it created, so the
  * data dir is empty again and the restore can simply be rerun.
  */
 import { KV_FILE_SUFFIXES, makePrivateDir, openPrivateKv } from "../lib/private_files.ts";
@@ -31,11 +32,14 @@ import {
 import { pathExists } from "../lib/files.ts";
 import { requireNoSigningKeys, restoreSigningKeys } from "./signing_keys.ts";
 import { createStore } from "../store/store.ts";
+import { findMissingKeyFiles, type MissingKeyFiles } from "../signing/key_file_check.ts";
 
 /** The manifest of a restored backup, and what the restored data lacks. */
 export interface RestoredBackup extends Manifest {
   /** Webhook endpoints restored without a secret: each needs a new one (docs/webhooks.md). */
   endpointsWithoutSecret: number;
+  /** Key files the restored records name but the data dir lacks; null when it is not known. */
+  missingKeyFiles: MissingKeyFiles | null;
 }
 
 export async function restoreBackup(
@@ -53,17 +57,17 @@ export async function restoreBackup(
   }
   const store = artifactStoreOf(target);
   await requireEmptyTarget(target, store);
-  const signingKeys = manifest.signing_keys ?? [];
-  if (signingKeys.length > 0) {
+  const keyFiles = { signing_keys: manifest.signing_keys, sparkle_keys: manifest.sparkle_keys };
+  if ((manifest.signing_keys?.length ?? 0) + (manifest.sparkle_keys?.length ?? 0) > 0) {
     if (target.dataDir === undefined) {
       throw new BackupError("the backup holds signing keys but the data dir is not known");
     }
-    await requireNoSigningKeys(signingKeys, target.dataDir);
+    await requireNoSigningKeys(keyFiles, target.dataDir);
   }
 
   const createdArtifactsDir = store.kind === "fs" && !(await pathExists(target.artifactsDir));
   const placed: string[] = [];
-  const keyFiles: string[] = [];
+  const keyFilesWritten: string[] = [];
   let kvCreated = false;
   try {
     if (store.kind === "fs") await makePrivateDir(target.artifactsDir);
@@ -72,9 +76,9 @@ export async function restoreBackup(
       placed.push(artifact.storage_key);
     }
     await restoreSigningKeys(sourceDir, {
-      keys: signingKeys,
+      keys: keyFiles,
       dataDir: target.dataDir ?? "",
-      written: keyFiles,
+      written: keyFilesWritten,
     });
     await makePrivateDir(join(target.kvPath, ".."));
     kvCreated = true;
@@ -92,12 +96,15 @@ export async function restoreBackup(
       return {
         ...manifest,
         endpointsWithoutSecret: endpoints.filter((endpoint) => endpoint.secret === null).length,
+        missingKeyFiles: target.dataDir === undefined
+          ? null
+          : await findMissingKeyFiles(records, target.dataDir),
       };
     } finally {
       kv.close();
     }
   } catch (error) {
-    for (const file of keyFiles) await Deno.remove(file).catch(() => {});
+    for (const file of keyFilesWritten) await Deno.remove(file).catch(() => {});
     if (kvCreated) {
       for (const suffix of KV_FILE_SUFFIXES) {
         await Deno.remove(target.kvPath + suffix).catch(() => {});

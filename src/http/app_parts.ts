@@ -46,6 +46,7 @@ const UNSIGNED: AnswerSigner = {
   loaded: true,
   reuseSeconds: 60,
   generation: 0,
+  signing: false,
   ready: () => Promise.resolve(),
   reload: () => Promise.resolve(),
   sign: () => [],

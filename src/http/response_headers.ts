@@ -158,6 +158,8 @@ export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSign
       return kept.value;
     }
     const value = sign();
+    // Unsigned (no active key's file here): signed anew next time, so that the keys are read again.
+    if (!signing!.signing) return value;
     if (map.size >= MAX_SIGNED) map.clear();
     map.set(at, {
       value,

@@ -89,6 +89,9 @@ export function createSigner(options: SignerOptions): Signer {
     get generation() {
       return generation;
     },
+    get signing() {
+      return active.length > 0;
+    },
     // A KV that does not answer at start leaves the answers unsigned (a verifying client refuses
     // them) rather than failing them; the keys are read again at the next signature.
     ready: () =>

@@ -142,6 +142,11 @@ export interface AnswerSigner {
   readonly reuseSeconds: number;
   /** Changes whenever the active keys change: a reused signature of another generation is stale. */
   readonly generation: number;
+  /**
+   * Whether an active key is held here, so that answers carry a signature; an
+   * answer left unsigned is not reused (a key file put back signs at once).
+   */
+  readonly signing: boolean;
   /** Reads the keys once; resolves at once after the first time. */
   ready(): Promise<void>;
   /** Reads the keys again now (after an admin change). */
