@@ -132,7 +132,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     return await renderProjectPage(c, deps, { project });
   });
 
-  // The project's other pages (views/project.tsx PROJECT_TABS).
+  // The project's other pages (admin/views/project.tsx PROJECT_TABS).
   const tabPage = (tab: ProjectTab) => async (c: AdminContext) =>
     await renderProjectPage(c, deps, {
       project: await loadProject(deps, c.req.param("slug") ?? ""),

@@ -95,7 +95,7 @@ export interface ReleaseSafetyCardProps {
 export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
   const { csrfToken, slug, rollout, gates, gated, policy, values, error, plan } = props;
   const base = `/admin/projects/${slug}/rollout`;
-  const gateError = error && GATE_FIELDS.has(error.field);
+  const gateError = error && isGateField(error.field);
   return (
     <>
       <ReleaseHealth {...props.health} />
@@ -189,8 +189,10 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
   );
 }
 
-/** The fields of the gates form (an error in one of them opens the form). */
-const GATE_FIELDS = new Set(["stages", ...GATE_NUMBER_FIELDS.map((field) => field.name)]);
+/** Whether an error is about a field of the gates form (it opens the form). */
+function isGateField(name: string): boolean {
+  return name === "stages" || GATE_NUMBER_FIELDS.some((field) => field.name === name);
+}
 
 /**
  * The rollback in force, if any, and the button that rolls back the newest release, named
