@@ -94,6 +94,9 @@ Deno.test("release safety card: gates, stage figures, halt reason, rollback, pol
     assert.match(html, /data-halt-reason="true">Halted: 5 of 25 reports failed \(20%\)/);
     assert.match(html, /data-stage-installs="true">20</);
     assert.match(html, /data-stage-failures="true">5</);
+    // The stage's outcome says who ended it and why; the history lists the change.
+    assert.match(html, /data-stage-why="true">by the gates: 5 of 25 reports failed \(20%\)/);
+    assert.match(html, /data-rollout-history/);
     assert.match(html, /data-report-chart/);
     assert.match(html, /<table data-report-hours="true">/);
     assert.match(html, /crash: boom/);
