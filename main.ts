@@ -1,6 +1,6 @@
 /** The single entry point: read settings, open storage, serve, stop gracefully. */
 import { dirname } from "node:path";
-import { bootstrapAdmin, checkFirstAdminSetting } from "./admin/mod.ts";
+import { bootstrapAdmin, checkBreakGlassAccounts, checkFirstAdminSetting } from "./admin/mod.ts";
 import { createApp } from "./app.ts";
 import { ConfigError, isRemoteKv, loadConfig } from "./src/lib/config.ts";
 import { createHealthChecks, healthDetailsHandler } from "./src/http/health.ts";
@@ -158,6 +158,8 @@ async function start() {
   // The first admin's setting is checked here, the account made once every listener is bound: a
   // start that fails (a port in use) leaves no account whose generated password nobody saw.
   await checkFirstAdminSetting(store, config);
+  const breakGlass = await checkBreakGlassAccounts(store, config);
+  if (breakGlass !== null) logger.event("warn", breakGlass);
   // The "listening" lines wait for that account, so whoever waits for them can sign in.
   const adminReady = Promise.withResolvers<void>();
   // Once, for data written before the admin pages' aggregates existed (src/store/aggregates.ts).

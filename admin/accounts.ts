@@ -21,6 +21,7 @@ import {
 } from "../src/store/admin_users.ts";
 import { recordAudit } from "../src/store/audit.ts";
 import { deleteAdminSessionsOfUser } from "../src/store/sessions.ts";
+import { hasLocalPassword } from "../src/store/sso.ts";
 import type { Store } from "../src/store/store.ts";
 
 /** The audit target naming an admin account (`account "admin"`, not "admin admin"). */
@@ -49,6 +50,45 @@ function checkAdminPasswordSetting(config: Config): void {
         `for a generated password`,
     );
   }
+}
+
+/**
+ * With APP_OIDC_LOCAL_PASSWORDS=false, the break-glass sign-in (docs/sso.md
+ * "Local passwords and the break-glass sign-in") needs a local account with a
+ * password among those APP_OIDC_BREAK_GLASS_USERS names, or no one signs in
+ * while the provider is down. None: a StartupError (the start stops, before
+ * listening). Some names that are no such account: the warning returned.
+ * At a first start the first admin (APP_ADMIN_USERNAME) counts, as it is made
+ * with a password once the listeners are bound.
+ */
+export async function checkBreakGlassAccounts(
+  store: Store,
+  config: Config,
+): Promise<string | null> {
+  const sso = config.oidc;
+  if (sso === undefined || sso.localPasswords) return null;
+  const firstStart = !(await hasAdminUser(store));
+  const unusable: string[] = [];
+  for (const name of sso.breakGlassUsers) {
+    const user = await getAdminUser(store, name);
+    if (user === null && firstStart && name === config.adminUsername) continue;
+    if (user === null) unusable.push(`"${name}" is no account`);
+    else if (!hasLocalPassword(user)) {
+      unusable.push(`"${name}" has no password (it signs in through the provider)`);
+    }
+  }
+  if (unusable.length === 0) return null;
+  const what = `APP_OIDC_BREAK_GLASS_USERS with APP_OIDC_LOCAL_PASSWORDS=false: ${
+    unusable.join(", ")
+  }`;
+  if (unusable.length === sso.breakGlassUsers.length) {
+    throw new StartupError(
+      `${what}; no one could sign in while the provider is down. Name a local account with a ` +
+        `password, or start once with APP_OIDC_LOCAL_PASSWORDS=true and make one on the ` +
+        `Accounts page`,
+    );
+  }
+  return `${what}; only the others can use the break-glass sign-in`;
 }
 
 /**

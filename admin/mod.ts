@@ -50,7 +50,7 @@ import { addStaticRoutes } from "./static.ts";
 import type { AdminEnv, ServiceDeps } from "./types.ts";
 import { createLoginThrottle, type LoginThrottle } from "../src/store/login_throttle.ts";
 
-export { bootstrapAdmin, checkFirstAdminSetting } from "./accounts.ts";
+export { bootstrapAdmin, checkBreakGlassAccounts, checkFirstAdminSetting } from "./accounts.ts";
 
 export interface AdminUi {
   /**

@@ -58,7 +58,10 @@ Deno.test("admin form structure", async (t) => {
     // The change form starts from the steps, and the card lists them with UTC beside the local time.
     assert.match(html, /name="schedule_at"[^>]*value="2026-12-01T09:00"/);
     assert.match(html, /data-local-time-of="2026-12-01T09:00:00.000Z"/);
-    assert.match(html, /2026-12-01 09:00 UTC<\/time>: 50%/);
+    assert.match(
+      html,
+      /<span class="nowrap">2026-12-01<\/span> <span class="nowrap">09:00 UTC<\/span><\/time>: 50%/,
+    );
   });
 
   await t.step("a half-filled row is refused and shown again", async () => {

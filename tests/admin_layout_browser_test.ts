@@ -1,12 +1,14 @@
 /**
  * Every admin page with long data, in Chromium at 1366×900 and 390×844: no
- * page scrolls sideways, no element scrolls or spills its text sideways, and
- * no control or text leaves its table cell or the screen. The data is made
+ * page scrolls sideways, no element scrolls or spills its text sideways, no
+ * control or text leaves its table cell or the screen, no word breaks inside
+ * (WORD_SPLITS) and the header takes one line at 1366 px. The data is made
  * through the admin forms: a 120-character project name, a 64-character slug
- * and user name, 40-character tags, a 150-character file name, 100-character
- * key and token names, a 200-character webhook URL and 64-character hashes;
- * the release safety card's gates, minimum version and 200-character failure reasons.
- * A screenshot of each page goes to tests/screenshots/layout-*.png.
+ * and user name, 40-character tags, a 150-character file name, a 28-character
+ * version in parts, 100-character key and token names, a 200-character
+ * webhook URL and 64-character hashes; the release safety card's gates,
+ * minimum version and 200-character failure reasons. A screenshot of each
+ * page goes to tests/screenshots/layout-*.png.
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
@@ -30,6 +32,8 @@ const KEY_NAME = "K".repeat(100);
 const TOKEN_NAME = "T".repeat(100);
 const WEBHOOK_URL = "https://hooks.example.com/" + "w".repeat(174); // 200 characters
 const USERNAME = "u".repeat(64);
+/** A plain version and one with parts (which may wrap only between them). */
+const VERSIONS = ["1.0.0", "2.0.0-beta.12+build.20260301"];
 
 /** The GET routes that are no page (JSON or a file download). */
 const NOT_PAGES = new Set(["/admin/project-slugs", "/admin/releases/:id/download"]);
@@ -79,7 +83,7 @@ async function seed(base: string): Promise<Seeded> {
     "project",
   );
   await admin.page(`/admin/projects/${SLUG}`);
-  for (const version of ["1.0.0", "2.0.0"]) {
+  for (const version of VERSIONS) {
     const res = await admin.upload(`/admin/projects/${SLUG}/releases`, [
       ["csrf_token", admin.csrfToken],
       ["version", version],
@@ -173,7 +177,7 @@ async function seedReleaseSafety(
     }),
     "policy",
   );
-  for (const version of ["1.0.0", "2.0.0"]) {
+  for (const version of VERSIONS) {
     for (let i = 0; i < 6; i++) {
       const res = await fetch(`${base}/reports/v1/projects/${SLUG}`, {
         method: "POST",
@@ -250,10 +254,113 @@ const OVERFLOWS = `(() => {
   return [...new Set(problems)].slice(0, 12);
 })()`;
 
+/** Words of this many characters or more are data (a hash, a key, a long name): they may break anywhere. */
+const DATA_WORD_LENGTH = 32;
+
+/**
+ * Words broken inside across two lines, as sentences (empty when none is):
+ * every word of every visible text node is measured with a Range
+ * (getClientRects: one box per line it takes). A word that would fit its box
+ * on a line of its own never breaks inside, except a slug, file name or URL
+ * (a word with letters) at its own separators (\`/ - _ . @ : ? & = + ,\`); so
+ * a number, percentage, date or time never breaks. Its box is the nearest
+ * block around it, or for a word in a table the block around the table, so
+ * a column squeezed below its words counts. A word wider than its box, or of
+ * DATA_WORD_LENGTH characters or more, may break anywhere. The header must
+ * take one line from 721 px up.
+ */
+const WORD_SPLITS = `(() => {
+  const problems = [];
+  const root = document.documentElement;
+  const hidden = new Map();
+  const isHidden = (el) => {
+    if (!el || el === root) return false;
+    if (hidden.has(el)) return hidden.get(el);
+    const style = getComputedStyle(el);
+    const result = style.clip !== "auto" || style.display === "none" ||
+      el.classList.contains("skip-link") || isHidden(el.parentElement);
+    hidden.set(el, result);
+    return result;
+  };
+  const lines = (range) => {
+    const tops = [];
+    for (const rect of range.getClientRects()) {
+      if (rect.width < 0.5 || rect.height < 0.5) continue;
+      if (!tops.some((top) => Math.abs(top - rect.top) < rect.height / 2)) tops.push(rect.top);
+    }
+    return tops.length;
+  };
+  const SEPARATOR = /[\\/_.@:?&=+,-]/;
+  const INLINE = /^(inline|contents|table.*|inline-table)$/;
+  /**
+   * The content width of the box a word lays out in: the nearest block (or inline-block) around
+   * it, and for a word in a table laid out as a table the block around the table.
+   */
+  const boxWidth = (el) => {
+    let box = el;
+    while (box.parentElement && INLINE.test(getComputedStyle(box).display)) box = box.parentElement;
+    const cell = box.closest("td, th");
+    if (cell && getComputedStyle(cell).display === "table-cell") {
+      return boxWidth(cell.closest("table").parentElement);
+    }
+    const style = getComputedStyle(box);
+    return box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  };
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const parent = node.parentElement;
+    if (!parent || isHidden(parent)) continue;
+    if (parent.closest("script, style, textarea, select, option, svg, noscript")) continue;
+    const text = node.data;
+    for (const match of text.matchAll(/\\S+/g)) {
+      const word = match[0];
+      if (word.length < 2 || word.length >= ${DATA_WORD_LENGTH}) continue;
+      const range = document.createRange();
+      range.setStart(node, match.index);
+      range.setEnd(node, match.index + word.length);
+      if (lines(range) < 2) continue;
+      // Where it breaks: the characters that start a new line.
+      const cut = [];
+      let top = null;
+      for (let i = 0; i < word.length; i++) {
+        range.setStart(node, match.index + i);
+        range.setEnd(node, match.index + i + 1);
+        const box = [...range.getClientRects()].find((r) => r.width > 0);
+        if (!box) continue;
+        if (top !== null && box.top > top + box.height / 2) cut.push(i);
+        top = box.top;
+      }
+      const core = word.replace(/^[^\\p{L}\\p{N}]+|[^\\p{L}\\p{N}%]+$/gu, "");
+      const numeric = !/\\p{L}/u.test(core.replace(/(?<=\\d)[TZ](?=\\d|$)/g, ""));
+      const atSeparator = (i) => SEPARATOR.test(word[i - 1]) || SEPARATOR.test(word[i]);
+      range.setStart(node, match.index);
+      range.setEnd(node, match.index + word.length);
+      const wide = [...range.getClientRects()].reduce((sum, r) => sum + r.width, 0);
+      const allowed = wide > boxWidth(parent) + 1 || (!numeric && cut.every(atSeparator));
+      if (allowed) continue;
+      const shown = cut.reduceRight((w, i) => w.slice(0, i) + "|" + w.slice(i), word);
+      const where = parent.tagName.toLowerCase() + (parent.className && typeof parent.className === "string" ? "." + parent.className.trim().split(/\\s+/).join(".") : "");
+      problems.push('"' + word + '" breaks inside ("' + shown + '") in ' + where);
+    }
+  }
+  const header = document.querySelector(".site-header .header-inner");
+  if (header && innerWidth > 720) {
+    const items = [...header.children].filter((el) => !isHidden(el));
+    const tops = items.map((el) => el.getBoundingClientRect().top);
+    const navItems = [...header.querySelectorAll(".main-nav li")].map((el) => el.getBoundingClientRect().top);
+    if (Math.max(...tops, ...navItems) - Math.min(...tops, ...navItems) > 12) {
+      problems.push("the header takes more than one line: " + Math.round(header.getBoundingClientRect().height) + " px high");
+    }
+  }
+  return [...new Set(problems)].slice(0, 20);
+})()`;
+
 interface Visit {
   page: Page;
   screen: string;
   problems: string[];
+  /** Words broken inside, and a header of more than one line. */
+  splits: string[];
 }
 
 /** Opens every folded section, records what overflows, and saves the screenshot. */
@@ -261,6 +368,8 @@ async function inspect(v: Visit, name: string): Promise<void> {
   await v.page.evaluate(`document.querySelectorAll("details").forEach((d) => { d.open = true; })`);
   const found = await v.page.evaluate<string[]>(OVERFLOWS);
   for (const problem of found) v.problems.push(`${name} at ${v.screen}: ${problem}`);
+  const split = await v.page.evaluate<string[]>(WORD_SPLITS);
+  for (const problem of split) v.splits.push(`${name} at ${v.screen}: ${problem}`);
   await screenshot(v.page, `layout-${name}-${v.screen}`);
 }
 
@@ -285,6 +394,7 @@ Deno.test({
     const seeded = await seed(base);
     browser = await launchBrowser();
     const problems: string[] = [];
+    const splits: string[] = [];
     const visited = new Set<string>();
 
     for (const size of SCREENS) {
@@ -293,7 +403,7 @@ Deno.test({
           viewport: { width: size.width, height: size.height },
         });
         const page = await context.newPage();
-        const v: Visit = { page, screen: size.name, problems };
+        const v: Visit = { page, screen: size.name, problems, splits };
         const open = async (pattern: string, path: string, name: string, worst = 499) => {
           const res = await page.goto(`${base}${path}`);
           assert.ok(res && res.status() <= worst, `${path}: HTTP ${res?.status()}`);
@@ -433,6 +543,10 @@ Deno.test({
 
     await t.step("nothing overflows", () => {
       assert.equal(problems.length, 0, `what overflows:\n${problems.join("\n")}`);
+    });
+
+    await t.step("no word breaks inside, the header takes one line", () => {
+      assert.equal(splits.length, 0, `words broken inside:\n${splits.join("\n")}`);
     });
   } finally {
     await browser?.close();

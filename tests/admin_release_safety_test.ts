@@ -98,7 +98,7 @@ Deno.test("release safety card: gates, stage figures, halt reason, rollback, pol
     assert.match(html, /data-stage-why="true">by the gates: 5 of 25 reports failed \(20%\)/);
     assert.match(html, /data-rollout-history/);
     assert.match(html, /data-report-chart/);
-    assert.match(html, /<table data-report-hours="true">/);
+    assert.match(html, /<table class="data-table" data-report-hours="true">/);
     assert.match(html, /crash: boom/);
     assert.doesNotMatch(html, /style=/);
   });

@@ -4,11 +4,13 @@ import { createApp } from "../app.ts";
 import {
   createKvRateLimiter,
   createMemoryRateLimiter,
+  MAX_MEMORY_BUCKETS,
   type RateLimiter,
   type RateLimitRule,
   SYNC_INTERVAL_MS,
 } from "../src/store/rate_limit.ts";
 import { setApiKeyActive } from "../src/store/api_keys.ts";
+import { rateLimitAddress } from "../src/http/client_address.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders } from "./asserts.ts";
 import { captureErrors, faultyKv } from "./faults.ts";
 import { createTestApp, seedKey, seedProject, type TestApp } from "./helpers.ts";
@@ -52,7 +54,7 @@ for (const store of ["memory", "kv"] as const) {
 Deno.test("kv store: instances sharing one KV share the limit; memory store: they do not", async () => {
   for (const [store, expected] of [["kv", 429], ["memory", 200]] as const) {
     await using t = await createTestApp({
-      rateLimitBurst: 1,
+      rateLimitBurst: 2,
       rateLimitPerMinute: 1,
       rateLimitStore: store,
     });
@@ -64,8 +66,12 @@ Deno.test("kv store: instances sharing one KV share the limit; memory store: the
       recordKeyUse: () => {},
     });
     assert.equal(await status(t.request("/api/v1")), 200);
+    assert.equal(await status(t.request("/api/v1")), 200);
     // The kv store writes takes in rounds: the other instance sees them one round later.
     await new Promise((resolve) => setTimeout(resolve, 4 * SYNC_INTERVAL_MS));
+    // A client an instance holds no view of draws its first token there at once;
+    // the next waits for the round that tells it the bucket is spent.
+    assert.equal(await status(Promise.resolve(second.request("/api/v1"))), 200, store);
     assert.equal(await status(Promise.resolve(second.request("/api/v1"))), expected, store);
   }
 });
@@ -100,7 +106,10 @@ Deno.test("the rate limit is checked before 503, 401, 403, 400 and 404", () =>
     await assertError(await t.request("/api/v1/projects"), 429, "rate limit exceeded");
     await assertError(await t.request("/api/v1/projects", "uds_bad"), 429, "rate limit exceeded");
     await assertError(await t.request("/api/v1/releases/x"), 429, "rate limit exceeded");
-    assert.equal(await status(t.request("/api/v1/projects", noDownload)), 403);
+    // The key from this address: its own bucket, two tokens.
+    for (let i = 0; i < 2; i++) {
+      assert.equal(await status(t.request("/api/v1/projects", noDownload)), 403);
+    }
     await assertError(
       await t.request("/api/v1/releases/x", noDownload),
       429,
@@ -154,7 +163,7 @@ Deno.test("the rate limit is checked before 503 when the key service is down", (
     { wrapKv: (kv: Deno.Kv) => faultyKv(kv, { failGet: (key) => key[0] === "api_keys_by_hash" }) },
   ));
 
-Deno.test("a stored key draws from its own bucket, apart from its address", () =>
+Deno.test("a stored key draws from the bucket of the key and address, apart from the address's own", () =>
   withLimit({ burst: 2 }, async (t) => {
     const a = await seedKey(t);
     const b = await seedKey(t);
@@ -168,9 +177,49 @@ Deno.test("a stored key draws from its own bucket, apart from its address", () =
       "other key unaffected",
     );
     assert.equal(await status(t.request("/api/v1")), 200, "the address bucket is untouched");
-    // The same key from another address still shares the key's (empty) bucket.
-    assert.equal(await status(t.requestFrom("10.0.0.9", "/api/v1/projects", a.secret)), 429);
   }));
+
+Deno.test("one key from many addresses: each address has its own bucket, a flood stays at its own", () =>
+  withLimit({ burst: 3, store: "memory" }, async (t) => {
+    const { secret } = await seedKey(t);
+    // One address floods the key: its burst, then 429s.
+    const flood = [];
+    for (let i = 0; i < 10; i++) {
+      flood.push(await status(t.requestFrom("10.0.0.1", "/api/v1/projects", secret)));
+    }
+    assert.deepEqual(flood, [200, 200, 200, 429, 429, 429, 429, 429, 429, 429]);
+    // A fleet on the same key, one address each, three requests each: never a 429.
+    for (let i = 0; i < 200; i++) {
+      for (let n = 0; n < 3; n++) {
+        const address = `10.1.${i >> 8}.${i & 255}`;
+        assert.equal(await status(t.requestFrom(address, "/api/v1/projects", secret)), 200);
+      }
+    }
+    assert.equal(
+      await status(t.requestFrom("10.0.0.1", "/api/v1/projects", secret)),
+      429,
+      "the flooding address is still refused",
+    );
+  }));
+
+for (const store of ["memory", "kv"] as const) {
+  Deno.test(`an IPv6 client counts by its /64, an IPv4-mapped one by its IPv4 address (${store} store)`, () =>
+    withLimit({ burst: 2, store }, async (t) => {
+      const { secret } = await seedKey(t);
+      const from = (address: string) => status(t.requestFrom(address, "/api/v1/projects", secret));
+      assert.equal(await from("2001:db8:1:2::1"), 200);
+      assert.equal(await from("2001:DB8:1:2:ffff:0:0:7"), 200);
+      assert.equal(await from("2001:db8:1:2:aaaa::9"), 429, "another address of the same /64");
+      assert.equal(await from("2001:db8:1:3::1"), 200, "the next /64 is another client");
+      assert.equal(await from("::ffff:192.0.2.7"), 200);
+      assert.equal(await from("192.0.2.7"), 200);
+      assert.equal(await from("::ffff:192.0.2.7"), 429, "the same IPv4 client");
+      // Without a key, the address's own bucket counts the same way.
+      assert.equal(await status(t.requestFrom("2001:db8:9:9::1", "/api/v1")), 200);
+      assert.equal(await status(t.requestFrom("2001:db8:9:9::2", "/api/v1")), 200);
+      assert.equal(await status(t.requestFrom("2001:db8:9:9::3", "/api/v1")), 429);
+    }));
+}
 
 Deno.test("a disabled key still draws from its key's bucket", () =>
   withLimit({ burst: 1 }, async (t) => {
@@ -217,6 +266,25 @@ Deno.test("with APP_TRUST_PROXY the client is the right-most X-Forwarded-For ent
     // Without the header the proxy's own address is used.
     assert.equal(await status(t.requestFrom("127.0.0.1", "/api/v1")), 200);
   }));
+
+Deno.test("a key's bucket per address follows APP_TRUST_PROXY: the right-most X-Forwarded-For entry, else the peer", async (t) => {
+  for (const trustProxy of [true, false]) {
+    await t.step(
+      `APP_TRUST_PROXY=${trustProxy}`,
+      () =>
+        withLimit({ burst: 1, trustProxy }, async (app) => {
+          const { secret } = await seedKey(app);
+          const from = (xff: string) =>
+            status(app.requestFrom("127.0.0.1", "/api/v1/projects", secret, {
+              headers: { "x-forwarded-for": xff },
+            }));
+          assert.equal(await from("198.51.100.1"), 200);
+          assert.equal(await from("198.51.100.2"), trustProxy ? 200 : 429);
+          assert.equal(await from("203.0.113.9, 198.51.100.1"), 429);
+        }),
+    );
+  }
+});
 
 Deno.test("Retry-After is the whole seconds until a token is back, at least 1", async (t) => {
   for (const [perMinute, expected] of [[1, 60], [6, 10], [60, 1], [600, 1], [7, 9]]) {
@@ -331,17 +399,20 @@ Deno.test("kv store: instances on one KV share a bucket, within one round's take
 
 Deno.test("a failing rate limiter lets requests through and logs the cause", async () => {
   await using t = await createTestApp({
-    rateLimitBurst: 1,
+    rateLimitBurst: 2,
     rateLimitPerMinute: 1,
     rateLimitStore: "kv",
   });
   try {
     t.rateLimitKv.close();
+    // The first token of a client is drawn without the KV; the next ones wait for a round, which
+    // fails: they pass.
     const { value: statuses, logged } = await captureErrors(async () => [
       await status(t.request("/api/v1")),
       await status(t.request("/api/v1")),
+      await status(t.request("/api/v1")),
     ]);
-    assert.deepEqual(statuses, [200, 200]);
+    assert.deepEqual(statuses, [200, 200, 200]);
     assert.match(logged, /rate limit check failed/);
   } finally {
     t.rateLimitKv.close = () => {};
@@ -395,4 +466,155 @@ Deno.test("memory buckets: a full map is swept at most once a second, not on eve
   now += 1_000;
   limiter.take("busy"); // one sweep: nothing is full yet, nothing dropped
   assert.equal(limiter.size(), 100_001);
+});
+
+Deno.test("rateLimitAddress: IPv4 as it is, IPv6 as its /64, anything else kept and cut", () => {
+  const cases: [string, string][] = [
+    ["127.0.0.1", "127.0.0.1"],
+    ["::1", "0:0:0:0::/64"],
+    ["::ffff:192.0.2.7", "192.0.2.7"],
+    ["0:0:0:0:0:FFFF:192.0.2.7", "192.0.2.7"],
+    ["2001:DB8:0001:0002:3:4:5:6", "2001:db8:1:2::/64"],
+    ["2001:db8:1:2::9", "2001:db8:1:2::/64"],
+    ["2001:db8::", "2001:db8:0:0::/64"],
+    ["fe80::1%eth0", "fe80:0:0:0::/64"],
+    ["64:ff9b::192.0.2.1", "64:ff9b:0:0::/64"],
+    ["1:2:3:4:5:6:7", "1:2:3:4:5:6:7"],
+    ["1::2::3", "1::2::3"],
+    ["zz::1", "zz::1"],
+    ["unknown", "unknown"],
+    ["x".repeat(500), "x".repeat(64)],
+    [":".repeat(500), ":".repeat(64)],
+  ];
+  for (const [address, expected] of cases) {
+    assert.equal(rateLimitAddress(address), expected, address);
+  }
+});
+
+Deno.test("memory buckets under address churn: one key from 250,000 addresses keeps at most MAX_MEMORY_BUCKETS", () => {
+  let now = 0;
+  const limiter = createMemoryRateLimiter({ burst: 60, perMinute: 120 }, () => now);
+  let most = 0;
+  for (let i = 0; i < 250_000; i++) {
+    if (i % 1000 === 0) now += 10; // 100,000 new addresses a second
+    const address = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+    assert.equal(limiter.take(`key:1@${address}`).allowed, true);
+    most = Math.max(most, limiter.size());
+  }
+  assert.ok(most <= MAX_MEMORY_BUCKETS, `${most} buckets`);
+  // Past SWEEP_SIZE (100,000) full buckets go once a second: fewer are left than that.
+  assert.ok(limiter.size() < 100_000, `${limiter.size()} buckets`);
+  now += 60_000; // the sweep of every minute
+  limiter.take("key:1@10.255.255.255");
+  assert.equal(limiter.size(), 1, "full buckets are swept");
+});
+
+Deno.test("kv store under address churn: local views are forgotten once idle", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    let now = 5_000_000;
+    const limiter = createKvRateLimiter(kv, { burst: 60, perMinute: 120 }, { nowMs: () => now });
+    await Promise.all(
+      Array.from(
+        { length: 2_000 },
+        (_, i) => Promise.resolve(limiter.take(`key:1@10.0.${i >> 8}.${i & 255}`)),
+      ),
+    );
+    assert.equal(limiter.size(), 2_000);
+    // Every local view is idle once its take is written; a round a second of the clock sweeps.
+    for (let i = 0; i < 100 && limiter.size() > 1; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 4 * SYNC_INTERVAL_MS));
+      now += 1_000;
+      assert.equal((await limiter.take("key:1@10.9.9.9")).allowed, true);
+    }
+    assert.ok(limiter.size() <= 1, `${limiter.size()} local views left`);
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("kv store: a client's first token is drawn at once, with no KV read or write on its path", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    let kvCalls = 0;
+    const counted = new Proxy(kv, {
+      get(target, prop) {
+        if (prop === "atomic" || prop === "getMany" || prop === "get") kvCalls++;
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const limiter = createKvRateLimiter(counted, { burst: 60, perMinute: 120 });
+    for (let i = 0; i < 100; i++) {
+      const taken = limiter.take(`key:1@10.0.0.${i}`);
+      assert.deepEqual(taken, { allowed: true }, "answered at once, not a promise");
+    }
+    assert.equal(kvCalls, 0, "the takes waited for no KV call");
+    await new Promise((resolve) => setTimeout(resolve, 10 * SYNC_INTERVAL_MS));
+    assert.ok(kvCalls > 0, "a round wrote them afterwards");
+    const entry = await kv.get<{ tokens: number }>(["rate_limit", "key:1@10.0.0.7"]);
+    assert.equal(entry.value?.tokens, 59, "the KV entry holds the take");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("kv store: a view is forgotten only once its bucket is full again, so an emptied client gets no fresh first token", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    let now = 7_000_000;
+    const limiter = createKvRateLimiter(kv, { burst: 3, perMinute: 6 }, { nowMs: () => now });
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 6 * SYNC_INTERVAL_MS));
+    for (let i = 0; i < 3; i++) assert.equal((await limiter.take("flood")).allowed, true);
+    assert.equal((await limiter.take("flood")).allowed, false);
+    await settle();
+    now += 2_000; // 0.2 of a token back: a round now sweeps (a second since the last sweep)
+    assert.equal((await limiter.take("other")).allowed, true);
+    await settle();
+    assert.equal((await limiter.take("flood")).allowed, false, "still known, still empty");
+    assert.equal(limiter.size(), 2);
+    now += 30_000; // full again
+    assert.equal((await limiter.take("other")).allowed, true);
+    await settle();
+    now += 2_000;
+    assert.equal((await limiter.take("other")).allowed, true);
+    await settle();
+    assert.equal(limiter.size(), 1, "the full, idle view of flood is forgotten");
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("kv store: a view with no token left refuses at once, however old, without waiting for a round", async () => {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    let now = 9_000_000;
+    const limiter = createKvRateLimiter(kv, { burst: 2, perMinute: 6 }, { nowMs: () => now });
+    for (let i = 0; i < 2; i++) assert.equal((await limiter.take("flood")).allowed, true);
+    await new Promise((resolve) => setTimeout(resolve, 6 * SYNC_INTERVAL_MS));
+    now += 5_000; // the view is old (FRESH_MS is 50 ms); half a token back
+    assert.deepEqual(limiter.take("flood"), { allowed: false, retryAfterSeconds: 5 });
+    assert.deepEqual(limiter.peek("flood"), { allowed: false, retryAfterSeconds: 5 });
+    now += 5_000; // a whole token in the view: the shared bucket may hold it, the round says
+    const taken = limiter.take("flood");
+    assert.ok(taken instanceof Promise, "a view with a token waits for the round");
+    assert.deepEqual(await taken, { allowed: true });
+  } finally {
+    kv.close();
+  }
+});
+
+Deno.test("kv store: while the KV fails, new addresses' views do not pile up", async () => {
+  const kv = await Deno.openKv(":memory:");
+  const limiter = createKvRateLimiter(kv, { burst: 60, perMinute: 120 }, { onKvError: () => {} });
+  kv.close();
+  const { logged } = await captureErrors(async () => {
+    for (let i = 0; i < 500; i++) {
+      assert.deepEqual(limiter.take(`key:1@10.0.${i >> 8}.${i & 255}`), { allowed: true });
+    }
+    for (let i = 0; i < 100 && limiter.size() > 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 2 * SYNC_INTERVAL_MS));
+    }
+  });
+  assert.equal(limiter.size(), 0, `${limiter.size()} views kept: ${logged}`);
 });

@@ -21,6 +21,10 @@ import {
 import { assertError } from "./asserts.ts";
 import { appBuilderBlockMap, installAppBuilder } from "./app_builder.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
+import { createAdminTestApp, listArtifactFiles, signedInClient } from "./admin_helpers.ts";
+import { MAX_BLOCK_MAP_UNPACKED_BYTES } from "../src/storage/block_map_part.ts";
+import { concatBytes } from "../src/lib/bytes.ts";
+import { listReleasesByProject } from "../src/store/releases.ts";
 import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
 
 /** Bytes with long repeats and changes, so that blocks of every size occur. */
@@ -241,5 +245,60 @@ Deno.test("block maps: one the vendor uploads with the release is kept", async (
     }
     const latest = await app.request("/api/v1/projects/desktop/releases/latest", secret);
     assert.equal((await latest.json()).release.version, "1.0.0", "no release was made");
+  });
+});
+
+Deno.test("block maps: a gzip bomb is refused by both upload surfaces, unpacked only to the limit", async (t) => {
+  await using app = await createAdminTestApp();
+  const project = await seedProject(app, { slug: "desktop" });
+  const { secret: token } = await seedPublishToken(app.store);
+  const admin = await signedInClient(app);
+  await admin.page("/admin/projects/desktop");
+  const bytes = sample(200_000, 5);
+  // 96 MiB of a valid block map's JSON (one block size repeated) in about 100 KiB of gzip.
+  const head = `{"version":"2","files":[{"name":"file","offset":0,"checksums":[],"sizes":[`;
+  const unpacked = 96 * 1024 * 1024;
+  const filler = new Uint8Array(unpacked - head.length - 4).fill(0x20);
+  const bomb = new Uint8Array(
+    gzipSync(
+      concatBytes([new TextEncoder().encode(head), filler, new TextEncoder().encode("]}]}")]),
+    ),
+  );
+  assert.ok(bomb.byteLength < 200_000, `the bomb is ${bomb.byteLength} bytes`);
+  assert.equal(MAX_BLOCK_MAP_UNPACKED_BYTES, 32 * 1024 * 1024);
+  const says = /must unpack to at most 32 MiB/;
+  const blob = new Blob([bomb as Uint8Array<ArrayBuffer>]);
+
+  await t.step("the publishing API answers 400 and keeps nothing", async () => {
+    const form = uploadForm({ version: "1.0.0" }, { bytes, name: "App 1.0.0.exe" });
+    form.append("blockmap", blob, "App 1.0.0.exe.blockmap");
+    const before = Deno.memoryUsage().rss;
+    const res = await app.request(`${PUBLISH_PREFIX}/projects/desktop/releases`, token, {
+      method: "POST",
+      body: form,
+    });
+    assert.equal(res.status, 400);
+    assert.match((await res.json()).error, /^blockmap: must unpack to at most 32 MiB/);
+    const grew = Deno.memoryUsage().rss - before;
+    assert.ok(grew < 96 * 1024 * 1024, `memory grew by ${grew} bytes`);
+  });
+
+  await t.step("the admin forms re-show the form with the reason and keep nothing", async () => {
+    for (const path of ["/admin/projects/desktop/releases", "/admin/upload"]) {
+      const res = await admin.upload(path, [
+        ["csrf_token", admin.csrfToken],
+        ...(path === "/admin/upload" ? [["project", "desktop"] as [string, string]] : []),
+        ["version", "1.0.0"],
+        ["file", new File([bytes as Uint8Array<ArrayBuffer>], "App 1.0.0.exe")],
+        ["blockmap", new File([blob], "App 1.0.0.exe.blockmap")],
+      ]);
+      assert.equal(res.status, 400, path);
+      assert.match(await res.text(), says, path);
+    }
+  });
+
+  await t.step("no release and no stored file", async () => {
+    assert.deepEqual(await listReleasesByProject(app.store, project.id), []);
+    assert.deepEqual(await listArtifactFiles(app), []);
   });
 });

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { runBlockMapBuild } from "../src/blockmap/background.ts";
-import { getReleaseDelivery } from "../src/store/delivery.ts";
+import { getProjectDeliveryMonth, getReleaseDelivery, utcMonth } from "../src/store/delivery.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { seedKey, seedProject, seedRelease, sleep, testMetrics } from "./helpers.ts";
 
@@ -51,15 +51,43 @@ Deno.test("differential downloads: bytes sent against whole downloads, per relea
     assert.equal(await series("uds_full_download_equivalent_bytes_total") - full.before, 2 * size);
   });
 
+  await t.step(
+    "a whole download after a differential attempt is its fallback: counted once",
+    async () => {
+      const before = await getReleaseDelivery(app.store, v2.id);
+      const fullBefore = await series("uds_full_download_equivalent_bytes_total");
+      const base = "/feeds/electron/desktop/files";
+      const staging = { "x-user-staging-id": "3f0b5a7e-1c2d-4e5f-8a9b-0c1d2e3f4a5b" };
+      let sentV2 = await get(`${base}/1.0.1/App%201.0.1.exe.blockmap`, staging);
+      await get(`${base}/1.0.0/App%201.0.0.exe.blockmap`, staging);
+      // The differential update failed: electron-updater downloads the whole file.
+      sentV2 += await get(`${base}/1.0.1/App%201.0.1.exe`, staging);
+      await sleep(50);
+      const after = await getReleaseDelivery(app.store, v2.id);
+      assert.equal(after.full - before.full, size, "one update, one whole download's worth");
+      assert.equal(after.served - before.served, sentV2, "the bytes sent all count");
+      assert.equal(await series("uds_full_download_equivalent_bytes_total") - fullBefore, size);
+      // Another install's whole download is an update of its own.
+      await get(`/api/v1/releases/${v2.id}/download`, { "x-install-id": "another-install-0001" });
+      await sleep(50);
+      assert.equal((await getReleaseDelivery(app.store, v2.id)).full - after.full, size);
+    },
+  );
+
   await t.step("the release page and the project page's line for the month", async () => {
     const admin = await signedInClient(app);
     const release = (await admin.page(`/admin/releases/${v2.id}`)).html;
     assert.match(release, /data-delivery/);
     const { html } = await admin.page("/admin/projects/desktop/releases");
+    // Sizes as everywhere in the admin (admin/format.ts): binary units, one decimal below 100.
+    const month = await getProjectDeliveryMonth(app.store, project.id, utcMonth(new Date()));
+    assert.equal(month.full, 4 * size);
     assert.match(
       html,
-      /Differential downloads saved 0\.00 GB this month \(0\.00 GB sent instead of 0\.00 GB\)/,
+      /Differential downloads saved \d+\.\d MiB this month \(\d+\.\d MiB sent instead of 7\.6 MiB\)/,
     );
+    assert.match(release, /\d+\.\d MiB \(whole downloads would have cost 7\.6 MiB\)/);
     assert.match(html, /data-differential-savings/);
+    assert.doesNotMatch(html + release, /\d GB\b/);
   });
 });

@@ -9,6 +9,8 @@ export interface KvFaults {
   failCommit?: boolean;
   /** Every write (`set`, `delete`, atomic commit) throws this, as SQLite would (e.g. "database or disk is full"). */
   refuseWrites?: string;
+  /** Runs before each atomic commit (to land another writer's change between a read and a commit). */
+  beforeCommit?: () => Promise<void>;
 }
 
 /** A KV that behaves like `kv` except for the faults asked for. */
@@ -34,14 +36,20 @@ export function faultyKv(kv: Deno.Kv, faults: KvFaults): Deno.Kv {
       if ((prop === "set" || prop === "delete") && faults.refuseWrites) {
         return () => Promise.reject(new TypeError(faults.refuseWrites));
       }
-      if (prop === "atomic" && (faults.failCommit || faults.refuseWrites)) {
-        const message = faults.refuseWrites ?? "kv commit failed (test fault)";
+      if (prop === "atomic" && (faults.failCommit || faults.refuseWrites || faults.beforeCommit)) {
+        const failure = faults.failCommit || faults.refuseWrites
+          ? faults.refuseWrites ?? "kv commit failed (test fault)"
+          : null;
         return () => {
           const op = target.atomic();
           const proxy: Deno.AtomicOperation = new Proxy(op, {
             get(opTarget, opProp) {
               if (opProp === "commit") {
-                return () => Promise.reject(new TypeError(message));
+                return async () => {
+                  await faults.beforeCommit?.();
+                  if (failure !== null) throw new TypeError(failure);
+                  return await opTarget.commit();
+                };
               }
               const value = Reflect.get(opTarget, opProp, opTarget);
               if (typeof value !== "function") return value;

@@ -124,10 +124,11 @@ Deno.test("three instances on one KV file behave as one service", async (t) => {
       const granted = statuses.filter((status) => status === 200).length;
       const refused = statuses.filter((status) => status === 429).length;
       assert.equal(granted + refused, statuses.length, "only 200 and 429");
-      // The stated bound: (N − 1) × what one instance grants within 50 ms plus a round. At most
-      // 400/3 requests/s per instance and rounds under 50 ms even on a loaded machine: 2 × 13.
+      // The stated bound: (N − 1) × what one instance grants within 50 ms plus a round, plus the
+      // first token of each instance (none held a view of this client). At most 400/3 requests/s
+      // per instance and rounds under 50 ms even on a loaded machine: 2 × 13 + 3.
       // Three separate buckets (the memory store) would grant all 400.
-      assert.ok(granted >= BURST && granted <= BURST + 27, `${granted} granted for ${BURST}`);
+      assert.ok(granted >= BURST && granted <= BURST + 30, `${granted} granted for ${BURST}`);
       await new Promise((resolve) => setTimeout(resolve, 50));
       for (const server of all) {
         assert.equal(await getWithKey(server, "/api/v1/projects", secret), 429, server.baseUrl);

@@ -8,7 +8,13 @@
  */
 import assert from "node:assert/strict";
 import { MAX_RANGES, parseRangeSet } from "../src/api/byte_ranges.ts";
-import { groupSpans } from "../src/storage/spans.ts";
+import {
+  groupSpans,
+  planSpans,
+  type Span,
+  type SpanSource,
+  spansStream,
+} from "../src/storage/spans.ts";
 import { createTestApp, seedRangeDownload, sha256 } from "./helpers.ts";
 import { assertRangeParts, multipartParts } from "./multipart_ranges.ts";
 
@@ -62,6 +68,103 @@ Deno.test("groupSpans: close ascending spans share one read", () => {
     [5, 7, 1],
     [1000, 1001, 1],
   ]);
+});
+
+/** A virtual file (none of it held): the byte at `i` is PATTERN[i % PERIOD], a prime period. */
+const PERIOD = 65_537;
+const PATTERN = Uint8Array.from(
+  { length: 2 * PERIOD + 65_536 },
+  (_, i) => ((i % PERIOD) * 131 + ((i % PERIOD) >> 10)) & 0xff,
+);
+const byteAt = (i: number) => PATTERN[i % PERIOD];
+
+/** A source of that file counting its reads and bytes, answering in 64 KiB chunks. */
+function countingSource() {
+  const counted = { reads: 0, bytes: 0 };
+  async function* chunks(start: number, length: number) {
+    for (let at = start; at < start + length; at += 65_536) {
+      const size = Math.min(65_536, start + length - at);
+      yield PATTERN.subarray(at % PERIOD, (at % PERIOD) + size);
+    }
+  }
+  const source: SpanSource = {
+    read(start, length) {
+      counted.reads++;
+      counted.bytes += length;
+      return Promise.resolve(ReadableStream.from(chunks(start, length)));
+    },
+    close() {},
+  };
+  return { counted, source };
+}
+
+Deno.test("planSpans: bounded reads, answered in the order asked", async (t) => {
+  const bounds = { maxReads: 16, bufferBytes: 1_000_000 };
+  const cases: Array<[string, Span[]]> = [
+    [
+      "2,000 descending, close",
+      Array.from({ length: 2000 }, (_, i) => ({
+        start: (1999 - i) * 1900,
+        length: 10,
+      })),
+    ],
+    [
+      "1,000 ascending, 1 MB apart",
+      Array.from({ length: 1000 }, (_, i) => ({
+        start: i * 1_000_000,
+        length: 100,
+      })),
+    ],
+    [
+      "500 descending, 1 MB apart",
+      Array.from({ length: 500 }, (_, i) => ({
+        start: (499 - i) * 1_000_000,
+        length: 100,
+      })),
+    ],
+    [
+      "overlapping and interleaved",
+      Array.from({ length: 2000 }, (_, i) => ({
+        start: ((i * 7919) % 2000) * 100_000 + (i % 3) * 50,
+        length: 200,
+      })),
+    ],
+  ];
+  for (const [name, spans] of cases) {
+    await t.step(`${name}: at most ${bounds.maxReads} reads, byte for byte`, async () => {
+      const plan = planSpans(spans, bounds)!;
+      assert.ok(plan !== null);
+      const { counted, source } = countingSource();
+      const got = new Uint8Array(
+        await new Response(spansStream(plan, spans, source)).arrayBuffer(),
+      );
+      assert.ok(counted.reads <= bounds.maxReads, `${counted.reads} reads`);
+      const last = Math.max(...spans.map((span) => span.start + span.length));
+      assert.ok(counted.bytes <= last, `${counted.bytes} bytes read`);
+      let at = 0;
+      for (const span of spans) {
+        for (let i = 0; i < span.length; i++) {
+          if (got[at + i] !== byteAt(span.start + i)) assert.fail(`byte ${i} of ${span.start}`);
+        }
+        at += span.length;
+      }
+      assert.equal(got.byteLength, at);
+    });
+  }
+  await t.step("within the bounds in the order asked: read as asked, nothing held", () => {
+    const spans = [{ start: 0, length: 10 }, { start: 5, length: 2 }, { start: 3, length: 3 }];
+    const plan = planSpans(spans, bounds)!;
+    assert.equal(plan.held, false);
+    assert.deepEqual(plan.reads.map((read) => [read.start, read.end]), [[0, 10], [5, 7], [3, 6]]);
+  });
+  await t.step("out of order past the bytes that may be held: null (the whole file)", () => {
+    const spans = Array.from(
+      { length: 20 },
+      (_, i) => ({ start: (19 - i) * 400_000, length: 60_000 }),
+    );
+    assert.equal(planSpans(spans, bounds), null);
+    assert.equal(planSpans(spans)?.reads.length, 20, "unbounded: read as asked");
+  });
 });
 
 Deno.test("multi-range downloads", async (t) => {

@@ -265,10 +265,26 @@ Deno.test("tuf-js verifies a project's releases from the service, and refuses wh
     const report = await exportRepository({
       url: baseUrl,
       project: "app",
+      trustedRoot: root1,
       out: mirrorDir,
       key: secret,
     });
-    assert.match(report, /root versions 1 to 3/);
+    assert.match(report, /verified from root version 1, root versions 1 to 3/);
+    // From a later trusted root: the earlier versions are each checked against the next one.
+    const fromThree = await exportRepository({
+      url: baseUrl,
+      project: "app",
+      trustedRoot: await Deno.readTextFile(join(dir, "3.root.json")),
+      out: join(dir, "mirror-from-3"),
+      key: secret,
+    });
+    assert.match(fromThree, /verified from root version 3, root versions 1 to 3/);
+    for (const version of [1, 2, 3]) {
+      assert.deepEqual(
+        await Deno.readFile(join(dir, "mirror-from-3", "metadata", `${version}.root.json`)),
+        await Deno.readFile(join(mirrorDir, "metadata", `${version}.root.json`)),
+      );
+    }
     await using mirror = serveStatic(mirrorDir);
     const fresh = await installClient({
       dir,

@@ -5,18 +5,19 @@
  */
 import { createPrivateKey, type KeyObject } from "node:crypto";
 import type { SigningKey } from "../src/store/signing_keys.ts";
+import { callerPath } from "./caller_paths.ts";
 
 /** A key as the published key set lists it. */
 export type PublishedKey = Pick<SigningKey, "kid" | "alg" | "public_key" | "status">;
 
-/** The Ed25519 private key of a PKCS#8 PEM file; throws for any other key. */
+/** The Ed25519 private key of a PKCS#8 PEM file (tools/caller_paths.ts); throws for any other key. */
 export async function readEd25519Key(path: string): Promise<KeyObject> {
-  const key = createPrivateKey(await Deno.readTextFile(path));
+  const key = createPrivateKey(await Deno.readTextFile(callerPath(path)));
   if (key.asymmetricKeyType !== "ed25519") throw new Error(`${path} is not an Ed25519 key`);
   return key;
 }
 
-/** The keys of the key set at `source`, a file path or an http(s) URL. */
+/** The keys of the key set at `source`, a file path (tools/caller_paths.ts) or an http(s) URL. */
 export async function readKeySet(
   source: string,
 ): Promise<PublishedKey[]> {
@@ -26,7 +27,7 @@ export async function readKeySet(
       if (!res.ok) throw new Error(`${source} answered ${res.status}`);
       return await res.text();
     })()
-    : await Deno.readTextFile(source);
+    : await Deno.readTextFile(callerPath(source));
   const set = JSON.parse(text);
   if (!Array.isArray(set?.keys)) throw new Error(`${source} is not a key set (no "keys")`);
   return set.keys;

@@ -3,14 +3,18 @@
  * Run it on a machine that holds the root's private key, never on the server.
  *
  *   deno task sign-key-set new-root --out root.pem
- *       makes a root key pair: the private key (PKCS#8 PEM, 0600) in root.pem;
- *       prints the public key that clients pin with --pin-root
+ *       makes a root key pair: the private key (PKCS#8 PEM, 0600) in root.pem,
+ *       which must lie outside the checkout; prints the public key that clients
+ *       pin with --pin-root
  *   deno task sign-key-set public --root root.pem
  *       prints the public key of root.pem again
  *   deno task sign-key-set sign --root root.pem --key-set FILE|URL [--days N] [--out FILE]
  *       signs the keys of a key set (a saved /.well-known/uds-keys.json, or its
  *       URL) but the retired ones, valid for N days (default 90); writes the
  *       document to paste on the admin UI's Signing keys page (stdout without --out)
+ *
+ * Relative paths are taken from the directory the command was run in
+ * (tools/caller_paths.ts), not from the checkout `deno task` runs it in.
  *
  * Exit codes: 0 done, 2 usage, 1 anything else (with a message).
  */
@@ -21,6 +25,7 @@ import { signRootDocument } from "../src/signing/root.ts";
 import { createPrivateFile } from "../src/lib/private_files.ts";
 import { runCliMain, UsageError } from "./cli_main.ts";
 import { readEd25519Key, readKeySet } from "./key_inputs.ts";
+import { callerPath, outsideCheckout } from "./caller_paths.ts";
 
 const USAGE = `usage:
   deno task sign-key-set new-root --out root.pem
@@ -52,8 +57,9 @@ export async function run(args: string[]): Promise<string> {
   const [command] = positionals;
   if (command === "new-root") {
     if (!values.out) throw new UsageError("--out FILE is needed");
+    const out = outsideCheckout(values.out, "--out");
     const { privateKey } = generateKeyPairSync("ed25519");
-    const file = await createPrivateFile(values.out);
+    const file = await createPrivateFile(out);
     try {
       const pem = privateKey.export({ type: "pkcs8", format: "pem" }) as string;
       await file.write(new TextEncoder().encode(pem));
@@ -61,7 +67,7 @@ export async function run(args: string[]): Promise<string> {
       file.close();
     }
     const { publicKey, kid } = publicHalf(privateKey);
-    return `root key written to ${values.out} (keep it off the server)\n` +
+    return `root key written to ${out} (keep it off the server)\n` +
       `root public key (pin it with --pin-root): ${publicKey}\nroot key id: ${kid}`;
   }
   if (command === "public") {
@@ -83,8 +89,9 @@ export async function run(args: string[]): Promise<string> {
     });
     const text = JSON.stringify(document, null, 2) + "\n";
     if (!values.out) return text.trimEnd();
-    await Deno.writeTextFile(values.out, text);
-    return `root document written to ${values.out}: paste it on the Signing keys page`;
+    const out = callerPath(values.out);
+    await Deno.writeTextFile(out, text);
+    return `root document written to ${out}: paste it on the Signing keys page`;
   }
   throw new UsageError(command ? `unknown command "${command}"` : "missing command");
 }

@@ -16,6 +16,9 @@
  *       checks that FILE carries the threshold of its own root keys and, with --previous,
  *       of the previous version's (what clients check); prints what it lists
  *
+ * Relative paths are taken from the directory the command was run in
+ * (tools/caller_paths.ts), not from the checkout `deno task` runs it in.
+ *
  * Exit codes: 0 done, 2 usage, 1 anything else (with a message).
  */
 import { createPublicKey } from "node:crypto";
@@ -31,6 +34,7 @@ import {
 } from "../src/tuf/metadata.ts";
 import { runCliMain, UsageError } from "./cli_main.ts";
 import { readEd25519Key, readKeySet } from "./key_inputs.ts";
+import { callerPath } from "./caller_paths.ts";
 
 const USAGE = `usage:
   deno task tuf-root make (--version N | --previous FILE) [--root-key=KEY]... [--threshold T]
@@ -40,7 +44,7 @@ const USAGE = `usage:
 
 async function readRootFile(path: string): Promise<Metadata<Root>> {
   try {
-    return parseRoot(await Deno.readTextFile(path));
+    return parseRoot(await Deno.readTextFile(callerPath(path)));
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) throw error;
     throw new Error(`${path}: ${(error as Error).message}`);
@@ -126,8 +130,10 @@ export async function run(args: string[]): Promise<string> {
       rootThreshold: threshold,
       onlineKeys,
     });
-    await Deno.writeTextFile(values.out, metadataText(root) + "\n");
-    return `root version ${version} written to ${values.out} (unsigned): sign it with ` +
+    await Deno.writeTextFile(callerPath(values.out), metadataText(root) + "\n");
+    return `root version ${version} written to ${
+      callerPath(values.out)
+    } (unsigned): sign it with ` +
       `${threshold} root key(s)${previous ? " and the previous version's threshold" : ""}`;
   }
   if (command === "sign") {
@@ -141,7 +147,7 @@ export async function run(args: string[]): Promise<string> {
     }));
     signWith(root, signers);
     const out = values.out ?? values.in;
-    await Deno.writeTextFile(out, metadataText(root) + "\n");
+    await Deno.writeTextFile(callerPath(out), metadataText(root) + "\n");
     return `root version ${root.signed.version} signed by ${
       signers.map((s) => s.keyId.slice(0, 16)).join(", ")
     }: written to ${out}`;

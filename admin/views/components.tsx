@@ -269,9 +269,47 @@ export function PostButton(
   );
 }
 
+/** Shorter text fits any column whole: it gets no break points. */
+const BREAKABLE_LENGTH = 16;
+
+/**
+ * A slug, version, file name or URL that may wrap only after its own
+ * separators (`/ - _ . + @ : ? & = ,`): a `<wbr>` after each (from
+ * BREAKABLE_LENGTH characters), so a narrow column breaks it between its
+ * parts rather than inside one.
+ */
+export function Breakable({ text }: { text: string }) {
+  if (text.length < BREAKABLE_LENGTH) return <>{text}</>;
+  const parts = text.split(/(?<=[/\-_.+@:?&=,])(?![/\-_.+@:?&=,])/);
+  return (
+    <>
+      {parts.map((part, i) =>
+        i === 0 ? part : (
+          <>
+            <wbr />
+            {part}
+          </>
+        )
+      )}
+    </>
+  );
+}
+
+/**
+ * A time as `shortTime` writes it: the day and the hour each kept whole
+ * (a table may put the hour on a line of its own, never break the date).
+ */
 export function Time({ iso }: { iso: string | null | undefined }) {
   if (!iso) return <span class="muted">never</span>;
-  return <time datetime={iso}>{shortTime(iso)}</time>;
+  const text = shortTime(iso);
+  const space = text.indexOf(" ");
+  if (space < 0) return <time datetime={iso}>{text}</time>;
+  return (
+    <time datetime={iso}>
+      <span class="nowrap">{text.slice(0, space)}</span>{" "}
+      <span class="nowrap">{text.slice(space + 1)}</span>
+    </time>
+  );
 }
 
 export function StateBadge({ state }: { state: string }) {

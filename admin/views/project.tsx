@@ -6,6 +6,7 @@ import type { ListPage } from "../listing.ts";
 import type { ProjectEditValues } from "../forms_project.ts";
 import type { UploadValues } from "../forms_upload.ts";
 import type { FormError } from "../types.ts";
+import { humanBytes } from "../format.ts";
 import { type ChartRange, DownloadChart } from "./chart.tsx";
 import {
   ActionsCell,
@@ -38,7 +39,6 @@ import {
   ReleaseCells,
   ReleaseMarkBadges,
   type ReleaseMarks,
-  TableTime,
 } from "./release_cells.tsx";
 import { ProjectFeeds, type ProjectFeedsProps } from "./project_feeds.tsx";
 
@@ -162,10 +162,11 @@ export function ProjectPage(props: ProjectPageProps) {
           />
           {props.delivery !== undefined && props.delivery.full > props.delivery.served && (
             <p class="hint" data-differential-savings>
-              Differential downloads saved {formatGb(props.delivery.full - props.delivery.served)}
+              Differential downloads saved {humanBytes(props.delivery.full - props.delivery.served)}
               {" "}
               this month (
-              {formatGb(props.delivery.served)} sent instead of {formatGb(props.delivery.full)}).
+              {humanBytes(props.delivery.served)} sent instead of{" "}
+              {humanBytes(props.delivery.full)}).
             </p>
           )}
         </>
@@ -249,7 +250,7 @@ function Overview(props: ProjectPageProps) {
                       <ReleaseMarkBadges release={release} marks={marks} />
                     </td>
                     <td data-label="Created" class="nowrap">
-                      <TableTime iso={release.created_at} />
+                      <Time iso={release.created_at} />
                     </td>
                     <td data-label="State">
                       <StateBadge state={release.state} />
@@ -616,9 +617,4 @@ function DangerZone({ ctx, project, deleteError }: ProjectPageProps) {
       </div>
     </section>
   );
-}
-
-/** Bytes as GB (10^9), two decimals. */
-function formatGb(bytes: number): string {
-  return `${(bytes / 1e9).toFixed(2)} GB`;
 }

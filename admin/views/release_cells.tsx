@@ -1,7 +1,7 @@
 /** The cells that describe a release, the same on the dashboard and on a project page. */
 import type { Release } from "../../src/store/types.ts";
-import { humanBytes, shortTime } from "../format.ts";
-import { StateBadge, Time } from "./components.tsx";
+import { humanBytes } from "../format.ts";
+import { Breakable, StateBadge, Time } from "./components.tsx";
 
 /**
  * What the project says about its releases beyond their state (docs/rollouts.md): each mark
@@ -68,23 +68,6 @@ export function ReleaseMarkBadges({ release, marks }: { release: Release; marks?
   );
 }
 
-/**
- * A time in a table cell: it may break between the day and the hour, never inside either
- * ("2026-11-29" / "07:21 UTC").
- */
-export function TableTime({ iso }: { iso: string | null | undefined }) {
-  if (!iso) return <Time iso={iso} />;
-  const text = shortTime(iso);
-  const space = text.indexOf(" ");
-  if (space < 0) return <Time iso={iso} />;
-  return (
-    <time datetime={iso}>
-      <span class="time-part">{text.slice(0, space)}</span>{" "}
-      <span class="time-part">{text.slice(space + 1)}</span>
-    </time>
-  );
-}
-
 /** The column names of {@link ReleaseCells}, in order. */
 export const RELEASE_COLUMNS = ["Version", "File", "Size", "Created", "State"];
 
@@ -102,7 +85,9 @@ export function ReleaseCells(
   return (
     <>
       <td data-label="Version">
-        <strong>{release.version}</strong>
+        <strong>
+          <Breakable text={release.version} />
+        </strong>
         {latest && (
           <>
             {" "}
@@ -115,7 +100,11 @@ export function ReleaseCells(
           </>
         )}
         <ReleaseMarkBadges release={release} marks={marks} />
-        {release.build && <span class="muted">build {release.build}</span>}
+        {release.build && (
+          <span class="muted">
+            build <Breakable text={release.build} />
+          </span>
+        )}
         <span class="muted">id {release.id}</span>
         {notes && release.release_notes && (
           <details class="notes">
@@ -125,14 +114,14 @@ export function ReleaseCells(
         )}
       </td>
       <td data-label="File" class="break">
-        {release.filename}
+        <Breakable text={release.filename} />
         <span class="muted">{release.content_type}</span>
       </td>
       <td data-label="Size" class="nowrap" title={`${release.size_bytes} bytes`}>
         {humanBytes(release.size_bytes)}
       </td>
       <td data-label="Created" class="nowrap">
-        <TableTime iso={release.created_at} />
+        <Time iso={release.created_at} />
       </td>
       <td data-label="State">
         <StateBadge state={release.state} />

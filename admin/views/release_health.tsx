@@ -7,8 +7,7 @@
  */
 import type { ReportHour } from "../../src/store/reports.ts";
 import { ChartSvg } from "./chart.tsx";
-import { DataTable } from "./components.tsx";
-import { TableTime } from "./release_cells.tsx";
+import { DataTable, Time } from "./components.tsx";
 
 /** One stage of the gated rollout, as the page shows it. */
 export interface StageRow {
@@ -126,12 +125,12 @@ function StagesTable({ stages }: { stages: readonly StageRow[] }) {
           <tr data-stage={String(row.percentage)}>
             <td data-label="Stage" class="nowrap">{row.percentage}%</td>
             <td data-label="Started" class="nowrap">
-              <TableTime iso={row.started_at} />
+              <Time iso={row.started_at} />
             </td>
             <td data-label="Ended" class="nowrap">
               {row.ended_at === null
                 ? <span class="muted">running</span>
-                : <TableTime iso={row.ended_at} />}
+                : <Time iso={row.ended_at} />}
             </td>
             <td data-label="Installs" class="num" data-stage-installs>{row.installed}</td>
             <td data-label="Failures" class="num nowrap">
@@ -292,7 +291,7 @@ function HistoryTable({ history }: { history: readonly HistoryRow[] }) {
         {history.map((row) => (
           <tr>
             <td data-label="When" class="nowrap">
-              <TableTime iso={row.at} />
+              <Time iso={row.at} />
             </td>
             <td data-label="Who">{row.actor}</td>
             <td data-label="Change" class="nowrap">{row.action.replace(/^rollout\./, "")}</td>

@@ -1,9 +1,9 @@
 /** The project page's retention card: the policy form and what it would delete now (dry run). */
 import type { RetentionPlan } from "../../src/lifecycle/retention.ts";
 import type { Project } from "../../src/store/types.ts";
-import { humanBytes, shortTime } from "../format.ts";
+import { humanBytes } from "../format.ts";
 import type { FormError } from "../types.ts";
-import { DataTable, FormErrorSummary, InputField, StateBadge } from "./components.tsx";
+import { DataTable, FormErrorSummary, InputField, StateBadge, Time } from "./components.tsx";
 import { CsrfInput, type PageContext } from "./layout.tsx";
 
 /** The form's values as entered (empty: that rule is off). */
@@ -107,7 +107,9 @@ export function RetentionCard(
                       <td data-label="State">
                         <StateBadge state={release.state} />
                       </td>
-                      <td data-label="Uploaded">{shortTime(release.created_at)}</td>
+                      <td data-label="Uploaded">
+                        <Time iso={release.created_at} />
+                      </td>
                       <td data-label="Size">{humanBytes(release.size_bytes)}</td>
                       <td data-label="Why">{reason}</td>
                     </tr>

@@ -1,17 +1,19 @@
 /**
  * The two gates of the client API. `rateLimitGate` runs first on every
  * /api/v1 request (src/api/routes.ts registers every handler through it) and
- * draws one token: from the key's bucket when the bearer token is a stored
- * key, else from the client address's bucket (so guessing keys is limited
- * too). `acceptedKey` is then the first step of every
- * protected route: the key checks of ../shared/spec/client-api.md "5. Authentication" and "7. Errors", in the
+ * draws one token: from the bucket of the key and client address when the
+ * bearer token is a stored key (every install of an app shares its one key,
+ * so a fleet is counted address by address, not as one client), else
+ * from the client address's own bucket (so guessing keys is limited too). An
+ * IPv6 client counts by its /64 (`rateLimitAddress`). `acceptedKey` is then
+ * the first step of every protected route: the key checks of ../shared/spec/client-api.md "5. Authentication" and "7. Errors", in the
  * order 503, 401, 403. (A plain call rather than a second middleware: each
  * middleware frame costs the hot path.)
  */
 import type { Context } from "hono";
 import { judgeApiKey } from "../store/access.ts";
 import type { AppEnv, PresentedKey, ServiceDeps } from "../http/app_env.ts";
-import { clientAddress } from "../http/client_address.ts";
+import { clientAddress, rateLimitAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Metrics } from "../lib/metrics.ts";
 import type { TakeResult } from "../store/rate_limit.ts";
@@ -30,12 +32,14 @@ const ALLOWED: TakeResult = { allowed: true };
  */
 export function rateLimitGate(deps: ServiceDeps): (c: Context<AppEnv>) => Cached<void> {
   const { config, rateLimiter: limiter, keyLookup, metrics } = deps;
+  const limitedAddress = (c: Context<AppEnv>) =>
+    rateLimitAddress(clientAddress(c, config.trustProxy));
   // A token the cache does not know is looked up in KV only while its address
   // has tokens left: a refused flood of made-up keys costs no KV read.
   const addressHasTokens = async (c: Context<AppEnv>) => {
     let refused;
     try {
-      refused = await limiter.peek(`addr:${clientAddress(c, config.trustProxy)}`);
+      refused = await limiter.peek(`addr:${limitedAddress(c)}`);
     } catch {
       return; // the take below reports a limiter that cannot be reached
     }
@@ -74,8 +78,8 @@ export function rateLimitGate(deps: ServiceDeps): (c: Context<AppEnv>) => Cached
     c.set("presentedKey", presented);
     if (presented.key) c.set("keyId", presented.key.id);
     const bucket = presented.key
-      ? `key:${presented.key.id}`
-      : `addr:${clientAddress(c, config.trustProxy)}`;
+      ? `key:${presented.key.id}@${limitedAddress(c)}`
+      : `addr:${limitedAddress(c)}`;
     let taken;
     try {
       taken = limiter.take(bucket);

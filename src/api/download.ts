@@ -178,13 +178,15 @@ async function answerArtifact(
   }
 
   if (Array.isArray(rangeSet) && rangeSet.length > 1) {
-    return await answerRangeSet(release, request, {
+    const answer = await answerRangeSet(release, request, {
       artifact,
       ranges: rangeSet,
       delivery,
       store,
       headers: artifactHeaders(release, etag),
     });
+    // Past what the store allows one answer: the whole file, streamed (below).
+    if (answer !== null) return answer;
   }
 
   const start = range?.start ?? 0;
@@ -247,7 +249,8 @@ function artifactHeaders(release: Release, etag: string): Record<string, string>
  * store in every mode but one: `x-accel` behind nginx hands it on, and nginx
  * answers the ranges itself (within its `max_ranges`, docs/operators.md). In
  * `redirect` mode it is streamed: a bucket answers one range per GET. Never
- * counts as a download.
+ * counts as a download. Null when the store would need more reads than it
+ * allows one answer (src/storage/spans.ts): the caller sends the whole file.
  */
 async function answerRangeSet(
   release: Release,
@@ -260,7 +263,7 @@ async function answerRangeSet(
     /** The artifact's headers (`artifactHeaders`), completed here. */
     headers: Record<string, string>;
   },
-): Promise<ArtifactResponse> {
+): Promise<ArtifactResponse | null> {
   if (delivery.mode === "x-accel" && cameThroughProxy(request, delivery.xAccelSecret)) {
     artifact.close();
     return {
@@ -272,6 +275,7 @@ async function answerRangeSet(
   const bytes = artifact.readSpans(
     ranges.map((range) => ({ start: range.start, length: range.end - range.start + 1 })),
   );
+  if (bytes === null) return null;
   const multipart = multipartByteranges(ranges, bytes, {
     size: artifact.size,
     contentType: headers["content-type"],

@@ -18,7 +18,7 @@ import type { ReleasePolicy } from "../store/release_policy.ts";
 import { getActiveReleaseByVersion } from "../store/release_versions.ts";
 import { getLatestRelease } from "../store/releases.ts";
 import { listSparkleDeltasByRelease } from "../store/sparkle_deltas.ts";
-import type { Project, Release } from "../store/types.ts";
+import type { ApiKey, Project, Release } from "../store/types.ts";
 import { electronFeedYaml, isElectronFeedFile } from "../feeds/electron.ts";
 import {
   BLOCK_MAP_SUFFIX,
@@ -204,15 +204,19 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
    * starts a differential update (electron-updater then fetches the installed release's, an
    * older one): one whole download's worth of bytes it stands for.
    */
-  const blockMap = async (c: Context<AppEnv>, release: Release) => {
+  const blockMap = async (c: Context<AppEnv>, key: ApiKey, release: Release) => {
     c.set("releaseId", release.id);
     const body = await getBlockMapBytes(store, release.id);
     if (body === null) throw new ApiError(404, FEED_ERRORS.blockMapPending);
     if (c.req.method === "GET") {
       const latest = await getLatestRelease(store, release.project_id);
-      surface.delivered(release, {
+      const starts = latest?.id === release.id;
+      surface.delivered(c, {
+        key,
+        release,
         served: body.byteLength,
-        full: latest?.id === release.id ? release.size_bytes : 0,
+        full: starts ? release.size_bytes : 0,
+        attempt: starts ? "differential" : undefined,
       });
     }
     return respond.ok(c, body, BLOCK_MAP_CONTENT_TYPE);
@@ -224,7 +228,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
     const key = acceptedKey(c, deps);
     const { release } = await findVisibleRelease(store, key, c.req.param("id"));
     const name = c.req.param("filename");
-    if (name === release.filename + BLOCK_MAP_SUFFIX) return await blockMap(c, release);
+    if (name === release.filename + BLOCK_MAP_SUFFIX) return await blockMap(c, key, release);
     if (name !== release.filename) throw new ApiError(404, API_ERRORS.resourceNotFound);
     return await surface.download(c, key, release);
   });
@@ -242,7 +246,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
     if (release === null) throw new ApiError(404, API_ERRORS.resourceNotFound);
     const name = c.req.param("filename");
     if (name === release.filename) return await surface.download(c, key, release);
-    if (name.endsWith(BLOCK_MAP_SUFFIX)) return await blockMap(c, release);
+    if (name.endsWith(BLOCK_MAP_SUFFIX)) return await blockMap(c, key, release);
     throw new ApiError(404, API_ERRORS.resourceNotFound);
   });
 

@@ -21,7 +21,13 @@ import { jsonResponse } from "../http/json.ts";
 import type { ErrorMapper, Observer } from "../http/observe.ts";
 import { ID_PATTERN, isSlug } from "../lib/limits.ts";
 import { type ApiResponder, createApiResponder, setHeaders } from "../http/response_headers.ts";
-import { clientIdentity, releaseFor } from "../rollouts/membership.ts";
+import {
+  clientIdentity,
+  INSTALL_ID_HEADER,
+  releaseFor,
+  STAGING_ID_HEADER,
+} from "../rollouts/membership.ts";
+import { clientAddress } from "../http/client_address.ts";
 import { rateLimitGate } from "./auth.ts";
 import { type Delivery, serveArtifact } from "./download.ts";
 import type { Store } from "../store/store.ts";
@@ -39,6 +45,15 @@ export interface SurfaceRoutes {
    * handlers make Hono compose them.
    */
   notFound: (c: Context<AppEnv>) => Cached<Response>;
+}
+
+/** An answer's bytes, as `KeySurface.delivered` takes them. */
+export interface Delivered {
+  key: ApiKey;
+  release: Release;
+  served: number;
+  full: number;
+  attempt?: "differential" | "whole";
 }
 
 /** The shared parts of a key-protected surface. */
@@ -75,10 +90,11 @@ export interface KeySurface {
    */
   withPolicy(response: Response, release: Release): Cached<Response>;
   /**
-   * Bytes answered for `release` (its file, parts or block map) and what they stand for in
-   * whole downloads: the metrics and the release's sums (src/store/delivery.ts).
+   * Bytes answered to a client of `key` for `release` (its file, parts or block map) and what
+   * they stand for in whole downloads, `attempt` saying whether they start a differential update
+   * or are the whole file: the metrics and the release's sums (src/store/delivery.ts).
    */
-  delivered(release: Release, bytes: { served: number; full: number }): void;
+  delivered(c: Context<AppEnv>, delivery: Delivered): void;
 }
 
 export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurface {
@@ -154,14 +170,23 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     return response;
   };
 
-  const delivered = (release: Release, { served, full }: { served: number; full: number }) => {
-    metrics.recordDelivery(served, full);
+  const delivered = (c: Context<AppEnv>, { key, release, served, full, attempt }: Delivered) => {
+    const headers = c.req.raw.headers;
+    const identity = clientIdentity(
+      headers.get(INSTALL_ID_HEADER) ?? headers.get(STAGING_ID_HEADER),
+      key,
+    );
+    const client = identity.startsWith("key:")
+      ? `${identity}@${clientAddress(c, config.trustProxy)}`
+      : identity;
     recordDelivery(store, {
       projectId: release.project_id,
       releaseId: release.id,
       servedBytes: served,
       fullBytes: full,
-    }).catch((error) => {
+      attempt: attempt === undefined ? undefined : { kind: attempt, client },
+    }).then((counted) => metrics.recordDelivery(served, counted), (error) => {
+      metrics.recordDelivery(served, full);
       metrics.recordKvError("download_count");
       console.error("delivery count failed:", error);
     });
@@ -203,9 +228,12 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
         delivery,
       });
       if (c.req.method === "GET") {
-        delivered(release, {
+        delivered(c, {
+          key,
+          release,
           served: served.bytes,
           full: served.countsAsDownload ? release.size_bytes : 0,
+          attempt: served.countsAsDownload ? "whole" : undefined,
         });
       }
       if (served.countsAsDownload) {

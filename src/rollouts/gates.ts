@@ -6,23 +6,21 @@
  * share reaches `halt_at`, advances it to the next stage when the stage has
  * `min_installs` successful installs, has lasted `min_hours` and its failure
  * share is below `advance_below`, and completes it after the last stage.
- * Each change is audit-logged (actor `rollout gates`), a `rollout.changed`
- * webhook event and a step of `uds_rollout_gate_changes_total`.
+ * Each change is one checked commit (`applyGateChange`) with its audit entry
+ * (actor `rollout gates`), its `rollout.changed` webhook event (`by: "gates"`
+ * and the reason) and a step of `uds_rollout_gate_changes_total`.
  */
-import { recordAudit } from "../store/audit.ts";
 import { getLatestView } from "../store/latest_view.ts";
 import { claimLease } from "../store/leases.ts";
-import { getProject } from "../store/projects.ts";
 import { getReportCounts, type ReportCounts } from "../store/reports.ts";
 import {
   applyGateChange,
   listRolloutGates,
-  markGatesCompleted,
   restartGateStage,
   type RolloutGateState,
   stageFigures,
 } from "../store/rollout_gates.ts";
-import { completeRollout, getRollout } from "../store/rollouts.ts";
+import { getRollout } from "../store/rollouts.ts";
 import type { Rollout } from "../store/types.ts";
 import type { Store } from "../store/store.ts";
 
@@ -130,38 +128,19 @@ async function applyVerdict(
     nowMs: number;
   },
 ): Promise<GateChange | null> {
-  let change: GateChange;
-  if (verdict.action === "complete") {
-    const release = await completeRollout(store, projectId);
-    await markGatesCompleted(store, { projectId, counts, nowMs });
-    change = {
-      projectId,
-      action: "completed",
-      reason: `${verdict.reason}: release ${release.id} is latest`,
-    };
-  } else {
-    const action = verdict.action === "halt" ? "halted" : "advanced";
-    const applied = await applyGateChange(store, {
-      projectId,
-      action,
-      percentage: verdict.action === "advance" ? verdict.percentage : undefined,
-      reason: verdict.reason,
-      counts,
-      nowMs,
-    });
-    if (applied === null) return null;
-    change = { projectId, action, reason: verdict.reason };
-  }
-  const project = await getProject(store, projectId);
-  await recordAudit(store, {
-    actor: "rollout gates",
-    action: `rollout.gate_${change.action}`,
-    target: `project ${projectId}`,
-    details: `project ${project?.slug ?? projectId}; ${change.reason}`,
-    address: "",
+  const action = GATE_ACTIONS[verdict.action];
+  const applied = await applyGateChange(store, {
+    projectId,
+    action,
+    percentage: verdict.action === "advance" ? verdict.percentage : undefined,
+    reason: verdict.reason,
+    counts,
+    nowMs,
   });
-  return change;
+  return applied === null ? null : { projectId, action, reason: applied.reason };
 }
+
+const GATE_ACTIONS = { advance: "advanced", halt: "halted", complete: "completed" } as const;
 
 /** The running evaluator of one instance. */
 export interface GateEvaluator {

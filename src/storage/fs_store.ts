@@ -11,7 +11,7 @@ import {
   sweepAbandonedParts,
 } from "./artifacts.ts";
 import type { ArtifactStore, OpenedArtifact, Sweepable } from "./types.ts";
-import { spansStream } from "./spans.ts";
+import { planSpans, spansStream } from "./spans.ts";
 import { pathExists } from "../lib/files.ts";
 
 /** Bytes read from a file per chunk. */
@@ -100,8 +100,9 @@ function openedFile(file: Deno.FsFile, size: number): OpenedArtifact {
   return {
     size,
     read: (start, length) => fileSliceStream(file, { start, length }),
+    // Reads of a file cost no request: every multi-range answer is read in the order asked.
     readSpans: (spans) =>
-      spansStream(spans, {
+      spansStream(planSpans(spans)!, spans, {
         read: (start, length) => fileSliceStream(file, { start, length, keepOpen: true }),
         close: () => file.close(),
       }),

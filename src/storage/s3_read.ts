@@ -1,8 +1,15 @@
 /** Reading a stored object: ranges through fetch, never a short body, failing when the store stalls. */
 import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { OpenedArtifact } from "./types.ts";
-import { spansStream } from "./spans.ts";
+import { planSpans, type SpanBounds, spansStream } from "./spans.ts";
 import { StorageUnavailableError } from "./unavailable.ts";
+
+/**
+ * The GETs one multi-range answer may make of the bucket, and the bytes it may
+ * hold to answer ranges out of file order (src/storage/spans.ts); past them the
+ * whole file is sent.
+ */
+export const S3_SPAN_BOUNDS: SpanBounds = { maxReads: 16, bufferBytes: 8 * 1024 * 1024 };
 
 /** A stored object for reading: its bytes come through fetch, bounded as the store's calls are. */
 export function openedObject(
@@ -36,7 +43,12 @@ export function openedObject(
       return exactLength(body, { length, idleMs, stalled });
     },
     readSpans(spans) {
-      return spansStream(spans, { read: (start, length) => this.read(start, length), close() {} });
+      const plan = planSpans(spans, S3_SPAN_BOUNDS);
+      if (plan === null) return null;
+      return spansStream(plan, spans, {
+        read: (start, length) => this.read(start, length),
+        close() {},
+      });
     },
     close() {},
   };

@@ -35,9 +35,11 @@ export interface OpenedArtifact {
   read(start: number, length: number): Promise<ReadableStream<Uint8Array>>;
   /**
    * The bytes of several spans back to back, in the order given (a
-   * multi-range download, src/storage/spans.ts). Takes over the artifact like `read`.
+   * multi-range download, src/storage/spans.ts). Takes over the artifact like
+   * `read`; null, leaving the artifact open, when the backend would read the
+   * spans in more reads than it allows (s3: the caller sends the whole file).
    */
-  readSpans(spans: Span[]): ReadableStream<Uint8Array>;
+  readSpans(spans: Span[]): ReadableStream<Uint8Array> | null;
   /** Releases the artifact without reading it. */
   close(): void;
 }

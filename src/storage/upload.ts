@@ -132,7 +132,7 @@ export async function recordUpload(
 ): Promise<RecordedUpload> {
   try {
     const { release: input, rollout = null } = await build(file);
-    if (file?.blockMap !== undefined) checkBlockMap(file.blockMap, file.stored.size_bytes);
+    if (file?.blockMap !== undefined) await checkBlockMap(file.blockMap, file.stored.size_bytes);
     file?.sparkleDeltas?.check();
     // A rollout starts from the current latest; a project without one simply gets the release.
     // Whether there is one is decided in the release's own commit, not by a read before it.

@@ -99,6 +99,15 @@ export function auditInCommit(
   op.set(auditKey(pending.atMs, entry.id), entry);
 }
 
+/**
+ * Adds the audit entry `input` (at `atMs`) to `op`, for a change made by the
+ * service itself (the health gates), so the change and its entry commit together.
+ */
+export function addAuditEntry(op: Deno.AtomicOperation, input: AuditInput, atMs: number): void {
+  const entry = auditEntry(newAuditId(), atMs, input);
+  op.set(auditKey(atMs, entry.id), entry);
+}
+
 /** A new entry id (see `auditEntry`). */
 function newAuditId(): string {
   // The monotonic clock in µs (8 hex digits, 71 minutes around) keeps one

@@ -4,9 +4,15 @@
  * what whole downloads would have cost instead; per project and UTC month,
  * the same sums for the project page's line. Counters (`Deno.KvU64` sums),
  * written after the answer, like the download counts (stats.ts).
+ *
+ * An update counts once in "what whole downloads would have cost": a
+ * differential attempt (the latest release's block map) leaves a mark per
+ * client for `ATTEMPT_KEPT_MS`, and a whole download by that client within
+ * that time is the attempt's fallback: its bytes count as sent, its size not
+ * a second time (the mark is taken).
  */
-import { retryWhileLocked } from "./atomic.ts";
-import { projectDeliveryMonthKey, releaseDeliveryKey } from "./keys.ts";
+import { commitWithRetry } from "./atomic.ts";
+import { deliveryAttemptKey, projectDeliveryMonthKey, releaseDeliveryKey } from "./keys.ts";
 import type { Store } from "./store.ts";
 
 export interface DeliveryEvent {
@@ -16,8 +22,19 @@ export interface DeliveryEvent {
   servedBytes: number;
   /** What this answer stands for in whole downloads: the file's size, or 0. */
   fullBytes: number;
+  /**
+   * For an answer that stands for a whole download: whether it starts a
+   * differential update (`differential`) or is the whole file (`whole`), and
+   * the client (install id, else key and address).
+   */
+  attempt?: { kind: "differential" | "whole"; client: string };
   at?: Date;
 }
+
+/** How long after a differential attempt a whole download by the same client is its fallback. */
+export const ATTEMPT_KEPT_MS = 3_600_000;
+/** A client name longer than this is cut (KV keys are bounded). */
+const CLIENT_MAX_LENGTH = 300;
 
 export interface DeliveryTotals {
   served: number;
@@ -29,15 +46,38 @@ export function utcMonth(at: Date): string {
   return at.toISOString().slice(0, 7);
 }
 
-export async function recordDelivery(store: Store, event: DeliveryEvent): Promise<void> {
+/**
+ * Adds an answer to the sums; returns the whole-download bytes it counted
+ * (`fullBytes`, or 0 for the fallback of a differential attempt).
+ */
+export async function recordDelivery(store: Store, event: DeliveryEvent): Promise<number> {
   const month = utcMonth(event.at ?? new Date());
-  const op = store.kv.atomic();
-  for (const [sum, bytes] of [["served", event.servedBytes], ["full", event.fullBytes]] as const) {
-    if (bytes <= 0) continue;
-    op.sum(releaseDeliveryKey(event.releaseId, sum), BigInt(bytes))
-      .sum(projectDeliveryMonthKey(event.projectId, month, sum), BigInt(bytes));
-  }
-  await retryWhileLocked(() => op.commit());
+  const nowMs = (event.at ?? new Date()).getTime();
+  const { attempt } = event;
+  const mark = attempt === undefined || event.fullBytes <= 0
+    ? null
+    : deliveryAttemptKey(event.releaseId, attempt.client.slice(0, CLIENT_MAX_LENGTH));
+  return await commitWithRetry(async () => {
+    const op = store.kv.atomic();
+    let full = event.fullBytes;
+    if (mark !== null && attempt?.kind === "whole") {
+      const entry = await store.kv.get<number>(mark);
+      op.check(entry);
+      // Expired marks may still be read for a while: their time says.
+      if (entry.value !== null && entry.value > nowMs) {
+        full = 0;
+        op.delete(mark);
+      }
+    } else if (mark !== null) {
+      op.set(mark, nowMs + ATTEMPT_KEPT_MS, { expireIn: ATTEMPT_KEPT_MS });
+    }
+    for (const [sum, bytes] of [["served", event.servedBytes], ["full", full]] as const) {
+      if (bytes <= 0) continue;
+      op.sum(releaseDeliveryKey(event.releaseId, sum), BigInt(bytes))
+        .sum(projectDeliveryMonthKey(event.projectId, month, sum), BigInt(bytes));
+    }
+    return { commit: await op.commit(), value: full };
+  });
 }
 
 async function totals(store: Store, keys: [Deno.KvKey, Deno.KvKey]): Promise<DeliveryTotals> {

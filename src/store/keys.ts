@@ -61,6 +61,7 @@
  * | ["sparkle_deltas", releaseId, index]         | SparkleDelta: a `.delta` file of the release (sparkle_deltas.ts) |
  * | ["delivery_bytes", releaseId, "served"/"full"] | Deno.KvU64 bytes answered / whole downloads' cost (delivery.ts) |
  * | ["delivery_bytes_by_month", projectId, month, "served"/"full"] | Deno.KvU64, the same per UTC month |
+ * | ["delivery_attempts", releaseId, client]     | ms until which a whole download by `client` is that differential attempt's fallback (expireIn; delivery.ts) |
  * | ["leases", ...LeaseName]                     | Lease { holder, until } (expireIn): the one instance doing that work (leases.ts) |
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
  * | ["signing_root"]                             | SigningRoot: the uploaded offline-root document |
@@ -254,6 +255,7 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["webhook_deliveries"],
   ["webhook_expiry_notices"],
   ["webhook_download_marks"],
+  ["delivery_attempts"],
   ["webhook_download_baseline"],
   ["leases"],
   ["adoption_new_ids"],
@@ -699,6 +701,11 @@ export type DeliverySum = "served" | "full";
 /** `["delivery_bytes", releaseId, sum]`: Deno.KvU64. */
 export function releaseDeliveryKey(releaseId: number, sum: DeliverySum): Deno.KvKey {
   return ["delivery_bytes", releaseId, sum];
+}
+
+/** `["delivery_attempts", releaseId, client]`: a differential update attempt of a client (delivery.ts). */
+export function deliveryAttemptKey(releaseId: number, client: string): Deno.KvKey {
+  return ["delivery_attempts", releaseId, client];
 }
 
 /** `["delivery_bytes_by_month", projectId, "YYYY-MM", sum]`: Deno.KvU64. */

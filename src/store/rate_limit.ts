@@ -1,6 +1,8 @@
 /**
  * Token buckets per client: capacity `burst`, refilled at `perMinute / 60`
- * tokens a second. Two stores, chosen by APP_RATE_LIMIT_STORE:
+ * tokens a second. A bucket id names the client (`rateLimitGate` in
+ * src/api/auth.ts: a key and client address, or an address alone). Two
+ * stores, chosen by APP_RATE_LIMIT_STORE:
  *
  * - `memory` (default): a map in this process. A take is a few arithmetic
  *   operations with no I/O, so the limiter costs the hot path nothing.
@@ -133,6 +135,11 @@ export interface KvRateLimiterOptions {
   onKvError?: () => void;
 }
 
+export interface KvRateLimiter extends RateLimiter {
+  /** Buckets this process holds a local view of (tests). */
+  size(): number;
+}
+
 /** The default pause between two reconcile rounds of the `kv` store. */
 export const SYNC_INTERVAL_MS = 5;
 /** A bucket not reconciled for this long is reconciled before it is drawn from again. */
@@ -159,18 +166,28 @@ interface LocalBucket extends Bucket {
  * (every SYNC_INTERVAL_MS while there is something to do). A round subtracts
  * this process's takes since the last round from the entry (one atomic
  * check-and-set per 10 buckets, retried on conflict) and reads back the
- * level left by every instance. A bucket this process has not reconciled
- * within FRESH_MS (a new client, a quiet one, or rounds slowed down by a
- * slow KV) waits for the next round before its next take, so it never
- * starts from a guess.
+ * level left by every instance. A client this process holds no view of
+ * (never seen here, or forgotten: a view is forgotten only once it is idle
+ * and its bucket full again) draws its first token at once, as from a full
+ * bucket, so a fleet's requests, each mostly the first of its client
+ * address, do not wait for the KV. Any other bucket this process has not
+ * reconciled within FRESH_MS (its first take's round still under way, a
+ * quiet client, or rounds slowed down by a slow KV) waits for the next
+ * round before its next take, unless the view has no token left: other
+ * instances only take from a bucket, so a view holds at least what the KV
+ * does, and its refusal needs no round (a flood is refused without I/O).
  *
  * Accuracy: an instance draws only from a view of the bucket at most
- * FRESH_MS old (past that, takes wait for a round), and a view misses only
- * what the other instances granted since their last round. So at most
- * (N − 1) × the tokens one instance grants that client within FRESH_MS plus
- * one round (never more than (N − 1) × BURST) go beyond what one shared
- * bucket would grant. The entry may go below zero (takes already granted
- * elsewhere), so over time the refill rate is never exceeded.
+ * FRESH_MS old (past that, takes wait for a round), or takes the one token
+ * of a client it holds no view of; a view misses only what the other
+ * instances granted since their last round. So at most (N − 1) × the tokens
+ * one instance grants that client within FRESH_MS plus one round (never more
+ * than (N − 1) × BURST) go beyond what one shared bucket would grant, plus
+ * one token per instance each time it meets a client again after forgetting
+ * it: a view that learnt the bucket empty is forgotten no sooner than the
+ * time it takes to fill (BURST / PER_MINUTE minutes). The entry may go below
+ * zero (takes already granted elsewhere), so over time the refill rate is
+ * exceeded by at most that one token per instance and fill time.
  *
  * Why check-and-set of batched takes rather than KV `sum`: a bucket's cap
  * makes its level depend on the order of takes and refills, which a sum
@@ -182,7 +199,7 @@ export function createKvRateLimiter(
   kv: Deno.Kv,
   rule: RateLimitRule,
   options: KvRateLimiterOptions = {},
-): RateLimiter {
+): KvRateLimiter {
   const nowMs = options.nowMs ?? Date.now;
   const intervalMs = options.syncIntervalMs ?? SYNC_INTERVAL_MS;
   const perMs = rule.perMinute / 60_000;
@@ -211,9 +228,11 @@ export function createKvRateLimiter(
     due.clear();
     let failed = false;
     try {
-      for (let i = 0; i < ids.length; i += SYNC_CHUNK) {
-        if (!await syncChunk(ids.slice(i, i + SYNC_CHUNK))) failed = true;
-      }
+      // Chunks touch different entries: their commits go out together, so a round with many
+      // buckets (a fleet's first requests) takes about one commit's time, not one per chunk.
+      const chunks = [];
+      for (let i = 0; i < ids.length; i += SYNC_CHUNK) chunks.push(ids.slice(i, i + SYNC_CHUNK));
+      failed = (await Promise.all(chunks.map(syncChunk))).includes(false);
       sweep();
     } finally {
       running = false;
@@ -258,7 +277,10 @@ export function createKvRateLimiter(
       kvError = error;
       local.forEach((bucket, i) => {
         for (const waiter of bucket.waiters.splice(0)) waiter.reject(error);
-        if (bucket.pending > 0) due.add(ids[i]);
+        // A client never reconciled is forgotten with its takes (requests pass while the KV
+        // fails anyway), so new addresses during an outage do not pile up here.
+        if (bucket.base === null) buckets.delete(ids[i]);
+        else if (bucket.pending > 0) due.add(ids[i]);
       });
       return false;
     }
@@ -277,14 +299,18 @@ export function createKvRateLimiter(
     return true;
   }
 
-  /** Forgets buckets with nothing to write that would be reconciled before their next use. */
+  /**
+   * Forgets views with nothing to write that would be reconciled before their
+   * next use and whose bucket is full again (so a forgotten client starting
+   * again from a full bucket is what a shared bucket would mostly say too).
+   */
   function sweep(): void {
     const now = nowMs();
     if (now - sweptAt < BUSY_SWEEP_INTERVAL_MS) return;
     sweptAt = now;
     for (const [id, bucket] of buckets) {
       const idle = bucket.pending === 0 && bucket.waiters.length === 0 && !due.has(id);
-      if (idle && now - bucket.syncedAt > FRESH_MS) {
+      if (idle && now - bucket.syncedAt > FRESH_MS && tokensAt(bucket, now, rule) >= rule.burst) {
         buckets.delete(id);
       }
     }
@@ -304,12 +330,10 @@ export function createKvRateLimiter(
   return {
     take(bucketId) {
       const now = nowMs();
-      let bucket = buckets.get(bucketId);
-      if (bucket !== undefined && now - bucket.syncedAt <= FRESH_MS) {
-        return takeLocal(bucketId, bucket, now);
-      }
+      const bucket = buckets.get(bucketId);
       if (bucket === undefined) {
-        bucket = {
+        // No view here: the first token at once, as from a full bucket; the round reconciles it.
+        const fresh: LocalBucket = {
           tokens: rule.burst,
           at: now,
           base: null,
@@ -317,8 +341,14 @@ export function createKvRateLimiter(
           syncedAt: -Infinity,
           waiters: [],
         };
-        buckets.set(bucketId, bucket);
+        buckets.set(bucketId, fresh);
+        return takeLocal(bucketId, fresh, now);
       }
+      if (now - bucket.syncedAt <= FRESH_MS) return takeLocal(bucketId, bucket, now);
+      // Other instances only take from a bucket: a view holds at least what the KV does, so a
+      // view with no token left is a refusal without waiting for the round.
+      const tokens = tokensAt(bucket, now, rule);
+      if (tokens < 1) return refusal(tokens, rule);
       const waiting = bucket;
       due.add(bucketId);
       schedule();
@@ -328,12 +358,12 @@ export function createKvRateLimiter(
         .then(() => takeLocal(bucketId, waiting, nowMs()));
     },
     peek(bucketId) {
-      // Only a bucket reconciled lately is judged; any other may have tokens.
-      const now = nowMs();
+      // A view holds at least what the KV does: its refusal holds, however old it is.
       const bucket = buckets.get(bucketId);
-      if (bucket === undefined || now - bucket.syncedAt > FRESH_MS) return null;
-      const tokens = tokensAt(bucket, now, rule);
+      if (bucket === undefined) return null;
+      const tokens = tokensAt(bucket, nowMs(), rule);
       return tokens < 1 ? refusal(tokens, rule) : null;
     },
+    size: () => buckets.size,
   };
 }

@@ -457,44 +457,73 @@ async function changeRelease(
       commitChange(store, async () => {
         const entry = await store.kv.get<Release>(releaseKey(id));
         if (entry.value === null) throw new NotFoundError("release not found");
-        if (choose && entry.value.state !== "active") throw new NotActiveError(entry.value.state);
-        const projectId = entry.value.project_id;
-        const release: Release = { ...entry.value, state };
-        const [latestEntry, choiceEntry] = await Promise.all([
-          store.kv.get<number | null>(latestReleaseKey(projectId)),
-          store.kv.get<number>(latestChoiceKey(projectId)),
-        ]);
-        // Scanned at most once per attempt: choosing and the pointer may both ask.
-        let newestScan: Promise<Release | null> | undefined;
-        const newest = () => newestScan ??= findNewestActiveRelease(store, projectId, release);
-        let choice = choiceEntry.value;
-        if (state !== "active" && choice === id) choice = null;
-        const publishing = entry.value.state === "draft" && state === "active";
-        if (choose || (publishing && makeLatest)) {
-          // Chosen, unless the rule picks it anyway.
-          choice = (await newest())?.id === id ? null : id;
-        } else if (publishing && choice === null && latestEntry.value !== null) {
-          choice = latestEntry.value; // published without becoming latest: the latest stays
-        }
-        // The chosen release while it is active, else the newest active one (`pickLatest`).
-        const chosen = choice === null
-          ? null
-          : choice === id
-          ? release
-          : (await store.kv.get<Release>(releaseKey(choice))).value;
-        if (chosen?.state !== "active") choice = null;
-        const latest = chosen?.state === "active" ? chosen : await newest();
-        const changed = [["release", id], ["latest_release", projectId]] as const;
-        const op = changeOp(store, changed)
-          .check(entry, latestEntry, choiceEntry)
-          .set(releaseKey(id), release)
-          .set(latestReleaseKey(projectId), latest?.id ?? null);
-        setChoice(op, projectId, choice);
-        addReleaseEvents(op, entry.value, release);
-        const commit = await releaseAggregates(op, entry.value, release).commit();
-        return { commit, value: release, changed };
+        const write = await planReleaseChange(store, entry, { state, makeLatest, choose });
+        const changed = [["release", id], ["latest_release", entry.value.project_id]] as const;
+        const commit = await write(changeOp(store, changed)).commit();
+        return { commit, value: write.release, changed };
       }),
   );
+}
+
+/** The writes of a release change, added to (and checked in) an atomic operation; `release` is the result. */
+export interface ReleaseChangeWrite {
+  (op: Deno.AtomicOperation): Deno.AtomicOperation;
+  release: Release;
+}
+
+/**
+ * Reads what a change of release `entry` to `state` needs (the latest
+ * pointer, the chosen latest, the newest active release) and returns the
+ * writes that make it, with their checks, for one commit: the release, the
+ * latest pointer and choice, its webhook events and counts. `choose` makes
+ * it the chosen latest (a NotActiveError when it is not active).
+ */
+export async function planReleaseChange(
+  store: Store,
+  entry: Deno.KvEntry<Release>,
+  { state, makeLatest, choose = false }: {
+    state: ReleaseState;
+    makeLatest: boolean;
+    choose?: boolean;
+  },
+): Promise<ReleaseChangeWrite> {
+  const id = entry.value.id;
+  if (choose && entry.value.state !== "active") throw new NotActiveError(entry.value.state);
+  const projectId = entry.value.project_id;
+  const release: Release = { ...entry.value, state };
+  const [latestEntry, choiceEntry] = await Promise.all([
+    store.kv.get<number | null>(latestReleaseKey(projectId)),
+    store.kv.get<number>(latestChoiceKey(projectId)),
+  ]);
+  // Scanned at most once per attempt: choosing and the pointer may both ask.
+  let newestScan: Promise<Release | null> | undefined;
+  const newest = () => newestScan ??= findNewestActiveRelease(store, projectId, release);
+  let choice = choiceEntry.value;
+  if (state !== "active" && choice === id) choice = null;
+  const publishing = entry.value.state === "draft" && state === "active";
+  if (choose || (publishing && makeLatest)) {
+    // Chosen, unless the rule picks it anyway.
+    choice = (await newest())?.id === id ? null : id;
+  } else if (publishing && choice === null && latestEntry.value !== null) {
+    choice = latestEntry.value; // published without becoming latest: the latest stays
+  }
+  // The chosen release while it is active, else the newest active one (`pickLatest`).
+  const chosen = choice === null
+    ? null
+    : choice === id
+    ? release
+    : (await store.kv.get<Release>(releaseKey(choice))).value;
+  if (chosen?.state !== "active") choice = null;
+  const latest = chosen?.state === "active" ? chosen : await newest();
+  const write = (op: Deno.AtomicOperation) => {
+    op.check(entry, latestEntry, choiceEntry)
+      .set(releaseKey(id), release)
+      .set(latestReleaseKey(projectId), latest?.id ?? null);
+    setChoice(op, projectId, choice);
+    addReleaseEvents(op, entry.value, release);
+    return releaseAggregates(op, entry.value, release);
+  };
+  return Object.assign(write, { release });
 }
 
 /** Download counts of many releases, by release id. */

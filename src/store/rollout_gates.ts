@@ -16,18 +16,22 @@ import {
   retryWhileLocked,
   serializedProjectWrite,
 } from "./atomic.ts";
+import { addAuditEntry } from "./audit.ts";
 import { changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import {
+  projectKey,
+  releaseKey,
   rolloutGateChangeKey,
   rolloutGateChangesPrefix,
   rolloutGatesKey,
   rolloutGatesPrefix,
   rolloutKey,
 } from "./keys.ts";
+import { planReleaseChange, type ReleaseChangeWrite } from "./releases.ts";
 import { failuresOf, getReportCounts, type ReportCounts } from "./reports.ts";
 import { rolloutEventFields } from "./rollouts.ts";
-import type { Rollout } from "./types.ts";
+import type { Project, Release, Rollout } from "./types.ts";
 import { addWebhookEvent } from "./webhooks.ts";
 import type { Store } from "./store.ts";
 
@@ -254,75 +258,118 @@ function closeStage(
   return { ...state, stages };
 }
 
+/** A gate decision as `applyGateChange` takes it. */
+export interface GateChangeInput {
+  projectId: number;
+  action: "advanced" | "halted" | "completed";
+  /** The next stage's percentage (`advanced`). */
+  percentage?: number;
+  reason: string;
+  counts: ReportCounts;
+  /** The evaluation's time: when the next stage starts (or the last one ends). */
+  nowMs: number;
+}
+
+/** A gate decision as committed: the rollout after it (before it for `completed`) and the reason given. */
+export interface AppliedGateChange {
+  rollout: Rollout;
+  /** For `completed`: the release that became the latest. */
+  release: Release | null;
+  reason: string;
+}
+
 /**
- * Applies a gate decision to the rollout in one checked commit: `advanced`
- * to `percentage`, `halted` for `reason`; false when either record changed
- * meanwhile (the next evaluation looks again).
+ * Applies a gate decision in one commit checked against the rollout, its
+ * gate record and (`completed`) the release and latest pointer: `advanced`
+ * to `percentage`, `halted` for `reason`, `completed` (the release becomes
+ * the latest as with Make latest, the rollout ends). The same commit holds
+ * the `rollout.changed` event (`by: "gates"`, the reason), the audit entry
+ * (actor `rollout gates`) and the step of the change counter. Null when the
+ * rollout was halted, changed or replaced since the gates read it (the next
+ * evaluation looks again).
  */
 export async function applyGateChange(
   store: Store,
-  change: {
-    projectId: number;
-    action: "advanced" | "halted";
-    percentage?: number;
-    reason: string;
-    counts: ReportCounts;
-    /** The evaluation's time: when the next stage starts. */
-    nowMs: number;
-  },
-): Promise<Rollout | null> {
-  const { projectId, action, reason, counts } = change;
+  change: GateChangeInput,
+): Promise<AppliedGateChange | null> {
+  const { projectId, action, counts } = change;
   return await serializedProjectWrite(store, projectId, () =>
     commitChange(store, async () => {
-      const [rolloutEntry, gatesEntry] = await store.kv.getMany<[Rollout, RolloutGateState]>([
-        rolloutKey(projectId),
-        rolloutGatesKey(projectId),
-      ]);
+      const [rolloutEntry, gatesEntry, projectEntry] = await store.kv.getMany<
+        [Rollout, RolloutGateState, Project]
+      >([rolloutKey(projectId), rolloutGatesKey(projectId), projectKey(projectId)]);
       const before = rolloutEntry.value;
       const gates = gatesEntry.value;
-      const changed = [["latest_release", projectId]] as const;
+      const nothing = { commit: NOTHING_TO_WRITE, value: null, changed: [] };
       if (
         before === null || gates === null || before.release_id !== gates.release_id ||
         before.halted || before.updated_at !== gates.seen_updated_at
       ) {
-        return { commit: NOTHING_TO_WRITE, value: null, changed };
+        return nothing;
       }
-      const time = now();
       const stageTime = new Date(change.nowMs).toISOString();
-      const rollout: Rollout = {
-        ...before,
-        ...(action === "halted" ? { halted: true } : { percentage: change.percentage! }),
-        updated_at: time,
-      };
-      const state = closeStage(gates, { counts, outcome: action, at: stageTime });
-      if (action === "advanced") {
-        state.stages.push(openStage(rollout.percentage, stageTime));
-        state.base = countsBase(counts);
+      let state = closeStage(gates, { counts, outcome: action, at: stageTime });
+      let rollout: Rollout = before;
+      let write: ReleaseChangeWrite | null = null;
+      let reason = change.reason;
+      if (action === "completed") {
+        const releaseEntry = await store.kv.get<Release>(releaseKey(before.release_id));
+        if (releaseEntry.value === null || releaseEntry.value.state !== "active") return nothing;
+        write = await planReleaseChange(store, releaseEntry, {
+          state: "active",
+          makeLatest: true,
+          choose: true,
+        });
+        reason = `${reason}: release ${before.release_id} is latest`;
+        state = { ...state, completed_at: stageTime };
       } else {
-        state.halt_reason = reason;
+        rollout = {
+          ...before,
+          ...(action === "halted" ? { halted: true } : { percentage: change.percentage! }),
+          updated_at: now(),
+        };
+        if (action === "advanced") {
+          state.stages.push(openStage(rollout.percentage, stageTime));
+          state.base = countsBase(counts);
+        } else {
+          state.halt_reason = reason;
+        }
+        state.seen_updated_at = rollout.updated_at;
       }
-      state.seen_updated_at = time;
+      const changed = action === "completed"
+        ? [["release", before.release_id], ["latest_release", projectId]] as const
+        : [["latest_release", projectId]] as const;
       const op = changeOp(store, changed)
         .check(rolloutEntry, gatesEntry)
-        .set(rolloutKey(projectId), rollout)
         .set(rolloutGatesKey(projectId), state)
         .sum(rolloutGateChangeKey(projectId, action), 1n);
-      addGateEvent(op, { action: action === "halted" ? "halted" : "widened", rollout, reason });
-      return { commit: await op.commit(), value: rollout, changed };
+      if (write === null) op.set(rolloutKey(projectId), rollout);
+      else write(op).delete(rolloutKey(projectId));
+      addGateEvent(op, { action: GATE_EVENT_ACTIONS[action], rollout, reason });
+      addAuditEntry(op, {
+        actor: GATE_ACTOR,
+        action: `rollout.gate_${action}`,
+        target: `project ${projectId}`,
+        details: `project ${projectEntry.value?.slug ?? projectId}; ${reason}`,
+        address: "",
+      }, change.nowMs);
+      return {
+        commit: await op.commit(),
+        value: { rollout, release: write?.release ?? null, reason },
+        changed,
+      };
     }));
 }
 
-/** Marks the gates of a rollout the gates completed (the rollout itself is completed apart). */
-export async function markGatesCompleted(
-  store: Store,
-  { projectId, counts, nowMs }: { projectId: number; counts: ReportCounts; nowMs: number },
-): Promise<void> {
-  const time = new Date(nowMs).toISOString();
-  await updateGateState(store, projectId, (op, gates) => {
-    op.sum(rolloutGateChangeKey(projectId, "completed"), 1n);
-    return { ...closeStage(gates, { counts, outcome: "completed", at: time }), completed_at: time };
-  });
-}
+/** Who a gate change's audit entry names. */
+const GATE_ACTOR = "rollout gates";
+
+/** The `rollout.changed` action of each gate change. */
+const GATE_EVENT_ACTIONS = {
+  advanced: "widened",
+  halted: "halted",
+  completed: "completed",
+} as const;
 
 /** The `rollout.changed` event of a gate change: `by: "gates"` and the reason. */
 function addGateEvent(

@@ -11,7 +11,7 @@ import { now, serializedProjectWrite } from "./atomic.ts";
 import { changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
 import { latestReleaseKey, releaseKey, rolloutKey, rolloutsPrefix } from "./keys.ts";
-import { makeReleaseLatest } from "./releases.ts";
+import { planReleaseChange } from "./releases.ts";
 import type { Release, Rollout, RolloutStep } from "./types.ts";
 import { addWebhookEvent } from "./webhooks.ts";
 import { requireTags, requireTime } from "./validate.ts";
@@ -223,35 +223,38 @@ export async function changeRollout(
 
 /** Ends a project's rollout without completing it: everyone keeps the latest. */
 export async function endRollout(store: Store, projectId: number): Promise<Rollout | null> {
-  return await removeRollout(store, projectId, "ended");
-}
-
-async function removeRollout(
-  store: Store,
-  projectId: number,
-  action: "ended" | "completed",
-): Promise<Rollout | null> {
   return await serializedProjectWrite(store, projectId, () =>
     commitChange(store, async () => {
       const entry = await store.kv.get<Rollout>(rolloutKey(projectId));
       const changed = [["latest_release", projectId]] as const;
       const op = changeOp(store, changed).check(entry).delete(rolloutKey(projectId));
-      if (entry.value !== null) addRolloutEvent(op, action, entry.value);
+      if (entry.value !== null) addRolloutEvent(op, "ended", entry.value);
       return { commit: await op.commit(), value: entry.value, changed };
     }));
 }
 
 /**
- * Completes a project's rollout: its release becomes the latest for
- * everyone (the chosen latest when an even newer release is active) and the
- * rollout ends.
+ * Completes a project's rollout in one commit checked against the rollout:
+ * its release becomes the latest for everyone (the chosen latest when an
+ * even newer release is active) and the rollout ends.
  */
 export async function completeRollout(store: Store, projectId: number): Promise<Release> {
-  const rollout = await getRollout(store, projectId);
-  if (rollout === null) throw new NotFoundError("the project has no rollout");
-  const release = await makeReleaseLatest(store, rollout.release_id);
-  await removeRollout(store, projectId, "completed");
-  return release;
+  return await serializedProjectWrite(store, projectId, () =>
+    commitChange(store, async () => {
+      const entry = await store.kv.get<Rollout>(rolloutKey(projectId));
+      if (entry.value === null) throw new NotFoundError("the project has no rollout");
+      const releaseEntry = await store.kv.get<Release>(releaseKey(entry.value.release_id));
+      if (releaseEntry.value === null) throw new NotFoundError("release not found");
+      const write = await planReleaseChange(store, releaseEntry, {
+        state: "active",
+        makeLatest: true,
+        choose: true,
+      });
+      const changed = [["release", releaseEntry.value.id], ["latest_release", projectId]] as const;
+      const op = write(changeOp(store, changed).check(entry)).delete(rolloutKey(projectId));
+      addRolloutEvent(op, "completed", entry.value);
+      return { commit: await op.commit(), value: write.release, changed };
+    }));
 }
 
 /** Every project's rollout record (one per project that has one). */

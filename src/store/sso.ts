@@ -47,6 +47,11 @@ export interface SsoAccount {
 /** A password hash no password matches (`src/lib/passwords.ts` knows no such scheme). */
 const SSO_PASSWORD_HASH = "sso$0$$";
 
+/** Whether an account has a password of its own (not one made at a provider sign-in). */
+export function hasLocalPassword(user: AdminUser): boolean {
+  return user.password_hash !== SSO_PASSWORD_HASH;
+}
+
 const PENDING_TTL_MS = 10 * 60_000;
 
 export async function createSsoPending(
