@@ -10,6 +10,7 @@ import { humanBytes } from "../format.ts";
 import { type ChartRange, DownloadChart } from "./chart.tsx";
 import {
   ActionsCell,
+  Breakable,
   DataTable,
   EditConflictNotice,
   FormErrorSummary,
@@ -239,7 +240,9 @@ function Overview(props: ProjectPageProps) {
                   >
                     <td data-label="Version">
                       <a href={`/admin/releases/${release.id}`}>
-                        <strong>{release.version}</strong>
+                        <strong>
+                          <Breakable text={release.version} />
+                        </strong>
                       </a>
                       {latest && (
                         <>

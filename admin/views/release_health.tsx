@@ -7,7 +7,7 @@
  */
 import type { ReportHour } from "../../src/store/reports.ts";
 import { ChartSvg } from "./chart.tsx";
-import { DataTable, Time } from "./components.tsx";
+import { Breakable, DataTable, Time } from "./components.tsx";
 
 /** One stage of the gated rollout, as the page shows it. */
 export interface StageRow {
@@ -103,7 +103,11 @@ export function ReleaseHealth(props: HealthProps) {
   return (
     <section class="card" id="release-health" aria-labelledby="release-health-title">
       <h2 id="release-health-title">
-        Release health{release !== null && <>{" "}of {release.version}</>}
+        Release health{release !== null && (
+          <>
+            {" "}of <Breakable text={release.version} />
+          </>
+        )}
       </h2>
       {stages.length > 0 && <StagesTable stages={stages} />}
       {release === null

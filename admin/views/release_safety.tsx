@@ -11,6 +11,7 @@ import type { RolloutGateState } from "../../src/store/rollout_gates.ts";
 import type { Rollout } from "../../src/store/types.ts";
 import type { FormError } from "../types.ts";
 import {
+  Breakable,
   CheckboxField,
   DataTable,
   FormErrorSummary,
@@ -219,7 +220,7 @@ function WayBack(
       )}
       {plan !== null && plan.offered
         ? (
-          <div class="actions">
+          <div class="way-back">
             <PostButton
               action={`${base}/rollback`}
               csrfToken={csrfToken}
@@ -227,8 +228,8 @@ function WayBack(
               buttonClass="button button-danger-quiet"
             />
             <p class="hint">
-              Clients are offered {plan.to.version} instead of{" "}
-              {plan.from.version}, marked as a rollback (X-Rolled-Back){running
+              Clients are offered <Breakable text={plan.to.version} /> instead of{" "}
+              <Breakable text={plan.from.version} />, marked as a rollback (X-Rolled-Back){running
                 ? "; its rollout is halted"
                 : ""}.
             </p>
@@ -259,7 +260,9 @@ function ReportsTable({ reports }: { reports: readonly ReleaseReports[] }) {
       >
         {reports.map((row) => (
           <tr data-reports-release-id={String(row.id)}>
-            <td data-label="Release">{row.version}</td>
+            <td data-label="Release">
+              <Breakable text={row.version} />
+            </td>
             <td data-label="Installed" class="num" data-installed>{row.counts.installed}</td>
             <td data-label="Came back" class="num" data-returned>{row.counts.returned}</td>
             <td data-label="Failures" class="num" data-failed>{failuresOf(row.counts)}</td>

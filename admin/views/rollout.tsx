@@ -8,7 +8,14 @@ import type { Release, Rollout } from "../../src/store/types.ts";
 import { ROLLOUT_STEPS_MAX } from "../../src/store/rollouts.ts";
 import { type RolloutValues, scheduleRows } from "../forms_rollout.ts";
 import type { FormError } from "../types.ts";
-import { FieldsetField, FormErrorSummary, InputField, PostButton, Time } from "./components.tsx";
+import {
+  Breakable,
+  FieldsetField,
+  FormErrorSummary,
+  InputField,
+  PostButton,
+  Time,
+} from "./components.tsx";
 import { CsrfInput } from "./layout.tsx";
 
 /** Empty schedule rows the form offers beyond the steps it already has. */
@@ -79,7 +86,9 @@ export function RolloutProgress(
     >
       <p class="rollout-progress-head">
         <span>
-          <strong>{versionOf(versions, rollout.release_id)}</strong>{" "}
+          <strong>
+            <Breakable text={versionOf(versions, rollout.release_id)} />
+          </strong>{" "}
           {rollout.halted ? "halted at" : "reaches"}{" "}
           <strong class="nowrap" data-progress-percentage>{shown}%</strong> of installs
         </span>
