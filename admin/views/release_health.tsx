@@ -262,7 +262,7 @@ function HealthCharts({ release, hours, nowMs, thresholds }: HealthProps) {
         {axis}
       </figure>
       <div class="visually-hidden">
-        <table data-report-hours>
+        <table class="data-table" data-report-hours>
           <caption>Installs and failures of {release?.version} per {unit} (UTC)</caption>
           <thead>
             <tr>
