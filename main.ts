@@ -250,10 +250,11 @@ async function start() {
     onKvError: () => metrics.recordKvError("adoption"),
     newIdsPerDay: config.adoptionNewIdsPerDay,
   });
-  // Install reports likewise (docs/reports.md).
+  // Install reports likewise (docs/reports.md); a batch first writes the sightings it may trust.
   const reports = createReportRecorder(store, {
     onKvError: () => metrics.recordKvError("reports"),
     newIdsPerDay: config.reportsNewPerDay,
+    settle: adoption.settle,
   });
   // Discovery of the OpenID Connect provider (docs/sso.md): one that cannot be reached is a warning
   // and tried again (until it answers or the process exits); sign-in through it waits for it.

@@ -57,6 +57,7 @@ const ROUTE_ROLES: ReadonlyMap<string, readonly AdminRole[]> = new Map([
   ["GET /admin/webhooks", ADMINS],
   ["GET /admin/webhooks/:id", ADMINS],
   ["GET /admin/webhooks/:id/delete", ADMINS],
+  ["GET /admin/webhooks/:id/deliveries/:delivery", ADMINS],
 ]);
 
 /** The roles that may use `route` (`METHOD /admin/path`, as registered). */
@@ -70,4 +71,13 @@ export function refusalFor(role: AdminRole): string {
     ? "Your account is a viewer: it can read these pages but not change anything."
     : "Your account is a publisher: it can work on projects' releases only. " +
       "Ask an admin for anything else.";
+}
+
+/**
+ * Whether `role` may use `route` (`METHOD /admin/path/:param`, as registered): views ask it
+ * before they show a control, so an account sees only what it can use. `requireRole` still
+ * refuses the request itself.
+ */
+export function can(role: AdminRole | undefined, route: string): boolean {
+  return rolesFor(route).includes(role ?? "admin");
 }

@@ -39,6 +39,8 @@ export interface BenchParams {
   /** Size of the download artifact, and the concurrent clients of the second download run. */
   artifactMiB: number;
   downloadClients: number;
+  /** Downloads of each figure of the download scenario, the service's interleaved with nginx's. */
+  downloadRounds: number;
   /** The large data set of the "large" scenario. */
   releases: number;
   keys: number;
@@ -161,6 +163,14 @@ const NUMBERS: Spec[] = [
     fallback: 8,
     integer: true,
     help: "concurrent curl clients of the second download run",
+  },
+  {
+    key: "downloadRounds",
+    flag: "download-rounds",
+    env: "BENCH_DOWNLOAD_ROUNDS",
+    fallback: 5,
+    integer: true,
+    help: "rounds of each download figure, service and nginx interleaved (the median is kept)",
   },
   {
     key: "releases",

@@ -177,14 +177,27 @@ async function seedReleaseSafety(
     }),
     "policy",
   );
+  // Installs report the version they were offered (docs/reports.md "What the gates trust").
+  const offered = new Map<string, string[]>(VERSIONS.map((version) => [version, []]));
+  for (let n = 0; [...offered.values()].some((ids) => ids.length < 6); n++) {
+    assert.ok(n < 2_000, "installs offered each version");
+    const installId = `install-${n}`;
+    const res = await fetch(`${base}/api/v1/projects/${SLUG}/releases/latest`, {
+      headers: { authorization: `Bearer ${secret}`, "x-install-id": installId },
+    });
+    assert.equal(res.status, 200);
+    offered.get((await res.json()).release.version)?.push(installId);
+  }
+  // The answers' sightings are written within a second.
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
   for (const version of VERSIONS) {
-    for (let i = 0; i < 6; i++) {
+    for (const [i, installId] of offered.get(version)!.slice(0, 6).entries()) {
       const res = await fetch(`${base}/reports/v1/projects/${SLUG}`, {
         method: "POST",
         headers: {
           authorization: `Bearer ${secret}`,
           "content-type": "application/json",
-          "x-install-id": `install-${version}-${i}`,
+          "x-install-id": installId,
         },
         body: JSON.stringify(
           i < 2
@@ -449,6 +462,13 @@ Deno.test({
         await open("/admin/publish-tokens", "/admin/publish-tokens", "publish-tokens");
         await open("/admin/webhooks", "/admin/webhooks", "webhooks");
         await open("/admin/webhooks/:id", `/admin/webhooks/${seeded.webhookId}`, "webhook");
+        // A test ping (to a host that cannot be reached) leads to its delivery's page.
+        await Promise.all([
+          page.waitForURL(/\/deliveries\/[0-9a-z]+$/),
+          page.click("#webhook-state button[type=submit]"),
+        ]);
+        visited.add("/admin/webhooks/:id/deliveries/:delivery");
+        await inspect(v, "webhook-delivery");
         await open(
           "/admin/webhooks/:id/delete",
           `/admin/webhooks/${seeded.webhookId}/delete`,

@@ -13,7 +13,15 @@ import { getRolloutGates, setRolloutGates } from "../src/store/rollout_gates.ts"
 import { getRollout, startRollout } from "../src/store/rollouts.ts";
 import { ADMIN_PASSWORD, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { hasChromium, launchBrowser, signIn } from "./browser.ts";
-import { dumpKv, lastAudit, seedKey, seedProject, seedRelease } from "./helpers.ts";
+import {
+  checkIn,
+  dumpKv,
+  idsInRollout,
+  lastAudit,
+  seedKey,
+  seedProject,
+  seedRelease,
+} from "./helpers.ts";
 import { createMetrics } from "../src/lib/metrics.ts";
 import { gateGauges } from "../src/rollouts/gate_metrics.ts";
 
@@ -58,10 +66,13 @@ Deno.test("release safety card: gates, stage figures, halt reason, rollback, pol
   });
 
   await t.step("failures halt it; the card says why and counts them per stage", async () => {
-    for (let i = 0; i < 25; i++) {
+    // Installs the 10% stage reaches, offered 1.1.0 before they report it.
+    const installIds = idsInRollout(v2, { percentage: 10, count: 25 });
+    await checkIn(app, secret, { slug: "app", installIds });
+    for (const [i, installId] of installIds.entries()) {
       const res = await app.request("/reports/v1/projects/app", secret, {
         method: "POST",
-        headers: { "content-type": "application/json", "x-install-id": `i-${i}` },
+        headers: { "content-type": "application/json", "x-install-id": installId },
         body: JSON.stringify(
           i < 5
             ? { event: "crashed", version: "1.1.0", reason: "boom" }
@@ -161,10 +172,12 @@ Deno.test({
         halt_at: 5,
       },
     });
-    for (let i = 0; i < 30; i++) {
+    const installIds = idsInRollout(v2, { percentage: 10, count: 30 });
+    await checkIn(app, secret, { slug: "app", installIds });
+    for (const [i, installId] of installIds.entries()) {
       const res = await app.request("/reports/v1/projects/app", secret, {
         method: "POST",
-        headers: { "content-type": "application/json", "x-install-id": `i-${i}` },
+        headers: { "content-type": "application/json", "x-install-id": installId },
         body: JSON.stringify(
           i < 3
             ? { event: "crashed", version: v2.version, reason: "x".repeat(200) }

@@ -18,6 +18,7 @@ import { createSigningKey, setSigningKeyStatus } from "../src/store/signing_keys
 import type { Release } from "../src/store/types.ts";
 import { createStore, type Store } from "../src/store/store.ts";
 import { createKeyFiles } from "../src/signing/key_files.ts";
+import { rolloutBucket } from "../src/rollouts/membership.ts";
 
 /**
  * A config for tests: the defaults, with a data dir under ./data/test, and
@@ -106,7 +107,10 @@ export async function createTestApp(
   });
   // On the plain KV too; close() waits for its writes.
   const adoption = createAdoptionRecorder(store, { newIdsPerDay: config.adoptionNewIdsPerDay });
-  const reports = createReportRecorder(store, { newIdsPerDay: config.reportsNewPerDay });
+  const reports = createReportRecorder(store, {
+    newIdsPerDay: config.reportsNewPerDay,
+    settle: adoption.settle,
+  });
   const app = createApp({
     signer,
     adoption,
@@ -343,4 +347,41 @@ export async function seedRangeDownload(app: TestApp) {
   });
   const { secret } = await seedKey(app);
   return { project, bytes, release, etag: `"${release.checksum_sha256}"`, secret };
+}
+
+/**
+ * `count` install ids `${prefix}N` that the rollout of `release` at
+ * `percentage` reaches (their bucket is inside it: src/rollouts/membership.ts).
+ */
+export function idsInRollout(
+  release: Release,
+  { percentage, count, prefix = "i-" }: { percentage: number; count: number; prefix?: string },
+): string[] {
+  const ids: string[] = [];
+  for (let i = 0; ids.length < count; i++) {
+    if (rolloutBucket(release.id, `install:${prefix}${i}`) < percentage * 100) {
+      ids.push(`${prefix}${i}`);
+    }
+  }
+  return ids;
+}
+
+/**
+ * Each of `installIds` checks for the latest release of project `slug` once
+ * and the sightings are written: the service has then offered each the
+ * release it answered, and their reports of it count (docs/reports.md
+ * "What the gates trust").
+ */
+export async function checkIn(
+  t: TestApp,
+  secret: string,
+  { slug, installIds }: { slug: string; installIds: readonly string[] },
+): Promise<void> {
+  for (const installId of installIds) {
+    const res = await t.request(`/api/v1/projects/${slug}/releases/latest`, secret, {
+      headers: { "x-install-id": installId },
+    });
+    await res.body?.cancel();
+  }
+  await t.adoption.flush();
 }

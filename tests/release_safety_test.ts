@@ -117,6 +117,9 @@ async function checkRound(
       });
     }));
   }
+  // The answers first: a report counts once the sighting of its answer is written, on any
+  // instance (docs/reports.md "What the gates trust").
+  for (const app of f.apps) await app.adoption.flush();
   for (const app of f.apps) await app.reports.flush();
   return moved;
 }

@@ -1,7 +1,8 @@
 /**
  * Install reports (docs/reports.md): the route's checks and errors, counting
- * once per install id, release and kind, the reference client's calls, and
- * a flood of invented install ids staying within the documented bound.
+ * once per install id, release and kind, the reference client's calls, a
+ * flood of invented install ids counting nothing and staying within the
+ * documented bound, and the cap of report markers per client address.
  */
 import assert from "node:assert/strict";
 import { sendReport } from "../client/update_client.ts";
@@ -11,7 +12,16 @@ import {
   getReportReasons,
   getReportSeries,
 } from "../src/store/reports.ts";
-import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import { setCacheRefreshMs } from "../src/store/cache.ts";
+import { makeReleaseLatest } from "../src/store/releases.ts";
+import {
+  checkIn,
+  createTestApp,
+  seedKey,
+  seedProject,
+  seedRelease,
+  type TestApp,
+} from "./helpers.ts";
 
 function post(t: TestApp, secret: string | undefined, body: unknown, headers = {}) {
   return t.request("/reports/v1/projects/app", secret, {
@@ -121,6 +131,8 @@ Deno.test("install reports: checks, errors and counting", async (t) => {
   });
 
   await t.step("an install counts once per release and kind, whoever sends it again", async () => {
+    // Offered 1.1.0 (the latest) first: a report counts only from an install offered it.
+    await checkIn(app, secret, { slug: "app", installIds: ["install-1"] });
     for (const key of [secret, other, secret]) {
       await (await post(app, key, { event: "installed", version: "1.1.0" })).body?.cancel();
     }
@@ -148,6 +160,7 @@ Deno.test("install reports: checks, errors and counting", async (t) => {
   await t.step("a release's longest version can be reported", async () => {
     const long = "2.".padEnd(128, "0");
     const release = await seedRelease(app, project.id, long);
+    await checkIn(app, secret, { slug: "app", installIds: ["install-1"] });
     const res = await post(app, secret, { event: "installed", version: long });
     assert.equal(res.status, 202, JSON.stringify(await res.json()));
     await app.reports.flush();
@@ -157,6 +170,12 @@ Deno.test("install reports: checks, errors and counting", async (t) => {
   });
 
   await t.step("the reference client's report calls; coming back counts as returned", async () => {
+    // Offered 1.1.0, then 1.0.0 (as after a rollback).
+    setCacheRefreshMs(app.store, 0);
+    for (const release of [v2, v1]) {
+      await makeReleaseLatest(app.store, release.id);
+      await checkIn(app, secret, { slug: "app", installIds: ["install-2"] });
+    }
     const client = clientOf(app, secret, "install-2");
     assert.equal(
       await sendReport(client, { project: "app", event: "installed", version: "1.1.0" }),
@@ -196,24 +215,32 @@ Deno.test("install reports: checks, errors and counting", async (t) => {
   });
 });
 
-Deno.test("a flood of 100,000 invented install ids stays within the documented bound", async () => {
-  const cap = 200;
-  await using app = await createTestApp({ reportsNewPerDay: cap });
+Deno.test("a flood of 20,000 invented install ids counts nothing and stays within the documented bound", async () => {
+  await using app = await createTestApp();
   const project = await seedProject(app, { slug: "app" });
   const release = await seedRelease(app, project.id, "1.0.0");
   const { secret: shipped } = await seedKey(app);
   const { secret: flooder } = await seedKey(app);
-  // Real installs on their own key.
+  // Real installs, offered the release, each from its own address.
   for (let i = 0; i < 50; i++) {
-    await (await post(app, shipped, { event: "installed", version: "1.0.0" }, {
-      "x-install-id": `real-${i}`,
+    const address = `10.0.0.${i}`;
+    const headers = { "x-install-id": `real-${i}` };
+    const check = await app.requestFrom(address, "/api/v1/projects/app/releases/latest", shipped, {
+      headers,
+    });
+    await check.body?.cancel();
+    await app.adoption.flush();
+    await (await app.requestFrom(address, "/reports/v1/projects/app", shipped, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json" },
+      body: JSON.stringify({ event: "installed", version: "1.0.0" }),
     })).body?.cancel();
   }
   await app.reports.flush();
   const before = await getReportCounts(app.store, release.id);
   assert.equal(before.installed, 50);
 
-  const flood = 100_000;
+  const flood = 20_000;
   for (let i = 0; i < flood; i += 500) {
     await Promise.all(
       Array.from({ length: 500 }, async (_, j) => {
@@ -227,12 +254,39 @@ Deno.test("a flood of 100,000 invented install ids stays within the documented b
   }
   await app.reports.flush();
   const after = await getReportCounts(app.store, release.id);
-  // Real installs' figures unchanged; the flood counted exactly only up to the cap.
+  // Never offered the release: not one of them counts.
   assert.equal(after.installed, 50);
-  assert.equal(after.crash, cap);
-  // The bound: markers ≤ cap per key and day (+ the real ones), one sketch per release, kind, day.
-  assert.equal(await countEntries(app.kv, "report_marker"), 50 + cap);
+  assert.equal(after.crash, 0);
+  // The bound: no marker for the flood, one sketch per release, kind and day.
+  assert.equal(await countEntries(app.kv, "report_marker"), 50);
   assert.equal(await countEntries(app.kv, "report_sketch"), 1);
   const estimate = (await getReportEstimates(app.store, release.id)).crash;
-  assert.ok(Math.abs(estimate - (flood - cap)) < 0.05 * flood, `estimate ${estimate}`);
+  assert.ok(Math.abs(estimate - flood) < 0.05 * flood, `estimate ${estimate}`);
+});
+
+Deno.test("report markers are capped per client address and day", async () => {
+  const cap = 20;
+  await using app = await createTestApp({ reportsNewPerDay: cap });
+  const project = await seedProject(app, { slug: "app" });
+  const release = await seedRelease(app, project.id, "1.0.0");
+  const { secret } = await seedKey(app);
+  const installIds = Array.from({ length: 50 }, (_, i) => `shared-${i}`);
+  await checkIn(app, secret, { slug: "app", installIds });
+  // 50 offered installs behind one address: the cap's worth count, the rest are estimated.
+  for (const installId of installIds) {
+    await (await post(app, secret, { event: "installed", version: "1.0.0" }, {
+      "x-install-id": installId,
+    })).body?.cancel();
+  }
+  await app.reports.flush();
+  assert.equal((await getReportCounts(app.store, release.id)).installed, cap);
+  // Another address has a cap of its own.
+  const res = await app.requestFrom("192.0.2.7", "/reports/v1/projects/app", secret, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-install-id": "shared-49" },
+    body: JSON.stringify({ event: "installed", version: "1.0.0" }),
+  });
+  await res.body?.cancel();
+  await app.reports.flush();
+  assert.equal((await getReportCounts(app.store, release.id)).installed, cap + 1);
 });

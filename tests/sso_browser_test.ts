@@ -92,13 +92,42 @@ Deno.test({
       const page = await browser!.newPage();
       await signInThroughProvider(page, base, "nobody");
       const text = await page.textContent("main") ?? "";
-      assert.match(text, /Sign-in refused/);
+      assert.match(text, /You cannot sign in here/);
       assert.match(text, /"nobody" at Test IdP is in no group that gives a role here/);
+      assert.doesNotMatch(text, /APP_OIDC/);
       await screenshot(page, "sso-refused");
       const res = await page.goto(`${base}/admin`);
       assert.equal(page.url(), `${base}/admin/login`, String(res?.status()));
       await page.close();
     });
+
+    await t.step(
+      "after a refusal, signing out at the provider lets another person in",
+      async () => {
+        const page = await browser!.newPage();
+        await signInThroughProvider(page, base, "nobody");
+        // Signing in again straight away comes back to the refusal: the provider's session is open.
+        await page.goto(`${base}/admin/login`);
+        await Promise.all([
+          page.waitForURL(`${base}/admin/login/sso/callback**`),
+          page.click("text=Sign in with Test IdP"),
+        ]);
+        assert.match(await page.textContent("h1") ?? "", /You cannot sign in here/);
+        await page.click("[data-provider-sign-out]");
+        await page.waitForURL(`${provider.issuer}/**`, { waitUntil: "commit" });
+        await Promise.all([
+          page.waitForURL(`${base}/admin/login`, { waitUntil: "domcontentloaded" }),
+          page.click("button[name=logout][value=yes]"),
+        ]);
+        await page.click("text=Sign in with Test IdP");
+        await page.waitForSelector("input[name=login]");
+        await page.fill("input[name=login]", "alice");
+        await page.fill("input[name=password]", "any password");
+        await Promise.all([page.waitForURL(`${base}/admin`), page.click("button[type=submit]")]);
+        assert.match(await page.textContent("header") ?? "", /alice/);
+        await page.close();
+      },
+    );
 
     await t.step(
       "a group removed at the provider ends the session after the interval",

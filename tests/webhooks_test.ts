@@ -323,7 +323,13 @@ Deno.test("a delivery connects to the address the check resolved", async (t) => 
     });
     try {
       const result = await attempt(`http://hook.example.test:${server.addr.port}/hook`);
-      assert.deepEqual(result, { ok: true, status: 204, error: null, permanent: false });
+      assert.deepEqual(result, {
+        ok: true,
+        status: 204,
+        error: null,
+        permanent: false,
+        answer: "",
+      });
       assert.deepEqual(hosts, [`hook.example.test:${server.addr.port}`]);
     } finally {
       await server.shutdown();
@@ -351,6 +357,7 @@ Deno.test("a delivery connects to the address the check resolved", async (t) => 
           status: 200,
           error: null,
           permanent: false,
+          answer: "",
         });
         const untrusted = await attempt(url);
         assert.equal(untrusted.ok, false, "a certificate no root vouches for is refused");
@@ -368,6 +375,23 @@ Deno.test("a delivery connects to the address the check resolved", async (t) => 
         await server.shutdown();
       }
     },
+  });
+
+  await t.step("the start of the answer's body is kept, at most 1 KiB", async () => {
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      () => new Response("é".repeat(600) + "end", { status: 503 }),
+    );
+    try {
+      const result = await attempt(`http://hook.example.test:${server.addr.port}/hook`);
+      assert.equal(result.status, 503);
+      assert.equal(result.error, "the receiver answered 503");
+      assert.equal(new TextEncoder().encode(result.answer!).length <= 1024 + 3, true);
+      assert.ok(result.answer!.startsWith("é".repeat(500)));
+      assert.ok(!result.answer!.includes("end"));
+    } finally {
+      await server.shutdown();
+    }
   });
 
   await t.step("a receiver that does not answer in time fails the attempt", async () => {
@@ -392,6 +416,7 @@ Deno.test("a delivery connects to the address the check resolved", async (t) => 
         status: null,
         error: "no answer in 300 ms",
         permanent: false,
+        answer: null,
       });
     } finally {
       silent.close();

@@ -12,6 +12,7 @@ import { searchAuditEntries } from "../../src/store/audit_search.ts";
 import { getDeletedApiKeys } from "../../src/store/deletes.ts";
 import { getProjectsByIds } from "../../src/store/projects.ts";
 import { getDailyDownloads, getTopKeys, listRecentReleases } from "../../src/store/stats.ts";
+import { needsAttention } from "../attention.ts";
 import { pageContext } from "../context.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 import { AuditPage } from "../views/audit.tsx";
@@ -30,13 +31,14 @@ const EXPIRED_COUNTED = 1_000;
 export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   admin.get("/", async (c) => {
     const days = chartRange(c.req.query("days"));
-    const [counts, expired, recent, series, topKeys, storage] = await Promise.all([
+    const [counts, expired, recent, series, topKeys, storage, attention] = await Promise.all([
       getCounts(c.var.store),
       countExpiredEnabledKeys(c.var.store, { now: new Date().toISOString(), cap: EXPIRED_COUNTED }),
       listRecentReleases(c.var.store, 10),
       getDailyDownloads(c.var.store, ["all"], { days }),
       getTopKeys(c.var.store, { limit: TOP_KEYS, maxAgeMs: TOP_KEYS_MAX_AGE_MS }),
       getStorageByProject(c.var.store, { limit: STORAGE_PROJECTS }),
+      needsAttention(c.var.store, { role: c.get("role"), nowMs: Date.now() }),
     ]);
     const projectIds = [
       ...new Set([
@@ -62,6 +64,7 @@ export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): voi
       <DashboardPage
         ctx={pageContext(c, deps)}
         data={{
+          attention,
           projects: { active: p.active ?? 0, archived: p.archived ?? 0 },
           releases: (r.active ?? 0) + (r.archived ?? 0),
           apiKeys: {

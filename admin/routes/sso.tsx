@@ -6,7 +6,12 @@
  */
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import { describeProviderError, type SsoService, type SsoSignedIn } from "../../src/sso/mod.ts";
+import {
+  describeProviderError,
+  type SsoRefused,
+  type SsoService,
+  type SsoSignedIn,
+} from "../../src/sso/mod.ts";
 import { createAdminSession, deleteAdminSession } from "../../src/store/sessions.ts";
 import { deleteSsoSession } from "../../src/store/sso.ts";
 import { accountTarget } from "../accounts.ts";
@@ -76,18 +81,27 @@ export function addSsoRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   const { config } = deps;
   const providerName = sso.settings.providerName;
 
-  function refusedPage(
+  /** What the person is told, in plain words; the details went to the log and the audit. */
+  async function refusedPage(
     c: Context<AdminEnv>,
-    { status, message }: { status: 400 | 403 | 502; message: string },
+    refusal: Pick<SsoRefused, "status" | "kind" | "shown" | "idToken">,
   ) {
+    // After a refusal the provider's session is still open: signing out there first lets
+    // another person sign in (a plain "sign in again" would come back to this page).
+    const signOutUrl = refusal.kind === "refused"
+      ? await sso!.endSessionUrl(refusal.idToken, `${config.baseUrl}/admin/login`)
+      : null;
     return c.html(
       <SsoRefusedPage
         ctx={pageContext(c, deps)}
-        status={status}
-        message={message}
+        status={refusal.status}
+        kind={refusal.kind}
+        shown={refusal.shown}
         providerName={providerName}
+        signOutUrl={signOutUrl?.href ?? null}
+        passwords={sso!.settings.localPasswords}
       />,
-      status,
+      refusal.status,
     );
   }
 
@@ -99,9 +113,10 @@ export function addSsoRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
       deps.logger?.event("warn", "OpenID Connect sign-in could not start", {
         error: describeProviderError(error).message,
       });
-      return refusedPage(c, {
+      return await refusedPage(c, {
         status: 502,
-        message: `${providerName} cannot be reached just now, so signing in through it is not ` +
+        kind: "unreachable",
+        shown: `${providerName} cannot be reached just now, so signing in through it is not ` +
           `possible. Try again in a while${
             sso.settings.localPasswords ? " or sign in with a password" : ""
           }.`,
@@ -125,6 +140,11 @@ export function addSsoRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
     deleteCookie(c, STATE_COOKIE, { path: STATE_COOKIE_PATH, secure: config.https });
     const result = await sso.finish(currentUrl, browserState);
     if (!result.ok) {
+      deps.logger?.event("warn", "OpenID Connect sign-in refused", {
+        status: result.status,
+        identity: result.identity,
+        reason: result.message,
+      });
       await audit(c, deps, {
         action: "auth.sign_in_refused",
         target: result.identity === undefined ? "-" : accountTarget(result.identity),
@@ -132,7 +152,7 @@ export function addSsoRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
           `OpenID Connect provider ${providerName} (${sso.settings.issuer}): ${result.message}`,
         actor: result.identity ?? "-",
       });
-      return refusedPage(c, result);
+      return await refusedPage(c, result);
     }
     await startSession(c, deps, { sso, signedIn: result });
     return c.redirect("/admin", 303);
@@ -196,7 +216,7 @@ export function requireSsoCheck(deps: ServiceDeps): MiddlewareHandler<AdminEnv> 
     return redirectWithFlash(c, deps, {
       location: "/admin/login",
       kind: "error",
-      text: `You were signed out: ${outcome.reason}`,
+      text: `You were signed out: ${outcome.shown ?? outcome.reason}`,
     });
   };
 }

@@ -5,17 +5,28 @@ import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
 import {
   createWebhookEndpoint,
   deleteWebhookEndpoint,
+  getWebhookDelivery,
   getWebhookEndpoint,
   listWebhookDeliveries,
+  listWebhookEndpointHealth,
   listWebhookEndpoints,
+  newWebhookId,
+  recordWebhookTest,
   replaceWebhookSecret,
   resendWebhookDelivery,
+  signingSecretsOf,
+  updateWebhookEndpoint,
+  type WebhookEndpoint,
+  webhookTestBody,
 } from "../../src/store/webhooks.ts";
+import { WEBHOOK_TEST_EVENT } from "../../src/webhooks/events.ts";
+import { attemptDelivery } from "../../src/webhooks/send.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf } from "../forms.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import {
   WebhookDeletePage,
+  WebhookDeliveryPage,
   type WebhookFormValues,
   WebhookPage,
   WebhookSecretPage,
@@ -43,14 +54,40 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     values: WebhookFormValues,
     error: FormError | null = null,
   ) {
+    const [endpoints, health] = await Promise.all([
+      listWebhookEndpoints(c.var.store),
+      listWebhookEndpointHealth(c.var.store),
+    ]);
     return c.html(
       <WebhooksPage
         ctx={pageContext(c, deps)}
-        endpoints={await listWebhookEndpoints(c.var.store)}
+        endpoints={endpoints}
+        health={health}
         values={values}
         error={error}
       />,
       error ? 400 : 200,
+    );
+  }
+
+  async function renderEndpoint(
+    c: Context<AdminEnv>,
+    endpoint: WebhookEndpoint,
+    edit: { values: WebhookFormValues; error: FormError } | null = null,
+  ) {
+    const [deliveries, health] = await Promise.all([
+      listWebhookDeliveries(c.var.store, endpoint.id),
+      listWebhookEndpointHealth(c.var.store),
+    ]);
+    return c.html(
+      <WebhookPage
+        ctx={pageContext(c, deps)}
+        endpoint={endpoint}
+        deliveries={deliveries}
+        health={health.get(endpoint.id) ?? null}
+        edit={edit}
+      />,
+      edit ? 400 : 200,
     );
   }
 
@@ -107,13 +144,84 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   });
 
   admin.get("/webhooks/:id", async (c) => {
+    return await renderEndpoint(c, await endpointOr404(c.req.param("id")));
+  });
+
+  // The endpoint's URL and events (its secret and delivery log stay).
+  admin.post("/webhooks/:id", async (c) => {
+    const found = await endpointOr404(c.req.param("id"));
+    const form = c.get("form");
+    const values = { url: field(form, "url"), events: form["events"] ?? [] };
+    let changed;
+    try {
+      changed = await updateWebhookEndpoint(c.var.store, found.id, values);
+    } catch (error) {
+      if (error instanceof NotFoundError) {
+        throw new HTTPException(404, { message: `There is no webhook endpoint ${found.id}.` });
+      }
+      if (!(error instanceof ValidationError)) throw error;
+      return await renderEndpoint(c, found, { values, error: formErrorOf(error) });
+    }
+    const { before, after } = changed;
+    await audit(c, deps, {
+      action: "webhook.update",
+      target: `webhook ${after.id}`,
+      details: `url ${auditedUrl(before.url)} -> ${auditedUrl(after.url)}; ` +
+        `events ${before.events.join(",")} -> ${after.events.join(",")}`,
+    });
+    return redirectWithFlash(c, deps, {
+      location: `/admin/webhooks/${after.id}`,
+      kind: "success",
+      text: "The endpoint's URL and events were saved.",
+    });
+  });
+
+  // A test ping: a signed webhook.test event sent now, through the same address guard.
+  admin.post("/webhooks/:id/test", async (c) => {
     const endpoint = await endpointOr404(c.req.param("id"));
+    const deliveryId = newWebhookId();
+    const body = webhookTestBody(endpoint, c.get("session").username);
+    const outcome = await attemptDelivery({
+      url: endpoint.url,
+      secrets: signingSecretsOf(endpoint, Date.now()),
+      deliveryId,
+      event: WEBHOOK_TEST_EVENT,
+      body,
+      allowPrivate: deps.config.webhooksAllowPrivate,
+      timeoutMs: deps.config.webhooksTimeoutSeconds * 1000,
+    });
+    const delivery = await recordWebhookTest(c.var.store, {
+      endpointId: endpoint.id,
+      deliveryId,
+      body,
+      outcome,
+    });
+    await audit(c, deps, {
+      action: "webhook.test",
+      target: `webhook ${endpoint.id}`,
+      details: `delivery ${delivery.id}: ` +
+        (outcome.ok ? `answered ${outcome.status}` : outcome.error ?? "failed"),
+    });
+    return redirectWithFlash(c, deps, {
+      location: `/admin/webhooks/${endpoint.id}/deliveries/${delivery.id}`,
+      kind: outcome.ok ? "success" : "error",
+      text: outcome.ok
+        ? `The test ping was delivered: the receiver answered ${outcome.status}.`
+        : `The test ping failed: ${outcome.error}.`,
+    });
+  });
+
+  admin.get("/webhooks/:id/deliveries/:delivery", async (c) => {
+    const endpoint = await endpointOr404(c.req.param("id"));
+    const deliveryId = c.req.param("delivery");
+    const delivery = ID_PATTERN.test(deliveryId)
+      ? await getWebhookDelivery(c.var.store, { endpointId: endpoint.id, deliveryId })
+      : null;
+    if (delivery === null) {
+      throw new HTTPException(404, { message: `There is no delivery ${deliveryId}.` });
+    }
     return c.html(
-      <WebhookPage
-        ctx={pageContext(c, deps)}
-        endpoint={endpoint}
-        deliveries={await listWebhookDeliveries(c.var.store, endpoint.id)}
-      />,
+      <WebhookDeliveryPage ctx={pageContext(c, deps)} endpoint={endpoint} delivery={delivery} />,
     );
   });
 

@@ -5,7 +5,7 @@ import type { ApiKeyFormValues } from "../forms_api_key.ts";
 import type { FormError } from "../types.ts";
 import { keyRolloutTags } from "../../src/store/access.ts";
 import { KeyForm, SCOPE_LABELS } from "./api_keys.tsx";
-import { EditConflictNotice, PageHead, StateBadge, TagList, Time } from "./components.tsx";
+import { EditConflictNotice, IfCan, PageHead, StateBadge, TagList, Time } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 
 export interface ApiKeyPageProps {
@@ -70,26 +70,30 @@ export function ApiKeyPage(props: ApiKeyPageProps) {
           <dd>{conflict.apiKey.expires_at ?? "never"}</dd>
         </EditConflictNotice>
       )}
-      <KeyForm
-        ctx={ctx}
-        knownTags={props.knownTags}
-        values={props.values}
-        error={props.error}
-        open
-        edit={{ action: `/admin/api-keys/${apiKey.id}`, version: props.version }}
-      />
-      <section class="card danger-zone" id="delete" aria-labelledby="delete-title">
-        <h2 id="delete-title">Delete this key</h2>
-        <p class="hint">
-          Clients using it are refused at once. The key leaves the list; its id, name and prefix
-          stay in the audit log and in the download statistics. To stop it for a while, disable it
-          instead.
-        </p>
-        <form method="post" action={`/admin/api-keys/${apiKey.id}/delete`}>
-          <CsrfInput token={ctx.csrfToken} />
-          <button type="submit" class="button button-danger">Delete key</button>
-        </form>
-      </section>
+      <IfCan ctx={ctx} route="POST /admin/api-keys/:id">
+        <KeyForm
+          ctx={ctx}
+          knownTags={props.knownTags}
+          values={props.values}
+          error={props.error}
+          open
+          edit={{ action: `/admin/api-keys/${apiKey.id}`, version: props.version }}
+        />
+      </IfCan>
+      <IfCan ctx={ctx} route="POST /admin/api-keys/:id/delete">
+        <section class="card danger-zone" id="delete" aria-labelledby="delete-title">
+          <h2 id="delete-title">Delete this key</h2>
+          <p class="hint">
+            Clients using it are refused at once. The key leaves the list; its id, name and prefix
+            stay in the audit log and in the download statistics. To stop it for a while, disable it
+            instead.
+          </p>
+          <form method="post" action={`/admin/api-keys/${apiKey.id}/delete`}>
+            <CsrfInput token={ctx.csrfToken} />
+            <button type="submit" class="button button-danger">Delete key</button>
+          </form>
+        </section>
+      </IfCan>
     </Layout>
   );
 }

@@ -11,6 +11,7 @@ import {
   FieldError,
   FieldsetField,
   FormErrorSummary,
+  IfCan,
   InputField,
   invalidProps,
   ListPager,
@@ -22,6 +23,7 @@ import {
   TagList,
   Time,
 } from "./components.tsx";
+import { can } from "../roles.ts";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { TEXT_FIELDS } from "./text_fields.ts";
 
@@ -85,13 +87,15 @@ export function ApiKeysPage(
   return (
     <Layout ctx={ctx} title="API keys" nav="api-keys">
       <PageHead title="API keys" />
-      <KeyForm
-        ctx={ctx}
-        knownTags={knownTags}
-        values={values}
-        error={error}
-        open={openForm || !!error || total === 0}
-      />
+      <IfCan ctx={ctx} route="POST /admin/api-keys">
+        <KeyForm
+          ctx={ctx}
+          knownTags={knownTags}
+          values={values}
+          error={error}
+          open={openForm || !!error || total === 0}
+        />
+      </IfCan>
       <section class="card" id="key-list" aria-labelledby="key-list-title">
         <h2 id="key-list-title">All keys</h2>
         <p class="hint">
@@ -139,12 +143,16 @@ export function ApiKeysPage(
                     <Time iso={key.last_used_at} />
                   </td>
                   <ActionsCell>
-                    <a class="button button-small" href={`/admin/api-keys/${key.id}`}>Edit</a>
-                    <PostButton
-                      action={`/admin/api-keys/${key.id}/${key.active ? "disable" : "enable"}`}
-                      csrfToken={ctx.csrfToken}
-                      label={key.active ? "Disable" : "Enable"}
-                    />
+                    <a class="button button-small" href={`/admin/api-keys/${key.id}`}>
+                      {can(ctx.role, "POST /admin/api-keys/:id") ? "Edit" : "Open"}
+                    </a>
+                    <IfCan ctx={ctx} route="POST /admin/api-keys/:id/disable">
+                      <PostButton
+                        action={`/admin/api-keys/${key.id}/${key.active ? "disable" : "enable"}`}
+                        csrfToken={ctx.csrfToken}
+                        label={key.active ? "Disable" : "Enable"}
+                      />
+                    </IfCan>
                   </ActionsCell>
                 </tr>
               );

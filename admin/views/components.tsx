@@ -3,6 +3,7 @@ import type { Child, JSX } from "hono/jsx";
 import { shortTime } from "../format.ts";
 import { type ListPage, pageSummary, SEARCH_MAX_LENGTH } from "../listing.ts";
 import type { FormError } from "../types.ts";
+import { can } from "../roles.ts";
 import { CsrfInput, Layout, type NavItem, type PageContext } from "./layout.tsx";
 
 /**
@@ -310,6 +311,16 @@ export function Time({ iso }: { iso: string | null | undefined }) {
       <span class="nowrap">{text.slice(space + 1)}</span>
     </time>
   );
+}
+
+/**
+ * Its children only when the signed-in account's role may use `route` (`METHOD /admin/path`, as
+ * registered; admin/roles.ts `can`): a control nobody can use is not shown.
+ */
+export function IfCan(
+  { ctx, route, children }: { ctx: PageContext; route: string; children: Child },
+) {
+  return can(ctx.role, route) ? <>{children}</> : null;
 }
 
 export function StateBadge({ state }: { state: string }) {

@@ -1,3 +1,5 @@
+import type { AttentionItem } from "../attention.ts";
+import { can } from "../roles.ts";
 import type { DailyDownloads } from "../../src/store/stats.ts";
 import type { ApiKey, Project, Release } from "../../src/store/types.ts";
 import { type ChartRange, DownloadChart } from "./chart.tsx";
@@ -9,6 +11,8 @@ import { MissingKeyFilesNotice } from "./missing_key_files.tsx";
 import type { MissingKeyNotice } from "../../src/signing/key_file_check.ts";
 
 export interface DashboardData {
+  /** What needs someone now (attention.ts), for the signed-in account's role. */
+  attention: AttentionItem[];
   projects: { active: number; archived: number };
   releases: number;
   /** `activeAtMost`: more keys expired than were counted, so `active` is an upper bound. */
@@ -29,6 +33,7 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
     <Layout ctx={ctx} title="Dashboard" nav="dashboard">
       <MissingKeyFilesNotice notices={data.missingKeyFiles} />
       <h1>Dashboard</h1>
+      <AttentionList items={data.attention} />
       <ul class="stats" aria-label="Totals">
         <li class="stat">
           <a href="/admin/projects">
@@ -59,16 +64,25 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
       <section class="card">
         <h2>Quick links</h2>
         <ul class="quick-links">
+          {can(ctx.role, "POST /admin/projects") && (
+            <li>
+              <a class="button button-primary" href="/admin/projects?new=1#new-project">
+                New project
+              </a>
+            </li>
+          )}
+          {can(ctx.role, "POST /admin/projects/:slug/releases") && (
+            <li>
+              <a class="button" href="/admin/upload">Upload a release</a>
+            </li>
+          )}
+          {can(ctx.role, "POST /admin/api-keys") && (
+            <li>
+              <a class="button" href="/admin/api-keys?new=1#new-key">New API key</a>
+            </li>
+          )}
           <li>
-            <a class="button button-primary" href="/admin/projects?new=1#new-project">
-              New project
-            </a>
-          </li>
-          <li>
-            <a class="button" href="/admin/upload">Upload a release</a>
-          </li>
-          <li>
-            <a class="button" href="/admin/api-keys?new=1#new-key">New API key</a>
+            <a class="button" href="/admin/projects">Projects</a>
           </li>
           <li>
             <a class="button" href="/admin/audit">Audit log</a>
@@ -124,7 +138,11 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
               <tr data-storage-project={project?.slug ?? ""} data-bytes={bytes}>
                 <td data-label="Project">
                   {project
-                    ? <a href={`/admin/projects/${project.slug}#retention`}>{project.name}</a>
+                    ? (
+                      <a href={`/admin/projects/${project.slug}/settings#retention`}>
+                        {project.name}
+                      </a>
+                    )
                     : <span class="muted">unknown</span>}
                 </td>
                 <td data-label="Files">{humanBytes(bytes)}</td>
@@ -170,4 +188,36 @@ function NoTopKeys({ chart }: { chart: DailyDownloads[] }) {
       </p>
     )
     : <p class="muted" data-top-keys="none">No downloads yet.</p>;
+}
+
+/**
+ * What needs someone, one line each with the page to act on (attention.ts); "Nothing needs you"
+ * when the list is empty.
+ */
+function AttentionList({ items }: { items: readonly AttentionItem[] }) {
+  return (
+    <section
+      class="card attention"
+      id="attention"
+      aria-labelledby="attention-title"
+      data-attention-count={items.length}
+    >
+      <h2 id="attention-title">Needs attention</h2>
+      {items.length === 0
+        ? <p class="muted" data-attention="none">Nothing needs you right now.</p>
+        : (
+          <ul class="attention-list">
+            {items.map((item) => (
+              <li class={`attention-item attention-${item.severity}`} data-attention={item.kind}>
+                <span class={`badge badge-attention-${item.severity}`}>{item.label}</span>
+                <a href={item.href} class="attention-subject" title={item.subject}>
+                  {item.subject}
+                </a>
+                <span class="attention-detail" title={item.detail}>{item.detail}</span>
+              </li>
+            ))}
+          </ul>
+        )}
+    </section>
+  );
 }

@@ -91,10 +91,15 @@ export function Layout(
                   <a
                     href="/admin/account/password"
                     aria-current={nav === "account" ? "page" : undefined}
-                    title="Change password"
+                    title={`Signed in as ${ctx.username} (${ctx.role ?? "admin"}): change password`}
+                    class="user-name"
+                    data-signed-in={ctx.username}
                   >
-                    {ctx.username}
+                    <span class="visually-hidden">Signed in as</span> {ctx.username}
                   </a>
+                  <span class="badge role-badge" data-role={ctx.role ?? "admin"}>
+                    {ctx.role ?? "admin"}
+                  </span>
                   <form method="post" action="/admin/logout" class="inline-form">
                     <CsrfInput token={ctx.csrfToken} />
                     <button type="submit" class="button button-small button-quiet">Sign out</button>

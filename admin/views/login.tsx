@@ -27,14 +27,28 @@ export function LoginPage(
         <h1>Sign in</h1>
         {error && <div class="flash flash-error" role="alert" data-form-error>{error}</div>}
         {choices.providerName !== undefined && <SsoButton providerName={choices.providerName} />}
+        {choices.providerName !== undefined && choices.passwordForm && (
+          <p class="or-divider" data-sign-in-or>
+            <span>or with a password</span>
+          </p>
+        )}
         {choices.note && <p class="muted" data-break-glass>{choices.note}</p>}
-        {choices.passwordForm && <PasswordForm csrfToken={csrfToken} username={username} />}
+        {choices.passwordForm && (
+          <PasswordForm
+            csrfToken={csrfToken}
+            username={username}
+            secondary={choices.providerName !== undefined}
+          />
+        )}
       </section>
     </Layout>
   );
 }
 
-function PasswordForm({ csrfToken, username }: { csrfToken: string; username?: string }) {
+/** The password form; `secondary` beside the provider's button (which is the first choice). */
+function PasswordForm(
+  { csrfToken, username, secondary }: { csrfToken: string; username?: string; secondary: boolean },
+) {
   return (
     <form method="post" action="/admin/login" class="stack">
       <CsrfInput token={csrfToken} />
@@ -47,7 +61,7 @@ function PasswordForm({ csrfToken, username }: { csrfToken: string; username?: s
         autocapitalize="none"
         spellcheck={false}
         required
-        autofocus={!username}
+        autofocus={!username && !secondary}
       />
       <InputField
         id="password"
@@ -58,7 +72,9 @@ function PasswordForm({ csrfToken, username }: { csrfToken: string; username?: s
         required
         autofocus={!!username}
       />
-      <button type="submit" class="button button-primary">Sign in</button>
+      <button type="submit" class={secondary ? "button" : "button button-primary"}>
+        Sign in{secondary ? " with password" : ""}
+      </button>
     </form>
   );
 }

@@ -14,6 +14,7 @@ import {
   DataTable,
   EditConflictNotice,
   FormErrorSummary,
+  IfCan,
   InputField,
   ListPager,
   PageHead,
@@ -23,6 +24,7 @@ import {
   TagList,
   Time,
 } from "./components.tsx";
+import { can } from "../roles.ts";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { ProjectFields } from "./project_fields.tsx";
 import { RetentionCard, type RetentionCardProps } from "./retention.tsx";
@@ -154,7 +156,9 @@ export function ProjectPage(props: ProjectPageProps) {
       {tab === "releases" && (
         <>
           <ReleasesTable {...props} />
-          <UploadForm {...props} />
+          <IfCan ctx={ctx} route="POST /admin/projects/:slug/releases">
+            <UploadForm {...props} />
+          </IfCan>
           <DownloadChart
             series={props.chart.series}
             days={props.chart.days}
@@ -176,20 +180,30 @@ export function ProjectPage(props: ProjectPageProps) {
         <>
           <RolloutCard
             csrfToken={ctx.csrfToken}
+            readOnly={!can(ctx.role, "POST /admin/projects/:slug/rollout")}
             slug={project.slug}
             {...props.rollout}
             progress={<RolloutProgress {...props.progress} />}
           />
-          <ReleaseSafetyCard csrfToken={ctx.csrfToken} slug={project.slug} {...props.safety} />
+          <ReleaseSafetyCard
+            csrfToken={ctx.csrfToken}
+            readOnly={!can(ctx.role, "POST /admin/projects/:slug/rollout/policy")}
+            slug={project.slug}
+            {...props.safety}
+          />
           <AdoptionCard {...props.adoption} />
         </>
       )}
       {tab === "feeds" && <ProjectFeeds {...props.feeds} />}
       {tab === "settings" && (
         <>
-          <EditForm {...props} />
+          <IfCan ctx={ctx} route="POST /admin/projects/:slug">
+            <EditForm {...props} />
+          </IfCan>
           <RetentionCard ctx={ctx} project={project} {...props.retention} />
-          <DangerZone {...props} />
+          <IfCan ctx={ctx} route="POST /admin/projects/:slug/archive">
+            <DangerZone {...props} />
+          </IfCan>
         </>
       )}
     </Layout>
@@ -267,16 +281,20 @@ function Overview(props: ProjectPageProps) {
             </DataTable>
           )}
       </section>
-      <section class="card overview-more" aria-label="More">
-        <details class="fold" id="upload">
-          <summary>Upload a release</summary>
-          <UploadForm {...props} bare />
-        </details>
-        <details class="fold" id="edit">
-          <summary>Edit name, description and tags</summary>
-          <EditForm {...props} bare />
-        </details>
-      </section>
+      {can(props.ctx.role, "POST /admin/projects/:slug/releases") && (
+        <section class="card overview-more" aria-label="More">
+          <details class="fold" id="upload">
+            <summary>Upload a release</summary>
+            <UploadForm {...props} bare />
+          </details>
+          <IfCan ctx={props.ctx} route="POST /admin/projects/:slug">
+            <details class="fold" id="edit">
+              <summary>Edit name, description and tags</summary>
+              <EditForm {...props} bare />
+            </details>
+          </IfCan>
+        </section>
+      )}
     </>
   );
 }
@@ -482,26 +500,28 @@ function ReleasesTable(props: ProjectPageProps) {
                       href={`/admin/releases/${release.id}`}
                       title="Edit, download or delete"
                     >
-                      Edit
+                      {can(ctx.role, "POST /admin/releases/:id") ? "Edit" : "Open"}
                     </a>
-                    {release.state === "draft"
-                      ? (
-                        <PostButton
-                          action={`/admin/releases/${release.id}/publish`}
-                          csrfToken={ctx.csrfToken}
-                          label="Publish"
-                        />
-                      )
-                      : (
-                        <PostButton
-                          action={`/admin/releases/${release.id}/${
-                            release.state === "active" ? "archive" : "activate"
-                          }`}
-                          csrfToken={ctx.csrfToken}
-                          label={release.state === "active" ? "Archive" : "Activate"}
-                        />
-                      )}
-                    {release.state === "active" && !latest && (
+                    {can(ctx.role, "POST /admin/releases/:id/archive") &&
+                      (release.state === "draft"
+                        ? (
+                          <PostButton
+                            action={`/admin/releases/${release.id}/publish`}
+                            csrfToken={ctx.csrfToken}
+                            label="Publish"
+                          />
+                        )
+                        : (
+                          <PostButton
+                            action={`/admin/releases/${release.id}/${
+                              release.state === "active" ? "archive" : "activate"
+                            }`}
+                            csrfToken={ctx.csrfToken}
+                            label={release.state === "active" ? "Archive" : "Activate"}
+                          />
+                        ))}
+                    {release.state === "active" && !latest &&
+                      can(ctx.role, "POST /admin/releases/:id/make-latest") && (
                       <PostButton
                         action={`/admin/releases/${release.id}/make-latest`}
                         csrfToken={ctx.csrfToken}

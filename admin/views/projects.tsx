@@ -5,6 +5,7 @@ import type { FormError } from "../types.ts";
 import {
   DataTable,
   FormErrorSummary,
+  IfCan,
   ListPager,
   PageHead,
   SearchBox,
@@ -12,6 +13,7 @@ import {
   TagList,
   Time,
 } from "./components.tsx";
+import { can } from "../roles.ts";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { ProjectFields } from "./project_fields.tsx";
 
@@ -40,26 +42,28 @@ export function ProjectsPage(
   return (
     <Layout ctx={ctx} title="Projects" nav="projects">
       <PageHead title="Projects" />
-      <details
-        class="card create-card"
-        id="new-project"
-        open={openForm || !!error || total === 0}
-      >
-        <summary>
-          <h2>New project</h2>
-        </summary>
-        <FormErrorSummary error={error} />
-        <form method="post" action="/admin/projects" class="stack">
-          <CsrfInput token={ctx.csrfToken} />
-          <ProjectFields
-            idPrefix="project"
-            values={values}
-            error={error}
-            tagsHint="Keys with tag scopes use them."
-          />
-          <button type="submit" class="button button-primary">Create project</button>
-        </form>
-      </details>
+      <IfCan ctx={ctx} route="POST /admin/projects">
+        <details
+          class="card create-card"
+          id="new-project"
+          open={openForm || !!error || total === 0}
+        >
+          <summary>
+            <h2>New project</h2>
+          </summary>
+          <FormErrorSummary error={error} />
+          <form method="post" action="/admin/projects" class="stack">
+            <CsrfInput token={ctx.csrfToken} />
+            <ProjectFields
+              idPrefix="project"
+              values={values}
+              error={error}
+              tagsHint="Keys with tag scopes use them."
+            />
+            <button type="submit" class="button button-primary">Create project</button>
+          </form>
+        </details>
+      </IfCan>
 
       <section class="card" id="project-list" aria-labelledby="project-list-title">
         <h2 id="project-list-title">All projects</h2>
@@ -73,7 +77,12 @@ export function ProjectsPage(
           />
         )}
         {total === 0
-          ? <p>No projects yet. Create the first one above.</p>
+          ? (
+            <p>
+              No projects yet.
+              {can(ctx.role, "POST /admin/projects") ? " Create the first one above." : ""}
+            </p>
+          )
           : list.rows.length > 0 && (
             <DataTable
               columns={["Name", "Slug", "Tags", "Latest version", "State", "Updated"]}

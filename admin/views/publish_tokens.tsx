@@ -10,6 +10,7 @@ import {
   ExpiresField,
   FieldsetField,
   FormErrorSummary,
+  IfCan,
   InputField,
   PostButton,
   ProjectSlugsInput,
@@ -18,6 +19,7 @@ import {
   StateBadge,
   Time,
 } from "./components.tsx";
+import { can } from "../roles.ts";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 
 export interface PublishTokenRow {
@@ -64,69 +66,71 @@ export function PublishTokensPage(
         and are never accepted by the client API, nor client keys here. See docs/publishing.md in
         the repository for a curl recipe and ready CI jobs.
       </p>
-      <details class="card create-card" id="new-token" open={open}>
-        <summary>
-          <h2>New publish token</h2>
-        </summary>
-        <form method="post" action="/admin/publish-tokens" class="stack">
-          <CsrfInput token={ctx.csrfToken} />
-          <FormErrorSummary error={error} />
-          <InputField
-            id="token-name"
-            name="name"
-            label="Name"
-            hint="Names the token in the audit log, e.g. github-actions desktop."
-            value={values.name}
-            required
-            maxlength={200}
-            error={error}
-          />
-          <FieldsetField id="token-projects" name="project_slugs" legend="Projects" error={error}>
-            <div class="choices">
-              <CheckboxField
-                id="token-all-projects"
-                name="all_projects"
-                checked={values.all_projects}
-                label="all projects (also those created later)"
-              />
-              <div class="field">
-                <label for="token-projects" class="label-quiet">
-                  or only these (comma-separated slugs)
-                </label>
-                <ProjectSlugsInput
-                  id="token-projects"
-                  slugs={values.project_slugs}
-                  list="token-project-slugs"
+      <IfCan ctx={ctx} route="POST /admin/publish-tokens">
+        <details class="card create-card" id="new-token" open={open}>
+          <summary>
+            <h2>New publish token</h2>
+          </summary>
+          <form method="post" action="/admin/publish-tokens" class="stack">
+            <CsrfInput token={ctx.csrfToken} />
+            <FormErrorSummary error={error} />
+            <InputField
+              id="token-name"
+              name="name"
+              label="Name"
+              hint="Names the token in the audit log, e.g. github-actions desktop."
+              value={values.name}
+              required
+              maxlength={200}
+              error={error}
+            />
+            <FieldsetField id="token-projects" name="project_slugs" legend="Projects" error={error}>
+              <div class="choices">
+                <CheckboxField
+                  id="token-all-projects"
+                  name="all_projects"
+                  checked={values.all_projects}
+                  label="all projects (also those created later)"
                 />
+                <div class="field">
+                  <label for="token-projects" class="label-quiet">
+                    or only these (comma-separated slugs)
+                  </label>
+                  <ProjectSlugsInput
+                    id="token-projects"
+                    slugs={values.project_slugs}
+                    list="token-project-slugs"
+                  />
+                </div>
               </div>
-            </div>
-            <datalist id="token-project-slugs">
-              {projects.map((project) => <option key={project.slug} value={project.slug} />)}
-            </datalist>
-          </FieldsetField>
-          <FieldsetField id="token-permissions" name="permissions" legend="May" error={error}>
-            <div class="choices">
-              {PERMISSION_CHECKBOXES.map(({ id, name, label }) => (
-                <CheckboxField id={id} name={name} checked={values[name]} label={label} />
-              ))}
-            </div>
-          </FieldsetField>
-          <ExpiresField
-            id="token-expires"
-            optional="optional"
-            hint="UTC. Empty: never."
-            value={values.expires_at}
-            error={error}
-          />
-          <button type="submit" class="button button-primary">Create token</button>
-        </form>
-      </details>
+              <datalist id="token-project-slugs">
+                {projects.map((project) => <option key={project.slug} value={project.slug} />)}
+              </datalist>
+            </FieldsetField>
+            <FieldsetField id="token-permissions" name="permissions" legend="May" error={error}>
+              <div class="choices">
+                {PERMISSION_CHECKBOXES.map(({ id, name, label }) => (
+                  <CheckboxField id={id} name={name} checked={values[name]} label={label} />
+                ))}
+              </div>
+            </FieldsetField>
+            <ExpiresField
+              id="token-expires"
+              optional="optional"
+              hint="UTC. Empty: never."
+              value={values.expires_at}
+              error={error}
+            />
+            <button type="submit" class="button button-primary">Create token</button>
+          </form>
+        </details>
+      </IfCan>
       <section class="card" id="token-list">
         <h2>Tokens ({rows.length})</h2>
         {rows.length === 0 ? <p>No publish tokens yet.</p> : (
           <DataTable
             columns={["Name", "Prefix", "State", "Projects", "May", "Expires", "Last used"]}
-            actions
+            actions={can(ctx.role, "POST /admin/publish-tokens/:id/delete")}
           >
             {rows.map(({ token, state, slugs }) => (
               <tr data-publish-token-id={String(token.id)}>
@@ -145,20 +149,22 @@ export function PublishTokensPage(
                 <td data-label="Last used">
                   {token.last_used_at ? <Time iso={token.last_used_at} /> : "never"}
                 </td>
-                <ActionsCell>
-                  <PostButton
-                    action={`/admin/publish-tokens/${token.id}/${
-                      token.active ? "disable" : "enable"
-                    }`}
-                    csrfToken={ctx.csrfToken}
-                    label={token.active ? "Disable" : "Enable"}
-                  />
-                  <PostButton
-                    action={`/admin/publish-tokens/${token.id}/delete`}
-                    csrfToken={ctx.csrfToken}
-                    label="Delete"
-                  />
-                </ActionsCell>
+                <IfCan ctx={ctx} route="POST /admin/publish-tokens/:id/delete">
+                  <ActionsCell>
+                    <PostButton
+                      action={`/admin/publish-tokens/${token.id}/${
+                        token.active ? "disable" : "enable"
+                      }`}
+                      csrfToken={ctx.csrfToken}
+                      label={token.active ? "Disable" : "Enable"}
+                    />
+                    <PostButton
+                      action={`/admin/publish-tokens/${token.id}/delete`}
+                      csrfToken={ctx.csrfToken}
+                      label="Delete"
+                    />
+                  </ActionsCell>
+                </IfCan>
               </tr>
             ))}
           </DataTable>

@@ -7,6 +7,7 @@ import type { FormError } from "../types.ts";
 import {
   EditConflictNotice,
   FormErrorSummary,
+  IfCan,
   InputField,
   PageHead,
   StateBadge,
@@ -96,8 +97,12 @@ export function ReleasePage(props: ReleasePageProps) {
         </a>
         <p class="hint">Downloads from here are not counted in the statistics.</p>
       </section>
-      <EditReleaseForm {...props} />
-      <DeleteReleaseForm {...props} />
+      <IfCan ctx={ctx} route="POST /admin/releases/:id">
+        <EditReleaseForm {...props} />
+      </IfCan>
+      <IfCan ctx={ctx} route="POST /admin/releases/:id/delete">
+        <DeleteReleaseForm {...props} />
+      </IfCan>
     </Layout>
   );
 }

@@ -64,13 +64,15 @@ export interface ReleaseReports {
   id: number;
   version: string;
   counts: ReportCounts;
-  /** Reports past a key's cap, estimated. */
+  /** Reports not counted (from installs never offered the release, or past an address's cap), estimated. */
   estimated: ReportCounts;
   reasons: ReadonlyMap<string, ReportReason[]>;
 }
 
 export interface ReleaseSafetyCardProps {
   csrfToken?: string;
+  /** The account may not change gates, roll back or set the policy (a viewer): it only reads. */
+  readOnly?: boolean;
   slug: string;
   rollout: Rollout | null;
   /** The rollout's gates (or the last gated rollout's, completed). */
@@ -125,7 +127,7 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
               )}
             </div>
           )}
-        {rollout !== null && (
+        {rollout !== null && !props.readOnly && (
           <details class="fold" open={gateError || gates === null ? true : undefined}>
             <summary>{gates === null ? "Set health gates" : "Change the health gates"}</summary>
             <form method="post" action={`${base}/gates`} class="stack" data-gates-form>
@@ -147,42 +149,45 @@ export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
             </form>
           </details>
         )}
-        <h3>A way back</h3>
+        {(!props.readOnly || policy.rolled_back !== null) && <h3>A way back</h3>}
         <WayBack
+          readOnly={props.readOnly}
           policy={policy}
           plan={plan}
           running={rollout !== null && !rollout.halted && rollout.release_id === plan?.from.id}
           csrfToken={csrfToken}
           base={base}
         />
-        <h3>Critical updates and minimum version</h3>
-        <form method="post" action={`${base}/policy`} class="stack" data-policy-form>
-          <CsrfInput token={csrfToken} />
-          <InputField
-            id="policy-minimum-version"
-            name="minimum_version"
-            label="Minimum supported version"
-            optional="optional"
-            hint="Clients below it are told to update (X-Minimum-Version); empty clears it."
-            value={values.minimum_version || (policy.minimum_version ?? "")}
-            error={error}
-          />
-          <fieldset>
-            <legend>Critical releases</legend>
-            <div class="check-columns">
-              {props.releases.map((release) => (
-                <CheckboxField
-                  id={`critical-${release.id}`}
-                  name="critical"
-                  value={String(release.id)}
-                  checked={policy.critical_ids.includes(release.id)}
-                  label={release.version}
-                />
-              ))}
-            </div>
-          </fieldset>
-          <button type="submit" class="button">Save policy</button>
-        </form>
+        {!props.readOnly && <h3>Critical updates and minimum version</h3>}
+        {!props.readOnly && (
+          <form method="post" action={`${base}/policy`} class="stack" data-policy-form>
+            <CsrfInput token={csrfToken} />
+            <InputField
+              id="policy-minimum-version"
+              name="minimum_version"
+              label="Minimum supported version"
+              optional="optional"
+              hint="Clients below it are told to update (X-Minimum-Version); empty clears it."
+              value={values.minimum_version || (policy.minimum_version ?? "")}
+              error={error}
+            />
+            <fieldset>
+              <legend>Critical releases</legend>
+              <div class="check-columns">
+                {props.releases.map((release) => (
+                  <CheckboxField
+                    id={`critical-${release.id}`}
+                    name="critical"
+                    value={String(release.id)}
+                    checked={policy.critical_ids.includes(release.id)}
+                    label={release.version}
+                  />
+                ))}
+              </div>
+            </fieldset>
+            <button type="submit" class="button">Save policy</button>
+          </form>
+        )}
         <h3>Install reports</h3>
         <ReportsTable reports={props.reports} />
       </section>
@@ -200,7 +205,9 @@ function isGateField(name: string): boolean {
  * with both versions; offered only for the newest release that is not rolled back already.
  */
 function WayBack(
-  { policy, plan, running, csrfToken, base }: {
+  { policy, plan, running, csrfToken, base, readOnly }: {
+    /** Only what happened, no button (a viewer). */
+    readOnly?: boolean;
     policy: ReleasePolicy;
     plan: RollbackPlan | null;
     /** The release to roll back is a running rollout's (rolling back halts it). */
@@ -218,7 +225,7 @@ function WayBack(
           <Time iso={rolledBack.at} />: its clients are offered the release before it.
         </p>
       )}
-      {plan !== null && plan.offered
+      {readOnly ? null : plan !== null && plan.offered
         ? (
           <div class="way-back">
             <PostButton
@@ -269,7 +276,7 @@ function ReportsTable({ reports }: { reports: readonly ReleaseReports[] }) {
             <td
               data-label="Estimated"
               class="num"
-              title="Reports past a key's cap, estimated"
+              title="Reports not counted (from installs never offered the release, or past an address's cap), estimated"
             >
               {row.estimated.installed + failuresOf(row.estimated)}
             </td>

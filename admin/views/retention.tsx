@@ -3,6 +3,7 @@ import type { RetentionPlan } from "../../src/lifecycle/retention.ts";
 import type { Project } from "../../src/store/types.ts";
 import { humanBytes } from "../format.ts";
 import type { FormError } from "../types.ts";
+import { can } from "../roles.ts";
 import { DataTable, FormErrorSummary, InputField, StateBadge, Time } from "./components.tsx";
 import { CsrfInput, type PageContext } from "./layout.tsx";
 
@@ -33,6 +34,7 @@ export function RetentionCard(
   { ctx, project, values, plan, preview, error, storedBytes }: RetentionCardProps,
 ) {
   const off = values.keep_active.trim() === "" && values.archived_max_days.trim() === "";
+  const editable = can(ctx.role, "POST /admin/projects/:slug/retention");
   return (
     <section class="card" id="retention" aria-labelledby="retention-title">
       <h2 id="retention-title">Retention</h2>
@@ -41,45 +43,58 @@ export function RetentionCard(
         <strong data-project-bytes={storedBytes}>
           {humanBytes(storedBytes)}
         </strong>. A policy deletes releases and their files in the background (about once an hour);
-        the latest release and drafts are never deleted. Leave a field empty to turn that rule off.
+        the latest release and drafts are never deleted.
+        {editable && " Leave a field empty to turn that rule off."}
       </p>
       <FormErrorSummary error={error} />
-      <form method="post" action={`/admin/projects/${project.slug}/retention`} class="stack">
-        <CsrfInput token={ctx.csrfToken} />
-        <InputField
-          id="retention-keep-active"
-          name="keep_active"
-          label="Keep the newest active releases"
-          type="number"
-          min="1"
-          inputmode="numeric"
-          optional="optional"
-          hint="Active releases beyond this many (newest first) are deleted."
-          value={values.keep_active}
-          error={error}
-        />
-        <InputField
-          id="retention-archived-days"
-          name="archived_max_days"
-          label="Delete archived releases older than (days)"
-          type="number"
-          min="1"
-          inputmode="numeric"
-          optional="optional"
-          hint="Counted from the release's upload."
-          value={values.archived_max_days}
-          error={error}
-        />
-        <div class="actions">
-          <button type="submit" name="action" value="preview" class="button">
-            Preview (dry run)
-          </button>
-          <button type="submit" name="action" value="save" class="button button-primary">
-            Save policy
-          </button>
-        </div>
-      </form>
-      {plan !== null && (
+      {!editable && (
+        <p data-retention-policy>
+          {off ? "No retention policy: nothing is deleted." : [
+            values.keep_active.trim() !== "" &&
+            `The newest ${values.keep_active} active releases are kept.`,
+            values.archived_max_days.trim() !== "" &&
+            `Archived releases older than ${values.archived_max_days} days are deleted.`,
+          ].filter(Boolean).join(" ")}
+        </p>
+      )}
+      {editable && (
+        <form method="post" action={`/admin/projects/${project.slug}/retention`} class="stack">
+          <CsrfInput token={ctx.csrfToken} />
+          <InputField
+            id="retention-keep-active"
+            name="keep_active"
+            label="Keep the newest active releases"
+            type="number"
+            min="1"
+            inputmode="numeric"
+            optional="optional"
+            hint="Active releases beyond this many (newest first) are deleted."
+            value={values.keep_active}
+            error={error}
+          />
+          <InputField
+            id="retention-archived-days"
+            name="archived_max_days"
+            label="Delete archived releases older than (days)"
+            type="number"
+            min="1"
+            inputmode="numeric"
+            optional="optional"
+            hint="Counted from the release's upload."
+            value={values.archived_max_days}
+            error={error}
+          />
+          <div class="actions">
+            <button type="submit" name="action" value="preview" class="button">
+              Preview (dry run)
+            </button>
+            <button type="submit" name="action" value="save" class="button button-primary">
+              Save policy
+            </button>
+          </div>
+        </form>
+      )}
+      {plan !== null && (editable || !off) && (
         <div
           class="subsection"
           data-retention-plan

@@ -23,6 +23,8 @@ const BLANK_SCHEDULE_ROWS = 2;
 
 export interface RolloutCardProps {
   csrfToken?: string;
+  /** The account may not change rollouts (a viewer): the card only tells. */
+  readOnly?: boolean;
   slug: string;
   /** The project's rollout record, or null. */
   rollout: Rollout | null;
@@ -160,41 +162,45 @@ export function RolloutCard(props: RolloutCardProps) {
                 Keys with the rollout tag <code>{rollout.tester_tag}</code> always get it.
               </p>
             )}
-            <div class="actions rollout-actions">
-              <PostButton
-                action={`${base}/${rollout.halted ? "resume" : "halt"}`}
-                csrfToken={csrfToken}
-                label={rollout.halted ? "Resume" : "Halt"}
-                buttonClass={rollout.halted ? "button" : "button button-danger"}
-              />
-              <PostButton
-                action={`${base}/complete`}
-                csrfToken={csrfToken}
-                label="Complete"
-                buttonClass="button"
-              />
-              <PostButton
-                action={`${base}/end`}
-                csrfToken={csrfToken}
-                label="End"
-                buttonClass="button"
-              />
-            </div>
-            <details class="fold" open={error ? true : undefined}>
-              <summary>Change the percentage, schedule or tester tag</summary>
-              <form method="post" action={`${base}/change`} class="stack">
-                <CsrfInput token={csrfToken} />
-                <RolloutFields
-                  values={error ? values : currentValues(rollout)}
-                  error={error}
-                  prefix="rollout-change"
-                />
-                <button type="submit" class="button">Change rollout</button>
-              </form>
-            </details>
+            {!props.readOnly && (
+              <>
+                <div class="actions rollout-actions">
+                  <PostButton
+                    action={`${base}/${rollout.halted ? "resume" : "halt"}`}
+                    csrfToken={csrfToken}
+                    label={rollout.halted ? "Resume" : "Halt"}
+                    buttonClass={rollout.halted ? "button" : "button button-danger"}
+                  />
+                  <PostButton
+                    action={`${base}/complete`}
+                    csrfToken={csrfToken}
+                    label="Complete"
+                    buttonClass="button"
+                  />
+                  <PostButton
+                    action={`${base}/end`}
+                    csrfToken={csrfToken}
+                    label="End"
+                    buttonClass="button"
+                  />
+                </div>
+                <details class="fold" open={error ? true : undefined}>
+                  <summary>Change the percentage, schedule or tester tag</summary>
+                  <form method="post" action={`${base}/change`} class="stack">
+                    <CsrfInput token={csrfToken} />
+                    <RolloutFields
+                      values={error ? values : currentValues(rollout)}
+                      error={error}
+                      prefix="rollout-change"
+                    />
+                    <button type="submit" class="button">Change rollout</button>
+                  </form>
+                </details>
+              </>
+            )}
           </div>
         )}
-      {candidates.length > 0 && (
+      {candidates.length > 0 && !props.readOnly && (
         <details
           class="fold"
           open={rollout === null || (error && values.release_id !== "") ? true : undefined}

@@ -4,6 +4,7 @@ import type { UploadValues } from "../forms_upload.ts";
 import type { FormError } from "../types.ts";
 import { FieldError, invalidProps } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
+import { can } from "../roles.ts";
 import { UploadFormBody } from "./upload_form.tsx";
 
 export interface UploadPageProps {
@@ -22,7 +23,15 @@ export function UploadPage(props: UploadPageProps) {
   return (
     <Layout ctx={ctx} title="Upload a release" nav="projects">
       <h1>Upload a release</h1>
-      {projects.length === 0
+      {!can(ctx.role, "POST /admin/upload")
+        ? (
+          <p class="lead" data-upload-refused>
+            Your account is a{" "}
+            {ctx.role}: it cannot upload releases. Ask an admin, or a publisher (who uploads on a
+            project's page).
+          </p>
+        )
+        : projects.length === 0
         ? (
           <p class="lead" data-no-projects>
             A release belongs to a project, and there is no active project yet.{" "}

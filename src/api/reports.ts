@@ -54,7 +54,12 @@ export function createReportRoutes(deps: ServiceDeps, observer: Observer): Surfa
         throw new ApiError(400, "X-Install-Id is required: 1 to 128 printable ASCII characters");
       }
       const report = parseReport(await readBody(c));
-      deps.reports.record({ ...report, projectId: project.id, keyId: key.id, installId });
+      deps.reports.record({
+        ...report,
+        projectId: project.id,
+        installId,
+        address: surface.askerOf(c).address(),
+      });
       return surface.respond.json(c, accepted, 202);
     }),
   );

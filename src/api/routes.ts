@@ -3,7 +3,6 @@ import { type Handler, Hono } from "hono";
 import { projectVisible } from "../store/access.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import type { Observer } from "../http/observe.ts";
-import { INSTALL_ID_HEADER } from "../rollouts/membership.ts";
 import { thenRead } from "../store/cache.ts";
 import { listProjects } from "../store/projects.ts";
 import { acceptedKey } from "./auth.ts";
@@ -57,12 +56,11 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): SurfaceR
   // client's (src/rollouts/membership.ts).
   get("/projects/:slug/releases/latest", (c) => {
     const key = acceptedKey(c, deps);
-    const installId = () => c.req.raw.headers.get(INSTALL_ID_HEADER);
     return thenRead(
       findVisibleProjectBySlug(store, key, c.req.param("slug")),
       (project) =>
         thenRead(
-          surface.latestFor(key, project, installId),
+          surface.latestFor(key, project, surface.askerOf(c)),
           (release) =>
             surface.withPolicy(respond.ok(c, releaseEnvelopeBody(project, release)), release),
         ),
@@ -79,7 +77,7 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): SurfaceR
     const key = acceptedKey(c, deps);
     const { release } = await findVisibleRelease(store, key, c.req.param("id"));
     // Adoption (docs/rollouts.md "Adoption"): which release each client was answered.
-    surface.seen(key, release, c.req.raw.headers.get(INSTALL_ID_HEADER));
+    await surface.seen(key, release, surface.askerOf(c));
     return await surface.download(c, key, release);
   });
 

@@ -19,6 +19,7 @@ import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError, mapDomainError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import type { ErrorMapper, Observer } from "../http/observe.ts";
+import { clientAddress, rateLimitAddress } from "../http/client_address.ts";
 import { ID_PATTERN, isSlug } from "../lib/limits.ts";
 import { type ApiResponder, createApiResponder, setHeaders } from "../http/response_headers.ts";
 import {
@@ -27,12 +28,19 @@ import {
   releaseFor,
   STAGING_ID_HEADER,
 } from "../rollouts/membership.ts";
-import { clientAddress } from "../http/client_address.ts";
 import { rateLimitGate } from "./auth.ts";
 import { type Delivery, serveArtifact } from "./download.ts";
 import type { Store } from "../store/store.ts";
 
 const encoder = new TextEncoder();
+
+/** The client asking, as the adoption record needs it: its install id and its address. */
+export interface Asker {
+  /** The install id the route reads (null: none sent). */
+  installId: () => string | null;
+  /** The client address as the rate limit counts it (an IPv6 one as its /64: src/http/client_address.ts). */
+  address: () => string;
+}
 
 /** A key-protected surface: its routes and its answer to a path no route knows. */
 export interface SurfaceRoutes {
@@ -74,12 +82,17 @@ export interface KeySurface {
   /**
    * The latest active release of `project` for a client of `key` (a staged
    * rollout decides per client, src/rollouts/membership.ts, by the install id
-   * `installId` reads), recorded for adoption (docs/rollouts.md "Adoption");
-   * else the spec's 404 "release not found".
+   * `asker` reads), recorded for adoption as offered (docs/rollouts.md
+   * "Adoption"); else the spec's 404 "release not found".
    */
-  latestFor(key: ApiKey, project: Project, installId: () => string | null): Cached<Release>;
-  /** That a client of `key` was answered `release` (adoption), by the install id it sent. */
-  seen(key: ApiKey, release: Release, installId: string | null): void;
+  latestFor(key: ApiKey, project: Project, asker: Asker): Cached<Release>;
+  /**
+   * That a client of `key` downloads `release` (adoption), recorded as
+   * offered when it is the release the client's rollout place gives it.
+   */
+  seen(key: ApiKey, release: Release, asker: Asker): Cached<void>;
+  /** The asker of request `c`: its `X-Install-Id` and its address. */
+  askerOf(c: Context<AppEnv>): Asker;
   /** The project's release policy (critical releases, minimum version, rollback), or null. */
   policyOf(projectId: number): Cached<ReleasePolicy | null>;
   /**
@@ -142,24 +155,32 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     mapError,
   );
 
-  const seen = (key: ApiKey, release: Release, installId: string | null) =>
+  const record = (key: ApiKey, release: Release, asker: Asker, offered: boolean) =>
     deps.adoption.record({
       projectId: release.project_id,
       releaseId: release.id,
-      keyId: key.id,
-      identity: clientIdentity(installId, key),
+      identity: clientIdentity(asker.installId(), key),
+      address: asker.address(),
+      offered,
     });
-  /** The release `view` offers the client, recorded as seen; else the spec's 404. */
-  const offered = (view: LatestView, key: ApiKey, installId: () => string | null): Release => {
-    const release = view.rollout === null
+  /** The release `view` offers the client at `nowMs` (the latest pointer's outside a rollout). */
+  const offerOf = (view: LatestView, key: ApiKey, asker: Asker, nowMs: number) =>
+    view.rollout === null
       ? view.release
-      : releaseFor(view, { key, installId, nowMs: Date.now() });
+      : releaseFor(view, { key, installId: asker.installId, nowMs });
+  /** The release `view` offers the client, recorded as seen; else the spec's 404. */
+  const offered = (view: LatestView, key: ApiKey, asker: Asker): Release => {
+    const release = offerOf(view, key, asker, Date.now());
     if (release === null || release.state !== "active") {
       throw new ApiError(404, API_ERRORS.releaseNotFound);
     }
-    seen(key, release, installId());
+    record(key, release, asker, true);
     return release;
   };
+  const seen = (key: ApiKey, release: Release, asker: Asker): Cached<void> =>
+    thenRead(getLatestView(store, release.project_id), (view) => {
+      record(key, release, asker, offerOf(view, key, asker, Date.now())?.id === release.id);
+    });
 
   const policyOf = (projectId: number): Cached<ReleasePolicy | null> => {
     const view = getLatestView(store, projectId);
@@ -196,6 +217,10 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     respond,
     mapError,
     seen,
+    askerOf: (c) => ({
+      installId: () => c.req.raw.headers.get(INSTALL_ID_HEADER),
+      address: () => rateLimitAddress(clientAddress(c, config.trustProxy)),
+    }),
     policyOf,
     withPolicy(response, release) {
       const policy = policyOf(release.project_id);
@@ -204,8 +229,8 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
         : addPolicy(response, policy, release);
     },
     delivered,
-    latestFor(key, project, installId) {
-      return thenRead(getLatestView(store, project.id), (view) => offered(view, key, installId));
+    latestFor(key, project, asker) {
+      return thenRead(getLatestView(store, project.id), (view) => offered(view, key, asker));
     },
     endpoint,
     refuseWrites(routes, paths) {

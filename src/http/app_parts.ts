@@ -13,6 +13,11 @@ import { contractHeaders } from "./response_headers.ts";
 export function withDefaultParts(deps: AppDeps): ServiceDeps {
   const metrics = deps.metrics ?? createMetrics();
   const rule = { burst: deps.config.rateLimitBurst, perMinute: deps.config.rateLimitPerMinute };
+  const adoption = deps.adoption ??
+    createAdoptionRecorder(deps.store, {
+      onKvError: () => metrics.recordKvError("adoption"),
+      newIdsPerDay: deps.config.adoptionNewIdsPerDay,
+    });
   return {
     ...deps,
     metrics,
@@ -27,15 +32,13 @@ export function withDefaultParts(deps: AppDeps): ServiceDeps {
     openResponses: deps.openResponses ?? createOpenResponses(),
     // app.ts makes the real one (src/signing/signer.ts); without it, nothing is signed.
     signer: deps.signer ?? UNSIGNED,
-    adoption: deps.adoption ??
-      createAdoptionRecorder(deps.store, {
-        onKvError: () => metrics.recordKvError("adoption"),
-        newIdsPerDay: deps.config.adoptionNewIdsPerDay,
-      }),
+    adoption,
+    // A report batch first writes the sightings it may trust (docs/reports.md).
     reports: deps.reports ??
       createReportRecorder(deps.store, {
         onKvError: () => metrics.recordKvError("reports"),
         newIdsPerDay: deps.config.reportsNewPerDay,
+        settle: adoption.settle,
       }),
   };
 }

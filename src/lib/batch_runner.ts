@@ -12,6 +12,12 @@ export interface BatchRunner {
   request(): void;
   /** Resolves once no batch runs or waits. */
   flush(): Promise<void>;
+  /**
+   * Resolves once the work waiting now is done: the batch that runs, then
+   * the one that waits, started at once (at most two batches; `flush` could
+   * wait for good under steady work).
+   */
+  settle(): Promise<void>;
 }
 
 export function createBatchRunner(
@@ -50,6 +56,12 @@ export function createBatchRunner(
         if (writing === null) start();
         await writing;
       }
+    },
+    async settle() {
+      if (writing !== null) await writing;
+      if (writing === null && timer === undefined) return;
+      if (writing === null) start();
+      await writing;
     },
   };
 }

@@ -103,9 +103,9 @@ export interface Config {
   newProjectRetention: { keep_active: number | null; archived_max_days: number | null };
   /** How often each project's retention policy runs (across instances). */
   retentionIntervalMinutes: number;
-  /** New install ids per key and UTC day counted exactly in adoption; past it, estimated (docs/rollouts.md). */
+  /** New install ids per client address and UTC day counted exactly in adoption; past it, estimated (docs/rollouts.md). */
   adoptionNewIdsPerDay: number;
-  /** Install report markers per key and UTC day counted exactly; past it, estimated (docs/reports.md). */
+  /** Install report markers per client address and UTC day counted exactly; past it, estimated (docs/reports.md). */
   reportsNewPerDay: number;
   /** Sign-in through an OpenID Connect provider (docs/sso.md); undefined when off. */
   oidc: OidcConfig | undefined;

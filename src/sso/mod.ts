@@ -43,16 +43,31 @@ export interface SsoSignedIn {
   tokens: ProviderTokens;
 }
 
-/** A refused sign-in: the status and the sentence for the page, and who it was if known. */
+/**
+ * Why a sign-in did not get through: `refused` (the provider knows the person, this service gives
+ * them no account), `restart` (the sign-in itself was broken off or is stale: start again),
+ * `failed` (the provider's answer failed a check or was an error), `unreachable`.
+ */
+export type SsoRefusalKind = "refused" | "restart" | "failed" | "unreachable";
+
+/**
+ * A refused sign-in: the status, what the person is told (`shown`, plain words), the details for
+ * operators (`message`: the log and the audit entry), and who it was if known.
+ */
 export interface SsoRefused {
   ok: false;
   status: 400 | 403 | 502;
+  kind: SsoRefusalKind;
+  shown: string;
   message: string;
+  /** The ID token of a sign-in the provider completed (a hint for signing out there). */
+  idToken?: string;
   /** The user name or subject, when the provider's answer got that far. */
   identity?: string;
 }
 
-export type SsoOutcome = { ended: false } | { ended: true; reason: string };
+/** A session check: it goes on, or it ended, why (for the audit log) and what the person is told. */
+export type SsoOutcome = { ended: false } | { ended: true; reason: string; shown?: string };
 
 export interface SsoService {
   settings: OidcConfig;
@@ -72,6 +87,12 @@ export interface SsoService {
   check(sessionId: string, nowMs?: number): Promise<SsoOutcome>;
   /** Forgets the session's provider side; the provider's end-session URL, when it has one. */
   signOut(sessionId: string, postLogoutRedirectUri: string): Promise<URL | null>;
+  /**
+   * The provider's end-session URL for a browser that has no session here (after a refusal, so
+   * that another person can sign in there), or null when the provider has none or cannot be
+   * reached.
+   */
+  endSessionUrl(idToken: string | undefined, postLogoutRedirectUri: string): Promise<URL | null>;
 }
 
 export interface SsoOptions {
@@ -95,7 +116,10 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
     const username = usernameOf(claims, settings.usernameClaim);
     if (username === null) {
       return refused(403, {
+        kind: "refused",
         identity: subject,
+        shown: `${settings.providerName} did not give a user name this service can use for ` +
+          `your account, so you cannot sign in here. Tell the people who run this service.`,
         message: `The provider's "${settings.usernameClaim}" claim (set by ` +
           `APP_OIDC_USERNAME_CLAIM) is missing or not a user name of 1 to 64 letters, digits, ` +
           `. _ @ and -, so no account can be named after it.`,
@@ -108,7 +132,11 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
         ? `no "${settings.groupsClaim}" claim came with your sign-in`
         : `your groups (${groups.slice(0, 20).join(", ")}) are none of them`;
       return refused(403, {
+        kind: "refused",
         identity: username,
+        shown: `Your account "${username}" at ${settings.providerName} is in no group that ` +
+          `gives a role here: ${shown}. Ask an admin of this service to add you to one of its ` +
+          `groups, or sign in as someone else.`,
         message: `Your account "${username}" at ${settings.providerName} is in no group that ` +
           `gives a role here: ${shown}. Ask an admin to add you to one of the groups set by ` +
           `APP_OIDC_ADMIN_GROUPS, APP_OIDC_PUBLISHER_GROUPS or APP_OIDC_VIEWER_GROUPS.`,
@@ -125,18 +153,28 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
     switch (result.outcome) {
       case "local_account":
         return refused(403, {
+          kind: "refused",
           identity: username,
+          shown: `"${username}" is a local account with a password here, so it cannot be ` +
+            `signed in to through ${settings.providerName}. Sign in with its password, or ask ` +
+            `an admin to rename or remove it.`,
           message: `"${username}" is a local account with a password here, so it cannot be ` +
             `signed in to through ${settings.providerName}. Ask an admin to rename or remove it.`,
         });
       case "other_identity":
         return refused(403, {
+          kind: "refused",
           identity: username,
+          shown: `The account "${username}" here belongs to someone else at a provider, so you ` +
+            `cannot sign in to it. Ask an admin of this service.`,
           message: `The account "${username}" belongs to another identity of a provider.`,
         });
       case "last_admin":
         return refused(403, {
+          kind: "refused",
           identity: username,
+          shown: `Your groups at ${settings.providerName} would make you a ${role}, but ` +
+            `"${username}" is the last admin here. Ask for another admin account first.`,
           message: `Your groups make you a ${role}, but "${username}" is the last admin ` +
             `account: make another account an admin first.`,
         });
@@ -183,14 +221,19 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
       const state = currentUrl.searchParams.get("state");
       if (state === null || browserState === undefined || state !== browserState) {
         return refused(400, {
+          kind: "restart",
+          shown: `This answer from ${settings.providerName} does not belong to a sign-in ` +
+            `started in this browser, so it was not used. Start the sign-in again.`,
           message: "The provider's answer does not belong to a sign-in this browser began " +
-            "(its state does not match). Start the sign-in again.",
+            "(its state does not match).",
         });
       }
       const pending = await takeSsoPending(store, state);
       if (pending === null) {
         return refused(400, {
-          message: "This sign-in was already completed or has expired. Start it again.",
+          kind: "restart",
+          shown: "This sign-in was already completed or has expired. Start it again.",
+          message: "The sign-in's state is used up or expired (a replayed or late answer).",
         });
       }
       let tokens: ProviderTokens;
@@ -206,11 +249,21 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
       } catch (error) {
         const { reachable, message } = describeProviderError(error);
         return refused(reachable ? 403 : 502, {
+          kind: reachable ? "failed" : "unreachable",
+          shown: reachable
+            ? `${settings.providerName} did not confirm who you are, so you are not signed in. ` +
+              `Try again; if it keeps happening, tell the people who run this service (the ` +
+              `details are in its log).`
+            : `${settings.providerName} cannot be reached just now, so signing in through it ` +
+              `is not possible. Try again in a while.`,
           message: `Signing in through ${settings.providerName} failed: ${message}.`,
         });
       }
       const signedIn = await account(claims, String(tokens.idClaims?.sub));
-      return signedIn.ok ? { ...signedIn, tokens } : signedIn;
+      if (!signedIn.ok) {
+        return tokens.idToken === undefined ? signedIn : { ...signedIn, idToken: tokens.idToken };
+      }
+      return { ...signedIn, tokens };
     },
 
     async remember(sessionId, { signedIn, nowMs, expiresAtMs }) {
@@ -269,6 +322,7 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
         return {
           ended: true,
           reason: `your groups could not be checked: ${describeProviderError(error).message}`,
+          shown: `${settings.providerName} could not confirm your groups just now: sign in again`,
         };
       }
       // The ID token of a refresh may leave out the user name: the session's own stands.
@@ -276,7 +330,7 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
         { [settings.usernameClaim]: session.username, ...claims },
         session.subject,
       );
-      if (!checked.ok) return { ended: true, reason: checked.message };
+      if (!checked.ok) return { ended: true, reason: checked.message, shown: checked.shown };
       if (checked.username !== session.username) {
         return { ended: true, reason: "the provider now names you differently: sign in again" };
       }
@@ -287,6 +341,14 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
         access_expires_at: tokens.accessExpiresAt,
       });
       return { ended: false };
+    },
+
+    async endSessionUrl(idToken, postLogoutRedirectUri) {
+      try {
+        return await provider.endSessionUrl(idToken, postLogoutRedirectUri);
+      } catch {
+        return null;
+      }
     },
 
     async signOut(sessionId, postLogoutRedirectUri) {
@@ -306,7 +368,14 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
 
 function refused(
   status: SsoRefused["status"],
-  { message, identity }: { message: string; identity?: string },
+  { kind, shown, message, identity }: Omit<SsoRefused, "ok" | "status">,
 ): SsoRefused {
-  return { ok: false, status, message, ...(identity === undefined ? {} : { identity }) };
+  return {
+    ok: false,
+    status,
+    kind,
+    shown,
+    message,
+    ...(identity === undefined ? {} : { identity }),
+  };
 }

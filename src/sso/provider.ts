@@ -41,8 +41,11 @@ export interface ProviderClient {
   refresh(refreshToken: string): Promise<ProviderTokens>;
   /** The userinfo endpoint's claims, `{}` when the provider has none. */
   userInfo(accessToken: string, subject: string): Promise<Claims>;
-  /** The provider's end-session URL, or null when it offers none. */
-  endSessionUrl(idToken: string, postLogoutRedirectUri: string): Promise<URL | null>;
+  /**
+   * The provider's end-session URL, or null when it offers none; without an ID token it names
+   * this client only (the provider may then ask whether to sign out).
+   */
+  endSessionUrl(idToken: string | undefined, postLogoutRedirectUri: string): Promise<URL | null>;
 }
 
 /** How long one request to the provider may take. */
@@ -163,7 +166,7 @@ export function createProviderClient(
       const made = await configuration();
       if (made.serverMetadata().end_session_endpoint === undefined) return null;
       return oidc.buildEndSessionUrl(made, {
-        id_token_hint: idToken,
+        ...(idToken === undefined ? {} : { id_token_hint: idToken }),
         post_logout_redirect_uri: postLogoutRedirectUri,
       });
     },

@@ -8,8 +8,11 @@
  * old counter and increments the new one in one atomic commit checked
  * against the marker, and only a later sighting moves it, so any number of
  * instances writing in any order leave each client counted once, for the
- * release of its latest sighting. Clients past a key's new-id cap are
- * counted in sketches instead (adoption_batch.ts).
+ * release of its latest sighting. The marker also keeps the releases the
+ * service offered the client (`offered`, newest first): the install reports
+ * of a release count only from clients offered it (reports.ts). New install
+ * ids past an address's new-id cap get no marker and are counted in sketches
+ * instead (adoption_batch.ts).
  */
 import { createHash } from "node:crypto";
 import { createSketch, estimateSketch, mergeSketch } from "../lib/hyperloglog.ts";
@@ -37,6 +40,28 @@ export interface AdoptionMarker {
   day: number;
   /** The time of the sighting in ms (absent on markers written without one: the day's start). */
   at?: number;
+  /**
+   * The releases the service offered this client (a latest answer, a feed, or
+   * a download of the release its rollout bucket or tester tag gives it),
+   * newest first, at most OFFERED_KEPT. Absent on markers written before
+   * markers kept it: their `release_id` was answered to the client.
+   */
+  offered?: number[];
+}
+
+/** Releases kept in a marker's `offered` (a client moves through few releases in 90 days). */
+export const OFFERED_KEPT = 8;
+
+/** The releases `marker` says its client was offered. */
+export function offeredReleases(marker: AdoptionMarker): readonly number[] {
+  return marker.offered ?? [marker.release_id];
+}
+
+/** The marker's `offered` once `sighting` is written (its releases as they were when it adds none). */
+function offeredAfter(marker: AdoptionMarker | null, sighting: Sighting): number[] {
+  const before = marker === null ? [] : [...offeredReleases(marker)];
+  if (!sighting.offered || before.includes(sighting.releaseId)) return before;
+  return [sighting.releaseId, ...before].slice(0, OFFERED_KEPT);
 }
 
 /** The day number of a time in ms (UTC days since the epoch). */
@@ -57,6 +82,12 @@ export interface Sighting {
   day: number;
   /** When the client was answered, in ms within `day` (default: the day's start). */
   at?: number;
+  /**
+   * Whether the service offered the client this release (a latest answer or a
+   * feed, or a download of the release the client's rollout place gives it),
+   * rather than a download of a release by id.
+   */
+  offered?: boolean;
 }
 
 /**
@@ -71,8 +102,30 @@ export function movesMarker(marker: AdoptionMarker | null, sighting: Sighting): 
 }
 
 /**
+ * Whether writing `sighting` changes a client's `marker`: it moves it
+ * (movesMarker), or it offers a release the marker does not list yet.
+ */
+export function changesMarker(marker: AdoptionMarker | null, sighting: Sighting): boolean {
+  if (movesMarker(marker, sighting)) return true;
+  return sighting.offered === true && marker !== null &&
+    !offeredReleases(marker).includes(sighting.releaseId);
+}
+
+/** A new client's marker for `sighting`. */
+export function newMarker(sighting: Sighting): AdoptionMarker {
+  const { releaseId, day, at } = sighting;
+  return {
+    release_id: releaseId,
+    day,
+    at: at ?? day * DAY_MS,
+    offered: offeredAfter(null, sighting),
+  };
+}
+
+/**
  * Moves a client's marker to the sighting's (release, day) and the counters
- * with it; false when the sighting does not move it (movesMarker). `read`,
+ * with it, and adds an offered release to its list; false when the sighting
+ * changes nothing (changesMarker). `read`,
  * the marker's entry as the caller already read it, serves the first
  * attempt (the commit is checked against it; a retry reads afresh).
  */
@@ -88,10 +141,27 @@ export function recordSighting(
     const entry = known ?? await store.kv.get<AdoptionMarker>(key);
     known = undefined;
     const old = entry.value;
-    if (!movesMarker(old, sighting)) {
+    if (!changesMarker(old, sighting)) {
       return { commit: NOTHING_TO_WRITE, value: false };
     }
-    const marker: AdoptionMarker = { release_id: releaseId, day, at: sighting.at ?? day * DAY_MS };
+    const offered = offeredAfter(old, sighting);
+    if (!movesMarker(old, sighting)) {
+      // Only the list of offered releases grows; the counters stay (the marker's expiry too).
+      const kept = { ...old!, offered };
+      const op = store.kv.atomic().check(entry).set(key, kept, {
+        expireIn: Math.max(
+          1,
+          (old!.at ?? old!.day * DAY_MS) + ADOPTION_MARKER_DAYS * DAY_MS - Date.now(),
+        ),
+      });
+      return { commit: await op.commit(), value: true };
+    }
+    const marker: AdoptionMarker = {
+      release_id: releaseId,
+      day,
+      at: sighting.at ?? day * DAY_MS,
+      offered,
+    };
     const op = store.kv.atomic().check(entry)
       .set(key, marker, { expireIn: ADOPTION_MARKER_DAYS * DAY_MS });
     op.sum(adoptionCountKey(projectId, releaseId, day), 1n);
@@ -120,8 +190,8 @@ export interface AdoptionFigures {
 
 /**
  * The project's adoption figures on `today` (a day number): its counters, at
- * most releases × 90, plus the estimates of its sketches (clients past a
- * key's new-id cap; none in the usual case), at most releases × 90 too.
+ * most releases × 90, plus the estimates of its sketches (clients past an
+ * address's new-id cap; none in the usual case), at most releases × 90 too.
  */
 export async function getAdoption(
   store: Store,

@@ -1,20 +1,23 @@
 /**
  * A batch of sightings written at once (docs/rollouts.md "Adoption"), with
  * the new-id cap: the markers of the batch are read together, a client
- * whose marker a sighting moves is moved (recordSighting), and a client
+ * whose marker a sighting changes is moved (recordSighting), and a client
  * without a marker is new. A new client by its key alone is always
- * counted; a new install id is counted exactly while its key has brought in
- * fewer than the cap of new install ids that UTC day (counter
- * `["adoption_new_ids", key, day]`, checked in the commit that creates the
- * markers), and past the cap it goes into the sketch of its (release, day)
- * instead: a fixed 4 KiB, however many ids a key invents.
+ * counted; a new install id is counted exactly while the client address it
+ * came from (an IPv6 one as its /64) has brought in fewer than
+ * the cap of new install ids that UTC day (counter
+ * `["adoption_new_ids", address, day]`, checked in the commit that creates
+ * the markers), and past the cap it goes into the sketch of its (release,
+ * day) instead: a fixed 4 KiB, however many ids an address invents. A
+ * fleet on one key from many addresses is counted exactly however large.
  */
 import { addToSketch, createSketch } from "../lib/hyperloglog.ts";
 import {
   ADOPTION_MARKER_DAYS,
   type AdoptionMarker,
+  changesMarker,
   DAY_MS,
-  movesMarker,
+  newMarker,
   recordSighting,
   type Sighting,
 } from "./adoption.ts";
@@ -29,9 +32,10 @@ import {
 import { mergeStoredSketch } from "./stored_sketch.ts";
 import type { Store } from "./store.ts";
 
-/** A sighting with what the new-id cap needs: the key that asked and whether an install id was sent. */
+/** A sighting with what the new-id cap needs: the client's address and whether an install id was sent. */
 export interface KeyedSighting extends Sighting {
-  keyId: number;
+  /** The client address the request came from, as the rate limit counts it (an IPv6 one as its /64). */
+  address: string;
   /** True when the client is an install id (`install:…`), false when it is the key. */
   install: boolean;
 }
@@ -64,8 +68,8 @@ export function sketchPartOf(
 
 /**
  * Writes `sightings` (at most one per client) with at most `newIdsPerDay`
- * new install ids per key and UTC day counted exactly; the others, and
- * `overflow`, go into the sketches.
+ * new install ids per client address and UTC day counted exactly; the
+ * others, and `overflow`, go into the sketches.
  */
 export async function recordSightings(
   store: Store,
@@ -80,9 +84,11 @@ export async function recordSightings(
   for (const [i, sighting] of sightings.entries()) {
     const marker = markers[i].value;
     if (marker === null && sighting.install) {
-      const group = `${sighting.keyId} ${sighting.day}`;
-      newIds.set(group, [...newIds.get(group) ?? [], sighting]);
-    } else if (movesMarker(marker, sighting)) {
+      const group = `${sighting.address} ${sighting.day}`;
+      const members = newIds.get(group);
+      if (members === undefined) newIds.set(group, [sighting]);
+      else members.push(sighting);
+    } else if (changesMarker(marker, sighting)) {
       await recordSighting(store, sighting, markers[i]);
     }
   }
@@ -102,18 +108,18 @@ export async function recordSightings(
 }
 
 /**
- * Creates markers for new install ids of one key and day while the key's
- * count of new ids that day stays within `cap`, in one commit checked
- * against the count and every marker; returns the sightings past the cap.
- * A client found with a marker meanwhile is moved as usual.
+ * Creates markers for new install ids of one address and day while the
+ * address's count of new ids that day stays within `cap`, in one commit
+ * checked against the count and every marker; returns the sightings past the
+ * cap. A client found with a marker meanwhile is moved as usual.
  */
 async function admitNewIds(
   store: Store,
   sightings: KeyedSighting[],
   cap: number,
 ): Promise<KeyedSighting[]> {
-  const { keyId, day } = sightings[0];
-  const countKey = adoptionNewIdsKey(keyId, day);
+  const { address, day } = sightings[0];
+  const countKey = adoptionNewIdsKey(address, day);
   const { past, existing } = await commitWithRetry(async () => {
     const [count, ...markers] = await getManyEntries<number | AdoptionMarker>(store.kv, [
       countKey,
@@ -136,9 +142,9 @@ async function admitNewIds(
       if (marker.value === null) op.check(marker);
     }
     const sums = new Map<string, { counter: Deno.KvKey; added: bigint }>();
-    for (const { projectId, releaseId, client, day, at } of admitted) {
-      const marker: AdoptionMarker = { release_id: releaseId, day, at: at ?? day * DAY_MS };
-      op.set(adoptionClientKey(projectId, client), marker, {
+    for (const sighting of admitted) {
+      const { projectId, releaseId, client, day } = sighting;
+      op.set(adoptionClientKey(projectId, client), newMarker(sighting), {
         expireIn: ADOPTION_MARKER_DAYS * DAY_MS,
       });
       const counter = adoptionCountKey(projectId, releaseId, day);

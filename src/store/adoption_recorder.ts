@@ -20,15 +20,31 @@ import type { Store } from "./store.ts";
 
 /** Records client sightings off the hot path (one per instance, made by the app). */
 export interface AdoptionRecorder {
-  /** Notes that `identity` (a client of key `keyId`) was answered `releaseId`; returns at once. */
-  record(sighting: { projectId: number; releaseId: number; keyId: number; identity: string }): void;
+  /**
+   * Notes that `identity`, asking from `address`, was answered `releaseId`
+   * (`offered`: the release the service offers that client, not a download
+   * of a release by id); returns at once.
+   */
+  record(sighting: {
+    projectId: number;
+    releaseId: number;
+    identity: string;
+    address: string;
+    offered: boolean;
+  }): void;
   /** Resolves once every sighting recorded so far is written (tests, shutdown). */
   flush(): Promise<void>;
+  /**
+   * Resolves once the sightings waiting now are written (at most two
+   * batches, however busy the recorder is): before a batch of install
+   * reports reads what the service answered.
+   */
+  settle(): Promise<void>;
 }
 
 export interface AdoptionRecorderOptions {
   onKvError?: () => void;
-  /** New install ids per key and UTC day counted exactly; the rest in sketches (default 10,000). */
+  /** New install ids per client address and UTC day counted exactly; the rest in sketches (default 10,000). */
   newIdsPerDay?: number;
   /** Clients waiting for the writer; past this, a new one goes straight into a sketch (default 10,000). */
   maxPending?: number;
@@ -43,9 +59,12 @@ const DEFAULT_NEW_IDS_PER_DAY = 10_000;
 interface PendingSighting {
   projectId: number;
   releaseId: number;
-  keyId: number;
   identity: string;
+  address: string;
+  offered: boolean;
   at: number;
+  /** Whether a batch that held it could not be written (it is tried once more). */
+  retried?: boolean;
 }
 
 export function createAdoptionRecorder(
@@ -73,26 +92,37 @@ export function createAdoptionRecorder(
       newIdsPerDay,
     }).catch((error) => {
       onKvError();
-      console.error("could not record client sightings:", error);
+      console.error("could not record client sightings (tried once more):", error);
+      // Once more in the next batch, unless the client was seen again meanwhile: a write that
+      // went through before the failure is not repeated (the markers decide).
+      for (const [client, sighting] of batch) {
+        if (sighting.retried || pending.has(client) || pending.size >= maxPending) continue;
+        pending.set(client, { ...sighting, retried: true });
+      }
     });
   }, { batchMs, pending: () => pending.size > 0 || overflow.size > 0 });
 
   return {
-    record({ projectId, releaseId, keyId, identity }) {
+    record({ projectId, releaseId, identity, address, offered }) {
       const at = now();
       const client = `${projectId} ${identity}`;
-      if (pending.size >= maxPending && !pending.has(client)) {
+      const waiting = pending.get(client);
+      if (waiting === undefined && pending.size >= maxPending) {
         const day = adoptionDay(at);
         addToSketch(
           sketchPartOf(overflow, { projectId, releaseId, day }).sketch,
           adoptionClientHash(identity),
         );
       } else {
-        pending.set(client, { projectId, releaseId, keyId, identity, at });
+        // The latest wins; a download of the release just offered keeps it offered.
+        const stillOffered = offered ||
+          (waiting !== undefined && waiting.offered && waiting.releaseId === releaseId);
+        pending.set(client, { projectId, releaseId, identity, address, offered: stillOffered, at });
       }
       runner.request();
     },
     flush: runner.flush,
+    settle: runner.settle,
   };
 }
 
@@ -100,7 +130,8 @@ function keyedSighting(pending: PendingSighting): KeyedSighting {
   return {
     projectId: pending.projectId,
     releaseId: pending.releaseId,
-    keyId: pending.keyId,
+    address: pending.address,
+    offered: pending.offered,
     client: adoptionClientHash(pending.identity),
     install: pending.identity.startsWith("install:"),
     day: adoptionDay(pending.at),

@@ -314,3 +314,25 @@ async function writeAggregates(store: Store): Promise<void> {
     await batch.commit();
   }
 }
+
+/**
+ * The ids and expiry times of enabled keys that expire from `from` up to `until` (RFC 3339),
+ * soonest first, at most `limit` (read from the expiry index, not the keys).
+ */
+export async function listKeysExpiringBetween(
+  store: Store,
+  { from, until, limit }: { from: string; until: string; limit: number },
+): Promise<Array<{ keyId: number; expiresAt: string }>> {
+  const found: Array<{ keyId: number; expiresAt: string }> = [];
+  const range = {
+    start: [...apiKeyExpiryPrefix(), from],
+    end: [...apiKeyExpiryPrefix(), `${until}\u0000`],
+  };
+  for await (const entry of store.kv.list<boolean>(range)) {
+    if (entry.value !== true) continue;
+    const [, expiresAt, keyId] = entry.key as [string, string, number];
+    found.push({ keyId, expiresAt });
+    if (found.length >= limit) break;
+  }
+  return found;
+}

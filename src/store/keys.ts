@@ -51,7 +51,7 @@
  * | ["adoption_client", projectId, clientHash]   | AdoptionMarker: a client's last sighting (expireIn; adoption.ts) |
  * | ["adoption_count", projectId, releaseId, day] | Deno.KvU64 clients last seen on the release that day |
  * | ["adoption_sketch", projectId, releaseId, day] | Uint8Array HyperLogLog of clients past the new-id cap seen on the release that day |
- * | ["adoption_new_ids", keyId, day]             | number: install ids a key brought in as new clients that UTC day (expireIn) |
+ * | ["adoption_new_ids", address, day]           | number: install ids a client address (an IPv6 one: its /64) brought in as new clients that UTC day (expireIn) |
  * | ["publish_tokens", tokenId]                  | PublishToken (never the secret) |
  * | ["publish_tokens_by_hash", sha256Hex]        | tokenId                       |
  * | ["publish_token_last_used", tokenId]         | RFC 3339 time                 |
@@ -66,6 +66,7 @@
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
  * | ["signing_root"]                             | SigningRoot: the uploaded offline-root document |
  * | ["webhook_endpoints", endpointId]            | WebhookEndpoint, its signing secret included (webhooks.ts) |
+ * | ["webhook_endpoint_health", endpointId]      | WebhookEndpointHealth: the endpoint's latest attempt, failed or not |
  * | ["webhook_events", eventId]                  | WebhookEventBody not yet fanned out to endpoints |
  * | ["webhook_outbox", dueMs, deliveryId]        | OutboxEntry: a delivery due then (or leased until then) |
  * | ["webhook_deliveries", endpointId, deliveryId] | WebhookDelivery: the delivery log (expireIn once done) |
@@ -75,8 +76,8 @@
  * | ["report_marker", releaseId, kind, clientHash] | 1: an install's report of that kind was counted (expireIn; reports.ts) |
  * | ["report_count", releaseId, kind]            | Deno.KvU64 installs that reported that kind for the release |
  * | ["report_hourly", releaseId, kind, hour]     | Deno.KvU64 those of them counted in that UTC hour |
- * | ["report_sketch", releaseId, kind, day]      | Uint8Array HyperLogLog of reports past a key's new-id cap |
- * | ["report_new_ids", keyId, day]               | Deno.KvU64 report markers a key made that UTC day |
+ * | ["report_sketch", releaseId, kind, day]      | Uint8Array HyperLogLog of reports not counted (untrusted, or past an address's cap) |
+ * | ["report_new_ids", address, day]             | number: report markers made from a client address (an IPv6 one: its /64) that UTC day (expireIn) |
  * | ["report_reasons", releaseId, kind]          | ReportReason[]: the latest failure reasons (at most 20) |
  * | ["rollout_gates", projectId]                 | RolloutGateState: a rollout's health gates and stage (rollout_gates.ts) |
  * | ["rollout_gate_changes", projectId, action]  | Deno.KvU64 stages advanced, halted or completed by the gates |
@@ -253,6 +254,7 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["webhook_events"],
   ["webhook_outbox"],
   ["webhook_deliveries"],
+  ["webhook_endpoint_health"],
   ["webhook_expiry_notices"],
   ["webhook_download_marks"],
   ["delivery_attempts"],
@@ -484,9 +486,9 @@ export function adoptionSketchPrefix(projectId: number): Deno.KvKey {
   return ["adoption_sketch", projectId];
 }
 
-/** How many install ids a key brought in as new clients on a UTC day (the new-id cap). */
-export function adoptionNewIdsKey(keyId: number, day: number): Deno.KvKey {
-  return ["adoption_new_ids", keyId, day];
+/** How many install ids a client address brought in as new clients on a UTC day (the new-id cap). */
+export function adoptionNewIdsKey(address: string, day: number): Deno.KvKey {
+  return ["adoption_new_ids", address, day];
 }
 
 export function webhookEndpointKey(endpointId: string): Deno.KvKey {
@@ -495,6 +497,15 @@ export function webhookEndpointKey(endpointId: string): Deno.KvKey {
 
 export function webhookEndpointsPrefix(): Deno.KvKey {
   return ["webhook_endpoints"];
+}
+
+/** The outcome of an endpoint's latest delivery attempt (whether it is failing). */
+export function webhookEndpointHealthKey(endpointId: string): Deno.KvKey {
+  return ["webhook_endpoint_health", endpointId];
+}
+
+export function webhookEndpointHealthPrefix(): Deno.KvKey {
+  return ["webhook_endpoint_health"];
 }
 
 export function webhookEventKey(eventId: string): Deno.KvKey {
@@ -562,7 +573,7 @@ export function reportHourlyPrefix(releaseId: number): Deno.KvKey {
   return ["report_hourly", releaseId];
 }
 
-/** A sketch of reports past their key's new-id cap, per release, kind and UTC day. */
+/** A sketch of reports not counted (untrusted, or past an address's cap), per release, kind and UTC day. */
 export function reportSketchKey(releaseId: number, kind: string, day: number): Deno.KvKey {
   return ["report_sketch", releaseId, kind, day];
 }
@@ -571,9 +582,9 @@ export function reportSketchPrefix(releaseId: number): Deno.KvKey {
   return ["report_sketch", releaseId];
 }
 
-/** Report markers a key made on a UTC day. */
-export function reportNewIdsKey(keyId: number, day: number): Deno.KvKey {
-  return ["report_new_ids", keyId, day];
+/** Report markers made from a client address on a UTC day (the report cap). */
+export function reportNewIdsKey(address: string, day: number): Deno.KvKey {
+  return ["report_new_ids", address, day];
 }
 
 /** The latest failure reasons of a release and kind. */
@@ -603,6 +614,10 @@ export function rolloutGateChangesPrefix(projectId?: number): Deno.KvKey {
 /** A project's critical releases and minimum supported version. */
 export function releasePolicyKey(projectId: number): Deno.KvKey {
   return ["release_policy", projectId];
+}
+
+export function releasePoliciesPrefix(): Deno.KvKey {
+  return ["release_policy"];
 }
 
 /** A sign-in through the OpenID Connect provider, by the hash of its `state`. */

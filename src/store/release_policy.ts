@@ -9,7 +9,13 @@
 import { now, serializedProjectWrite } from "./atomic.ts";
 import { changeOp, commitChange } from "./cache.ts";
 import { NotFoundError, ValidationError } from "./errors.ts";
-import { latestReleaseKey, releaseKey, releasePolicyKey, rolloutKey } from "./keys.ts";
+import {
+  latestReleaseKey,
+  releaseKey,
+  releasePoliciesPrefix,
+  releasePolicyKey,
+  rolloutKey,
+} from "./keys.ts";
 import { changeRollout } from "./rollouts.ts";
 import { isNewerRelease, listReleasesByProject, makeReleaseLatest } from "./releases.ts";
 import type { Release, Rollout } from "./types.ts";
@@ -41,6 +47,16 @@ const CRITICAL_MAX = 100;
 /** The project's policy (an empty one when it has none). */
 export async function getReleasePolicy(store: Store, projectId: number): Promise<ReleasePolicy> {
   return (await store.kv.get<ReleasePolicy>(releasePolicyKey(projectId))).value ?? EMPTY;
+}
+
+/** Every project's policy that has a rollback on record, by project id. */
+export async function listRollbacks(store: Store): Promise<Map<number, Rollback>> {
+  const rollbacks = new Map<number, Rollback>();
+  for await (const entry of store.kv.list<ReleasePolicy>({ prefix: releasePoliciesPrefix() })) {
+    const rolledBack = entry.value.rolled_back;
+    if (rolledBack !== null) rollbacks.set(entry.key[1] as number, rolledBack);
+  }
+  return rollbacks;
 }
 
 /** Changes the project's policy in one commit naming the latest-release entry. */

@@ -9,10 +9,27 @@
  * project does not have is dropped. Past `maxPending` reports waiting, a new
  * one goes straight into the sketch of its (version, kind, day); past
  * `maxPending` of those groups too, it is dropped.
+ *
+ * Only trusted reports are counted (docs/reports.md "What the gates
+ * trust"): the install's adoption marker (adoption.ts) must list the
+ * report's release as offered to it. The batch first lets this instance's
+ * adoption recorder write what it holds (`settle`), then reads the markers
+ * of its installs at once. A report not trusted yet waits for one more
+ * batch while it is younger than TRUST_WAIT_MS and there is room (the answer
+ * may have come from another instance whose sightings are still on their
+ * way); after that it goes into the sketch of its (release, kind, day),
+ * shown apart and never read by the gates.
  */
 import { createBatchRunner } from "../lib/batch_runner.ts";
 import { addToSketch, createSketch, mergeSketch } from "../lib/hyperloglog.ts";
-import { adoptionClientHash, adoptionDay } from "./adoption.ts";
+import {
+  adoptionClientHash,
+  adoptionDay,
+  type AdoptionMarker,
+  offeredReleases,
+} from "./adoption.ts";
+import { getManyEntries } from "./get_many.ts";
+import { adoptionClientKey } from "./keys.ts";
 import { isNewerRelease, listReleasesByProject } from "./releases.ts";
 import {
   recordReports,
@@ -27,8 +44,9 @@ import type { Store } from "./store.ts";
 /** A report as it arrives (already checked by the route). */
 export interface IncomingReport {
   projectId: number;
-  keyId: number;
   installId: string;
+  /** The client address it came from (the per-address cap of new markers). */
+  address: string;
   /** The version the install runs now (`installed`), or the version that failed. */
   version: string;
   kind: Exclude<ReportKind, "returned">;
@@ -45,8 +63,13 @@ export interface ReportRecorder {
 }
 
 export interface ReportRecorderOptions {
-  /** Report markers per key and UTC day counted exactly; the rest in sketches (default 10,000). */
+  /** Report markers per client address and UTC day counted exactly; the rest in sketches (default 10,000). */
   newIdsPerDay?: number;
+  /**
+   * Called before each batch: this instance's adoption recorder writes the
+   * sightings it holds, so a report of an answer just given is trusted.
+   */
+  settle?: () => Promise<void>;
   /** Reports waiting for the writer (default 10,000); past it, a new one is sketched. */
   maxPending?: number;
   /** The least time between the starts of two batches, in ms (default 1,000). */
@@ -58,10 +81,14 @@ export interface ReportRecorderOptions {
 
 interface Pending extends IncomingReport {
   at: number;
+  /** Batches that found it not trusted yet (0 or 1). */
+  untrusted: number;
 }
 
 /** A report that could not be written is tried again in later batches for this long. */
 const REQUEUE_MS = 60_000;
+/** A report not trusted yet is looked at once more while younger than this, in ms. */
+const TRUST_WAIT_MS = 5_000;
 
 /** One install's report of a version and kind: the pending map keeps one. */
 function nameOf(report: IncomingReport): string {
@@ -86,6 +113,7 @@ export function createReportRecorder(
     batchMs = 1_000,
     now = Date.now,
     onKvError = () => {},
+    settle = () => Promise.resolve(),
   } = options;
   let pending = new Map<string, Pending>();
   let overflow = new Map<string, PendingSketch>();
@@ -95,17 +123,23 @@ export function createReportRecorder(
     const sketches = [...overflow.values()];
     pending = new Map();
     overflow = new Map();
-    await writeBatch(store, { batch, sketches, newIdsPerDay }).catch((error) => {
-      onKvError();
-      console.error("could not record install reports (they wait for the next batch):", error);
-      // Kept for the next batch while there is room: a report already counted is skipped then.
-      for (const report of batch) {
-        const name = nameOf(report);
-        if (report.at > now() - REQUEUE_MS && pending.size < maxPending && !pending.has(name)) {
-          pending.set(name, report);
-        }
-      }
-    });
+    await settle().catch(() => {}); // its own errors are its recorder's to report
+    /** Takes `report` into the next batch; false when there is no room. */
+    const requeue = (report: Pending): boolean => {
+      const name = nameOf(report);
+      if (pending.has(name)) return true;
+      if (pending.size >= maxPending) return false;
+      pending.set(name, report);
+      return true;
+    };
+    await writeBatch(store, { batch, sketches, newIdsPerDay, nowMs: now(), requeue }).catch(
+      (error) => {
+        onKvError();
+        console.error("could not record install reports (they wait for the next batch):", error);
+        // Kept for the next batch while there is room: a report already counted is skipped then.
+        for (const report of batch) if (report.at > now() - REQUEUE_MS) requeue(report);
+      },
+    );
   }, { batchMs, pending: () => pending.size > 0 || overflow.size > 0 });
 
   return {
@@ -113,7 +147,7 @@ export function createReportRecorder(
       const at = now();
       const name = nameOf(report);
       if (pending.size < maxPending || pending.has(name)) {
-        pending.set(name, { ...report, at });
+        pending.set(name, { ...report, at, untrusted: 0 });
       } else {
         const day = adoptionDay(at);
         const group = `${report.projectId} ${report.version} ${report.kind} ${day}`;
@@ -131,13 +165,18 @@ export function createReportRecorder(
   };
 }
 
-/** Resolves the batch's versions and writes it. */
+/**
+ * Resolves the batch's versions, keeps the trusted reports (`requeue`s those
+ * that may be trusted a moment later, sketches the others) and writes them.
+ */
 async function writeBatch(
   store: Store,
-  { batch, sketches, newIdsPerDay }: {
+  { batch, sketches, newIdsPerDay, nowMs, requeue }: {
     batch: Pending[];
     sketches: PendingSketch[];
     newIdsPerDay: number;
+    nowMs: number;
+    requeue: (report: Pending) => boolean;
   },
 ): Promise<void> {
   const releases = new Map<number, Map<string, Release>>();
@@ -154,21 +193,44 @@ async function writeBatch(
     }
     return versions.get(version);
   };
-  const items: ReportItem[] = [];
+  const resolved: Array<{ report: Pending; client: string; items: ReportItem[] }> = [];
   for (const report of batch) {
     const release = await releaseOf(report.projectId, report.version);
     if (release === undefined) continue;
     const client = adoptionClientHash(`install:${report.installId}`);
-    const item = { releaseId: release.id, keyId: report.keyId, client, at: report.at };
-    items.push({ ...item, kind: report.kind, reason: report.reason });
+    const item = { releaseId: release.id, address: report.address, client, at: report.at };
+    const items: ReportItem[] = [{ ...item, kind: report.kind, reason: report.reason }];
     const previous = await releaseOf(report.projectId, report.previousVersion);
     if (
       report.kind === "installed" && previous !== undefined && isNewerRelease(previous, release)
     ) {
       items.push({ ...item, kind: "returned" });
     }
+    resolved.push({ report, client, items });
   }
+  // What the gates trust: the install's marker lists the release as offered to it.
+  const markers = await getManyEntries<AdoptionMarker>(
+    store.kv,
+    resolved.map(({ report, client }) => adoptionClientKey(report.projectId, client)),
+  );
   const overflow = new Map<string, ReportSketchPart>();
+  const items: ReportItem[] = [];
+  for (const [i, { report, items: reported }] of resolved.entries()) {
+    const marker = markers[i].value;
+    const offered = marker === null ? [] : offeredReleases(marker);
+    const untrusted = reported.filter((item) => !offered.includes(item.releaseId));
+    items.push(...reported.filter((item) => offered.includes(item.releaseId)));
+    if (untrusted.length === 0) continue;
+    if (
+      report.untrusted === 0 && nowMs - report.at < TRUST_WAIT_MS &&
+      requeue({ ...report, untrusted: 1 })
+    ) {
+      continue;
+    }
+    for (const item of untrusted) {
+      addToSketch(reportSketchPartOf(overflow, item).sketch, item.client);
+    }
+  }
   for (const part of sketches) {
     const release = await releaseOf(part.projectId, part.version);
     if (release === undefined) continue;

@@ -4,11 +4,13 @@
  * marker `["report_marker", release, kind, hash]` (expiring after 90 days)
  * plus a `sum` on the release's counter and on its hourly counter, written in
  * one commit checked against the marker, so any number of instances count an
- * install once. New markers are capped per API key and UTC day (counter
- * `["report_new_ids", key, day]`, checked in the same commit); a report past
- * the cap goes into a HyperLogLog sketch of its (release, kind, day) instead,
- * a fixed 4 KiB however many install ids a key invents, and is shown apart
- * (never counted by the health gates).
+ * install once. Only trusted reports get here (report_recorder.ts). New
+ * markers are capped per client address (an IPv6 one as its /64) and UTC
+ * day (counter
+ * `["report_new_ids", address, day]`, read before the commit); a report past
+ * the cap, like an untrusted one, goes into a HyperLogLog sketch of its
+ * (release, kind, day) instead, a fixed 4 KiB however many install ids an
+ * address invents, and is shown apart (never counted by the health gates).
  */
 import { addToSketch, createSketch, estimateSketch, mergeSketch } from "../lib/hyperloglog.ts";
 import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
@@ -58,8 +60,8 @@ const NEW_REPORTS_PER_COMMIT = 40;
 export interface ReportItem {
   releaseId: number;
   kind: ReportKind;
-  /** The API key that sent it (the new-id cap is per key). */
-  keyId: number;
+  /** The client address it came from (the new-id cap is per address). */
+  address: string;
   /** The first 128 bits of the SHA-256 of the install id, as hex. */
   client: string;
   /** When it arrived, in ms. */
@@ -98,34 +100,36 @@ export function reportSketchPartOf(
 }
 
 /**
- * Writes a batch of reports (at most one per install, release and kind):
- * a report already counted changes nothing; a new one is counted while its
- * key has made fewer than `newIdsPerDay` markers that UTC day, else it goes
- * into its sketch, with `overflow`. Once a key is at its cap, its reports go
- * to the sketch without reading their markers (one counted before is then in
- * the estimate too).
+ * Writes a batch of trusted reports (at most one per install, release and
+ * kind): a report already counted changes nothing; a new one is counted
+ * while its address has made fewer than `newIdsPerDay` markers that UTC day,
+ * else it goes into its sketch, with `overflow`. Once an address is at its
+ * cap, its reports go to the sketch without reading their markers (one
+ * counted before is then in the estimate too).
  */
 export async function recordReports(
   store: Store,
   batch: { items: ReportItem[]; overflow: Map<string, ReportSketchPart>; newIdsPerDay: number },
 ): Promise<void> {
   const { items, overflow, newIdsPerDay } = batch;
-  const byKeyDay = new Map<string, ReportItem[]>();
+  const byAddressDay = new Map<string, ReportItem[]>();
   for (const item of items) {
-    const group = `${item.keyId} ${Math.floor(item.at / DAY_MS)}`;
-    byKeyDay.set(group, [...byKeyDay.get(group) ?? [], item]);
+    const group = `${item.address} ${Math.floor(item.at / DAY_MS)}`;
+    const members = byAddressDay.get(group);
+    if (members === undefined) byAddressDay.set(group, [item]);
+    else members.push(item);
   }
-  // A key already at its cap that day: its reports go to the sketches unread (a flood costs
-  // one read per batch, not one per report).
+  // An address already at its cap that day: its reports go to the sketches unread (a flood
+  // costs one read per batch, not one per report).
   const groups: ReportItem[][] = [];
-  const counts = await getManyEntries<Deno.KvU64>(
+  const counts = await getManyEntries<number>(
     store.kv,
-    [...byKeyDay.values()].map((group) =>
-      reportNewIdsKey(group[0].keyId, Math.floor(group[0].at / DAY_MS))
+    [...byAddressDay.values()].map((group) =>
+      reportNewIdsKey(group[0].address, Math.floor(group[0].at / DAY_MS))
     ),
   );
-  for (const [i, group] of [...byKeyDay.values()].entries()) {
-    if (Number(counts[i].value?.value ?? 0n) >= newIdsPerDay) {
+  for (const [i, group] of [...byAddressDay.values()].entries()) {
+    if ((counts[i].value ?? 0) >= newIdsPerDay) {
       for (const item of group) addToSketch(reportSketchPartOf(overflow, item).sketch, item.client);
       continue;
     }
@@ -162,11 +166,10 @@ export async function recordReports(
 }
 
 /**
- * Counts new reports of one key and day while the key's markers that day
- * stay within `cap`, in one commit checked against every marker; returns
- * those counted and those past the cap. The key's count is a `sum` read
- * before the commit, not checked by it: instances writing at once never
- * conflict on it, and each may pass the cap by at most one commit's worth.
+ * Counts new reports of one address and day while the address's markers that
+ * day stay within `cap`, in one commit checked against the count and every
+ * marker; returns those counted and those past the cap. The count expires
+ * after two days, so counters of addresses that come and go do not pile up.
  */
 async function admitReports(
   store: Store,
@@ -174,20 +177,20 @@ async function admitReports(
   cap: number,
 ): Promise<{ admitted: ReportItem[]; past: ReportItem[] }> {
   const day = Math.floor(items[0].at / DAY_MS);
-  const countKey = reportNewIdsKey(items[0].keyId, day);
+  const countKey = reportNewIdsKey(items[0].address, day);
   return await commitWithRetry(async () => {
-    const [count, ...markers] = await getManyEntries<Deno.KvU64 | number>(store.kv, [
+    const [count, ...markers] = await getManyEntries<number>(store.kv, [
       countKey,
       ...items.map((item) => reportMarkerKey(item.releaseId, item.kind, item.client)),
     ]);
     const fresh = items.filter((_, i) => markers[i].value === null);
-    const taken = Number((count.value as Deno.KvU64 | null)?.value ?? 0n);
+    const taken = count.value ?? 0;
     const admitted = fresh.slice(0, Math.max(0, cap - taken));
     const past = fresh.slice(admitted.length);
     if (admitted.length === 0) {
       return { commit: NOTHING_TO_WRITE, value: { admitted, past } };
     }
-    const op = store.kv.atomic();
+    const op = store.kv.atomic().check(count);
     for (const marker of markers) if (marker.value === null) op.check(marker);
     const sums = new Map<string, { key: Deno.KvKey; added: bigint }>();
     const add = (key: Deno.KvKey) => {
@@ -202,9 +205,7 @@ async function admitReports(
       add(reportHourlyKey(item.releaseId, item.kind, Math.floor(item.at / HOUR_MS)));
     }
     for (const { key, added } of sums.values()) op.sum(key, added);
-    op.sum(countKey, BigInt(admitted.length));
-    // A `sum` cannot expire: the count of two days before goes with this one.
-    op.delete(reportNewIdsKey(items[0].keyId, day - 2));
+    op.set(countKey, taken + admitted.length, { expireIn: 2 * DAY_MS });
     return { commit: await op.commit(), value: { admitted, past } };
   });
 }
@@ -262,7 +263,7 @@ export async function getReportCounts(store: Store, releaseId: number): Promise<
   return counts;
 }
 
-/** The reports past a key's new-id cap, estimated per kind from the release's sketches. */
+/** The reports not counted (untrusted, or past an address's cap), estimated per kind from the release's sketches. */
 export async function getReportEstimates(store: Store, releaseId: number): Promise<ReportCounts> {
   const unions = new Map<ReportKind, Uint8Array>();
   for await (const entry of store.kv.list<Uint8Array>({ prefix: reportSketchPrefix(releaseId) })) {

@@ -1,6 +1,6 @@
 /**
  * The HyperLogLog sketches kept in KV, one per UTC day and what it counts
- * (adoption_batch.ts, reports.ts): clients past a key's new-id cap.
+ * (adoption_batch.ts, reports.ts): clients past an address's new-id cap, reports not counted.
  */
 import { createSketch, mergeSketch } from "../lib/hyperloglog.ts";
 import { DAY_MS } from "./adoption.ts";

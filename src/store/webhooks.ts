@@ -21,6 +21,8 @@ import {
   webhookDownloadBaselineKey,
   webhookDownloadMarkKey,
   webhookDownloadMarksPrefix,
+  webhookEndpointHealthKey,
+  webhookEndpointHealthPrefix,
   webhookEndpointKey,
   webhookEndpointsPrefix,
   webhookEventKey,
@@ -45,6 +47,15 @@ export const WEBHOOK_EVENT_KINDS = [
 
 export type WebhookEventKind = typeof WEBHOOK_EVENT_KINDS[number];
 
+/**
+ * The event of a test ping an admin sends from an endpoint's page: sent at once to that endpoint
+ * only, never subscribed to.
+ */
+export const WEBHOOK_TEST_EVENT = "webhook.test";
+
+/** The event a delivery carries: a subscribed kind, or the test ping. */
+export type WebhookDeliveryEvent = WebhookEventKind | typeof WEBHOOK_TEST_EVENT;
+
 const KINDS: ReadonlySet<string> = new Set(WEBHOOK_EVENT_KINDS);
 
 export function isWebhookEventKind(value: string): value is WebhookEventKind {
@@ -54,7 +65,7 @@ export function isWebhookEventKind(value: string): value is WebhookEventKind {
 /** The body of a delivery: `id` is the event's id (the same in every retry and "send again"). */
 export interface WebhookEventBody {
   id: string;
-  type: WebhookEventKind;
+  type: WebhookDeliveryEvent;
   created_at: string;
   data: Record<string, unknown>;
 }
@@ -90,7 +101,7 @@ export interface WebhookDelivery {
   id: string;
   endpoint_id: string;
   event_id: string;
-  event: WebhookEventKind;
+  event: WebhookDeliveryEvent;
   /** The JSON body, exactly as sent (and signed). */
   body: string;
   created_at: string;
@@ -99,7 +110,23 @@ export interface WebhookDelivery {
   last_attempt_at: string | null;
   last_status: number | null;
   last_error: string | null;
+  /** The start of the receiver's last answer body (absent in records of earlier versions). */
+  last_answer?: string | null;
   next_attempt_at: string | null;
+}
+
+/**
+ * The outcome of an endpoint's latest delivery attempt, written with it: an endpoint whose
+ * latest attempt failed is failing (its list row and the dashboard say so).
+ */
+export interface WebhookEndpointHealth {
+  endpoint_id: string;
+  ok: boolean;
+  at: string;
+  delivery_id: string;
+  event: WebhookDeliveryEvent;
+  status: number | null;
+  error: string | null;
 }
 
 export interface OutboxEntry {
@@ -170,10 +197,8 @@ export function withoutWebhookSecrets(endpoint: WebhookEndpoint): WebhookEndpoin
   return { ...endpoint, secret: null, previous_secrets: [] };
 }
 
-export async function createWebhookEndpoint(
-  store: Store,
-  input: { url: string; events: string[]; created_by: string },
-): Promise<WebhookEndpoint> {
+/** An endpoint's URL and events as a form gives them, checked; a ValidationError names the field. */
+function checkEndpointFields(input: { url: string; events: string[] }) {
   const url = input.url.trim();
   let parsed: URL;
   try {
@@ -189,13 +214,21 @@ export async function createWebhookEndpoint(
   if (events.length === 0) throw new ValidationError("events", "choose at least one event");
   const unknown = events.find((e) => !isWebhookEventKind(e));
   if (unknown !== undefined) throw new ValidationError("events", `unknown event ${unknown}`);
+  return { url, events: events as WebhookEventKind[] };
+}
+
+export async function createWebhookEndpoint(
+  store: Store,
+  input: { url: string; events: string[]; created_by: string },
+): Promise<WebhookEndpoint> {
+  const { url, events } = checkEndpointFields(input);
   if ((await listWebhookEndpoints(store)).length >= MAX_WEBHOOK_ENDPOINTS) {
     throw new ValidationError("url", `at most ${MAX_WEBHOOK_ENDPOINTS} endpoints`);
   }
   const endpoint: WebhookEndpoint = {
     id: newWebhookId(),
     url,
-    events: events as WebhookEventKind[],
+    events,
     secret: newWebhookSecret(),
     created_at: now(),
     created_by: input.created_by,
@@ -205,6 +238,29 @@ export async function createWebhookEndpoint(
     commit: await store.kv.atomic().check({ key, versionstamp: null }).set(key, endpoint).commit(),
     value: endpoint,
   }));
+}
+
+/**
+ * Changes an endpoint's URL and events (its secret and log stay). Deliveries already queued go to
+ * the new URL; events already fanned out stay queued whatever the new events. Returns the
+ * endpoint before and after.
+ */
+export async function updateWebhookEndpoint(
+  store: Store,
+  endpointId: string,
+  input: { url: string; events: string[] },
+): Promise<{ before: WebhookEndpoint; after: WebhookEndpoint }> {
+  const fields = checkEndpointFields(input);
+  const key = webhookEndpointKey(endpointId);
+  return await commitWithRetry(async () => {
+    const entry = await store.kv.get<WebhookEndpoint>(key);
+    if (entry.value === null) throw new NotFoundError(`webhook endpoint ${endpointId}`);
+    const after: WebhookEndpoint = { ...entry.value, ...fields };
+    return {
+      commit: await store.kv.atomic().check(entry).set(key, after).commit(),
+      value: { before: entry.value, after },
+    };
+  });
 }
 
 export async function getWebhookEndpoint(
@@ -223,11 +279,96 @@ export async function listWebhookEndpoints(store: Store): Promise<WebhookEndpoin
   return endpoints;
 }
 
-/** Removes an endpoint; its pending deliveries are dropped when they come due. */
+/** Removes an endpoint and its health; its pending deliveries are dropped when they come due. */
 export async function deleteWebhookEndpoint(store: Store, endpointId: string): Promise<void> {
   const entry = await store.kv.get<WebhookEndpoint>(webhookEndpointKey(endpointId));
   if (entry.value === null) throw new NotFoundError(`webhook endpoint ${endpointId}`);
-  await retryWhileLocked(() => store.kv.delete(webhookEndpointKey(endpointId)));
+  await retryWhileLocked(() =>
+    store.kv.atomic().delete(webhookEndpointKey(endpointId))
+      .delete(webhookEndpointHealthKey(endpointId)).commit()
+  );
+}
+
+/** Every endpoint's latest attempt, by endpoint id (endpoints without an attempt have none). */
+export async function listWebhookEndpointHealth(
+  store: Store,
+): Promise<Map<string, WebhookEndpointHealth>> {
+  const health = new Map<string, WebhookEndpointHealth>();
+  const entries = store.kv.list<WebhookEndpointHealth>({ prefix: webhookEndpointHealthPrefix() });
+  for await (const entry of entries) health.set(entry.value.endpoint_id, entry.value);
+  return health;
+}
+
+/** The health record of an attempt on `delivery` (after it). */
+function healthOf(delivery: WebhookDelivery): WebhookEndpointHealth {
+  return {
+    endpoint_id: delivery.endpoint_id,
+    ok: delivery.status === "delivered",
+    at: delivery.last_attempt_at ?? now(),
+    delivery_id: delivery.id,
+    event: delivery.event,
+    status: delivery.last_status,
+    error: delivery.last_error,
+  };
+}
+
+/** A test ping's body: a `webhook.test` event naming the endpoint and who sent it. */
+export function webhookTestBody(endpoint: WebhookEndpoint, sentBy: string): string {
+  return JSON.stringify(
+    {
+      id: newWebhookId(),
+      type: WEBHOOK_TEST_EVENT,
+      created_at: now(),
+      data: { endpoint: { id: endpoint.id, url: endpoint.url }, sent_by: sentBy },
+    } satisfies WebhookEventBody,
+  );
+}
+
+/**
+ * Logs a test ping that was just sent (one attempt, never retried) with its outcome, and makes it
+ * the endpoint's health.
+ */
+export async function recordWebhookTest(
+  store: Store,
+  input: {
+    endpointId: string;
+    deliveryId: string;
+    body: string;
+    outcome: { ok: boolean; status: number | null; error: string | null; answer: string | null };
+  },
+): Promise<WebhookDelivery> {
+  const at = now();
+  const event = JSON.parse(input.body) as WebhookEventBody;
+  const delivery: WebhookDelivery = {
+    id: input.deliveryId,
+    endpoint_id: input.endpointId,
+    event_id: event.id,
+    event: WEBHOOK_TEST_EVENT,
+    body: input.body,
+    created_at: at,
+    status: input.outcome.ok ? "delivered" : "failed",
+    attempts: 1,
+    last_attempt_at: at,
+    last_status: input.outcome.status,
+    last_error: input.outcome.error,
+    last_answer: input.outcome.answer,
+    next_attempt_at: null,
+  };
+  await retryWhileLocked(() =>
+    store.kv.atomic()
+      .set(webhookDeliveryKey(input.endpointId, delivery.id), delivery, { expireIn: LOG_KEPT_MS })
+      .set(webhookEndpointHealthKey(input.endpointId), healthOf(delivery))
+      .commit()
+  );
+  return delivery;
+}
+
+/** One delivery of an endpoint's log, or null. */
+export async function getWebhookDelivery(
+  store: Store,
+  { endpointId, deliveryId }: { endpointId: string; deliveryId: string },
+): Promise<WebhookDelivery | null> {
+  return (await store.kv.get<WebhookDelivery>(webhookDeliveryKey(endpointId, deliveryId))).value;
 }
 
 function eventBody(kind: WebhookEventKind, data: Record<string, unknown>): WebhookEventBody {
@@ -272,7 +413,9 @@ export async function fanOutWebhookEvents(store: Store, limit = 50): Promise<num
     const entry of store.kv.list<WebhookEventBody>({ prefix: webhookEventsPrefix() }, { limit })
   ) {
     const event = entry.value;
-    const targets = endpoints.filter((endpoint) => endpoint.events.includes(event.type));
+    const targets = endpoints.filter((endpoint) =>
+      (endpoint.events as readonly string[]).includes(event.type)
+    );
     const op = store.kv.atomic().check(entry).delete(entry.key);
     for (const endpoint of targets) queueDelivery(op, endpoint.id, event);
     const ok = await retryWhileLocked(() => op.commit()).then((c) => c.ok, () => false);
@@ -361,7 +504,13 @@ export async function claimDueDeliveries(
 export async function finishDeliveryAttempt(
   store: Store,
   claim: ClaimedDelivery,
-  outcome: { ok: boolean; status: number | null; error: string | null; nextAtMs: number | null },
+  outcome: {
+    ok: boolean;
+    status: number | null;
+    error: string | null;
+    answer?: string | null;
+    nextAtMs: number | null;
+  },
 ): Promise<WebhookDelivery | null> {
   const { delivery } = claim;
   const attemptedAt = now();
@@ -377,6 +526,7 @@ export async function finishDeliveryAttempt(
     last_attempt_at: attemptedAt,
     last_status: outcome.status,
     last_error: outcome.error,
+    last_answer: outcome.answer ?? null,
     next_attempt_at: status === "pending" ? new Date(outcome.nextAtMs!).toISOString() : null,
   };
   const op = store.kv.atomic()
@@ -387,6 +537,10 @@ export async function finishDeliveryAttempt(
       after,
       status === "pending" ? undefined : { expireIn: LOG_KEPT_MS },
     );
+  // A delivery to a removed endpoint leaves no health behind.
+  if (claim.endpoint !== null) {
+    op.set(webhookEndpointHealthKey(delivery.endpoint_id), healthOf(after));
+  }
   if (status === "pending") {
     op.set(webhookOutboxKey(outcome.nextAtMs!, delivery.id), {
       delivery_id: delivery.id,

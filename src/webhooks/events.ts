@@ -7,6 +7,7 @@
 export {
   isWebhookEventKind,
   WEBHOOK_EVENT_KINDS,
+  WEBHOOK_TEST_EVENT,
   type WebhookEventBody,
   type WebhookEventKind,
 } from "../store/webhooks.ts";

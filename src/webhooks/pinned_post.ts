@@ -22,8 +22,18 @@ export interface PinnedPost {
   caCerts?: string[];
 }
 
-/** Sends the POST; resolves with the answer's status, rejects when no answer came in time. */
-export async function postPinned(input: PinnedPost): Promise<number> {
+/** The receiver's answer: its status and the start of its body (for the delivery log). */
+export interface PinnedAnswer {
+  status: number;
+  /** At most ANSWER_KEPT_BYTES of the body, as text. */
+  body: string;
+}
+
+/** How much of an answer's body is kept. */
+const ANSWER_KEPT_BYTES = 1024;
+
+/** Sends the POST; resolves with the answer, rejects when no answer came in time. */
+export async function postPinned(input: PinnedPost): Promise<PinnedAnswer> {
   const signal = AbortSignal.timeout(input.timeoutMs);
   const conn = await connectPinned(input, signal);
   try {
@@ -93,8 +103,8 @@ function beforeAbort<T>(
   });
 }
 
-/** The HTTP/1.1 request over `conn`; the answer's status. */
-function exchange(input: PinnedPost, conn: Deno.Conn, signal: AbortSignal): Promise<number> {
+/** The HTTP/1.1 request over `conn`; the answer's status and the start of its body. */
+function exchange(input: PinnedPost, conn: Deno.Conn, signal: AbortSignal): Promise<PinnedAnswer> {
   const socket = Duplex.fromWeb({ readable: conn.readable, writable: conn.writable });
   const agent = new http.Agent();
   // The request goes over the connection made above, whatever host node:http would resolve.
@@ -115,8 +125,24 @@ function exchange(input: PinnedPost, conn: Deno.Conn, signal: AbortSignal): Prom
       agent,
       signal,
     }, (response) => {
-      resolve(response.statusCode ?? 0);
-      response.destroy();
+      const status = response.statusCode ?? 0;
+      const chunks: Buffer[] = [];
+      let kept = 0;
+      const done = () => {
+        const body = Buffer.concat(chunks).subarray(0, ANSWER_KEPT_BYTES).toString("utf8");
+        resolve({ status, body });
+        response.destroy();
+      };
+      response.on("data", (chunk: Buffer) => {
+        chunks.push(chunk);
+        kept += chunk.length;
+        if (kept >= ANSWER_KEPT_BYTES) done();
+      });
+      response.on("end", done);
+      // An answer cut off after its status (or its body still coming at the timeout) counts as
+      // the status with the part of the body that came.
+      response.on("error", done);
+      signal.addEventListener("abort", done, { once: true });
     });
     request.on("error", reject);
     request.end(input.body);

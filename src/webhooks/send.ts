@@ -34,12 +34,14 @@ export interface AttemptResult {
   status: number | null;
   /** Why it failed, when it did. */
   error: string | null;
+  /** The start of the receiver's answer body, when one came. */
+  answer: string | null;
   /** A refused target is not retried: it will not become allowed by waiting. */
   permanent: boolean;
 }
 
 function failed(error: string, permanent = false): AttemptResult {
-  return { ok: false, status: null, error, permanent };
+  return { ok: false, status: null, error, permanent, answer: null };
 }
 
 export async function attemptDelivery(input: AttemptInput): Promise<AttemptResult> {
@@ -61,7 +63,7 @@ export async function attemptDelivery(input: AttemptInput): Promise<AttemptResul
   }
   const timestamp = Math.floor(Date.now() / 1000);
   try {
-    const status = await postPinned({
+    const { status, body: answer } = await postPinned({
       url: target.url,
       addresses: target.addresses,
       headers: deliveryHeaders(input.secrets, {
@@ -75,7 +77,13 @@ export async function attemptDelivery(input: AttemptInput): Promise<AttemptResul
       caCerts: input.caCerts,
     });
     const ok = status >= 200 && status < 300;
-    return { ok, status, error: ok ? null : `the receiver answered ${status}`, permanent: false };
+    return {
+      ok,
+      status,
+      error: ok ? null : `the receiver answered ${status}`,
+      permanent: false,
+      answer,
+    };
   } catch (error) {
     const timedOut = error instanceof Error && error.name === "AbortError";
     return failed(timedOut ? `no answer in ${input.timeoutMs} ms` : String(error));
