@@ -24,7 +24,15 @@ import {
   sidewaysOverflow,
   signIn,
 } from "./browser.ts";
-import { seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import {
+  checkIn,
+  idsInRollout,
+  seedKey,
+  seedProject,
+  seedRelease,
+  type TestApp,
+} from "./helpers.ts";
+import type { Release } from "../src/store/types.ts";
 
 /** The overview's full height at 1366×900 at most: two screens. */
 const OVERVIEW_MAX_HEIGHT = 1_800;
@@ -72,16 +80,26 @@ async function seedRealistic(app: TestApp, slug: string, versionOf: (i: number) 
   return { project, releases, newest, previous };
 }
 
-async function reportInstalls(app: TestApp, slug: string, version: string, n: number) {
+/** `n` installs the rollout offered `release` to (they check in first) report it; one in 50 fails. */
+async function reportInstalls(
+  app: TestApp,
+  { slug, release, n }: { slug: string; release: Release; n: number },
+) {
   const { secret } = await seedKey(app);
-  for (let i = 0; i < n; i++) {
+  const installIds = idsInRollout(release, { percentage: 25, count: n, prefix: `${slug}-` });
+  await checkIn(app, secret, { slug, installIds });
+  for (const [i, installId] of installIds.entries()) {
     const res = await app.request(`/reports/v1/projects/${slug}`, secret, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-install-id": `${slug}-${i}` },
+      headers: { "content-type": "application/json", "x-install-id": installId },
       body: JSON.stringify(
         i % 50 === 0
-          ? { event: "crashed", version, reason: "the updater could not replace the running file" }
-          : { event: "installed", version },
+          ? {
+            event: "crashed",
+            version: release.version,
+            reason: "the updater could not replace the running file",
+          }
+          : { event: "installed", version: release.version },
       ),
     });
     await res.body?.cancel();
@@ -106,7 +124,7 @@ Deno.test({
 }, async (t) => {
   await using app = await createAdminTestApp();
   const realistic = await seedRealistic(app, "desktop", (i) => `1.${i}.0`);
-  await reportInstalls(app, "desktop", realistic.newest.version, 40);
+  await reportInstalls(app, { slug: "desktop", release: realistic.newest, n: 40 });
   // The long case: a 64-character slug, long versions and file names.
   const longSlug = "s".repeat(56) + "-desktop";
   const long = await seedRealistic(
