@@ -19,6 +19,7 @@ export const SCENARIOS = [
   "signing",
   "rollout",
   "differential",
+  "velopack",
 ] as const;
 export type ScenarioName = typeof SCENARIOS[number];
 
@@ -46,6 +47,8 @@ export interface BenchParams {
   keys: number;
   /** Size of the uploaded file. */
   uploadMiB: number;
+  /** Unpacked size of each Velopack package of the velopack scenario. */
+  velopackMiB: number;
   /** The most parallel admin sessions of the writes scenario (it runs 2, 8, 16 … up to it). */
   writeSessions: number;
   /** Uploads (and keys) of each session in each round of the writes scenario. */
@@ -195,6 +198,14 @@ const NUMBERS: Spec[] = [
     fallback: 1024,
     integer: false,
     help: "uploaded file size in MiB",
+  },
+  {
+    key: "velopackMiB",
+    flag: "velopack-mib",
+    env: "BENCH_VELOPACK_MIB",
+    fallback: 300,
+    integer: false,
+    help: "unpacked size of each Velopack package in MiB (300: about 150 MB zipped)",
   },
 ];
 

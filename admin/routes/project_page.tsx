@@ -16,6 +16,7 @@ import {
   listReleasesPage,
 } from "../../src/store/releases.ts";
 import { getRetentionPolicy } from "../../src/store/retention.ts";
+import { getVelopackSettings } from "../../src/store/velopack.ts";
 import { getRollout } from "../../src/store/rollouts.ts";
 import { getDailyDownloads, getRecentDownloadCountsByWindow } from "../../src/store/stats.ts";
 import type { Project, Release, RetentionPolicy, Rollout } from "../../src/store/types.ts";
@@ -106,6 +107,8 @@ export interface ProjectPageOptions {
   retention?: { values: RetentionValues; error?: FormError; policy?: RetentionPolicy };
   /** The rollout form as sent, with its error. */
   rollout?: { values: RolloutValues; error: FormError };
+  /** The Velopack form as sent, with its error. */
+  velopack?: { value: string; error: FormError };
   /** The release safety forms as sent, with their error. */
   safety?: { values: SafetyValues; error: FormError };
   status?: 200 | 400 | 403 | 409 | 413 | 503 | 507;
@@ -118,6 +121,7 @@ function tabOf(form: Omit<ProjectPageOptions, "project" | "status">): ProjectTab
   if (form.tab !== undefined) return form.tab;
   if (form.upload !== undefined || form.uploadError !== undefined) return "releases";
   if (form.rollout !== undefined || form.safety !== undefined) return "rollout";
+  if (form.velopack !== undefined) return "feeds";
   if (
     form.edit !== undefined || form.editError !== undefined || form.conflict !== undefined ||
     form.deleteError !== undefined || form.retention !== undefined
@@ -156,6 +160,7 @@ export async function renderProjectPage(
     adoption,
     safety,
     delivery,
+    velopack,
   ] = await Promise.all([
     listReleasesPage(c.var.store, project.id, {
       limit: tab === "overview" ? OVERVIEW_RELEASES : PAGE_SIZE,
@@ -178,6 +183,8 @@ export async function renderProjectPage(
       detail: tab === "rollout",
     }),
     getProjectDeliveryMonth(c.var.store, project.id, utcMonth(new Date())),
+    form.velopack ?? getVelopackSettings(c.var.store, project.id)
+      .then((settings) => ({ value: String(settings.deltas_kept), error: undefined })),
   ]);
   const sparkle = tab === "feeds"
     ? await getSparkleFeedKeyByProject(c.var.store, project.id)
@@ -247,6 +254,7 @@ export async function renderProjectPage(
       uploadError={form.uploadError}
       // Read for the settings page, the only one that shows it.
       retention={retention!}
+      velopack={velopack}
       adoption={{
         figures: adoption,
         today,

@@ -28,6 +28,7 @@ import { can } from "../roles.ts";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { ProjectFields } from "./project_fields.tsx";
 import { RetentionCard, type RetentionCardProps } from "./retention.tsx";
+import { VelopackCard, type VelopackCardProps } from "./velopack.tsx";
 import { UploadFormBody } from "./upload_form.tsx";
 import {
   RolloutCard,
@@ -106,6 +107,7 @@ export interface ProjectPageProps {
   /** Downloads of the project's deleted releases (kept in its total). */
   deletedDownloads?: number;
   retention: Omit<RetentionCardProps, "ctx" | "project">;
+  velopack: Omit<VelopackCardProps, "ctx" | "project">;
   rollout: Omit<RolloutCardProps, "csrfToken" | "slug" | "progress">;
   safety: Omit<ReleaseSafetyCardProps, "csrfToken" | "slug">;
   adoption: AdoptionCardProps;
@@ -194,7 +196,14 @@ export function ProjectPage(props: ProjectPageProps) {
           <AdoptionCard {...props.adoption} />
         </>
       )}
-      {tab === "feeds" && <ProjectFeeds {...props.feeds} />}
+      {tab === "feeds" && (
+        <>
+          <ProjectFeeds {...props.feeds} />
+          <IfCan ctx={ctx} route="POST /admin/projects/:slug/velopack">
+            <VelopackCard ctx={ctx} project={project} {...props.velopack} />
+          </IfCan>
+        </>
+      )}
       {tab === "settings" && (
         <>
           <IfCan ctx={ctx} route="POST /admin/projects/:slug">
