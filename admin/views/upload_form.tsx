@@ -75,28 +75,38 @@ export function UploadFormBody(
             Do not make this the latest release (the current latest stays, as the chosen one)
           </label>
         </div>
-        <TextAreaField
-          id="release-tauri-signature"
-          name="tauri_signature"
-          label="Tauri signature"
-          optional="optional"
-          rows={3}
-          maxlength={4096}
-          hint={<>The .sig file your Tauri build wrote for this file (see docs/feeds.md).</>}
-          value={upload.tauri_signature}
-          error={uploadError}
-        />
-        <TextAreaField
-          id="release-sparkle-signature"
-          name="sparkle_signature"
-          label="Sparkle EdDSA signature"
-          optional="optional"
-          rows={2}
-          maxlength={4096}
-          hint={<>What Sparkle's sign_update printed for this file.</>}
-          value={upload.sparkle_signature}
-          error={uploadError}
-        />
+        <details
+          class="fold"
+          data-signature-fields
+          open={upload.tauri_signature !== "" || upload.sparkle_signature !== "" ||
+              ["tauri_signature", "sparkle_signature"].includes(uploadError?.field ?? "")
+            ? true
+            : undefined}
+        >
+          <summary>Updater signatures (Tauri, Sparkle), if your feeds need them</summary>
+          <TextAreaField
+            id="release-tauri-signature"
+            name="tauri_signature"
+            label="Tauri signature"
+            optional="optional"
+            rows={3}
+            maxlength={4096}
+            hint={<>The .sig file your Tauri build wrote for this file (see docs/feeds.md).</>}
+            value={upload.tauri_signature}
+            error={uploadError}
+          />
+          <TextAreaField
+            id="release-sparkle-signature"
+            name="sparkle_signature"
+            label="Sparkle EdDSA signature"
+            optional="optional"
+            rows={2}
+            maxlength={4096}
+            hint={<>What Sparkle's sign_update printed for this file.</>}
+            value={upload.sparkle_signature}
+            error={uploadError}
+          />
+        </details>
         <div class="upload-progress" data-upload-progress hidden>
           <progress max={100} value={0} aria-labelledby="upload-status"></progress>
           <output id="upload-status" data-upload-status aria-live="polite"></output>
