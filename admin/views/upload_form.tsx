@@ -107,6 +107,36 @@ export function UploadFormBody(
             error={uploadError}
           />
         </details>
+        <details
+          class="fold"
+          data-squirrel-delta-fields
+          open={["squirrel_delta", "squirrel_delta_from"].includes(uploadError?.field ?? "")
+            ? true
+            : undefined}
+        >
+          <summary>Squirrel.Windows delta package, if releasify made one</summary>
+          <div class="field-row">
+            <InputField
+              id="release-squirrel-delta"
+              name="squirrel_delta"
+              label="Squirrel.Windows delta package"
+              type="file"
+              optional="optional"
+              accept=".nupkg"
+              hint={<>The -delta.nupkg releasify made for this version (see docs/feeds.md).</>}
+              error={uploadError}
+            />
+            <InputField
+              id="release-squirrel-delta-from"
+              name="squirrel_delta_from"
+              label="Delta applies to version"
+              optional="optional"
+              maxlength={128}
+              hint={<>Empty: the release uploaded before this one.</>}
+              error={uploadError}
+            />
+          </div>
+        </details>
         <div class="upload-progress" data-upload-progress hidden>
           <progress max={100} value={0} aria-labelledby="upload-status"></progress>
           <output id="upload-status" data-upload-status aria-live="polite"></output>
