@@ -119,14 +119,14 @@ export async function buildArtifactPatches(
   const dir = await Deno.makeTempDir({ dir: work.workDir, prefix: "patch-" });
   try {
     const toPath = `${dir}/new`;
-    if (!await copyArtifact(work.artifacts, release, toPath)) {
+    if (!await copyArtifact(work.artifacts, release, { path: toPath })) {
       work.report("warn", "patch: artifact missing or not as recorded", { release_id: release.id });
       return;
     }
     for (const from of bases) {
       const fromPath = `${dir}/old`;
       const outcome = await withBuildLease(store, work.holder, async () => {
-        if (!await copyArtifact(work.artifacts, from, fromPath)) return "skipped";
+        if (!await copyArtifact(work.artifacts, from, { path: fromPath })) return "skipped";
         try {
           if (await buildPatch(work, { to: release, from, toPath, fromPath })) counts.patches++;
         } catch (error) {

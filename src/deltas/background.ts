@@ -75,7 +75,7 @@ async function recordPackage(
   path: string,
 ): Promise<VelopackPackage | null> {
   const hash = createHash("sha1");
-  if (!await copyArtifact(options.artifacts, release, path, hash)) return null;
+  if (!await copyArtifact(options.artifacts, release, { path, hash })) return null;
   const sha1 = hash.digest("hex").toUpperCase();
   const nuspec = await readNuspec(path);
   const pkg: VelopackPackage = "problem" in nuspec
@@ -182,11 +182,11 @@ async function processRelease(
       counts.retryAfterId ??= release.id - 1;
       return;
     }
-    if (!copied && !await copyArtifact(options.artifacts, release, toPath)) return;
+    if (!copied && !await copyArtifact(options.artifacts, release, { path: toPath })) return;
     for (const from of bases) {
       const fromPath = `${dir}/old.nupkg`;
       const outcome = await withBuildLease(store, options.holder, async () => {
-        if (!await copyArtifact(options.artifacts, from, fromPath)) return "skipped";
+        if (!await copyArtifact(options.artifacts, from, { path: fromPath })) return "skipped";
         try {
           await buildDelta(options, {
             to: release,

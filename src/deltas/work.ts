@@ -20,8 +20,7 @@ const LEASE = "velopack_deltas";
 export async function copyArtifact(
   artifacts: ArtifactStore,
   release: Release,
-  path: string,
-  hash?: { update(chunk: Uint8Array): unknown },
+  { path, hash }: { path: string; hash?: { update(chunk: Uint8Array): unknown } },
 ): Promise<boolean> {
   const copied = await readRecordedArtifact(artifacts, release, async (chunks) => {
     using file = await Deno.open(path, { write: true, create: true, truncate: true });
