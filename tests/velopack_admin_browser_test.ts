@@ -40,7 +40,7 @@ Deno.test({
         });
         const page = await context.newPage();
         await signIn(page, base, ADMIN_PASSWORD);
-        const path = `/admin/projects/deskapp-${size.name}`;
+        const path = `/admin/projects/deskapp-${size.name}/feeds`;
         await page.goto(`${base}${path}#velopack`);
         const card = page.locator("#velopack");
         assert.equal(await page.inputValue("#velopack-deltas-kept"), "10");
