@@ -7,13 +7,12 @@ import {
   MAX_MEMORY_BUCKETS,
   type RateLimiter,
   type RateLimitRule,
-  SYNC_INTERVAL_MS,
 } from "../src/store/rate_limit.ts";
 import { setApiKeyActive } from "../src/store/api_keys.ts";
 import { rateLimitAddress } from "../src/http/client_address.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders } from "./asserts.ts";
 import { captureErrors, faultyKv } from "./faults.ts";
-import { createTestApp, seedKey, seedProject, type TestApp } from "./helpers.ts";
+import { createTestApp, seedKey, seedProject, type TestApp, waitFor } from "./helpers.ts";
 
 async function withLimit(
   limit: { burst: number; perMinute?: number; trustProxy?: boolean; store?: "memory" | "kv" },
@@ -67,8 +66,17 @@ Deno.test("kv store: instances sharing one KV share the limit; memory store: the
     });
     assert.equal(await status(t.request("/api/v1")), 200);
     assert.equal(await status(t.request("/api/v1")), 200);
-    // The kv store writes takes in rounds: the other instance sees them one round later.
-    await new Promise((resolve) => setTimeout(resolve, 4 * SYNC_INTERVAL_MS));
+    // The kv store writes takes in rounds: the other instance sees them once written.
+    if (store === "kv") {
+      await waitFor("the takes in the KV", async () => {
+        for await (
+          const entry of t.rateLimitKv.list<{ tokens: number }>({ prefix: ["rate_limit"] })
+        ) {
+          if (entry.value.tokens < 1) return true;
+        }
+        return false;
+      });
+    }
     // A client an instance holds no view of draws its first token there at once;
     // the next waits for the round that tells it the bucket is spent.
     assert.equal(await status(Promise.resolve(second.request("/api/v1"))), 200, store);
@@ -367,7 +375,7 @@ Deno.test("kv store: concurrent takes of one bucket grant exactly BURST, one com
       Array.from({ length: 300 }, () => Promise.resolve(limiter.take("shared"))),
     );
     assert.equal(results.filter((r) => r.allowed).length, 100, "exactly BURST granted");
-    await new Promise((resolve) => setTimeout(resolve, 4 * SYNC_INTERVAL_MS));
+    await waitFor("the rounds", () => limiter.settled());
     assert.ok(commits <= 3, `${commits} commits for 300 takes`);
     const entry = await kv.get<{ tokens: number }>(["rate_limit", "shared"]);
     assert.equal(entry.value?.tokens, 0, "the KV entry holds the takes");
@@ -388,7 +396,7 @@ Deno.test("kv store: instances on one KV share a bucket, within one round's take
     }
     // Each instance may grant what it sees within one round before it hears of the others.
     assert.ok(allowed >= 20 && allowed <= 26, `${allowed} granted for a burst of 20`);
-    await new Promise((resolve) => setTimeout(resolve, 4 * SYNC_INTERVAL_MS));
+    await waitFor("the rounds", () => instances.every((limiter) => limiter.settled()));
     for (const limiter of instances) {
       assert.equal((await limiter.take("key:1")).allowed, false, "every instance sees it spent");
     }
@@ -523,7 +531,7 @@ Deno.test("kv store under address churn: local views are forgotten once idle", a
     assert.equal(limiter.size(), 2_000);
     // Every local view is idle once its take is written; a round a second of the clock sweeps.
     for (let i = 0; i < 100 && limiter.size() > 1; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 4 * SYNC_INTERVAL_MS));
+      await waitFor("the rounds", () => limiter.settled());
       now += 1_000;
       assert.equal((await limiter.take("key:1@10.9.9.9")).allowed, true);
     }
@@ -550,7 +558,7 @@ Deno.test("kv store: a client's first token is drawn at once, with no KV read or
       assert.deepEqual(taken, { allowed: true }, "answered at once, not a promise");
     }
     assert.equal(kvCalls, 0, "the takes waited for no KV call");
-    await new Promise((resolve) => setTimeout(resolve, 10 * SYNC_INTERVAL_MS));
+    await waitFor("the rounds", () => limiter.settled());
     assert.ok(kvCalls > 0, "a round wrote them afterwards");
     const entry = await kv.get<{ tokens: number }>(["rate_limit", "key:1@10.0.0.7"]);
     assert.equal(entry.value?.tokens, 59, "the KV entry holds the take");
@@ -564,7 +572,7 @@ Deno.test("kv store: a view is forgotten only once its bucket is full again, so 
   try {
     let now = 7_000_000;
     const limiter = createKvRateLimiter(kv, { burst: 3, perMinute: 6 }, { nowMs: () => now });
-    const settle = () => new Promise((resolve) => setTimeout(resolve, 6 * SYNC_INTERVAL_MS));
+    const settle = () => waitFor("the rounds", () => limiter.settled());
     for (let i = 0; i < 3; i++) assert.equal((await limiter.take("flood")).allowed, true);
     assert.equal((await limiter.take("flood")).allowed, false);
     await settle();
@@ -591,7 +599,7 @@ Deno.test("kv store: a view with no token left refuses at once, however old, wit
     let now = 9_000_000;
     const limiter = createKvRateLimiter(kv, { burst: 2, perMinute: 6 }, { nowMs: () => now });
     for (let i = 0; i < 2; i++) assert.equal((await limiter.take("flood")).allowed, true);
-    await new Promise((resolve) => setTimeout(resolve, 6 * SYNC_INTERVAL_MS));
+    await waitFor("the rounds", () => limiter.settled());
     now += 5_000; // the view is old (FRESH_MS is 50 ms); half a token back
     assert.deepEqual(limiter.take("flood"), { allowed: false, retryAfterSeconds: 5 });
     assert.deepEqual(limiter.peek("flood"), { allowed: false, retryAfterSeconds: 5 });
@@ -612,9 +620,7 @@ Deno.test("kv store: while the KV fails, new addresses' views do not pile up", a
     for (let i = 0; i < 500; i++) {
       assert.deepEqual(limiter.take(`key:1@10.0.${i >> 8}.${i & 255}`), { allowed: true });
     }
-    for (let i = 0; i < 100 && limiter.size() > 0; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 2 * SYNC_INTERVAL_MS));
-    }
+    await waitFor("the failed round", () => limiter.settled());
   });
   assert.equal(limiter.size(), 0, `${limiter.size()} views kept: ${logged}`);
 });

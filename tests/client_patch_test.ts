@@ -17,7 +17,7 @@ import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { listArtifactPatches } from "../src/store/artifact_patches.ts";
 import { getReleaseDelivery } from "../src/store/delivery.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
-import { seedKey, seedProject, seedRelease, sha256, sleep, testMetrics } from "./helpers.ts";
+import { seedKey, seedProject, seedRelease, sha256, testMetrics, waitFor } from "./helpers.ts";
 
 /** The value of an unlabelled series in the metrics text. */
 async function series(name: string): Promise<number> {
@@ -119,7 +119,14 @@ Deno.test("the reference client takes the service's patch from its installed ver
         );
         assert.equal(result.receivedBytes, patch.size_bytes);
         assert.ok(sent <= blockMapBytes / 2, `${sent} B against ${blockMapBytes} B`);
-        await sleep(50); // the sums are written after the answer
+        // The sums are written after the answer (src/store/delivery.ts).
+        await waitFor("the patch's sums", async () => {
+          const now = await getReleaseDelivery(app.store, next.id);
+          return now.served - before.served >= patch.size_bytes &&
+            now.full - before.full >= v1.byteLength &&
+            await series("uds_delivered_bytes_total") - served >= patch.size_bytes &&
+            await series("uds_full_download_equivalent_bytes_total") - full >= v1.byteLength;
+        });
         const after = await getReleaseDelivery(app.store, next.id);
         assert.equal(after.served - before.served, patch.size_bytes);
         assert.equal(after.full - before.full, v1.byteLength);
@@ -139,7 +146,11 @@ Deno.test("the reference client takes the service's patch from its installed ver
       assert.equal(result.method, "block map");
       assert.match(result.fallback!, /SHA-256 is not the one announced/);
       assert.deepEqual(await Deno.readFile(join(dir, "fallback.tar")), v1);
-      await sleep(50);
+      await waitFor(
+        "the fallback's sums",
+        async () =>
+          (await getReleaseDelivery(app.store, next.id)).full - before.full >= v1.byteLength,
+      );
       const after = await getReleaseDelivery(app.store, next.id);
       assert.equal(
         after.full - before.full,

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { runBlockMapBuild } from "../src/blockmap/background.ts";
 import { getProjectDeliveryMonth, getReleaseDelivery, utcMonth } from "../src/store/delivery.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
-import { seedKey, seedProject, seedRelease, sleep, testMetrics } from "./helpers.ts";
+import { seedKey, seedProject, seedRelease, testMetrics, waitFor } from "./helpers.ts";
 
 /** The value of an unlabelled series in the metrics text. */
 async function series(name: string): Promise<number> {
@@ -44,7 +44,15 @@ Deno.test("differential downloads: bytes sent against whole downloads, per relea
     sent += newMap;
     const oldMap = await get(`${base}/1.0.0/App%201.0.0.exe.blockmap`);
     sent += await get(`${base}/1.0.1/App%201.0.1.exe`, { range: "bytes=0-99,1000-1999" });
-    await sleep(50); // the sums are written after
+    // The sums are written after the answer (src/store/delivery.ts).
+    await waitFor("the delivered bytes' sums", async () => {
+      const [newer, older] = await Promise.all(
+        [v2.id, v1.id].map((id) => getReleaseDelivery(app.store, id)),
+      );
+      return newer.served >= sent && newer.full >= 2 * size && older.served >= oldMap &&
+        await series("uds_delivered_bytes_total") - served.before >= sent + oldMap &&
+        await series("uds_full_download_equivalent_bytes_total") - full.before >= 2 * size;
+    });
     assert.deepEqual(await getReleaseDelivery(app.store, v2.id), { served: sent, full: 2 * size });
     assert.deepEqual(await getReleaseDelivery(app.store, v1.id), { served: oldMap, full: 0 });
     assert.equal(await series("uds_delivered_bytes_total") - served.before, sent + oldMap);
@@ -62,14 +70,21 @@ Deno.test("differential downloads: bytes sent against whole downloads, per relea
       await get(`${base}/1.0.0/App%201.0.0.exe.blockmap`, staging);
       // The differential update failed: electron-updater downloads the whole file.
       sentV2 += await get(`${base}/1.0.1/App%201.0.1.exe`, staging);
-      await sleep(50);
+      await waitFor("the fallback's sums", async () => {
+        const now = await getReleaseDelivery(app.store, v2.id);
+        return now.full - before.full >= size && now.served - before.served >= sentV2 &&
+          await series("uds_full_download_equivalent_bytes_total") - fullBefore >= size;
+      });
       const after = await getReleaseDelivery(app.store, v2.id);
       assert.equal(after.full - before.full, size, "one update, one whole download's worth");
       assert.equal(after.served - before.served, sentV2, "the bytes sent all count");
       assert.equal(await series("uds_full_download_equivalent_bytes_total") - fullBefore, size);
       // Another install's whole download is an update of its own.
       await get(`/api/v1/releases/${v2.id}/download`, { "x-install-id": "another-install-0001" });
-      await sleep(50);
+      await waitFor(
+        "the other install's sums",
+        async () => (await getReleaseDelivery(app.store, v2.id)).full - after.full >= size,
+      );
       assert.equal((await getReleaseDelivery(app.store, v2.id)).full - after.full, size);
     },
   );

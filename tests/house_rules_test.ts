@@ -24,10 +24,17 @@ async function production(): Promise<Array<{ file: string; source: string }>> {
 }
 
 /**
- * Top-level declarations that hold mutable state: `let`/`var`, and a `Map` or
- * `Set` made at module level unless typed read-only (a constant table).
- * A `WeakMap` keyed by an immutable record is a memo of what that record
- * determines, not state, and is allowed.
+ * The stored records (src/store/types.ts) that are never changed in place: a
+ * changed one is a new object. A module-level `WeakMap` or `WeakSet` keyed by
+ * one of them is a memo of what that record determines.
+ */
+const IMMUTABLE_RECORDS: ReadonlySet<string> = new Set(["ApiKey", "Release"]);
+
+/**
+ * Top-level declarations that hold mutable state: `let`/`var`, a `Map` or
+ * `Set` made at module level unless typed read-only (a constant table), and a
+ * `WeakMap` or `WeakSet` made at module level unless keyed by an immutable
+ * record (IMMUTABLE_RECORDS; an untyped one is state too).
  */
 export function moduleState(source: string): string[] {
   const found: string[] = [];
@@ -35,6 +42,10 @@ export function moduleState(source: string): string[] {
     if (/^(export\s+)?(let|var)\s/.test(line)) found.push(line.trim());
     const made = /^(export\s+)?const\s+\w+\s*(:\s*([^=]+))?=\s*new\s+(Map|Set)\b/.exec(line);
     if (made && !/^Readonly(Map|Set)\b/.test((made[3] ?? "").trim())) found.push(line.trim());
+    const weak =
+      /^(export\s+)?const\s+\w+\s*(:\s*Weak(?:Map|Set)\s*<\s*([\w.]+))?[^=]*=\s*new\s+Weak(Map|Set)\b\s*(<\s*([\w.]+))?/
+        .exec(line);
+    if (weak && !IMMUTABLE_RECORDS.has(weak[6] ?? weak[3] ?? "")) found.push(line.trim());
   }
   return found;
 }
@@ -229,9 +240,21 @@ Deno.test("the house-rule checks find what they look for", () => {
   assert.deepEqual(
     moduleState(
       "const T: ReadonlySet<string> = new Set([]);\nfunction f() {\n  let x = 1;\n}\n" +
-        "const w = new WeakMap<object, string>();\n",
+        "const w = new WeakMap<Release, string>();\nconst k: WeakMap<ApiKey, string> = new WeakMap();\n" +
+        "function g() {\n  const local = new WeakMap<object, string>();\n}\n",
     ),
     [],
+  );
+  assert.deepEqual(
+    moduleState(
+      "const a = new WeakMap<ReadableStream<Uint8Array>, () => boolean>();\n" +
+        "const b: WeakMap<object, string> = new WeakMap();\nconst c = new WeakSet();\n",
+    ),
+    [
+      "const a = new WeakMap<ReadableStream<Uint8Array>, () => boolean>();",
+      "const b: WeakMap<object, string> = new WeakMap();",
+      "const c = new WeakSet();",
+    ],
   );
   assert.deepEqual(
     longParameterLists(

@@ -76,28 +76,81 @@ async function run(program: string, args: string[], cwd?: string) {
 }
 
 /**
+ * Throws, saying what is missing, unless `node` and `npm` run from `path` (the
+ * process's PATH unless given). The client tests need both; CI's machine has
+ * NodeSource's Node 20, npm included (.ci/run installs neither).
+ */
+export async function requireNode(path = Deno.env.get("PATH") ?? ""): Promise<void> {
+  const missing: string[] = [];
+  for (const program of ["node", "npm"]) {
+    let ran = false;
+    try {
+      const command = new Deno.Command(program, {
+        args: ["--version"],
+        env: { PATH: path },
+        stdout: "null",
+        stderr: "null",
+      });
+      ran = (await command.output()).success;
+    } catch {
+      // Not found on `path`, or not runnable.
+    }
+    if (!ran) missing.push(program);
+  }
+  if (missing.length > 0) {
+    throw new Error(
+      `the Velopack client tests need Node.js and npm on PATH; ${missing.join(" and ")} ` +
+        `did not run (install Node.js 20 with npm, e.g. NodeSource's nodejs package)`,
+    );
+  }
+}
+
+/**
  * The directory of the installed `velopack` package (`spec`, VELOPACK_NPM unless given):
- * installed once per machine (npm) under the temp dir and kept for the next run.
+ * installed once per machine (npm) under the temp dir and kept for the next run. It is installed into a fresh directory beside its place and renamed into place
+ * whole, so a concurrent run sees it complete or not at all; when two runs install at once,
+ * the first rename wins and the other run's copy is removed.
  */
 export async function installVelopack(spec = VELOPACK_NPM): Promise<string> {
-  const dir = join(Deno.env.get("TMPDIR") ?? "/tmp", `uds-${spec.replace("@", "-")}`);
+  const root = Deno.env.get("TMPDIR") ?? "/tmp";
+  const name = `uds-${spec.replace("@", "-")}`;
+  const dir = join(root, name);
   const moduleDir = join(dir, "node_modules", "velopack");
-  const ready = join(dir, "ready");
-  if (await Deno.stat(ready).then(() => true, () => false)) return moduleDir;
-  await Deno.mkdir(dir, { recursive: true });
-  await run("npm", [
-    "install",
-    "--no-audit",
-    "--no-fund",
-    "--ignore-scripts",
-    "--prefix",
-    dir,
-    spec,
-  ]);
-  const addon = join(moduleDir, ADDON);
-  const elf = await Deno.readFile(addon);
-  if (loadableOnThisGlibc(elf) > 0) await Deno.writeFile(addon, elf);
-  await Deno.writeTextFile(ready, VELOPACK_NPM);
+  const installed = () => Deno.stat(join(dir, "ready")).then(() => true, () => false);
+  if (await installed()) return moduleDir;
+  await requireNode();
+  const fresh = await Deno.makeTempDir({ dir: root, prefix: `${name}.partial-` });
+  try {
+    await run("npm", [
+      "install",
+      "--no-audit",
+      "--no-fund",
+      "--ignore-scripts",
+      "--prefix",
+      fresh,
+      spec,
+    ]);
+    const addon = join(fresh, "node_modules", "velopack", ADDON);
+    const elf = await Deno.readFile(addon);
+    if (loadableOnThisGlibc(elf) > 0) await Deno.writeFile(addon, elf);
+    await Deno.writeTextFile(join(fresh, "ready"), spec);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (await installed()) break;
+      try {
+        await Deno.rename(fresh, dir);
+        break;
+      } catch {
+        // Taken: by a complete install (used as it is) or by a half one left by a run that
+        // died, moved aside and removed here.
+        if (await installed()) break;
+        const stale = `${fresh}.stale`;
+        await Deno.rename(dir, stale).then(() => Deno.remove(stale, { recursive: true }), () => {});
+      }
+    }
+  } finally {
+    await Deno.remove(fresh, { recursive: true }).catch(() => {});
+  }
+  if (!await installed()) throw new Error(`${spec} could not be put in place at ${dir}`);
   return moduleDir;
 }
 

@@ -23,10 +23,13 @@ export interface Meter {
 }
 
 /**
- * The streams made by {@link meteredStream}, each with the function that
- * attaches a meter to it; an entry goes with its stream.
+ * The property of a metered stream that holds the function attaching a meter
+ * to it: the function goes with its stream, and nothing is kept beside it.
  */
-const attachers = new WeakMap<ReadableStream<Uint8Array>, (meter: Meter) => boolean>();
+const ATTACH: unique symbol = Symbol("attach meter");
+
+/** A stream made by {@link meteredStream}. */
+type Metered = ReadableStream<Uint8Array> & { [ATTACH]?: (meter: Meter) => boolean };
 
 /**
  * A byte stream from `source` (pulled one chunk at a time, high-water mark 0)
@@ -51,13 +54,13 @@ export function meteredStream(
       attached?.end(complete);
     },
   };
-  const stream = new ReadableStream<Uint8Array>(source(meter), { highWaterMark: 0 });
-  attachers.set(stream, (next) => {
+  const stream: Metered = new ReadableStream<Uint8Array>(source(meter), { highWaterMark: 0 });
+  stream[ATTACH] = (next) => {
     // One meter, attached before the first chunk: it counts every byte.
     if (attached !== undefined || started || ended || stream.locked) return false;
     attached = next;
     return true;
-  });
+  };
   return stream;
 }
 
@@ -66,5 +69,5 @@ export function meteredStream(
  * metered; false otherwise (count it some other way).
  */
 export function attachMeter(stream: ReadableStream<Uint8Array>, meter: Meter): boolean {
-  return attachers.get(stream)?.(meter) ?? false;
+  return (stream as Metered)[ATTACH]?.(meter) ?? false;
 }

@@ -138,6 +138,8 @@ export interface KvRateLimiterOptions {
 export interface KvRateLimiter extends RateLimiter {
   /** Buckets this process holds a local view of (tests). */
   size(): number;
+  /** No round is scheduled, under way or due: every take so far is written (tests). */
+  settled(): boolean;
 }
 
 /** The default pause between two reconcile rounds of the `kv` store. */
@@ -365,5 +367,6 @@ export function createKvRateLimiter(
       return tokens < 1 ? refusal(tokens, rule) : null;
     },
     size: () => buckets.size,
+    settled: () => timer === undefined && !running && due.size === 0,
   };
 }
