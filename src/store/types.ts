@@ -81,6 +81,12 @@ export interface ApiKey extends Credential {
    * Records written without it are read through `keyRolloutTags` (access.ts).
    */
   rollout_tags?: string[];
+  /**
+   * SHA-256 hex of the MAC of the key's feed URL credential
+   * (src/lib/feed_mac.ts); absent on a key that has not asked for it since
+   * it was made without one.
+   */
+  feed_mac_sha256?: string;
 }
 
 /**
