@@ -10,6 +10,7 @@ import { apiKeyKey } from "../src/store/keys.ts";
 import { rollBack } from "../src/store/release_policy.ts";
 import { changeRollout, startRollout } from "../src/store/rollouts.ts";
 import { accessLogRecord } from "../src/lib/log.ts";
+import { createFsStore } from "../src/storage/fs_store.ts";
 import { redactUrlCredential } from "../src/lib/url_credential_path.ts";
 import { feedCredential } from "../src/feeds/url_credential.ts";
 import { assertError, assertProtectedHeaders } from "./asserts.ts";
@@ -357,4 +358,81 @@ Deno.test("Electron's autoUpdater: rollout, testers, halt and rollback", async (
     );
     assert.equal(await macAsk(tester.secret, "2.5.0"), null);
   });
+});
+
+Deno.test("Squirrel.Windows: polls read the artifact once, downloads read no release index", async () => {
+  const dir = await Deno.makeTempDir();
+  const fs = createFsStore(dir);
+  let opens = 0;
+  const artifacts = new Proxy(fs, {
+    get(target, name) {
+      const value = Reflect.get(target, name, target);
+      if (typeof value !== "function") return value;
+      if (name === "open") {
+        return (...args: unknown[]) => {
+          opens++;
+          return value.apply(target, args);
+        };
+      }
+      return value.bind(target);
+    },
+  });
+  let indexLists = 0;
+  const wrapKv = (kv: Deno.Kv) =>
+    new Proxy(kv, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target);
+        if (typeof value !== "function") return value;
+        if (name === "list") {
+          return (selector: { prefix?: Deno.KvKey }, ...rest: unknown[]) => {
+            if (selector.prefix?.[0] === "releases_by_project") indexLists++;
+            return value.call(target, selector, ...rest);
+          };
+        }
+        return value.bind(target);
+      },
+    });
+  try {
+    await using app = await createTestApp({}, { artifacts, wrapKv });
+    const win = await seedProject(app, { slug: "desk-win" });
+    const bytes = bytesOf("win three ");
+    await seedRelease(app, win.id, "1.0.0", bytesOf("win one "), {
+      filename: "Desk-1.0.0-full.nupkg",
+    });
+    const release = await seedRelease(app, win.id, "3.0.0", bytes, {
+      filename: "Desk-3.0.0-full.nupkg",
+    });
+    const { secret } = await seedKey(app);
+    opens = 0;
+    const polls = await Promise.all(
+      Array.from(
+        { length: 5 },
+        () => app.request("/feeds/squirrel/desk/win32/1.0.0/RELEASES", secret),
+      ),
+    );
+    for (let i = 0; i < 20; i++) {
+      // Clients on 1.0.0 are offered 3.0.0; clients on 3.0.0 are listed their own release.
+      const version = i % 2 === 0 ? "1.0.0" : "3.0.0";
+      polls.push(await app.request(`/feeds/squirrel/desk/win32/${version}/RELEASES`, secret));
+    }
+    for (const res of polls) {
+      assert.equal(res.status, 200);
+      assert.equal(parseReleaseEntry((await res.text()).trim()).sha1.toLowerCase(), sha1(bytes));
+    }
+    assert.equal(opens, 1, "25 polls, one artifact read");
+    // Kept in the release record: another instance (or a restart) reads no artifact either.
+    const kept = (await app.kv.get<{ checksum_sha1?: string }>(["releases", release.id])).value;
+    assert.equal(kept?.checksum_sha1, sha1(bytes));
+
+    const file = "/feeds/squirrel/desk/win32/3.0.0/Desk-3.0.0-full.nupkg";
+    assert.equal((await app.request(file, secret)).status, 200);
+    const listsAfterFirst = indexLists;
+    for (let i = 0; i < 10; i++) {
+      const res = await app.request(file, secret, { method: "HEAD" });
+      assert.equal(res.status, 200);
+    }
+    assert.equal(indexLists, listsAfterFirst, "no index scan after the first download");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -6,7 +6,10 @@
 import { createHash } from "node:crypto";
 import { compareVersionLooks } from "../publishing/latest.ts";
 import type { ReleasePolicy } from "../store/release_policy.ts";
+import { readRecordedArtifact } from "../storage/artifact_work.ts";
 import type { ArtifactStore } from "../storage/types.ts";
+import { setReleaseSha1 } from "../store/releases.ts";
+import type { Store } from "../store/store.ts";
 import type { Release } from "../store/types.ts";
 
 /** A version segment of the Squirrel URL (the client's, or a file's release's). */
@@ -62,25 +65,38 @@ export function squirrelOffers(
   return against === -1 || against === 0;
 }
 
+/** Most SHA-1s remembered here besides the release records; then the memory starts over. */
+const MAX_KNOWN = 10_000;
+
 /**
- * The SHA-1 of a release's artifact (Squirrel.Windows checks it), read from
- * the store once per release record and kept with it.
+ * The SHA-1 of a release's artifact (Squirrel.Windows checks it): the one the
+ * release record keeps, else read from the store once (concurrent asks for
+ * one release share the read, its SHA-256 checked on the way) and kept in the
+ * record, so later polls on any instance read no artifact.
  */
-export function createSha1Memo(artifacts: ArtifactStore): (release: Release) => Promise<string> {
-  const known = new WeakMap<Release, Promise<string>>();
+export function createSha1Keeper(
+  store: Store,
+  artifacts: ArtifactStore,
+): (release: Release) => Promise<string> {
+  const known = new Map<number, Promise<string>>();
   const compute = async (release: Release) => {
-    const opened = await artifacts.open(release.storage_key);
-    if (opened === null) throw new Error(`artifact of release ${release.id} is missing`);
-    const hash = createHash("sha1");
-    for await (const chunk of await opened.read(0, opened.size)) hash.update(chunk);
-    return hash.digest("hex");
+    const sha1 = await readRecordedArtifact(artifacts, release, async (chunks) => {
+      const hash = createHash("sha1");
+      for await (const chunk of chunks) hash.update(chunk);
+      return hash.digest("hex");
+    });
+    if (sha1 === null) throw new Error(`artifact of release ${release.id} is missing or changed`);
+    await setReleaseSha1(store, release, sha1);
+    return sha1;
   };
   return (release) => {
-    let sha1 = known.get(release);
+    if (release.checksum_sha1 !== undefined) return Promise.resolve(release.checksum_sha1);
+    let sha1 = known.get(release.id);
     if (sha1 === undefined) {
+      if (known.size >= MAX_KNOWN) known.clear();
       sha1 = compute(release);
-      known.set(release, sha1);
-      sha1.catch(() => known.delete(release));
+      known.set(release.id, sha1);
+      sha1.catch(() => known.delete(release.id));
     }
     return sha1;
   };

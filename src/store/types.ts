@@ -35,6 +35,12 @@ export interface Release {
    * backfill (src/feeds/backfill.ts).
    */
   checksum_sha512?: string;
+  /**
+   * SHA-1 of the artifact, hex (Squirrel.Windows' `RELEASES` names it):
+   * computed the first time a Squirrel.Windows feed lists the release
+   * (src/feeds/squirrel.ts), then kept here.
+   */
+  checksum_sha1?: string;
   /** The Tauri updater's signature: the base64 text of the minisign `.sig` file, as uploaded. */
   tauri_signature?: string;
   /** Sparkle's EdDSA (Ed25519) signature of the artifact, base64, as uploaded. */
