@@ -9,6 +9,8 @@ import type { ReleasePolicy } from "../store/release_policy.ts";
 import { readRecordedArtifact } from "../storage/artifact_work.ts";
 import type { ArtifactStore } from "../storage/types.ts";
 import { setReleaseSha1 } from "../store/releases.ts";
+import { getActiveReleaseByVersion } from "../store/release_versions.ts";
+import { getSquirrelDelta, type SquirrelDelta } from "../store/squirrel_deltas.ts";
 import type { Store } from "../store/store.ts";
 import type { Release } from "../store/types.ts";
 
@@ -65,38 +67,79 @@ export function squirrelOffers(
   return against === -1 || against === 0;
 }
 
+/** The longest chain of deltas `RELEASES` lists (Squirrel.Windows applies them one by one). */
+const MAX_DELTA_CHAIN = 32;
+
+/** A release on the way to the offered one, and its delta package from the one before. */
+export interface DeltaStep {
+  release: Release;
+  delta: SquirrelDelta;
+}
+
+/**
+ * The deltas that take a client at `clientVersion` to `offered`, oldest
+ * first: Squirrel.Windows applies every delta newer than its version when all
+ * are there, so they are listed only as a complete chain (the offered
+ * release's delta, then the delta of the release it applies to, and so on
+ * down to the client's version, each from an older-looking version); an
+ * empty list when any link is missing, when `offered` does not look newer
+ * (a rollback: deltas only go forward), or past 32 links.
+ */
+export async function squirrelDeltaChain(
+  store: Store,
+  { offered, clientVersion }: { offered: Release; clientVersion: string },
+): Promise<DeltaStep[]> {
+  if (compareVersionLooks(offered.version, clientVersion) !== 1) return [];
+  const chain: DeltaStep[] = [];
+  let release = offered;
+  while (chain.length < MAX_DELTA_CHAIN) {
+    const delta = await getSquirrelDelta(store, release.id);
+    if (delta === null || compareVersionLooks(delta.from, release.version) !== -1) return [];
+    chain.unshift({ release, delta });
+    if (delta.from === clientVersion) return chain;
+    if (compareVersionLooks(delta.from, clientVersion) !== 1) return [];
+    const older = await getActiveReleaseByVersion(store, offered.project_id, delta.from);
+    if (older === null) return [];
+    release = older;
+  }
+  return [];
+}
+
 /** Most SHA-1s remembered here besides the release records; then the memory starts over. */
 const MAX_KNOWN = 10_000;
 
 /**
- * The SHA-1 of a release's artifact (Squirrel.Windows checks it): the one the
- * release record keeps, else read from the store once (concurrent asks for
- * one release share the read, its SHA-256 checked on the way) and kept in the
- * record, so later polls on any instance read no artifact.
+ * The SHA-1 of a stored file, a release's artifact or a delta package
+ * (Squirrel.Windows checks it): the one a release record keeps, else read
+ * from the store once per storage key (concurrent asks share the read, the
+ * file's SHA-256 checked on the way); a release's is then kept in its record,
+ * so later polls on any instance read no artifact.
  */
 export function createSha1Keeper(
   store: Store,
   artifacts: ArtifactStore,
-): (release: Release) => Promise<string> {
-  const known = new Map<number, Promise<string>>();
-  const compute = async (release: Release) => {
-    const sha1 = await readRecordedArtifact(artifacts, release, async (chunks) => {
+): (file: Release | SquirrelDelta) => Promise<string> {
+  const known = new Map<string, Promise<string>>();
+  const compute = async (file: Release | SquirrelDelta) => {
+    const sha1 = await readRecordedArtifact(artifacts, file, async (chunks) => {
       const hash = createHash("sha1");
       for await (const chunk of chunks) hash.update(chunk);
       return hash.digest("hex");
     });
-    if (sha1 === null) throw new Error(`artifact of release ${release.id} is missing or changed`);
-    await setReleaseSha1(store, release, sha1);
+    if (sha1 === null) throw new Error(`artifact ${file.storage_key} is missing or changed`);
+    if ("project_id" in file) await setReleaseSha1(store, file, sha1);
     return sha1;
   };
-  return (release) => {
-    if (release.checksum_sha1 !== undefined) return Promise.resolve(release.checksum_sha1);
-    let sha1 = known.get(release.id);
+  return (file) => {
+    if ("project_id" in file && file.checksum_sha1 !== undefined) {
+      return Promise.resolve(file.checksum_sha1);
+    }
+    let sha1 = known.get(file.storage_key);
     if (sha1 === undefined) {
       if (known.size >= MAX_KNOWN) known.clear();
-      sha1 = compute(release);
-      known.set(release.id, sha1);
-      sha1.catch(() => known.delete(release.id));
+      sha1 = compute(file);
+      known.set(file.storage_key, sha1);
+      sha1.catch(() => known.delete(file.storage_key));
     }
     return sha1;
   };
