@@ -158,7 +158,9 @@ Deno.test("Squirrel.Windows deltas: uploaded with a release, listed as a complet
     const res = await app.request(path, secret);
     assert.equal(res.status, 200);
     assert.deepEqual(new Uint8Array(await res.arrayBuffer()), delta(5));
-    const viaUrl = await app.request(`/feeds/c/${feedCredential(apiKey.id, secret)}${path.slice(6)}`);
+    const viaUrl = await app.request(
+      `/feeds/c/${feedCredential(apiKey.id, secret)}${path.slice(6)}`,
+    );
     assert.equal(viaUrl.status, 200);
     assert.deepEqual(new Uint8Array(await viaUrl.arrayBuffer()), delta(5));
     await assertError(await app.request(path), 401, "missing bearer api key");
