@@ -374,6 +374,8 @@ export function xAccelServer(appPort: number, artifactsDir: string, secret: stri
       add_header Uds-Signature-Expires $upstream_http_uds_signature_expires;
       add_header Uds-Content-Sha256 $upstream_http_uds_content_sha256;
       add_header Uds-Signature $upstream_http_uds_signature;
+      add_header X-Patch-SHA256 $upstream_http_x_patch_sha256;
+      add_header X-Patch-Base-SHA256 $upstream_http_x_patch_base_sha256;
     }`;
 }
 

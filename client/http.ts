@@ -110,13 +110,15 @@ export interface SendInit {
   body?: BodyInit;
   /** Default: a timeout of `idleTimeoutMs`. */
   signal?: AbortSignal;
+  /** `"manual"`: a redirect (3xx) is returned as it is, not followed. */
+  redirect?: RequestRedirect;
 }
 
 /** Sends a request to `path` with the key; returns a 2xx response or throws an UpdateClientError. */
 export async function send(
   options: ClientOptions,
   path: string,
-  { method, headers, body, signal }: SendInit = {},
+  { method, headers, body, signal, redirect }: SendInit = {},
 ): Promise<Response> {
   const url = new URL(path, options.baseUrl);
   const doFetch = options.fetch ?? fetch;
@@ -132,11 +134,13 @@ export async function send(
       },
       body,
       signal: signal ?? AbortSignal.timeout(options.idleTimeoutMs ?? 30_000),
+      redirect,
     });
   } catch (error) {
     throw asClientError(error, url);
   }
   if (res.ok) return res;
+  if (redirect === "manual" && res.status >= 300 && res.status < 400) return res;
   const message = `${res.status} ${await errorText(res)} (${url.pathname})`;
   if (res.status === 401 || res.status === 403) {
     throw new UpdateClientError("auth", message, res.status);

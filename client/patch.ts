@@ -5,12 +5,15 @@
  * SHA-256 (`X-Patch-SHA256`) checked before use and the installed file's
  * against `X-Patch-Base-SHA256`, applied with zstd (`zstd -d --patch-from`,
  * on PATH), and the result's size and SHA-256 checked against the release.
+ * Both headers are read from the service's own answer: the patch itself, or
+ * the redirect to the artifact store (`APP_DOWNLOAD_MODE=redirect`), which is
+ * then followed without the key.
  * Any failure throws; client/differential.ts then takes the block map, then
  * the whole file.
  */
 import { createHash } from "node:crypto";
 import type { DownloadOptions } from "./download.ts";
-import { send } from "./http.ts";
+import { asClientError, send, USER_AGENT } from "./http.ts";
 
 export interface PatchOptions extends DownloadOptions {
   installedFile: string;
@@ -34,13 +37,48 @@ async function sha256OfFile(path: string): Promise<string> {
   return hash.digest("hex");
 }
 
+/** Most redirects followed to the patch's bytes. */
+const MAX_REDIRECTS = 5;
+
+/** `res`, or where its redirects lead (fetched without the key); a 2xx answer or an error. */
+async function followRedirect(options: PatchOptions, res: Response): Promise<Response> {
+  const doFetch = options.fetch ?? fetch;
+  for (let hops = 0; res.status >= 300 && res.status < 400; hops++) {
+    await res.body?.cancel();
+    const location = res.headers.get("location");
+    if (location === null || hops >= MAX_REDIRECTS) {
+      throw new Error(`the patch's redirect (${res.status}) leads nowhere`);
+    }
+    const url = new URL(location, res.url || options.baseUrl);
+    try {
+      res = await doFetch(url, {
+        headers: { "user-agent": USER_AGENT },
+        redirect: "manual",
+        signal: AbortSignal.timeout(options.idleTimeoutMs ?? 30_000),
+      });
+    } catch (error) {
+      throw asClientError(error, url);
+    }
+  }
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw new Error(`the patch's file answered ${res.status}`);
+  }
+  return res;
+}
+
 /** Makes `target` from the installed file and the service's patch; the patch's bytes received. */
 export async function applyServerPatch(options: PatchOptions): Promise<number> {
   const { release, target } = options;
   const path = `/feeds/patches/${release.id}/${encodeURIComponent(options.installedVersion)}`;
   const patchPath = `${target}.patch`, outPath = `${target}.patched`;
   try {
-    const res = await send(options, path);
+    const answer = await send(options, path, { redirect: "manual" });
+    const announced = {
+      patch: answer.headers.get("x-patch-sha256")?.toLowerCase(),
+      base: answer.headers.get("x-patch-base-sha256")?.toLowerCase(),
+    };
+    const res = await followRedirect(options, answer);
     const hash = createHash("sha256");
     let received = 0;
     {
@@ -54,11 +92,10 @@ export async function applyServerPatch(options: PatchOptions): Promise<number> {
         }
       }
     }
-    if (hash.digest("hex") !== res.headers.get("x-patch-sha256")?.toLowerCase()) {
+    if (hash.digest("hex") !== announced.patch) {
       throw new Error("the patch's SHA-256 is not the one announced");
     }
-    const base = res.headers.get("x-patch-base-sha256")?.toLowerCase();
-    if (base !== await sha256OfFile(options.installedFile)) {
+    if (announced.base !== await sha256OfFile(options.installedFile)) {
       throw new Error("the installed file is not the one the patch applies to");
     }
     const installedSize = (await Deno.stat(options.installedFile)).size;

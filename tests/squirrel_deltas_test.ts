@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import { rollBack } from "../src/store/release_policy.ts";
 import { changeRollout } from "../src/store/rollouts.ts";
 import { createFsStore, sweepStore } from "../src/storage/mod.ts";
-import { urlCredentialOf } from "../src/feeds/url_credential.ts";
+import { feedCredential } from "../src/feeds/url_credential.ts";
 import { assertError } from "./asserts.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { createTestApp, listDir, seedKey, seedProject } from "./helpers.ts";
@@ -158,7 +158,9 @@ Deno.test("Squirrel.Windows deltas: uploaded with a release, listed as a complet
     const res = await app.request(path, secret);
     assert.equal(res.status, 200);
     assert.deepEqual(new Uint8Array(await res.arrayBuffer()), delta(5));
-    const viaUrl = await app.request(`/feeds/c/${urlCredentialOf(apiKey)}${path.slice(6)}`);
+    const viaUrl = await app.request(
+      `/feeds/c/${feedCredential(apiKey.id, secret)}${path.slice(6)}`,
+    );
     assert.equal(viaUrl.status, 200);
     assert.deepEqual(new Uint8Array(await viaUrl.arrayBuffer()), delta(5));
     await assertError(await app.request(path), 401, "missing bearer api key");

@@ -6,11 +6,13 @@
 import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
 import { setApiKeyActive } from "../src/store/api_keys.ts";
+import { apiKeyKey } from "../src/store/keys.ts";
 import { rollBack } from "../src/store/release_policy.ts";
 import { changeRollout, startRollout } from "../src/store/rollouts.ts";
 import { accessLogRecord } from "../src/lib/log.ts";
+import { createFsStore } from "../src/storage/fs_store.ts";
 import { redactUrlCredential } from "../src/lib/url_credential_path.ts";
-import { urlCredentialOf } from "../src/feeds/url_credential.ts";
+import { feedCredential } from "../src/feeds/url_credential.ts";
 import { assertError, assertProtectedHeaders } from "./asserts.ts";
 import { createTestApp, downloadCount, seedKey, seedProject, seedRelease } from "./helpers.ts";
 
@@ -62,7 +64,7 @@ Deno.test("Electron's autoUpdater: Squirrel.Mac and Squirrel.Windows", async (t)
     filename: "Desk-2.0.0-full.nupkg",
   });
   const { apiKey, secret } = await seedKey(app);
-  const credential = urlCredentialOf(apiKey);
+  const credential = feedCredential(apiKey.id, secret);
 
   await t.step("Squirrel.Mac: the update JSON of Squirrel.Mac's README, for darwin", async () => {
     for (const platform of ["darwin", "darwin-x64", "darwin-arm64"]) {
@@ -154,26 +156,34 @@ Deno.test("Electron's autoUpdater: Squirrel.Mac and Squirrel.Windows", async (t)
     const noDownload = await seedKey(app, { can_download: false });
     await assertError(
       await app.request(
-        `/feeds/c/${urlCredentialOf(noDownload.apiKey)}/squirrel/desk/darwin/1.0.0`,
+        `/feeds/c/${
+          feedCredential(noDownload.apiKey.id, noDownload.secret)
+        }/squirrel/desk/darwin/1.0.0`,
       ),
       403,
       "api key permission denied",
     );
     const winOnly = await seedKey(app, { scope_mode: "project_allow_list", project_ids: [win.id] });
     await assertError(
-      await app.request(`/feeds/c/${urlCredentialOf(winOnly.apiKey)}/squirrel/desk/darwin/1.0.0`),
+      await app.request(
+        `/feeds/c/${feedCredential(winOnly.apiKey.id, winOnly.secret)}/squirrel/desk/darwin/1.0.0`,
+      ),
       404,
       "resource not found",
     );
     assert.equal(
       (await app.request(
-        `/feeds/c/${urlCredentialOf(winOnly.apiKey)}/squirrel/desk/win32/1.0.0/RELEASES`,
+        `/feeds/c/${
+          feedCredential(winOnly.apiKey.id, winOnly.secret)
+        }/squirrel/desk/win32/1.0.0/RELEASES`,
       ))
         .status,
       200,
     );
     const revoked = await seedKey(app);
-    const revokedUrl = `/feeds/c/${urlCredentialOf(revoked.apiKey)}/squirrel/desk/darwin/1.0.0`;
+    const revokedUrl = `/feeds/c/${
+      feedCredential(revoked.apiKey.id, revoked.secret)
+    }/squirrel/desk/darwin/1.0.0`;
     assert.equal((await app.request(revokedUrl)).status, 200);
     await setApiKeyActive(app.store, revoked.apiKey.id, false);
     await assertError(await app.request(revokedUrl), 401, "invalid api key");
@@ -202,8 +212,7 @@ Deno.test("Electron's autoUpdater: Squirrel.Mac and Squirrel.Windows", async (t)
     assert.equal(pathOf(body.feeds_url), `/feeds/c/${credential}`);
     assert.ok(!credential.includes(secret) && !secret.includes(credential));
     // The form a vendor makes where the key is made (docs/feeds.md "A credential in the URL").
-    const hash = createHash("sha256").update(secret).digest("hex");
-    const mac = createHmac("sha256", hash).update("velopack-feed").digest("hex").slice(0, 32);
+    const mac = createHmac("sha256", secret).update("velopack-feed").digest("hex").slice(0, 32);
     assert.equal(credential, `vk_${apiKey.id}_${mac}`);
     await assertError(await app.request("/feeds/url-credential"), 401, "missing bearer api key");
   });
@@ -229,6 +238,57 @@ Deno.test("Electron's autoUpdater: Squirrel.Mac and Squirrel.Windows", async (t)
     });
     assert.equal(record.path, "/feeds/c/[redacted]/squirrel/desk/win32/1.0.0/RELEASES");
     assert.ok(!JSON.stringify(record).includes(credential));
+  });
+
+  await t.step("percent-encoded credential URLs reach the feed and are redacted too", async () => {
+    const encodedC = `/feeds/%63/${credential}/squirrel/desk/win32/1.0.0/RELEASES`;
+    // The router decodes the path, so this is the credential URL.
+    assert.equal((await app.request(encodedC)).status, 200);
+    const encodedCredential = credential.replace("vk_", "%76k_").replace("_", "%5F");
+    for (
+      const path of [
+        encodedC,
+        `/%66eeds/c/${credential}/squirrel/desk/win32/1.0.0/RELEASES`,
+        `/feeds/c/${encodedCredential}/squirrel/desk/win32/1.0.0/RELEASES`,
+        `/feeds/%63/${encodedCredential}/squirrel/desk/win32/1.0.0/RELEASES`,
+        `/feeds/x/${credential}/elsewhere`,
+      ]
+    ) {
+      const logged = redactUrlCredential(path);
+      assert.ok(logged.includes("[redacted]"), logged);
+      assert.ok(!logged.includes(credential.slice(-32)), logged);
+    }
+    assert.equal(redactUrlCredential("/feeds/squirrel/desk/x"), "/feeds/squirrel/desk/x");
+  });
+
+  await t.step("KV (and so a backup) holds nothing a credential can be made from", async () => {
+    const stored = JSON.stringify((await app.kv.get(apiKeyKey(apiKey.id))).value);
+    // The credential the key's stored hash would give (what a backup holds) is refused.
+    const fromHash = createHmac("sha256", apiKey.hash).update("velopack-feed").digest("hex")
+      .slice(0, 32);
+    const forged = `vk_${apiKey.id}_${fromHash}`;
+    assert.notEqual(forged, credential);
+    await assertError(
+      await app.request(`/feeds/c/${forged}/squirrel/desk/darwin/1.0.0`),
+      401,
+      "invalid api key",
+    );
+    assert.ok(!stored.includes(credential.slice(-32)));
+    assert.ok(apiKey.feed_mac_sha256 !== undefined);
+  });
+
+  await t.step("a key kept without its credential's hash gets it by asking once", async () => {
+    const old = await seedKey(app);
+    const { feed_mac_sha256: _, ...record } = old.apiKey;
+    await app.kv.set(apiKeyKey(old.apiKey.id), record);
+    const oldUrl = `/feeds/c/${
+      feedCredential(old.apiKey.id, old.secret)
+    }/squirrel/desk/darwin/1.0.0`;
+    await assertError(await app.request(oldUrl), 401, "invalid api key");
+    const res = await app.request("/feeds/url-credential", old.secret);
+    assert.equal(res.status, 200);
+    assert.equal((await res.json()).credential, feedCredential(old.apiKey.id, old.secret));
+    assert.equal((await app.request(oldUrl)).status, 200);
   });
 });
 
@@ -298,4 +358,81 @@ Deno.test("Electron's autoUpdater: rollout, testers, halt and rollback", async (
     );
     assert.equal(await macAsk(tester.secret, "2.5.0"), null);
   });
+});
+
+Deno.test("Squirrel.Windows: polls read the artifact once, downloads read no release index", async () => {
+  const dir = await Deno.makeTempDir();
+  const fs = createFsStore(dir);
+  let opens = 0;
+  const artifacts = new Proxy(fs, {
+    get(target, name) {
+      const value = Reflect.get(target, name, target);
+      if (typeof value !== "function") return value;
+      if (name === "open") {
+        return (...args: unknown[]) => {
+          opens++;
+          return value.apply(target, args);
+        };
+      }
+      return value.bind(target);
+    },
+  });
+  let indexLists = 0;
+  const wrapKv = (kv: Deno.Kv) =>
+    new Proxy(kv, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target);
+        if (typeof value !== "function") return value;
+        if (name === "list") {
+          return (selector: { prefix?: Deno.KvKey }, ...rest: unknown[]) => {
+            if (selector.prefix?.[0] === "releases_by_project") indexLists++;
+            return value.call(target, selector, ...rest);
+          };
+        }
+        return value.bind(target);
+      },
+    });
+  try {
+    await using app = await createTestApp({}, { artifacts, wrapKv });
+    const win = await seedProject(app, { slug: "desk-win" });
+    const bytes = bytesOf("win three ");
+    await seedRelease(app, win.id, "1.0.0", bytesOf("win one "), {
+      filename: "Desk-1.0.0-full.nupkg",
+    });
+    const release = await seedRelease(app, win.id, "3.0.0", bytes, {
+      filename: "Desk-3.0.0-full.nupkg",
+    });
+    const { secret } = await seedKey(app);
+    opens = 0;
+    const polls = await Promise.all(
+      Array.from(
+        { length: 5 },
+        () => app.request("/feeds/squirrel/desk/win32/1.0.0/RELEASES", secret),
+      ),
+    );
+    for (let i = 0; i < 20; i++) {
+      // Clients on 1.0.0 are offered 3.0.0; clients on 3.0.0 are listed their own release.
+      const version = i % 2 === 0 ? "1.0.0" : "3.0.0";
+      polls.push(await app.request(`/feeds/squirrel/desk/win32/${version}/RELEASES`, secret));
+    }
+    for (const res of polls) {
+      assert.equal(res.status, 200);
+      assert.equal(parseReleaseEntry((await res.text()).trim()).sha1.toLowerCase(), sha1(bytes));
+    }
+    assert.equal(opens, 1, "25 polls, one artifact read");
+    // Kept in the release record: another instance (or a restart) reads no artifact either.
+    const kept = (await app.kv.get<{ checksum_sha1?: string }>(["releases", release.id])).value;
+    assert.equal(kept?.checksum_sha1, sha1(bytes));
+
+    const file = "/feeds/squirrel/desk/win32/3.0.0/Desk-3.0.0-full.nupkg";
+    assert.equal((await app.request(file, secret)).status, 200);
+    const listsAfterFirst = indexLists;
+    for (let i = 0; i < 10; i++) {
+      const res = await app.request(file, secret, { method: "HEAD" });
+      assert.equal(res.status, 200);
+    }
+    assert.equal(indexLists, listsAfterFirst, "no index scan after the first download");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -157,10 +157,8 @@ Deno.test("the real Velopack client takes full packages and one-hop server-made 
     // One delta to the latest from each of the 6 older releases (10 kept by default).
     assert.deepEqual(deltas.length, 6);
 
-    const { apiKey } = await seedKey(app);
-    const feedUrl = `${proxy.origin}/feeds/c/${
-      feedCredential(apiKey.id, apiKey.hash)
-    }/velopack/deskapp`;
+    const { apiKey, secret } = await seedKey(app);
+    const feedUrl = `${proxy.origin}/feeds/c/${feedCredential(apiKey.id, secret)}/velopack/deskapp`;
     const expected = await filesOf(join(work, `src-${VERSIONS.length - 1}`));
 
     /** A stand-in installed app at version `index`, its full package in `packages/` or not. */

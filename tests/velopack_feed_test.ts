@@ -41,8 +41,8 @@ async function nupkg(work: string, version: string): Promise<Uint8Array> {
   return await Deno.readFile(out);
 }
 
-function credentialOf(key: { id: number; hash: string }) {
-  return feedCredential(key.id, key.hash);
+function credentialOf(key: { apiKey: { id: number }; secret: string }) {
+  return feedCredential(key.apiKey.id, key.secret);
 }
 
 async function feed(app: TestApp, credential: string, query = "", slug = "deskapp") {
@@ -65,8 +65,9 @@ Deno.test("the Velopack feed", async (t) => {
       filename: "DeskApp-1.0.0-full.nupkg",
       release_notes: "First <b>one</b>",
     });
-    const { apiKey } = await seedKey(app);
-    const credential = credentialOf(apiKey);
+    const seeded = await seedKey(app);
+    const { apiKey } = seeded;
+    const credential = credentialOf(seeded);
 
     await t.step("before the package is read: 503 with Retry-After", async () => {
       const res = await feed(app, credential);
@@ -160,14 +161,14 @@ Deno.test("the Velopack feed", async (t) => {
 
     await t.step("scope and permission: the key's own", async () => {
       const other = await seedProject(app, { slug: "other" });
-      const scoped = (await seedKey(app, {
+      const scoped = await seedKey(app, {
         scope_mode: "project_allow_list",
         project_ids: [other.id],
-      })).apiKey;
+      });
       const res = await feed(app, credentialOf(scoped));
       assert.equal(res.status, 404);
       await res.body?.cancel();
-      const noDownload = (await seedKey(app, { can_download: false })).apiKey;
+      const noDownload = await seedKey(app, { can_download: false });
       const refused = await feed(app, credentialOf(noDownload));
       assert.equal(refused.status, 403);
       await refused.body?.cancel();
@@ -244,7 +245,7 @@ Deno.test("the Velopack feed", async (t) => {
           "Full 1.0.0",
         ]);
       }
-      const tester = (await seedKey(app, { rollout_tags: ["beta"] })).apiKey;
+      const tester = await seedKey(app, { rollout_tags: ["beta"] });
       await changeRollout(app.store, project.id, {
         halted: false,
         percentage: 0,

@@ -35,7 +35,9 @@ import { sparkleAppcast } from "../feeds/sparkle.ts";
 import { type AppcastKey, createAppcastKeys, signAppcast } from "../feeds/sparkle_signing.ts";
 import { isTauriSegment, tauriFeedJson } from "../feeds/tauri.ts";
 import { electronPlatforms, tauriPlatforms } from "../feeds/platforms.ts";
-import { urlCredentialOf } from "../feeds/url_credential.ts";
+import { feedCredential } from "../feeds/url_credential.ts";
+import { feedMacHash } from "../lib/feed_mac.ts";
+import { keepApiKeyFeedMac } from "../store/api_keys.ts";
 import { URL_CREDENTIAL_PREFIX } from "../lib/url_credential_path.ts";
 import { findAppProject } from "./app_project.ts";
 import { addSquirrelRoutes, SQUIRREL_ROUTES } from "./squirrel_feed.ts";
@@ -294,8 +296,14 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
   addVelopackRoutes(feeds, { deps, surface });
 
   // The credential of the request's key for feed URLs (docs/feeds.md "A credential in the URL").
-  get("/url-credential", (c) => {
-    const credential = urlCredentialOf(acceptedKey(c, deps));
+  // A key made before keys kept their credential's hash keeps it now (the secret is at hand).
+  get("/url-credential", async (c) => {
+    const key = acceptedKey(c, deps);
+    const secret = c.get("presentedKey").token ?? "";
+    if (key.feed_mac_sha256 === undefined) {
+      await keepApiKeyFeedMac(deps.store, key.id, feedMacHash(secret));
+    }
+    const credential = feedCredential(key.id, secret);
     const body = { credential, feeds_url: `${origin}${URL_CREDENTIAL_PREFIX}${credential}` };
     return respond.json(c, encoder.encode(JSON.stringify(body)), 200);
   });

@@ -14,11 +14,12 @@ import { API_ERRORS, ApiError } from "../http/errors.ts";
 import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../rollouts/membership.ts";
 import { type Cached, thenRead } from "../store/cache.ts";
 import { getActiveReleaseByVersion } from "../store/release_versions.ts";
+import { getRelease } from "../store/releases.ts";
 import type { ApiKey, Project, Release } from "../store/types.ts";
 import { FEEDS_PREFIX } from "../feeds/paths.ts";
 import { squirrelPlatforms, squirrelSystem } from "../feeds/platforms.ts";
 import {
-  createSha1Memo,
+  createSha1Keeper,
   isSquirrelVersion,
   releasesLine,
   squirrelDeltaChain,
@@ -36,6 +37,8 @@ const encoder = new TextEncoder();
 const RELEASES = "RELEASES";
 const TEXT_CONTENT_TYPE = "text/plain; charset=utf-8";
 const EMPTY_SHA256 = sha256Hex("");
+/** Most (project, version) lookups remembered; then the memory starts over. */
+const MAX_VERSIONS_REMEMBERED = 10_000;
 
 /** The Squirrel routes, relative to the feeds' prefix (each also under `/c/:credential`). */
 export const SQUIRREL_ROUTES = [
@@ -53,7 +56,33 @@ export interface SquirrelContext {
 export function addSquirrelRoutes(feeds: Hono<AppEnv>, { deps, surface, origin }: SquirrelContext) {
   const { store } = deps;
   const { respond } = surface;
-  const sha1Of = createSha1Memo(deps.artifacts);
+  const sha1Of = createSha1Keeper(store, deps.artifacts);
+  /** Release ids found by project and version; each read again through the read cache. */
+  const byVersion = new Map<string, number>();
+
+  /**
+   * The project's active release of `version`: the one found before, read
+   * through the read cache and checked to still be it; else the release index
+   * (once per version).
+   */
+  const activeRelease = async (projectId: number, version: string): Promise<Release | null> => {
+    const memo = `${projectId}\n${version}`;
+    const id = byVersion.get(memo);
+    if (id !== undefined) {
+      const release = await getRelease(store, id);
+      if (
+        release !== null && release.project_id === projectId && release.version === version &&
+        release.state === "active"
+      ) return release;
+      byVersion.delete(memo);
+    }
+    const found = await getActiveReleaseByVersion(store, projectId, version);
+    if (found !== null) {
+      if (byVersion.size >= MAX_VERSIONS_REMEMBERED) byVersion.clear();
+      byVersion.set(memo, found.id);
+    }
+    return found;
+  };
 
   /** The request's project, its OS and the client's version; else the spec's 404. */
   const target = (c: Context<AppEnv>, key: ApiKey) => {
@@ -131,7 +160,7 @@ export function addSquirrelRoutes(feeds: Hono<AppEnv>, { deps, surface, origin }
     const project = await picked;
     const file = c.req.param("file") ?? "";
     if (file !== RELEASES) {
-      const release = await getActiveReleaseByVersion(store, project.id, version);
+      const release = await activeRelease(project.id, version);
       if (release === null) throw new ApiError(404, API_ERRORS.resourceNotFound);
       if (release.filename === file) return await surface.download(c, key, release);
       const delta = await getSquirrelDelta(store, release.id);
@@ -145,7 +174,7 @@ export function addSquirrelRoutes(feeds: Hono<AppEnv>, { deps, surface, origin }
     const { release, update } = await offer(c, key, project, version);
     // No update: the client's own release, so Squirrel.Windows sees no other version (it would
     // install an older one it is listed); without that release here, the spec's 404.
-    const listed = update ? release : await getActiveReleaseByVersion(store, project.id, version);
+    const listed = update ? release : await activeRelease(project.id, version);
     if (listed === null) throw new ApiError(404, API_ERRORS.releaseNotFound);
     const lines = [
       releasesLine({

@@ -6,10 +6,12 @@
 import { createHash } from "node:crypto";
 import { compareVersionLooks } from "../publishing/latest.ts";
 import type { ReleasePolicy } from "../store/release_policy.ts";
+import { readRecordedArtifact } from "../storage/artifact_work.ts";
+import type { ArtifactStore } from "../storage/types.ts";
+import { setReleaseSha1 } from "../store/releases.ts";
 import { getActiveReleaseByVersion } from "../store/release_versions.ts";
 import { getSquirrelDelta, type SquirrelDelta } from "../store/squirrel_deltas.ts";
 import type { Store } from "../store/store.ts";
-import type { ArtifactStore } from "../storage/types.ts";
 import type { Release } from "../store/types.ts";
 
 /** A version segment of the Squirrel URL (the client's, or a file's release's). */
@@ -103,32 +105,41 @@ export async function squirrelDeltaChain(
   return [];
 }
 
-/** How many files' SHA-1s are kept (a few bytes each). */
-const SHA1_MEMO_SIZE = 4096;
+/** Most SHA-1s remembered here besides the release records; then the memory starts over. */
+const MAX_KNOWN = 10_000;
 
 /**
- * The SHA-1 of a stored file (a release's artifact or a delta package;
- * Squirrel.Windows checks it), read from the store once per storage key (its
- * content never changes) and kept for the most recent files.
+ * The SHA-1 of a stored file, a release's artifact or a delta package
+ * (Squirrel.Windows checks it): the one a release record keeps, else read
+ * from the store once per storage key (concurrent asks share the read, the
+ * file's SHA-256 checked on the way); a release's is then kept in its record,
+ * so later polls on any instance read no artifact.
  */
-export function createSha1Memo(
+export function createSha1Keeper(
+  store: Store,
   artifacts: ArtifactStore,
-): (file: { storage_key: string }) => Promise<string> {
+): (file: Release | SquirrelDelta) => Promise<string> {
   const known = new Map<string, Promise<string>>();
-  const compute = async (storageKey: string) => {
-    const opened = await artifacts.open(storageKey);
-    if (opened === null) throw new Error(`artifact ${storageKey} is missing`);
-    const hash = createHash("sha1");
-    for await (const chunk of await opened.read(0, opened.size)) hash.update(chunk);
-    return hash.digest("hex");
+  const compute = async (file: Release | SquirrelDelta) => {
+    const sha1 = await readRecordedArtifact(artifacts, file, async (chunks) => {
+      const hash = createHash("sha1");
+      for await (const chunk of chunks) hash.update(chunk);
+      return hash.digest("hex");
+    });
+    if (sha1 === null) throw new Error(`artifact ${file.storage_key} is missing or changed`);
+    if ("project_id" in file) await setReleaseSha1(store, file, sha1);
+    return sha1;
   };
-  return ({ storage_key }) => {
-    let sha1 = known.get(storage_key);
+  return (file) => {
+    if ("project_id" in file && file.checksum_sha1 !== undefined) {
+      return Promise.resolve(file.checksum_sha1);
+    }
+    let sha1 = known.get(file.storage_key);
     if (sha1 === undefined) {
-      sha1 = compute(storage_key);
-      known.set(storage_key, sha1);
-      if (known.size > SHA1_MEMO_SIZE) known.delete(known.keys().next().value!);
-      sha1.catch(() => known.delete(storage_key));
+      if (known.size >= MAX_KNOWN) known.clear();
+      sha1 = compute(file);
+      known.set(file.storage_key, sha1);
+      sha1.catch(() => known.delete(file.storage_key));
     }
     return sha1;
   };

@@ -4,17 +4,19 @@
  * URL"): `/feeds/c/{credential}/…` stands for `Authorization: Bearer <key>`.
  *
  * A credential is `vk_{keyId}_{mac}`, `mac` the first 32 hex digits of
- * HMAC-SHA256 over `velopack-feed` keyed with the stored hash of the key's
- * secret (the SHA-256 hex), the form the Velopack feed's credential takes, so
- * a key has one credential for every feed that takes one and a vendor can
- * make it where the key is made. It is derived from one key and stands for
- * that key alone: its permission, scope, expiry and rate-limit bucket;
- * disabling, expiring or deleting the key refuses it at once, and it cannot
- * be turned back into the key (the client API still wants the key itself).
- * The access log writes it as `[redacted]` (src/lib/url_credential_path.ts).
+ * HMAC-SHA256 over `velopack-feed` keyed with the key's secret itself, so a
+ * key has one credential for every feed that takes one and a vendor can make
+ * it where the key is made. The service never holds the secret: the key
+ * record keeps the SHA-256 of `mac` (`feed_mac_sha256`), written when the key
+ * is made or, for a key made without one, when the key asks for its
+ * credential (`GET /feeds/url-credential`). KV and its backups therefore hold
+ * nothing a credential can be made from. It stands for its key alone: the
+ * key's permission, scope, expiry and rate-limit bucket; disabling, expiring
+ * or deleting the key refuses it at once. The access log writes the segment
+ * as `[redacted]` (src/lib/url_credential_path.ts).
  */
-import { createHmac } from "node:crypto";
-import { constantTimeEqual } from "../lib/secrets.ts";
+import { feedMac } from "../lib/feed_mac.ts";
+import { constantTimeEqual, sha256Hex } from "../lib/secrets.ts";
 import { getApiKey, getApiKeyByHash } from "../store/api_keys.ts";
 import { type Cached, thenRead } from "../store/cache.ts";
 import type { KeyLookup } from "../store/key_lookup.ts";
@@ -22,17 +24,9 @@ import type { ApiKey } from "../store/types.ts";
 import type { Store } from "../store/store.ts";
 
 const CREDENTIAL = /^vk_([1-9][0-9]{0,14})_([0-9a-f]{32})$/;
-const MAC_INPUT = "velopack-feed";
-
-/** The credential of the key with id `keyId` whose secret's SHA-256 hex is `hash`. */
-export function feedCredential(keyId: number, hash: string): string {
-  const mac = createHmac("sha256", hash).update(MAC_INPUT).digest("hex").slice(0, 32);
-  return `vk_${keyId}_${mac}`;
-}
-
-/** The credential of `key`: the same text for the key's whole life. */
-export function urlCredentialOf(key: Pick<ApiKey, "id" | "hash">): string {
-  return feedCredential(key.id, key.hash);
+/** The credential of the key with id `keyId` and secret `secret`. */
+export function feedCredential(keyId: number, secret: string): string {
+  return `vk_${keyId}_${feedMac(secret)}`;
 }
 
 /** The id of the key `text` names, or null when it is no credential at all. */
@@ -41,21 +35,29 @@ export function urlCredentialKeyId(text: string): number | null {
   return match === null ? null : Number(match[1]);
 }
 
+/** Whether `credential` is the one of `key` (false for a key that keeps no MAC hash). */
+function credentialOfKey(credential: string, key: ApiKey): boolean {
+  const match = CREDENTIAL.exec(credential);
+  if (match === null || Number(match[1]) !== key.id) return false;
+  const stored = key.feed_mac_sha256;
+  return stored !== undefined && constantTimeEqual(sha256Hex(match[2]), stored);
+}
+
 /** Most credentials remembered with their key's hash; then the memory starts over. */
 const MAX_REMEMBERED = 10_000;
 
 /**
  * Finds the key a credential stands for (a `KeyLookup` like the bearer
- * token's): the key record by id, the MAC checked against its hash. A
- * credential checked once is remembered with the hash, so the next request
- * reads the key through the read cache like a bearer key (and a disabled key
- * is refused at once); `beforeRead` runs before a KV read of one not
- * remembered.
+ * token's): the key record by id, the MAC's hash checked against the one it
+ * keeps. A credential checked once is remembered with the key's hash, so the
+ * next request reads the key through the read cache like a bearer key (and a
+ * disabled key is refused at once); `beforeRead` runs before a KV read of one
+ * not remembered.
  */
 export function createUrlCredentialLookup(store: Store): KeyLookup {
   const hashes = new Map<string, string>();
   const check = (credential: string, key: ApiKey | null): ApiKey | null => {
-    if (key === null || !constantTimeEqual(urlCredentialOf(key), credential)) {
+    if (key === null || !credentialOfKey(credential, key)) {
       hashes.delete(credential);
       return null;
     }

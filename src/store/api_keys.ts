@@ -1,4 +1,5 @@
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
+import { feedMacHash } from "../lib/feed_mac.ts";
 import { randomToken } from "../lib/secrets.ts";
 import { apiKeyAggregates } from "./aggregates.ts";
 import { now, takeIds } from "./atomic.ts";
@@ -67,6 +68,7 @@ export function prepareApiKey(
     secret,
     record: {
       ...fields,
+      feed_mac_sha256: feedMacHash(secret),
       can_download: input.can_download,
       scope_mode: scopeMode,
       project_ids: projectIds,
@@ -192,6 +194,30 @@ export async function setApiKeyActive(store: Store, id: number, active: boolean)
     const op = changeOp(store, changed).check(entry).set(apiKeyKey(id), apiKey);
     addApiKeyEvents(op, entry.value, apiKey);
     const commit = await apiKeyAggregates(op, entry.value, apiKey).commit();
+    return { commit, value: apiKey, changed };
+  });
+}
+
+/**
+ * Keeps the hash of key `id`'s feed URL credential MAC (`ApiKey.feed_mac_sha256`)
+ * when the record has none yet; the key as stored after.
+ */
+export async function keepApiKeyFeedMac(
+  store: Store,
+  id: number,
+  macHash: string,
+): Promise<ApiKey> {
+  return await commitChange(store, async () => {
+    const entry = await store.kv.get<ApiKey>(apiKeyKey(id));
+    if (entry.value === null) throw new NotFoundError("api key not found");
+    const changed = [["api_key_by_hash", entry.value.hash]] as const;
+    const stored = entry.value.feed_mac_sha256;
+    const apiKey: ApiKey = { ...entry.value, feed_mac_sha256: stored ?? macHash };
+    if (stored !== undefined) {
+      const commit = { ok: true as const, versionstamp: entry.versionstamp };
+      return { commit, value: apiKey, changed };
+    }
+    const commit = await changeOp(store, changed).check(entry).set(apiKeyKey(id), apiKey).commit();
     return { commit, value: apiKey, changed };
   });
 }

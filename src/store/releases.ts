@@ -180,6 +180,33 @@ export async function setReleaseSha512(
 }
 
 /**
+ * Records the SHA-1 (hex) of a release's artifact (Squirrel.Windows' `RELEASES`,
+ * src/feeds/squirrel.ts). False when the release is gone, moved to another
+ * file or already has one.
+ */
+export async function setReleaseSha1(
+  store: Store,
+  release: Pick<Release, "id" | "storage_key">,
+  sha1: string,
+): Promise<boolean> {
+  if (!/^[0-9a-f]{40}$/.test(sha1)) throw new ValidationError("checksum_sha1", "not a SHA-1");
+  return await commitChange(store, async () => {
+    const entry = await store.kv.get<Release>(releaseKey(release.id));
+    const current = entry.value;
+    if (
+      current === null || current.storage_key !== release.storage_key ||
+      current.checksum_sha1 !== undefined
+    ) {
+      return { commit: NOTHING_TO_WRITE, value: false, changed: [] };
+    }
+    const changed = [["release", current.id], ["latest_release", current.project_id]] as const;
+    const commit = await changeOp(store, changed).check(entry)
+      .set(releaseKey(current.id), { ...current, checksum_sha1: sha1 }).commit();
+    return { commit, value: true, changed };
+  });
+}
+
+/**
  * Records a release of an existing project (active, or a draft) and moves the
  * latest pointer: a new active upload that is newer than the latest becomes
  * latest and ends a choice (the rule of `pickLatest`), unless it asks not to

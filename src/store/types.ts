@@ -35,6 +35,12 @@ export interface Release {
    * backfill (src/feeds/backfill.ts).
    */
   checksum_sha512?: string;
+  /**
+   * SHA-1 of the artifact, hex (Squirrel.Windows' `RELEASES` names it):
+   * computed the first time a Squirrel.Windows feed lists the release
+   * (src/feeds/squirrel.ts), then kept here.
+   */
+  checksum_sha1?: string;
   /** The Tauri updater's signature: the base64 text of the minisign `.sig` file, as uploaded. */
   tauri_signature?: string;
   /** Sparkle's EdDSA (Ed25519) signature of the artifact, base64, as uploaded. */
@@ -81,6 +87,12 @@ export interface ApiKey extends Credential {
    * Records written without it are read through `keyRolloutTags` (access.ts).
    */
   rollout_tags?: string[];
+  /**
+   * SHA-256 hex of the MAC of the key's feed URL credential
+   * (src/lib/feed_mac.ts); absent on a key that has not asked for it since
+   * it was made without one.
+   */
+  feed_mac_sha256?: string;
 }
 
 /**
