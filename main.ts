@@ -8,7 +8,7 @@ import { createMetricsApp, metricsAddressLabel } from "./src/http/metrics_route.
 import { createOpenResponses } from "./src/http/open_responses.ts";
 import { createAdoptionRecorder } from "./src/store/adoption_recorder.ts";
 import { buildAggregates } from "./src/store/aggregates.ts";
-import { followOtherWriters } from "./src/store/cache.ts";
+import { followOtherWriters } from "./src/kv/cache.ts";
 import { createKeyUsageRecorder } from "./src/store/key_usage.ts";
 import { createReportRecorder } from "./src/store/report_recorder.ts";
 import { keepServing, type KeptServer } from "./src/lib/keep_serving.ts";
@@ -22,7 +22,7 @@ import {
 } from "./src/lib/private_files.ts";
 import { drainServers, onStopSignals } from "./src/lib/shutdown.ts";
 import { dataDirStep, listenStep, StartupError } from "./src/lib/startup.ts";
-import { createStore } from "./src/store/store.ts";
+import { createStore } from "./src/kv/store.ts";
 import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
 import { scheduleBlockMaps } from "./src/blockmap/background.ts";

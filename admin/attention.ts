@@ -17,7 +17,7 @@ import { getRelease } from "../src/store/releases.ts";
 import { getReportCounts } from "../src/store/reports.ts";
 import { listRolloutGates } from "../src/store/rollout_gates.ts";
 import { listRollouts } from "../src/store/rollouts.ts";
-import type { Store } from "../src/store/store.ts";
+import type { Store } from "../src/kv/store.ts";
 import { getTufRefreshStatus } from "../src/store/tuf.ts";
 import { listWebhookEndpointHealth, listWebhookEndpoints } from "../src/store/webhooks.ts";
 import { judgeStage } from "../src/rollouts/gates.ts";

@@ -1,7 +1,7 @@
 /** Helpers every admin route uses: page context, audit records, flash redirects. */
 import type { Context } from "hono";
 import { addressOf } from "../src/http/client_address.ts";
-import { type AuditAction, recordAuditSafely } from "../src/store/audit.ts";
+import { type AuditAction, recordAuditSafely } from "../src/kv/audit.ts";
 import { setFlash, takeFlash } from "./cookies.ts";
 import type { AdminEnv, Flash, ServiceDeps } from "./types.ts";
 import type { PageContext } from "./views/layout.tsx";

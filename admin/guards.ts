@@ -12,7 +12,7 @@ import { sameSitePath } from "../src/http/location.ts";
 import { constantTimeEqual } from "../src/lib/secrets.ts";
 import { getAdminUser, roleOf } from "../src/store/admin_users.ts";
 import { deleteAdminSession, getAdminSession, type SessionPolicy } from "../src/store/sessions.ts";
-import { auditedStore } from "../src/store/audit.ts";
+import { auditedStore } from "../src/kv/audit.ts";
 import { refusalFor, rolesFor } from "./roles.ts";
 import { clearSessionCookie, getSessionCookie } from "./cookies.ts";
 import { readForm } from "./forms.ts";
@@ -225,7 +225,7 @@ export function provideStore(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
 /**
  * Every POST of a signed-in admin writes through a store of its request: the
  * changes it commits carry their first audit entry in the same commit
- * (src/store/audit.ts `auditedStore`), completed by the route's own `audit` call.
+ * (src/kv/audit.ts `auditedStore`), completed by the route's own `audit` call.
  */
 export function auditChanges(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
   return async (c, next) => {

@@ -3,7 +3,7 @@ import type { SsoService } from "../src/sso/mod.ts";
 import type { AdminRole } from "../src/store/admin_users.ts";
 import type { AdminSession } from "../src/store/sessions.ts";
 import type { MultipartPart } from "../src/http/multipart.ts";
-import type { Store } from "../src/store/store.ts";
+import type { Store } from "../src/kv/store.ts";
 
 /** What the admin UI is built from: the service's deps, and sign-in through a provider if set up. */
 export type ServiceDeps = HttpServiceDeps & {

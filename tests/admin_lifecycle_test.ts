@@ -18,7 +18,7 @@ import {
   rolloutKey,
   rolloutsPrefix,
   topKeysKey,
-} from "../src/store/keys.ts";
+} from "../src/kv/keys.ts";
 import { listReleasesByProject, makeReleaseLatest } from "../src/store/releases.ts";
 import { startRollout } from "../src/store/rollouts.ts";
 import { gateGauges } from "../src/rollouts/gate_metrics.ts";

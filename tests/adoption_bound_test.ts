@@ -8,12 +8,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createApp } from "../app.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 import { adoptionDay, getAdoption } from "../src/store/adoption.ts";
 import { createAdoptionRecorder } from "../src/store/adoption_recorder.ts";
 import { makeReleaseLatest } from "../src/store/releases.ts";
 import { changeRollout, startRollout } from "../src/store/rollouts.ts";
-import { setCacheRefreshMs } from "../src/store/cache.ts";
+import { setCacheRefreshMs } from "../src/kv/cache.ts";
 import {
   createTestApp,
   seedKey,

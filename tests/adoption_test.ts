@@ -12,7 +12,7 @@ import {
   recordSighting,
   type WindowCounts,
 } from "../src/store/adoption.ts";
-import { setCacheRefreshMs } from "../src/store/cache.ts";
+import { setCacheRefreshMs } from "../src/kv/cache.ts";
 import { makeReleaseLatest } from "../src/store/releases.ts";
 import { changeRollout, startRollout } from "../src/store/rollouts.ts";
 import { join } from "node:path";

@@ -10,13 +10,13 @@ import { createSigner, type Signer } from "../src/signing/signer.ts";
 import { type AdoptionRecorder, createAdoptionRecorder } from "../src/store/adoption_recorder.ts";
 import { buildAggregates } from "../src/store/aggregates.ts";
 import { type ApiKeyInput, createApiKey } from "../src/store/api_keys.ts";
-import { listAuditEntries } from "../src/store/audit.ts";
+import { listAuditEntries } from "../src/kv/audit.ts";
 import { createProject, type ProjectInput } from "../src/store/projects.ts";
 import { getDownloadCounts } from "../src/store/releases.ts";
 import { createReportRecorder, type ReportRecorder } from "../src/store/report_recorder.ts";
 import { createSigningKey, setSigningKeyStatus } from "../src/store/signing_keys.ts";
 import type { Release } from "../src/store/types.ts";
-import { createStore, type Store } from "../src/store/store.ts";
+import { createStore, type Store } from "../src/kv/store.ts";
 import { createKeyFiles } from "../src/signing/key_files.ts";
 import { rolloutBucket } from "../src/rollouts/membership.ts";
 

@@ -27,11 +27,14 @@ const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolea
   { name: "src/<capability>", rank: 4, owns: isCapability },
   { name: "src/storage", rank: 3, owns: (p) => p.startsWith("src/storage/") },
   { name: "src/store", rank: 2, owns: (p) => p.startsWith("src/store/") },
+  // The ground floor of the KV: its plumbing (key registry, checked atomic
+  // writes, read cache, id blocks, paging, leases), with no rule of a feature.
+  { name: "src/kv", rank: 1.5, owns: (p) => p.startsWith("src/kv/") },
   { name: "src/lib", rank: 1, owns: (p) => p.startsWith("src/lib/") },
 ];
 
 /** The folders under src/ that are layers of their own; any other is a capability's. */
-const LAYER_FOLDERS = ["api", "backup", "http", "storage", "store", "lib"];
+const LAYER_FOLDERS = ["api", "backup", "http", "storage", "store", "kv", "lib"];
 
 function isCapability(path: string): boolean {
   const folder = /^src\/([^/]+)\//.exec(path)?.[1];
@@ -114,7 +117,7 @@ Deno.test("imports follow the layers of docs/architecture.md", async (t) => {
   await t.step(
     "a capability keeps its KV access in src/store/ and its routes in api or admin",
     async () => {
-      assert.ok(isCapability("src/publishing/tokens.ts") && !isCapability("src/store/keys.ts"));
+      assert.ok(isCapability("src/publishing/tokens.ts") && !isCapability("src/kv/keys.ts"));
       assert.ok(!isCapability("src/publishing/api/mod.ts"));
       const wrong: string[] = [];
       for (const file of service.filter(isCapability)) {

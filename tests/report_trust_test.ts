@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { evaluateGates } from "../src/rollouts/gates.ts";
 import { rolloutBucket } from "../src/rollouts/membership.ts";
-import { setCacheRefreshMs } from "../src/store/cache.ts";
+import { setCacheRefreshMs } from "../src/kv/cache.ts";
 import { makeReleaseLatest } from "../src/store/releases.ts";
 import { getReportCounts, getReportEstimates } from "../src/store/reports.ts";
 import { setRolloutGates } from "../src/store/rollout_gates.ts";

@@ -12,7 +12,7 @@ import {
   getReportReasons,
   getReportSeries,
 } from "../src/store/reports.ts";
-import { setCacheRefreshMs } from "../src/store/cache.ts";
+import { setCacheRefreshMs } from "../src/kv/cache.ts";
 import { makeReleaseLatest } from "../src/store/releases.ts";
 import {
   checkIn,

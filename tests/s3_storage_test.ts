@@ -25,7 +25,7 @@ import { bucketContents, rgwTest, s3Client } from "./rgw.ts";
 import { makeDataTempDir, runTask } from "./server_process.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { join } from "node:path";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 const MiB = 1024 * 1024;
 

@@ -12,8 +12,8 @@ import {
   recordApiKeyUse,
   setApiKeyActive,
 } from "../src/store/api_keys.ts";
-import { NotFoundError, ValidationError } from "../src/store/errors.ts";
-import { apiKeyByHashKey, counterKey } from "../src/store/keys.ts";
+import { NotFoundError, ValidationError } from "../src/kv/errors.ts";
+import { apiKeyByHashKey, counterKey } from "../src/kv/keys.ts";
 import { judgeApiKey, keyReachesNothing, keyState } from "../src/store/access.ts";
 import { dumpKv, dumpKvText, withKv, withStore } from "./helpers.ts";
 

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { claimLease, releaseLease } from "../src/store/leases.ts";
+import { claimLease, releaseLease } from "../src/kv/leases.ts";
 import { listSigningKeys, setSigningKeyStatus } from "../src/store/signing_keys.ts";
 import { getTufStateEntry } from "../src/store/tuf.ts";
 import {

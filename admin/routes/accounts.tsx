@@ -17,7 +17,7 @@ import {
   roleOf,
   setAdminRole,
 } from "../../src/store/admin_users.ts";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import { deleteAdminSessionsOfUser } from "../../src/store/sessions.ts";
 import { accountTarget } from "../accounts.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";

@@ -6,7 +6,7 @@ import { keyRolloutTags, keyState } from "../../src/store/access.ts";
 import { listProjectTags } from "../../src/store/aggregates.ts";
 import { deleteApiKey, getKeyDownloads } from "../../src/store/deletes.ts";
 import { editApiKey, getApiKeyVersioned, StaleEditError } from "../../src/store/edits.ts";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import { getProjectsByIds } from "../../src/store/projects.ts";
 import type { ApiKey, Project } from "../../src/store/types.ts";
 import { describeChanges } from "../audit_changes.ts";

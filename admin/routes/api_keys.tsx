@@ -10,7 +10,7 @@ import {
   listApiKeysPage,
   setApiKeyActive,
 } from "../../src/store/api_keys.ts";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import {
   getProjectsByIds,
   listProjectsPage,
@@ -30,7 +30,7 @@ import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts"
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { ApiKeyCreatedPage, KEY_PLACEHOLDER } from "../views/api_key_created.tsx";
 import { type ApiKeyRow, ApiKeysPage } from "../views/api_keys.tsx";
-import type { Store } from "../../src/store/store.ts";
+import type { Store } from "../../src/kv/store.ts";
 
 export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   async function renderKeysPage(

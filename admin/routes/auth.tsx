@@ -31,7 +31,7 @@ import { addressOf } from "../../src/http/client_address.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import { LoginPage } from "../views/login.tsx";
 import { PasswordPage } from "../views/password.tsx";
-import type { Store } from "../../src/store/store.ts";
+import type { Store } from "../../src/kv/store.ts";
 import { mayUsePassword, signedOutAtProvider, signInChoices } from "./sso.tsx";
 
 export const INVALID_CREDENTIALS = "invalid username or password";

@@ -7,7 +7,7 @@ import {
   getStorageByProject,
 } from "../../src/store/aggregates.ts";
 import { getApiKey } from "../../src/store/api_keys.ts";
-import { listAuditEntries } from "../../src/store/audit.ts";
+import { listAuditEntries } from "../../src/kv/audit.ts";
 import { searchAuditEntries } from "../../src/store/audit_search.ts";
 import { getDeletedApiKeys } from "../../src/store/deletes.ts";
 import { getProjectsByIds } from "../../src/store/projects.ts";

@@ -4,8 +4,8 @@
  * card's forms as sent and the message, a success is audit-logged and
  * redirects to the card with its text.
  */
-import type { AuditAction } from "../../src/store/audit.ts";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import type { AuditAction } from "../../src/kv/audit.ts";
+import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import type { Project } from "../../src/store/types.ts";
 import { type AdminContext, audit, redirectWithFlash } from "../context.ts";
 import { formErrorOf } from "../forms.ts";

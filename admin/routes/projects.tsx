@@ -3,7 +3,7 @@ import type { Hono } from "hono";
 import { getCounts } from "../../src/store/aggregates.ts";
 import { ProjectNotEmptyError } from "../../src/store/deletes.ts";
 import { editProject, StaleEditError } from "../../src/store/edits.ts";
-import { ValidationError } from "../../src/store/errors.ts";
+import { ValidationError } from "../../src/kv/errors.ts";
 import {
   createProject,
   listProjectsPage,

@@ -3,7 +3,7 @@ import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { judgePublishToken } from "../../src/publishing/tokens.ts";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import { listProjects } from "../../src/store/projects.ts";
 import {
   createPublishToken,
@@ -20,7 +20,7 @@ import {
   publishTokenFormValues,
   publishTokenInput,
 } from "../forms_publish_token.ts";
-import type { Store } from "../../src/store/store.ts";
+import type { Store } from "../../src/kv/store.ts";
 import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
 import {
   PublishTokenCreatedPage,

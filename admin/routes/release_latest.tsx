@@ -15,7 +15,7 @@ import {
 import type { Release } from "../../src/store/types.ts";
 import { audit, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";
-import type { Store } from "../../src/store/store.ts";
+import type { Store } from "../../src/kv/store.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 
 export function addReleaseLatestRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {

@@ -14,7 +14,7 @@ import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { LatestReleaseError } from "../../src/store/deletes.ts";
 import { getReleaseDelivery } from "../../src/store/delivery.ts";
 import { editRelease, getReleaseVersioned, StaleEditError } from "../../src/store/edits.ts";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import { getProject } from "../../src/store/projects.ts";
 import {
   duplicateActiveVersions,

@@ -5,7 +5,7 @@
  * Bad input shows the project page again with the form and its error.
  */
 import type { Hono } from "hono";
-import { ValidationError } from "../../src/store/errors.ts";
+import { ValidationError } from "../../src/kv/errors.ts";
 import { getRelease } from "../../src/store/releases.ts";
 import {
   changeRollout,

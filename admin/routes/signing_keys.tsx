@@ -9,7 +9,7 @@ import { createKeyFiles } from "../../src/signing/key_files.ts";
 import { describeMissingKeyFiles, findMissingKeyFiles } from "../../src/signing/key_file_check.ts";
 import { KEY_SET_PATH, KEY_SET_ROOT_PATH } from "../../src/signing/format.ts";
 import { describeRootDocument, parseRootDocument } from "../../src/signing/root.ts";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import {
   createSigningKey,
   getSigningRoot,
@@ -22,7 +22,7 @@ import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";
 import { SigningKeysPage } from "../views/signing_keys.tsx";
-import type { Store } from "../../src/store/store.ts";
+import type { Store } from "../../src/kv/store.ts";
 import { tufPageParts } from "./tuf.tsx";
 
 const LOCATION = "/admin/signing-keys";

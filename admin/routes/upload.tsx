@@ -24,7 +24,7 @@ import {
   UploadTooLargeError,
 } from "../../src/storage/mod.ts";
 import type { UploadFailureReason } from "../../src/lib/metrics.ts";
-import type { ValidationError } from "../../src/store/errors.ts";
+import type { ValidationError } from "../../src/kv/errors.ts";
 import { getProjectBySlug, listProjectsPage } from "../../src/store/projects.ts";
 import type { Project, Release } from "../../src/store/types.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";

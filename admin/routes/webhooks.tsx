@@ -1,7 +1,7 @@
 /** Webhook endpoints and their delivery logs (docs/webhooks.md); admins only. */
 import type { Context, Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import {
   createWebhookEndpoint,
   deleteWebhookEndpoint,

@@ -17,7 +17,7 @@ import { clientAddress, rateLimitAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Metrics } from "../lib/metrics.ts";
 import type { TakeResult } from "../store/rate_limit.ts";
-import { type Cached, thenRead } from "../store/cache.ts";
+import { type Cached, thenRead } from "../kv/cache.ts";
 import type { ApiKey } from "../store/types.ts";
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;

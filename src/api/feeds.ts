@@ -13,7 +13,7 @@ import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
 import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../rollouts/membership.ts";
 import { getBlockMapBytes } from "../store/block_maps.ts";
-import { type Cached, thenRead } from "../store/cache.ts";
+import { type Cached, thenRead } from "../kv/cache.ts";
 import type { ReleasePolicy } from "../store/release_policy.ts";
 import { getActiveReleaseByVersion } from "../store/release_versions.ts";
 import { getLatestRelease } from "../store/releases.ts";

@@ -3,7 +3,7 @@ import { type Handler, Hono } from "hono";
 import { projectVisible } from "../store/access.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import type { Observer } from "../http/observe.ts";
-import { thenRead } from "../store/cache.ts";
+import { thenRead } from "../kv/cache.ts";
 import { listProjects } from "../store/projects.ts";
 import { acceptedKey } from "./auth.ts";
 import { openApiJson } from "./openapi.ts";

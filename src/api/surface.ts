@@ -7,7 +7,7 @@
  */
 import type { Context, Handler, Hono } from "hono";
 import { projectVisible } from "../store/access.ts";
-import { type Cached, thenRead } from "../store/cache.ts";
+import { type Cached, thenRead } from "../kv/cache.ts";
 import { recordDelivery } from "../store/delivery.ts";
 import { getLatestView, type LatestView } from "../store/latest_view.ts";
 import { getProject, getProjectBySlug } from "../store/projects.ts";
@@ -30,7 +30,7 @@ import {
 } from "../rollouts/membership.ts";
 import { rateLimitGate } from "./auth.ts";
 import { type Delivery, serveArtifact } from "./download.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 const encoder = new TextEncoder();
 

@@ -9,7 +9,7 @@ import { type Context, Hono } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
-import type { Cached } from "../store/cache.ts";
+import type { Cached } from "../kv/cache.ts";
 import { getRelease } from "../store/releases.ts";
 import {
   getLatestTufRoot,

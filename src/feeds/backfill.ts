@@ -14,7 +14,7 @@ import {
   listReleasesWithoutSha512,
   markSha512BackfillDone,
 } from "../store/feed_backfill.ts";
-import { claimLease, releaseLease } from "../store/leases.ts";
+import { claimLease, releaseLease } from "../kv/leases.ts";
 import { setReleaseSha512 } from "../store/releases.ts";
 import type { Release } from "../store/types.ts";
 

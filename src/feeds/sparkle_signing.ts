@@ -19,10 +19,10 @@ import { createPrivateKey, createPublicKey, type KeyObject, sign } from "node:cr
 import { join } from "node:path";
 import { concatBytes } from "../lib/bytes.ts";
 import { createPrivateFile, makePrivateDir } from "../lib/private_files.ts";
-import type { Cached } from "../store/cache.ts";
+import type { Cached } from "../kv/cache.ts";
 import { getSparkleFeedKeyByProject } from "../store/sparkle_keys.ts";
 import type { Project } from "../store/types.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 export const SPARKLE_KEYS_DIR = "sparkle-keys";
 

@@ -1,6 +1,6 @@
 /**
  * Health gates (docs/rollouts.md "Health gates"): every evaluation period one
- * instance (the lease `rollout_gates`, src/store/leases.ts) looks at each
+ * instance (the lease `rollout_gates`, src/kv/leases.ts) looks at each
  * gated rollout's current stage, counted from install reports
  * (src/store/reports.ts): it halts the rollout when the stage's failure
  * share reaches `halt_at`, advances it to the next stage when the stage has
@@ -11,7 +11,7 @@
  * and the reason) and a step of `uds_rollout_gate_changes_total`.
  */
 import { getLatestView } from "../store/latest_view.ts";
-import { claimLease } from "../store/leases.ts";
+import { claimLease } from "../kv/leases.ts";
 import { getReportCounts, type ReportCounts } from "../store/reports.ts";
 import {
   applyGateChange,
@@ -22,7 +22,7 @@ import {
 } from "../store/rollout_gates.ts";
 import { getRollout } from "../store/rollouts.ts";
 import type { Rollout } from "../store/types.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** Failure reports a stage needs before its failure share can halt it. */
 const HALT_MIN_REPORTS = 20;

@@ -10,7 +10,7 @@ import { getLatestView } from "../store/latest_view.ts";
 import { listProjects } from "../store/projects.ts";
 import { listRollouts } from "../store/rollouts.ts";
 import { rolloutPercentage } from "./membership.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 export async function rolloutGauges(store: Store, nowMs: number): Promise<ScrapedGauge[]> {
   const projects = await listProjects(store);

@@ -23,7 +23,7 @@ import {
   signedMessage,
 } from "./format.ts";
 import { createKeyFiles, readPrivateKey } from "./key_files.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 const RELOAD_MS = 10_000;
 const encoder = new TextEncoder();

@@ -26,7 +26,7 @@ import {
   type ProviderFetch,
   type ProviderTokens,
 } from "./provider.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 export { describeProviderError, type ProviderFetch } from "./provider.ts";
 

@@ -6,10 +6,10 @@
  * succeed.
  */
 import { USERNAME_MAX_LENGTH, USERNAME_PATTERN } from "../lib/limits.ts";
-import { commitWithRetry, now, retryWhileLocked } from "./atomic.ts";
-import { NotFoundError, ValidationError } from "./errors.ts";
-import { adminUserKey, adminUsersPrefix } from "./keys.ts";
-import type { Store } from "./store.ts";
+import { commitWithRetry, now, retryWhileLocked } from "../kv/atomic.ts";
+import { NotFoundError, ValidationError } from "../kv/errors.ts";
+import { adminUserKey, adminUsersPrefix } from "../kv/keys.ts";
+import type { Store } from "../kv/store.ts";
 
 /** What an account may do: `admin` everything, `publisher` releases only, `viewer` read only. */
 export type AdminRole = "admin" | "publisher" | "viewer";

@@ -16,14 +16,14 @@
  */
 import { createHash } from "node:crypto";
 import { createSketch, estimateSketch, mergeSketch } from "../lib/hyperloglog.ts";
-import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
 import {
   adoptionClientKey,
   adoptionCountKey,
   adoptionCountPrefix,
   adoptionSketchPrefix,
-} from "./keys.ts";
-import type { Store } from "./store.ts";
+} from "../kv/keys.ts";
+import type { Store } from "../kv/store.ts";
 
 export const DAY_MS = 86_400_000;
 /** How long a client's marker lives without a sighting. */

@@ -21,16 +21,16 @@ import {
   recordSighting,
   type Sighting,
 } from "./adoption.ts";
-import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
-import { getManyEntries } from "./get_many.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
+import { getManyEntries } from "../kv/get_many.ts";
 import {
   adoptionClientKey,
   adoptionCountKey,
   adoptionNewIdsKey,
   adoptionSketchKey,
-} from "./keys.ts";
+} from "../kv/keys.ts";
 import { mergeStoredSketch } from "./stored_sketch.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** A sighting with what the new-id cap needs: the client's address and whether an install id was sent. */
 export interface KeyedSighting extends Sighting {

@@ -16,7 +16,7 @@ import {
   type SketchPart,
   sketchPartOf,
 } from "./adoption_batch.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** Records client sightings off the hot path (one per instance, made by the app). */
 export interface AdoptionRecorder {

@@ -33,11 +33,11 @@ import {
   projectTagsPrefix,
   releaseByTimeKey,
   releasesPrefix,
-} from "./keys.ts";
-import { getManyEntries } from "./get_many.ts";
-import { claimLease, releaseLease } from "./leases.ts";
+} from "../kv/keys.ts";
+import { getManyEntries } from "../kv/get_many.ts";
+import { claimLease, releaseLease } from "../kv/leases.ts";
 import type { ApiKey, Project, Release } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** Bumped when a new aggregate needs a build over existing data. */
 export const AGGREGATES_VERSION = 2;

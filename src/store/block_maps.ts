@@ -7,8 +7,8 @@
  * clients cache the installed version's, so it is never replaced. Backups
  * carry them like every other entry.
  */
-import { commitWithRetry, NOTHING_TO_WRITE, retryWhileLocked } from "./atomic.ts";
-import { getManyEntries } from "./get_many.ts";
+import { commitWithRetry, NOTHING_TO_WRITE, retryWhileLocked } from "../kv/atomic.ts";
+import { getManyEntries } from "../kv/get_many.ts";
 import {
   blockMapKey,
   blockMapPieceKey,
@@ -16,9 +16,9 @@ import {
   blockMapsPrefix,
   releaseKey,
   releasesPrefix,
-} from "./keys.ts";
+} from "../kv/keys.ts";
 import type { Release } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface BlockMapRecord {
   release_id: number;

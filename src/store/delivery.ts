@@ -11,9 +11,9 @@
  * that time is the attempt's fallback: its bytes count as sent, its size not
  * a second time (the mark is taken).
  */
-import { commitWithRetry } from "./atomic.ts";
-import { deliveryAttemptKey, projectDeliveryMonthKey, releaseDeliveryKey } from "./keys.ts";
-import type { Store } from "./store.ts";
+import { commitWithRetry } from "../kv/atomic.ts";
+import { deliveryAttemptKey, projectDeliveryMonthKey, releaseDeliveryKey } from "../kv/keys.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface DeliveryEvent {
   projectId: number;

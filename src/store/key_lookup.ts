@@ -1,8 +1,8 @@
 /** Finding the stored key that a bearer token presents, for the client API's key check. */
 import { getApiKeyByHash, hashApiKeySecret } from "./api_keys.ts";
 import type { ApiKey } from "./types.ts";
-import { type Cached, thenRead } from "./cache.ts";
-import type { Store } from "./store.ts";
+import { type Cached, thenRead } from "../kv/cache.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface KeyLookup {
   /**

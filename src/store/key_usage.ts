@@ -1,5 +1,5 @@
 import { recordApiKeyUse } from "./api_keys.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 const INTERVAL_MS = 60_000;
 

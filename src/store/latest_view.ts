@@ -7,11 +7,11 @@
  * the latest and its release is active; anything else (an archived or
  * deleted release, another latest) makes it inert until it is ended.
  */
-import { type Cached, cachedRead } from "./cache.ts";
-import { latestReleaseKey, releaseKey, releasePolicyKey, rolloutKey } from "./keys.ts";
+import { type Cached, cachedRead } from "../kv/cache.ts";
+import { latestReleaseKey, releaseKey, releasePolicyKey, rolloutKey } from "../kv/keys.ts";
 import { isEmptyPolicy, type ReleasePolicy } from "./release_policy.ts";
 import type { Release, Rollout } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** A rollout in force, with what the hot path needs at hand. */
 export interface LiveRollout {

@@ -26,9 +26,9 @@
 import { ADDRESS_MAX_LENGTH } from "../lib/limits.ts";
 import { createKeyedQueue } from "../lib/keyed_queue.ts";
 import { sha256Hex } from "../lib/secrets.ts";
-import { commitWithRetry } from "./atomic.ts";
-import { loginFailuresKey, loginTrustedKey } from "./keys.ts";
-import type { Store } from "./store.ts";
+import { commitWithRetry } from "../kv/atomic.ts";
+import { loginFailuresKey, loginTrustedKey } from "../kv/keys.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface LockRule {
   maxFailures: number;

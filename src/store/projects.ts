@@ -1,9 +1,9 @@
 import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
 import { projectAggregates } from "./aggregates.ts";
-import { now, takeIds } from "./atomic.ts";
-import { type Cached, cachedRead, type CachePatch, changeOp, commitChange } from "./cache.ts";
-import { NotFoundError, ValidationError } from "./errors.ts";
-import { getManyEntries } from "./get_many.ts";
+import { now, takeIds } from "../kv/atomic.ts";
+import { type Cached, cachedRead, type CachePatch, changeOp, commitChange } from "../kv/cache.ts";
+import { NotFoundError, ValidationError } from "../kv/errors.ts";
+import { getManyEntries } from "../kv/get_many.ts";
 import {
   projectBySlugKey,
   projectKey,
@@ -11,12 +11,12 @@ import {
   projectsBySlugPrefix,
   projectsPrefix,
   retentionPolicyKey,
-} from "./keys.ts";
-import { type CursorPage, cursorPage, type PageRequest } from "./paging.ts";
+} from "../kv/keys.ts";
+import { type CursorPage, cursorPage, type PageRequest } from "../kv/paging.ts";
 import { isRetentionOff, parseRetentionPolicy } from "./retention.ts";
 import type { Project, ProjectState, RetentionPolicy } from "./types.ts";
 import { requireSlug, requireTags, requireText, slugify } from "./validate.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface ProjectInput {
   name: string;

@@ -6,18 +6,18 @@
  * instance at once).
  */
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
-import { commitWithRetry, now, takeIds } from "./atomic.ts";
+import { commitWithRetry, now, takeIds } from "../kv/atomic.ts";
 import { hashCredentialSecret, newCredential, withLastUsed } from "./credentials.ts";
-import { NotFoundError, ValidationError } from "./errors.ts";
+import { NotFoundError, ValidationError } from "../kv/errors.ts";
 import {
   publishTokenByHashKey,
   publishTokenKey,
   publishTokenLastUsedKey,
   publishTokensPrefix,
-} from "./keys.ts";
+} from "../kv/keys.ts";
 import type { Credential } from "./types.ts";
 import { requireText } from "./validate.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /**
  * Publish tokens look like `udp_<43 base64url chars>`; client API keys start

@@ -11,8 +11,8 @@
  *   `memory`; background rounds reconcile them with the KV every few ms
  *   (see `createKvRateLimiter` for how, and for the accuracy).
  */
-import { commitWithRetry } from "./atomic.ts";
-import { rateLimitKey } from "./keys.ts";
+import { commitWithRetry } from "../kv/atomic.ts";
+import { rateLimitKey } from "../kv/keys.ts";
 
 export interface RateLimitRule {
   burst: number;

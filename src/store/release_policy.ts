@@ -6,20 +6,20 @@
  * projectId]`, read with the latest pointer into its read-cache entry
  * (latest_view.ts): every write here names that entry.
  */
-import { now, serializedProjectWrite } from "./atomic.ts";
-import { changeOp, commitChange } from "./cache.ts";
-import { NotFoundError, ValidationError } from "./errors.ts";
+import { now, serializedProjectWrite } from "../kv/atomic.ts";
+import { changeOp, commitChange } from "../kv/cache.ts";
+import { NotFoundError, ValidationError } from "../kv/errors.ts";
 import {
   latestReleaseKey,
   releaseKey,
   releasePoliciesPrefix,
   releasePolicyKey,
   rolloutKey,
-} from "./keys.ts";
+} from "../kv/keys.ts";
 import { changeRollout } from "./rollouts.ts";
 import { isNewerRelease, listReleasesByProject, makeReleaseLatest } from "./releases.ts";
 import type { Release, Rollout } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** The last rollback of a project. */
 export interface Rollback {

@@ -1,12 +1,12 @@
 import { listAllSparkleDeltas } from "./sparkle_deltas.ts";
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { aggregatesReady, releaseAggregates } from "./aggregates.ts";
-import { NOTHING_TO_WRITE, now, serializedProjectWrite, takeIds } from "./atomic.ts";
-import { type Cached, cachedRead, changeOp, commitChange, thenRead } from "./cache.ts";
+import { NOTHING_TO_WRITE, now, serializedProjectWrite, takeIds } from "../kv/atomic.ts";
+import { type Cached, cachedRead, changeOp, commitChange, thenRead } from "../kv/cache.ts";
 import { getLatestView } from "./latest_view.ts";
-import { NotFoundError, ValidationError } from "./errors.ts";
-import { type CursorPage, cursorPage, type PageRequest } from "./paging.ts";
-import { getManyEntries } from "./get_many.ts";
+import { NotFoundError, ValidationError } from "../kv/errors.ts";
+import { type CursorPage, cursorPage, type PageRequest } from "../kv/paging.ts";
+import { getManyEntries } from "../kv/get_many.ts";
 import {
   latestChoiceKey,
   latestReleaseKey,
@@ -17,11 +17,11 @@ import {
   releasesByProjectPrefix,
   releasesByTimePrefix,
   releasesPrefix,
-} from "./keys.ts";
+} from "../kv/keys.ts";
 import type { Project, Release, ReleaseState } from "./types.ts";
 import { requireText, requireTime, safeContentType, safeFilename } from "./validate.ts";
 import { addReleaseEvents } from "./webhooks.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface ReleaseInput {
   project_id: number;

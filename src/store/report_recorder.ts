@@ -28,8 +28,8 @@ import {
   type AdoptionMarker,
   offeredReleases,
 } from "./adoption.ts";
-import { getManyEntries } from "./get_many.ts";
-import { adoptionClientKey } from "./keys.ts";
+import { getManyEntries } from "../kv/get_many.ts";
+import { adoptionClientKey } from "../kv/keys.ts";
 import { isNewerRelease, listReleasesByProject } from "./releases.ts";
 import {
   recordReports,
@@ -39,7 +39,7 @@ import {
   reportSketchPartOf,
 } from "./reports.ts";
 import type { Release } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** A report as it arrives (already checked by the route). */
 export interface IncomingReport {

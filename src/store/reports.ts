@@ -13,8 +13,8 @@
  * address invents, and is shown apart (never counted by the health gates).
  */
 import { addToSketch, createSketch, estimateSketch, mergeSketch } from "../lib/hyperloglog.ts";
-import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
-import { getManyEntries } from "./get_many.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
+import { getManyEntries } from "../kv/get_many.ts";
 import {
   reportCountKey,
   reportHourlyKey,
@@ -24,9 +24,9 @@ import {
   reportReasonsKey,
   reportSketchKey,
   reportSketchPrefix,
-} from "./keys.ts";
+} from "../kv/keys.ts";
 import { mergeStoredSketch } from "./stored_sketch.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** What a report says: the install runs the release now, came back to it, or failed at a step. */
 const REPORT_KINDS = [

@@ -15,10 +15,10 @@ import {
   now,
   retryWhileLocked,
   serializedProjectWrite,
-} from "./atomic.ts";
-import { addAuditEntry } from "./audit.ts";
-import { changeOp, commitChange } from "./cache.ts";
-import { NotFoundError, ValidationError } from "./errors.ts";
+} from "../kv/atomic.ts";
+import { addAuditEntry } from "../kv/audit.ts";
+import { changeOp, commitChange } from "../kv/cache.ts";
+import { NotFoundError, ValidationError } from "../kv/errors.ts";
 import {
   projectKey,
   releaseKey,
@@ -27,13 +27,13 @@ import {
   rolloutGatesKey,
   rolloutGatesPrefix,
   rolloutKey,
-} from "./keys.ts";
+} from "../kv/keys.ts";
 import { planReleaseChange, type ReleaseChangeWrite } from "./releases.ts";
 import { failuresOf, getReportCounts, type ReportCounts } from "./reports.ts";
 import { rolloutEventFields } from "./rollouts.ts";
 import type { Project, Release, Rollout } from "./types.ts";
 import { addWebhookEvent } from "./webhooks.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** The gates of a rollout. */
 export interface RolloutGates {

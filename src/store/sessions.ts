@@ -8,8 +8,8 @@
  */
 import { ADDRESS_MAX_LENGTH, TOKEN_PATTERN } from "../lib/limits.ts";
 import { randomToken, sha256Hex } from "../lib/secrets.ts";
-import { adminSessionByUserKey, adminSessionKey, adminSessionsByUserPrefix } from "./keys.ts";
-import type { Store } from "./store.ts";
+import { adminSessionByUserKey, adminSessionKey, adminSessionsByUserPrefix } from "../kv/keys.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface AdminSession {
   username: string;

@@ -3,10 +3,10 @@
  * each key's id, public key and status. The private key is never in KV: it is
  * a 0600 file in the data dir (src/signing/key_files.ts).
  */
-import { commitWithRetry, NOTHING_TO_WRITE, now } from "./atomic.ts";
-import { NotFoundError, ValidationError } from "./errors.ts";
-import { signingKeyKey, signingKeysPrefix, signingRootKey } from "./keys.ts";
-import type { Store } from "./store.ts";
+import { commitWithRetry, NOTHING_TO_WRITE, now } from "../kv/atomic.ts";
+import { NotFoundError, ValidationError } from "../kv/errors.ts";
+import { signingKeyKey, signingKeysPrefix, signingRootKey } from "../kv/keys.ts";
+import type { Store } from "../kv/store.ts";
 
 /**
  * `pending`: published in the key set, not signing yet (clients learn it

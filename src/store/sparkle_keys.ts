@@ -4,9 +4,9 @@
  * identifier the appcast names. The private key is never in KV: it is a 0600
  * file in the data dir (src/feeds/sparkle_signing.ts).
  */
-import { now, retryWhileLocked } from "./atomic.ts";
-import { sparkleFeedKeyKey, sparkleFeedKeysPrefix } from "./keys.ts";
-import type { Store } from "./store.ts";
+import { now, retryWhileLocked } from "../kv/atomic.ts";
+import { sparkleFeedKeyKey, sparkleFeedKeysPrefix } from "../kv/keys.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface SparkleFeedKey {
   project_id: number;

@@ -6,9 +6,9 @@
  */
 import { sha256Hex } from "../lib/secrets.ts";
 import { type AdminRole, type AdminUser, roleOf, setAdminRole } from "./admin_users.ts";
-import { commitWithRetry, NOTHING_TO_WRITE, now, retryWhileLocked } from "./atomic.ts";
-import { adminUserKey, ssoAccountKey, ssoPendingKey, ssoSessionKey } from "./keys.ts";
-import type { Store } from "./store.ts";
+import { commitWithRetry, NOTHING_TO_WRITE, now, retryWhileLocked } from "../kv/atomic.ts";
+import { adminUserKey, ssoAccountKey, ssoPendingKey, ssoSessionKey } from "../kv/keys.ts";
+import type { Store } from "../kv/store.ts";
 
 /** A sign-in sent to the provider: what its answer must match. */
 export interface SsoPending {

@@ -4,8 +4,8 @@
  */
 import { createSketch, mergeSketch } from "../lib/hyperloglog.ts";
 import { DAY_MS } from "./adoption.ts";
-import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
-import type { Store } from "./store.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
+import type { Store } from "../kv/store.ts";
 
 /**
  * Takes `sketch` into the stored sketch at `key` (one checked commit, none

@@ -6,8 +6,8 @@
  * parts. Every new set of files is one checked commit on the project's state
  * entry, so two instances never sign two different files of one version.
  */
-import { now, retryWhileLocked } from "./atomic.ts";
-import { ConflictError, ValidationError } from "./errors.ts";
+import { now, retryWhileLocked } from "../kv/atomic.ts";
+import { ConflictError, ValidationError } from "../kv/errors.ts";
 import {
   cacheGenerationKey,
   tufFilePartKey,
@@ -17,8 +17,8 @@ import {
   tufStateKey,
   tufStatesPrefix,
   tufStatusKey,
-} from "./keys.ts";
-import type { Store } from "./store.ts";
+} from "../kv/keys.ts";
+import type { Store } from "../kv/store.ts";
 
 /** One uploaded version of the root metadata, as the operator signed it. */
 export interface TufRoot {

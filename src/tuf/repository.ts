@@ -36,7 +36,7 @@ import {
   tufKeyOf,
   type TufSigner,
 } from "./metadata.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** How long each online file is valid; each is signed again once less than half is left. */
 export const TUF_LIFETIMES_MS: Readonly<Record<TufOnlineRole, number>> = {

@@ -16,7 +16,7 @@ import {
   looksLikePublishToken,
   type TokenRefusal,
 } from "../../publishing/tokens.ts";
-import { recordAuditSafely, tokenActor } from "../../store/audit.ts";
+import { recordAuditSafely, tokenActor } from "../../kv/audit.ts";
 import type { LoginThrottle } from "../../store/login_throttle.ts";
 import {
   getPublishTokenBySecret,

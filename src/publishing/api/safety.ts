@@ -9,7 +9,7 @@
 import type { Context, Hono } from "hono";
 import { ApiError } from "../../http/errors.ts";
 import { jsonResponse } from "../../http/json.ts";
-import type { AuditAction } from "../../store/audit.ts";
+import type { AuditAction } from "../../kv/audit.ts";
 import {
   getReleasePolicy,
   type ReleasePolicy,
