@@ -6,7 +6,7 @@ import { mapDomainError, type MappedError } from "../src/http/errors.ts";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
 import { withLabel } from "./field_labels.ts";
 import type { ValidationError } from "../src/kv/errors.ts";
-import type { AdminSession } from "../src/store/sessions.ts";
+import type { AdminSession } from "../src/accounts/sessions.ts";
 import type { ServiceDeps } from "./types.ts";
 import { ErrorPage } from "./views/error.tsx";
 

@@ -2,7 +2,7 @@
 import { isSlug } from "../src/lib/limits.ts";
 import { ValidationError } from "../src/kv/errors.ts";
 import { getProjectIdsBySlugs } from "../src/store/projects.ts";
-import type { PublishTokenInput } from "../src/store/publish_tokens.ts";
+import type { PublishTokenInput } from "../src/credentials/publish_tokens.ts";
 import { parseList } from "../src/store/validate.ts";
 import { field, listField } from "./forms.ts";
 import type { FormValues } from "./types.ts";

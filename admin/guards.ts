@@ -10,8 +10,12 @@ import { matchedRoutes } from "hono/route";
 import { addressOf } from "../src/http/client_address.ts";
 import { sameSitePath } from "../src/http/location.ts";
 import { constantTimeEqual } from "../src/lib/secrets.ts";
-import { getAdminUser, roleOf } from "../src/store/admin_users.ts";
-import { deleteAdminSession, getAdminSession, type SessionPolicy } from "../src/store/sessions.ts";
+import { getAdminUser, roleOf } from "../src/accounts/admin_users.ts";
+import {
+  deleteAdminSession,
+  getAdminSession,
+  type SessionPolicy,
+} from "../src/accounts/sessions.ts";
 import { auditedStore } from "../src/kv/audit.ts";
 import { refusalFor, rolesFor } from "./roles.ts";
 import { clearSessionCookie, getSessionCookie } from "./cookies.ts";

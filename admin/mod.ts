@@ -48,7 +48,7 @@ import { addWebhookRoutes } from "./routes/webhooks.tsx";
 import { renderAdminError, renderAdminNotFound } from "./errors.tsx";
 import { addStaticRoutes } from "./static.ts";
 import type { AdminEnv, ServiceDeps } from "./types.ts";
-import { createLoginThrottle, type LoginThrottle } from "../src/store/login_throttle.ts";
+import { createLoginThrottle, type LoginThrottle } from "../src/accounts/login_throttle.ts";
 
 export { bootstrapAdmin, checkBreakGlassAccounts, checkFirstAdminSetting } from "./accounts.ts";
 

@@ -1,7 +1,7 @@
 import type { ServiceDeps as HttpServiceDeps } from "../src/http/app_env.ts";
 import type { SsoService } from "../src/sso/mod.ts";
-import type { AdminRole } from "../src/store/admin_users.ts";
-import type { AdminSession } from "../src/store/sessions.ts";
+import type { AdminRole } from "../src/accounts/admin_users.ts";
+import type { AdminSession } from "../src/accounts/sessions.ts";
 import type { MultipartPart } from "../src/http/multipart.ts";
 import type { Store } from "../src/kv/store.ts";
 

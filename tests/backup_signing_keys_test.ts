@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { restoreBackup } from "../src/backup/restore.ts";
 import { createKeyFiles } from "../src/signing/key_files.ts";
 import { createSigner } from "../src/signing/signer.ts";
-import { createSigningKey, setSigningKeyStatus } from "../src/store/signing_keys.ts";
+import { createSigningKey, setSigningKeyStatus } from "../src/signing/signing_keys.ts";
 import { createStore } from "../src/kv/store.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { exists, listDir } from "./helpers.ts";

@@ -1,5 +1,5 @@
 /**
- * What differential downloads save (src/store/delivery.ts): per release the
+ * What differential downloads save (src/webhooks/delivery_records.ts): per release the
  * bytes answered for its file and block map and what whole downloads would
  * have cost (a whole download, or the latest release's block map, which
  * starts a differential update, stands for the file's size); the Prometheus
@@ -7,7 +7,11 @@
  */
 import assert from "node:assert/strict";
 import { runBlockMapBuild } from "../src/blockmap/background.ts";
-import { getProjectDeliveryMonth, getReleaseDelivery, utcMonth } from "../src/store/delivery.ts";
+import {
+  getProjectDeliveryMonth,
+  getReleaseDelivery,
+  utcMonth,
+} from "../src/webhooks/delivery_records.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { seedKey, seedProject, seedRelease, sleep, testMetrics } from "./helpers.ts";
 

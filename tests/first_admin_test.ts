@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createAdminUser, hasAdminUser } from "../src/store/admin_users.ts";
+import { createAdminUser, hasAdminUser } from "../src/accounts/admin_users.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import { sleep } from "./helpers.ts";

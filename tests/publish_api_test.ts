@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { releaseJson } from "../src/api/serialize.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
-import { listPublishTokens, setPublishTokenActive } from "../src/store/publish_tokens.ts";
+import { listPublishTokens, setPublishTokenActive } from "../src/credentials/publish_tokens.ts";
 import { getRelease, listReleasesByProject } from "../src/store/releases.ts";
 import type { Release } from "../src/store/types.ts";
 import {

@@ -17,8 +17,8 @@ import { listAuditEntries } from "../src/kv/audit.ts";
 import { setCacheRefreshMs } from "../src/kv/cache.ts";
 import { rollBack } from "../src/store/release_policy.ts";
 import { getLatestRelease, makeReleaseLatest } from "../src/store/releases.ts";
-import { getReportCounts } from "../src/store/reports.ts";
-import { getRolloutGates, setRolloutGates } from "../src/store/rollout_gates.ts";
+import { getReportCounts } from "../src/reports/reports.ts";
+import { getRolloutGates, setRolloutGates } from "../src/rollouts/gate_records.ts";
 import { getRollout, startRollout } from "../src/store/rollouts.ts";
 import type { Release } from "../src/store/types.ts";
 import {

@@ -11,7 +11,7 @@ import {
   getReportEstimates,
   getReportReasons,
   getReportSeries,
-} from "../src/store/reports.ts";
+} from "../src/reports/reports.ts";
 import { setCacheRefreshMs } from "../src/kv/cache.ts";
 import { makeReleaseLatest } from "../src/store/releases.ts";
 import {

@@ -1,6 +1,6 @@
 /** The client API's precomputed bodies: always what the records and the key's scope say. */
 import assert from "node:assert/strict";
-import { projectVisible } from "../src/store/access.ts";
+import { projectVisible } from "../src/credentials/access.ts";
 import {
   createProjectListBodies,
   projectJson,

@@ -1,6 +1,6 @@
 /** Store layer atomicity: retries of contended commits, and all-or-nothing writes. */
 import assert from "node:assert/strict";
-import { createAdminUser } from "../src/store/admin_users.ts";
+import { createAdminUser } from "../src/accounts/admin_users.ts";
 import { createApiKey } from "../src/store/api_keys.ts";
 import { commitWithRetry } from "../src/kv/atomic.ts";
 import { listAuditEntries, recordAudit } from "../src/kv/audit.ts";

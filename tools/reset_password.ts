@@ -6,7 +6,7 @@
  */
 import { resetPassword } from "../admin/accounts.ts";
 import { isRemoteKv } from "../src/lib/config.ts";
-import { listAdminUsers } from "../src/store/admin_users.ts";
+import { listAdminUsers } from "../src/accounts/admin_users.ts";
 import { createStore } from "../src/kv/store.ts";
 import { runTool, ToolError } from "./run_tool.ts";
 

@@ -16,9 +16,9 @@ import {
   requireUsername,
   roleOf,
   setAdminRole,
-} from "../../src/store/admin_users.ts";
+} from "../../src/accounts/admin_users.ts";
 import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
-import { deleteAdminSessionsOfUser } from "../../src/store/sessions.ts";
+import { deleteAdminSessionsOfUser } from "../../src/accounts/sessions.ts";
 import { accountTarget } from "../accounts.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf } from "../forms.ts";

@@ -2,7 +2,7 @@
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
-import { keyRolloutTags, keyState } from "../../src/store/access.ts";
+import { keyRolloutTags, keyState } from "../../src/credentials/access.ts";
 import { listProjectTags } from "../../src/store/aggregates.ts";
 import { deleteApiKey, getKeyDownloads } from "../../src/store/deletes.ts";
 import { editApiKey, getApiKeyVersioned, StaleEditError } from "../../src/store/edits.ts";

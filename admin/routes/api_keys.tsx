@@ -2,7 +2,7 @@
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
-import { keyReachesNothing, keyState, scopeAllows } from "../../src/store/access.ts";
+import { keyReachesNothing, keyState, scopeAllows } from "../../src/credentials/access.ts";
 import { getCounts, listProjectTags } from "../../src/store/aggregates.ts";
 import {
   API_KEY_PREFIX,

@@ -3,18 +3,18 @@ import type { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, TOKEN_PATTERN } from "../../src/lib/limits.ts";
 import { randomToken } from "../../src/lib/secrets.ts";
-import type { AdminUser } from "../../src/store/admin_users.ts";
+import type { AdminUser } from "../../src/accounts/admin_users.ts";
 import type {
   LoginSubject,
   LoginThrottle,
   ThrottledCheck,
-} from "../../src/store/login_throttle.ts";
+} from "../../src/accounts/login_throttle.ts";
 import {
   createAdminSession,
   deleteAdminSession,
   deleteAdminSessionsOfUser,
   getAdminSession,
-} from "../../src/store/sessions.ts";
+} from "../../src/accounts/sessions.ts";
 import { accountTarget, authenticate, changePassword, signInSubject } from "../accounts.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import {
@@ -37,7 +37,7 @@ import { mayUsePassword, signedOutAtProvider, signInChoices } from "./sso.tsx";
 export const INVALID_CREDENTIALS = "invalid username or password";
 
 /**
- * Checks a password under the sign-in throttle (src/store/login_throttle.ts):
+ * Checks a password under the sign-in throttle (src/accounts/login_throttle.ts):
  * a refusal says why, with the seconds to wait.
  */
 function checkPasswordThrottled(

@@ -1,10 +1,10 @@
 /** Loading a project for its page, and rendering that page (also with form errors). */
 import { HTTPException } from "hono/http-exception";
 import { isSlug } from "../../src/lib/limits.ts";
-import { adoptionDay, getAdoption } from "../../src/store/adoption.ts";
+import { adoptionDay, getAdoption } from "../../src/reports/adoption.ts";
 import { getProjectBytes, getProjectReleaseCount } from "../../src/store/aggregates.ts";
 import { getDeletedDownloads } from "../../src/store/deletes.ts";
-import { getProjectDeliveryMonth, utcMonth } from "../../src/store/delivery.ts";
+import { getProjectDeliveryMonth, utcMonth } from "../../src/webhooks/delivery_records.ts";
 import { getProjectVersioned } from "../../src/store/edits.ts";
 import { getLatestView, type LatestView } from "../../src/store/latest_view.ts";
 import { getProjectBySlug } from "../../src/store/projects.ts";

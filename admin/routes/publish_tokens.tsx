@@ -2,7 +2,7 @@
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
-import { judgePublishToken } from "../../src/publishing/tokens.ts";
+import { judgePublishToken } from "../../src/credentials/tokens.ts";
 import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import { listProjects } from "../../src/store/projects.ts";
 import {
@@ -11,7 +11,7 @@ import {
   listPublishTokens,
   type PublishToken,
   setPublishTokenActive,
-} from "../../src/store/publish_tokens.ts";
+} from "../../src/credentials/publish_tokens.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { formErrorOf } from "../forms.ts";
 import {

@@ -12,7 +12,7 @@ import {
 import { deleteRelease } from "../../src/lifecycle/delete.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { LatestReleaseError } from "../../src/store/deletes.ts";
-import { getReleaseDelivery } from "../../src/store/delivery.ts";
+import { getReleaseDelivery } from "../../src/webhooks/delivery_records.ts";
 import { editRelease, getReleaseVersioned, StaleEditError } from "../../src/store/edits.ts";
 import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import { getProject } from "../../src/store/projects.ts";

@@ -19,13 +19,13 @@ import {
   getReportEstimates,
   getReportReasons,
   getReportSeries,
-} from "../../src/store/reports.ts";
+} from "../../src/reports/reports.ts";
 import {
   getRolloutGates,
   parseGates,
   setRolloutGates,
   stageFigures,
-} from "../../src/store/rollout_gates.ts";
+} from "../../src/rollouts/gate_records.ts";
 import type { Project, Rollout } from "../../src/store/types.ts";
 import type { AdminContext } from "../context.ts";
 import { field } from "../forms.ts";

@@ -17,7 +17,7 @@ import {
   saveSigningRoot,
   setSigningKeyStatus,
   type SigningKey,
-} from "../../src/store/signing_keys.ts";
+} from "../../src/signing/signing_keys.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";
 import type { AdminEnv, ServiceDeps } from "../types.ts";

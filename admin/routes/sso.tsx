@@ -12,8 +12,8 @@ import {
   type SsoService,
   type SsoSignedIn,
 } from "../../src/sso/mod.ts";
-import { createAdminSession, deleteAdminSession } from "../../src/store/sessions.ts";
-import { deleteSsoSession } from "../../src/store/sso.ts";
+import { createAdminSession, deleteAdminSession } from "../../src/accounts/sessions.ts";
+import { deleteSsoSession } from "../../src/sso/records.ts";
 import { accountTarget } from "../accounts.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import {

@@ -15,8 +15,8 @@ import {
   deleteSparkleFeedKey,
   listSparkleFeedKeys,
   setSparkleFeedKey,
-} from "../../src/store/sparkle_keys.ts";
-import { listTufRoots } from "../../src/store/tuf.ts";
+} from "../../src/feeds/sparkle_keys.ts";
+import { listTufRoots } from "../../src/tuf/records.ts";
 import { tufHealth } from "../../src/tuf/freshness.ts";
 import { TUF_PREFIX } from "../../src/tuf/paths.ts";
 import { uploadTufRoot } from "../../src/tuf/roots.ts";

@@ -5,7 +5,7 @@
  * script) of the clients per day of their latest sighting, one colour per
  * release, with the table as its fallback for screen readers and text.
  */
-import type { AdoptionFigures } from "../../src/store/adoption.ts";
+import type { AdoptionFigures } from "../../src/reports/adoption.ts";
 import { DataTable } from "./components.tsx";
 
 const WIDTH = 600;

@@ -1,4 +1,4 @@
-import type { DeliveryTotals } from "../../src/store/delivery.ts";
+import type { DeliveryTotals } from "../../src/webhooks/delivery_records.ts";
 import type { DailyDownloads } from "../../src/store/stats.ts";
 import type { Project, Release } from "../../src/store/types.ts";
 import type { LatestNotes } from "../../src/publishing/latest.ts";

@@ -7,8 +7,8 @@
  * and failures per hour (a table with the same numbers follows it).
  */
 import type { ReleasePolicy } from "../../src/store/release_policy.ts";
-import type { ReportCounts, ReportHour, ReportReason } from "../../src/store/reports.ts";
-import type { RolloutGateState } from "../../src/store/rollout_gates.ts";
+import type { ReportCounts, ReportHour, ReportReason } from "../../src/reports/reports.ts";
+import type { RolloutGateState } from "../../src/rollouts/gate_records.ts";
 import type { Rollout } from "../../src/store/types.ts";
 import type { FormError } from "../types.ts";
 import { ChartSvg } from "./chart.tsx";

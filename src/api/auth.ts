@@ -11,7 +11,7 @@
  * middleware frame costs the hot path.)
  */
 import type { Context } from "hono";
-import { judgeApiKey } from "../store/access.ts";
+import { judgeApiKey } from "../credentials/access.ts";
 import type { AppEnv, PresentedKey, ServiceDeps } from "../http/app_env.ts";
 import { clientAddress, rateLimitAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";

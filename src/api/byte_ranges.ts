@@ -7,7 +7,12 @@
  * lengths add up to at most the file's size; past either the whole file is
  * sent, which is what nginx does for its static files with `max_ranges`.
  */
-import type { ByteRange } from "./download.ts";
+
+/** An inclusive byte range inside the file: `start <= end < size`. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
 
 /** The most ranges one request may ask for (electron-updater sends up to 1,000 in one header). */
 export const MAX_RANGES = 2000;

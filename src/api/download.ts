@@ -22,13 +22,13 @@ import {
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Release } from "../store/types.ts";
 import type { DownloadMode } from "../lib/config.ts";
-import { multipartByteranges, parseRangeSet, parseRangeSpec, rangeSpecs } from "./byte_ranges.ts";
-
-/** An inclusive byte range inside the file: `start <= end < size`. */
-export interface ByteRange {
-  start: number;
-  end: number;
-}
+import {
+  type ByteRange,
+  multipartByteranges,
+  parseRangeSet,
+  parseRangeSpec,
+  rangeSpecs,
+} from "./byte_ranges.ts";
 
 /**
  * Reads a `Range` header for a file of `size` bytes: the one range it asks

@@ -13,7 +13,7 @@ import {
   createApiResponder,
   PROTECTED_HEADERS,
 } from "../http/response_headers.ts";
-import { getSigningRoot, type SigningKey } from "../store/signing_keys.ts";
+import { getSigningRoot, type SigningKey } from "../signing/signing_keys.ts";
 
 const encoder = new TextEncoder();
 

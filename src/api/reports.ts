@@ -4,7 +4,7 @@
  * update failed. Protected like the client API (src/api/surface.ts): the
  * bearer key, its permission and scope, the same rate limit and JSON errors.
  * The answer is 202 once the report is checked and queued; it is written in
- * batches off the request (src/store/report_recorder.ts).
+ * batches off the request (src/reports/report_recorder.ts).
  */
 import { type Context, Hono } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
@@ -12,7 +12,7 @@ import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
 import { concatBytes } from "../lib/bytes.ts";
 import { INSTALL_ID_HEADER } from "../rollouts/membership.ts";
-import type { IncomingReport } from "../store/report_recorder.ts";
+import type { IncomingReport } from "../reports/report_recorder.ts";
 import { VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { acceptedKey } from "./auth.ts";
 import { createKeySurface, findVisibleProjectBySlug, type SurfaceRoutes } from "./surface.ts";

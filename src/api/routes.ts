@@ -1,6 +1,6 @@
 /** The client JSON API under /api/v1 (../shared/spec/client-api.md "4. Endpoints"). */
 import { type Handler, Hono } from "hono";
-import { projectVisible } from "../store/access.ts";
+import { projectVisible } from "../credentials/access.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import type { Observer } from "../http/observe.ts";
 import { thenRead } from "../kv/cache.ts";

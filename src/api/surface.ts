@@ -6,9 +6,9 @@
  * artifact download with its counting.
  */
 import type { Context, Handler, Hono } from "hono";
-import { projectVisible } from "../store/access.ts";
+import { projectVisible } from "../credentials/access.ts";
 import { type Cached, thenRead } from "../kv/cache.ts";
-import { recordDelivery } from "../store/delivery.ts";
+import { recordDelivery } from "../webhooks/delivery_records.ts";
 import { getLatestView, type LatestView } from "../store/latest_view.ts";
 import { getProject, getProjectBySlug } from "../store/projects.ts";
 import { policyHeaders, type ReleasePolicy } from "../store/release_policy.ts";
@@ -105,7 +105,7 @@ export interface KeySurface {
   /**
    * Bytes answered to a client of `key` for `release` (its file, parts or block map) and what
    * they stand for in whole downloads, `attempt` saying whether they start a differential update
-   * or are the whole file: the metrics and the release's sums (src/store/delivery.ts).
+   * or are the whole file: the metrics and the release's sums (src/webhooks/delivery_records.ts).
    */
   delivered(c: Context<AppEnv>, delivery: Delivered): void;
 }

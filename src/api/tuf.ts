@@ -17,7 +17,7 @@ import {
   getTufRootByVersion,
   type TufOnlineRole,
   type TufState,
-} from "../store/tuf.ts";
+} from "../tuf/records.ts";
 import type { Project } from "../store/types.ts";
 import {
   createOnlineKeys,

@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { concatBytes } from "../lib/bytes.ts";
 import { createPrivateFile, makePrivateDir } from "../lib/private_files.ts";
 import type { Cached } from "../kv/cache.ts";
-import { getSparkleFeedKeyByProject } from "../store/sparkle_keys.ts";
+import { getSparkleFeedKeyByProject } from "./sparkle_keys.ts";
 import type { Project } from "../store/types.ts";
 import type { Store } from "../kv/store.ts";
 

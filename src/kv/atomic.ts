@@ -1,7 +1,6 @@
 import { createKeyedQueue, type KeyedQueue } from "../lib/keyed_queue.ts";
 import { ConflictError, KvWriteRefusedError, writeRefusalOf } from "./errors.ts";
 import { counterKey, type IdKind } from "./keys.ts";
-import type { Store } from "./store.ts";
 
 const MAX_ATTEMPTS = 20;
 
@@ -94,7 +93,11 @@ export function createWriteState(): WriteState {
  * within a process; across instances they interleave by block, and an id of
  * a block a process did not use before it stopped is never used.
  */
-export async function takeIds(store: Store, kind: IdKind, count = 1): Promise<number> {
+export async function takeIds(
+  store: { readonly kv: Deno.Kv; readonly writes: WriteState },
+  kind: IdKind,
+  count = 1,
+): Promise<number> {
   const { kv, writes: state } = store;
   return await state.claims.run(kind, async () => {
     const block = state.ids.get(kind);
@@ -126,7 +129,7 @@ export async function takeIds(store: Store, kind: IdKind, count = 1): Promise<nu
  * instances.)
  */
 export function serializedProjectWrite<T>(
-  store: Store,
+  store: { readonly writes: WriteState },
   projectId: number,
   write: () => Promise<T>,
 ): Promise<T> {

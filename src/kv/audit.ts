@@ -2,7 +2,6 @@
 import { ADDRESS_MAX_LENGTH } from "../lib/limits.ts";
 import { retryWhileLocked } from "./atomic.ts";
 import { auditKey, auditPrefix } from "./keys.ts";
-import type { Store } from "./store.ts";
 
 /**
  * The kinds of audited action: the part of an action before its dot
@@ -70,11 +69,17 @@ export interface PendingAudit extends AuditedRequest {
   recorded: boolean;
 }
 
+/** What audit entries are written through: the KV and the audited request, if any (the store, store.ts). */
+export interface AuditingKv {
+  readonly kv: Deno.Kv;
+  readonly audit: PendingAudit | undefined;
+}
+
 /**
  * `store` for the writes of `request`: the same cache and write queues, and
  * the changes committed through it carry the request's audit entry (see above).
  */
-export function auditedStore(store: Store, request: AuditedRequest): Store {
+export function auditedStore<S extends AuditingKv>(store: S, request: AuditedRequest): S {
   const audit = { ...request, atMs: Date.now(), id: newAuditId(), recorded: false };
   return { ...store, audit };
 }
@@ -136,7 +141,7 @@ function auditEntry(id: string, atMs: number, input: AuditInput): AuditEntry {
  * other is new.
  */
 export async function recordAudit(
-  store: Store,
+  store: AuditingKv,
   input: AuditInput,
   nowMs: number = Date.now(),
 ): Promise<AuditEntry> {
@@ -155,7 +160,7 @@ export async function recordAudit(
  * action's answer stands.
  */
 export async function recordAuditSafely(
-  store: Store,
+  store: AuditingKv,
   input: AuditInput,
   onFailure: () => void = () => {},
 ): Promise<void> {
@@ -179,7 +184,7 @@ const CURSOR_PATTERN = /^(\d{1,16})\.([0-9a-f]{14})$/;
  * previous page (`<atMs>.<id>`); an unreadable cursor starts from the newest.
  */
 export async function listAuditEntries(
-  { kv }: Store,
+  { kv }: { readonly kv: Deno.Kv },
   { limit, before }: { limit: number; before?: string },
 ): Promise<{ entries: AuditEntry[]; next: string | null }> {
   const match = before === undefined ? null : CURSOR_PATTERN.exec(before);

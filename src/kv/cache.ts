@@ -41,9 +41,8 @@
  * process writes through.
  */
 import { commitWithRetry } from "./atomic.ts";
-import { auditInCommit } from "./audit.ts";
+import { auditInCommit, type PendingAudit } from "./audit.ts";
 import { cacheChangeKey, cacheChangesPrefix, cacheGenerationKey } from "./keys.ts";
-import type { Store } from "./store.ts";
 
 const MAX_ENTRIES = 200_000;
 /** The default of APP_CACHE_REFRESH_MS. */
@@ -86,6 +85,16 @@ export interface ReadCache {
   refreshers: Map<string, ListRefresh<unknown> & { id: unknown }>;
 }
 
+/**
+ * What the read cache is used through: the KV, its cache, and the audited
+ * request whose entry a change carries (the store, store.ts, is one).
+ */
+export interface CachedKv {
+  readonly kv: Deno.Kv;
+  readonly cache: ReadCache;
+  readonly audit: PendingAudit | undefined;
+}
+
 /** An empty read cache (for `createStore`). */
 export function createReadCache(refreshMs = DEFAULT_REFRESH_MS): ReadCache {
   return {
@@ -105,7 +114,7 @@ export function createReadCache(refreshMs = DEFAULT_REFRESH_MS): ReadCache {
 }
 
 /** How stale writes of other processes to the store's KV may look, in ms (APP_CACHE_REFRESH_MS). */
-export function setCacheRefreshMs(store: Store, ms: number): void {
+export function setCacheRefreshMs(store: CachedKv, ms: number): void {
   store.cache.refreshMs = ms;
 }
 
@@ -152,7 +161,7 @@ function bump(cache: ReadCache, slot: string): void {
  * generation moves and a change record names the entries. A store of an
  * audited request (audit.ts `auditedStore`) adds that request's audit entry.
  */
-export function changeOp(store: Store, changed: CacheChange): Deno.AtomicOperation {
+export function changeOp(store: CachedKv, changed: CacheChange): Deno.AtomicOperation {
   const at = Date.now();
   const id = `${store.cache.writer}.${crypto.randomUUID()}`;
   const op = store.kv.atomic()
@@ -193,7 +202,7 @@ export interface CachePatch {
  * may have landed before an error.
  */
 export async function commitChange<T>(
-  store: Store,
+  store: CachedKv,
   attempt: () => Promise<ChangeAttempt<T>>,
 ): Promise<T> {
   let changed: CacheChange = "all";
@@ -225,7 +234,7 @@ export async function commitChange<T>(
  * writes at once on a KV Connect URL (on a file it sees only this process's
  * writes, so there the poll does the work). Returns the function that stops both.
  */
-export function followOtherWriters(store: Store, boundMs: number): () => void {
+export function followOtherWriters(store: CachedKv, boundMs: number): () => void {
   const { kv, cache } = store;
   cache.refreshMs = boundMs;
   if (boundMs === 0) return () => {};
@@ -380,7 +389,7 @@ async function refreshLists(cache: ReadCache, refreshing: Map<string, Set<unknow
  * concurrent misses share one load. `load` results that are null are
  * returned but not cached.
  */
-export function cachedRead<V>(store: Store, read: Read<V>): Cached<V | null> {
+export function cachedRead<V>(store: CachedKv, read: Read<V>): Cached<V | null> {
   const { name, id } = read;
   const { cache } = store;
   const check = checkGeneration(store.kv, cache);

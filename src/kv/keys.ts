@@ -59,9 +59,9 @@
  * | ["block_maps", releaseId]                    | BlockMapRecord: the release's block map, who made it (block_maps.ts) |
  * | ["block_map_pieces", releaseId, piecesId, i] | Uint8Array: a piece of the gzipped block map |
  * | ["sparkle_deltas", releaseId, index]         | SparkleDelta: a `.delta` file of the release (sparkle_deltas.ts) |
- * | ["delivery_bytes", releaseId, "served"/"full"] | Deno.KvU64 bytes answered / whole downloads' cost (delivery.ts) |
+ * | ["delivery_bytes", releaseId, "served"/"full"] | Deno.KvU64 bytes answered / whole downloads' cost (delivery_records.ts) |
  * | ["delivery_bytes_by_month", projectId, month, "served"/"full"] | Deno.KvU64, the same per UTC month |
- * | ["delivery_attempts", releaseId, client]     | ms until which a whole download by `client` is that differential attempt's fallback (expireIn; delivery.ts) |
+ * | ["delivery_attempts", releaseId, client]     | ms until which a whole download by `client` is that differential attempt's fallback (expireIn; delivery_records.ts) |
  * | ["leases", ...LeaseName]                     | Lease { holder, until } (expireIn): the one instance doing that work (leases.ts) |
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
  * | ["signing_root"]                             | SigningRoot: the uploaded offline-root document |
@@ -79,10 +79,10 @@
  * | ["report_sketch", releaseId, kind, day]      | Uint8Array HyperLogLog of reports not counted (untrusted, or past an address's cap) |
  * | ["report_new_ids", address, day]             | number: report markers made from a client address (an IPv6 one: its /64) that UTC day (expireIn) |
  * | ["report_reasons", releaseId, kind]          | ReportReason[]: the latest failure reasons (at most 20) |
- * | ["rollout_gates", projectId]                 | RolloutGateState: a rollout's health gates and stage (rollout_gates.ts) |
+ * | ["rollout_gates", projectId]                 | RolloutGateState: a rollout's health gates and stage (gate_records.ts) |
  * | ["rollout_gate_changes", projectId, action]  | Deno.KvU64 stages advanced, halted or completed by the gates |
  * | ["release_policy", projectId]                | ReleasePolicy: critical releases, the minimum version, the last rollback |
- * | ["sso_pending", sha256Hex(state)]            | SsoPending: a sign-in on its way through the provider (expireIn; sso.ts) |
+ * | ["sso_pending", sha256Hex(state)]            | SsoPending: a sign-in on its way through the provider (expireIn; src/sso/records.ts) |
  * | ["sso_sessions", sha256Hex(sessionId)]       | SsoSession: the provider's tokens of an admin session (expireIn) |
  * | ["sso_accounts", username]                   | SsoAccount: the provider identity an account belongs to |
  * | ["tuf_roots", version]                       | TufRoot: one uploaded version of the TUF root (tuf.ts) |
@@ -459,7 +459,7 @@ export function signingRootKey(): Deno.KvKey {
   return ["signing_root"];
 }
 
-/** One client's last sighting in a project (src/store/adoption.ts); expires after 90 days. */
+/** One client's last sighting in a project (src/reports/adoption.ts); expires after 90 days. */
 export function adoptionClientKey(projectId: number, clientHash: string): Deno.KvKey {
   return ["adoption_client", projectId, clientHash];
 }
@@ -554,7 +554,7 @@ export function webhookExpiryNoticeKey(keyId: number, expiresAt: string): Deno.K
   return ["webhook_expiry_notices", keyId, expiresAt];
 }
 
-/** That an install's report of `kind` on a release was counted (src/store/reports.ts). */
+/** That an install's report of `kind` on a release was counted (src/reports/reports.ts). */
 export function reportMarkerKey(releaseId: number, kind: string, clientHash: string): Deno.KvKey {
   return ["report_marker", releaseId, kind, clientHash];
 }
@@ -592,7 +592,7 @@ export function reportReasonsKey(releaseId: number, kind: string): Deno.KvKey {
   return ["report_reasons", releaseId, kind];
 }
 
-/** A project's rollout health gates and the stage they are at (src/store/rollout_gates.ts). */
+/** A project's rollout health gates and the stage they are at (src/rollouts/gate_records.ts). */
 export function rolloutGatesKey(projectId: number): Deno.KvKey {
   return ["rollout_gates", projectId];
 }
@@ -697,8 +697,9 @@ export function blockMapPieceKey(releaseId: number, piecesId: string, index: num
   return ["block_map_pieces", releaseId, piecesId, index];
 }
 
-export function blockMapPiecesPrefix(releaseId: number): Deno.KvKey {
-  return ["block_map_pieces", releaseId];
+/** The pieces of one release's block maps, or of every release's without `releaseId`. */
+export function blockMapPiecesPrefix(releaseId?: number): Deno.KvKey {
+  return releaseId === undefined ? ["block_map_pieces"] : ["block_map_pieces", releaseId];
 }
 
 /** `["sparkle_deltas", releaseId, index]`: SparkleDelta. */
@@ -718,7 +719,7 @@ export function releaseDeliveryKey(releaseId: number, sum: DeliverySum): Deno.Kv
   return ["delivery_bytes", releaseId, sum];
 }
 
-/** `["delivery_attempts", releaseId, client]`: a differential update attempt of a client (delivery.ts). */
+/** `["delivery_attempts", releaseId, client]`: a differential update attempt of a client (delivery_records.ts). */
 export function deliveryAttemptKey(releaseId: number, client: string): Deno.KvKey {
   return ["delivery_attempts", releaseId, client];
 }

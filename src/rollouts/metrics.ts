@@ -5,7 +5,7 @@
  * the last 1/7/30 days, plus stale clients. main.ts adds them as a scrape source.
  */
 import type { ScrapedGauge } from "../lib/metrics.ts";
-import { adoptionDay, getAdoption } from "../store/adoption.ts";
+import { adoptionDay, getAdoption } from "../reports/adoption.ts";
 import { getLatestView } from "../store/latest_view.ts";
 import { listProjects } from "../store/projects.ts";
 import { listRollouts } from "../store/rollouts.ts";

@@ -13,7 +13,7 @@ import {
   listSigningKeys,
   setSigningKeyStatus,
   type SigningKey,
-} from "../store/signing_keys.ts";
+} from "./signing_keys.ts";
 import {
   CONTENT_SHA256_HEADER,
   formatSignatureHeader,

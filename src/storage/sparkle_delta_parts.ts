@@ -11,8 +11,7 @@ import { ValidationError } from "../kv/errors.ts";
 import { createSparkleDeltas } from "../store/sparkle_deltas.ts";
 import type { Release } from "../store/types.ts";
 import { readSmallPart } from "./block_map_part.ts";
-import type { ArtifactStore, StoredArtifact } from "./types.ts";
-import type { UploadPart } from "./upload.ts";
+import type { ArtifactStore, StoredArtifact, UploadPart } from "./types.ts";
 import type { Store } from "../kv/store.ts";
 
 const FILE_PART = "sparkle_delta";

@@ -133,7 +133,7 @@ export async function removeOrphanBlockMaps(store: Store): Promise<number> {
     recorded.set(entry.value.release_id, entry.value.pieces_id);
   }
   const pieceOwners = new Map<number, Set<string>>();
-  for await (const entry of store.kv.list({ prefix: ["block_map_pieces"] })) {
+  for await (const entry of store.kv.list({ prefix: blockMapPiecesPrefix() })) {
     const [, releaseId, piecesId] = entry.key as [string, number, string, number];
     if (!pieceOwners.has(releaseId)) pieceOwners.set(releaseId, new Set());
     pieceOwners.get(releaseId)!.add(piecesId);

@@ -9,8 +9,7 @@
  */
 import { type Cached, cachedRead } from "../kv/cache.ts";
 import { latestReleaseKey, releaseKey, releasePolicyKey, rolloutKey } from "../kv/keys.ts";
-import { isEmptyPolicy, type ReleasePolicy } from "./release_policy.ts";
-import type { Release, Rollout } from "./types.ts";
+import type { Release, ReleasePolicy, Rollout } from "./types.ts";
 import type { Store } from "../kv/store.ts";
 
 /** A rollout in force, with what the hot path needs at hand. */
@@ -78,4 +77,10 @@ async function loadLatestView(store: Store, projectId: number): Promise<LatestVi
       }
       : null,
   };
+}
+
+/** Whether the policy says anything (the latest view keeps null for a policy that says nothing). */
+export function isEmptyPolicy(policy: ReleasePolicy): boolean {
+  return policy.critical_ids.length === 0 && policy.minimum_version === null &&
+    policy.rolled_back === null;
 }

@@ -18,26 +18,10 @@ import {
 } from "../kv/keys.ts";
 import { changeRollout } from "./rollouts.ts";
 import { isNewerRelease, listReleasesByProject, makeReleaseLatest } from "./releases.ts";
-import type { Release, Rollout } from "./types.ts";
+import type { Release, ReleasePolicy, Rollback, Rollout } from "./types.ts";
+
+export type { ReleasePolicy, Rollback } from "./types.ts";
 import type { Store } from "../kv/store.ts";
-
-/** The last rollback of a project. */
-export interface Rollback {
-  /** The release rolled back. */
-  release_id: number;
-  version: string;
-  /** The release its clients are offered instead. */
-  to_id: number;
-  at: string;
-}
-
-export interface ReleasePolicy {
-  /** Releases marked critical. */
-  critical_ids: number[];
-  /** The oldest version still supported, or null. */
-  minimum_version: string | null;
-  rolled_back: Rollback | null;
-}
 
 const EMPTY: ReleasePolicy = { critical_ids: [], minimum_version: null, rolled_back: null };
 const VERSION = /^[\x21-\x7e]{1,100}$/;
@@ -155,10 +139,4 @@ export function policyHeaders(policy: ReleasePolicy, release: Release): [string,
     headers.push(["x-rolled-back", policy.rolled_back.version]);
   }
   return headers;
-}
-
-/** Whether the policy says anything (the latest view keeps null for a policy that says nothing). */
-export function isEmptyPolicy(policy: ReleasePolicy): boolean {
-  return policy.critical_ids.length === 0 && policy.minimum_version === null &&
-    policy.rolled_back === null;
 }

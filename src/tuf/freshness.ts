@@ -14,7 +14,7 @@ import {
   listTufStates,
   saveTufRefreshStatus,
   type TufRefreshStatus,
-} from "../store/tuf.ts";
+} from "./records.ts";
 import { type OnlineKeys, refreshRepository, TUF_LIFETIMES_MS } from "./repository.ts";
 import type { Store } from "../kv/store.ts";
 

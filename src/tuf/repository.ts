@@ -11,7 +11,7 @@ import { Buffer } from "node:buffer";
 import { createHash, type KeyObject } from "node:crypto";
 import type { Metadata, Root } from "@tufjs/models";
 import { listReleasesByProject } from "../store/releases.ts";
-import { listSigningKeys, type SigningKey } from "../store/signing_keys.ts";
+import { listSigningKeys, type SigningKey } from "../signing/signing_keys.ts";
 import {
   commitTufFiles,
   getLatestTufRoot,
@@ -22,7 +22,7 @@ import {
   type TufFile,
   type TufOnlineRole,
   type TufState,
-} from "../store/tuf.ts";
+} from "./records.ts";
 import type { Project, Release } from "../store/types.ts";
 import { readPrivateKey } from "../signing/key_files.ts";
 import {

@@ -6,8 +6,8 @@
  * upload is refused at once rather than by every client.
  */
 import { ValidationError } from "../kv/errors.ts";
-import { listSigningKeys } from "../store/signing_keys.ts";
-import { createTufRoot, getLatestTufRoot, type TufRoot } from "../store/tuf.ts";
+import { listSigningKeys } from "../signing/signing_keys.ts";
+import { createTufRoot, getLatestTufRoot, type TufRoot } from "./records.ts";
 import { parseRoot, tufKeyOf } from "./metadata.ts";
 import type { Store } from "../kv/store.ts";
 

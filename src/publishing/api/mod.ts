@@ -12,10 +12,10 @@ import { ApiError } from "../../http/errors.ts";
 import { jsonResponse } from "../../http/json.ts";
 import { multipartBoundary, readMultipart } from "../../http/multipart.ts";
 import { ID_PATTERN } from "../../lib/limits.ts";
-import { tokenMay } from "../../publishing/tokens.ts";
+import { tokenMay } from "../../credentials/tokens.ts";
 import { type AuditAction, recordAuditSafely, tokenActor } from "../../kv/audit.ts";
 import { editRelease } from "../../store/edits.ts";
-import { createLoginThrottle } from "../../store/login_throttle.ts";
+import { createLoginThrottle } from "../../accounts/login_throttle.ts";
 import { listProjects } from "../../store/projects.ts";
 import {
   getLatestReleaseId,

@@ -6,9 +6,9 @@
 import { createMiddleware } from "hono/factory";
 import { ApiError } from "../../http/errors.ts";
 import { ID_PATTERN, isSlug } from "../../lib/limits.ts";
-import { tokenCovers, tokenMay } from "../tokens.ts";
+import { tokenCovers, tokenMay } from "../../credentials/tokens.ts";
 import { getProject, getProjectBySlug } from "../../store/projects.ts";
-import type { PublishPermission, PublishToken } from "../../store/publish_tokens.ts";
+import type { PublishPermission, PublishToken } from "../../credentials/publish_tokens.ts";
 import { getRelease } from "../../store/releases.ts";
 import type { PublishEnv } from "./types.ts";
 

@@ -23,7 +23,7 @@ import {
   parseGates,
   type RolloutGateState,
   setRolloutGates,
-} from "../../store/rollout_gates.ts";
+} from "../../rollouts/gate_records.ts";
 import { jsonLimit, jsonObject, refuseUnknownField } from "./json_body.ts";
 import { onProject } from "./route_gates.ts";
 import type { PublishEnv } from "./types.ts";

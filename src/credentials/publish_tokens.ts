@@ -7,7 +7,7 @@
  */
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
 import { commitWithRetry, now, takeIds } from "../kv/atomic.ts";
-import { hashCredentialSecret, newCredential, withLastUsed } from "./credentials.ts";
+import { hashCredentialSecret, newCredential, withLastUsed } from "../store/credentials.ts";
 import { NotFoundError, ValidationError } from "../kv/errors.ts";
 import {
   publishTokenByHashKey,
@@ -15,8 +15,8 @@ import {
   publishTokenLastUsedKey,
   publishTokensPrefix,
 } from "../kv/keys.ts";
-import type { Credential } from "./types.ts";
-import { requireText } from "./validate.ts";
+import type { Credential } from "../store/types.ts";
+import { requireText } from "../store/validate.ts";
 import type { Store } from "../kv/store.ts";
 
 /**

@@ -28,11 +28,11 @@ import {
   rolloutGatesPrefix,
   rolloutKey,
 } from "../kv/keys.ts";
-import { planReleaseChange, type ReleaseChangeWrite } from "./releases.ts";
-import { failuresOf, getReportCounts, type ReportCounts } from "./reports.ts";
-import { rolloutEventFields } from "./rollouts.ts";
-import type { Project, Release, Rollout } from "./types.ts";
-import { addWebhookEvent } from "./webhooks.ts";
+import { planReleaseChange, type ReleaseChangeWrite } from "../store/releases.ts";
+import { failuresOf, getReportCounts, type ReportCounts } from "../reports/reports.ts";
+import { rolloutEventFields } from "../store/rollouts.ts";
+import type { Project, Release, Rollout } from "../store/types.ts";
+import { addWebhookEvent } from "../store/webhooks.ts";
 import type { Store } from "../kv/store.ts";
 
 /** The gates of a rollout. */

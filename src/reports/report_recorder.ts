@@ -30,7 +30,7 @@ import {
 } from "./adoption.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import { adoptionClientKey } from "../kv/keys.ts";
-import { isNewerRelease, listReleasesByProject } from "./releases.ts";
+import { isNewerRelease, listReleasesByProject } from "../store/releases.ts";
 import {
   recordReports,
   type ReportItem,
@@ -38,7 +38,7 @@ import {
   type ReportSketchPart,
   reportSketchPartOf,
 } from "./reports.ts";
-import type { Release } from "./types.ts";
+import type { Release } from "../store/types.ts";
 import type { Store } from "../kv/store.ts";
 
 /** A report as it arrives (already checked by the route). */

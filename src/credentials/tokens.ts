@@ -1,11 +1,11 @@
 /**
  * The rules of publish tokens (docs/publishing.md "Publish tokens"): when a
  * presented token is accepted, which projects it covers and what it may do.
- * The records live in src/store/publish_tokens.ts.
+ * The records live in src/credentials/publish_tokens.ts.
  */
 import { API_KEY_PREFIX } from "../store/api_keys.ts";
-import { PUBLISH_TOKEN_PREFIX } from "../store/publish_tokens.ts";
-import type { PublishPermission, PublishToken } from "../store/publish_tokens.ts";
+import { PUBLISH_TOKEN_PREFIX } from "./publish_tokens.ts";
+import type { PublishPermission, PublishToken } from "./publish_tokens.ts";
 import type { Project } from "../store/types.ts";
 
 /** Why a presented bearer token is not a usable publish token. */

@@ -5,7 +5,7 @@
  * session ids are keyed by their SHA-256, so the KV never holds a usable one.
  */
 import { sha256Hex } from "../lib/secrets.ts";
-import { type AdminRole, type AdminUser, roleOf, setAdminRole } from "./admin_users.ts";
+import { type AdminRole, type AdminUser, roleOf, setAdminRole } from "../accounts/admin_users.ts";
 import { commitWithRetry, NOTHING_TO_WRITE, now, retryWhileLocked } from "../kv/atomic.ts";
 import { adminUserKey, ssoAccountKey, ssoPendingKey, ssoSessionKey } from "../kv/keys.ts";
 import type { Store } from "../kv/store.ts";
