@@ -18,6 +18,8 @@ import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Metrics } from "../lib/metrics.ts";
 import type { TakeResult } from "../store/rate_limit.ts";
 import { type Cached, thenRead } from "../kv/cache.ts";
+import { createUrlCredentialLookup } from "../feeds/url_credential.ts";
+import type { KeyLookup } from "../credentials/key_lookup.ts";
 import type { ApiKey } from "../store/types.ts";
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;
@@ -52,11 +54,17 @@ export function rateLimitGate(deps: ServiceDeps): (c: Context<AppEnv>) => Cached
     return { token, key: null, lookupFailed: true };
   };
   /** The key `token` presents: at once when the read cache holds it, else a promise. */
-  const present = (c: Context<AppEnv>, token: string | undefined): Cached<PresentedKey> => {
+  // A feed URL's credential (src/feeds/url_credential.ts) is found like a bearer token.
+  const credentialLookup = createUrlCredentialLookup(deps.store);
+  const present = (
+    c: Context<AppEnv>,
+    token: string | undefined,
+    lookup: KeyLookup = keyLookup,
+  ): Cached<PresentedKey> => {
     if (!token) return { token, key: null, lookupFailed: false };
     let found;
     try {
-      found = keyLookup.find(token, () => addressHasTokens(c));
+      found = lookup.find(token, () => addressHasTokens(c));
     } catch (error) {
       return lookUpFailed(token, error);
     }
@@ -93,7 +101,12 @@ export function rateLimitGate(deps: ServiceDeps): (c: Context<AppEnv>) => Cached
     refuseIfEmpty(taken, metrics);
   };
   return (c) => {
-    const presented = present(c, BEARER.exec(c.req.header("authorization") ?? "")?.[1]);
+    const bearer = BEARER.exec(c.req.header("authorization") ?? "")?.[1];
+    // A feed route under /feeds/c/{credential}/ without a bearer key: the URL's credential.
+    const credential = bearer === undefined ? c.req.param("credential") : undefined;
+    const presented = credential === undefined
+      ? present(c, bearer)
+      : present(c, credential, credentialLookup);
     return thenRead(presented, (resolved) => draw(c, resolved));
   };
 }

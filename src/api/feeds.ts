@@ -31,6 +31,11 @@ import {
 import { sparkleAppcast } from "../feeds/sparkle.ts";
 import { type AppcastKey, createAppcastKeys, signAppcast } from "../feeds/sparkle_signing.ts";
 import { isTauriSegment, tauriFeedJson } from "../feeds/tauri.ts";
+import { electronPlatforms, tauriPlatforms } from "../feeds/platforms.ts";
+import { urlCredentialOf } from "../feeds/url_credential.ts";
+import { URL_CREDENTIAL_PREFIX } from "../lib/url_credential_path.ts";
+import { findAppProject } from "./app_project.ts";
+import { addSquirrelRoutes, SQUIRREL_ROUTES } from "./squirrel_feed.ts";
 import { acceptedKey } from "./auth.ts";
 import {
   createKeySurface,
@@ -44,6 +49,8 @@ const YAML_CONTENT_TYPE = "text/yaml; charset=utf-8";
 const XML_CONTENT_TYPE = "application/xml; charset=utf-8";
 /** What app-builder's block maps are served as (gzip bytes, not a gzip encoding of the answer). */
 const BLOCK_MAP_CONTENT_TYPE = "application/octet-stream";
+/** Sparkle is macOS's: `{slug}-mac` when `{slug}` is no project (docs/feeds.md "One URL per app"). */
+const SPARKLE_PLATFORMS = ["mac"];
 
 export function createFeedRoutes(deps: ServiceDeps, observer: Observer): SurfaceRoutes {
   const { store } = deps;
@@ -73,14 +80,18 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
   const get = <P extends string>(path: P, handler: Handler<AppEnv, P>) =>
     feeds.get(path, surface.endpoint(handler));
 
-  /** The latest active release of the visible project `slug`, with its project. */
+  /**
+   * The latest active release of the project the URL's `slug` picks for `platforms` (the
+   * client's, most specific first; src/api/app_project.ts), with its project.
+   */
   const latestOf = <R>(
     c: Context<AppEnv>,
+    platforms: readonly string[],
     answer: (project: Project, release: Release) => Cached<R>,
   ): Cached<R> => {
     const key = acceptedKey(c, deps);
     return thenRead(
-      findVisibleProjectBySlug(store, key, c.req.param("slug") ?? ""),
+      findAppProject(store, key, { app: c.req.param("slug") ?? "", platforms }),
       (project) =>
         thenRead(
           // electron-updater sends its install id as x-user-staging-id.
@@ -101,7 +112,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
       acceptedKey(c, deps);
       throw new ApiError(404, API_ERRORS.resourceNotFound);
     }
-    return latestOf(c, (project, release) => {
+    return latestOf(c, electronPlatforms(c.req.param("file")), (project, release) => {
       let body = electronBodies.get(release);
       if (body === undefined) {
         if (release.checksum_sha512 === undefined) {
@@ -125,7 +136,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
       acceptedKey(c, deps);
       throw new ApiError(404, API_ERRORS.resourceNotFound);
     }
-    return latestOf(c, (_project, release) => {
+    return latestOf(c, tauriPlatforms(target, arch), (_project, release) => {
       if (release.tauri_signature === undefined) {
         throw new ApiError(409, FEED_ERRORS.tauriSignatureMissing);
       }
@@ -140,7 +151,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
 
   // Sparkle: GET /feeds/sparkle/{slug}/appcast.xml
   get("/sparkle/:slug/appcast.xml", (c) =>
-    latestOf(c, (project, release) => {
+    latestOf(c, SPARKLE_PLATFORMS, (project, release) => {
       if (release.sparkle_signature === undefined) {
         throw new ApiError(409, FEED_ERRORS.sparkleSignatureMissing);
       }
@@ -253,6 +264,15 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
     throw new ApiError(404, API_ERRORS.resourceNotFound);
   });
 
+  addSquirrelRoutes(feeds, { deps, surface, origin });
+
+  // The credential of the request's key for feed URLs (docs/feeds.md "A credential in the URL").
+  get("/url-credential", (c) => {
+    const credential = urlCredentialOf(acceptedKey(c, deps));
+    const body = { credential, feeds_url: `${origin}${URL_CREDENTIAL_PREFIX}${credential}` };
+    return respond.json(c, encoder.encode(JSON.stringify(body)), 200);
+  });
+
   // Read-only, like the client API: known paths refuse other methods.
   surface.refuseWrites(feeds, [
     "/electron/:slug/:file",
@@ -261,6 +281,9 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
     "/files/:id/:filename",
     "/electron/:slug/:files/:version/:filename",
     "/sparkle/:slug/deltas/:id/:index/:filename",
+    "/url-credential",
+    ...SQUIRREL_ROUTES,
+    ...SQUIRREL_ROUTES.map((path) => `/c/:credential${path}`),
   ]);
   return { routes: feeds, notFound: surface.notFound };
 }

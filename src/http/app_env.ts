@@ -58,7 +58,10 @@ export type ServiceDeps = AppDeps & AppParts;
 
 /** The bearer token of a client API request, resolved once by the rate limiter. */
 export interface PresentedKey {
-  /** The token after `Bearer `, or undefined when there is none. */
+  /**
+   * The token after `Bearer `, or else a feed URL's credential (src/feeds/url_credential.ts);
+   * undefined when there is neither.
+   */
   token: string | undefined;
   /** The stored key the token belongs to, or null. */
   key: ApiKey | null;

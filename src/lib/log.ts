@@ -8,6 +8,7 @@
  * User-Agent, cookies and bodies are never logged.
  */
 import type { LogFormat } from "./config.ts";
+import { redactUrlCredential } from "./url_credential_path.ts";
 
 export interface AccessLogRecord {
   /** When the request arrived (RFC 3339, UTC). */
@@ -56,7 +57,7 @@ export function accessLogRecord(entry: AccessEntry): AccessLogRecord {
   const record: AccessLogRecord = {
     time: new Date(entry.startedMs).toISOString(),
     method: entry.method,
-    path: rawPath(entry.url),
+    path: redactUrlCredential(rawPath(entry.url)),
     status: entry.status,
     duration_ms: Math.round(entry.durationMs * 1000) / 1000,
     bytes: entry.bytes,
@@ -99,9 +100,10 @@ export function createJsonAccessLine(): (entry: AccessEntry) => string {
   /** `JSON.stringify(text.slice(0, maxLength))`, remembered in `map`. */
   const jsonOf = (map: Map<string, string>, text: string, maxLength = Infinity): string =>
     map.get(text) ?? remember(map, text, JSON.stringify(text.slice(0, maxLength)));
-  /** `JSON.stringify(rawPath(url))`, remembered per URL. */
+  /** `JSON.stringify` of the logged path (credential redacted), remembered per URL. */
   const pathJson = (url: string): string =>
-    pathJsonByUrl.get(url) ?? remember(pathJsonByUrl, url, JSON.stringify(rawPath(url)));
+    pathJsonByUrl.get(url) ??
+      remember(pathJsonByUrl, url, JSON.stringify(redactUrlCredential(rawPath(url))));
 
   return (entry) => {
     let line =

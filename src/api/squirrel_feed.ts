@@ -1,0 +1,158 @@
+/**
+ * Electron's built-in autoUpdater under /feeds/squirrel (docs/feeds.md
+ * "Electron's autoUpdater (Squirrel)"): Squirrel.Mac's update JSON (204 when
+ * the client is current), Squirrel.Windows' `RELEASES` and the files they
+ * name. The app's URL names the app; the platform segment picks its project
+ * (src/api/app_project.ts). Each route is there twice: with the bearer key,
+ * and under /feeds/c/{credential}/ for clients that send no headers
+ * (src/feeds/url_credential.ts). The release offered is the one every other
+ * answer offers (`latestFor`: rollout, testers, halt, rollback).
+ */
+import type { Context, Handler, Hono } from "hono";
+import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
+import { API_ERRORS, ApiError } from "../http/errors.ts";
+import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../rollouts/membership.ts";
+import { type Cached, thenRead } from "../kv/cache.ts";
+import { getActiveReleaseByVersion } from "../store/release_versions.ts";
+import type { ApiKey, Project, Release } from "../store/types.ts";
+import { FEEDS_PREFIX } from "../feeds/paths.ts";
+import { squirrelPlatforms, squirrelSystem } from "../feeds/platforms.ts";
+import {
+  createSha1Memo,
+  isSquirrelVersion,
+  releasesLine,
+  squirrelMacJson,
+  squirrelOffers,
+} from "../feeds/squirrel.ts";
+import { sha256Hex } from "../lib/secrets.ts";
+import { URL_CREDENTIAL_PREFIX } from "../lib/url_credential_path.ts";
+import { findAppProject } from "./app_project.ts";
+import { acceptedKey } from "./auth.ts";
+import type { KeySurface } from "./surface.ts";
+
+const encoder = new TextEncoder();
+const RELEASES = "RELEASES";
+const TEXT_CONTENT_TYPE = "text/plain; charset=utf-8";
+const EMPTY_SHA256 = sha256Hex("");
+
+/** The Squirrel routes, relative to the feeds' prefix (each also under `/c/:credential`). */
+export const SQUIRREL_ROUTES = [
+  "/squirrel/:app/:platform/:version",
+  "/squirrel/:app/:platform/:version/:file",
+] as const;
+
+export interface SquirrelContext {
+  deps: ServiceDeps;
+  surface: KeySurface;
+  /** The service's origin, without a trailing slash. */
+  origin: string;
+}
+
+export function addSquirrelRoutes(feeds: Hono<AppEnv>, { deps, surface, origin }: SquirrelContext) {
+  const { store } = deps;
+  const { respond } = surface;
+  const sha1Of = createSha1Memo(deps.artifacts);
+
+  /** The request's project, its OS and the client's version; else the spec's 404. */
+  const target = (c: Context<AppEnv>, key: ApiKey) => {
+    const { app, platform, version } = c.req.param() as Record<string, string>;
+    const system = squirrelSystem(platform);
+    if (system === null || !isSquirrelVersion(version)) {
+      throw new ApiError(404, API_ERRORS.resourceNotFound);
+    }
+    const platforms = squirrelPlatforms(platform);
+    return { project: findAppProject(store, key, { app, platforms }), system, version };
+  };
+
+  /** The URL of `release`'s file beside the request's own (its credential kept, if any). */
+  const fileUrl = (c: Context<AppEnv>, release: Release) => {
+    const { app, platform } = c.req.param() as Record<string, string>;
+    const credential = c.req.param("credential");
+    const base = credential === undefined
+      ? FEEDS_PREFIX
+      : `${URL_CREDENTIAL_PREFIX}${encodeURIComponent(credential)}`;
+    return `${origin}${base}/squirrel/${app}/${platform}/${encodeURIComponent(release.version)}/${
+      encodeURIComponent(release.filename)
+    }`;
+  };
+
+  /** The release offered to this client (recorded as seen) and whether it is an update. */
+  const offer = (
+    c: Context<AppEnv>,
+    key: ApiKey,
+    project: Project,
+    version: string,
+  ): Cached<{ release: Release; update: boolean }> => {
+    const headers = c.req.raw.headers;
+    const asker = {
+      installId: () => headers.get(INSTALL_ID_HEADER) ?? headers.get(STAGING_ID_HEADER),
+      address: surface.askerOf(c).address,
+    };
+    return thenRead(
+      surface.latestFor(key, project, asker),
+      (release) =>
+        thenRead(surface.policyOf(project.id), (policy) => ({
+          release,
+          update: squirrelOffers(release, version, policy),
+        })),
+    );
+  };
+
+  // Squirrel.Mac: GET /feeds/squirrel/{app}/darwin[-arch]/{version}
+  const macFeed: Handler<AppEnv> = (c) => {
+    const key = acceptedKey(c, deps);
+    const { project, system, version } = target(c, key);
+    if (system !== "mac") throw new ApiError(404, API_ERRORS.resourceNotFound);
+    return thenRead(
+      project,
+      (found) =>
+        thenRead(offer(c, key, found, version), ({ release, update }) => {
+          if (!update) {
+            const headers = [...respond.headers, ...respond.signatureHeaders(c, 204, EMPTY_SHA256)];
+            return new Response(null, { status: 204, headers });
+          }
+          const body = encoder.encode(squirrelMacJson(release, fileUrl(c, release)));
+          return surface.withPolicy(respond.ok(c, body), release);
+        }),
+    );
+  };
+
+  // Squirrel.Windows: GET /feeds/squirrel/{app}/win32[-arch]/{version}/RELEASES, and the
+  // files both name: GET|HEAD /feeds/squirrel/{app}/{platform}/{release version}/{filename}.
+  const fileOrReleases: Handler<AppEnv> = async (c) => {
+    const key = acceptedKey(c, deps);
+    const { project: picked, system, version } = target(c, key);
+    const project = await picked;
+    const file = c.req.param("file") ?? "";
+    if (file !== RELEASES) {
+      const release = await getActiveReleaseByVersion(store, project.id, version);
+      if (release === null || release.filename !== file) {
+        throw new ApiError(404, API_ERRORS.resourceNotFound);
+      }
+      return await surface.download(c, key, release);
+    }
+    if (system !== "win") throw new ApiError(404, API_ERRORS.resourceNotFound);
+    // Squirrel.Windows adds ?localVersion= to the URL it was given; the path's version wins.
+    const { release, update } = await offer(c, key, project, version);
+    // No update: the client's own release, so Squirrel.Windows sees no other version (it would
+    // install an older one it is listed); without that release here, the spec's 404.
+    const listed = update ? release : await getActiveReleaseByVersion(store, project.id, version);
+    if (listed === null) throw new ApiError(404, API_ERRORS.releaseNotFound);
+    const line = releasesLine({
+      sha1: await sha1Of(listed),
+      url: fileUrl(c, listed),
+      size: listed.size_bytes,
+    });
+    return await surface.withPolicy(
+      respond.ok(c, encoder.encode(line), TEXT_CONTENT_TYPE),
+      listed,
+    );
+  };
+
+  const get = (path: string, handler: Handler<AppEnv>) => {
+    feeds.get(path, surface.endpoint(handler));
+    feeds.get(`/c/:credential${path}`, surface.endpoint(handler));
+  };
+  get(SQUIRREL_ROUTES[0], macFeed);
+  get(SQUIRREL_ROUTES[1], fileOrReleases);
+}
