@@ -128,13 +128,13 @@ export function errorTests(source: string): string[] {
 
 /** The files that answer HTTP requests: there an error gets its status. */
 function answersHttp(file: string): boolean {
-  return file === "app.ts" || /^(src\/(api|http|publishing\/api)|admin)\//.test(file);
+  return file === "app.ts" || /^(src\/(client_api|http|publishing\/api)|admin)\//.test(file);
 }
 
 /** The one domain-error → status map, and the error handlers of the surfaces that answer from it. */
 const ERROR_MAP = "src/http/errors.ts";
 const ERROR_HANDLERS = [
-  "src/api/surface.ts",
+  "src/client_api/surface.ts",
   "src/publishing/api/errors.ts",
   "admin/errors.tsx",
   "admin/routes/upload.tsx",

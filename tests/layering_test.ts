@@ -1,7 +1,7 @@
 /**
  * The layering rules of docs/architecture.md, checked on the import lines of
  * every source file: each import points down (or stays in its own layer), the
- * surfaces (`src/api/`, `src/publishing/api/`, `admin/`) never import each
+ * surfaces (`src/client_api/`, `src/publishing/api/`, `admin/`) never import each
  * other, nothing under `src/`
  * imports `admin/`, and the reference client imports nothing of the service.
  */
@@ -15,7 +15,7 @@ const ROOT = resolve(dirname(new URL(import.meta.url).pathname), "..");
 const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolean }> = [
   { name: "main.ts", rank: 7, owns: (p) => p === "main.ts" },
   { name: "app.ts", rank: 6, owns: (p) => p === "app.ts" },
-  { name: "src/api", rank: 5, owns: (p) => p.startsWith("src/api/") },
+  { name: "src/client_api", rank: 5, owns: (p) => p.startsWith("src/client_api/") },
   { name: "admin", rank: 5, owns: (p) => p.startsWith("admin/") },
   { name: "src/backup", rank: 5, owns: (p) => p.startsWith("src/backup/") },
   // The publishing API's routes: a surface, above the publishing rules beside it.
@@ -37,7 +37,7 @@ const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolea
 ];
 
 /** The folders under src/ that are layers of their own; any other is a capability's. */
-const LAYER_FOLDERS = ["api", "backup", "http", "storage", "store", "kv", "lib"];
+const LAYER_FOLDERS = ["client_api", "backup", "http", "storage", "store", "kv", "lib"];
 
 function isCapability(path: string): boolean {
   const folder = /^src\/([^/]+)\//.exec(path)?.[1];
@@ -51,7 +51,7 @@ function isPublishingApi(path: string): boolean {
 /** The surfaces: they answer requests and call the features, never the KV. */
 function isSurface(path: string): boolean {
   return ["main.ts", "app.ts"].includes(path) ||
-    /^(admin|src\/(api|http|backup|publishing\/api))\//.test(path);
+    /^(admin|src\/(client_api|http|backup|publishing\/api))\//.test(path);
 }
 
 /**

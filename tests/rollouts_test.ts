@@ -1,7 +1,7 @@
 /** Staged rollouts (docs/rollouts.md): membership, stability, halt, testers, the default unchanged. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { releaseEnvelopeBody } from "../src/api/serialize.ts";
+import { releaseEnvelopeBody } from "../src/client_api/serialize.ts";
 import { clientIdentity, rolloutBucket } from "../src/rollouts/membership.ts";
 import { createApiKey } from "../src/store/api_keys.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";

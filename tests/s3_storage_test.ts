@@ -16,7 +16,7 @@ import {
   UploadTooLargeError,
 } from "../src/storage/mod.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
-import { serveArtifact } from "../src/api/download.ts";
+import { serveArtifact } from "../src/client_api/download.ts";
 import { createProject } from "../src/store/projects.ts";
 import { listReleasesByProject } from "../src/store/releases.ts";
 import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";

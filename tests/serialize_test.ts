@@ -6,7 +6,7 @@ import {
   projectJson,
   releaseEnvelope,
   releaseEnvelopeBody,
-} from "../src/api/serialize.ts";
+} from "../src/client_api/serialize.ts";
 import type { ApiKey, Project, Release } from "../src/store/types.ts";
 
 const project = (id: number, tags: string[] = []): Project => ({

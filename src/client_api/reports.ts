@@ -1,7 +1,7 @@
 /**
  * Install reports under /reports/v1 (docs/reports.md): a client says, per
  * install id, which version it runs after an update or at which step an
- * update failed. Protected like the client API (src/api/surface.ts): the
+ * update failed. Protected like the client API (src/client_api/surface.ts): the
  * bearer key, its permission and scope, the same rate limit and JSON errors.
  * The answer is 202 once the report is checked and queued; it is written in
  * batches off the request (src/reports/report_recorder.ts).

@@ -1,7 +1,7 @@
 /**
  * The TUF repositories under /tuf (docs/tuf.md): each project's metadata and
  * targets, protected exactly like the client API and the updater feeds
- * (src/api/surface.ts): the bearer key, its permission and scope (a project
+ * (src/client_api/surface.ts): the bearer key, its permission and scope (a project
  * the key may not see is a 404), the rate limit and JSON errors. A target is
  * the API's download of the release (Range, ETag, HEAD, counting).
  */

@@ -3,7 +3,7 @@
  * "Electron's autoUpdater (Squirrel)"): Squirrel.Mac's update JSON (204 when
  * the client is current), Squirrel.Windows' `RELEASES` and the files they
  * name. The app's URL names the app; the platform segment picks its project
- * (src/api/app_project.ts). Each route is there twice: with the bearer key,
+ * (src/client_api/app_project.ts). Each route is there twice: with the bearer key,
  * and under /feeds/c/{credential}/ for clients that send no headers
  * (src/feeds/url_credential.ts). The release offered is the one every other
  * answer offers (`latestFor`: rollout, testers, halt, rollback).

@@ -1,6 +1,6 @@
 /**
  * The two gates of the client API. `rateLimitGate` runs first on every
- * /api/v1 request (src/api/routes.ts registers every handler through it) and
+ * /api/v1 request (src/client_api/routes.ts registers every handler through it) and
  * draws one token: from the bucket of the key and client address when the
  * bearer token is a stored key (every install of an app shares its one key,
  * so a fleet is counted address by address, not as one client), else

@@ -2,7 +2,7 @@
  * The updater feeds under /feeds (docs/feeds.md): electron-updater's generic
  * feed, the Tauri v2 updater's JSON and Sparkle's appcast, each answering a
  * project's latest release, and the artifact file they point at. Protected
- * exactly like the client API (src/api/surface.ts): the bearer key, its
+ * exactly like the client API (src/client_api/surface.ts): the bearer key, its
  * permission and scope, the rate limit, the protected-response headers and
  * JSON errors; the file is the API's download (Range, If-Range, ETag, HEAD,
  * counting and the delivery modes).
@@ -82,7 +82,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
 
   /**
    * The latest active release of the project the URL's `slug` picks for `platforms` (the
-   * client's, most specific first; src/api/app_project.ts), with its project.
+   * client's, most specific first; src/client_api/app_project.ts), with its project.
    */
   const latestOf = <R>(
     c: Context<AppEnv>,

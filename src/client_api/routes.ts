@@ -21,7 +21,7 @@ const encoder = new TextEncoder();
  * The client API. Its handlers are observed by a wrapper (`observer.endpoint`)
  * rather than a middleware (src/http/observe.ts: one frame less a request),
  * which also maps their errors to the API's JSON answers (`mapError` of
- * src/api/surface.ts, shared with the updater feeds).
+ * src/client_api/surface.ts, shared with the updater feeds).
  */
 export function createApiRoutes(deps: ServiceDeps, observer: Observer): SurfaceRoutes {
   const { store } = deps;
@@ -33,7 +33,7 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): SurfaceR
   const openApi = encoder.encode(openApiJson(deps.config.baseUrl));
 
   // Every /api/v1 request, known path or not, draws a token before any other
-  // check (the surface's `endpoint` and `notFound`, src/api/surface.ts).
+  // check (the surface's `endpoint` and `notFound`, src/client_api/surface.ts).
   const get = <P extends string>(path: P, handler: Handler<AppEnv, P>) =>
     api.get(path, surface.endpoint(handler));
 
