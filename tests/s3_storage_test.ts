@@ -459,7 +459,7 @@ rgwTest("s3 backend against radosgw", async (t, rgw) => {
         headers: { range: `bytes=${half.length}-`, "if-range": storeEtag },
       }),
       {
-        store: artifacts,
+        artifacts,
         delivery: { mode: "stream", urlTtlSeconds: 60, xAccelPrefix: "/_uds_artifacts/" },
       },
     );

@@ -8,7 +8,7 @@
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import { isSlug } from "../lib/limits.ts";
 import { projectVisible } from "../credentials/access.ts";
-import { type Cached, thenRead } from "../kv/cache.ts";
+import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { getProjectBySlug } from "../store/projects.ts";
 import type { ApiKey, Project } from "../store/types.ts";
 import type { Store } from "../kv/store.ts";
@@ -18,8 +18,8 @@ export function findAppProject(
   store: Store,
   key: ApiKey,
   { app, platforms }: { app: string; platforms: readonly string[] },
-): Cached<Project> {
-  const at = (index: number): Cached<Project> => {
+): MaybeAsync<Project> {
+  const at = (index: number): MaybeAsync<Project> => {
     if (index > platforms.length) throw new ApiError(404, API_ERRORS.resourceNotFound);
     const slug = index === 0 ? app : `${app}-${platforms[index - 1]}`;
     // A slug that cannot exist is not looked up (and cannot overflow a KV key).

@@ -17,7 +17,7 @@ import { clientAddress, rateLimitAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Metrics } from "../lib/metrics.ts";
 import type { TakeResult } from "../store/rate_limit.ts";
-import { type Cached, thenRead } from "../kv/cache.ts";
+import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { createUrlCredentialLookup } from "../feeds/url_credential.ts";
 import type { KeyLookup } from "../credentials/key_lookup.ts";
 import type { ApiKey } from "../store/types.ts";
@@ -32,7 +32,7 @@ const ALLOWED: TakeResult = { allowed: true };
  * returns a promise only when it had to wait (a key not in the read cache, or
  * the shared `kv` limiter), so a cached key costs no turn of the event loop.
  */
-export function rateLimitGate(deps: ServiceDeps): (c: Context<AppEnv>) => Cached<void> {
+export function rateLimitGate(deps: ServiceDeps): (c: Context<AppEnv>) => MaybeAsync<void> {
   const { config, rateLimiter: limiter, keyLookup, metrics } = deps;
   const limitedAddress = (c: Context<AppEnv>) =>
     rateLimitAddress(clientAddress(c, config.trustProxy));
@@ -60,7 +60,7 @@ export function rateLimitGate(deps: ServiceDeps): (c: Context<AppEnv>) => Cached
     c: Context<AppEnv>,
     token: string | undefined,
     lookup: KeyLookup = keyLookup,
-  ): Cached<PresentedKey> => {
+  ): MaybeAsync<PresentedKey> => {
     if (!token) return { token, key: null, lookupFailed: false };
     let found;
     try {
@@ -82,7 +82,7 @@ export function rateLimitGate(deps: ServiceDeps): (c: Context<AppEnv>) => Cached
     console.error("rate limit check failed:", error);
     return ALLOWED;
   };
-  const draw = (c: Context<AppEnv>, presented: PresentedKey): Cached<void> => {
+  const draw = (c: Context<AppEnv>, presented: PresentedKey): MaybeAsync<void> => {
     c.set("presentedKey", presented);
     if (presented.key) c.set("keyId", presented.key.id);
     const bucket = presented.key

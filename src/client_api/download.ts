@@ -113,7 +113,7 @@ export interface ArtifactResponse {
 
 /** Where an artifact comes from and how it is sent. */
 export interface ServeArtifactOptions {
-  store: ArtifactStore;
+  artifacts: ArtifactStore;
   delivery: Delivery;
 }
 
@@ -147,9 +147,9 @@ const STORAGE_RETRY_AFTER_SECONDS = 10;
 async function answerArtifact(
   release: Release,
   request: Request,
-  { store, delivery }: ServeArtifactOptions,
+  { artifacts, delivery }: ServeArtifactOptions,
 ): Promise<ArtifactResponse> {
-  const artifact = await store.open(release.storage_key);
+  const artifact = await artifacts.open(release.storage_key);
   if (artifact === null) throw new ApiError(404, API_ERRORS.releaseNotFound);
   const { size } = artifact;
   const etag = artifactEtag(release.checksum_sha256);
@@ -182,7 +182,7 @@ async function answerArtifact(
       artifact,
       ranges: rangeSet,
       delivery,
-      store,
+      artifacts,
       headers: artifactHeaders(release, etag),
     });
     // Past what the store allows one answer: the whole file, streamed (below).
@@ -219,7 +219,7 @@ async function answerArtifact(
     !cameThroughProxy(request, delivery.xAccelSecret);
   if (delivery.mode !== "stream" && !rangeRefused && !direct) {
     artifact.close();
-    const response = await handOff(release, headers, { store, delivery });
+    const response = await handOff(release, headers, { artifacts, delivery });
     return { response, countsAsDownload: counts, bytes: length };
   }
   const body = await artifact.read(start, length);
@@ -255,11 +255,11 @@ function artifactHeaders(release: Release, etag: string): Record<string, string>
 async function answerRangeSet(
   release: Release,
   request: Request,
-  { artifact, ranges, delivery, store, headers }: {
+  { artifact, ranges, delivery, artifacts, headers }: {
     artifact: OpenedArtifact;
     ranges: ByteRange[];
     delivery: Delivery;
-    store: ArtifactStore;
+    artifacts: ArtifactStore;
     /** The artifact's headers (`artifactHeaders`), completed here. */
     headers: Record<string, string>;
   },
@@ -267,7 +267,7 @@ async function answerRangeSet(
   if (delivery.mode === "x-accel" && cameThroughProxy(request, delivery.xAccelSecret)) {
     artifact.close();
     return {
-      response: await handOff(release, headers, { store, delivery }),
+      response: await handOff(release, headers, { artifacts, delivery }),
       countsAsDownload: false,
       bytes: ranges.reduce((sum, range) => sum + range.end - range.start + 1, 0),
     };
@@ -299,11 +299,11 @@ async function answerRangeSet(
 async function handOff(
   release: Release,
   headers: Record<string, string>,
-  { store, delivery }: ServeArtifactOptions,
+  { artifacts, delivery }: ServeArtifactOptions,
 ): Promise<Response> {
   if (delivery.mode === "redirect") {
-    if (store.presignGet === undefined) throw new Error("redirect downloads need the s3 store");
-    const location = await store.presignGet(release.storage_key, {
+    if (artifacts.presignGet === undefined) throw new Error("redirect downloads need the s3 store");
+    const location = await artifacts.presignGet(release.storage_key, {
       contentDisposition: headers["content-disposition"],
       contentType: headers["content-type"],
       ttlSeconds: delivery.urlTtlSeconds,

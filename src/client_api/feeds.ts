@@ -13,7 +13,7 @@ import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
 import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../rollouts/membership.ts";
 import { getBlockMapBytes } from "../store/block_maps.ts";
-import { type Cached, thenRead } from "../kv/cache.ts";
+import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import type { ReleasePolicy } from "../store/release_policy.ts";
 import { getActiveReleaseByVersion } from "../store/release_versions.ts";
 import { getLatestRelease } from "../store/releases.ts";
@@ -87,8 +87,8 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
   const latestOf = <R>(
     c: Context<AppEnv>,
     platforms: readonly string[],
-    answer: (project: Project, release: Release) => Cached<R>,
-  ): Cached<R> => {
+    answer: (project: Project, release: Release) => MaybeAsync<R>,
+  ): MaybeAsync<R> => {
     const key = acceptedKey(c, deps);
     return thenRead(
       findAppProject(store, key, { app: c.req.param("slug") ?? "", platforms }),

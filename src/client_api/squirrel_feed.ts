@@ -12,7 +12,7 @@ import type { Context, Handler, Hono } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../rollouts/membership.ts";
-import { type Cached, thenRead } from "../kv/cache.ts";
+import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { getActiveReleaseByVersion } from "../store/release_versions.ts";
 import type { ApiKey, Project, Release } from "../store/types.ts";
 import { FEEDS_PREFIX } from "../feeds/paths.ts";
@@ -82,7 +82,7 @@ export function addSquirrelRoutes(feeds: Hono<AppEnv>, { deps, surface, origin }
     key: ApiKey,
     project: Project,
     version: string,
-  ): Cached<{ release: Release; update: boolean }> => {
+  ): MaybeAsync<{ release: Release; update: boolean }> => {
     const headers = c.req.raw.headers;
     const asker = {
       installId: () => headers.get(INSTALL_ID_HEADER) ?? headers.get(STAGING_ID_HEADER),

@@ -7,7 +7,7 @@
  */
 import type { Context, Handler, Hono } from "hono";
 import { projectVisible } from "../credentials/access.ts";
-import { type Cached, thenRead } from "../kv/cache.ts";
+import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { recordDelivery } from "../webhooks/delivery_records.ts";
 import { getLatestView, type LatestView } from "../store/latest_view.ts";
 import { getProject, getProjectBySlug } from "../store/projects.ts";
@@ -52,7 +52,7 @@ export interface SurfaceRoutes {
    * catch-all route would match every request of the surface too, and two
    * handlers make Hono compose them.
    */
-  notFound: (c: Context<AppEnv>) => Cached<Response>;
+  notFound: (c: Context<AppEnv>) => MaybeAsync<Response>;
 }
 
 /** An answer's bytes, as `KeySurface.delivered` takes them. */
@@ -76,7 +76,7 @@ export interface KeySurface {
    */
   refuseWrites(routes: Hono<AppEnv>, paths: readonly string[]): void;
   /** The answer to a path of the surface no route knows: a token drawn, then the spec's 404. */
-  notFound: (c: Context<AppEnv>) => Cached<Response>;
+  notFound: (c: Context<AppEnv>) => MaybeAsync<Response>;
   /** The download of `release`'s artifact by `key`, counted like the API's. */
   download(c: Context<AppEnv>, key: ApiKey, release: Release): Promise<Response>;
   /**
@@ -85,23 +85,23 @@ export interface KeySurface {
    * `asker` reads), recorded for adoption as offered (docs/rollouts.md
    * "Adoption"); else the spec's 404 "release not found".
    */
-  latestFor(key: ApiKey, project: Project, asker: Asker): Cached<Release>;
+  latestFor(key: ApiKey, project: Project, asker: Asker): MaybeAsync<Release>;
   /**
    * That a client of `key` downloads `release` (adoption), recorded as
    * offered when it is the release the client's rollout place gives it.
    */
-  seen(key: ApiKey, release: Release, asker: Asker): Cached<void>;
+  seen(key: ApiKey, release: Release, asker: Asker): MaybeAsync<void>;
   /** The asker of request `c`: its `X-Install-Id` and its address. */
   askerOf(c: Context<AppEnv>): Asker;
   /** The project's release policy (critical releases, minimum version, rollback), or null. */
-  policyOf(projectId: number): Cached<ReleasePolicy | null>;
+  policyOf(projectId: number): MaybeAsync<ReleasePolicy | null>;
   /**
    * `response` (the latest-release answer of `release`) with the policy's
    * headers (docs/rollouts.md "Critical updates and a minimum version");
    * a project without a policy costs a look into the read cache's entry the
    * answer was just made from, and a null check.
    */
-  withPolicy(response: Response, release: Release): Cached<Response>;
+  withPolicy(response: Response, release: Release): MaybeAsync<Response>;
   /**
    * Bytes answered to a client of `key` for `release` (its file, parts or block map) and what
    * they stand for in whole downloads, `attempt` saying whether they start a differential update
@@ -177,12 +177,12 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     record(key, release, asker, true);
     return release;
   };
-  const seen = (key: ApiKey, release: Release, asker: Asker): Cached<void> =>
+  const seen = (key: ApiKey, release: Release, asker: Asker): MaybeAsync<void> =>
     thenRead(getLatestView(store, release.project_id), (view) => {
       record(key, release, asker, offerOf(view, key, asker, Date.now())?.id === release.id);
     });
 
-  const policyOf = (projectId: number): Cached<ReleasePolicy | null> => {
+  const policyOf = (projectId: number): MaybeAsync<ReleasePolicy | null> => {
     const view = getLatestView(store, projectId);
     return view instanceof Promise ? view.then((found) => found.policy) : view.policy;
   };
@@ -245,11 +245,11 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
         );
       }
     },
-    notFound: (c) => notFound(c, async () => {}) as Cached<Response>,
+    notFound: (c) => notFound(c, async () => {}) as MaybeAsync<Response>,
     async download(c, key, release) {
       c.set("releaseId", release.id);
       const served = await serveArtifact(release, c.req.raw, {
-        store: deps.artifacts,
+        artifacts: deps.artifacts,
         delivery,
       });
       if (c.req.method === "GET") {
@@ -288,7 +288,7 @@ export function findVisibleProjectBySlug(
   store: Store,
   key: ApiKey,
   slug: string,
-): Cached<Project> {
+): MaybeAsync<Project> {
   // A slug that cannot exist is not looked up (and cannot overflow a KV key).
   return thenRead(isSlug(slug) ? getProjectBySlug(store, slug) : null, (project) => {
     if (!projectVisible(key, project)) throw new ApiError(404, API_ERRORS.resourceNotFound);

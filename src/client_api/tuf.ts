@@ -9,7 +9,7 @@ import { type Context, Hono } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
-import type { Cached } from "../kv/cache.ts";
+import type { MaybeAsync } from "../kv/cache.ts";
 import { getRelease } from "../store/releases.ts";
 import {
   getLatestTufRoot,
@@ -44,7 +44,7 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): SurfaceR
    * The project the path's slug names, when `key` (by default the request's,
    * checked here) may see it.
    */
-  const visibleProject = (c: Context<AppEnv>, key = acceptedKey(c, deps)): Cached<Project> =>
+  const visibleProject = (c: Context<AppEnv>, key = acceptedKey(c, deps)): MaybeAsync<Project> =>
     findVisibleProjectBySlug(store, key, c.req.param("slug") ?? "");
 
   /** The project's state after a refresh; a stored state when signing fails; else 503. */

@@ -1,7 +1,7 @@
 /** Finding the stored key that a bearer token presents, for the client API's key check. */
 import { getApiKeyByHash, hashApiKeySecret } from "../store/api_keys.ts";
 import type { ApiKey } from "../store/types.ts";
-import { type Cached, thenRead } from "../kv/cache.ts";
+import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import type { Store } from "../kv/store.ts";
 
 export interface KeyLookup {
@@ -11,7 +11,7 @@ export interface KeyLookup {
    * read of a token that never presented a stored key here, and may refuse it
    * by throwing (the client API limits guessing per address that way).
    */
-  find(token: string, beforeRead: () => Promise<void>): Cached<ApiKey | null>;
+  find(token: string, beforeRead: () => Promise<void>): MaybeAsync<ApiKey | null>;
 }
 
 /** Most tokens remembered with their hash; then the memory starts over. */

@@ -19,7 +19,7 @@ import { createPrivateKey, createPublicKey, type KeyObject, sign } from "node:cr
 import { join } from "node:path";
 import { concatBytes } from "../lib/bytes.ts";
 import { createPrivateFile, makePrivateDir } from "../lib/private_files.ts";
-import type { Cached } from "../kv/cache.ts";
+import type { MaybeAsync } from "../kv/cache.ts";
 import { getSparkleFeedKeyByProject } from "./sparkle_keys.ts";
 import type { Project } from "../store/types.ts";
 import type { Store } from "../kv/store.ts";
@@ -115,7 +115,7 @@ export interface AppcastKey {
 export function createAppcastKeys(
   store: Store,
   dataDir: string,
-): { of(project: Project): Cached<AppcastKey | null> } {
+): { of(project: Project): MaybeAsync<AppcastKey | null> } {
   const RELOAD_MS = 5_000;
   const held = new Map<number, { at: number; value: AppcastKey | null }>();
   const load = async (project: Project, cached: { value: AppcastKey | null } | undefined) => {

@@ -16,7 +16,7 @@
 import { createHmac } from "node:crypto";
 import { constantTimeEqual } from "../lib/secrets.ts";
 import { getApiKey, getApiKeyByHash } from "../store/api_keys.ts";
-import { type Cached, thenRead } from "../kv/cache.ts";
+import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import type { KeyLookup } from "../credentials/key_lookup.ts";
 import type { ApiKey } from "../store/types.ts";
 import type { Store } from "../kv/store.ts";
@@ -66,7 +66,7 @@ export function createUrlCredentialLookup(store: Store): KeyLookup {
     return key;
   };
   return {
-    find(credential, beforeRead): Cached<ApiKey | null> {
+    find(credential, beforeRead): MaybeAsync<ApiKey | null> {
       const remembered = hashes.get(credential);
       if (remembered !== undefined) {
         return thenRead(getApiKeyByHash(store, remembered), (key) => check(credential, key));

@@ -389,7 +389,7 @@ async function refreshLists(cache: ReadCache, refreshing: Map<string, Set<unknow
  * concurrent misses share one load. `load` results that are null are
  * returned but not cached.
  */
-export function cachedRead<V>(store: CachedKv, read: Read<V>): Cached<V | null> {
+export function cachedRead<V>(store: CachedKv, read: Read<V>): MaybeAsync<V | null> {
   const { name, id } = read;
   const { cache } = store;
   const check = checkGeneration(store.kv, cache);
@@ -470,9 +470,12 @@ function remember<V>(cache: ReadCache, read: Pick<Read<V>, "name" | "id">, value
  * client API answers such a request without a turn of the event loop), else
  * a promise of it. `await` takes both; `thenRead` chains without a turn.
  */
-export type Cached<T> = T | Promise<T>;
+export type MaybeAsync<T> = T | Promise<T>;
 
 /** Calls `next` with the value of `read` at once when it is known, else once it is loaded. */
-export function thenRead<T, R>(read: Cached<T>, next: (value: T) => Cached<R>): Cached<R> {
+export function thenRead<T, R>(
+  read: MaybeAsync<T>,
+  next: (value: T) => MaybeAsync<R>,
+): MaybeAsync<R> {
   return read instanceof Promise ? read.then(next) : next(read);
 }

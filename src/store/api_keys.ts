@@ -2,7 +2,7 @@ import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
 import { randomToken } from "../lib/secrets.ts";
 import { apiKeyAggregates } from "./aggregates.ts";
 import { now, takeIds } from "../kv/atomic.ts";
-import { type Cached, cachedRead, changeOp, commitChange } from "../kv/cache.ts";
+import { cachedRead, changeOp, commitChange, type MaybeAsync } from "../kv/cache.ts";
 import { hashCredentialSecret, newCredential, withLastUsed } from "./credentials.ts";
 import { NotFoundError, ValidationError } from "../kv/errors.ts";
 import { type CursorPage, cursorPage, type PageRequest } from "../kv/paging.ts";
@@ -143,7 +143,7 @@ export function getApiKeyByHash(
   store: Store,
   hash: string,
   beforeRead?: () => Promise<void>,
-): Cached<ApiKey | null> {
+): MaybeAsync<ApiKey | null> {
   return cachedRead(store, {
     name: "api_key_by_hash",
     id: hash,

@@ -7,7 +7,7 @@
  * the latest and its release is active; anything else (an archived or
  * deleted release, another latest) makes it inert until it is ended.
  */
-import { type Cached, cachedRead } from "../kv/cache.ts";
+import { cachedRead, type MaybeAsync } from "../kv/cache.ts";
 import { latestReleaseKey, releaseKey, releasePolicyKey, rolloutKey } from "../kv/keys.ts";
 import type { Release, ReleasePolicy, Rollout } from "./types.ts";
 import type { Store } from "../kv/store.ts";
@@ -36,7 +36,7 @@ const NO_LATEST: LatestView = { release: null, rollout: null, policy: null };
  * latest release is not cached (like every read that found nothing: a
  * project whose first release is on its way is asked again each time).
  */
-export function getLatestView(store: Store, projectId: number): Cached<LatestView> {
+export function getLatestView(store: Store, projectId: number): MaybeAsync<LatestView> {
   const view = cachedRead(store, {
     name: "latest_release",
     id: projectId,

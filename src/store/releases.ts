@@ -2,7 +2,7 @@ import { listAllSparkleDeltas } from "./sparkle_deltas.ts";
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { aggregatesReady, releaseAggregates } from "./aggregates.ts";
 import { NOTHING_TO_WRITE, now, serializedProjectWrite, takeIds } from "../kv/atomic.ts";
-import { type Cached, cachedRead, changeOp, commitChange, thenRead } from "../kv/cache.ts";
+import { cachedRead, changeOp, commitChange, type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { getLatestView } from "./latest_view.ts";
 import { NotFoundError, ValidationError } from "../kv/errors.ts";
 import { type CursorPage, cursorPage, type PageRequest } from "../kv/paging.ts";
@@ -280,7 +280,7 @@ export async function getLatestChoice(store: Store, projectId: number): Promise<
   return (await store.kv.get<number>(latestChoiceKey(projectId))).value;
 }
 
-export function getRelease(store: Store, id: number): Cached<Release | null> {
+export function getRelease(store: Store, id: number): MaybeAsync<Release | null> {
   return cachedRead(store, {
     name: "release",
     id: id,
@@ -293,7 +293,7 @@ export function getRelease(store: Store, id: number): Cached<Release | null> {
  * latest pointer's, whatever a staged rollout offers some clients
  * (`getLatestView`, latest_view.ts).
  */
-export function getLatestRelease(store: Store, projectId: number): Cached<Release | null> {
+export function getLatestRelease(store: Store, projectId: number): MaybeAsync<Release | null> {
   return thenRead(getLatestView(store, projectId), (view) => view.release);
 }
 
