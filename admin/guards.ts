@@ -21,13 +21,13 @@ import { refusalFor, rolesFor } from "./roles.ts";
 import { clearSessionCookie, getSessionCookie } from "./cookies.ts";
 import { readForm } from "./forms.ts";
 import { multipartBoundary, type MultipartPart, readMultipart } from "../src/http/multipart.ts";
-import type { AdminEnv, ServiceDeps } from "./types.ts";
+import type { AdminEnv, RouteDeps, ServiceDeps } from "./types.ts";
 
 /** Largest urlencoded (or buffered multipart) form. */
 const FORM_LIMIT_BYTES = 1024 * 1024;
 const CSRF_TOKEN_MAX_BYTES = 1024;
 
-export function sessionPolicy(deps: ServiceDeps): SessionPolicy {
+export function sessionPolicy(deps: RouteDeps): SessionPolicy {
   return {
     idleMs: deps.config.adminSessionIdleMinutes * 60_000,
     maxMs: deps.config.adminSessionMaxHours * 3_600_000,

@@ -11,6 +11,19 @@ export type ServiceDeps = HttpServiceDeps & {
   sso?: SsoService;
 };
 
+/**
+ * What a route handler is given: the service's deps without their store. A
+ * handler reads and writes through the request's store (`c.var.store`), so a
+ * change cannot skip the request's audit entry (guards.ts `auditChanges`).
+ */
+export type RouteDeps = Omit<ServiceDeps, "store">;
+
+/** `deps` without their store, as the route handlers get them (`RouteDeps`). */
+export function routeDeps(deps: ServiceDeps): RouteDeps {
+  const { store: _store, ...routes } = deps;
+  return routes;
+}
+
 export interface Flash {
   kind: "success" | "error";
   text: string;

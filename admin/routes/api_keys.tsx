@@ -27,12 +27,12 @@ import {
   KNOWN_TAGS_SHOWN,
 } from "../forms_api_key.ts";
 import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
-import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import type { AdminEnv, FormError, RouteDeps } from "../types.ts";
 import { ApiKeyCreatedPage, KEY_PLACEHOLDER } from "../views/api_key_created.tsx";
 import { type ApiKeyRow, ApiKeysPage } from "../views/api_keys.tsx";
 import type { Store } from "../../src/kv/store.ts";
 
-export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   async function renderKeysPage(
     c: AdminContext,
     values: ApiKeyFormValues,

@@ -28,7 +28,7 @@ import {
 import { field, readForm } from "../forms.ts";
 import { sessionPolicy, tokenMatches } from "../guards.ts";
 import { addressOf } from "../../src/http/client_address.ts";
-import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import type { AdminEnv, FormError, RouteDeps } from "../types.ts";
 import { LoginPage } from "../views/login.tsx";
 import { PasswordPage } from "../views/password.tsx";
 import type { Store } from "../../src/kv/store.ts";
@@ -58,7 +58,7 @@ function refusalMessage(checked: { refused: "locked" | "busy"; retryAfterSeconds
 /** The routes that work without a session: the sign-in form and its POST. */
 export function addLoginRoutes(
   admin: Hono<AdminEnv>,
-  deps: ServiceDeps,
+  deps: RouteDeps,
   throttle: LoginThrottle,
 ): void {
   const { config } = deps;
@@ -158,7 +158,7 @@ export function addLoginRoutes(
 /** Routes behind the session and CSRF gates. */
 export function addAccountRoutes(
   admin: Hono<AdminEnv>,
-  deps: ServiceDeps,
+  deps: RouteDeps,
   throttle: LoginThrottle,
 ): void {
   const { config } = deps;

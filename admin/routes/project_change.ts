@@ -9,7 +9,7 @@ import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import type { Project } from "../../src/store/types.ts";
 import { type AdminContext, audit, redirectWithFlash } from "../context.ts";
 import { formErrorOf } from "../forms.ts";
-import type { FormError, ServiceDeps } from "../types.ts";
+import type { FormError, RouteDeps } from "../types.ts";
 import { type ProjectPageOptions, renderProjectPage } from "./project_page.tsx";
 
 /** What a change did: its audit action and details, and the text the admin is shown. */
@@ -25,7 +25,7 @@ export interface ProjectChangeDone {
  * success is audit-logged and leads back to the card (`#anchor`).
  */
 export function projectChangeAttempt(
-  deps: ServiceDeps,
+  deps: RouteDeps,
   { anchor, refused }: {
     anchor: string;
     refused: (

@@ -1,4 +1,5 @@
 /** Loading a project for its page, and rendering that page (also with form errors). */
+import type { Store } from "../../src/kv/store.ts";
 import { HTTPException } from "hono/http-exception";
 import { isSlug } from "../../src/lib/limits.ts";
 import { adoptionDay, getAdoption } from "../../src/reports/adoption.ts";
@@ -21,7 +22,7 @@ import { getDailyDownloads, getRecentDownloadCountsByWindow } from "../../src/st
 import type { Project, Release, RetentionPolicy, Rollout } from "../../src/store/types.ts";
 import { type AdminContext, pageContext } from "../context.ts";
 import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
-import type { FormError, ServiceDeps } from "../types.ts";
+import type { FormError, RouteDeps } from "../types.ts";
 import { chartRange } from "../views/chart.tsx";
 import { editValuesOf, type ProjectEditValues } from "../forms_project.ts";
 import { EMPTY_UPLOAD_FORM, type UploadValues } from "../forms_upload.ts";
@@ -34,8 +35,8 @@ import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../forms_rollout.ts";
 import type { SafetyValues } from "../views/release_safety.tsx";
 import { releaseSafetyOf } from "./release_safety.tsx";
 
-export async function loadProject(deps: ServiceDeps, slug: string): Promise<Project> {
-  const project = isSlug(slug) ? await getProjectBySlug(deps.store, slug) : null;
+export async function loadProject(store: Store, slug: string): Promise<Project> {
+  const project = isSlug(slug) ? await getProjectBySlug(store, slug) : null;
   if (project === null) throw new HTTPException(404, { message: `There is no project "${slug}".` });
   return project;
 }
@@ -61,7 +62,7 @@ export interface ProjectPageOptions {
 
 export async function renderProjectPage(
   c: AdminContext,
-  deps: ServiceDeps,
+  deps: RouteDeps,
   { project, status = 200, ...form }: ProjectPageOptions,
 ): Promise<Response> {
   // A form sent back shows the first page: the query belongs to the page the form was on.
@@ -101,10 +102,10 @@ export async function renderProjectPage(
     getProjectVersioned(c.var.store, project.id),
     getDeletedDownloads(c.var.store, project.id),
     getLatestChoice(c.var.store, project.id),
-    retentionOf(deps, project.id, form.retention),
-    rolloutOf(deps, { rollout: rolloutRecord, view }),
+    retentionOf(c.var.store, project.id, form.retention),
+    rolloutOf(c.var.store, { rollout: rolloutRecord, view }),
     getAdoption(c.var.store, project.id, today),
-    releaseSafetyOf(deps, { project, rollout: rolloutRecord, form: form.safety }),
+    releaseSafetyOf(c.var.store, { project, rollout: rolloutRecord, form: form.safety }),
     getProjectDeliveryMonth(c.var.store, project.id, utcMonth(new Date())),
   ]);
   // The latest pointer's release (getLatestRelease reads the same view).
@@ -154,7 +155,7 @@ export async function renderProjectPage(
         figures: adoption,
         today,
         latestId: latest?.id ?? null,
-        versions: await versionsOf(deps, [...adoption.releases.keys()]),
+        versions: await versionsOf(c.var.store, [...adoption.releases.keys()]),
       }}
       safety={safety}
       rollout={{
@@ -179,18 +180,18 @@ function valuesOf(policy: RetentionPolicy): RetentionValues {
 
 /** The retention card: the saved policy and its plan, or the form as sent (preview or error). */
 async function retentionOf(
-  deps: ServiceDeps,
+  store: Store,
   projectId: number,
   form: ProjectPageOptions["retention"],
 ) {
   const [saved, bytes] = await Promise.all([
-    form === undefined ? getRetentionPolicy(deps.store, projectId) : null,
-    getProjectBytes(deps.store, [projectId]),
+    form === undefined ? getRetentionPolicy(store, projectId) : null,
+    getProjectBytes(store, [projectId]),
   ]);
   const policy = form === undefined ? saved : form.policy ?? null;
   return {
     values: form?.values ?? valuesOf(saved!),
-    plan: policy === null ? null : await planRetention(deps.store, { projectId, policy }),
+    plan: policy === null ? null : await planRetention(store, { projectId, policy }),
     preview: form?.policy !== undefined,
     error: form?.error,
     storedBytes: bytes.get(projectId) ?? 0,
@@ -198,8 +199,8 @@ async function retentionOf(
 }
 
 /** The versions of releases by id (a deleted one is left out). */
-async function versionsOf(deps: ServiceDeps, ids: number[]): Promise<Map<number, string>> {
-  const releases = await Promise.all(ids.map((id) => getRelease(deps.store, id)));
+async function versionsOf(store: Store, ids: number[]): Promise<Map<number, string>> {
+  const releases = await Promise.all(ids.map((id) => getRelease(store, id)));
   return new Map(
     releases.flatMap((release) => release === null ? [] : [[release.id, release.version]]),
   );
@@ -207,11 +208,11 @@ async function versionsOf(deps: ServiceDeps, ids: number[]): Promise<Map<number,
 
 /** The project's rollout, whether it is in force, and the versions it names. */
 async function rolloutOf(
-  deps: ServiceDeps,
+  store: Store,
   { rollout, view }: { rollout: Rollout | null; view: LatestView },
 ) {
   const versions = await versionsOf(
-    deps,
+    store,
     rollout === null ? [] : [rollout.release_id, rollout.previous_id],
   );
   const running = view.rollout !== null && !view.rollout.record.halted;

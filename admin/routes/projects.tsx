@@ -30,11 +30,11 @@ import {
   projectFormValues,
 } from "../forms_project.ts";
 import { cursorListPage, listPage, PAGE_SIZE, searchOf } from "../listing.ts";
-import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import type { AdminEnv, FormError, RouteDeps } from "../types.ts";
 import { type ProjectRow, ProjectsPage } from "../views/projects.tsx";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
 
-export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addProjectRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   /** The projects page: one page of the list (active first, then by name) and the create form. */
   async function renderProjectsPage(
     c: AdminContext,
@@ -127,12 +127,12 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   });
 
   admin.get("/projects/:slug", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     return await renderProjectPage(c, deps, { project });
   });
 
   admin.post("/projects/:slug", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     const form = c.get("form");
     const edit = projectEditValues(form);
     try {
@@ -173,7 +173,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   });
 
   admin.post("/projects/:slug/delete", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     const typed = field(c.get("form"), "confirm_slug").trim();
     if (typed !== project.slug) {
       return await renderProjectPage(c, deps, {
@@ -229,7 +229,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
 
   // Retention: "preview" shows what the policy in the form would delete now; "save" stores it.
   admin.post("/projects/:slug/retention", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     const form = c.get("form");
     const values = {
       keep_active: field(form, "keep_active"),
@@ -266,7 +266,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
 
   for (const [action, state] of [["archive", "archived"], ["activate", "active"]] as const) {
     admin.post(`/projects/:slug/${action}`, async (c) => {
-      const project = await loadProject(deps, c.req.param("slug"));
+      const project = await loadProject(c.var.store, c.req.param("slug"));
       await setProjectState(c.var.store, project.id, state);
       await audit(c, deps, { action: `project.${action}`, target: `project ${project.slug}` });
       return redirectWithFlash(c, deps, {

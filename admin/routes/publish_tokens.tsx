@@ -21,14 +21,14 @@ import {
   publishTokenInput,
 } from "../forms_publish_token.ts";
 import type { Store } from "../../src/kv/store.ts";
-import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import type { AdminEnv, FormError, RouteDeps } from "../types.ts";
 import {
   PublishTokenCreatedPage,
   type PublishTokenRow,
   PublishTokensPage,
 } from "../views/publish_tokens.tsx";
 
-export function addPublishTokenRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addPublishTokenRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   async function renderTokensPage(
     c: AdminContext,
     values: PublishTokenFormValues,

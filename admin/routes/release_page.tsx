@@ -2,6 +2,7 @@
  * One release's page: correct its version, build and notes, download its
  * file, delete it (with its artifact; the latest only when confirmed).
  */
+import type { Store } from "../../src/kv/store.ts";
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import {
@@ -27,15 +28,15 @@ import { describeChanges } from "../audit_changes.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf } from "../forms.ts";
 import type { ReleaseEditValues } from "../forms_upload.ts";
-import type { AdminEnv, ServiceDeps } from "../types.ts";
+import type { AdminEnv, RouteDeps } from "../types.ts";
 import { ReleasePage, type ReleasePageProps } from "../views/release_page.tsx";
 
 /** The fields an edit can change, in the order the audit names them. */
 const EDITED_FIELDS = ["version", "build", "release_notes"] as const;
 
-export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  async function load(raw: string) {
-    const found = ID_PATTERN.test(raw) ? await getReleaseVersioned(deps.store, Number(raw)) : null;
+export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
+  async function load(store: Store, raw: string) {
+    const found = ID_PATTERN.test(raw) ? await getReleaseVersioned(store, Number(raw)) : null;
     if (found === null) throw new HTTPException(404, { message: `There is no release ${raw}.` });
     return found;
   }
@@ -70,10 +71,10 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
     );
   }
 
-  admin.get("/releases/:id", async (c) => render(c, await load(c.req.param("id"))));
+  admin.get("/releases/:id", async (c) => render(c, await load(c.var.store, c.req.param("id"))));
 
   admin.post("/releases/:id", async (c) => {
-    const found = await load(c.req.param("id"));
+    const found = await load(c.var.store, c.req.param("id"));
     const form = c.get("form");
     const edit: ReleaseEditValues = {
       version: field(form, "version"),
@@ -118,7 +119,7 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
   });
 
   admin.post("/releases/:id/delete", async (c) => {
-    const found = await load(c.req.param("id"));
+    const found = await load(c.var.store, c.req.param("id"));
     const allowLatest = field(c.get("form"), "confirm_latest") === "on";
     let result;
     try {
@@ -161,7 +162,7 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
   });
 
   admin.get("/releases/:id/download", async (c) => {
-    const { value: release } = await load(c.req.param("id"));
+    const { value: release } = await load(c.var.store, c.req.param("id"));
     const artifact = await deps.artifacts.open(release.storage_key);
     if (artifact === null) {
       throw new HTTPException(404, { message: `The file of release ${release.id} is missing.` });

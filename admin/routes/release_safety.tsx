@@ -5,6 +5,7 @@
  * minimum version; each audit-logged, bad input shown again on the page.
  * Also what the card shows (`releaseSafetyOf`).
  */
+import type { Store } from "../../src/kv/store.ts";
 import type { Hono } from "hono";
 import { judgeStage } from "../../src/rollouts/gates.ts";
 import {
@@ -29,7 +30,7 @@ import {
 import type { Project, Rollout } from "../../src/store/types.ts";
 import type { AdminContext } from "../context.ts";
 import { field } from "../forms.ts";
-import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import type { AdminEnv, FormError, RouteDeps } from "../types.ts";
 import {
   EMPTY_SAFETY_FORM,
   type ReleaseReports,
@@ -66,14 +67,13 @@ function valuesOf(c: AdminContext): SafetyValues {
  * it), with the forms as sent (and their error) if any.
  */
 export async function releaseSafetyOf(
-  deps: ServiceDeps,
+  store: Store,
   { project, rollout, form }: {
     project: Project;
     rollout: Rollout | null;
     form?: { values: SafetyValues; error: FormError };
   },
 ): Promise<Omit<ReleaseSafetyCardProps, "csrfToken" | "slug">> {
-  const { store } = deps;
   const [gates, policy, releases] = await Promise.all([
     getRolloutGates(store, project.id),
     getReleasePolicy(store, project.id),
@@ -129,7 +129,7 @@ export async function releaseSafetyOf(
   };
 }
 
-export function addReleaseSafetyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addReleaseSafetyRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   /** Runs `change`; a refusal shows the page again with the forms as sent. */
   const attempt = projectChangeAttempt(deps, {
     anchor: "release-safety",
@@ -137,7 +137,7 @@ export function addReleaseSafetyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps)
   });
 
   admin.post("/projects/:slug/rollout/gates", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     const values = valuesOf(c);
     return await attempt(c, project, async () => {
       const gates = values.stages.trim() === "" ? null : parseGates({ ...values });
@@ -155,7 +155,7 @@ export function addReleaseSafetyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps)
   });
 
   admin.post("/projects/:slug/rollout/rollback", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     return await attempt(c, project, async () => {
       const rollback = await rollBack(c.var.store, project.id);
       return {
@@ -169,7 +169,7 @@ export function addReleaseSafetyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps)
   });
 
   admin.post("/projects/:slug/rollout/policy", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     const values = valuesOf(c);
     const critical = new Set((c.get("form").critical ?? []).map(Number));
     return await attempt(c, project, async () => {

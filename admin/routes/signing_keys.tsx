@@ -20,21 +20,21 @@ import {
 } from "../../src/signing/signing_keys.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";
-import type { AdminEnv, ServiceDeps } from "../types.ts";
+import type { AdminEnv, RouteDeps } from "../types.ts";
 import { SigningKeysPage } from "../views/signing_keys.tsx";
 import type { Store } from "../../src/kv/store.ts";
 import { tufPageParts } from "./tuf.tsx";
 
 const LOCATION = "/admin/signing-keys";
 
-export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   const { signer, config } = deps;
 
   admin.get("/signing-keys", async (c) => {
     const [keys, root, tufParts, missing] = await Promise.all([
       listSigningKeys(c.var.store),
       rootOf(c.var.store),
-      tufPageParts(deps),
+      tufPageParts(c.var.store, deps),
       findMissingKeyFiles(c.var.store, config.dataDir),
     ]);
     return c.html(
