@@ -20,7 +20,7 @@ import { API_ERRORS, ApiError, mapDomainError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
 import type { ErrorMapper, Observer } from "../http/observe.ts";
 import { clientAddress, rateLimitAddress } from "../http/client_address.ts";
-import { ID_PATTERN, isSlug } from "../lib/limits.ts";
+import { isSlug, parseIdParam } from "../lib/limits.ts";
 import { type ApiResponder, createApiResponder, setHeaders } from "../http/response_headers.ts";
 import {
   clientIdentity,
@@ -296,23 +296,15 @@ export function findVisibleProjectBySlug(
   });
 }
 
-/**
- * Parses a release id: anything but digits is the spec's 400; a number too
- * long to be an id (null) is simply not found.
- */
-function parseReleaseId(raw: string): number | null {
-  if (ID_PATTERN.test(raw)) return Number(raw);
-  if (/^\d+$/.test(raw)) return null;
-  throw new ApiError(400, API_ERRORS.invalidReleaseId);
-}
-
 /** The active release `rawId` names, of a project `key` may see; else the spec's 400 or 404. */
 export async function findVisibleRelease(
   store: Store,
   key: ApiKey,
   rawId: string,
 ): Promise<{ project: Project; release: Release }> {
-  const id = parseReleaseId(rawId);
+  // Anything but digits is the spec's 400; a number too long to be an id is not found.
+  const id = parseIdParam(rawId);
+  if (id === "invalid") throw new ApiError(400, API_ERRORS.invalidReleaseId);
   const release = id === null ? null : await getRelease(store, id);
   if (release === null || release.state !== "active") {
     throw new ApiError(404, API_ERRORS.resourceNotFound);

@@ -2,15 +2,22 @@
  * The access rules of an API key: acceptance (../shared/spec/client-api.md "5. Authentication"),
  * state, and scope (../shared/spec/admin-contract.md "Scope modes").
  */
-import type { ApiKey, Project } from "../store/types.ts";
+import type { ApiKey, Credential, Project } from "../store/types.ts";
 
 export type KeyVerdict = "ok" | "invalid" | "forbidden";
 
-/** A key's state: disabled by an admin, past its `expires_at`, or active. */
+/** A credential's state: disabled by an admin, past its `expires_at`, or active. */
 export type KeyState = "active" | "disabled" | "expired";
 
-/** The one expiry rule: a key expires at its `expires_at` (that instant included). */
-export function keyState(key: ApiKey, nowMs: number = Date.now()): KeyState {
+/**
+ * The one state rule of a credential, an API key or a publish token
+ * (tokens.ts `judgePublishToken`): it expires at its `expires_at` (that
+ * instant included).
+ */
+export function keyState(
+  key: Pick<Credential, "active" | "expires_at">,
+  nowMs: number = Date.now(),
+): KeyState {
   if (!key.active) return "disabled";
   if (key.expires_at !== null && Date.parse(key.expires_at) <= nowMs) return "expired";
   return "active";

@@ -7,6 +7,7 @@ import { API_KEY_PREFIX } from "../store/api_keys.ts";
 import { PUBLISH_TOKEN_PREFIX } from "./publish_tokens.ts";
 import type { PublishPermission, PublishToken } from "./publish_tokens.ts";
 import type { Project } from "../store/types.ts";
+import { keyState } from "./access.ts";
 
 /** Why a presented bearer token is not a usable publish token. */
 export type TokenRefusal = "client_key" | "unknown" | "disabled" | "expired";
@@ -24,9 +25,8 @@ export function looksLikePublishToken(secret: string): boolean {
 /** Null when `token` may be used at `nowMs`, else why not. */
 export function judgePublishToken(token: PublishToken | null, nowMs: number): TokenRefusal | null {
   if (token === null) return "unknown";
-  if (!token.active) return "disabled";
-  if (token.expires_at !== null && Date.parse(token.expires_at) <= nowMs) return "expired";
-  return null;
+  const state = keyState(token, nowMs);
+  return state === "active" ? null : state;
 }
 
 /** Whether the token's scope covers `project` (archived projects included: the admin UI's are). */
