@@ -26,6 +26,7 @@ import { createStore } from "./src/kv/store.ts";
 import { scheduleRetention } from "./src/lifecycle/retention.ts";
 import { scheduleSha512Backfill } from "./src/feeds/backfill.ts";
 import { scheduleBlockMaps } from "./src/blockmap/background.ts";
+import { scheduleVelopackDeltas } from "./src/deltas/background.ts";
 import { rolloutGauges } from "./src/rollouts/metrics.ts";
 import { gateGauges } from "./src/rollouts/gate_metrics.ts";
 import { startGateEvaluator } from "./src/rollouts/gates.ts";
@@ -235,6 +236,15 @@ async function start() {
     store,
     artifacts,
     report: logger.event,
+  });
+
+  // Velopack's packages read and deltas built from older releases (docs/feeds.md
+  // "Server-made deltas"), after each upload.
+  scheduleVelopackDeltas({
+    store,
+    artifacts,
+    report: logger.event,
+    workDir: `${config.dataDir}/tmp/deltas`,
   });
 
   // Webhook deliveries from the KV outbox (docs/webhooks.md); one instance sends each.

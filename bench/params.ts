@@ -19,6 +19,7 @@ export const SCENARIOS = [
   "signing",
   "rollout",
   "differential",
+  "velopack",
 ] as const;
 export type ScenarioName = typeof SCENARIOS[number];
 
@@ -39,11 +40,15 @@ export interface BenchParams {
   /** Size of the download artifact, and the concurrent clients of the second download run. */
   artifactMiB: number;
   downloadClients: number;
+  /** Downloads of each figure of the download scenario, the service's interleaved with nginx's. */
+  downloadRounds: number;
   /** The large data set of the "large" scenario. */
   releases: number;
   keys: number;
   /** Size of the uploaded file. */
   uploadMiB: number;
+  /** Unpacked size of each Velopack package of the velopack scenario. */
+  velopackMiB: number;
   /** The most parallel admin sessions of the writes scenario (it runs 2, 8, 16 … up to it). */
   writeSessions: number;
   /** Uploads (and keys) of each session in each round of the writes scenario. */
@@ -163,6 +168,14 @@ const NUMBERS: Spec[] = [
     help: "concurrent curl clients of the second download run",
   },
   {
+    key: "downloadRounds",
+    flag: "download-rounds",
+    env: "BENCH_DOWNLOAD_ROUNDS",
+    fallback: 5,
+    integer: true,
+    help: "rounds of each download figure, service and nginx interleaved (the median is kept)",
+  },
+  {
     key: "releases",
     flag: "releases",
     env: "BENCH_RELEASES",
@@ -185,6 +198,14 @@ const NUMBERS: Spec[] = [
     fallback: 1024,
     integer: false,
     help: "uploaded file size in MiB",
+  },
+  {
+    key: "velopackMiB",
+    flag: "velopack-mib",
+    env: "BENCH_VELOPACK_MIB",
+    fallback: 300,
+    integer: false,
+    help: "unpacked size of each Velopack package in MiB (300: about 150 MB zipped)",
   },
 ];
 

@@ -475,3 +475,28 @@ export async function cpuSeconds(pid: number): Promise<number> {
 
 /** USER_HZ: 100 on every Linux this runs on (`getconf CLK_TCK`). */
 const CLOCK_TICKS_PER_SECOND = 100;
+
+/**
+ * The CPU time each thread of `pid` has used so far, in nanoseconds, by thread
+ * id (/proc/<pid>/task/<tid>/schedstat: finer than the 10 ms ticks of
+ * {@link cpuSeconds}, for short runs).
+ */
+export async function threadCpuNs(pid: number): Promise<Map<string, number>> {
+  const times = new Map<string, number>();
+  for await (const entry of Deno.readDir(`/proc/${pid}/task`)) {
+    const text = await Deno.readTextFile(`/proc/${pid}/task/${entry.name}/schedstat`)
+      .catch(() => null);
+    if (text !== null) times.set(entry.name, Number(text.split(" ")[0]));
+  }
+  return times;
+}
+
+/**
+ * Milliseconds of CPU the threads of `pid` used since `before` (from
+ * {@link threadCpuNs}); a thread that ended in between is left out.
+ */
+export async function cpuMsSince(pid: number, before: Map<string, number>): Promise<number> {
+  let ns = 0;
+  for (const [tid, now] of await threadCpuNs(pid)) ns += now - (before.get(tid) ?? 0);
+  return ns / 1e6;
+}

@@ -22,6 +22,7 @@ import { electronFeed } from "./scenarios_feeds.ts";
 import { signing } from "./scenarios_signing.ts";
 import { rollout } from "./scenarios_rollouts.ts";
 import { differential } from "./scenarios_differential.ts";
+import { velopackDeltas } from "./scenarios_velopack.ts";
 import { formatTable, makeRow, type Row, skippedRows } from "./table.ts";
 
 const ALL: Scenario[] = [
@@ -36,6 +37,7 @@ const ALL: Scenario[] = [
   signing,
   rollout,
   differential,
+  velopackDeltas,
 ];
 
 export interface BenchReport {

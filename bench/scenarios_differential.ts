@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 import { MB, type Scenario, scratch } from "./context.ts";
 import { buildArtifacts, installAppBuilder } from "./differential_pair.ts";
 import { type BlockMap, createBlockMapBuilder, encodeBlockMap } from "../src/blockmap/build.ts";
+import { zstdPatchArgs } from "../src/deltas/tools.ts";
 import { makeRow } from "./table.ts";
 
 const SCENARIO = "differential download";
@@ -27,6 +28,29 @@ function changedBytes(installed: BlockMap, next: BlockMap): number {
     (sum, checksum, i) => have.has(`${checksum}:${file.sizes[i]}`) ? sum : sum + file.sizes[i],
     0,
   );
+}
+
+/** The server-made patch from `installed` to `next`: its size, build time and zstd's peak RSS. */
+async function patchOf(
+  dir: string,
+  installed: Uint8Array,
+  next: Uint8Array,
+): Promise<{ bytes: number; ms: number; peakBytes: number }> {
+  const [oldPath, newPath, outPath] = ["old", "new", "patch.zst"].map((n) => `${dir}/${n}`);
+  await Deno.writeFile(oldPath, installed);
+  await Deno.writeFile(newPath, next);
+  const largest = Math.max(installed.byteLength, next.byteLength);
+  const started = performance.now();
+  const out = await new Deno.Command("/usr/bin/time", {
+    args: ["-f", "%M", "zstd", ...zstdPatchArgs({ oldPath, newPath, outPath, largest })],
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  const ms = performance.now() - started;
+  const stderr = new TextDecoder().decode(out.stderr).trim();
+  if (!out.success) throw new Error(`zstd --patch-from: ${stderr}`);
+  const peakKiB = Number(stderr.split("\n").at(-1));
+  return { bytes: (await Deno.stat(outPath)).size, ms, peakBytes: peakKiB * 1024 };
 }
 
 /** MB/s of one pass over `bytes`: the upload's hashes, and the block map too when asked. */
@@ -72,6 +96,27 @@ export const differential: Scenario = {
     { scenario: SCENARIO, metric: "block map build", unit: "s/GB", service: null },
     {
       scenario: SCENARIO,
+      metric: "server-made patch (zstd --patch-from, the reference client)",
+      unit: "B",
+      service: null,
+    },
+    {
+      scenario: SCENARIO,
+      metric: "patch / differential download",
+      unit: "%",
+      service: null,
+      target: { of: "service", op: "<=", value: 50 },
+    },
+    { scenario: SCENARIO, metric: "patch build", unit: "s/GB", service: null },
+    {
+      scenario: SCENARIO,
+      metric: "patch build peak memory",
+      unit: "MB/GB",
+      service: null,
+      note: "zstd's peak RSS over the new file's size: fixed costs weigh more on a small file",
+    },
+    {
+      scenario: SCENARIO,
       metric: "upload pass with the block map in it",
       unit: "MB/s",
       service: null,
@@ -90,7 +135,10 @@ export const differential: Scenario = {
     const after = await blockMapOf(next);
     const maps = encodeBlockMap(before.map).byteLength + encodeBlockMap(after.map).byteLength;
     const differentialBytes = changedBytes(before.map, after.map) + maps;
-    const [full, diff, ratio, build, pass] = this.template(ctx.params);
+    const patch = await patchOf(dir, installed, next);
+    const gb = next.byteLength / 1e9;
+    const [full, diff, ratio, build, patchSize, patchRatio, patchBuild, patchMemory, pass] = this
+      .template(ctx.params);
     const rates = { with: [] as number[], without: [] as number[] };
     for (let round = 0; round < 3; round++) {
       rates.without.push(await passRate(next, false));
@@ -100,7 +148,11 @@ export const differential: Scenario = {
       makeRow({ ...full, service: next.byteLength }),
       makeRow({ ...diff, service: differentialBytes }),
       makeRow({ ...ratio, service: 100 * differentialBytes / next.byteLength }),
-      makeRow({ ...build, service: after.ms / 1000 / (next.byteLength / 1e9) }),
+      makeRow({ ...build, service: after.ms / 1000 / gb }),
+      makeRow({ ...patchSize, service: patch.bytes }),
+      makeRow({ ...patchRatio, service: 100 * patch.bytes / differentialBytes }),
+      makeRow({ ...patchBuild, service: patch.ms / 1000 / gb }),
+      makeRow({ ...patchMemory, service: patch.peakBytes / MB / gb }),
       makeRow({ ...pass, service: Math.max(...rates.with), baseline: Math.max(...rates.without) }),
     ];
   },

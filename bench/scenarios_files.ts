@@ -6,13 +6,20 @@
 import { join } from "node:path";
 import { basicDataDir, INSTALL_HINT, MB, MiB, type Scenario, scratch } from "./context.ts";
 import { seedUpload, storagePaths, writeFillerFile } from "./data.ts";
-import { findServicePid, procStatusKiB, run, startNginx, startService } from "./process.ts";
+import {
+  cpuMsSince,
+  descendants,
+  findServicePid,
+  procStatusKiB,
+  run,
+  startNginx,
+  startService,
+  threadCpuNs,
+} from "./process.ts";
+import type { BenchParams } from "./params.ts";
 import { publishFigures, publishTemplate } from "./scenarios_publish.ts";
 import { median } from "./stats.ts";
 import { makeRow } from "./table.ts";
-
-/** Downloads per figure; the median is kept. */
-const DOWNLOAD_ROUNDS = 3;
 
 /**
  * `clients` concurrent curl downloads of `url` to /dev/null. Returns MB/s of
@@ -45,35 +52,108 @@ async function downloadRate(
   return (size * clients) / slowest / MB;
 }
 
-/** {@link downloadRate} run DOWNLOAD_ROUNDS times; the median. */
-async function medianRate(...args: Parameters<typeof downloadRate>): Promise<number> {
-  const rates: number[] = [];
-  for (let i = 0; i < DOWNLOAD_ROUNDS; i++) rates.push(await downloadRate(...args));
-  return median(rates);
+/** One side of the download comparison: its URL and headers, and the process that serves it. */
+interface DownloadSide {
+  url: string;
+  headers: string[];
+  pid: number;
+}
+
+/** A round's figures: MB/s, and the server's CPU milliseconds per download. */
+interface DownloadFigures {
+  rate: number;
+  cpuMs: number;
+}
+
+/** {@link downloadRate} of `side`, with the CPU time its server process used for it. */
+async function measureDownload(
+  curl: string,
+  side: DownloadSide,
+  { clients, size }: { clients: number; size: number },
+): Promise<DownloadFigures> {
+  const before = await threadCpuNs(side.pid);
+  const rate = await downloadRate(curl, side.url, side.headers, clients, size);
+  const cpuMs = await cpuMsSince(side.pid, before) / clients;
+  return { rate, cpuMs };
+}
+
+/** The medians of a figure's rounds, and the rounds' own ratios (service ÷ nginx). */
+interface RoundMedians {
+  service: DownloadFigures;
+  baseline: DownloadFigures | null;
+  /** Per round: the service's MB/s over nginx's in the same round, sorted. */
+  ratios: number[];
+}
+
+/**
+ * The service and nginx, `rounds` rounds interleaved (service first in odd
+ * rounds, nginx first in even ones), so that both see the same spells of a
+ * busy machine; the median of each figure.
+ */
+async function interleavedRounds(
+  rounds: number,
+  service: () => Promise<DownloadFigures>,
+  baseline: (() => Promise<DownloadFigures>) | null,
+): Promise<RoundMedians> {
+  const ours: DownloadFigures[] = [];
+  const theirs: DownloadFigures[] = [];
+  for (let i = 0; i < rounds; i++) {
+    if (baseline && i % 2 === 1) theirs.push(await baseline());
+    ours.push(await service());
+    if (baseline && i % 2 === 0) theirs.push(await baseline());
+  }
+  const medians = (figures: DownloadFigures[]) => ({
+    rate: median(figures.map((round) => round.rate)),
+    cpuMs: median(figures.map((round) => round.cpuMs)),
+  });
+  return {
+    service: medians(ours),
+    baseline: baseline ? medians(theirs) : null,
+    ratios: theirs.map((round, i) => ours[i].rate / round.rate).sort((a, b) => a - b),
+  };
 }
 
 const DOWNLOAD = "download";
 const NGINX = "nginx sendfile";
 
+/** The clients of each download figure: one, then `--download-clients`. */
+const downloadClients = (params: BenchParams) => [1, params.downloadClients];
+
 export const download: Scenario = {
   name: "download",
   needs: ["curl"],
   template: (params) =>
-    [1, params.downloadClients].map((clients) => ({
-      scenario: DOWNLOAD,
-      metric: `${params.artifactMiB} MiB, ${clients} client${clients === 1 ? "" : "s"}`,
-      unit: "MB/s",
-      service: null,
-      baselineName: NGINX,
-      ratioOf: "service/baseline" as const,
-      target: { of: "ratio" as const, op: ">=" as const, value: 0.7 },
-    })),
+    downloadClients(params).flatMap((clients) => {
+      const metric = `${params.artifactMiB} MiB, ${clients} client${clients === 1 ? "" : "s"}`;
+      return [
+        {
+          scenario: DOWNLOAD,
+          metric,
+          unit: "MB/s",
+          service: null,
+          baselineName: NGINX,
+          ratioOf: "service/baseline" as const,
+          target: { of: "ratio" as const, op: ">=" as const, value: 0.8 },
+        },
+        {
+          scenario: DOWNLOAD,
+          metric: `${metric}: server CPU per download`,
+          unit: "ms",
+          service: null,
+          baselineName: NGINX,
+          ratioOf: "baseline/service" as const,
+        },
+      ];
+    }),
   async run(ctx) {
     const { data, server } = await ctx.basic();
     const size = data.release.size_bytes;
-    const serviceUrl = `${server.baseUrl}/api/v1/releases/${data.release.id}/download`;
-    const auth = [`Authorization: Bearer ${data.key}`];
     const curl = ctx.tools.curl!;
+    const service: DownloadSide = {
+      url: `${server.baseUrl}/api/v1/releases/${data.release.id}/download`,
+      headers: [`Authorization: Bearer ${data.key}`],
+      pid: await findServicePid(server.pid),
+    };
     const nginx = ctx.tools.nginx
       ? await startNginx(
         ctx.tools.nginx,
@@ -83,28 +163,49 @@ export const download: Scenario = {
       )
       : null;
     try {
-      const nginxUrl = nginx ? `${nginx.baseUrl}/${data.release.storage_key}` : "";
+      // nginx's one worker process serves the downloads (its master only starts it).
+      const baseline: DownloadSide | null = nginx && {
+        url: `${nginx.baseUrl}/${data.release.storage_key}`,
+        headers: [],
+        pid: (await descendants(nginx.pid))[0] ?? nginx.pid,
+      };
       // One unmeasured download each: the file in the page cache, both servers warm.
-      await downloadRate(curl, serviceUrl, auth, 1, size);
-      if (nginx) await downloadRate(curl, nginxUrl, [], 1, size);
+      await downloadRate(curl, service.url, service.headers, 1, size);
+      if (baseline) await downloadRate(curl, baseline.url, [], 1, size);
+      const template = this.template(ctx.params);
       const rows = [];
-      for (const [i, template] of this.template(ctx.params).entries()) {
-        const clients = i === 0 ? 1 : ctx.params.downloadClients;
-        ctx.log(`${DOWNLOAD}: ${clients} client(s) on the service`);
-        const service = await medianRate(curl, serviceUrl, auth, clients, size);
-        let baseline: number | null = null;
-        if (nginx) {
-          ctx.log(`${DOWNLOAD}: ${clients} client(s) on nginx`);
-          baseline = await medianRate(curl, nginxUrl, [], clients, size);
-        }
-        rows.push(makeRow({
-          ...template,
-          service,
-          baseline,
-          note: nginx
-            ? `median of ${DOWNLOAD_ROUNDS} rounds; MB = 10^6 bytes`
-            : `nginx not installed (${INSTALL_HINT.nginx}): no baseline`,
-        }));
+      for (const [i, clients] of downloadClients(ctx.params).entries()) {
+        ctx.log(`${DOWNLOAD}: ${clients} client(s), service and nginx interleaved`);
+        const load = { clients, size };
+        const rounds = ctx.params.downloadRounds;
+        const figures = await interleavedRounds(
+          rounds,
+          () => measureDownload(curl, service, load),
+          baseline && (() => measureDownload(curl, baseline, load)),
+        );
+        const { ratios } = figures;
+        const note = nginx
+          ? `medians of ${rounds} rounds, interleaved with nginx; the rounds' own ratios ${
+            ratios[0].toFixed(2)
+          } to ${ratios[ratios.length - 1].toFixed(2)}, median ${
+            median(ratios).toFixed(2)
+          }; MB = 10^6 bytes`
+          : `nginx not installed (${INSTALL_HINT.nginx}): no baseline`;
+        rows.push(
+          makeRow({
+            ...template[2 * i],
+            service: figures.service.rate,
+            baseline: figures.baseline?.rate ?? null,
+            note,
+          }),
+          makeRow({
+            ...template[2 * i + 1],
+            service: figures.service.cpuMs,
+            baseline: figures.baseline?.cpuMs ?? null,
+            note:
+              "CPU time of the server process's threads per download (/proc/<pid>/task/*/schedstat)",
+          }),
+        );
       }
       return rows;
     } finally {

@@ -68,7 +68,7 @@ export const EXIT = {
 const USAGE = `usage (or "uds-client" in place of "deno task client" once installed):
   deno task client check    --project SLUG --current VERSION [--base-url URL]
   deno task client download --project SLUG [--current VERSION] [--out FILE] [--base-url URL]
-                            [--installed FILE] (with --current: differential download)
+                            [--installed FILE] (with --current: the service's patch, else differential download)
   deno task client download --release ID [--out FILE] [--base-url URL]
   deno task client report   --project SLUG --event EVENT --version V [--previous-version V]
                             [--reason TEXT] [--base-url URL]
@@ -254,7 +254,7 @@ async function run(args: string[]): Promise<number> {
     console.log(
       `downloaded ${describe(release)} to ${target} (${release.size_bytes} bytes, sha256 ok, ${
         result.differential
-          ? `differential: ${result.receivedBytes} bytes received`
+          ? `differential: ${result.receivedBytes} bytes received, by ${result.method}`
           : `whole file: ${result.fallback}`
       })`,
     );

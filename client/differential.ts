@@ -1,5 +1,7 @@
 /**
- * The reference client's differential download (docs/client-api.md,
+ * The reference client's update download from an installed file: first the
+ * service's own patch from the installed version (patch.ts, docs/client-api.md
+ * "Server-made patches"), else the differential download (docs/client-api.md,
  * "Differential downloads"): the block maps of the installed and the new
  * release (the electron feed's `.blockmap` URLs, docs/feeds.md), the new
  * release's blocks the installed file already has copied from it, the rest
@@ -12,6 +14,7 @@ import { createHash } from "node:crypto";
 import { gunzipSync } from "node:zlib";
 import { type DownloadOptions, downloadRelease, type DownloadResult } from "./download.ts";
 import { type Release, send, UpdateClientError } from "./http.ts";
+import { applyServerPatch } from "./patch.ts";
 
 export interface DifferentialOptions extends DownloadOptions {
   /** The installed release's file. */
@@ -19,12 +22,16 @@ export interface DifferentialOptions extends DownloadOptions {
   /** Its version, and the project's slug: where the installed release's block map is found. */
   installedVersion: string;
   project: string;
+  /** Whether to ask for the service's patch first (default true). */
+  patches?: boolean;
 }
 
 export interface DifferentialResult extends DownloadResult {
-  /** Whether the differential path succeeded; false when it fell back to the full download. */
+  /** Whether a differential path (patch or block map) succeeded; false after the full download. */
   differential: boolean;
-  /** Why it fell back, when it did. */
+  /** Which path made the file. */
+  method: "patch" | "block map" | "full";
+  /** Why the paths before it failed, when they did ("; " between them). */
   fallback?: string;
 }
 
@@ -40,14 +47,31 @@ const RANGES_PER_REQUEST = 1000;
 export async function downloadDifferentially(
   options: DifferentialOptions,
 ): Promise<DifferentialResult> {
+  const reasons: string[] = [];
+  const reason = (error: unknown) =>
+    reasons.push(error instanceof Error ? error.message : String(error));
+  if (options.patches !== false) {
+    try {
+      const receivedBytes = await applyServerPatch(options);
+      return { receivedBytes, resumed: false, differential: true, method: "patch" };
+    } catch (error) {
+      reason(error);
+    }
+  }
   try {
     const receivedBytes = await assemble(options);
-    return { receivedBytes, resumed: false, differential: true };
+    return {
+      receivedBytes,
+      resumed: false,
+      differential: true,
+      method: "block map",
+      ...(reasons.length > 0 ? { fallback: reasons.join("; ") } : {}),
+    };
   } catch (error) {
     await Deno.remove(`${options.target}.delta`).catch(() => {});
-    const fallback = error instanceof Error ? error.message : String(error);
+    reason(error);
     const full = await downloadRelease(options);
-    return { ...full, differential: false, fallback };
+    return { ...full, differential: false, method: "full", fallback: reasons.join("; ") };
   }
 }
 

@@ -37,6 +37,7 @@ Deno.test({
         "--releases=20",
         "--keys=100",
         "--upload-mib=2",
+        "--velopack-mib=3",
         "--write-sessions=2",
         "--writes-per-session=2",
         `--out=${out}`,

@@ -225,6 +225,7 @@ Deno.test("reference client CLI against the real service", async (t) => {
             "--allow-env=UPDATE_API_KEY,UPDATE_PUBLISH_TOKEN,UPDATE_BASE_URL,UPDATE_STATE_DIR,INIT_CWD,XDG_STATE_HOME,HOME,LOCALAPPDATA",
             "--allow-read",
             "--allow-write",
+            "--allow-run=zstd",
             join(PROJECT_ROOT, "client/cli.ts"),
           ],
           stdout: "null",

@@ -151,7 +151,13 @@ Deno.test("metrics move with traffic", async (t) => {
       await (await app.request("/api/v1/no/such/12345")).text();
       // And these digits as a value: a range of 12345 bytes.
       const range = { headers: { range: "bytes=0-12344" } };
+      const delivered = async () => (await scrape()).get("uds_delivered_bytes_total") ?? 0;
+      const before = await delivered();
       await (await app.request(`/api/v1/releases/${release.id}/download`, secret, range)).bytes();
+      // The delivered bytes move once their KV sums are written (src/webhooks/delivery_records.ts).
+      for (let waited = 0; waited < 2000 && await delivered() === before; waited += 10) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
     });
     assert.equal(moved('http_requests_total{method="OTHER",route="/*",status="404"}'), 1);
     assert.equal(moved('http_requests_total{method="GET",route="/api/v1/*",status="404"}'), 1);

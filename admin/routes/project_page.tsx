@@ -17,6 +17,7 @@ import {
   listReleasesPage,
 } from "../../src/store/releases.ts";
 import { getRetentionPolicy } from "../../src/store/retention.ts";
+import { getVelopackSettings } from "../../src/store/velopack.ts";
 import { getRollout } from "../../src/store/rollouts.ts";
 import { getDailyDownloads, getRecentDownloadCountsByWindow } from "../../src/store/stats.ts";
 import type { Project, Release, RetentionPolicy, Rollout } from "../../src/store/types.ts";
@@ -55,6 +56,8 @@ export interface ProjectPageOptions {
   retention?: { values: RetentionValues; error?: FormError; policy?: RetentionPolicy };
   /** The rollout form as sent, with its error. */
   rollout?: { values: RolloutValues; error: FormError };
+  /** The Velopack form as sent, with its error. */
+  velopack?: { value: string; error: FormError };
   /** The release safety forms as sent, with their error. */
   safety?: { values: SafetyValues; error: FormError };
   status?: 200 | 400 | 403 | 409 | 413 | 503 | 507;
@@ -90,6 +93,7 @@ export async function renderProjectPage(
     adoption,
     safety,
     delivery,
+    velopack,
   ] = await Promise.all([
     listReleasesPage(c.var.store, project.id, {
       limit: PAGE_SIZE,
@@ -107,6 +111,8 @@ export async function renderProjectPage(
     getAdoption(c.var.store, project.id, today),
     releaseSafetyOf(c.var.store, { project, rollout: rolloutRecord, form: form.safety }),
     getProjectDeliveryMonth(c.var.store, project.id, utcMonth(new Date())),
+    form.velopack ?? getVelopackSettings(c.var.store, project.id)
+      .then((settings) => ({ value: String(settings.deltas_kept), error: undefined })),
   ]);
   // The latest pointer's release (getLatestRelease reads the same view).
   const latest = view.release;
@@ -151,6 +157,7 @@ export async function renderProjectPage(
       upload={form.upload ?? EMPTY_UPLOAD_FORM}
       uploadError={form.uploadError}
       retention={retention}
+      velopack={velopack}
       adoption={{
         figures: adoption,
         today,

@@ -18,6 +18,7 @@ import {
 } from "../../src/store/retention.ts";
 import type { Project } from "../../src/store/types.ts";
 import { parseList } from "../../src/store/validate.ts";
+import { parseDeltasKept, setVelopackSettings } from "../../src/store/velopack.ts";
 import { deleteProject } from "../../src/lifecycle/delete.ts";
 import { describeChanges } from "../audit_changes.ts";
 import { field } from "../forms.ts";
@@ -261,6 +262,36 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
       text: isRetentionOff(policy)
         ? "Retention is off: nothing is deleted."
         : "The retention policy was saved; it runs in the background.",
+    });
+  });
+
+  // Velopack: how many older releases get a server-made delta to each new one.
+  admin.post("/projects/:slug/velopack", async (c) => {
+    const project = await loadProject(c.var.store, c.req.param("slug"));
+    const value = field(c.get("form"), "deltas_kept");
+    let deltasKept;
+    try {
+      deltasKept = parseDeltasKept(value);
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+      return await renderProjectPage(c, deps, {
+        project,
+        velopack: { value, error: formErrorOf(error) },
+        status: 400,
+      });
+    }
+    const before = await setVelopackSettings(c.var.store, project.id, { deltas_kept: deltasKept });
+    await audit(c, deps, {
+      action: "project.velopack",
+      target: `project ${project.slug}`,
+      details: describeChanges(before, { deltas_kept: deltasKept }, ["deltas_kept"]),
+    });
+    return redirectWithFlash(c, deps, {
+      location: `/admin/projects/${project.slug}#velopack`,
+      kind: "success",
+      text: `Velopack deltas: each new release gets a delta from ${deltasKept} older ${
+        deltasKept === 1 ? "release" : "releases"
+      }.`,
     });
   });
 

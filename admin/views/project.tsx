@@ -26,6 +26,7 @@ import { can } from "../roles.ts";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { ProjectFields } from "./project_fields.tsx";
 import { RetentionCard, type RetentionCardProps } from "./retention.tsx";
+import { VelopackCard, type VelopackCardProps } from "./velopack.tsx";
 import { UploadFormBody } from "./upload_form.tsx";
 import { RolloutCard, type RolloutCardProps } from "./rollout.tsx";
 import { ReleaseSafetyCard, type ReleaseSafetyCardProps } from "./release_safety.tsx";
@@ -69,6 +70,7 @@ export interface ProjectPageProps {
   /** Downloads of the project's deleted releases (kept in its total). */
   deletedDownloads?: number;
   retention: Omit<RetentionCardProps, "ctx" | "project">;
+  velopack: Omit<VelopackCardProps, "ctx" | "project">;
   rollout: Omit<RolloutCardProps, "csrfToken" | "slug">;
   safety: Omit<ReleaseSafetyCardProps, "csrfToken" | "slug">;
   adoption: AdoptionCardProps;
@@ -120,6 +122,9 @@ export function ProjectPage(props: ProjectPageProps) {
       )}
       <AdoptionCard {...props.adoption} />
       <RetentionCard ctx={ctx} project={project} {...props.retention} />
+      <IfCan ctx={ctx} route="POST /admin/projects/:slug/velopack">
+        <VelopackCard ctx={ctx} project={project} {...props.velopack} />
+      </IfCan>
       <IfCan ctx={ctx} route="POST /admin/projects/:slug">
         <EditForm {...props} />
       </IfCan>

@@ -4,7 +4,7 @@
  * project's latest release, and the artifact file they point at. Protected
  * exactly like the client API (src/client_api/surface.ts): the bearer key, its
  * permission and scope, the rate limit, the protected-response headers and
- * JSON errors; the file is the API's download (Range, If-Range, ETag, HEAD,
+ * JSON errors; the file (and a server-made patch to it) is the API's download (Range, If-Range, ETag, HEAD,
  * counting and the delivery modes).
  */
 import { type Context, type Handler, Hono } from "hono";
@@ -18,6 +18,7 @@ import type { ReleasePolicy } from "../store/release_policy.ts";
 import { getActiveReleaseByVersion } from "../store/release_versions.ts";
 import { getLatestRelease } from "../store/releases.ts";
 import { listSparkleDeltasByRelease } from "../store/sparkle_deltas.ts";
+import { listArtifactPatches } from "../store/artifact_patches.ts";
 import type { ApiKey, Project, Release } from "../store/types.ts";
 import { electronFeedYaml, isElectronFeedFile } from "../feeds/electron.ts";
 import {
@@ -25,6 +26,8 @@ import {
   electronFilePath,
   FEED_ERRORS,
   feedFilePath,
+  PATCH_BASE_SHA256_HEADER,
+  PATCH_SHA256_HEADER,
   SHA512_RETRY_AFTER_SECONDS,
   sparkleDeltaPath,
 } from "../feeds/paths.ts";
@@ -37,6 +40,7 @@ import { URL_CREDENTIAL_PREFIX } from "../lib/url_credential_path.ts";
 import { findAppProject } from "./app_project.ts";
 import { addSquirrelRoutes, SQUIRREL_ROUTES } from "./squirrel_feed.ts";
 import { acceptedKey } from "./auth.ts";
+import { addVelopackRoutes, VELOPACK_ROUTES } from "./velopack_feed.ts";
 import {
   createKeySurface,
   findVisibleProjectBySlug,
@@ -264,7 +268,30 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
     throw new ApiError(404, API_ERRORS.resourceNotFound);
   });
 
+  // A server-made patch (docs/client-api.md "Server-made patches"): GET|HEAD
+  // /feeds/patches/{releaseId}/{installedVersion}, the zstd patch from that version's
+  // artifact to the release's, or the feeds' 404 while there is none. Its own SHA-256 and
+  // the SHA-256 of the file it applies to are headers; the result's is the release's.
+  get("/patches/:id/:from", async (c) => {
+    const key = acceptedKey(c, deps);
+    const { release } = await findVisibleRelease(store, key, c.req.param("id"));
+    const from = c.req.param("from");
+    // A version uploaded more than once: the patch from its newest release.
+    const patch = (await listArtifactPatches(store, release.id))
+      .filter((p) => p.from_version === from)
+      .sort((a, b) => b.from_release_id - a.from_release_id)[0];
+    if (patch === undefined) throw new ApiError(404, FEED_ERRORS.patchPending);
+    const response = await surface.downloadDelta(c, key, {
+      release,
+      file: { ...patch, filename: `${release.filename}.from-${from}.zst` },
+    });
+    response.headers.set(PATCH_SHA256_HEADER, patch.checksum_sha256);
+    response.headers.set(PATCH_BASE_SHA256_HEADER, patch.from_sha256);
+    return response;
+  });
+
   addSquirrelRoutes(feeds, { deps, surface, origin });
+  addVelopackRoutes(feeds, { deps, surface });
 
   // The credential of the request's key for feed URLs (docs/feeds.md "A credential in the URL").
   get("/url-credential", (c) => {
@@ -281,9 +308,12 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
     "/files/:id/:filename",
     "/electron/:slug/:files/:version/:filename",
     "/sparkle/:slug/deltas/:id/:index/:filename",
+    "/patches/:id/:from",
     "/url-credential",
     ...SQUIRREL_ROUTES,
     ...SQUIRREL_ROUTES.map((path) => `/c/:credential${path}`),
+    ...VELOPACK_ROUTES,
+    ...VELOPACK_ROUTES.map((path) => `/c/:credential${path}`),
   ]);
   return { routes: feeds, notFound: surface.notFound };
 }

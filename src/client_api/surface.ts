@@ -64,6 +64,14 @@ export interface Delivered {
   attempt?: "differential" | "whole";
 }
 
+/** A server-made delta or patch, as a download of it needs it. */
+export interface DeltaFile {
+  storage_key: string;
+  checksum_sha256: string;
+  size_bytes: number;
+  filename: string;
+}
+
 /** The shared parts of a key-protected surface. */
 export interface KeySurface {
   respond: ApiResponder;
@@ -79,6 +87,16 @@ export interface KeySurface {
   notFound: (c: Context<AppEnv>) => MaybeAsync<Response>;
   /** The download of `release`'s artifact by `key`, counted like the API's. */
   download(c: Context<AppEnv>, key: ApiKey, release: Release): Promise<Response>;
+  /**
+   * The download of a server-made delta or patch `file` to `release`: served
+   * like the artifact, its bytes counted against the release's whole size as
+   * a differential update (src/webhooks/delivery_records.ts), once like the block map.
+   */
+  downloadDelta(
+    c: Context<AppEnv>,
+    key: ApiKey,
+    delta: { release: Release; file: DeltaFile },
+  ): Promise<Response>;
   /**
    * The latest active release of `project` for a client of `key` (a staged
    * rollout decides per client, src/rollouts/membership.ts, by the install id
@@ -213,6 +231,49 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
     });
   };
 
+  /** `release`'s artifact, or the delta `file` to it. */
+  const serve = async (
+    c: Context<AppEnv>,
+    key: ApiKey,
+    { release, file }: { release: Release; file: DeltaFile | null },
+  ): Promise<Response> => {
+    c.set("releaseId", release.id);
+    const artifact = file === null
+      ? release
+      : { ...release, ...file, content_type: "application/octet-stream" };
+    const served = await serveArtifact(artifact, c.req.raw, {
+      artifacts: deps.artifacts,
+      delivery,
+    });
+    if (c.req.method === "GET") {
+      delivered(c, {
+        key,
+        release,
+        served: served.bytes,
+        full: served.countsAsDownload ? release.size_bytes : 0,
+        attempt: !served.countsAsDownload ? undefined : file === null ? "whole" : "differential",
+      });
+    }
+    if (served.countsAsDownload) {
+      c.set("onDownloaded", () =>
+        countDownload(store, {
+          releaseId: release.id,
+          projectId: release.project_id,
+          keyId: key.id,
+        }).catch((error) => {
+          metrics.recordKvError("download_count");
+          console.error("download count failed:", error);
+        }));
+    }
+    setHeaders(served.response.headers, respond.headers);
+    // Signed over the artifact's SHA-256, which the client checks after the download anyway.
+    setHeaders(
+      served.response.headers,
+      respond.signatureHeaders(c, served.response.status, artifact.checksum_sha256),
+    );
+    return served.response;
+  };
+
   return {
     respond,
     mapError,
@@ -246,40 +307,8 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
       }
     },
     notFound: (c) => notFound(c, async () => {}) as MaybeAsync<Response>,
-    async download(c, key, release) {
-      c.set("releaseId", release.id);
-      const served = await serveArtifact(release, c.req.raw, {
-        artifacts: deps.artifacts,
-        delivery,
-      });
-      if (c.req.method === "GET") {
-        delivered(c, {
-          key,
-          release,
-          served: served.bytes,
-          full: served.countsAsDownload ? release.size_bytes : 0,
-          attempt: served.countsAsDownload ? "whole" : undefined,
-        });
-      }
-      if (served.countsAsDownload) {
-        c.set("onDownloaded", () =>
-          countDownload(store, {
-            releaseId: release.id,
-            projectId: release.project_id,
-            keyId: key.id,
-          }).catch((error) => {
-            metrics.recordKvError("download_count");
-            console.error("download count failed:", error);
-          }));
-      }
-      setHeaders(served.response.headers, respond.headers);
-      // Signed over the artifact's SHA-256, which the client checks after the download anyway.
-      setHeaders(
-        served.response.headers,
-        respond.signatureHeaders(c, served.response.status, release.checksum_sha256),
-      );
-      return served.response;
-    },
+    download: (c, key, release) => serve(c, key, { release, file: null }),
+    downloadDelta: (c, key, { release, file }) => serve(c, key, { release, file }),
   };
 }
 

@@ -39,6 +39,11 @@ export function sparkleDeltaPath(
   }`;
 }
 
+/** A server-made patch's own SHA-256 (hex), on its download. */
+export const PATCH_SHA256_HEADER = "x-patch-sha256";
+/** The SHA-256 (hex) of the installed file a server-made patch applies to. */
+export const PATCH_BASE_SHA256_HEADER = "x-patch-base-sha256";
+
 /** What a block map's URL ends in, beside its file's URL. */
 export const BLOCK_MAP_SUFFIX = ".blockmap";
 
@@ -52,6 +57,12 @@ export const FEED_ERRORS = {
   sparkleSignatureMissing: "release has no sparkle signature",
   /** 404 while the background work has not yet made a release's block map. */
   blockMapPending: "release block map not built yet",
+  /** 404 while the background work has not built a patch from the installed version. */
+  patchPending: "release patch not built yet",
+  /** 503 while the background work has not yet read a release's Velopack package. */
+  velopackPending: "release velopack package not read yet, try again later",
+  /** 409: the release offered is no Velopack package (a `.nupkg` with its `.nuspec`). */
+  velopackPackageMissing: "release is not a velopack package",
 } as const;
 
 /** How long a client is told to wait while the SHA-512 is computed. */

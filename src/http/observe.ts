@@ -15,6 +15,7 @@ import type { AccessEntry } from "../lib/log.ts";
 import type { Metrics } from "../lib/metrics.ts";
 import { clientAddress } from "./client_address.ts";
 import { mapJsonError } from "./errors.ts";
+import { attachMeter } from "../lib/metered_stream.ts";
 import type { OpenResponses } from "./open_responses.ts";
 import { type HeaderList, isApiPath, setHeaders } from "./response_headers.ts";
 
@@ -81,7 +82,7 @@ export function createObserver(deps: ServiceDeps): Observer {
     // Reading `res.body` turns a fixed body into a stream and costs Deno.serve
     // its fast path, so it is touched only for downloads and unsized bodies.
     if (download || (logger && length === null && !isHead && res.body !== null)) {
-      c.res = countedResponse(res, {
+      const counted = countedResponse(res, {
         length,
         metrics: download ? metrics : undefined,
         openResponses,
@@ -91,6 +92,8 @@ export function createObserver(deps: ServiceDeps): Observer {
           logger?.access(accessEntry(c, { started, bytes, aborted: !complete }));
         },
       });
+      // Setting `c.res` copies the response (Hono merges the old headers in): only when it changed.
+      if (counted !== res) c.res = counted;
       return;
     }
     // A download handed to someone else (a redirect, X-Accel-Redirect) counts when answered.
@@ -213,7 +216,8 @@ function countedResponse(res: Response, counting: Counting): Response {
   // With a Content-Length the server cancels the stream after the last
   // byte instead of reading its end: all bytes sent is complete.
   const expected = counting.length ?? undefined;
-  const body = countingStream(res.body!, {
+  const source = res.body!;
+  const body = countingStream(source, {
     onChunk: metrics && ((bytes) => metrics.recordDownloadBytes(bytes)),
     onEnd: (bytes, ended) => {
       const complete = ended || bytes === expected;
@@ -222,13 +226,16 @@ function countedResponse(res: Response, counting: Counting): Response {
     },
     open: counting.openResponses,
   });
-  return new Response(body, res);
+  // A metered body counts itself: the response is sent as it is.
+  return body === source ? res : new Response(body, res);
 }
 
 /**
- * Passes `body` through, counting bytes. `onEnd` runs once: with `true` after
- * the stream's end was read, with `false` when the consumer cancels (client
- * gone, or the server has sent the Content-Length) or the source fails.
+ * `body`, counted: a metered stream (src/lib/metered_stream.ts, an artifact
+ * file's) counts itself and is returned as it is; any other is passed through
+ * a counting stream. `onEnd` runs once: with `true` after the stream's end was
+ * read, with `false` when the consumer cancels (client gone, or the server has
+ * sent the Content-Length) or the source fails.
  */
 export function countingStream(
   body: ReadableStream<Uint8Array>,
@@ -239,7 +246,6 @@ export function countingStream(
     open?: OpenResponses;
   },
 ): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
   let bytes = 0;
   let ended = false;
   const end = (complete: boolean) => {
@@ -250,24 +256,32 @@ export function countingStream(
   };
   // While in `open`, the stream can be ended from outside as cut off.
   const cut = () => end(false);
+  const chunk = (size: number) => {
+    bytes += size;
+    onChunk?.(size);
+  };
+  if (attachMeter(body, { chunk, end })) {
+    open?.add(cut);
+    return body;
+  }
+  const reader = body.getReader();
   open?.add(cut);
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
+      let read: ReadableStreamReadResult<Uint8Array>;
       try {
-        chunk = await reader.read();
+        read = await reader.read();
       } catch (error) {
         end(false);
         throw error;
       }
-      if (chunk.done) {
+      if (read.done) {
         controller.close();
         end(true);
         return;
       }
-      bytes += chunk.value.byteLength;
-      onChunk?.(chunk.value.byteLength);
-      controller.enqueue(chunk.value);
+      chunk(read.value.byteLength);
+      controller.enqueue(read.value);
     },
     cancel(reason) {
       end(false);

@@ -59,6 +59,10 @@
  * | ["block_maps", releaseId]                    | BlockMapRecord: the release's block map, who made it (block_maps.ts) |
  * | ["block_map_pieces", releaseId, piecesId, i] | Uint8Array: a piece of the gzipped block map |
  * | ["sparkle_deltas", releaseId, index]         | SparkleDelta: a `.delta` file of the release (sparkle_deltas.ts) |
+ * | ["velopack_packages", releaseId]            | VelopackPackage: a Velopack release's id, version and SHA-1, or why it is none (velopack.ts) |
+ * | ["velopack_deltas", releaseId, fromReleaseId] | VelopackDelta: a server-made delta package from an older release (velopack.ts) |
+ * | ["velopack_settings", projectId]             | VelopackSettings: how many older releases get a delta to each new one |
+ * | ["artifact_patches", releaseId, fromReleaseId] | ArtifactPatch: a server-made zstd patch from an older release's artifact (artifact_patches.ts) |
  * | ["delivery_bytes", releaseId, "served"/"full"] | Deno.KvU64 bytes answered / whole downloads' cost (delivery_records.ts) |
  * | ["delivery_bytes_by_month", projectId, month, "served"/"full"] | Deno.KvU64, the same per UTC month |
  * | ["delivery_attempts", releaseId, client]     | ms until which a whole download by `client` is that differential attempt's fallback (expireIn; delivery_records.ts) |
@@ -149,6 +153,7 @@ export type LeaseName =
   | "top_keys_refresh"
   | "rollout_gates"
   | "tuf_refresh"
+  | "velopack_deltas"
   | readonly ["retention_run", number];
 
 /** The lease of the one instance doing `name`'s work. */
@@ -264,6 +269,9 @@ export const BACKUP_SKIPPED_PREFIXES: readonly Deno.KvKey[] = [
   ["report_new_ids"],
   ["sso_pending"],
   ["sso_sessions"],
+  ["velopack_packages"],
+  ["velopack_deltas"],
+  ["artifact_patches"],
 ];
 
 /**
@@ -705,6 +713,34 @@ export function blockMapPiecesPrefix(releaseId?: number): Deno.KvKey {
 /** `["sparkle_deltas", releaseId, index]`: SparkleDelta. */
 export function sparkleDeltaKey(releaseId: number, index: number): Deno.KvKey {
   return ["sparkle_deltas", releaseId, index];
+}
+
+export function velopackPackageKey(releaseId: number): Deno.KvKey {
+  return ["velopack_packages", releaseId];
+}
+
+export function velopackPackagesPrefix(): Deno.KvKey {
+  return ["velopack_packages"];
+}
+
+export function velopackDeltaKey(releaseId: number, fromReleaseId: number): Deno.KvKey {
+  return ["velopack_deltas", releaseId, fromReleaseId];
+}
+
+export function velopackDeltasPrefix(releaseId?: number): Deno.KvKey {
+  return releaseId === undefined ? ["velopack_deltas"] : ["velopack_deltas", releaseId];
+}
+
+export function artifactPatchKey(releaseId: number, fromReleaseId: number): Deno.KvKey {
+  return ["artifact_patches", releaseId, fromReleaseId];
+}
+
+export function artifactPatchesPrefix(releaseId?: number): Deno.KvKey {
+  return releaseId === undefined ? ["artifact_patches"] : ["artifact_patches", releaseId];
+}
+
+export function velopackSettingsKey(projectId: number): Deno.KvKey {
+  return ["velopack_settings", projectId];
 }
 
 export function sparkleDeltasPrefix(releaseId?: number): Deno.KvKey {

@@ -13,6 +13,7 @@ import {
 import type { ArtifactStore, OpenedArtifact, Sweepable } from "./types.ts";
 import { planSpans, spansStream } from "./spans.ts";
 import { pathExists } from "../lib/files.ts";
+import { meteredStream } from "../lib/metered_stream.ts";
 
 /** Bytes read from a file per chunk. */
 export const CHUNK_SIZE = 256 * 1024;
@@ -121,9 +122,11 @@ export interface FileSlice {
 
 /**
  * A stream of `length` bytes of `file` from `start`, read in {@link CHUNK_SIZE}
- * chunks (or `chunkSize`). It seeks first, closes the file at the end, on cancel (client gone)
- * and on error, and fails if the file ends early (so a short body is never
- * passed off as complete).
+ * chunks (or `chunkSize`), each when its reader asks for it (a metered stream,
+ * src/lib/metered_stream.ts: whoever sends it can count its bytes without
+ * wrapping it). It seeks first, closes the file at the end, on cancel (client
+ * gone) and on error, and fails if the file ends early (so a short body is
+ * never passed off as complete).
  */
 export async function fileSliceStream(
   file: Deno.FsFile,
@@ -142,11 +145,12 @@ export async function fileSliceStream(
     throw error;
   }
   let remaining = length;
-  return new ReadableStream<Uint8Array>({
+  return meteredStream((meter) => ({
     async pull(controller) {
       if (remaining === 0) {
         close();
         controller.close();
+        meter.end(true);
         return;
       }
       const buffer = new Uint8Array(Math.min(chunkSize, remaining));
@@ -159,18 +163,22 @@ export async function fileSliceStream(
         }
       } catch (error) {
         close();
+        meter.end(false);
         controller.error(error);
         return;
       }
       remaining -= filled;
+      meter.chunk(filled);
       controller.enqueue(buffer);
       if (remaining === 0) {
         close();
         controller.close();
+        meter.end(true);
       }
     },
     cancel() {
       close();
+      meter.end(false);
     },
-  });
+  }));
 }

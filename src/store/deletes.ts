@@ -41,6 +41,8 @@ import {
   rolloutGateChangesPrefix,
   rolloutGatesKey,
   rolloutKey,
+  velopackPackageKey,
+  velopackSettingsKey,
 } from "../kv/keys.ts";
 import { findNewestActiveRelease, listReleasesByProject } from "./releases.ts";
 import { retentionRunLease } from "./retention.ts";
@@ -121,6 +123,7 @@ export async function deleteReleaseRecord(
         .delete(releaseKey(id))
         .delete(releaseByProjectKey(projectId, id))
         .delete(releaseDownloadsKey(id))
+        .delete(velopackPackageKey(id))
         .sum(deletedDownloadsKey(projectId), downloads)
         .set(latestReleaseKey(projectId), latestId);
       if (choiceEntry.value === id) op.delete(latestChoiceKey(projectId));
@@ -285,6 +288,7 @@ export async function deleteProjectRecords(
             .delete(rolloutKey(id))
             .delete(rolloutGatesKey(id))
             .delete(releasePolicyKey(id))
+            .delete(velopackSettingsKey(id))
             .delete(projectReleaseCountKey(id))
             .delete(projectBytesKey(id));
           const commit = await projectAggregates(op, project, null).commit();

@@ -1,4 +1,6 @@
 import { listAllSparkleDeltas } from "./sparkle_deltas.ts";
+import { listAllVelopackDeltas } from "./velopack.ts";
+import { listAllArtifactPatches } from "./artifact_patches.ts";
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { aggregatesReady, releaseAggregates } from "./aggregates.ts";
 import { NOTHING_TO_WRITE, now, serializedProjectWrite, takeIds } from "../kv/atomic.ts";
@@ -542,7 +544,8 @@ export async function* listAllReleases(store: Store): AsyncGenerator<Release> {
 
 /**
  * The storage key of every release, in any state, and of their Sparkle deltas
- * (sparkle_deltas.ts): the artifacts the storage sweep must keep.
+ * (sparkle_deltas.ts), Velopack deltas (velopack.ts) and artifact patches
+ * (artifact_patches.ts): the artifacts the storage sweep must keep.
  */
 export async function listStorageKeys(store: Store): Promise<Set<string>> {
   const keys = new Set<string>();
@@ -553,6 +556,12 @@ export async function listStorageKeys(store: Store): Promise<Set<string>> {
   }
   for await (const delta of listAllSparkleDeltas(store)) {
     if (ids.has(delta.release_id)) keys.add(delta.storage_key);
+  }
+  for await (const delta of listAllVelopackDeltas(store)) {
+    if (ids.has(delta.release_id)) keys.add(delta.storage_key);
+  }
+  for await (const patch of listAllArtifactPatches(store)) {
+    if (ids.has(patch.release_id)) keys.add(patch.storage_key);
   }
   return keys;
 }

@@ -6,10 +6,12 @@
  * written after the answer, like the download counts (stats.ts).
  *
  * An update counts once in "what whole downloads would have cost": a
- * differential attempt (the latest release's block map) leaves a mark per
- * client for `ATTEMPT_KEPT_MS`, and a whole download by that client within
- * that time is the attempt's fallback: its bytes count as sent, its size not
- * a second time (the mark is taken).
+ * differential attempt (the latest release's block map, or a server-made
+ * delta or patch to a release) leaves a mark per client for
+ * `ATTEMPT_KEPT_MS`; a further differential attempt by that client within
+ * that time (the block map after a patch that failed) counts its bytes as
+ * sent and its size not again, and so does a whole download, the attempt's
+ * fallback (the mark is taken).
  */
 import { commitWithRetry } from "../kv/atomic.ts";
 import { deliveryAttemptKey, projectDeliveryMonthKey, releaseDeliveryKey } from "../kv/keys.ts";
@@ -69,6 +71,10 @@ export async function recordDelivery(store: Store, event: DeliveryEvent): Promis
         op.delete(mark);
       }
     } else if (mark !== null) {
+      // A second attempt by the client (a patch that failed, then the block map) is one update.
+      const entry = await store.kv.get<number>(mark);
+      op.check(entry);
+      if (entry.value !== null && entry.value > nowMs) full = 0;
       op.set(mark, nowMs + ATTEMPT_KEPT_MS, { expireIn: ATTEMPT_KEPT_MS });
     }
     for (const [sum, bytes] of [["served", event.servedBytes], ["full", full]] as const) {

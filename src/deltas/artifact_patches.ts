@@ -1,0 +1,160 @@
+/**
+ * Server-made patches of whole artifacts (docs/feeds.md "Server-made
+ * patches"), built by the delta builder's runs (background.ts) for every
+ * release that is no Velopack package and is its project's newest when the
+ * builder reaches it: a zstd `--patch-from` patch (tools.ts,
+ * within its time and memory limits) from each of the project's newest older
+ * releases (the project's "deltas kept", 10 unless set) straight to the new
+ * one. The reference client applies one to its installed file
+ * (docs/client-api.md "Server-made patches"); until it is built, the client
+ * takes the block map, then the whole file.
+ */
+import type { JobReport } from "../lib/background_job.ts";
+import { JOB_LEASE_MS } from "../lib/background_job.ts";
+import { readRecordedArtifact } from "../storage/artifact_work.ts";
+import type { ArtifactStore } from "../storage/types.ts";
+import { listArtifactPatches, putArtifactPatch } from "../store/artifact_patches.ts";
+import { claimLease } from "../kv/leases.ts";
+import { listReleasesByProject } from "../store/releases.ts";
+import type { Store } from "../kv/store.ts";
+import type { Release } from "../store/types.ts";
+import { getVelopackSettings } from "../store/velopack.ts";
+import {
+  DEFAULT_DELTA_LIMITS,
+  type DeltaLimits,
+  DeltaToolMissingError,
+  zstdPatch,
+} from "./tools.ts";
+
+export interface PatchWork {
+  store: Store;
+  artifacts: ArtifactStore;
+  report: JobReport;
+  workDir: string;
+  limits?: DeltaLimits;
+  /** The builder's lease holder (one build at a time across instances). */
+  holder: string;
+}
+
+export interface PatchCounts {
+  outcome: "done" | "busy";
+  patches: number;
+  failed: number;
+}
+
+/** Copies `release`'s artifact to `path`, its SHA-256 checked; false when missing or not as recorded. */
+async function copyArtifact(
+  artifacts: ArtifactStore,
+  release: Release,
+  path: string,
+): Promise<boolean> {
+  const copied = await readRecordedArtifact(artifacts, release, async (chunks) => {
+    using file = await Deno.open(path, { write: true, create: true, truncate: true });
+    const writer = file.writable.getWriter();
+    for await (const chunk of chunks) await writer.write(chunk);
+    await writer.close();
+    return true;
+  });
+  return copied === true;
+}
+
+/** Builds and records the patch from `from` to `to` (both on disk); false when it saves nothing. */
+async function buildPatch(
+  work: PatchWork,
+  { to, from, toPath, fromPath }: { to: Release; from: Release; toPath: string; fromPath: string },
+): Promise<boolean> {
+  const limits = work.limits ?? DEFAULT_DELTA_LIMITS;
+  const outPath = `${toPath}.from-${from.id}.zst`;
+  try {
+    const started = performance.now();
+    await zstdPatch({
+      oldPath: fromPath,
+      newPath: toPath,
+      outPath,
+      limits,
+      deadline: Date.now() + limits.timeoutMs,
+    });
+    const buildMs = Math.round(performance.now() - started);
+    // A patch as large as the file saves nothing: the client downloads the file.
+    if ((await Deno.stat(outPath)).size >= to.size_bytes) return false;
+    const file = await Deno.open(outPath);
+    const stored = await work.artifacts.save(file.readable, to.size_bytes);
+    try {
+      const recorded = await putArtifactPatch(work.store, {
+        release_id: to.id,
+        from_release_id: from.id,
+        from_version: from.version,
+        from_sha256: from.checksum_sha256.toLowerCase(),
+        storage_key: stored.storage_key,
+        checksum_sha256: stored.checksum_sha256,
+        size_bytes: stored.size_bytes,
+        build_ms: buildMs,
+      });
+      if (!recorded) await work.artifacts.remove(stored.storage_key);
+    } finally {
+      work.artifacts.settle?.(stored.storage_key);
+    }
+    return true;
+  } finally {
+    await Deno.remove(outPath).catch(() => {});
+  }
+}
+
+/**
+ * The patches to `release`, while it is its project's newest release, from the project's newest
+ * older releases that have none yet.
+ */
+export async function buildArtifactPatches(
+  work: PatchWork,
+  release: Release,
+  counts: PatchCounts,
+): Promise<void> {
+  const { store } = work;
+  // Only to the project's newest release: one already superseded is rarely downloaded again.
+  const [newest] = await listReleasesByProject(store, release.project_id, 1);
+  if (newest?.id !== release.id) return;
+  const { deltas_kept } = await getVelopackSettings(store, release.project_id);
+  if (deltas_kept === 0) return;
+  const built = new Set(
+    (await listArtifactPatches(store, release.id)).map((p) => p.from_release_id),
+  );
+  // The newest releases, with room for re-uploads of the new version.
+  const releases = await listReleasesByProject(store, release.project_id, 4 * deltas_kept + 1);
+  const bases = releases
+    .filter((r) => r.id < release.id && r.version !== release.version)
+    .slice(0, deltas_kept)
+    .filter((r) => !built.has(r.id));
+  if (bases.length === 0) return;
+  const dir = await Deno.makeTempDir({ dir: work.workDir, prefix: "patch-" });
+  try {
+    const toPath = `${dir}/new`;
+    if (!await copyArtifact(work.artifacts, release, toPath)) {
+      work.report("warn", "patch: artifact missing or not as recorded", { release_id: release.id });
+      return;
+    }
+    for (const from of bases) {
+      if (
+        !await claimLease(store, "velopack_deltas", { holder: work.holder, ttlMs: JOB_LEASE_MS })
+      ) {
+        counts.outcome = "busy";
+        return;
+      }
+      const fromPath = `${dir}/old`;
+      if (!await copyArtifact(work.artifacts, from, fromPath)) continue;
+      try {
+        if (await buildPatch(work, { to: release, from, toPath, fromPath })) counts.patches++;
+      } catch (error) {
+        // A program missing: the run stops and is tried again later, this patch included.
+        if (error instanceof DeltaToolMissingError) throw error;
+        counts.failed++;
+        work.report("warn", "patch: build failed", {
+          release_id: release.id,
+          from_release_id: from.id,
+          error: String(error instanceof Error ? error.message : error).slice(0, 300),
+        });
+      }
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * What the Velopack feed (docs/feeds.md "Velopack") knows of a release beyond
+ * its record: the package id, version and SHA-1 read from its `.nupkg`
+ * (Velopack's client checks a download's SHA-1), and the delta packages the
+ * service built to it from older releases, one per older release. The delta
+ * files live in the artifact store; the storage sweep keeps those of
+ * existing releases (`listStorageKeys` in releases.ts).
+ */
+import { commitWithRetry, NOTHING_TO_WRITE, retryWhileLocked } from "../kv/atomic.ts";
+import {
+  releaseKey,
+  releasesPrefix,
+  velopackDeltaKey,
+  velopackDeltasPrefix,
+  velopackPackageKey,
+  velopackPackagesPrefix,
+  velopackSettingsKey,
+} from "../kv/keys.ts";
+import { ValidationError } from "../kv/errors.ts";
+import type { Release } from "./types.ts";
+import type { Store } from "../kv/store.ts";
+
+/** A release read as a Velopack package, or why it is none (`package_id` null). */
+export interface VelopackPackage {
+  release_id: number;
+  /** The `<id>` of the package's `.nuspec`; null when the artifact is no Velopack package. */
+  package_id: string | null;
+  /** The `<version>` of the `.nuspec` (SemVer 2). */
+  version: string;
+  /** SHA-1 of the artifact, hex. */
+  sha1: string;
+  /** Why the artifact is no Velopack package, when it is none. */
+  problem?: string;
+}
+
+/** A delta package the service built from an older release to a newer one. */
+export interface VelopackDelta {
+  release_id: number;
+  from_release_id: number;
+  /** The older release's package version (the client's `localVersion`). */
+  from_version: string;
+  storage_key: string;
+  checksum_sha256: string;
+  sha1: string;
+  size_bytes: number;
+  /** How long the build took, in milliseconds. */
+  build_ms: number;
+}
+
+export interface VelopackSettings {
+  /** How many of the newest older releases get a delta to each new release. */
+  deltas_kept: number;
+}
+
+/** Whether a release's file is one the Velopack feed offers (a `.nupkg`). */
+export function isVelopackFile(filename: string): boolean {
+  return filename.toLowerCase().endsWith(".nupkg");
+}
+
+export const DEFAULT_DELTAS_KEPT = 10;
+export const MAX_DELTAS_KEPT = 50;
+
+export async function getVelopackPackage(
+  store: Store,
+  releaseId: number,
+): Promise<VelopackPackage | null> {
+  return (await store.kv.get<VelopackPackage>(velopackPackageKey(releaseId))).value;
+}
+
+export async function getVelopackPackages(
+  store: Store,
+  releaseIds: readonly number[],
+): Promise<Map<number, VelopackPackage>> {
+  const found = new Map<number, VelopackPackage>();
+  if (releaseIds.length === 0) return found;
+  for (let i = 0; i < releaseIds.length; i += 10) {
+    const entries = await store.kv.getMany<VelopackPackage[]>(
+      releaseIds.slice(i, i + 10).map(velopackPackageKey),
+    );
+    for (const entry of entries) if (entry.value) found.set(entry.value.release_id, entry.value);
+  }
+  return found;
+}
+
+/** Records what a release is as a Velopack package, while the release exists; false if gone. */
+export async function putVelopackPackage(store: Store, pkg: VelopackPackage): Promise<boolean> {
+  return await commitWithRetry(async () => {
+    const release = await store.kv.get<Release>(releaseKey(pkg.release_id));
+    if (release.value === null) return { commit: NOTHING_TO_WRITE, value: false };
+    const commit = await store.kv.atomic().check(release)
+      .set(velopackPackageKey(pkg.release_id), pkg).commit();
+    return { commit, value: true };
+  });
+}
+
+/** Records a built delta, while its release exists; false if gone. */
+export async function putVelopackDelta(store: Store, delta: VelopackDelta): Promise<boolean> {
+  return await commitWithRetry(async () => {
+    const release = await store.kv.get<Release>(releaseKey(delta.release_id));
+    if (release.value === null) return { commit: NOTHING_TO_WRITE, value: false };
+    const commit = await store.kv.atomic().check(release)
+      .set(velopackDeltaKey(delta.release_id, delta.from_release_id), delta).commit();
+    return { commit, value: true };
+  });
+}
+
+/** The deltas built to `releaseId`, by the id of the release each starts from. */
+export async function listVelopackDeltas(
+  store: Store,
+  releaseId: number,
+): Promise<VelopackDelta[]> {
+  const deltas: VelopackDelta[] = [];
+  for await (
+    const entry of store.kv.list<VelopackDelta>({ prefix: velopackDeltasPrefix(releaseId) })
+  ) deltas.push(entry.value);
+  return deltas;
+}
+
+/** Every delta of every release (the storage sweep keeps those whose release exists). */
+export async function* listAllVelopackDeltas(store: Store): AsyncGenerator<VelopackDelta> {
+  for await (const entry of store.kv.list<VelopackDelta>({ prefix: velopackDeltasPrefix() })) {
+    yield entry.value;
+  }
+}
+
+/** Up to `limit` releases of any project with ids above `afterId`, by id. */
+export async function listReleasesAfter(
+  store: Store,
+  afterId: number,
+  limit: number,
+): Promise<Release[]> {
+  const releases: Release[] = [];
+  for await (
+    const entry of store.kv.list<Release>({
+      start: releaseKey(afterId + 1),
+      end: [...releasesPrefix(), Number.MAX_SAFE_INTEGER],
+    }, { limit })
+  ) releases.push(entry.value);
+  return releases;
+}
+
+/** The highest release id that has a package record (where the next build run starts). */
+export async function lastVelopackPackageId(store: Store): Promise<number> {
+  for await (
+    const entry of store.kv.list<VelopackPackage>({ prefix: velopackPackagesPrefix() }, {
+      reverse: true,
+      limit: 1,
+    })
+  ) return entry.value.release_id;
+  return 0;
+}
+
+/** The "deltas kept" field as entered: a whole number from 0 (no deltas) to MAX_DELTAS_KEPT. */
+export function parseDeltasKept(raw: string): number {
+  const text = raw.trim();
+  const value = Number(text);
+  if (!/^[0-9]{1,3}$/.test(text) || value > MAX_DELTAS_KEPT) {
+    throw new ValidationError(
+      "deltas_kept",
+      `deltas kept must be a whole number from 0 to ${MAX_DELTAS_KEPT}`,
+    );
+  }
+  return value;
+}
+
+export async function getVelopackSettings(
+  store: Store,
+  projectId: number,
+): Promise<VelopackSettings> {
+  const found = (await store.kv.get<VelopackSettings>(velopackSettingsKey(projectId))).value;
+  return found ?? { deltas_kept: DEFAULT_DELTAS_KEPT };
+}
+
+/** Stores a project's settings; hands back the ones before. */
+export async function setVelopackSettings(
+  store: Store,
+  projectId: number,
+  settings: VelopackSettings,
+): Promise<VelopackSettings> {
+  const before = await getVelopackSettings(store, projectId);
+  await retryWhileLocked(() => store.kv.set(velopackSettingsKey(projectId), settings));
+  return before;
+}
