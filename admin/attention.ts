@@ -81,7 +81,7 @@ export async function needsAttention(
     if (project === undefined || project.state !== "active") return;
     const release = await getRelease(store, rollout.release_id);
     const subject = `${project.name} ${release?.version ?? `release ${rollout.release_id}`}`;
-    const href = `/admin/projects/${project.slug}#rollout`;
+    const href = `/admin/projects/${project.slug}/rollout#rollout`;
     const state = gatesOf.get(rollout.project_id);
     const own = state !== undefined && state.release_id === rollout.release_id &&
       state.completed_at === null;
@@ -95,7 +95,7 @@ export async function needsAttention(
           ? `by its gates: ${state.halt_reason}`
           : "by hand: resume or end it",
         href,
-        route: "GET /admin/projects/:slug",
+        route: "GET /admin/projects/:slug/rollout",
       });
       return;
     }
@@ -113,7 +113,7 @@ export async function needsAttention(
       subject: `${subject} at ${rollout.percentage}%`,
       detail: `waits for ${verdict.waiting}`,
       href,
-      route: "GET /admin/projects/:slug",
+      route: "GET /admin/projects/:slug/rollout",
     });
   }));
 
@@ -132,8 +132,8 @@ export async function needsAttention(
       label: "Rolled back",
       subject: `${project.name} ${rollback.version}`,
       detail: `clients are offered ${to.version} until a newer release ships`,
-      href: `/admin/projects/${project.slug}#release-safety`,
-      route: "GET /admin/projects/:slug",
+      href: `/admin/projects/${project.slug}/rollout#release-safety`,
+      route: "GET /admin/projects/:slug/rollout",
     });
   }));
 

@@ -17,6 +17,8 @@ export const FIELD_LABELS: Readonly<Record<string, string>> = {
   slug: "Slug",
   tauri_signature: "Tauri signature",
   sparkle_signature: "Sparkle EdDSA signature",
+  squirrel_delta: "Squirrel.Windows delta package",
+  squirrel_delta_from: "Delta applies to version",
   expires_at: "Expires",
   scope_mode: "Scope",
   username: "User name",

@@ -25,6 +25,10 @@ const ROUTE_ROLES: ReadonlyMap<string, readonly AdminRole[]> = new Map([
   ["GET /admin/audit", EVERYONE],
   ["GET /admin/projects", EVERYONE],
   ["GET /admin/projects/:slug", EVERYONE],
+  ["GET /admin/projects/:slug/releases", EVERYONE],
+  ["GET /admin/projects/:slug/rollout", EVERYONE],
+  ["GET /admin/projects/:slug/feeds", EVERYONE],
+  ["GET /admin/projects/:slug/settings", EVERYONE],
   ["GET /admin/releases/:id", EVERYONE],
   ["GET /admin/releases/:id/download", EVERYONE],
   // Projects' releases: upload, state, the chosen latest, notes and build.

@@ -234,7 +234,16 @@ Deno.test({
           assert.ok(!main.includes(text), `no "${text}"`);
         }
         await screenshot(page, name("viewer-dashboard"));
-        for (const path of ["/admin/projects/acme-desktop", "/admin/api-keys", "/admin/projects"]) {
+        for (
+          const path of [
+            "/admin/projects/acme-desktop",
+            "/admin/projects/acme-desktop/releases",
+            "/admin/projects/acme-desktop/rollout",
+            "/admin/projects/acme-desktop/settings",
+            "/admin/api-keys",
+            "/admin/projects",
+          ]
+        ) {
           await page.goto(`${base}${path}`);
           const forms = await page.evaluate<string[]>(
             `[...document.querySelectorAll("main form[method=post]")].map((f) => f.action)`,

@@ -62,16 +62,19 @@ Deno.test("the dashboard lists what needs attention, and nothing when nothing do
         lines.map((line) => line.kind),
         ["halted", "rolled-back", "webhook", "signing", "gated", "key", "token"],
       );
-      assert.equal(byKind.get("halted")!.href, "/admin/projects/acme-desktop#rollout");
+      assert.equal(byKind.get("halted")!.href, "/admin/projects/acme-desktop/rollout#rollout");
       assert.ok(byKind.get("halted")!.text.includes("Acme Desktop 2.4.0-beta.3 at 25%"));
       assert.ok(byKind.get("halted")!.text.includes(HALT_REASON), byKind.get("halted")!.text);
-      assert.equal(byKind.get("rolled-back")!.href, "/admin/projects/field-notes#release-safety");
+      assert.equal(
+        byKind.get("rolled-back")!.href,
+        "/admin/projects/field-notes/rollout#release-safety",
+      );
       assert.match(byKind.get("rolled-back")!.text, /Field Notes 3\.1\.0 .*offered 3\.0\.2/);
       assert.equal(byKind.get("webhook")!.href, endpointPage);
       assert.match(byKind.get("webhook")!.text, /the receiver answered 500 .*webhook\.test/);
       assert.equal(byKind.get("signing")!.href, "/admin/signing-keys#tuf");
       assert.match(byKind.get("signing")!.text, /acme-cli.*no online key/);
-      assert.equal(byKind.get("gated")!.href, "/admin/projects/acme-mobile-sync#rollout");
+      assert.equal(byKind.get("gated")!.href, "/admin/projects/acme-mobile-sync/rollout#rollout");
       assert.match(byKind.get("gated")!.text, /5\.1\.0 at 5%.*waits for 100 successful installs/);
       assert.equal(byKind.get("key")!.href, `/admin/api-keys/${seeded.keyId}`);
       assert.match(byKind.get("key")!.text, /Production updater \(EU\).*in 5 days/);

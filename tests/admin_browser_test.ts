@@ -84,6 +84,8 @@ Deno.test({
     });
 
     await t.step("upload a release and watch the progress bar finish", async () => {
+      // The upload form is on the project's Releases page (folded on its overview).
+      await page.goto(`${base}/admin/projects/desktop/releases`);
       // Slow the upload down so the bar has something to show.
       const cdp = await context.newCDPSession(page);
       await cdp.send("Network.enable");
@@ -131,6 +133,7 @@ Deno.test({
       assert.match(await page.textContent("[data-upload-status]") ?? "", /100% · Upload complete/);
       // The new release is on the page without a reload, with the right checksum.
       const row = page.locator("#releases tr[data-release-id]").first();
+      await row.waitFor();
       assert.match(await row.textContent() ?? "", /1\.2\.3/);
       assert.match(await row.textContent() ?? "", /6\.0 MiB/);
       assert.equal(await row.locator("code.hash").textContent(), sha256(artifact));

@@ -34,7 +34,7 @@ Deno.test("admin form structure", async (t) => {
   const admin = await signedInClient(app);
 
   await t.step("the rollout form offers time and percentage fields per step", async () => {
-    const { html } = await admin.page("/admin/projects/app");
+    const { html } = await admin.page("/admin/projects/app/rollout");
     assert.match(html, /<input[^>]*name="schedule_at"[^>]*type="datetime-local"/);
     assert.match(html, /<input[^>]*name="schedule_percentage"[^>]*type="number"/);
     assert.doesNotMatch(html, /name="schedule"/);
@@ -54,7 +54,7 @@ Deno.test("admin form structure", async (t) => {
       { at: "2026-12-01T09:00:00.000Z", percentage: 50 },
       { at: "2026-12-02T09:00:00.000Z", percentage: 100 },
     ]);
-    const { html } = await admin.page("/admin/projects/app");
+    const { html } = await admin.page("/admin/projects/app/rollout");
     // The change form starts from the steps, and the card lists them with UTC beside the local time.
     assert.match(html, /name="schedule_at"[^>]*value="2026-12-01T09:00"/);
     assert.match(html, /data-local-time-of="2026-12-01T09:00:00.000Z"/);
@@ -91,9 +91,12 @@ Deno.test("admin form structure", async (t) => {
   });
 
   await t.step("the rollout's buttons sit in one row, apart from the forms", async () => {
-    const { html } = await admin.page("/admin/projects/app");
+    const { html } = await admin.page("/admin/projects/app/rollout");
     assert.match(html, /class="actions rollout-actions"/);
-    assert.match(html, /class="stack subsection"[^>]*>\s*<h3>Change the rollout<\/h3>/);
+    assert.match(
+      html,
+      /<details class="fold"[^>]*><summary>Change the percentage, schedule or tester tag<\/summary>/,
+    );
   });
 
   let endpointId = "";

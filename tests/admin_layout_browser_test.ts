@@ -94,7 +94,7 @@ async function seed(base: string): Promise<Seeded> {
     assert.ok(res.status < 400, `upload ${version}: HTTP ${res.status}`);
     await res.body?.cancel();
   }
-  const { html } = await admin.page(`/admin/projects/${SLUG}`);
+  const { html } = await admin.page(`/admin/projects/${SLUG}/rollout`);
   const candidate = /id="rollout-release"[^>]*>\s*<option value="(\d+)"/.exec(html)?.[1];
   assert.ok(candidate, "a release to roll out");
   check(
@@ -168,7 +168,7 @@ async function seedReleaseSafety(
     }),
     "gates",
   );
-  const { html } = await admin.page(`/admin/projects/${SLUG}`);
+  const { html } = await admin.page(`/admin/projects/${SLUG}/rollout`);
   const critical = [...html.matchAll(/name="critical" value="(\d+)"/g)].map((m) => m[1]);
   check(
     await admin.post(`/admin/projects/${SLUG}/rollout/policy`, {
@@ -432,10 +432,17 @@ Deno.test({
         await open("/admin", "/admin", "dashboard");
         await open("/admin/projects", "/admin/projects", "projects");
         await open("/admin/projects/:slug", `/admin/projects/${SLUG}`, "project");
+        for (const tab of ["releases", "feeds", "settings", "rollout"]) {
+          await open(
+            `/admin/projects/:slug/${tab}`,
+            `/admin/projects/${SLUG}/${tab}`,
+            `project-${tab}`,
+          );
+        }
         await step.step("the rollout card: buttons in a row, headings clear of them", async () => {
           const card = await page.evaluate<{ tops: number[]; gap: number; local: string }>(`(() => {
             const buttons = [...document.querySelectorAll(".rollout-actions button")];
-            const heading = document.querySelector("#rollout form.subsection h3");
+            const heading = document.querySelector("#rollout details.fold > summary");
             const last = buttons.at(-1).getBoundingClientRect();
             return {
               tops: buttons.map((b) => Math.round(b.getBoundingClientRect().top)),
@@ -493,7 +500,7 @@ Deno.test({
           await Promise.all([page.waitForSelector(form.answered), page.click(form.submit)]);
           await inspect(v, name);
         };
-        await answer(`/admin/projects/${SLUG}`, {
+        await answer(`/admin/projects/${SLUG}/settings`, {
           fields: { "#retention-keep-active": "1" },
           submit: "#retention button[value=preview]",
           answered: "[data-retention-plan]",

@@ -85,7 +85,7 @@ Deno.test("edit", async (t) => {
       expected_version: versionIn(html),
     });
     assert.equal(res.status, 303);
-    const page = await client.page("/admin/projects/app");
+    const page = await client.page("/admin/projects/app/releases");
     assert.match(page.html, /Another active release also has version 1\.1\.1/);
     assert.match(page.html, /data-duplicate-version/);
   });
@@ -227,11 +227,11 @@ Deno.test("delete", async (t) => {
     assert.deepEqual(await listArtifactFiles(app), [latest.storage_key, old.storage_key].sort());
     const res = await client.post(`/admin/releases/${old.id}/delete`);
     assert.equal(res.status, 303);
-    assert.equal(res.headers.get("location"), "/admin/projects/app#releases");
+    assert.equal(res.headers.get("location"), "/admin/projects/app/releases#releases");
     assert.deepEqual(await listArtifactFiles(app), [latest.storage_key]);
     assert.equal((await app.request(`/api/v1/releases/${old.id}`, secret)).status, 404);
     assert.equal(await getDeletedDownloads(app.store, project.id), 2);
-    const page = await client.page("/admin/projects/app");
+    const page = await client.page("/admin/projects/app/releases");
     assert.match(page.html, /Deleted releases of this project had 2 downloads/);
     const entry = await lastAudit(app);
     assert.equal(entry.action, "release.delete");
@@ -519,7 +519,10 @@ Deno.test("list summaries count one thing in the singular", async () => {
   await seedRelease(app, project.id, "1.0.0");
   await seedKey(app, { name: "only" });
   const client = await signedInClient(app);
-  assert.match((await client.page("/admin/projects/app")).html, /pager-summary">1 release\.</);
+  assert.match(
+    (await client.page("/admin/projects/app/releases")).html,
+    /pager-summary">1 release\.</,
+  );
   assert.match((await client.page("/admin/api-keys")).html, /pager-summary">1 key\.</);
   assert.match(
     (await client.page("/admin/api-keys?q=only")).html,

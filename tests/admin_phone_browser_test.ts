@@ -146,7 +146,7 @@ Deno.test({
       try {
         const page = await context.newPage();
         await signIn(page, base);
-        await page.goto(`${base}/admin/projects/desktop`);
+        await page.goto(`${base}/admin/projects/desktop/releases`);
         await Promise.all([
           page.waitForURL(/#releases$/),
           page.click("#releases button:text-is('Archive')"),
@@ -154,7 +154,7 @@ Deno.test({
         await page.waitForLoadState("load");
         assert.ok(await inViewport(page, "#releases-title"), "archive: back at the table");
         assert.ok(await page.evaluate<number>("scrollY") > 0, "not at the top");
-        await page.goto(`${base}/admin/projects/desktop`);
+        await page.goto(`${base}/admin/projects/desktop/releases`);
         await page.fill("#search-q", "1.1");
         await Promise.all([
           page.waitForURL(/q=1\.1#releases$/),

@@ -33,7 +33,7 @@ Deno.test("admin projects", async (t) => {
       assert.equal(project?.name, sent.name);
       assert.equal(project?.description, sent.description);
       assert.deepEqual(project?.tags, ["stable", "desktop", "beta"]);
-      const page = await client.page("/admin/projects/desktop");
+      const page = await client.page("/admin/projects/desktop/settings");
       assert.match(
         page.html,
         /Project &quot;Desktop App&quot; was created|Project "Desktop App" was created/,
@@ -132,7 +132,7 @@ Deno.test("admin projects", async (t) => {
     assert.equal(archived.status, 303);
     assert.equal(archived.headers.get("location"), "/admin/projects/desktop");
     assert.equal((await getProjectBySlug(app.store, "desktop"))?.state, "archived");
-    const page = await client.page("/admin/projects/desktop");
+    const page = await client.page("/admin/projects/desktop/settings");
     assert.match(page.html, /action="\/admin\/projects\/desktop\/activate"/);
     const active = await client.post("/admin/projects/desktop/activate");
     assert.equal(active.status, 303);

@@ -60,7 +60,7 @@ Deno.test("release safety card: gates, stage figures, halt reason, rollback, pol
     assert.equal(res.status, 303);
     await res.body?.cancel();
     assert.deepEqual((await getRolloutGates(app.store, project.id))?.gates.stages, [10, 100]);
-    const html = await (await admin.page("/admin/projects/app")).html;
+    const html = await (await admin.page("/admin/projects/app/rollout")).html;
     assert.match(html, /data-gates="running"/);
     assert.match(html, /waits for 20 successful installs \(0 so far\)/);
   });
@@ -101,10 +101,13 @@ Deno.test("release safety card: gates, stage figures, halt reason, rollback, pol
       text,
       /uds_rollout_stage_reports\{project="app",release_id="\d+",outcome="failed"\} 5\n/,
     );
-    const html = await (await admin.page("/admin/projects/app")).html;
+    const html = await (await admin.page("/admin/projects/app/rollout")).html;
     assert.match(html, /data-halt-reason="true">Halted: 5 of 25 reports failed \(20%\)/);
     assert.match(html, /data-stage-installs="true">20</);
     assert.match(html, /data-stage-failures="true">5</);
+    // The stage's outcome says who ended it and why; the history lists the change.
+    assert.match(html, /data-stage-why="true">by the gates: 5 of 25 reports failed \(20%\)/);
+    assert.match(html, /data-rollout-history/);
     assert.match(html, /data-report-chart/);
     assert.match(html, /<table class="data-table" data-report-hours="true">/);
     assert.match(html, /crash: boom/);
@@ -191,7 +194,7 @@ Deno.test({
       for (const width of [390, 1366]) {
         const page = await browser.newPage({ viewport: { width, height: 800 } });
         await signIn(page, base, ADMIN_PASSWORD);
-        await page.goto(`${base}/admin/projects/app#release-safety`);
+        await page.goto(`${base}/admin/projects/app/rollout#release-safety`);
         assert.ok(await page.isVisible("[data-report-chart]"));
         // The card's own boxes stay within the screen (a table scrolls inside its wrapper).
         const wide = await page.evaluate(`[...document.querySelectorAll("#release-safety *")]
@@ -215,7 +218,7 @@ Deno.test("the policy form leaves the critical marks of releases its card does n
   const oldest = await seedRelease(app, project.id, "1.0.0");
   for (let i = 1; i <= 12; i++) await seedRelease(app, project.id, `1.${i}.0`);
   await setReleaseCritical(app.store, { releaseId: oldest.id, critical: true });
-  const { html } = await admin.page("/admin/projects/app");
+  const { html } = await admin.page("/admin/projects/app/rollout");
   assert.doesNotMatch(html, new RegExp(`name="critical" value="${oldest.id}"`));
   const res = await admin.post("/admin/projects/app/rollout/policy", { minimum_version: "" });
   assert.equal(res.status, 303);

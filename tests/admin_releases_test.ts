@@ -86,7 +86,7 @@ Deno.test("admin release upload", async (t) => {
       assert.equal(release.state, "active");
       assert.equal((await listArtifactFiles(app)).length, 1);
 
-      const { html } = await client.page("/admin/projects/app");
+      const { html } = await client.page("/admin/projects/app/releases");
       assert.match(html, new RegExp(`data-release-id="${release.id}"`));
       assert.match(html, new RegExp(release.checksum_sha256));
       assert.match(html, /48\.8 KiB/);
@@ -336,7 +336,7 @@ Deno.test("admin release list and state changes", async (t) => {
       );
     }
     await client.post(`/admin/releases/${older.id}/archive`);
-    const { html } = await client.page("/admin/projects/app");
+    const { html } = await client.page("/admin/projects/app/releases");
     const row = (id: number) => html.split(`data-release-id="${id}"`)[1].split("</tr>")[0];
     assert.match(row(newer.id), /1\.1\.0/);
     assert.match(row(newer.id), /build 77/);
@@ -356,7 +356,7 @@ Deno.test("admin release list and state changes", async (t) => {
   await t.step("archive and activate: 303, the API follows", async () => {
     const archived = await client.post(`/admin/releases/${newer.id}/archive`);
     assert.equal(archived.status, 303);
-    assert.equal(archived.headers.get("location"), "/admin/projects/app#releases");
+    assert.equal(archived.headers.get("location"), "/admin/projects/app/releases#releases");
     assert.equal((await getRelease(app.store, newer.id))?.state, "archived");
     const latest = await app.request("/api/v1/projects/app/releases/latest", secret);
     assert.equal(latest.status, 404);

@@ -81,8 +81,12 @@ Deno.test("a publisher and a viewer see no control their role cannot use", async
         tokenId: token.id,
         username: "vic",
       }).filter((r) => r.method === "GET" && r.pattern.startsWith("/admin")).map((r) => r.path),
-      // Every project's page and its releases (rollouts, gates, a rollback on them).
-      ...["acme-desktop", "acme-mobile-sync", "field-notes"].map((s) => `/admin/projects/${s}`),
+      // Every project's pages and its releases (rollouts, gates, a rollback on them).
+      ...["acme-desktop", "acme-mobile-sync", "field-notes"].flatMap((s) =>
+        ["", "/releases", "/rollout", "/feeds", "/settings"].map((tab) =>
+          `/admin/projects/${s}${tab}`
+        )
+      ),
       "/admin/projects?new=1",
       "/admin/api-keys?new=1",
     ];

@@ -43,7 +43,7 @@ Deno.test("admin rollout panel", async (t) => {
   await t.step(
     "the page offers to start a rollout of the active release that is not latest",
     async () => {
-      const { res, html } = await client.page("/admin/projects/app");
+      const { res, html } = await client.page("/admin/projects/app/rollout");
       assert.equal(res.status, 200);
       assert.match(html, /data-rollout="none"/);
       assert.match(html, new RegExp(`<option value="${v2.id}"[^>]*>2\\.0\\.0`));
@@ -88,7 +88,7 @@ Deno.test("admin rollout panel", async (t) => {
       tester_tag: "beta-testers",
     });
     assert.equal(res.status, 303);
-    assert.equal(res.headers.get("location"), "/admin/projects/app#rollout");
+    assert.equal(res.headers.get("location"), "/admin/projects/app/rollout#rollout");
     const rollout = (await getRollout(app.store, project.id))!;
     assert.equal(rollout.release_id, v2.id);
     assert.equal(rollout.percentage, 10);
@@ -99,7 +99,7 @@ Deno.test("admin rollout panel", async (t) => {
     const share = await reach(app, secret, "2.0.0");
     assert.ok(share > 0 && share < 60, `10% of 200 install ids, got ${share}`);
     assert.equal(await latestFor(app, tester.secret, "install-x"), "2.0.0");
-    const { html } = await client.page("/admin/projects/app");
+    const { html } = await client.page("/admin/projects/app/rollout");
     assert.match(html, /data-rollout="running"/);
     assert.match(html, /data-rollout-percentage="true">10%/);
   });
@@ -125,7 +125,7 @@ Deno.test("admin rollout panel", async (t) => {
       assert.equal((await lastAudit(app)).action, "rollout.halt");
       assert.equal(await reach(app, secret, "2.0.0"), 0);
       assert.equal(await latestFor(app, tester.secret, "install-x"), "1.0.0");
-      const { html } = await client.page("/admin/projects/app");
+      const { html } = await client.page("/admin/projects/app/rollout");
       assert.match(html, /data-rollout="halted"/);
       assert.match(html, /action="\/admin\/projects\/app\/rollout\/resume"/);
       assert.equal((await client.post("/admin/projects/app/rollout/resume")).status, 303);
@@ -145,7 +145,7 @@ Deno.test("admin rollout panel", async (t) => {
   });
 
   await t.step("complete: the release becomes the latest for everyone", async () => {
-    await client.page("/admin/projects/app");
+    await client.page("/admin/projects/app/rollout");
     const started = await client.post("/admin/projects/app/rollout", {
       release_id: String(v2.id),
       percentage: "1",

@@ -179,7 +179,7 @@ Deno.test("an empty project's adoption card says no client has checked", async (
   const client = await signedInClient(app);
 
   await t.step("no '– of the 0 clients'", async () => {
-    const { html } = await client.page("/admin/projects/empty");
+    const { html } = await client.page("/admin/projects/empty/rollout");
     const card = /<section class="card" id="adoption"[\s\S]*?<\/section>/.exec(html)![0];
     assert.doesNotMatch(card, /of the 0/);
     assert.doesNotMatch(card, /–/);
@@ -205,8 +205,9 @@ Deno.test("messages name a field by the label its form shows, never by its form 
   await t.step("every label in the table is the one its form shows", async () => {
     const pages = [
       "/admin/projects",
-      "/admin/projects/app",
-      "/admin/projects/gated",
+      "/admin/projects/app/releases",
+      "/admin/projects/app/settings",
+      "/admin/projects/gated/rollout",
       "/admin/api-keys",
       "/admin/accounts",
       `/admin/releases/${candidate.id}`,

@@ -214,7 +214,7 @@ Deno.test({
       });
 
       await t.step(`${size.name}: project page: latest marker, duplicates, notes`, async () => {
-        await visit(v, "/admin/projects/desktop", "project");
+        await visit(v, "/admin/projects/desktop/releases", "project");
         const latest = page.locator("tr[data-latest=true]");
         assert.equal(await latest.count(), 1);
         assert.equal(await latest.getAttribute("data-release-id"), String(seeded.latest.id));
@@ -239,7 +239,7 @@ Deno.test({
         assert.equal(await page.locator("#releases tr[data-release-id]").count(), 50);
         await Promise.all([page.waitForURL(/page=2/), page.click("#releases a[rel=next]")]);
         assert.equal(await page.locator("#releases tr[data-release-id]").count(), 5);
-        await page.goto(`${base}/admin/projects/desktop?q=1.0.5`);
+        await page.goto(`${base}/admin/projects/desktop/releases?q=1.0.5`);
         const versions = await page.$$eval(
           "#releases tr[data-release-id] td[data-label=Version] strong",
           (cells) => cells.map((cell) => cell.textContent),
@@ -248,7 +248,7 @@ Deno.test({
       });
 
       await t.step(`${size.name}: a refused project edit shows its error in sight`, async () => {
-        await page.goto(`${base}/admin/projects/desktop`);
+        await page.goto(`${base}/admin/projects/desktop/settings`);
         await page.fill("#edit-tags", `desktop, ${"x".repeat(70)}`);
         await page.click("#settings button[type=submit]");
         await page.waitForSelector("#settings [data-form-error]");
@@ -258,7 +258,7 @@ Deno.test({
       });
 
       await t.step(`${size.name}: a failed upload says so, with the field outlined`, async () => {
-        await page.goto(`${base}/admin/projects/desktop`);
+        await page.goto(`${base}/admin/projects/desktop/releases`);
         // Only the server knows this is too long (the browser's limit is taken away).
         await page.evaluate(
           `document.getElementById("release-version").removeAttribute("maxlength")`,
@@ -282,7 +282,7 @@ Deno.test({
       });
 
       await t.step(`${size.name}: archived project: the upload form says so`, async () => {
-        await visit(v, "/admin/projects/old-tool", "project-archived");
+        await visit(v, "/admin/projects/old-tool/releases", "project-archived");
         assert.ok(await page.locator("[data-archived-hint]").isVisible());
       });
 

@@ -196,7 +196,7 @@ Deno.test("the project page shows adoption as an SVG chart and a table", async (
   const client = await signedInClient(app);
 
   await t.step("figures per release, the share on the latest and stale clients", async () => {
-    const { res, html } = await client.page("/admin/projects/app");
+    const { res, html } = await client.page("/admin/projects/app/rollout");
     assert.equal(res.status, 200);
     const row = (id: number) =>
       new RegExp(

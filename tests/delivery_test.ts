@@ -82,7 +82,7 @@ Deno.test("differential downloads: bytes sent against whole downloads, per relea
     const admin = await signedInClient(app);
     const release = (await admin.page(`/admin/releases/${v2.id}`)).html;
     assert.match(release, /data-delivery/);
-    const { html } = await admin.page("/admin/projects/desktop");
+    const { html } = await admin.page("/admin/projects/desktop/releases");
     // Sizes as everywhere in the admin (admin/format.ts): binary units, one decimal below 100.
     const month = await getProjectDeliveryMonth(app.store, project.id, utcMonth(new Date()));
     assert.equal(month.full, 4 * size);

@@ -165,7 +165,7 @@ Deno.test("admin page: upload choices, make latest, publish, why latest, the war
   const project = await seedProject(app, { slug: "desktop" });
   const v2 = await seedRelease(app, project.id, "2.0.0");
   const client = await signedInClient(app);
-  const page = async () => (await client.page("/admin/projects/desktop")).html;
+  const page = async () => (await client.page("/admin/projects/desktop/releases")).html;
 
   await t.step("the newest upload is latest, and says so", async () => {
     const html = await page();
@@ -260,7 +260,7 @@ Deno.test("the releases card: one sentence, from the API's offer, says who gets 
   const next = await seedRelease(app, project.id, "2.5.0");
   const { secret } = await seedKey(app);
   const client = await signedInClient(app);
-  const page = async () => (await client.page("/admin/projects/app")).html;
+  const page = async () => (await client.page("/admin/projects/app/releases")).html;
   /** How many of 200 install ids the client API answers 2.5.0. */
   const reach = async () => {
     let count = 0;
@@ -370,7 +370,10 @@ Deno.test("the releases card: one sentence, from the API's offer, says who gets 
         text: `50% of installs get 2.5.0 (staged rollout) and the others get 2.4.0, the latest ` +
           `(${chosen}).`,
       });
-      assert.match(html, /data-rollout-percentage="true">50%/);
+      assert.match(
+        (await client.page("/admin/projects/app/rollout")).html,
+        /data-rollout-percentage="true">50%/,
+      );
       const share = await reach();
       assert.ok(share > 60 && share < 140, `about 50% of 200 install ids, got ${share}`);
     },

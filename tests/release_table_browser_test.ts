@@ -70,7 +70,7 @@ Deno.test({
         try {
           const page = await context.newPage();
           await signIn(page, base);
-          await page.goto(`${base}/admin/projects/desktop`);
+          await page.goto(`${base}/admin/projects/desktop/releases`);
           assert.ok((await sidewaysOverflow(page)) <= 0, "no sideways scrolling");
           const measured = await page.evaluate<
             {

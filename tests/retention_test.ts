@@ -173,7 +173,7 @@ async function retentionRuns(
         action: "save",
       });
       assert.equal(res.status, 303);
-      assert.equal(res.headers.get("location"), "/admin/projects/weekly#retention");
+      assert.equal(res.headers.get("location"), "/admin/projects/weekly/settings#retention");
       assert.deepEqual(await getRetentionPolicy(app.store, project.id), {
         keep_active: 2,
         archived_max_days: 30,
@@ -181,7 +181,7 @@ async function retentionRuns(
       const entry = (await listAuditEntries(app.store, { limit: 1 })).entries[0];
       assert.equal(entry.action, "project.retention");
       assert.match(entry.details, /keep_active: \(none\) → 2/);
-      const { html } = await client.page("/admin/projects/weekly");
+      const { html } = await client.page("/admin/projects/weekly/settings");
       assert.match(html, /The saved policy deletes on its next run/);
       assert.match(html, /data-project-bytes="12288"/);
     });
@@ -267,7 +267,7 @@ Deno.test("a new project starts with the operator's default policy", async () =>
   const client = await signedInClient(app);
   const res = await client.post("/admin/projects", { name: "New", slug: "new" });
   assert.equal(res.status, 303);
-  const { html } = await client.page("/admin/projects/new");
+  const { html } = await client.page("/admin/projects/new/settings");
   assert.match(html, /name="keep_active"[^>]*value="5"/);
   assert.match(html, /name="archived_max_days"[^>]*value="90"/);
 });

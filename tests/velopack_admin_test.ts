@@ -34,7 +34,7 @@ Deno.test("the Velopack deltas card", async (t) => {
     const client = await signedInClient(app);
 
     await t.step("the page shows 10 by default", async () => {
-      const { html } = await client.page("/admin/projects/deskapp");
+      const { html } = await client.page("/admin/projects/deskapp/feeds");
       assert.match(html, /id="velopack"/);
       assert.match(html, /name="deltas_kept"[^>]*value="10"/);
     });
@@ -51,12 +51,12 @@ Deno.test("the Velopack deltas card", async (t) => {
     await t.step("saved and audited; the builds keep that many", async () => {
       const res = await client.post("/admin/projects/deskapp/velopack", { deltas_kept: "1" });
       assert.equal(res.status, 303);
-      assert.equal(res.headers.get("location"), "/admin/projects/deskapp#velopack");
+      assert.equal(res.headers.get("location"), "/admin/projects/deskapp/feeds#velopack");
       assert.equal((await getVelopackSettings(app.store, project.id)).deltas_kept, 1);
       const entry = (await listAuditEntries(app.store, { limit: 1 })).entries[0];
       assert.equal(entry.action, "project.velopack");
       assert.match(entry.details, /deltas_kept: 10 → 1/);
-      const { html } = await client.page("/admin/projects/deskapp");
+      const { html } = await client.page("/admin/projects/deskapp/feeds");
       assert.match(html, /name="deltas_kept"[^>]*value="1"/);
 
       let last;

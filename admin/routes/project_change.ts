@@ -11,6 +11,7 @@ import { type AdminContext, audit, redirectWithFlash } from "../context.ts";
 import { formErrorOf } from "../forms.ts";
 import type { FormError, RouteDeps } from "../types.ts";
 import { type ProjectPageOptions, renderProjectPage } from "./project_page.tsx";
+import { type ProjectTab, projectTabPath } from "../views/project.tsx";
 
 /** What a change did: its audit action and details, and the text the admin is shown. */
 export interface ProjectChangeDone {
@@ -26,8 +27,10 @@ export interface ProjectChangeDone {
  */
 export function projectChangeAttempt(
   deps: RouteDeps,
-  { anchor, refused }: {
+  { anchor, tab, refused }: {
     anchor: string;
+    /** The project page the card is on. */
+    tab: ProjectTab;
     refused: (
       c: AdminContext,
       error: FormError,
@@ -55,7 +58,7 @@ export function projectChangeAttempt(
       details: done.details,
     });
     return redirectWithFlash(c, deps, {
-      location: `/admin/projects/${project.slug}#${anchor}`,
+      location: `${projectTabPath(project.slug, tab)}#${anchor}`,
       kind: "success",
       text: done.text,
     });

@@ -2,7 +2,7 @@
 import type { Store } from "../../src/kv/store.ts";
 import { HTTPException } from "hono/http-exception";
 import { isSlug } from "../../src/lib/limits.ts";
-import { adoptionDay, getAdoption } from "../../src/reports/adoption.ts";
+import { adoptionDay, type AdoptionFigures, getAdoption } from "../../src/reports/adoption.ts";
 import { getProjectBytes, getProjectReleaseCount } from "../../src/store/aggregates.ts";
 import { getDeletedDownloads } from "../../src/store/deletes.ts";
 import { getProjectDeliveryMonth, utcMonth } from "../../src/webhooks/delivery_records.ts";
@@ -27,8 +27,16 @@ import type { FormError, RouteDeps } from "../types.ts";
 import { chartRange } from "../views/chart.tsx";
 import { editValuesOf, type ProjectEditValues } from "../forms_project.ts";
 import { EMPTY_UPLOAD_FORM, type UploadValues } from "../forms_upload.ts";
-import { ProjectPage } from "../views/project.tsx";
-import { latestNotes } from "../../src/publishing/latest.ts";
+import {
+  OVERVIEW_RELEASES,
+  ProjectPage,
+  type ProjectTab,
+  projectTabPath,
+} from "../views/project.tsx";
+import { getSparkleFeedKeyByProject } from "../../src/feeds/sparkle_keys.ts";
+import { type LatestNotes, latestNotes } from "../../src/publishing/latest.ts";
+import { getReleasePolicy, type ReleasePolicy } from "../../src/store/release_policy.ts";
+import type { ReleaseMarks } from "../views/release_cells.tsx";
 import { offerAt } from "../../src/rollouts/membership.ts";
 import { planRetention } from "../../src/lifecycle/retention.ts";
 import type { RetentionValues } from "../views/retention.tsx";
@@ -41,6 +49,50 @@ export async function loadProject(store: Store, slug: string): Promise<Project> 
   if (project === null) throw new HTTPException(404, { message: `There is no project "${slug}".` });
   return project;
 }
+
+/**
+ * The marks of a project's releases (rolling out, rolled back, critical, minimum version),
+ * from its latest view and release policy: the rollback is marked while it is in force.
+ */
+export function releaseMarksOf(
+  view: LatestView,
+  policy: ReleasePolicy,
+  rolledBack: LatestNotes["rolledBack"],
+): ReleaseMarks {
+  return {
+    rolloutId: view.rollout !== null && !view.rollout.record.halted
+      ? view.rollout.release.id
+      : null,
+    rolledBackId: rolledBack?.release_id ?? null,
+    criticalIds: policy.critical_ids,
+    minimumVersion: policy.minimum_version,
+  };
+}
+
+/** The marks of a project's releases, read for a page that shows one release. */
+export async function loadReleaseMarks(
+  store: Store,
+  projectId: number,
+): Promise<ReleaseMarks> {
+  const [view, policy] = await Promise.all([
+    getLatestView(store, projectId),
+    getReleasePolicy(store, projectId),
+  ]);
+  const notes = latestNotes([], {
+    offer: offerAt(view, Date.now()),
+    choice: null,
+    rolledBack: policy.rolled_back,
+  });
+  return releaseMarksOf(view, policy, notes.rolledBack);
+}
+
+/** What the pages without the adoption card pass for it (they do not read the figures). */
+const NO_ADOPTION: AdoptionFigures = {
+  releases: new Map(),
+  total: { d1: 0, d7: 0, d30: 0 },
+  stale: 0,
+  daily: new Map(),
+};
 
 /** The project a page shows, the forms sent back with their errors, and its status. */
 export interface ProjectPageOptions {
@@ -61,6 +113,21 @@ export interface ProjectPageOptions {
   /** The release safety forms as sent, with their error. */
   safety?: { values: SafetyValues; error: FormError };
   status?: 200 | 400 | 403 | 409 | 413 | 503 | 507;
+  /** The page to show; a form sent back shows the page it is on. */
+  tab?: ProjectTab;
+}
+
+/** The page a form sent back belongs on. */
+function tabOf(form: Omit<ProjectPageOptions, "project" | "status">): ProjectTab {
+  if (form.tab !== undefined) return form.tab;
+  if (form.upload !== undefined || form.uploadError !== undefined) return "releases";
+  if (form.rollout !== undefined || form.safety !== undefined) return "rollout";
+  if (form.velopack !== undefined) return "feeds";
+  if (
+    form.edit !== undefined || form.editError !== undefined || form.conflict !== undefined ||
+    form.deleteError !== undefined || form.retention !== undefined
+  ) return "settings";
+  return "overview";
 }
 
 export async function renderProjectPage(
@@ -68,6 +135,7 @@ export async function renderProjectPage(
   deps: RouteDeps,
   { project, status = 200, ...form }: ProjectPageOptions,
 ): Promise<Response> {
+  const tab = tabOf(form);
   // A form sent back shows the first page: the query belongs to the page the form was on.
   const query = c.req.method === "GET" ? c.req.query() : {};
   const days = chartRange(query.days);
@@ -96,31 +164,39 @@ export async function renderProjectPage(
     velopack,
   ] = await Promise.all([
     listReleasesPage(c.var.store, project.id, {
-      limit: PAGE_SIZE,
-      cursor: query,
+      limit: tab === "overview" ? OVERVIEW_RELEASES : PAGE_SIZE,
+      cursor: tab === "overview" ? {} : query,
       maxScan: match ? SEARCH_SCAN : PAGE_SIZE + 1,
-      match,
+      match: tab === "overview" ? undefined : match,
     }),
     getProjectReleaseCount(c.var.store, project.id),
-    getDailyDownloads(c.var.store, ["project", project.id], { days }),
+    tab === "releases" ? getDailyDownloads(c.var.store, ["project", project.id], { days }) : [],
     getProjectVersioned(c.var.store, project.id),
     getDeletedDownloads(c.var.store, project.id),
     getLatestChoice(c.var.store, project.id),
-    retentionOf(c.var.store, project.id, form.retention),
+    tab === "settings" ? retentionOf(c.var.store, project.id, form.retention) : null,
     rolloutOf(c.var.store, { rollout: rolloutRecord, view }),
-    getAdoption(c.var.store, project.id, today),
-    releaseSafetyOf(c.var.store, { project, rollout: rolloutRecord, form: form.safety }),
+    tab === "rollout" ? getAdoption(c.var.store, project.id, today) : NO_ADOPTION,
+    releaseSafetyOf(c.var.store, {
+      project,
+      rollout: rolloutRecord,
+      form: form.safety,
+      detail: tab === "rollout",
+    }),
     getProjectDeliveryMonth(c.var.store, project.id, utcMonth(new Date())),
     form.velopack ?? getVelopackSettings(c.var.store, project.id)
       .then((settings) => ({ value: String(settings.deltas_kept), error: undefined })),
   ]);
+  const sparkle = tab === "feeds"
+    ? await getSparkleFeedKeyByProject(c.var.store, project.id)
+    : null;
   // The latest pointer's release (getLatestRelease reads the same view).
   const latest = view.release;
   const releases = cursorListPage(page, {
     query,
     q,
     total: releaseCount,
-    path: `/admin/projects/${project.slug}`,
+    path: projectTabPath(project.slug, "releases"),
     anchor: "#releases",
   });
   const ids = releases.rows.map((release) => release.id);
@@ -132,17 +208,38 @@ export async function renderProjectPage(
     const [last30, last90] = recent.get(id)!;
     return [id, { total: totals.get(id) ?? 0, last30, last90 }];
   }));
+  const offer = offerAt(view, Date.now());
+  const notes = latestNotes(latest === null ? releases.rows : [latest, ...releases.rows], {
+    offer,
+    choice,
+    rolledBack: safety.policy.rolled_back,
+  });
+  const ctx = pageContext(c, deps);
   return c.html(
     <ProjectPage
-      ctx={pageContext(c, deps)}
+      ctx={ctx}
       project={project}
+      tab={tab}
+      marks={releaseMarksOf(view, safety.policy, notes.rolledBack)}
+      progress={{
+        rollout: rollout.rollout,
+        live: rollout.live,
+        percentageNow: rollout.percentageNow,
+        versions: rollout.versions,
+        stages: safety.gated ? safety.gates!.gates.stages : null,
+        waiting: safety.stage?.waiting ?? null,
+        haltReason: safety.haltReason,
+      }}
+      feeds={{
+        slug: project.slug,
+        baseUrl: deps.config.baseUrl,
+        sparkle,
+        canSign: ctx.role === "admin",
+      }}
       releases={releases}
       releaseCount={releaseCount}
       latestId={latest?.state === "active" ? latest.id : null}
-      latestNotes={latestNotes(latest === null ? releases.rows : [latest, ...releases.rows], {
-        offer: offerAt(view, Date.now()),
-        choice,
-      })}
+      latestNotes={notes}
       duplicateVersions={duplicateActiveVersions(releases.rows)}
       downloads={downloads}
       delivery={delivery}
@@ -156,7 +253,8 @@ export async function renderProjectPage(
       deletedDownloads={deletedDownloads}
       upload={form.upload ?? EMPTY_UPLOAD_FORM}
       uploadError={form.uploadError}
-      retention={retention}
+      // Read for the settings page, the only one that shows it.
+      retention={retention!}
       velopack={velopack}
       adoption={{
         figures: adoption,

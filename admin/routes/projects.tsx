@@ -33,6 +33,7 @@ import {
 import { cursorListPage, listPage, PAGE_SIZE, searchOf } from "../listing.ts";
 import type { AdminEnv, FormError, RouteDeps } from "../types.ts";
 import { type ProjectRow, ProjectsPage } from "../views/projects.tsx";
+import { type ProjectTab, projectTabPath } from "../views/project.tsx";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
 
 export function addProjectRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
@@ -131,6 +132,17 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
     const project = await loadProject(c.var.store, c.req.param("slug"));
     return await renderProjectPage(c, deps, { project });
   });
+
+  // The project's other pages (admin/views/project.tsx PROJECT_TABS).
+  const tabPage = (tab: ProjectTab) => async (c: AdminContext) =>
+    await renderProjectPage(c, deps, {
+      project: await loadProject(c.var.store, c.req.param("slug") ?? ""),
+      tab,
+    });
+  admin.get("/projects/:slug/releases", tabPage("releases"));
+  admin.get("/projects/:slug/rollout", tabPage("rollout"));
+  admin.get("/projects/:slug/feeds", tabPage("feeds"));
+  admin.get("/projects/:slug/settings", tabPage("settings"));
 
   admin.post("/projects/:slug", async (c) => {
     const project = await loadProject(c.var.store, c.req.param("slug"));
@@ -257,7 +269,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
       details: describeChanges(before, policy, ["keep_active", "archived_max_days"]),
     });
     return redirectWithFlash(c, deps, {
-      location: `/admin/projects/${project.slug}#retention`,
+      location: `${projectTabPath(project.slug, "settings")}#retention`,
       kind: "success",
       text: isRetentionOff(policy)
         ? "Retention is off: nothing is deleted."
@@ -287,7 +299,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
       details: describeChanges(before, { deltas_kept: deltasKept }, ["deltas_kept"]),
     });
     return redirectWithFlash(c, deps, {
-      location: `/admin/projects/${project.slug}#velopack`,
+      location: `${projectTabPath(project.slug, "feeds")}#velopack`,
       kind: "success",
       text: `Velopack deltas: each new release gets a delta from ${deltasKept} older ${
         deltasKept === 1 ? "release" : "releases"

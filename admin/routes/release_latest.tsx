@@ -17,6 +17,7 @@ import { audit, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";
 import type { Store } from "../../src/kv/store.ts";
 import type { AdminEnv, RouteDeps } from "../types.ts";
+import { projectTabPath } from "../views/project.tsx";
 
 export function addReleaseLatestRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   const actions = [
@@ -40,7 +41,9 @@ export function addReleaseLatestRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): 
         throw new HTTPException(404, { message: `There is no release ${raw}.` });
       }
       const project = await getProject(c.var.store, release.project_id);
-      const back = project ? `/admin/projects/${project.slug}#releases` : "/admin/projects";
+      const back = project
+        ? `${projectTabPath(project.slug, "releases")}#releases`
+        : "/admin/projects";
       const notLatest = field(c.get("form"), "not_latest") !== "";
       try {
         await change(c.var.store, release, notLatest);

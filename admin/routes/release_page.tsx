@@ -30,6 +30,8 @@ import { field, formErrorOf } from "../forms.ts";
 import type { ReleaseEditValues } from "../forms_upload.ts";
 import type { AdminEnv, RouteDeps } from "../types.ts";
 import { ReleasePage, type ReleasePageProps } from "../views/release_page.tsx";
+import { projectTabPath } from "../views/project.tsx";
+import { loadReleaseMarks } from "./project_page.tsx";
 
 /** The fields an edit can change, in the order the audit names them. */
 const EDITED_FIELDS = ["version", "build", "release_notes"] as const;
@@ -45,15 +47,18 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): vo
     c: AdminContext,
     found: { value: Release; version: string },
     { status = 200, ...form }:
-      & Partial<Omit<ReleasePageProps, "ctx" | "release" | "project" | "version" | "latest">>
+      & Partial<
+        Omit<ReleasePageProps, "ctx" | "release" | "project" | "version" | "latest" | "marks">
+      >
       & { status?: 200 | 400 | 409 } = {},
   ): Promise<Response> {
     const release = found.value;
-    const [project, latest, counts, delivery] = await Promise.all([
+    const [project, latest, counts, delivery, marks] = await Promise.all([
       getProject(c.var.store, release.project_id),
       getLatestRelease(c.var.store, release.project_id),
       getDownloadCounts(c.var.store, [release.id]),
       getReleaseDelivery(c.var.store, release.id),
+      loadReleaseMarks(c.var.store, release.project_id),
     ]);
     return c.html(
       <ReleasePage
@@ -62,6 +67,7 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): vo
         project={project}
         version={found.version}
         latest={latest?.id === release.id}
+        marks={marks}
         downloads={counts.get(release.id) ?? 0}
         delivery={delivery}
         edit={form.edit ?? valuesOf(release)}
@@ -99,7 +105,7 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): vo
         duplicateActiveVersions(siblings).includes(after.version);
       return redirectWithFlash(c, deps, {
         location: project
-          ? `/admin/projects/${project.slug}#releases`
+          ? `${projectTabPath(project.slug, "releases")}#releases`
           : `/admin/releases/${after.id}`,
         kind: "success",
         text: `Release ${after.version} was saved.${
@@ -155,7 +161,9 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): vo
         }`,
     });
     return redirectWithFlash(c, deps, {
-      location: project ? `/admin/projects/${project.slug}#releases` : "/admin/projects",
+      location: project
+        ? `${projectTabPath(project.slug, "releases")}#releases`
+        : "/admin/projects",
       kind: "success",
       text: `Release ${release.version} and its file were deleted.`,
     });

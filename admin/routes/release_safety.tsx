@@ -10,10 +10,12 @@ import type { Hono } from "hono";
 import { judgeStage } from "../../src/rollouts/gates.ts";
 import {
   getReleasePolicy,
+  planRollBack,
   rollBack,
   setMinimumVersion,
   setReleaseCritical,
 } from "../../src/store/release_policy.ts";
+import { type AuditEntry, listAuditEntries } from "../../src/kv/audit.ts";
 import { listReleasesByProject } from "../../src/store/releases.ts";
 import {
   getReportCounts,
@@ -31,6 +33,7 @@ import type { Project, Rollout } from "../../src/store/types.ts";
 import type { AdminContext } from "../context.ts";
 import { field } from "../forms.ts";
 import type { AdminEnv, FormError, RouteDeps } from "../types.ts";
+import type { StageRow } from "../views/release_health.tsx";
 import {
   EMPTY_SAFETY_FORM,
   type ReleaseReports,
@@ -47,8 +50,13 @@ const REPORTED_RELEASES = 5;
  * fixed number, so the project page reads the same however many releases the project has.
  */
 const SCANNED_RELEASES = 2 * REPORTED_RELEASES;
-/** The chart's span. */
-const CHART_HOURS = 7 * 24;
+/** The health charts' span: 30 days. */
+const CHART_HOURS = 30 * 24;
+/** Audit entries the rollout history looks through (newest first), and the rows it shows. */
+const HISTORY_SCAN = 500;
+const HISTORY_ROWS = 8;
+/** How close an audit entry must be to a stage's end to say why it ended. */
+const WHY_WINDOW_MS = 120_000;
 
 function valuesOf(c: AdminContext): SafetyValues {
   const form = c.get("form");
@@ -68,32 +76,42 @@ function valuesOf(c: AdminContext): SafetyValues {
  */
 export async function releaseSafetyOf(
   store: Store,
-  { project, rollout, form }: {
+  { project, rollout, form, detail = true }: {
     project: Project;
     rollout: Rollout | null;
     form?: { values: SafetyValues; error: FormError };
+    /**
+     * The whole card (the rollout page): the way back, reports, charts and history; without
+     * it only what the other pages show (the gates' verdict and the policy's marks).
+     */
+    detail?: boolean;
   },
 ): Promise<Omit<ReleaseSafetyCardProps, "csrfToken" | "slug">> {
-  const [gates, policy, releases] = await Promise.all([
+  const nowMs = Date.now();
+  const [gates, policy, releases, plan, history] = await Promise.all([
     getRolloutGates(store, project.id),
     getReleasePolicy(store, project.id),
     listReleasesByProject(store, project.id, SCANNED_RELEASES),
+    detail ? planRollBack(store, project.id, SCANNED_RELEASES) : null,
+    detail ? rolloutHistory(store, project.id) : [],
   ]);
   const active = releases.filter((release) => release.state === "active");
+  const gated = rollout !== null && gates !== null && gates.release_id === rollout.release_id &&
+    gates.completed_at === null;
   let stage: ReleaseSafetyCardProps["stage"] = null;
-  if (
-    rollout !== null && gates !== null && gates.release_id === rollout.release_id &&
-    gates.completed_at === null
-  ) {
-    const counts = await getReportCounts(store, rollout.release_id);
-    const verdict = judgeStage(gates, { rollout, counts, nowMs: Date.now() });
+  if (gated) {
+    const counts = await getReportCounts(store, rollout!.release_id);
+    const verdict = judgeStage(gates!, { rollout: rollout!, counts, nowMs });
     stage = {
-      ...stageFigures(gates, counts),
-      waiting: rollout.halted || verdict.action !== "wait" ? null : verdict.waiting,
+      ...stageFigures(gates!, counts),
+      waiting: rollout!.halted || verdict.action !== "wait" ? null : verdict.waiting,
     };
   }
+  const haltReason = rollout?.halted
+    ? (gated && gates!.halt_reason !== null ? gates!.halt_reason : "halted by hand")
+    : null;
   const reports: ReleaseReports[] = [];
-  for (const release of active.slice(0, REPORTED_RELEASES)) {
+  for (const release of detail ? active.slice(0, REPORTED_RELEASES) : []) {
     const [counts, estimated, reasons] = await Promise.all([
       getReportCounts(store, release.id),
       getReportEstimates(store, release.id),
@@ -106,17 +124,39 @@ export async function releaseSafetyOf(
   const charted = rollout === null
     ? active[0]
     : releases.find((release) => release.id === rollout.release_id);
-  const hours = charted === undefined
+  const hours = charted === undefined || !detail
     ? []
-    : await getReportSeries(store, charted.id, Date.now() - CHART_HOURS * 3_600_000);
+    : await getReportSeries(store, charted.id, nowMs - CHART_HOURS * 3_600_000);
+  const stages: StageRow[] = gates === null ? [] : gates.stages.map((row) => {
+    const live = row.ended_at === null && stage !== null;
+    return {
+      percentage: row.percentage,
+      started_at: row.started_at,
+      ended_at: row.ended_at,
+      installed: live ? stage!.installed : row.installed,
+      failed: live ? stage!.failed : row.failed,
+      outcome: row.outcome ?? (live ? "running" : null),
+      why: row.ended_at === null ? null : whyEnded(history, row.ended_at),
+    };
+  });
   return {
     rollout,
     gates,
+    gated,
     stage,
+    haltReason,
     policy,
+    plan,
     releases: active.map(({ id, version }) => ({ id, version })),
     reports,
-    chart: charted === undefined ? null : { version: charted.version, hours },
+    health: {
+      release: charted === undefined ? null : { id: charted.id, version: charted.version },
+      hours,
+      nowMs,
+      thresholds: gated ? gates!.gates : null,
+      stages,
+      history: history.slice(0, HISTORY_ROWS),
+    },
     values: form?.values ?? (gates === null ? EMPTY_SAFETY_FORM : {
       stages: gates.gates.stages.join(", "),
       min_installs: String(gates.gates.min_installs),
@@ -129,10 +169,35 @@ export async function releaseSafetyOf(
   };
 }
 
+/** The project's rollout changes in the audit log, newest first (a bounded look back). */
+async function rolloutHistory(store: Store, projectId: number): Promise<AuditEntry[]> {
+  const { entries } = await listAuditEntries(store, { limit: HISTORY_SCAN });
+  return entries.filter((entry) =>
+    entry.target === `project ${projectId}` && entry.action.startsWith("rollout.")
+  );
+}
+
+/** Who ended a stage and why: the audit entry of the change closest to its end. */
+function whyEnded(history: readonly AuditEntry[], endedAt: string): string | null {
+  const end = Date.parse(endedAt);
+  let best: AuditEntry | null = null;
+  for (const entry of history) {
+    const distance = Math.abs(Date.parse(entry.at) - end);
+    if (distance > WHY_WINDOW_MS) continue;
+    if (best === null || distance < Math.abs(Date.parse(best.at) - end)) best = entry;
+  }
+  if (best === null) return null;
+  const details = best.details.replace(/^project [^;]*; ?/, "");
+  return best.actor === "rollout gates"
+    ? `by the gates: ${details}`
+    : `by ${best.actor} (${best.action.replace(/^rollout\./, "")})`;
+}
+
 export function addReleaseSafetyRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   /** Runs `change`; a refusal shows the page again with the forms as sent. */
   const attempt = projectChangeAttempt(deps, {
     anchor: "release-safety",
+    tab: "rollout",
     refused: (c, error) => ({ safety: { values: valuesOf(c), error } }),
   });
 

@@ -6,6 +6,7 @@ import { getProject } from "../../src/store/projects.ts";
 import { getRelease, setReleaseState } from "../../src/store/releases.ts";
 import { audit, redirectWithFlash } from "../context.ts";
 import type { AdminEnv, RouteDeps } from "../types.ts";
+import { projectTabPath } from "../views/project.tsx";
 
 export function addReleaseRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   for (const [action, state] of [["archive", "archived"], ["activate", "active"]] as const) {
@@ -23,7 +24,9 @@ export function addReleaseRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
         details: `project ${project?.slug ?? release.project_id}; version ${release.version}`,
       });
       return redirectWithFlash(c, deps, {
-        location: project ? `/admin/projects/${project.slug}#releases` : "/admin/projects",
+        location: project
+          ? `${projectTabPath(project.slug, "releases")}#releases`
+          : "/admin/projects",
         kind: "success",
         text: state === "archived"
           ? `Release ${release.version} was archived.`

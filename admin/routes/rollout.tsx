@@ -42,6 +42,7 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   /** Runs `change`; a refusal shows the page again with the form as sent. */
   const attempt = projectChangeAttempt(deps, {
     anchor: "rollout",
+    tab: "rollout",
     refused: (c, error) => ({ rollout: { values: rolloutFormValues(c.get("form")), error } }),
   });
 

@@ -81,6 +81,14 @@
       });
     }
 
+    function swapReleaseLists(doc) {
+      ["releases", "latest-releases"].forEach(function (id) {
+        const fresh = doc.getElementById(id);
+        const current = document.getElementById(id);
+        if (fresh && current) current.replaceWith(document.importNode(fresh, true));
+      });
+    }
+
     function finish(request) {
       const doc = new DOMParser().parseFromString(request.responseText, "text/html");
       const landed = request.responseURL ? new URL(request.responseURL).pathname : "";
@@ -90,9 +98,15 @@
         return;
       }
       if (request.status >= 200 && request.status < 300) {
-        const releases = doc.getElementById("releases");
-        const current = document.getElementById("releases");
-        if (releases && current) current.replaceWith(document.importNode(releases, true));
+        // The answer is the project's overview: its list of releases replaces this page's; the
+        // Releases page, whose whole table the overview does not have, reads itself again.
+        swapReleaseLists(doc);
+        if (document.getElementById("releases") && !doc.getElementById("releases")) {
+          fetch(location.href, { credentials: "same-origin" })
+            .then((answer) => answer.text())
+            .then((text) => swapReleaseLists(new DOMParser().parseFromString(text, "text/html")))
+            .catch(() => {});
+        }
         const flash = doc.getElementById("flash");
         const currentFlash = document.getElementById("flash");
         if (flash && currentFlash) currentFlash.replaceWith(document.importNode(flash, true));
@@ -328,6 +342,11 @@
     document.querySelectorAll("input[data-slug-search]").forEach(enhanceSlugSearch);
     document.querySelectorAll("input[data-utc-local]").forEach(explainUtcField);
     document.querySelectorAll("[data-local-time-of]").forEach(showLocalTime);
+    // A form sent back with an error: its refused field and the message under it in view (the
+    // browser scrolls the autofocused field only just into view, leaving the message below).
+    const invalid = document.querySelector("[aria-invalid=true][autofocus]");
+    const message = invalid && document.getElementById(invalid.id + "-error");
+    if (message) message.scrollIntoView({ block: "center" });
     document.addEventListener("click", function (event) {
       const keyButton = event.target.closest("[data-copy-key]");
       if (keyButton) copyKey(keyButton);

@@ -2,8 +2,9 @@
  * The adoption card of a project page (docs/rollouts.md "Adoption"): for
  * each release its distinct clients in the last 1, 7 and 30 days, the share
  * on the latest, stale clients, and an inline SVG drawn on the server (no
- * script) of the clients per day of their latest sighting, one colour per
- * release, with the table as its fallback for screen readers and text.
+ * script) of the adoption share per day (the clients last seen that day, one
+ * colour per release, each day 100%) with a date axis, and the table as its
+ * fallback for screen readers and text.
  */
 import type { AdoptionFigures } from "../../src/reports/adoption.ts";
 import { DataTable } from "./components.tsx";
@@ -78,7 +79,12 @@ export function AdoptionCard({ figures, today, latestId, versions }: AdoptionCar
                       />
                     </svg>{" "}
                     {versions.get(id) ?? `release ${id}`}
-                    {id === latestId && <span class="muted">latest</span>}
+                    {id === latestId && (
+                      <>
+                        {" "}
+                        <span class="badge badge-latest">latest</span>
+                      </>
+                    )}
                   </td>
                   <td data-label="Today" data-adoption-d1>{String(counts.d1)}</td>
                   <td data-label="7 days" data-adoption-d7>{String(counts.d7)}</td>
@@ -94,7 +100,10 @@ export function AdoptionCard({ figures, today, latestId, versions }: AdoptionCar
   );
 }
 
-/** Stacked bars: per day of the last 30, the clients last seen that day, by release. */
+/**
+ * The adoption share over time: per day of the last 30, the clients last seen that day split
+ * by release as a share of that day's (each bar is 100%), with a date axis.
+ */
 function Chart(
   { figures, today, ids }: { figures: AdoptionFigures; today: number; ids: number[] },
 ) {
@@ -102,8 +111,9 @@ function Chart(
   const totals = days.map((day) =>
     ids.reduce((sum, id) => sum + (figures.daily.get(id)?.get(day) ?? 0), 0)
   );
-  const max = Math.max(1, ...totals);
   const slot = WIDTH / DAYS;
+  const date = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
+  const ticks = [0, 10, 20, DAYS - 1].map((i) => days[i]);
   return (
     <figure class="chart" data-adoption-chart>
       <svg
@@ -119,7 +129,7 @@ function Chart(
           let top = HEIGHT;
           return ids.map((id, index) => {
             const count = figures.daily.get(id)?.get(day) ?? 0;
-            const height = (count / max) * (HEIGHT - 8);
+            const height = totals[i] === 0 ? 0 : (count / totals[i]) * HEIGHT;
             top -= height;
             return count === 0 ? null : (
               <rect
@@ -130,16 +140,19 @@ function Chart(
                 fill={FILLS[Math.min(index, FILLS.length - 1)]}
               >
                 <title>
-                  {new Date(day * DAY_MS).toISOString().slice(0, 10)}: {count}
+                  {date(day)}: {count} of {totals[i]}
                 </title>
               </rect>
             );
           });
         })}
       </svg>
+      <div class="chart-axis chart-axis-ticks" aria-hidden="true">
+        {ticks.map((day) => <span key={day}>{date(day)}</span>)}
+      </div>
       <figcaption class="hint">
-        Clients by the day they were last seen (last 30 days), coloured by release; the table has
-        the figures.
+        Adoption share per day: the clients last seen each day (UTC) by release, each bar 100%; the
+        table has the figures.
       </figcaption>
     </figure>
   );

@@ -138,7 +138,11 @@ export function DashboardPage({ ctx, data }: { ctx: PageContext; data: Dashboard
               <tr data-storage-project={project?.slug ?? ""} data-bytes={bytes}>
                 <td data-label="Project">
                   {project
-                    ? <a href={`/admin/projects/${project.slug}#retention`}>{project.name}</a>
+                    ? (
+                      <a href={`/admin/projects/${project.slug}/settings#retention`}>
+                        {project.name}
+                      </a>
+                    )
                     : <span class="muted">unknown</span>}
                 </td>
                 <td data-label="Files">{humanBytes(bytes)}</td>

@@ -10,6 +10,7 @@ import { humanBytes } from "../format.ts";
 import { type ChartRange, DownloadChart } from "./chart.tsx";
 import {
   ActionsCell,
+  Breakable,
   DataTable,
   EditConflictNotice,
   FormErrorSummary,
@@ -21,6 +22,7 @@ import {
   SearchBox,
   StateBadge,
   TagList,
+  Time,
 } from "./components.tsx";
 import { can } from "../roles.ts";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
@@ -28,10 +30,21 @@ import { ProjectFields } from "./project_fields.tsx";
 import { RetentionCard, type RetentionCardProps } from "./retention.tsx";
 import { VelopackCard, type VelopackCardProps } from "./velopack.tsx";
 import { UploadFormBody } from "./upload_form.tsx";
-import { RolloutCard, type RolloutCardProps } from "./rollout.tsx";
+import {
+  RolloutCard,
+  type RolloutCardProps,
+  RolloutProgress,
+  type RolloutProgressProps,
+} from "./rollout.tsx";
 import { ReleaseSafetyCard, type ReleaseSafetyCardProps } from "./release_safety.tsx";
 import { AdoptionCard, type AdoptionCardProps } from "./adoption.tsx";
-import { RELEASE_COLUMNS, ReleaseCells } from "./release_cells.tsx";
+import {
+  RELEASE_COLUMNS,
+  ReleaseCells,
+  ReleaseMarkBadges,
+  type ReleaseMarks,
+} from "./release_cells.tsx";
+import { ProjectFeeds, type ProjectFeedsProps } from "./project_feeds.tsx";
 
 /** Download figures of one release. */
 export interface ReleaseDownloads {
@@ -40,9 +53,33 @@ export interface ReleaseDownloads {
   last90: number;
 }
 
+/** The project's pages: each concern has its own address (docs/admin-ui.md "A project's pages"). */
+export const PROJECT_TABS = [
+  ["overview", "", "Overview"],
+  ["releases", "/releases", "Releases"],
+  ["rollout", "/rollout", "Rollout and health", "Rollout"],
+  ["feeds", "/feeds", "Feeds and signing", "Feeds"],
+  ["settings", "/settings", "Settings"],
+] as const;
+export type ProjectTab = typeof PROJECT_TABS[number][0];
+
+/** The address of a project's page. */
+export function projectTabPath(slug: string, tab: ProjectTab): string {
+  return `/admin/projects/${slug}${PROJECT_TABS.find(([name]) => name === tab)![1]}`;
+}
+
+/** Releases the overview lists, newest first. */
+export const OVERVIEW_RELEASES = 8;
+
 export interface ProjectPageProps {
   ctx: PageContext;
   project: Project;
+  tab: ProjectTab;
+  /** Rollout, rollback, critical and minimum-version marks of the releases. */
+  marks: ReleaseMarks;
+  /** The rollout's stage for the overview's progress bar. */
+  progress: RolloutProgressProps;
+  feeds: ProjectFeedsProps;
   /** One page of the project's releases (all states), newest first. */
   releases: ListPage<Release>;
   /** Releases of the project in every state, before search and paging. */
@@ -71,15 +108,20 @@ export interface ProjectPageProps {
   deletedDownloads?: number;
   retention: Omit<RetentionCardProps, "ctx" | "project">;
   velopack: Omit<VelopackCardProps, "ctx" | "project">;
-  rollout: Omit<RolloutCardProps, "csrfToken" | "slug">;
+  rollout: Omit<RolloutCardProps, "csrfToken" | "slug" | "progress">;
   safety: Omit<ReleaseSafetyCardProps, "csrfToken" | "slug">;
   adoption: AdoptionCardProps;
 }
 
 export function ProjectPage(props: ProjectPageProps) {
-  const { ctx, project, chart } = props;
+  const { ctx, project, tab } = props;
+  const label = PROJECT_TABS.find(([name]) => name === tab)![2];
   return (
-    <Layout ctx={ctx} title={project.name} nav="projects">
+    <Layout
+      ctx={ctx}
+      title={tab === "overview" ? project.name : `${label} · ${project.name}`}
+      nav="projects"
+    >
       <p class="breadcrumb">
         <a href="/admin/projects">Projects</a> /
       </p>
@@ -88,58 +130,196 @@ export function ProjectPage(props: ProjectPageProps) {
         badges={<StateBadge state={project.state} />}
         slug={project.slug}
       />
-      {project.description && <p class="lead">{project.description}</p>}
-      <TagList tags={project.tags} />
-      <IfCan ctx={ctx} route="POST /admin/projects/:slug/releases">
-        <UploadForm {...props} />
-      </IfCan>
-      <ReleasesTable {...props} />
-      <RolloutCard
-        csrfToken={ctx.csrfToken}
-        readOnly={!can(ctx.role, "POST /admin/projects/:slug/rollout")}
-        slug={project.slug}
-        {...props.rollout}
-      />
-      <ReleaseSafetyCard
-        csrfToken={ctx.csrfToken}
-        readOnly={!can(ctx.role, "POST /admin/projects/:slug/rollout/policy")}
-        slug={project.slug}
-        {...props.safety}
-      />
-      <DownloadChart
-        series={chart.series}
-        days={chart.days}
-        path={`/admin/projects/${project.slug}`}
-        title="Downloads per day"
-      />
-      {props.delivery !== undefined && props.delivery.full > props.delivery.served && (
-        <p class="hint" data-differential-savings>
-          Differential downloads saved {humanBytes(props.delivery.full - props.delivery.served)}
-          {" "}
-          this month ({humanBytes(props.delivery.served)} sent instead of{" "}
-          {humanBytes(props.delivery.full)}).
-        </p>
+      {tab === "overview" && project.description && <p class="lead">{project.description}</p>}
+      {tab === "overview" && project.tags.length > 0 && <TagList tags={project.tags} />}
+      <nav class="tabs" aria-label="Project pages" data-project-tabs>
+        <ul>
+          {PROJECT_TABS.map(([name, , text, short]) => (
+            <li>
+              <a
+                href={projectTabPath(project.slug, name)}
+                aria-current={name === tab ? "page" : undefined}
+              >
+                {short === undefined ? text : (
+                  <>
+                    <span class="tab-long">{text}</span>
+                    <span class="tab-short" aria-hidden="true">{short}</span>
+                  </>
+                )}
+                {name === "releases" && props.releaseCount > 0 && (
+                  <span class="tab-count">{props.releaseCount}</span>
+                )}
+              </a>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      {tab === "overview" && <Overview {...props} />}
+      {tab === "releases" && (
+        <>
+          <ReleasesTable {...props} />
+          <IfCan ctx={ctx} route="POST /admin/projects/:slug/releases">
+            <UploadForm {...props} />
+          </IfCan>
+          <DownloadChart
+            series={props.chart.series}
+            days={props.chart.days}
+            path={projectTabPath(project.slug, "releases")}
+            title="Downloads per day"
+          />
+          {props.delivery !== undefined && props.delivery.full > props.delivery.served && (
+            <p class="hint" data-differential-savings>
+              Differential downloads saved {humanBytes(props.delivery.full - props.delivery.served)}
+              {" "}
+              this month (
+              {humanBytes(props.delivery.served)} sent instead of{" "}
+              {humanBytes(props.delivery.full)}).
+            </p>
+          )}
+        </>
       )}
-      <AdoptionCard {...props.adoption} />
-      <RetentionCard ctx={ctx} project={project} {...props.retention} />
-      <IfCan ctx={ctx} route="POST /admin/projects/:slug/velopack">
-        <VelopackCard ctx={ctx} project={project} {...props.velopack} />
-      </IfCan>
-      <IfCan ctx={ctx} route="POST /admin/projects/:slug">
-        <EditForm {...props} />
-      </IfCan>
+      {tab === "rollout" && (
+        <>
+          <RolloutCard
+            csrfToken={ctx.csrfToken}
+            readOnly={!can(ctx.role, "POST /admin/projects/:slug/rollout")}
+            slug={project.slug}
+            {...props.rollout}
+            progress={<RolloutProgress {...props.progress} />}
+          />
+          <ReleaseSafetyCard
+            csrfToken={ctx.csrfToken}
+            readOnly={!can(ctx.role, "POST /admin/projects/:slug/rollout/policy")}
+            slug={project.slug}
+            {...props.safety}
+          />
+          <AdoptionCard {...props.adoption} />
+        </>
+      )}
+      {tab === "feeds" && (
+        <>
+          <ProjectFeeds {...props.feeds} />
+          <IfCan ctx={ctx} route="POST /admin/projects/:slug/velopack">
+            <VelopackCard ctx={ctx} project={project} {...props.velopack} />
+          </IfCan>
+        </>
+      )}
+      {tab === "settings" && (
+        <>
+          <IfCan ctx={ctx} route="POST /admin/projects/:slug">
+            <EditForm {...props} />
+          </IfCan>
+          <RetentionCard ctx={ctx} project={project} {...props.retention} />
+          <IfCan ctx={ctx} route="POST /admin/projects/:slug/archive">
+            <DangerZone {...props} />
+          </IfCan>
+        </>
+      )}
     </Layout>
   );
 }
 
-function UploadForm({ ctx, project, maxUploadBytes, upload, uploadError }: ProjectPageProps) {
+/**
+ * The overview: which release clients get and why, the rollout's stage, the newest releases
+ * with their marks, downloads, and (folded) the contract's upload and edit forms.
+ */
+function Overview(props: ProjectPageProps) {
+  const { project, releases, releaseCount, latestId, latestNotes, marks } = props;
+  const recent = releases.rows.slice(0, OVERVIEW_RELEASES);
   return (
-    <section class="card" id="upload" aria-labelledby="upload-title">
-      <h2 id="upload-title">Upload a release</h2>
+    <>
+      <section class="card" id="offer" aria-labelledby="offer-title">
+        <h2 id="offer-title">What clients get</h2>
+        {latestNotes && releaseCount > 0
+          ? <LatestSummary notes={latestNotes} />
+          : <p class="muted">No releases yet: upload the first one below.</p>}
+        <RolloutProgress {...props.progress} />
+        {props.progress.rollout !== null && props.progress.live && (
+          <p class="card-links">
+            <a href={projectTabPath(project.slug, "rollout")}>Rollout and release health</a>
+          </p>
+        )}
+      </section>
+      <section class="card" id="latest-releases" aria-labelledby="latest-releases-title">
+        <div class="card-head">
+          <h2 id="latest-releases-title">Latest releases</h2>
+          {releaseCount > 0 && (
+            <a href={`${projectTabPath(project.slug, "releases")}#releases`}>
+              All {releaseCount} {releaseCount === 1 ? "release" : "releases"}
+            </a>
+          )}
+        </div>
+        {recent.length === 0
+          ? <p class="muted">No releases yet.</p>
+          : (
+            <DataTable columns={["Version", "Created", "State", "Downloads"]}>
+              {recent.map((release) => {
+                const latest = release.id === latestId;
+                return (
+                  <tr
+                    data-release-id={String(release.id)}
+                    data-latest={latest ? "true" : undefined}
+                    class={`state-${release.state}${latest ? " is-latest" : ""}`}
+                  >
+                    <td data-label="Version">
+                      <a href={`/admin/releases/${release.id}`}>
+                        <strong>
+                          <Breakable text={release.version} />
+                        </strong>
+                      </a>
+                      {latest && (
+                        <>
+                          {" "}
+                          <span class="badge badge-latest">latest</span>
+                        </>
+                      )}
+                      <ReleaseMarkBadges release={release} marks={marks} />
+                    </td>
+                    <td data-label="Created" class="nowrap">
+                      <Time iso={release.created_at} />
+                    </td>
+                    <td data-label="State">
+                      <StateBadge state={release.state} />
+                    </td>
+                    <td data-label="Downloads" class="num nowrap">
+                      {props.downloads.get(release.id)?.total ?? 0}
+                    </td>
+                  </tr>
+                );
+              })}
+            </DataTable>
+          )}
+      </section>
+      {can(props.ctx.role, "POST /admin/projects/:slug/releases") && (
+        <section class="card overview-more" aria-label="More">
+          <details class="fold" id="upload">
+            <summary>Upload a release</summary>
+            <UploadForm {...props} bare />
+          </details>
+          <IfCan ctx={props.ctx} route="POST /admin/projects/:slug">
+            <details class="fold" id="edit">
+              <summary>Edit name, description and tags</summary>
+              <EditForm {...props} bare />
+            </details>
+          </IfCan>
+        </section>
+      )}
+    </>
+  );
+}
+
+function UploadForm(
+  { ctx, project, maxUploadBytes, upload, uploadError, bare }: ProjectPageProps & {
+    /** Inside the overview's fold: no card of its own. */
+    bare?: boolean;
+  },
+) {
+  const body = (
+    <>
       {project.state === "archived" && (
         <p class="flash flash-warning" data-archived-hint>
           This project is archived: clients see none of its releases, including one uploaded now,
-          until the project is activated again (under Project settings below).
+          until the project is activated again (on its Settings page).
         </p>
       )}
       <UploadFormBody
@@ -149,6 +329,13 @@ function UploadForm({ ctx, project, maxUploadBytes, upload, uploadError }: Proje
         upload={upload}
         uploadError={uploadError}
       />
+    </>
+  );
+  if (bare) return body;
+  return (
+    <section class="card" id="upload" aria-labelledby="upload-title">
+      <h2 id="upload-title">Upload a release</h2>
+      {body}
     </section>
   );
 }
@@ -171,6 +358,17 @@ function OfferSentence({ notes }: { notes: LatestNotes }) {
     ? "chosen with Make latest (or by an upload that asked not to replace it)"
     : "the newest active upload";
   const old = <strong>{latest.version}</strong>;
+  const back = notes.rolledBack;
+  if (back !== null && (rollout === null || rollout.halted)) {
+    return (
+      <>
+        Every client gets {old}: <strong>{back.version}</strong> was rolled back at{" "}
+        <Time iso={back.at} />. {rollout === null
+          ? <>Making {back.version} latest again undoes the rollback.</>
+          : <>Resuming its staged rollout undoes the rollback.</>}
+      </>
+    );
+  }
   if (rollout === null) {
     return notes.reason === "chosen"
       ? (
@@ -223,12 +421,23 @@ function OfferSentence({ notes }: { notes: LatestNotes }) {
 
 function LatestSummary({ notes }: { notes: LatestNotes }) {
   const latest = notes.latest;
+  const back = notes.rolledBack;
   return (
     <>
-      <p data-latest-reason={notes.reason ?? "none"} data-offer={offerKind(notes)}>
+      <p
+        data-latest-reason={notes.reason ?? "none"}
+        data-offer={back !== null ? "rolled-back" : offerKind(notes)}
+      >
         <OfferSentence notes={notes} />
       </p>
-      {notes.higher !== null && (
+      {notes.higher !== null && notes.higher.id === back?.release_id && (
+        <p class="hint spaced" data-higher-version-not-latest="rolled-back">
+          Release {notes.higher.version}{" "}
+          is rolled back, so clients are not offered it although it looks newer. "Make latest" on it
+          would undo the rollback.
+        </p>
+      )}
+      {notes.higher !== null && notes.higher.id !== back?.release_id && (
         <p class="flash flash-warning" role="status" data-higher-version-not-latest>
           Release {notes.higher.version} (id{" "}
           {notes.higher.id}) is active and looks like a higher version than the latest
@@ -250,8 +459,9 @@ function ReleasesTable(props: ProjectPageProps) {
     latestNotes,
     duplicateVersions,
     downloads,
+    marks,
   } = props;
-  const path = `/admin/projects/${project.slug}`;
+  const path = projectTabPath(project.slug, "releases");
   return (
     <section class="card" id="releases" aria-labelledby="releases-title">
       <h2 id="releases-title">Releases</h2>
@@ -284,7 +494,7 @@ function ReleasesTable(props: ProjectPageProps) {
                   data-latest={latest ? "true" : undefined}
                   class={`state-${release.state}${latest ? " is-latest" : ""}`}
                 >
-                  <ReleaseCells release={release} latest={latest} notes />
+                  <ReleaseCells release={release} latest={latest} notes marks={marks} />
                   <td data-label="SHA-256">
                     <code class="hash">{release.checksum_sha256}</code>
                   </td>
@@ -324,7 +534,9 @@ function ReleasesTable(props: ProjectPageProps) {
                       <PostButton
                         action={`/admin/releases/${release.id}/make-latest`}
                         csrfToken={ctx.csrfToken}
-                        label="Make latest"
+                        label={marks.rolledBackId === release.id
+                          ? "Make latest (undo rollback)"
+                          : "Make latest"}
                       />
                     )}
                   </ActionsCell>
@@ -345,12 +557,13 @@ function ReleasesTable(props: ProjectPageProps) {
 }
 
 function EditForm(
-  { ctx, project, edit, editError, editVersion, conflict, deleteError }: ProjectPageProps,
+  { ctx, project, edit, editError, editVersion, conflict, bare }: ProjectPageProps & {
+    /** Inside the overview's fold: no card of its own. */
+    bare?: boolean;
+  },
 ) {
-  const active = project.state === "active";
-  return (
-    <section class="card" id="settings" aria-labelledby="settings-title">
-      <h2 id="settings-title">Project settings</h2>
+  const body = (
+    <>
       {conflict && (
         <EditConflictNotice what="project">
           <dt>Name</dt>
@@ -366,7 +579,7 @@ function EditForm(
         <CsrfInput token={ctx.csrfToken} />
         {editVersion && <input type="hidden" name="expected_version" value={editVersion} />}
         <ProjectFields
-          idPrefix="edit"
+          idPrefix={bare ? "overview-edit" : "edit"}
           values={edit}
           error={editError}
           tagsHint="Changes apply to API keys with tag scopes at once."
@@ -376,6 +589,22 @@ function EditForm(
         </p>
         <button type="submit" class="button button-primary">Save changes</button>
       </form>
+    </>
+  );
+  if (bare) return body;
+  return (
+    <section class="card" id="settings" aria-labelledby="settings-title">
+      <h2 id="settings-title">Project settings</h2>
+      {body}
+    </section>
+  );
+}
+
+function DangerZone({ ctx, project, deleteError }: ProjectPageProps) {
+  const active = project.state === "active";
+  return (
+    <section class="card" id="archive" aria-labelledby="archive-title">
+      <h2 id="archive-title">{active ? "Archive or delete" : "Re-activate or delete"}</h2>
       <div class="danger-zone">
         <h3>{active ? "Archive project" : "Re-activate project"}</h3>
         <p class="hint">

@@ -3,12 +3,79 @@ import type { Release } from "../../src/store/types.ts";
 import { humanBytes } from "../format.ts";
 import { Breakable, StateBadge, Time } from "./components.tsx";
 
+/**
+ * What the project says about its releases beyond their state (docs/rollouts.md): each mark
+ * is a badge beside the version wherever a release is listed.
+ */
+export interface ReleaseMarks {
+  /** A staged rollout in force offers this release to some clients. */
+  rolloutId: number | null;
+  /** The rollback in force took this release back. */
+  rolledBackId: number | null;
+  criticalIds: readonly number[];
+  /** The minimum supported version: a release with exactly this version is marked. */
+  minimumVersion: string | null;
+}
+
+/** The badges of a release's marks, after "latest". */
+export function ReleaseMarkBadges({ release, marks }: { release: Release; marks?: ReleaseMarks }) {
+  if (marks === undefined) return null;
+  return (
+    <>
+      {marks.rolloutId === release.id && (
+        <>
+          {" "}
+          <span class="badge badge-rollout" data-mark="rolling-out">rolling out</span>
+        </>
+      )}
+      {marks.rolledBackId === release.id && (
+        <>
+          {" "}
+          <span
+            class="badge badge-rolled-back"
+            data-mark="rolled-back"
+            title="Rolled back: its clients are offered the release before it"
+          >
+            rolled back
+          </span>
+        </>
+      )}
+      {marks.criticalIds.includes(release.id) && (
+        <>
+          {" "}
+          <span
+            class="badge badge-critical"
+            data-mark="critical"
+            title="Critical update: clients are told to install it (X-Update-Critical)"
+          >
+            critical
+          </span>
+        </>
+      )}
+      {marks.minimumVersion !== null && marks.minimumVersion === release.version && (
+        <>
+          {" "}
+          <span
+            class="badge badge-minimum"
+            data-mark="minimum"
+            title="The minimum supported version: clients below it are told to update"
+          >
+            minimum
+          </span>
+        </>
+      )}
+    </>
+  );
+}
+
 /** The column names of {@link ReleaseCells}, in order. */
 export const RELEASE_COLUMNS = ["Version", "File", "Size", "Created", "State"];
 
 export function ReleaseCells(
-  { release, latest = false, notes = false }: {
+  { release, latest = false, notes = false, marks }: {
     release: Release;
+    /** Rollout, rollback, critical and minimum-version badges (a project's own lists). */
+    marks?: ReleaseMarks;
     /** This is the release clients are served: labelled "latest". */
     latest?: boolean;
     /** Show the release notes (folded) under the version. */
@@ -32,6 +99,7 @@ export function ReleaseCells(
             </span>
           </>
         )}
+        <ReleaseMarkBadges release={release} marks={marks} />
         {release.build && (
           <span class="muted">
             build <Breakable text={release.build} />

@@ -16,6 +16,7 @@ import {
 } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";
 import { TEXT_FIELDS } from "./text_fields.ts";
+import { ReleaseMarkBadges, type ReleaseMarks } from "./release_cells.tsx";
 
 export interface ReleasePageProps {
   ctx: PageContext;
@@ -25,6 +26,8 @@ export interface ReleasePageProps {
   version: string;
   /** Clients get this release as the project's latest. */
   latest: boolean;
+  /** Rollout, rollback, critical and minimum-version marks. */
+  marks?: ReleaseMarks;
   downloads: number;
   /** Bytes answered for its file and block map, and what whole downloads would have cost. */
   delivery?: DeliveryTotals;
@@ -44,7 +47,10 @@ export function ReleasePage(props: ReleasePageProps) {
     <Layout ctx={ctx} title={`Release ${release.version}`} nav="projects">
       <p class="breadcrumb">
         <a href="/admin/projects">Projects</a> /{" "}
-        <a href={`${projectPath}#releases`}>{project?.name ?? "(deleted project)"}</a> /
+        <a href={project ? `${projectPath}/releases#releases` : projectPath}>
+          {project?.name ?? "(deleted project)"}
+        </a>{" "}
+        /
       </p>
       <PageHead
         title={`Release ${release.version}`}
@@ -52,6 +58,7 @@ export function ReleasePage(props: ReleasePageProps) {
           <>
             <StateBadge state={release.state} />
             {props.latest && <span class="badge badge-latest">latest</span>}
+            <ReleaseMarkBadges release={release} marks={props.marks} />
           </>
         }
         slug={`id ${release.id}`}

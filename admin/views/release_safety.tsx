@@ -1,19 +1,26 @@
 /**
- * The release safety card of a project page (docs/rollouts.md "Health
+ * The release safety card of a project's rollout page (docs/rollouts.md "Health
  * gates", "A way back", "Critical updates and a minimum version"): the
- * rollout's gates with each stage's installs and failures, what the stage
- * waits on or why it halted, the gate form, roll back, the release policy,
- * and the install reports per release with a server-drawn chart of installs
- * and failures per hour (a table with the same numbers follows it).
+ * rollout's gates, what the stage waits on or why it halted, the gate form,
+ * roll back (named with both versions), the release policy, and the install
+ * reports per release. The stages and the charts are in release_health.tsx.
  */
-import type { ReleasePolicy } from "../../src/store/release_policy.ts";
-import type { ReportCounts, ReportHour, ReportReason } from "../../src/reports/reports.ts";
+import type { ReleasePolicy, RollbackPlan } from "../../src/store/release_policy.ts";
+import { failuresOf, type ReportCounts, type ReportReason } from "../../src/reports/reports.ts";
 import type { RolloutGateState } from "../../src/rollouts/gate_records.ts";
 import type { Rollout } from "../../src/store/types.ts";
 import type { FormError } from "../types.ts";
-import { ChartSvg } from "./chart.tsx";
-import { CheckboxField, FormErrorSummary, InputField, PostButton, Time } from "./components.tsx";
+import {
+  Breakable,
+  CheckboxField,
+  DataTable,
+  FormErrorSummary,
+  InputField,
+  PostButton,
+  Time,
+} from "./components.tsx";
 import { CsrfInput } from "./layout.tsx";
+import { type HealthProps, ReleaseHealth } from "./release_health.tsx";
 
 /** The gate and policy forms as entered. */
 export interface SafetyValues {
@@ -70,153 +77,182 @@ export interface ReleaseSafetyCardProps {
   rollout: Rollout | null;
   /** The rollout's gates (or the last gated rollout's, completed). */
   gates: RolloutGateState | null;
+  /** Whether the gates run the rollout now (its release's, not completed). */
+  gated: boolean;
   /** The current stage's figures and what it waits on (null: no running gated stage). */
   stage: { installed: number; failed: number; waiting: string | null } | null;
+  /** Why the rollout is halted (the gates' reason or by hand), or null. */
+  haltReason: string | null;
   policy: ReleasePolicy;
+  /** What "Roll back" would do now, and whether it is offered. */
+  plan: RollbackPlan | null;
   /** Active releases, newest first (the critical choice). */
   releases: ReadonlyArray<{ id: number; version: string }>;
   reports: readonly ReleaseReports[];
-  /** The chart's release and its hours. */
-  chart: { version: string; hours: readonly ReportHour[] } | null;
+  /** The release health section: stages, charts, history. */
+  health: HealthProps;
   values: SafetyValues;
   error?: FormError | null;
 }
 
-function failures(counts: ReportCounts): number {
-  return counts.download + counts.verification + counts.install + counts.crash;
+export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
+  const { csrfToken, slug, rollout, gates, gated, policy, values, error, plan } = props;
+  const base = `/admin/projects/${slug}/rollout`;
+  const gateError = error && isGateField(error.field);
+  return (
+    <>
+      <ReleaseHealth {...props.health} />
+      <section class="card" id="release-safety" aria-labelledby="release-safety-title">
+        <h2 id="release-safety-title">Release safety</h2>
+        <FormErrorSummary error={error} />
+        <h3>Health gates</h3>
+        {gates === null
+          ? <p class="muted" data-gates="none">No health gates.</p>
+          : (
+            <div data-gates={gated ? (rollout!.halted ? "halted" : "running") : "done"}>
+              <p>
+                Stages {gates.gates.stages.join("%, ")}%; a stage advances after{" "}
+                {gates.gates.min_installs} successful installs and {gates.gates.min_hours}{" "}
+                h if failures stay below{" "}
+                <span class="nowrap">{gates.gates.advance_below}%</span>; it halts at{" "}
+                <span class="nowrap">{gates.gates.halt_at}%</span>.
+              </p>
+              {props.stage?.waiting && (
+                <p data-gate-waiting>
+                  The {rollout!.percentage}% stage waits for {props.stage.waiting}.
+                </p>
+              )}
+              {props.haltReason !== null && (
+                <p class="flash flash-warning" data-halt-reason>Halted: {props.haltReason}</p>
+              )}
+            </div>
+          )}
+        {rollout !== null && !props.readOnly && (
+          <details class="fold" open={gateError || gates === null ? true : undefined}>
+            <summary>{gates === null ? "Set health gates" : "Change the health gates"}</summary>
+            <form method="post" action={`${base}/gates`} class="stack" data-gates-form>
+              <CsrfInput token={csrfToken} />
+              <InputField
+                id="gates-stages"
+                name="stages"
+                label="Stages"
+                hint="Percentages, ascending, comma separated; empty takes the gates off."
+                value={values.stages}
+                error={error}
+              />
+              <div class="field-row">
+                {GATE_NUMBER_FIELDS.map((field) => (
+                  <InputField {...field} value={values[field.name]} error={error} />
+                ))}
+              </div>
+              <button type="submit" class="button">Set gates</button>
+            </form>
+          </details>
+        )}
+        {(!props.readOnly || policy.rolled_back !== null) && <h3>A way back</h3>}
+        <WayBack
+          readOnly={props.readOnly}
+          policy={policy}
+          plan={plan}
+          running={rollout !== null && !rollout.halted && rollout.release_id === plan?.from.id}
+          csrfToken={csrfToken}
+          base={base}
+        />
+        {!props.readOnly && <h3>Critical updates and minimum version</h3>}
+        {!props.readOnly && (
+          <form method="post" action={`${base}/policy`} class="stack" data-policy-form>
+            <CsrfInput token={csrfToken} />
+            <InputField
+              id="policy-minimum-version"
+              name="minimum_version"
+              label="Minimum supported version"
+              optional="optional"
+              hint="Clients below it are told to update (X-Minimum-Version); empty clears it."
+              value={values.minimum_version || (policy.minimum_version ?? "")}
+              error={error}
+            />
+            <fieldset>
+              <legend>Critical releases</legend>
+              <div class="check-columns">
+                {props.releases.map((release) => (
+                  <CheckboxField
+                    id={`critical-${release.id}`}
+                    name="critical"
+                    value={String(release.id)}
+                    checked={policy.critical_ids.includes(release.id)}
+                    label={release.version}
+                  />
+                ))}
+              </div>
+            </fieldset>
+            <button type="submit" class="button">Save policy</button>
+          </form>
+        )}
+        <h3>Install reports</h3>
+        <ReportsTable reports={props.reports} />
+      </section>
+    </>
+  );
 }
 
-export function ReleaseSafetyCard(props: ReleaseSafetyCardProps) {
-  const { csrfToken, slug, rollout, gates, stage, policy, values, error } = props;
-  const base = `/admin/projects/${slug}/rollout`;
-  const gated = gates !== null && rollout !== null && gates.release_id === rollout.release_id &&
-    gates.completed_at === null;
-  const haltedBy = rollout?.halted
-    ? (gated && gates!.halt_reason !== null ? gates!.halt_reason : "halted by hand")
-    : null;
+/** Whether an error is about a field of the gates form (it opens the form). */
+function isGateField(name: string): boolean {
+  return name === "stages" || GATE_NUMBER_FIELDS.some((field) => field.name === name);
+}
+
+/**
+ * The rollback in force, if any, and the button that rolls back the newest release, named
+ * with both versions; offered only for the newest release that is not rolled back already.
+ */
+function WayBack(
+  { policy, plan, running, csrfToken, base, readOnly }: {
+    /** Only what happened, no button (a viewer). */
+    readOnly?: boolean;
+    policy: ReleasePolicy;
+    plan: RollbackPlan | null;
+    /** The release to roll back is a running rollout's (rolling back halts it). */
+    running: boolean;
+    csrfToken?: string;
+    base: string;
+  },
+) {
+  const rolledBack = policy.rolled_back;
   return (
-    <section class="card" id="release-safety" aria-labelledby="release-safety-title">
-      <h2 id="release-safety-title">Release safety</h2>
-      <FormErrorSummary error={error} />
-      {gates === null
-        ? <p class="muted" data-gates="none">No health gates.</p>
-        : (
-          <div data-gates={gated ? (rollout!.halted ? "halted" : "running") : "done"}>
-            <p>
-              Gates: stages {gates.gates.stages.join("%, ")}%; advance after{" "}
-              {gates.gates.min_installs} successful installs and {gates.gates.min_hours}{" "}
-              h if failures stay below {gates.gates.advance_below}%; halt at {gates.gates.halt_at}%.
-            </p>
-            {stage?.waiting && (
-              <p data-gate-waiting>
-                The {rollout!.percentage}% stage waits for {stage.waiting}.
-              </p>
-            )}
-            {haltedBy !== null && (
-              <p class="flash flash-warning" data-halt-reason>Halted: {haltedBy}</p>
-            )}
-            <div class="table-wrap">
-              <table class="data-table" data-gate-stages>
-                <caption>Stages</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Stage</th>
-                    <th scope="col">Started</th>
-                    <th scope="col" class="num">Installs</th>
-                    <th scope="col" class="num">Failures</th>
-                    <th scope="col">Outcome</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {gates.stages.map((row) => {
-                    const live = row.ended_at === null && stage !== null;
-                    return (
-                      <tr data-stage={String(row.percentage)}>
-                        <td data-label="Stage" class="nowrap">{row.percentage}%</td>
-                        <td data-label="Started">
-                          <Time iso={row.started_at} />
-                        </td>
-                        <td data-label="Installs" class="num" data-stage-installs>
-                          {live ? stage!.installed : row.installed}
-                        </td>
-                        <td data-label="Failures" class="num" data-stage-failures>
-                          {live ? stage!.failed : row.failed}
-                        </td>
-                        <td data-label="Outcome">{row.outcome ?? (live ? "running" : "")}</td>
-                      </tr>
-                    );
-                  })}
-                </tbody>
-              </table>
-            </div>
-          </div>
-        )}
-      {rollout !== null && !props.readOnly && (
-        <form method="post" action={`${base}/gates`} class="stack" data-gates-form>
-          <h3>Health gates</h3>
-          <CsrfInput token={csrfToken} />
-          <InputField
-            id="gates-stages"
-            name="stages"
-            label="Stages"
-            hint="Percentages, ascending, comma separated; empty takes the gates off."
-            value={values.stages}
-            error={error}
-          />
-          {GATE_NUMBER_FIELDS.map((field) => (
-            <InputField {...field} value={values[field.name]} error={error} />
-          ))}
-          <button type="submit" class="button">Set gates</button>
-        </form>
-      )}
-      {(!props.readOnly || policy.rolled_back !== null) && <h3>A way back</h3>}
-      {policy.rolled_back !== null && (
-        <p data-rolled-back={String(policy.rolled_back.release_id)}>
-          Release {policy.rolled_back.version} was rolled back at{" "}
-          <Time iso={policy.rolled_back.at} />.
+    <>
+      {rolledBack !== null && (
+        <p data-rolled-back={String(rolledBack.release_id)}>
+          Release <strong>{rolledBack.version}</strong> was rolled back at{" "}
+          <Time iso={rolledBack.at} />: its clients are offered the release before it.
         </p>
       )}
-      {!props.readOnly && (
-        <div class="row-actions">
-          <PostButton
-            action={`${base}/rollback`}
-            csrfToken={csrfToken}
-            label="Roll back the newest release"
-            buttonClass="button button-danger"
-          />
-        </div>
-      )}
-      {!props.readOnly && (
-        <form method="post" action={`${base}/policy`} class="stack" data-policy-form>
-          <h3>Critical updates and minimum version</h3>
-          <CsrfInput token={csrfToken} />
-          <InputField
-            id="policy-minimum-version"
-            name="minimum_version"
-            label="Minimum supported version"
-            optional="optional"
-            hint="Clients below it are told to update (X-Minimum-Version); empty clears it."
-            value={values.minimum_version || (policy.minimum_version ?? "")}
-            error={error}
-          />
-          <fieldset>
-            <legend>Critical releases</legend>
-            {props.releases.map((release) => (
-              <CheckboxField
-                id={`critical-${release.id}`}
-                name="critical"
-                value={String(release.id)}
-                checked={policy.critical_ids.includes(release.id)}
-                label={release.version}
-              />
-            ))}
-          </fieldset>
-          <button type="submit" class="button">Save policy</button>
-        </form>
-      )}
-      <ReportsTable reports={props.reports} />
-      {props.chart !== null && <ReportChart {...props.chart} />}
-    </section>
+      {readOnly ? null : plan !== null && plan.offered
+        ? (
+          <div class="way-back">
+            <PostButton
+              action={`${base}/rollback`}
+              csrfToken={csrfToken}
+              label={`Roll back ${plan.from.version} → ${plan.to.version}`}
+              buttonClass="button button-danger-quiet"
+            />
+            <p class="hint">
+              Clients are offered <Breakable text={plan.to.version} /> instead of{" "}
+              <Breakable text={plan.from.version} />, marked as a rollback (X-Rolled-Back){running
+                ? "; its rollout is halted"
+                : ""}.
+            </p>
+          </div>
+        )
+        : (
+          <p class="muted" data-rollback="none">
+            {plan === null
+              ? "Nothing to roll back: there is no earlier active release to go back to."
+              : rolledBack !== null &&
+                  [rolledBack.release_id, rolledBack.to_id].includes(plan.from.id)
+              ? `No rollback offered: ${rolledBack.version} is rolled back already.`
+              : `No rollback offered: ${plan.from.version} is not the newest release.`}
+          </p>
+        )}
+    </>
   );
 }
 
@@ -225,104 +261,33 @@ function ReportsTable({ reports }: { reports: readonly ReleaseReports[] }) {
     return <p class="muted" data-reports="none">No install reports yet.</p>;
   }
   return (
-    <div class="table-wrap">
-      <table class="data-table" data-reports>
-        <caption>Install reports</caption>
-        <thead>
-          <tr>
-            <th scope="col">Release</th>
-            <th scope="col" class="num">Installed</th>
-            <th scope="col" class="num">Came back</th>
-            <th scope="col" class="num">Failures</th>
-            <th scope="col" class="num">Estimated (not counted)</th>
-            <th scope="col">Latest reasons</th>
+    <div data-reports>
+      <DataTable
+        columns={["Release", "Installed", "Came back", "Failures", "Estimated", "Latest reasons"]}
+      >
+        {reports.map((row) => (
+          <tr data-reports-release-id={String(row.id)}>
+            <td data-label="Release">
+              <Breakable text={row.version} />
+            </td>
+            <td data-label="Installed" class="num" data-installed>{row.counts.installed}</td>
+            <td data-label="Came back" class="num" data-returned>{row.counts.returned}</td>
+            <td data-label="Failures" class="num" data-failed>{failuresOf(row.counts)}</td>
+            <td
+              data-label="Estimated"
+              class="num"
+              title="Reports not counted (from installs never offered the release, or past an address's cap), estimated"
+            >
+              {row.estimated.installed + failuresOf(row.estimated)}
+            </td>
+            <td data-label="Latest reasons" class="wrap">
+              {[...row.reasons.entries()].map(([kind, reasons]) =>
+                `${kind}: ${reasons.slice(0, 3).map((r) => r.reason).join("; ")}`
+              ).join(" · ")}
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {reports.map((row) => (
-            <tr data-reports-release-id={String(row.id)}>
-              <td data-label="Release">{row.version}</td>
-              <td data-label="Installed" class="num" data-installed>{row.counts.installed}</td>
-              <td data-label="Came back" class="num" data-returned>{row.counts.returned}</td>
-              <td data-label="Failures" class="num" data-failed>{failures(row.counts)}</td>
-              <td data-label="Estimated" class="num">
-                {row.estimated.installed + failures(row.estimated)}
-              </td>
-              <td data-label="Latest reasons" class="break">
-                {[...row.reasons.entries()].map(([kind, reasons]) =>
-                  `${kind}: ${reasons.slice(0, 3).map((r) => r.reason).join("; ")}`
-                ).join(" · ")}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </DataTable>
     </div>
-  );
-}
-
-const WIDTH = 600;
-const HEIGHT = 120;
-
-/** Installs and failures per hour as an inline SVG (classes only: the CSP allows no inline style). */
-function ReportChart({ version, hours }: { version: string; hours: readonly ReportHour[] }) {
-  if (hours.length === 0) return null;
-  const first = hours[0].hour;
-  const span = Math.max(1, hours.at(-1)!.hour - first + 1);
-  const max = Math.max(1, ...hours.map((row) => row.installed + row.failed));
-  const slot = WIDTH / span;
-  const bar = (value: number) => (value / max) * (HEIGHT - 4);
-  return (
-    <figure class="chart" data-report-chart>
-      <figcaption>Installs and failures of {version} per hour (UTC)</figcaption>
-      <ChartSvg class="chart-svg" width={WIDTH} height={HEIGHT}>
-        {hours.map((row) => {
-          const x = ((row.hour - first) * slot).toFixed(2);
-          const installed = bar(row.installed);
-          const failed = bar(row.failed);
-          return (
-            <g data-hour={String(row.hour)}>
-              <rect
-                x={x}
-                y={(HEIGHT - installed - failed).toFixed(2)}
-                width={Math.max(1, slot - 1).toFixed(2)}
-                height={installed.toFixed(2)}
-                class="chart-bar"
-              />
-              <rect
-                x={x}
-                y={(HEIGHT - failed).toFixed(2)}
-                width={Math.max(1, slot - 1).toFixed(2)}
-                height={failed.toFixed(2)}
-                class="chart-bar chart-bar-failed"
-              />
-            </g>
-          );
-        })}
-      </ChartSvg>
-      <div class="table-wrap">
-        <table class="data-table" data-report-hours>
-          <caption>Installs and failures per hour</caption>
-          <thead>
-            <tr>
-              <th scope="col">Hour (UTC)</th>
-              <th scope="col" class="num">Installs</th>
-              <th scope="col" class="num">Failures</th>
-            </tr>
-          </thead>
-          <tbody>
-            {hours.map((row) => (
-              <tr>
-                <td data-label="Hour (UTC)">
-                  <Time iso={new Date(row.hour * 3_600_000).toISOString()} />
-                </td>
-                <td data-label="Installs" class="num">{row.installed}</td>
-                <td data-label="Failures" class="num">{row.failed}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-    </figure>
   );
 }

@@ -3,11 +3,19 @@
  * in force with halt, resume, widen, complete and end, or the form that
  * starts one for an active release that is not the latest.
  */
+import type { Child } from "hono/jsx";
 import type { Release, Rollout } from "../../src/store/types.ts";
 import { ROLLOUT_STEPS_MAX } from "../../src/store/rollouts.ts";
 import { type RolloutValues, scheduleRows } from "../forms_rollout.ts";
 import type { FormError } from "../types.ts";
-import { FieldsetField, FormErrorSummary, InputField, PostButton, Time } from "./components.tsx";
+import {
+  Breakable,
+  FieldsetField,
+  FormErrorSummary,
+  InputField,
+  PostButton,
+  Time,
+} from "./components.tsx";
 import { CsrfInput } from "./layout.tsx";
 
 /** Empty schedule rows the form offers beyond the steps it already has. */
@@ -30,6 +38,8 @@ export interface RolloutCardProps {
   candidates: readonly Release[];
   values: RolloutValues;
   error?: FormError | null;
+  /** The stage's progress bar, shown first. */
+  progress?: Child;
 }
 
 /** A rollout's schedule as `TIME=PERCENT` steps, comma separated (what the form's rows post). */
@@ -51,6 +61,76 @@ function versionOf(versions: ReadonlyMap<number, string>, id: number): string {
   return versions.get(id) ?? `release ${id}`;
 }
 
+/** The rollout's stage at a glance: a progress bar, its gated stages, what it waits on. */
+export interface RolloutProgressProps {
+  rollout: Rollout | null;
+  live: boolean;
+  percentageNow?: number;
+  versions: ReadonlyMap<number, string>;
+  /** The gated stages (percentages), when health gates run the rollout. */
+  stages: readonly number[] | null;
+  /** What the current stage waits on (judged by the gates), if anything. */
+  waiting: string | null;
+  /** Why it is halted: the gates' reason, or by hand. */
+  haltReason: string | null;
+}
+
+export function RolloutProgress(
+  { rollout, live, percentageNow, versions, stages, waiting, haltReason }: RolloutProgressProps,
+) {
+  if (rollout === null || !live) return null;
+  const percentage = percentageNow ?? rollout.percentage;
+  const shown = rollout.halted ? rollout.percentage : percentage;
+  return (
+    <div
+      class={rollout.halted ? "rollout-progress is-halted" : "rollout-progress"}
+      data-rollout-progress={rollout.halted ? "halted" : "running"}
+    >
+      <p class="rollout-progress-head">
+        <span>
+          <strong>
+            <Breakable text={versionOf(versions, rollout.release_id)} />
+          </strong>{" "}
+          {rollout.halted ? "halted at" : "reaches"}{" "}
+          <strong class="nowrap" data-progress-percentage>{shown}%</strong> of installs
+        </span>
+        {stages !== null && (
+          <span class="muted nowrap">
+            stage {Math.max(1, stages.filter((stage) => stage <= rollout.percentage).length)} of
+            {" "}
+            {stages.length}
+          </span>
+        )}
+      </p>
+      <progress max={100} value={shown} aria-label={`${shown}% of installs`}></progress>
+      {stages !== null && (
+        <ol class="stage-steps" aria-label="Gated stages">
+          {stages.map((stage) => (
+            <li
+              class={stage < rollout.percentage
+                ? "is-done"
+                : stage === rollout.percentage
+                ? "is-current"
+                : ""}
+              aria-current={stage === rollout.percentage ? "step" : undefined}
+            >
+              {stage}%
+            </li>
+          ))}
+        </ol>
+      )}
+      {haltReason !== null && (
+        <p class="flash flash-warning" data-progress-halt>Halted: {haltReason}</p>
+      )}
+      {haltReason === null && waiting !== null && (
+        <p class="hint" data-progress-waiting>
+          The {rollout.percentage}% stage waits for {waiting}.
+        </p>
+      )}
+    </div>
+  );
+}
+
 export function RolloutCard(props: RolloutCardProps) {
   const { csrfToken, slug, rollout, live, percentageNow, versions, candidates, values, error } =
     props;
@@ -59,6 +139,7 @@ export function RolloutCard(props: RolloutCardProps) {
     <section class="card" id="rollout" aria-labelledby="rollout-title">
       <h2 id="rollout-title">Staged rollout</h2>
       <FormErrorSummary error={error} />
+      {props.progress}
       {rollout === null
         ? <p class="muted" data-rollout="none">No rollout: every client gets the latest release.</p>
         : (
@@ -103,40 +184,47 @@ export function RolloutCard(props: RolloutCardProps) {
                     buttonClass="button"
                   />
                 </div>
-                <form method="post" action={`${base}/change`} class="stack subsection">
-                  <h3>Change the rollout</h3>
-                  <CsrfInput token={csrfToken} />
-                  <RolloutFields
-                    values={error ? values : currentValues(rollout)}
-                    error={error}
-                    prefix="rollout-change"
-                  />
-                  <button type="submit" class="button">Change rollout</button>
-                </form>
+                <details class="fold" open={error ? true : undefined}>
+                  <summary>Change the percentage, schedule or tester tag</summary>
+                  <form method="post" action={`${base}/change`} class="stack">
+                    <CsrfInput token={csrfToken} />
+                    <RolloutFields
+                      values={error ? values : currentValues(rollout)}
+                      error={error}
+                      prefix="rollout-change"
+                    />
+                    <button type="submit" class="button">Change rollout</button>
+                  </form>
+                </details>
               </>
             )}
           </div>
         )}
       {candidates.length > 0 && !props.readOnly && (
-        <form method="post" action={base} class="stack subsection" data-rollout-start>
-          <h3>{rollout === null ? "Start a rollout" : "Replace with a new rollout"}</h3>
-          <CsrfInput token={csrfToken} />
-          <div class="field">
-            <label for="rollout-release">Release</label>
-            <select id="rollout-release" name="release_id">
-              {candidates.map((release) => (
-                <option
-                  value={String(release.id)}
-                  selected={values.release_id === String(release.id)}
-                >
-                  {release.version} (id {release.id})
-                </option>
-              ))}
-            </select>
-          </div>
-          <RolloutFields values={values} error={error} prefix="rollout-start" />
-          <button type="submit" class="button button-primary">Start rollout</button>
-        </form>
+        <details
+          class="fold"
+          open={rollout === null || (error && values.release_id !== "") ? true : undefined}
+        >
+          <summary>{rollout === null ? "Start a rollout" : "Replace with a new rollout"}</summary>
+          <form method="post" action={base} class="stack" data-rollout-start>
+            <CsrfInput token={csrfToken} />
+            <div class="field">
+              <label for="rollout-release">Release</label>
+              <select id="rollout-release" name="release_id">
+                {candidates.map((release) => (
+                  <option
+                    value={String(release.id)}
+                    selected={values.release_id === String(release.id)}
+                  >
+                    {release.version} (id {release.id})
+                  </option>
+                ))}
+              </select>
+            </div>
+            <RolloutFields values={values} error={error} prefix="rollout-start" />
+            <button type="submit" class="button button-primary">Start rollout</button>
+          </form>
+        </details>
       )}
     </section>
   );

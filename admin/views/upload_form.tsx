@@ -75,28 +75,68 @@ export function UploadFormBody(
             Do not make this the latest release (the current latest stays, as the chosen one)
           </label>
         </div>
-        <TextAreaField
-          id="release-tauri-signature"
-          name="tauri_signature"
-          label="Tauri signature"
-          optional="optional"
-          rows={3}
-          maxlength={4096}
-          hint={<>The .sig file your Tauri build wrote for this file (see docs/feeds.md).</>}
-          value={upload.tauri_signature}
-          error={uploadError}
-        />
-        <TextAreaField
-          id="release-sparkle-signature"
-          name="sparkle_signature"
-          label="Sparkle EdDSA signature"
-          optional="optional"
-          rows={2}
-          maxlength={4096}
-          hint={<>What Sparkle's sign_update printed for this file.</>}
-          value={upload.sparkle_signature}
-          error={uploadError}
-        />
+        <details
+          class="fold"
+          data-signature-fields
+          open={upload.tauri_signature !== "" || upload.sparkle_signature !== "" ||
+              ["tauri_signature", "sparkle_signature"].includes(uploadError?.field ?? "")
+            ? true
+            : undefined}
+        >
+          <summary>Updater signatures (Tauri, Sparkle), if your feeds need them</summary>
+          <TextAreaField
+            id="release-tauri-signature"
+            name="tauri_signature"
+            label="Tauri signature"
+            optional="optional"
+            rows={3}
+            maxlength={4096}
+            hint={<>The .sig file your Tauri build wrote for this file (see docs/feeds.md).</>}
+            value={upload.tauri_signature}
+            error={uploadError}
+          />
+          <TextAreaField
+            id="release-sparkle-signature"
+            name="sparkle_signature"
+            label="Sparkle EdDSA signature"
+            optional="optional"
+            rows={2}
+            maxlength={4096}
+            hint={<>What Sparkle's sign_update printed for this file.</>}
+            value={upload.sparkle_signature}
+            error={uploadError}
+          />
+        </details>
+        <details
+          class="fold"
+          data-squirrel-delta-fields
+          open={["squirrel_delta", "squirrel_delta_from"].includes(uploadError?.field ?? "")
+            ? true
+            : undefined}
+        >
+          <summary>Squirrel.Windows delta package, if releasify made one</summary>
+          <div class="field-row">
+            <InputField
+              id="release-squirrel-delta"
+              name="squirrel_delta"
+              label="Squirrel.Windows delta package"
+              type="file"
+              optional="optional"
+              accept=".nupkg"
+              hint={<>The -delta.nupkg releasify made for this version (see docs/feeds.md).</>}
+              error={uploadError}
+            />
+            <InputField
+              id="release-squirrel-delta-from"
+              name="squirrel_delta_from"
+              label="Delta applies to version"
+              optional="optional"
+              maxlength={128}
+              hint={<>Empty: the release uploaded before this one.</>}
+              error={uploadError}
+            />
+          </div>
+        </details>
         <div class="upload-progress" data-upload-progress hidden>
           <progress max={100} value={0} aria-labelledby="upload-status"></progress>
           <output id="upload-status" data-upload-status aria-live="polite"></output>

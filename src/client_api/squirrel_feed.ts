@@ -21,9 +21,11 @@ import {
   createSha1Memo,
   isSquirrelVersion,
   releasesLine,
+  squirrelDeltaChain,
   squirrelMacJson,
   squirrelOffers,
 } from "../feeds/squirrel.ts";
+import { getSquirrelDelta } from "../store/squirrel_deltas.ts";
 import { sha256Hex } from "../lib/secrets.ts";
 import { URL_CREDENTIAL_PREFIX } from "../lib/url_credential_path.ts";
 import { findAppProject } from "./app_project.ts";
@@ -64,15 +66,18 @@ export function addSquirrelRoutes(feeds: Hono<AppEnv>, { deps, surface, origin }
     return { project: findAppProject(store, key, { app, platforms }), system, version };
   };
 
-  /** The URL of `release`'s file beside the request's own (its credential kept, if any). */
-  const fileUrl = (c: Context<AppEnv>, release: Release) => {
+  /**
+   * The URL of `release`'s file (or of `filename` of that release's version) beside the
+   * request's own (its credential kept, if any).
+   */
+  const fileUrl = (c: Context<AppEnv>, release: Release, filename = release.filename) => {
     const { app, platform } = c.req.param() as Record<string, string>;
     const credential = c.req.param("credential");
     const base = credential === undefined
       ? FEEDS_PREFIX
       : `${URL_CREDENTIAL_PREFIX}${encodeURIComponent(credential)}`;
     return `${origin}${base}/squirrel/${app}/${platform}/${encodeURIComponent(release.version)}/${
-      encodeURIComponent(release.filename)
+      encodeURIComponent(filename)
     }`;
   };
 
@@ -118,7 +123,8 @@ export function addSquirrelRoutes(feeds: Hono<AppEnv>, { deps, surface, origin }
   };
 
   // Squirrel.Windows: GET /feeds/squirrel/{app}/win32[-arch]/{version}/RELEASES, and the
-  // files both name: GET|HEAD /feeds/squirrel/{app}/{platform}/{release version}/{filename}.
+  // files both name: GET|HEAD /feeds/squirrel/{app}/{platform}/{release version}/{filename},
+  // the release's file or its delta package.
   const fileOrReleases: Handler<AppEnv> = async (c) => {
     const key = acceptedKey(c, deps);
     const { project: picked, system, version } = target(c, key);
@@ -126,10 +132,13 @@ export function addSquirrelRoutes(feeds: Hono<AppEnv>, { deps, surface, origin }
     const file = c.req.param("file") ?? "";
     if (file !== RELEASES) {
       const release = await getActiveReleaseByVersion(store, project.id, version);
-      if (release === null || release.filename !== file) {
+      if (release === null) throw new ApiError(404, API_ERRORS.resourceNotFound);
+      if (release.filename === file) return await surface.download(c, key, release);
+      const delta = await getSquirrelDelta(store, release.id);
+      if (delta === null || delta.filename !== file) {
         throw new ApiError(404, API_ERRORS.resourceNotFound);
       }
-      return await surface.download(c, key, release);
+      return await surface.downloadDelta(c, key, { release, file: delta });
     }
     if (system !== "win") throw new ApiError(404, API_ERRORS.resourceNotFound);
     // Squirrel.Windows adds ?localVersion= to the URL it was given; the path's version wins.
@@ -138,13 +147,26 @@ export function addSquirrelRoutes(feeds: Hono<AppEnv>, { deps, surface, origin }
     // install an older one it is listed); without that release here, the spec's 404.
     const listed = update ? release : await getActiveReleaseByVersion(store, project.id, version);
     if (listed === null) throw new ApiError(404, API_ERRORS.releaseNotFound);
-    const line = releasesLine({
-      sha1: await sha1Of(listed),
-      url: fileUrl(c, listed),
-      size: listed.size_bytes,
-    });
+    const lines = [
+      releasesLine({
+        sha1: await sha1Of(listed),
+        url: fileUrl(c, listed),
+        size: listed.size_bytes,
+      }),
+    ];
+    // The deltas from the client's version, when they make a complete chain.
+    const chain = update
+      ? await squirrelDeltaChain(store, { offered: listed, clientVersion: version })
+      : [];
+    for (const { release: step, delta } of chain) {
+      lines.push(releasesLine({
+        sha1: await sha1Of(delta),
+        url: fileUrl(c, step, delta.filename),
+        size: delta.size_bytes,
+      }));
+    }
     return await surface.withPolicy(
-      respond.ok(c, encoder.encode(line), TEXT_CONTENT_TYPE),
+      respond.ok(c, encoder.encode(lines.join("\n")), TEXT_CONTENT_TYPE),
       listed,
     );
   };

@@ -6,6 +6,9 @@
 import { createHash } from "node:crypto";
 import { compareVersionLooks } from "../publishing/latest.ts";
 import type { ReleasePolicy } from "../store/release_policy.ts";
+import { getActiveReleaseByVersion } from "../store/release_versions.ts";
+import { getSquirrelDelta, type SquirrelDelta } from "../store/squirrel_deltas.ts";
+import type { Store } from "../kv/store.ts";
 import type { ArtifactStore } from "../storage/types.ts";
 import type { Release } from "../store/types.ts";
 
@@ -62,25 +65,70 @@ export function squirrelOffers(
   return against === -1 || against === 0;
 }
 
+/** The longest chain of deltas `RELEASES` lists (Squirrel.Windows applies them one by one). */
+const MAX_DELTA_CHAIN = 32;
+
+/** A release on the way to the offered one, and its delta package from the one before. */
+export interface DeltaStep {
+  release: Release;
+  delta: SquirrelDelta;
+}
+
 /**
- * The SHA-1 of a release's artifact (Squirrel.Windows checks it), read from
- * the store once per release record and kept with it.
+ * The deltas that take a client at `clientVersion` to `offered`, oldest
+ * first: Squirrel.Windows applies every delta newer than its version when all
+ * are there, so they are listed only as a complete chain (the offered
+ * release's delta, then the delta of the release it applies to, and so on
+ * down to the client's version, each from an older-looking version); an
+ * empty list when any link is missing, when `offered` does not look newer
+ * (a rollback: deltas only go forward), or past 32 links.
  */
-export function createSha1Memo(artifacts: ArtifactStore): (release: Release) => Promise<string> {
-  const known = new WeakMap<Release, Promise<string>>();
-  const compute = async (release: Release) => {
-    const opened = await artifacts.open(release.storage_key);
-    if (opened === null) throw new Error(`artifact of release ${release.id} is missing`);
+export async function squirrelDeltaChain(
+  store: Store,
+  { offered, clientVersion }: { offered: Release; clientVersion: string },
+): Promise<DeltaStep[]> {
+  if (compareVersionLooks(offered.version, clientVersion) !== 1) return [];
+  const chain: DeltaStep[] = [];
+  let release = offered;
+  while (chain.length < MAX_DELTA_CHAIN) {
+    const delta = await getSquirrelDelta(store, release.id);
+    if (delta === null || compareVersionLooks(delta.from, release.version) !== -1) return [];
+    chain.unshift({ release, delta });
+    if (delta.from === clientVersion) return chain;
+    if (compareVersionLooks(delta.from, clientVersion) !== 1) return [];
+    const older = await getActiveReleaseByVersion(store, offered.project_id, delta.from);
+    if (older === null) return [];
+    release = older;
+  }
+  return [];
+}
+
+/** How many files' SHA-1s are kept (a few bytes each). */
+const SHA1_MEMO_SIZE = 4096;
+
+/**
+ * The SHA-1 of a stored file (a release's artifact or a delta package;
+ * Squirrel.Windows checks it), read from the store once per storage key (its
+ * content never changes) and kept for the most recent files.
+ */
+export function createSha1Memo(
+  artifacts: ArtifactStore,
+): (file: { storage_key: string }) => Promise<string> {
+  const known = new Map<string, Promise<string>>();
+  const compute = async (storageKey: string) => {
+    const opened = await artifacts.open(storageKey);
+    if (opened === null) throw new Error(`artifact ${storageKey} is missing`);
     const hash = createHash("sha1");
     for await (const chunk of await opened.read(0, opened.size)) hash.update(chunk);
     return hash.digest("hex");
   };
-  return (release) => {
-    let sha1 = known.get(release);
+  return ({ storage_key }) => {
+    let sha1 = known.get(storage_key);
     if (sha1 === undefined) {
-      sha1 = compute(release);
-      known.set(release, sha1);
-      sha1.catch(() => known.delete(release));
+      sha1 = compute(storage_key);
+      known.set(storage_key, sha1);
+      if (known.size > SHA1_MEMO_SIZE) known.delete(known.keys().next().value!);
+      sha1.catch(() => known.delete(storage_key));
     }
     return sha1;
   };

@@ -59,6 +59,7 @@
  * | ["block_maps", releaseId]                    | BlockMapRecord: the release's block map, who made it (block_maps.ts) |
  * | ["block_map_pieces", releaseId, piecesId, i] | Uint8Array: a piece of the gzipped block map |
  * | ["sparkle_deltas", releaseId, index]         | SparkleDelta: a `.delta` file of the release (sparkle_deltas.ts) |
+ * | ["squirrel_deltas", releaseId]               | SquirrelDelta: the release's Squirrel.Windows `-delta.nupkg` (squirrel_deltas.ts) |
  * | ["velopack_packages", releaseId]            | VelopackPackage: a Velopack release's id, version and SHA-1, or why it is none (velopack.ts) |
  * | ["velopack_deltas", releaseId, fromReleaseId] | VelopackDelta: a server-made delta package from an older release (velopack.ts) |
  * | ["velopack_settings", projectId]             | VelopackSettings: how many older releases get a delta to each new one |
@@ -713,6 +714,15 @@ export function blockMapPiecesPrefix(releaseId?: number): Deno.KvKey {
 /** `["sparkle_deltas", releaseId, index]`: SparkleDelta. */
 export function sparkleDeltaKey(releaseId: number, index: number): Deno.KvKey {
   return ["sparkle_deltas", releaseId, index];
+}
+
+/** `["squirrel_deltas", releaseId]`: SquirrelDelta. */
+export function squirrelDeltaKey(releaseId: number): Deno.KvKey {
+  return ["squirrel_deltas", releaseId];
+}
+
+export function squirrelDeltasPrefix(): Deno.KvKey {
+  return ["squirrel_deltas"];
 }
 
 export function velopackPackageKey(releaseId: number): Deno.KvKey {

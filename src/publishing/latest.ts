@@ -10,6 +10,7 @@
  * for the admin only.
  */
 import type { Release } from "../store/types.ts";
+import type { Rollback } from "../store/release_policy.ts";
 import type { Offer } from "../rollouts/membership.ts";
 
 const VERSION = /^v?(\d+(?:\.\d+)*)(?:[-+~_.]?(.*))?$/i;
@@ -52,20 +53,30 @@ export interface LatestNotes {
    * than the latest's and it is not the rollout's (which the rollout offers).
    */
   higher: Release | null;
+  /**
+   * The rollback in force: the latest is the release a rollback went back to and the release
+   * rolled back is offered to no one (a halted rollout's, or no longer the latest).
+   */
+  rolledBack: Rollback | null;
 }
 
 /**
  * Who gets which release by `offer` (the client API's), why the latest is
- * latest (`choice`: the chosen latest's id, if any), and a higher-looking
- * active release among `releases` that is offered to no one.
+ * latest (`choice`: the chosen latest's id, if any), a higher-looking
+ * active release among `releases` that is offered to no one, and whether the
+ * project's last rollback (`rolledBack`) is what clients get now.
  */
 export function latestNotes(
   releases: readonly Release[],
-  { offer, choice }: { offer: Offer; choice: number | null },
+  { offer, choice, rolledBack = null }: {
+    offer: Offer;
+    choice: number | null;
+    rolledBack?: Rollback | null;
+  },
 ): LatestNotes {
   const latest = offer.latest;
   if (latest === null || latest.state !== "active") {
-    return { latest: null, reason: null, rollout: null, higher: null };
+    return { latest: null, reason: null, rollout: null, higher: null, rolledBack: null };
   }
   const rollout = offer.rollout === null ? null : {
     release: offer.rollout.release,
@@ -79,5 +90,13 @@ export function latestNotes(
     if (release.id === rollout?.release.id) continue;
     if (compareVersionLooks(release.version, (higher ?? latest).version) === 1) higher = release;
   }
-  return { latest, reason: choice === latest.id ? "chosen" : "newest", rollout, higher };
+  const inForce = rolledBack !== null && rolledBack.to_id === latest.id &&
+    (rollout === null || rollout.halted || rollout.release.id !== rolledBack.release_id);
+  return {
+    latest,
+    reason: choice === latest.id ? "chosen" : "newest",
+    rollout,
+    higher,
+    rolledBack: inForce ? rolledBack : null,
+  };
 }

@@ -19,7 +19,7 @@ import {
   type UploadPart,
 } from "./types.ts";
 import { checkBlockMap, MAX_BLOCK_MAP_BYTES, readSmallPart } from "./block_map_part.ts";
-import { type ReceivedDeltas, receivedDeltas, recordSparkleDeltas } from "./sparkle_delta_parts.ts";
+import { type ReceivedDeltas, receivedDeltas, recordDeltas } from "./sparkle_delta_parts.ts";
 import type { Store } from "../kv/store.ts";
 
 /** The stored file of an upload, and how its part named it. */
@@ -29,7 +29,7 @@ export interface ReceivedFile {
   contentType: string | undefined;
   /** The vendor's block map (the part `blockmap`), kept instead of one the service builds. */
   blockMap?: Uint8Array;
-  /** Sparkle deltas uploaded with the file (sparkle_delta_parts.ts). */
+  /** Sparkle and Squirrel.Windows deltas uploaded with the file (sparkle_delta_parts.ts). */
   sparkleDeltas?: ReceivedDeltas;
 }
 
@@ -125,7 +125,7 @@ export async function recordUpload(
   try {
     const { release: input, rollout = null } = await build(file);
     if (file?.blockMap !== undefined) await checkBlockMap(file.blockMap, file.stored.size_bytes);
-    file?.sparkleDeltas?.check();
+    await file?.sparkleDeltas?.check(store, input);
     // A rollout starts from the current latest; a project without one simply gets the release.
     // Whether there is one is decided in the release's own commit, not by a read before it.
     const { release, staged } = await (rollout === null
@@ -141,7 +141,7 @@ export async function recordUpload(
       await keepVendorBlockMap(store, release, file.blockMap);
     }
     if (file?.sparkleDeltas !== undefined) {
-      await recordSparkleDeltas(store, release, file.sparkleDeltas);
+      await recordDeltas(store, release, file.sparkleDeltas);
     }
     return {
       release,

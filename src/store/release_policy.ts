@@ -91,6 +91,53 @@ export async function setMinimumVersion(
   return await changePolicy(store, projectId, (policy) => ({ ...policy, minimum_version: value }));
 }
 
+/** What "Roll back" would do now: the release it takes back and the one its clients get instead. */
+export interface RollbackPlan {
+  from: Release;
+  to: Release;
+  /**
+   * Whether the button is offered: `from` is the project's newest active release and not
+   * already rolled back (a release that is not the newest has nothing newer to take back).
+   */
+  offered: boolean;
+}
+
+/**
+ * The rollback the project's state calls for (the rule `rollBack` follows): a rollout's
+ * release back to its previous release, else the latest back to the newest active release
+ * before it; null when there is nothing to go back to. A page passes `scan`, the newest
+ * releases it looks among (a rollback takes the whole list).
+ */
+export async function planRollBack(
+  store: Store,
+  projectId: number,
+  scan?: number,
+): Promise<RollbackPlan | null> {
+  const [rollout, latestId, policy, releases] = await Promise.all([
+    store.kv.get<Rollout>(rolloutKey(projectId)).then((entry) => entry.value),
+    store.kv.get<number | null>(latestReleaseKey(projectId)).then((entry) => entry.value),
+    getReleasePolicy(store, projectId),
+    listReleasesByProject(store, projectId, scan),
+  ]);
+  const active = releases.filter((release) => release.state === "active")
+    .sort((x, y) => isNewerRelease(x, y) ? -1 : 1);
+  const byId = (id: number | null | undefined) =>
+    releases.find((release) => release.id === id) ?? null;
+  let from: Release | null;
+  let to: Release | null;
+  if (rollout !== null) {
+    from = byId(rollout.release_id);
+    to = byId(rollout.previous_id);
+  } else {
+    from = byId(latestId);
+    to = from === null ? null : active.find((release) => isNewerRelease(from!, release)) ?? null;
+  }
+  if (from === null || to === null) return null;
+  const rolledBack = policy.rolled_back !== null && policy.rolled_back.release_id === from.id &&
+    (rollout === null ? latestId === policy.rolled_back.to_id : rollout.halted);
+  return { from, to, offered: active[0]?.id === from.id && !rolledBack };
+}
+
 /**
  * Rolls back the project's newest release: a rollout's release (the rollout
  * is halted: everyone gets its previous release), else the latest (the
@@ -99,26 +146,21 @@ export async function setMinimumVersion(
  */
 export async function rollBack(store: Store, projectId: number): Promise<Rollback> {
   const rollout = (await store.kv.get<Rollout>(rolloutKey(projectId))).value;
-  let bad: Release | null;
-  let to: Release | null;
+  const latestId = (await store.kv.get<number | null>(latestReleaseKey(projectId))).value;
+  if (rollout === null && latestId === null) {
+    throw new ValidationError("rollback", "the project has no latest release");
+  }
+  const plan = await planRollBack(store, projectId);
+  if (plan === null) {
+    if (rollout !== null) throw new NotFoundError("release not found");
+    throw new ValidationError("rollback", "there is no earlier active release to go back to");
+  }
+  const { from: bad, to } = plan;
   if (rollout !== null) {
     if (!rollout.halted) await changeRollout(store, projectId, { halted: true });
-    bad = (await store.kv.get<Release>(releaseKey(rollout.release_id))).value;
-    to = (await store.kv.get<Release>(releaseKey(rollout.previous_id))).value;
   } else {
-    const latestId = (await store.kv.get<number | null>(latestReleaseKey(projectId))).value;
-    bad = latestId === null ? null : (await store.kv.get<Release>(releaseKey(latestId))).value;
-    if (bad === null) throw new ValidationError("rollback", "the project has no latest release");
-    const before = (await listReleasesByProject(store, projectId))
-      .filter((release) => release.state === "active" && isNewerRelease(bad!, release))
-      .sort((x, y) => isNewerRelease(x, y) ? -1 : 1);
-    to = before[0] ?? null;
-    if (to === null) {
-      throw new ValidationError("rollback", "there is no earlier active release to go back to");
-    }
     await makeReleaseLatest(store, to.id);
   }
-  if (bad === null || to === null) throw new NotFoundError("release not found");
   const rollback: Rollback = { release_id: bad.id, version: bad.version, to_id: to.id, at: now() };
   await changePolicy(store, projectId, (policy) => ({ ...policy, rolled_back: rollback }));
   return rollback;

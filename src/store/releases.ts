@@ -1,4 +1,5 @@
 import { listAllSparkleDeltas } from "./sparkle_deltas.ts";
+import { listAllSquirrelDeltas } from "./squirrel_deltas.ts";
 import { listAllVelopackDeltas } from "./velopack.ts";
 import { listAllArtifactPatches } from "./artifact_patches.ts";
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
@@ -544,7 +545,7 @@ export async function* listAllReleases(store: Store): AsyncGenerator<Release> {
 
 /**
  * The storage key of every release, in any state, and of their Sparkle deltas
- * (sparkle_deltas.ts), Velopack deltas (velopack.ts) and artifact patches
+ * (sparkle_deltas.ts), Squirrel.Windows deltas (squirrel_deltas.ts), Velopack deltas (velopack.ts) and artifact patches
  * (artifact_patches.ts): the artifacts the storage sweep must keep.
  */
 export async function listStorageKeys(store: Store): Promise<Set<string>> {
@@ -555,6 +556,9 @@ export async function listStorageKeys(store: Store): Promise<Set<string>> {
     ids.add(release.id);
   }
   for await (const delta of listAllSparkleDeltas(store)) {
+    if (ids.has(delta.release_id)) keys.add(delta.storage_key);
+  }
+  for await (const delta of listAllSquirrelDeltas(store)) {
     if (ids.has(delta.release_id)) keys.add(delta.storage_key);
   }
   for await (const delta of listAllVelopackDeltas(store)) {
