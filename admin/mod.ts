@@ -46,7 +46,7 @@ import { addSigningKeyRoutes } from "./routes/signing_keys.tsx";
 import { addTufRoutes } from "./routes/tuf.tsx";
 import { addWebhookRoutes } from "./routes/webhooks.tsx";
 import { renderAdminError, renderAdminNotFound } from "./errors.tsx";
-import { addStaticRoutes } from "./static.ts";
+import { addStaticRoutes } from "./static_route.ts";
 import { type AdminEnv, routeDeps, type ServiceDeps } from "./types.ts";
 import { createLoginThrottle, type LoginThrottle } from "../src/accounts/login_throttle.ts";
 

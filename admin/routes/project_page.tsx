@@ -42,7 +42,7 @@ import { planRetention } from "../../src/lifecycle/retention.ts";
 import type { RetentionValues } from "../views/retention.tsx";
 import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../forms_rollout.ts";
 import type { SafetyValues } from "../views/release_safety.tsx";
-import { releaseSafetyOf } from "./release_safety.tsx";
+import { releaseSafetyOf } from "./release_safety_card.ts";
 
 export async function loadProject(store: Store, slug: string): Promise<Project> {
   const project = isSlug(slug) ? await getProjectBySlug(store, slug) : null;
