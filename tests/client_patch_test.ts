@@ -150,7 +150,7 @@ Deno.test("the reference client takes the service's patch from its installed ver
 
     await t.step("the admin project and release pages count the patch's savings", async () => {
       const admin = await signedInClient(app);
-      const { html } = await admin.page("/admin/projects/desktop");
+      const { html } = await admin.page("/admin/projects/desktop/releases");
       assert.match(html, /data-differential-savings/);
       assert.match(html, /Differential downloads saved \d/);
       const release = (await admin.page(`/admin/releases/${next.id}`)).html;

@@ -1,5 +1,5 @@
 /**
- * The project page's Velopack deltas card in Chromium at 390 and 1366 px:
+ * The project page's card of server-made deltas and patches in Chromium at 390 and 1366 px:
  * its field and button fit, an out-of-range value comes back with its
  * message beside the field, a saved one shows its flash. Screenshots of the
  * card: tests/screenshots/velopack-card-*.png.
@@ -18,7 +18,7 @@ import { ADMIN_PASSWORD, createAdminTestApp } from "./admin_helpers.ts";
 import { seedProject } from "./helpers.ts";
 
 Deno.test({
-  name: "the Velopack deltas card in a browser",
+  name: "the server-made deltas and patches card in a browser",
   ignore: !hasChromium,
   sanitizeResources: false,
   sanitizeOps: false,
@@ -40,7 +40,7 @@ Deno.test({
         });
         const page = await context.newPage();
         await signIn(page, base, ADMIN_PASSWORD);
-        const path = `/admin/projects/deskapp-${size.name}`;
+        const path = `/admin/projects/deskapp-${size.name}/feeds`;
         await page.goto(`${base}${path}#velopack`);
         const card = page.locator("#velopack");
         assert.equal(await page.inputValue("#velopack-deltas-kept"), "10");
@@ -60,7 +60,10 @@ Deno.test({
           page.locator("#velopack button").click(),
         ]);
         assert.equal(await page.inputValue("#velopack-deltas-kept"), "3");
-        assert.match(await page.content(), /each new release gets a delta from 3 older releases/);
+        assert.match(
+          await page.content(),
+          /Server-made deltas and patches: each new release gets one from 3 older releases/,
+        );
         await context.close();
       });
     }

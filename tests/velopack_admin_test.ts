@@ -1,6 +1,6 @@
 /**
- * The project page's Velopack deltas card (docs/admin-ui.md "Velopack
- * deltas"): "deltas kept" shown, saved (audited), refused out of range with
+ * The project page's card of server-made deltas and patches (docs/admin-ui.md
+ * "Server-made deltas and patches"): "deltas kept" shown, saved (audited), refused out of range with
  * the form shown again, and obeyed by the background builds.
  */
 import assert from "node:assert/strict";
@@ -26,7 +26,7 @@ async function nupkg(work: string, version: string): Promise<Uint8Array> {
   return await Deno.readFile(out);
 }
 
-Deno.test("the Velopack deltas card", async (t) => {
+Deno.test("the server-made deltas and patches card", async (t) => {
   await using app = await createAdminTestApp();
   const work = await Deno.makeTempDir({ prefix: "uds-velopack-admin-" });
   try {
@@ -36,6 +36,7 @@ Deno.test("the Velopack deltas card", async (t) => {
     await t.step("the page shows 10 by default", async () => {
       const { html } = await client.page("/admin/projects/deskapp/feeds");
       assert.match(html, /id="velopack"/);
+      assert.match(html, /<h2 id="velopack-title">Server-made deltas and patches<\/h2>/);
       assert.match(html, /name="deltas_kept"[^>]*value="10"/);
     });
 

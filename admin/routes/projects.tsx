@@ -277,7 +277,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
     });
   });
 
-  // Velopack: how many older releases get a server-made delta to each new one.
+  // Server-made deltas and patches: from how many older releases to each new one.
   admin.post("/projects/:slug/velopack", async (c) => {
     const project = await loadProject(c.var.store, c.req.param("slug"));
     const value = field(c.get("form"), "deltas_kept");
@@ -301,7 +301,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
     return redirectWithFlash(c, deps, {
       location: `${projectTabPath(project.slug, "feeds")}#velopack`,
       kind: "success",
-      text: `Velopack deltas: each new release gets a delta from ${deltasKept} older ${
+      text: `Server-made deltas and patches: each new release gets one from ${deltasKept} older ${
         deltasKept === 1 ? "release" : "releases"
       }.`,
     });

@@ -1,4 +1,7 @@
-/** The project page's Velopack card: how many older releases get a server-made delta. */
+/**
+ * The project page's card of server-made deltas and patches: from how many older releases each
+ * new one gets a Velopack delta (a `.nupkg`) or a patch (any other file).
+ */
 import type { Project } from "../../src/store/types.ts";
 import { MAX_DELTAS_KEPT } from "../../src/store/velopack.ts";
 import type { FormError } from "../types.ts";
@@ -16,13 +19,12 @@ export interface VelopackCardProps {
 export function VelopackCard({ ctx, project, value, error }: VelopackCardProps) {
   return (
     <section class="card" id="velopack" aria-labelledby="velopack-title">
-      <h2 id="velopack-title">Velopack deltas</h2>
+      <h2 id="velopack-title">Server-made deltas and patches</h2>
       <p class="hint">
-        For each new Velopack release (a{" "}
-        <code>.nupkg</code>), the service builds a delta package from each of this many older
-        releases straight to it, so an app that many versions behind downloads one small delta.
-        Older versions download the full package. Every other file gets a patch from as many older
-        releases for the reference client.
+        For each new release, the service builds a delta from each of this many older releases
+        straight to it: a Velopack delta package for a{" "}
+        <code>.nupkg</code>, a patch for the reference client for any other file. An app that many
+        versions behind downloads one small delta; older versions download the whole file.
       </p>
       <FormErrorSummary error={error} />
       <form method="post" action={`/admin/projects/${project.slug}/velopack`} class="stack">
@@ -30,7 +32,7 @@ export function VelopackCard({ ctx, project, value, error }: VelopackCardProps) 
         <InputField
           id="velopack-deltas-kept"
           name="deltas_kept"
-          label="Deltas kept"
+          label="Older releases to build from"
           type="number"
           min="0"
           max={String(MAX_DELTAS_KEPT)}

@@ -10,11 +10,8 @@
  * takes the block map, then the whole file.
  */
 import type { JobReport } from "../lib/background_job.ts";
-import { JOB_LEASE_MS } from "../lib/background_job.ts";
-import { readRecordedArtifact } from "../storage/artifact_work.ts";
 import type { ArtifactStore } from "../storage/types.ts";
 import { listArtifactPatches, putArtifactPatch } from "../store/artifact_patches.ts";
-import { claimLease } from "../kv/leases.ts";
 import { listReleasesByProject } from "../store/releases.ts";
 import type { Store } from "../kv/store.ts";
 import type { Release } from "../store/types.ts";
@@ -25,6 +22,7 @@ import {
   DeltaToolMissingError,
   zstdPatch,
 } from "./tools.ts";
+import { copyArtifact, withBuildLease } from "./work.ts";
 
 export interface PatchWork {
   store: Store;
@@ -40,22 +38,10 @@ export interface PatchCounts {
   outcome: "done" | "busy";
   patches: number;
   failed: number;
-}
-
-/** Copies `release`'s artifact to `path`, its SHA-256 checked; false when missing or not as recorded. */
-async function copyArtifact(
-  artifacts: ArtifactStore,
-  release: Release,
-  path: string,
-): Promise<boolean> {
-  const copied = await readRecordedArtifact(artifacts, release, async (chunks) => {
-    using file = await Deno.open(path, { write: true, create: true, truncate: true });
-    const writer = file.writable.getWriter();
-    for await (const chunk of chunks) await writer.write(chunk);
-    await writer.close();
-    return true;
-  });
-  return copied === true;
+  /** Why builds are skipped (a program missing), or null. */
+  missing: string | null;
+  /** Where a later run starts to build what was skipped, or null. */
+  retryAfterId: number | null;
 }
 
 /** Builds and records the patch from `from` to `to` (both on disk); false when it saves nothing. */
@@ -125,34 +111,42 @@ export async function buildArtifactPatches(
     .slice(0, deltas_kept)
     .filter((r) => !built.has(r.id));
   if (bases.length === 0) return;
+  // A program missing: the builds wait for a later run.
+  if (counts.missing !== null) {
+    counts.retryAfterId ??= release.id - 1;
+    return;
+  }
   const dir = await Deno.makeTempDir({ dir: work.workDir, prefix: "patch-" });
   try {
     const toPath = `${dir}/new`;
-    if (!await copyArtifact(work.artifacts, release, toPath)) {
+    if (!await copyArtifact(work.artifacts, release, { path: toPath })) {
       work.report("warn", "patch: artifact missing or not as recorded", { release_id: release.id });
       return;
     }
     for (const from of bases) {
-      if (
-        !await claimLease(store, "velopack_deltas", { holder: work.holder, ttlMs: JOB_LEASE_MS })
-      ) {
-        counts.outcome = "busy";
-        return;
-      }
       const fromPath = `${dir}/old`;
-      if (!await copyArtifact(work.artifacts, from, fromPath)) continue;
-      try {
-        if (await buildPatch(work, { to: release, from, toPath, fromPath })) counts.patches++;
-      } catch (error) {
-        // A program missing: the run stops and is tried again later, this patch included.
-        if (error instanceof DeltaToolMissingError) throw error;
-        counts.failed++;
-        work.report("warn", "patch: build failed", {
-          release_id: release.id,
-          from_release_id: from.id,
-          error: String(error instanceof Error ? error.message : error).slice(0, 300),
-        });
-      }
+      const outcome = await withBuildLease(store, work.holder, async () => {
+        if (!await copyArtifact(work.artifacts, from, { path: fromPath })) return "skipped";
+        try {
+          if (await buildPatch(work, { to: release, from, toPath, fromPath })) counts.patches++;
+        } catch (error) {
+          const message = String(error instanceof Error ? error.message : error).slice(0, 300);
+          if (error instanceof DeltaToolMissingError) {
+            counts.missing = message;
+            counts.retryAfterId ??= release.id - 1;
+            return "missing";
+          }
+          counts.failed++;
+          work.report("warn", "patch: build failed", {
+            release_id: release.id,
+            from_release_id: from.id,
+            error: message,
+          });
+        }
+        return "done";
+      });
+      if (outcome === "busy") counts.outcome = "busy";
+      if (outcome === "busy" || outcome === "missing") return;
     }
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});

@@ -12,7 +12,6 @@
  */
 import { createHash } from "node:crypto";
 import { JOB_LEASE_MS, type JobReport, scheduleJob } from "../lib/background_job.ts";
-import { readRecordedArtifact } from "../storage/artifact_work.ts";
 import type { ArtifactStore } from "../storage/types.ts";
 import { lastArtifactPatchReleaseId } from "../store/artifact_patches.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
@@ -35,6 +34,7 @@ import { buildArtifactPatches } from "./artifact_patches.ts";
 import { readNuspec } from "./nupkg.ts";
 import { DEFAULT_DELTA_LIMITS, type DeltaLimits, DeltaToolMissingError } from "./tools.ts";
 import { buildVelopackDelta } from "./velopack_delta.ts";
+import { clearStaleWork, copyArtifact, withBuildLease } from "./work.ts";
 
 const POLL_MS = 3_000;
 const RETRY_MS = 60_000;
@@ -59,26 +59,13 @@ export interface DeltaRun {
   patches: number;
   failed: number;
   lastId: number;
-}
-
-/** Copies `release`'s artifact to `path` (its SHA-256 checked); its SHA-1, or null. */
-async function fetchArtifact(
-  artifacts: ArtifactStore,
-  release: Release,
-  path: string,
-): Promise<string | null> {
-  const sha1 = createHash("sha1");
-  const copied = await readRecordedArtifact(artifacts, release, async (chunks) => {
-    using file = await Deno.open(path, { write: true, create: true, truncate: true });
-    const writer = file.writable.getWriter();
-    for await (const chunk of chunks) {
-      sha1.update(chunk);
-      await writer.write(chunk);
-    }
-    await writer.close();
-    return true;
-  });
-  return copied === null ? null : sha1.digest("hex").toUpperCase();
+  /**
+   * Why builds were skipped (a program missing: `zstd`, `zip`, `unzip` or `prlimit`), or null.
+   * Packages are still read; the builds wait for a later run.
+   */
+  missing: string | null;
+  /** Where a later run starts to build what was skipped, or null when nothing was. */
+  retryAfterId: number | null;
 }
 
 /** Reads `release` as a Velopack package and records what it is. */
@@ -87,8 +74,9 @@ async function recordPackage(
   release: Release,
   path: string,
 ): Promise<VelopackPackage | null> {
-  const sha1 = await fetchArtifact(options.artifacts, release, path);
-  if (sha1 === null) return null;
+  const hash = createHash("sha1");
+  if (!await copyArtifact(options.artifacts, release, { path, hash })) return null;
+  const sha1 = hash.digest("hex").toUpperCase();
   const nuspec = await readNuspec(path);
   const pkg: VelopackPackage = "problem" in nuspec
     ? { release_id: release.id, package_id: null, version: "", sha1, problem: nuspec.problem }
@@ -156,6 +144,7 @@ async function processRelease(
   try {
     const toPath = `${dir}/new.nupkg`;
     let pkg = await getVelopackPackage(store, release.id);
+    let copied = false;
     if (pkg === null) {
       pkg = await recordPackage(options, release, toPath);
       if (pkg === null) {
@@ -164,15 +153,20 @@ async function processRelease(
         });
         return;
       }
+      copied = true;
       counts.packages++;
-    } else if (await fetchArtifact(options.artifacts, release, toPath) === null) return;
+    }
     if (pkg.package_id === null) return;
-    const projectReleases = (await listReleasesByProject(store, release.project_id))
-      .filter((r) => isVelopackFile(r.filename));
+    const { deltas_kept } = await getVelopackSettings(store, release.project_id);
+    // The newest releases, with room for other files and re-uploads of the new version.
+    const projectReleases = (await listReleasesByProject(
+      store,
+      release.project_id,
+      4 * deltas_kept + 1,
+    )).filter((r) => isVelopackFile(r.filename));
     // Only the project's newest Velopack release gets deltas: one superseded before its turn
     // came (or read again after a restore) would be offered to few, if any.
     if (projectReleases.some((r) => r.id > release.id)) return;
-    const { deltas_kept } = await getVelopackSettings(store, release.project_id);
     const built = new Set(
       (await listVelopackDeltas(store, release.id)).map((d) => d.from_release_id),
     );
@@ -181,36 +175,45 @@ async function processRelease(
     const bases = older.filter((r) => {
       const base = packages.get(r.id);
       return base?.package_id === pkg.package_id && base.version !== pkg.version;
-    }).slice(0, deltas_kept);
+    }).slice(0, deltas_kept).filter((r) => !built.has(r.id));
+    if (bases.length === 0) return;
+    // A program missing: the builds wait for the next run (the package is recorded).
+    if (counts.missing !== null) {
+      counts.retryAfterId ??= release.id - 1;
+      return;
+    }
+    if (!copied && !await copyArtifact(options.artifacts, release, { path: toPath })) return;
     for (const from of bases) {
-      if (built.has(from.id)) continue;
-      if (
-        !await claimLease(store, "velopack_deltas", { holder: options.holder, ttlMs: JOB_LEASE_MS })
-      ) {
-        counts.outcome = "busy";
-        return;
-      }
       const fromPath = `${dir}/old.nupkg`;
-      if (await fetchArtifact(options.artifacts, from, fromPath) === null) continue;
-      try {
-        await buildDelta(options, {
-          to: release,
-          from,
-          toPath,
-          fromPath,
-          fromVersion: packages.get(from.id)!.version,
-        });
-        counts.deltas++;
-      } catch (error) {
-        // A program missing: the run stops and is tried again later, this delta included.
-        if (error instanceof DeltaToolMissingError) throw error;
-        counts.failed++;
-        report("warn", "velopack: delta build failed", {
-          release_id: release.id,
-          from_release_id: from.id,
-          error: String(error instanceof Error ? error.message : error).slice(0, 300),
-        });
-      }
+      const outcome = await withBuildLease(store, options.holder, async () => {
+        if (!await copyArtifact(options.artifacts, from, { path: fromPath })) return "skipped";
+        try {
+          await buildDelta(options, {
+            to: release,
+            from,
+            toPath,
+            fromPath,
+            fromVersion: packages.get(from.id)!.version,
+          });
+          counts.deltas++;
+        } catch (error) {
+          const message = String(error instanceof Error ? error.message : error).slice(0, 300);
+          if (error instanceof DeltaToolMissingError) {
+            counts.missing = message;
+            counts.retryAfterId ??= release.id - 1;
+            return "missing";
+          }
+          counts.failed++;
+          report("warn", "velopack: delta build failed", {
+            release_id: release.id,
+            from_release_id: from.id,
+            error: message,
+          });
+        }
+        return "done";
+      });
+      if (outcome === "busy") counts.outcome = "busy";
+      if (outcome === "busy" || outcome === "missing") return;
     }
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
@@ -231,6 +234,8 @@ export async function runVelopackDeltas(
     patches: 0,
     failed: 0,
     lastId: afterId,
+    missing: null,
+    retryAfterId: null,
   };
   const lease = { holder, ttlMs: JOB_LEASE_MS };
   if (!await claimLease(options.store, "velopack_deltas", lease)) {
@@ -261,6 +266,10 @@ export function scheduleVelopackDeltas(options: DeltaWorkOptions): () => void {
   let lastId: number | null = null;
   return scheduleJob(async () => {
     try {
+      if (lastId === null) {
+        // What builds that crashed or were stopped left behind.
+        await clearStaleWork(options.workDir, JOB_LEASE_MS);
+      }
       lastId ??= Math.max(
         0,
         Math.max(
@@ -271,7 +280,7 @@ export function scheduleVelopackDeltas(options: DeltaWorkOptions): () => void {
       const newer = (await listReleasesAfter(options.store, lastId, 1)).length > 0;
       if (!newer) return POLL_MS;
       const result = await runVelopackDeltas(options, { afterId: lastId });
-      if (result.outcome === "done") lastId = result.lastId;
+      if (result.outcome === "done") lastId = result.retryAfterId ?? result.lastId;
       if (result.deltas > 0 || result.patches > 0 || result.failed > 0) {
         options.report("info", "velopack deltas built", {
           deltas: result.deltas,
@@ -279,9 +288,15 @@ export function scheduleVelopackDeltas(options: DeltaWorkOptions): () => void {
           failed: result.failed,
         });
       }
+      if (result.missing !== null) {
+        options.report("warn", "velopack: builds wait for a missing program", {
+          error: result.missing,
+        });
+        return RETRY_MS;
+      }
     } catch (error) {
       options.report("warn", "velopack delta build failed", { error: String(error) });
-      // Tried again later (zstd, zip or unzip missing, KV failing): not every few seconds.
+      // Tried again later (KV failing): not every few seconds.
       return RETRY_MS;
     }
     return POLL_MS;

@@ -38,6 +38,46 @@ async function readAt(file: Deno.FsFile, offset: number, length: number): Promis
   return bytes.subarray(0, read);
 }
 
+/**
+ * The raw deflate stream `data` inflated, read chunk by chunk and given up as soon as it
+ * passes `limit` bytes (whatever size the zip declares), or why it cannot be.
+ */
+async function inflateBounded(data: Uint8Array, limit: number): Promise<Uint8Array | string> {
+  // Fed 1 KiB at a time: deflate inflates at most about 1,032 times, so no chunk is large.
+  let fed = 0;
+  const input = new ReadableStream<BufferSource>({
+    pull(controller) {
+      if (fed >= data.byteLength) return controller.close();
+      controller.enqueue(data.slice(fed, fed + 1024));
+      fed += 1024;
+    },
+  }, { highWaterMark: 0 });
+  const reader = input.pipeThrough(new DecompressionStream("deflate-raw")).getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  try {
+    while (true) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > limit) {
+        await reader.cancel().catch(() => {});
+        return "the .nuspec is too large";
+      }
+      chunks.push(value);
+    }
+  } catch {
+    return "the .nuspec cannot be read";
+  }
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return bytes;
+}
+
 /** The bytes of the root `.nuspec` of the zip in `file`, or why there are none. */
 async function nuspecBytes(file: Deno.FsFile, size: number): Promise<Uint8Array | string> {
   const tailStart = Math.max(0, size - EOCD_SEARCH);
@@ -62,6 +102,7 @@ async function nuspecBytes(file: Deno.FsFile, size: number): Promise<Uint8Array 
     if (dir.getUint32(at, true) !== CENTRAL_SIGNATURE) return "not a zip archive";
     const method = dir.getUint16(at + 10, true);
     const compressed = dir.getUint32(at + 20, true);
+    const uncompressed = dir.getUint32(at + 24, true);
     const nameLength = dir.getUint16(at + 28, true);
     const extraLength = dir.getUint16(at + 30, true);
     const commentLength = dir.getUint16(at + 32, true);
@@ -69,7 +110,9 @@ async function nuspecBytes(file: Deno.FsFile, size: number): Promise<Uint8Array 
     const name = new TextDecoder().decode(directory.subarray(at + 46, at + 46 + nameLength));
     at += 46 + nameLength + extraLength + commentLength;
     if (!name.endsWith(".nuspec") || name.includes("/")) continue;
-    if (compressed > MAX_NUSPEC_BYTES) return "the .nuspec is too large";
+    if (compressed > MAX_NUSPEC_BYTES || uncompressed > MAX_NUSPEC_BYTES) {
+      return "the .nuspec is too large";
+    }
     const local = await readAt(file, localOffset, 30);
     const head = new DataView(local.buffer, local.byteOffset, local.byteLength);
     if (local.byteLength < 30 || head.getUint32(0, true) !== LOCAL_SIGNATURE) {
@@ -79,15 +122,7 @@ async function nuspecBytes(file: Deno.FsFile, size: number): Promise<Uint8Array 
     const data = await readAt(file, dataAt, compressed);
     if (method === 0) return data;
     if (method !== 8) return "the .nuspec is stored in an unknown way";
-    try {
-      const inflated = new Blob([data.slice()]).stream().pipeThrough(
-        new DecompressionStream("deflate-raw"),
-      );
-      const bytes = new Uint8Array(await new Response(inflated).arrayBuffer());
-      return bytes.byteLength > MAX_NUSPEC_BYTES ? "the .nuspec is too large" : bytes;
-    } catch {
-      return "the .nuspec cannot be read";
-    }
+    return await inflateBounded(data, MAX_NUSPEC_BYTES);
   }
   return "no .nuspec at the package's root";
 }

@@ -54,6 +54,13 @@ export async function runTool(
     }
     throw new DeltaToolError(message);
   }
+  // 126 and 127: a program it runs (`prlimit`'s, say) could not be found or started.
+  if (!output.success && !output.signal && (output.code === 126 || output.code === 127)) {
+    const stderr = new TextDecoder().decode(output.stderr).trim().slice(0, 300);
+    throw new DeltaToolMissingError(
+      `${program}: exit ${output.code}${stderr ? `: ${stderr}` : ""}`,
+    );
+  }
   if (!output.success) {
     const reason = output.signal ? `killed (${output.signal})` : `exit ${output.code}`;
     const stderr = new TextDecoder().decode(output.stderr).trim().slice(0, 300);
@@ -62,14 +69,9 @@ export async function runTool(
   return output.stdout;
 }
 
-/** The number of bits of `n`'s highest set bit, as zstd's `FIO_highbit64` counts. */
+/** The position of `n`'s highest set bit (0 for 1), as zstd's `FIO_highbit64` counts. */
 function highBit(n: number): number {
-  let count = 0;
-  while (n > 1) {
-    n = Math.floor(n / 2);
-    count++;
-  }
-  return count;
+  return Math.max(0, Math.floor(n).toString(2).length - 1);
 }
 
 /**

@@ -21,15 +21,34 @@ export interface DeltaBuild {
   added: number;
 }
 
-/** Every file under `dir`, as paths relative to it with `/` separators. */
-async function listFiles(dir: string, prefix = ""): Promise<string[]> {
-  const files: string[] = [];
+/**
+ * Every file under `dir`, as paths relative to it with `/` separators, and their total size;
+ * a symbolic link (which unzip restores) is refused: a build reads only the packages' own files.
+ */
+async function listFiles(
+  dir: string,
+  prefix = "",
+): Promise<{ files: string[]; bytes: number }> {
+  const found = { files: [] as string[], bytes: 0 };
   for await (const entry of Deno.readDir(`${dir}/${prefix}`)) {
     const relative = prefix === "" ? entry.name : `${prefix}/${entry.name}`;
-    if (entry.isDirectory) files.push(...await listFiles(dir, relative));
-    else if (entry.isFile) files.push(relative);
+    if (entry.isSymlink) throw new DeltaToolError(`the package holds a symbolic link: ${relative}`);
+    if (entry.isDirectory) {
+      const inner = await listFiles(dir, relative);
+      found.files.push(...inner.files);
+      found.bytes += inner.bytes;
+    } else if (entry.isFile) {
+      found.files.push(relative);
+      found.bytes += (await Deno.lstat(`${dir}/${relative}`)).size;
+    }
   }
-  return files;
+  return found;
+}
+
+/** Whether a zip entry's name would be written outside the directory it is unpacked into. */
+function leavesDirectory(name: string): boolean {
+  return name.startsWith("/") || name.includes("\\") || /^[A-Za-z]:/.test(name) ||
+    name.split("/").includes("..");
 }
 
 async function sha1Of(path: string): Promise<string> {
@@ -51,7 +70,11 @@ async function copyInto(from: string, to: string): Promise<void> {
   await Deno.copyFile(from, to);
 }
 
-/** Unpacks the zip at `path` into `dir`, refusing one that unpacks larger than the limit. */
+/**
+ * Unpacks the zip at `path` into `dir`, refusing one whose entries would land outside it, that
+ * declares more than the limit, or that unpacks to more: unzip runs with a cap on the size of
+ * each file it writes (`prlimit --fsize`), and the files written are counted after.
+ */
 async function unpack(
   { path, dir, limits, deadline }: {
     path: string;
@@ -59,13 +82,28 @@ async function unpack(
     limits: DeltaLimits;
     deadline: number;
   },
-) {
+): Promise<string[]> {
+  const names = new TextDecoder().decode(await runTool("unzip", ["-Z1", path], { deadline }));
+  for (const name of names.split("\n")) {
+    if (leavesDirectory(name)) {
+      throw new DeltaToolError(`${path}: an entry leaves the package: ${name.slice(0, 100)}`);
+    }
+  }
   const size = await unpackedSize(path, deadline);
   if (size > limits.maxUnpackedBytes) {
     throw new DeltaToolError(`${path} unpacks to ${size} bytes, over the limit`);
   }
   await Deno.mkdir(dir, { recursive: true });
-  await runTool("unzip", ["-q", "-o", path, "-d", dir], { deadline });
+  await runTool(
+    "prlimit",
+    [`--fsize=${limits.maxUnpackedBytes}`, "--", "unzip", "-q", "-o", path, "-d", dir],
+    { deadline },
+  );
+  const { files, bytes } = await listFiles(dir);
+  if (bytes > limits.maxUnpackedBytes) {
+    throw new DeltaToolError(`${path} unpacks to ${bytes} bytes, over the limit`);
+  }
+  return files;
 }
 
 /**
@@ -84,16 +122,16 @@ export async function buildVelopackDelta(
   const oldDir = `${workDir}/old`;
   const newDir = `${workDir}/new`;
   const outDir = `${workDir}/delta`;
-  await unpack({ path: oldPackage, dir: oldDir, limits, deadline });
-  await unpack({ path: newPackage, dir: newDir, limits, deadline });
+  const oldFiles = new Set(await unpack({ path: oldPackage, dir: oldDir, limits, deadline }));
+  const newFiles = await unpack({ path: newPackage, dir: newDir, limits, deadline });
   await Deno.mkdir(outDir, { recursive: true });
   const build: DeltaBuild = { path: `${workDir}/delta.nupkg`, changed: 0, same: 0, added: 0 };
-  for (const relative of await listFiles(newDir)) {
+  for (const relative of newFiles) {
     const source = `${newDir}/${relative}`;
     const target = `${outDir}/${relative}`;
     const old = `${oldDir}/${relative}`;
-    const oldExists = relative.startsWith("lib/") &&
-      await Deno.stat(old).then((s) => s.isFile, () => false);
+    // Only the old package's own regular files (no path through a link) are read.
+    const oldExists = relative.startsWith("lib/") && oldFiles.has(relative);
     if (!oldExists) {
       await copyInto(source, target);
       if (relative.startsWith("lib/")) build.added++;

@@ -21,6 +21,8 @@ import {
   apiKeyByHashKey,
   apiKeyKey,
   apiKeyLastUsedKey,
+  artifactPatchesPrefix,
+  artifactPatchKey,
   deletedApiKeyKey,
   deletedDownloadsKey,
   downloadsByDayPrefix,
@@ -36,11 +38,14 @@ import {
   releaseDownloadsKey,
   releaseKey,
   releasePolicyKey,
+  releasesByProjectPrefix,
   retentionPolicyKey,
   retentionRunKey,
   rolloutGateChangesPrefix,
   rolloutGatesKey,
   rolloutKey,
+  velopackDeltaKey,
+  velopackDeltasPrefix,
   velopackPackageKey,
   velopackSettingsKey,
 } from "../kv/keys.ts";
@@ -49,6 +54,7 @@ import { retentionRunLease } from "./retention.ts";
 import type { ApiKey, Project, Release, ReleaseState } from "./types.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import type { Store } from "../kv/store.ts";
+import { MAX_DELTAS_KEPT } from "./velopack.ts";
 
 /** The release is the one clients get as latest; deleting it needs a confirmation. */
 export class LatestReleaseError extends Error {
@@ -81,6 +87,33 @@ export interface DeletedRelease {
 }
 
 /**
+ * The keys of the server-made deltas and patches (velopack.ts, artifact_patches.ts) built to
+ * release `id` and of those built from it: the latter sit under the project's newer releases,
+ * of which only the next 4·(most deltas kept)+1 can have one from it (background.ts picks its
+ * bases among as many).
+ */
+async function builtDeltaKeys(store: Store, projectId: number, id: number): Promise<Deno.KvKey[]> {
+  const keys: Deno.KvKey[] = [];
+  for (const prefix of [velopackDeltasPrefix(id), artifactPatchesPrefix(id)]) {
+    for await (const entry of store.kv.list({ prefix })) keys.push(entry.key);
+  }
+  const newer: number[] = [];
+  const prefix = releasesByProjectPrefix(projectId);
+  for await (
+    const entry of store.kv.list<number>({
+      start: [...prefix, id + 1],
+      end: [...prefix, Number.MAX_SAFE_INTEGER],
+    }, {
+      limit: 4 * MAX_DELTAS_KEPT + 1,
+    })
+  ) newer.push(entry.value);
+  const candidates = newer.flatMap((to) => [velopackDeltaKey(to, id), artifactPatchKey(to, id)]);
+  const found = await getManyEntries(store.kv, candidates);
+  for (const entry of found) if (entry.versionstamp !== null) keys.push(entry.key);
+  return keys;
+}
+
+/**
  * Deletes a release's record, its index entry and its download total (moved
  * to the project's deleted-release total) in one commit; when it is the
  * latest, the next newest active release becomes latest (only with
@@ -104,6 +137,7 @@ export async function deleteReleaseRecord(
         store.kv.get<Deno.KvU64>(releaseDownloadsKey(id)),
         store.kv.get<number>(latestChoiceKey(projectId)),
       ]);
+      const built = await builtDeltaKeys(store, projectId, id);
       const release = entry.value;
       if (release === null) throw new NotFoundError("release not found");
       if (expectState !== undefined && release.state !== expectState) {
@@ -127,6 +161,7 @@ export async function deleteReleaseRecord(
         .sum(deletedDownloadsKey(projectId), downloads)
         .set(latestReleaseKey(projectId), latestId);
       if (choiceEntry.value === id) op.delete(latestChoiceKey(projectId));
+      for (const key of built) op.delete(key);
       addReleaseEvents(op, release, null);
       const commit = await releaseAggregates(op, release, null).commit();
       return { commit, value: { release, downloads: Number(downloads) }, changed };

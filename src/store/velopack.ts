@@ -150,14 +150,14 @@ export async function lastVelopackPackageId(store: Store): Promise<number> {
   return 0;
 }
 
-/** The "deltas kept" field as entered: a whole number from 0 (no deltas) to MAX_DELTAS_KEPT. */
+/** The "older releases to build from" field (`deltas_kept`) as entered: 0 (none) to MAX_DELTAS_KEPT. */
 export function parseDeltasKept(raw: string): number {
   const text = raw.trim();
   const value = Number(text);
   if (!/^[0-9]{1,3}$/.test(text) || value > MAX_DELTAS_KEPT) {
     throw new ValidationError(
       "deltas_kept",
-      `deltas kept must be a whole number from 0 to ${MAX_DELTAS_KEPT}`,
+      `older releases to build from must be a whole number from 0 to ${MAX_DELTAS_KEPT}`,
     );
   }
   return value;

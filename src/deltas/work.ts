@@ -1,0 +1,81 @@
+/**
+ * What the delta builder's runs (background.ts, artifact_patches.ts) share:
+ * copying a release's artifact to disk, holding the builder's lease through a
+ * build, and clearing what a crashed build left in the work directory.
+ */
+import { JOB_LEASE_MS } from "../lib/background_job.ts";
+import { readRecordedArtifact } from "../storage/artifact_work.ts";
+import type { ArtifactStore } from "../storage/types.ts";
+import { claimLease } from "../kv/leases.ts";
+import type { Store } from "../kv/store.ts";
+import type { Release } from "../store/types.ts";
+
+/** The builder's lease: one build at a time across instances. */
+const LEASE = "velopack_deltas";
+
+/**
+ * Copies `release`'s artifact to `path`, its SHA-256 checked, each chunk also given to `hash`
+ * when there is one; false when the artifact is missing or not as recorded.
+ */
+export async function copyArtifact(
+  artifacts: ArtifactStore,
+  release: Release,
+  { path, hash }: { path: string; hash?: { update(chunk: Uint8Array): unknown } },
+): Promise<boolean> {
+  const copied = await readRecordedArtifact(artifacts, release, async (chunks) => {
+    using file = await Deno.open(path, { write: true, create: true, truncate: true });
+    const writer = file.writable.getWriter();
+    for await (const chunk of chunks) {
+      hash?.update(chunk);
+      await writer.write(chunk);
+    }
+    await writer.close();
+    return true;
+  });
+  return copied === true;
+}
+
+/**
+ * Runs `build` while `holder` holds the builder's lease, renewed every third of its time until
+ * the build ends (copies, programs and the upload of the result included); "busy" when another
+ * instance holds it.
+ */
+export async function withBuildLease<T>(
+  store: Store,
+  holder: string,
+  build: () => Promise<T>,
+): Promise<T | "busy"> {
+  const lease = { holder, ttlMs: JOB_LEASE_MS };
+  if (!await claimLease(store, LEASE, lease)) return "busy";
+  const timer = setInterval(() => {
+    claimLease(store, LEASE, lease).catch(() => {});
+  }, JOB_LEASE_MS / 3);
+  try {
+    return await build();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/**
+ * Removes what builds left in `workDir` (a build that crashed or was stopped): every entry
+ * last changed more than `olderThanMs` ago, so that a build running on another instance
+ * sharing the directory keeps its files.
+ */
+export async function clearStaleWork(workDir: string, olderThanMs: number): Promise<number> {
+  let removed = 0;
+  let entries;
+  try {
+    entries = await Array.fromAsync(Deno.readDir(workDir));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return 0;
+    throw error;
+  }
+  for (const entry of entries) {
+    const path = `${workDir}/${entry.name}`;
+    const info = await Deno.lstat(path).catch(() => null);
+    if (info === null || (info.mtime?.getTime() ?? 0) > Date.now() - olderThanMs) continue;
+    await Deno.remove(path, { recursive: true }).then(() => removed++, () => {});
+  }
+  return removed;
+}
