@@ -18,11 +18,11 @@ import {
   getAdminUser,
   hasAdminUser,
   setAdminPasswordHash,
-} from "../src/store/admin_users.ts";
-import { recordAudit } from "../src/store/audit.ts";
-import { deleteAdminSessionsOfUser } from "../src/store/sessions.ts";
-import { hasLocalPassword } from "../src/store/sso.ts";
-import type { Store } from "../src/store/store.ts";
+} from "../src/accounts/admin_users.ts";
+import { recordAudit } from "../src/kv/audit.ts";
+import { deleteAdminSessionsOfUser } from "../src/accounts/sessions.ts";
+import { hasLocalPassword } from "../src/sso/records.ts";
+import type { Store } from "../src/kv/store.ts";
 
 /** The audit target naming an admin account (`account "admin"`, not "admin admin"). */
 export function accountTarget(username: string): string {

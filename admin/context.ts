@@ -1,15 +1,15 @@
 /** Helpers every admin route uses: page context, audit records, flash redirects. */
 import type { Context } from "hono";
 import { addressOf } from "../src/http/client_address.ts";
-import { type AuditAction, recordAuditSafely } from "../src/store/audit.ts";
+import { type AuditAction, recordAuditSafely } from "../src/kv/audit.ts";
 import { setFlash, takeFlash } from "./cookies.ts";
-import type { AdminEnv, Flash, ServiceDeps } from "./types.ts";
+import type { AdminEnv, Flash, RouteDeps } from "./types.ts";
 import type { PageContext } from "./views/layout.tsx";
 
 export type AdminContext = Context<AdminEnv>;
 
 /** What the layout needs: the admin, the CSRF token and a pending flash message. */
-export function pageContext(c: AdminContext, deps: ServiceDeps): PageContext {
+export function pageContext(c: AdminContext, deps: RouteDeps): PageContext {
   const session = c.get("session");
   return {
     serviceName: deps.config.serviceName,
@@ -32,7 +32,7 @@ export interface AuditedAction {
 /** Records an admin action. A failed audit write is logged, not shown: the action itself is done. */
 export async function audit(
   c: AdminContext,
-  deps: ServiceDeps,
+  deps: RouteDeps,
   { action, target, details = "", actor = c.get("session")?.username ?? "-" }: AuditedAction,
 ): Promise<void> {
   await recordAuditSafely(
@@ -50,7 +50,7 @@ export interface FlashRedirect extends Flash {
 /** 303 See Other to `location`, with a message for the next page. */
 export function redirectWithFlash(
   c: AdminContext,
-  deps: ServiceDeps,
+  deps: RouteDeps,
   { location, kind, text }: FlashRedirect,
 ): Response {
   setFlash(c, deps.config, { kind, text });

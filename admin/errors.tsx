@@ -5,9 +5,9 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { mapDomainError, type MappedError } from "../src/http/errors.ts";
 import { ADMIN_RESPONSE_HEADERS } from "./headers.ts";
 import { withLabel } from "./field_labels.ts";
-import type { ValidationError } from "../src/store/errors.ts";
-import type { AdminSession } from "../src/store/sessions.ts";
-import type { ServiceDeps } from "./types.ts";
+import type { ValidationError } from "../src/kv/errors.ts";
+import type { AdminSession } from "../src/accounts/sessions.ts";
+import type { RouteDeps } from "./types.ts";
 import { ErrorPage } from "./views/error.tsx";
 
 const TITLES: Record<number, string> = {
@@ -23,7 +23,7 @@ const TITLES: Record<number, string> = {
 };
 
 /** The error page of `error`: the status of the service's one map (src/http/errors.ts). */
-export function renderAdminError(c: Context, deps: ServiceDeps, error: unknown): Promise<Response> {
+export function renderAdminError(c: Context, deps: RouteDeps, error: unknown): Promise<Response> {
   const mapped = mapDomainError(error);
   if (mapped === null) {
     console.error("admin error:", error);
@@ -72,7 +72,7 @@ function sentence(text: string): string {
 /** The message of the 404 page; a route throws `pageNotFound()` for a page it does not have. */
 const NO_SUCH_PAGE = "There is no such page.";
 
-export function renderAdminNotFound(c: Context, deps: ServiceDeps): Promise<Response> {
+export function renderAdminNotFound(c: Context, deps: RouteDeps): Promise<Response> {
   return renderErrorPage(c, deps, { status: 404, message: NO_SUCH_PAGE });
 }
 
@@ -83,7 +83,7 @@ export function pageNotFound(): HTTPException {
 
 async function renderErrorPage(
   c: Context,
-  deps: ServiceDeps,
+  deps: RouteDeps,
   { status, message }: { status: ContentfulStatusCode; message: string },
 ): Promise<Response> {
   const session = c.get("session") as AdminSession | undefined;

@@ -1,7 +1,7 @@
 /** Reading posted admin forms. */
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import type { ValidationError } from "../src/store/errors.ts";
+import type { ValidationError } from "../src/kv/errors.ts";
 import type { FormError, FormValues } from "./types.ts";
 import { withLabel } from "./field_labels.ts";
 

@@ -1,12 +1,12 @@
 /** Reading the API key form into store input, with the contract's field rules. */
 import { isSlug } from "../src/lib/limits.ts";
 import { type ApiKeyInput, requireScopeMode } from "../src/store/api_keys.ts";
-import { ValidationError } from "../src/store/errors.ts";
+import { ValidationError } from "../src/kv/errors.ts";
 import { getProjectIdsBySlugs } from "../src/store/projects.ts";
 import { parseList } from "../src/store/validate.ts";
 import { field, listField } from "./forms.ts";
 import type { FormValues } from "./types.ts";
-import type { Store } from "../src/store/store.ts";
+import type { Store } from "../src/kv/store.ts";
 
 /** The API key form as entered: shown again with an error, read into store input otherwise. */
 export interface ApiKeyFormValues {

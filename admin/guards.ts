@@ -10,20 +10,24 @@ import { matchedRoutes } from "hono/route";
 import { addressOf } from "../src/http/client_address.ts";
 import { sameSitePath } from "../src/http/location.ts";
 import { constantTimeEqual } from "../src/lib/secrets.ts";
-import { getAdminUser, roleOf } from "../src/store/admin_users.ts";
-import { deleteAdminSession, getAdminSession, type SessionPolicy } from "../src/store/sessions.ts";
-import { auditedStore } from "../src/store/audit.ts";
+import { getAdminUser, roleOf } from "../src/accounts/admin_users.ts";
+import {
+  deleteAdminSession,
+  getAdminSession,
+  type SessionPolicy,
+} from "../src/accounts/sessions.ts";
+import { auditedStore } from "../src/kv/audit.ts";
 import { refusalFor, rolesFor } from "./roles.ts";
 import { clearSessionCookie, getSessionCookie } from "./cookies.ts";
 import { readForm } from "./forms.ts";
 import { multipartBoundary, type MultipartPart, readMultipart } from "../src/http/multipart.ts";
-import type { AdminEnv, ServiceDeps } from "./types.ts";
+import type { AdminEnv, RouteDeps, ServiceDeps } from "./types.ts";
 
 /** Largest urlencoded (or buffered multipart) form. */
 const FORM_LIMIT_BYTES = 1024 * 1024;
 const CSRF_TOKEN_MAX_BYTES = 1024;
 
-export function sessionPolicy(deps: ServiceDeps): SessionPolicy {
+export function sessionPolicy(deps: RouteDeps): SessionPolicy {
   return {
     idleMs: deps.config.adminSessionIdleMinutes * 60_000,
     maxMs: deps.config.adminSessionMaxHours * 3_600_000,
@@ -225,7 +229,7 @@ export function provideStore(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
 /**
  * Every POST of a signed-in admin writes through a store of its request: the
  * changes it commits carry their first audit entry in the same commit
- * (src/store/audit.ts `auditedStore`), completed by the route's own `audit` call.
+ * (src/kv/audit.ts `auditedStore`), completed by the route's own `audit` call.
  */
 export function auditChanges(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
   return async (c, next) => {

@@ -46,9 +46,9 @@ import { addSigningKeyRoutes } from "./routes/signing_keys.tsx";
 import { addTufRoutes } from "./routes/tuf.tsx";
 import { addWebhookRoutes } from "./routes/webhooks.tsx";
 import { renderAdminError, renderAdminNotFound } from "./errors.tsx";
-import { addStaticRoutes } from "./static.ts";
-import type { AdminEnv, ServiceDeps } from "./types.ts";
-import { createLoginThrottle, type LoginThrottle } from "../src/store/login_throttle.ts";
+import { addStaticRoutes } from "./static_route.ts";
+import { type AdminEnv, routeDeps, type ServiceDeps } from "./types.ts";
+import { createLoginThrottle, type LoginThrottle } from "../src/accounts/login_throttle.ts";
 
 export { bootstrapAdmin, checkBreakGlassAccounts, checkFirstAdminSetting } from "./accounts.ts";
 
@@ -93,8 +93,9 @@ export function createAdminRoutes(deps: ServiceDeps): AdminUi {
 function createPublicRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<AdminEnv> {
   const open = new Hono<AdminEnv>();
   addStaticRoutes(open);
-  addLoginRoutes(open, deps, throttle);
-  addSsoRoutes(open, deps);
+  const routes = routeDeps(deps);
+  addLoginRoutes(open, routes, throttle);
+  addSsoRoutes(open, routes);
   return open;
 }
 
@@ -105,26 +106,27 @@ function createPublicRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<Ad
 function createProtectedRoutes(deps: ServiceDeps, throttle: LoginThrottle): Hono<AdminEnv> {
   const gated = new Hono<AdminEnv>();
   gated.use(requireSession(deps));
-  if (deps.sso !== undefined) gated.use(requireSsoCheck(deps));
+  const routes = routeDeps(deps);
+  if (routes.sso !== undefined) gated.use(requireSsoCheck(routes));
   gated.use(requireRole(deps));
   gated.use(auditChanges(deps));
   addUploadStreams(gated);
   gated.use(requireCsrfToken());
-  addOverviewRoutes(gated, deps);
-  addAccountRoutes(gated, deps, throttle);
-  addProjectRoutes(gated, deps);
+  addOverviewRoutes(gated, routes);
+  addAccountRoutes(gated, routes, throttle);
+  addProjectRoutes(gated, routes);
   addUploadRoute(gated, deps);
-  addReleaseRoutes(gated, deps);
-  addReleaseLatestRoutes(gated, deps);
-  addRolloutRoutes(gated, deps);
-  addReleaseSafetyRoutes(gated, deps);
-  addApiKeyRoutes(gated, deps);
-  addReleasePageRoutes(gated, deps);
-  addApiKeyPageRoutes(gated, deps);
-  addPublishTokenRoutes(gated, deps);
-  addAccountsRoutes(gated, deps);
-  addSigningKeyRoutes(gated, deps);
-  addTufRoutes(gated, deps);
-  addWebhookRoutes(gated, deps);
+  addReleaseRoutes(gated, routes);
+  addReleaseLatestRoutes(gated, routes);
+  addRolloutRoutes(gated, routes);
+  addReleaseSafetyRoutes(gated, routes);
+  addApiKeyRoutes(gated, routes);
+  addReleasePageRoutes(gated, routes);
+  addApiKeyPageRoutes(gated, routes);
+  addPublishTokenRoutes(gated, routes);
+  addAccountsRoutes(gated, routes);
+  addSigningKeyRoutes(gated, routes);
+  addTufRoutes(gated, routes);
+  addWebhookRoutes(gated, routes);
   return gated;
 }

@@ -3,7 +3,7 @@
  * table is read by `requireRole` (guards.ts), the one place a role is enforced; handlers never
  * check roles. Routes are named as registered: `METHOD /admin/path/:param`.
  */
-import type { AdminRole } from "../src/store/admin_users.ts";
+import type { AdminRole } from "../src/accounts/admin_users.ts";
 
 const EVERYONE: readonly AdminRole[] = ["admin", "publisher", "viewer"];
 const RELEASE_WRITERS: readonly AdminRole[] = ["admin", "publisher"];

@@ -2,14 +2,11 @@
  * The stylesheet and script of the admin UI, served by the app itself (no CDN,
  * and the Content-Security-Policy allows scripts and styles from 'self' only).
  * Files are read once at start; their URLs carry a content hash, so browsers
- * may cache them for good.
+ * may cache them for good. The route that serves them is static_route.ts.
  */
-import type { Hono } from "hono";
-import { pageNotFound } from "./errors.tsx";
-import type { AdminEnv } from "./types.ts";
 import { createHash } from "node:crypto";
 
-interface Asset {
+export interface Asset {
   body: string;
   type: string;
   version: string;
@@ -32,13 +29,7 @@ export function assetUrl(name: "style.css" | "admin.js" | "favicon.svg"): string
   return `/admin/static/${name}?v=${ASSETS.get(name)!.version}`;
 }
 
-export function addStaticRoutes(admin: Hono<AdminEnv>): void {
-  admin.get("/static/:name", (c) => {
-    const asset = ASSETS.get(c.req.param("name"));
-    if (asset === undefined) throw pageNotFound();
-    const cacheControl = c.req.query("v") === asset.version
-      ? "public, max-age=31536000, immutable"
-      : "no-cache";
-    return c.body(asset.body, 200, { "content-type": asset.type, "cache-control": cacheControl });
-  });
+/** The asset `name` names, if there is one. */
+export function findAsset(name: string): Asset | undefined {
+  return ASSETS.get(name);
 }

@@ -1,15 +1,28 @@
 import type { ServiceDeps as HttpServiceDeps } from "../src/http/app_env.ts";
 import type { SsoService } from "../src/sso/mod.ts";
-import type { AdminRole } from "../src/store/admin_users.ts";
-import type { AdminSession } from "../src/store/sessions.ts";
+import type { AdminRole } from "../src/accounts/admin_users.ts";
+import type { AdminSession } from "../src/accounts/sessions.ts";
 import type { MultipartPart } from "../src/http/multipart.ts";
-import type { Store } from "../src/store/store.ts";
+import type { Store } from "../src/kv/store.ts";
 
 /** What the admin UI is built from: the service's deps, and sign-in through a provider if set up. */
 export type ServiceDeps = HttpServiceDeps & {
   /** Sign-in through an OpenID Connect provider (docs/sso.md), when one is set up. */
   sso?: SsoService;
 };
+
+/**
+ * What a route handler is given: the service's deps without their store. A
+ * handler reads and writes through the request's store (`c.var.store`), so a
+ * change cannot skip the request's audit entry (guards.ts `auditChanges`).
+ */
+export type RouteDeps = Omit<ServiceDeps, "store">;
+
+/** `deps` without their store, as the route handlers get them (`RouteDeps`). */
+export function routeDeps(deps: ServiceDeps): RouteDeps {
+  const { store: _store, ...routes } = deps;
+  return routes;
+}
 
 export interface Flash {
   kind: "success" | "error";

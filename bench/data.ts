@@ -13,7 +13,7 @@ import { createApiKeysBulk, createReleasesBulk } from "../src/store/bulk.ts";
 import { createProject } from "../src/store/projects.ts";
 import { startRollout } from "../src/store/rollouts.ts";
 import type { Release } from "../src/store/types.ts";
-import { createStore, type Store } from "../src/store/store.ts";
+import { createStore, type Store } from "../src/kv/store.ts";
 
 /** Where the service keeps its KV file and artifacts for a data dir (src/lib/config.ts decides). */
 export function storagePaths(dataDir: string): { kvPath: string; artifactsDir: string } {

@@ -13,12 +13,12 @@ import { loadConfig } from "../src/lib/config.ts";
 import { createBufferedWriter, createLogger } from "../src/lib/log.ts";
 import { noMetrics } from "../src/lib/metrics.ts";
 import { openArtifactStore } from "../src/storage/mod.ts";
-import { followOtherWriters } from "../src/store/cache.ts";
-import type { KeyLookup } from "../src/store/key_lookup.ts";
+import { followOtherWriters } from "../src/kv/cache.ts";
+import type { KeyLookup } from "../src/credentials/key_lookup.ts";
 import type { ApiKey } from "../src/store/types.ts";
-import { createKeyUsageRecorder } from "../src/store/key_usage.ts";
+import { createKeyUsageRecorder } from "../src/credentials/key_usage.ts";
 import { BENCH_LAYERS, type BenchLayer } from "./layers.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 const layer = Deno.args[0];
 if (layer !== "none" && !Object.hasOwn(BENCH_LAYERS, layer)) {

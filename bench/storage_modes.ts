@@ -33,7 +33,7 @@ import { startRgw } from "../tests/rgw.ts";
 import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
 import { fillerStream } from "./filler.ts";
 import { median } from "./stats.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 const MiB = 1024 * 1024;
 const downloadMiB = Number(Deno.args[0] ?? 256);

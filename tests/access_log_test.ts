@@ -34,7 +34,7 @@ function loggingApp(t: TestApp, format: LogFormat, overrides: Partial<Config> = 
 Deno.test("access log", async (t) => {
   await using app = await createTestApp();
   const project = await seedProject(app, { slug: "desktop" });
-  // Several read chunks (src/api/download.ts reads 256 KiB at a time), so a download can be cut.
+  // Several read chunks (src/client_api/download.ts reads 256 KiB at a time), so a download can be cut.
   const bytes = new Uint8Array(1_000_000).fill(1);
   const release = await seedRelease(app, project.id, "1.0.0", bytes);
   const { apiKey, secret } = await seedKey(app);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { getApiKey, listApiKeys } from "../src/store/api_keys.ts";
-import { listAuditEntries } from "../src/store/audit.ts";
-import { ValidationError } from "../src/store/errors.ts";
+import { listAuditEntries } from "../src/kv/audit.ts";
+import { ValidationError } from "../src/kv/errors.ts";
 import { parseExpiresAt } from "../src/store/validate.ts";
 import { seedProject, seedRelease } from "./helpers.ts";
 import {

@@ -14,7 +14,7 @@ import { ADMIN_PASSWORD, createAdminTestApp } from "./admin_helpers.ts";
 import { seedAttention, startFailingReceiver } from "./attention_fixtures.ts";
 import { oidcSettings, startTestProvider } from "./oidc_provider.ts";
 import type { TestApp } from "./helpers.ts";
-import { createAdminAccount } from "../src/store/admin_users.ts";
+import { createAdminAccount } from "../src/accounts/admin_users.ts";
 import { hashPassword } from "../src/lib/passwords.ts";
 import { createSso } from "../src/sso/mod.ts";
 

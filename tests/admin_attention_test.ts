@@ -9,7 +9,7 @@ import { lastAudit, seedProject, seedRelease } from "./helpers.ts";
 import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { HALT_REASON, seedAttention, startFailingReceiver } from "./attention_fixtures.ts";
 import { startReceiver, startTestWorker } from "./webhook_receiver.ts";
-import { createAdminAccount } from "../src/store/admin_users.ts";
+import { createAdminAccount } from "../src/accounts/admin_users.ts";
 import { hashPassword } from "../src/lib/passwords.ts";
 import { emitWebhookEvent, getWebhookEndpoint } from "../src/store/webhooks.ts";
 import { endRollout } from "../src/store/rollouts.ts";

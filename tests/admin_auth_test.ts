@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { bootstrapAdmin } from "../admin/mod.ts";
 import { formatEventLine } from "../src/lib/log.ts";
 import { hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../src/lib/passwords.ts";
-import { getAdminUser } from "../src/store/admin_users.ts";
-import { listAuditEntries } from "../src/store/audit.ts";
-import { createAdminSession, getAdminSession } from "../src/store/sessions.ts";
+import { getAdminUser } from "../src/accounts/admin_users.ts";
+import { listAuditEntries } from "../src/kv/audit.ts";
+import { createAdminSession, getAdminSession } from "../src/accounts/sessions.ts";
 import {
   ADMIN_PASSWORD,
   ADMIN_USER,

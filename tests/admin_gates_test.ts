@@ -11,7 +11,7 @@ import {
 } from "./admin_helpers.ts";
 import { type AdminRoute, adminRoutes, stateSnapshot, TOKEN_GATED_PREFIX } from "./admin_routes.ts";
 import { seedPublishToken } from "./publish_helpers.ts";
-import { createAdminAccount } from "../src/store/admin_users.ts";
+import { createAdminAccount } from "../src/accounts/admin_users.ts";
 
 /** What works without a session; every other registered admin route must refuse. */
 const PUBLIC_ROUTES = new Set(["GET /admin/login", "POST /admin/login", "GET /admin/static/:name"]);

@@ -1,7 +1,7 @@
 /** Fixtures for admin UI tests: an app with one admin, and a browser-like client with cookies. */
 import { createTestApp, type TestApp, type TestAppOptions } from "./helpers.ts";
 import { hashPassword } from "../src/lib/passwords.ts";
-import { createAdminUser } from "../src/store/admin_users.ts";
+import { createAdminUser } from "../src/accounts/admin_users.ts";
 import type { Config } from "../src/lib/config.ts";
 
 export const ADMIN_USER = "admin";

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { createMetrics } from "../src/lib/metrics.ts";
 import { rolloutGauges } from "../src/rollouts/metrics.ts";
-import { adoptionDay, recordSighting } from "../src/store/adoption.ts";
+import { adoptionDay, recordSighting } from "../src/reports/adoption.ts";
 import { getDeletedDownloads } from "../src/store/deletes.ts";
 import {
   adoptionClientPrefix,
@@ -18,13 +18,13 @@ import {
   rolloutKey,
   rolloutsPrefix,
   topKeysKey,
-} from "../src/store/keys.ts";
+} from "../src/kv/keys.ts";
 import { listReleasesByProject, makeReleaseLatest } from "../src/store/releases.ts";
 import { startRollout } from "../src/store/rollouts.ts";
 import { gateGauges } from "../src/rollouts/gate_metrics.ts";
 import { setMinimumVersion } from "../src/store/release_policy.ts";
-import { getReportCounts } from "../src/store/reports.ts";
-import { applyGateChange, setRolloutGates } from "../src/store/rollout_gates.ts";
+import { getReportCounts } from "../src/reports/reports.ts";
+import { applyGateChange, setRolloutGates } from "../src/rollouts/gate_records.ts";
 import { countDownload } from "../src/store/stats.ts";
 import { lastAudit, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import {

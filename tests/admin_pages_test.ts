@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { recordAudit } from "../src/store/audit.ts";
+import { recordAudit } from "../src/kv/audit.ts";
 import { seedKey, seedProject, seedRelease } from "./helpers.ts";
 import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { listAuditEntries } from "../src/store/audit.ts";
+import { listAuditEntries } from "../src/kv/audit.ts";
 import { getProjectBySlug, listProjects } from "../src/store/projects.ts";
 import { seedProject, seedRelease } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";

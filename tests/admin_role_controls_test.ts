@@ -11,7 +11,7 @@ import { adminRoutes } from "./admin_routes.ts";
 import { seedPublishToken } from "./publish_helpers.ts";
 import { seedAttention, startFailingReceiver } from "./attention_fixtures.ts";
 import { rolesFor } from "../admin/roles.ts";
-import type { AdminRole } from "../src/store/admin_users.ts";
+import type { AdminRole } from "../src/accounts/admin_users.ts";
 
 const PASSWORD = "a long enough password";
 

@@ -25,10 +25,10 @@ import {
   getAdminUser,
   LastAdminError,
   setAdminRole,
-} from "../src/store/admin_users.ts";
+} from "../src/accounts/admin_users.ts";
 import { getLatestRelease } from "../src/store/releases.ts";
 import { getRollout } from "../src/store/rollouts.ts";
-import { adminUserKey } from "../src/store/keys.ts";
+import { adminUserKey } from "../src/kv/keys.ts";
 
 const PASSWORD = "a long enough password";
 

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { getApiKey } from "../src/store/api_keys.ts";
-import { apiKeyKey } from "../src/store/keys.ts";
+import { apiKeyKey } from "../src/kv/keys.ts";
 import { makeReleaseLatest } from "../src/store/releases.ts";
 import { getRollout } from "../src/store/rollouts.ts";
 import { lastAudit, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";

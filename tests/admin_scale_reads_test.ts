@@ -14,7 +14,7 @@ import {
   projectReleaseCountsPrefix,
   projectsByNamePrefix,
   projectTagsPrefix,
-} from "../src/store/keys.ts";
+} from "../src/kv/keys.ts";
 import { createProject } from "../src/store/projects.ts";
 import { setReleaseState } from "../src/store/releases.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";

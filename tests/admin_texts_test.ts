@@ -4,9 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { AUDIT_KINDS, recordAudit } from "../src/store/audit.ts";
-import { topKeysKey } from "../src/store/keys.ts";
-import { claimLease } from "../src/store/leases.ts";
+import { AUDIT_KINDS, recordAudit } from "../src/kv/audit.ts";
+import { topKeysKey } from "../src/kv/keys.ts";
+import { claimLease } from "../src/kv/leases.ts";
 import { getDownloadCounts, getRelease, makeReleaseLatest } from "../src/store/releases.ts";
 import { startRollout } from "../src/store/rollouts.ts";
 import { FIELD_LABELS } from "../admin/field_labels.ts";

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { startReceiver, startTestWorker, verifiesWith } from "./webhook_receiver.ts";
 import { lastAudit } from "./helpers.ts";
-import { listAuditEntries } from "../src/store/audit.ts";
+import { listAuditEntries } from "../src/kv/audit.ts";
 import { emitWebhookEvent, type WebhookEndpoint } from "../src/store/webhooks.ts";
 
 Deno.test("webhooks in the admin UI", async (t) => {

@@ -8,12 +8,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createApp } from "../app.ts";
-import { createStore } from "../src/store/store.ts";
-import { adoptionDay, getAdoption } from "../src/store/adoption.ts";
-import { createAdoptionRecorder } from "../src/store/adoption_recorder.ts";
+import { createStore } from "../src/kv/store.ts";
+import { adoptionDay, getAdoption } from "../src/reports/adoption.ts";
+import { createAdoptionRecorder } from "../src/reports/adoption_recorder.ts";
 import { makeReleaseLatest } from "../src/store/releases.ts";
 import { changeRollout, startRollout } from "../src/store/rollouts.ts";
-import { setCacheRefreshMs } from "../src/store/cache.ts";
+import { setCacheRefreshMs } from "../src/kv/cache.ts";
 import {
   createTestApp,
   seedKey,
@@ -25,7 +25,7 @@ import {
 } from "./helpers.ts";
 import { captureErrors, faultyKv } from "./faults.ts";
 import { addToSketch, createSketch, estimateSketch, mergeSketch } from "../src/lib/hyperloglog.ts";
-import { adoptionClientHash } from "../src/store/adoption.ts";
+import { adoptionClientHash } from "../src/reports/adoption.ts";
 
 async function countEntries(kv: Deno.Kv, first: string): Promise<number> {
   let count = 0;

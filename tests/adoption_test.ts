@@ -1,5 +1,5 @@
 /**
- * Adoption counts (src/store/adoption.ts): a scripted run of sightings over
+ * Adoption counts (src/reports/adoption.ts): a scripted run of sightings over
  * 60 days, with the same sighting sent by two instances at once, gives
  * exactly the truth of that run (distinct clients per release in the last
  * 1/7/30 days, the total, stale clients).
@@ -11,8 +11,8 @@ import {
   getAdoption,
   recordSighting,
   type WindowCounts,
-} from "../src/store/adoption.ts";
-import { setCacheRefreshMs } from "../src/store/cache.ts";
+} from "../src/reports/adoption.ts";
+import { setCacheRefreshMs } from "../src/kv/cache.ts";
 import { makeReleaseLatest } from "../src/store/releases.ts";
 import { changeRollout, startRollout } from "../src/store/rollouts.ts";
 import { join } from "node:path";

@@ -3,7 +3,7 @@
  * ../shared/spec/admin-contract.md "Scope modes".
  */
 import assert from "node:assert/strict";
-import { judgeApiKey } from "../src/store/access.ts";
+import { judgeApiKey } from "../src/credentials/access.ts";
 import { setApiKeyActive } from "../src/store/api_keys.ts";
 import { setProjectState, updateProject } from "../src/store/projects.ts";
 import type { ApiKey } from "../src/store/types.ts";

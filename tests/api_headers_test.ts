@@ -6,13 +6,13 @@ import { createApp } from "../app.ts";
 import type { AppEnv } from "../src/http/app_env.ts";
 import { createApiResponder } from "../src/http/response_headers.ts";
 import { contentDisposition } from "../src/http/content_disposition.ts";
-import { createKeyUsageRecorder } from "../src/store/key_usage.ts";
-import { apiKeyLastUsedKey, releaseKey } from "../src/store/keys.ts";
-import type { AnswerSigner } from "../src/store/signing_keys.ts";
+import { createKeyUsageRecorder } from "../src/credentials/key_usage.ts";
+import { apiKeyLastUsedKey, releaseKey } from "../src/kv/keys.ts";
+import type { AnswerSigner } from "../src/signing/signing_keys.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders } from "./asserts.ts";
 import { captureErrors, faultyKv } from "./faults.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 const encoder = new TextEncoder();
 

@@ -5,7 +5,7 @@
  * (one entry per request, not two).
  */
 import assert from "node:assert/strict";
-import { listAuditEntries } from "../src/store/audit.ts";
+import { listAuditEntries } from "../src/kv/audit.ts";
 import { listProjects } from "../src/store/projects.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { captureErrors } from "./faults.ts";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { createBackup } from "../src/backup/backup.ts";
 import { restoreBackup } from "../src/backup/restore.ts";
 import { BackupError, type Manifest } from "../src/backup/format.ts";
-import { BACKUP_SKIPPED_PREFIXES } from "../src/store/keys.ts";
+import { BACKUP_SKIPPED_PREFIXES } from "../src/kv/keys.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { exists, listDir } from "./helpers.ts";
 

@@ -8,7 +8,7 @@ import {
   SnapshotUnstableError,
 } from "../src/store/backup.ts";
 import { withKv } from "./helpers.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 /** Enough entries that one list takes several pages (and several awaits). */
 async function fill(kv: Deno.Kv, count: number) {

@@ -18,7 +18,7 @@ import {
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, runTask } from "./server_process.ts";
 import { startReceiver, startTestWorker } from "./webhook_receiver.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 function location(dataDir: string) {
   return { kvPath: join(dataDir, "kv.sqlite3"), artifactsDir: join(dataDir, "artifacts") };

@@ -9,8 +9,8 @@ import assert from "node:assert/strict";
 import { checkBreakGlassAccounts } from "../admin/mod.ts";
 import { loadConfig } from "../src/lib/config.ts";
 import { StartupError } from "../src/lib/startup.ts";
-import { createAdminAccount } from "../src/store/admin_users.ts";
-import { signInSsoAccount } from "../src/store/sso.ts";
+import { createAdminAccount } from "../src/accounts/admin_users.ts";
+import { signInSsoAccount } from "../src/sso/records.ts";
 import { withKv } from "./helpers.ts";
 import { makeDataTempDir, PROJECT_ROOT, removedAtEnd, startServer } from "./server_process.ts";
 

@@ -8,7 +8,7 @@ import { captureErrors } from "./faults.ts";
 import { createTestApp, seedProject } from "./helpers.ts";
 import { createApiKey, getApiKey } from "../src/store/api_keys.ts";
 import { createReleasesBulk } from "../src/store/bulk.ts";
-import { ValidationError } from "../src/store/errors.ts";
+import { ValidationError } from "../src/kv/errors.ts";
 import { createProject, getProject, updateProject } from "../src/store/projects.ts";
 import { createRelease, getRelease } from "../src/store/releases.ts";
 import {

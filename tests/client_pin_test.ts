@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { setSigningKeyStatus } from "../src/store/signing_keys.ts";
+import { setSigningKeyStatus } from "../src/signing/signing_keys.ts";
 import { addActiveSigningKey } from "./helpers.ts";
 import { startPinnedService } from "./signing_fixtures.ts";
 

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { EXIT, main } from "../client/cli.ts";
 import { rollBack, setMinimumVersion, setReleaseCritical } from "../src/store/release_policy.ts";
 import { makeReleaseLatest } from "../src/store/releases.ts";
-import { getReportCounts } from "../src/store/reports.ts";
+import { getReportCounts } from "../src/reports/reports.ts";
 import { startRollout } from "../src/store/rollouts.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
 

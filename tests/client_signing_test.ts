@@ -13,7 +13,7 @@ import {
   type PublishedKey,
   UpdateClientError,
 } from "../client/update_client.ts";
-import { setSigningKeyStatus } from "../src/store/signing_keys.ts";
+import { setSigningKeyStatus } from "../src/signing/signing_keys.ts";
 import {
   addActiveSigningKey,
   createTestApp,

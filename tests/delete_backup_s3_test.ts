@@ -20,7 +20,7 @@ import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { downloadCount, readRest, seedKey, seedProject, seedRelease, sha256 } from "./helpers.ts";
 import { objectsUnderPrefix, rgwTest } from "./rgw.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 function location(dataDir: string) {
   return { kvPath: join(dataDir, "kv.sqlite3"), artifactsDir: join(dataDir, "artifacts") };

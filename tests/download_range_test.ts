@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { downloadRelease, type Release as ClientRelease } from "../client/update_client.ts";
-import { parseRange } from "../src/api/download.ts";
+import { parseRange } from "../src/client_api/download.ts";
 import { CHUNK_SIZE, fileSliceStream } from "../src/storage/fs_store.ts";
 import { createApp } from "../app.ts";
 import { createLogger } from "../src/lib/log.ts";

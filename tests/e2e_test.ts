@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { createApiKey } from "../src/store/api_keys.ts";
 import { createProject } from "../src/store/projects.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 import { makeDataTempDir, startServer } from "./server_process.ts";
 
 Deno.test("e2e: deno task start serves the client flow of spec section 1", async (t) => {

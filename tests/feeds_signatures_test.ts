@@ -10,7 +10,7 @@ import { generateKeyPairSync, sign, verify } from "node:crypto";
 import { join } from "node:path";
 import { sparkleSignature, tauriSignature } from "../src/feeds/signatures.ts";
 import { publishRelease } from "../src/storage/publish.ts";
-import { ValidationError } from "../src/store/errors.ts";
+import { ValidationError } from "../src/kv/errors.ts";
 import { createTestApp, seedKey, seedProject } from "./helpers.ts";
 import { fromBase64, minisignVerifies } from "./signature_helpers.ts";
 

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { parse } from "yaml";
 import { runSha512Backfill } from "../src/feeds/backfill.ts";
-import { claimLease, releaseLease } from "../src/store/leases.ts";
+import { claimLease, releaseLease } from "../src/kv/leases.ts";
 import { createProject } from "../src/store/projects.ts";
 import { createRelease } from "../src/store/releases.ts";
 import { publishRelease } from "../src/storage/publish.ts";

@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createAdminUser, hasAdminUser } from "../src/store/admin_users.ts";
-import { listAuditEntries } from "../src/store/audit.ts";
+import { createAdminUser, hasAdminUser } from "../src/accounts/admin_users.ts";
+import { listAuditEntries } from "../src/kv/audit.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import { sleep } from "./helpers.ts";
 import {
@@ -17,7 +17,7 @@ import {
   runTask,
   startServer,
 } from "./server_process.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 /** The `grep` line of README.md's sh block that finds the generated password in `uds.log`. */
 async function readmePasswordCommand(): Promise<string> {

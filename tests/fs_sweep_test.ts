@@ -15,7 +15,7 @@ import { createRelease, listStorageKeys } from "../src/store/releases.ts";
 import { AdminClient, httpSender, randomBytes } from "./admin_helpers.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 import { waitFor } from "./helpers.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 async function artifactNames(dir: string): Promise<string[]> {
   const names: string[] = [];

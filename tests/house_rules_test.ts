@@ -5,9 +5,11 @@
  * with more than three parameters (they take an options object), nothing
  * of Hono but its public API, one map from errors to HTTP statuses that
  * every surface answers from, no state kept per KV handle (it belongs to the
- * store object, src/store/store.ts) and no ambient request context in the
+ * store object, src/kv/store.ts) and no ambient request context in the
  * store (an audit entry travels with the store a write goes through), and no
- * store barrel (a consumer imports the store module it uses). That nothing
+ * store barrel (a consumer imports the store module it uses), and admin
+ * route handlers get no store but the request's (so an audited write cannot
+ * be forgotten). That nothing
  * under `src/` imports `admin/` is checked by tests/layering_test.ts.
  */
 import assert from "node:assert/strict";
@@ -137,15 +139,33 @@ export function errorTests(source: string): string[] {
   return [...new Set(found)];
 }
 
+/**
+ * Where an admin route handler could reach a store other than the request's
+ * (`c.var.store`, whose commits carry the request's audit entry): a route or
+ * view module that names `ServiceDeps` (the deps with their store) instead of
+ * `RouteDeps`, or admin/mod.ts handing a route module the whole `deps`.
+ */
+export function storeBesideRequest(file: string, source: string): string[] {
+  if (/^admin\/(routes|views)\//.test(file)) {
+    return [...source.matchAll(/\bServiceDeps\b/g)].map(() => `${file}: ServiceDeps`);
+  }
+  if (file === "admin/mod.ts") {
+    return [...source.matchAll(/\b(add\w+Routes)\(\w+, deps\b/g)].map(([, name]) =>
+      `${file}: ${name} gets deps`
+    );
+  }
+  return [];
+}
+
 /** The files that answer HTTP requests: there an error gets its status. */
 function answersHttp(file: string): boolean {
-  return file === "app.ts" || /^(src\/(api|http|publishing\/api)|admin)\//.test(file);
+  return file === "app.ts" || /^(src\/(client_api|http|publishing\/api)|admin)\//.test(file);
 }
 
 /** The one domain-error → status map, and the error handlers of the surfaces that answer from it. */
 const ERROR_MAP = "src/http/errors.ts";
 const ERROR_HANDLERS = [
-  "src/api/surface.ts",
+  "src/client_api/surface.ts",
   "src/publishing/api/errors.ts",
   "admin/errors.tsx",
   "admin/routes/upload.tsx",
@@ -219,8 +239,13 @@ Deno.test("house rules of production code", async (t) => {
     assert.equal(await Deno.stat(join(ROOT, barrel)).then(() => true, () => false), false, barrel);
   });
 
+  await t.step("admin handlers get only the request's store (RouteDeps, c.var.store)", () => {
+    const wrong = files.flatMap(({ file, source }) => storeBesideRequest(file, source));
+    assert.deepEqual(wrong, []);
+  });
+
   await t.step("no AsyncLocalStorage in the store layer", () => {
-    const wrong = files.filter(({ file }) => file.startsWith("src/store/"))
+    const wrong = files.filter(({ file }) => /^src\/(store|kv)\//.test(file))
       .flatMap(({ file, source }) => ambientContext(source).map((use) => `${file}: ${use}`));
     assert.deepEqual(wrong, []);
   });
@@ -294,4 +319,19 @@ Deno.test("the house-rule checks find what they look for", () => {
     ),
     ["AsyncLocalStorage", '"node:async_hooks"', "AsyncLocalStorage"],
   );
+  assert.deepEqual(
+    storeBesideRequest(
+      "admin/routes/x.tsx",
+      'import type { ServiceDeps } from "../types.ts";\nfunction f(deps: ServiceDeps) {}\n',
+    ),
+    ["admin/routes/x.tsx: ServiceDeps", "admin/routes/x.tsx: ServiceDeps"],
+  );
+  assert.deepEqual(
+    storeBesideRequest(
+      "admin/mod.ts",
+      "addProjectRoutes(gated, deps);\naddTufRoutes(gated, routes);\n",
+    ),
+    ["admin/mod.ts: addProjectRoutes gets deps"],
+  );
+  assert.deepEqual(storeBesideRequest("admin/guards.ts", "function g(deps: ServiceDeps) {}"), []);
 });

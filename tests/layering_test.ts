@@ -1,7 +1,7 @@
 /**
  * The layering rules of docs/architecture.md, checked on the import lines of
  * every source file: each import points down (or stays in its own layer), the
- * surfaces (`src/api/`, `src/publishing/api/`, `admin/`) never import each
+ * surfaces (`src/client_api/`, `src/publishing/api/`, `admin/`) never import each
  * other, nothing under `src/`
  * imports `admin/`, and the reference client imports nothing of the service.
  */
@@ -15,23 +15,29 @@ const ROOT = resolve(dirname(new URL(import.meta.url).pathname), "..");
 const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolean }> = [
   { name: "main.ts", rank: 7, owns: (p) => p === "main.ts" },
   { name: "app.ts", rank: 6, owns: (p) => p === "app.ts" },
-  { name: "src/api", rank: 5, owns: (p) => p.startsWith("src/api/") },
+  { name: "src/client_api", rank: 5, owns: (p) => p.startsWith("src/client_api/") },
   { name: "admin", rank: 5, owns: (p) => p.startsWith("admin/") },
   { name: "src/backup", rank: 5, owns: (p) => p.startsWith("src/backup/") },
   // The publishing API's routes: a surface, above the publishing rules beside it.
   { name: "src/publishing/api", rank: 5, owns: isPublishingApi },
-  { name: "src/http", rank: 4, owns: (p) => p.startsWith("src/http/") },
-  // A new capability (publishing/, signing/, webhooks/, rollouts/ …) gets a
-  // folder of its own under src/: its rules and background work, below the
-  // api and admin surfaces that route to it; its KV access stays in src/store/
+  // HTTP pieces the surfaces share, and the parts an app is made of: above
+  // the features they put together.
+  { name: "src/http", rank: 4.5, owns: (p) => p.startsWith("src/http/") },
+  // A feature (releases in store/ for now, rollouts/, credentials/, reports/,
+  // webhooks/, sso/ …) gets a folder of its own under src/: its records and
+  // rules and background work, below the surfaces that route to it; it
+  // reaches the KV through the ground floor (src/kv/)
   { name: "src/<capability>", rank: 4, owns: isCapability },
   { name: "src/storage", rank: 3, owns: (p) => p.startsWith("src/storage/") },
   { name: "src/store", rank: 2, owns: (p) => p.startsWith("src/store/") },
+  // The ground floor of the KV: its plumbing (key registry, checked atomic
+  // writes, read cache, id blocks, paging, leases), with no rule of a feature.
+  { name: "src/kv", rank: 1.5, owns: (p) => p.startsWith("src/kv/") },
   { name: "src/lib", rank: 1, owns: (p) => p.startsWith("src/lib/") },
 ];
 
 /** The folders under src/ that are layers of their own; any other is a capability's. */
-const LAYER_FOLDERS = ["api", "backup", "http", "storage", "store", "lib"];
+const LAYER_FOLDERS = ["client_api", "backup", "http", "storage", "store", "kv", "lib"];
 
 function isCapability(path: string): boolean {
   const folder = /^src\/([^/]+)\//.exec(path)?.[1];
@@ -40,6 +46,64 @@ function isCapability(path: string): boolean {
 
 function isPublishingApi(path: string): boolean {
   return path.startsWith("src/publishing/api/");
+}
+
+/** The surfaces: they answer requests and call the features, never the KV. */
+function isSurface(path: string): boolean {
+  return ["main.ts", "app.ts"].includes(path) ||
+    /^(admin|src\/(client_api|http|backup|publishing\/api))\//.test(path);
+}
+
+/**
+ * KV access outside the ground floor: a key written as a literal (keys come
+ * from the key registry, src/kv/keys.ts), or, in a surface, any KV call.
+ */
+export function kvAccessOutsideFloor(file: string, source: string): string[] {
+  if (file.startsWith("src/kv/")) return [];
+  const found: string[] = [];
+  if (/\.(get|getMany|set|delete|list|sum|check)\(\s*(\{\s*prefix:\s*)?\[\s*["'`]/.test(source)) {
+    found.push(`${file}: a literal KV key (keys come from src/kv/keys.ts)`);
+  }
+  if (isSurface(file) && /\.atomic\(\)|\bkv\.(get|getMany|set|list|delete|watch)\(/.test(source)) {
+    found.push(`${file}: KV access in a surface (belongs in a feature)`);
+  }
+  return found;
+}
+
+/** The circles of a graph of local imports, each as its files in order, smallest first. */
+export function circles(edges: Array<{ from: string; to: string; local: boolean }>): string[][] {
+  const next = new Map<string, string[]>();
+  for (const { from, to, local } of edges) {
+    if (local) next.set(from, [...next.get(from) ?? [], to]);
+  }
+  const found: string[][] = [];
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const visit = (file: string) => {
+    index.set(file, index.size);
+    low.set(file, index.get(file)!);
+    stack.push(file);
+    onStack.add(file);
+    for (const to of next.get(file) ?? []) {
+      if (!index.has(to)) {
+        visit(to);
+        low.set(file, Math.min(low.get(file)!, low.get(to)!));
+      } else if (onStack.has(to)) low.set(file, Math.min(low.get(file)!, index.get(to)!));
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const group: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      group.push(member);
+    } while (member !== file);
+    if (group.length > 1) found.push(group.sort());
+  };
+  for (const file of next.keys()) if (!index.has(file)) visit(file);
+  return found.sort((a, b) => a.length - b.length || a[0].localeCompare(b[0]));
 }
 
 /** Files that are data, not code: any layer may read them. */
@@ -111,26 +175,23 @@ Deno.test("imports follow the layers of docs/architecture.md", async (t) => {
     assert.deepEqual(wrong, []);
   });
 
-  await t.step(
-    "a capability keeps its KV access in src/store/ and its routes in api or admin",
-    async () => {
-      assert.ok(isCapability("src/publishing/tokens.ts") && !isCapability("src/store/keys.ts"));
-      assert.ok(!isCapability("src/publishing/api/mod.ts"));
-      const wrong: string[] = [];
-      for (const file of service.filter(isCapability)) {
-        const source = await Deno.readTextFile(join(ROOT, file));
-        if (/\.atomic\(\)|\bkv\.(get|getMany|set|list|delete|watch)\(/.test(source)) {
-          wrong.push(`${file}: KV access (belongs in src/store/)`);
-        }
-        if (/\bnew Hono\b/.test(source)) {
-          wrong.push(
-            `${file}: routes (belong in src/api/ or admin/)`,
-          );
-        }
+  await t.step("KV access goes through the ground floor (src/kv/)", async () => {
+    assert.ok(isCapability("src/credentials/tokens.ts") && !isCapability("src/kv/keys.ts"));
+    assert.ok(!isCapability("src/publishing/api/mod.ts"));
+    const wrong: string[] = [];
+    for (const file of service) {
+      const source = await Deno.readTextFile(join(ROOT, file));
+      wrong.push(...kvAccessOutsideFloor(file, source));
+      if (isCapability(file) && /\bnew Hono\b/.test(source)) {
+        wrong.push(`${file}: routes (belong in a surface)`);
       }
-      assert.deepEqual(wrong, []);
-    },
-  );
+    }
+    assert.deepEqual(wrong, []);
+  });
+
+  await t.step("no circle between modules of src/ and admin/", () => {
+    assert.deepEqual(circles(edges), []);
+  });
 
   await t.step("nothing under src/ imports admin/", () => {
     const wrong = edges.filter(({ from, to }) =>
@@ -174,4 +235,29 @@ Deno.test("importsOf reads every import form", () => {
     "./e.ts",
     "./f.ts",
   ]);
+});
+
+Deno.test("the layering checks find what they look for", () => {
+  const edge = (from: string, to: string) => ({ from, to, local: true });
+  assert.deepEqual(
+    circles([
+      edge("src/a.ts", "src/b.ts"),
+      edge("src/b.ts", "src/a.ts"),
+      edge("src/c.ts", "src/d.ts"),
+      edge("src/d.ts", "src/e.ts"),
+      edge("src/e.ts", "src/c.ts"),
+      edge("src/e.ts", "src/f.ts"),
+    ]),
+    [["src/a.ts", "src/b.ts"], ["src/c.ts", "src/d.ts", "src/e.ts"]],
+  );
+  assert.deepEqual(
+    kvAccessOutsideFloor("src/reports/x.ts", 'await kv.get(["reports", 1]);'),
+    ["src/reports/x.ts: a literal KV key (keys come from src/kv/keys.ts)"],
+  );
+  assert.deepEqual(
+    kvAccessOutsideFloor("admin/routes/x.tsx", "await store.kv.get(projectKey(1));"),
+    ["admin/routes/x.tsx: KV access in a surface (belongs in a feature)"],
+  );
+  assert.deepEqual(kvAccessOutsideFloor("src/kv/keys.ts", 'kv.get(["x"])'), []);
+  assert.deepEqual(kvAccessOutsideFloor("src/reports/x.ts", "kv.get(reportKey(1))"), []);
 });

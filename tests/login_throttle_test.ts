@@ -10,7 +10,7 @@ import {
   LOGIN_THROTTLE,
   releaseLoginAttempt,
   reserveLoginAttempt,
-} from "../src/store/login_throttle.ts";
+} from "../src/accounts/login_throttle.ts";
 
 Deno.test("issue 9.2: parallel guesses get no more password checks than the throttle allows", async () => {
   await using app = await createAdminTestApp();

@@ -1,5 +1,5 @@
 /**
- * Several byte ranges in one request (src/api/byte_ranges.ts): a `206` of
+ * Several byte ranges in one request (src/client_api/byte_ranges.ts): a `206` of
  * `multipart/byteranges`, one part per satisfiable range in the order asked,
  * checked byte for byte against the file, on the API download and the feed
  * file route; the bounds (ranges, total bytes) give the whole file; HEAD and
@@ -7,7 +7,7 @@
  * download's Content-Security-Policy, streamed or handed to nginx.
  */
 import assert from "node:assert/strict";
-import { MAX_RANGES, parseRangeSet } from "../src/api/byte_ranges.ts";
+import { MAX_RANGES, parseRangeSet } from "../src/client_api/byte_ranges.ts";
 import {
   groupSpans,
   planSpans,

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { Cleanup, freePort, which } from "../bench/process.ts";
-import { MAX_RANGES } from "../src/api/byte_ranges.ts";
+import { MAX_RANGES } from "../src/client_api/byte_ranges.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
 import { assertRangeParts } from "./multipart_ranges.ts";
 import { makeTestCertificate, referenceConfig, startNginxWith } from "./nginx_reference.ts";

@@ -12,7 +12,7 @@ import { openApiFromYaml } from "../scripts/build_openapi.ts";
 import { createApp } from "../app.ts";
 import type { Config } from "../src/lib/config.ts";
 import { setApiKeyActive } from "../src/store/api_keys.ts";
-import { createStore, type Store } from "../src/store/store.ts";
+import { createStore, type Store } from "../src/kv/store.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 
 type Json = Record<string, unknown>;

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { SIGNING_KEYS_DIR } from "../src/signing/key_files.ts";
-import { BACKUP_SKIPPED_PREFIXES } from "../src/store/keys.ts";
+import { BACKUP_SKIPPED_PREFIXES } from "../src/kv/keys.ts";
 import { PROJECT_ROOT } from "./server_process.ts";
 
 const read = (path: string) => Deno.readTextFile(join(PROJECT_ROOT, path));

@@ -9,12 +9,12 @@
  */
 import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
-import { setRolloutGates } from "../src/store/rollout_gates.ts";
+import { setRolloutGates } from "../src/rollouts/gate_records.ts";
 import { rollBack, setMinimumVersion, setReleaseCritical } from "../src/store/release_policy.ts";
 import { makeReleaseLatest } from "../src/store/releases.ts";
 import { startRollout } from "../src/store/rollouts.ts";
-import { setSparkleFeedKey } from "../src/store/sparkle_keys.ts";
-import { reportHourlyKey } from "../src/store/keys.ts";
+import { setSparkleFeedKey } from "../src/feeds/sparkle_keys.ts";
+import { reportHourlyKey } from "../src/kv/keys.ts";
 import { ADMIN_PASSWORD, createAdminTestApp } from "./admin_helpers.ts";
 import {
   hasChromium,

@@ -1,8 +1,8 @@
 /** The publishing API in process (docs/publishing.md): tokens, uploads, reads, edits, state changes. */
 import assert from "node:assert/strict";
-import { releaseJson } from "../src/api/serialize.ts";
-import { listAuditEntries } from "../src/store/audit.ts";
-import { listPublishTokens, setPublishTokenActive } from "../src/store/publish_tokens.ts";
+import { releaseJson } from "../src/client_api/serialize.ts";
+import { listAuditEntries } from "../src/kv/audit.ts";
+import { listPublishTokens, setPublishTokenActive } from "../src/credentials/publish_tokens.ts";
 import { getRelease, listReleasesByProject } from "../src/store/releases.ts";
 import type { Release } from "../src/store/types.ts";
 import {

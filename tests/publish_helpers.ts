@@ -1,6 +1,6 @@
 /** Fixtures for publishing API tests: publish tokens and multipart uploads, in process or over HTTP. */
-import { createPublishToken, type PublishTokenInput } from "../src/store/publish_tokens.ts";
-import type { Store } from "../src/store/store.ts";
+import { createPublishToken, type PublishTokenInput } from "../src/credentials/publish_tokens.ts";
+import type { Store } from "../src/kv/store.ts";
 import assert from "node:assert/strict";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 

@@ -1,5 +1,5 @@
 /**
- * The in-process read cache (src/store/cache.ts): every write through the
+ * The in-process read cache (src/kv/cache.ts): every write through the
  * store is seen by the very next request; writes of another KV handle (another
  * process) within APP_CACHE_REFRESH_MS; a read that raced a write is not kept.
  */
@@ -13,7 +13,7 @@ import {
   hashApiKeySecret,
   setApiKeyActive,
 } from "../src/store/api_keys.ts";
-import { followOtherWriters, setCacheRefreshMs } from "../src/store/cache.ts";
+import { followOtherWriters, setCacheRefreshMs } from "../src/kv/cache.ts";
 import { deleteProjectRecords } from "../src/store/deletes.ts";
 import {
   createProject,
@@ -37,7 +37,7 @@ import {
   statusOf,
   testConfig,
 } from "./helpers.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 async function latestVersion(res: Response | Promise<Response>): Promise<string | number> {
   const response = await res;

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { releaseFromUpload } from "../src/publishing/release_upload.ts";
-import { ValidationError } from "../src/store/errors.ts";
+import { ValidationError } from "../src/kv/errors.ts";
 import { listReleasesByProject } from "../src/store/releases.ts";
 import type { ReceivedFile } from "../src/storage/mod.ts";
 import { seedProject } from "./helpers.ts";

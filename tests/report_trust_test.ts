@@ -11,16 +11,16 @@
 import assert from "node:assert/strict";
 import { evaluateGates } from "../src/rollouts/gates.ts";
 import { rolloutBucket } from "../src/rollouts/membership.ts";
-import { setCacheRefreshMs } from "../src/store/cache.ts";
+import { setCacheRefreshMs } from "../src/kv/cache.ts";
 import { makeReleaseLatest } from "../src/store/releases.ts";
-import { getReportCounts, getReportEstimates } from "../src/store/reports.ts";
-import { setRolloutGates } from "../src/store/rollout_gates.ts";
+import { getReportCounts, getReportEstimates } from "../src/reports/reports.ts";
+import { setRolloutGates } from "../src/rollouts/gate_records.ts";
 import { getRollout, startRollout } from "../src/store/rollouts.ts";
 import type { Config } from "../src/lib/config.ts";
 import type { Release } from "../src/store/types.ts";
 import { createBatchRunner } from "../src/lib/batch_runner.ts";
-import { createAdoptionRecorder } from "../src/store/adoption_recorder.ts";
-import { createReportRecorder } from "../src/store/report_recorder.ts";
+import { createAdoptionRecorder } from "../src/reports/adoption_recorder.ts";
+import { createReportRecorder } from "../src/reports/report_recorder.ts";
 import {
   createTestApp,
   seedKey,

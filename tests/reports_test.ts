@@ -11,8 +11,8 @@ import {
   getReportEstimates,
   getReportReasons,
   getReportSeries,
-} from "../src/store/reports.ts";
-import { setCacheRefreshMs } from "../src/store/cache.ts";
+} from "../src/reports/reports.ts";
+import { setCacheRefreshMs } from "../src/kv/cache.ts";
 import { makeReleaseLatest } from "../src/store/releases.ts";
 import {
   checkIn,

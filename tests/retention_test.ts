@@ -13,9 +13,9 @@ import {
   runRetention,
 } from "../src/lifecycle/retention.ts";
 import { buildAggregates, getProjectBytes } from "../src/store/aggregates.ts";
-import { listAuditEntries } from "../src/store/audit.ts";
-import { aggregatesMarkerKey, projectBytesKey, retentionRunKey } from "../src/store/keys.ts";
-import { claimLease, getLease } from "../src/store/leases.ts";
+import { listAuditEntries } from "../src/kv/audit.ts";
+import { aggregatesMarkerKey, projectBytesKey, retentionRunKey } from "../src/kv/keys.ts";
+import { claimLease, getLease } from "../src/kv/leases.ts";
 import {
   listReleasesByProject,
   makeReleaseLatest,

@@ -1,11 +1,11 @@
 /** Staged rollouts (docs/rollouts.md): membership, stability, halt, testers, the default unchanged. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { releaseEnvelopeBody } from "../src/api/serialize.ts";
+import { releaseEnvelopeBody } from "../src/client_api/serialize.ts";
 import { clientIdentity, rolloutBucket } from "../src/rollouts/membership.ts";
 import { createApiKey } from "../src/store/api_keys.ts";
-import { listAuditEntries } from "../src/store/audit.ts";
-import { rolloutKey } from "../src/store/keys.ts";
+import { listAuditEntries } from "../src/kv/audit.ts";
+import { rolloutKey } from "../src/kv/keys.ts";
 import { createProject } from "../src/store/projects.ts";
 import {
   createRelease,
@@ -25,7 +25,7 @@ import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "
 import { listArtifactFiles } from "./admin_helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
 import { makeDataTempDir, type ServerProcess, startInstances } from "./server_process.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 const IDS = Array.from({ length: 10_000 }, (_, i) => `install-${i}-${(i * 7919) % 10007}`);
 

@@ -16,7 +16,7 @@ import {
   UploadTooLargeError,
 } from "../src/storage/mod.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
-import { serveArtifact } from "../src/api/download.ts";
+import { serveArtifact } from "../src/client_api/download.ts";
 import { createProject } from "../src/store/projects.ts";
 import { listReleasesByProject } from "../src/store/releases.ts";
 import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";
@@ -25,7 +25,7 @@ import { bucketContents, rgwTest, s3Client } from "./rgw.ts";
 import { makeDataTempDir, runTask } from "./server_process.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { join } from "node:path";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 const MiB = 1024 * 1024;
 
@@ -459,7 +459,7 @@ rgwTest("s3 backend against radosgw", async (t, rgw) => {
         headers: { range: `bytes=${half.length}-`, "if-range": storeEtag },
       }),
       {
-        store: artifacts,
+        artifacts,
         delivery: { mode: "stream", urlTtlSeconds: 60, xAccelPrefix: "/_uds_artifacts/" },
       },
     );

@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { releaseKey } from "../src/store/keys.ts";
+import { releaseKey } from "../src/kv/keys.ts";
 import type { Release } from "../src/store/types.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import { createClientKey } from "./data_dir_fixtures.ts";

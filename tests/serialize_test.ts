@@ -1,12 +1,12 @@
 /** The client API's precomputed bodies: always what the records and the key's scope say. */
 import assert from "node:assert/strict";
-import { projectVisible } from "../src/store/access.ts";
+import { projectVisible } from "../src/credentials/access.ts";
 import {
   createProjectListBodies,
   projectJson,
   releaseEnvelope,
   releaseEnvelopeBody,
-} from "../src/api/serialize.ts";
+} from "../src/client_api/serialize.ts";
 import type { ApiKey, Project, Release } from "../src/store/types.ts";
 
 const project = (id: number, tags: string[] = []): Project => ({

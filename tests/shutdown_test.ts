@@ -12,7 +12,7 @@ import { createApiKey } from "../src/store/api_keys.ts";
 import { createProject } from "../src/store/projects.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 import { sleep } from "./helpers.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 const SIZE = 24 * 1024 * 1024;
 

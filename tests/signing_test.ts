@@ -11,7 +11,7 @@ import {
 } from "../client/signatures.ts";
 import { signedMessage } from "../src/signing/format.ts";
 import { kidOf } from "../src/signing/key_files.ts";
-import { setSigningKeyStatus } from "../src/store/signing_keys.ts";
+import { setSigningKeyStatus } from "../src/signing/signing_keys.ts";
 import { join } from "node:path";
 import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import {

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
 import { setApiKeyActive } from "../src/store/api_keys.ts";
-import { apiKeyKey } from "../src/store/keys.ts";
+import { apiKeyKey } from "../src/kv/keys.ts";
 import { rollBack } from "../src/store/release_policy.ts";
 import { changeRollout, startRollout } from "../src/store/rollouts.ts";
 import { accessLogRecord } from "../src/lib/log.ts";

@@ -19,7 +19,7 @@ import {
 import { ConfigError, loadConfig, type OidcConfig } from "../src/lib/config.ts";
 import { fromBase64Url } from "../src/lib/secrets.ts";
 import { createSso, type ProviderFetch } from "../src/sso/mod.ts";
-import { createAdminAccount, getAdminUser, roleOf } from "../src/store/admin_users.ts";
+import { createAdminAccount, getAdminUser, roleOf } from "../src/accounts/admin_users.ts";
 
 const BASE_URL = "http://localhost:8000";
 

@@ -11,7 +11,7 @@ import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { createProject } from "../src/store/projects.ts";
 import { createAdminTestApp, listArtifactFiles, signedInClient } from "./admin_helpers.ts";
 import { seedProject } from "./helpers.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 function modeOf(info: Deno.FileInfo): string {
   return ((info.mode ?? 0) & 0o777).toString(8);

@@ -12,9 +12,9 @@ import {
   recordApiKeyUse,
   setApiKeyActive,
 } from "../src/store/api_keys.ts";
-import { NotFoundError, ValidationError } from "../src/store/errors.ts";
-import { apiKeyByHashKey, counterKey } from "../src/store/keys.ts";
-import { judgeApiKey, keyReachesNothing, keyState } from "../src/store/access.ts";
+import { NotFoundError, ValidationError } from "../src/kv/errors.ts";
+import { apiKeyByHashKey, counterKey } from "../src/kv/keys.ts";
+import { judgeApiKey, keyReachesNothing, keyState } from "../src/credentials/access.ts";
 import { dumpKv, dumpKvText, withKv, withStore } from "./helpers.ts";
 
 const base = { name: "ci", can_download: true, scope_mode: "all_projects" };

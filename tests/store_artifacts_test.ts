@@ -10,12 +10,12 @@ import {
   publishRelease,
   UploadTooLargeError,
 } from "../src/storage/mod.ts";
-import { ValidationError } from "../src/store/errors.ts";
+import { ValidationError } from "../src/kv/errors.ts";
 import { createProject } from "../src/store/projects.ts";
 import { listReleasesByProject } from "../src/store/releases.ts";
 import { faultyKv } from "./faults.ts";
 import { dumpKv, listDir, sha256, withKv, withStore } from "./helpers.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 async function withDir(fn: (dir: string) => Promise<void>) {
   const root = await Deno.makeTempDir({ prefix: "uds-artifacts-" });

@@ -1,17 +1,17 @@
 /** Store layer atomicity: retries of contended commits, and all-or-nothing writes. */
 import assert from "node:assert/strict";
-import { createAdminUser } from "../src/store/admin_users.ts";
+import { createAdminUser } from "../src/accounts/admin_users.ts";
 import { createApiKey } from "../src/store/api_keys.ts";
-import { commitWithRetry } from "../src/store/atomic.ts";
-import { listAuditEntries, recordAudit } from "../src/store/audit.ts";
-import { ConflictError, ValidationError } from "../src/store/errors.ts";
+import { commitWithRetry } from "../src/kv/atomic.ts";
+import { listAuditEntries, recordAudit } from "../src/kv/audit.ts";
+import { ConflictError, ValidationError } from "../src/kv/errors.ts";
 import { createProject, getProjectIdsBySlugs, updateProject } from "../src/store/projects.ts";
 import { createRelease, getDownloadCounts, setReleaseState } from "../src/store/releases.ts";
 import { countDownload } from "../src/store/stats.ts";
 import type { Project } from "../src/store/types.ts";
 import { faultyKv } from "./faults.ts";
 import { dumpKv, withKv, withStore } from "./helpers.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 const ok = { ok: true, versionstamp: "00000000000000010000" } as const;
 

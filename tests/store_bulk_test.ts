@@ -2,8 +2,8 @@
 import assert from "node:assert/strict";
 import { createApiKey, getApiKeyByHash, hashApiKeySecret } from "../src/store/api_keys.ts";
 import { createApiKeysBulk, createReleasesBulk } from "../src/store/bulk.ts";
-import { ValidationError } from "../src/store/errors.ts";
-import { counterKey } from "../src/store/keys.ts";
+import { ValidationError } from "../src/kv/errors.ts";
+import { counterKey } from "../src/kv/keys.ts";
 import { createProject } from "../src/store/projects.ts";
 import { createRelease, getLatestRelease, listReleasesByProject } from "../src/store/releases.ts";
 import { dumpKv, dumpKvText, withKv, withStore } from "./helpers.ts";

@@ -1,10 +1,10 @@
-/** Leases (src/store/leases.ts): one holder at a time, renewal, expiry, give-back with a result. */
+/** Leases (src/kv/leases.ts): one holder at a time, renewal, expiry, give-back with a result. */
 import assert from "node:assert/strict";
 import { aggregatesReady, buildAggregates } from "../src/store/aggregates.ts";
-import { aggregatesMarkerKey, leaseKey, topKeysKey } from "../src/store/keys.ts";
-import { claimLease, getLease, releaseLease } from "../src/store/leases.ts";
+import { aggregatesMarkerKey, leaseKey, topKeysKey } from "../src/kv/keys.ts";
+import { claimLease, getLease, releaseLease } from "../src/kv/leases.ts";
 import { countDownload, getTopKeys } from "../src/store/stats.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 import { sleep } from "./helpers.ts";
 
 Deno.test("leases", async (t) => {

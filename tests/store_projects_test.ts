@@ -1,7 +1,7 @@
 /** Store layer: projects, their integer ids and the slug index. */
 import assert from "node:assert/strict";
-import { NotFoundError, ValidationError } from "../src/store/errors.ts";
-import { counterKey, projectBySlugKey } from "../src/store/keys.ts";
+import { NotFoundError, ValidationError } from "../src/kv/errors.ts";
+import { counterKey, projectBySlugKey } from "../src/kv/keys.ts";
 import {
   createProject,
   getProject,

@@ -1,7 +1,7 @@
 /** Store layer: releases, the per-project index and the "latest" pointer. */
 import assert from "node:assert/strict";
-import { NotFoundError, ValidationError } from "../src/store/errors.ts";
-import { counterKey, latestReleaseKey, releaseByProjectKey } from "../src/store/keys.ts";
+import { NotFoundError, ValidationError } from "../src/kv/errors.ts";
+import { counterKey, latestReleaseKey, releaseByProjectKey } from "../src/kv/keys.ts";
 import { createProject } from "../src/store/projects.ts";
 import {
   createRelease,
@@ -19,7 +19,7 @@ import {
   getTopKeysByDownloads,
 } from "../src/store/stats.ts";
 import { dumpKv, withKv } from "./helpers.ts";
-import { createStore, type Store } from "../src/store/store.ts";
+import { createStore, type Store } from "../src/kv/store.ts";
 
 function withProject(fn: (store: Store, projectId: number, kv: Deno.Kv) => Promise<void>) {
   return withKv(async (kv, store) => {

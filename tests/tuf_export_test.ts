@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { createHash, generateKeyPairSync } from "node:crypto";
 import { join } from "node:path";
 import { readPrivateKey } from "../src/signing/key_files.ts";
-import { listSigningKeys } from "../src/store/signing_keys.ts";
-import { getTufStateEntry } from "../src/store/tuf.ts";
+import { listSigningKeys } from "../src/signing/signing_keys.ts";
+import { getTufStateEntry } from "../src/tuf/records.ts";
 import {
   buildSnapshot,
   buildTargets,

@@ -15,7 +15,7 @@ import {
   createSigningKey,
   listSigningKeys,
   setSigningKeyStatus,
-} from "../src/store/signing_keys.ts";
+} from "../src/signing/signing_keys.ts";
 import { uploadTufRoot } from "../src/tuf/roots.ts";
 import { run as tufRoot } from "../tools/tuf_root.ts";
 import { createTestApp, type TestApp } from "./helpers.ts";

@@ -7,9 +7,9 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { claimLease, releaseLease } from "../src/store/leases.ts";
-import { listSigningKeys, setSigningKeyStatus } from "../src/store/signing_keys.ts";
-import { getTufStateEntry } from "../src/store/tuf.ts";
+import { claimLease, releaseLease } from "../src/kv/leases.ts";
+import { listSigningKeys, setSigningKeyStatus } from "../src/signing/signing_keys.ts";
+import { getTufStateEntry } from "../src/tuf/records.ts";
 import {
   refreshAllRepositories,
   tufGauges,

@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { releaseKey } from "../src/store/keys.ts";
+import { releaseKey } from "../src/kv/keys.ts";
 import type { Release } from "../src/store/types.ts";
 import { contentDisposition, downloadContentType } from "../src/http/content_disposition.ts";
 import { cutToCodePoints, isMediaType } from "../src/lib/header_text.ts";

@@ -5,7 +5,7 @@
  */
 import { Webhook } from "standardwebhooks";
 import { createWebhookEndpoint, type WebhookEndpoint } from "../src/store/webhooks.ts";
-import type { Store } from "../src/store/store.ts";
+import type { Store } from "../src/kv/store.ts";
 import {
   startWebhookWorker,
   type WebhookWorker,

@@ -10,7 +10,7 @@ import { emitWebhookEvent } from "../src/store/webhooks.ts";
 import { makeDataTempDir, startInstances, startServer } from "./server_process.ts";
 import { type Receiver, startReceiver, subscribeReceiver } from "./webhook_receiver.ts";
 import { waitFor } from "./helpers.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 const ENV = { APP_WEBHOOKS_ALLOW_PRIVATE: "true", APP_WEBHOOKS_TIMEOUT_SECONDS: "5" };
 

@@ -35,7 +35,7 @@ import {
   type WebhookEventBody,
 } from "../src/store/webhooks.ts";
 import { waitFor } from "./helpers.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 Deno.test("webhook signatures follow the Standard Webhooks spec", async (t) => {
   // The spec's secret form: whsec_ and the base64 of the key (here 24 bytes).

@@ -10,7 +10,7 @@ import { getProjectBySlug } from "../src/store/projects.ts";
 import { getLatestRelease, isNewerRelease, listReleasesByProject } from "../src/store/releases.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import { makeDataTempDir, removedAtEnd, startInstances } from "./server_process.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 const SESSIONS = 32;
 const PASSWORD = "test-password-123";

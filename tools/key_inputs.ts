@@ -4,7 +4,7 @@
  * the service's URL.
  */
 import { createPrivateKey, type KeyObject } from "node:crypto";
-import type { SigningKey } from "../src/store/signing_keys.ts";
+import type { SigningKey } from "../src/signing/signing_keys.ts";
 import { callerPath } from "./caller_paths.ts";
 
 /** A key as the published key set lists it. */

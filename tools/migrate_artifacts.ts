@@ -8,7 +8,7 @@ import { BackupError } from "../src/backup/format.ts";
 import { requireDatabase } from "../src/backup/backup.ts";
 import { openArtifactStore } from "../src/storage/mod.ts";
 import { runTool, toolConfig } from "./run_tool.ts";
-import { createStore } from "../src/store/store.ts";
+import { createStore } from "../src/kv/store.ts";
 
 await runTool("migrate-artifacts", async (direction) => {
   if (direction !== "fs-to-s3" && direction !== "s3-to-fs") {

@@ -6,8 +6,8 @@
  */
 import { resetPassword } from "../admin/accounts.ts";
 import { isRemoteKv } from "../src/lib/config.ts";
-import { listAdminUsers } from "../src/store/admin_users.ts";
-import { createStore } from "../src/store/store.ts";
+import { listAdminUsers } from "../src/accounts/admin_users.ts";
+import { createStore } from "../src/kv/store.ts";
 import { runTool, ToolError } from "./run_tool.ts";
 
 /** A local KV file must exist: opening a wrong path would make an empty KV there. */

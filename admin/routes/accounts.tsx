@@ -16,13 +16,13 @@ import {
   requireUsername,
   roleOf,
   setAdminRole,
-} from "../../src/store/admin_users.ts";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
-import { deleteAdminSessionsOfUser } from "../../src/store/sessions.ts";
+} from "../../src/accounts/admin_users.ts";
+import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
+import { deleteAdminSessionsOfUser } from "../../src/accounts/sessions.ts";
 import { accountTarget } from "../accounts.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf } from "../forms.ts";
-import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import type { AdminEnv, FormError, RouteDeps } from "../types.ts";
 import { type AccountFormValues, AccountsPage } from "../views/accounts.tsx";
 
 const EMPTY_FORM: AccountFormValues = { username: "", role: "publisher" };
@@ -34,7 +34,7 @@ function roleField(value: string): AdminRole {
   return value;
 }
 
-export function addAccountsRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addAccountsRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   async function renderPage(c: AdminContext, values: AccountFormValues, error?: FormError) {
     const users = await listAdminUsers(c.var.store);
     return c.html(

@@ -1,12 +1,13 @@
 /** One API key's page: edit its name, download right, scope and expiry; delete it. */
+import type { Store } from "../../src/kv/store.ts";
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
-import { keyRolloutTags, keyState } from "../../src/store/access.ts";
+import { keyRolloutTags, keyState } from "../../src/credentials/access.ts";
 import { listProjectTags } from "../../src/store/aggregates.ts";
 import { deleteApiKey, getKeyDownloads } from "../../src/store/deletes.ts";
 import { editApiKey, getApiKeyVersioned, StaleEditError } from "../../src/store/edits.ts";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import { getProjectsByIds } from "../../src/store/projects.ts";
 import type { ApiKey, Project } from "../../src/store/types.ts";
 import { describeChanges } from "../audit_changes.ts";
@@ -18,7 +19,7 @@ import {
   apiKeyInput,
   KNOWN_TAGS_SHOWN,
 } from "../forms_api_key.ts";
-import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import type { AdminEnv, FormError, RouteDeps } from "../types.ts";
 import { ApiKeyPage } from "../views/api_key_page.tsx";
 
 const EDITED_FIELDS = [
@@ -31,9 +32,9 @@ const EDITED_FIELDS = [
   "expires_at",
 ] as const;
 
-export function addApiKeyPageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  async function load(raw: string) {
-    const found = ID_PATTERN.test(raw) ? await getApiKeyVersioned(deps.store, Number(raw)) : null;
+export function addApiKeyPageRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
+  async function load(store: Store, raw: string) {
+    const found = ID_PATTERN.test(raw) ? await getApiKeyVersioned(store, Number(raw)) : null;
     if (found === null) throw new HTTPException(404, { message: `There is no API key ${raw}.` });
     return found;
   }
@@ -73,10 +74,10 @@ export function addApiKeyPageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): v
     );
   }
 
-  admin.get("/api-keys/:id", async (c) => render(c, await load(c.req.param("id"))));
+  admin.get("/api-keys/:id", async (c) => render(c, await load(c.var.store, c.req.param("id"))));
 
   admin.post("/api-keys/:id", async (c) => {
-    const found = await load(c.req.param("id"));
+    const found = await load(c.var.store, c.req.param("id"));
     const form = c.get("form");
     const values = apiKeyFormValues(form);
     try {

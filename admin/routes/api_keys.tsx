@@ -1,8 +1,6 @@
 /** API keys: list, create (shown once), disable and enable. */
 import type { Hono } from "hono";
-import { HTTPException } from "hono/http-exception";
-import { ID_PATTERN } from "../../src/lib/limits.ts";
-import { keyReachesNothing, keyState, scopeAllows } from "../../src/store/access.ts";
+import { keyReachesNothing, keyState, scopeAllows } from "../../src/credentials/access.ts";
 import { getCounts, listProjectTags } from "../../src/store/aggregates.ts";
 import {
   API_KEY_PREFIX,
@@ -10,14 +8,15 @@ import {
   listApiKeysPage,
   setApiKeyActive,
 } from "../../src/store/api_keys.ts";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { ValidationError } from "../../src/kv/errors.ts";
 import {
   getProjectsByIds,
   listProjectsPage,
   searchProjectsBySlug,
 } from "../../src/store/projects.ts";
+import type { Store } from "../../src/kv/store.ts";
 import type { ApiKey, Project } from "../../src/store/types.ts";
-import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
+import { type AdminContext, audit, pageContext } from "../context.ts";
 import { formErrorOf } from "../forms.ts";
 import {
   type ApiKeyFormValues,
@@ -27,12 +26,12 @@ import {
   KNOWN_TAGS_SHOWN,
 } from "../forms_api_key.ts";
 import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
-import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import type { AdminEnv, FormError, RouteDeps } from "../types.ts";
+import { addCredentialActions } from "./credential_actions.ts";
 import { ApiKeyCreatedPage, KEY_PLACEHOLDER } from "../views/api_key_created.tsx";
 import { type ApiKeyRow, ApiKeysPage } from "../views/api_keys.tsx";
-import type { Store } from "../../src/store/store.ts";
 
-export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   async function renderKeysPage(
     c: AdminContext,
     values: ApiKeyFormValues,
@@ -142,29 +141,16 @@ export function addApiKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void 
     );
   });
 
-  for (const [action, active] of [["disable", false], ["enable", true]] as const) {
-    admin.post(`/api-keys/:id/${action}`, async (c) => {
-      const raw = c.req.param("id");
-      const notFound = new HTTPException(404, { message: `There is no API key ${raw}.` });
-      if (!ID_PATTERN.test(raw)) throw notFound;
-      let apiKey: ApiKey;
-      try {
-        apiKey = await setApiKeyActive(c.var.store, Number(raw), active);
-      } catch (error) {
-        throw error instanceof NotFoundError ? notFound : error;
-      }
-      await audit(c, deps, {
-        action: `api_key.${action}`,
-        target: `api key ${apiKey.id}`,
-        details: `name "${apiKey.name}"`,
-      });
-      return redirectWithFlash(c, deps, {
-        location: "/admin/api-keys#key-list",
-        kind: "success",
-        text: `API key "${apiKey.name}" was ${active ? "enabled" : "disabled"}.`,
-      });
-    });
-  }
+  addCredentialActions(admin, deps, {
+    path: "api-keys",
+    noun: "API key",
+    auditKind: "api_key",
+    location: "/admin/api-keys#key-list",
+    actions: [
+      ["disable", (store, id) => setApiKeyActive(store, id, false), "disabled"],
+      ["enable", (store, id) => setApiKeyActive(store, id, true), "enabled"],
+    ],
+  });
 }
 
 /** Suggestions the project slugs field gets at most. */

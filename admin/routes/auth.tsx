@@ -3,18 +3,18 @@ import type { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, TOKEN_PATTERN } from "../../src/lib/limits.ts";
 import { randomToken } from "../../src/lib/secrets.ts";
-import type { AdminUser } from "../../src/store/admin_users.ts";
+import type { AdminUser } from "../../src/accounts/admin_users.ts";
 import type {
   LoginSubject,
   LoginThrottle,
   ThrottledCheck,
-} from "../../src/store/login_throttle.ts";
+} from "../../src/accounts/login_throttle.ts";
 import {
   createAdminSession,
   deleteAdminSession,
   deleteAdminSessionsOfUser,
   getAdminSession,
-} from "../../src/store/sessions.ts";
+} from "../../src/accounts/sessions.ts";
 import { accountTarget, authenticate, changePassword, signInSubject } from "../accounts.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import {
@@ -28,16 +28,16 @@ import {
 import { field, readForm } from "../forms.ts";
 import { sessionPolicy, tokenMatches } from "../guards.ts";
 import { addressOf } from "../../src/http/client_address.ts";
-import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import type { AdminEnv, FormError, RouteDeps } from "../types.ts";
 import { LoginPage } from "../views/login.tsx";
 import { PasswordPage } from "../views/password.tsx";
-import type { Store } from "../../src/store/store.ts";
+import type { Store } from "../../src/kv/store.ts";
 import { mayUsePassword, signedOutAtProvider, signInChoices } from "./sso.tsx";
 
 export const INVALID_CREDENTIALS = "invalid username or password";
 
 /**
- * Checks a password under the sign-in throttle (src/store/login_throttle.ts):
+ * Checks a password under the sign-in throttle (src/accounts/login_throttle.ts):
  * a refusal says why, with the seconds to wait.
  */
 function checkPasswordThrottled(
@@ -58,7 +58,7 @@ function refusalMessage(checked: { refused: "locked" | "busy"; retryAfterSeconds
 /** The routes that work without a session: the sign-in form and its POST. */
 export function addLoginRoutes(
   admin: Hono<AdminEnv>,
-  deps: ServiceDeps,
+  deps: RouteDeps,
   throttle: LoginThrottle,
 ): void {
   const { config } = deps;
@@ -158,7 +158,7 @@ export function addLoginRoutes(
 /** Routes behind the session and CSRF gates. */
 export function addAccountRoutes(
   admin: Hono<AdminEnv>,
-  deps: ServiceDeps,
+  deps: RouteDeps,
   throttle: LoginThrottle,
 ): void {
   const { config } = deps;

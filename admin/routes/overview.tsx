@@ -7,14 +7,14 @@ import {
   getStorageByProject,
 } from "../../src/store/aggregates.ts";
 import { getApiKey } from "../../src/store/api_keys.ts";
-import { listAuditEntries } from "../../src/store/audit.ts";
+import { listAuditEntries } from "../../src/kv/audit.ts";
 import { searchAuditEntries } from "../../src/store/audit_search.ts";
 import { getDeletedApiKeys } from "../../src/store/deletes.ts";
 import { getProjectsByIds } from "../../src/store/projects.ts";
 import { getDailyDownloads, getTopKeys, listRecentReleases } from "../../src/store/stats.ts";
 import { needsAttention } from "../attention.ts";
 import { pageContext } from "../context.ts";
-import type { AdminEnv, ServiceDeps } from "../types.ts";
+import type { AdminEnv, RouteDeps } from "../types.ts";
 import { AuditPage } from "../views/audit.tsx";
 import { DashboardPage } from "../views/dashboard.tsx";
 import { chartRange } from "../views/chart.tsx";
@@ -28,7 +28,7 @@ const TOP_KEYS_MAX_AGE_MS = 60_000;
 /** Expired keys counted at most for "N active" (beyond, the figure is an upper bound). */
 const EXPIRED_COUNTED = 1_000;
 
-export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addOverviewRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   admin.get("/", async (c) => {
     const days = chartRange(c.req.query("days"));
     const [counts, expired, recent, series, topKeys, storage, attention] = await Promise.all([

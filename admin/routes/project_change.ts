@@ -4,12 +4,12 @@
  * card's forms as sent and the message, a success is audit-logged and
  * redirects to the card with its text.
  */
-import type { AuditAction } from "../../src/store/audit.ts";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import type { AuditAction } from "../../src/kv/audit.ts";
+import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import type { Project } from "../../src/store/types.ts";
 import { type AdminContext, audit, redirectWithFlash } from "../context.ts";
 import { formErrorOf } from "../forms.ts";
-import type { FormError, ServiceDeps } from "../types.ts";
+import type { FormError, RouteDeps } from "../types.ts";
 import { type ProjectPageOptions, renderProjectPage } from "./project_page.tsx";
 import { type ProjectTab, projectTabPath } from "../views/project.tsx";
 
@@ -26,7 +26,7 @@ export interface ProjectChangeDone {
  * success is audit-logged and leads back to the card (`#anchor`).
  */
 export function projectChangeAttempt(
-  deps: ServiceDeps,
+  deps: RouteDeps,
   { anchor, tab, refused }: {
     anchor: string;
     /** The project page the card is on. */

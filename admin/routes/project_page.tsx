@@ -1,7 +1,8 @@
 /** Loading a project for its page, and rendering that page (also with form errors). */
+import type { Store } from "../../src/kv/store.ts";
 import { HTTPException } from "hono/http-exception";
 import { isSlug } from "../../src/lib/limits.ts";
-import { adoptionDay, type AdoptionFigures, getAdoption } from "../../src/store/adoption.ts";
+import { adoptionDay, type AdoptionFigures, getAdoption } from "../../src/reports/adoption.ts";
 import { getProjectBytes, getProjectReleaseCount } from "../../src/store/aggregates.ts";
 import { getDeletedDownloads } from "../../src/store/deletes.ts";
 import { getProjectDeliveryMonth, utcMonth } from "../../src/store/delivery.ts";
@@ -22,7 +23,7 @@ import { getDailyDownloads, getRecentDownloadCountsByWindow } from "../../src/st
 import type { Project, Release, RetentionPolicy, Rollout } from "../../src/store/types.ts";
 import { type AdminContext, pageContext } from "../context.ts";
 import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
-import type { FormError, ServiceDeps } from "../types.ts";
+import type { FormError, RouteDeps } from "../types.ts";
 import { chartRange } from "../views/chart.tsx";
 import { editValuesOf, type ProjectEditValues } from "../forms_project.ts";
 import { EMPTY_UPLOAD_FORM, type UploadValues } from "../forms_upload.ts";
@@ -32,7 +33,7 @@ import {
   type ProjectTab,
   projectTabPath,
 } from "../views/project.tsx";
-import { getSparkleFeedKeyByProject } from "../../src/store/sparkle_keys.ts";
+import { getSparkleFeedKeyByProject } from "../../src/feeds/sparkle_keys.ts";
 import { type LatestNotes, latestNotes } from "../../src/publishing/latest.ts";
 import { getReleasePolicy, type ReleasePolicy } from "../../src/store/release_policy.ts";
 import type { ReleaseMarks } from "../views/release_cells.tsx";
@@ -41,10 +42,10 @@ import { planRetention } from "../../src/lifecycle/retention.ts";
 import type { RetentionValues } from "../views/retention.tsx";
 import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../forms_rollout.ts";
 import type { SafetyValues } from "../views/release_safety.tsx";
-import { releaseSafetyOf } from "./release_safety.tsx";
+import { releaseSafetyOf } from "./release_safety_card.ts";
 
-export async function loadProject(deps: ServiceDeps, slug: string): Promise<Project> {
-  const project = isSlug(slug) ? await getProjectBySlug(deps.store, slug) : null;
+export async function loadProject(store: Store, slug: string): Promise<Project> {
+  const project = isSlug(slug) ? await getProjectBySlug(store, slug) : null;
   if (project === null) throw new HTTPException(404, { message: `There is no project "${slug}".` });
   return project;
 }
@@ -70,12 +71,12 @@ export function releaseMarksOf(
 
 /** The marks of a project's releases, read for a page that shows one release. */
 export async function loadReleaseMarks(
-  deps: ServiceDeps,
+  store: Store,
   projectId: number,
 ): Promise<ReleaseMarks> {
   const [view, policy] = await Promise.all([
-    getLatestView(deps.store, projectId),
-    getReleasePolicy(deps.store, projectId),
+    getLatestView(store, projectId),
+    getReleasePolicy(store, projectId),
   ]);
   const notes = latestNotes([], {
     offer: offerAt(view, Date.now()),
@@ -131,7 +132,7 @@ function tabOf(form: Omit<ProjectPageOptions, "project" | "status">): ProjectTab
 
 export async function renderProjectPage(
   c: AdminContext,
-  deps: ServiceDeps,
+  deps: RouteDeps,
   { project, status = 200, ...form }: ProjectPageOptions,
 ): Promise<Response> {
   const tab = tabOf(form);
@@ -173,10 +174,10 @@ export async function renderProjectPage(
     getProjectVersioned(c.var.store, project.id),
     getDeletedDownloads(c.var.store, project.id),
     getLatestChoice(c.var.store, project.id),
-    tab === "settings" ? retentionOf(deps, project.id, form.retention) : null,
-    rolloutOf(deps, { rollout: rolloutRecord, view }),
+    tab === "settings" ? retentionOf(c.var.store, project.id, form.retention) : null,
+    rolloutOf(c.var.store, { rollout: rolloutRecord, view }),
     tab === "rollout" ? getAdoption(c.var.store, project.id, today) : NO_ADOPTION,
-    releaseSafetyOf(deps, {
+    releaseSafetyOf(c.var.store, {
       project,
       rollout: rolloutRecord,
       form: form.safety,
@@ -259,7 +260,7 @@ export async function renderProjectPage(
         figures: adoption,
         today,
         latestId: latest?.id ?? null,
-        versions: await versionsOf(deps, [...adoption.releases.keys()]),
+        versions: await versionsOf(c.var.store, [...adoption.releases.keys()]),
       }}
       safety={safety}
       rollout={{
@@ -284,18 +285,18 @@ function valuesOf(policy: RetentionPolicy): RetentionValues {
 
 /** The retention card: the saved policy and its plan, or the form as sent (preview or error). */
 async function retentionOf(
-  deps: ServiceDeps,
+  store: Store,
   projectId: number,
   form: ProjectPageOptions["retention"],
 ) {
   const [saved, bytes] = await Promise.all([
-    form === undefined ? getRetentionPolicy(deps.store, projectId) : null,
-    getProjectBytes(deps.store, [projectId]),
+    form === undefined ? getRetentionPolicy(store, projectId) : null,
+    getProjectBytes(store, [projectId]),
   ]);
   const policy = form === undefined ? saved : form.policy ?? null;
   return {
     values: form?.values ?? valuesOf(saved!),
-    plan: policy === null ? null : await planRetention(deps.store, { projectId, policy }),
+    plan: policy === null ? null : await planRetention(store, { projectId, policy }),
     preview: form?.policy !== undefined,
     error: form?.error,
     storedBytes: bytes.get(projectId) ?? 0,
@@ -303,8 +304,8 @@ async function retentionOf(
 }
 
 /** The versions of releases by id (a deleted one is left out). */
-async function versionsOf(deps: ServiceDeps, ids: number[]): Promise<Map<number, string>> {
-  const releases = await Promise.all(ids.map((id) => getRelease(deps.store, id)));
+async function versionsOf(store: Store, ids: number[]): Promise<Map<number, string>> {
+  const releases = await Promise.all(ids.map((id) => getRelease(store, id)));
   return new Map(
     releases.flatMap((release) => release === null ? [] : [[release.id, release.version]]),
   );
@@ -312,11 +313,11 @@ async function versionsOf(deps: ServiceDeps, ids: number[]): Promise<Map<number,
 
 /** The project's rollout, whether it is in force, and the versions it names. */
 async function rolloutOf(
-  deps: ServiceDeps,
+  store: Store,
   { rollout, view }: { rollout: Rollout | null; view: LatestView },
 ) {
   const versions = await versionsOf(
-    deps,
+    store,
     rollout === null ? [] : [rollout.release_id, rollout.previous_id],
   );
   const running = view.rollout !== null && !view.rollout.record.halted;

@@ -3,7 +3,7 @@ import type { Hono } from "hono";
 import { getCounts } from "../../src/store/aggregates.ts";
 import { ProjectNotEmptyError } from "../../src/store/deletes.ts";
 import { editProject, StaleEditError } from "../../src/store/edits.ts";
-import { ValidationError } from "../../src/store/errors.ts";
+import { ValidationError } from "../../src/kv/errors.ts";
 import {
   createProject,
   listProjectsPage,
@@ -31,12 +31,12 @@ import {
   projectFormValues,
 } from "../forms_project.ts";
 import { cursorListPage, listPage, PAGE_SIZE, searchOf } from "../listing.ts";
-import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import type { AdminEnv, FormError, RouteDeps } from "../types.ts";
 import { type ProjectRow, ProjectsPage } from "../views/projects.tsx";
 import { type ProjectTab, projectTabPath } from "../views/project.tsx";
 import { loadProject, renderProjectPage } from "./project_page.tsx";
 
-export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addProjectRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   /** The projects page: one page of the list (active first, then by name) and the create form. */
   async function renderProjectsPage(
     c: AdminContext,
@@ -129,14 +129,14 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   });
 
   admin.get("/projects/:slug", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     return await renderProjectPage(c, deps, { project });
   });
 
   // The project's other pages (admin/views/project.tsx PROJECT_TABS).
   const tabPage = (tab: ProjectTab) => async (c: AdminContext) =>
     await renderProjectPage(c, deps, {
-      project: await loadProject(deps, c.req.param("slug") ?? ""),
+      project: await loadProject(c.var.store, c.req.param("slug") ?? ""),
       tab,
     });
   admin.get("/projects/:slug/releases", tabPage("releases"));
@@ -145,7 +145,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   admin.get("/projects/:slug/settings", tabPage("settings"));
 
   admin.post("/projects/:slug", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     const form = c.get("form");
     const edit = projectEditValues(form);
     try {
@@ -186,7 +186,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   });
 
   admin.post("/projects/:slug/delete", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     const typed = field(c.get("form"), "confirm_slug").trim();
     if (typed !== project.slug) {
       return await renderProjectPage(c, deps, {
@@ -242,7 +242,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
 
   // Retention: "preview" shows what the policy in the form would delete now; "save" stores it.
   admin.post("/projects/:slug/retention", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     const form = c.get("form");
     const values = {
       keep_active: field(form, "keep_active"),
@@ -279,7 +279,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
 
   // Server-made deltas and patches: from how many older releases to each new one.
   admin.post("/projects/:slug/velopack", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     const value = field(c.get("form"), "deltas_kept");
     let deltasKept;
     try {
@@ -309,7 +309,7 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
 
   for (const [action, state] of [["archive", "archived"], ["activate", "active"]] as const) {
     admin.post(`/projects/:slug/${action}`, async (c) => {
-      const project = await loadProject(deps, c.req.param("slug"));
+      const project = await loadProject(c.var.store, c.req.param("slug"));
       await setProjectState(c.var.store, project.id, state);
       await audit(c, deps, { action: `project.${action}`, target: `project ${project.slug}` });
       return redirectWithFlash(c, deps, {

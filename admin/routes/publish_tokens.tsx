@@ -1,9 +1,7 @@
 /** Publish tokens (docs/publishing.md "Publish tokens"): list, create (shown once), disable, enable, delete. */
 import type { Hono } from "hono";
-import { HTTPException } from "hono/http-exception";
-import { ID_PATTERN } from "../../src/lib/limits.ts";
-import { judgePublishToken } from "../../src/publishing/tokens.ts";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { judgePublishToken } from "../../src/credentials/tokens.ts";
+import { ValidationError } from "../../src/kv/errors.ts";
 import { listProjects } from "../../src/store/projects.ts";
 import {
   createPublishToken,
@@ -11,8 +9,8 @@ import {
   listPublishTokens,
   type PublishToken,
   setPublishTokenActive,
-} from "../../src/store/publish_tokens.ts";
-import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
+} from "../../src/credentials/publish_tokens.ts";
+import { type AdminContext, audit, pageContext } from "../context.ts";
 import { formErrorOf } from "../forms.ts";
 import {
   EMPTY_TOKEN_FORM,
@@ -20,15 +18,15 @@ import {
   publishTokenFormValues,
   publishTokenInput,
 } from "../forms_publish_token.ts";
-import type { Store } from "../../src/store/store.ts";
-import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import type { AdminEnv, FormError, RouteDeps } from "../types.ts";
+import { addCredentialActions } from "./credential_actions.ts";
 import {
   PublishTokenCreatedPage,
   type PublishTokenRow,
   PublishTokensPage,
 } from "../views/publish_tokens.tsx";
 
-export function addPublishTokenRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addPublishTokenRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   async function renderTokensPage(
     c: AdminContext,
     values: PublishTokenFormValues,
@@ -90,32 +88,15 @@ export function addPublishTokenRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps):
     );
   });
 
-  const actions = [
-    ["disable", (store: Store, id: number) => setPublishTokenActive(store, id, false), "disabled"],
-    ["enable", (store: Store, id: number) => setPublishTokenActive(store, id, true), "enabled"],
-    ["delete", (store: Store, id: number) => deletePublishToken(store, id), "deleted"],
-  ] as const;
-  for (const [action, change, done] of actions) {
-    admin.post(`/publish-tokens/:id/${action}`, async (c) => {
-      const raw = c.req.param("id");
-      const notFound = new HTTPException(404, { message: `There is no publish token ${raw}.` });
-      if (!ID_PATTERN.test(raw)) throw notFound;
-      let token: PublishToken;
-      try {
-        token = await change(c.var.store, Number(raw));
-      } catch (error) {
-        throw error instanceof NotFoundError ? notFound : error;
-      }
-      await audit(c, deps, {
-        action: `publish_token.${action}`,
-        target: `publish token ${token.id}`,
-        details: `name "${token.name}"`,
-      });
-      return redirectWithFlash(c, deps, {
-        location: "/admin/publish-tokens",
-        kind: "success",
-        text: `Publish token "${token.name}" was ${done}.`,
-      });
-    });
-  }
+  addCredentialActions(admin, deps, {
+    path: "publish-tokens",
+    noun: "publish token",
+    auditKind: "publish_token",
+    location: "/admin/publish-tokens",
+    actions: [
+      ["disable", (store, id) => setPublishTokenActive(store, id, false), "disabled"],
+      ["enable", (store, id) => setPublishTokenActive(store, id, true), "enabled"],
+      ["delete", (store, id) => deletePublishToken(store, id), "deleted"],
+    ],
+  });
 }

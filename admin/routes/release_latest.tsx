@@ -15,11 +15,11 @@ import {
 import type { Release } from "../../src/store/types.ts";
 import { audit, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";
-import type { Store } from "../../src/store/store.ts";
-import type { AdminEnv, ServiceDeps } from "../types.ts";
+import type { Store } from "../../src/kv/store.ts";
+import type { AdminEnv, RouteDeps } from "../types.ts";
 import { projectTabPath } from "../views/project.tsx";
 
-export function addReleaseLatestRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addReleaseLatestRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   const actions = [
     [
       "make-latest",

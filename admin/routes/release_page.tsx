@@ -2,6 +2,7 @@
  * One release's page: correct its version, build and notes, download its
  * file, delete it (with its artifact; the latest only when confirmed).
  */
+import type { Store } from "../../src/kv/store.ts";
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import {
@@ -14,7 +15,7 @@ import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { LatestReleaseError } from "../../src/store/deletes.ts";
 import { getReleaseDelivery } from "../../src/store/delivery.ts";
 import { editRelease, getReleaseVersioned, StaleEditError } from "../../src/store/edits.ts";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import { getProject } from "../../src/store/projects.ts";
 import {
   duplicateActiveVersions,
@@ -27,7 +28,7 @@ import { describeChanges } from "../audit_changes.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf } from "../forms.ts";
 import type { ReleaseEditValues } from "../forms_upload.ts";
-import type { AdminEnv, ServiceDeps } from "../types.ts";
+import type { AdminEnv, RouteDeps } from "../types.ts";
 import { ReleasePage, type ReleasePageProps } from "../views/release_page.tsx";
 import { projectTabPath } from "../views/project.tsx";
 import { loadReleaseMarks } from "./project_page.tsx";
@@ -35,9 +36,9 @@ import { loadReleaseMarks } from "./project_page.tsx";
 /** The fields an edit can change, in the order the audit names them. */
 const EDITED_FIELDS = ["version", "build", "release_notes"] as const;
 
-export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
-  async function load(raw: string) {
-    const found = ID_PATTERN.test(raw) ? await getReleaseVersioned(deps.store, Number(raw)) : null;
+export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
+  async function load(store: Store, raw: string) {
+    const found = ID_PATTERN.test(raw) ? await getReleaseVersioned(store, Number(raw)) : null;
     if (found === null) throw new HTTPException(404, { message: `There is no release ${raw}.` });
     return found;
   }
@@ -57,7 +58,7 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
       getLatestRelease(c.var.store, release.project_id),
       getDownloadCounts(c.var.store, [release.id]),
       getReleaseDelivery(c.var.store, release.id),
-      loadReleaseMarks(deps, release.project_id),
+      loadReleaseMarks(c.var.store, release.project_id),
     ]);
     return c.html(
       <ReleasePage
@@ -76,10 +77,10 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
     );
   }
 
-  admin.get("/releases/:id", async (c) => render(c, await load(c.req.param("id"))));
+  admin.get("/releases/:id", async (c) => render(c, await load(c.var.store, c.req.param("id"))));
 
   admin.post("/releases/:id", async (c) => {
-    const found = await load(c.req.param("id"));
+    const found = await load(c.var.store, c.req.param("id"));
     const form = c.get("form");
     const edit: ReleaseEditValues = {
       version: field(form, "version"),
@@ -124,7 +125,7 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
   });
 
   admin.post("/releases/:id/delete", async (c) => {
-    const found = await load(c.req.param("id"));
+    const found = await load(c.var.store, c.req.param("id"));
     const allowLatest = field(c.get("form"), "confirm_latest") === "on";
     let result;
     try {
@@ -169,7 +170,7 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): 
   });
 
   admin.get("/releases/:id/download", async (c) => {
-    const { value: release } = await load(c.req.param("id"));
+    const { value: release } = await load(c.var.store, c.req.param("id"));
     const artifact = await deps.artifacts.open(release.storage_key);
     if (artifact === null) {
       throw new HTTPException(404, { message: `The file of release ${release.id} is missing.` });

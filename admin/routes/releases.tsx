@@ -5,10 +5,10 @@ import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { getProject } from "../../src/store/projects.ts";
 import { getRelease, setReleaseState } from "../../src/store/releases.ts";
 import { audit, redirectWithFlash } from "../context.ts";
-import type { AdminEnv, ServiceDeps } from "../types.ts";
+import type { AdminEnv, RouteDeps } from "../types.ts";
 import { projectTabPath } from "../views/project.tsx";
 
-export function addReleaseRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addReleaseRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   for (const [action, state] of [["archive", "archived"], ["activate", "active"]] as const) {
     admin.post(`/releases/:id/${action}`, async (c) => {
       const raw = c.req.param("id");

@@ -5,7 +5,7 @@
  * Bad input shows the project page again with the form and its error.
  */
 import type { Hono } from "hono";
-import { ValidationError } from "../../src/store/errors.ts";
+import { ValidationError } from "../../src/kv/errors.ts";
 import { getRelease } from "../../src/store/releases.ts";
 import {
   changeRollout,
@@ -17,7 +17,7 @@ import {
 import type { Project, Rollout } from "../../src/store/types.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import type { AdminContext } from "../context.ts";
-import type { AdminEnv, ServiceDeps } from "../types.ts";
+import type { AdminEnv, RouteDeps } from "../types.ts";
 import { hasHalfFilledScheduleRow, rolloutFormValues } from "../forms_rollout.ts";
 import { loadProject } from "./project_page.tsx";
 import { projectChangeAttempt } from "./project_change.ts";
@@ -31,7 +31,7 @@ function details(project: Project, rollout: Rollout): string {
     (rollout.tester_tag === null ? "" : `; testers ${rollout.tester_tag}`);
 }
 
-export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   /** A schedule row with only a time or only a percentage is refused before anything else. */
   function checkScheduleRows(c: AdminContext): void {
     if (hasHalfFilledScheduleRow(c.get("form"))) {
@@ -47,7 +47,7 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   });
 
   admin.post("/projects/:slug/rollout", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     const values = rolloutFormValues(c.get("form"));
     return await attempt(c, project, async () => {
       if (!ID_PATTERN.test(values.release_id)) {
@@ -73,7 +73,7 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   });
 
   admin.post("/projects/:slug/rollout/change", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     const values = rolloutFormValues(c.get("form"));
     return await attempt(c, project, async () => {
       checkScheduleRows(c);
@@ -94,7 +94,7 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
 
   for (const [action, halted] of [["halt", true], ["resume", false]] as const) {
     admin.post(`/projects/:slug/rollout/${action}`, async (c) => {
-      const project = await loadProject(deps, c.req.param("slug"));
+      const project = await loadProject(c.var.store, c.req.param("slug"));
       return await attempt(c, project, async () => {
         const rollout = await changeRollout(c.var.store, project.id, { halted });
         return {
@@ -109,7 +109,7 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   }
 
   admin.post("/projects/:slug/rollout/complete", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     return await attempt(c, project, async () => {
       const release = await completeRollout(c.var.store, project.id);
       return {
@@ -121,7 +121,7 @@ export function addRolloutRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   });
 
   admin.post("/projects/:slug/rollout/end", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     return await attempt(c, project, async () => {
       const ended = await endRollout(c.var.store, project.id);
       return {

@@ -9,7 +9,7 @@ import { createKeyFiles } from "../../src/signing/key_files.ts";
 import { describeMissingKeyFiles, findMissingKeyFiles } from "../../src/signing/key_file_check.ts";
 import { KEY_SET_PATH, KEY_SET_ROOT_PATH } from "../../src/signing/format.ts";
 import { describeRootDocument, parseRootDocument } from "../../src/signing/root.ts";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import {
   createSigningKey,
   getSigningRoot,
@@ -17,24 +17,24 @@ import {
   saveSigningRoot,
   setSigningKeyStatus,
   type SigningKey,
-} from "../../src/store/signing_keys.ts";
+} from "../../src/signing/signing_keys.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";
-import type { AdminEnv, ServiceDeps } from "../types.ts";
+import type { AdminEnv, RouteDeps } from "../types.ts";
 import { SigningKeysPage } from "../views/signing_keys.tsx";
-import type { Store } from "../../src/store/store.ts";
+import type { Store } from "../../src/kv/store.ts";
 import { tufPageParts } from "./tuf.tsx";
 
 const LOCATION = "/admin/signing-keys";
 
-export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addSigningKeyRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   const { signer, config } = deps;
 
   admin.get("/signing-keys", async (c) => {
     const [keys, root, tufParts, missing] = await Promise.all([
       listSigningKeys(c.var.store),
       rootOf(c.var.store),
-      tufPageParts(deps),
+      tufPageParts(c.var.store, deps),
       findMissingKeyFiles(c.var.store, config.dataDir),
     ]);
     return c.html(

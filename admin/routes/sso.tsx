@@ -12,8 +12,8 @@ import {
   type SsoService,
   type SsoSignedIn,
 } from "../../src/sso/mod.ts";
-import { createAdminSession, deleteAdminSession } from "../../src/store/sessions.ts";
-import { deleteSsoSession } from "../../src/store/sso.ts";
+import { createAdminSession, deleteAdminSession } from "../../src/accounts/sessions.ts";
+import { deleteSsoSession } from "../../src/sso/records.ts";
 import { accountTarget } from "../accounts.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import {
@@ -25,7 +25,7 @@ import {
 } from "../cookies.ts";
 import { sessionPolicy } from "../guards.ts";
 import { addressOf } from "../../src/http/client_address.ts";
-import type { AdminEnv, Flash, ServiceDeps } from "../types.ts";
+import type { AdminEnv, Flash, RouteDeps } from "../types.ts";
 import type { SignInChoices } from "../views/login.tsx";
 import { SsoRefusedPage, SsoSignedOutPage } from "../views/sso.tsx";
 
@@ -36,7 +36,7 @@ const STATE_COOKIE = "uds_oidc_state";
 const STATE_COOKIE_PATH = "/admin/login/sso";
 
 /** What the sign-in page offers, from the settings. */
-export function signInChoices(deps: ServiceDeps, { breakGlass = false } = {}): SignInChoices {
+export function signInChoices(deps: RouteDeps, { breakGlass = false } = {}): SignInChoices {
   const settings = deps.sso?.settings;
   if (settings === undefined) return { passwordForm: true };
   if (settings.localPasswords) return { providerName: settings.providerName, passwordForm: true };
@@ -51,7 +51,7 @@ export function signInChoices(deps: ServiceDeps, { breakGlass = false } = {}): S
 }
 
 /** Whether `username` may sign in with a local password under the settings. */
-export function mayUsePassword(deps: ServiceDeps, username: string): boolean {
+export function mayUsePassword(deps: RouteDeps, username: string): boolean {
   const settings = deps.sso?.settings;
   return settings === undefined || settings.localPasswords ||
     settings.breakGlassUsers.includes(username);
@@ -60,7 +60,7 @@ export function mayUsePassword(deps: ServiceDeps, username: string): boolean {
 /** The page after a sign-out that goes on to the provider's end-session URL. */
 export function signedOutAtProvider(
   c: Context<AdminEnv>,
-  deps: ServiceDeps,
+  deps: RouteDeps,
   { flash, endAtProvider }: { flash: Flash; endAtProvider: URL },
 ): Response | Promise<Response> {
   setFlash(c, deps.config, flash);
@@ -75,7 +75,7 @@ export function signedOutAtProvider(
 }
 
 /** The routes of sign-in through the provider; none when no provider is set up. */
-export function addSsoRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addSsoRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   const sso = deps.sso;
   if (sso === undefined) return;
   const { config } = deps;
@@ -162,10 +162,11 @@ export function addSsoRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
 /** The admin session of a sign-in through the provider, and its audit entry. */
 async function startSession(
   c: Context<AdminEnv>,
-  deps: ServiceDeps,
+  deps: RouteDeps,
   { sso, signedIn }: { sso: SsoService; signedIn: SsoSignedIn },
 ): Promise<void> {
-  const { store, config } = deps;
+  const { config } = deps;
+  const store = c.var.store;
   const previous = getSessionCookie(c);
   if (previous !== undefined) await deleteAdminSession(store, previous);
   const nowMs = Date.now();
@@ -196,7 +197,7 @@ async function startSession(
  * has passed (at its next request); a session whose groups no longer give a role, or that the
  * provider no longer confirms, ends there. Sessions with a local password pass unchecked.
  */
-export function requireSsoCheck(deps: ServiceDeps): MiddlewareHandler<AdminEnv> {
+export function requireSsoCheck(deps: RouteDeps): MiddlewareHandler<AdminEnv> {
   return async (c, next) => {
     const sso = deps.sso;
     if (sso === undefined) return await next();
@@ -204,8 +205,8 @@ export function requireSsoCheck(deps: ServiceDeps): MiddlewareHandler<AdminEnv> 
     const outcome = await sso.check(sessionId);
     if (!outcome.ended) return await next();
     const { username } = c.get("session");
-    await deleteAdminSession(deps.store, sessionId, username);
-    await deleteSsoSession(deps.store, sessionId);
+    await deleteAdminSession(c.var.store, sessionId, username);
+    await deleteSsoSession(c.var.store, sessionId);
     clearSessionCookie(c, deps.config);
     await audit(c, deps, {
       action: "auth.session_ended",

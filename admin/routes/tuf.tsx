@@ -3,6 +3,7 @@
  * appcast keys (docs/feeds.md "Signed Sparkle feeds"), both shown on the
  * Signing keys page; admins only (every POST is, roles.ts).
  */
+import type { Store } from "../../src/kv/store.ts";
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import {
@@ -15,14 +16,14 @@ import {
   deleteSparkleFeedKey,
   listSparkleFeedKeys,
   setSparkleFeedKey,
-} from "../../src/store/sparkle_keys.ts";
-import { listTufRoots } from "../../src/store/tuf.ts";
+} from "../../src/feeds/sparkle_keys.ts";
+import { listTufRoots } from "../../src/tuf/records.ts";
 import { tufHealth } from "../../src/tuf/freshness.ts";
 import { TUF_PREFIX } from "../../src/tuf/paths.ts";
 import { uploadTufRoot } from "../../src/tuf/roots.ts";
 import { audit, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";
-import type { AdminEnv, ServiceDeps } from "../types.ts";
+import type { AdminEnv, RouteDeps } from "../types.ts";
 import type { TufSummary } from "../views/tuf.tsx";
 
 const LOCATION = "/admin/signing-keys";
@@ -30,8 +31,7 @@ const LOCATION = "/admin/signing-keys";
 const BUNDLE_IDENTIFIER = /^[A-Za-z0-9.-]{1,255}$/;
 
 /** What the Signing keys page shows of the TUF repositories and the Sparkle keys. */
-export async function tufPageParts(deps: ServiceDeps) {
-  const { store, config } = deps;
+export async function tufPageParts(store: Store, { config }: RouteDeps) {
   const [roots, health, keys] = await Promise.all([
     listTufRoots(store),
     tufHealth(store),
@@ -54,7 +54,7 @@ export async function tufPageParts(deps: ServiceDeps) {
   return { tuf, sparkleKeys };
 }
 
-export function addTufRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addTufRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   const { config } = deps;
 
   // The root is signed off the server (tools/tuf_root.ts): checked here as clients check it.

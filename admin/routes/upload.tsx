@@ -10,6 +10,7 @@
  * (src/publishing/release_upload.ts), and mapping errors to form errors
  * (`uploadRefusal`) are separate pieces; the route only puts them in order.
  */
+import type { Store } from "../../src/kv/store.ts";
 import type { Hono } from "hono";
 import { type ErrorKind, mapDomainError, uploadFailureReason } from "../../src/http/errors.ts";
 import {
@@ -24,7 +25,7 @@ import {
   UploadTooLargeError,
 } from "../../src/storage/mod.ts";
 import type { UploadFailureReason } from "../../src/lib/metrics.ts";
-import type { ValidationError } from "../../src/store/errors.ts";
+import type { ValidationError } from "../../src/kv/errors.ts";
 import { getProjectBySlug, listProjectsPage } from "../../src/store/projects.ts";
 import type { Project, Release } from "../../src/store/types.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
@@ -34,7 +35,7 @@ import { humanBytes } from "../format.ts";
 import { streamedForm } from "../guards.ts";
 import { formErrorOf } from "../forms.ts";
 import type { MultipartPart } from "../../src/http/multipart.ts";
-import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import type { AdminEnv, FormError, RouteDeps } from "../types.ts";
 import {
   checkedAsFlags,
   EMPTY_UPLOAD_FORM,
@@ -55,7 +56,7 @@ export function addUploadStreams(admin: Hono<AdminEnv>): void {
   admin.post("/projects/:slug/releases", streamedForm);
 }
 
-export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addUploadRoute(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   const { config } = deps;
 
   /** The upload page: the dashboard's "Upload a release", with a project field. */
@@ -183,7 +184,7 @@ export function addUploadRoute(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
   }
 
   admin.post("/projects/:slug/releases", async (c) => {
-    const project = await loadProject(deps, c.req.param("slug"));
+    const project = await loadProject(c.var.store, c.req.param("slug"));
     const values: UploadValues = { ...EMPTY_UPLOAD_FORM };
     return runUpload(c, {
       refuse: ({ status, error }) =>
@@ -219,7 +220,7 @@ async function* takeField(
  * artifact store, the form's text fields into `values`, other parts skipped.
  */
 function receiveForm(
-  deps: ServiceDeps,
+  deps: RouteDeps,
   parts: AsyncIterable<MultipartPart>,
   values: UploadValues,
 ): Promise<ReceivedFile | null> {
@@ -239,7 +240,7 @@ function receiveForm(
  * carries its audit entry); on any refusal or failure removes the stored file.
  */
 async function recordRelease(
-  deps: ServiceDeps,
+  deps: RouteDeps & { store: Store },
   projectId: number,
   { values, received }: { values: UploadValues; received: ReceivedFile | null },
 ): Promise<Release> {

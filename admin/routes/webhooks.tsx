@@ -1,7 +1,8 @@
 /** Webhook endpoints and their delivery logs (docs/webhooks.md); admins only. */
+import type { Store } from "../../src/kv/store.ts";
 import type { Context, Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { NotFoundError, ValidationError } from "../../src/store/errors.ts";
+import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import {
   createWebhookEndpoint,
   deleteWebhookEndpoint,
@@ -23,7 +24,7 @@ import { WEBHOOK_TEST_EVENT } from "../../src/webhooks/events.ts";
 import { attemptDelivery } from "../../src/webhooks/send.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf } from "../forms.ts";
-import type { AdminEnv, FormError, ServiceDeps } from "../types.ts";
+import type { AdminEnv, FormError, RouteDeps } from "../types.ts";
 import {
   WebhookDeletePage,
   WebhookDeliveryPage,
@@ -48,7 +49,7 @@ function auditedUrl(url: string): string {
   }
 }
 
-export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void {
+export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   async function renderList(
     c: Context<AdminEnv>,
     values: WebhookFormValues,
@@ -91,8 +92,8 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
     );
   }
 
-  async function endpointOr404(raw: string) {
-    const endpoint = ID_PATTERN.test(raw) ? await getWebhookEndpoint(deps.store, raw) : null;
+  async function endpointOr404(store: Store, raw: string) {
+    const endpoint = ID_PATTERN.test(raw) ? await getWebhookEndpoint(store, raw) : null;
     if (endpoint === null) {
       throw new HTTPException(404, { message: `There is no webhook endpoint ${raw}.` });
     }
@@ -123,7 +124,7 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   });
 
   admin.post("/webhooks/:id/secret", async (c) => {
-    const found = await endpointOr404(c.req.param("id"));
+    const found = await endpointOr404(c.var.store, c.req.param("id"));
     const keepPrevious = field(c.get("form"), "previous") !== "end";
     const endpoint = await replaceWebhookSecret(c.var.store, found.id, { keepPrevious }).catch(
       (error) => {
@@ -144,12 +145,12 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   });
 
   admin.get("/webhooks/:id", async (c) => {
-    return await renderEndpoint(c, await endpointOr404(c.req.param("id")));
+    return await renderEndpoint(c, await endpointOr404(c.var.store, c.req.param("id")));
   });
 
   // The endpoint's URL and events (its secret and delivery log stay).
   admin.post("/webhooks/:id", async (c) => {
-    const found = await endpointOr404(c.req.param("id"));
+    const found = await endpointOr404(c.var.store, c.req.param("id"));
     const form = c.get("form");
     const values = { url: field(form, "url"), events: form["events"] ?? [] };
     let changed;
@@ -178,7 +179,7 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
 
   // A test ping: a signed webhook.test event sent now, through the same address guard.
   admin.post("/webhooks/:id/test", async (c) => {
-    const endpoint = await endpointOr404(c.req.param("id"));
+    const endpoint = await endpointOr404(c.var.store, c.req.param("id"));
     const deliveryId = newWebhookId();
     const body = webhookTestBody(endpoint, c.get("session").username);
     const outcome = await attemptDelivery({
@@ -212,7 +213,7 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   });
 
   admin.get("/webhooks/:id/deliveries/:delivery", async (c) => {
-    const endpoint = await endpointOr404(c.req.param("id"));
+    const endpoint = await endpointOr404(c.var.store, c.req.param("id"));
     const deliveryId = c.req.param("delivery");
     const delivery = ID_PATTERN.test(deliveryId)
       ? await getWebhookDelivery(c.var.store, { endpointId: endpoint.id, deliveryId })
@@ -226,12 +227,12 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   });
 
   admin.get("/webhooks/:id/delete", async (c) => {
-    const endpoint = await endpointOr404(c.req.param("id"));
+    const endpoint = await endpointOr404(c.var.store, c.req.param("id"));
     return c.html(<WebhookDeletePage ctx={pageContext(c, deps)} endpoint={endpoint} />);
   });
 
   admin.post("/webhooks/:id/delete", async (c) => {
-    const endpoint = await endpointOr404(c.req.param("id"));
+    const endpoint = await endpointOr404(c.var.store, c.req.param("id"));
     await deleteWebhookEndpoint(c.var.store, endpoint.id).catch((error) => {
       if (!(error instanceof NotFoundError)) throw error;
     });
@@ -248,7 +249,7 @@ export function addWebhookRoutes(admin: Hono<AdminEnv>, deps: ServiceDeps): void
   });
 
   admin.post("/webhooks/:id/deliveries/:delivery/resend", async (c) => {
-    const endpoint = await endpointOr404(c.req.param("id"));
+    const endpoint = await endpointOr404(c.var.store, c.req.param("id"));
     const deliveryId = c.req.param("delivery");
     let delivery;
     try {

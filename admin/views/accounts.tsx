@@ -5,7 +5,7 @@ import {
   type AdminRole,
   type AdminUser,
   roleOf,
-} from "../../src/store/admin_users.ts";
+} from "../../src/accounts/admin_users.ts";
 import type { FormError } from "../types.ts";
 import {
   ActionsCell,

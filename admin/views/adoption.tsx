@@ -6,7 +6,7 @@
  * colour per release, each day 100%) with a date axis, and the table as its
  * fallback for screen readers and text.
  */
-import type { AdoptionFigures } from "../../src/store/adoption.ts";
+import type { AdoptionFigures } from "../../src/reports/adoption.ts";
 import { DataTable } from "./components.tsx";
 
 const WIDTH = 600;

@@ -1,4 +1,4 @@
-import { keyRolloutTags } from "../../src/store/access.ts";
+import { keyRolloutTags } from "../../src/credentials/access.ts";
 import type { ApiKey } from "../../src/store/types.ts";
 import { SecretCopyRow, SecretCreatedLayout, TagList, Time } from "./components.tsx";
 import type { PageContext } from "./layout.tsx";

@@ -1,9 +1,9 @@
 /** One API key: what it is, the edit form and the delete form. */
-import type { KeyState } from "../../src/store/access.ts";
+import type { KeyState } from "../../src/credentials/access.ts";
 import type { ApiKey } from "../../src/store/types.ts";
 import type { ApiKeyFormValues } from "../forms_api_key.ts";
 import type { FormError } from "../types.ts";
-import { keyRolloutTags } from "../../src/store/access.ts";
+import { keyRolloutTags } from "../../src/credentials/access.ts";
 import { KeyForm, SCOPE_LABELS } from "./api_keys.tsx";
 import { EditConflictNotice, IfCan, PageHead, StateBadge, TagList, Time } from "./components.tsx";
 import { CsrfInput, Layout, type PageContext } from "./layout.tsx";

@@ -1,4 +1,4 @@
-import { keyRolloutTags, type KeyState } from "../../src/store/access.ts";
+import { keyRolloutTags, type KeyState } from "../../src/credentials/access.ts";
 import { type ApiKey, SCOPE_MODES, type ScopeMode } from "../../src/store/types.ts";
 import type { ApiKeyFormValues } from "../forms_api_key.ts";
 import type { FormError } from "../types.ts";

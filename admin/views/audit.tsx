@@ -1,4 +1,4 @@
-import { AUDIT_KINDS, type AuditEntry, type AuditKind } from "../../src/store/audit.ts";
+import { AUDIT_KINDS, type AuditEntry, type AuditKind } from "../../src/kv/audit.ts";
 import type { AuditFilter } from "../../src/store/audit_search.ts";
 import { DataTable, Pager, Time } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";

@@ -2,7 +2,7 @@
 import type { Child } from "hono/jsx";
 import { raw } from "hono/html";
 import { assetUrl } from "../static.ts";
-import type { AdminRole } from "../../src/store/admin_users.ts";
+import type { AdminRole } from "../../src/accounts/admin_users.ts";
 import type { Flash } from "../types.ts";
 
 export interface PageContext {

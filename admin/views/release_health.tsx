@@ -5,7 +5,7 @@
  * failure rate over time against the gates' thresholds (an hourly axis for up to three days
  * of data, a daily one beyond), and the rollout's history from the audit log.
  */
-import type { ReportHour } from "../../src/store/reports.ts";
+import type { ReportHour } from "../../src/reports/reports.ts";
 import { ChartSvg } from "./chart.tsx";
 import { Breakable, DataTable, Time } from "./components.tsx";
 

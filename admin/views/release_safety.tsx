@@ -6,8 +6,8 @@
  * reports per release. The stages and the charts are in release_health.tsx.
  */
 import type { ReleasePolicy, RollbackPlan } from "../../src/store/release_policy.ts";
-import { failuresOf, type ReportCounts, type ReportReason } from "../../src/store/reports.ts";
-import type { RolloutGateState } from "../../src/store/rollout_gates.ts";
+import { failuresOf, type ReportCounts, type ReportReason } from "../../src/reports/reports.ts";
+import type { RolloutGateState } from "../../src/rollouts/gate_records.ts";
 import type { Rollout } from "../../src/store/types.ts";
 import type { FormError } from "../types.ts";
 import {

@@ -1,6 +1,6 @@
 /** The signing keys page (docs/signing.md "Keys and rotation"): public halves only. */
-import type { SigningKey } from "../../src/store/signing_keys.ts";
-import type { SparkleFeedKey } from "../../src/store/sparkle_keys.ts";
+import type { SigningKey } from "../../src/signing/signing_keys.ts";
+import type { SparkleFeedKey } from "../../src/feeds/sparkle_keys.ts";
 import {
   ActionsCell,
   DataTable,

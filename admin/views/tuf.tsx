@@ -3,8 +3,8 @@
  * and the signed Sparkle appcasts (docs/feeds.md "Signed Sparkle feeds"):
  * what is stored and how fresh it is, and the forms that change it.
  */
-import type { SparkleFeedKey } from "../../src/store/sparkle_keys.ts";
-import type { TufRoot } from "../../src/store/tuf.ts";
+import type { SparkleFeedKey } from "../../src/feeds/sparkle_keys.ts";
+import type { TufRoot } from "../../src/tuf/records.ts";
 import type { TufHealth } from "../../src/tuf/freshness.ts";
 import {
   ActionsCell,

@@ -26,7 +26,7 @@ import {
   releasesIn,
   snapshotEntries,
 } from "../store/backup.ts";
-import { BACKUP_SKIPPED_PREFIXES } from "../store/keys.ts";
+import { BACKUP_SKIPPED_PREFIXES } from "../kv/keys.ts";
 import { encodeRecord } from "./codec.ts";
 import { backupSigningKeys, countKeyFiles } from "./signing_keys.ts";
 import {
@@ -44,7 +44,7 @@ import {
 import { type ArtifactStore, createFsStore } from "../storage/mod.ts";
 import { pathExists } from "../lib/files.ts";
 import { isRemoteKv } from "../lib/config.ts";
-import { createStore } from "../store/store.ts";
+import { createStore } from "../kv/store.ts";
 
 export interface DataLocation {
   /** The data dir: where the signing keys' files are (`signing-keys/`). */

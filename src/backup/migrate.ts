@@ -13,7 +13,7 @@ import { listAllReleases } from "../store/releases.ts";
 import type { Release } from "../store/types.ts";
 import { BackupError } from "./format.ts";
 import { createHash } from "node:crypto";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface MigrationResult {
   copied: number;

@@ -31,7 +31,7 @@ import {
 } from "./format.ts";
 import { pathExists } from "../lib/files.ts";
 import { requireNoSigningKeys, restoreSigningKeys } from "./signing_keys.ts";
-import { createStore } from "../store/store.ts";
+import { createStore } from "../kv/store.ts";
 import { findMissingKeyFiles, type MissingKeyFiles } from "../signing/key_file_check.ts";
 
 /** The manifest of a restored backup, and what the restored data lacks. */

@@ -17,7 +17,7 @@ import {
   listReleasesWithoutBlockMap,
   removeOrphanBlockMaps,
 } from "../store/block_maps.ts";
-import { claimLease, releaseLease } from "../store/leases.ts";
+import { claimLease, releaseLease } from "../kv/leases.ts";
 import type { Release } from "../store/types.ts";
 import { buildBlockMap } from "./build.ts";
 

@@ -14,9 +14,9 @@ import { createHash } from "node:crypto";
 import { JOB_LEASE_MS, type JobReport, scheduleJob } from "../lib/background_job.ts";
 import type { ArtifactStore } from "../storage/types.ts";
 import { lastArtifactPatchReleaseId } from "../store/artifact_patches.ts";
-import { claimLease, releaseLease } from "../store/leases.ts";
+import { claimLease, releaseLease } from "../kv/leases.ts";
 import { listReleasesByProject } from "../store/releases.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 import type { Release } from "../store/types.ts";
 import {
   getVelopackPackage,

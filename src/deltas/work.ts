@@ -6,8 +6,8 @@
 import { JOB_LEASE_MS } from "../lib/background_job.ts";
 import { readRecordedArtifact } from "../storage/artifact_work.ts";
 import type { ArtifactStore } from "../storage/types.ts";
-import { claimLease } from "../store/leases.ts";
-import type { Store } from "../store/store.ts";
+import { claimLease } from "../kv/leases.ts";
+import type { Store } from "../kv/store.ts";
 import type { Release } from "../store/types.ts";
 
 /** The builder's lease: one build at a time across instances. */

@@ -3,7 +3,7 @@
  * background: one instance at a time (a lease in KV, renewed while it runs),
  * each artifact read once and its SHA-256 checked on the way, until every
  * release has it; then a mark in KV ends it for good. Until a release has
- * its SHA-512 the electron feed answers a clear 503 (src/api/feeds.ts).
+ * its SHA-512 the electron feed answers a clear 503 (src/client_api/feeds.ts).
  */
 import { createHash } from "node:crypto";
 import { JOB_LEASE_MS, scheduleJob } from "../lib/background_job.ts";
@@ -14,7 +14,7 @@ import {
   listReleasesWithoutSha512,
   markSha512BackfillDone,
 } from "../store/feed_backfill.ts";
-import { claimLease, releaseLease } from "../store/leases.ts";
+import { claimLease, releaseLease } from "../kv/leases.ts";
 import { setReleaseSha512 } from "../store/releases.ts";
 import type { Release } from "../store/types.ts";
 

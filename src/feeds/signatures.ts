@@ -6,7 +6,7 @@
  * form is the store's `ValidationError` (a clear error on every surface).
  */
 
-import { ValidationError } from "../store/errors.ts";
+import { ValidationError } from "../kv/errors.ts";
 
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 /** A minisign signature file: untrusted comment, signature, trusted comment, global signature. */

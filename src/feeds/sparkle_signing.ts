@@ -19,10 +19,10 @@ import { createPrivateKey, createPublicKey, type KeyObject, sign } from "node:cr
 import { join } from "node:path";
 import { concatBytes } from "../lib/bytes.ts";
 import { createPrivateFile, makePrivateDir } from "../lib/private_files.ts";
-import type { Cached } from "../store/cache.ts";
-import { getSparkleFeedKeyByProject } from "../store/sparkle_keys.ts";
+import type { MaybeAsync } from "../kv/cache.ts";
+import { getSparkleFeedKeyByProject } from "./sparkle_keys.ts";
 import type { Project } from "../store/types.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 export const SPARKLE_KEYS_DIR = "sparkle-keys";
 
@@ -115,7 +115,7 @@ export interface AppcastKey {
 export function createAppcastKeys(
   store: Store,
   dataDir: string,
-): { of(project: Project): Cached<AppcastKey | null> } {
+): { of(project: Project): MaybeAsync<AppcastKey | null> } {
   const RELOAD_MS = 5_000;
   const held = new Map<number, { at: number; value: AppcastKey | null }>();
   const load = async (project: Project, cached: { value: AppcastKey | null } | undefined) => {

@@ -11,7 +11,7 @@ import type { ArtifactStore } from "../storage/types.ts";
 import { setReleaseSha1 } from "../store/releases.ts";
 import { getActiveReleaseByVersion } from "../store/release_versions.ts";
 import { getSquirrelDelta, type SquirrelDelta } from "../store/squirrel_deltas.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 import type { Release } from "../store/types.ts";
 
 /** A version segment of the Squirrel URL (the client's, or a file's release's). */

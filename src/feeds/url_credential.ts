@@ -18,10 +18,10 @@
 import { feedMac } from "../lib/feed_mac.ts";
 import { constantTimeEqual, sha256Hex } from "../lib/secrets.ts";
 import { getApiKey, getApiKeyByHash } from "../store/api_keys.ts";
-import { type Cached, thenRead } from "../store/cache.ts";
-import type { KeyLookup } from "../store/key_lookup.ts";
+import { type MaybeAsync, thenRead } from "../kv/cache.ts";
+import type { KeyLookup } from "../credentials/key_lookup.ts";
 import type { ApiKey } from "../store/types.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 const CREDENTIAL = /^vk_([1-9][0-9]{0,14})_([0-9a-f]{32})$/;
 /** The credential of the key with id `keyId` and secret `secret`. */
@@ -68,7 +68,7 @@ export function createUrlCredentialLookup(store: Store): KeyLookup {
     return key;
   };
   return {
-    find(credential, beforeRead): Cached<ApiKey | null> {
+    find(credential, beforeRead): MaybeAsync<ApiKey | null> {
       const remembered = hashes.get(credential);
       if (remembered !== undefined) {
         return thenRead(getApiKeyByHash(store, remembered), (key) => check(credential, key));

@@ -2,20 +2,20 @@ import type { Config } from "../lib/config.ts";
 import type { Logger } from "../lib/log.ts";
 import type { ArtifactStore } from "../storage/mod.ts";
 import type { Metrics } from "../lib/metrics.ts";
-import type { AdoptionRecorder } from "../store/adoption_recorder.ts";
-import type { KeyLookup } from "../store/key_lookup.ts";
+import type { AdoptionRecorder } from "../reports/adoption_recorder.ts";
+import type { KeyLookup } from "../credentials/key_lookup.ts";
 import type { RateLimiter } from "../store/rate_limit.ts";
-import type { ReportRecorder } from "../store/report_recorder.ts";
-import type { AnswerSigner } from "../store/signing_keys.ts";
+import type { ReportRecorder } from "../reports/report_recorder.ts";
+import type { AnswerSigner } from "../signing/signing_keys.ts";
 import type { ApiKey } from "../store/types.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 import type { OpenResponses } from "./open_responses.ts";
 import type { ResponseHeaders } from "./response_headers.ts";
 
 /** What the HTTP layers need from the outside world; tests pass in-memory ones. */
 export interface AppDeps extends Partial<AppParts> {
   config: Config;
-  /** The KV and what this process keeps beside it (src/store/store.ts). */
+  /** The KV and what this process keeps beside it (src/kv/store.ts). */
   store: Store;
   /** Where artifact bytes live: the data dir (`fs`) or a bucket (`s3`). */
   artifacts: ArtifactStore;

@@ -1,10 +1,10 @@
 /** The real parts of an app, for those its deps leave out (see `AppParts`). */
 import { createMetrics } from "../lib/metrics.ts";
-import { createAdoptionRecorder } from "../store/adoption_recorder.ts";
-import { createKeyLookup } from "../store/key_lookup.ts";
+import { createAdoptionRecorder } from "../reports/adoption_recorder.ts";
+import { createKeyLookup } from "../credentials/key_lookup.ts";
 import { createKvRateLimiter, createMemoryRateLimiter } from "../store/rate_limit.ts";
-import { createReportRecorder } from "../store/report_recorder.ts";
-import type { AnswerSigner } from "../store/signing_keys.ts";
+import { createReportRecorder } from "../reports/report_recorder.ts";
+import type { AnswerSigner } from "../signing/signing_keys.ts";
 import type { AppDeps, ServiceDeps } from "./app_env.ts";
 import { createOpenResponses } from "./open_responses.ts";
 import { contractHeaders } from "./response_headers.ts";

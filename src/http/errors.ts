@@ -13,7 +13,7 @@ import {
   KvWriteRefusedError,
   NotFoundError,
   ValidationError,
-} from "../store/errors.ts";
+} from "../kv/errors.ts";
 import { NotActiveError } from "../store/releases.ts";
 import { jsonResponse } from "./json.ts";
 import { MultipartError } from "./multipart.ts";

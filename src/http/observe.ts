@@ -36,7 +36,7 @@ export interface Observer {
   middleware: MiddlewareHandler<AppEnv>;
   /**
    * `handler` observed without a middleware frame: for the routes of the
-   * key-protected surfaces (src/api/surface.ts) and for the not-found
+   * key-protected surfaces (src/client_api/surface.ts) and for the not-found
    * handler. Its errors are mapped by `mapError` here, so their responses are
    * observed too. A request the middleware already observes (a method no
    * route of /healthz takes) is not observed twice.

@@ -1,7 +1,7 @@
 /**
  * The client API's project and release objects (../shared/spec/client-api.md
  * "2. Resources and their fields"): one definition for the client API
- * (src/api/serialize.ts) and the publishing API (src/publishing/api/), which
+ * (src/client_api/serialize.ts) and the publishing API (src/publishing/api/), which
  * answers releases in the same shape.
  */
 import { downloadContentType } from "./content_disposition.ts";

@@ -9,8 +9,7 @@ import type { Context } from "hono";
 import type { Config } from "../lib/config.ts";
 import { rawPath } from "../lib/log.ts";
 import { sha256Hex } from "../lib/secrets.ts";
-import type { AnswerSigner } from "../store/signing_keys.ts";
-import type { AppEnv } from "./app_env.ts";
+import type { AnswerSigner } from "../signing/signing_keys.ts";
 import { JSON_CONTENT_TYPE } from "./json.ts";
 
 export type HeaderList = [string, string][];
@@ -73,15 +72,15 @@ export interface ApiResponder {
    * cached (one per record version) gets its header list made once and reused.
    * `contentType` (default JSON) is fixed for a body at its first answer (the feeds' YAML and XML).
    */
-  ok(c: Context<AppEnv>, body: Uint8Array<ArrayBuffer>, contentType?: string): Response;
+  ok(c: Context, body: Uint8Array<ArrayBuffer>, contentType?: string): Response;
   /**
    * The signature headers of an answer of `status` whose body hashes to
    * `sha256` (a download: the artifact's), or none with signing off.
    */
-  signatureHeaders(c: Context<AppEnv>, status: number, sha256: string): HeaderList;
+  signatureHeaders(c: Context, status: number, sha256: string): HeaderList;
   /** A JSON response with any status and extra headers (errors). */
   json(
-    c: Context<AppEnv>,
+    c: Context,
     body: Uint8Array<ArrayBuffer>,
     status: number,
     extra?: Record<string, string>,
@@ -146,7 +145,7 @@ export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSign
     return entry;
   };
   const signing = signer?.enabled === true ? signer : undefined;
-  const signatureHeaders = (c: Context<AppEnv>, status: number, sha256: string): HeaderList =>
+  const signatureHeaders = (c: Context, status: number, sha256: string): HeaderList =>
     signing === undefined
       ? []
       : signing.sign({ method: c.req.method, path: rawPath(c.req.url), status, sha256 });
@@ -173,7 +172,7 @@ export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSign
   // their signatures are reused like a cached body's, so a flood of errors
   // does not cost an Ed25519 signature each.
   const signedErrors = new Map<string, Reused<HeaderList>>();
-  const errorSignature = (c: Context<AppEnv>, status: number, body: Uint8Array): HeaderList => {
+  const errorSignature = (c: Context, status: number, body: Uint8Array): HeaderList => {
     const sha256 = sha256Hex(body);
     return reuse(
       signedErrors,
@@ -183,7 +182,7 @@ export function createApiResponder(headers: ResponseHeaders, signer?: AnswerSign
   };
   /** The signed answer of a cached body to the request of `c`, signed again when it is due. */
   const signedOf = (
-    c: Context<AppEnv>,
+    c: Context,
     entry: CachedResponse & { sha256: string },
     body: Uint8Array<ArrayBuffer>,
   ): CachedResponse =>

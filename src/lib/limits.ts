@@ -22,6 +22,15 @@
 export const ID_MAX_DIGITS = String(Number.MAX_SAFE_INTEGER).length - 1;
 export const ID_PATTERN = new RegExp(`^\\d{1,${ID_MAX_DIGITS}}$`);
 
+/**
+ * An id as a path gives it: its number; null for digits too long to be an id
+ * (no record has it: not found); "invalid" for anything but digits.
+ */
+export function parseIdParam(raw: string): number | null | "invalid" {
+  if (ID_PATTERN.test(raw)) return Number(raw);
+  return /^\d+$/.test(raw) ? null : "invalid";
+}
+
 /** A project slug: lowercase letters, digits and `-`, 1 to 64 characters. */
 export const SLUG_MAX_LENGTH = 64;
 /** The slug's characters as a regular expression class body (the admin form's `pattern` too). */

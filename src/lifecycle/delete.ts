@@ -18,7 +18,7 @@ import {
   deleteReleaseRecord,
 } from "../store/deletes.ts";
 import type { Project, Release, ReleaseState } from "../store/types.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** The artifacts a delete could not remove now (the storage sweep removes them later). */
 export interface ArtifactCleanup {

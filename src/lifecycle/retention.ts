@@ -17,9 +17,9 @@
  */
 import { scheduleJob } from "../lib/background_job.ts";
 import type { ArtifactStore } from "../storage/mod.ts";
-import { recordAudit } from "../store/audit.ts";
+import { recordAudit } from "../kv/audit.ts";
 import { LatestReleaseError, ReleaseStateChangedError } from "../store/deletes.ts";
-import { NotFoundError } from "../store/errors.ts";
+import { NotFoundError } from "../kv/errors.ts";
 import { getProjectsByIds } from "../store/projects.ts";
 import { getLatestRelease, isNewerRelease, listReleasesByProject } from "../store/releases.ts";
 import {
@@ -31,7 +31,7 @@ import {
 } from "../store/retention.ts";
 import type { Project, Release, RetentionPolicy } from "../store/types.ts";
 import { deleteRelease } from "./delete.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 const DAY_MS = 86_400_000;
 

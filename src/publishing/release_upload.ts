@@ -12,7 +12,7 @@ import {
   UploadMismatchError,
   type UploadRecord,
 } from "../storage/mod.ts";
-import { ValidationError } from "../store/errors.ts";
+import { ValidationError } from "../kv/errors.ts";
 import { validateReleaseFields } from "../store/releases.ts";
 import { parsePercentage, parseSchedule, parseTesterTag } from "../store/rollouts.ts";
 import { requireMediaType } from "../store/validate.ts";

@@ -7,9 +7,9 @@
  */
 import type { ScrapedGauge } from "../lib/metrics.ts";
 import { listProjects } from "../store/projects.ts";
-import { getReportCounts } from "../store/reports.ts";
-import { listGateChangeCounts, listRolloutGates, stageFigures } from "../store/rollout_gates.ts";
-import type { Store } from "../store/store.ts";
+import { getReportCounts } from "../reports/reports.ts";
+import { listGateChangeCounts, listRolloutGates, stageFigures } from "./gate_records.ts";
+import type { Store } from "../kv/store.ts";
 
 export async function gateGauges(store: Store): Promise<ScrapedGauge[]> {
   const projects = await listProjects(store);

@@ -1,8 +1,8 @@
 /**
  * Health gates (docs/rollouts.md "Health gates"): every evaluation period one
- * instance (the lease `rollout_gates`, src/store/leases.ts) looks at each
+ * instance (the lease `rollout_gates`, src/kv/leases.ts) looks at each
  * gated rollout's current stage, counted from install reports
- * (src/store/reports.ts): it halts the rollout when the stage's failure
+ * (src/reports/reports.ts): it halts the rollout when the stage's failure
  * share reaches `halt_at`, advances it to the next stage when the stage has
  * `min_installs` successful installs, has lasted `min_hours` and its failure
  * share is below `advance_below`, and completes it after the last stage.
@@ -11,18 +11,18 @@
  * and the reason) and a step of `uds_rollout_gate_changes_total`.
  */
 import { getLatestView } from "../store/latest_view.ts";
-import { claimLease } from "../store/leases.ts";
-import { getReportCounts, type ReportCounts } from "../store/reports.ts";
+import { claimLease } from "../kv/leases.ts";
+import { getReportCounts, type ReportCounts } from "../reports/reports.ts";
 import {
   applyGateChange,
   listRolloutGates,
   restartGateStage,
   type RolloutGateState,
   stageFigures,
-} from "../store/rollout_gates.ts";
+} from "./gate_records.ts";
 import { getRollout } from "../store/rollouts.ts";
 import type { Rollout } from "../store/types.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** Failure reports a stage needs before its failure share can halt it. */
 const HALT_MIN_REPORTS = 20;

@@ -7,7 +7,7 @@
  * else the API key's id. The same client gets the same answer on every
  * request and every instance; widening a rollout only adds clients.
  */
-import { keyRolloutTags } from "../store/access.ts";
+import { keyRolloutTags } from "../credentials/access.ts";
 import type { LatestView, LiveRollout } from "../store/latest_view.ts";
 import type { ApiKey, Release } from "../store/types.ts";
 

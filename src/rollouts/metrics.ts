@@ -5,12 +5,12 @@
  * the last 1/7/30 days, plus stale clients. main.ts adds them as a scrape source.
  */
 import type { ScrapedGauge } from "../lib/metrics.ts";
-import { adoptionDay, getAdoption } from "../store/adoption.ts";
+import { adoptionDay, getAdoption } from "../reports/adoption.ts";
 import { getLatestView } from "../store/latest_view.ts";
 import { listProjects } from "../store/projects.ts";
 import { listRollouts } from "../store/rollouts.ts";
 import { rolloutPercentage } from "./membership.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 export async function rolloutGauges(store: Store, nowMs: number): Promise<ScrapedGauge[]> {
   const projects = await listProjects(store);

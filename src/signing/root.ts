@@ -13,7 +13,7 @@
  */
 import { Buffer } from "node:buffer";
 import { type KeyObject, sign } from "node:crypto";
-import type { SigningKey } from "../store/signing_keys.ts";
+import type { SigningKey } from "./signing_keys.ts";
 
 export const ROOT_PAYLOAD_TYPE = "uds-key-set-root";
 

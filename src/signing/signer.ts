@@ -13,7 +13,7 @@ import {
   listSigningKeys,
   setSigningKeyStatus,
   type SigningKey,
-} from "../store/signing_keys.ts";
+} from "./signing_keys.ts";
 import {
   CONTENT_SHA256_HEADER,
   formatSignatureHeader,
@@ -23,7 +23,7 @@ import {
   signedMessage,
 } from "./format.ts";
 import { createKeyFiles, readPrivateKey } from "./key_files.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 const RELOAD_MS = 10_000;
 const encoder = new TextEncoder();

@@ -1,7 +1,7 @@
 /** The user name and the role an OpenID Connect provider's claims give (docs/sso.md). */
 import type { OidcConfig } from "../lib/config.ts";
 import { USERNAME_PATTERN } from "../lib/limits.ts";
-import type { AdminRole } from "../store/admin_users.ts";
+import type { AdminRole } from "../accounts/admin_users.ts";
 import type { Claims } from "./provider.ts";
 
 /**

@@ -6,7 +6,7 @@
  */
 import type { OidcConfig } from "../lib/config.ts";
 import { randomToken } from "../lib/secrets.ts";
-import type { AdminRole } from "../store/admin_users.ts";
+import type { AdminRole } from "../accounts/admin_users.ts";
 import {
   claimSsoCheck,
   createSsoPending,
@@ -17,7 +17,7 @@ import {
   type SsoSession,
   takeSsoPending,
   updateSsoSessionTokens,
-} from "../store/sso.ts";
+} from "./records.ts";
 import { groupsOf, roleForGroups, usernameOf } from "./claims.ts";
 import {
   type Claims,
@@ -26,7 +26,7 @@ import {
   type ProviderFetch,
   type ProviderTokens,
 } from "./provider.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 export { describeProviderError, type ProviderFetch } from "./provider.ts";
 

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { JobReport } from "../lib/background_job.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 import type { ArtifactStore } from "./types.ts";
 
 /**

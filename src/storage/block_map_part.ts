@@ -7,7 +7,7 @@
  * service would build (src/blockmap/background.ts).
  */
 import { concatBytes } from "../lib/bytes.ts";
-import { ValidationError } from "../store/errors.ts";
+import { ValidationError } from "../kv/errors.ts";
 import type { ByteSource } from "./types.ts";
 
 /** The largest block map accepted, gzipped: a 4 GiB artifact's is about 6 MB. */

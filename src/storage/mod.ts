@@ -17,7 +17,6 @@ export {
   receiveUpload,
   type RecordedUpload,
   recordUpload,
-  type UploadPart,
   type UploadRecord,
   type UploadRollout,
 } from "./upload.ts";

@@ -3,7 +3,7 @@ import type { ReleaseInput } from "../store/releases.ts";
 import type { Release } from "../store/types.ts";
 import type { ArtifactStore, ByteSource, StoredArtifact } from "./types.ts";
 import { recordUpload } from "./upload.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 export type PublishInput = Omit<ReleaseInput, keyof StoredArtifact>;
 

@@ -11,16 +11,20 @@
  * own file; all of them are removed again when the upload is refused, and
  * recorded with the release once it is committed.
  */
-import { ValidationError } from "../store/errors.ts";
+import { ValidationError } from "../kv/errors.ts";
 import { createSparkleDeltas } from "../store/sparkle_deltas.ts";
 import { createSquirrelDelta } from "../store/squirrel_deltas.ts";
-import { releasesByProjectPrefix } from "../store/keys.ts";
+import { releasesByProjectPrefix } from "../kv/keys.ts";
 import { findInReleaseIndex } from "../store/releases.ts";
 import type { Release } from "../store/types.ts";
 import { readSmallPart } from "./block_map_part.ts";
-import { type ArtifactStore, EmptyUploadError, type StoredArtifact } from "./types.ts";
-import type { UploadPart } from "./upload.ts";
-import type { Store } from "../store/store.ts";
+import {
+  type ArtifactStore,
+  EmptyUploadError,
+  type StoredArtifact,
+  type UploadPart,
+} from "./types.ts";
+import type { Store } from "../kv/store.ts";
 
 const FILE_PART = "sparkle_delta";
 const FROM_PART = "sparkle_delta_from";

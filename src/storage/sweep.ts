@@ -15,7 +15,7 @@
  */
 import { listStorageKeys } from "../store/releases.ts";
 import type { ArtifactStore, Sweepable } from "./types.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface SweepResult {
   /** Upload leftovers removed: fs upload parts, s3 multipart uploads. */

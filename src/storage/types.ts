@@ -143,3 +143,11 @@ export class UploadMismatchError extends Error {
     this.name = "UploadMismatchError";
   }
 }
+
+/** A part of a multipart upload, as the reader gives it (src/http/multipart.ts). */
+export interface UploadPart {
+  name: string;
+  filename: string | undefined;
+  contentType: string | undefined;
+  body: ByteSource;
+}

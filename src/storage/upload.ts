@@ -8,27 +8,19 @@
  * before the commit, and settles it either way.
  */
 import { createBlockMap } from "../store/block_maps.ts";
-import { ConflictError, ValidationError } from "../store/errors.ts";
+import { ConflictError, ValidationError } from "../kv/errors.ts";
 import { createRelease, createStagedRelease, type ReleaseInput } from "../store/releases.ts";
 import { type RolloutInput, startRollout } from "../store/rollouts.ts";
 import type { Release, Rollout } from "../store/types.ts";
 import {
   type ArtifactStore,
-  type ByteSource,
   EmptyUploadError,
   type StoredArtifact,
+  type UploadPart,
 } from "./types.ts";
 import { checkBlockMap, MAX_BLOCK_MAP_BYTES, readSmallPart } from "./block_map_part.ts";
 import { type ReceivedDeltas, receivedDeltas, recordDeltas } from "./sparkle_delta_parts.ts";
-import type { Store } from "../store/store.ts";
-
-/** A part of a multipart upload, as the reader gives it (src/http/multipart.ts). */
-export interface UploadPart {
-  name: string;
-  filename: string | undefined;
-  contentType: string | undefined;
-  body: ByteSource;
-}
+import type { Store } from "../kv/store.ts";
 
 /** The stored file of an upload, and how its part named it. */
 export interface ReceivedFile {

@@ -33,11 +33,11 @@ import {
   projectTagsPrefix,
   releaseByTimeKey,
   releasesPrefix,
-} from "./keys.ts";
-import { getManyEntries } from "./get_many.ts";
-import { claimLease, releaseLease } from "./leases.ts";
+} from "../kv/keys.ts";
+import { getManyEntries } from "../kv/get_many.ts";
+import { claimLease, releaseLease } from "../kv/leases.ts";
 import type { ApiKey, Project, Release } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** Bumped when a new aggregate needs a build over existing data. */
 export const AGGREGATES_VERSION = 2;
@@ -122,7 +122,8 @@ export function releaseAggregates(
   return op;
 }
 
-function keyState(key: ApiKey | null): string | undefined {
+/** The state a key is counted under (`["counts", "api_keys", state]`): enabled or disabled. */
+function countedKeyState(key: ApiKey | null): string | undefined {
   return key === null ? undefined : key.active ? "enabled" : "disabled";
 }
 
@@ -132,7 +133,7 @@ export function apiKeyAggregates(
   before: ApiKey | null,
   after: ApiKey | null,
 ): Deno.AtomicOperation {
-  stateChange(op, "api_keys", [keyState(before), keyState(after)]);
+  stateChange(op, "api_keys", [countedKeyState(before), countedKeyState(after)]);
   if (before?.expires_at && before.expires_at !== after?.expires_at) {
     op.delete(apiKeyExpiryKey(before.expires_at, before.id));
   }

@@ -2,16 +2,16 @@ import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
 import { feedMacHash } from "../lib/feed_mac.ts";
 import { randomToken } from "../lib/secrets.ts";
 import { apiKeyAggregates } from "./aggregates.ts";
-import { now, takeIds } from "./atomic.ts";
-import { type Cached, cachedRead, changeOp, commitChange } from "./cache.ts";
+import { now, takeIds } from "../kv/atomic.ts";
+import { cachedRead, changeOp, commitChange, type MaybeAsync } from "../kv/cache.ts";
 import { hashCredentialSecret, newCredential, withLastUsed } from "./credentials.ts";
-import { NotFoundError, ValidationError } from "./errors.ts";
-import { type CursorPage, cursorPage, type PageRequest } from "./paging.ts";
-import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "./keys.ts";
+import { NotFoundError, ValidationError } from "../kv/errors.ts";
+import { type CursorPage, cursorPage, type PageRequest } from "../kv/paging.ts";
+import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "../kv/keys.ts";
 import { type ApiKey, SCOPE_MODES, type ScopeMode } from "./types.ts";
 import { parseExpiresAt, requireTags, requireText } from "./validate.ts";
 import { addApiKeyEvents } from "./webhooks.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /**
  * Keys look like `uds_<43 base64url chars>`: a random token (`TOKEN_BYTES`,
@@ -145,7 +145,7 @@ export function getApiKeyByHash(
   store: Store,
   hash: string,
   beforeRead?: () => Promise<void>,
-): Cached<ApiKey | null> {
+): MaybeAsync<ApiKey | null> {
   return cachedRead(store, {
     name: "api_key_by_hash",
     id: hash,

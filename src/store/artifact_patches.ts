@@ -6,10 +6,10 @@
  * patch files live in the artifact store and the storage sweep keeps those of
  * existing releases (`listStorageKeys` in releases.ts).
  */
-import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
-import { artifactPatchesPrefix, artifactPatchKey, releaseKey } from "./keys.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
+import { artifactPatchesPrefix, artifactPatchKey, releaseKey } from "../kv/keys.ts";
 import type { Release } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** A patch the service built from an older release's artifact to a newer one's. */
 export interface ArtifactPatch {

@@ -10,7 +10,7 @@
  * none. Entries under `BACKUP_VOLATILE_PREFIXES` (download counters, last use
  * of keys: single-key writes) are not required to hold still.
  */
-import { commitWithRetry } from "./atomic.ts";
+import { commitWithRetry } from "../kv/atomic.ts";
 import {
   apiKeysPrefix,
   BACKUP_SKIPPED_PREFIXES,
@@ -18,10 +18,10 @@ import {
   projectsPrefix,
   releasesPrefix,
   webhookEndpointsPrefix,
-} from "./keys.ts";
+} from "../kv/keys.ts";
 import type { Release } from "./types.ts";
 import { type WebhookEndpoint, withoutWebhookSecrets } from "./webhooks.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface KvRecord {
   key: Deno.KvKey;

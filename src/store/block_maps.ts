@@ -7,8 +7,8 @@
  * clients cache the installed version's, so it is never replaced. Backups
  * carry them like every other entry.
  */
-import { commitWithRetry, NOTHING_TO_WRITE, retryWhileLocked } from "./atomic.ts";
-import { getManyEntries } from "./get_many.ts";
+import { commitWithRetry, NOTHING_TO_WRITE, retryWhileLocked } from "../kv/atomic.ts";
+import { getManyEntries } from "../kv/get_many.ts";
 import {
   blockMapKey,
   blockMapPieceKey,
@@ -16,9 +16,9 @@ import {
   blockMapsPrefix,
   releaseKey,
   releasesPrefix,
-} from "./keys.ts";
+} from "../kv/keys.ts";
 import type { Release } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface BlockMapRecord {
   release_id: number;
@@ -133,7 +133,7 @@ export async function removeOrphanBlockMaps(store: Store): Promise<number> {
     recorded.set(entry.value.release_id, entry.value.pieces_id);
   }
   const pieceOwners = new Map<number, Set<string>>();
-  for await (const entry of store.kv.list({ prefix: ["block_map_pieces"] })) {
+  for await (const entry of store.kv.list({ prefix: blockMapPiecesPrefix() })) {
     const [, releaseId, piecesId] = entry.key as [string, number, string, number];
     if (!pieceOwners.has(releaseId)) pieceOwners.set(releaseId, new Set());
     pieceOwners.get(releaseId)!.add(piecesId);

@@ -11,9 +11,9 @@
  */
 import { apiKeyAggregates } from "./aggregates.ts";
 import { type ApiKeyInput, prepareApiKey } from "./api_keys.ts";
-import { now, takeIds } from "./atomic.ts";
-import { changeOp, commitChange } from "./cache.ts";
-import { ValidationError } from "./errors.ts";
+import { now, takeIds } from "../kv/atomic.ts";
+import { changeOp, commitChange } from "../kv/cache.ts";
+import { ValidationError } from "../kv/errors.ts";
 import {
   apiKeyByHashKey,
   apiKeyKey,
@@ -25,10 +25,10 @@ import {
   releaseByProjectKey,
   releaseByTimeKey,
   releaseKey,
-} from "./keys.ts";
+} from "../kv/keys.ts";
 import { isNewerRelease, prepareRelease, type ReleaseInput } from "./releases.ts";
 import type { ApiKey, Project, Release } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /**
  * Records per commit. A KV commit takes at most 100 checks, 1,000 mutations,

@@ -5,10 +5,10 @@
  * kept in an entry of its own.
  */
 import { randomToken, sha256Hex } from "../lib/secrets.ts";
-import { getManyEntries } from "./get_many.ts";
+import { getManyEntries } from "../kv/get_many.ts";
 import type { Credential } from "./types.ts";
 import { parseExpiresAt } from "./validate.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** How many characters of the secret after its fixed prefix are shown. */
 const SHOWN_SECRET_CHARACTERS = 6;

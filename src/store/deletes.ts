@@ -11,9 +11,9 @@
  */
 import { addReleaseEvents } from "./webhooks.ts";
 import { apiKeyAggregates, projectAggregates, releaseAggregates } from "./aggregates.ts";
-import { serializedProjectWrite } from "./atomic.ts";
-import { changeOp, commitChange } from "./cache.ts";
-import { NotFoundError } from "./errors.ts";
+import { serializedProjectWrite } from "../kv/atomic.ts";
+import { changeOp, commitChange } from "../kv/cache.ts";
+import { NotFoundError } from "../kv/errors.ts";
 import {
   adoptionClientPrefix,
   adoptionCountPrefix,
@@ -48,12 +48,12 @@ import {
   velopackDeltasPrefix,
   velopackPackageKey,
   velopackSettingsKey,
-} from "./keys.ts";
+} from "../kv/keys.ts";
 import { findNewestActiveRelease, listReleasesByProject } from "./releases.ts";
 import { retentionRunLease } from "./retention.ts";
 import type { ApiKey, Project, Release, ReleaseState } from "./types.ts";
-import { getManyEntries } from "./get_many.ts";
-import type { Store } from "./store.ts";
+import { getManyEntries } from "../kv/get_many.ts";
+import type { Store } from "../kv/store.ts";
 import { MAX_DELTAS_KEPT } from "./velopack.ts";
 
 /** The release is the one clients get as latest; deleting it needs a confirmation. */

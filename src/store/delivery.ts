@@ -13,9 +13,9 @@
  * sent and its size not again, and so does a whole download, the attempt's
  * fallback (the mark is taken).
  */
-import { commitWithRetry } from "./atomic.ts";
-import { deliveryAttemptKey, projectDeliveryMonthKey, releaseDeliveryKey } from "./keys.ts";
-import type { Store } from "./store.ts";
+import { commitWithRetry } from "../kv/atomic.ts";
+import { deliveryAttemptKey, projectDeliveryMonthKey, releaseDeliveryKey } from "../kv/keys.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface DeliveryEvent {
   projectId: number;

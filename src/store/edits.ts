@@ -8,15 +8,15 @@
 import { apiKeyAggregates, projectAggregates, releaseAggregates } from "./aggregates.ts";
 import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
 import { type ApiKeyInput, validateKeyFields } from "./api_keys.ts";
-import { now, serializedProjectWrite } from "./atomic.ts";
-import { type CacheEntryName, type CachePatch, changeOp, commitChange } from "./cache.ts";
+import { now, serializedProjectWrite } from "../kv/atomic.ts";
+import { type CacheEntryName, type CachePatch, changeOp, commitChange } from "../kv/cache.ts";
 import { projectListPatch } from "./projects.ts";
-import { NotFoundError } from "./errors.ts";
-import { apiKeyKey, projectKey, releaseKey } from "./keys.ts";
+import { NotFoundError } from "../kv/errors.ts";
+import { apiKeyKey, projectKey, releaseKey } from "../kv/keys.ts";
 import { validateGivenReleaseFields } from "./releases.ts";
 import type { ApiKey, Project, Release } from "./types.ts";
 import { requireTags, requireText } from "./validate.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** A record with the versionstamp of its KV entry: what an edit form carries. */
 export interface Versioned<T> {

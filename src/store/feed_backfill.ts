@@ -4,10 +4,10 @@
  * their SHA-512. Its lease (one instance at a time) is `"sha512_backfill"`
  * in leases.ts.
  */
-import { retryWhileLocked } from "./atomic.ts";
-import { releasesPrefix, sha512BackfillDoneKey } from "./keys.ts";
+import { retryWhileLocked } from "../kv/atomic.ts";
+import { releasesPrefix, sha512BackfillDoneKey } from "../kv/keys.ts";
 import type { Release } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 export async function isSha512BackfillDone(store: Store): Promise<boolean> {
   return (await store.kv.get<boolean>(sha512BackfillDoneKey())).value === true;

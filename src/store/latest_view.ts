@@ -7,11 +7,10 @@
  * the latest and its release is active; anything else (an archived or
  * deleted release, another latest) makes it inert until it is ended.
  */
-import { type Cached, cachedRead } from "./cache.ts";
-import { latestReleaseKey, releaseKey, releasePolicyKey, rolloutKey } from "./keys.ts";
-import { isEmptyPolicy, type ReleasePolicy } from "./release_policy.ts";
-import type { Release, Rollout } from "./types.ts";
-import type { Store } from "./store.ts";
+import { cachedRead, type MaybeAsync } from "../kv/cache.ts";
+import { latestReleaseKey, releaseKey, releasePolicyKey, rolloutKey } from "../kv/keys.ts";
+import type { Release, ReleasePolicy, Rollout } from "./types.ts";
+import type { Store } from "../kv/store.ts";
 
 /** A rollout in force, with what the hot path needs at hand. */
 export interface LiveRollout {
@@ -37,7 +36,7 @@ const NO_LATEST: LatestView = { release: null, rollout: null, policy: null };
  * latest release is not cached (like every read that found nothing: a
  * project whose first release is on its way is asked again each time).
  */
-export function getLatestView(store: Store, projectId: number): Cached<LatestView> {
+export function getLatestView(store: Store, projectId: number): MaybeAsync<LatestView> {
   const view = cachedRead(store, {
     name: "latest_release",
     id: projectId,
@@ -78,4 +77,10 @@ async function loadLatestView(store: Store, projectId: number): Promise<LatestVi
       }
       : null,
   };
+}
+
+/** Whether the policy says anything (the latest view keeps null for a policy that says nothing). */
+export function isEmptyPolicy(policy: ReleasePolicy): boolean {
+  return policy.critical_ids.length === 0 && policy.minimum_version === null &&
+    policy.rolled_back === null;
 }

@@ -1,9 +1,15 @@
 import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
 import { projectAggregates } from "./aggregates.ts";
-import { now, takeIds } from "./atomic.ts";
-import { type Cached, cachedRead, type CachePatch, changeOp, commitChange } from "./cache.ts";
-import { NotFoundError, ValidationError } from "./errors.ts";
-import { getManyEntries } from "./get_many.ts";
+import { now, takeIds } from "../kv/atomic.ts";
+import {
+  cachedRead,
+  type CachePatch,
+  changeOp,
+  commitChange,
+  type MaybeAsync,
+} from "../kv/cache.ts";
+import { NotFoundError, ValidationError } from "../kv/errors.ts";
+import { getManyEntries } from "../kv/get_many.ts";
 import {
   projectBySlugKey,
   projectKey,
@@ -11,12 +17,12 @@ import {
   projectsBySlugPrefix,
   projectsPrefix,
   retentionPolicyKey,
-} from "./keys.ts";
-import { type CursorPage, cursorPage, type PageRequest } from "./paging.ts";
+} from "../kv/keys.ts";
+import { type CursorPage, cursorPage, type PageRequest } from "../kv/paging.ts";
 import { isRetentionOff, parseRetentionPolicy } from "./retention.ts";
 import type { Project, ProjectState, RetentionPolicy } from "./types.ts";
 import { requireSlug, requireTags, requireText, slugify } from "./validate.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface ProjectInput {
   name: string;
@@ -68,7 +74,7 @@ export async function createProject(store: Store, input: ProjectInput): Promise<
   });
 }
 
-export function getProject(store: Store, id: number): Cached<Project | null> {
+export function getProject(store: Store, id: number): MaybeAsync<Project | null> {
   return cachedRead(store, {
     name: "project",
     id: id,
@@ -76,7 +82,7 @@ export function getProject(store: Store, id: number): Cached<Project | null> {
   });
 }
 
-export function getProjectBySlug(store: Store, slug: string): Cached<Project | null> {
+export function getProjectBySlug(store: Store, slug: string): MaybeAsync<Project | null> {
   return cachedRead(store, {
     name: "project_by_slug",
     id: slug,
@@ -106,7 +112,7 @@ export function projectListPatch(project: Project): CachePatch {
 }
 
 /** Every project, active and archived, in id order. The array is shared: do not change it. */
-export function listProjects(store: Store): Cached<readonly Project[]> {
+export function listProjects(store: Store): MaybeAsync<readonly Project[]> {
   return cachedRead(store, {
     name: "project_list",
     id: "all",
@@ -134,7 +140,7 @@ export function listProjects(store: Store): Cached<readonly Project[]> {
         );
       },
     },
-  }) as Cached<readonly Project[]>;
+  }) as MaybeAsync<readonly Project[]>;
 }
 
 /**

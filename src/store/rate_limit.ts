@@ -1,7 +1,7 @@
 /**
  * Token buckets per client: capacity `burst`, refilled at `perMinute / 60`
  * tokens a second. A bucket id names the client (`rateLimitGate` in
- * src/api/auth.ts: a key and client address, or an address alone). Two
+ * src/client_api/auth.ts: a key and client address, or an address alone). Two
  * stores, chosen by APP_RATE_LIMIT_STORE:
  *
  * - `memory` (default): a map in this process. A take is a few arithmetic
@@ -11,8 +11,8 @@
  *   `memory`; background rounds reconcile them with the KV every few ms
  *   (see `createKvRateLimiter` for how, and for the accuracy).
  */
-import { commitWithRetry } from "./atomic.ts";
-import { rateLimitKey } from "./keys.ts";
+import { commitWithRetry } from "../kv/atomic.ts";
+import { rateLimitKey } from "../kv/keys.ts";
 
 export interface RateLimitRule {
   burst: number;

@@ -6,38 +6,22 @@
  * projectId]`, read with the latest pointer into its read-cache entry
  * (latest_view.ts): every write here names that entry.
  */
-import { now, serializedProjectWrite } from "./atomic.ts";
-import { changeOp, commitChange } from "./cache.ts";
-import { NotFoundError, ValidationError } from "./errors.ts";
+import { now, serializedProjectWrite } from "../kv/atomic.ts";
+import { changeOp, commitChange } from "../kv/cache.ts";
+import { NotFoundError, ValidationError } from "../kv/errors.ts";
 import {
   latestReleaseKey,
   releaseKey,
   releasePoliciesPrefix,
   releasePolicyKey,
   rolloutKey,
-} from "./keys.ts";
+} from "../kv/keys.ts";
 import { changeRollout } from "./rollouts.ts";
 import { isNewerRelease, listReleasesByProject, makeReleaseLatest } from "./releases.ts";
-import type { Release, Rollout } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Release, ReleasePolicy, Rollback, Rollout } from "./types.ts";
 
-/** The last rollback of a project. */
-export interface Rollback {
-  /** The release rolled back. */
-  release_id: number;
-  version: string;
-  /** The release its clients are offered instead. */
-  to_id: number;
-  at: string;
-}
-
-export interface ReleasePolicy {
-  /** Releases marked critical. */
-  critical_ids: number[];
-  /** The oldest version still supported, or null. */
-  minimum_version: string | null;
-  rolled_back: Rollback | null;
-}
+export type { ReleasePolicy, Rollback } from "./types.ts";
+import type { Store } from "../kv/store.ts";
 
 const EMPTY: ReleasePolicy = { critical_ids: [], minimum_version: null, rolled_back: null };
 const VERSION = /^[\x21-\x7e]{1,100}$/;
@@ -197,10 +181,4 @@ export function policyHeaders(policy: ReleasePolicy, release: Release): [string,
     headers.push(["x-rolled-back", policy.rolled_back.version]);
   }
   return headers;
-}
-
-/** Whether the policy says anything (the latest view keeps null for a policy that says nothing). */
-export function isEmptyPolicy(policy: ReleasePolicy): boolean {
-  return policy.critical_ids.length === 0 && policy.minimum_version === null &&
-    policy.rolled_back === null;
 }

@@ -4,16 +4,16 @@
  * is `editRelease` (edits.ts); state changes and the latest pointer's rules
  * are in releases.ts.
  */
-import { getManyEntries } from "./get_many.ts";
+import { getManyEntries } from "../kv/get_many.ts";
 import {
   latestReleaseKey,
   releaseByProjectKey,
   releaseKey,
   releasesByProjectPrefix,
-} from "./keys.ts";
-import { scanPage } from "./paging.ts";
+} from "../kv/keys.ts";
+import { scanPage } from "../kv/paging.ts";
 import type { Release } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** Largest page of releases. */
 export const RELEASE_PAGE_MAX = 100;

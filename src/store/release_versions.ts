@@ -1,8 +1,8 @@
 /** Finding a project's release by its version (the electron feed's file URLs name releases so). */
-import { releasesByProjectPrefix } from "./keys.ts";
+import { releasesByProjectPrefix } from "../kv/keys.ts";
 import { findInReleaseIndex } from "./releases.ts";
 import type { Release } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** How many releases are read at a time, newest first. */
 const PAGE = 50;

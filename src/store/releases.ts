@@ -4,12 +4,12 @@ import { listAllVelopackDeltas } from "./velopack.ts";
 import { listAllArtifactPatches } from "./artifact_patches.ts";
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { aggregatesReady, releaseAggregates } from "./aggregates.ts";
-import { NOTHING_TO_WRITE, now, serializedProjectWrite, takeIds } from "./atomic.ts";
-import { type Cached, cachedRead, changeOp, commitChange, thenRead } from "./cache.ts";
+import { NOTHING_TO_WRITE, now, serializedProjectWrite, takeIds } from "../kv/atomic.ts";
+import { cachedRead, changeOp, commitChange, type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { getLatestView } from "./latest_view.ts";
-import { NotFoundError, ValidationError } from "./errors.ts";
-import { type CursorPage, cursorPage, type PageRequest } from "./paging.ts";
-import { getManyEntries } from "./get_many.ts";
+import { NotFoundError, ValidationError } from "../kv/errors.ts";
+import { type CursorPage, cursorPage, type PageRequest } from "../kv/paging.ts";
+import { getManyEntries } from "../kv/get_many.ts";
 import {
   latestChoiceKey,
   latestReleaseKey,
@@ -20,11 +20,11 @@ import {
   releasesByProjectPrefix,
   releasesByTimePrefix,
   releasesPrefix,
-} from "./keys.ts";
+} from "../kv/keys.ts";
 import type { Project, Release, ReleaseState } from "./types.ts";
 import { requireText, requireTime, safeContentType, safeFilename } from "./validate.ts";
 import { addReleaseEvents } from "./webhooks.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface ReleaseInput {
   project_id: number;
@@ -310,7 +310,7 @@ export async function getLatestChoice(store: Store, projectId: number): Promise<
   return (await store.kv.get<number>(latestChoiceKey(projectId))).value;
 }
 
-export function getRelease(store: Store, id: number): Cached<Release | null> {
+export function getRelease(store: Store, id: number): MaybeAsync<Release | null> {
   return cachedRead(store, {
     name: "release",
     id: id,
@@ -323,7 +323,7 @@ export function getRelease(store: Store, id: number): Cached<Release | null> {
  * latest pointer's, whatever a staged rollout offers some clients
  * (`getLatestView`, latest_view.ts).
  */
-export function getLatestRelease(store: Store, projectId: number): Cached<Release | null> {
+export function getLatestRelease(store: Store, projectId: number): MaybeAsync<Release | null> {
   return thenRead(getLatestView(store, projectId), (view) => view.release);
 }
 

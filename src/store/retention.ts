@@ -8,17 +8,17 @@
  * {@link RUN_STALE_MS} (its instance died) is taken over. When it last ran is
  * kept in `["retention_runs", projectId]`, written as the lease is given back.
  */
-import { now } from "./atomic.ts";
-import { ValidationError } from "./errors.ts";
+import { now } from "../kv/atomic.ts";
+import { ValidationError } from "../kv/errors.ts";
 import {
   type LeaseName,
   retentionPoliciesPrefix,
   retentionPolicyKey,
   retentionRunKey,
-} from "./keys.ts";
-import { claimLease, releaseLease } from "./leases.ts";
+} from "../kv/keys.ts";
+import { claimLease, releaseLease } from "../kv/leases.ts";
 import type { RetentionPolicy } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** The largest `keep_active` and `archived_max_days` accepted. */
 export const RETENTION_MAX = 100_000;

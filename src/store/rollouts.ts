@@ -7,15 +7,15 @@
  * Every write also adds a `rollout.changed` webhook event to its commit
  * (docs/webhooks.md "Events").
  */
-import { now, serializedProjectWrite } from "./atomic.ts";
-import { changeOp, commitChange } from "./cache.ts";
-import { NotFoundError, ValidationError } from "./errors.ts";
-import { latestReleaseKey, releaseKey, rolloutKey, rolloutsPrefix } from "./keys.ts";
+import { now, serializedProjectWrite } from "../kv/atomic.ts";
+import { changeOp, commitChange } from "../kv/cache.ts";
+import { NotFoundError, ValidationError } from "../kv/errors.ts";
+import { latestReleaseKey, releaseKey, rolloutKey, rolloutsPrefix } from "../kv/keys.ts";
 import { planReleaseChange } from "./releases.ts";
 import type { Release, Rollout, RolloutStep } from "./types.ts";
 import { addWebhookEvent } from "./webhooks.ts";
 import { requireTags, requireTime } from "./validate.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** What a `rollout.changed` event says happened. */
 export type RolloutAction =

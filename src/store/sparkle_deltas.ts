@@ -6,10 +6,10 @@
  * the artifact store; the storage sweep keeps those of existing releases
  * (`listStorageKeys` in releases.ts).
  */
-import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
-import { releaseKey, sparkleDeltaKey, sparkleDeltasPrefix } from "./keys.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
+import { releaseKey, sparkleDeltaKey, sparkleDeltasPrefix } from "../kv/keys.ts";
 import type { Release } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface SparkleDelta {
   release_id: number;

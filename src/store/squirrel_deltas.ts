@@ -6,10 +6,10 @@
  * file lives in the artifact store; the storage sweep keeps those of existing
  * releases (`listStorageKeys` in releases.ts).
  */
-import { commitWithRetry, NOTHING_TO_WRITE } from "./atomic.ts";
-import { releaseKey, squirrelDeltaKey, squirrelDeltasPrefix } from "./keys.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
+import { releaseKey, squirrelDeltaKey, squirrelDeltasPrefix } from "../kv/keys.ts";
 import type { Release } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 export interface SquirrelDelta {
   release_id: number;

@@ -8,10 +8,10 @@ import {
   releaseDownloadsKey,
   releasesPrefix,
   topKeysKey,
-} from "./keys.ts";
-import { claimLease, releaseLease } from "./leases.ts";
+} from "../kv/keys.ts";
+import { claimLease, releaseLease } from "../kv/leases.ts";
 import type { Release } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** The most recently created releases of all projects (ids grow with creation time). */
 export async function listRecentReleases(store: Store, limit: number): Promise<Release[]> {

@@ -128,3 +128,22 @@ export interface Rollout {
   started_at: string;
   updated_at: string;
 }
+
+/** The last rollback of a project. */
+export interface Rollback {
+  /** The release rolled back. */
+  release_id: number;
+  version: string;
+  /** The release its clients are offered instead. */
+  to_id: number;
+  at: string;
+}
+
+/** A project's release policy (src/store/release_policy.ts). */
+export interface ReleasePolicy {
+  /** Releases marked critical. */
+  critical_ids: number[];
+  /** The oldest version still supported, or null. */
+  minimum_version: string | null;
+  rolled_back: Rollback | null;
+}

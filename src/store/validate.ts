@@ -1,5 +1,5 @@
 /** Field rules of `../shared/spec/admin-contract.md`, shared by the store and the admin forms. */
-import { ValidationError } from "./errors.ts";
+import { ValidationError } from "../kv/errors.ts";
 import { cutToCodePoints, isMediaType, stripControls } from "../lib/header_text.ts";
 import {
   CONTENT_TYPE_MAX_LENGTH,

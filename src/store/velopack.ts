@@ -6,7 +6,7 @@
  * files live in the artifact store; the storage sweep keeps those of
  * existing releases (`listStorageKeys` in releases.ts).
  */
-import { commitWithRetry, NOTHING_TO_WRITE, retryWhileLocked } from "./atomic.ts";
+import { commitWithRetry, NOTHING_TO_WRITE, retryWhileLocked } from "../kv/atomic.ts";
 import {
   releaseKey,
   releasesPrefix,
@@ -15,10 +15,10 @@ import {
   velopackPackageKey,
   velopackPackagesPrefix,
   velopackSettingsKey,
-} from "./keys.ts";
-import { ValidationError } from "./errors.ts";
+} from "../kv/keys.ts";
+import { ValidationError } from "../kv/errors.ts";
 import type { Release } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** A release read as a Velopack package, or why it is none (`package_id` null). */
 export interface VelopackPackage {

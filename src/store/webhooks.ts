@@ -10,8 +10,8 @@
  * ends.
  */
 import { isSigningSecret, newWebhookSecret } from "../lib/webhook_secret.ts";
-import { commitWithRetry, now, retryWhileLocked } from "./atomic.ts";
-import { NotFoundError, ValidationError } from "./errors.ts";
+import { commitWithRetry, now, retryWhileLocked } from "../kv/atomic.ts";
+import { NotFoundError, ValidationError } from "../kv/errors.ts";
 import {
   apiKeyExpiryPrefix,
   releaseDownloadsPrefix,
@@ -30,9 +30,9 @@ import {
   webhookExpiryNoticeKey,
   webhookOutboxKey,
   webhookOutboxPrefix,
-} from "./keys.ts";
+} from "../kv/keys.ts";
 import type { ApiKey, Release } from "./types.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../kv/store.ts";
 
 export const WEBHOOK_EVENT_KINDS = [
   "release.published",

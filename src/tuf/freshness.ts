@@ -6,7 +6,7 @@
  * /metrics and the admin Signing keys page show when that stalls.
  */
 import type { ScrapedGauge } from "../lib/metrics.ts";
-import { claimLease, releaseLease } from "../store/leases.ts";
+import { claimLease, releaseLease } from "../kv/leases.ts";
 import { listProjects } from "../store/projects.ts";
 import {
   getLatestTufRoot,
@@ -14,9 +14,9 @@ import {
   listTufStates,
   saveTufRefreshStatus,
   type TufRefreshStatus,
-} from "../store/tuf.ts";
+} from "./records.ts";
 import { type OnlineKeys, refreshRepository, TUF_LIFETIMES_MS } from "./repository.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** How often an instance tries to run the refresh. */
 export const TUF_REFRESH_EVERY_MS = 5 * 60_000;

@@ -11,7 +11,7 @@ import { Buffer } from "node:buffer";
 import { createHash, type KeyObject } from "node:crypto";
 import type { Metadata, Root } from "@tufjs/models";
 import { listReleasesByProject } from "../store/releases.ts";
-import { listSigningKeys, type SigningKey } from "../store/signing_keys.ts";
+import { listSigningKeys, type SigningKey } from "../signing/signing_keys.ts";
 import {
   commitTufFiles,
   getLatestTufRoot,
@@ -22,7 +22,7 @@ import {
   type TufFile,
   type TufOnlineRole,
   type TufState,
-} from "../store/tuf.ts";
+} from "./records.ts";
 import type { Project, Release } from "../store/types.ts";
 import { readPrivateKey } from "../signing/key_files.ts";
 import {
@@ -36,7 +36,7 @@ import {
   tufKeyOf,
   type TufSigner,
 } from "./metadata.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** How long each online file is valid; each is signed again once less than half is left. */
 export const TUF_LIFETIMES_MS: Readonly<Record<TufOnlineRole, number>> = {

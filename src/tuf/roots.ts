@@ -5,11 +5,11 @@
  * root keys and of its own) before it stores and serves it, so that a wrong
  * upload is refused at once rather than by every client.
  */
-import { ValidationError } from "../store/errors.ts";
-import { listSigningKeys } from "../store/signing_keys.ts";
-import { createTufRoot, getLatestTufRoot, type TufRoot } from "../store/tuf.ts";
+import { ValidationError } from "../kv/errors.ts";
+import { listSigningKeys } from "../signing/signing_keys.ts";
+import { createTufRoot, getLatestTufRoot, type TufRoot } from "./records.ts";
 import { parseRoot, tufKeyOf } from "./metadata.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 /** The outcome of an upload: the stored root and what the operator should know, or why not. */
 export type RootUpload =

@@ -16,7 +16,7 @@ import {
 } from "../store/webhooks.ts";
 import type { Resolver } from "./address_guard.ts";
 import { attemptDelivery } from "./send.ts";
-import type { Store } from "../store/store.ts";
+import type { Store } from "../kv/store.ts";
 
 /**
  * The pause after the n-th failed attempt; after the last, the delivery fails for good.

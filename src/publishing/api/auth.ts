@@ -1,8 +1,8 @@
 /**
  * The publishing API's gate: `Authorization: Bearer <publish token>` (Hono's
  * bearer-auth), looked up by the hash of the token and judged by
- * src/publishing/tokens.ts. Every check runs under the same sign-in throttle
- * as passwords (src/store/login_throttle.ts), as one account named
+ * src/credentials/tokens.ts. Every check runs under the same sign-in throttle
+ * as passwords (src/accounts/login_throttle.ts), as one account named
  * `THROTTLE_SUBJECT` per client address: failed attempts lock the address
  * out for a while, a success from it releases its reservation.
  */
@@ -15,14 +15,14 @@ import {
   judgePublishToken,
   looksLikePublishToken,
   type TokenRefusal,
-} from "../../publishing/tokens.ts";
-import { recordAuditSafely, tokenActor } from "../../store/audit.ts";
-import type { LoginThrottle } from "../../store/login_throttle.ts";
+} from "../../credentials/tokens.ts";
+import { recordAuditSafely, tokenActor } from "../../kv/audit.ts";
+import type { LoginThrottle } from "../../accounts/login_throttle.ts";
 import {
   getPublishTokenBySecret,
   type PublishToken,
   recordPublishTokenUse,
-} from "../../store/publish_tokens.ts";
+} from "../../credentials/publish_tokens.ts";
 import { addressOf } from "../../http/client_address.ts";
 import type { ServiceDeps } from "../../http/app_env.ts";
 import type { PublishEnv } from "./types.ts";

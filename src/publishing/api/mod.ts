@@ -12,10 +12,10 @@ import { ApiError } from "../../http/errors.ts";
 import { jsonResponse } from "../../http/json.ts";
 import { multipartBoundary, readMultipart } from "../../http/multipart.ts";
 import { ID_PATTERN } from "../../lib/limits.ts";
-import { tokenMay } from "../../publishing/tokens.ts";
-import { type AuditAction, recordAuditSafely, tokenActor } from "../../store/audit.ts";
+import { tokenMay } from "../../credentials/tokens.ts";
+import { type AuditAction, recordAuditSafely, tokenActor } from "../../kv/audit.ts";
 import { editRelease } from "../../store/edits.ts";
-import { createLoginThrottle } from "../../store/login_throttle.ts";
+import { createLoginThrottle } from "../../accounts/login_throttle.ts";
 import { listProjects } from "../../store/projects.ts";
 import {
   getLatestReleaseId,
@@ -31,7 +31,7 @@ import {
   startRollout,
 } from "../../store/rollouts.ts";
 import type { Project, Release, Rollout, RolloutStep } from "../../store/types.ts";
-import { auditedStore } from "../../store/audit.ts";
+import { auditedStore } from "../../kv/audit.ts";
 import type { ServiceDeps } from "../../http/app_env.ts";
 import { publishTokenAuth } from "./auth.ts";
 import { PUBLISH_RESPONSE_HEADERS, publishErrorResponse } from "./errors.ts";
@@ -58,7 +58,7 @@ export function createPublishApi(deps: ServiceDeps): Hono<PublishEnv> {
     }
   });
   api.use(publishTokenAuth(deps, createLoginThrottle(deps.store)));
-  // A token's changes carry their first audit entry in the same commit (src/store/audit.ts).
+  // A token's changes carry their first audit entry in the same commit (src/kv/audit.ts).
   api.use(async (c, next) => {
     if (c.req.method === "GET" || c.req.method === "HEAD") {
       c.set("store", deps.store);

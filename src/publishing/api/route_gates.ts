@@ -5,10 +5,10 @@
  */
 import { createMiddleware } from "hono/factory";
 import { ApiError } from "../../http/errors.ts";
-import { ID_PATTERN, isSlug } from "../../lib/limits.ts";
-import { tokenCovers, tokenMay } from "../tokens.ts";
+import { isSlug, parseIdParam } from "../../lib/limits.ts";
+import { tokenCovers, tokenMay } from "../../credentials/tokens.ts";
 import { getProject, getProjectBySlug } from "../../store/projects.ts";
-import type { PublishPermission, PublishToken } from "../../store/publish_tokens.ts";
+import type { PublishPermission, PublishToken } from "../../credentials/publish_tokens.ts";
 import { getRelease } from "../../store/releases.ts";
 import type { PublishEnv } from "./types.ts";
 
@@ -37,8 +37,9 @@ export function onProject(permission?: PublishPermission) {
 export function onRelease(permission?: PublishPermission) {
   return createMiddleware<PublishEnv>(async (c, next) => {
     const raw = c.req.param("id") ?? "";
-    if (!/^\d+$/.test(raw)) throw new ApiError(400, "invalid release id");
-    const release = ID_PATTERN.test(raw) ? await getRelease(c.var.store, Number(raw)) : null;
+    const id = parseIdParam(raw);
+    if (id === "invalid") throw new ApiError(400, "invalid release id");
+    const release = id === null ? null : await getRelease(c.var.store, id);
     if (release === null) throw new ApiError(404, "release not found");
     const project = await getProject(c.var.store, release.project_id);
     const token = c.get("publishToken");

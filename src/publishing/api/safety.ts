@@ -9,7 +9,7 @@
 import type { Context, Hono } from "hono";
 import { ApiError } from "../../http/errors.ts";
 import { jsonResponse } from "../../http/json.ts";
-import type { AuditAction } from "../../store/audit.ts";
+import type { AuditAction } from "../../kv/audit.ts";
 import {
   getReleasePolicy,
   type ReleasePolicy,
@@ -23,7 +23,7 @@ import {
   parseGates,
   type RolloutGateState,
   setRolloutGates,
-} from "../../store/rollout_gates.ts";
+} from "../../rollouts/gate_records.ts";
 import { jsonLimit, jsonObject, refuseUnknownField } from "./json_body.ts";
 import { onProject } from "./route_gates.ts";
 import type { PublishEnv } from "./types.ts";

@@ -4,7 +4,7 @@
  * plus its `state` and whether it `is_latest`, and the project it belongs to.
  */
 import { releaseJson } from "../../http/resource_json.ts";
-import type { PublishToken } from "../../store/publish_tokens.ts";
+import type { PublishToken } from "../../credentials/publish_tokens.ts";
 import type { Project, Release } from "../../store/types.ts";
 
 export function publishedRelease(release: Release, latestId: number | null) {

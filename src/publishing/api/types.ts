@@ -1,7 +1,7 @@
 /** The environment of the publishing API's handlers (mod.ts). */
-import type { PublishToken } from "../../store/publish_tokens.ts";
+import type { PublishToken } from "../../credentials/publish_tokens.ts";
 import type { Project, Release } from "../../store/types.ts";
-import type { Store } from "../../store/store.ts";
+import type { Store } from "../../kv/store.ts";
 
 export interface PublishEnv {
   Bindings: { remoteAddr?: Deno.Addr };

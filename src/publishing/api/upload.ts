@@ -18,7 +18,7 @@ import {
   type RecordedUpload,
   recordUpload,
 } from "../../storage/mod.ts";
-import { ValidationError } from "../../store/errors.ts";
+import { ValidationError } from "../../kv/errors.ts";
 import type { ServiceDeps } from "../../http/app_env.ts";
 import {
   MAX_FIELD_BYTES,
