@@ -64,7 +64,7 @@ export async function openPrivateKv(path: string): Promise<Deno.Kv> {
   } catch (error) {
     if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
   }
-  const kv = await Deno.openKv(path);
+  const kv = await openWhileLocked(path);
   try {
     await restrictKvFiles(path);
   } catch (error) {
@@ -72,6 +72,22 @@ export async function openPrivateKv(path: string): Promise<Deno.Kv> {
     throw error;
   }
   return kv;
+}
+
+/**
+ * Opens the KV file at `path`, again while another process starting on the same file holds its
+ * lock ("database is locked", e.g. the workers of `deno task start:all-cores` starting at once).
+ */
+async function openWhileLocked(path: string): Promise<Deno.Kv> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await Deno.openKv(path);
+    } catch (error) {
+      const locked = error instanceof Error && /database is locked/i.test(error.message);
+      if (!locked || attempt >= 50) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 80));
+  }
 }
 
 /** Sets every existing file of the KV at `path` to 0600. */
