@@ -21,21 +21,34 @@ function underAny(key: Deno.KvKey, prefixes: readonly Deno.KvKey[]): boolean {
   return prefixes.some((prefix) => prefix.every((part, i) => key[i] === part));
 }
 
-/** Every KV entry as [key, value], and the download counters separately. */
+/**
+ * Entries the service writes after its answers, batched (adoption's sightings of each client):
+ * one may land after the backup's snapshot, so a copy holds what the source held at that moment.
+ */
+const TRAFFIC_PREFIXES: Deno.KvKey[] = [
+  ["adoption_client"],
+  ["adoption_count"],
+  ["adoption_new_ids"],
+];
+
+/** Every KV entry as [key, value], and the download counters and traffic keys separately. */
 async function dumpKv(dataDir: string) {
   const kv = await Deno.openKv(join(dataDir, "kv.sqlite3"));
   const stable: [Deno.KvKey, unknown][] = [];
   const downloads = new Map<number, bigint>();
+  const traffic = new Set<string>();
   for await (const entry of kv.list({ prefix: [] })) {
     if (underAny(entry.key, BACKUP_SKIPPED_PREFIXES)) continue;
-    if (entry.key[0] === "release_downloads") {
+    if (underAny(entry.key, TRAFFIC_PREFIXES)) {
+      traffic.add(JSON.stringify(entry.key));
+    } else if (entry.key[0] === "release_downloads") {
       downloads.set(entry.key[1] as number, (entry.value as Deno.KvU64).value);
     } else if (!underAny(entry.key, BACKUP_VOLATILE_PREFIXES)) {
       stable.push([entry.key, entry.value]);
     }
   }
   kv.close();
-  return { stable, downloads };
+  return { stable, downloads, traffic };
 }
 
 const COMPARED_HEADERS = [
@@ -163,6 +176,7 @@ Deno.test("backup while serving, restore, and every API answer is the same", asy
       const copy = await dumpKv(restoredDir);
       assert.deepEqual(copy.stable, after.stable);
       assert.ok(copy.stable.length > 40);
+      for (const key of copy.traffic) assert.ok(after.traffic.has(key), key);
       // Counters kept changing during the backup: the copy holds a value from that window.
       for (const [id, count] of after.downloads) {
         const got = copy.downloads.get(id) ?? 0n;
