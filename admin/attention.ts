@@ -9,14 +9,14 @@
 import { listKeysExpiringBetween } from "../src/store/aggregates.ts";
 import { getApiKey } from "../src/store/api_keys.ts";
 import type { AdminRole } from "../src/accounts/admin_users.ts";
-import { getLatestView } from "../src/store/latest_view.ts";
+import { getLatestView } from "../src/releases/latest_view.ts";
 import { getProjectsByIds } from "../src/store/projects.ts";
 import { listPublishTokens } from "../src/credentials/publish_tokens.ts";
-import { listRollbacks } from "../src/store/release_policy.ts";
-import { getRelease } from "../src/store/releases.ts";
+import { listRollbacks } from "../src/releases/release_policy.ts";
+import { getRelease } from "../src/releases/releases.ts";
 import { getReportCounts } from "../src/reports/reports.ts";
 import { listRolloutGates } from "../src/rollouts/gate_records.ts";
-import { listRollouts } from "../src/store/rollouts.ts";
+import { listRollouts } from "../src/releases/rollouts.ts";
 import type { Store } from "../src/kv/store.ts";
 import { getTufRefreshStatus } from "../src/tuf/records.ts";
 import { listWebhookEndpointHealth, listWebhookEndpoints } from "../src/store/webhooks.ts";

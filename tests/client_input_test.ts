@@ -7,10 +7,10 @@ import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers
 import { captureErrors } from "./faults.ts";
 import { createTestApp, seedProject } from "./helpers.ts";
 import { createApiKey, getApiKey } from "../src/store/api_keys.ts";
-import { createReleasesBulk } from "../src/store/bulk.ts";
+import { createReleasesBulk } from "../src/releases/bulk.ts";
 import { ValidationError } from "../src/kv/errors.ts";
 import { createProject, getProject, updateProject } from "../src/store/projects.ts";
-import { createRelease, getRelease } from "../src/store/releases.ts";
+import { createRelease, getRelease } from "../src/releases/releases.ts";
 import {
   CONTENT_TYPE_MAX_LENGTH,
   DESCRIPTION_MAX_LENGTH,

@@ -9,7 +9,7 @@ import {
   NotActiveError,
   publishDraft,
   setReleaseState,
-} from "../src/store/releases.ts";
+} from "../src/releases/releases.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";

@@ -9,7 +9,7 @@ import {
 import { getApiKey } from "../../src/store/api_keys.ts";
 import { listAuditEntries } from "../../src/kv/audit.ts";
 import { searchAuditEntries } from "../../src/store/audit_search.ts";
-import { getDeletedApiKeys } from "../../src/store/deletes.ts";
+import { getDeletedApiKeys } from "../../src/lifecycle/delete_records.ts";
 import { getProjectsByIds } from "../../src/store/projects.ts";
 import { getDailyDownloads, getTopKeys, listRecentReleases } from "../../src/store/stats.ts";
 import { needsAttention } from "../attention.ts";

@@ -5,9 +5,9 @@
  */
 import type { Store } from "../../src/kv/store.ts";
 import { judgeStage } from "../../src/rollouts/gates.ts";
-import { getReleasePolicy, planRollBack } from "../../src/store/release_policy.ts";
+import { getReleasePolicy, planRollBack } from "../../src/releases/release_policy.ts";
 import { type AuditEntry, listAuditEntries } from "../../src/kv/audit.ts";
-import { listReleasesByProject } from "../../src/store/releases.ts";
+import { listReleasesByProject } from "../../src/releases/releases.ts";
 import {
   getReportCounts,
   getReportEstimates,

@@ -10,7 +10,7 @@
  * (actor `rollout gates`), its `rollout.changed` webhook event (`by: "gates"`
  * and the reason) and a step of `uds_rollout_gate_changes_total`.
  */
-import { getLatestView } from "../store/latest_view.ts";
+import { getLatestView } from "../releases/latest_view.ts";
 import { claimLease } from "../kv/leases.ts";
 import { getReportCounts, type ReportCounts } from "../reports/reports.ts";
 import {
@@ -20,7 +20,7 @@ import {
   type RolloutGateState,
   stageFigures,
 } from "./gate_records.ts";
-import { getRollout } from "../store/rollouts.ts";
+import { getRollout } from "../releases/rollouts.ts";
 import type { Rollout } from "../store/types.ts";
 import type { Store } from "../kv/store.ts";
 
