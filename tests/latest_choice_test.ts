@@ -1,6 +1,6 @@
 /** Drafts and a chosen latest (docs/publishing.md "Drafts and a chosen latest"): store, API, admin page. */
 import assert from "node:assert/strict";
-import { compareVersionLooks } from "../src/publishing/latest.ts";
+import { compareVersionLooks } from "../src/releases/latest_notes.ts";
 import { publishRelease } from "../src/storage/mod.ts";
 import {
   getLatestChoice,

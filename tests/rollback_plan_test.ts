@@ -5,7 +5,7 @@
  * the release rolled back is latest again.
  */
 import assert from "node:assert/strict";
-import { latestNotes } from "../src/publishing/latest.ts";
+import { latestNotes } from "../src/releases/latest_notes.ts";
 import { offerAt } from "../src/releases/offer.ts";
 import { getLatestView } from "../src/releases/latest_view.ts";
 import { getReleasePolicy, planRollBack, rollBack } from "../src/releases/release_policy.ts";

@@ -34,7 +34,7 @@ import {
   projectTabPath,
 } from "../views/project.tsx";
 import { getSparkleFeedKeyByProject } from "../../src/feeds/sparkle_keys.ts";
-import { type LatestNotes, latestNotes } from "../../src/publishing/latest.ts";
+import { type LatestNotes, latestNotes } from "../../src/releases/latest_notes.ts";
 import { getReleasePolicy, type ReleasePolicy } from "../../src/releases/release_policy.ts";
 import type { ReleaseMarks } from "../views/release_cells.tsx";
 import { offerAt } from "../../src/releases/offer.ts";

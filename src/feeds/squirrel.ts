@@ -4,7 +4,7 @@
  * file, and when a client is offered a release at all.
  */
 import { createHash } from "node:crypto";
-import { compareVersionLooks } from "../publishing/latest.ts";
+import { compareVersionLooks } from "../releases/latest_notes.ts";
 import type { ReleasePolicy } from "../releases/release_policy.ts";
 import { readRecordedArtifact } from "../storage/artifact_work.ts";
 import type { ArtifactStore } from "../storage/types.ts";

@@ -67,7 +67,7 @@ export function rolloutPercentage(
  * pointer's release to everyone (`rollout` null, or `halted` when a halted
  * rollout sends everyone back to it), or a rollout's split at its
  * percentage in force. `releaseFor` places each client by it; the admin
- * project page says it in words (src/publishing/latest.ts).
+ * project page says it in words (src/releases/latest_notes.ts).
  */
 export interface Offer {
   /** The latest pointer's release: every client outside a running rollout gets it. */

@@ -10,8 +10,8 @@
  * for the admin only.
  */
 import type { Release } from "../store/types.ts";
-import type { Rollback } from "../releases/release_policy.ts";
-import type { Offer } from "../releases/offer.ts";
+import type { Rollback } from "./release_policy.ts";
+import type { Offer } from "./offer.ts";
 
 const VERSION = /^v?(\d+(?:\.\d+)*)(?:[-+~_.]?(.*))?$/i;
 
