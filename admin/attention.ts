@@ -7,7 +7,7 @@
  * policies, webhook endpoints, the key expiry index), never by walking every project.
  */
 import { listKeysExpiringBetween } from "../src/store/aggregates.ts";
-import { getApiKey } from "../src/store/api_keys.ts";
+import { getApiKey } from "../src/credentials/api_keys.ts";
 import type { AdminRole } from "../src/accounts/admin_users.ts";
 import { getLatestView } from "../src/releases/latest_view.ts";
 import { getProjectsByIds } from "../src/store/projects.ts";

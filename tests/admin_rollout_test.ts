@@ -5,7 +5,7 @@
  * changes nothing; the client API follows each step.
  */
 import assert from "node:assert/strict";
-import { getApiKey } from "../src/store/api_keys.ts";
+import { getApiKey } from "../src/credentials/api_keys.ts";
 import { apiKeyKey } from "../src/kv/keys.ts";
 import { makeReleaseLatest } from "../src/releases/releases.ts";
 import { getRollout } from "../src/releases/rollouts.ts";

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { buildAggregates, getCounts } from "../src/store/aggregates.ts";
-import { createApiKeysBulk, createReleasesBulk } from "../src/releases/bulk.ts";
+import { createApiKeysBulk, createReleasesBulk } from "../src/seeding/bulk.ts";
 import {
   aggregatesMarkerKey,
   apiKeyExpiryPrefix,

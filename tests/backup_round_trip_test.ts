@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { recordApiKeyUse, setApiKeyActive } from "../src/store/api_keys.ts";
+import { recordApiKeyUse, setApiKeyActive } from "../src/credentials/api_keys.ts";
 import { BACKUP_SKIPPED_PREFIXES, BACKUP_VOLATILE_PREFIXES } from "../src/kv/keys.ts";
 import { setProjectState } from "../src/store/projects.ts";
 import { setReleaseState } from "../src/releases/releases.ts";

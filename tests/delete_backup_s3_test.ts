@@ -13,7 +13,7 @@ import { deleteProject, deleteRelease } from "../src/lifecycle/delete.ts";
 import { createFsStore } from "../src/storage/mod.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
 import { getCounts, getProjectBytes, getProjectReleaseCount } from "../src/store/aggregates.ts";
-import { getApiKey } from "../src/store/api_keys.ts";
+import { getApiKey } from "../src/credentials/api_keys.ts";
 import { deleteApiKey, getDeletedDownloads } from "../src/lifecycle/delete_records.ts";
 import { getRelease, listReleasesByProject, setReleaseState } from "../src/releases/releases.ts";
 import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";

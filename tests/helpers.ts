@@ -9,7 +9,7 @@ import { type Config, loadConfig } from "../src/lib/config.ts";
 import { createSigner, type Signer } from "../src/signing/signer.ts";
 import { type AdoptionRecorder, createAdoptionRecorder } from "../src/reports/adoption_recorder.ts";
 import { buildAggregates } from "../src/store/aggregates.ts";
-import { type ApiKeyInput, createApiKey } from "../src/store/api_keys.ts";
+import { type ApiKeyInput, createApiKey } from "../src/credentials/api_keys.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
 import { createProject, type ProjectInput } from "../src/store/projects.ts";
 import { getDownloadCounts } from "../src/releases/releases.ts";

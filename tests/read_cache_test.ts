@@ -12,7 +12,7 @@ import {
   getApiKeyByHash,
   hashApiKeySecret,
   setApiKeyActive,
-} from "../src/store/api_keys.ts";
+} from "../src/credentials/api_keys.ts";
 import { followOtherWriters, setCacheRefreshMs } from "../src/kv/cache.ts";
 import { deleteProjectRecords } from "../src/lifecycle/delete_records.ts";
 import {

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { releaseEnvelopeBody } from "../src/client_api/serialize.ts";
 import { clientIdentity, rolloutBucket } from "../src/releases/offer.ts";
-import { createApiKey } from "../src/store/api_keys.ts";
+import { createApiKey } from "../src/credentials/api_keys.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
 import { rolloutKey } from "../src/kv/keys.ts";
 import { createProject } from "../src/store/projects.ts";

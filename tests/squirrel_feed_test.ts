@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
-import { setApiKeyActive } from "../src/store/api_keys.ts";
+import { setApiKeyActive } from "../src/credentials/api_keys.ts";
 import { apiKeyKey } from "../src/kv/keys.ts";
 import { rollBack } from "../src/releases/release_policy.ts";
 import { changeRollout, startRollout } from "../src/releases/rollouts.ts";

@@ -1,7 +1,7 @@
 /** Store layer atomicity: retries of contended commits, and all-or-nothing writes. */
 import assert from "node:assert/strict";
 import { createAdminUser } from "../src/accounts/admin_users.ts";
-import { createApiKey } from "../src/store/api_keys.ts";
+import { createApiKey } from "../src/credentials/api_keys.ts";
 import { commitWithRetry } from "../src/kv/atomic.ts";
 import { listAuditEntries, recordAudit } from "../src/kv/audit.ts";
 import { ConflictError, ValidationError } from "../src/kv/errors.ts";

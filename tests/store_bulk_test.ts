@@ -1,7 +1,7 @@
 /** Store layer: bulk keys and releases write what createApiKey and createRelease write. */
 import assert from "node:assert/strict";
-import { createApiKey, getApiKeyByHash, hashApiKeySecret } from "../src/store/api_keys.ts";
-import { createApiKeysBulk, createReleasesBulk } from "../src/releases/bulk.ts";
+import { createApiKey, getApiKeyByHash, hashApiKeySecret } from "../src/credentials/api_keys.ts";
+import { createApiKeysBulk, createReleasesBulk } from "../src/seeding/bulk.ts";
 import { ValidationError } from "../src/kv/errors.ts";
 import { counterKey } from "../src/kv/keys.ts";
 import { createProject } from "../src/store/projects.ts";

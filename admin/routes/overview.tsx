@@ -6,7 +6,7 @@ import {
   getCounts,
   getStorageByProject,
 } from "../../src/store/aggregates.ts";
-import { getApiKey } from "../../src/store/api_keys.ts";
+import { getApiKey } from "../../src/credentials/api_keys.ts";
 import { listAuditEntries } from "../../src/kv/audit.ts";
 import { searchAuditEntries } from "../../src/store/audit_search.ts";
 import { getDeletedApiKeys } from "../../src/lifecycle/delete_records.ts";

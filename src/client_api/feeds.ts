@@ -37,7 +37,7 @@ import { isTauriSegment, tauriFeedJson } from "../feeds/tauri.ts";
 import { electronPlatforms, tauriPlatforms } from "../feeds/platforms.ts";
 import { feedCredential } from "../feeds/url_credential.ts";
 import { feedMacHash } from "../lib/feed_mac.ts";
-import { keepApiKeyFeedMac } from "../store/api_keys.ts";
+import { keepApiKeyFeedMac } from "../credentials/api_keys.ts";
 import { URL_CREDENTIAL_PREFIX } from "../lib/url_credential_path.ts";
 import { findAppProject } from "./app_project.ts";
 import { addSquirrelRoutes, SQUIRREL_ROUTES } from "./squirrel_feed.ts";

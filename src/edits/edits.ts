@@ -7,7 +7,7 @@
  */
 import { apiKeyAggregates, projectAggregates, releaseAggregates } from "../store/aggregates.ts";
 import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
-import { type ApiKeyInput, validateKeyFields } from "../store/api_keys.ts";
+import { type ApiKeyInput, validateKeyFields } from "../credentials/api_keys.ts";
 import { now, serializedProjectWrite } from "../kv/atomic.ts";
 import { type CacheEntryName, type CachePatch, changeOp, commitChange } from "../kv/cache.ts";
 import { projectListPatch } from "../store/projects.ts";

@@ -59,7 +59,7 @@ export type ScopeMode = typeof SCOPE_MODES[number];
 
 /**
  * The fields client API keys and publish tokens share (their helpers:
- * credentials.ts).
+ * src/credentials/credential_records.ts).
  */
 export interface Credential {
   id: number;

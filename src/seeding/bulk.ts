@@ -10,7 +10,7 @@
  * conflicting batch is retried whole.
  */
 import { apiKeyAggregates } from "../store/aggregates.ts";
-import { type ApiKeyInput, prepareApiKey } from "../store/api_keys.ts";
+import { type ApiKeyInput, prepareApiKey } from "../credentials/api_keys.ts";
 import { now, takeIds } from "../kv/atomic.ts";
 import { changeOp, commitChange } from "../kv/cache.ts";
 import { ValidationError } from "../kv/errors.ts";
@@ -26,7 +26,7 @@ import {
   releaseByTimeKey,
   releaseKey,
 } from "../kv/keys.ts";
-import { isNewerRelease, prepareRelease, type ReleaseInput } from "./releases.ts";
+import { isNewerRelease, prepareRelease, type ReleaseInput } from "../releases/releases.ts";
 import type { ApiKey, Project, Release } from "../store/types.ts";
 import type { Store } from "../kv/store.ts";
 
