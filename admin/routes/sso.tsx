@@ -13,7 +13,6 @@ import {
   type SsoSignedIn,
 } from "../../src/sso/mod.ts";
 import { createAdminSession, deleteAdminSession } from "../../src/accounts/sessions.ts";
-import { deleteSsoSession } from "../../src/sso/records.ts";
 import { accountTarget } from "../accounts.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import {
@@ -206,7 +205,6 @@ export function requireSsoCheck(deps: RouteDeps): MiddlewareHandler<AdminEnv> {
     if (!outcome.ended) return await next();
     const { username } = c.get("session");
     await deleteAdminSession(c.var.store, sessionId, username);
-    await deleteSsoSession(c.var.store, sessionId);
     clearSessionCookie(c, deps.config);
     await audit(c, deps, {
       action: "auth.session_ended",

@@ -2,7 +2,8 @@
  * Sign-in to the admin UI through an OpenID Connect provider, roles from its groups
  * (docs/sso.md). The admin surface routes to it: `begin` sends the browser to the provider,
  * `finish` checks the answer and makes or updates the account, `check` reads a signed-in
- * session's groups again once its check interval has passed, `signOut` ends the provider's side.
+ * session's groups again once its check interval has passed, `signOut` finds the provider's
+ * end-session URL.
  */
 import type { OidcConfig } from "../lib/config.ts";
 import { randomToken } from "../lib/secrets.ts";
@@ -10,7 +11,6 @@ import type { AdminRole } from "../accounts/admin_users.ts";
 import {
   claimSsoCheck,
   createSsoPending,
-  deleteSsoSession,
   getSsoSession,
   putSsoSession,
   signInSsoAccount,
@@ -85,7 +85,10 @@ export interface SsoService {
   ): Promise<void>;
   /** Reads the session's groups again when its check interval has passed (not for local sessions). */
   check(sessionId: string, nowMs?: number): Promise<SsoOutcome>;
-  /** Forgets the session's provider side; the provider's end-session URL, when it has one. */
+  /**
+   * The provider's end-session URL for the session, when it has one; its provider side goes
+   * with the admin session (`deleteAdminSession`, src/accounts/sessions.ts).
+   */
   signOut(sessionId: string, postLogoutRedirectUri: string): Promise<URL | null>;
   /**
    * The provider's end-session URL for a browser that has no session here (after a refusal, so
@@ -354,7 +357,6 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
     async signOut(sessionId, postLogoutRedirectUri) {
       const session = await getSsoSession(store, sessionId);
       if (session === null) return null;
-      await deleteSsoSession(store, sessionId);
       if (session.id_token === "") return null;
       try {
         return await provider.endSessionUrl(session.id_token, postLogoutRedirectUri);
