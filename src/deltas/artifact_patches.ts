@@ -16,13 +16,8 @@ import { listReleasesByProject } from "../releases/releases.ts";
 import type { Store } from "../kv/store.ts";
 import type { Release } from "../store/types.ts";
 import { getVelopackSettings } from "../store/velopack.ts";
-import {
-  DEFAULT_DELTA_LIMITS,
-  type DeltaLimits,
-  DeltaToolMissingError,
-  zstdPatch,
-} from "./tools.ts";
-import { copyArtifact, withBuildLease } from "./work.ts";
+import { DEFAULT_DELTA_LIMITS, type DeltaLimits, zstdPatch } from "./tools.ts";
+import { type BuildCounts, buildFromBases, copyArtifact } from "./work.ts";
 
 export interface PatchWork {
   store: Store;
@@ -34,14 +29,8 @@ export interface PatchWork {
   holder: string;
 }
 
-export interface PatchCounts {
-  outcome: "done" | "busy";
+export interface PatchCounts extends BuildCounts {
   patches: number;
-  failed: number;
-  /** Why builds are skipped (a program missing), or null. */
-  missing: string | null;
-  /** Where a later run starts to build what was skipped, or null. */
-  retryAfterId: number | null;
 }
 
 /** Builds and records the patch from `from` to `to` (both on disk); false when it saves nothing. */
@@ -123,31 +112,22 @@ export async function buildArtifactPatches(
       work.report("warn", "patch: artifact missing or not as recorded", { release_id: release.id });
       return;
     }
-    for (const from of bases) {
-      const fromPath = `${dir}/old`;
-      const outcome = await withBuildLease(store, work.holder, async () => {
-        if (!await copyArtifact(work.artifacts, from, { path: fromPath })) return "skipped";
-        try {
-          if (await buildPatch(work, { to: release, from, toPath, fromPath })) counts.patches++;
-        } catch (error) {
-          const message = String(error instanceof Error ? error.message : error).slice(0, 300);
-          if (error instanceof DeltaToolMissingError) {
-            counts.missing = message;
-            counts.retryAfterId ??= release.id - 1;
-            return "missing";
-          }
-          counts.failed++;
-          work.report("warn", "patch: build failed", {
-            release_id: release.id,
-            from_release_id: from.id,
-            error: message,
-          });
+    await buildFromBases({
+      store,
+      holder: work.holder,
+      artifacts: work.artifacts,
+      report: work.report,
+      counts,
+      release,
+      bases,
+      fromPath: `${dir}/old`,
+      failedMessage: "patch: build failed",
+      async build(from) {
+        if (await buildPatch(work, { to: release, from, toPath, fromPath: `${dir}/old` })) {
+          counts.patches++;
         }
-        return "done";
-      });
-      if (outcome === "busy") counts.outcome = "busy";
-      if (outcome === "busy" || outcome === "missing") return;
-    }
+      },
+    });
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }

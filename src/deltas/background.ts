@@ -32,9 +32,9 @@ import {
 } from "../store/velopack.ts";
 import { buildArtifactPatches } from "./artifact_patches.ts";
 import { readNuspec } from "./nupkg.ts";
-import { DEFAULT_DELTA_LIMITS, type DeltaLimits, DeltaToolMissingError } from "./tools.ts";
+import { DEFAULT_DELTA_LIMITS, type DeltaLimits } from "./tools.ts";
 import { buildVelopackDelta } from "./velopack_delta.ts";
-import { clearStaleWork, copyArtifact, withBuildLease } from "./work.ts";
+import { buildFromBases, clearStaleWork, copyArtifact } from "./work.ts";
 
 const POLL_MS = 3_000;
 const RETRY_MS = 60_000;
@@ -183,38 +183,27 @@ async function processRelease(
       return;
     }
     if (!copied && !await copyArtifact(options.artifacts, release, { path: toPath })) return;
-    for (const from of bases) {
-      const fromPath = `${dir}/old.nupkg`;
-      const outcome = await withBuildLease(store, options.holder, async () => {
-        if (!await copyArtifact(options.artifacts, from, { path: fromPath })) return "skipped";
-        try {
-          await buildDelta(options, {
-            to: release,
-            from,
-            toPath,
-            fromPath,
-            fromVersion: packages.get(from.id)!.version,
-          });
-          counts.deltas++;
-        } catch (error) {
-          const message = String(error instanceof Error ? error.message : error).slice(0, 300);
-          if (error instanceof DeltaToolMissingError) {
-            counts.missing = message;
-            counts.retryAfterId ??= release.id - 1;
-            return "missing";
-          }
-          counts.failed++;
-          report("warn", "velopack: delta build failed", {
-            release_id: release.id,
-            from_release_id: from.id,
-            error: message,
-          });
-        }
-        return "done";
-      });
-      if (outcome === "busy") counts.outcome = "busy";
-      if (outcome === "busy" || outcome === "missing") return;
-    }
+    await buildFromBases({
+      store,
+      holder: options.holder,
+      artifacts: options.artifacts,
+      report,
+      counts,
+      release,
+      bases,
+      fromPath: `${dir}/old.nupkg`,
+      failedMessage: "velopack: delta build failed",
+      async build(from) {
+        await buildDelta(options, {
+          to: release,
+          from,
+          toPath,
+          fromPath: `${dir}/old.nupkg`,
+          fromVersion: packages.get(from.id)!.version,
+        });
+        counts.deltas++;
+      },
+    });
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }

@@ -1,14 +1,16 @@
 /**
  * What the delta builder's runs (background.ts, artifact_patches.ts) share:
  * copying a release's artifact to disk, holding the builder's lease through a
- * build, and clearing what a crashed build left in the work directory.
+ * build, building from each base in turn, and clearing what a crashed build
+ * left in the work directory.
  */
-import { JOB_LEASE_MS } from "../lib/background_job.ts";
+import { JOB_LEASE_MS, type JobReport } from "../lib/background_job.ts";
 import { readRecordedArtifact } from "../storage/artifact_work.ts";
 import type { ArtifactStore } from "../storage/types.ts";
 import { claimLease } from "../kv/leases.ts";
 import type { Store } from "../kv/store.ts";
 import type { Release } from "../store/types.ts";
+import { DeltaToolMissingError } from "./tools.ts";
 
 /** The builder's lease: one build at a time across instances. */
 const LEASE = "velopack_deltas";
@@ -54,6 +56,65 @@ export async function withBuildLease<T>(
     return await build();
   } finally {
     clearInterval(timer);
+  }
+}
+
+/** What a run counts of the builds it tried (both runs' counts have these). */
+export interface BuildCounts {
+  outcome: "done" | "busy";
+  failed: number;
+  /** Why builds are skipped (a program missing), or null. */
+  missing: string | null;
+  /** Where a later run starts to build what was skipped, or null. */
+  retryAfterId: number | null;
+}
+
+/** One build to `release` from each of `bases`, each under the builder's lease. */
+export interface BaseBuilds {
+  store: Store;
+  holder: string;
+  artifacts: ArtifactStore;
+  report: JobReport;
+  counts: BuildCounts;
+  release: Release;
+  bases: Release[];
+  /** Where each base's artifact is copied before its build. */
+  fromPath: string;
+  /** The log message of a failed build. */
+  failedMessage: string;
+  build(from: Release): Promise<void>;
+}
+
+/**
+ * Builds from each base in turn: a build that fails is reported and counted, and the next base
+ * is tried; a program missing or another instance holding the lease ends the loop (a later run
+ * takes it up from `counts.retryAfterId`).
+ */
+export async function buildFromBases(builds: BaseBuilds): Promise<void> {
+  const { counts, release } = builds;
+  for (const from of builds.bases) {
+    const outcome = await withBuildLease(builds.store, builds.holder, async () => {
+      if (!await copyArtifact(builds.artifacts, from, { path: builds.fromPath })) return "skipped";
+      try {
+        await builds.build(from);
+      } catch (error) {
+        const message = String(error instanceof Error ? error.message : error).slice(0, 300);
+        if (error instanceof DeltaToolMissingError) {
+          counts.missing = message;
+          counts.retryAfterId ??= release.id - 1;
+          return "missing";
+        }
+        counts.failed++;
+        builds.report("warn", builds.failedMessage, {
+          release_id: release.id,
+          from_release_id: from.id,
+          error: message,
+        });
+      }
+      return "done";
+    });
+    if (outcome === "busy") counts.outcome = "busy";
+    if (outcome === "busy" || outcome === "missing") return;
   }
 }
 
