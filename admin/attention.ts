@@ -7,20 +7,19 @@
  * policies, webhook endpoints, the key expiry index), never by walking every project.
  */
 import { listKeysExpiringBetween } from "../src/store/aggregates.ts";
-import { getApiKey } from "../src/store/api_keys.ts";
+import { getApiKey } from "../src/credentials/api_keys.ts";
 import type { AdminRole } from "../src/accounts/admin_users.ts";
-import { getLatestView } from "../src/store/latest_view.ts";
+import { getLatestView } from "../src/releases/latest_view.ts";
 import { getProjectsByIds } from "../src/store/projects.ts";
 import { listPublishTokens } from "../src/credentials/publish_tokens.ts";
-import { listRollbacks } from "../src/store/release_policy.ts";
-import { getRelease } from "../src/store/releases.ts";
-import { getReportCounts } from "../src/reports/reports.ts";
+import { listRollbacks } from "../src/releases/release_policy.ts";
+import { getRelease } from "../src/releases/releases.ts";
 import { listRolloutGates } from "../src/rollouts/gate_records.ts";
-import { listRollouts } from "../src/store/rollouts.ts";
+import { listRollouts } from "../src/releases/rollouts.ts";
 import type { Store } from "../src/kv/store.ts";
 import { getTufRefreshStatus } from "../src/tuf/records.ts";
 import { listWebhookEndpointHealth, listWebhookEndpoints } from "../src/store/webhooks.ts";
-import { judgeStage } from "../src/rollouts/gates.ts";
+import { readStage } from "../src/rollouts/gates.ts";
 import { can } from "./roles.ts";
 
 /** How far ahead an expiring key or token is listed. */
@@ -99,13 +98,8 @@ export async function needsAttention(
       });
       return;
     }
-    if (!own) return;
-    const verdict = judgeStage(state, {
-      rollout,
-      counts: await getReportCounts(store, rollout.release_id),
-      nowMs,
-    });
-    if (verdict.action !== "wait") return;
+    const verdict = (await readStage(store, { state: state ?? null, rollout, nowMs }))?.verdict;
+    if (verdict?.action !== "wait") return;
     gated.push({
       kind: "gated",
       severity: "warning",

@@ -1,6 +1,6 @@
 /** Reading the API key form into store input, with the contract's field rules. */
 import { isSlug } from "../src/lib/limits.ts";
-import { type ApiKeyInput, requireScopeMode } from "../src/store/api_keys.ts";
+import { type ApiKeyInput, requireScopeMode } from "../src/credentials/api_keys.ts";
 import { ValidationError } from "../src/kv/errors.ts";
 import { getProjectIdsBySlugs } from "../src/store/projects.ts";
 import { parseList } from "../src/store/validate.ts";

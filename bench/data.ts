@@ -8,10 +8,10 @@ import { fillerStream } from "./filler.ts";
 import { saveArtifact } from "../src/storage/artifacts.ts";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { loadConfig } from "../src/lib/config.ts";
-import { createApiKey } from "../src/store/api_keys.ts";
-import { createApiKeysBulk, createReleasesBulk } from "../src/store/bulk.ts";
+import { createApiKey } from "../src/credentials/api_keys.ts";
+import { createApiKeysBulk, createReleasesBulk } from "../src/seeding/bulk.ts";
 import { createProject } from "../src/store/projects.ts";
-import { startRollout } from "../src/store/rollouts.ts";
+import { startRollout } from "../src/releases/rollouts.ts";
 import type { Release } from "../src/store/types.ts";
 import { createStore, type Store } from "../src/kv/store.ts";
 

@@ -20,7 +20,7 @@
  * Needs wrk. Prints a JSON report.
  */
 import { join } from "node:path";
-import { createApiKey } from "../src/store/api_keys.ts";
+import { createApiKey } from "../src/credentials/api_keys.ts";
 import { createProject } from "../src/store/projects.ts";
 import { Cleanup, freePort, PROJECT_ROOT, type Server, startService, which } from "./process.ts";
 import { AdminClient, httpSender } from "../tests/admin_helpers.ts";

@@ -6,8 +6,8 @@
  * big project, and the server's resident memory after browsing every page.
  */
 import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
-import { recordApiKeyUse } from "../src/store/api_keys.ts";
-import { createApiKeysBulk, createReleasesBulk } from "../src/store/bulk.ts";
+import { recordApiKeyUse } from "../src/credentials/api_keys.ts";
+import { createApiKeysBulk, createReleasesBulk } from "../src/seeding/bulk.ts";
 import { markSha512BackfillDone } from "../src/store/feed_backfill.ts";
 import { auditKey } from "../src/kv/keys.ts";
 import { createProject } from "../src/store/projects.ts";

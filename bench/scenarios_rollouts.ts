@@ -18,7 +18,7 @@ import {
   wrkNote,
 } from "./scenarios_api.ts";
 import type { Row, RowInput } from "./table.ts";
-import { INSTALL_ID_HEADER, rolloutBucket } from "../src/rollouts/membership.ts";
+import { INSTALL_ID_HEADER, rolloutBucket } from "../src/releases/offer.ts";
 
 const ROLLOUT = "latest-release, staged rollout";
 const PERCENTAGE = 50;

@@ -13,7 +13,7 @@
  */
 import { join } from "node:path";
 import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
-import { createApiKey } from "../src/store/api_keys.ts";
+import { createApiKey } from "../src/credentials/api_keys.ts";
 import { withStore } from "./data.ts";
 import { type Cleanup, type Server, startService } from "./process.ts";
 import { median } from "./stats.ts";

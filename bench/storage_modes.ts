@@ -27,7 +27,7 @@ import {
 } from "./process.ts";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
-import { createApiKey } from "../src/store/api_keys.ts";
+import { createApiKey } from "../src/credentials/api_keys.ts";
 import { createProject } from "../src/store/projects.ts";
 import { startRgw } from "../tests/rgw.ts";
 import { AdminClient, httpSender } from "../tests/admin_helpers.ts";

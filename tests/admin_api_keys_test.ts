@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { getApiKey, listApiKeys } from "../src/store/api_keys.ts";
+import { getApiKey, listApiKeys } from "../src/credentials/api_keys.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
 import { ValidationError } from "../src/kv/errors.ts";
 import { parseExpiresAt } from "../src/store/validate.ts";

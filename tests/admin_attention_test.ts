@@ -12,7 +12,7 @@ import { startReceiver, startTestWorker } from "./webhook_receiver.ts";
 import { createAdminAccount } from "../src/accounts/admin_users.ts";
 import { hashPassword } from "../src/lib/passwords.ts";
 import { emitWebhookEvent, getWebhookEndpoint } from "../src/store/webhooks.ts";
-import { endRollout } from "../src/store/rollouts.ts";
+import { endRollout } from "../src/releases/rollouts.ts";
 import { getProjectBySlug } from "../src/store/projects.ts";
 
 const PASSWORD = "a long enough password";

@@ -6,8 +6,8 @@
  * that are table cells like the others.
  */
 import assert from "node:assert/strict";
-import { makeReleaseLatest } from "../src/store/releases.ts";
-import { getRollout } from "../src/store/rollouts.ts";
+import { makeReleaseLatest } from "../src/releases/releases.ts";
+import { getRollout } from "../src/releases/rollouts.ts";
 import { listWebhookEndpoints } from "../src/store/webhooks.ts";
 import { scheduleRows } from "../admin/forms_rollout.ts";
 import { seedProject, seedRelease } from "./helpers.ts";

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { createMetrics } from "../src/lib/metrics.ts";
 import { rolloutGauges } from "../src/rollouts/metrics.ts";
 import { adoptionDay, recordSighting } from "../src/reports/adoption.ts";
-import { getDeletedDownloads } from "../src/store/deletes.ts";
+import { getDeletedDownloads } from "../src/lifecycle/delete_records.ts";
 import {
   adoptionClientPrefix,
   adoptionCountPrefix,
@@ -19,10 +19,10 @@ import {
   rolloutsPrefix,
   topKeysKey,
 } from "../src/kv/keys.ts";
-import { listReleasesByProject, makeReleaseLatest } from "../src/store/releases.ts";
-import { startRollout } from "../src/store/rollouts.ts";
+import { listReleasesByProject, makeReleaseLatest } from "../src/releases/releases.ts";
+import { startRollout } from "../src/releases/rollouts.ts";
 import { gateGauges } from "../src/rollouts/gate_metrics.ts";
-import { setMinimumVersion } from "../src/store/release_policy.ts";
+import { setMinimumVersion } from "../src/releases/release_policy.ts";
 import { getReportCounts } from "../src/reports/reports.ts";
 import { applyGateChange, setRolloutGates } from "../src/rollouts/gate_records.ts";
 import { countDownload } from "../src/store/stats.ts";

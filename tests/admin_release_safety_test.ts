@@ -7,10 +7,10 @@
  */
 import assert from "node:assert/strict";
 import { evaluateGates } from "../src/rollouts/gates.ts";
-import { getReleasePolicy, setReleaseCritical } from "../src/store/release_policy.ts";
-import { makeReleaseLatest } from "../src/store/releases.ts";
+import { getReleasePolicy, setReleaseCritical } from "../src/releases/release_policy.ts";
+import { makeReleaseLatest } from "../src/releases/releases.ts";
 import { getRolloutGates, setRolloutGates } from "../src/rollouts/gate_records.ts";
-import { getRollout, startRollout } from "../src/store/rollouts.ts";
+import { getRollout, startRollout } from "../src/releases/rollouts.ts";
 import { ADMIN_PASSWORD, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { hasChromium, launchBrowser, signIn } from "./browser.ts";
 import {

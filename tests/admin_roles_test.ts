@@ -26,8 +26,8 @@ import {
   LastAdminError,
   setAdminRole,
 } from "../src/accounts/admin_users.ts";
-import { getLatestRelease } from "../src/store/releases.ts";
-import { getRollout } from "../src/store/rollouts.ts";
+import { getLatestRelease } from "../src/releases/releases.ts";
+import { getRollout } from "../src/releases/rollouts.ts";
 import { adminUserKey } from "../src/kv/keys.ts";
 
 const PASSWORD = "a long enough password";

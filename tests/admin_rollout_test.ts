@@ -5,10 +5,10 @@
  * changes nothing; the client API follows each step.
  */
 import assert from "node:assert/strict";
-import { getApiKey } from "../src/store/api_keys.ts";
+import { getApiKey } from "../src/credentials/api_keys.ts";
 import { apiKeyKey } from "../src/kv/keys.ts";
-import { makeReleaseLatest } from "../src/store/releases.ts";
-import { getRollout } from "../src/store/rollouts.ts";
+import { makeReleaseLatest } from "../src/releases/releases.ts";
+import { getRollout } from "../src/releases/rollouts.ts";
 import { lastAudit, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import { createAdminTestApp, type Fields, signedInClient } from "./admin_helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken } from "./publish_helpers.ts";

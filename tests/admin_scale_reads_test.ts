@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { buildAggregates, getCounts } from "../src/store/aggregates.ts";
-import { createApiKeysBulk, createReleasesBulk } from "../src/store/bulk.ts";
+import { createApiKeysBulk, createReleasesBulk } from "../src/seeding/bulk.ts";
 import {
   aggregatesMarkerKey,
   apiKeyExpiryPrefix,
@@ -16,7 +16,7 @@ import {
   projectTagsPrefix,
 } from "../src/kv/keys.ts";
 import { createProject } from "../src/store/projects.ts";
-import { setReleaseState } from "../src/store/releases.ts";
+import { setReleaseState } from "../src/releases/releases.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 
 /**

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { listArtifactFiles, signedInClient } from "./admin_helpers.ts";
 import { createAdminTestApp } from "./admin_helpers.ts";
 import { seedProject, seedRelease } from "./helpers.ts";
-import { listReleasesByProject } from "../src/store/releases.ts";
+import { listReleasesByProject } from "../src/releases/releases.ts";
 
 Deno.test("Upload a release from the dashboard", async (t) => {
   await using app = await createAdminTestApp();

@@ -11,8 +11,8 @@ import { createApp } from "../app.ts";
 import { createStore } from "../src/kv/store.ts";
 import { adoptionDay, getAdoption } from "../src/reports/adoption.ts";
 import { createAdoptionRecorder } from "../src/reports/adoption_recorder.ts";
-import { makeReleaseLatest } from "../src/store/releases.ts";
-import { changeRollout, startRollout } from "../src/store/rollouts.ts";
+import { makeReleaseLatest } from "../src/releases/releases.ts";
+import { changeRollout, startRollout } from "../src/releases/rollouts.ts";
 import { setCacheRefreshMs } from "../src/kv/cache.ts";
 import {
   createTestApp,

@@ -13,8 +13,8 @@ import {
   type WindowCounts,
 } from "../src/reports/adoption.ts";
 import { setCacheRefreshMs } from "../src/kv/cache.ts";
-import { makeReleaseLatest } from "../src/store/releases.ts";
-import { changeRollout, startRollout } from "../src/store/rollouts.ts";
+import { makeReleaseLatest } from "../src/releases/releases.ts";
+import { changeRollout, startRollout } from "../src/releases/rollouts.ts";
 import { join } from "node:path";
 import {
   createTestApp,

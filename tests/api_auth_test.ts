@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { judgeApiKey } from "../src/credentials/access.ts";
-import { setApiKeyActive } from "../src/store/api_keys.ts";
+import { setApiKeyActive } from "../src/credentials/api_keys.ts";
 import { setProjectState, updateProject } from "../src/store/projects.ts";
 import type { ApiKey } from "../src/store/types.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";

@@ -8,7 +8,7 @@ import {
   type RateLimiter,
   type RateLimitRule,
 } from "../src/store/rate_limit.ts";
-import { setApiKeyActive } from "../src/store/api_keys.ts";
+import { setApiKeyActive } from "../src/credentials/api_keys.ts";
 import { rateLimitAddress } from "../src/http/client_address.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders } from "./asserts.ts";
 import { captureErrors, faultyKv } from "./faults.ts";

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { setProjectState } from "../src/store/projects.ts";
-import { setReleaseState } from "../src/store/releases.ts";
+import { setReleaseState } from "../src/releases/releases.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";
 import {
   createTestApp,

@@ -7,11 +7,11 @@
 import type { TestApp } from "./helpers.ts";
 import { seedKey, seedProject, seedRelease } from "./helpers.ts";
 import { seedPublishToken } from "./publish_helpers.ts";
-import { rollBack } from "../src/store/release_policy.ts";
+import { rollBack } from "../src/releases/release_policy.ts";
 import { getReportCounts } from "../src/reports/reports.ts";
 import { applyGateChange, parseGates, setRolloutGates } from "../src/rollouts/gate_records.ts";
-import { startRollout } from "../src/store/rollouts.ts";
-import { makeReleaseLatest } from "../src/store/releases.ts";
+import { startRollout } from "../src/releases/rollouts.ts";
+import { makeReleaseLatest } from "../src/releases/releases.ts";
 import { saveTufRefreshStatus } from "../src/tuf/records.ts";
 import { createWebhookEndpoint, type WebhookEndpoint } from "../src/store/webhooks.ts";
 

@@ -24,7 +24,7 @@ import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
 import { createAdminTestApp, listArtifactFiles, signedInClient } from "./admin_helpers.ts";
 import { MAX_BLOCK_MAP_UNPACKED_BYTES } from "../src/storage/block_map_part.ts";
 import { concatBytes } from "../src/lib/bytes.ts";
-import { listReleasesByProject } from "../src/store/releases.ts";
+import { listReleasesByProject } from "../src/releases/releases.ts";
 import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
 
 /** Bytes with long repeats and changes, so that blocks of every size occur. */

@@ -1,7 +1,7 @@
 /** `deno task client …` against the real service (`deno task start`) on a free port. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { setApiKeyActive } from "../src/store/api_keys.ts";
+import { setApiKeyActive } from "../src/credentials/api_keys.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import {
   clientStateDir,

@@ -6,11 +6,11 @@ import assert from "node:assert/strict";
 import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { captureErrors } from "./faults.ts";
 import { createTestApp, seedProject } from "./helpers.ts";
-import { createApiKey, getApiKey } from "../src/store/api_keys.ts";
-import { createReleasesBulk } from "../src/store/bulk.ts";
+import { createApiKey, getApiKey } from "../src/credentials/api_keys.ts";
+import { createReleasesBulk } from "../src/seeding/bulk.ts";
 import { ValidationError } from "../src/kv/errors.ts";
 import { createProject, getProject, updateProject } from "../src/store/projects.ts";
-import { createRelease, getRelease } from "../src/store/releases.ts";
+import { createRelease, getRelease } from "../src/releases/releases.ts";
 import {
   CONTENT_TYPE_MAX_LENGTH,
   DESCRIPTION_MAX_LENGTH,

@@ -2,8 +2,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { publishRelease } from "../client/publish.ts";
-import { listReleasesByProject } from "../src/store/releases.ts";
-import { getRollout } from "../src/store/rollouts.ts";
+import { listReleasesByProject } from "../src/releases/releases.ts";
+import { getRollout } from "../src/releases/rollouts.ts";
 import { createTestApp, seedProject, sha256 } from "./helpers.ts";
 import { seedPublishToken } from "./publish_helpers.ts";
 import { makeDataTempDir, runTask, startServer } from "./server_process.ts";

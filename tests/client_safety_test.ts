@@ -8,10 +8,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { EXIT, main } from "../client/cli.ts";
-import { rollBack, setMinimumVersion, setReleaseCritical } from "../src/store/release_policy.ts";
-import { makeReleaseLatest } from "../src/store/releases.ts";
+import { rollBack, setMinimumVersion, setReleaseCritical } from "../src/releases/release_policy.ts";
+import { makeReleaseLatest } from "../src/releases/releases.ts";
 import { getReportCounts } from "../src/reports/reports.ts";
-import { startRollout } from "../src/store/rollouts.ts";
+import { startRollout } from "../src/releases/rollouts.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
 
 /** Runs the CLI with `args`, its output captured. */

@@ -14,7 +14,7 @@ import { DEFAULT_DELTA_LIMITS } from "../src/deltas/tools.ts";
 import { buildVelopackDelta } from "../src/deltas/velopack_delta.ts";
 import { clearStaleWork } from "../src/deltas/work.ts";
 import { listArtifactPatches, putArtifactPatch } from "../src/store/artifact_patches.ts";
-import { deleteReleaseRecord } from "../src/store/deletes.ts";
+import { deleteReleaseRecord } from "../src/lifecycle/delete_records.ts";
 import { getVelopackPackage, listVelopackDeltas, putVelopackDelta } from "../src/store/velopack.ts";
 import { createTestApp, seedProject, seedRelease } from "./helpers.ts";
 

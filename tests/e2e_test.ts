@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
-import { createApiKey } from "../src/store/api_keys.ts";
+import { createApiKey } from "../src/credentials/api_keys.ts";
 import { createProject } from "../src/store/projects.ts";
 import { createStore } from "../src/kv/store.ts";
 import { makeDataTempDir, startServer } from "./server_process.ts";

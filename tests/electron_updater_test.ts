@@ -9,8 +9,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { rollBack } from "../src/store/release_policy.ts";
-import { changeRollout, endRollout, startRollout } from "../src/store/rollouts.ts";
+import { rollBack } from "../src/releases/release_policy.ts";
+import { changeRollout, endRollout, startRollout } from "../src/releases/rollouts.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, PROJECT_ROOT, removedAtEnd, startServer } from "./server_process.ts";
 

@@ -9,7 +9,7 @@ import { parse } from "yaml";
 import { runSha512Backfill } from "../src/feeds/backfill.ts";
 import { claimLease, releaseLease } from "../src/kv/leases.ts";
 import { createProject } from "../src/store/projects.ts";
-import { createRelease } from "../src/store/releases.ts";
+import { createRelease } from "../src/releases/releases.ts";
 import { publishRelease } from "../src/storage/publish.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";
 import {

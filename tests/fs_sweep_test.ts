@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { saveArtifact } from "../src/storage/artifacts.ts";
 import { createFsStore, publishRelease, sweepStore } from "../src/storage/mod.ts";
 import { createProject } from "../src/store/projects.ts";
-import { createRelease, listStorageKeys } from "../src/store/releases.ts";
+import { createRelease, listStorageKeys } from "../src/releases/releases.ts";
 import { AdminClient, httpSender, randomBytes } from "./admin_helpers.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 import { waitFor } from "./helpers.ts";

@@ -11,13 +11,13 @@ import { checkForUpdate, sendReport } from "../client/update_client.ts";
 import { evaluateGates } from "../src/rollouts/gates.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
 import { auditKey, latestReleaseKey, rolloutGatesKey } from "../src/kv/keys.ts";
-import { getLatestRelease, makeReleaseLatest } from "../src/store/releases.ts";
+import { getLatestRelease, makeReleaseLatest } from "../src/releases/releases.ts";
 import {
   getRolloutGates,
   type RolloutGates,
   setRolloutGates,
 } from "../src/rollouts/gate_records.ts";
-import { changeRollout, getRollout, startRollout } from "../src/store/rollouts.ts";
+import { changeRollout, getRollout, startRollout } from "../src/releases/rollouts.ts";
 import { createStore } from "../src/kv/store.ts";
 import { faultyKv } from "./faults.ts";
 import {

@@ -9,16 +9,16 @@ import { type Config, loadConfig } from "../src/lib/config.ts";
 import { createSigner, type Signer } from "../src/signing/signer.ts";
 import { type AdoptionRecorder, createAdoptionRecorder } from "../src/reports/adoption_recorder.ts";
 import { buildAggregates } from "../src/store/aggregates.ts";
-import { type ApiKeyInput, createApiKey } from "../src/store/api_keys.ts";
+import { type ApiKeyInput, createApiKey } from "../src/credentials/api_keys.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
 import { createProject, type ProjectInput } from "../src/store/projects.ts";
-import { getDownloadCounts } from "../src/store/releases.ts";
+import { getDownloadCounts } from "../src/releases/releases.ts";
 import { createReportRecorder, type ReportRecorder } from "../src/reports/report_recorder.ts";
 import { createSigningKey, setSigningKeyStatus } from "../src/signing/signing_keys.ts";
 import type { Release } from "../src/store/types.ts";
 import { createStore, type Store } from "../src/kv/store.ts";
 import { createKeyFiles } from "../src/signing/key_files.ts";
-import { rolloutBucket } from "../src/rollouts/membership.ts";
+import { rolloutBucket } from "../src/releases/offer.ts";
 
 /**
  * A config for tests: the defaults, with a data dir under ./data/test, and
@@ -351,7 +351,7 @@ export async function seedRangeDownload(app: TestApp) {
 
 /**
  * `count` install ids `${prefix}N` that the rollout of `release` at
- * `percentage` reaches (their bucket is inside it: src/rollouts/membership.ts).
+ * `percentage` reaches (their bucket is inside it: src/releases/offer.ts).
  */
 export function idsInRollout(
   release: Release,

@@ -1,6 +1,6 @@
 /** Drafts and a chosen latest (docs/publishing.md "Drafts and a chosen latest"): store, API, admin page. */
 import assert from "node:assert/strict";
-import { compareVersionLooks } from "../src/publishing/latest.ts";
+import { compareVersionLooks } from "../src/releases/latest_notes.ts";
 import { publishRelease } from "../src/storage/mod.ts";
 import {
   getLatestChoice,
@@ -9,7 +9,7 @@ import {
   NotActiveError,
   publishDraft,
   setReleaseState,
-} from "../src/store/releases.ts";
+} from "../src/releases/releases.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";

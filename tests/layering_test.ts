@@ -23,12 +23,15 @@ const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolea
   // HTTP pieces the surfaces share, and the parts an app is made of: above
   // the features they put together.
   { name: "src/http", rank: 4.5, owns: (p) => p.startsWith("src/http/") },
-  // A feature (releases in store/ for now, rollouts/, credentials/, reports/,
+  // A feature (rollouts/, credentials/, reports/,
   // webhooks/, sso/ …) gets a folder of its own under src/: its records and
   // rules and background work, below the surfaces that route to it; it
   // reaches the KV through the ground floor (src/kv/)
   { name: "src/<capability>", rank: 4, owns: isCapability },
   { name: "src/storage", rank: 3, owns: (p) => p.startsWith("src/storage/") },
+  // Releases' records and the one offer rule (which release a client gets
+  // and why): what storage publishes into and every feature reads.
+  { name: "src/releases", rank: 2.5, owns: (p) => p.startsWith("src/releases/") },
   { name: "src/store", rank: 2, owns: (p) => p.startsWith("src/store/") },
   // The ground floor of the KV: its plumbing (key registry, checked atomic
   // writes, read cache, id blocks, paging, leases), with no rule of a feature.
@@ -37,7 +40,16 @@ const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolea
 ];
 
 /** The folders under src/ that are layers of their own; any other is a capability's. */
-const LAYER_FOLDERS = ["client_api", "backup", "http", "storage", "store", "kv", "lib"];
+const LAYER_FOLDERS = [
+  "client_api",
+  "backup",
+  "http",
+  "storage",
+  "releases",
+  "store",
+  "kv",
+  "lib",
+];
 
 function isCapability(path: string): boolean {
   const folder = /^src\/([^/]+)\//.exec(path)?.[1];

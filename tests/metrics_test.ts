@@ -3,7 +3,7 @@ import { Counter, Histogram, Registry } from "prom-client";
 import { createApp } from "../app.ts";
 import type { Config } from "../src/lib/config.ts";
 import { createMetricsApp } from "../src/http/metrics_route.ts";
-import { setApiKeyActive } from "../src/store/api_keys.ts";
+import { setApiKeyActive } from "../src/credentials/api_keys.ts";
 import {
   createTestApp,
   seedKey,

@@ -11,7 +11,7 @@ import document from "../docs/openapi.json" with { type: "json" };
 import { openApiFromYaml } from "../scripts/build_openapi.ts";
 import { createApp } from "../app.ts";
 import type { Config } from "../src/lib/config.ts";
-import { setApiKeyActive } from "../src/store/api_keys.ts";
+import { setApiKeyActive } from "../src/credentials/api_keys.ts";
 import { createStore, type Store } from "../src/kv/store.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 

@@ -10,9 +10,9 @@
 import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
 import { setRolloutGates } from "../src/rollouts/gate_records.ts";
-import { rollBack, setMinimumVersion, setReleaseCritical } from "../src/store/release_policy.ts";
-import { makeReleaseLatest } from "../src/store/releases.ts";
-import { startRollout } from "../src/store/rollouts.ts";
+import { rollBack, setMinimumVersion, setReleaseCritical } from "../src/releases/release_policy.ts";
+import { makeReleaseLatest } from "../src/releases/releases.ts";
+import { startRollout } from "../src/releases/rollouts.ts";
 import { setSparkleFeedKey } from "../src/feeds/sparkle_keys.ts";
 import { reportHourlyKey } from "../src/kv/keys.ts";
 import { ADMIN_PASSWORD, createAdminTestApp } from "./admin_helpers.ts";

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { releaseJson } from "../src/client_api/serialize.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
 import { listPublishTokens, setPublishTokenActive } from "../src/credentials/publish_tokens.ts";
-import { getRelease, listReleasesByProject } from "../src/store/releases.ts";
+import { getRelease, listReleasesByProject } from "../src/releases/releases.ts";
 import type { Release } from "../src/store/types.ts";
 import {
   createTestApp,

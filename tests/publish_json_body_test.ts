@@ -4,7 +4,7 @@
  * not act learns that before anything about its body.
  */
 import assert from "node:assert/strict";
-import { getRelease } from "../src/store/releases.ts";
+import { getRelease } from "../src/releases/releases.ts";
 import { createTestApp, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken } from "./publish_helpers.ts";
 

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020";
 import { parse } from "yaml";
-import { makeReleaseLatest } from "../src/store/releases.ts";
+import { makeReleaseLatest } from "../src/releases/releases.ts";
 import { createTestApp, seedProject, seedRelease, sha256 } from "./helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
 

@@ -4,9 +4,9 @@
  * input as JSON errors; an upload-only token refused.
  */
 import assert from "node:assert/strict";
-import { setMinimumVersion, setReleaseCritical } from "../src/store/release_policy.ts";
-import { makeReleaseLatest } from "../src/store/releases.ts";
-import { startRollout } from "../src/store/rollouts.ts";
+import { setMinimumVersion, setReleaseCritical } from "../src/releases/release_policy.ts";
+import { makeReleaseLatest } from "../src/releases/releases.ts";
+import { startRollout } from "../src/releases/rollouts.ts";
 import { publishRelease } from "../src/storage/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
 import { PUBLISH_PREFIX, seedPublishToken } from "./publish_helpers.ts";

@@ -12,9 +12,9 @@ import {
   getApiKeyByHash,
   hashApiKeySecret,
   setApiKeyActive,
-} from "../src/store/api_keys.ts";
+} from "../src/credentials/api_keys.ts";
 import { followOtherWriters, setCacheRefreshMs } from "../src/kv/cache.ts";
-import { deleteProjectRecords } from "../src/store/deletes.ts";
+import { deleteProjectRecords } from "../src/lifecycle/delete_records.ts";
 import {
   createProject,
   getProject,
@@ -28,7 +28,7 @@ import {
   getLatestRelease,
   getRelease,
   setReleaseState,
-} from "../src/store/releases.ts";
+} from "../src/releases/releases.ts";
 import {
   createTestApp,
   seedKey,

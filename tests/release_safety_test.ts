@@ -12,14 +12,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { checkForUpdate, sendReport } from "../client/update_client.ts";
 import { evaluateGates, startGateEvaluator } from "../src/rollouts/gates.ts";
-import { rolloutBucket } from "../src/rollouts/membership.ts";
+import { rolloutBucket } from "../src/releases/offer.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
 import { setCacheRefreshMs } from "../src/kv/cache.ts";
-import { rollBack } from "../src/store/release_policy.ts";
-import { getLatestRelease, makeReleaseLatest } from "../src/store/releases.ts";
+import { rollBack } from "../src/releases/release_policy.ts";
+import { getLatestRelease, makeReleaseLatest } from "../src/releases/releases.ts";
 import { getReportCounts } from "../src/reports/reports.ts";
 import { getRolloutGates, setRolloutGates } from "../src/rollouts/gate_records.ts";
-import { getRollout, startRollout } from "../src/store/rollouts.ts";
+import { getRollout, startRollout } from "../src/releases/rollouts.ts";
 import type { Release } from "../src/store/types.ts";
 import {
   createTestApp,

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { releaseFromUpload } from "../src/publishing/release_upload.ts";
 import { ValidationError } from "../src/kv/errors.ts";
-import { listReleasesByProject } from "../src/store/releases.ts";
+import { listReleasesByProject } from "../src/releases/releases.ts";
 import type { ReceivedFile } from "../src/storage/mod.ts";
 import { seedProject } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";

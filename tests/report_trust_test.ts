@@ -10,12 +10,12 @@
  */
 import assert from "node:assert/strict";
 import { evaluateGates } from "../src/rollouts/gates.ts";
-import { rolloutBucket } from "../src/rollouts/membership.ts";
+import { rolloutBucket } from "../src/releases/offer.ts";
 import { setCacheRefreshMs } from "../src/kv/cache.ts";
-import { makeReleaseLatest } from "../src/store/releases.ts";
+import { makeReleaseLatest } from "../src/releases/releases.ts";
 import { getReportCounts, getReportEstimates } from "../src/reports/reports.ts";
 import { setRolloutGates } from "../src/rollouts/gate_records.ts";
-import { getRollout, startRollout } from "../src/store/rollouts.ts";
+import { getRollout, startRollout } from "../src/releases/rollouts.ts";
 import type { Config } from "../src/lib/config.ts";
 import type { Release } from "../src/store/types.ts";
 import { createBatchRunner } from "../src/lib/batch_runner.ts";

@@ -13,7 +13,7 @@ import {
   getReportSeries,
 } from "../src/reports/reports.ts";
 import { setCacheRefreshMs } from "../src/kv/cache.ts";
-import { makeReleaseLatest } from "../src/store/releases.ts";
+import { makeReleaseLatest } from "../src/releases/releases.ts";
 import {
   checkIn,
   createTestApp,

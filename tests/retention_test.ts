@@ -20,7 +20,7 @@ import {
   listReleasesByProject,
   makeReleaseLatest,
   setReleaseState,
-} from "../src/store/releases.ts";
+} from "../src/releases/releases.ts";
 import { getRetentionPolicy, setRetentionPolicy } from "../src/store/retention.ts";
 import type { Release } from "../src/store/types.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";

@@ -5,16 +5,16 @@
  * the release rolled back is latest again.
  */
 import assert from "node:assert/strict";
-import { latestNotes } from "../src/publishing/latest.ts";
-import { offerAt } from "../src/rollouts/membership.ts";
-import { getLatestView } from "../src/store/latest_view.ts";
-import { getReleasePolicy, planRollBack, rollBack } from "../src/store/release_policy.ts";
+import { latestNotes } from "../src/releases/latest_notes.ts";
+import { offerAt } from "../src/releases/offer.ts";
+import { getLatestView } from "../src/releases/latest_view.ts";
+import { getReleasePolicy, planRollBack, rollBack } from "../src/releases/release_policy.ts";
 import {
   getLatestChoice,
   listReleasesByProject,
   makeReleaseLatest,
-} from "../src/store/releases.ts";
-import { startRollout } from "../src/store/rollouts.ts";
+} from "../src/releases/releases.ts";
+import { startRollout } from "../src/releases/rollouts.ts";
 import { createTestApp, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 
 async function notesOf(app: TestApp, projectId: number) {

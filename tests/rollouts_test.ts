@@ -2,8 +2,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { releaseEnvelopeBody } from "../src/client_api/serialize.ts";
-import { clientIdentity, rolloutBucket } from "../src/rollouts/membership.ts";
-import { createApiKey } from "../src/store/api_keys.ts";
+import { clientIdentity, rolloutBucket } from "../src/releases/offer.ts";
+import { createApiKey } from "../src/credentials/api_keys.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
 import { rolloutKey } from "../src/kv/keys.ts";
 import { createProject } from "../src/store/projects.ts";
@@ -12,14 +12,14 @@ import {
   getLatestRelease,
   listReleasesByProject,
   makeReleaseLatest,
-} from "../src/store/releases.ts";
+} from "../src/releases/releases.ts";
 import {
   changeRollout,
   completeRollout,
   endRollout,
   getRollout,
   startRollout,
-} from "../src/store/rollouts.ts";
+} from "../src/releases/rollouts.ts";
 import { recordUpload } from "../src/storage/mod.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import { listArtifactFiles } from "./admin_helpers.ts";

@@ -18,7 +18,7 @@ import {
 import { createS3Store } from "../src/storage/s3_store.ts";
 import { serveArtifact } from "../src/client_api/download.ts";
 import { createProject } from "../src/store/projects.ts";
-import { listReleasesByProject } from "../src/store/releases.ts";
+import { listReleasesByProject } from "../src/releases/releases.ts";
 import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";
 import { downloadCount, seedKey, seedProject, seedRelease, sha256, sleep } from "./helpers.ts";
 import { bucketContents, rgwTest, s3Client } from "./rgw.ts";

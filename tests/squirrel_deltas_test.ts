@@ -7,8 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { rollBack } from "../src/store/release_policy.ts";
-import { changeRollout } from "../src/store/rollouts.ts";
+import { rollBack } from "../src/releases/release_policy.ts";
+import { changeRollout } from "../src/releases/rollouts.ts";
 import { createFsStore, sweepStore } from "../src/storage/mod.ts";
 import { feedCredential } from "../src/feeds/url_credential.ts";
 import { assertError } from "./asserts.ts";

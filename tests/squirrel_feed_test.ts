@@ -5,10 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
-import { setApiKeyActive } from "../src/store/api_keys.ts";
+import { setApiKeyActive } from "../src/credentials/api_keys.ts";
 import { apiKeyKey } from "../src/kv/keys.ts";
-import { rollBack } from "../src/store/release_policy.ts";
-import { changeRollout, startRollout } from "../src/store/rollouts.ts";
+import { rollBack } from "../src/releases/release_policy.ts";
+import { changeRollout, startRollout } from "../src/releases/rollouts.ts";
 import { accessLogRecord } from "../src/lib/log.ts";
 import { createFsStore } from "../src/storage/fs_store.ts";
 import { redactUrlCredential } from "../src/lib/url_credential_path.ts";

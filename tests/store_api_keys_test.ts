@@ -11,7 +11,7 @@ import {
   listApiKeys,
   recordApiKeyUse,
   setApiKeyActive,
-} from "../src/store/api_keys.ts";
+} from "../src/credentials/api_keys.ts";
 import { NotFoundError, ValidationError } from "../src/kv/errors.ts";
 import { apiKeyByHashKey, counterKey } from "../src/kv/keys.ts";
 import { judgeApiKey, keyReachesNothing, keyState } from "../src/credentials/access.ts";

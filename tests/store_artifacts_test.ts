@@ -12,7 +12,7 @@ import {
 } from "../src/storage/mod.ts";
 import { ValidationError } from "../src/kv/errors.ts";
 import { createProject } from "../src/store/projects.ts";
-import { listReleasesByProject } from "../src/store/releases.ts";
+import { listReleasesByProject } from "../src/releases/releases.ts";
 import { faultyKv } from "./faults.ts";
 import { dumpKv, listDir, sha256, withKv, withStore } from "./helpers.ts";
 import { createStore } from "../src/kv/store.ts";

@@ -1,12 +1,12 @@
 /** Store layer atomicity: retries of contended commits, and all-or-nothing writes. */
 import assert from "node:assert/strict";
 import { createAdminUser } from "../src/accounts/admin_users.ts";
-import { createApiKey } from "../src/store/api_keys.ts";
+import { createApiKey } from "../src/credentials/api_keys.ts";
 import { commitWithRetry } from "../src/kv/atomic.ts";
 import { listAuditEntries, recordAudit } from "../src/kv/audit.ts";
 import { ConflictError, ValidationError } from "../src/kv/errors.ts";
 import { createProject, getProjectIdsBySlugs, updateProject } from "../src/store/projects.ts";
-import { createRelease, getDownloadCounts, setReleaseState } from "../src/store/releases.ts";
+import { createRelease, getDownloadCounts, setReleaseState } from "../src/releases/releases.ts";
 import { countDownload } from "../src/store/stats.ts";
 import type { Project } from "../src/store/types.ts";
 import { faultyKv } from "./faults.ts";

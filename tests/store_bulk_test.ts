@@ -1,11 +1,15 @@
 /** Store layer: bulk keys and releases write what createApiKey and createRelease write. */
 import assert from "node:assert/strict";
-import { createApiKey, getApiKeyByHash, hashApiKeySecret } from "../src/store/api_keys.ts";
-import { createApiKeysBulk, createReleasesBulk } from "../src/store/bulk.ts";
+import { createApiKey, getApiKeyByHash, hashApiKeySecret } from "../src/credentials/api_keys.ts";
+import { createApiKeysBulk, createReleasesBulk } from "../src/seeding/bulk.ts";
 import { ValidationError } from "../src/kv/errors.ts";
 import { counterKey } from "../src/kv/keys.ts";
 import { createProject } from "../src/store/projects.ts";
-import { createRelease, getLatestRelease, listReleasesByProject } from "../src/store/releases.ts";
+import {
+  createRelease,
+  getLatestRelease,
+  listReleasesByProject,
+} from "../src/releases/releases.ts";
 import { dumpKv, dumpKvText, withKv, withStore } from "./helpers.ts";
 
 const artifact = {

@@ -11,7 +11,7 @@ import {
   listReleasesByProject,
   type ReleaseInput,
   setReleaseState,
-} from "../src/store/releases.ts";
+} from "../src/releases/releases.ts";
 import {
   countDownload,
   getDailyDownloads,

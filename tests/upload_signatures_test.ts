@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { listReleasesByProject } from "../src/store/releases.ts";
+import { listReleasesByProject } from "../src/releases/releases.ts";
 import { createTestApp, seedKey, seedProject, type TestApp } from "./helpers.ts";
 import {
   createAdminTestApp,

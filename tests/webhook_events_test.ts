@@ -4,7 +4,12 @@
  * `rollout.changed` from every rollout write, delivered to a real receiver.
  */
 import assert from "node:assert/strict";
-import { changeRollout, completeRollout, endRollout, startRollout } from "../src/store/rollouts.ts";
+import {
+  changeRollout,
+  completeRollout,
+  endRollout,
+  startRollout,
+} from "../src/releases/rollouts.ts";
 import { deleteWebhookEndpoint } from "../src/store/webhooks.ts";
 import { createTestApp, downloadCount, seedKey, seedProject, seedRelease } from "./helpers.ts";
 import { startReceiver, startTestWorker, subscribeReceiver } from "./webhook_receiver.ts";

@@ -21,10 +21,10 @@ import { signDelivery, verifyDelivery } from "../src/webhooks/signature.ts";
 import { webhookSecretKey } from "../src/lib/webhook_secret.ts";
 import { attemptDelivery } from "../src/webhooks/send.ts";
 import { nextAttemptAt, RETRY_DELAYS_SECONDS } from "../src/webhooks/worker.ts";
-import { createApiKey, setApiKeyActive } from "../src/store/api_keys.ts";
-import { deleteReleaseRecord } from "../src/store/deletes.ts";
+import { createApiKey, setApiKeyActive } from "../src/credentials/api_keys.ts";
+import { deleteReleaseRecord } from "../src/lifecycle/delete_records.ts";
 import { createProject } from "../src/store/projects.ts";
-import { createRelease, publishDraft, setReleaseState } from "../src/store/releases.ts";
+import { createRelease, publishDraft, setReleaseState } from "../src/releases/releases.ts";
 import {
   createWebhookEndpoint,
   emitWebhookEvent,

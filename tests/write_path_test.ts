@@ -7,7 +7,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { getProjectBySlug } from "../src/store/projects.ts";
-import { getLatestRelease, isNewerRelease, listReleasesByProject } from "../src/store/releases.ts";
+import {
+  getLatestRelease,
+  isNewerRelease,
+  listReleasesByProject,
+} from "../src/releases/releases.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import { makeDataTempDir, removedAtEnd, startInstances } from "./server_process.ts";
 import { createStore } from "../src/kv/store.ts";

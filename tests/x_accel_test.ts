@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { Cleanup, startNginx, which, xAccelServer } from "../bench/process.ts";
 import { MAX_RANGES } from "../src/client_api/byte_ranges.ts";
 import { assertRangeParts } from "./multipart_ranges.ts";
-import { getDownloadCounts } from "../src/store/releases.ts";
+import { getDownloadCounts } from "../src/releases/releases.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
 
 const nginx = which("nginx");

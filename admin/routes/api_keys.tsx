@@ -7,7 +7,7 @@ import {
   createApiKey,
   listApiKeysPage,
   setApiKeyActive,
-} from "../../src/store/api_keys.ts";
+} from "../../src/credentials/api_keys.ts";
 import { ValidationError } from "../../src/kv/errors.ts";
 import {
   getProjectsByIds,

@@ -4,10 +4,10 @@ import { HTTPException } from "hono/http-exception";
 import { isSlug } from "../../src/lib/limits.ts";
 import { adoptionDay, type AdoptionFigures, getAdoption } from "../../src/reports/adoption.ts";
 import { getProjectBytes, getProjectReleaseCount } from "../../src/store/aggregates.ts";
-import { getDeletedDownloads } from "../../src/store/deletes.ts";
+import { getDeletedDownloads } from "../../src/lifecycle/delete_records.ts";
 import { getProjectDeliveryMonth, utcMonth } from "../../src/store/delivery.ts";
-import { getProjectVersioned } from "../../src/store/edits.ts";
-import { getLatestView, type LatestView } from "../../src/store/latest_view.ts";
+import { getProjectVersioned } from "../../src/edits/edits.ts";
+import { getLatestView, type LatestView } from "../../src/releases/latest_view.ts";
 import { getProjectBySlug } from "../../src/store/projects.ts";
 import {
   duplicateActiveVersions,
@@ -15,10 +15,10 @@ import {
   getLatestChoice,
   getRelease,
   listReleasesPage,
-} from "../../src/store/releases.ts";
+} from "../../src/releases/releases.ts";
 import { getRetentionPolicy } from "../../src/store/retention.ts";
 import { getVelopackSettings } from "../../src/store/velopack.ts";
-import { getRollout } from "../../src/store/rollouts.ts";
+import { getRollout } from "../../src/releases/rollouts.ts";
 import { getDailyDownloads, getRecentDownloadCountsByWindow } from "../../src/store/stats.ts";
 import type { Project, Release, RetentionPolicy, Rollout } from "../../src/store/types.ts";
 import { type AdminContext, pageContext } from "../context.ts";
@@ -34,10 +34,10 @@ import {
   projectTabPath,
 } from "../views/project.tsx";
 import { getSparkleFeedKeyByProject } from "../../src/feeds/sparkle_keys.ts";
-import { type LatestNotes, latestNotes } from "../../src/publishing/latest.ts";
-import { getReleasePolicy, type ReleasePolicy } from "../../src/store/release_policy.ts";
+import { type LatestNotes, latestNotes } from "../../src/releases/latest_notes.ts";
+import { getReleasePolicy, type ReleasePolicy } from "../../src/releases/release_policy.ts";
 import type { ReleaseMarks } from "../views/release_cells.tsx";
-import { offerAt } from "../../src/rollouts/membership.ts";
+import { offerAt } from "../../src/releases/offer.ts";
 import { planRetention } from "../../src/lifecycle/retention.ts";
 import type { RetentionValues } from "../views/retention.tsx";
 import { EMPTY_ROLLOUT_FORM, type RolloutValues } from "../forms_rollout.ts";

@@ -1,8 +1,8 @@
 /** Projects: list, create, edit, archive and re-activate. */
 import type { Hono } from "hono";
 import { getCounts } from "../../src/store/aggregates.ts";
-import { ProjectNotEmptyError } from "../../src/store/deletes.ts";
-import { editProject, StaleEditError } from "../../src/store/edits.ts";
+import { ProjectNotEmptyError } from "../../src/lifecycle/delete_records.ts";
+import { editProject, StaleEditError } from "../../src/edits/edits.ts";
 import { ValidationError } from "../../src/kv/errors.ts";
 import {
   createProject,
@@ -10,7 +10,7 @@ import {
   searchProjects,
   setProjectState,
 } from "../../src/store/projects.ts";
-import { getLatestRelease, getNewestReleaseTimes } from "../../src/store/releases.ts";
+import { getLatestRelease, getNewestReleaseTimes } from "../../src/releases/releases.ts";
 import {
   isRetentionOff,
   parseRetentionPolicy,

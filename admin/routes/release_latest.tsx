@@ -11,7 +11,7 @@ import {
   makeReleaseLatest,
   NotActiveError,
   publishDraft,
-} from "../../src/store/releases.ts";
+} from "../../src/releases/releases.ts";
 import type { Release } from "../../src/store/types.ts";
 import { audit, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";

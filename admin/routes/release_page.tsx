@@ -12,9 +12,9 @@ import {
 } from "../../src/http/content_disposition.ts";
 import { deleteRelease } from "../../src/lifecycle/delete.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
-import { LatestReleaseError } from "../../src/store/deletes.ts";
+import { LatestReleaseError } from "../../src/lifecycle/delete_records.ts";
 import { getReleaseDelivery } from "../../src/store/delivery.ts";
-import { editRelease, getReleaseVersioned, StaleEditError } from "../../src/store/edits.ts";
+import { editRelease, getReleaseVersioned, StaleEditError } from "../../src/edits/edits.ts";
 import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import { getProject } from "../../src/store/projects.ts";
 import {
@@ -22,7 +22,7 @@ import {
   getDownloadCounts,
   getLatestRelease,
   listReleasesByProject,
-} from "../../src/store/releases.ts";
+} from "../../src/releases/releases.ts";
 import type { Release } from "../../src/store/types.ts";
 import { describeChanges } from "../audit_changes.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";

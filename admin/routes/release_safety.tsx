@@ -6,8 +6,12 @@
  * What the card shows is release_safety_card.ts.
  */
 import type { Hono } from "hono";
-import { rollBack, setMinimumVersion, setReleaseCritical } from "../../src/store/release_policy.ts";
-import { listReleasesByProject } from "../../src/store/releases.ts";
+import {
+  rollBack,
+  setMinimumVersion,
+  setReleaseCritical,
+} from "../../src/releases/release_policy.ts";
+import { listReleasesByProject } from "../../src/releases/releases.ts";
 import { parseGates, setRolloutGates } from "../../src/rollouts/gate_records.ts";
 import type { AdminContext } from "../context.ts";
 import { field } from "../forms.ts";

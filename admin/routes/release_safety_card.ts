@@ -4,17 +4,17 @@
  * newest releases, and on the rollout page the way back and the history.
  */
 import type { Store } from "../../src/kv/store.ts";
-import { judgeStage } from "../../src/rollouts/gates.ts";
-import { getReleasePolicy, planRollBack } from "../../src/store/release_policy.ts";
+import { readStage } from "../../src/rollouts/gates.ts";
+import { getReleasePolicy, planRollBack } from "../../src/releases/release_policy.ts";
 import { type AuditEntry, listAuditEntries } from "../../src/kv/audit.ts";
-import { listReleasesByProject } from "../../src/store/releases.ts";
+import { listReleasesByProject } from "../../src/releases/releases.ts";
 import {
   getReportCounts,
   getReportEstimates,
   getReportReasons,
   getReportSeries,
 } from "../../src/reports/reports.ts";
-import { getRolloutGates, stageFigures } from "../../src/rollouts/gate_records.ts";
+import { getRolloutGates } from "../../src/rollouts/gate_records.ts";
 import type { Project, Rollout } from "../../src/store/types.ts";
 import type { FormError } from "../types.ts";
 import type { StageRow } from "../views/release_health.tsx";
@@ -66,17 +66,12 @@ export async function releaseSafetyOf(
     detail ? rolloutHistory(store, project.id) : [],
   ]);
   const active = releases.filter((release) => release.state === "active");
-  const gated = rollout !== null && gates !== null && gates.release_id === rollout.release_id &&
-    gates.completed_at === null;
-  let stage: ReleaseSafetyCardProps["stage"] = null;
-  if (gated) {
-    const counts = await getReportCounts(store, rollout!.release_id);
-    const verdict = judgeStage(gates!, { rollout: rollout!, counts, nowMs });
-    stage = {
-      ...stageFigures(gates!, counts),
-      waiting: rollout!.halted || verdict.action !== "wait" ? null : verdict.waiting,
-    };
-  }
+  const reading = await readStage(store, { state: gates, rollout, nowMs });
+  const gated = reading !== null;
+  const stage: ReleaseSafetyCardProps["stage"] = reading === null ? null : {
+    ...reading.figures,
+    waiting: rollout!.halted || reading.verdict.action !== "wait" ? null : reading.verdict.waiting,
+  };
   const haltReason = rollout?.halted
     ? (gated && gates!.halt_reason !== null ? gates!.halt_reason : "halted by hand")
     : null;

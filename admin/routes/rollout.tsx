@@ -6,14 +6,14 @@
  */
 import type { Hono } from "hono";
 import { ValidationError } from "../../src/kv/errors.ts";
-import { getRelease } from "../../src/store/releases.ts";
+import { getRelease } from "../../src/releases/releases.ts";
 import {
   changeRollout,
   completeRollout,
   endRollout,
   parseSchedule,
   startRollout,
-} from "../../src/store/rollouts.ts";
+} from "../../src/releases/rollouts.ts";
 import type { Project, Rollout } from "../../src/store/types.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import type { AdminContext } from "../context.ts";

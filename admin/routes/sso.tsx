@@ -13,7 +13,6 @@ import {
   type SsoSignedIn,
 } from "../../src/sso/mod.ts";
 import { createAdminSession, deleteAdminSession } from "../../src/accounts/sessions.ts";
-import { deleteSsoSession } from "../../src/sso/records.ts";
 import { accountTarget } from "../accounts.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";
 import {
@@ -28,6 +27,7 @@ import { addressOf } from "../../src/http/client_address.ts";
 import type { AdminEnv, Flash, RouteDeps } from "../types.ts";
 import type { SignInChoices } from "../views/login.tsx";
 import { SsoRefusedPage, SsoSignedOutPage } from "../views/sso.tsx";
+import { ssoSentence } from "../sso_sentences.ts";
 
 /** Where the provider sends the browser back to, under /admin: the callback URL to register. */
 export const SSO_CALLBACK_PATH = "/login/sso/callback";
@@ -84,7 +84,7 @@ export function addSsoRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
   /** What the person is told, in plain words; the details went to the log and the audit. */
   async function refusedPage(
     c: Context<AdminEnv>,
-    refusal: Pick<SsoRefused, "status" | "kind" | "shown" | "idToken">,
+    refusal: Pick<SsoRefused, "status" | "kind" | "idToken"> & { shown: string },
   ) {
     // After a refusal the provider's session is still open: signing out there first lets
     // another person sign in (a plain "sign in again" would come back to this page).
@@ -152,7 +152,7 @@ export function addSsoRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
           `OpenID Connect provider ${providerName} (${sso.settings.issuer}): ${result.message}`,
         actor: result.identity ?? "-",
       });
-      return await refusedPage(c, result);
+      return await refusedPage(c, { ...result, shown: ssoSentence(result.said, sso.settings) });
     }
     await startSession(c, deps, { sso, signedIn: result });
     return c.redirect("/admin", 303);
@@ -206,7 +206,6 @@ export function requireSsoCheck(deps: RouteDeps): MiddlewareHandler<AdminEnv> {
     if (!outcome.ended) return await next();
     const { username } = c.get("session");
     await deleteAdminSession(c.var.store, sessionId, username);
-    await deleteSsoSession(c.var.store, sessionId);
     clearSessionCookie(c, deps.config);
     await audit(c, deps, {
       action: "auth.session_ended",
@@ -217,7 +216,9 @@ export function requireSsoCheck(deps: RouteDeps): MiddlewareHandler<AdminEnv> {
     return redirectWithFlash(c, deps, {
       location: "/admin/login",
       kind: "error",
-      text: `You were signed out: ${outcome.shown ?? outcome.reason}`,
+      text: `You were signed out: ${
+        outcome.said === undefined ? outcome.reason : ssoSentence(outcome.said, sso.settings)
+      }`,
     });
   };
 }

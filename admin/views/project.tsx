@@ -1,7 +1,7 @@
 import type { DeliveryTotals } from "../../src/store/delivery.ts";
 import type { DailyDownloads } from "../../src/store/stats.ts";
 import type { Project, Release } from "../../src/store/types.ts";
-import type { LatestNotes } from "../../src/publishing/latest.ts";
+import type { LatestNotes } from "../../src/releases/latest_notes.ts";
 import type { ListPage } from "../listing.ts";
 import type { ProjectEditValues } from "../forms_project.ts";
 import type { UploadValues } from "../forms_upload.ts";
@@ -349,7 +349,7 @@ function offerKind(notes: LatestNotes): "none" | "latest" | "rollout" | "halted"
 
 /**
  * One sentence: which release which clients get, and why, read off the
- * offer the client API places each client by (src/publishing/latest.ts).
+ * offer the client API places each client by (src/releases/latest_notes.ts).
  */
 function OfferSentence({ notes }: { notes: LatestNotes }) {
   const { latest, rollout } = notes;

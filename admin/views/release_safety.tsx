@@ -5,7 +5,7 @@
  * roll back (named with both versions), the release policy, and the install
  * reports per release. The stages and the charts are in release_health.tsx.
  */
-import type { ReleasePolicy, RollbackPlan } from "../../src/store/release_policy.ts";
+import type { ReleasePolicy, RollbackPlan } from "../../src/releases/release_policy.ts";
 import { failuresOf, type ReportCounts, type ReportReason } from "../../src/reports/reports.ts";
 import type { RolloutGateState } from "../../src/rollouts/gate_records.ts";
 import type { Rollout } from "../../src/store/types.ts";

@@ -5,7 +5,7 @@
  */
 import type { Child } from "hono/jsx";
 import type { Release, Rollout } from "../../src/store/types.ts";
-import { ROLLOUT_STEPS_MAX } from "../../src/store/rollouts.ts";
+import { ROLLOUT_STEPS_MAX } from "../../src/releases/rollouts.ts";
 import { type RolloutValues, scheduleRows } from "../forms_rollout.ts";
 import type { FormError } from "../types.ts";
 import {

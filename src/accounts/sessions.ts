@@ -8,7 +8,12 @@
  */
 import { ADDRESS_MAX_LENGTH, TOKEN_PATTERN } from "../lib/limits.ts";
 import { randomToken, sha256Hex } from "../lib/secrets.ts";
-import { adminSessionByUserKey, adminSessionKey, adminSessionsByUserPrefix } from "../kv/keys.ts";
+import {
+  adminSessionByUserKey,
+  adminSessionKey,
+  adminSessionsByUserPrefix,
+  ssoSessionKey,
+} from "../kv/keys.ts";
 import type { Store } from "../kv/store.ts";
 
 export interface AdminSession {
@@ -85,6 +90,10 @@ export async function getAdminSession(
   return session;
 }
 
+/**
+ * Ends a session: its record and, in the same commit, its provider side when it was signed in
+ * through one (src/sso/records.ts keeps it under the same id hash).
+ */
 export async function deleteAdminSession(
   store: Store,
   id: string,
@@ -92,7 +101,7 @@ export async function deleteAdminSession(
 ): Promise<void> {
   if (!TOKEN_PATTERN.test(id)) return;
   const idHash = sha256Hex(id);
-  const op = store.kv.atomic().delete(adminSessionKey(idHash));
+  const op = store.kv.atomic().delete(adminSessionKey(idHash)).delete(ssoSessionKey(idHash));
   if (username !== undefined) op.delete(adminSessionByUserKey(username, idHash));
   await op.commit();
 }
@@ -108,7 +117,8 @@ export async function deleteAdminSessionsOfUser(
   for await (const entry of store.kv.list({ prefix: adminSessionsByUserPrefix(username) })) {
     const idHash = entry.key[entry.key.length - 1] as string;
     if (idHash === keepHash) continue;
-    await store.kv.atomic().delete(adminSessionKey(idHash)).delete(entry.key).commit();
+    await store.kv.atomic().delete(adminSessionKey(idHash)).delete(ssoSessionKey(idHash))
+      .delete(entry.key).commit();
     ended++;
   }
   return ended;

@@ -9,7 +9,7 @@
  * task once more (it copies only what is new), switch APP_STORAGE and start.
  */
 import { type ArtifactStore } from "../storage/mod.ts";
-import { listAllReleases } from "../store/releases.ts";
+import { listAllReleases } from "../releases/releases.ts";
 import type { Release } from "../store/types.ts";
 import { BackupError } from "./format.ts";
 import { createHash } from "node:crypto";

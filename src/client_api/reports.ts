@@ -11,7 +11,7 @@ import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
 import { concatBytes } from "../lib/bytes.ts";
-import { INSTALL_ID_HEADER } from "../rollouts/membership.ts";
+import { INSTALL_ID_HEADER } from "../releases/offer.ts";
 import type { IncomingReport } from "../reports/report_recorder.ts";
 import { VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { acceptedKey } from "./auth.ts";

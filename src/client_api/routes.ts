@@ -53,7 +53,7 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): SurfaceR
 
   // The hot path: with both records in the read cache, answered without a turn of the event loop.
   // Outside a rollout the latest pointer's release at once; inside one, the
-  // client's (src/rollouts/membership.ts).
+  // client's (src/releases/offer.ts).
   get("/projects/:slug/releases/latest", (c) => {
     const key = acceptedKey(c, deps);
     return thenRead(

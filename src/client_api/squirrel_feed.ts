@@ -11,10 +11,10 @@
 import type { Context, Handler, Hono } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
-import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../rollouts/membership.ts";
+import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../releases/offer.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
-import { getActiveReleaseByVersion } from "../store/release_versions.ts";
-import { getRelease } from "../store/releases.ts";
+import { getActiveReleaseByVersion } from "../releases/release_versions.ts";
+import { getRelease } from "../releases/releases.ts";
 import type { ApiKey, Project, Release } from "../store/types.ts";
 import { FEEDS_PREFIX } from "../feeds/paths.ts";
 import { squirrelPlatforms, squirrelSystem } from "../feeds/platforms.ts";

@@ -9,10 +9,10 @@ import type { Context, Handler, Hono } from "hono";
 import { projectVisible } from "../credentials/access.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { recordDelivery } from "../store/delivery.ts";
-import { getLatestView, type LatestView } from "../store/latest_view.ts";
+import { getLatestView, type LatestView } from "../releases/latest_view.ts";
 import { getProject, getProjectBySlug } from "../store/projects.ts";
-import { policyHeaders, type ReleasePolicy } from "../store/release_policy.ts";
-import { getRelease } from "../store/releases.ts";
+import { policyHeaders, type ReleasePolicy } from "../releases/release_policy.ts";
+import { getRelease } from "../releases/releases.ts";
 import { countDownload } from "../store/stats.ts";
 import type { ApiKey, Project, Release } from "../store/types.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
@@ -27,7 +27,7 @@ import {
   INSTALL_ID_HEADER,
   releaseFor,
   STAGING_ID_HEADER,
-} from "../rollouts/membership.ts";
+} from "../releases/offer.ts";
 import { rateLimitGate } from "./auth.ts";
 import { type Delivery, serveArtifact } from "./download.ts";
 import type { Store } from "../kv/store.ts";
@@ -99,7 +99,7 @@ export interface KeySurface {
   ): Promise<Response>;
   /**
    * The latest active release of `project` for a client of `key` (a staged
-   * rollout decides per client, src/rollouts/membership.ts, by the install id
+   * rollout decides per client, src/releases/offer.ts, by the install id
    * `asker` reads), recorded for adoption as offered (docs/rollouts.md
    * "Adoption"); else the spec's 404 "release not found".
    */

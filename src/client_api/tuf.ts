@@ -10,7 +10,7 @@ import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
 import type { MaybeAsync } from "../kv/cache.ts";
-import { getRelease } from "../store/releases.ts";
+import { getRelease } from "../releases/releases.ts";
 import {
   getLatestTufRoot,
   getTufFile,

@@ -42,14 +42,8 @@ export function keyReachesNothing(
     (key.scope_mode === "tag_allow_list" && key.tags.length === 0);
 }
 
-/**
- * The rollout tags of a key (docs/rollouts.md "Who gets the release"). A
- * record without the field keeps the rule it was made under: its `tags` make
- * it a tester, whatever its mode.
- */
-export function keyRolloutTags(key: Pick<ApiKey, "tags" | "rollout_tags">): readonly string[] {
-  return key.rollout_tags ?? key.tags;
-}
+/** The rollout tags of a key: the offer rule's (src/releases/offer.ts). */
+export { keyRolloutTags } from "../releases/offer.ts";
 
 /**
  * A key's project ids as a set, made once per key record (records from the

@@ -1,5 +1,5 @@
 /** Finding the stored key that a bearer token presents, for the client API's key check. */
-import { getApiKeyByHash, hashApiKeySecret } from "../store/api_keys.ts";
+import { getApiKeyByHash, hashApiKeySecret } from "./api_keys.ts";
 import type { ApiKey } from "../store/types.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import type { Store } from "../kv/store.ts";

@@ -1,4 +1,4 @@
-import { recordApiKeyUse } from "../store/api_keys.ts";
+import { recordApiKeyUse } from "./api_keys.ts";
 import type { Store } from "../kv/store.ts";
 
 const INTERVAL_MS = 60_000;

@@ -7,7 +7,7 @@
  */
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
 import { commitWithRetry, now, takeIds } from "../kv/atomic.ts";
-import { hashCredentialSecret, newCredential, withLastUsed } from "../store/credentials.ts";
+import { hashCredentialSecret, newCredential, withLastUsed } from "./credential_records.ts";
 import { NotFoundError, ValidationError } from "../kv/errors.ts";
 import {
   publishTokenByHashKey,

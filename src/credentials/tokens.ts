@@ -3,7 +3,7 @@
  * presented token is accepted, which projects it covers and what it may do.
  * The records live in src/credentials/publish_tokens.ts.
  */
-import { API_KEY_PREFIX } from "../store/api_keys.ts";
+import { API_KEY_PREFIX } from "./api_keys.ts";
 import { PUBLISH_TOKEN_PREFIX } from "./publish_tokens.ts";
 import type { PublishPermission, PublishToken } from "./publish_tokens.ts";
 import type { Project } from "../store/types.ts";

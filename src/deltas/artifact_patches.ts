@@ -12,7 +12,7 @@
 import type { JobReport } from "../lib/background_job.ts";
 import type { ArtifactStore } from "../storage/types.ts";
 import { listArtifactPatches, putArtifactPatch } from "../store/artifact_patches.ts";
-import { listReleasesByProject } from "../store/releases.ts";
+import { listReleasesByProject } from "../releases/releases.ts";
 import type { Store } from "../kv/store.ts";
 import type { Release } from "../store/types.ts";
 import { getVelopackSettings } from "../store/velopack.ts";

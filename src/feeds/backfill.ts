@@ -15,7 +15,7 @@ import {
   markSha512BackfillDone,
 } from "../store/feed_backfill.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
-import { setReleaseSha512 } from "../store/releases.ts";
+import { setReleaseSha512 } from "../releases/releases.ts";
 import type { Release } from "../store/types.ts";
 
 /** How often an instance that found the lease taken (or failed) looks again. */

@@ -4,12 +4,12 @@
  * file, and when a client is offered a release at all.
  */
 import { createHash } from "node:crypto";
-import { compareVersionLooks } from "../publishing/latest.ts";
-import type { ReleasePolicy } from "../store/release_policy.ts";
+import { compareVersionLooks } from "../releases/latest_notes.ts";
+import type { ReleasePolicy } from "../releases/release_policy.ts";
 import { readRecordedArtifact } from "../storage/artifact_work.ts";
 import type { ArtifactStore } from "../storage/types.ts";
-import { setReleaseSha1 } from "../store/releases.ts";
-import { getActiveReleaseByVersion } from "../store/release_versions.ts";
+import { setReleaseSha1 } from "../releases/releases.ts";
+import { getActiveReleaseByVersion } from "../releases/release_versions.ts";
 import { getSquirrelDelta, type SquirrelDelta } from "../store/squirrel_deltas.ts";
 import type { Store } from "../kv/store.ts";
 import type { Release } from "../store/types.ts";

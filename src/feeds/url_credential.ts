@@ -17,7 +17,7 @@
  */
 import { feedMac } from "../lib/feed_mac.ts";
 import { constantTimeEqual, sha256Hex } from "../lib/secrets.ts";
-import { getApiKey, getApiKeyByHash } from "../store/api_keys.ts";
+import { getApiKey, getApiKeyByHash } from "../credentials/api_keys.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import type { KeyLookup } from "../credentials/key_lookup.ts";
 import type { ApiKey } from "../store/types.ts";

@@ -14,7 +14,7 @@ import {
   NotFoundError,
   ValidationError,
 } from "../kv/errors.ts";
-import { NotActiveError } from "../store/releases.ts";
+import { NotActiveError } from "../releases/releases.ts";
 import { jsonResponse } from "./json.ts";
 import { MultipartError } from "./multipart.ts";
 

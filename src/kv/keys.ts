@@ -170,7 +170,7 @@ export function releasesByProjectPrefix(projectId: number): Deno.KvKey {
   return ["releases_by_project", projectId];
 }
 
-/** A project's staged rollout (src/store/rollouts.ts), read with its latest pointer. */
+/** A project's staged rollout (src/releases/rollouts.ts), read with its latest pointer. */
 export function rolloutKey(projectId: number): Deno.KvKey {
   return ["rollouts", projectId];
 }

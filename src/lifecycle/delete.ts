@@ -1,7 +1,7 @@
 /**
  * Deleting releases and projects with their artifacts. The KV records go
  * first, in commits that leave each release whole or gone
- * (src/store/deletes.ts); the artifacts are removed after. A crash or a
+ * (src/lifecycle/delete_records.ts); the artifacts are removed after. A crash or a
  * storage failure in between leaves only an artifact no release points at,
  * which the storage sweep (src/storage/sweep.ts) removes for both backends.
  *
@@ -16,7 +16,7 @@ import {
   type DeletedRelease,
   deleteProjectRecords,
   deleteReleaseRecord,
-} from "../store/deletes.ts";
+} from "./delete_records.ts";
 import type { Project, Release, ReleaseState } from "../store/types.ts";
 import type { Store } from "../kv/store.ts";
 

@@ -18,10 +18,10 @@
 import { scheduleJob } from "../lib/background_job.ts";
 import type { ArtifactStore } from "../storage/mod.ts";
 import { recordAudit } from "../kv/audit.ts";
-import { LatestReleaseError, ReleaseStateChangedError } from "../store/deletes.ts";
+import { LatestReleaseError, ReleaseStateChangedError } from "./delete_records.ts";
 import { NotFoundError } from "../kv/errors.ts";
 import { getProjectsByIds } from "../store/projects.ts";
-import { getLatestRelease, isNewerRelease, listReleasesByProject } from "../store/releases.ts";
+import { getLatestRelease, isNewerRelease, listReleasesByProject } from "../releases/releases.ts";
 import {
   claimRetentionRun,
   finishRetentionRun,

@@ -13,8 +13,8 @@ import {
   type UploadRecord,
 } from "../storage/mod.ts";
 import { ValidationError } from "../kv/errors.ts";
-import { validateReleaseFields } from "../store/releases.ts";
-import { parsePercentage, parseSchedule, parseTesterTag } from "../store/rollouts.ts";
+import { validateReleaseFields } from "../releases/releases.ts";
+import { parsePercentage, parseSchedule, parseTesterTag } from "../releases/rollouts.ts";
 import { requireMediaType } from "../store/validate.ts";
 import { sparkleSignature, tauriSignature } from "../feeds/signatures.ts";
 

@@ -30,7 +30,7 @@ import {
 } from "./adoption.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import { adoptionClientKey } from "../kv/keys.ts";
-import { isNewerRelease, listReleasesByProject } from "../store/releases.ts";
+import { isNewerRelease, listReleasesByProject } from "../releases/releases.ts";
 import {
   recordReports,
   type ReportItem,

@@ -28,9 +28,9 @@ import {
   rolloutGatesPrefix,
   rolloutKey,
 } from "../kv/keys.ts";
-import { planReleaseChange, type ReleaseChangeWrite } from "../store/releases.ts";
+import { planReleaseChange, type ReleaseChangeWrite } from "../releases/releases.ts";
 import { failuresOf, getReportCounts, type ReportCounts } from "../reports/reports.ts";
-import { rolloutEventFields } from "../store/rollouts.ts";
+import { rolloutEventFields } from "../releases/rollouts.ts";
 import type { Project, Release, Rollout } from "../store/types.ts";
 import { addWebhookEvent } from "../store/webhooks.ts";
 import type { Store } from "../kv/store.ts";

@@ -10,7 +10,7 @@
  * (actor `rollout gates`), its `rollout.changed` webhook event (`by: "gates"`
  * and the reason) and a step of `uds_rollout_gate_changes_total`.
  */
-import { getLatestView } from "../store/latest_view.ts";
+import { getLatestView } from "../releases/latest_view.ts";
 import { claimLease } from "../kv/leases.ts";
 import { getReportCounts, type ReportCounts } from "../reports/reports.ts";
 import {
@@ -20,7 +20,7 @@ import {
   type RolloutGateState,
   stageFigures,
 } from "./gate_records.ts";
-import { getRollout } from "../store/rollouts.ts";
+import { getRollout } from "../releases/rollouts.ts";
 import type { Rollout } from "../store/types.ts";
 import type { Store } from "../kv/store.ts";
 
@@ -81,6 +81,39 @@ export function judgeStage(
   return { action: "advance", percentage: next, reason: `${passed}: on to ${next}%` };
 }
 
+/** A governed rollout's current stage as its gates read it now. */
+export interface StageReading {
+  /** The release's report counts. */
+  counts: ReportCounts;
+  /** The stage's figures: the counts since it started. */
+  figures: ReturnType<typeof stageFigures>;
+  /** The gates' verdict on the stage now. */
+  verdict: GateVerdict;
+}
+
+/**
+ * The current stage of `rollout` under its gates `state`, with the one
+ * verdict the timer acts on and the admin shows; null when the gates do not
+ * govern it (they are another release's, or completed).
+ */
+export async function readStage(
+  store: Store,
+  { state, rollout, nowMs }: {
+    state: RolloutGateState | null;
+    rollout: Rollout | null;
+    nowMs: number;
+  },
+): Promise<StageReading | null> {
+  if (state === null || rollout === null) return null;
+  if (state.release_id !== rollout.release_id || state.completed_at !== null) return null;
+  const counts = await getReportCounts(store, rollout.release_id);
+  return {
+    counts,
+    figures: stageFigures(state, counts),
+    verdict: judgeStage(state, { rollout, counts, nowMs }),
+  };
+}
+
 /** One change the gates made. */
 export interface GateChange {
   projectId: number;
@@ -105,13 +138,14 @@ export async function evaluateGates(
     if (rollout === null || rollout.release_id !== state.release_id) continue;
     const view = await getLatestView(store, projectId);
     if (view.rollout?.record.release_id !== rollout.release_id) continue; // inert
-    const counts = await getReportCounts(store, rollout.release_id);
+    const reading = await readStage(store, { state, rollout, nowMs });
+    if (reading === null) continue;
+    const { counts, verdict } = reading;
     if (rollout.updated_at !== state.seen_updated_at) {
       await restartGateStage(store, { projectId, rollout, counts, nowMs });
       continue;
     }
     if (rollout.halted) continue;
-    const verdict = judgeStage(state, { rollout, counts, nowMs });
     if (verdict.action === "wait") continue;
     const change = await applyVerdict(store, { projectId, verdict, counts, nowMs });
     if (change !== null) changes.push(change);

@@ -6,10 +6,10 @@
  */
 import type { ScrapedGauge } from "../lib/metrics.ts";
 import { adoptionDay, getAdoption } from "../reports/adoption.ts";
-import { getLatestView } from "../store/latest_view.ts";
+import { getLatestView } from "../releases/latest_view.ts";
 import { listProjects } from "../store/projects.ts";
-import { listRollouts } from "../store/rollouts.ts";
-import { rolloutPercentage } from "./membership.ts";
+import { listRollouts } from "../releases/rollouts.ts";
+import { rolloutPercentage } from "../releases/offer.ts";
 import type { Store } from "../kv/store.ts";
 
 export async function rolloutGauges(store: Store, nowMs: number): Promise<ScrapedGauge[]> {

@@ -2,7 +2,8 @@
  * Sign-in to the admin UI through an OpenID Connect provider, roles from its groups
  * (docs/sso.md). The admin surface routes to it: `begin` sends the browser to the provider,
  * `finish` checks the answer and makes or updates the account, `check` reads a signed-in
- * session's groups again once its check interval has passed, `signOut` ends the provider's side.
+ * session's groups again once its check interval has passed, `signOut` finds the provider's
+ * end-session URL.
  */
 import type { OidcConfig } from "../lib/config.ts";
 import { randomToken } from "../lib/secrets.ts";
@@ -10,7 +11,6 @@ import type { AdminRole } from "../accounts/admin_users.ts";
 import {
   claimSsoCheck,
   createSsoPending,
-  deleteSsoSession,
   getSsoSession,
   putSsoSession,
   signInSsoAccount,
@@ -51,14 +51,30 @@ export interface SsoSignedIn {
 export type SsoRefusalKind = "refused" | "restart" | "failed" | "unreachable";
 
 /**
- * A refused sign-in: the status, what the person is told (`shown`, plain words), the details for
- * operators (`message`: the log and the audit entry), and who it was if known.
+ * Why a sign-in was refused or a session ended, with what the sentence the person reads needs;
+ * the admin UI words it (admin/sso_sentences.ts).
+ */
+export type SsoWhy =
+  | { why: "no_username" }
+  | { why: "no_role"; username: string; groups: string[] }
+  | { why: "local_account"; username: string }
+  | { why: "other_identity"; username: string }
+  | { why: "last_admin"; username: string; role: AdminRole }
+  | { why: "foreign_answer" }
+  | { why: "used_up" }
+  | { why: "not_confirmed" }
+  | { why: "unreachable" }
+  | { why: "groups_unconfirmed" };
+
+/**
+ * A refused sign-in: the status, why (`said`: the admin UI tells the person in plain words), the
+ * details for operators (`message`: the log and the audit entry), and who it was if known.
  */
 export interface SsoRefused {
   ok: false;
   status: 400 | 403 | 502;
   kind: SsoRefusalKind;
-  shown: string;
+  said: SsoWhy;
   message: string;
   /** The ID token of a sign-in the provider completed (a hint for signing out there). */
   idToken?: string;
@@ -67,7 +83,7 @@ export interface SsoRefused {
 }
 
 /** A session check: it goes on, or it ended, why (for the audit log) and what the person is told. */
-export type SsoOutcome = { ended: false } | { ended: true; reason: string; shown?: string };
+export type SsoOutcome = { ended: false } | { ended: true; reason: string; said?: SsoWhy };
 
 export interface SsoService {
   settings: OidcConfig;
@@ -85,7 +101,10 @@ export interface SsoService {
   ): Promise<void>;
   /** Reads the session's groups again when its check interval has passed (not for local sessions). */
   check(sessionId: string, nowMs?: number): Promise<SsoOutcome>;
-  /** Forgets the session's provider side; the provider's end-session URL, when it has one. */
+  /**
+   * The provider's end-session URL for the session, when it has one; its provider side goes
+   * with the admin session (`deleteAdminSession`, src/accounts/sessions.ts).
+   */
   signOut(sessionId: string, postLogoutRedirectUri: string): Promise<URL | null>;
   /**
    * The provider's end-session URL for a browser that has no session here (after a refusal, so
@@ -118,8 +137,7 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
       return refused(403, {
         kind: "refused",
         identity: subject,
-        shown: `${settings.providerName} did not give a user name this service can use for ` +
-          `your account, so you cannot sign in here. Tell the people who run this service.`,
+        said: { why: "no_username" },
         message: `The provider's "${settings.usernameClaim}" claim (set by ` +
           `APP_OIDC_USERNAME_CLAIM) is missing or not a user name of 1 to 64 letters, digits, ` +
           `. _ @ and -, so no account can be named after it.`,
@@ -128,17 +146,15 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
     const groups = groupsOf(claims, settings.groupsClaim);
     const role = roleForGroups(groups, settings.roleGroups);
     if (role === null) {
-      const shown = groups.length === 0
+      const groupsSaid = groups.length === 0
         ? `no "${settings.groupsClaim}" claim came with your sign-in`
         : `your groups (${groups.slice(0, 20).join(", ")}) are none of them`;
       return refused(403, {
         kind: "refused",
         identity: username,
-        shown: `Your account "${username}" at ${settings.providerName} is in no group that ` +
-          `gives a role here: ${shown}. Ask an admin of this service to add you to one of its ` +
-          `groups, or sign in as someone else.`,
+        said: { why: "no_role", username, groups },
         message: `Your account "${username}" at ${settings.providerName} is in no group that ` +
-          `gives a role here: ${shown}. Ask an admin to add you to one of the groups set by ` +
+          `gives a role here: ${groupsSaid}. Ask an admin to add you to one of the groups set by ` +
           `APP_OIDC_ADMIN_GROUPS, APP_OIDC_PUBLISHER_GROUPS or APP_OIDC_VIEWER_GROUPS.`,
       });
     }
@@ -155,9 +171,7 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
         return refused(403, {
           kind: "refused",
           identity: username,
-          shown: `"${username}" is a local account with a password here, so it cannot be ` +
-            `signed in to through ${settings.providerName}. Sign in with its password, or ask ` +
-            `an admin to rename or remove it.`,
+          said: { why: "local_account", username },
           message: `"${username}" is a local account with a password here, so it cannot be ` +
             `signed in to through ${settings.providerName}. Ask an admin to rename or remove it.`,
         });
@@ -165,16 +179,14 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
         return refused(403, {
           kind: "refused",
           identity: username,
-          shown: `The account "${username}" here belongs to someone else at a provider, so you ` +
-            `cannot sign in to it. Ask an admin of this service.`,
+          said: { why: "other_identity", username },
           message: `The account "${username}" belongs to another identity of a provider.`,
         });
       case "last_admin":
         return refused(403, {
           kind: "refused",
           identity: username,
-          shown: `Your groups at ${settings.providerName} would make you a ${role}, but ` +
-            `"${username}" is the last admin here. Ask for another admin account first.`,
+          said: { why: "last_admin", username, role },
           message: `Your groups make you a ${role}, but "${username}" is the last admin ` +
             `account: make another account an admin first.`,
         });
@@ -222,8 +234,7 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
       if (state === null || browserState === undefined || state !== browserState) {
         return refused(400, {
           kind: "restart",
-          shown: `This answer from ${settings.providerName} does not belong to a sign-in ` +
-            `started in this browser, so it was not used. Start the sign-in again.`,
+          said: { why: "foreign_answer" },
           message: "The provider's answer does not belong to a sign-in this browser began " +
             "(its state does not match).",
         });
@@ -232,7 +243,7 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
       if (pending === null) {
         return refused(400, {
           kind: "restart",
-          shown: "This sign-in was already completed or has expired. Start it again.",
+          said: { why: "used_up" },
           message: "The sign-in's state is used up or expired (a replayed or late answer).",
         });
       }
@@ -250,12 +261,7 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
         const { reachable, message } = describeProviderError(error);
         return refused(reachable ? 403 : 502, {
           kind: reachable ? "failed" : "unreachable",
-          shown: reachable
-            ? `${settings.providerName} did not confirm who you are, so you are not signed in. ` +
-              `Try again; if it keeps happening, tell the people who run this service (the ` +
-              `details are in its log).`
-            : `${settings.providerName} cannot be reached just now, so signing in through it ` +
-              `is not possible. Try again in a while.`,
+          said: { why: reachable ? "not_confirmed" : "unreachable" },
           message: `Signing in through ${settings.providerName} failed: ${message}.`,
         });
       }
@@ -322,7 +328,7 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
         return {
           ended: true,
           reason: `your groups could not be checked: ${describeProviderError(error).message}`,
-          shown: `${settings.providerName} could not confirm your groups just now: sign in again`,
+          said: { why: "groups_unconfirmed" },
         };
       }
       // The ID token of a refresh may leave out the user name: the session's own stands.
@@ -330,7 +336,7 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
         { [settings.usernameClaim]: session.username, ...claims },
         session.subject,
       );
-      if (!checked.ok) return { ended: true, reason: checked.message, shown: checked.shown };
+      if (!checked.ok) return { ended: true, reason: checked.message, said: checked.said };
       if (checked.username !== session.username) {
         return { ended: true, reason: "the provider now names you differently: sign in again" };
       }
@@ -354,7 +360,6 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
     async signOut(sessionId, postLogoutRedirectUri) {
       const session = await getSsoSession(store, sessionId);
       if (session === null) return null;
-      await deleteSsoSession(store, sessionId);
       if (session.id_token === "") return null;
       try {
         return await provider.endSessionUrl(session.id_token, postLogoutRedirectUri);
@@ -368,13 +373,13 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
 
 function refused(
   status: SsoRefused["status"],
-  { kind, shown, message, identity }: Omit<SsoRefused, "ok" | "status">,
+  { kind, said, message, identity }: Omit<SsoRefused, "ok" | "status">,
 ): SsoRefused {
   return {
     ok: false,
     status,
     kind,
-    shown,
+    said,
     message,
     ...(identity === undefined ? {} : { identity }),
   };

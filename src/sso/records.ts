@@ -93,10 +93,6 @@ export async function getSsoSession(store: Store, sessionId: string): Promise<Ss
   return (await store.kv.get<SsoSession>(ssoSessionKey(sha256Hex(sessionId)))).value;
 }
 
-export async function deleteSsoSession(store: Store, sessionId: string): Promise<void> {
-  await store.kv.delete(ssoSessionKey(sha256Hex(sessionId)));
-}
-
 /**
  * Whether the session's groups are due to be read again: "due" hands the check to this caller
  * (its `checked_at` is moved to `nowMs` in a checked write, so requests arriving at once do not

@@ -1,5 +1,5 @@
 /** Ties a stored artifact to its release record: the record is written only once the bytes are complete. */
-import type { ReleaseInput } from "../store/releases.ts";
+import type { ReleaseInput } from "../releases/releases.ts";
 import type { Release } from "../store/types.ts";
 import type { ArtifactStore, ByteSource, StoredArtifact } from "./types.ts";
 import { recordUpload } from "./upload.ts";

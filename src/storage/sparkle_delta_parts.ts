@@ -15,7 +15,7 @@ import { ValidationError } from "../kv/errors.ts";
 import { createSparkleDeltas } from "../store/sparkle_deltas.ts";
 import { createSquirrelDelta } from "../store/squirrel_deltas.ts";
 import { releasesByProjectPrefix } from "../kv/keys.ts";
-import { findInReleaseIndex } from "../store/releases.ts";
+import { findInReleaseIndex } from "../releases/releases.ts";
 import type { Release } from "../store/types.ts";
 import { readSmallPart } from "./block_map_part.ts";
 import {

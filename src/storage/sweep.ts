@@ -13,7 +13,7 @@
  * upload of any instance on the host is ever held), and a KV read made after
  * taking that hold finds no release for it. Runs at start and regularly.
  */
-import { listStorageKeys } from "../store/releases.ts";
+import { listStorageKeys } from "../releases/releases.ts";
 import type { ArtifactStore, Sweepable } from "./types.ts";
 import type { Store } from "../kv/store.ts";
 

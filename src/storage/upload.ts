@@ -9,8 +9,8 @@
  */
 import { createBlockMap } from "../store/block_maps.ts";
 import { ConflictError, ValidationError } from "../kv/errors.ts";
-import { createRelease, createStagedRelease, type ReleaseInput } from "../store/releases.ts";
-import { type RolloutInput, startRollout } from "../store/rollouts.ts";
+import { createRelease, createStagedRelease, type ReleaseInput } from "../releases/releases.ts";
+import { type RolloutInput, startRollout } from "../releases/rollouts.ts";
 import type { Release, Rollout } from "../store/types.ts";
 import {
   type ArtifactStore,

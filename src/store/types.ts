@@ -59,7 +59,7 @@ export type ScopeMode = typeof SCOPE_MODES[number];
 
 /**
  * The fields client API keys and publish tokens share (their helpers:
- * credentials.ts).
+ * src/credentials/credential_records.ts).
  */
 export interface Credential {
   id: number;
@@ -112,7 +112,7 @@ export interface RolloutStep {
 }
 
 /**
- * A staged rollout (src/store/rollouts.ts): the newer active `release_id`
+ * A staged rollout (src/releases/rollouts.ts): the newer active `release_id`
  * reaches `percentage` % of clients (and keys tagged `tester_tag`); every
  * other client keeps `previous_id`, which stays the latest pointer until the
  * rollout completes. Halted: everyone gets `previous_id`.
@@ -139,7 +139,7 @@ export interface Rollback {
   at: string;
 }
 
-/** A project's release policy (src/store/release_policy.ts). */
+/** A project's release policy (src/releases/release_policy.ts). */
 export interface ReleasePolicy {
   /** Releases marked critical. */
   critical_ids: number[];

@@ -10,7 +10,7 @@
 import { Buffer } from "node:buffer";
 import { createHash, type KeyObject } from "node:crypto";
 import type { Metadata, Root } from "@tufjs/models";
-import { listReleasesByProject } from "../store/releases.ts";
+import { listReleasesByProject } from "../releases/releases.ts";
 import { listSigningKeys, type SigningKey } from "../signing/signing_keys.ts";
 import {
   commitTufFiles,

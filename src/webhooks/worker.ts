@@ -4,7 +4,7 @@
  * endpoints, takes due deliveries under a lease and sends them; a failed
  * attempt is due again after a growing pause, for a little over 24 hours.
  */
-import { getApiKey } from "../store/api_keys.ts";
+import { getApiKey } from "../credentials/api_keys.ts";
 import {
   announceDownloads,
   announceExpiringKeys,

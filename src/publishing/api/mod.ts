@@ -14,7 +14,7 @@ import { multipartBoundary, readMultipart } from "../../http/multipart.ts";
 import { ID_PATTERN } from "../../lib/limits.ts";
 import { tokenMay } from "../../credentials/tokens.ts";
 import { type AuditAction, recordAuditSafely, tokenActor } from "../../kv/audit.ts";
-import { editRelease } from "../../store/edits.ts";
+import { editRelease } from "../../edits/edits.ts";
 import { createLoginThrottle } from "../../accounts/login_throttle.ts";
 import { listProjects } from "../../store/projects.ts";
 import {
@@ -22,14 +22,14 @@ import {
   listReleasePage,
   RELEASE_PAGE_MAX,
 } from "../../store/release_publishing.ts";
-import { makeReleaseLatest, publishDraft, setReleaseState } from "../../store/releases.ts";
+import { makeReleaseLatest, publishDraft, setReleaseState } from "../../releases/releases.ts";
 import {
   changeRollout,
   completeRollout,
   endRollout,
   getRollout,
   startRollout,
-} from "../../store/rollouts.ts";
+} from "../../releases/rollouts.ts";
 import type { Project, Release, Rollout, RolloutStep } from "../../store/types.ts";
 import { auditedStore } from "../../kv/audit.ts";
 import type { ServiceDeps } from "../../http/app_env.ts";

@@ -9,7 +9,7 @@ import { isSlug, parseIdParam } from "../../lib/limits.ts";
 import { tokenCovers, tokenMay } from "../../credentials/tokens.ts";
 import { getProject, getProjectBySlug } from "../../store/projects.ts";
 import type { PublishPermission, PublishToken } from "../../credentials/publish_tokens.ts";
-import { getRelease } from "../../store/releases.ts";
+import { getRelease } from "../../releases/releases.ts";
 import type { PublishEnv } from "./types.ts";
 
 /** Gate of a project route: the project of `:slug`, covered by the token; else 404 or 403. */

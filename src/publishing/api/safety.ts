@@ -16,8 +16,8 @@ import {
   rollBack,
   setMinimumVersion,
   setReleaseCritical,
-} from "../../store/release_policy.ts";
-import { getRelease } from "../../store/releases.ts";
+} from "../../releases/release_policy.ts";
+import { getRelease } from "../../releases/releases.ts";
 import {
   getRolloutGates,
   parseGates,

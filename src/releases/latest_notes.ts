@@ -1,7 +1,7 @@
 /**
  * What the project page says about which release clients get (docs/publishing.md
  * "Drafts and a chosen latest", docs/rollouts.md): read off the same offer
- * the client API places each client by (src/rollouts/membership.ts
+ * the client API places each client by (src/releases/offer.ts
  * `offerAt`): the latest release and why it is latest (the newest active
  * upload, or chosen), and a staged rollout's split, running or halted; and
  * whether an active release with a higher-looking version is offered to no
@@ -10,8 +10,8 @@
  * for the admin only.
  */
 import type { Release } from "../store/types.ts";
-import type { Rollback } from "../store/release_policy.ts";
-import type { Offer } from "../rollouts/membership.ts";
+import type { Rollback } from "./release_policy.ts";
+import type { Offer } from "./offer.ts";
 
 const VERSION = /^v?(\d+(?:\.\d+)*)(?:[-+~_.]?(.*))?$/i;
 

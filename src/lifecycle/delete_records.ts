@@ -9,8 +9,8 @@
  * are); a deleted key leaves its id, name and prefix under `deleted_api_keys`
  * and its download total under `key_downloads`.
  */
-import { addReleaseEvents } from "./webhooks.ts";
-import { apiKeyAggregates, projectAggregates, releaseAggregates } from "./aggregates.ts";
+import { addReleaseEvents } from "../store/webhooks.ts";
+import { apiKeyAggregates, projectAggregates, releaseAggregates } from "../store/aggregates.ts";
 import { serializedProjectWrite } from "../kv/atomic.ts";
 import { changeOp, commitChange } from "../kv/cache.ts";
 import { NotFoundError } from "../kv/errors.ts";
@@ -49,12 +49,12 @@ import {
   velopackPackageKey,
   velopackSettingsKey,
 } from "../kv/keys.ts";
-import { findNewestActiveRelease, listReleasesByProject } from "./releases.ts";
-import { retentionRunLease } from "./retention.ts";
-import type { ApiKey, Project, Release, ReleaseState } from "./types.ts";
+import { findNewestActiveRelease, listReleasesByProject } from "../releases/releases.ts";
+import { retentionRunLease } from "../store/retention.ts";
+import type { ApiKey, Project, Release, ReleaseState } from "../store/types.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import type { Store } from "../kv/store.ts";
-import { MAX_DELTAS_KEPT } from "./velopack.ts";
+import { MAX_DELTAS_KEPT } from "../store/velopack.ts";
 
 /** The release is the one clients get as latest; deleting it needs a confirmation. */
 export class LatestReleaseError extends Error {

@@ -9,8 +9,8 @@
  * its latest pointer), so concurrent writers are serialized as usual and a
  * conflicting batch is retried whole.
  */
-import { apiKeyAggregates } from "./aggregates.ts";
-import { type ApiKeyInput, prepareApiKey } from "./api_keys.ts";
+import { apiKeyAggregates } from "../store/aggregates.ts";
+import { type ApiKeyInput, prepareApiKey } from "../credentials/api_keys.ts";
 import { now, takeIds } from "../kv/atomic.ts";
 import { changeOp, commitChange } from "../kv/cache.ts";
 import { ValidationError } from "../kv/errors.ts";
@@ -26,8 +26,8 @@ import {
   releaseByTimeKey,
   releaseKey,
 } from "../kv/keys.ts";
-import { isNewerRelease, prepareRelease, type ReleaseInput } from "./releases.ts";
-import type { ApiKey, Project, Release } from "./types.ts";
+import { isNewerRelease, prepareRelease, type ReleaseInput } from "../releases/releases.ts";
+import type { ApiKey, Project, Release } from "../store/types.ts";
 import type { Store } from "../kv/store.ts";
 
 /**

@@ -7,9 +7,17 @@
  * else the API key's id. The same client gets the same answer on every
  * request and every instance; widening a rollout only adds clients.
  */
-import { keyRolloutTags } from "../credentials/access.ts";
-import type { LatestView, LiveRollout } from "../store/latest_view.ts";
+import type { LatestView, LiveRollout } from "./latest_view.ts";
 import type { ApiKey, Release } from "../store/types.ts";
+
+/**
+ * The rollout tags of a key (docs/rollouts.md "Who gets the release"). A
+ * record without the field keeps the rule it was made under: its `tags` make
+ * it a tester, whatever its mode.
+ */
+export function keyRolloutTags(key: Pick<ApiKey, "tags" | "rollout_tags">): readonly string[] {
+  return key.rollout_tags ?? key.tags;
+}
 
 /** The request header carrying a client's install id. */
 export const INSTALL_ID_HEADER = "x-install-id";
@@ -59,7 +67,7 @@ export function rolloutPercentage(
  * pointer's release to everyone (`rollout` null, or `halted` when a halted
  * rollout sends everyone back to it), or a rollout's split at its
  * percentage in force. `releaseFor` places each client by it; the admin
- * project page says it in words (src/publishing/latest.ts).
+ * project page says it in words (src/releases/latest_notes.ts).
  */
 export interface Offer {
   /** The latest pointer's release: every client outside a running rollout gets it. */
