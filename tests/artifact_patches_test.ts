@@ -19,24 +19,12 @@ import { setVelopackSettings } from "../src/store/velopack.ts";
 import {
   concatBytes,
   createTestApp,
+  noise,
   seedKey,
   seedProject,
   seedRelease,
   sha256,
 } from "./helpers.ts";
-
-/** Pseudo-random bytes from `seed`. */
-function noise(length: number, seed: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < length; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    bytes[i] = x & 0xff;
-  }
-  return bytes;
-}
 
 Deno.test("server-made patches: built, bounded, served behind the key's checks", async (t) => {
   await using app = await createTestApp();

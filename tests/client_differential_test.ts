@@ -13,25 +13,13 @@ import { runBlockMapBuild } from "../src/blockmap/background.ts";
 import {
   concatBytes,
   createTestApp,
+  noise,
   seedKey,
   seedProject,
   seedRelease,
   sha256,
 } from "./helpers.ts";
 import { PROJECT_ROOT } from "./server_process.ts";
-
-/** Pseudo-random bytes from `seed`. */
-function noise(length: number, seed: number): Uint8Array {
-  const bytes = new Uint8Array(length);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < length; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    bytes[i] = x & 0xff;
-  }
-  return bytes;
-}
 
 Deno.test("the reference client downloads only what changed", async (t) => {
   await using app = await createTestApp();

@@ -385,3 +385,16 @@ export async function checkIn(
   }
   await t.adoption.flush();
 }
+
+/** Pseudo-random bytes from `seed` (the same bytes for the same seed). */
+export function noise(length: number, seed: number): Uint8Array<ArrayBuffer> {
+  const bytes = new Uint8Array(length);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < length; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    bytes[i] = x & 0xff;
+  }
+  return bytes;
+}

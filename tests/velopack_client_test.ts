@@ -15,7 +15,7 @@ import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { listVelopackDeltas } from "../src/store/velopack.ts";
 import { feedCredential } from "../src/feeds/url_credential.ts";
 import type { Release } from "../src/store/types.ts";
-import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
+import { createTestApp, noise, seedKey, seedProject, seedRelease } from "./helpers.ts";
 import {
   installVelopack,
   runVelopackClient,
@@ -25,19 +25,6 @@ import {
 const VERSIONS = ["1.0.0", "1.0.1", "1.0.2", "1.0.3", "1.0.4", "1.0.5", "1.0.6"];
 const BINARY_BYTES = 3 * 1024 * 1024;
 const STANDIN = new URL("./fixtures/velopack_update_standin.sh", import.meta.url).pathname;
-
-/** Deterministic bytes (xorshift32 from `seed`). */
-function noise(length: number, seed: number): Uint8Array<ArrayBuffer> {
-  const bytes = new Uint8Array(length);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < length; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    bytes[i] = x & 0xff;
-  }
-  return bytes;
-}
 
 function nuspec(version: string): string {
   return `<?xml version="1.0" encoding="utf-8"?>
