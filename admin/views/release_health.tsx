@@ -227,22 +227,8 @@ function HealthCharts({ release, hours, nowMs, thresholds }: HealthProps) {
         <ChartSvg class="chart-svg health-svg" width={WIDTH} height={HEIGHT}>
           {thresholds !== null && (
             <>
-              <line
-                x1="0"
-                x2={WIDTH}
-                y1={y(thresholds.advance_below, top).toFixed(2)}
-                y2={y(thresholds.advance_below, top).toFixed(2)}
-                class="chart-threshold chart-threshold-advance"
-                data-threshold="advance"
-              />
-              <line
-                x1="0"
-                x2={WIDTH}
-                y1={y(thresholds.halt_at, top).toFixed(2)}
-                y2={y(thresholds.halt_at, top).toFixed(2)}
-                class="chart-threshold chart-threshold-halt"
-                data-threshold="halt"
-              />
+              <ThresholdLine kind="advance" y={y(thresholds.advance_below, top)} />
+              <ThresholdLine kind="halt" y={y(thresholds.halt_at, top)} />
             </>
           )}
           {buckets.map((bucket, i) =>
@@ -304,5 +290,19 @@ function HistoryTable({ history }: { history: readonly HistoryRow[] }) {
         ))}
       </DataTable>
     </div>
+  );
+}
+
+/** A gate's threshold across the failure-rate chart, dashed (style.css `.chart-threshold`). */
+function ThresholdLine({ kind, y }: { kind: "advance" | "halt"; y: number }) {
+  return (
+    <line
+      x1="0"
+      x2={WIDTH}
+      y1={y.toFixed(2)}
+      y2={y.toFixed(2)}
+      class={`chart-threshold chart-threshold-${kind}`}
+      data-threshold={kind}
+    />
   );
 }
