@@ -39,6 +39,7 @@ import {
 import { ReleaseSafetyCard, type ReleaseSafetyCardProps } from "./release_safety.tsx";
 import { AdoptionCard, type AdoptionCardProps } from "./adoption.tsx";
 import {
+  CreatedAndStateCells,
   RELEASE_COLUMNS,
   ReleaseCells,
   ReleaseMarkBadges,
@@ -275,12 +276,7 @@ function Overview(props: ProjectPageProps) {
                       )}
                       <ReleaseMarkBadges release={release} marks={marks} />
                     </td>
-                    <td data-label="Created" class="nowrap">
-                      <Time iso={release.created_at} />
-                    </td>
-                    <td data-label="State">
-                      <StateBadge state={release.state} />
-                    </td>
+                    <CreatedAndStateCells release={release} />
                     <td data-label="Downloads" class="num nowrap">
                       {props.downloads.get(release.id)?.total ?? 0}
                     </td>

@@ -120,6 +120,15 @@ export function ReleaseCells(
       <td data-label="Size" class="nowrap" title={`${release.size_bytes} bytes`}>
         {humanBytes(release.size_bytes)}
       </td>
+      <CreatedAndStateCells release={release} />
+    </>
+  );
+}
+
+/** A release's Created and State cells, in every table of releases. */
+export function CreatedAndStateCells({ release }: { release: Release }) {
+  return (
+    <>
       <td data-label="Created" class="nowrap">
         <Time iso={release.created_at} />
       </td>
