@@ -125,27 +125,20 @@ export async function getAdminSession(
 /**
  * Hands the provider check of session `id` to this caller when it is due (its groups last read
  * `intervalMs` or longer ago): `checked_at` moves to now in a checked write, so requests arriving
- * together cause one check and a rotated refresh token is used once. The provider's side as it
- * was when due; null when not due, signed in with a password, or ended.
+ * together cause one check and a rotated refresh token is used once. The provider's side when
+ * due; null when not due, signed in with a password, or ended.
  */
 export async function claimSsoCheck(
   store: Store,
   id: string,
   { policy, nowMs = Date.now(), intervalMs }: SessionOptions & { intervalMs: number },
 ): Promise<SsoSessionPart | null> {
-  if (!TOKEN_PATTERN.test(id)) return null;
-  const key = adminSessionKey(sha256Hex(id));
-  return await commitWithRetry(async () => {
-    const entry = await store.kv.get<AdminSession>(key);
-    const sso = entry.value?.sso;
-    if (!sso || nowMs - sso.checked_at < intervalMs) {
-      return { commit: NOTHING_TO_WRITE, value: null };
-    }
-    const claimed = { ...entry.value!, sso: { ...sso, checked_at: nowMs } };
-    const commit = await store.kv.atomic().check(entry)
-      .set(key, claimed, expiryOf(claimed, { policy, nowMs })).commit();
-    return { commit, value: sso };
+  const claimed = await changeSsoPart(store, id, {
+    change: (sso) => nowMs - sso.checked_at < intervalMs ? null : { ...sso, checked_at: nowMs },
+    policy,
+    nowMs,
   });
+  return claimed?.sso ?? null;
 }
 
 /**
@@ -157,16 +150,35 @@ export async function updateSsoSessionTokens(
   id: string,
   { tokens, policy, nowMs = Date.now() }: SessionOptions & { tokens: SsoSessionTokens },
 ): Promise<AdminSession | null> {
+  return await changeSsoPart(store, id, {
+    change: (sso) => ({ ...sso, ...tokens }),
+    policy,
+    nowMs,
+  });
+}
+
+/**
+ * Changes the provider's side of session `id` in a checked write, tried again when another
+ * write came first: `change` gives the new side, or null to leave it. The session as written;
+ * null when nothing was (no change, signed in with a password, or ended).
+ */
+async function changeSsoPart(
+  store: Store,
+  id: string,
+  { change, policy, nowMs }: Required<SessionOptions> & {
+    change: (sso: SsoSessionPart) => SsoSessionPart | null;
+  },
+): Promise<AdminSession | null> {
   if (!TOKEN_PATTERN.test(id)) return null;
   const key = adminSessionKey(sha256Hex(id));
   return await commitWithRetry(async () => {
     const entry = await store.kv.get<AdminSession>(key);
-    const sso = entry.value?.sso;
-    if (!sso) return { commit: NOTHING_TO_WRITE, value: null };
-    const updated = { ...entry.value!, sso: { ...sso, ...tokens } };
+    const sso = entry.value?.sso ? change(entry.value.sso) : null;
+    if (sso === null) return { commit: NOTHING_TO_WRITE, value: null };
+    const changed = { ...entry.value!, sso };
     const commit = await store.kv.atomic().check(entry)
-      .set(key, updated, expiryOf(updated, { policy, nowMs })).commit();
-    return { commit, value: updated };
+      .set(key, changed, expiryOf(changed, { policy, nowMs })).commit();
+    return { commit, value: changed };
   });
 }
 
