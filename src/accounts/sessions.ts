@@ -16,7 +16,7 @@ import type { Store } from "../kv/store.ts";
 
 /** The provider's side of a session signed in through an OpenID Connect provider (src/sso/). */
 export interface SsoSessionPart {
-  issuer: string;
+  /** The provider's subject of the user: a check's answer must be for it. */
   subject: string;
   /** For the provider's end-session endpoint (`id_token_hint`); empty when none came. */
   id_token: string;

@@ -285,7 +285,6 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
         return tokens.idToken === undefined ? signedIn : { ...signedIn, idToken: tokens.idToken };
       }
       const sessionPart: SsoSessionPart = {
-        issuer,
         subject: signedIn.subject,
         id_token: tokens.idToken ?? "",
         ...(tokens.refreshToken === undefined ? {} : { refresh_token: tokens.refreshToken }),
