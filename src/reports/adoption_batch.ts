@@ -11,7 +11,7 @@
  * day) instead: a fixed 4 KiB, however many ids an address invents. A
  * fleet on one key from many addresses is counted exactly however large.
  */
-import { addToSketch, createSketch } from "../lib/hyperloglog.ts";
+import { addToSketch } from "../lib/hyperloglog.ts";
 import {
   ADOPTION_MARKER_DAYS,
   type AdoptionMarker,
@@ -21,7 +21,7 @@ import {
   recordSighting,
   type Sighting,
 } from "./adoption.ts";
-import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
+import { makeCappedMarkers } from "../kv/capped_markers.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import {
   adoptionClientKey,
@@ -29,7 +29,7 @@ import {
   adoptionNewIdsKey,
   adoptionSketchKey,
 } from "../kv/keys.ts";
-import { mergeStoredSketch } from "./stored_sketch.ts";
+import { mergeStoredSketches, sketchPart } from "./stored_sketch.ts";
 import type { Store } from "../kv/store.ts";
 
 /** A sighting with what the new-id cap needs: the client's address and whether an install id was sent. */
@@ -50,21 +50,6 @@ export interface SketchPart {
 
 /** New clients created per commit (a check and two mutations each, within KV's limits). */
 const NEW_CLIENTS_PER_COMMIT = 40;
-
-/** The sketch part a sighting belongs to, in `parts` (made when missing). */
-export function sketchPartOf(
-  parts: Map<string, SketchPart>,
-  sighting: { projectId: number; releaseId: number; day: number },
-): SketchPart {
-  const { projectId, releaseId, day } = sighting;
-  const name = `${projectId} ${releaseId} ${day}`;
-  let part = parts.get(name);
-  if (part === undefined) {
-    part = { projectId, releaseId, day, sketch: createSketch() };
-    parts.set(name, part);
-  }
-  return part;
-}
 
 /**
  * Writes `sightings` (at most one per client) with at most `newIdsPerDay`
@@ -100,18 +85,22 @@ export async function recordSightings(
         newIdsPerDay,
       );
       for (const sighting of past) {
-        addToSketch(sketchPartOf(overflow, sighting).sketch, sighting.client);
+        const { projectId, releaseId, day } = sighting;
+        addToSketch(sketchPart(overflow, { projectId, releaseId, day }).sketch, sighting.client);
       }
     }
   }
-  for (const part of overflow.values()) await mergeIntoStoredSketch(store, part);
+  await mergeStoredSketches(store, overflow.values(), {
+    keyOf: (part) => adoptionSketchKey(part.projectId, part.releaseId, part.day),
+    keptDays: ADOPTION_MARKER_DAYS,
+  });
 }
 
 /**
  * Creates markers for new install ids of one address and day while the
  * address's count of new ids that day stays within `cap`, in one commit
- * checked against the count and every marker; returns the sightings past the
- * cap. A client found with a marker meanwhile is moved as usual.
+ * checked against the count and every marker (makeCappedMarkers); returns
+ * the sightings past the cap. A client found with a marker meanwhile is moved as usual.
  */
 async function admitNewIds(
   store: Store,
@@ -119,52 +108,17 @@ async function admitNewIds(
   cap: number,
 ): Promise<KeyedSighting[]> {
   const { address, day } = sightings[0];
-  const countKey = adoptionNewIdsKey(address, day);
-  const { past, existing } = await commitWithRetry(async () => {
-    const [count, ...markers] = await getManyEntries<number | AdoptionMarker>(store.kv, [
-      countKey,
-      ...sightings.map((s) => adoptionClientKey(s.projectId, s.client)),
-    ]);
-    const fresh = sightings.filter((_, i) => markers[i].value === null);
-    const existing = sightings.filter((_, i) => markers[i].value !== null);
-    const taken = (count.value as number | null) ?? 0;
-    const admitted = fresh.slice(0, Math.max(0, cap - taken));
-    const past = fresh.slice(admitted.length);
-    if (admitted.length === 0) {
-      // Past the cap: nothing to write, so nothing to check either.
-      return {
-        commit: NOTHING_TO_WRITE,
-        value: { past, existing },
-      };
-    }
-    const op = store.kv.atomic().check(count);
-    for (const marker of markers) {
-      if (marker.value === null) op.check(marker);
-    }
-    const sums = new Map<string, { counter: Deno.KvKey; added: bigint }>();
-    for (const sighting of admitted) {
-      const { projectId, releaseId, client, day } = sighting;
-      op.set(adoptionClientKey(projectId, client), newMarker(sighting), {
-        expireIn: ADOPTION_MARKER_DAYS * DAY_MS,
-      });
-      const counter = adoptionCountKey(projectId, releaseId, day);
-      const sum = sums.get(counter.join(" ")) ?? { counter, added: 0n };
-      sums.set(counter.join(" "), { counter, added: sum.added + 1n });
-    }
-    for (const { counter, added } of sums.values()) op.sum(counter, added);
-    op.set(countKey, taken + admitted.length, { expireIn: 2 * DAY_MS });
-    return { commit: await op.commit(), value: { past, existing } };
+  const { past, existing } = await makeCappedMarkers(store.kv, {
+    countKey: adoptionNewIdsKey(address, day),
+    cap,
+    items: sightings,
+    markerKey: (sighting) => adoptionClientKey(sighting.projectId, sighting.client),
+    marker: (sighting) => ({
+      value: newMarker(sighting),
+      expireIn: ADOPTION_MARKER_DAYS * DAY_MS,
+      counters: [adoptionCountKey(sighting.projectId, sighting.releaseId, sighting.day)],
+    }),
   });
   for (const sighting of existing) await recordSighting(store, sighting);
   return past;
-}
-
-/** Takes `part` into the stored sketch of its (release, day). */
-async function mergeIntoStoredSketch(store: Store, part: SketchPart): Promise<void> {
-  await mergeStoredSketch(store, {
-    key: adoptionSketchKey(part.projectId, part.releaseId, part.day),
-    sketch: part.sketch,
-    day: part.day,
-    keptDays: ADOPTION_MARKER_DAYS,
-  });
 }

@@ -14,12 +14,8 @@
 import { createBatchWriter, type Queued } from "../kv/batch_writer.ts";
 import { addToSketch } from "../lib/hyperloglog.ts";
 import { adoptionClientHash, adoptionDay } from "./adoption.ts";
-import {
-  type KeyedSighting,
-  recordSightings,
-  type SketchPart,
-  sketchPartOf,
-} from "./adoption_batch.ts";
+import { type KeyedSighting, recordSightings, type SketchPart } from "./adoption_batch.ts";
+import { sketchPart } from "./stored_sketch.ts";
 import type { Store } from "../kv/store.ts";
 
 /** Records client sightings off the hot path (one per instance, made by the app). */
@@ -80,7 +76,7 @@ export function createAdoptionRecorder(
     overflow(parts, { projectId, releaseId, identity }, at) {
       const day = adoptionDay(at);
       addToSketch(
-        sketchPartOf(parts, { projectId, releaseId, day }).sketch,
+        sketchPart(parts, { projectId, releaseId, day }).sketch,
         adoptionClientHash(identity),
       );
     },

@@ -23,11 +23,12 @@
  * shown apart and never read by the gates.
  */
 import { createBatchWriter, type Queued } from "../kv/batch_writer.ts";
-import { addToSketch, createSketch, mergeSketch } from "../lib/hyperloglog.ts";
+import { addToSketch, mergeSketch } from "../lib/hyperloglog.ts";
 import {
   adoptionClientHash,
   adoptionDay,
   type AdoptionMarker,
+  DAY_MS,
   offeredReleases,
 } from "./adoption.ts";
 import { getManyEntries } from "../kv/get_many.ts";
@@ -41,6 +42,7 @@ import {
   reportSketchPartOf,
 } from "./reports.ts";
 import type { Release } from "../store/types.ts";
+import { sketchPart, sketchPartName } from "./stored_sketch.ts";
 import type { Store } from "../kv/store.ts";
 
 /** A report as it arrives (already checked by the route). */
@@ -89,11 +91,12 @@ interface Pending extends IncomingReport {
 /** A report not trusted yet is looked at once more while younger than this, in ms. */
 const TRUST_WAIT_MS = 5_000;
 
+/** Reports of a (version, kind, day) past `maxPending`, in a sketch. */
 interface PendingSketch {
   projectId: number;
   version: string;
   kind: ReportKind;
-  at: number;
+  day: number;
   sketch: Uint8Array;
 }
 
@@ -115,16 +118,10 @@ export function createReportRecorder(
     what: "install reports",
     // One install's report of a version and kind: the pending map keeps one.
     keyOf: (report) => `${report.projectId} ${report.version} ${report.kind} ${report.installId}`,
-    overflow(parts, report, at) {
-      const day = adoptionDay(at);
-      const group = `${report.projectId} ${report.version} ${report.kind} ${day}`;
-      let part = parts.get(group);
-      if (part === undefined) {
-        if (parts.size >= maxPending) return;
-        part = { ...report, at, sketch: createSketch() };
-        parts.set(group, part);
-      }
-      addToSketch(part.sketch, adoptionClientHash(`install:${report.installId}`));
+    overflow(parts, { projectId, version, kind, installId }, at) {
+      const fields = { projectId, version, kind, day: adoptionDay(at) };
+      if (parts.size >= maxPending && !parts.has(sketchPartName(fields))) return;
+      addToSketch(sketchPart(parts, fields).sketch, adoptionClientHash(`install:${installId}`));
     },
     async write({ items, overflow, requeue }) {
       await settle().catch(() => {}); // its own errors are its recorder's to report
@@ -213,7 +210,8 @@ async function writeBatch(
   for (const part of sketches) {
     const release = await releaseOf(part.projectId, part.version);
     if (release === undefined) continue;
-    const into = reportSketchPartOf(overflow, { releaseId: release.id, ...part });
+    const at = part.day * DAY_MS;
+    const into = reportSketchPartOf(overflow, { releaseId: release.id, kind: part.kind, at });
     mergeSketch(into.sketch, part.sketch);
   }
   await recordReports(store, { items, overflow, newIdsPerDay });

@@ -13,7 +13,8 @@
  * address invents, and is shown apart (never counted by the health gates).
  */
 import { addToSketch, createSketch, estimateSketch, mergeSketch } from "../lib/hyperloglog.ts";
-import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
+import { commitWithRetry } from "../kv/atomic.ts";
+import { makeCappedMarkers } from "../kv/capped_markers.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import {
   reportCountKey,
@@ -25,7 +26,7 @@ import {
   reportSketchKey,
   reportSketchPrefix,
 } from "../kv/keys.ts";
-import { mergeStoredSketch } from "./stored_sketch.ts";
+import { mergeStoredSketches, sketchPart } from "./stored_sketch.ts";
 import type { Store } from "../kv/store.ts";
 
 /** What a report says: the install runs the release now, came back to it, or failed at a step. */
@@ -87,16 +88,9 @@ export interface ReportReason {
 /** The sketch part an item belongs to, in `parts` (made when missing). */
 export function reportSketchPartOf(
   parts: Map<string, ReportSketchPart>,
-  item: { releaseId: number; kind: ReportKind; at: number },
+  { releaseId, kind, at }: { releaseId: number; kind: ReportKind; at: number },
 ): ReportSketchPart {
-  const day = Math.floor(item.at / DAY_MS);
-  const name = `${item.releaseId} ${item.kind} ${day}`;
-  let part = parts.get(name);
-  if (part === undefined) {
-    part = { releaseId: item.releaseId, kind: item.kind, day, sketch: createSketch() };
-    parts.set(name, part);
-  }
-  return part;
+  return sketchPart(parts, { releaseId, kind, day: Math.floor(at / DAY_MS) });
 }
 
 /**
@@ -162,14 +156,16 @@ export async function recordReports(
   for (const { releaseId, kind, added } of reasons.values()) {
     await keepReasons(store, { releaseId, kind, added });
   }
-  for (const part of overflow.values()) await mergeReportSketch(store, part);
+  await mergeStoredSketches(store, overflow.values(), {
+    keyOf: (part) => reportSketchKey(part.releaseId, part.kind, part.day),
+    keptDays: REPORT_MARKER_DAYS,
+  });
 }
 
 /**
  * Counts new reports of one address and day while the address's markers that
  * day stay within `cap`, in one commit checked against the count and every
- * marker; returns those counted and those past the cap. The count expires
- * after two days, so counters of addresses that come and go do not pile up.
+ * marker (makeCappedMarkers); returns those counted and those past the cap.
  */
 async function admitReports(
   store: Store,
@@ -177,36 +173,19 @@ async function admitReports(
   cap: number,
 ): Promise<{ admitted: ReportItem[]; past: ReportItem[] }> {
   const day = Math.floor(items[0].at / DAY_MS);
-  const countKey = reportNewIdsKey(items[0].address, day);
-  return await commitWithRetry(async () => {
-    const [count, ...markers] = await getManyEntries<number>(store.kv, [
-      countKey,
-      ...items.map((item) => reportMarkerKey(item.releaseId, item.kind, item.client)),
-    ]);
-    const fresh = items.filter((_, i) => markers[i].value === null);
-    const taken = count.value ?? 0;
-    const admitted = fresh.slice(0, Math.max(0, cap - taken));
-    const past = fresh.slice(admitted.length);
-    if (admitted.length === 0) {
-      return { commit: NOTHING_TO_WRITE, value: { admitted, past } };
-    }
-    const op = store.kv.atomic().check(count);
-    for (const marker of markers) if (marker.value === null) op.check(marker);
-    const sums = new Map<string, { key: Deno.KvKey; added: bigint }>();
-    const add = (key: Deno.KvKey) => {
-      const name = key.join(" ");
-      sums.set(name, { key, added: (sums.get(name)?.added ?? 0n) + 1n });
-    };
-    for (const item of admitted) {
-      op.set(reportMarkerKey(item.releaseId, item.kind, item.client), 1, {
-        expireIn: REPORT_MARKER_DAYS * DAY_MS,
-      });
-      add(reportCountKey(item.releaseId, item.kind));
-      add(reportHourlyKey(item.releaseId, item.kind, Math.floor(item.at / HOUR_MS)));
-    }
-    for (const { key, added } of sums.values()) op.sum(key, added);
-    op.set(countKey, taken + admitted.length, { expireIn: 2 * DAY_MS });
-    return { commit: await op.commit(), value: { admitted, past } };
+  return await makeCappedMarkers(store.kv, {
+    countKey: reportNewIdsKey(items[0].address, day),
+    cap,
+    items,
+    markerKey: (item) => reportMarkerKey(item.releaseId, item.kind, item.client),
+    marker: (item) => ({
+      value: 1,
+      expireIn: REPORT_MARKER_DAYS * DAY_MS,
+      counters: [
+        reportCountKey(item.releaseId, item.kind),
+        reportHourlyKey(item.releaseId, item.kind, Math.floor(item.at / HOUR_MS)),
+      ],
+    }),
   });
 }
 
@@ -225,16 +204,6 @@ async function keepReasons(
       }).commit(),
       value: 0,
     };
-  });
-}
-
-/** Takes `part` into the stored sketch of its (release, kind, day). */
-async function mergeReportSketch(store: Store, part: ReportSketchPart): Promise<void> {
-  await mergeStoredSketch(store, {
-    key: reportSketchKey(part.releaseId, part.kind, part.day),
-    sketch: part.sketch,
-    day: part.day,
-    keptDays: REPORT_MARKER_DAYS,
   });
 }
 
