@@ -211,6 +211,19 @@ Deno.test("install reports: the batching writer's failure policy", async (t) => 
     assert.equal((await getReportCounts(app.store, release.id)).crash, 1);
   });
 
+  await t.step("a batch of reports all counted before writes without a failure", async () => {
+    const { recorder, clock } = failingReports({
+      failures: () => false,
+      onKvError: () => clock.ms += 25_000,
+    });
+    const { logged } = await captureErrors(async () => {
+      recorder.record(crash("one", "again"));
+      await recorder.flush();
+    });
+    assert.equal(logged, "");
+    assert.equal((await getReportCounts(app.store, release.id)).crash, 1);
+  });
+
   await t.step("a report older than a minute is dropped", async () => {
     const start = Date.now();
     // Failing for ten minutes: a report kept that long would be written then.

@@ -28,11 +28,44 @@ export interface CappedMarkersResult<T> {
   existing: T[];
 }
 
+/** Markers made per commit (a check and at most three mutations each, within KV's limits). */
+const MARKERS_PER_COMMIT = 40;
+
 /**
  * Marks the `items` without a marker while the count at `countKey` stays
- * within `cap` (one checked commit, retried; none when nothing is marked).
+ * within `cap`, `MARKERS_PER_COMMIT` a commit (checked, retried; none when
+ * nothing is marked). With `unreadPastCap`, once a commit finds the cap
+ * reached, the items after it are past without being read.
  */
 export async function makeCappedMarkers<T>(
+  kv: Deno.Kv,
+  options: {
+    countKey: Deno.KvKey;
+    cap: number;
+    items: T[];
+    markerKey: (item: T) => Deno.KvKey;
+    marker: (item: T) => CappedMarker;
+    unreadPastCap?: boolean;
+  },
+): Promise<CappedMarkersResult<T>> {
+  const { items, unreadPastCap = false } = options;
+  const result: CappedMarkersResult<T> = { admitted: [], past: [], existing: [] };
+  for (let i = 0; i < items.length; i += MARKERS_PER_COMMIT) {
+    const chunk = items.slice(i, i + MARKERS_PER_COMMIT);
+    if (unreadPastCap && result.past.length > 0) {
+      result.past.push(...chunk);
+      continue;
+    }
+    const { admitted, past, existing } = await markChunk(kv, { ...options, items: chunk });
+    result.admitted.push(...admitted);
+    result.past.push(...past);
+    result.existing.push(...existing);
+  }
+  return result;
+}
+
+/** One commit of `makeCappedMarkers`. */
+async function markChunk<T>(
   kv: Deno.Kv,
   { countKey, cap, items, markerKey, marker }: {
     countKey: Deno.KvKey;

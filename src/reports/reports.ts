@@ -14,7 +14,6 @@
  */
 import { addToSketch, createSketch, estimateSketch, mergeSketch } from "../lib/hyperloglog.ts";
 import { commitWithRetry } from "../kv/atomic.ts";
-import { makeCappedMarkers } from "../kv/capped_markers.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import {
   reportCountKey,
@@ -26,7 +25,8 @@ import {
   reportSketchKey,
   reportSketchPrefix,
 } from "../kv/keys.ts";
-import { mergeStoredSketches, sketchPart } from "./stored_sketch.ts";
+import { sketchPart } from "./stored_sketch.ts";
+import { writeCapped } from "./capped_write.ts";
 import type { Store } from "../kv/store.ts";
 
 /** What a report says: the install runs the release now, came back to it, or failed at a step. */
@@ -54,8 +54,10 @@ const HOUR_MS = 3_600_000;
 const REPORT_MARKER_DAYS = 90;
 /** Failure reasons kept per release and kind (the newest). */
 const REPORT_REASONS_KEPT = 20;
-/** Markers created per commit (a check and three mutations each, within KV's limits). */
-const NEW_REPORTS_PER_COMMIT = 40;
+/** The UTC day of a report, in days since the epoch. */
+function dayOf({ at }: { at: number }): number {
+  return Math.floor(at / DAY_MS);
+}
 
 /** One report of a batch, its install id already hashed. */
 export interface ReportItem {
@@ -88,9 +90,16 @@ export interface ReportReason {
 /** The sketch part an item belongs to, in `parts` (made when missing). */
 export function reportSketchPartOf(
   parts: Map<string, ReportSketchPart>,
-  { releaseId, kind, at }: { releaseId: number; kind: ReportKind; at: number },
+  item: { releaseId: number; kind: ReportKind; at: number },
 ): ReportSketchPart {
-  return sketchPart(parts, { releaseId, kind, day: Math.floor(at / DAY_MS) });
+  return sketchPart(parts, reportSketchOf(item));
+}
+
+/** What the sketch of an item counts: its (release, kind, day). */
+function reportSketchOf(
+  { releaseId, kind, at }: { releaseId: number; kind: ReportKind; at: number },
+): Omit<ReportSketchPart, "sketch"> {
+  return { releaseId, kind, day: dayOf({ at }) };
 }
 
 /**
@@ -106,21 +115,13 @@ export async function recordReports(
   batch: { items: ReportItem[]; overflow: Map<string, ReportSketchPart>; newIdsPerDay: number },
 ): Promise<void> {
   const { items, overflow, newIdsPerDay } = batch;
-  const byAddressDay = new Map<string, ReportItem[]>();
-  for (const item of items) {
-    const group = `${item.address} ${Math.floor(item.at / DAY_MS)}`;
-    const members = byAddressDay.get(group);
-    if (members === undefined) byAddressDay.set(group, [item]);
-    else members.push(item);
-  }
+  const byAddressDay = Map.groupBy(items, (item) => `${item.address} ${dayOf(item)}`);
   // An address already at its cap that day: its reports go to the sketches unread (a flood
   // costs one read per batch, not one per report).
   const groups: ReportItem[][] = [];
   const counts = await getManyEntries<number>(
     store.kv,
-    [...byAddressDay.values()].map((group) =>
-      reportNewIdsKey(group[0].address, Math.floor(group[0].at / DAY_MS))
-    ),
+    [...byAddressDay.values()].map((group) => reportNewIdsKey(group[0].address, dayOf(group[0]))),
   );
   for (const [i, group] of [...byAddressDay.values()].entries()) {
     if ((counts[i].value ?? 0) >= newIdsPerDay) {
@@ -133,50 +134,10 @@ export async function recordReports(
     );
     groups.push(group.filter((_, j) => markers[j].value === null));
   }
-  const reasons = new Map<string, { releaseId: number; kind: ReportKind; added: ReportReason[] }>();
-  for (const group of groups) {
-    let full = false;
-    for (let i = 0; i < group.length; i += NEW_REPORTS_PER_COMMIT) {
-      const chunk = group.slice(i, i + NEW_REPORTS_PER_COMMIT);
-      const { admitted, past }: { admitted: ReportItem[]; past: ReportItem[] } = full
-        ? { admitted: [], past: chunk }
-        : await admitReports(store, chunk, newIdsPerDay);
-      full ||= past.length > 0;
-      for (const item of past) addToSketch(reportSketchPartOf(overflow, item).sketch, item.client);
-      for (const item of admitted) {
-        if (item.reason === undefined || item.reason === "") continue;
-        const name = `${item.releaseId} ${item.kind}`;
-        const entry = reasons.get(name) ??
-          { releaseId: item.releaseId, kind: item.kind, added: [] };
-        entry.added.push({ at: new Date(item.at).toISOString(), reason: item.reason });
-        reasons.set(name, entry);
-      }
-    }
-  }
-  for (const { releaseId, kind, added } of reasons.values()) {
-    await keepReasons(store, { releaseId, kind, added });
-  }
-  await mergeStoredSketches(store, overflow.values(), {
-    keyOf: (part) => reportSketchKey(part.releaseId, part.kind, part.day),
-    keptDays: REPORT_MARKER_DAYS,
-  });
-}
-
-/**
- * Counts new reports of one address and day while the address's markers that
- * day stay within `cap`, in one commit checked against the count and every
- * marker (makeCappedMarkers); returns those counted and those past the cap.
- */
-async function admitReports(
-  store: Store,
-  items: ReportItem[],
-  cap: number,
-): Promise<{ admitted: ReportItem[]; past: ReportItem[] }> {
-  const day = Math.floor(items[0].at / DAY_MS);
-  return await makeCappedMarkers(store.kv, {
-    countKey: reportNewIdsKey(items[0].address, day),
-    cap,
-    items,
+  const { admitted } = await writeCapped(store, {
+    groups,
+    cap: newIdsPerDay,
+    countKey: (first) => reportNewIdsKey(first.address, dayOf(first)),
     markerKey: (item) => reportMarkerKey(item.releaseId, item.kind, item.client),
     marker: (item) => ({
       value: 1,
@@ -186,7 +147,23 @@ async function admitReports(
         reportHourlyKey(item.releaseId, item.kind, Math.floor(item.at / HOUR_MS)),
       ],
     }),
+    unreadPastCap: true,
+    overflow,
+    sketchOf: reportSketchOf,
+    sketchKey: (part) => reportSketchKey(part.releaseId, part.kind, part.day),
+    keptDays: REPORT_MARKER_DAYS,
   });
+  const reasons = new Map<string, { releaseId: number; kind: ReportKind; added: ReportReason[] }>();
+  for (const item of admitted) {
+    if (item.reason === undefined || item.reason === "") continue;
+    const name = `${item.releaseId} ${item.kind}`;
+    const entry = reasons.get(name) ?? { releaseId: item.releaseId, kind: item.kind, added: [] };
+    entry.added.push({ at: new Date(item.at).toISOString(), reason: item.reason });
+    reasons.set(name, entry);
+  }
+  for (const { releaseId, kind, added } of reasons.values()) {
+    await keepReasons(store, { releaseId, kind, added });
+  }
 }
 
 /** Adds `added` to the kept reasons of a release and kind, the newest `REPORT_REASONS_KEPT`. */
