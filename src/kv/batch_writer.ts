@@ -42,7 +42,7 @@ export interface BatchWriterOptions<T, Overflow> {
   what: string;
   /** The pending map's key of an item: one item a key waits. */
   keyOf(item: T): string;
-  /** The item kept when `item` is added while `waiting` has its key (default: `item`). */
+  /** The item kept when `item` is added while `waiting` has its key (default: `item`, which it may change). */
   merge?(waiting: T, item: T): T;
   /** Takes `item`, past `maxPending`, into `overflow` (or drops it). */
   overflow(overflow: Map<string, Overflow>, item: T, at: number): void;

@@ -69,10 +69,10 @@ export function createAdoptionRecorder(
     what: "client sightings",
     keyOf: ({ projectId, identity }) => `${projectId} ${identity}`,
     // The latest wins; a download of the release just offered keeps it offered.
-    merge: (waiting, sighting) => ({
-      ...sighting,
-      offered: sighting.offered || (waiting.offered && waiting.releaseId === sighting.releaseId),
-    }),
+    merge(waiting, sighting) {
+      if (waiting.offered && waiting.releaseId === sighting.releaseId) sighting.offered = true;
+      return sighting;
+    },
     overflow(parts, { projectId, releaseId, identity }, at) {
       const day = adoptionDay(at);
       addToSketch(
