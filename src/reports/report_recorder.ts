@@ -6,11 +6,12 @@
  * one batch a `batchMs`, by the batching writer (src/kv/batch_writer.ts)
  * and its failure policy: a batch that could not be written is tried again
  * with the next ones while its reports are younger than a minute, unless the
- * same report was queued again meanwhile or there is no room. Versions are resolved to releases in the batch (one
- * list of the project's releases per batch); a report of a version the
- * project does not have is dropped. Past `maxPending` reports waiting, a new
- * one goes straight into the sketch of its (version, kind, day); past
- * `maxPending` of those groups too, it is dropped.
+ * same report was queued again meanwhile or there is no room. Versions are
+ * resolved to releases in the batch (one list of the project's releases per
+ * batch); a report of a version the project does not have is dropped. Past
+ * `maxPending` reports waiting, a new one goes straight into the sketch of
+ * its (version, kind, day); past `maxPending` of those groups too, it is
+ * dropped.
  *
  * Only trusted reports are counted (docs/reports.md "What the gates
  * trust"): the install's adoption marker (adoption.ts) must list the
