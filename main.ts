@@ -9,6 +9,7 @@ import { createOpenResponses } from "./src/http/open_responses.ts";
 import { createAdoptionRecorder } from "./src/reports/adoption_recorder.ts";
 import { buildAggregates } from "./src/store/aggregates.ts";
 import { followOtherWriters } from "./src/kv/cache.ts";
+import { getApiKey } from "./src/credentials/api_keys.ts";
 import { createKeyUsageRecorder } from "./src/credentials/key_usage.ts";
 import { createReportRecorder } from "./src/reports/report_recorder.ts";
 import { keepServing, type KeptServer } from "./src/lib/keep_serving.ts";
@@ -252,6 +253,7 @@ async function start() {
     store,
     allowPrivate: config.webhooksAllowPrivate,
     timeoutMs: config.webhooksTimeoutSeconds * 1000,
+    keyName: async (keyId) => (await getApiKey(store, keyId))?.name ?? null,
     report: logger.event,
   });
 
