@@ -8,7 +8,7 @@ import {
 } from "../../src/store/aggregates.ts";
 import { getApiKey } from "../../src/credentials/api_keys.ts";
 import { listAuditEntries } from "../../src/kv/audit.ts";
-import { searchAuditEntries } from "../../src/store/audit_search.ts";
+import { searchAuditEntries } from "../../src/kv/audit_search.ts";
 import { getDeletedApiKeys } from "../../src/lifecycle/delete_records.ts";
 import { getProjectsByIds } from "../../src/store/projects.ts";
 import { getDailyDownloads, getTopKeys, listRecentReleases } from "../../src/store/stats.ts";
