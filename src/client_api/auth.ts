@@ -16,7 +16,7 @@ import type { AppEnv, PresentedKey, ServiceDeps } from "../http/app_env.ts";
 import { clientAddress, rateLimitAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Metrics } from "../lib/metrics.ts";
-import type { TakeResult } from "../store/rate_limit.ts";
+import type { TakeResult } from "../rate_limit/rate_limit.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { createUrlCredentialLookup } from "../feeds/url_credential.ts";
 import type { KeyLookup } from "../credentials/key_lookup.ts";

@@ -4,7 +4,7 @@ import type { ArtifactStore } from "../storage/mod.ts";
 import type { Metrics } from "../lib/metrics.ts";
 import type { AdoptionRecorder } from "../reports/adoption_recorder.ts";
 import type { KeyLookup } from "../credentials/key_lookup.ts";
-import type { RateLimiter } from "../store/rate_limit.ts";
+import type { RateLimiter } from "../rate_limit/rate_limit.ts";
 import type { ReportRecorder } from "../reports/report_recorder.ts";
 import type { AnswerSigner } from "../signing/signing_keys.ts";
 import type { ApiKey } from "../store/types.ts";
