@@ -11,7 +11,7 @@ import { createApiKeysBulk, createReleasesBulk } from "../src/seeding/bulk.ts";
 import { markSha512BackfillDone } from "../src/store/feed_backfill.ts";
 import { auditKey } from "../src/kv/keys.ts";
 import { createProject } from "../src/store/projects.ts";
-import { countDownload } from "../src/store/stats.ts";
+import { countDownload } from "../src/stats/downloads.ts";
 import { withStore } from "./data.ts";
 import { median } from "./stats.ts";
 import {

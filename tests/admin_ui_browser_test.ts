@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { countDownload } from "../src/store/stats.ts";
+import { countDownload } from "../src/stats/downloads.ts";
 import {
   hasChromium,
   inViewport,

@@ -7,7 +7,7 @@ import { listAuditEntries, recordAudit } from "../src/kv/audit.ts";
 import { ConflictError, ValidationError } from "../src/kv/errors.ts";
 import { createProject, getProjectIdsBySlugs, updateProject } from "../src/store/projects.ts";
 import { createRelease, getDownloadCounts, setReleaseState } from "../src/releases/releases.ts";
-import { countDownload } from "../src/store/stats.ts";
+import { countDownload } from "../src/stats/downloads.ts";
 import type { Project } from "../src/store/types.ts";
 import { faultyKv } from "./faults.ts";
 import { dumpKv, withKv, withStore } from "./helpers.ts";

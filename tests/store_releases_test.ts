@@ -17,7 +17,7 @@ import {
   getDailyDownloads,
   getRecentDownloadCounts,
   getTopKeysByDownloads,
-} from "../src/store/stats.ts";
+} from "../src/stats/downloads.ts";
 import { dumpKv, withKv } from "./helpers.ts";
 import { createStore, type Store } from "../src/kv/store.ts";
 

@@ -11,7 +11,7 @@ import { listAuditEntries } from "../../src/kv/audit.ts";
 import { searchAuditEntries } from "../../src/kv/audit_search.ts";
 import { getDeletedApiKeys } from "../../src/lifecycle/delete_records.ts";
 import { getProjectsByIds } from "../../src/store/projects.ts";
-import { getDailyDownloads, getTopKeys, listRecentReleases } from "../../src/store/stats.ts";
+import { getDailyDownloads, getTopKeys, listRecentReleases } from "../../src/stats/downloads.ts";
 import { needsAttention } from "../attention.ts";
 import { pageContext } from "../context.ts";
 import type { AdminEnv, RouteDeps } from "../types.ts";

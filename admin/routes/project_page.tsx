@@ -5,7 +5,7 @@ import { isSlug } from "../../src/lib/limits.ts";
 import { adoptionDay, type AdoptionFigures, getAdoption } from "../../src/reports/adoption.ts";
 import { getProjectBytes, getProjectReleaseCount } from "../../src/store/aggregates.ts";
 import { getDeletedDownloads } from "../../src/lifecycle/delete_records.ts";
-import { getProjectDeliveryMonth, utcMonth } from "../../src/store/delivery.ts";
+import { getProjectDeliveryMonth, utcMonth } from "../../src/stats/delivery.ts";
 import { getProjectVersioned } from "../../src/edits/edits.ts";
 import { getLatestView, type LatestView } from "../../src/releases/latest_view.ts";
 import { getProjectBySlug } from "../../src/store/projects.ts";
@@ -19,7 +19,7 @@ import {
 import { getRetentionPolicy } from "../../src/store/retention.ts";
 import { getVelopackSettings } from "../../src/store/velopack.ts";
 import { getRollout } from "../../src/releases/rollouts.ts";
-import { getDailyDownloads, getRecentDownloadCountsByWindow } from "../../src/store/stats.ts";
+import { getDailyDownloads, getRecentDownloadCountsByWindow } from "../../src/stats/downloads.ts";
 import type { Project, Release, RetentionPolicy, Rollout } from "../../src/store/types.ts";
 import { type AdminContext, pageContext } from "../context.ts";
 import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";

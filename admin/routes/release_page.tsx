@@ -13,7 +13,7 @@ import {
 import { deleteRelease } from "../../src/lifecycle/delete.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { LatestReleaseError } from "../../src/lifecycle/delete_records.ts";
-import { getReleaseDelivery } from "../../src/store/delivery.ts";
+import { getReleaseDelivery } from "../../src/stats/delivery.ts";
 import { editRelease, getReleaseVersioned, StaleEditError } from "../../src/edits/edits.ts";
 import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
 import { getProject } from "../../src/store/projects.ts";

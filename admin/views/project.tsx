@@ -1,5 +1,5 @@
-import type { DeliveryTotals } from "../../src/store/delivery.ts";
-import type { DailyDownloads } from "../../src/store/stats.ts";
+import type { DeliveryTotals } from "../../src/stats/delivery.ts";
+import type { DailyDownloads } from "../../src/stats/downloads.ts";
 import type { Project, Release } from "../../src/store/types.ts";
 import type { LatestNotes } from "../../src/releases/latest_notes.ts";
 import type { ListPage } from "../listing.ts";

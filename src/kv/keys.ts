@@ -64,9 +64,9 @@
  * | ["velopack_deltas", releaseId, fromReleaseId] | VelopackDelta: a server-made delta package from an older release (velopack.ts) |
  * | ["velopack_settings", projectId]             | VelopackSettings: how many older releases get a delta to each new one |
  * | ["artifact_patches", releaseId, fromReleaseId] | ArtifactPatch: a server-made zstd patch from an older release's artifact (artifact_patches.ts) |
- * | ["delivery_bytes", releaseId, "served"/"full"] | Deno.KvU64 bytes answered / whole downloads' cost (src/store/delivery.ts) |
+ * | ["delivery_bytes", releaseId, "served"/"full"] | Deno.KvU64 bytes answered / whole downloads' cost (src/stats/delivery.ts) |
  * | ["delivery_bytes_by_month", projectId, month, "served"/"full"] | Deno.KvU64, the same per UTC month |
- * | ["delivery_attempts", releaseId, client]     | ms until which a whole download by `client` is that differential attempt's fallback (expireIn; src/store/delivery.ts) |
+ * | ["delivery_attempts", releaseId, client]     | ms until which a whole download by `client` is that differential attempt's fallback (expireIn; src/stats/delivery.ts) |
  * | ["leases", ...LeaseName]                     | Lease { holder, until } (expireIn): the one instance doing that work (leases.ts) |
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
  * | ["signing_root"]                             | SigningRoot: the uploaded offline-root document |
@@ -765,7 +765,7 @@ export function releaseDeliveryKey(releaseId: number, sum: DeliverySum): Deno.Kv
   return ["delivery_bytes", releaseId, sum];
 }
 
-/** `["delivery_attempts", releaseId, client]`: a differential update attempt of a client (src/store/delivery.ts). */
+/** `["delivery_attempts", releaseId, client]`: a differential update attempt of a client (src/stats/delivery.ts). */
 export function deliveryAttemptKey(releaseId: number, client: string): Deno.KvKey {
   return ["delivery_attempts", releaseId, client];
 }
