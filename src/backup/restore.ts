@@ -12,7 +12,7 @@
  */
 import { KV_FILE_SUFFIXES, makePrivateDir, openPrivateKv } from "../lib/private_files.ts";
 import { join } from "node:path";
-import { importEntries, isKvEmpty, type KvRecord } from "../store/backup.ts";
+import { importEntries, isKvEmpty, type KvRecord } from "../kv/entries.ts";
 import { listWebhookEndpoints } from "../store/webhooks.ts";
 import type { ArtifactStore } from "../storage/mod.ts";
 import { artifactStoreOf, type DataLocation, requireLocalKv } from "./backup.ts";

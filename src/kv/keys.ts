@@ -99,7 +99,7 @@
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
  *
- * Backups (src/store/backup.ts) copy every entry except those under
+ * Backups (src/kv/entries.ts) copy every entry except those under
  * `BACKUP_SKIPPED_PREFIXES`; add the prefix of every new key written with
  * `expireIn` there (short-lived state that a restore must not resurrect).
  * Sessions are keyed by the hash of their id, so the KV never holds a usable
