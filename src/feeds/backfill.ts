@@ -13,7 +13,7 @@ import {
   isSha512BackfillDone,
   listReleasesWithoutSha512,
   markSha512BackfillDone,
-} from "../store/feed_backfill.ts";
+} from "./backfill_records.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
 import { setReleaseSha512 } from "../releases/releases.ts";
 import type { Release } from "../store/types.ts";

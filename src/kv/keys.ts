@@ -136,7 +136,7 @@ export function releasesPrefix(): Deno.KvKey {
   return ["releases"];
 }
 
-/** Set once every release stored before uploads computed SHA-512 has it (feed_backfill.ts). */
+/** Set once every release stored before uploads computed SHA-512 has it (src/feeds/backfill_records.ts). */
 export function sha512BackfillDoneKey(): Deno.KvKey {
   return ["meta", "sha512_backfill"];
 }
