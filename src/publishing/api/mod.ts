@@ -21,7 +21,7 @@ import {
   getLatestReleaseId,
   listReleasePage,
   RELEASE_PAGE_MAX,
-} from "../../store/release_publishing.ts";
+} from "../../releases/release_publishing.ts";
 import { makeReleaseLatest, publishDraft, setReleaseState } from "../../releases/releases.ts";
 import {
   changeRollout,
