@@ -10,7 +10,7 @@ import { recordApiKeyUse } from "../src/credentials/api_keys.ts";
 import { createApiKeysBulk, createReleasesBulk } from "../src/seeding/bulk.ts";
 import { markSha512BackfillDone } from "../src/feeds/backfill_records.ts";
 import { auditKey } from "../src/kv/keys.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import { countDownload } from "../src/stats/downloads.ts";
 import { withStore } from "./data.ts";
 import { median } from "./stats.ts";

@@ -13,7 +13,7 @@ import { createAdminAccount } from "../src/accounts/admin_users.ts";
 import { hashPassword } from "../src/lib/passwords.ts";
 import { emitWebhookEvent, getWebhookEndpoint } from "../src/store/webhooks.ts";
 import { endRollout } from "../src/releases/rollouts.ts";
-import { getProjectBySlug } from "../src/store/projects.ts";
+import { getProjectBySlug } from "../src/projects/projects.ts";
 
 const PASSWORD = "a long enough password";
 

@@ -32,7 +32,7 @@ async function seed(dataDir: string) {
     await fx.project({ name: `Project ${n}`, slug: `p-${n}`, tags: i % 2 ? ["odd"] : ["even"] });
   }
   const archived = await fx.project({ name: "Old Tool", slug: "old-tool" });
-  const { setProjectState } = await import("../src/store/projects.ts");
+  const { setProjectState } = await import("../src/projects/projects.ts");
   await setProjectState(fx.store, archived.id, "archived");
   const desktop = await fx.project({
     name: "Desktop App",

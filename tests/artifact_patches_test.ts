@@ -14,7 +14,7 @@ import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { DEFAULT_DELTA_LIMITS } from "../src/deltas/tools.ts";
 import { listArtifactPatches } from "../src/store/artifact_patches.ts";
 import { listStorageKeys } from "../src/releases/releases.ts";
-import type { Release } from "../src/store/types.ts";
+import type { Release } from "../src/projects/types.ts";
 import { setVelopackSettings } from "../src/store/velopack.ts";
 import {
   concatBytes,

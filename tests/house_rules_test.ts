@@ -26,7 +26,7 @@ async function production(): Promise<Array<{ file: string; source: string }>> {
 }
 
 /**
- * The stored records (src/store/types.ts) that are never changed in place: a
+ * The stored records (src/projects/types.ts) that are never changed in place: a
  * changed one is a new object. A module-level `WeakMap` or `WeakSet` keyed by
  * one of them is a memo of what that record determines.
  */

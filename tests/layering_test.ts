@@ -32,7 +32,10 @@ const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolea
   // Releases' records and the one offer rule (which release a client gets
   // and why): what storage publishes into and every feature reads.
   { name: "src/releases", rank: 2.5, owns: (p) => p.startsWith("src/releases/") },
-  { name: "src/store", rank: 2, owns: (p) => p.startsWith("src/store/") },
+  { name: "src/store", rank: 2.25, owns: (p) => p.startsWith("src/store/") },
+  // Projects, the counts kept with them (aggregates) and the records every
+  // floor above reads (Project, Release, ApiKey): the lowest floor of a rule.
+  { name: "src/projects", rank: 2, owns: (p) => p.startsWith("src/projects/") },
   // The ground floor of the KV: its plumbing (key registry, checked atomic
   // writes, read cache, id blocks, paging, leases), with no rule of a feature.
   { name: "src/kv", rank: 1.5, owns: (p) => p.startsWith("src/kv/") },
@@ -47,6 +50,7 @@ const LAYER_FOLDERS = [
   "storage",
   "releases",
   "store",
+  "projects",
   "kv",
   "lib",
 ];

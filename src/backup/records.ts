@@ -5,7 +5,7 @@
  */
 import { releasesPrefix, webhookEndpointsPrefix } from "../kv/keys.ts";
 import type { KvRecord } from "../kv/entries.ts";
-import type { Release } from "../store/types.ts";
+import type { Release } from "../projects/types.ts";
 import { type WebhookEndpoint, withoutWebhookSecrets } from "../store/webhooks.ts";
 
 /** The release records among exported entries (their artifacts belong in a backup). */

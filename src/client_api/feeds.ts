@@ -19,7 +19,7 @@ import { getActiveReleaseByVersion } from "../releases/release_versions.ts";
 import { getLatestRelease } from "../releases/releases.ts";
 import { listSparkleDeltasByRelease } from "../store/sparkle_deltas.ts";
 import { listArtifactPatches } from "../store/artifact_patches.ts";
-import type { ApiKey, Project, Release } from "../store/types.ts";
+import type { ApiKey, Project, Release } from "../projects/types.ts";
 import { electronFeedYaml, isElectronFeedFile } from "../feeds/electron.ts";
 import {
   BLOCK_MAP_SUFFIX,

@@ -14,7 +14,7 @@ import type { ArtifactStore } from "../storage/types.ts";
 import { listArtifactPatches, putArtifactPatch } from "../store/artifact_patches.ts";
 import { listReleasesByProject } from "../releases/releases.ts";
 import type { Store } from "../kv/store.ts";
-import type { Release } from "../store/types.ts";
+import type { Release } from "../projects/types.ts";
 import { getVelopackSettings } from "../store/velopack.ts";
 import { DEFAULT_DELTA_LIMITS, type DeltaLimits, zstdPatch } from "./tools.ts";
 import { type BuildCounts, buildFromBases, copyArtifact } from "./work.ts";

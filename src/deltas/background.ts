@@ -17,7 +17,7 @@ import { lastArtifactPatchReleaseId } from "../store/artifact_patches.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
 import { listReleasesByProject } from "../releases/releases.ts";
 import type { Store } from "../kv/store.ts";
-import type { Release } from "../store/types.ts";
+import type { Release } from "../projects/types.ts";
 import {
   getVelopackPackage,
   getVelopackPackages,

@@ -10,7 +10,7 @@
  * and its download total under `key_downloads`.
  */
 import { addReleaseEvents } from "../store/webhooks.ts";
-import { apiKeyAggregates, projectAggregates, releaseAggregates } from "../store/aggregates.ts";
+import { apiKeyAggregates, projectAggregates, releaseAggregates } from "../projects/aggregates.ts";
 import { serializedProjectWrite } from "../kv/atomic.ts";
 import { changeOp, commitChange } from "../kv/cache.ts";
 import { NotFoundError } from "../kv/errors.ts";
@@ -50,8 +50,8 @@ import {
   velopackSettingsKey,
 } from "../kv/keys.ts";
 import { findNewestActiveRelease, listReleasesByProject } from "../releases/releases.ts";
-import { retentionRunLease } from "../store/retention.ts";
-import type { ApiKey, Project, Release, ReleaseState } from "../store/types.ts";
+import { retentionRunLease } from "./retention_records.ts";
+import type { ApiKey, Project, Release, ReleaseState } from "../projects/types.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import type { Store } from "../kv/store.ts";
 import { MAX_DELTAS_KEPT } from "../store/velopack.ts";

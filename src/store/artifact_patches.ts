@@ -8,7 +8,7 @@
  */
 import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
 import { artifactPatchesPrefix, artifactPatchKey, releaseKey } from "../kv/keys.ts";
-import type { Release } from "./types.ts";
+import type { Release } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
 
 /** A patch the service built from an older release's artifact to a newer one's. */

@@ -8,7 +8,7 @@
  */
 import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
 import { releaseKey, squirrelDeltaKey, squirrelDeltasPrefix } from "../kv/keys.ts";
-import type { Release } from "./types.ts";
+import type { Release } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
 
 export interface SquirrelDelta {

@@ -17,7 +17,7 @@ import {
   velopackSettingsKey,
 } from "../kv/keys.ts";
 import { ValidationError } from "../kv/errors.ts";
-import type { Release } from "./types.ts";
+import type { Release } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
 
 /** A release read as a Velopack package, or why it is none (`package_id` null). */
