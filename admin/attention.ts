@@ -18,7 +18,7 @@ import { listRolloutGates } from "../src/rollouts/gate_records.ts";
 import { listRollouts } from "../src/releases/rollouts.ts";
 import type { Store } from "../src/kv/store.ts";
 import { getTufRefreshStatus } from "../src/tuf/records.ts";
-import { listWebhookEndpointHealth, listWebhookEndpoints } from "../src/store/webhooks.ts";
+import { listWebhookEndpointHealth, listWebhookEndpoints } from "../src/webhooks/outbox.ts";
 import { readStage } from "../src/rollouts/gates.ts";
 import { can } from "./roles.ts";
 

@@ -32,6 +32,10 @@ const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolea
   // Releases' records and the one offer rule (which release a client gets
   // and why): what storage publishes into and every feature reads.
   { name: "src/releases", rank: 2.5, owns: (p) => p.startsWith("src/releases/") },
+  // Webhooks: the outbox (endpoints, deliveries, the events a change commits
+  // with) and its delivery; releases, rollouts and credentials commit their
+  // events in their own commits, so it sits below them.
+  { name: "src/webhooks", rank: 2.25, owns: (p) => p.startsWith("src/webhooks/") },
   { name: "src/store", rank: 2.25, owns: (p) => p.startsWith("src/store/") },
   // Projects, the counts kept with them (aggregates) and the records every
   // floor above reads (Project, Release, ApiKey): the lowest floor of a rule.
@@ -49,6 +53,7 @@ const LAYER_FOLDERS = [
   "http",
   "storage",
   "releases",
+  "webhooks",
   "store",
   "projects",
   "kv",

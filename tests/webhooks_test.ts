@@ -33,7 +33,7 @@ import {
   resendWebhookDelivery,
   type WebhookEndpoint,
   type WebhookEventBody,
-} from "../src/store/webhooks.ts";
+} from "../src/webhooks/outbox.ts";
 import { waitFor } from "./helpers.ts";
 import { createStore } from "../src/kv/store.ts";
 

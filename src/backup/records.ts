@@ -6,7 +6,7 @@
 import { releasesPrefix, webhookEndpointsPrefix } from "../kv/keys.ts";
 import type { KvRecord } from "../kv/entries.ts";
 import type { Release } from "../projects/types.ts";
-import { type WebhookEndpoint, withoutWebhookSecrets } from "../store/webhooks.ts";
+import { type WebhookEndpoint, withoutWebhookSecrets } from "../webhooks/outbox.ts";
 
 /** The release records among exported entries (their artifacts belong in a backup). */
 export function releasesIn(records: readonly KvRecord[]): Release[] {

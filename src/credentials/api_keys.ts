@@ -10,7 +10,7 @@ import { type CursorPage, cursorPage, type PageRequest } from "../kv/paging.ts";
 import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "../kv/keys.ts";
 import { type ApiKey, SCOPE_MODES, type ScopeMode } from "../projects/types.ts";
 import { parseExpiresAt, requireTags, requireText } from "../projects/validate.ts";
-import { addApiKeyEvents } from "../store/webhooks.ts";
+import { addApiKeyEvents } from "../webhooks/outbox.ts";
 import type { Store } from "../kv/store.ts";
 
 /**

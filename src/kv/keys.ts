@@ -35,9 +35,9 @@
  * | ["project_tags", tag]                        | Deno.KvU64 projects carrying the tag |
  * | ["api_keys_by_expiry", expiresAt, keyId]     | whether the key is enabled    |
  * | ["meta", "aggregates"]                       | AggregatesMarker: built once (aggregates.ts) |
- * | ["meta", "top_keys"]                         | TopKeysSnapshot (stats.ts)    |
+ * | ["meta", "top_keys"]                         | TopKeysSnapshot (downloads.ts) |
  * | ["bytes_by_project", projectId]              | Deno.KvU64 bytes of the project's artifacts (aggregates.ts) |
- * | ["retention_policies", projectId]            | RetentionPolicy (retention.ts) |
+ * | ["retention_policies", projectId]            | RetentionPolicy (retention_records.ts) |
  * | ["retention_runs", projectId]                | RetentionRun: the last run of its policy (its lease: ["leases", "retention_run", projectId]) |
  *
  * Every write that creates, deletes or changes the state, name or tags of a
@@ -70,14 +70,14 @@
  * | ["leases", ...LeaseName]                     | Lease { holder, until } (expireIn): the one instance doing that work (leases.ts) |
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
  * | ["signing_root"]                             | SigningRoot: the uploaded offline-root document |
- * | ["webhook_endpoints", endpointId]            | WebhookEndpoint, its signing secret included (webhooks.ts) |
+ * | ["webhook_endpoints", endpointId]            | WebhookEndpoint, its signing secret included (outbox.ts) |
  * | ["webhook_endpoint_health", endpointId]      | WebhookEndpointHealth: the endpoint's latest attempt, failed or not |
  * | ["webhook_events", eventId]                  | WebhookEventBody not yet fanned out to endpoints |
  * | ["webhook_outbox", dueMs, deliveryId]        | OutboxEntry: a delivery due then (or leased until then) |
  * | ["webhook_deliveries", endpointId, deliveryId] | WebhookDelivery: the delivery log (expireIn once done) |
  * | ["webhook_expiry_notices", keyId, expiresAt] | key.expiring was announced (expireIn) |
  * | ["webhook_download_marks", releaseId]        | Deno.KvU64: the release's download total last announced |
- * | ["webhook_download_baseline"]                | true once the marks were set to the totals (webhooks.ts) |
+ * | ["webhook_download_baseline"]                | true once the marks were set to the totals (outbox.ts) |
  * | ["report_marker", releaseId, kind, clientHash] | 1: an install's report of that kind was counted (expireIn; reports.ts) |
  * | ["report_count", releaseId, kind]            | Deno.KvU64 installs that reported that kind for the release |
  * | ["report_hourly", releaseId, kind, hour]     | Deno.KvU64 those of them counted in that UTC hour |
@@ -144,7 +144,7 @@ export function sha512BackfillDoneKey(): Deno.KvKey {
 /**
  * What a lease (leases.ts) is for: the SHA-512 backfill (src/feeds/backfill.ts),
  * the block maps' build (src/blockmap/background.ts),
- * the aggregates build (aggregates.ts), the top-keys refresh (stats.ts), a
+ * the aggregates build (aggregates.ts), the top-keys refresh (downloads.ts), a
  * project's retention run (retention.ts).
  */
 export type LeaseName =

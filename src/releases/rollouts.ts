@@ -14,7 +14,7 @@ import { latestReleaseKey, releaseKey, rolloutKey, rolloutsPrefix } from "../kv/
 import { planReleaseChange } from "./releases.ts";
 import type { Release } from "../projects/types.ts";
 import type { Rollout, RolloutStep } from "./types.ts";
-import { addWebhookEvent } from "../store/webhooks.ts";
+import { addWebhookEvent } from "../webhooks/outbox.ts";
 import { requireTags, requireTime } from "../projects/validate.ts";
 import type { Store } from "../kv/store.ts";
 

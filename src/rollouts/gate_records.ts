@@ -33,7 +33,7 @@ import { failuresOf, getReportCounts, type ReportCounts } from "../reports/repor
 import { rolloutEventFields } from "../releases/rollouts.ts";
 import type { Project, Release } from "../projects/types.ts";
 import type { Rollout } from "../releases/types.ts";
-import { addWebhookEvent } from "../store/webhooks.ts";
+import { addWebhookEvent } from "../webhooks/outbox.ts";
 import type { Store } from "../kv/store.ts";
 
 /** The gates of a rollout. */

@@ -12,7 +12,7 @@ import {
   fanOutWebhookEvents,
   finishDeliveryAttempt,
   signingSecretsOf,
-} from "../store/webhooks.ts";
+} from "./outbox.ts";
 import type { Resolver } from "./address_guard.ts";
 import { attemptDelivery } from "./send.ts";
 import type { Store } from "../kv/store.ts";
