@@ -14,7 +14,7 @@ import { buildArtifacts, installAppBuilder } from "../bench/differential_pair.ts
 import { downloadDifferentially } from "../client/differential.ts";
 import { runBlockMapBuild } from "../src/blockmap/background.ts";
 import { runVelopackDeltas } from "../src/deltas/background.ts";
-import { listArtifactPatches } from "../src/store/artifact_patches.ts";
+import { listArtifactPatches } from "../src/artifact_records/artifact_patches.ts";
 import { getReleaseDelivery } from "../src/stats/delivery.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { seedKey, seedProject, seedRelease, sha256, testMetrics, waitFor } from "./helpers.ts";

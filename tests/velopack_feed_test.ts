@@ -15,7 +15,7 @@ import { setApiKeyActive } from "../src/credentials/api_keys.ts";
 import { getReleaseDelivery } from "../src/stats/delivery.ts";
 import { setReleaseState } from "../src/releases/releases.ts";
 import { changeRollout, startRollout } from "../src/releases/rollouts.ts";
-import { listVelopackDeltas } from "../src/store/velopack.ts";
+import { listVelopackDeltas } from "../src/artifact_records/velopack.ts";
 import { feedCredential } from "../src/feeds/url_credential.ts";
 import {
   createTestApp,

@@ -26,7 +26,7 @@ import {
   squirrelMacJson,
   squirrelOffers,
 } from "../feeds/squirrel.ts";
-import { getSquirrelDelta } from "../store/squirrel_deltas.ts";
+import { getSquirrelDelta } from "../artifact_records/squirrel_deltas.ts";
 import { sha256Hex } from "../lib/secrets.ts";
 import { URL_CREDENTIAL_PREFIX } from "../lib/url_credential_path.ts";
 import { findAppProject } from "./app_project.ts";

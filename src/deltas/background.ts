@@ -13,7 +13,7 @@
 import { createHash } from "node:crypto";
 import { JOB_LEASE_MS, type JobReport, scheduleJob } from "../lib/background_job.ts";
 import type { ArtifactStore } from "../storage/types.ts";
-import { lastArtifactPatchReleaseId } from "../store/artifact_patches.ts";
+import { lastArtifactPatchReleaseId } from "../artifact_records/artifact_patches.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
 import { listReleasesByProject } from "../releases/releases.ts";
 import type { Store } from "../kv/store.ts";
@@ -29,7 +29,7 @@ import {
   putVelopackDelta,
   putVelopackPackage,
   type VelopackPackage,
-} from "../store/velopack.ts";
+} from "../artifact_records/velopack.ts";
 import { buildArtifactPatches } from "./artifact_patches.ts";
 import { readNuspec } from "./nupkg.ts";
 import { DEFAULT_DELTA_LIMITS, type DeltaLimits } from "./tools.ts";

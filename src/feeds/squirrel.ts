@@ -10,7 +10,7 @@ import { readRecordedArtifact } from "../storage/artifact_work.ts";
 import type { ArtifactStore } from "../storage/types.ts";
 import { setReleaseSha1 } from "../releases/releases.ts";
 import { getActiveReleaseByVersion } from "../releases/release_versions.ts";
-import { getSquirrelDelta, type SquirrelDelta } from "../store/squirrel_deltas.ts";
+import { getSquirrelDelta, type SquirrelDelta } from "../artifact_records/squirrel_deltas.ts";
 import type { Store } from "../kv/store.ts";
 import type { Release } from "../projects/types.ts";
 

@@ -2,7 +2,7 @@
  * Records as stored in Deno KV that every floor above reads: projects,
  * releases and API keys. They sit at the lowest floor that reads them: the
  * aggregates beside them, the webhooks' outbox (src/webhooks/outbox.ts) and
- * the records of a release's files (src/store/block_maps.ts and its kin) read
+ * the records of a release's files (src/artifact_records/block_maps.ts and its kin) read
  * releases and keys below the releases' and credentials' folders. Field names
  * follow the client API where they overlap.
  */

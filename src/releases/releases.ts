@@ -1,7 +1,7 @@
-import { listAllSparkleDeltas } from "../store/sparkle_deltas.ts";
-import { listAllSquirrelDeltas } from "../store/squirrel_deltas.ts";
-import { listAllVelopackDeltas } from "../store/velopack.ts";
-import { listAllArtifactPatches } from "../store/artifact_patches.ts";
+import { listAllSparkleDeltas } from "../artifact_records/sparkle_deltas.ts";
+import { listAllSquirrelDeltas } from "../artifact_records/squirrel_deltas.ts";
+import { listAllVelopackDeltas } from "../artifact_records/velopack.ts";
+import { listAllArtifactPatches } from "../artifact_records/artifact_patches.ts";
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
 import { aggregatesReady, releaseAggregates } from "../projects/aggregates.ts";
 import { NOTHING_TO_WRITE, now, serializedProjectWrite, takeIds } from "../kv/atomic.ts";
