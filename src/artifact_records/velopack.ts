@@ -6,7 +6,7 @@
  * files live in the artifact store; the storage sweep keeps those of
  * existing releases (`listStorageKeys` in releases.ts).
  */
-import { commitWithRetry, NOTHING_TO_WRITE, retryWhileLocked } from "../kv/atomic.ts";
+import { retryWhileLocked } from "../kv/atomic.ts";
 import {
   releaseKey,
   releasesPrefix,
@@ -19,6 +19,12 @@ import {
 import { ValidationError } from "../kv/errors.ts";
 import type { Release } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
+import {
+  eachRecord,
+  lastRecordedReleaseId,
+  listRecords,
+  setWhileReleaseExists,
+} from "./with_release.ts";
 
 /** A release read as a Velopack package, or why it is none (`package_id` null). */
 export interface VelopackPackage {
@@ -84,24 +90,16 @@ export async function getVelopackPackages(
 
 /** Records what a release is as a Velopack package, while the release exists; false if gone. */
 export async function putVelopackPackage(store: Store, pkg: VelopackPackage): Promise<boolean> {
-  return await commitWithRetry(async () => {
-    const release = await store.kv.get<Release>(releaseKey(pkg.release_id));
-    if (release.value === null) return { commit: NOTHING_TO_WRITE, value: false };
-    const commit = await store.kv.atomic().check(release)
-      .set(velopackPackageKey(pkg.release_id), pkg).commit();
-    return { commit, value: true };
-  });
+  return await setWhileReleaseExists(store, pkg.release_id, [
+    [velopackPackageKey(pkg.release_id), pkg],
+  ]);
 }
 
 /** Records a built delta, while its release exists; false if gone. */
 export async function putVelopackDelta(store: Store, delta: VelopackDelta): Promise<boolean> {
-  return await commitWithRetry(async () => {
-    const release = await store.kv.get<Release>(releaseKey(delta.release_id));
-    if (release.value === null) return { commit: NOTHING_TO_WRITE, value: false };
-    const commit = await store.kv.atomic().check(release)
-      .set(velopackDeltaKey(delta.release_id, delta.from_release_id), delta).commit();
-    return { commit, value: true };
-  });
+  return await setWhileReleaseExists(store, delta.release_id, [
+    [velopackDeltaKey(delta.release_id, delta.from_release_id), delta],
+  ]);
 }
 
 /** The deltas built to `releaseId`, by the id of the release each starts from. */
@@ -109,18 +107,12 @@ export async function listVelopackDeltas(
   store: Store,
   releaseId: number,
 ): Promise<VelopackDelta[]> {
-  const deltas: VelopackDelta[] = [];
-  for await (
-    const entry of store.kv.list<VelopackDelta>({ prefix: velopackDeltasPrefix(releaseId) })
-  ) deltas.push(entry.value);
-  return deltas;
+  return await listRecords(store, velopackDeltasPrefix(releaseId));
 }
 
 /** Every delta of every release (the storage sweep keeps those whose release exists). */
-export async function* listAllVelopackDeltas(store: Store): AsyncGenerator<VelopackDelta> {
-  for await (const entry of store.kv.list<VelopackDelta>({ prefix: velopackDeltasPrefix() })) {
-    yield entry.value;
-  }
+export function listAllVelopackDeltas(store: Store): AsyncGenerator<VelopackDelta> {
+  return eachRecord(store, velopackDeltasPrefix());
 }
 
 /** Up to `limit` releases of any project with ids above `afterId`, by id. */
@@ -141,13 +133,7 @@ export async function listReleasesAfter(
 
 /** The highest release id that has a package record (where the next build run starts). */
 export async function lastVelopackPackageId(store: Store): Promise<number> {
-  for await (
-    const entry of store.kv.list<VelopackPackage>({ prefix: velopackPackagesPrefix() }, {
-      reverse: true,
-      limit: 1,
-    })
-  ) return entry.value.release_id;
-  return 0;
+  return await lastRecordedReleaseId(store, velopackPackagesPrefix());
 }
 
 /** The "older releases to build from" field (`deltas_kept`) as entered: 0 (none) to MAX_DELTAS_KEPT. */
