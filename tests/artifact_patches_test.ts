@@ -15,7 +15,7 @@ import { DEFAULT_DELTA_LIMITS } from "../src/deltas/tools.ts";
 import { listArtifactPatches } from "../src/artifact_records/artifact_patches.ts";
 import { listStorageKeys } from "../src/releases/releases.ts";
 import type { Release } from "../src/projects/types.ts";
-import { setVelopackSettings } from "../src/artifact_records/velopack.ts";
+import { setVelopackSettings } from "../src/velopack/settings.ts";
 import {
   concatBytes,
   createTestApp,

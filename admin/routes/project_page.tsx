@@ -17,7 +17,7 @@ import {
   listReleasesPage,
 } from "../../src/releases/releases.ts";
 import { getRetentionPolicy } from "../../src/lifecycle/retention_records.ts";
-import { getVelopackSettings } from "../../src/artifact_records/velopack.ts";
+import { getVelopackSettings } from "../../src/velopack/settings.ts";
 import { getRollout } from "../../src/releases/rollouts.ts";
 import { getDailyDownloads, getRecentDownloadCountsByWindow } from "../../src/stats/downloads.ts";
 import type { RetentionPolicy } from "../../src/projects/retention_policy.ts";

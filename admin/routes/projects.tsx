@@ -15,7 +15,7 @@ import { setRetentionPolicy } from "../../src/lifecycle/retention_records.ts";
 import { isRetentionOff, parseRetentionPolicy } from "../../src/projects/retention_policy.ts";
 import type { Project } from "../../src/projects/types.ts";
 import { parseList } from "../../src/projects/validate.ts";
-import { parseDeltasKept, setVelopackSettings } from "../../src/artifact_records/velopack.ts";
+import { parseDeltasKept, setVelopackSettings } from "../../src/velopack/settings.ts";
 import { deleteProject } from "../../src/lifecycle/delete.ts";
 import { describeChanges } from "../audit_changes.ts";
 import { field } from "../forms.ts";

@@ -3,7 +3,7 @@
  * new one gets a Velopack delta (a `.nupkg`) or a patch (any other file).
  */
 import type { Project } from "../../src/projects/types.ts";
-import { MAX_DELTAS_KEPT } from "../../src/artifact_records/velopack.ts";
+import { MAX_DELTAS_KEPT } from "../../src/velopack/settings.ts";
 import type { FormError } from "../types.ts";
 import { FormErrorSummary, InputField } from "./components.tsx";
 import { CsrfInput, type PageContext } from "./layout.tsx";

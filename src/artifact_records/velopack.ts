@@ -6,7 +6,6 @@
  * files live in the artifact store; the storage sweep keeps those of
  * existing releases (`listStorageKeys` in releases.ts).
  */
-import { retryWhileLocked } from "../kv/atomic.ts";
 import {
   releaseKey,
   releasesPrefix,
@@ -14,9 +13,7 @@ import {
   velopackDeltasPrefix,
   velopackPackageKey,
   velopackPackagesPrefix,
-  velopackSettingsKey,
 } from "../kv/keys.ts";
-import { ValidationError } from "../kv/errors.ts";
 import type { Release } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
 import {
@@ -53,18 +50,10 @@ export interface VelopackDelta {
   build_ms: number;
 }
 
-export interface VelopackSettings {
-  /** How many of the newest older releases get a delta to each new release. */
-  deltas_kept: number;
-}
-
 /** Whether a release's file is one the Velopack feed offers (a `.nupkg`). */
 export function isVelopackFile(filename: string): boolean {
   return filename.toLowerCase().endsWith(".nupkg");
 }
-
-export const DEFAULT_DELTAS_KEPT = 10;
-export const MAX_DELTAS_KEPT = 50;
 
 export async function getVelopackPackage(
   store: Store,
@@ -134,36 +123,4 @@ export async function listReleasesAfter(
 /** The highest release id that has a package record (where the next build run starts). */
 export async function lastVelopackPackageId(store: Store): Promise<number> {
   return await lastRecordedReleaseId(store, velopackPackagesPrefix());
-}
-
-/** The "older releases to build from" field (`deltas_kept`) as entered: 0 (none) to MAX_DELTAS_KEPT. */
-export function parseDeltasKept(raw: string): number {
-  const text = raw.trim();
-  const value = Number(text);
-  if (!/^[0-9]{1,3}$/.test(text) || value > MAX_DELTAS_KEPT) {
-    throw new ValidationError(
-      "deltas_kept",
-      `older releases to build from must be a whole number from 0 to ${MAX_DELTAS_KEPT}`,
-    );
-  }
-  return value;
-}
-
-export async function getVelopackSettings(
-  store: Store,
-  projectId: number,
-): Promise<VelopackSettings> {
-  const found = (await store.kv.get<VelopackSettings>(velopackSettingsKey(projectId))).value;
-  return found ?? { deltas_kept: DEFAULT_DELTAS_KEPT };
-}
-
-/** Stores a project's settings; hands back the ones before. */
-export async function setVelopackSettings(
-  store: Store,
-  projectId: number,
-  settings: VelopackSettings,
-): Promise<VelopackSettings> {
-  const before = await getVelopackSettings(store, projectId);
-  await retryWhileLocked(() => store.kv.set(velopackSettingsKey(projectId), settings));
-  return before;
 }

@@ -15,7 +15,7 @@ import { listArtifactPatches, putArtifactPatch } from "../artifact_records/artif
 import { listReleasesByProject } from "../releases/releases.ts";
 import type { Store } from "../kv/store.ts";
 import type { Release } from "../projects/types.ts";
-import { getVelopackSettings } from "../artifact_records/velopack.ts";
+import { getVelopackSettings } from "../velopack/settings.ts";
 import { DEFAULT_DELTA_LIMITS, type DeltaLimits, zstdPatch } from "./tools.ts";
 import { type BuildCounts, buildFromBases, copyArtifact } from "./work.ts";
 

@@ -21,7 +21,6 @@ import type { Release } from "../projects/types.ts";
 import {
   getVelopackPackage,
   getVelopackPackages,
-  getVelopackSettings,
   isVelopackFile,
   lastVelopackPackageId,
   listReleasesAfter,
@@ -30,6 +29,7 @@ import {
   putVelopackPackage,
   type VelopackPackage,
 } from "../artifact_records/velopack.ts";
+import { getVelopackSettings } from "../velopack/settings.ts";
 import { buildArtifactPatches } from "./artifact_patches.ts";
 import { readNuspec } from "./nupkg.ts";
 import { DEFAULT_DELTA_LIMITS, type DeltaLimits } from "./tools.ts";

@@ -54,7 +54,7 @@ import { retentionRunLease } from "./retention_records.ts";
 import type { ApiKey, Project, Release, ReleaseState } from "../projects/types.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import type { Store } from "../kv/store.ts";
-import { MAX_DELTAS_KEPT } from "../artifact_records/velopack.ts";
+import { MAX_DELTAS_KEPT } from "../velopack/settings.ts";
 
 /** The release is the one clients get as latest; deleting it needs a confirmation. */
 export class LatestReleaseError extends Error {
