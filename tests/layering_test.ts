@@ -24,7 +24,7 @@ const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolea
   // the features they put together.
   { name: "src/http", rank: 4.5, owns: (p) => p.startsWith("src/http/") },
   // A feature (rollouts/, credentials/, reports/,
-  // webhooks/, sso/ …) gets a folder of its own under src/: its records and
+  // sso/, stats/ …) gets a folder of its own under src/: its records and
   // rules and background work, below the surfaces that route to it; it
   // reaches the KV through the ground floor (src/kv/)
   { name: "src/<capability>", rank: 4, owns: isCapability },
