@@ -8,7 +8,7 @@ import { NOTHING_TO_WRITE, now, serializedProjectWrite, takeIds } from "../kv/at
 import { cachedRead, changeOp, commitChange, type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { getLatestView } from "./latest_view.ts";
 import { NotFoundError, ValidationError } from "../kv/errors.ts";
-import { type CursorPage, cursorPage, type PageRequest } from "../kv/paging.ts";
+import { type CursorPage, indexPage, type PageRequest } from "../kv/paging.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import {
   latestChoiceKey,
@@ -346,16 +346,14 @@ export async function listReleasesByProject(
 export function listReleasesPage(
   store: Store,
   projectId: number,
-  { match, ...request }: PageRequest<Release>,
+  request: PageRequest<Release>,
 ): Promise<CursorPage<Release>> {
-  return cursorPage<number, Release>(store.kv, {
+  return indexPage<Release>(store.kv, {
     ...request,
     parts: ["number"],
     prefix: releasesByProjectPrefix(projectId),
     reverse: true,
-    load: async (entries) =>
-      (await getManyEntries<Release>(store.kv, entries.map((entry) => releaseKey(entry.value))))
-        .map(({ value }) => value !== null && (match?.(value) ?? true) ? value : null),
+    recordKey: releaseKey,
   });
 }
 
