@@ -9,7 +9,7 @@ import {
   getBlockMapByRelease,
   getBlockMapBytes,
   keepWholeBlockMaps,
-} from "../src/store/block_maps.ts";
+} from "../src/artifact_records/block_maps.ts";
 import { blockMapKey, blockMapPieceKey, blockMapPiecesPrefix, projectKey } from "../src/kv/keys.ts";
 import { createStore } from "../src/kv/store.ts";
 import { dataLocation, openDataDir } from "./data_dir_fixtures.ts";

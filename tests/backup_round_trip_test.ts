@@ -11,9 +11,9 @@ import { recordApiKeyUse, setApiKeyActive } from "../src/credentials/api_keys.ts
 import { BACKUP_SKIPPED_PREFIXES, BACKUP_VOLATILE_PREFIXES } from "../src/kv/keys.ts";
 import { runBlockMapBuild } from "../src/blockmap/background.ts";
 import { createFsStore } from "../src/storage/mod.ts";
-import { setProjectState } from "../src/store/projects.ts";
+import { setProjectState } from "../src/projects/projects.ts";
 import { setReleaseState } from "../src/releases/releases.ts";
-import { countDownload } from "../src/store/stats.ts";
+import { countDownload } from "../src/stats/downloads.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, runTask, type ServerProcess, startServer } from "./server_process.ts";
 

@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { type ApiKeyInput, createApiKey } from "../src/credentials/api_keys.ts";
-import { createProject, type ProjectInput } from "../src/store/projects.ts";
+import { createProject, type ProjectInput } from "../src/projects/projects.ts";
 import { createStore, type Store } from "../src/kv/store.ts";
 
 export interface DataDirFixtures {

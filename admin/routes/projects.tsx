@@ -1,6 +1,6 @@
 /** Projects: list, create, edit, archive and re-activate. */
 import type { Hono } from "hono";
-import { getCounts } from "../../src/store/aggregates.ts";
+import { getCounts } from "../../src/projects/aggregates.ts";
 import { ProjectNotEmptyError } from "../../src/lifecycle/delete_records.ts";
 import { editProject, StaleEditError } from "../../src/edits/edits.ts";
 import { ValidationError } from "../../src/kv/errors.ts";
@@ -9,16 +9,13 @@ import {
   listProjectsPage,
   searchProjects,
   setProjectState,
-} from "../../src/store/projects.ts";
+} from "../../src/projects/projects.ts";
 import { getLatestRelease, getNewestReleaseTimes } from "../../src/releases/releases.ts";
-import {
-  isRetentionOff,
-  parseRetentionPolicy,
-  setRetentionPolicy,
-} from "../../src/store/retention.ts";
-import type { Project } from "../../src/store/types.ts";
-import { parseList } from "../../src/store/validate.ts";
-import { parseDeltasKept, setVelopackSettings } from "../../src/store/velopack.ts";
+import { setRetentionPolicy } from "../../src/lifecycle/retention_records.ts";
+import { isRetentionOff, parseRetentionPolicy } from "../../src/projects/retention_policy.ts";
+import type { Project } from "../../src/projects/types.ts";
+import { parseList } from "../../src/projects/validate.ts";
+import { parseDeltasKept, setVelopackSettings } from "../../src/velopack/settings.ts";
 import { deleteProject } from "../../src/lifecycle/delete.ts";
 import { describeChanges } from "../audit_changes.ts";
 import { field } from "../forms.ts";

@@ -13,17 +13,17 @@ import {
 import { deleteRelease } from "../../src/lifecycle/delete.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { LatestReleaseError } from "../../src/lifecycle/delete_records.ts";
-import { getReleaseDelivery } from "../../src/store/delivery.ts";
+import { getReleaseDelivery } from "../../src/stats/delivery.ts";
 import { editRelease, getReleaseVersioned, StaleEditError } from "../../src/edits/edits.ts";
 import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
-import { getProject } from "../../src/store/projects.ts";
+import { getProject } from "../../src/projects/projects.ts";
 import {
   duplicateActiveVersions,
   getDownloadCounts,
   getLatestRelease,
   listReleasesByProject,
 } from "../../src/releases/releases.ts";
-import type { Release } from "../../src/store/types.ts";
+import type { Release } from "../../src/projects/types.ts";
 import { describeChanges } from "../audit_changes.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { field, formErrorOf } from "../forms.ts";

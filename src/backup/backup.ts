@@ -2,7 +2,7 @@
  * `deno task backup <dir>`: a consistent copy of the KV entries and of the
  * artifacts they reference, taken while the service keeps running.
  *
- * 1. A snapshot of all KV entries (src/store/backup.ts: full passes until two
+ * 1. A snapshot of all KV entries (src/kv/entries.ts: full passes until two
  *    agree), from a second connection to the KV file; backup only reads.
  * 2. `kv.jsonl` from that snapshot, each block map in it whole or not at all
  *    (a map being written has its pieces committed before its record).
@@ -20,14 +20,9 @@
 import { createPrivateFile, makePrivateDir, PRIVATE_DIR_MODE } from "../lib/private_files.ts";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import {
-  countRecords,
-  type KvRecord,
-  leaveOutWebhookSecrets,
-  releasesIn,
-  snapshotEntries,
-} from "../store/backup.ts";
-import { keepWholeBlockMaps } from "../store/block_maps.ts";
+import { leaveOutWebhookSecrets, releasesIn } from "./records.ts";
+import { countRecords, type KvRecord, snapshotEntries } from "../kv/entries.ts";
+import { keepWholeBlockMaps } from "../artifact_records/block_maps.ts";
 import { BACKUP_SKIPPED_PREFIXES } from "../kv/keys.ts";
 import { encodeRecord } from "./codec.ts";
 import { backupSigningKeys, countKeyFiles } from "./signing_keys.ts";

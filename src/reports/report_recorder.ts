@@ -38,7 +38,7 @@ import {
   type ReportSketchPart,
   reportSketchPartOf,
 } from "./reports.ts";
-import type { Release } from "../store/types.ts";
+import type { Release } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
 
 /** A report as it arrives (already checked by the route). */

@@ -17,7 +17,7 @@ import {
   releaseKey,
   releasesPrefix,
 } from "../kv/keys.ts";
-import type { Release } from "./types.ts";
+import type { Release } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
 
 export interface BlockMapRecord {
