@@ -2,7 +2,7 @@
 import type { Hono } from "hono";
 import { getCounts } from "../../src/projects/aggregates.ts";
 import { ProjectNotEmptyError } from "../../src/lifecycle/delete_records.ts";
-import { editProject, StaleEditError } from "../../src/edits/edits.ts";
+import { editProject } from "../../src/edits/edits.ts";
 import { ValidationError } from "../../src/kv/errors.ts";
 import {
   createProject,
@@ -20,6 +20,7 @@ import { deleteProject } from "../../src/lifecycle/delete.ts";
 import { describeChanges } from "../audit_changes.ts";
 import { field } from "../forms.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
+import { reshowRefusedEdit } from "../edit_refusal.ts";
 import { formErrorOf } from "../forms.ts";
 import {
   EMPTY_PROJECT_FORM,
@@ -163,22 +164,11 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
         text: "The project was saved.",
       });
     } catch (error) {
-      if (error instanceof StaleEditError) {
-        const current = (error as StaleEditError<Project>).current.value;
-        return await renderProjectPage(c, deps, {
-          project: current,
-          edit,
-          conflict: current,
-          status: 409,
-        });
-      }
-      if (!(error instanceof ValidationError)) throw error;
-      return await renderProjectPage(c, deps, {
-        project,
-        edit,
-        editError: formErrorOf(error),
-        status: 400,
-      });
+      return await reshowRefusedEdit<Project>(
+        error,
+        (current, refusal) =>
+          renderProjectPage(c, deps, { project: current?.value ?? project, edit, ...refusal }),
+      );
     }
   });
 
