@@ -58,6 +58,11 @@ export async function openDataDir(dataDir: string): Promise<DataDirFixtures> {
   };
 }
 
+/** Where backup and restore find the KV file and the artifacts of `dataDir`. */
+export function dataLocation(dataDir: string): { kvPath: string; artifactsDir: string } {
+  return { kvPath: join(dataDir, "kv.sqlite3"), artifactsDir: join(dataDir, "artifacts") };
+}
+
 /**
  * An API key that downloads from every project, written into the data dir's KV (the service may
  * be running on it: its reads see the new key).
