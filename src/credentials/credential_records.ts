@@ -43,6 +43,17 @@ export function newCredential(
   };
 }
 
+/** Every credential under `prefix`, in id order, with its `last_used_at` (`withLastUsed`). */
+export async function listCredentials<T extends Credential>(
+  store: Store,
+  prefix: Deno.KvKey,
+  lastUsedKey: (id: number) => Deno.KvKey,
+): Promise<T[]> {
+  const credentials: T[] = [];
+  for await (const entry of store.kv.list<T>({ prefix })) credentials.push(entry.value);
+  return await withLastUsed(store, credentials, lastUsedKey);
+}
+
 /** Fills in each credential's `last_used_at` from its own entry (`lastUsedKey`). */
 export async function withLastUsed<T extends Credential>(
   store: Store,
