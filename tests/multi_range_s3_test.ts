@@ -54,13 +54,16 @@ function countingGets(endpoint: string) {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   let gets = 0;
   const pipes: Promise<unknown>[] = [];
+  const conns = new Set<Deno.Conn>();
   (async () => {
     for await (const client of listener) {
+      conns.add(client);
       pipes.push((async () => {
         const server = await Deno.connect({
           hostname: upstream.hostname,
           port: Number(upstream.port),
         });
+        conns.add(server);
         let tail = "";
         const counted = client.readable.pipeThrough(
           new TransformStream<Uint8Array, Uint8Array>({
@@ -86,6 +89,12 @@ function countingGets(endpoint: string) {
     reset: () => gets = 0,
     async [Symbol.asyncDispose]() {
       listener.close();
+      // Idle keep-alive connections would stay open until the store's own timeout.
+      for (const conn of conns) {
+        try {
+          conn.close();
+        } catch { /* already closed */ }
+      }
       await Promise.allSettled(pipes);
     },
   };

@@ -41,6 +41,8 @@ keyring = $D/keyring
 client_mount_timeout = 30
 rados_mon_op_timeout = 30
 [mon]
+paxos_propose_interval = 0.05
+paxos_min_wait = 0.01
 mon_data = $D/mon.\$id
 [osd]
 osd_data = $D/osd.\$id
