@@ -112,10 +112,13 @@ function countingTcpProxy(port: number) {
   let bytes = 0;
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const pipes: Promise<unknown>[] = [];
+  const conns = new Set<Deno.Conn>();
   (async () => {
     for await (const client of listener) {
+      conns.add(client);
       pipes.push((async () => {
         const upstream = await Deno.connect({ hostname: "127.0.0.1", port });
+        conns.add(upstream);
         const back = upstream.readable.pipeThrough(
           new TransformStream<Uint8Array, Uint8Array>({
             transform(chunk, controller) {
@@ -136,6 +139,12 @@ function countingTcpProxy(port: number) {
     bytes: () => bytes,
     close: async () => {
       listener.close();
+      // Idle keep-alive connections would stay open until the store's own timeout.
+      for (const conn of conns) {
+        try {
+          conn.close();
+        } catch { /* already closed */ }
+      }
       await Promise.allSettled(pipes);
     },
   };
