@@ -61,9 +61,9 @@ ID=$(ceph $C osd create)
 ceph-osd $C -i "$ID" --mkfs 2>/dev/null
 ceph-osd $C -i "$ID" 2>/dev/null
 radosgw $C -n client.rgw.uds
-for _ in $(seq 1 120); do
+for _ in $(seq 1 600); do
   curl -sf -o /dev/null "http://127.0.0.1:$PORT/" && break
-  sleep 0.5
+  sleep 0.1
 done
 # Its own admin socket: the default is the running radosgw's, and a socket at /dev/null
 # would replace /dev/null and delete it on exit.
