@@ -11,8 +11,11 @@ import assert from "node:assert/strict";
 import { S3_SPAN_BOUNDS } from "../src/storage/s3_read.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
-import { rgwTest } from "./rgw.ts";
+import { rgwOfFile, rgwTest } from "./rgw.ts";
 import { assertRangeParts } from "./multipart_ranges.ts";
+
+/** Both tests take buckets of one radosgw. */
+const rgwOfThisFile = rgwOfFile();
 
 rgwTest("multi-range downloads from s3", async (t, rgw) => {
   for (const downloadMode of ["stream", "redirect"] as const) {
@@ -46,7 +49,7 @@ rgwTest("multi-range downloads from s3", async (t, rgw) => {
       );
     });
   }
-});
+}, rgwOfThisFile);
 
 /** A TCP proxy to the store at `endpoint` counting the GET requests sent through it. */
 function countingGets(endpoint: string) {
@@ -162,4 +165,4 @@ rgwTest("multi-range downloads from s3 make a bounded number of GETs", async (t,
     assert.ok(body.every((byte, i) => byte === file[i]));
     assert.equal(proxy.gets(), 1);
   });
-});
+}, rgwOfThisFile);
