@@ -23,7 +23,7 @@
  * | ["meta", "generation"]                       | Deno.KvU64 bumped by every write of a project, release or key (read cache) |
  * | ["rate_limit", bucketId]                     | token bucket state            |
  * | ["admin_users", username]                    | AdminUser (password hash)     |
- * | ["admin_sessions", sha256Hex(sessionId)]     | AdminSession (expireIn)       |
+ * | ["admin_sessions", sha256Hex(sessionId)]     | AdminSession (expireIn), with the provider's side (id token hint, tokens, groups check time) of a sign-in through one |
  * | ["login_failures", "pair"|"user"|"addr", subject] | sign-in counts (expireIn) |
  * | ["login_trusted", pair]                        | a (user, address) that signed in (expireIn) |
  * | ["cache_changes", atMs, id]                    | what a write changed, for read caches (expireIn) |
@@ -88,7 +88,7 @@
  * | ["rollout_gate_changes", projectId, action]  | Deno.KvU64 stages advanced, halted or completed by the gates |
  * | ["release_policy", projectId]                | ReleasePolicy: critical releases, the minimum version, the last rollback |
  * | ["sso_pending", sha256Hex(state)]            | SsoPending: a sign-in on its way through the provider (expireIn; src/sso/records.ts) |
- * | ["sso_sessions", sha256Hex(sessionId)]       | SsoSession: the provider's tokens of an admin session (expireIn) |
+ * | ["sso_sessions", sha256Hex(sessionId)]       | not written: the provider's tokens of sessions kept apart by an older layout, gone with those sessions (expireIn) |
  * | ["sso_accounts", username]                   | SsoAccount: the provider identity an account belongs to |
  * | ["tuf_roots", version]                       | TufRoot: one uploaded version of the TUF root (tuf.ts) |
  * | ["tuf_state", projectId]                     | TufState: versions and expiry of a project's TUF metadata |
@@ -632,11 +632,6 @@ export function releasePoliciesPrefix(): Deno.KvKey {
 /** A sign-in through the OpenID Connect provider, by the hash of its `state`. */
 export function ssoPendingKey(stateHash: string): Deno.KvKey {
   return ["sso_pending", stateHash];
-}
-
-/** The provider's tokens of an admin session, by the hash of the session id. */
-export function ssoSessionKey(idHash: string): Deno.KvKey {
-  return ["sso_sessions", idHash];
 }
 
 /** The provider identity (issuer and subject) that an admin account was made for. */
