@@ -17,7 +17,7 @@ import {
   createBlockMap,
   getBlockMapByRelease,
   getBlockMapBytes,
-} from "../src/store/block_maps.ts";
+} from "../src/artifact_records/block_maps.ts";
 import { assertError } from "./asserts.ts";
 import { appBuilderBlockMap, installAppBuilder } from "./app_builder.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";

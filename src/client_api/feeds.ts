@@ -12,14 +12,14 @@ import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
 import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../releases/offer.ts";
-import { getBlockMapBytes } from "../store/block_maps.ts";
+import { getBlockMapBytes } from "../artifact_records/block_maps.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import type { ReleasePolicy } from "../releases/release_policy.ts";
 import { getActiveReleaseByVersion } from "../releases/release_versions.ts";
 import { getLatestRelease } from "../releases/releases.ts";
-import { listSparkleDeltasByRelease } from "../store/sparkle_deltas.ts";
-import { listArtifactPatches } from "../store/artifact_patches.ts";
-import type { ApiKey, Project, Release } from "../store/types.ts";
+import { listSparkleDeltasByRelease } from "../artifact_records/sparkle_deltas.ts";
+import { listArtifactPatches } from "../artifact_records/artifact_patches.ts";
+import type { ApiKey, Project, Release } from "../projects/types.ts";
 import { electronFeedYaml, isElectronFeedFile } from "../feeds/electron.ts";
 import {
   BLOCK_MAP_SUFFIX,

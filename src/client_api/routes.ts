@@ -4,7 +4,7 @@ import { projectVisible } from "../credentials/access.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import type { Observer } from "../http/observe.ts";
 import { thenRead } from "../kv/cache.ts";
-import { listProjects } from "../store/projects.ts";
+import { listProjects } from "../projects/projects.ts";
 import { acceptedKey } from "./auth.ts";
 import { openApiJson } from "./openapi.ts";
 import { apiIndex, createProjectListBodies, releaseEnvelopeBody } from "./serialize.ts";

@@ -8,13 +8,13 @@
 import type { Context, Handler, Hono } from "hono";
 import { projectVisible } from "../credentials/access.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
-import { recordDelivery } from "../store/delivery.ts";
+import { recordDelivery } from "../stats/delivery.ts";
 import { getLatestView, type LatestView } from "../releases/latest_view.ts";
-import { getProject, getProjectBySlug } from "../store/projects.ts";
+import { getProject, getProjectBySlug } from "../projects/projects.ts";
 import { policyHeaders, type ReleasePolicy } from "../releases/release_policy.ts";
 import { getRelease } from "../releases/releases.ts";
-import { countDownload } from "../store/stats.ts";
-import type { ApiKey, Project, Release } from "../store/types.ts";
+import { countDownload } from "../stats/downloads.ts";
+import type { ApiKey, Project, Release } from "../projects/types.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError, mapDomainError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
@@ -90,7 +90,7 @@ export interface KeySurface {
   /**
    * The download of a server-made delta or patch `file` to `release`: served
    * like the artifact, its bytes counted against the release's whole size as
-   * a differential update (src/store/delivery.ts), once like the block map.
+   * a differential update (src/stats/delivery.ts), once like the block map.
    */
   downloadDelta(
     c: Context<AppEnv>,
@@ -123,7 +123,7 @@ export interface KeySurface {
   /**
    * Bytes answered to a client of `key` for `release` (its file, parts or block map) and what
    * they stand for in whole downloads, `attempt` saying whether they start a differential update
-   * or are the whole file: the metrics and the release's sums (src/store/delivery.ts).
+   * or are the whole file: the metrics and the release's sums (src/stats/delivery.ts).
    */
   delivered(c: Context<AppEnv>, delivery: Delivered): void;
 }

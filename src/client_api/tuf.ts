@@ -18,7 +18,7 @@ import {
   type TufOnlineRole,
   type TufState,
 } from "../tuf/records.ts";
-import type { Project } from "../store/types.ts";
+import type { Project } from "../projects/types.ts";
 import {
   createOnlineKeys,
   refreshRepository,

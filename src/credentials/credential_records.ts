@@ -6,8 +6,8 @@
  */
 import { randomToken, sha256Hex } from "../lib/secrets.ts";
 import { getManyEntries } from "../kv/get_many.ts";
-import type { Credential } from "../store/types.ts";
-import { parseExpiresAt } from "../store/validate.ts";
+import type { Credential } from "../projects/types.ts";
+import { parseExpiresAt } from "../projects/validate.ts";
 import type { Store } from "../kv/store.ts";
 
 /** How many characters of the secret after its fixed prefix are shown. */

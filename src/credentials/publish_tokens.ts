@@ -15,8 +15,8 @@ import {
   publishTokenLastUsedKey,
   publishTokensPrefix,
 } from "../kv/keys.ts";
-import type { Credential } from "../store/types.ts";
-import { requireText } from "../store/validate.ts";
+import type { Credential } from "../projects/types.ts";
+import { requireText } from "../projects/validate.ts";
 import type { Store } from "../kv/store.ts";
 
 /**

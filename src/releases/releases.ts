@@ -1,9 +1,9 @@
-import { listAllSparkleDeltas } from "../store/sparkle_deltas.ts";
-import { listAllSquirrelDeltas } from "../store/squirrel_deltas.ts";
-import { listAllVelopackDeltas } from "../store/velopack.ts";
-import { listAllArtifactPatches } from "../store/artifact_patches.ts";
+import { listAllSparkleDeltas } from "../artifact_records/sparkle_deltas.ts";
+import { listAllSquirrelDeltas } from "../artifact_records/squirrel_deltas.ts";
+import { listAllVelopackDeltas } from "../artifact_records/velopack.ts";
+import { listAllArtifactPatches } from "../artifact_records/artifact_patches.ts";
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
-import { aggregatesReady, releaseAggregates } from "../store/aggregates.ts";
+import { aggregatesReady, releaseAggregates } from "../projects/aggregates.ts";
 import { NOTHING_TO_WRITE, now, serializedProjectWrite, takeIds } from "../kv/atomic.ts";
 import { cachedRead, changeOp, commitChange, type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { getLatestView } from "./latest_view.ts";
@@ -21,9 +21,9 @@ import {
   releasesByTimePrefix,
   releasesPrefix,
 } from "../kv/keys.ts";
-import type { Project, Release, ReleaseState } from "../store/types.ts";
-import { requireText, requireTime, safeContentType, safeFilename } from "../store/validate.ts";
-import { addReleaseEvents } from "../store/webhooks.ts";
+import type { Project, Release, ReleaseState } from "../projects/types.ts";
+import { requireText, requireTime, safeContentType, safeFilename } from "../projects/validate.ts";
+import { addReleaseEvents } from "../webhooks/outbox.ts";
 import type { Store } from "../kv/store.ts";
 
 export interface ReleaseInput {

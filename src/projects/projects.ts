@@ -19,8 +19,8 @@ import {
   retentionPolicyKey,
 } from "../kv/keys.ts";
 import { type CursorPage, cursorPage, type PageRequest } from "../kv/paging.ts";
-import { isRetentionOff, parseRetentionPolicy } from "./retention.ts";
-import type { Project, ProjectState, RetentionPolicy } from "./types.ts";
+import { isRetentionOff, parseRetentionPolicy, type RetentionPolicy } from "./retention_policy.ts";
+import type { Project, ProjectState } from "./types.ts";
 import { requireSlug, requireTags, requireText, slugify } from "./validate.ts";
 import type { Store } from "../kv/store.ts";
 
