@@ -7,8 +7,9 @@ import { createHealthChecks, healthDetailsHandler } from "./src/http/health.ts";
 import { createMetricsApp, metricsAddressLabel } from "./src/http/metrics_route.ts";
 import { createOpenResponses } from "./src/http/open_responses.ts";
 import { createAdoptionRecorder } from "./src/reports/adoption_recorder.ts";
-import { buildAggregates } from "./src/store/aggregates.ts";
+import { buildAggregates } from "./src/projects/aggregates.ts";
 import { followOtherWriters } from "./src/kv/cache.ts";
+import { getApiKey } from "./src/credentials/api_keys.ts";
 import { createKeyUsageRecorder } from "./src/credentials/key_usage.ts";
 import { createReportRecorder } from "./src/reports/report_recorder.ts";
 import { keepServing, type KeptServer } from "./src/lib/keep_serving.ts";
@@ -163,7 +164,7 @@ async function start() {
   if (breakGlass !== null) logger.event("warn", breakGlass);
   // The "listening" lines wait for that account, so whoever waits for them can sign in.
   const adminReady = Promise.withResolvers<void>();
-  // Once, for data written before the admin pages' aggregates existed (src/store/aggregates.ts).
+  // Once, for data written before the admin pages' aggregates existed (src/projects/aggregates.ts).
   // A KV that refuses writes still serves reads (the pages fall back to scans where they must).
   const builtAt = performance.now();
   const aggregates = await buildAggregates(store).catch((error) => {
@@ -252,6 +253,7 @@ async function start() {
     store,
     allowPrivate: config.webhooksAllowPrivate,
     timeoutMs: config.webhooksTimeoutSeconds * 1000,
+    keyName: async (keyId) => (await getApiKey(store, keyId))?.name ?? null,
     report: logger.event,
   });
 

@@ -6,11 +6,11 @@
  * page its role may open. Everything is read from small lists (rollouts, gate records, release
  * policies, webhook endpoints, the key expiry index), never by walking every project.
  */
-import { listKeysExpiringBetween } from "../src/store/aggregates.ts";
+import { listKeysExpiringBetween } from "../src/projects/aggregates.ts";
 import { getApiKey } from "../src/credentials/api_keys.ts";
 import type { AdminRole } from "../src/accounts/admin_users.ts";
 import { getLatestView } from "../src/releases/latest_view.ts";
-import { getProjectsByIds } from "../src/store/projects.ts";
+import { getProjectsByIds } from "../src/projects/projects.ts";
 import { listPublishTokens } from "../src/credentials/publish_tokens.ts";
 import { listRollbacks } from "../src/releases/release_policy.ts";
 import { getRelease } from "../src/releases/releases.ts";
@@ -18,7 +18,7 @@ import { listRolloutGates } from "../src/rollouts/gate_records.ts";
 import { listRollouts } from "../src/releases/rollouts.ts";
 import type { Store } from "../src/kv/store.ts";
 import { getTufRefreshStatus } from "../src/tuf/records.ts";
-import { listWebhookEndpointHealth, listWebhookEndpoints } from "../src/store/webhooks.ts";
+import { listWebhookEndpointHealth, listWebhookEndpoints } from "../src/webhooks/outbox.ts";
 import { readStage } from "../src/rollouts/gates.ts";
 import { can } from "./roles.ts";
 

@@ -2,8 +2,8 @@
 import { isSlug } from "../src/lib/limits.ts";
 import { type ApiKeyInput, requireScopeMode } from "../src/credentials/api_keys.ts";
 import { ValidationError } from "../src/kv/errors.ts";
-import { getProjectIdsBySlugs } from "../src/store/projects.ts";
-import { parseList } from "../src/store/validate.ts";
+import { getProjectIdsBySlugs } from "../src/projects/projects.ts";
+import { parseList } from "../src/projects/validate.ts";
 import { field, listField } from "./forms.ts";
 import type { FormValues } from "./types.ts";
 import type { Store } from "../src/kv/store.ts";

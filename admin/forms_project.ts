@@ -1,5 +1,5 @@
 /** Reading the project forms (create and edit): the values as entered, shown again with an error. */
-import type { Project } from "../src/store/types.ts";
+import type { Project } from "../src/projects/types.ts";
 import { field, listField } from "./forms.ts";
 import type { FormValues } from "./types.ts";
 

@@ -1,9 +1,9 @@
 /** Reading the publish token form into store input (docs/publishing.md "Publish tokens"). */
 import { isSlug } from "../src/lib/limits.ts";
 import { ValidationError } from "../src/kv/errors.ts";
-import { getProjectIdsBySlugs } from "../src/store/projects.ts";
+import { getProjectIdsBySlugs } from "../src/projects/projects.ts";
 import type { PublishTokenInput } from "../src/credentials/publish_tokens.ts";
-import { parseList } from "../src/store/validate.ts";
+import { parseList } from "../src/projects/validate.ts";
 import { field, listField } from "./forms.ts";
 import type { FormValues } from "./types.ts";
 import type { Store } from "../src/kv/store.ts";

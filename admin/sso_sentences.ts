@@ -46,5 +46,12 @@ export function ssoSentence(
         `is not possible. Try again in a while.`;
     case "groups_unconfirmed":
       return `${providerName} could not confirm your groups just now: sign in again`;
+    case "other_user":
+      return "the provider answered for another user";
+    case "no_refresh_token":
+      return `your groups are due to be checked and ${providerName} gave no refresh token: ` +
+        "sign in again";
+    case "renamed":
+      return "the provider now names you differently: sign in again";
   }
 }

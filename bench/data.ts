@@ -10,9 +10,9 @@ import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { loadConfig } from "../src/lib/config.ts";
 import { createApiKey } from "../src/credentials/api_keys.ts";
 import { createApiKeysBulk, createReleasesBulk } from "../src/seeding/bulk.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import { startRollout } from "../src/releases/rollouts.ts";
-import type { Release } from "../src/store/types.ts";
+import type { Release } from "../src/projects/types.ts";
 import { createStore, type Store } from "../src/kv/store.ts";
 
 /** Where the service keeps its KV file and artifacts for a data dir (src/lib/config.ts decides). */

@@ -21,7 +21,7 @@
  */
 import { join } from "node:path";
 import { createApiKey } from "../src/credentials/api_keys.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import { Cleanup, freePort, PROJECT_ROOT, type Server, startService, which } from "./process.ts";
 import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
 import { withStore } from "./data.ts";

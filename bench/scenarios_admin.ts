@@ -8,10 +8,10 @@
 import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
 import { recordApiKeyUse } from "../src/credentials/api_keys.ts";
 import { createApiKeysBulk, createReleasesBulk } from "../src/seeding/bulk.ts";
-import { markSha512BackfillDone } from "../src/store/feed_backfill.ts";
+import { markSha512BackfillDone } from "../src/feeds/backfill_records.ts";
 import { auditKey } from "../src/kv/keys.ts";
-import { createProject } from "../src/store/projects.ts";
-import { countDownload } from "../src/store/stats.ts";
+import { createProject } from "../src/projects/projects.ts";
+import { countDownload } from "../src/stats/downloads.ts";
 import { withStore } from "./data.ts";
 import { median } from "./stats.ts";
 import {

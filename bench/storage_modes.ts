@@ -28,7 +28,7 @@ import {
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
 import { createApiKey } from "../src/credentials/api_keys.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import { startRgw } from "../tests/rgw.ts";
 import { AdminClient, httpSender } from "../tests/admin_helpers.ts";
 import { fillerStream } from "./filler.ts";

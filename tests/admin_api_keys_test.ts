@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { getApiKey, listApiKeys } from "../src/credentials/api_keys.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
 import { ValidationError } from "../src/kv/errors.ts";
-import { parseExpiresAt } from "../src/store/validate.ts";
+import { parseExpiresAt } from "../src/projects/validate.ts";
 import { seedProject, seedRelease } from "./helpers.ts";
 import {
   type AdminClient,

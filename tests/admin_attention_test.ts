@@ -11,9 +11,9 @@ import { HALT_REASON, seedAttention, startFailingReceiver } from "./attention_fi
 import { startReceiver, startTestWorker } from "./webhook_receiver.ts";
 import { createAdminAccount } from "../src/accounts/admin_users.ts";
 import { hashPassword } from "../src/lib/passwords.ts";
-import { emitWebhookEvent, getWebhookEndpoint } from "../src/store/webhooks.ts";
+import { emitWebhookEvent, getWebhookEndpoint } from "../src/webhooks/outbox.ts";
 import { endRollout } from "../src/releases/rollouts.ts";
-import { getProjectBySlug } from "../src/store/projects.ts";
+import { getProjectBySlug } from "../src/projects/projects.ts";
 
 const PASSWORD = "a long enough password";
 

@@ -4,7 +4,13 @@ import { formatEventLine } from "../src/lib/log.ts";
 import { hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../src/lib/passwords.ts";
 import { getAdminUser } from "../src/accounts/admin_users.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
-import { createAdminSession, getAdminSession } from "../src/accounts/sessions.ts";
+import {
+  type AdminSession,
+  createAdminSession,
+  getAdminSession,
+} from "../src/accounts/sessions.ts";
+import { adminSessionKey } from "../src/kv/keys.ts";
+import { sha256Hex } from "../src/lib/secrets.ts";
 import {
   ADMIN_PASSWORD,
   ADMIN_USER,
@@ -224,6 +230,18 @@ Deno.test("admin sessions", async (t) => {
       await getAdminSession(app.store, second.id, { policy, nowMs: start + 3_600_000 }),
       null,
     );
+  });
+
+  await t.step("a session record of the older shape (no sso part) is signed out", async () => {
+    const client = await signedInClient(app);
+    const sessionId = client.cookies.get("uds_session")!;
+    const key = adminSessionKey(sha256Hex(sessionId));
+    const { sso: _, ...older } = (await app.store.kv.get<AdminSession>(key)).value!;
+    await app.store.kv.set(key, older);
+    const res = await client.fetch("/admin");
+    assert.equal(res.status, 303);
+    assert.equal(res.headers.get("location"), "/admin/login");
+    assert.equal((await app.store.kv.get(key)).value, null);
   });
 
   await t.step("a session touch is written at most once a minute", async () => {

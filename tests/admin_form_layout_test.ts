@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { makeReleaseLatest } from "../src/releases/releases.ts";
 import { getRollout } from "../src/releases/rollouts.ts";
-import { listWebhookEndpoints } from "../src/store/webhooks.ts";
+import { listWebhookEndpoints } from "../src/webhooks/outbox.ts";
 import { scheduleRows } from "../admin/forms_rollout.ts";
 import { seedProject, seedRelease } from "./helpers.ts";
 import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers.ts";

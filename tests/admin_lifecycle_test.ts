@@ -25,7 +25,7 @@ import { gateGauges } from "../src/rollouts/gate_metrics.ts";
 import { setMinimumVersion } from "../src/releases/release_policy.ts";
 import { getReportCounts } from "../src/reports/reports.ts";
 import { applyGateChange, setRolloutGates } from "../src/rollouts/gate_records.ts";
-import { countDownload } from "../src/store/stats.ts";
+import { countDownload } from "../src/stats/downloads.ts";
 import { lastAudit, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import {
   AdminClient,

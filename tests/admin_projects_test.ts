@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { listAuditEntries } from "../src/kv/audit.ts";
-import { getProjectBySlug, listProjects } from "../src/store/projects.ts";
+import { getProjectBySlug, listProjects } from "../src/projects/projects.ts";
 import { seedProject, seedRelease } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { listAuditEntries } from "../src/kv/audit.ts";
 import { getLatestRelease, getRelease, listReleasesByProject } from "../src/releases/releases.ts";
-import type { Project } from "../src/store/types.ts";
+import type { Project } from "../src/projects/types.ts";
 import { seedKey, seedProject, seedRelease, sha256, type TestApp, testMetrics } from "./helpers.ts";
 import {
   type AdminClient,

@@ -5,7 +5,7 @@
  * against the records.
  */
 import assert from "node:assert/strict";
-import { buildAggregates, getCounts } from "../src/store/aggregates.ts";
+import { buildAggregates, getCounts } from "../src/projects/aggregates.ts";
 import { createApiKeysBulk, createReleasesBulk } from "../src/seeding/bulk.ts";
 import {
   aggregatesMarkerKey,
@@ -15,7 +15,7 @@ import {
   projectsByNamePrefix,
   projectTagsPrefix,
 } from "../src/kv/keys.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import { setReleaseState } from "../src/releases/releases.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 

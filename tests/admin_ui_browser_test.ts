@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { countDownload } from "../src/store/stats.ts";
+import { countDownload } from "../src/stats/downloads.ts";
 import {
   hasChromium,
   inViewport,
@@ -32,7 +32,7 @@ async function seed(dataDir: string) {
     await fx.project({ name: `Project ${n}`, slug: `p-${n}`, tags: i % 2 ? ["odd"] : ["even"] });
   }
   const archived = await fx.project({ name: "Old Tool", slug: "old-tool" });
-  const { setProjectState } = await import("../src/store/projects.ts");
+  const { setProjectState } = await import("../src/projects/projects.ts");
   await setProjectState(fx.store, archived.id, "archived");
   const desktop = await fx.project({
     name: "Desktop App",

@@ -8,7 +8,7 @@ import { AdminClient, createAdminTestApp, signedInClient } from "./admin_helpers
 import { startReceiver, startTestWorker, verifiesWith } from "./webhook_receiver.ts";
 import { lastAudit } from "./helpers.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
-import { emitWebhookEvent, type WebhookEndpoint } from "../src/store/webhooks.ts";
+import { emitWebhookEvent, type WebhookEndpoint } from "../src/webhooks/outbox.ts";
 
 Deno.test("webhooks in the admin UI", async (t) => {
   await using app = await createAdminTestApp();

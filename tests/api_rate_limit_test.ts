@@ -7,7 +7,7 @@ import {
   MAX_MEMORY_BUCKETS,
   type RateLimiter,
   type RateLimitRule,
-} from "../src/store/rate_limit.ts";
+} from "../src/rate_limit/rate_limit.ts";
 import { setApiKeyActive } from "../src/credentials/api_keys.ts";
 import { rateLimitAddress } from "../src/http/client_address.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders } from "./asserts.ts";

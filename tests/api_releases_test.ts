@@ -1,7 +1,7 @@
 /** The four protected routes: projects, latest release, release metadata, download. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { setProjectState } from "../src/store/projects.ts";
+import { setProjectState } from "../src/projects/projects.ts";
 import { setReleaseState } from "../src/releases/releases.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";
 import {

@@ -12,10 +12,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { DEFAULT_DELTA_LIMITS } from "../src/deltas/tools.ts";
-import { listArtifactPatches } from "../src/store/artifact_patches.ts";
+import { listArtifactPatches } from "../src/artifact_records/artifact_patches.ts";
 import { listStorageKeys } from "../src/releases/releases.ts";
-import type { Release } from "../src/store/types.ts";
-import { setVelopackSettings } from "../src/store/velopack.ts";
+import type { Release } from "../src/projects/types.ts";
+import { setVelopackSettings } from "../src/velopack/settings.ts";
 import {
   concatBytes,
   createTestApp,

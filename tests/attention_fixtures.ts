@@ -13,7 +13,7 @@ import { applyGateChange, parseGates, setRolloutGates } from "../src/rollouts/ga
 import { startRollout } from "../src/releases/rollouts.ts";
 import { makeReleaseLatest } from "../src/releases/releases.ts";
 import { saveTufRefreshStatus } from "../src/tuf/records.ts";
-import { createWebhookEndpoint, type WebhookEndpoint } from "../src/store/webhooks.ts";
+import { createWebhookEndpoint, type WebhookEndpoint } from "../src/webhooks/outbox.ts";
 
 const DAY_MS = 86_400_000;
 

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { listAuditEntries } from "../src/kv/audit.ts";
-import { listProjects } from "../src/store/projects.ts";
+import { listProjects } from "../src/projects/projects.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { captureErrors } from "./faults.ts";
 

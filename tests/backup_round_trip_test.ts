@@ -9,9 +9,11 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { recordApiKeyUse, setApiKeyActive } from "../src/credentials/api_keys.ts";
 import { BACKUP_SKIPPED_PREFIXES, BACKUP_VOLATILE_PREFIXES } from "../src/kv/keys.ts";
-import { setProjectState } from "../src/store/projects.ts";
+import { runBlockMapBuild } from "../src/blockmap/background.ts";
+import { createFsStore } from "../src/storage/mod.ts";
+import { setProjectState } from "../src/projects/projects.ts";
 import { setReleaseState } from "../src/releases/releases.ts";
-import { countDownload } from "../src/store/stats.ts";
+import { countDownload } from "../src/stats/downloads.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, runTask, type ServerProcess, startServer } from "./server_process.ts";
 
@@ -135,6 +137,15 @@ Deno.test("backup while serving, restore, and every API answer is the same", asy
     });
   }
   await recordApiKeyUse(fx.store, keys.all.apiKey.id, "2026-01-01T00:00:00.000Z");
+  // The block maps the service would build in the background, built now: it starts with none to
+  // build, so its builder writes nothing while the backup and the compare run (a map it finished
+  // after the backup's snapshot would be in the source and not in the copy).
+  const blockMaps = await runBlockMapBuild({
+    store: fx.store,
+    artifacts: createFsStore(join(sourceDir, "artifacts")),
+    report: () => {},
+  });
+  assert.equal(blockMaps.built, releases.length);
   fx.close();
 
   const source = await startServer(sourceDir);

@@ -6,7 +6,7 @@ import {
   type KvRecord,
   snapshotEntries,
   SnapshotUnstableError,
-} from "../src/store/backup.ts";
+} from "../src/kv/entries.ts";
 import { withKv } from "./helpers.ts";
 import { createStore } from "../src/kv/store.ts";
 

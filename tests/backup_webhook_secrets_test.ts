@@ -14,7 +14,7 @@ import {
   getWebhookEndpoint,
   listWebhookDeliveries,
   replaceWebhookSecret,
-} from "../src/store/webhooks.ts";
+} from "../src/webhooks/outbox.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, runTask } from "./server_process.ts";
 import { startReceiver, startTestWorker } from "./webhook_receiver.ts";

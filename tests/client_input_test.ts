@@ -9,7 +9,7 @@ import { createTestApp, seedProject } from "./helpers.ts";
 import { createApiKey, getApiKey } from "../src/credentials/api_keys.ts";
 import { createReleasesBulk } from "../src/seeding/bulk.ts";
 import { ValidationError } from "../src/kv/errors.ts";
-import { createProject, getProject, updateProject } from "../src/store/projects.ts";
+import { createProject, getProject, updateProject } from "../src/projects/projects.ts";
 import { createRelease, getRelease } from "../src/releases/releases.ts";
 import {
   CONTENT_TYPE_MAX_LENGTH,

@@ -10,7 +10,7 @@ import { Cleanup, startNginx, which, xAccelServer } from "../bench/process.ts";
 import { applyServerPatch } from "../client/patch.ts";
 import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
-import { listArtifactPatches } from "../src/store/artifact_patches.ts";
+import { listArtifactPatches } from "../src/artifact_records/artifact_patches.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
 import { rgwTest } from "./rgw.ts";
 

@@ -14,8 +14,8 @@ import { buildArtifacts, installAppBuilder } from "../bench/differential_pair.ts
 import { downloadDifferentially } from "../client/differential.ts";
 import { runBlockMapBuild } from "../src/blockmap/background.ts";
 import { runVelopackDeltas } from "../src/deltas/background.ts";
-import { listArtifactPatches } from "../src/store/artifact_patches.ts";
-import { getReleaseDelivery } from "../src/store/delivery.ts";
+import { listArtifactPatches } from "../src/artifact_records/artifact_patches.ts";
+import { getReleaseDelivery } from "../src/stats/delivery.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { seedKey, seedProject, seedRelease, sha256, testMetrics, waitFor } from "./helpers.ts";
 
@@ -28,7 +28,7 @@ async function series(name: string): Promise<number> {
 Deno.test("the reference client takes the service's patch from its installed version", async (t) => {
   const dir = await Deno.makeTempDir({ prefix: "uds-client-patch-" });
   await using app = await createAdminTestApp();
-  const [v0, v1] = await buildArtifacts(dir, await installAppBuilder(dir));
+  const [v0, v1] = await buildArtifacts(dir, await installAppBuilder());
   const project = await seedProject(app, { slug: "desktop" });
   await seedRelease(app, project.id, "1.0.0", v0, { filename: "App 1.0.0.tar" });
   const next = await seedRelease(app, project.id, "1.0.1", v1, { filename: "App 1.0.1.tar" });
@@ -119,7 +119,7 @@ Deno.test("the reference client takes the service's patch from its installed ver
         );
         assert.equal(result.receivedBytes, patch.size_bytes);
         assert.ok(sent <= blockMapBytes / 2, `${sent} B against ${blockMapBytes} B`);
-        // The sums are written after the answer (src/store/delivery.ts).
+        // The sums are written after the answer (src/stats/delivery.ts).
         await waitFor("the patch's sums", async () => {
           const now = await getReleaseDelivery(app.store, next.id);
           return now.served - before.served >= patch.size_bytes &&

@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { type ApiKeyInput, createApiKey } from "../src/credentials/api_keys.ts";
-import { createProject, type ProjectInput } from "../src/store/projects.ts";
+import { createProject, type ProjectInput } from "../src/projects/projects.ts";
 import { createStore, type Store } from "../src/kv/store.ts";
 
 export interface DataDirFixtures {
@@ -56,6 +56,11 @@ export async function openDataDir(dataDir: string): Promise<DataDirFixtures> {
       }),
     close: () => kv.close(),
   };
+}
+
+/** Where backup and restore find the KV file and the artifacts of `dataDir`. */
+export function dataLocation(dataDir: string): { kvPath: string; artifactsDir: string } {
+  return { kvPath: join(dataDir, "kv.sqlite3"), artifactsDir: join(dataDir, "artifacts") };
 }
 
 /**

@@ -12,7 +12,7 @@ import { restoreBackup } from "../src/backup/restore.ts";
 import { deleteProject, deleteRelease } from "../src/lifecycle/delete.ts";
 import { createFsStore } from "../src/storage/mod.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
-import { getCounts, getProjectBytes, getProjectReleaseCount } from "../src/store/aggregates.ts";
+import { getCounts, getProjectBytes, getProjectReleaseCount } from "../src/projects/aggregates.ts";
 import { getApiKey } from "../src/credentials/api_keys.ts";
 import { deleteApiKey, getDeletedDownloads } from "../src/lifecycle/delete_records.ts";
 import { getRelease, listReleasesByProject, setReleaseState } from "../src/releases/releases.ts";

@@ -1,5 +1,5 @@
 /**
- * What differential downloads save (src/store/delivery.ts): per release the
+ * What differential downloads save (src/stats/delivery.ts): per release the
  * bytes answered for its file and block map and what whole downloads would
  * have cost (a whole download, or the latest release's block map, which
  * starts a differential update, stands for the file's size); the Prometheus
@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { runBlockMapBuild } from "../src/blockmap/background.ts";
-import { getProjectDeliveryMonth, getReleaseDelivery, utcMonth } from "../src/store/delivery.ts";
+import { getProjectDeliveryMonth, getReleaseDelivery, utcMonth } from "../src/stats/delivery.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { seedKey, seedProject, seedRelease, testMetrics, waitFor } from "./helpers.ts";
 
@@ -44,7 +44,7 @@ Deno.test("differential downloads: bytes sent against whole downloads, per relea
     sent += newMap;
     const oldMap = await get(`${base}/1.0.0/App%201.0.0.exe.blockmap`);
     sent += await get(`${base}/1.0.1/App%201.0.1.exe`, { range: "bytes=0-99,1000-1999" });
-    // The sums are written after the answer (src/store/delivery.ts).
+    // The sums are written after the answer (src/stats/delivery.ts).
     await waitFor("the delivered bytes' sums", async () => {
       const [newer, older] = await Promise.all(
         [v2.id, v1.id].map((id) => getReleaseDelivery(app.store, id)),

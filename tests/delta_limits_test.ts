@@ -13,9 +13,13 @@ import { readNuspec } from "../src/deltas/nupkg.ts";
 import { DEFAULT_DELTA_LIMITS } from "../src/deltas/tools.ts";
 import { buildVelopackDelta } from "../src/deltas/velopack_delta.ts";
 import { clearStaleWork } from "../src/deltas/work.ts";
-import { listArtifactPatches, putArtifactPatch } from "../src/store/artifact_patches.ts";
+import { listArtifactPatches, putArtifactPatch } from "../src/artifact_records/artifact_patches.ts";
 import { deleteReleaseRecord } from "../src/lifecycle/delete_records.ts";
-import { getVelopackPackage, listVelopackDeltas, putVelopackDelta } from "../src/store/velopack.ts";
+import {
+  getVelopackPackage,
+  listVelopackDeltas,
+  putVelopackDelta,
+} from "../src/artifact_records/velopack.ts";
 import { createTestApp, seedProject, seedRelease } from "./helpers.ts";
 
 async function zipDir(dir: string, out: string, args: string[] = []): Promise<Uint8Array> {

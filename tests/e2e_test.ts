@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { createApiKey } from "../src/credentials/api_keys.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import { createStore } from "../src/kv/store.ts";
 import { makeDataTempDir, startServer } from "./server_process.ts";
 

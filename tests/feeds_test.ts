@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { parse } from "yaml";
 import { runSha512Backfill } from "../src/feeds/backfill.ts";
 import { claimLease, releaseLease } from "../src/kv/leases.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import { createRelease } from "../src/releases/releases.ts";
 import { publishRelease } from "../src/storage/publish.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { saveArtifact } from "../src/storage/artifacts.ts";
 import { createFsStore, publishRelease, sweepStore } from "../src/storage/mod.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import { createRelease, listStorageKeys } from "../src/releases/releases.ts";
 import { AdminClient, httpSender, randomBytes } from "./admin_helpers.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";

@@ -8,14 +8,14 @@ import { type ArtifactStore, createFsStore, publishRelease } from "../src/storag
 import { type Config, loadConfig } from "../src/lib/config.ts";
 import { createSigner, type Signer } from "../src/signing/signer.ts";
 import { type AdoptionRecorder, createAdoptionRecorder } from "../src/reports/adoption_recorder.ts";
-import { buildAggregates } from "../src/store/aggregates.ts";
+import { buildAggregates } from "../src/projects/aggregates.ts";
 import { type ApiKeyInput, createApiKey } from "../src/credentials/api_keys.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
-import { createProject, type ProjectInput } from "../src/store/projects.ts";
+import { createProject, type ProjectInput } from "../src/projects/projects.ts";
 import { getDownloadCounts } from "../src/releases/releases.ts";
 import { createReportRecorder, type ReportRecorder } from "../src/reports/report_recorder.ts";
 import { createSigningKey, setSigningKeyStatus } from "../src/signing/signing_keys.ts";
-import type { Release } from "../src/store/types.ts";
+import type { Release } from "../src/projects/types.ts";
 import { createStore, type Store } from "../src/kv/store.ts";
 import { createKeyFiles } from "../src/signing/key_files.ts";
 import { rolloutBucket } from "../src/releases/offer.ts";

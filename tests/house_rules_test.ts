@@ -7,7 +7,7 @@
  * every surface answers from, no state kept per KV handle (it belongs to the
  * store object, src/kv/store.ts) and no ambient request context in the
  * store (an audit entry travels with the store a write goes through), and no
- * store barrel (a consumer imports the store module it uses), and admin
+ * barrel of records (a consumer imports the records' module it uses), and admin
  * route handlers get no store but the request's (so an audited write cannot
  * be forgotten). That nothing
  * under `src/` imports `admin/` is checked by tests/layering_test.ts.
@@ -26,7 +26,7 @@ async function production(): Promise<Array<{ file: string; source: string }>> {
 }
 
 /**
- * The stored records (src/store/types.ts) that are never changed in place: a
+ * The stored records (src/projects/types.ts) that are never changed in place: a
  * changed one is a new object. A module-level `WeakMap` or `WeakSet` keyed by
  * one of them is a memo of what that record determines.
  */
@@ -231,12 +231,15 @@ Deno.test("house rules of production code", async (t) => {
     assert.deepEqual(wrong, []);
   });
 
-  await t.step("no store barrel: each import names the store module it uses", async () => {
-    const barrel = "src/store/mod.ts";
-    const wrong = files.filter(({ source }) => /["'][./]*(?:src\/)?store\/mod\.ts["']/.test(source))
-      .map(({ file }) => file);
+  await t.step("no barrel of records: each import names the module it uses", async () => {
+    const floors = "kv|projects|artifact_records|webhooks|releases";
+    const barrel = new RegExp(`["'][./]*(?:src\\/)?(?:${floors})\\/mod\\.ts["']`);
+    const wrong = files.filter(({ source }) => barrel.test(source)).map(({ file }) => file);
     assert.deepEqual(wrong, []);
-    assert.equal(await Deno.stat(join(ROOT, barrel)).then(() => true, () => false), false, barrel);
+    for (const floor of floors.split("|")) {
+      const path = join(ROOT, "src", floor, "mod.ts");
+      assert.equal(await Deno.stat(path).then(() => true, () => false), false, path);
+    }
   });
 
   await t.step("admin handlers get only the request's store (RouteDeps, c.var.store)", () => {
@@ -244,8 +247,9 @@ Deno.test("house rules of production code", async (t) => {
     assert.deepEqual(wrong, []);
   });
 
-  await t.step("no AsyncLocalStorage in the store layer", () => {
-    const wrong = files.filter(({ file }) => /^src\/(store|kv)\//.test(file))
+  await t.step("no AsyncLocalStorage in the floors of records", () => {
+    const floors = /^src\/(kv|projects|artifact_records|webhooks|releases)\//;
+    const wrong = files.filter(({ file }) => floors.test(file))
       .flatMap(({ file, source }) => ambientContext(source).map((use) => `${file}: ${use}`));
     assert.deepEqual(wrong, []);
   });

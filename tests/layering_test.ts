@@ -24,7 +24,7 @@ const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolea
   // the features they put together.
   { name: "src/http", rank: 4.5, owns: (p) => p.startsWith("src/http/") },
   // A feature (rollouts/, credentials/, reports/,
-  // webhooks/, sso/ …) gets a folder of its own under src/: its records and
+  // sso/, stats/ …) gets a folder of its own under src/: its records and
   // rules and background work, below the surfaces that route to it; it
   // reaches the KV through the ground floor (src/kv/)
   { name: "src/<capability>", rank: 4, owns: isCapability },
@@ -32,7 +32,21 @@ const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolea
   // Releases' records and the one offer rule (which release a client gets
   // and why): what storage publishes into and every feature reads.
   { name: "src/releases", rank: 2.5, owns: (p) => p.startsWith("src/releases/") },
-  { name: "src/store", rank: 2, owns: (p) => p.startsWith("src/store/") },
+  // Webhooks: the outbox (endpoints, deliveries, the events a change commits
+  // with) and its delivery; releases, rollouts and credentials commit their
+  // events in their own commits, so it sits below them.
+  { name: "src/webhooks", rank: 2.25, owns: (p) => p.startsWith("src/webhooks/") },
+  // The records of the files that go with a release's artifact (block maps,
+  // Sparkle, Squirrel and Velopack deltas, patches): storage makes them at
+  // upload and the releases' deletes take them along.
+  {
+    name: "src/artifact_records",
+    rank: 2.25,
+    owns: (p) => p.startsWith("src/artifact_records/"),
+  },
+  // Projects, the counts kept with them (aggregates) and the records every
+  // floor above reads (Project, Release, ApiKey): the lowest floor of a rule.
+  { name: "src/projects", rank: 2, owns: (p) => p.startsWith("src/projects/") },
   // The ground floor of the KV: its plumbing (key registry, checked atomic
   // writes, read cache, id blocks, paging, leases), with no rule of a feature.
   { name: "src/kv", rank: 1.5, owns: (p) => p.startsWith("src/kv/") },
@@ -46,10 +60,33 @@ const LAYER_FOLDERS = [
   "http",
   "storage",
   "releases",
-  "store",
+  "webhooks",
+  "artifact_records",
+  "projects",
   "kv",
   "lib",
 ];
+
+/**
+ * Folder names that say no feature: a folder so named gathers the records
+ * and rules of many features, where each belongs in its feature's folder or
+ * on a floor of the table.
+ */
+const FEATURELESS_NAMES = [
+  "store",
+  "shared",
+  "common",
+  "utils",
+  "helpers",
+  "models",
+  "types",
+  "misc",
+];
+
+/** The folders of `folders` (under src/) named for no feature. */
+export function featurelessFolders(folders: readonly string[]): string[] {
+  return folders.filter((folder) => FEATURELESS_NAMES.includes(folder));
+}
 
 function isCapability(path: string): boolean {
   const folder = /^src\/([^/]+)\//.exec(path)?.[1];
@@ -205,6 +242,15 @@ Deno.test("imports follow the layers of docs/architecture.md", async (t) => {
     assert.deepEqual(circles(edges), []);
   });
 
+  await t.step("each folder of src/ is a floor or a feature's (no src/store/)", async () => {
+    const folders: string[] = [];
+    for await (const entry of Deno.readDir(join(ROOT, "src"))) {
+      if (entry.isDirectory) folders.push(entry.name);
+    }
+    assert.deepEqual(featurelessFolders(folders), []);
+    assert.deepEqual(LAYER_FOLDERS.filter((floor) => !folders.includes(floor)), []);
+  });
+
   await t.step("nothing under src/ imports admin/", () => {
     const wrong = edges.filter(({ from, to }) =>
       from.startsWith("src/") && to.startsWith("admin/")
@@ -271,5 +317,6 @@ Deno.test("the layering checks find what they look for", () => {
     ["admin/routes/x.tsx: KV access in a surface (belongs in a feature)"],
   );
   assert.deepEqual(kvAccessOutsideFloor("src/kv/keys.ts", 'kv.get(["x"])'), []);
+  assert.deepEqual(featurelessFolders(["kv", "store", "releases", "common"]), ["store", "common"]);
   assert.deepEqual(kvAccessOutsideFloor("src/reports/x.ts", "kv.get(reportKey(1))"), []);
 });

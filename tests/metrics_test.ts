@@ -154,7 +154,7 @@ Deno.test("metrics move with traffic", async (t) => {
       const delivered = async () => (await scrape()).get("uds_delivered_bytes_total") ?? 0;
       const before = await delivered();
       await (await app.request(`/api/v1/releases/${release.id}/download`, secret, range)).bytes();
-      // The delivered bytes move once their KV sums are written (src/store/delivery.ts).
+      // The delivered bytes move once their KV sums are written (src/stats/delivery.ts).
       for (let waited = 0; waited < 2000 && await delivered() === before; waited += 10) {
         await new Promise((resolve) => setTimeout(resolve, 10));
       }

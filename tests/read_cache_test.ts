@@ -22,7 +22,7 @@ import {
   listProjects,
   setProjectState,
   updateProject,
-} from "../src/store/projects.ts";
+} from "../src/projects/projects.ts";
 import {
   createRelease,
   getLatestRelease,

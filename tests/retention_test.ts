@@ -12,7 +12,7 @@ import {
   type RetentionPlan,
   runRetention,
 } from "../src/lifecycle/retention.ts";
-import { buildAggregates, getProjectBytes } from "../src/store/aggregates.ts";
+import { buildAggregates, getProjectBytes } from "../src/projects/aggregates.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
 import { aggregatesMarkerKey, projectBytesKey, retentionRunKey } from "../src/kv/keys.ts";
 import { claimLease, getLease } from "../src/kv/leases.ts";
@@ -21,8 +21,8 @@ import {
   makeReleaseLatest,
   setReleaseState,
 } from "../src/releases/releases.ts";
-import { getRetentionPolicy, setRetentionPolicy } from "../src/store/retention.ts";
-import type { Release } from "../src/store/types.ts";
+import { getRetentionPolicy, setRetentionPolicy } from "../src/lifecycle/retention_records.ts";
+import type { Release } from "../src/projects/types.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
 import { ConfigError, loadConfig } from "../src/lib/config.ts";
 import { seedProject, seedRelease, type TestApp } from "./helpers.ts";

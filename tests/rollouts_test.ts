@@ -6,7 +6,7 @@ import { clientIdentity, rolloutBucket } from "../src/releases/offer.ts";
 import { createApiKey } from "../src/credentials/api_keys.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
 import { rolloutKey } from "../src/kv/keys.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import {
   createRelease,
   getLatestRelease,

@@ -17,7 +17,7 @@ import {
 } from "../src/storage/mod.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
 import { serveArtifact } from "../src/client_api/download.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import { listReleasesByProject } from "../src/releases/releases.ts";
 import { createAdminTestApp, randomBytes, signedInClient } from "./admin_helpers.ts";
 import { downloadCount, seedKey, seedProject, seedRelease, sha256, sleep } from "./helpers.ts";

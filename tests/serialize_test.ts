@@ -7,7 +7,7 @@ import {
   releaseEnvelope,
   releaseEnvelopeBody,
 } from "../src/client_api/serialize.ts";
-import type { ApiKey, Project, Release } from "../src/store/types.ts";
+import type { ApiKey, Project, Release } from "../src/projects/types.ts";
 
 const project = (id: number, tags: string[] = []): Project => ({
   id,

@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
 import { createApiKey } from "../src/credentials/api_keys.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 import { sleep } from "./helpers.ts";
 import { createStore } from "../src/kv/store.ts";

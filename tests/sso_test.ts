@@ -292,6 +292,46 @@ Deno.test("admin sign-in through an OpenID Connect provider", async (t) => {
   });
 });
 
+/** How many KV entries each key prefix that names sessions holds, by that prefix. */
+async function sessionEntries(app: TestApp): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for await (const entry of app.store.kv.list({ prefix: [] })) {
+    const prefix = String(entry.key[0]);
+    if (/session/.test(prefix)) counts[prefix] = (counts[prefix] ?? 0) + 1;
+  }
+  return counts;
+}
+
+Deno.test("a sign-in through the provider writes one session record; sign-out leaves none", async () => {
+  await using provider = await startTestProvider([BASE_URL]);
+  provider.users.set("alice", ["uds-admins"]);
+  await using app = await appWith(provider);
+  assert.deepEqual(await sessionEntries(app), {});
+  const client = new AdminClient(app);
+  assert.equal((await ssoSignIn(client, "alice")).status, 303);
+  assert.deepEqual(await sessionEntries(app), { admin_sessions: 1, admin_sessions_by_user: 1 });
+  await client.page("/admin");
+  assert.equal((await client.post("/admin/logout")).status, 200);
+  assert.deepEqual(await sessionEntries(app), {});
+});
+
+Deno.test("requests arriving together after the check interval cause one check", async () => {
+  await using provider = await startTestProvider([BASE_URL]);
+  provider.users.set("alice", ["uds-admins"]);
+  await using app = await appWith(provider, { settings: { checkIntervalSeconds: 1 } });
+  const client = new AdminClient(app);
+  assert.equal((await ssoSignIn(client, "alice")).status, 303);
+  await sleep(1_100);
+  const tokenCalls = () => provider.requests.filter((path) => path === "/token").length;
+  const before = tokenCalls();
+  const statuses = await Promise.all(
+    Array.from({ length: 5 }, async () => (await client.fetch("/admin")).status),
+  );
+  assert.deepEqual(statuses, [200, 200, 200, 200, 200]);
+  assert.equal(tokenCalls(), before + 1, "one refresh for the five requests");
+  assert.deepEqual(await sessionEntries(app), { admin_sessions: 1, admin_sessions_by_user: 1 });
+});
+
 Deno.test("a removed group takes effect at the first request after the check interval", async (t) => {
   await using provider = await startTestProvider([BASE_URL]);
   provider.users.set("alice", ["uds-admins"]);

@@ -8,7 +8,7 @@ import { createBackup } from "../src/backup/backup.ts";
 import { makePrivateDir, openPrivateKv, openToOthersWarning } from "../src/lib/private_files.ts";
 import { PART_GRACE_MS, saveArtifact, sweepAbandonedParts } from "../src/storage/artifacts.ts";
 import { createFsStore, publishRelease } from "../src/storage/mod.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import { createAdminTestApp, listArtifactFiles, signedInClient } from "./admin_helpers.ts";
 import { seedProject } from "./helpers.ts";
 import { createStore } from "../src/kv/store.ts";

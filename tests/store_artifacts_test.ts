@@ -11,7 +11,7 @@ import {
   UploadTooLargeError,
 } from "../src/storage/mod.ts";
 import { ValidationError } from "../src/kv/errors.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import { listReleasesByProject } from "../src/releases/releases.ts";
 import { faultyKv } from "./faults.ts";
 import { dumpKv, listDir, sha256, withKv, withStore } from "./helpers.ts";

@@ -4,7 +4,7 @@ import { createApiKey, getApiKeyByHash, hashApiKeySecret } from "../src/credenti
 import { createApiKeysBulk, createReleasesBulk } from "../src/seeding/bulk.ts";
 import { ValidationError } from "../src/kv/errors.ts";
 import { counterKey } from "../src/kv/keys.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import {
   createRelease,
   getLatestRelease,

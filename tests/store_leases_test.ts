@@ -1,9 +1,9 @@
 /** Leases (src/kv/leases.ts): one holder at a time, renewal, expiry, give-back with a result. */
 import assert from "node:assert/strict";
-import { aggregatesReady, buildAggregates } from "../src/store/aggregates.ts";
+import { aggregatesReady, buildAggregates } from "../src/projects/aggregates.ts";
 import { aggregatesMarkerKey, leaseKey, topKeysKey } from "../src/kv/keys.ts";
 import { claimLease, getLease, releaseLease } from "../src/kv/leases.ts";
-import { countDownload, getTopKeys } from "../src/store/stats.ts";
+import { countDownload, getTopKeys } from "../src/stats/downloads.ts";
 import { createStore } from "../src/kv/store.ts";
 import { sleep } from "./helpers.ts";
 

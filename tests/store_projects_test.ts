@@ -10,7 +10,7 @@ import {
   listProjects,
   setProjectState,
   updateProject,
-} from "../src/store/projects.ts";
+} from "../src/projects/projects.ts";
 import { dumpKv, withKv, withStore } from "./helpers.ts";
 
 Deno.test("project ids are integers from a KV counter, starting at 1", () =>

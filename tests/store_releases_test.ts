@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { NotFoundError, ValidationError } from "../src/kv/errors.ts";
 import { counterKey, latestReleaseKey, releaseByProjectKey } from "../src/kv/keys.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import {
   createRelease,
   getDownloadCounts,
@@ -17,7 +17,7 @@ import {
   getDailyDownloads,
   getRecentDownloadCounts,
   getTopKeysByDownloads,
-} from "../src/store/stats.ts";
+} from "../src/stats/downloads.ts";
 import { dumpKv, withKv } from "./helpers.ts";
 import { createStore, type Store } from "../src/kv/store.ts";
 

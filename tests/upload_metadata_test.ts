@@ -10,10 +10,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { releaseKey } from "../src/kv/keys.ts";
-import type { Release } from "../src/store/types.ts";
+import type { Release } from "../src/projects/types.ts";
 import { contentDisposition, downloadContentType } from "../src/http/content_disposition.ts";
 import { cutToCodePoints, isMediaType } from "../src/lib/header_text.ts";
-import { safeFilename } from "../src/store/validate.ts";
+import { safeFilename } from "../src/projects/validate.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import { createClientKey } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";

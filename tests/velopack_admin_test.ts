@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
-import { getVelopackSettings, listVelopackDeltas } from "../src/store/velopack.ts";
+import { listVelopackDeltas } from "../src/artifact_records/velopack.ts";
+import { getVelopackSettings } from "../src/velopack/settings.ts";
 import { seedProject, seedRelease } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 

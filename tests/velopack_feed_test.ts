@@ -12,10 +12,10 @@ import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { accessLogRecord, rawPath } from "../src/lib/log.ts";
 import { redactUrlCredential } from "../src/lib/url_credential_path.ts";
 import { setApiKeyActive } from "../src/credentials/api_keys.ts";
-import { getReleaseDelivery } from "../src/store/delivery.ts";
+import { getReleaseDelivery } from "../src/stats/delivery.ts";
 import { setReleaseState } from "../src/releases/releases.ts";
 import { changeRollout, startRollout } from "../src/releases/rollouts.ts";
-import { listVelopackDeltas } from "../src/store/velopack.ts";
+import { listVelopackDeltas } from "../src/artifact_records/velopack.ts";
 import { feedCredential } from "../src/feeds/url_credential.ts";
 import {
   createTestApp,

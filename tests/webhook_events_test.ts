@@ -10,7 +10,7 @@ import {
   endRollout,
   startRollout,
 } from "../src/releases/rollouts.ts";
-import { deleteWebhookEndpoint } from "../src/store/webhooks.ts";
+import { deleteWebhookEndpoint } from "../src/webhooks/outbox.ts";
 import { createTestApp, downloadCount, seedKey, seedProject, seedRelease } from "./helpers.ts";
 import { startReceiver, startTestWorker, subscribeReceiver } from "./webhook_receiver.ts";
 

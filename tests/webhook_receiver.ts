@@ -4,7 +4,8 @@
  * with the Standard Webhooks library (npm standardwebhooks), as a receiver in the field would.
  */
 import { Webhook } from "standardwebhooks";
-import { createWebhookEndpoint, type WebhookEndpoint } from "../src/store/webhooks.ts";
+import { createWebhookEndpoint, type WebhookEndpoint } from "../src/webhooks/outbox.ts";
+import { getApiKey } from "../src/credentials/api_keys.ts";
 import type { Store } from "../src/kv/store.ts";
 import {
   startWebhookWorker,
@@ -95,6 +96,7 @@ export function startTestWorker(
     allowPrivate: true,
     timeoutMs: 2000,
     pollMs: 60_000,
+    keyName: async (keyId) => (await getApiKey(store, keyId))?.name ?? null,
     ...options,
   });
 }

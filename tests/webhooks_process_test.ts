@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { emitWebhookEvent } from "../src/store/webhooks.ts";
+import { emitWebhookEvent } from "../src/webhooks/outbox.ts";
 import { makeDataTempDir, startInstances, startServer } from "./server_process.ts";
 import { type Receiver, startReceiver, subscribeReceiver } from "./webhook_receiver.ts";
 import { waitFor } from "./helpers.ts";

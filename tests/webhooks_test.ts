@@ -23,7 +23,7 @@ import { attemptDelivery } from "../src/webhooks/send.ts";
 import { nextAttemptAt, RETRY_DELAYS_SECONDS } from "../src/webhooks/worker.ts";
 import { createApiKey, setApiKeyActive } from "../src/credentials/api_keys.ts";
 import { deleteReleaseRecord } from "../src/lifecycle/delete_records.ts";
-import { createProject } from "../src/store/projects.ts";
+import { createProject } from "../src/projects/projects.ts";
 import { createRelease, publishDraft, setReleaseState } from "../src/releases/releases.ts";
 import {
   createWebhookEndpoint,
@@ -33,7 +33,7 @@ import {
   resendWebhookDelivery,
   type WebhookEndpoint,
   type WebhookEventBody,
-} from "../src/store/webhooks.ts";
+} from "../src/webhooks/outbox.ts";
 import { waitFor } from "./helpers.ts";
 import { createStore } from "../src/kv/store.ts";
 

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { getProjectBySlug } from "../src/store/projects.ts";
+import { getProjectBySlug } from "../src/projects/projects.ts";
 import {
   getLatestRelease,
   isNewerRelease,

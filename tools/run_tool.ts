@@ -2,7 +2,7 @@
 import { BackupError } from "../src/backup/format.ts";
 import { type Config, ConfigError, loadConfig } from "../src/lib/config.ts";
 import { StorageUnavailableError } from "../src/storage/mod.ts";
-import { SnapshotUnstableError } from "../src/store/backup.ts";
+import { SnapshotUnstableError } from "../src/kv/entries.ts";
 
 /** Only these settings are read (the tasks grant no other environment access). */
 const SETTINGS = [

@@ -4,15 +4,16 @@ import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { keyRolloutTags, keyState } from "../../src/credentials/access.ts";
-import { listProjectTags } from "../../src/store/aggregates.ts";
+import { listProjectTags } from "../../src/projects/aggregates.ts";
 import { deleteApiKey, getKeyDownloads } from "../../src/lifecycle/delete_records.ts";
-import { editApiKey, getApiKeyVersioned, StaleEditError } from "../../src/edits/edits.ts";
-import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
-import { getProjectsByIds } from "../../src/store/projects.ts";
-import type { ApiKey, Project } from "../../src/store/types.ts";
+import { editApiKey, getApiKeyVersioned } from "../../src/edits/edits.ts";
+import { NotFoundError } from "../../src/kv/errors.ts";
+import { getProjectsByIds } from "../../src/projects/projects.ts";
+import type { ApiKey, Project } from "../../src/projects/types.ts";
 import { describeChanges } from "../audit_changes.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
-import { field, formErrorOf } from "../forms.ts";
+import { reshowRefusedEdit } from "../edit_refusal.ts";
+import { field } from "../forms.ts";
 import {
   type ApiKeyFormValues,
   apiKeyFormValues,
@@ -44,7 +45,7 @@ export function addApiKeyPageRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): voi
     found: { value: ApiKey; version: string },
     { status = 200, ...form }: {
       values?: ApiKeyFormValues;
-      error?: FormError;
+      editError?: FormError;
       conflict?: ApiKey;
       status?: 200 | 400 | 409;
     } = {},
@@ -65,7 +66,7 @@ export function addApiKeyPageRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): voi
         version={found.version}
         knownTags={knownTags}
         values={form.values ?? valuesOf(found.value, projects)}
-        error={form.error}
+        error={form.editError}
         conflict={form.conflict
           ? { apiKey: form.conflict, slugs: slugsOf(form.conflict, projects) }
           : null}
@@ -105,12 +106,10 @@ export function addApiKeyPageRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): voi
         text: `API key "${after.name}" was saved.`,
       });
     } catch (error) {
-      if (error instanceof StaleEditError) {
-        const current = error.current as { value: ApiKey; version: string };
-        return await render(c, current, { values, conflict: current.value, status: 409 });
-      }
-      if (!(error instanceof ValidationError)) throw error;
-      return await render(c, found, { values, error: formErrorOf(error), status: 400 });
+      return await reshowRefusedEdit<ApiKey>(
+        error,
+        (current, refusal) => render(c, current ?? found, { values, ...refusal }),
+      );
     }
   });
 

@@ -1,7 +1,7 @@
 /** API keys: list, create (shown once), disable and enable. */
 import type { Hono } from "hono";
 import { keyReachesNothing, keyState, scopeAllows } from "../../src/credentials/access.ts";
-import { getCounts, listProjectTags } from "../../src/store/aggregates.ts";
+import { getCounts, listProjectTags } from "../../src/projects/aggregates.ts";
 import {
   API_KEY_PREFIX,
   createApiKey,
@@ -13,9 +13,9 @@ import {
   getProjectsByIds,
   listProjectsPage,
   searchProjectsBySlug,
-} from "../../src/store/projects.ts";
+} from "../../src/projects/projects.ts";
 import type { Store } from "../../src/kv/store.ts";
-import type { ApiKey, Project } from "../../src/store/types.ts";
+import type { ApiKey, Project } from "../../src/projects/types.ts";
 import { type AdminContext, audit, pageContext } from "../context.ts";
 import { formErrorOf } from "../forms.ts";
 import {

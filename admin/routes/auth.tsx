@@ -166,10 +166,7 @@ export function addAccountRoutes(
   admin.post("/logout", async (c) => {
     const session = c.get("session");
     // A session signed in through a provider ends there too, where it offers end-session.
-    const endAtProvider = await deps.sso?.signOut(
-      c.get("sessionId"),
-      `${config.baseUrl}/admin/login`,
-    );
+    const endAtProvider = await deps.sso?.signOut(session, `${config.baseUrl}/admin/login`);
     await deleteAdminSession(c.var.store, c.get("sessionId"), session.username);
     clearSessionCookie(c, config);
     await audit(c, deps, {

@@ -5,13 +5,13 @@ import {
   countExpiredEnabledKeys,
   getCounts,
   getStorageByProject,
-} from "../../src/store/aggregates.ts";
+} from "../../src/projects/aggregates.ts";
 import { getApiKey } from "../../src/credentials/api_keys.ts";
 import { listAuditEntries } from "../../src/kv/audit.ts";
-import { searchAuditEntries } from "../../src/store/audit_search.ts";
+import { searchAuditEntries } from "../../src/kv/audit_search.ts";
 import { getDeletedApiKeys } from "../../src/lifecycle/delete_records.ts";
-import { getProjectsByIds } from "../../src/store/projects.ts";
-import { getDailyDownloads, getTopKeys, listRecentReleases } from "../../src/store/stats.ts";
+import { getProjectsByIds } from "../../src/projects/projects.ts";
+import { getDailyDownloads, getTopKeys, listRecentReleases } from "../../src/stats/downloads.ts";
 import { needsAttention } from "../attention.ts";
 import { pageContext } from "../context.ts";
 import type { AdminEnv, RouteDeps } from "../types.ts";

@@ -6,7 +6,7 @@
  */
 import type { AuditAction } from "../../src/kv/audit.ts";
 import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
-import type { Project } from "../../src/store/types.ts";
+import type { Project } from "../../src/projects/types.ts";
 import { type AdminContext, audit, redirectWithFlash } from "../context.ts";
 import { formErrorOf } from "../forms.ts";
 import type { FormError, RouteDeps } from "../types.ts";

@@ -3,12 +3,12 @@ import type { Store } from "../../src/kv/store.ts";
 import { HTTPException } from "hono/http-exception";
 import { isSlug } from "../../src/lib/limits.ts";
 import { adoptionDay, type AdoptionFigures, getAdoption } from "../../src/reports/adoption.ts";
-import { getProjectBytes, getProjectReleaseCount } from "../../src/store/aggregates.ts";
+import { getProjectBytes, getProjectReleaseCount } from "../../src/projects/aggregates.ts";
 import { getDeletedDownloads } from "../../src/lifecycle/delete_records.ts";
-import { getProjectDeliveryMonth, utcMonth } from "../../src/store/delivery.ts";
+import { getProjectDeliveryMonth, utcMonth } from "../../src/stats/delivery.ts";
 import { getProjectVersioned } from "../../src/edits/edits.ts";
 import { getLatestView, type LatestView } from "../../src/releases/latest_view.ts";
-import { getProjectBySlug } from "../../src/store/projects.ts";
+import { getProjectBySlug } from "../../src/projects/projects.ts";
 import {
   duplicateActiveVersions,
   getDownloadCounts,
@@ -16,11 +16,13 @@ import {
   getRelease,
   listReleasesPage,
 } from "../../src/releases/releases.ts";
-import { getRetentionPolicy } from "../../src/store/retention.ts";
-import { getVelopackSettings } from "../../src/store/velopack.ts";
+import { getRetentionPolicy } from "../../src/lifecycle/retention_records.ts";
+import { getVelopackSettings } from "../../src/velopack/settings.ts";
 import { getRollout } from "../../src/releases/rollouts.ts";
-import { getDailyDownloads, getRecentDownloadCountsByWindow } from "../../src/store/stats.ts";
-import type { Project, Release, RetentionPolicy, Rollout } from "../../src/store/types.ts";
+import { getDailyDownloads, getRecentDownloadCountsByWindow } from "../../src/stats/downloads.ts";
+import type { RetentionPolicy } from "../../src/projects/retention_policy.ts";
+import type { Project, Release } from "../../src/projects/types.ts";
+import type { Rollout } from "../../src/releases/types.ts";
 import { type AdminContext, pageContext } from "../context.ts";
 import { cursorListPage, PAGE_SIZE, SEARCH_SCAN, searchOf } from "../listing.ts";
 import type { FormError, RouteDeps } from "../types.ts";

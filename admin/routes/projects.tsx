@@ -1,28 +1,26 @@
 /** Projects: list, create, edit, archive and re-activate. */
 import type { Hono } from "hono";
-import { getCounts } from "../../src/store/aggregates.ts";
+import { getCounts } from "../../src/projects/aggregates.ts";
 import { ProjectNotEmptyError } from "../../src/lifecycle/delete_records.ts";
-import { editProject, StaleEditError } from "../../src/edits/edits.ts";
+import { editProject } from "../../src/edits/edits.ts";
 import { ValidationError } from "../../src/kv/errors.ts";
 import {
   createProject,
   listProjectsPage,
   searchProjects,
   setProjectState,
-} from "../../src/store/projects.ts";
+} from "../../src/projects/projects.ts";
 import { getLatestRelease, getNewestReleaseTimes } from "../../src/releases/releases.ts";
-import {
-  isRetentionOff,
-  parseRetentionPolicy,
-  setRetentionPolicy,
-} from "../../src/store/retention.ts";
-import type { Project } from "../../src/store/types.ts";
-import { parseList } from "../../src/store/validate.ts";
-import { parseDeltasKept, setVelopackSettings } from "../../src/store/velopack.ts";
+import { setRetentionPolicy } from "../../src/lifecycle/retention_records.ts";
+import { isRetentionOff, parseRetentionPolicy } from "../../src/projects/retention_policy.ts";
+import type { Project } from "../../src/projects/types.ts";
+import { parseList } from "../../src/projects/validate.ts";
+import { parseDeltasKept, setVelopackSettings } from "../../src/velopack/settings.ts";
 import { deleteProject } from "../../src/lifecycle/delete.ts";
 import { describeChanges } from "../audit_changes.ts";
 import { field } from "../forms.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
+import { reshowRefusedEdit } from "../edit_refusal.ts";
 import { formErrorOf } from "../forms.ts";
 import {
   EMPTY_PROJECT_FORM,
@@ -166,22 +164,11 @@ export function addProjectRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): void {
         text: "The project was saved.",
       });
     } catch (error) {
-      if (error instanceof StaleEditError) {
-        const current = (error as StaleEditError<Project>).current.value;
-        return await renderProjectPage(c, deps, {
-          project: current,
-          edit,
-          conflict: current,
-          status: 409,
-        });
-      }
-      if (!(error instanceof ValidationError)) throw error;
-      return await renderProjectPage(c, deps, {
-        project,
-        edit,
-        editError: formErrorOf(error),
-        status: 400,
-      });
+      return await reshowRefusedEdit<Project>(
+        error,
+        (current, refusal) =>
+          renderProjectPage(c, deps, { project: current?.value ?? project, edit, ...refusal }),
+      );
     }
   });
 

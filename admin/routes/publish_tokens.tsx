@@ -2,7 +2,7 @@
 import type { Hono } from "hono";
 import { judgePublishToken } from "../../src/credentials/tokens.ts";
 import { ValidationError } from "../../src/kv/errors.ts";
-import { listProjects } from "../../src/store/projects.ts";
+import { listProjects } from "../../src/projects/projects.ts";
 import {
   createPublishToken,
   deletePublishToken,

@@ -5,14 +5,14 @@
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
-import { getProject } from "../../src/store/projects.ts";
+import { getProject } from "../../src/projects/projects.ts";
 import {
   getRelease,
   makeReleaseLatest,
   NotActiveError,
   publishDraft,
 } from "../../src/releases/releases.ts";
-import type { Release } from "../../src/store/types.ts";
+import type { Release } from "../../src/projects/types.ts";
 import { audit, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";
 import type { Store } from "../../src/kv/store.ts";

@@ -13,20 +13,21 @@ import {
 import { deleteRelease } from "../../src/lifecycle/delete.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import { LatestReleaseError } from "../../src/lifecycle/delete_records.ts";
-import { getReleaseDelivery } from "../../src/store/delivery.ts";
-import { editRelease, getReleaseVersioned, StaleEditError } from "../../src/edits/edits.ts";
-import { NotFoundError, ValidationError } from "../../src/kv/errors.ts";
-import { getProject } from "../../src/store/projects.ts";
+import { getReleaseDelivery } from "../../src/stats/delivery.ts";
+import { editRelease, getReleaseVersioned } from "../../src/edits/edits.ts";
+import { NotFoundError } from "../../src/kv/errors.ts";
+import { getProject } from "../../src/projects/projects.ts";
 import {
   duplicateActiveVersions,
   getDownloadCounts,
   getLatestRelease,
   listReleasesByProject,
 } from "../../src/releases/releases.ts";
-import type { Release } from "../../src/store/types.ts";
+import type { Release } from "../../src/projects/types.ts";
 import { describeChanges } from "../audit_changes.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
-import { field, formErrorOf } from "../forms.ts";
+import { reshowRefusedEdit } from "../edit_refusal.ts";
+import { field } from "../forms.ts";
 import type { ReleaseEditValues } from "../forms_upload.ts";
 import type { AdminEnv, RouteDeps } from "../types.ts";
 import { ReleasePage, type ReleasePageProps } from "../views/release_page.tsx";
@@ -115,12 +116,10 @@ export function addReleasePageRoutes(admin: Hono<AdminEnv>, deps: RouteDeps): vo
         }`,
       });
     } catch (error) {
-      if (error instanceof StaleEditError) {
-        const current = error.current as { value: Release; version: string };
-        return await render(c, current, { edit, conflict: current.value, status: 409 });
-      }
-      if (!(error instanceof ValidationError)) throw error;
-      return await render(c, found, { edit, editError: formErrorOf(error), status: 400 });
+      return await reshowRefusedEdit<Release>(
+        error,
+        (current, refusal) => render(c, current ?? found, { edit, ...refusal }),
+      );
     }
   });
 

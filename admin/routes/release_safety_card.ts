@@ -15,7 +15,8 @@ import {
   getReportSeries,
 } from "../../src/reports/reports.ts";
 import { getRolloutGates } from "../../src/rollouts/gate_records.ts";
-import type { Project, Rollout } from "../../src/store/types.ts";
+import type { Project } from "../../src/projects/types.ts";
+import type { Rollout } from "../../src/releases/types.ts";
 import type { FormError } from "../types.ts";
 import type { StageRow } from "../views/release_health.tsx";
 import {

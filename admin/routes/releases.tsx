@@ -2,7 +2,7 @@
 import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
-import { getProject } from "../../src/store/projects.ts";
+import { getProject } from "../../src/projects/projects.ts";
 import { getRelease, setReleaseState } from "../../src/releases/releases.ts";
 import { audit, redirectWithFlash } from "../context.ts";
 import type { AdminEnv, RouteDeps } from "../types.ts";

@@ -14,7 +14,8 @@ import {
   parseSchedule,
   startRollout,
 } from "../../src/releases/rollouts.ts";
-import type { Project, Rollout } from "../../src/store/types.ts";
+import type { Project } from "../../src/projects/types.ts";
+import type { Rollout } from "../../src/releases/types.ts";
 import { ID_PATTERN } from "../../src/lib/limits.ts";
 import type { AdminContext } from "../context.ts";
 import type { AdminEnv, RouteDeps } from "../types.ts";

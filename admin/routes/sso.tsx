@@ -169,13 +169,11 @@ async function startSession(
   const store = c.var.store;
   const previous = getSessionCookie(c);
   if (previous !== undefined) await deleteAdminSession(store, previous);
-  const nowMs = Date.now();
-  const { id, session } = await createAdminSession(
+  const { id } = await createAdminSession(
     store,
-    { username: signedIn.username, address: addressOf(c, deps) },
-    { policy: sessionPolicy(deps), nowMs },
+    { username: signedIn.username, address: addressOf(c, deps), sso: signedIn.sessionPart },
+    { policy: sessionPolicy(deps) },
   );
-  await sso.remember(id, { signedIn, nowMs, expiresAtMs: session.expires_at });
   setSessionCookie(c, config, id);
   clearLoginCsrfCookie(c, config);
   const change = signedIn.created
@@ -202,9 +200,13 @@ export function requireSsoCheck(deps: RouteDeps): MiddlewareHandler<AdminEnv> {
     const sso = deps.sso;
     if (sso === undefined) return await next();
     const sessionId = c.get("sessionId");
-    const outcome = await sso.check(sessionId);
-    if (!outcome.ended) return await next();
-    const { username } = c.get("session");
+    const session = c.get("session");
+    const outcome = await sso.check({ id: sessionId, session }, { policy: sessionPolicy(deps) });
+    if (!outcome.ended) {
+      c.set("session", outcome.session);
+      return await next();
+    }
+    const { username } = session;
     await deleteAdminSession(c.var.store, sessionId, username);
     clearSessionCookie(c, deps.config);
     await audit(c, deps, {
@@ -216,9 +218,7 @@ export function requireSsoCheck(deps: RouteDeps): MiddlewareHandler<AdminEnv> {
     return redirectWithFlash(c, deps, {
       location: "/admin/login",
       kind: "error",
-      text: `You were signed out: ${
-        outcome.said === undefined ? outcome.reason : ssoSentence(outcome.said, sso.settings)
-      }`,
+      text: `You were signed out: ${ssoSentence(outcome.said, sso.settings)}`,
     });
   };
 }

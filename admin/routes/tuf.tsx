@@ -11,7 +11,7 @@ import {
   removeSparkleKeyFile,
   writeSparkleKeyFile,
 } from "../../src/feeds/sparkle_signing.ts";
-import { getProjectBySlug, getProjectsByIds } from "../../src/store/projects.ts";
+import { getProjectBySlug, getProjectsByIds } from "../../src/projects/projects.ts";
 import {
   deleteSparkleFeedKey,
   listSparkleFeedKeys,

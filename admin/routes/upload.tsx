@@ -26,8 +26,8 @@ import {
 } from "../../src/storage/mod.ts";
 import type { UploadFailureReason } from "../../src/lib/metrics.ts";
 import type { ValidationError } from "../../src/kv/errors.ts";
-import { getProjectBySlug, listProjectsPage } from "../../src/store/projects.ts";
-import type { Project, Release } from "../../src/store/types.ts";
+import { getProjectBySlug, listProjectsPage } from "../../src/projects/projects.ts";
+import type { Project, Release } from "../../src/projects/types.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { isSlug } from "../../src/lib/limits.ts";
 import { UploadPage } from "../views/upload_page.tsx";

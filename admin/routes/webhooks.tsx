@@ -19,7 +19,7 @@ import {
   updateWebhookEndpoint,
   type WebhookEndpoint,
   webhookTestBody,
-} from "../../src/store/webhooks.ts";
+} from "../../src/webhooks/outbox.ts";
 import { WEBHOOK_TEST_EVENT } from "../../src/webhooks/events.ts";
 import { attemptDelivery } from "../../src/webhooks/send.ts";
 import { audit, pageContext, redirectWithFlash } from "../context.ts";

@@ -1,5 +1,5 @@
 import { AUDIT_KINDS, type AuditEntry, type AuditKind } from "../../src/kv/audit.ts";
-import type { AuditFilter } from "../../src/store/audit_search.ts";
+import type { AuditFilter } from "../../src/kv/audit_search.ts";
 import { DataTable, Pager, Time } from "./components.tsx";
 import { Layout, type PageContext } from "./layout.tsx";
 

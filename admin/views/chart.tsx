@@ -4,7 +4,7 @@
  * too); a table with the same numbers follows it for screen readers.
  */
 import type { Child } from "hono/jsx";
-import type { DailyDownloads } from "../../src/store/stats.ts";
+import type { DailyDownloads } from "../../src/stats/downloads.ts";
 
 /** The chart's ranges, in days. */
 export const CHART_RANGES = [30, 90] as const;

@@ -1,7 +1,7 @@
 import type { AttentionItem } from "../attention.ts";
 import { can } from "../roles.ts";
-import type { DailyDownloads } from "../../src/store/stats.ts";
-import type { ApiKey, Project, Release } from "../../src/store/types.ts";
+import type { DailyDownloads } from "../../src/stats/downloads.ts";
+import type { ApiKey, Project, Release } from "../../src/projects/types.ts";
 import { type ChartRange, DownloadChart } from "./chart.tsx";
 import { humanBytes } from "../format.ts";
 import { DataTable } from "./components.tsx";

@@ -1,4 +1,4 @@
-import type { Project } from "../../src/store/types.ts";
+import type { Project } from "../../src/projects/types.ts";
 import type { ListPage } from "../listing.ts";
 import type { ProjectFormValues } from "../forms_project.ts";
 import type { FormError } from "../types.ts";

@@ -1,6 +1,6 @@
 /** The publish tokens page: the list (never a secret), the create form, and the page shown once. */
 import type { PublishToken } from "../../src/credentials/publish_tokens.ts";
-import type { Project } from "../../src/store/types.ts";
+import type { Project } from "../../src/projects/types.ts";
 import type { PublishTokenFormValues } from "../forms_publish_token.ts";
 import type { FormError } from "../types.ts";
 import {

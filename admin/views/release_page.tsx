@@ -1,6 +1,6 @@
 /** One release: its facts, a download link, the edit form and the delete form. */
-import type { DeliveryTotals } from "../../src/store/delivery.ts";
-import type { Project, Release } from "../../src/store/types.ts";
+import type { DeliveryTotals } from "../../src/stats/delivery.ts";
+import type { Project, Release } from "../../src/projects/types.ts";
 import { humanBytes } from "../format.ts";
 import type { ReleaseEditValues } from "../forms_upload.ts";
 import type { FormError } from "../types.ts";

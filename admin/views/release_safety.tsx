@@ -8,7 +8,7 @@
 import type { ReleasePolicy, RollbackPlan } from "../../src/releases/release_policy.ts";
 import { failuresOf, type ReportCounts, type ReportReason } from "../../src/reports/reports.ts";
 import type { RolloutGateState } from "../../src/rollouts/gate_records.ts";
-import type { Rollout } from "../../src/store/types.ts";
+import type { Rollout } from "../../src/releases/types.ts";
 import type { FormError } from "../types.ts";
 import {
   Breakable,

@@ -1,6 +1,6 @@
 /** The project page's retention card: the policy form and what it would delete now (dry run). */
 import type { RetentionPlan } from "../../src/lifecycle/retention.ts";
-import type { Project } from "../../src/store/types.ts";
+import type { Project } from "../../src/projects/types.ts";
 import { humanBytes } from "../format.ts";
 import type { FormError } from "../types.ts";
 import { can } from "../roles.ts";

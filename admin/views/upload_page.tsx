@@ -1,5 +1,5 @@
 /** The upload page the dashboard's "Upload a release" opens: choose the project, then the file. */
-import type { Project } from "../../src/store/types.ts";
+import type { Project } from "../../src/projects/types.ts";
 import type { UploadValues } from "../forms_upload.ts";
 import type { FormError } from "../types.ts";
 import { FieldError, invalidProps } from "./components.tsx";

@@ -2,8 +2,8 @@
  * The project page's card of server-made deltas and patches: from how many older releases each
  * new one gets a Velopack delta (a `.nupkg`) or a patch (any other file).
  */
-import type { Project } from "../../src/store/types.ts";
-import { MAX_DELTAS_KEPT } from "../../src/store/velopack.ts";
+import type { Project } from "../../src/projects/types.ts";
+import { MAX_DELTAS_KEPT } from "../../src/velopack/settings.ts";
 import type { FormError } from "../types.ts";
 import { FormErrorSummary, InputField } from "./components.tsx";
 import { CsrfInput, type PageContext } from "./layout.tsx";

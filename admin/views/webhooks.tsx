@@ -3,7 +3,7 @@ import type {
   WebhookDelivery,
   WebhookEndpoint,
   WebhookEndpointHealth,
-} from "../../src/store/webhooks.ts";
+} from "../../src/webhooks/outbox.ts";
 import { WEBHOOK_EVENT_KINDS } from "../../src/webhooks/events.ts";
 import { isSigningSecret } from "../../src/lib/webhook_secret.ts";
 import type { FormError } from "../types.ts";

@@ -4,17 +4,35 @@
  * Expired entries may linger in KV for a while, so every read also checks the
  * absolute and idle limits itself. `last_seen_at` is written at most once per
  * `touchEveryMs` (a minute; a quarter of the idle limit when that is shorter),
- * so page views do not each cost a durable write.
+ * so page views do not each cost a durable write. A session signed in through an
+ * OpenID Connect provider carries the provider's side in the same record (`sso`, docs/sso.md),
+ * so one write starts it and one delete ends it.
  */
 import { ADDRESS_MAX_LENGTH, TOKEN_PATTERN } from "../lib/limits.ts";
 import { randomToken, sha256Hex } from "../lib/secrets.ts";
-import {
-  adminSessionByUserKey,
-  adminSessionKey,
-  adminSessionsByUserPrefix,
-  ssoSessionKey,
-} from "../kv/keys.ts";
+import { adminSessionByUserKey, adminSessionKey, adminSessionsByUserPrefix } from "../kv/keys.ts";
+import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
 import type { Store } from "../kv/store.ts";
+
+/** The provider's side of a session signed in through an OpenID Connect provider (src/sso/). */
+export interface SsoSessionPart {
+  /** The provider's subject of the user: a check's answer must be for it. */
+  subject: string;
+  /** For the provider's end-session endpoint (`id_token_hint`); empty when none came. */
+  id_token: string;
+  refresh_token?: string;
+  access_token?: string;
+  /** When the access token ends, in ms since the epoch (absent: unknown). */
+  access_expires_at?: number;
+  /** The last time the provider was asked for the user's groups, in ms since the epoch. */
+  checked_at: number;
+}
+
+/** The tokens a session check of the provider brings. */
+export type SsoSessionTokens = Pick<
+  SsoSessionPart,
+  "id_token" | "refresh_token" | "access_token" | "access_expires_at"
+>;
 
 export interface AdminSession {
   username: string;
@@ -25,6 +43,8 @@ export interface AdminSession {
   /** Absolute end of the session. */
   expires_at: number;
   address: string;
+  /** The provider's side when signed in through one; null when signed in with a password. */
+  sso: SsoSessionPart | null;
 }
 
 export interface SessionPolicy {
@@ -41,9 +61,16 @@ export interface SessionOptions {
   nowMs?: number;
 }
 
+/** The record's `expireIn`: until its idle limit or its end, whichever comes first. */
+function expiryOf(session: AdminSession, { policy, nowMs }: Required<SessionOptions>) {
+  const until = Math.min(session.last_seen_at + policy.idleMs, session.expires_at);
+  return { expireIn: Math.max(1, until - nowMs) };
+}
+
+/** Starts a session; `sso` is the provider's side of a sign-in through one. */
 export async function createAdminSession(
   store: Store,
-  input: { username: string; address: string },
+  input: { username: string; address: string; sso?: SsoSessionPart },
   { policy, nowMs = Date.now() }: SessionOptions,
 ): Promise<{ id: string; session: AdminSession }> {
   const id = randomToken();
@@ -55,9 +82,10 @@ export async function createAdminSession(
     last_seen_at: nowMs,
     expires_at: nowMs + policy.maxMs,
     address: input.address.slice(0, ADDRESS_MAX_LENGTH),
+    sso: input.sso ?? null,
   };
   await store.kv.atomic()
-    .set(adminSessionKey(idHash), session, { expireIn: Math.min(policy.idleMs, policy.maxMs) })
+    .set(adminSessionKey(idHash), session, expiryOf(session, { policy, nowMs }))
     .set(adminSessionByUserKey(input.username, idHash), true, { expireIn: policy.maxMs })
     .commit();
   return { id, session };
@@ -74,7 +102,11 @@ export async function getAdminSession(
   const entry = await store.kv.get<AdminSession>(key);
   const session = entry.value;
   if (session === null) return null;
-  if (nowMs >= session.expires_at || nowMs - session.last_seen_at >= policy.idleMs) {
+  // A record without `sso` is of an older shape, whose provider side was kept apart: it ends.
+  if (
+    session.sso === undefined || nowMs >= session.expires_at ||
+    nowMs - session.last_seen_at >= policy.idleMs
+  ) {
     await deleteAdminSession(store, id, session.username);
     return null;
   }
@@ -82,18 +114,75 @@ export async function getAdminSession(
   const touchEvery = Math.min(policy.touchEveryMs ?? DEFAULT_TOUCH_EVERY_MS, policy.idleMs / 4);
   if (nowMs - session.last_seen_at >= touchEvery) {
     const touched = { ...session, last_seen_at: nowMs };
-    const expireIn = Math.max(1, Math.min(policy.idleMs, session.expires_at - nowMs));
     // Checked against the read, so a touch never brings back a session ended meanwhile.
-    await store.kv.atomic().check(entry).set(key, touched, { expireIn }).commit();
+    await store.kv.atomic().check(entry).set(key, touched, expiryOf(touched, { policy, nowMs }))
+      .commit();
     return touched;
   }
   return session;
 }
 
 /**
- * Ends a session: its record and, in the same commit, its provider side when it was signed in
- * through one (src/sso/records.ts keeps it under the same id hash).
+ * Hands the provider check of session `id` to this caller when it is due (its groups last read
+ * `intervalMs` or longer ago): `checked_at` moves to now in a checked write, so requests arriving
+ * together cause one check and a rotated refresh token is used once. The provider's side when
+ * due; null when not due, signed in with a password, or ended.
  */
+export async function claimSsoCheck(
+  store: Store,
+  id: string,
+  { policy, nowMs = Date.now(), intervalMs }: SessionOptions & { intervalMs: number },
+): Promise<SsoSessionPart | null> {
+  const claimed = await changeSsoPart(store, id, {
+    change: (sso) => nowMs - sso.checked_at < intervalMs ? null : { ...sso, checked_at: nowMs },
+    policy,
+    nowMs,
+  });
+  return claimed?.sso ?? null;
+}
+
+/**
+ * Writes the tokens a session check got into the session's provider side; the session as it now
+ * stands, or null when it ended meanwhile.
+ */
+export async function updateSsoSessionTokens(
+  store: Store,
+  id: string,
+  { tokens, policy, nowMs = Date.now() }: SessionOptions & { tokens: SsoSessionTokens },
+): Promise<AdminSession | null> {
+  return await changeSsoPart(store, id, {
+    change: (sso) => ({ ...sso, ...tokens }),
+    policy,
+    nowMs,
+  });
+}
+
+/**
+ * Changes the provider's side of session `id` in a checked write, tried again when another
+ * write came first: `change` gives the new side, or null to leave it. The session as written;
+ * null when nothing was (no change, signed in with a password, or ended).
+ */
+async function changeSsoPart(
+  store: Store,
+  id: string,
+  { change, policy, nowMs }: Required<SessionOptions> & {
+    change: (sso: SsoSessionPart) => SsoSessionPart | null;
+  },
+): Promise<AdminSession | null> {
+  if (!TOKEN_PATTERN.test(id)) return null;
+  const key = adminSessionKey(sha256Hex(id));
+  return await commitWithRetry(async () => {
+    const entry = await store.kv.get<AdminSession>(key);
+    const sso = entry.value?.sso ? change(entry.value.sso) : null;
+    if (sso === null) return { commit: NOTHING_TO_WRITE, value: null };
+    const changed = { ...entry.value!, sso };
+    const commit = await store.kv.atomic().check(entry)
+      .set(key, changed, expiryOf(changed, { policy, nowMs })).commit();
+    return { commit, value: changed };
+  });
+}
+
+/** Ends a session: its record, with the provider's side when it has one. */
 export async function deleteAdminSession(
   store: Store,
   id: string,
@@ -101,7 +190,7 @@ export async function deleteAdminSession(
 ): Promise<void> {
   if (!TOKEN_PATTERN.test(id)) return;
   const idHash = sha256Hex(id);
-  const op = store.kv.atomic().delete(adminSessionKey(idHash)).delete(ssoSessionKey(idHash));
+  const op = store.kv.atomic().delete(adminSessionKey(idHash));
   if (username !== undefined) op.delete(adminSessionByUserKey(username, idHash));
   await op.commit();
 }
@@ -117,8 +206,7 @@ export async function deleteAdminSessionsOfUser(
   for await (const entry of store.kv.list({ prefix: adminSessionsByUserPrefix(username) })) {
     const idHash = entry.key[entry.key.length - 1] as string;
     if (idHash === keepHash) continue;
-    await store.kv.atomic().delete(adminSessionKey(idHash)).delete(ssoSessionKey(idHash))
-      .delete(entry.key).commit();
+    await store.kv.atomic().delete(adminSessionKey(idHash)).delete(entry.key).commit();
     ended++;
   }
   return ended;

@@ -2,9 +2,10 @@
  * `deno task backup <dir>`: a consistent copy of the KV entries and of the
  * artifacts they reference, taken while the service keeps running.
  *
- * 1. A snapshot of all KV entries (src/store/backup.ts: full passes until two
+ * 1. A snapshot of all KV entries (src/kv/entries.ts: full passes until two
  *    agree), from a second connection to the KV file; backup only reads.
- * 2. `kv.jsonl` from that snapshot.
+ * 2. `kv.jsonl` from that snapshot, each block map in it whole or not at all
+ *    (a map being written has its pieces committed before its record).
  * 3. The artifact of every release in the snapshot, from the data dir or the
  *    s3 bucket. Artifacts are complete (fsynced file, completed multipart
  *    upload) before their release record is committed and never change
@@ -19,13 +20,9 @@
 import { createPrivateFile, makePrivateDir, PRIVATE_DIR_MODE } from "../lib/private_files.ts";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import {
-  countRecords,
-  type KvRecord,
-  leaveOutWebhookSecrets,
-  releasesIn,
-  snapshotEntries,
-} from "../store/backup.ts";
+import { leaveOutWebhookSecrets, releasesIn } from "./records.ts";
+import { countRecords, type KvRecord, snapshotEntries } from "../kv/entries.ts";
+import { keepWholeBlockMaps } from "../artifact_records/block_maps.ts";
 import { BACKUP_SKIPPED_PREFIXES } from "../kv/keys.ts";
 import { encodeRecord } from "./codec.ts";
 import { backupSigningKeys, countKeyFiles } from "./signing_keys.ts";
@@ -94,9 +91,8 @@ export async function createBackup(
     } finally {
       kv.close();
     }
-    const records = includeWebhookSecrets
-      ? snapshot.records
-      : leaveOutWebhookSecrets(snapshot.records).records;
+    const whole = keepWholeBlockMaps(snapshot.records);
+    const records = includeWebhookSecrets ? whole : leaveOutWebhookSecrets(whole).records;
     const kvSha256 = await writeKvFile(join(targetDir, KV_FILE), records);
     const artifacts = await copyArtifacts(records, artifactStoreOf(source), targetDir);
     const manifest: Manifest = {

@@ -50,7 +50,7 @@ export interface Manifest {
     sha256: string;
     /** Key prefixes that were left out (short-lived state). */
     skipped_prefixes: string[][];
-    /** Full passes over the KV until two agreed (see src/store/backup.ts). */
+    /** Full passes over the KV until two agreed (see src/kv/entries.ts). */
     snapshot_passes: number;
   };
   counts: { projects: number; releases: number; api_keys: number };

@@ -12,8 +12,8 @@
  */
 import { KV_FILE_SUFFIXES, makePrivateDir, openPrivateKv } from "../lib/private_files.ts";
 import { join } from "node:path";
-import { importEntries, isKvEmpty, type KvRecord } from "../store/backup.ts";
-import { listWebhookEndpoints } from "../store/webhooks.ts";
+import { importEntries, isKvEmpty, type KvRecord } from "../kv/entries.ts";
+import { listWebhookEndpoints } from "../webhooks/outbox.ts";
 import type { ArtifactStore } from "../storage/mod.ts";
 import { artifactStoreOf, type DataLocation, requireLocalKv } from "./backup.ts";
 import { decodeRecord } from "./codec.ts";

@@ -3,7 +3,7 @@
  * upload (and once for releases stored before): one instance at a time (a
  * lease in KV, renewed per release) reads each artifact without a block map
  * once, checks its SHA-256 on the way and stores the gzipped block map in KV
- * (block_maps.ts in src/store); block maps of deleted releases are removed
+ * (src/artifact_records/block_maps.ts); block maps of deleted releases are removed
  * at the start of a run. Not in the upload's own pass: building a block map costs
  * about as much CPU as the SHA-256 and SHA-512 together (docs/feeds.md), which
  * would cut upload throughput far more than 10%. Until a release has its
@@ -16,9 +16,9 @@ import {
   createBlockMap,
   listReleasesWithoutBlockMap,
   removeOrphanBlockMaps,
-} from "../store/block_maps.ts";
+} from "../artifact_records/block_maps.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
-import type { Release } from "../store/types.ts";
+import type { Release } from "../projects/types.ts";
 import { buildBlockMap } from "./build.ts";
 
 /** How often an instance looks for new releases (an upload is picked up within this). */

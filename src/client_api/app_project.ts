@@ -9,8 +9,8 @@ import { API_ERRORS, ApiError } from "../http/errors.ts";
 import { isSlug } from "../lib/limits.ts";
 import { projectVisible } from "../credentials/access.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
-import { getProjectBySlug } from "../store/projects.ts";
-import type { ApiKey, Project } from "../store/types.ts";
+import { getProjectBySlug } from "../projects/projects.ts";
+import type { ApiKey, Project } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
 
 /** The project `key` sees for `app` on `platforms` (most specific first); else the spec's 404. */

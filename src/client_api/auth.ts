@@ -16,11 +16,11 @@ import type { AppEnv, PresentedKey, ServiceDeps } from "../http/app_env.ts";
 import { clientAddress, rateLimitAddress } from "../http/client_address.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Metrics } from "../lib/metrics.ts";
-import type { TakeResult } from "../store/rate_limit.ts";
+import type { TakeResult } from "../rate_limit/rate_limit.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { createUrlCredentialLookup } from "../feeds/url_credential.ts";
 import type { KeyLookup } from "../credentials/key_lookup.ts";
-import type { ApiKey } from "../store/types.ts";
+import type { ApiKey } from "../projects/types.ts";
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;
 const ALLOWED: TakeResult = { allowed: true };

@@ -7,19 +7,19 @@
  * JSON errors; the file (and a server-made patch to it) is the API's download (Range, If-Range, ETag, HEAD,
  * counting and the delivery modes).
  */
-import { type Context, type Handler, Hono } from "hono";
+import type { Context } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
 import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../releases/offer.ts";
-import { getBlockMapBytes } from "../store/block_maps.ts";
+import { getBlockMapBytes } from "../artifact_records/block_maps.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import type { ReleasePolicy } from "../releases/release_policy.ts";
 import { getActiveReleaseByVersion } from "../releases/release_versions.ts";
 import { getLatestRelease } from "../releases/releases.ts";
-import { listSparkleDeltasByRelease } from "../store/sparkle_deltas.ts";
-import { listArtifactPatches } from "../store/artifact_patches.ts";
-import type { ApiKey, Project, Release } from "../store/types.ts";
+import { listSparkleDeltasByRelease } from "../artifact_records/sparkle_deltas.ts";
+import { listArtifactPatches } from "../artifact_records/artifact_patches.ts";
+import type { ApiKey, Project, Release } from "../projects/types.ts";
 import { electronFeedYaml, isElectronFeedFile } from "../feeds/electron.ts";
 import {
   BLOCK_MAP_SUFFIX,
@@ -43,12 +43,7 @@ import { findAppProject } from "./app_project.ts";
 import { addSquirrelRoutes, SQUIRREL_ROUTES } from "./squirrel_feed.ts";
 import { acceptedKey } from "./auth.ts";
 import { addVelopackRoutes, VELOPACK_ROUTES } from "./velopack_feed.ts";
-import {
-  createKeySurface,
-  findVisibleProjectBySlug,
-  findVisibleRelease,
-  type SurfaceRoutes,
-} from "./surface.ts";
+import { createKeyRoutes, findVisibleRelease, type SurfaceRoutes } from "./surface.ts";
 
 const encoder = new TextEncoder();
 const YAML_CONTENT_TYPE = "text/yaml; charset=utf-8";
@@ -60,8 +55,7 @@ const SPARKLE_PLATFORMS = ["mac"];
 
 export function createFeedRoutes(deps: ServiceDeps, observer: Observer): SurfaceRoutes {
   const { store } = deps;
-  const feeds = new Hono<AppEnv>();
-  const surface = createKeySurface(deps, observer);
+  const { routes: feeds, surface, get, readOnly } = createKeyRoutes(deps, observer);
   const { respond } = surface;
   const origin = deps.config.baseUrl.replace(/\/+$/, "");
   // One body per release record version (the read cache hands out the same record while it
@@ -82,9 +76,6 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
   >();
   // The vendors' Sparkle keys: a project with one gets a signed appcast (docs/feeds.md).
   const appcastKeys = createAppcastKeys(store, deps.config.dataDir);
-
-  const get = <P extends string>(path: P, handler: Handler<AppEnv, P>) =>
-    feeds.get(path, surface.endpoint(handler));
 
   /**
    * The latest active release of the project the URL's `slug` picks for `platforms` (the
@@ -261,7 +252,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
   get("/electron/:slug/:files/:version/:filename", async (c) => {
     const key = acceptedKey(c, deps);
     if (c.req.param("files") !== "files") throw new ApiError(404, API_ERRORS.resourceNotFound);
-    const project = await findVisibleProjectBySlug(store, key, c.req.param("slug"));
+    const project = await surface.visibleProject(c, key);
     const release = await getActiveReleaseByVersion(store, project.id, c.req.param("version"));
     if (release === null) throw new ApiError(404, API_ERRORS.resourceNotFound);
     const name = c.req.param("filename");
@@ -309,7 +300,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
   });
 
   // Read-only, like the client API: known paths refuse other methods.
-  surface.refuseWrites(feeds, [
+  return readOnly([
     "/electron/:slug/:file",
     "/tauri/:slug/:target/:arch/:current_version",
     "/sparkle/:slug/appcast.xml",
@@ -323,5 +314,4 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
     ...VELOPACK_ROUTES,
     ...VELOPACK_ROUTES.map((path) => `/c/:credential${path}`),
   ]);
-  return { routes: feeds, notFound: surface.notFound };
 }

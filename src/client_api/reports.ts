@@ -6,7 +6,7 @@
  * The answer is 202 once the report is checked and queued; it is written in
  * batches off the request (src/reports/report_recorder.ts).
  */
-import { type Context, Hono } from "hono";
+import type { Context } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
@@ -14,8 +14,7 @@ import { concatBytes } from "../lib/bytes.ts";
 import { INSTALL_ID_HEADER } from "../releases/offer.ts";
 import type { IncomingReport } from "../reports/report_recorder.ts";
 import { VERSION_MAX_LENGTH } from "../lib/limits.ts";
-import { acceptedKey } from "./auth.ts";
-import { createKeySurface, findVisibleProjectBySlug, type SurfaceRoutes } from "./surface.ts";
+import { createKeyRoutes, type SurfaceRoutes } from "./surface.ts";
 
 /** Where the reports surface is mounted (app.ts). */
 export const REPORTS_PREFIX = "/reports/v1";
@@ -39,16 +38,13 @@ const VERSION = /^[\x21-\x7e]+$/;
 const encoder = new TextEncoder();
 
 export function createReportRoutes(deps: ServiceDeps, observer: Observer): SurfaceRoutes {
-  const { store } = deps;
-  const reports = new Hono<AppEnv>();
-  const surface = createKeySurface(deps, observer);
+  const { routes: reports, surface } = createKeyRoutes(deps, observer);
   const accepted = encoder.encode(JSON.stringify({ status: "accepted" }));
 
   reports.post(
     "/projects/:slug",
     surface.endpoint(async (c) => {
-      const key = acceptedKey(c, deps);
-      const project = await findVisibleProjectBySlug(store, key, c.req.param("slug") ?? "");
+      const project = await surface.visibleProject(c);
       const installId = c.req.header(INSTALL_ID_HEADER);
       if (installId === undefined || !INSTALL_ID.test(installId)) {
         throw new ApiError(400, "X-Install-Id is required: 1 to 128 printable ASCII characters");

@@ -1,19 +1,13 @@
 /** The client JSON API under /api/v1 (../shared/spec/client-api.md "4. Endpoints"). */
-import { type Handler, Hono } from "hono";
 import { projectVisible } from "../credentials/access.ts";
-import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
+import type { ServiceDeps } from "../http/app_env.ts";
 import type { Observer } from "../http/observe.ts";
 import { thenRead } from "../kv/cache.ts";
-import { listProjects } from "../store/projects.ts";
+import { listProjects } from "../projects/projects.ts";
 import { acceptedKey } from "./auth.ts";
 import { openApiJson } from "./openapi.ts";
 import { apiIndex, createProjectListBodies, releaseEnvelopeBody } from "./serialize.ts";
-import {
-  createKeySurface,
-  findVisibleProjectBySlug,
-  findVisibleRelease,
-  type SurfaceRoutes,
-} from "./surface.ts";
+import { createKeyRoutes, findVisibleRelease, type SurfaceRoutes } from "./surface.ts";
 
 const encoder = new TextEncoder();
 
@@ -25,8 +19,7 @@ const encoder = new TextEncoder();
  */
 export function createApiRoutes(deps: ServiceDeps, observer: Observer): SurfaceRoutes {
   const { store } = deps;
-  const api = new Hono<AppEnv>();
-  const surface = createKeySurface(deps, observer);
+  const { surface, get, readOnly } = createKeyRoutes(deps, observer);
   const { respond } = surface;
   const projectListBody = createProjectListBodies();
   const index = encoder.encode(JSON.stringify(apiIndex(deps.config.serviceName)));
@@ -34,9 +27,6 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): SurfaceR
 
   // Every /api/v1 request, known path or not, draws a token before any other
   // check (the surface's `endpoint` and `notFound`, src/client_api/surface.ts).
-  const get = <P extends string>(path: P, handler: Handler<AppEnv, P>) =>
-    api.get(path, surface.endpoint(handler));
-
   get("/", (c) => respond.ok(c, index));
 
   // Public like the index, but not listed in it (the index lists the four key routes only).
@@ -57,7 +47,7 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): SurfaceR
   get("/projects/:slug/releases/latest", (c) => {
     const key = acceptedKey(c, deps);
     return thenRead(
-      findVisibleProjectBySlug(store, key, c.req.param("slug")),
+      surface.visibleProject(c, key),
       (project) =>
         thenRead(
           surface.latestFor(key, project, surface.askerOf(c)),
@@ -83,12 +73,11 @@ export function createApiRoutes(deps: ServiceDeps, observer: Observer): SurfaceR
 
   // The API is read-only: known paths refuse other methods; unknown paths are
   // 404 (`notFound`, through the app's not-found handler).
-  surface.refuseWrites(api, [
+  return readOnly([
     "/",
     "/projects",
     "/projects/:slug/releases/latest",
     "/releases/:id",
     "/releases/:id/download",
   ]);
-  return { routes: api, notFound: surface.notFound };
 }

@@ -1,6 +1,6 @@
 /** The client API's JSON shapes (../shared/spec/client-api.md "2. Resources and their fields"). */
 import { projectJson, releaseJson } from "../http/resource_json.ts";
-import type { ApiKey, Project, Release } from "../store/types.ts";
+import type { ApiKey, Project, Release } from "../projects/types.ts";
 
 export { projectJson, releaseJson };
 

@@ -15,7 +15,7 @@ import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../releases/offer.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { getActiveReleaseByVersion } from "../releases/release_versions.ts";
 import { getRelease } from "../releases/releases.ts";
-import type { ApiKey, Project, Release } from "../store/types.ts";
+import type { ApiKey, Project, Release } from "../projects/types.ts";
 import { FEEDS_PREFIX } from "../feeds/paths.ts";
 import { squirrelPlatforms, squirrelSystem } from "../feeds/platforms.ts";
 import {
@@ -26,7 +26,7 @@ import {
   squirrelMacJson,
   squirrelOffers,
 } from "../feeds/squirrel.ts";
-import { getSquirrelDelta } from "../store/squirrel_deltas.ts";
+import { getSquirrelDelta } from "../artifact_records/squirrel_deltas.ts";
 import { sha256Hex } from "../lib/secrets.ts";
 import { URL_CREDENTIAL_PREFIX } from "../lib/url_credential_path.ts";
 import { findAppProject } from "./app_project.ts";

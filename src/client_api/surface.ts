@@ -1,20 +1,21 @@
 /**
  * What every surface answering API keys shares (the client API in routes.ts,
- * the updater feeds in feeds.ts): the JSON error mapping with the protected
- * headers, the rate-limit gate drawn first in the handler's own frame, the
- * observed endpoints, the key's visible projects and releases, and the
- * artifact download with its counting.
+ * the updater feeds in feeds.ts, TUF in tuf.ts, install reports in
+ * reports.ts): its routes and their start (`createKeyRoutes`), the JSON error
+ * mapping with the protected headers, the rate-limit gate drawn first in the
+ * handler's own frame, the observed endpoints, the key's visible projects and
+ * releases, and the artifact download with its counting.
  */
-import type { Context, Handler, Hono } from "hono";
+import { type Context, type Handler, Hono } from "hono";
 import { projectVisible } from "../credentials/access.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
-import { recordDelivery } from "../store/delivery.ts";
+import { recordDelivery } from "../stats/delivery.ts";
 import { getLatestView, type LatestView } from "../releases/latest_view.ts";
-import { getProject, getProjectBySlug } from "../store/projects.ts";
+import { getProject, getProjectBySlug } from "../projects/projects.ts";
 import { policyHeaders, type ReleasePolicy } from "../releases/release_policy.ts";
 import { getRelease } from "../releases/releases.ts";
-import { countDownload } from "../store/stats.ts";
-import type { ApiKey, Project, Release } from "../store/types.ts";
+import { countDownload } from "../stats/downloads.ts";
+import type { ApiKey, Project, Release } from "../projects/types.ts";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError, mapDomainError } from "../http/errors.ts";
 import { jsonResponse } from "../http/json.ts";
@@ -28,7 +29,7 @@ import {
   releaseFor,
   STAGING_ID_HEADER,
 } from "../releases/offer.ts";
-import { rateLimitGate } from "./auth.ts";
+import { acceptedKey, rateLimitGate } from "./auth.ts";
 import { type Delivery, serveArtifact } from "./download.ts";
 import type { Store } from "../kv/store.ts";
 
@@ -85,12 +86,17 @@ export interface KeySurface {
   refuseWrites(routes: Hono<AppEnv>, paths: readonly string[]): void;
   /** The answer to a path of the surface no route knows: a token drawn, then the spec's 404. */
   notFound: (c: Context<AppEnv>) => MaybeAsync<Response>;
+  /**
+   * The project the path's `slug` names, when `key` (by default the request's,
+   * checked here: the spec's 503, 401 or 403) may see it; else the spec's 404.
+   */
+  visibleProject(c: Context<AppEnv>, key?: ApiKey): MaybeAsync<Project>;
   /** The download of `release`'s artifact by `key`, counted like the API's. */
   download(c: Context<AppEnv>, key: ApiKey, release: Release): Promise<Response>;
   /**
    * The download of a server-made delta or patch `file` to `release`: served
    * like the artifact, its bytes counted against the release's whole size as
-   * a differential update (src/store/delivery.ts), once like the block map.
+   * a differential update (src/stats/delivery.ts), once like the block map.
    */
   downloadDelta(
     c: Context<AppEnv>,
@@ -123,12 +129,12 @@ export interface KeySurface {
   /**
    * Bytes answered to a client of `key` for `release` (its file, parts or block map) and what
    * they stand for in whole downloads, `attempt` saying whether they start a differential update
-   * or are the whole file: the metrics and the release's sums (src/store/delivery.ts).
+   * or are the whole file: the metrics and the release's sums (src/stats/delivery.ts).
    */
   delivered(c: Context<AppEnv>, delivery: Delivered): void;
 }
 
-export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurface {
+function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurface {
   const { store, config, metrics } = deps;
   const respond = createApiResponder(deps.responseHeaders, deps.signer);
   const { signer } = deps;
@@ -307,13 +313,46 @@ export function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurf
       }
     },
     notFound: (c) => notFound(c, async () => {}) as MaybeAsync<Response>,
+    visibleProject: (c, key = acceptedKey(c, deps)) =>
+      findVisibleProjectBySlug(store, key, c.req.param("slug") ?? ""),
     download: (c, key, release) => serve(c, key, { release, file: null }),
     downloadDelta: (c, key, { release, file }) => serve(c, key, { release, file }),
   };
 }
 
+/** A key-protected surface in the making: its routes and the shared parts they use. */
+export interface KeyRoutes {
+  /** The routes, to mount at the surface's prefix. */
+  routes: Hono<AppEnv>;
+  surface: KeySurface;
+  /** Adds the GET (and HEAD) route `path`: `handler` as one endpoint (`KeySurface.endpoint`). */
+  get<P extends string>(path: P, handler: Handler<AppEnv, P>): void;
+  /**
+   * The surface, done: its known `paths` refuse other methods (`KeySurface.refuseWrites`),
+   * the paths no route knows are its 404.
+   */
+  readOnly(paths: readonly string[]): SurfaceRoutes;
+}
+
+/** The start of every key-protected surface: its routes and its shared parts. */
+export function createKeyRoutes(deps: ServiceDeps, observer: Observer): KeyRoutes {
+  const routes = new Hono<AppEnv>();
+  const surface = createKeySurface(deps, observer);
+  return {
+    routes,
+    surface,
+    get(path, handler) {
+      routes.get(path, surface.endpoint(handler));
+    },
+    readOnly(paths) {
+      surface.refuseWrites(routes, paths);
+      return { routes, notFound: surface.notFound };
+    },
+  };
+}
+
 /** The project `slug` names when `key` may see it; else the spec's 404. */
-export function findVisibleProjectBySlug(
+function findVisibleProjectBySlug(
   store: Store,
   key: ApiKey,
   slug: string,

@@ -5,11 +5,10 @@
  * the key may not see is a 404), the rate limit and JSON errors. A target is
  * the API's download of the release (Range, ETag, HEAD, counting).
  */
-import { type Context, Hono } from "hono";
+import type { Context } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
-import type { MaybeAsync } from "../kv/cache.ts";
 import { getRelease } from "../releases/releases.ts";
 import {
   getLatestTufRoot,
@@ -18,7 +17,7 @@ import {
   type TufOnlineRole,
   type TufState,
 } from "../tuf/records.ts";
-import type { Project } from "../store/types.ts";
+import type { Project } from "../projects/types.ts";
 import {
   createOnlineKeys,
   refreshRepository,
@@ -28,24 +27,16 @@ import {
 import { parseMetadataFile, TUF_ERRORS } from "../tuf/paths.ts";
 import { ID_PATTERN } from "../lib/limits.ts";
 import { acceptedKey } from "./auth.ts";
-import { createKeySurface, findVisibleProjectBySlug, type SurfaceRoutes } from "./surface.ts";
+import { createKeyRoutes, type SurfaceRoutes } from "./surface.ts";
 
 const encoder = new TextEncoder();
 
 export function createTufRoutes(deps: ServiceDeps, observer: Observer): SurfaceRoutes {
   const { store } = deps;
-  const tuf = new Hono<AppEnv>();
-  const surface = createKeySurface(deps, observer);
+  const { surface, get, readOnly } = createKeyRoutes(deps, observer);
   const online = createOnlineKeys(deps.config.dataDir);
   /** When each project's signing failure was last logged (ms). */
   const reported = new Map<number, number>();
-
-  /**
-   * The project the path's slug names, when `key` (by default the request's,
-   * checked here) may see it.
-   */
-  const visibleProject = (c: Context<AppEnv>, key = acceptedKey(c, deps)): MaybeAsync<Project> =>
-    findVisibleProjectBySlug(store, key, c.req.param("slug") ?? "");
 
   /** The project's state after a refresh; a stored state when signing fails; else 503. */
   const freshState = async (project: Project): Promise<TufState> => {
@@ -74,10 +65,10 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): SurfaceR
   };
 
   // GET /tuf/{slug}/metadata/{timestamp.json | N.root.json | N.snapshot.json | N.targets.json}
-  tuf.get(
+  get(
     "/:slug/metadata/:file",
-    surface.endpoint(async (c) => {
-      const project = await visibleProject(c);
+    async (c) => {
+      const project = await surface.visibleProject(c);
       const asked = parseMetadataFile(c.req.param("file") ?? "");
       if (asked === null) throw new ApiError(404, API_ERRORS.resourceNotFound);
       if (asked.role === "root") {
@@ -90,15 +81,15 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): SurfaceR
       // A versioned file never changes: only the newest ones need the repository brought up to date.
       const version = asked.version ?? (await freshState(project))[role].version;
       return answer(c, await getTufFile(store, project.id, { role, version }));
-    }),
+    },
   );
 
   // GET|HEAD /tuf/{slug}/targets/{slug}/{releaseId}/{sha256}.{file name} (or without the hash)
-  tuf.get(
+  get(
     "/:slug/targets/:targetSlug/:id/:file",
-    surface.endpoint(async (c) => {
+    async (c) => {
       const key = acceptedKey(c, deps);
-      const project = await visibleProject(c, key);
+      const project = await surface.visibleProject(c, key);
       const id = c.req.param("id") ?? "";
       const release = ID_PATTERN.test(id) ? await getRelease(store, Number(id)) : null;
       if (
@@ -113,10 +104,9 @@ export function createTufRoutes(deps: ServiceDeps, observer: Observer): SurfaceR
         throw new ApiError(404, API_ERRORS.resourceNotFound);
       }
       return await surface.download(c, key, release);
-    }),
+    },
   );
 
   // Read-only, like the client API: known paths refuse other methods.
-  surface.refuseWrites(tuf, ["/:slug/metadata/:file", "/:slug/targets/:targetSlug/:id/:file"]);
-  return { routes: tuf, notFound: surface.notFound };
+  return readOnly(["/:slug/metadata/:file", "/:slug/targets/:targetSlug/:id/:file"]);
 }

@@ -15,7 +15,11 @@ import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import { FEED_ERRORS, SHA512_RETRY_AFTER_SECONDS } from "../feeds/paths.ts";
 import { velopackPlatforms } from "../feeds/platforms.ts";
-import { getVelopackPackage, isVelopackFile, listVelopackDeltas } from "../store/velopack.ts";
+import {
+  getVelopackPackage,
+  isVelopackFile,
+  listVelopackDeltas,
+} from "../artifact_records/velopack.ts";
 import { isVelopackFeedName, parseAssetName, velopackFeedJson } from "../velopack/feed.ts";
 import { findAppProject } from "./app_project.ts";
 import { acceptedKey } from "./auth.ts";

@@ -1,16 +1,21 @@
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
 import { feedMacHash } from "../lib/feed_mac.ts";
 import { randomToken } from "../lib/secrets.ts";
-import { apiKeyAggregates } from "../store/aggregates.ts";
+import { apiKeyAggregates } from "../projects/aggregates.ts";
 import { now, takeIds } from "../kv/atomic.ts";
 import { cachedRead, changeOp, commitChange, type MaybeAsync } from "../kv/cache.ts";
-import { hashCredentialSecret, newCredential, withLastUsed } from "./credential_records.ts";
+import {
+  hashCredentialSecret,
+  listCredentials,
+  newCredential,
+  withLastUsed,
+} from "./credential_records.ts";
 import { NotFoundError, ValidationError } from "../kv/errors.ts";
 import { type CursorPage, cursorPage, type PageRequest } from "../kv/paging.ts";
 import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "../kv/keys.ts";
-import { type ApiKey, SCOPE_MODES, type ScopeMode } from "../store/types.ts";
-import { parseExpiresAt, requireTags, requireText } from "../store/validate.ts";
-import { addApiKeyEvents } from "../store/webhooks.ts";
+import { type ApiKey, SCOPE_MODES, type ScopeMode } from "../projects/types.ts";
+import { parseExpiresAt, requireTags, requireText } from "../projects/validate.ts";
+import { addApiKeyEvents } from "../webhooks/outbox.ts";
 import type { Store } from "../kv/store.ts";
 
 /**
@@ -158,12 +163,8 @@ export function getApiKeyByHash(
 }
 
 /** Every key with its `last_used_at`, in id order. */
-export async function listApiKeys(store: Store): Promise<ApiKey[]> {
-  const keys: ApiKey[] = [];
-  for await (const entry of store.kv.list<ApiKey>({ prefix: apiKeysPrefix() })) {
-    keys.push(entry.value);
-  }
-  return await withLastUsed(store, keys, apiKeyLastUsedKey);
+export function listApiKeys(store: Store): Promise<ApiKey[]> {
+  return listCredentials<ApiKey>(store, apiKeysPrefix(), apiKeyLastUsedKey);
 }
 
 /** One page of keys, newest first, with their `last_used_at` (see paging.ts). */

@@ -6,8 +6,8 @@
  */
 import { randomToken, sha256Hex } from "../lib/secrets.ts";
 import { getManyEntries } from "../kv/get_many.ts";
-import type { Credential } from "../store/types.ts";
-import { parseExpiresAt } from "../store/validate.ts";
+import type { Credential } from "../projects/types.ts";
+import { parseExpiresAt } from "../projects/validate.ts";
 import type { Store } from "../kv/store.ts";
 
 /** How many characters of the secret after its fixed prefix are shown. */
@@ -41,6 +41,17 @@ export function newCredential(
       expires_at: parseExpiresAt(expiresAt),
     },
   };
+}
+
+/** Every credential under `prefix`, in id order, with its `last_used_at` (`withLastUsed`). */
+export async function listCredentials<T extends Credential>(
+  store: Store,
+  prefix: Deno.KvKey,
+  lastUsedKey: (id: number) => Deno.KvKey,
+): Promise<T[]> {
+  const credentials: T[] = [];
+  for await (const entry of store.kv.list<T>({ prefix })) credentials.push(entry.value);
+  return await withLastUsed(store, credentials, lastUsedKey);
 }
 
 /** Fills in each credential's `last_used_at` from its own entry (`lastUsedKey`). */

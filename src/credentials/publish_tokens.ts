@@ -7,7 +7,7 @@
  */
 import { NAME_MAX_LENGTH, SCOPE_PROJECTS_MAX_COUNT } from "../lib/limits.ts";
 import { commitWithRetry, now, takeIds } from "../kv/atomic.ts";
-import { hashCredentialSecret, newCredential, withLastUsed } from "./credential_records.ts";
+import { hashCredentialSecret, listCredentials, newCredential } from "./credential_records.ts";
 import { NotFoundError, ValidationError } from "../kv/errors.ts";
 import {
   publishTokenByHashKey,
@@ -15,8 +15,8 @@ import {
   publishTokenLastUsedKey,
   publishTokensPrefix,
 } from "../kv/keys.ts";
-import type { Credential } from "../store/types.ts";
-import { requireText } from "../store/validate.ts";
+import type { Credential } from "../projects/types.ts";
+import { requireText } from "../projects/validate.ts";
 import type { Store } from "../kv/store.ts";
 
 /**
@@ -125,12 +125,8 @@ export async function getPublishTokenBySecret(
 }
 
 /** Every token with its `last_used_at`, in id order. */
-export async function listPublishTokens(store: Store): Promise<PublishToken[]> {
-  const tokens: PublishToken[] = [];
-  for await (const entry of store.kv.list<PublishToken>({ prefix: publishTokensPrefix() })) {
-    tokens.push(entry.value);
-  }
-  return await withLastUsed(store, tokens, publishTokenLastUsedKey);
+export function listPublishTokens(store: Store): Promise<PublishToken[]> {
+  return listCredentials<PublishToken>(store, publishTokensPrefix(), publishTokenLastUsedKey);
 }
 
 export async function setPublishTokenActive(

@@ -6,7 +6,7 @@
 import { API_KEY_PREFIX } from "./api_keys.ts";
 import { PUBLISH_TOKEN_PREFIX } from "./publish_tokens.ts";
 import type { PublishPermission, PublishToken } from "./publish_tokens.ts";
-import type { Project } from "../store/types.ts";
+import type { Project } from "../projects/types.ts";
 import { keyState } from "./access.ts";
 
 /** Why a presented bearer token is not a usable publish token. */

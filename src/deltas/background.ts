@@ -13,15 +13,14 @@
 import { createHash } from "node:crypto";
 import { JOB_LEASE_MS, type JobReport, scheduleJob } from "../lib/background_job.ts";
 import type { ArtifactStore } from "../storage/types.ts";
-import { lastArtifactPatchReleaseId } from "../store/artifact_patches.ts";
+import { lastArtifactPatchReleaseId } from "../artifact_records/artifact_patches.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
 import { listReleasesByProject } from "../releases/releases.ts";
 import type { Store } from "../kv/store.ts";
-import type { Release } from "../store/types.ts";
+import type { Release } from "../projects/types.ts";
 import {
   getVelopackPackage,
   getVelopackPackages,
-  getVelopackSettings,
   isVelopackFile,
   lastVelopackPackageId,
   listReleasesAfter,
@@ -29,7 +28,8 @@ import {
   putVelopackDelta,
   putVelopackPackage,
   type VelopackPackage,
-} from "../store/velopack.ts";
+} from "../artifact_records/velopack.ts";
+import { getVelopackSettings } from "../velopack/settings.ts";
 import { buildArtifactPatches } from "./artifact_patches.ts";
 import { readNuspec } from "./nupkg.ts";
 import { DEFAULT_DELTA_LIMITS, type DeltaLimits } from "./tools.ts";

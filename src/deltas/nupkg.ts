@@ -4,6 +4,7 @@
  * directory in process (no program needed, so the feed works where the
  * delta builds' programs are missing).
  */
+import { concatBytes } from "../lib/bytes.ts";
 
 const EOCD_SIGNATURE = 0x06054b50;
 const CENTRAL_SIGNATURE = 0x02014b50;
@@ -69,13 +70,7 @@ async function inflateBounded(data: Uint8Array, limit: number): Promise<Uint8Arr
   } catch {
     return "the .nuspec cannot be read";
   }
-  const bytes = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return bytes;
+  return concatBytes(chunks);
 }
 
 /** The bytes of the root `.nuspec` of the zip in `file`, or why there are none. */

@@ -5,11 +5,12 @@
  * left in the work directory.
  */
 import { JOB_LEASE_MS, type JobReport } from "../lib/background_job.ts";
+import { readDirEntries } from "../lib/files.ts";
 import { readRecordedArtifact } from "../storage/artifact_work.ts";
 import type { ArtifactStore } from "../storage/types.ts";
 import { claimLease } from "../kv/leases.ts";
 import type { Store } from "../kv/store.ts";
-import type { Release } from "../store/types.ts";
+import type { Release } from "../projects/types.ts";
 import { DeltaToolMissingError } from "./tools.ts";
 
 /** The builder's lease: one build at a time across instances. */
@@ -125,14 +126,7 @@ export async function buildFromBases(builds: BaseBuilds): Promise<void> {
  */
 export async function clearStaleWork(workDir: string, olderThanMs: number): Promise<number> {
   let removed = 0;
-  let entries;
-  try {
-    entries = await Array.fromAsync(Deno.readDir(workDir));
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return 0;
-    throw error;
-  }
-  for (const entry of entries) {
+  for (const entry of await readDirEntries(workDir)) {
     const path = `${workDir}/${entry.name}`;
     const info = await Deno.lstat(path).catch(() => null);
     if (info === null || (info.mtime?.getTime() ?? 0) > Date.now() - olderThanMs) continue;

@@ -5,17 +5,17 @@
  * {@link StaleEditError}, which holds the record as it is now. Without an
  * expected version (outside tools) the edit applies to whatever is stored.
  */
-import { apiKeyAggregates, projectAggregates, releaseAggregates } from "../store/aggregates.ts";
+import { apiKeyAggregates, projectAggregates, releaseAggregates } from "../projects/aggregates.ts";
 import { DESCRIPTION_MAX_LENGTH, NAME_MAX_LENGTH } from "../lib/limits.ts";
 import { type ApiKeyInput, validateKeyFields } from "../credentials/api_keys.ts";
 import { now, serializedProjectWrite } from "../kv/atomic.ts";
 import { type CacheEntryName, type CachePatch, changeOp, commitChange } from "../kv/cache.ts";
-import { projectListPatch } from "../store/projects.ts";
+import { projectListPatch } from "../projects/projects.ts";
 import { NotFoundError } from "../kv/errors.ts";
 import { apiKeyKey, projectKey, releaseKey } from "../kv/keys.ts";
 import { validateGivenReleaseFields } from "../releases/releases.ts";
-import type { ApiKey, Project, Release } from "../store/types.ts";
-import { requireTags, requireText } from "../store/validate.ts";
+import type { ApiKey, Project, Release } from "../projects/types.ts";
+import { requireTags, requireText } from "../projects/validate.ts";
 import type { Store } from "../kv/store.ts";
 
 /** A record with the versionstamp of its KV entry: what an edit form carries. */

@@ -13,10 +13,10 @@ import {
   isSha512BackfillDone,
   listReleasesWithoutSha512,
   markSha512BackfillDone,
-} from "../store/feed_backfill.ts";
+} from "./backfill_records.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
 import { setReleaseSha512 } from "../releases/releases.ts";
-import type { Release } from "../store/types.ts";
+import type { Release } from "../projects/types.ts";
 
 /** How often an instance that found the lease taken (or failed) looks again. */
 const RETRY_MS = 60_000;

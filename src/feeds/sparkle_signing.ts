@@ -21,7 +21,7 @@ import { concatBytes } from "../lib/bytes.ts";
 import { createPrivateFile, makePrivateDir } from "../lib/private_files.ts";
 import type { MaybeAsync } from "../kv/cache.ts";
 import { getSparkleFeedKeyByProject } from "./sparkle_keys.ts";
-import type { Project } from "../store/types.ts";
+import type { Project } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
 
 export const SPARKLE_KEYS_DIR = "sparkle-keys";

@@ -2,7 +2,7 @@
 import { createMetrics } from "../lib/metrics.ts";
 import { createAdoptionRecorder } from "../reports/adoption_recorder.ts";
 import { createKeyLookup } from "../credentials/key_lookup.ts";
-import { createKvRateLimiter, createMemoryRateLimiter } from "../store/rate_limit.ts";
+import { createKvRateLimiter, createMemoryRateLimiter } from "../rate_limit/rate_limit.ts";
 import { createReportRecorder } from "../reports/report_recorder.ts";
 import type { AnswerSigner } from "../signing/signing_keys.ts";
 import type { AppDeps, ServiceDeps } from "./app_env.ts";

@@ -9,7 +9,7 @@ import type { Handler } from "hono";
 import type { Metrics, ScrapedGauge } from "../lib/metrics.ts";
 import { storageHealth } from "../storage/mod.ts";
 import type { ArtifactStore } from "../storage/types.ts";
-import { pingKv, probeKvWrite } from "../store/health.ts";
+import { pingKv, probeKvWrite } from "../kv/health.ts";
 import type { AppEnv } from "./app_env.ts";
 import { jsonResponse } from "./json.ts";
 import { metricsTokenRefusal } from "./metrics_route.ts";

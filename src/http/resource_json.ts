@@ -5,7 +5,7 @@
  * answers releases in the same shape.
  */
 import { downloadContentType } from "./content_disposition.ts";
-import type { Project, Release } from "../store/types.ts";
+import type { Project, Release } from "../projects/types.ts";
 
 export function projectJson(project: Project) {
   return {

@@ -23,7 +23,7 @@
  * | ["meta", "generation"]                       | Deno.KvU64 bumped by every write of a project, release or key (read cache) |
  * | ["rate_limit", bucketId]                     | token bucket state            |
  * | ["admin_users", username]                    | AdminUser (password hash)     |
- * | ["admin_sessions", sha256Hex(sessionId)]     | AdminSession (expireIn)       |
+ * | ["admin_sessions", sha256Hex(sessionId)]     | AdminSession (expireIn), with the provider's side (id token hint, tokens, groups check time) of a sign-in through one |
  * | ["login_failures", "pair"|"user"|"addr", subject] | sign-in counts (expireIn) |
  * | ["login_trusted", pair]                        | a (user, address) that signed in (expireIn) |
  * | ["cache_changes", atMs, id]                    | what a write changed, for read caches (expireIn) |
@@ -35,9 +35,9 @@
  * | ["project_tags", tag]                        | Deno.KvU64 projects carrying the tag |
  * | ["api_keys_by_expiry", expiresAt, keyId]     | whether the key is enabled    |
  * | ["meta", "aggregates"]                       | AggregatesMarker: built once (aggregates.ts) |
- * | ["meta", "top_keys"]                         | TopKeysSnapshot (stats.ts)    |
+ * | ["meta", "top_keys"]                         | TopKeysSnapshot (downloads.ts) |
  * | ["bytes_by_project", projectId]              | Deno.KvU64 bytes of the project's artifacts (aggregates.ts) |
- * | ["retention_policies", projectId]            | RetentionPolicy (retention.ts) |
+ * | ["retention_policies", projectId]            | RetentionPolicy (retention_records.ts) |
  * | ["retention_runs", projectId]                | RetentionRun: the last run of its policy (its lease: ["leases", "retention_run", projectId]) |
  *
  * Every write that creates, deletes or changes the state, name or tags of a
@@ -64,20 +64,20 @@
  * | ["velopack_deltas", releaseId, fromReleaseId] | VelopackDelta: a server-made delta package from an older release (velopack.ts) |
  * | ["velopack_settings", projectId]             | VelopackSettings: how many older releases get a delta to each new one |
  * | ["artifact_patches", releaseId, fromReleaseId] | ArtifactPatch: a server-made zstd patch from an older release's artifact (artifact_patches.ts) |
- * | ["delivery_bytes", releaseId, "served"/"full"] | Deno.KvU64 bytes answered / whole downloads' cost (src/store/delivery.ts) |
+ * | ["delivery_bytes", releaseId, "served"/"full"] | Deno.KvU64 bytes answered / whole downloads' cost (src/stats/delivery.ts) |
  * | ["delivery_bytes_by_month", projectId, month, "served"/"full"] | Deno.KvU64, the same per UTC month |
- * | ["delivery_attempts", releaseId, client]     | ms until which a whole download by `client` is that differential attempt's fallback (expireIn; src/store/delivery.ts) |
+ * | ["delivery_attempts", releaseId, client]     | ms until which a whole download by `client` is that differential attempt's fallback (expireIn; src/stats/delivery.ts) |
  * | ["leases", ...LeaseName]                     | Lease { holder, until } (expireIn): the one instance doing that work (leases.ts) |
  * | ["signing_keys", kid]                        | SigningKey (public key, status; docs/signing.md) |
  * | ["signing_root"]                             | SigningRoot: the uploaded offline-root document |
- * | ["webhook_endpoints", endpointId]            | WebhookEndpoint, its signing secret included (webhooks.ts) |
+ * | ["webhook_endpoints", endpointId]            | WebhookEndpoint, its signing secret included (outbox.ts) |
  * | ["webhook_endpoint_health", endpointId]      | WebhookEndpointHealth: the endpoint's latest attempt, failed or not |
  * | ["webhook_events", eventId]                  | WebhookEventBody not yet fanned out to endpoints |
  * | ["webhook_outbox", dueMs, deliveryId]        | OutboxEntry: a delivery due then (or leased until then) |
  * | ["webhook_deliveries", endpointId, deliveryId] | WebhookDelivery: the delivery log (expireIn once done) |
  * | ["webhook_expiry_notices", keyId, expiresAt] | key.expiring was announced (expireIn) |
  * | ["webhook_download_marks", releaseId]        | Deno.KvU64: the release's download total last announced |
- * | ["webhook_download_baseline"]                | true once the marks were set to the totals (webhooks.ts) |
+ * | ["webhook_download_baseline"]                | true once the marks were set to the totals (outbox.ts) |
  * | ["report_marker", releaseId, kind, clientHash] | 1: an install's report of that kind was counted (expireIn; reports.ts) |
  * | ["report_count", releaseId, kind]            | Deno.KvU64 installs that reported that kind for the release |
  * | ["report_hourly", releaseId, kind, hour]     | Deno.KvU64 those of them counted in that UTC hour |
@@ -88,7 +88,7 @@
  * | ["rollout_gate_changes", projectId, action]  | Deno.KvU64 stages advanced, halted or completed by the gates |
  * | ["release_policy", projectId]                | ReleasePolicy: critical releases, the minimum version, the last rollback |
  * | ["sso_pending", sha256Hex(state)]            | SsoPending: a sign-in on its way through the provider (expireIn; src/sso/records.ts) |
- * | ["sso_sessions", sha256Hex(sessionId)]       | SsoSession: the provider's tokens of an admin session (expireIn) |
+ * | ["sso_sessions", sha256Hex(sessionId)]       | not written: the provider's tokens of sessions kept apart by an older layout, gone with those sessions (expireIn) |
  * | ["sso_accounts", username]                   | SsoAccount: the provider identity an account belongs to |
  * | ["tuf_roots", version]                       | TufRoot: one uploaded version of the TUF root (tuf.ts) |
  * | ["tuf_state", projectId]                     | TufState: versions and expiry of a project's TUF metadata |
@@ -99,7 +99,7 @@
  * `latest_release` is rewritten on every release change of its project, so
  * that its versionstamp serializes concurrent release writes of one project.
  *
- * Backups (src/store/backup.ts) copy every entry except those under
+ * Backups (src/kv/entries.ts) copy every entry except those under
  * `BACKUP_SKIPPED_PREFIXES`; add the prefix of every new key written with
  * `expireIn` there (short-lived state that a restore must not resurrect).
  * Sessions are keyed by the hash of their id, so the KV never holds a usable
@@ -136,7 +136,7 @@ export function releasesPrefix(): Deno.KvKey {
   return ["releases"];
 }
 
-/** Set once every release stored before uploads computed SHA-512 has it (feed_backfill.ts). */
+/** Set once every release stored before uploads computed SHA-512 has it (src/feeds/backfill_records.ts). */
 export function sha512BackfillDoneKey(): Deno.KvKey {
   return ["meta", "sha512_backfill"];
 }
@@ -144,7 +144,7 @@ export function sha512BackfillDoneKey(): Deno.KvKey {
 /**
  * What a lease (leases.ts) is for: the SHA-512 backfill (src/feeds/backfill.ts),
  * the block maps' build (src/blockmap/background.ts),
- * the aggregates build (aggregates.ts), the top-keys refresh (stats.ts), a
+ * the aggregates build (aggregates.ts), the top-keys refresh (downloads.ts), a
  * project's retention run (retention.ts).
  */
 export type LeaseName =
@@ -634,11 +634,6 @@ export function ssoPendingKey(stateHash: string): Deno.KvKey {
   return ["sso_pending", stateHash];
 }
 
-/** The provider's tokens of an admin session, by the hash of the session id. */
-export function ssoSessionKey(idHash: string): Deno.KvKey {
-  return ["sso_sessions", idHash];
-}
-
 /** The provider identity (issuer and subject) that an admin account was made for. */
 export function ssoAccountKey(username: string): Deno.KvKey {
   return ["sso_accounts", username];
@@ -765,7 +760,7 @@ export function releaseDeliveryKey(releaseId: number, sum: DeliverySum): Deno.Kv
   return ["delivery_bytes", releaseId, sum];
 }
 
-/** `["delivery_attempts", releaseId, client]`: a differential update attempt of a client (src/store/delivery.ts). */
+/** `["delivery_attempts", releaseId, client]`: a differential update attempt of a client (src/stats/delivery.ts). */
 export function deliveryAttemptKey(releaseId: number, client: string): Deno.KvKey {
   return ["delivery_attempts", releaseId, client];
 }

@@ -4,6 +4,7 @@
  * Used by the admin lists (keys, a project's releases, projects), whose
  * search filters the entries it reads and says where to search on.
  */
+import { getManyEntries } from "./get_many.ts";
 
 /** Where a page starts: after or before (in display order) the entry with this key. */
 export interface PageCursor {
@@ -52,6 +53,28 @@ export async function cursorPage<V, T>(
     before: text(page.before),
     scanLimited: page.scanLimited,
   };
+}
+
+/**
+ * `cursorPage` of an index whose entries hold record ids: each batch's records
+ * (`recordKey` of each id) read at once, the gone and those `match` refuses
+ * left out.
+ */
+export function indexPage<T>(
+  kv: Deno.Kv,
+  { match, recordKey, ...request }: PageRequest<T> & {
+    prefix: Deno.KvKey;
+    reverse: boolean;
+    parts: ReadonlyArray<"string" | "number">;
+    recordKey: (id: number) => Deno.KvKey;
+  },
+): Promise<CursorPage<T>> {
+  return cursorPage<number, T>(kv, {
+    ...request,
+    load: async (entries) =>
+      (await getManyEntries<T>(kv, entries.map((entry) => recordKey(entry.value))))
+        .map(({ value }) => value !== null && (match?.(value) ?? true) ? value : null),
+  });
 }
 
 export interface ScanRequest<V, T> {

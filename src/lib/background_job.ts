@@ -5,7 +5,7 @@
  */
 
 /**
- * A background job's lease (leases.ts in src/store) outlives a stalled holder by
+ * A background job's lease (src/kv/leases.ts) outlives a stalled holder by
  * this long; the job renews it before every artifact it reads.
  */
 export const JOB_LEASE_MS = 120_000;

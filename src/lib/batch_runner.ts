@@ -3,8 +3,8 @@
  * batch (the first one after a quiet spell starts at once, the next waits
  * for the rest of `batchMs` since the last one began); while one runs,
  * another is asked for by `pending()` when it ends. The timer never keeps
- * the process alive (a stop calls `flush`). The adoption and install report
- * recorders write their waiting sightings and reports this way.
+ * the process alive (a stop calls `flush`). The batching writer
+ * (src/kv/batch_writer.ts) runs its batches this way.
  */
 
 export interface BatchRunner {

@@ -1,6 +1,6 @@
 /**
  * Rules for text that ends up in an HTTP header of a download (file names,
- * media types), shared by the upload check (src/store/validate.ts) and the
+ * media types), shared by the upload check (src/projects/validate.ts) and the
  * download answer (src/http/content_disposition.ts), which also cleans
  * records stored before these rules.
  */

@@ -9,8 +9,8 @@
  * are); a deleted key leaves its id, name and prefix under `deleted_api_keys`
  * and its download total under `key_downloads`.
  */
-import { addReleaseEvents } from "../store/webhooks.ts";
-import { apiKeyAggregates, projectAggregates, releaseAggregates } from "../store/aggregates.ts";
+import { addReleaseEvents } from "../webhooks/outbox.ts";
+import { apiKeyAggregates, projectAggregates, releaseAggregates } from "../projects/aggregates.ts";
 import { serializedProjectWrite } from "../kv/atomic.ts";
 import { changeOp, commitChange } from "../kv/cache.ts";
 import { NotFoundError } from "../kv/errors.ts";
@@ -50,11 +50,11 @@ import {
   velopackSettingsKey,
 } from "../kv/keys.ts";
 import { findNewestActiveRelease, listReleasesByProject } from "../releases/releases.ts";
-import { retentionRunLease } from "../store/retention.ts";
-import type { ApiKey, Project, Release, ReleaseState } from "../store/types.ts";
+import { retentionRunLease } from "./retention_records.ts";
+import type { ApiKey, Project, Release, ReleaseState } from "../projects/types.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import type { Store } from "../kv/store.ts";
-import { MAX_DELTAS_KEPT } from "../store/velopack.ts";
+import { MAX_DELTAS_KEPT } from "../velopack/settings.ts";
 
 /** The release is the one clients get as latest; deleting it needs a confirmation. */
 export class LatestReleaseError extends Error {

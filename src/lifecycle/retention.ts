@@ -12,24 +12,24 @@
  * Runs delete through the ordinary delete path (src/lifecycle/delete.ts), one
  * release at a time, each commit checking that the release is still in the
  * state the plan saw and is not the latest; a run is leased per project
- * (src/store/retention.ts), so one instance runs a project's policy at a time
- * and several instances share the projects.
+ * (src/lifecycle/retention_records.ts), so one instance runs a project's
+ * policy at a time and several instances share the projects.
  */
 import { scheduleJob } from "../lib/background_job.ts";
 import type { ArtifactStore } from "../storage/mod.ts";
 import { recordAudit } from "../kv/audit.ts";
 import { LatestReleaseError, ReleaseStateChangedError } from "./delete_records.ts";
 import { NotFoundError } from "../kv/errors.ts";
-import { getProjectsByIds } from "../store/projects.ts";
+import { getProjectsByIds } from "../projects/projects.ts";
 import { getLatestRelease, isNewerRelease, listReleasesByProject } from "../releases/releases.ts";
+import { isRetentionOff, type RetentionPolicy } from "../projects/retention_policy.ts";
 import {
   claimRetentionRun,
   finishRetentionRun,
   getRetentionPolicy,
-  isRetentionOff,
   listRetentionPolicies,
-} from "../store/retention.ts";
-import type { Project, Release, RetentionPolicy } from "../store/types.ts";
+} from "./retention_records.ts";
+import type { Project, Release } from "../projects/types.ts";
 import { deleteRelease } from "./delete.ts";
 import type { Store } from "../kv/store.ts";
 

@@ -15,7 +15,7 @@ import {
 import { ValidationError } from "../kv/errors.ts";
 import { validateReleaseFields } from "../releases/releases.ts";
 import { parsePercentage, parseSchedule, parseTesterTag } from "../releases/rollouts.ts";
-import { requireMediaType } from "../store/validate.ts";
+import { requireMediaType } from "../projects/validate.ts";
 import { sparkleSignature, tauriSignature } from "../feeds/signatures.ts";
 
 /**

@@ -8,7 +8,7 @@
  * request and every instance; widening a rollout only adds clients.
  */
 import type { LatestView, LiveRollout } from "./latest_view.ts";
-import type { ApiKey, Release } from "../store/types.ts";
+import type { ApiKey, Release } from "../projects/types.ts";
 
 /**
  * The rollout tags of a key (docs/rollouts.md "Who gets the release"). A

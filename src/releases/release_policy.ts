@@ -18,9 +18,10 @@ import {
 } from "../kv/keys.ts";
 import { changeRollout } from "./rollouts.ts";
 import { isNewerRelease, listReleasesByProject, makeReleaseLatest } from "./releases.ts";
-import type { Release, ReleasePolicy, Rollback, Rollout } from "../store/types.ts";
+import type { Release } from "../projects/types.ts";
+import type { ReleasePolicy, Rollback, Rollout } from "./types.ts";
 
-export type { ReleasePolicy, Rollback } from "../store/types.ts";
+export type { ReleasePolicy, Rollback } from "./types.ts";
 import type { Store } from "../kv/store.ts";
 
 const EMPTY: ReleasePolicy = { critical_ids: [], minimum_version: null, rolled_back: null };

@@ -1,14 +1,14 @@
-import { listAllSparkleDeltas } from "../store/sparkle_deltas.ts";
-import { listAllSquirrelDeltas } from "../store/squirrel_deltas.ts";
-import { listAllVelopackDeltas } from "../store/velopack.ts";
-import { listAllArtifactPatches } from "../store/artifact_patches.ts";
+import { listAllSparkleDeltas } from "../artifact_records/sparkle_deltas.ts";
+import { listAllSquirrelDeltas } from "../artifact_records/squirrel_deltas.ts";
+import { listAllVelopackDeltas } from "../artifact_records/velopack.ts";
+import { listAllArtifactPatches } from "../artifact_records/artifact_patches.ts";
 import { RELEASE_NOTES_MAX_LENGTH, VERSION_MAX_LENGTH } from "../lib/limits.ts";
-import { aggregatesReady, releaseAggregates } from "../store/aggregates.ts";
+import { aggregatesReady, releaseAggregates } from "../projects/aggregates.ts";
 import { NOTHING_TO_WRITE, now, serializedProjectWrite, takeIds } from "../kv/atomic.ts";
 import { cachedRead, changeOp, commitChange, type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { getLatestView } from "./latest_view.ts";
 import { NotFoundError, ValidationError } from "../kv/errors.ts";
-import { type CursorPage, cursorPage, type PageRequest } from "../kv/paging.ts";
+import { type CursorPage, indexPage, type PageRequest } from "../kv/paging.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import {
   latestChoiceKey,
@@ -21,9 +21,9 @@ import {
   releasesByTimePrefix,
   releasesPrefix,
 } from "../kv/keys.ts";
-import type { Project, Release, ReleaseState } from "../store/types.ts";
-import { requireText, requireTime, safeContentType, safeFilename } from "../store/validate.ts";
-import { addReleaseEvents } from "../store/webhooks.ts";
+import type { Project, Release, ReleaseState } from "../projects/types.ts";
+import { requireText, requireTime, safeContentType, safeFilename } from "../projects/validate.ts";
+import { addReleaseEvents } from "../webhooks/outbox.ts";
 import type { Store } from "../kv/store.ts";
 
 export interface ReleaseInput {
@@ -159,24 +159,7 @@ export async function setReleaseSha512(
   sha512: string,
 ): Promise<boolean> {
   if (!SHA512_BASE64.test(sha512)) throw new ValidationError("checksum_sha512", "not a SHA-512");
-  return await commitChange(store, async () => {
-    const entry = await store.kv.get<Release>(releaseKey(release.id));
-    const current = entry.value;
-    if (
-      current === null || current.storage_key !== release.storage_key ||
-      current.checksum_sha512 !== undefined
-    ) {
-      return {
-        commit: NOTHING_TO_WRITE,
-        value: false,
-        changed: [],
-      };
-    }
-    const changed = [["release", current.id], ["latest_release", current.project_id]] as const;
-    const commit = await changeOp(store, changed).check(entry)
-      .set(releaseKey(current.id), { ...current, checksum_sha512: sha512 }).commit();
-    return { commit, value: true, changed };
-  });
+  return await keepChecksum(store, release, { field: "checksum_sha512", value: sha512 });
 }
 
 /**
@@ -190,18 +173,31 @@ export async function setReleaseSha1(
   sha1: string,
 ): Promise<boolean> {
   if (!/^[0-9a-f]{40}$/.test(sha1)) throw new ValidationError("checksum_sha1", "not a SHA-1");
+  return await keepChecksum(store, release, { field: "checksum_sha1", value: sha1 });
+}
+
+/**
+ * Records a checksum of the artifact computed after the upload (its form
+ * checked by the caller). False when the release is gone, moved to another
+ * file or already has one.
+ */
+async function keepChecksum(
+  store: Store,
+  release: Pick<Release, "id" | "storage_key">,
+  { field, value }: { field: "checksum_sha512" | "checksum_sha1"; value: string },
+): Promise<boolean> {
   return await commitChange(store, async () => {
     const entry = await store.kv.get<Release>(releaseKey(release.id));
     const current = entry.value;
     if (
       current === null || current.storage_key !== release.storage_key ||
-      current.checksum_sha1 !== undefined
+      current[field] !== undefined
     ) {
       return { commit: NOTHING_TO_WRITE, value: false, changed: [] };
     }
     const changed = [["release", current.id], ["latest_release", current.project_id]] as const;
     const commit = await changeOp(store, changed).check(entry)
-      .set(releaseKey(current.id), { ...current, checksum_sha1: sha1 }).commit();
+      .set(releaseKey(current.id), { ...current, [field]: value }).commit();
     return { commit, value: true, changed };
   });
 }
@@ -350,16 +346,14 @@ export async function listReleasesByProject(
 export function listReleasesPage(
   store: Store,
   projectId: number,
-  { match, ...request }: PageRequest<Release>,
+  request: PageRequest<Release>,
 ): Promise<CursorPage<Release>> {
-  return cursorPage<number, Release>(store.kv, {
+  return indexPage<Release>(store.kv, {
     ...request,
     parts: ["number"],
     prefix: releasesByProjectPrefix(projectId),
     reverse: true,
-    load: async (entries) =>
-      (await getManyEntries<Release>(store.kv, entries.map((entry) => releaseKey(entry.value))))
-        .map(({ value }) => value !== null && (match?.(value) ?? true) ? value : null),
+    recordKey: releaseKey,
   });
 }
 

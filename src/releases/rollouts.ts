@@ -12,9 +12,10 @@ import { changeOp, commitChange } from "../kv/cache.ts";
 import { NotFoundError, ValidationError } from "../kv/errors.ts";
 import { latestReleaseKey, releaseKey, rolloutKey, rolloutsPrefix } from "../kv/keys.ts";
 import { planReleaseChange } from "./releases.ts";
-import type { Release, Rollout, RolloutStep } from "../store/types.ts";
-import { addWebhookEvent } from "../store/webhooks.ts";
-import { requireTags, requireTime } from "../store/validate.ts";
+import type { Release } from "../projects/types.ts";
+import type { Rollout, RolloutStep } from "./types.ts";
+import { addWebhookEvent } from "../webhooks/outbox.ts";
+import { requireTags, requireTime } from "../projects/validate.ts";
 import type { Store } from "../kv/store.ts";
 
 /** What a `rollout.changed` event says happened. */

@@ -4,14 +4,13 @@
  * whose marker a sighting changes is moved (recordSighting), and a client
  * without a marker is new. A new client by its key alone is always
  * counted; a new install id is counted exactly while the client address it
- * came from (an IPv6 one as its /64) has brought in fewer than
- * the cap of new install ids that UTC day (counter
- * `["adoption_new_ids", address, day]`, checked in the commit that creates
- * the markers), and past the cap it goes into the sketch of its (release,
- * day) instead: a fixed 4 KiB, however many ids an address invents. A
+ * came from (an IPv6 one as its /64) has brought in fewer than the cap of
+ * new install ids that UTC day (counter `["adoption_new_ids", address,
+ * day]`, checked in the commit that creates the markers; capped_write.ts),
+ * and past the cap it goes into the sketch of its (release, day) instead:
+ * a fixed 4 KiB, however many ids an address invents. A
  * fleet on one key from many addresses is counted exactly however large.
  */
-import { addToSketch, createSketch } from "../lib/hyperloglog.ts";
 import {
   ADOPTION_MARKER_DAYS,
   type AdoptionMarker,
@@ -21,7 +20,6 @@ import {
   recordSighting,
   type Sighting,
 } from "./adoption.ts";
-import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import {
   adoptionClientKey,
@@ -29,7 +27,7 @@ import {
   adoptionNewIdsKey,
   adoptionSketchKey,
 } from "../kv/keys.ts";
-import { mergeStoredSketch } from "./stored_sketch.ts";
+import { writeCapped } from "./capped_write.ts";
 import type { Store } from "../kv/store.ts";
 
 /** A sighting with what the new-id cap needs: the client's address and whether an install id was sent. */
@@ -48,24 +46,6 @@ export interface SketchPart {
   sketch: Uint8Array;
 }
 
-/** New clients created per commit (a check and two mutations each, within KV's limits). */
-const NEW_CLIENTS_PER_COMMIT = 40;
-
-/** The sketch part a sighting belongs to, in `parts` (made when missing). */
-export function sketchPartOf(
-  parts: Map<string, SketchPart>,
-  sighting: { projectId: number; releaseId: number; day: number },
-): SketchPart {
-  const { projectId, releaseId, day } = sighting;
-  const name = `${projectId} ${releaseId} ${day}`;
-  let part = parts.get(name);
-  if (part === undefined) {
-    part = { projectId, releaseId, day, sketch: createSketch() };
-    parts.set(name, part);
-  }
-  return part;
-}
-
 /**
  * Writes `sightings` (at most one per client) with at most `newIdsPerDay`
  * new install ids per client address and UTC day counted exactly; the
@@ -80,91 +60,27 @@ export async function recordSightings(
     store.kv,
     sightings.map((s) => adoptionClientKey(s.projectId, s.client)),
   );
-  const newIds = new Map<string, KeyedSighting[]>();
+  const fresh: KeyedSighting[] = [];
   for (const [i, sighting] of sightings.entries()) {
     const marker = markers[i].value;
-    if (marker === null && sighting.install) {
-      const group = `${sighting.address} ${sighting.day}`;
-      const members = newIds.get(group);
-      if (members === undefined) newIds.set(group, [sighting]);
-      else members.push(sighting);
-    } else if (changesMarker(marker, sighting)) {
-      await recordSighting(store, sighting, markers[i]);
-    }
+    if (marker === null && sighting.install) fresh.push(sighting);
+    else if (changesMarker(marker, sighting)) await recordSighting(store, sighting, markers[i]);
   }
-  for (const group of newIds.values()) {
-    for (let i = 0; i < group.length; i += NEW_CLIENTS_PER_COMMIT) {
-      const past = await admitNewIds(
-        store,
-        group.slice(i, i + NEW_CLIENTS_PER_COMMIT),
-        newIdsPerDay,
-      );
-      for (const sighting of past) {
-        addToSketch(sketchPartOf(overflow, sighting).sketch, sighting.client);
-      }
-    }
-  }
-  for (const part of overflow.values()) await mergeIntoStoredSketch(store, part);
-}
-
-/**
- * Creates markers for new install ids of one address and day while the
- * address's count of new ids that day stays within `cap`, in one commit
- * checked against the count and every marker; returns the sightings past the
- * cap. A client found with a marker meanwhile is moved as usual.
- */
-async function admitNewIds(
-  store: Store,
-  sightings: KeyedSighting[],
-  cap: number,
-): Promise<KeyedSighting[]> {
-  const { address, day } = sightings[0];
-  const countKey = adoptionNewIdsKey(address, day);
-  const { past, existing } = await commitWithRetry(async () => {
-    const [count, ...markers] = await getManyEntries<number | AdoptionMarker>(store.kv, [
-      countKey,
-      ...sightings.map((s) => adoptionClientKey(s.projectId, s.client)),
-    ]);
-    const fresh = sightings.filter((_, i) => markers[i].value === null);
-    const existing = sightings.filter((_, i) => markers[i].value !== null);
-    const taken = (count.value as number | null) ?? 0;
-    const admitted = fresh.slice(0, Math.max(0, cap - taken));
-    const past = fresh.slice(admitted.length);
-    if (admitted.length === 0) {
-      // Past the cap: nothing to write, so nothing to check either.
-      return {
-        commit: NOTHING_TO_WRITE,
-        value: { past, existing },
-      };
-    }
-    const op = store.kv.atomic().check(count);
-    for (const marker of markers) {
-      if (marker.value === null) op.check(marker);
-    }
-    const sums = new Map<string, { counter: Deno.KvKey; added: bigint }>();
-    for (const sighting of admitted) {
-      const { projectId, releaseId, client, day } = sighting;
-      op.set(adoptionClientKey(projectId, client), newMarker(sighting), {
-        expireIn: ADOPTION_MARKER_DAYS * DAY_MS,
-      });
-      const counter = adoptionCountKey(projectId, releaseId, day);
-      const sum = sums.get(counter.join(" ")) ?? { counter, added: 0n };
-      sums.set(counter.join(" "), { counter, added: sum.added + 1n });
-    }
-    for (const { counter, added } of sums.values()) op.sum(counter, added);
-    op.set(countKey, taken + admitted.length, { expireIn: 2 * DAY_MS });
-    return { commit: await op.commit(), value: { past, existing } };
-  });
-  for (const sighting of existing) await recordSighting(store, sighting);
-  return past;
-}
-
-/** Takes `part` into the stored sketch of its (release, day). */
-async function mergeIntoStoredSketch(store: Store, part: SketchPart): Promise<void> {
-  await mergeStoredSketch(store, {
-    key: adoptionSketchKey(part.projectId, part.releaseId, part.day),
-    sketch: part.sketch,
-    day: part.day,
+  const { existing } = await writeCapped(store, {
+    groups: Map.groupBy(fresh, (s) => `${s.address} ${s.day}`).values(),
+    cap: newIdsPerDay,
+    countKey: ({ address, day }) => adoptionNewIdsKey(address, day),
+    markerKey: ({ projectId, client }) => adoptionClientKey(projectId, client),
+    marker: (sighting) => ({
+      value: newMarker(sighting),
+      expireIn: ADOPTION_MARKER_DAYS * DAY_MS,
+      counters: [adoptionCountKey(sighting.projectId, sighting.releaseId, sighting.day)],
+    }),
+    overflow,
+    sketchOf: ({ projectId, releaseId, day }) => ({ projectId, releaseId, day }),
+    sketchKey: (part) => adoptionSketchKey(part.projectId, part.releaseId, part.day),
     keptDays: ADOPTION_MARKER_DAYS,
   });
+  // A client found with a marker meanwhile is moved as usual.
+  for (const sighting of existing) await recordSighting(store, sighting);
 }

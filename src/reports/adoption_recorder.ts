@@ -4,18 +4,18 @@
  * instance's pending map (no KV round trip, no hashing); in the background
  * the whole map is taken as one batch and written (adoption_batch.ts), at
  * most one batch a `batchMs`, and what arrives meanwhile waits for the next.
+ * The batching writer (src/kv/batch_writer.ts) does the queueing and its
+ * failure policy: a batch that could not be written is tried again with the
+ * next ones while its sightings are younger than a minute, unless the client
+ * was seen again meanwhile or there is no room.
  * Nothing here decides that a sighting needs no write: the KV's marker
  * does, so instances never disagree about a client.
  */
-import { createBatchRunner } from "../lib/batch_runner.ts";
+import { createBatchWriter, type Queued } from "../kv/batch_writer.ts";
 import { addToSketch } from "../lib/hyperloglog.ts";
 import { adoptionClientHash, adoptionDay } from "./adoption.ts";
-import {
-  type KeyedSighting,
-  recordSightings,
-  type SketchPart,
-  sketchPartOf,
-} from "./adoption_batch.ts";
+import { type KeyedSighting, recordSightings, type SketchPart } from "./adoption_batch.ts";
+import { sketchPart } from "./stored_sketch.ts";
 import type { Store } from "../kv/store.ts";
 
 /** Records client sightings off the hot path (one per instance, made by the app). */
@@ -25,13 +25,7 @@ export interface AdoptionRecorder {
    * (`offered`: the release the service offers that client, not a download
    * of a release by id); returns at once.
    */
-  record(sighting: {
-    projectId: number;
-    releaseId: number;
-    identity: string;
-    address: string;
-    offered: boolean;
-  }): void;
+  record(sighting: PendingSighting): void;
   /** Resolves once every sighting recorded so far is written (tests, shutdown). */
   flush(): Promise<void>;
   /**
@@ -56,85 +50,56 @@ export interface AdoptionRecorderOptions {
 
 const DEFAULT_NEW_IDS_PER_DAY = 10_000;
 
-interface PendingSighting {
+/** A sighting as the client API notes it. */
+export interface PendingSighting {
   projectId: number;
   releaseId: number;
   identity: string;
   address: string;
   offered: boolean;
-  at: number;
-  /** Whether a batch that held it could not be written (it is tried once more). */
-  retried?: boolean;
 }
 
 export function createAdoptionRecorder(
   store: Store,
   options: AdoptionRecorderOptions = {},
 ): AdoptionRecorder {
-  const {
-    onKvError = () => {},
-    newIdsPerDay = DEFAULT_NEW_IDS_PER_DAY,
-    maxPending = 10_000,
-    batchMs = 1_000,
-    now = Date.now,
-  } = options;
-  let pending = new Map<string, PendingSighting>();
-  let overflow = new Map<string, SketchPart>();
-
-  const runner = createBatchRunner(async () => {
-    const batch = pending;
-    const parts = overflow;
-    pending = new Map();
-    overflow = new Map();
-    await recordSightings(store, {
-      sightings: [...batch.values()].map(keyedSighting),
-      overflow: parts,
-      newIdsPerDay,
-    }).catch((error) => {
-      onKvError();
-      console.error("could not record client sightings (tried once more):", error);
-      // Once more in the next batch, unless the client was seen again meanwhile: a write that
-      // went through before the failure is not repeated (the markers decide).
-      for (const [client, sighting] of batch) {
-        if (sighting.retried || pending.has(client) || pending.size >= maxPending) continue;
-        pending.set(client, { ...sighting, retried: true });
-      }
-    });
-  }, { batchMs, pending: () => pending.size > 0 || overflow.size > 0 });
-
-  return {
-    record({ projectId, releaseId, identity, address, offered }) {
-      const at = now();
-      const client = `${projectId} ${identity}`;
-      const waiting = pending.get(client);
-      if (waiting === undefined && pending.size >= maxPending) {
-        const day = adoptionDay(at);
-        addToSketch(
-          sketchPartOf(overflow, { projectId, releaseId, day }).sketch,
-          adoptionClientHash(identity),
-        );
-      } else {
-        // The latest wins; a download of the release just offered keeps it offered.
-        const stillOffered = offered ||
-          (waiting !== undefined && waiting.offered && waiting.releaseId === releaseId);
-        pending.set(client, { projectId, releaseId, identity, address, offered: stillOffered, at });
-      }
-      runner.request();
+  const { newIdsPerDay = DEFAULT_NEW_IDS_PER_DAY, ...writerOptions } = options;
+  const writer = createBatchWriter<PendingSighting, SketchPart>({
+    ...writerOptions,
+    what: "client sightings",
+    keyOf: ({ projectId, identity }) => `${projectId} ${identity}`,
+    // The latest wins; a download of the release just offered keeps it offered.
+    merge(waiting, sighting) {
+      if (waiting.offered && waiting.releaseId === sighting.releaseId) sighting.offered = true;
+      return sighting;
     },
-    flush: runner.flush,
-    settle: runner.settle,
+    overflow(parts, { projectId, releaseId, identity }, at) {
+      const day = adoptionDay(at);
+      addToSketch(
+        sketchPart(parts, { projectId, releaseId, day }).sketch,
+        adoptionClientHash(identity),
+      );
+    },
+    write: ({ items, overflow }) =>
+      recordSightings(store, { sightings: items.map(keyedSighting), overflow, newIdsPerDay }),
+  });
+  return {
+    record: ({ projectId, releaseId, identity, address, offered }) =>
+      writer.add({ projectId, releaseId, identity, address, offered }),
+    flush: writer.flush,
+    settle: writer.settle,
   };
 }
 
-function keyedSighting(pending: PendingSighting): KeyedSighting {
+function keyedSighting({ item, at }: Queued<PendingSighting>): KeyedSighting {
   return {
-    projectId: pending.projectId,
-    releaseId: pending.releaseId,
-    address: pending.address,
-    offered: pending.offered,
-    client: adoptionClientHash(pending.identity),
-    install: pending.identity.startsWith("install:"),
-    day: adoptionDay(pending.at),
-    at: pending.at,
+    projectId: item.projectId,
+    releaseId: item.releaseId,
+    address: item.address,
+    offered: item.offered,
+    client: adoptionClientHash(item.identity),
+    install: item.identity.startsWith("install:"),
+    day: adoptionDay(at),
+    at,
   };
 }

@@ -3,12 +3,15 @@
  * bounds"): a request only puts its report into this instance's pending map
  * (the same report of an install, version and kind is kept once); in the
  * background the map is written as one batch (reports.ts), at most
- * one batch a `batchMs`; a batch that cannot be written is tried again with
- * the next (for up to a minute). Versions are resolved to releases in the batch (one
- * list of the project's releases per batch); a report of a version the
- * project does not have is dropped. Past `maxPending` reports waiting, a new
- * one goes straight into the sketch of its (version, kind, day); past
- * `maxPending` of those groups too, it is dropped.
+ * one batch a `batchMs`, by the batching writer (src/kv/batch_writer.ts)
+ * and its failure policy: a batch that could not be written is tried again
+ * with the next ones while its reports are younger than a minute, unless the
+ * same report was queued again meanwhile or there is no room. Versions are
+ * resolved to releases in the batch (one list of the project's releases per
+ * batch); a report of a version the project does not have is dropped. Past
+ * `maxPending` reports waiting, a new one goes straight into the sketch of
+ * its (version, kind, day); past `maxPending` of those groups too, it is
+ * dropped.
  *
  * Only trusted reports are counted (docs/reports.md "What the gates
  * trust"): the install's adoption marker (adoption.ts) must list the
@@ -20,12 +23,13 @@
  * way); after that it goes into the sketch of its (release, kind, day),
  * shown apart and never read by the gates.
  */
-import { createBatchRunner } from "../lib/batch_runner.ts";
-import { addToSketch, createSketch, mergeSketch } from "../lib/hyperloglog.ts";
+import { createBatchWriter, type Queued } from "../kv/batch_writer.ts";
+import { addToSketch, mergeSketch } from "../lib/hyperloglog.ts";
 import {
   adoptionClientHash,
   adoptionDay,
   type AdoptionMarker,
+  DAY_MS,
   offeredReleases,
 } from "./adoption.ts";
 import { getManyEntries } from "../kv/get_many.ts";
@@ -38,7 +42,8 @@ import {
   type ReportSketchPart,
   reportSketchPartOf,
 } from "./reports.ts";
-import type { Release } from "../store/types.ts";
+import type { Release } from "../projects/types.ts";
+import { sketchPart, sketchPartName } from "./stored_sketch.ts";
 import type { Store } from "../kv/store.ts";
 
 /** A report as it arrives (already checked by the route). */
@@ -80,26 +85,19 @@ export interface ReportRecorderOptions {
 }
 
 interface Pending extends IncomingReport {
-  at: number;
   /** Batches that found it not trusted yet (0 or 1). */
   untrusted: number;
 }
 
-/** A report that could not be written is tried again in later batches for this long. */
-const REQUEUE_MS = 60_000;
 /** A report not trusted yet is looked at once more while younger than this, in ms. */
 const TRUST_WAIT_MS = 5_000;
 
-/** One install's report of a version and kind: the pending map keeps one. */
-function nameOf(report: IncomingReport): string {
-  return `${report.projectId} ${report.version} ${report.kind} ${report.installId}`;
-}
-
+/** Reports of a (version, kind, day) past `maxPending`, in a sketch. */
 interface PendingSketch {
   projectId: number;
   version: string;
   kind: ReportKind;
-  at: number;
+  day: number;
   sketch: Uint8Array;
 }
 
@@ -110,58 +108,36 @@ export function createReportRecorder(
   const {
     newIdsPerDay = 10_000,
     maxPending = 10_000,
-    batchMs = 1_000,
     now = Date.now,
-    onKvError = () => {},
     settle = () => Promise.resolve(),
+    ...writerOptions
   } = options;
-  let pending = new Map<string, Pending>();
-  let overflow = new Map<string, PendingSketch>();
-
-  const runner = createBatchRunner(async () => {
-    const batch = [...pending.values()];
-    const sketches = [...overflow.values()];
-    pending = new Map();
-    overflow = new Map();
-    await settle().catch(() => {}); // its own errors are its recorder's to report
-    /** Takes `report` into the next batch; false when there is no room. */
-    const requeue = (report: Pending): boolean => {
-      const name = nameOf(report);
-      if (pending.has(name)) return true;
-      if (pending.size >= maxPending) return false;
-      pending.set(name, report);
-      return true;
-    };
-    await writeBatch(store, { batch, sketches, newIdsPerDay, nowMs: now(), requeue }).catch(
-      (error) => {
-        onKvError();
-        console.error("could not record install reports (they wait for the next batch):", error);
-        // Kept for the next batch while there is room: a report already counted is skipped then.
-        for (const report of batch) if (report.at > now() - REQUEUE_MS) requeue(report);
-      },
-    );
-  }, { batchMs, pending: () => pending.size > 0 || overflow.size > 0 });
-
-  return {
-    record(report) {
-      const at = now();
-      const name = nameOf(report);
-      if (pending.size < maxPending || pending.has(name)) {
-        pending.set(name, { ...report, at, untrusted: 0 });
-      } else {
-        const day = adoptionDay(at);
-        const group = `${report.projectId} ${report.version} ${report.kind} ${day}`;
-        let part = overflow.get(group);
-        if (part === undefined) {
-          if (overflow.size >= maxPending) return;
-          part = { ...report, at, sketch: createSketch() };
-          overflow.set(group, part);
-        }
-        addToSketch(part.sketch, adoptionClientHash(`install:${report.installId}`));
-      }
-      runner.request();
+  const writer = createBatchWriter<Pending, PendingSketch>({
+    ...writerOptions,
+    maxPending,
+    now,
+    what: "install reports",
+    // One install's report of a version and kind: the pending map keeps one.
+    keyOf: (report) => `${report.projectId} ${report.version} ${report.kind} ${report.installId}`,
+    overflow(parts, { projectId, version, kind, installId }, at) {
+      const fields = { projectId, version, kind, day: adoptionDay(at) };
+      if (parts.size >= maxPending && !parts.has(sketchPartName(fields))) return;
+      addToSketch(sketchPart(parts, fields).sketch, adoptionClientHash(`install:${installId}`));
     },
-    flush: runner.flush,
+    async write({ items, overflow, requeue }) {
+      await settle().catch(() => {}); // its own errors are its recorder's to report
+      await writeBatch(store, {
+        batch: items,
+        sketches: [...overflow.values()],
+        newIdsPerDay,
+        nowMs: now(),
+        requeue,
+      });
+    },
+  });
+  return {
+    record: (report) => writer.add({ ...report, untrusted: 0 }),
+    flush: writer.flush,
   };
 }
 
@@ -172,11 +148,11 @@ export function createReportRecorder(
 async function writeBatch(
   store: Store,
   { batch, sketches, newIdsPerDay, nowMs, requeue }: {
-    batch: Pending[];
+    batch: Queued<Pending>[];
     sketches: PendingSketch[];
     newIdsPerDay: number;
     nowMs: number;
-    requeue: (report: Pending) => boolean;
+    requeue: (queued: Queued<Pending>) => boolean;
   },
 ): Promise<void> {
   const releases = new Map<number, Map<string, Release>>();
@@ -193,12 +169,13 @@ async function writeBatch(
     }
     return versions.get(version);
   };
-  const resolved: Array<{ report: Pending; client: string; items: ReportItem[] }> = [];
-  for (const report of batch) {
+  const resolved: Array<{ queued: Queued<Pending>; client: string; items: ReportItem[] }> = [];
+  for (const queued of batch) {
+    const { item: report, at } = queued;
     const release = await releaseOf(report.projectId, report.version);
     if (release === undefined) continue;
     const client = adoptionClientHash(`install:${report.installId}`);
-    const item = { releaseId: release.id, address: report.address, client, at: report.at };
+    const item = { releaseId: release.id, address: report.address, client, at };
     const items: ReportItem[] = [{ ...item, kind: report.kind, reason: report.reason }];
     const previous = await releaseOf(report.projectId, report.previousVersion);
     if (
@@ -206,24 +183,24 @@ async function writeBatch(
     ) {
       items.push({ ...item, kind: "returned" });
     }
-    resolved.push({ report, client, items });
+    resolved.push({ queued, client, items });
   }
   // What the gates trust: the install's marker lists the release as offered to it.
   const markers = await getManyEntries<AdoptionMarker>(
     store.kv,
-    resolved.map(({ report, client }) => adoptionClientKey(report.projectId, client)),
+    resolved.map(({ queued, client }) => adoptionClientKey(queued.item.projectId, client)),
   );
   const overflow = new Map<string, ReportSketchPart>();
   const items: ReportItem[] = [];
-  for (const [i, { report, items: reported }] of resolved.entries()) {
+  for (const [i, { queued, items: reported }] of resolved.entries()) {
     const marker = markers[i].value;
     const offered = marker === null ? [] : offeredReleases(marker);
     const untrusted = reported.filter((item) => !offered.includes(item.releaseId));
     items.push(...reported.filter((item) => offered.includes(item.releaseId)));
     if (untrusted.length === 0) continue;
     if (
-      report.untrusted === 0 && nowMs - report.at < TRUST_WAIT_MS &&
-      requeue({ ...report, untrusted: 1 })
+      queued.item.untrusted === 0 && nowMs - queued.at < TRUST_WAIT_MS &&
+      requeue({ item: { ...queued.item, untrusted: 1 }, at: queued.at })
     ) {
       continue;
     }
@@ -234,7 +211,8 @@ async function writeBatch(
   for (const part of sketches) {
     const release = await releaseOf(part.projectId, part.version);
     if (release === undefined) continue;
-    const into = reportSketchPartOf(overflow, { releaseId: release.id, ...part });
+    const at = part.day * DAY_MS;
+    const into = reportSketchPartOf(overflow, { releaseId: release.id, kind: part.kind, at });
     mergeSketch(into.sketch, part.sketch);
   }
   await recordReports(store, { items, overflow, newIdsPerDay });

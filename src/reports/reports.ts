@@ -13,7 +13,7 @@
  * address invents, and is shown apart (never counted by the health gates).
  */
 import { addToSketch, createSketch, estimateSketch, mergeSketch } from "../lib/hyperloglog.ts";
-import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
+import { commitWithRetry } from "../kv/atomic.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import {
   reportCountKey,
@@ -25,7 +25,8 @@ import {
   reportSketchKey,
   reportSketchPrefix,
 } from "../kv/keys.ts";
-import { mergeStoredSketch } from "./stored_sketch.ts";
+import { sketchPart } from "./stored_sketch.ts";
+import { writeCapped } from "./capped_write.ts";
 import type { Store } from "../kv/store.ts";
 
 /** What a report says: the install runs the release now, came back to it, or failed at a step. */
@@ -53,8 +54,10 @@ const HOUR_MS = 3_600_000;
 const REPORT_MARKER_DAYS = 90;
 /** Failure reasons kept per release and kind (the newest). */
 const REPORT_REASONS_KEPT = 20;
-/** Markers created per commit (a check and three mutations each, within KV's limits). */
-const NEW_REPORTS_PER_COMMIT = 40;
+/** The UTC day of a report, in days since the epoch. */
+function dayOf({ at }: { at: number }): number {
+  return Math.floor(at / DAY_MS);
+}
 
 /** One report of a batch, its install id already hashed. */
 export interface ReportItem {
@@ -89,14 +92,14 @@ export function reportSketchPartOf(
   parts: Map<string, ReportSketchPart>,
   item: { releaseId: number; kind: ReportKind; at: number },
 ): ReportSketchPart {
-  const day = Math.floor(item.at / DAY_MS);
-  const name = `${item.releaseId} ${item.kind} ${day}`;
-  let part = parts.get(name);
-  if (part === undefined) {
-    part = { releaseId: item.releaseId, kind: item.kind, day, sketch: createSketch() };
-    parts.set(name, part);
-  }
-  return part;
+  return sketchPart(parts, reportSketchOf(item));
+}
+
+/** What the sketch of an item counts: its (release, kind, day). */
+function reportSketchOf(
+  { releaseId, kind, at }: { releaseId: number; kind: ReportKind; at: number },
+): Omit<ReportSketchPart, "sketch"> {
+  return { releaseId, kind, day: dayOf({ at }) };
 }
 
 /**
@@ -112,21 +115,13 @@ export async function recordReports(
   batch: { items: ReportItem[]; overflow: Map<string, ReportSketchPart>; newIdsPerDay: number },
 ): Promise<void> {
   const { items, overflow, newIdsPerDay } = batch;
-  const byAddressDay = new Map<string, ReportItem[]>();
-  for (const item of items) {
-    const group = `${item.address} ${Math.floor(item.at / DAY_MS)}`;
-    const members = byAddressDay.get(group);
-    if (members === undefined) byAddressDay.set(group, [item]);
-    else members.push(item);
-  }
+  const byAddressDay = Map.groupBy(items, (item) => `${item.address} ${dayOf(item)}`);
   // An address already at its cap that day: its reports go to the sketches unread (a flood
   // costs one read per batch, not one per report).
   const groups: ReportItem[][] = [];
   const counts = await getManyEntries<number>(
     store.kv,
-    [...byAddressDay.values()].map((group) =>
-      reportNewIdsKey(group[0].address, Math.floor(group[0].at / DAY_MS))
-    ),
+    [...byAddressDay.values()].map((group) => reportNewIdsKey(group[0].address, dayOf(group[0]))),
   );
   for (const [i, group] of [...byAddressDay.values()].entries()) {
     if ((counts[i].value ?? 0) >= newIdsPerDay) {
@@ -139,75 +134,36 @@ export async function recordReports(
     );
     groups.push(group.filter((_, j) => markers[j].value === null));
   }
+  const { admitted } = await writeCapped(store, {
+    groups,
+    cap: newIdsPerDay,
+    countKey: (first) => reportNewIdsKey(first.address, dayOf(first)),
+    markerKey: (item) => reportMarkerKey(item.releaseId, item.kind, item.client),
+    marker: (item) => ({
+      value: 1,
+      expireIn: REPORT_MARKER_DAYS * DAY_MS,
+      counters: [
+        reportCountKey(item.releaseId, item.kind),
+        reportHourlyKey(item.releaseId, item.kind, Math.floor(item.at / HOUR_MS)),
+      ],
+    }),
+    unreadPastCap: true,
+    overflow,
+    sketchOf: reportSketchOf,
+    sketchKey: (part) => reportSketchKey(part.releaseId, part.kind, part.day),
+    keptDays: REPORT_MARKER_DAYS,
+  });
   const reasons = new Map<string, { releaseId: number; kind: ReportKind; added: ReportReason[] }>();
-  for (const group of groups) {
-    let full = false;
-    for (let i = 0; i < group.length; i += NEW_REPORTS_PER_COMMIT) {
-      const chunk = group.slice(i, i + NEW_REPORTS_PER_COMMIT);
-      const { admitted, past }: { admitted: ReportItem[]; past: ReportItem[] } = full
-        ? { admitted: [], past: chunk }
-        : await admitReports(store, chunk, newIdsPerDay);
-      full ||= past.length > 0;
-      for (const item of past) addToSketch(reportSketchPartOf(overflow, item).sketch, item.client);
-      for (const item of admitted) {
-        if (item.reason === undefined || item.reason === "") continue;
-        const name = `${item.releaseId} ${item.kind}`;
-        const entry = reasons.get(name) ??
-          { releaseId: item.releaseId, kind: item.kind, added: [] };
-        entry.added.push({ at: new Date(item.at).toISOString(), reason: item.reason });
-        reasons.set(name, entry);
-      }
-    }
+  for (const item of admitted) {
+    if (item.reason === undefined || item.reason === "") continue;
+    const name = `${item.releaseId} ${item.kind}`;
+    const entry = reasons.get(name) ?? { releaseId: item.releaseId, kind: item.kind, added: [] };
+    entry.added.push({ at: new Date(item.at).toISOString(), reason: item.reason });
+    reasons.set(name, entry);
   }
   for (const { releaseId, kind, added } of reasons.values()) {
     await keepReasons(store, { releaseId, kind, added });
   }
-  for (const part of overflow.values()) await mergeReportSketch(store, part);
-}
-
-/**
- * Counts new reports of one address and day while the address's markers that
- * day stay within `cap`, in one commit checked against the count and every
- * marker; returns those counted and those past the cap. The count expires
- * after two days, so counters of addresses that come and go do not pile up.
- */
-async function admitReports(
-  store: Store,
-  items: ReportItem[],
-  cap: number,
-): Promise<{ admitted: ReportItem[]; past: ReportItem[] }> {
-  const day = Math.floor(items[0].at / DAY_MS);
-  const countKey = reportNewIdsKey(items[0].address, day);
-  return await commitWithRetry(async () => {
-    const [count, ...markers] = await getManyEntries<number>(store.kv, [
-      countKey,
-      ...items.map((item) => reportMarkerKey(item.releaseId, item.kind, item.client)),
-    ]);
-    const fresh = items.filter((_, i) => markers[i].value === null);
-    const taken = count.value ?? 0;
-    const admitted = fresh.slice(0, Math.max(0, cap - taken));
-    const past = fresh.slice(admitted.length);
-    if (admitted.length === 0) {
-      return { commit: NOTHING_TO_WRITE, value: { admitted, past } };
-    }
-    const op = store.kv.atomic().check(count);
-    for (const marker of markers) if (marker.value === null) op.check(marker);
-    const sums = new Map<string, { key: Deno.KvKey; added: bigint }>();
-    const add = (key: Deno.KvKey) => {
-      const name = key.join(" ");
-      sums.set(name, { key, added: (sums.get(name)?.added ?? 0n) + 1n });
-    };
-    for (const item of admitted) {
-      op.set(reportMarkerKey(item.releaseId, item.kind, item.client), 1, {
-        expireIn: REPORT_MARKER_DAYS * DAY_MS,
-      });
-      add(reportCountKey(item.releaseId, item.kind));
-      add(reportHourlyKey(item.releaseId, item.kind, Math.floor(item.at / HOUR_MS)));
-    }
-    for (const { key, added } of sums.values()) op.sum(key, added);
-    op.set(countKey, taken + admitted.length, { expireIn: 2 * DAY_MS });
-    return { commit: await op.commit(), value: { admitted, past } };
-  });
 }
 
 /** Adds `added` to the kept reasons of a release and kind, the newest `REPORT_REASONS_KEPT`. */
@@ -225,16 +181,6 @@ async function keepReasons(
       }).commit(),
       value: 0,
     };
-  });
-}
-
-/** Takes `part` into the stored sketch of its (release, kind, day). */
-async function mergeReportSketch(store: Store, part: ReportSketchPart): Promise<void> {
-  await mergeStoredSketch(store, {
-    key: reportSketchKey(part.releaseId, part.kind, part.day),
-    sketch: part.sketch,
-    day: part.day,
-    keptDays: REPORT_MARKER_DAYS,
   });
 }
 

@@ -7,30 +7,49 @@ import { DAY_MS } from "./adoption.ts";
 import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
 import type { Store } from "../kv/store.ts";
 
+/** The name of the sketch part counting what `fields` name: their values, in their order. */
+export function sketchPartName(fields: Record<string, string | number>): string {
+  return Object.values(fields).join(" ");
+}
+
+/** The part of `parts` that counts what `fields` name: a sketch, made when missing. */
+export function sketchPart<P extends { sketch: Uint8Array }>(
+  parts: Map<string, P>,
+  fields: Omit<P, "sketch">,
+): P {
+  const name = sketchPartName(fields as Record<string, string | number>);
+  let part = parts.get(name);
+  if (part === undefined) {
+    part = { ...fields, sketch: createSketch() } as P;
+    parts.set(name, part);
+  }
+  return part;
+}
+
 /**
- * Takes `sketch` into the stored sketch at `key` (one checked commit, none
- * when nothing changes). The stored sketch lives as long as a marker of its
- * UTC `day` would: until `keptDays` after that day, and a day at least.
+ * Takes each of `parts` into its stored sketch, at `keyOf(part)` (one
+ * checked commit each, none when nothing changes). A stored sketch lives as
+ * long as a marker of its UTC day would: until `keptDays` after that day,
+ * and a day at least.
  */
-export async function mergeStoredSketch(
+export async function mergeStoredSketches<P extends { sketch: Uint8Array; day: number }>(
   store: Store,
-  { key, sketch, day, keptDays }: {
-    key: Deno.KvKey;
-    sketch: Uint8Array;
-    day: number;
-    keptDays: number;
-  },
+  parts: Iterable<P>,
+  { keyOf, keptDays }: { keyOf: (part: P) => Deno.KvKey; keptDays: number },
 ): Promise<void> {
-  const expireIn = Math.max(DAY_MS, (day + keptDays) * DAY_MS - Date.now());
-  await commitWithRetry(async () => {
-    const entry = await store.kv.get<Uint8Array>(key);
-    const stored = entry.value ?? createSketch();
-    if (!mergeSketch(stored, sketch)) {
-      return { commit: NOTHING_TO_WRITE, value: 0 };
-    }
-    return {
-      commit: await store.kv.atomic().check(entry).set(key, stored, { expireIn }).commit(),
-      value: 0,
-    };
-  });
+  for (const part of parts) {
+    const key = keyOf(part);
+    const expireIn = Math.max(DAY_MS, (part.day + keptDays) * DAY_MS - Date.now());
+    await commitWithRetry(async () => {
+      const entry = await store.kv.get<Uint8Array>(key);
+      const stored = entry.value ?? createSketch();
+      if (!mergeSketch(stored, part.sketch)) {
+        return { commit: NOTHING_TO_WRITE, value: 0 };
+      }
+      return {
+        commit: await store.kv.atomic().check(entry).set(key, stored, { expireIn }).commit(),
+        value: 0,
+      };
+    });
+  }
 }

@@ -2,7 +2,7 @@
  * The audit-log text of a staged rollout (docs/rollouts.md): what clients
  * get now, for every surface that changes rollouts.
  */
-import type { Rollout } from "../store/types.ts";
+import type { Rollout } from "../releases/types.ts";
 
 /** The audit details of a rollout: what clients get now. */
 export function rolloutDetails(rollout: Rollout): string {

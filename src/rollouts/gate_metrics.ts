@@ -6,7 +6,7 @@
  * rollout. main.ts adds them as a scrape source.
  */
 import type { ScrapedGauge } from "../lib/metrics.ts";
-import { listProjects } from "../store/projects.ts";
+import { listProjects } from "../projects/projects.ts";
 import { getReportCounts } from "../reports/reports.ts";
 import { listGateChangeCounts, listRolloutGates, stageFigures } from "./gate_records.ts";
 import type { Store } from "../kv/store.ts";

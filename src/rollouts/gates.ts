@@ -21,7 +21,7 @@ import {
   stageFigures,
 } from "./gate_records.ts";
 import { getRollout } from "../releases/rollouts.ts";
-import type { Rollout } from "../store/types.ts";
+import type { Rollout } from "../releases/types.ts";
 import type { Store } from "../kv/store.ts";
 
 /** Failure reports a stage needs before its failure share can halt it. */

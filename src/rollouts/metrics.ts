@@ -7,7 +7,7 @@
 import type { ScrapedGauge } from "../lib/metrics.ts";
 import { adoptionDay, getAdoption } from "../reports/adoption.ts";
 import { getLatestView } from "../releases/latest_view.ts";
-import { listProjects } from "../store/projects.ts";
+import { listProjects } from "../projects/projects.ts";
 import { listRollouts } from "../releases/rollouts.ts";
 import { rolloutPercentage } from "../releases/offer.ts";
 import type { Store } from "../kv/store.ts";

@@ -9,7 +9,7 @@
  * its latest pointer), so concurrent writers are serialized as usual and a
  * conflicting batch is retried whole.
  */
-import { apiKeyAggregates } from "../store/aggregates.ts";
+import { apiKeyAggregates } from "../projects/aggregates.ts";
 import { type ApiKeyInput, prepareApiKey } from "../credentials/api_keys.ts";
 import { now, takeIds } from "../kv/atomic.ts";
 import { changeOp, commitChange } from "../kv/cache.ts";
@@ -27,7 +27,7 @@ import {
   releaseKey,
 } from "../kv/keys.ts";
 import { isNewerRelease, prepareRelease, type ReleaseInput } from "../releases/releases.ts";
-import type { ApiKey, Project, Release } from "../store/types.ts";
+import type { ApiKey, Project, Release } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
 
 /**

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { pathExists } from "../lib/files.ts";
 import { listSigningKeys, type SigningKeyStatus } from "./signing_keys.ts";
 import { listSparkleFeedKeys } from "../feeds/sparkle_keys.ts";
-import { getProjectsByIds } from "../store/projects.ts";
+import { getProjectsByIds } from "../projects/projects.ts";
 import type { Store } from "../kv/store.ts";
 import { SIGNING_KEYS_DIR } from "./key_files.ts";
 import { SPARKLE_KEYS_DIR } from "../feeds/sparkle_signing.ts";

@@ -1,23 +1,22 @@
 /**
  * Sign-in to the admin UI through an OpenID Connect provider, roles from its groups
  * (docs/sso.md). The admin surface routes to it: `begin` sends the browser to the provider,
- * `finish` checks the answer and makes or updates the account, `check` reads a signed-in
- * session's groups again once its check interval has passed, `signOut` finds the provider's
- * end-session URL.
+ * `finish` checks the answer, makes or updates the account and gives the provider's side of the
+ * admin session to start, `check` reads a signed-in session's groups again once its check interval
+ * has passed, `signOut` finds the provider's end-session URL. The provider's side lives in the
+ * admin session's record (src/accounts/sessions.ts).
  */
 import type { OidcConfig } from "../lib/config.ts";
 import { randomToken } from "../lib/secrets.ts";
 import type { AdminRole } from "../accounts/admin_users.ts";
 import {
+  type AdminSession,
   claimSsoCheck,
-  createSsoPending,
-  getSsoSession,
-  putSsoSession,
-  signInSsoAccount,
-  type SsoSession,
-  takeSsoPending,
+  type SessionPolicy,
+  type SsoSessionPart,
   updateSsoSessionTokens,
-} from "./records.ts";
+} from "../accounts/sessions.ts";
+import { createSsoPending, signInSsoAccount, takeSsoPending } from "./records.ts";
 import { groupsOf, roleForGroups, usernameOf } from "./claims.ts";
 import {
   type Claims,
@@ -40,7 +39,8 @@ export interface SsoSignedIn {
   created: boolean;
   subject: string;
   groups: string[];
-  tokens: ProviderTokens;
+  /** The provider's side of the admin session this sign-in starts (`createAdminSession`). */
+  sessionPart: SsoSessionPart;
 }
 
 /**
@@ -64,7 +64,10 @@ export type SsoWhy =
   | { why: "used_up" }
   | { why: "not_confirmed" }
   | { why: "unreachable" }
-  | { why: "groups_unconfirmed" };
+  | { why: "groups_unconfirmed" }
+  | { why: "other_user" }
+  | { why: "no_refresh_token" }
+  | { why: "renamed" };
 
 /**
  * A refused sign-in: the status, why (`said`: the admin UI tells the person in plain words), the
@@ -82,8 +85,19 @@ export interface SsoRefused {
   identity?: string;
 }
 
-/** A session check: it goes on, or it ended, why (for the audit log) and what the person is told. */
-export type SsoOutcome = { ended: false } | { ended: true; reason: string; said?: SsoWhy };
+/**
+ * A session check: it goes on (with its record as it now stands), or it ended, why (for the audit
+ * log) and what the person is told.
+ */
+export type SsoOutcome =
+  | { ended: false; session: AdminSession }
+  | { ended: true; reason: string; said: SsoWhy };
+
+/** A signed-in admin session: the id its browser holds and its record. */
+export interface SignedInSession {
+  id: string;
+  session: AdminSession;
+}
 
 export interface SsoService {
   settings: OidcConfig;
@@ -94,18 +108,19 @@ export interface SsoService {
   begin(): Promise<{ url: URL; state: string }>;
   /** Checks the provider's answer at `currentUrl` against the sign-in this browser began. */
   finish(currentUrl: URL, browserState: string | undefined): Promise<SsoSignedIn | SsoRefused>;
-  /** Keeps the provider's side of the admin session `sessionId` made for `signedIn`. */
-  remember(
-    sessionId: string,
-    { signedIn, nowMs, expiresAtMs }: { signedIn: SsoSignedIn; nowMs: number; expiresAtMs: number },
-  ): Promise<void>;
-  /** Reads the session's groups again when its check interval has passed (not for local sessions). */
-  check(sessionId: string, nowMs?: number): Promise<SsoOutcome>;
   /**
-   * The provider's end-session URL for the session, when it has one; its provider side goes
-   * with the admin session (`deleteAdminSession`, src/accounts/sessions.ts).
+   * Reads the session's groups again when its check interval has passed (not for sessions
+   * signed in with a password), under the session policy its record is kept by.
    */
-  signOut(sessionId: string, postLogoutRedirectUri: string): Promise<URL | null>;
+  check(
+    signedIn: SignedInSession,
+    options: { policy: SessionPolicy; nowMs?: number },
+  ): Promise<SsoOutcome>;
+  /**
+   * The provider's end-session URL for the session, when it was signed in through the provider
+   * and that offers one; its provider side goes with the admin session (`deleteAdminSession`).
+   */
+  signOut(session: AdminSession, postLogoutRedirectUri: string): Promise<URL | null>;
   /**
    * The provider's end-session URL for a browser that has no session here (after a refusal, so
    * that another person can sign in there), or null when the provider has none or cannot be
@@ -131,7 +146,7 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
   async function account(
     claims: Claims,
     subject: string,
-  ): Promise<Omit<SsoSignedIn, "tokens"> | SsoRefused> {
+  ): Promise<Omit<SsoSignedIn, "sessionPart"> | SsoRefused> {
     const username = usernameOf(claims, settings.usernameClaim);
     if (username === null) {
       return refused(403, {
@@ -269,41 +284,39 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
       if (!signedIn.ok) {
         return tokens.idToken === undefined ? signedIn : { ...signedIn, idToken: tokens.idToken };
       }
-      return { ...signedIn, tokens };
-    },
-
-    async remember(sessionId, { signedIn, nowMs, expiresAtMs }) {
-      const { tokens } = signedIn;
-      const session: SsoSession = {
-        issuer,
+      const sessionPart: SsoSessionPart = {
         subject: signedIn.subject,
-        username: signedIn.username,
         id_token: tokens.idToken ?? "",
         ...(tokens.refreshToken === undefined ? {} : { refresh_token: tokens.refreshToken }),
         access_token: tokens.accessToken,
         ...(tokens.accessExpiresAt === undefined
           ? {}
           : { access_expires_at: tokens.accessExpiresAt }),
-        checked_at: nowMs,
-        expires_at: expiresAtMs,
+        checked_at: Date.now(),
       };
-      await putSsoSession(store, sessionId, session);
+      return { ...signedIn, sessionPart };
     },
 
-    async check(sessionId, nowMs = Date.now()) {
-      const claim = await claimSsoCheck(store, sessionId, {
-        nowMs,
-        intervalMs: settings.checkIntervalSeconds * 1000,
-      });
-      if (claim.status !== "due") return { ended: false };
-      const { session } = claim;
+    async check({ id, session: signedIn }, { policy, nowMs = Date.now() }) {
+      const intervalMs = settings.checkIntervalSeconds * 1000;
+      // The request's own read of the record says whether a check may be due at all.
+      if (signedIn.sso === null || nowMs - signedIn.sso.checked_at < intervalMs) {
+        return { ended: false, session: signedIn };
+      }
+      const session = await claimSsoCheck(store, id, { policy, nowMs, intervalMs });
+      if (session === null) return { ended: false, session: signedIn };
+      const { username } = signedIn;
       let tokens: ProviderTokens;
       let claims: Claims;
       try {
         if (session.refresh_token !== undefined) {
           tokens = await provider.refresh(session.refresh_token);
           if (tokens.idClaims !== undefined && tokens.idClaims.sub !== session.subject) {
-            return { ended: true, reason: "the provider answered for another user" };
+            return {
+              ended: true,
+              reason: "the provider answered for another user",
+              said: { why: "other_user" },
+            };
           }
         } else if (
           session.access_token !== undefined &&
@@ -319,8 +332,9 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
         } else {
           return {
             ended: true,
-            reason: `your groups are due to be checked and ${settings.providerName} gave no ` +
-              `refresh token: sign in again`,
+            reason: `the groups were due to be checked, ${settings.providerName} gave no ` +
+              `refresh token and the access token has expired`,
+            said: { why: "no_refresh_token" },
           };
         }
         claims = await claimsOf(tokens, session.subject);
@@ -333,20 +347,28 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
       }
       // The ID token of a refresh may leave out the user name: the session's own stands.
       const checked = await account(
-        { [settings.usernameClaim]: session.username, ...claims },
+        { [settings.usernameClaim]: username, ...claims },
         session.subject,
       );
       if (!checked.ok) return { ended: true, reason: checked.message, said: checked.said };
-      if (checked.username !== session.username) {
-        return { ended: true, reason: "the provider now names you differently: sign in again" };
+      if (checked.username !== username) {
+        return {
+          ended: true,
+          reason: `the provider now names the user "${checked.username}"`,
+          said: { why: "renamed" },
+        };
       }
-      await updateSsoSessionTokens(store, sessionId, {
-        id_token: tokens.idToken ?? session.id_token,
-        refresh_token: tokens.refreshToken ?? session.refresh_token,
-        access_token: tokens.accessToken,
-        access_expires_at: tokens.accessExpiresAt,
+      const updated = await updateSsoSessionTokens(store, id, {
+        tokens: {
+          id_token: tokens.idToken ?? session.id_token,
+          refresh_token: tokens.refreshToken ?? session.refresh_token,
+          access_token: tokens.accessToken,
+          access_expires_at: tokens.accessExpiresAt,
+        },
+        policy,
+        nowMs,
       });
-      return { ended: false };
+      return { ended: false, session: updated ?? signedIn };
     },
 
     async endSessionUrl(idToken, postLogoutRedirectUri) {
@@ -357,12 +379,10 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
       }
     },
 
-    async signOut(sessionId, postLogoutRedirectUri) {
-      const session = await getSsoSession(store, sessionId);
-      if (session === null) return null;
-      if (session.id_token === "") return null;
+    async signOut(session, postLogoutRedirectUri) {
+      if (!session.sso?.id_token) return null;
       try {
-        return await provider.endSessionUrl(session.id_token, postLogoutRedirectUri);
+        return await provider.endSessionUrl(session.sso.id_token, postLogoutRedirectUri);
       } catch {
         // The provider cannot be reached: the local session ends all the same.
         return null;

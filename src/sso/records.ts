@@ -1,13 +1,14 @@
 /**
  * What sign-in through an OpenID Connect provider keeps (docs/sso.md): the sign-ins on their way
- * through the provider (single use, ten minutes), the provider's tokens of each admin session
- * (gone with the session), and which provider identity each account was made for. State and
- * session ids are keyed by their SHA-256, so the KV never holds a usable one.
+ * through the provider (single use, ten minutes, keyed by the SHA-256 of their state, so the KV
+ * never holds a usable one) and which provider identity each account was made for. The
+ * provider's side of a signed-in session is part of the admin session's record
+ * (`SsoSessionPart`, src/accounts/sessions.ts).
  */
 import { sha256Hex } from "../lib/secrets.ts";
 import { type AdminRole, type AdminUser, roleOf, setAdminRole } from "../accounts/admin_users.ts";
 import { commitWithRetry, NOTHING_TO_WRITE, now, retryWhileLocked } from "../kv/atomic.ts";
-import { adminUserKey, ssoAccountKey, ssoPendingKey, ssoSessionKey } from "../kv/keys.ts";
+import { adminUserKey, ssoAccountKey, ssoPendingKey } from "../kv/keys.ts";
 import type { Store } from "../kv/store.ts";
 
 /** A sign-in sent to the provider: what its answer must match. */
@@ -15,23 +16,6 @@ export interface SsoPending {
   code_verifier: string;
   nonce: string;
   created_at: number;
-}
-
-/** The provider's side of an admin session. */
-export interface SsoSession {
-  issuer: string;
-  subject: string;
-  username: string;
-  /** For the provider's end-session endpoint (`id_token_hint`). */
-  id_token: string;
-  refresh_token?: string;
-  access_token?: string;
-  /** When the access token ends, in ms since the epoch (absent: unknown). */
-  access_expires_at?: number;
-  /** The last time the provider was asked for the user's groups, in ms since the epoch. */
-  checked_at: number;
-  /** The admin session's absolute end, in ms since the epoch: this entry goes with it. */
-  expires_at: number;
 }
 
 /** The provider identity an account was made for, and what it said at the last sign-in. */
@@ -72,62 +56,6 @@ export async function takeSsoPending(store: Store, state: string): Promise<SsoPe
   if (entry.value === null || Date.now() - entry.value.created_at > PENDING_TTL_MS) return null;
   const commit = await retryWhileLocked(() => store.kv.atomic().check(entry).delete(key).commit());
   return commit.ok ? entry.value : null;
-}
-
-/** The entry's `expireIn`: it goes when its admin session ends. */
-function untilEnd(session: SsoSession, nowMs = Date.now()): { expireIn: number } {
-  return { expireIn: Math.max(1, session.expires_at - nowMs) };
-}
-
-export async function putSsoSession(
-  store: Store,
-  sessionId: string,
-  session: SsoSession,
-): Promise<void> {
-  await retryWhileLocked(() =>
-    store.kv.set(ssoSessionKey(sha256Hex(sessionId)), session, untilEnd(session))
-  );
-}
-
-export async function getSsoSession(store: Store, sessionId: string): Promise<SsoSession | null> {
-  return (await store.kv.get<SsoSession>(ssoSessionKey(sha256Hex(sessionId)))).value;
-}
-
-/**
- * Whether the session's groups are due to be read again: "due" hands the check to this caller
- * (its `checked_at` is moved to `nowMs` in a checked write, so requests arriving at once do not
- * each ask the provider, and a rotated refresh token is used once).
- */
-export async function claimSsoCheck(
-  store: Store,
-  sessionId: string,
-  { nowMs, intervalMs }: { nowMs: number; intervalMs: number },
-): Promise<{ status: "local" | "fresh" } | { status: "due"; session: SsoSession }> {
-  const key = ssoSessionKey(sha256Hex(sessionId));
-  const entry = await store.kv.get<SsoSession>(key);
-  if (entry.value === null) return { status: "local" };
-  if (nowMs - entry.value.checked_at < intervalMs) return { status: "fresh" };
-  const claimed = { ...entry.value, checked_at: nowMs };
-  const commit = await store.kv.atomic().check(entry).set(key, claimed, untilEnd(claimed, nowMs))
-    .commit();
-  return commit.ok ? { status: "due", session: entry.value } : { status: "fresh" };
-}
-
-/** Writes the tokens a session check got (the session's own lifetime still applies). */
-export async function updateSsoSessionTokens(
-  store: Store,
-  sessionId: string,
-  tokens: Pick<SsoSession, "id_token" | "refresh_token" | "access_token" | "access_expires_at">,
-): Promise<void> {
-  const key = ssoSessionKey(sha256Hex(sessionId));
-  await commitWithRetry(async () => {
-    const entry = await store.kv.get<SsoSession>(key);
-    if (entry.value === null) return { commit: NOTHING_TO_WRITE, value: null };
-    const updated = { ...entry.value, ...tokens };
-    const commit = await store.kv.atomic().check(entry).set(key, updated, untilEnd(updated))
-      .commit();
-    return { commit, value: null };
-  });
 }
 
 /** What a sign-in through the provider found for the account it names. */

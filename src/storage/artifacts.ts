@@ -8,6 +8,7 @@
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";
+import { readDirEntries } from "../lib/files.ts";
 import { STORAGE_KEY_PATTERN } from "../lib/limits.ts";
 import { createPrivateFile, makePrivateDir } from "../lib/private_files.ts";
 import { Sha512Pass } from "./sha512_pass.ts";
@@ -98,14 +99,7 @@ export const PART_GRACE_MS = 5_000;
  */
 export async function sweepAbandonedParts(dir: string, nowMs = Date.now()): Promise<number> {
   let removed = 0;
-  let entries: Deno.DirEntry[];
-  try {
-    entries = await Array.fromAsync(Deno.readDir(dir));
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return 0;
-    throw error;
-  }
-  for (const entry of entries) {
+  for (const entry of await readDirEntries(dir)) {
     if (!entry.isFile || !PART_PATTERN.test(entry.name)) continue;
     const path = join(dir, entry.name);
     let file: Deno.FsFile;
@@ -137,14 +131,7 @@ export async function sweepAbandonedParts(dir: string, nowMs = Date.now()): Prom
 export async function* listArtifactFiles(
   dir: string,
 ): AsyncIterable<{ storageKey: string; at: Date }> {
-  let entries: Deno.DirEntry[];
-  try {
-    entries = await Array.fromAsync(Deno.readDir(dir));
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return;
-    throw error;
-  }
-  for (const entry of entries) {
+  for (const entry of await readDirEntries(dir)) {
     if (!entry.isFile || !STORAGE_KEY_PATTERN.test(entry.name)) continue;
     try {
       const { mtime } = await Deno.stat(join(dir, entry.name));

@@ -12,11 +12,11 @@
  * recorded with the release once it is committed.
  */
 import { ValidationError } from "../kv/errors.ts";
-import { createSparkleDeltas } from "../store/sparkle_deltas.ts";
-import { createSquirrelDelta } from "../store/squirrel_deltas.ts";
+import { createSparkleDeltas } from "../artifact_records/sparkle_deltas.ts";
+import { createSquirrelDelta } from "../artifact_records/squirrel_deltas.ts";
 import { releasesByProjectPrefix } from "../kv/keys.ts";
 import { findInReleaseIndex } from "../releases/releases.ts";
-import type { Release } from "../store/types.ts";
+import type { Release } from "../projects/types.ts";
 import { readSmallPart } from "./block_map_part.ts";
 import {
   type ArtifactStore,

@@ -7,11 +7,12 @@
  * rollout it asks for), removes the file again on any refusal or failure
  * before the commit, and settles it either way.
  */
-import { createBlockMap } from "../store/block_maps.ts";
+import { createBlockMap } from "../artifact_records/block_maps.ts";
 import { ConflictError, ValidationError } from "../kv/errors.ts";
 import { createRelease, createStagedRelease, type ReleaseInput } from "../releases/releases.ts";
 import { type RolloutInput, startRollout } from "../releases/rollouts.ts";
-import type { Release, Rollout } from "../store/types.ts";
+import type { Release } from "../projects/types.ts";
+import type { Rollout } from "../releases/types.ts";
 import {
   type ArtifactStore,
   EmptyUploadError,

@@ -7,7 +7,7 @@
  */
 import type { ScrapedGauge } from "../lib/metrics.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
-import { listProjects } from "../store/projects.ts";
+import { listProjects } from "../projects/projects.ts";
 import {
   getLatestTufRoot,
   getTufRefreshStatus,

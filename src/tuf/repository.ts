@@ -23,7 +23,7 @@ import {
   type TufOnlineRole,
   type TufState,
 } from "./records.ts";
-import type { Project, Release } from "../store/types.ts";
+import type { Project, Release } from "../projects/types.ts";
 import { readPrivateKey } from "../signing/key_files.ts";
 import {
   buildSnapshot,

@@ -7,8 +7,8 @@
  * resolves, and end as Velopack's own do (`-full.nupkg`, `-delta.nupkg`;
  * the client finds its installed package by that suffix).
  */
-import type { Release } from "../store/types.ts";
-import type { VelopackDelta, VelopackPackage } from "../store/velopack.ts";
+import type { Release } from "../projects/types.ts";
+import type { VelopackDelta, VelopackPackage } from "../artifact_records/velopack.ts";
 
 /** The file name of Velopack's feed: `releases.{channel}.json`. */
 const FEED_NAME = /^releases\.[A-Za-z0-9._-]{1,64}\.json$/;

@@ -4,7 +4,6 @@
  * endpoints, takes due deliveries under a lease and sends them; a failed
  * attempt is due again after a growing pause, for a little over 24 hours.
  */
-import { getApiKey } from "../credentials/api_keys.ts";
 import {
   announceDownloads,
   announceExpiringKeys,
@@ -13,7 +12,7 @@ import {
   fanOutWebhookEvents,
   finishDeliveryAttempt,
   signingSecretsOf,
-} from "../store/webhooks.ts";
+} from "./outbox.ts";
 import type { Resolver } from "./address_guard.ts";
 import { attemptDelivery } from "./send.ts";
 import type { Store } from "../kv/store.ts";
@@ -55,6 +54,11 @@ export interface WebhookWorkerOptions {
   /** How often the downloads since the last batch are announced (`download.completed`). */
   downloadBatchMs?: number;
   resolve?: Resolver;
+  /**
+   * An API key's name for its `key.expiring` event, or null when it is gone:
+   * the credentials' lookup, passed in where the worker is made.
+   */
+  keyName: (keyId: number) => Promise<string | null>;
   report?: (
     level: "info" | "warn",
     message: string,
@@ -128,7 +132,7 @@ export function startWebhookWorker(options: WebhookWorkerOptions): WebhookWorker
       await announceExpiringKeys(options.store, {
         nowIso: new Date(nowMs).toISOString(),
         untilIso: new Date(nowMs + EXPIRY_WINDOW_MS).toISOString(),
-        names: async (keyId) => (await getApiKey(options.store, keyId))?.name ?? null,
+        names: options.keyName,
       });
     }
     if (nowMs - lastDownloadBatch >= downloadBatchMs) {

@@ -16,12 +16,12 @@ import { tokenMay } from "../../credentials/tokens.ts";
 import { type AuditAction, recordAuditSafely, tokenActor } from "../../kv/audit.ts";
 import { editRelease } from "../../edits/edits.ts";
 import { createLoginThrottle } from "../../accounts/login_throttle.ts";
-import { listProjects } from "../../store/projects.ts";
+import { listProjects } from "../../projects/projects.ts";
 import {
   getLatestReleaseId,
   listReleasePage,
   RELEASE_PAGE_MAX,
-} from "../../store/release_publishing.ts";
+} from "../../releases/release_publishing.ts";
 import { makeReleaseLatest, publishDraft, setReleaseState } from "../../releases/releases.ts";
 import {
   changeRollout,
@@ -30,7 +30,8 @@ import {
   getRollout,
   startRollout,
 } from "../../releases/rollouts.ts";
-import type { Project, Release, Rollout, RolloutStep } from "../../store/types.ts";
+import type { Project, Release } from "../../projects/types.ts";
+import type { Rollout, RolloutStep } from "../../releases/types.ts";
 import { auditedStore } from "../../kv/audit.ts";
 import type { ServiceDeps } from "../../http/app_env.ts";
 import { publishTokenAuth } from "./auth.ts";

@@ -7,7 +7,7 @@ import { createMiddleware } from "hono/factory";
 import { ApiError } from "../../http/errors.ts";
 import { isSlug, parseIdParam } from "../../lib/limits.ts";
 import { tokenCovers, tokenMay } from "../../credentials/tokens.ts";
-import { getProject, getProjectBySlug } from "../../store/projects.ts";
+import { getProject, getProjectBySlug } from "../../projects/projects.ts";
 import type { PublishPermission, PublishToken } from "../../credentials/publish_tokens.ts";
 import { getRelease } from "../../releases/releases.ts";
 import type { PublishEnv } from "./types.ts";

@@ -6,10 +6,9 @@
  * the artifact store; the storage sweep keeps those of existing releases
  * (`listStorageKeys` in releases.ts).
  */
-import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
-import { releaseKey, sparkleDeltaKey, sparkleDeltasPrefix } from "../kv/keys.ts";
-import type { Release } from "./types.ts";
+import { sparkleDeltaKey, sparkleDeltasPrefix } from "../kv/keys.ts";
 import type { Store } from "../kv/store.ts";
+import { eachRecord, listRecords, setWhileReleaseExists } from "./with_release.ts";
 
 export interface SparkleDelta {
   release_id: number;
@@ -29,31 +28,21 @@ export interface SparkleDelta {
 export async function createSparkleDeltas(store: Store, deltas: SparkleDelta[]): Promise<boolean> {
   if (deltas.length === 0) return true;
   const releaseId = deltas[0].release_id;
-  return await commitWithRetry(async () => {
-    const release = await store.kv.get<Release>(releaseKey(releaseId));
-    if (release.value === null) return { commit: NOTHING_TO_WRITE, value: false };
-    const op = store.kv.atomic().check(release);
-    for (const delta of deltas) op.set(sparkleDeltaKey(releaseId, delta.index), delta);
-    return { commit: await op.commit(), value: true };
-  });
+  return await setWhileReleaseExists(
+    store,
+    releaseId,
+    deltas.map((delta) => [sparkleDeltaKey(releaseId, delta.index), delta]),
+  );
 }
 
 export async function listSparkleDeltasByRelease(
   store: Store,
   releaseId: number,
 ): Promise<SparkleDelta[]> {
-  const deltas: SparkleDelta[] = [];
-  for await (
-    const entry of store.kv.list<SparkleDelta>({ prefix: sparkleDeltasPrefix(releaseId) })
-  ) {
-    deltas.push(entry.value);
-  }
-  return deltas;
+  return await listRecords(store, sparkleDeltasPrefix(releaseId));
 }
 
 /** Every delta of every release (the storage sweep keeps those whose release exists). */
-export async function* listAllSparkleDeltas(store: Store): AsyncGenerator<SparkleDelta> {
-  for await (const entry of store.kv.list<SparkleDelta>({ prefix: sparkleDeltasPrefix() })) {
-    yield entry.value;
-  }
+export function listAllSparkleDeltas(store: Store): AsyncGenerator<SparkleDelta> {
+  return eachRecord(store, sparkleDeltasPrefix());
 }

@@ -10,18 +10,15 @@
  * none. Entries under `BACKUP_VOLATILE_PREFIXES` (download counters, last use
  * of keys: single-key writes) are not required to hold still.
  */
-import { commitWithRetry } from "../kv/atomic.ts";
+import { commitWithRetry } from "./atomic.ts";
 import {
   apiKeysPrefix,
   BACKUP_SKIPPED_PREFIXES,
   BACKUP_VOLATILE_PREFIXES,
   projectsPrefix,
   releasesPrefix,
-  webhookEndpointsPrefix,
-} from "../kv/keys.ts";
-import type { Release } from "./types.ts";
-import { type WebhookEndpoint, withoutWebhookSecrets } from "./webhooks.ts";
-import type { Store } from "../kv/store.ts";
+} from "./keys.ts";
+import type { Store } from "./store.ts";
 
 export interface KvRecord {
   key: Deno.KvKey;
@@ -88,31 +85,6 @@ export async function snapshotEntries(
 
 function sameList(a: string[], b: string[]): boolean {
   return a.length === b.length && a.every((item, i) => item === b[i]);
-}
-
-/** The release records among exported entries (their artifacts belong in a backup). */
-export function releasesIn(records: readonly KvRecord[]): Release[] {
-  const [prefix] = releasesPrefix();
-  return records
-    .filter((record) => record.key.length === 2 && record.key[0] === prefix)
-    .map((record) => record.value as Release);
-}
-
-/**
- * The records with every webhook endpoint's secrets left out (a backup made
- * without `--include-webhook-secrets`), and how many endpoints lost one.
- */
-export function leaveOutWebhookSecrets(
-  records: readonly KvRecord[],
-): { records: KvRecord[]; endpoints: number } {
-  const [prefix] = webhookEndpointsPrefix();
-  let endpoints = 0;
-  const kept = records.map((record) => {
-    if (record.key.length !== 2 || record.key[0] !== prefix) return record;
-    endpoints++;
-    return { key: record.key, value: withoutWebhookSecrets(record.value as WebhookEndpoint) };
-  });
-  return { records: kept, endpoints };
 }
 
 /** How many projects, releases and API keys the records hold. */

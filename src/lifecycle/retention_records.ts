@@ -1,6 +1,8 @@
 /**
- * Retention policies and their runs: the KV side. The rule (which releases a
- * policy deletes) and the background runs are src/lifecycle/retention.ts.
+ * Retention policies and their runs: the KV side. The policy itself (its
+ * fields and limits) is src/projects/retention_policy.ts, since a new project
+ * is made with one; the rule (which releases a policy deletes) and the
+ * background runs are src/lifecycle/retention.ts.
  *
  * A run of a project's policy is leased (leases.ts, `["retention_run",
  * projectId]`), so one instance runs a project's policy at a time and
@@ -9,7 +11,6 @@
  * kept in `["retention_runs", projectId]`, written as the lease is given back.
  */
 import { now } from "../kv/atomic.ts";
-import { ValidationError } from "../kv/errors.ts";
 import {
   type LeaseName,
   retentionPoliciesPrefix,
@@ -17,42 +18,16 @@ import {
   retentionRunKey,
 } from "../kv/keys.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
-import type { RetentionPolicy } from "./types.ts";
+import {
+  isRetentionOff,
+  NO_RETENTION,
+  parseRetentionPolicy,
+  type RetentionPolicy,
+} from "../projects/retention_policy.ts";
 import type { Store } from "../kv/store.ts";
 
-/** The largest `keep_active` and `archived_max_days` accepted. */
-export const RETENTION_MAX = 100_000;
 /** A run that has not finished after this long is taken over. */
 const RUN_STALE_MS = 10 * 60_000;
-
-/** A policy that deletes nothing. */
-export const NO_RETENTION: RetentionPolicy = { keep_active: null, archived_max_days: null };
-
-export function isRetentionOff(policy: RetentionPolicy): boolean {
-  return policy.keep_active === null && policy.archived_max_days === null;
-}
-
-function readLimit(field: string, raw: string | number | null | undefined): number | null {
-  const text = String(raw ?? "").trim();
-  if (text === "") return null;
-  if (!/^\d+$/.test(text) || Number(text) < 1 || Number(text) > RETENTION_MAX) {
-    throw new ValidationError(
-      field,
-      `${field} must be a whole number from 1 to ${RETENTION_MAX}, or empty for none`,
-    );
-  }
-  return Number(text);
-}
-
-/** A policy from form or API values (empty: that rule is off). */
-export function parseRetentionPolicy(
-  input: { keep_active?: string | number | null; archived_max_days?: string | number | null },
-): RetentionPolicy {
-  return {
-    keep_active: readLimit("keep_active", input.keep_active),
-    archived_max_days: readLimit("archived_max_days", input.archived_max_days),
-  };
-}
 
 /** The project's policy; a project without one keeps everything. */
 export async function getRetentionPolicy(

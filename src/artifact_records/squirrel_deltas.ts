@@ -6,10 +6,9 @@
  * file lives in the artifact store; the storage sweep keeps those of existing
  * releases (`listStorageKeys` in releases.ts).
  */
-import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
-import { releaseKey, squirrelDeltaKey, squirrelDeltasPrefix } from "../kv/keys.ts";
-import type { Release } from "./types.ts";
+import { squirrelDeltaKey, squirrelDeltasPrefix } from "../kv/keys.ts";
 import type { Store } from "../kv/store.ts";
+import { eachRecord, setWhileReleaseExists } from "./with_release.ts";
 
 export interface SquirrelDelta {
   release_id: number;
@@ -24,12 +23,9 @@ export interface SquirrelDelta {
 
 /** Records a release's delta in one checked commit, while the release exists; false if gone. */
 export async function createSquirrelDelta(store: Store, delta: SquirrelDelta): Promise<boolean> {
-  return await commitWithRetry(async () => {
-    const release = await store.kv.get<Release>(releaseKey(delta.release_id));
-    if (release.value === null) return { commit: NOTHING_TO_WRITE, value: false };
-    const op = store.kv.atomic().check(release).set(squirrelDeltaKey(delta.release_id), delta);
-    return { commit: await op.commit(), value: true };
-  });
+  return await setWhileReleaseExists(store, delta.release_id, [
+    [squirrelDeltaKey(delta.release_id), delta],
+  ]);
 }
 
 /** The delta of release `releaseId`, or null. */
@@ -41,8 +37,6 @@ export async function getSquirrelDelta(
 }
 
 /** Every release's delta (the storage sweep keeps those whose release exists). */
-export async function* listAllSquirrelDeltas(store: Store): AsyncGenerator<SquirrelDelta> {
-  for await (const entry of store.kv.list<SquirrelDelta>({ prefix: squirrelDeltasPrefix() })) {
-    yield entry.value;
-  }
+export function listAllSquirrelDeltas(store: Store): AsyncGenerator<SquirrelDelta> {
+  return eachRecord(store, squirrelDeltasPrefix());
 }

@@ -18,9 +18,9 @@ import {
   projectsPrefix,
   retentionPolicyKey,
 } from "../kv/keys.ts";
-import { type CursorPage, cursorPage, type PageRequest } from "../kv/paging.ts";
-import { isRetentionOff, parseRetentionPolicy } from "./retention.ts";
-import type { Project, ProjectState, RetentionPolicy } from "./types.ts";
+import { type CursorPage, indexPage, type PageRequest } from "../kv/paging.ts";
+import { isRetentionOff, parseRetentionPolicy, type RetentionPolicy } from "./retention_policy.ts";
+import type { Project, ProjectState } from "./types.ts";
 import { requireSlug, requireTags, requireText, slugify } from "./validate.ts";
 import type { Store } from "../kv/store.ts";
 
@@ -167,16 +167,14 @@ export async function searchProjects(
 /** One page of projects, active first, then by name (see paging.ts). */
 export function listProjectsPage(
   store: Store,
-  { match, ...request }: PageRequest<Project>,
+  request: PageRequest<Project>,
 ): Promise<CursorPage<Project>> {
-  return cursorPage<number, Project>(store.kv, {
+  return indexPage<Project>(store.kv, {
     ...request,
     parts: ["number", "string", "number"],
     prefix: projectsByNamePrefix(),
     reverse: false,
-    load: async (entries) =>
-      (await getManyEntries<Project>(store.kv, entries.map((entry) => projectKey(entry.value))))
-        .map(({ value }) => value !== null && (match?.(value) ?? true) ? value : null),
+    recordKey: projectKey,
   });
 }
 

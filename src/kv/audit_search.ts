@@ -1,6 +1,6 @@
 /** Filtering the audit log by admin, kind of change and target, newest first. */
-import { type AuditEntry, listAuditEntries } from "../kv/audit.ts";
-import type { Store } from "../kv/store.ts";
+import { type AuditEntry, listAuditEntries } from "./audit.ts";
+import type { Store } from "./store.ts";
 
 export interface AuditFilter {
   /** The admin's user name, exactly (any case). */

@@ -1,5 +1,5 @@
-import { writeRefusalOf } from "../kv/errors.ts";
-import { healthPingKey, healthWriteProbeKey } from "../kv/keys.ts";
+import { writeRefusalOf } from "./errors.ts";
+import { healthPingKey, healthWriteProbeKey } from "./keys.ts";
 
 /** True when the KV answers a read within `timeoutMs`. */
 export async function pingKv(kv: Deno.Kv, timeoutMs = 2000): Promise<boolean> {

@@ -6,10 +6,14 @@
  * patch files live in the artifact store and the storage sweep keeps those of
  * existing releases (`listStorageKeys` in releases.ts).
  */
-import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
-import { artifactPatchesPrefix, artifactPatchKey, releaseKey } from "../kv/keys.ts";
-import type { Release } from "./types.ts";
+import { artifactPatchesPrefix, artifactPatchKey } from "../kv/keys.ts";
 import type { Store } from "../kv/store.ts";
+import {
+  eachRecord,
+  lastRecordedReleaseId,
+  listRecords,
+  setWhileReleaseExists,
+} from "./with_release.ts";
 
 /** A patch the service built from an older release's artifact to a newer one's. */
 export interface ArtifactPatch {
@@ -29,13 +33,9 @@ export interface ArtifactPatch {
 
 /** Records a built patch, while its release exists; false if gone. */
 export async function putArtifactPatch(store: Store, patch: ArtifactPatch): Promise<boolean> {
-  return await commitWithRetry(async () => {
-    const release = await store.kv.get<Release>(releaseKey(patch.release_id));
-    if (release.value === null) return { commit: NOTHING_TO_WRITE, value: false };
-    const commit = await store.kv.atomic().check(release)
-      .set(artifactPatchKey(patch.release_id, patch.from_release_id), patch).commit();
-    return { commit, value: true };
-  });
+  return await setWhileReleaseExists(store, patch.release_id, [
+    [artifactPatchKey(patch.release_id, patch.from_release_id), patch],
+  ]);
 }
 
 /** The patches built to `releaseId`, by the id of the release each starts from. */
@@ -43,27 +43,15 @@ export async function listArtifactPatches(
   store: Store,
   releaseId: number,
 ): Promise<ArtifactPatch[]> {
-  const patches: ArtifactPatch[] = [];
-  for await (
-    const entry of store.kv.list<ArtifactPatch>({ prefix: artifactPatchesPrefix(releaseId) })
-  ) patches.push(entry.value);
-  return patches;
+  return await listRecords(store, artifactPatchesPrefix(releaseId));
 }
 
 /** Every patch of every release (the storage sweep keeps those whose release exists). */
-export async function* listAllArtifactPatches(store: Store): AsyncGenerator<ArtifactPatch> {
-  for await (const entry of store.kv.list<ArtifactPatch>({ prefix: artifactPatchesPrefix() })) {
-    yield entry.value;
-  }
+export function listAllArtifactPatches(store: Store): AsyncGenerator<ArtifactPatch> {
+  return eachRecord(store, artifactPatchesPrefix());
 }
 
 /** The highest release id that has a patch (where the next build run starts). */
 export async function lastArtifactPatchReleaseId(store: Store): Promise<number> {
-  for await (
-    const entry of store.kv.list<ArtifactPatch>({ prefix: artifactPatchesPrefix() }, {
-      reverse: true,
-      limit: 1,
-    })
-  ) return entry.value.release_id;
-  return 0;
+  return await lastRecordedReleaseId(store, artifactPatchesPrefix());
 }

@@ -6,7 +6,6 @@
  * files live in the artifact store; the storage sweep keeps those of
  * existing releases (`listStorageKeys` in releases.ts).
  */
-import { commitWithRetry, NOTHING_TO_WRITE, retryWhileLocked } from "../kv/atomic.ts";
 import {
   releaseKey,
   releasesPrefix,
@@ -14,11 +13,15 @@ import {
   velopackDeltasPrefix,
   velopackPackageKey,
   velopackPackagesPrefix,
-  velopackSettingsKey,
 } from "../kv/keys.ts";
-import { ValidationError } from "../kv/errors.ts";
-import type { Release } from "./types.ts";
+import type { Release } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
+import {
+  eachRecord,
+  lastRecordedReleaseId,
+  listRecords,
+  setWhileReleaseExists,
+} from "./with_release.ts";
 
 /** A release read as a Velopack package, or why it is none (`package_id` null). */
 export interface VelopackPackage {
@@ -47,18 +50,10 @@ export interface VelopackDelta {
   build_ms: number;
 }
 
-export interface VelopackSettings {
-  /** How many of the newest older releases get a delta to each new release. */
-  deltas_kept: number;
-}
-
 /** Whether a release's file is one the Velopack feed offers (a `.nupkg`). */
 export function isVelopackFile(filename: string): boolean {
   return filename.toLowerCase().endsWith(".nupkg");
 }
-
-export const DEFAULT_DELTAS_KEPT = 10;
-export const MAX_DELTAS_KEPT = 50;
 
 export async function getVelopackPackage(
   store: Store,
@@ -84,24 +79,16 @@ export async function getVelopackPackages(
 
 /** Records what a release is as a Velopack package, while the release exists; false if gone. */
 export async function putVelopackPackage(store: Store, pkg: VelopackPackage): Promise<boolean> {
-  return await commitWithRetry(async () => {
-    const release = await store.kv.get<Release>(releaseKey(pkg.release_id));
-    if (release.value === null) return { commit: NOTHING_TO_WRITE, value: false };
-    const commit = await store.kv.atomic().check(release)
-      .set(velopackPackageKey(pkg.release_id), pkg).commit();
-    return { commit, value: true };
-  });
+  return await setWhileReleaseExists(store, pkg.release_id, [
+    [velopackPackageKey(pkg.release_id), pkg],
+  ]);
 }
 
 /** Records a built delta, while its release exists; false if gone. */
 export async function putVelopackDelta(store: Store, delta: VelopackDelta): Promise<boolean> {
-  return await commitWithRetry(async () => {
-    const release = await store.kv.get<Release>(releaseKey(delta.release_id));
-    if (release.value === null) return { commit: NOTHING_TO_WRITE, value: false };
-    const commit = await store.kv.atomic().check(release)
-      .set(velopackDeltaKey(delta.release_id, delta.from_release_id), delta).commit();
-    return { commit, value: true };
-  });
+  return await setWhileReleaseExists(store, delta.release_id, [
+    [velopackDeltaKey(delta.release_id, delta.from_release_id), delta],
+  ]);
 }
 
 /** The deltas built to `releaseId`, by the id of the release each starts from. */
@@ -109,18 +96,12 @@ export async function listVelopackDeltas(
   store: Store,
   releaseId: number,
 ): Promise<VelopackDelta[]> {
-  const deltas: VelopackDelta[] = [];
-  for await (
-    const entry of store.kv.list<VelopackDelta>({ prefix: velopackDeltasPrefix(releaseId) })
-  ) deltas.push(entry.value);
-  return deltas;
+  return await listRecords(store, velopackDeltasPrefix(releaseId));
 }
 
 /** Every delta of every release (the storage sweep keeps those whose release exists). */
-export async function* listAllVelopackDeltas(store: Store): AsyncGenerator<VelopackDelta> {
-  for await (const entry of store.kv.list<VelopackDelta>({ prefix: velopackDeltasPrefix() })) {
-    yield entry.value;
-  }
+export function listAllVelopackDeltas(store: Store): AsyncGenerator<VelopackDelta> {
+  return eachRecord(store, velopackDeltasPrefix());
 }
 
 /** Up to `limit` releases of any project with ids above `afterId`, by id. */
@@ -141,43 +122,5 @@ export async function listReleasesAfter(
 
 /** The highest release id that has a package record (where the next build run starts). */
 export async function lastVelopackPackageId(store: Store): Promise<number> {
-  for await (
-    const entry of store.kv.list<VelopackPackage>({ prefix: velopackPackagesPrefix() }, {
-      reverse: true,
-      limit: 1,
-    })
-  ) return entry.value.release_id;
-  return 0;
-}
-
-/** The "older releases to build from" field (`deltas_kept`) as entered: 0 (none) to MAX_DELTAS_KEPT. */
-export function parseDeltasKept(raw: string): number {
-  const text = raw.trim();
-  const value = Number(text);
-  if (!/^[0-9]{1,3}$/.test(text) || value > MAX_DELTAS_KEPT) {
-    throw new ValidationError(
-      "deltas_kept",
-      `older releases to build from must be a whole number from 0 to ${MAX_DELTAS_KEPT}`,
-    );
-  }
-  return value;
-}
-
-export async function getVelopackSettings(
-  store: Store,
-  projectId: number,
-): Promise<VelopackSettings> {
-  const found = (await store.kv.get<VelopackSettings>(velopackSettingsKey(projectId))).value;
-  return found ?? { deltas_kept: DEFAULT_DELTAS_KEPT };
-}
-
-/** Stores a project's settings; hands back the ones before. */
-export async function setVelopackSettings(
-  store: Store,
-  projectId: number,
-  settings: VelopackSettings,
-): Promise<VelopackSettings> {
-  const before = await getVelopackSettings(store, projectId);
-  await retryWhileLocked(() => store.kv.set(velopackSettingsKey(projectId), settings));
-  return before;
+  return await lastRecordedReleaseId(store, velopackPackagesPrefix());
 }

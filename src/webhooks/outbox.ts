@@ -31,7 +31,7 @@ import {
   webhookOutboxKey,
   webhookOutboxPrefix,
 } from "../kv/keys.ts";
-import type { ApiKey, Release } from "./types.ts";
+import type { ApiKey, Release } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
 
 export const WEBHOOK_EVENT_KINDS = [

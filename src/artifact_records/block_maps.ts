@@ -5,7 +5,7 @@
  * artifact's block map is about 1.5 MB), and one record per release naming
  * them and who made the map. A release gets its block map once and keeps it:
  * clients cache the installed version's, so it is never replaced. Backups
- * carry them like every other entry.
+ * carry each one whole or not at all (keepWholeBlockMaps).
  */
 import { commitWithRetry, NOTHING_TO_WRITE, retryWhileLocked } from "../kv/atomic.ts";
 import { getManyEntries } from "../kv/get_many.ts";
@@ -17,7 +17,7 @@ import {
   releaseKey,
   releasesPrefix,
 } from "../kv/keys.ts";
-import type { Release } from "./types.ts";
+import type { Release } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
 
 export interface BlockMapRecord {
@@ -189,4 +189,43 @@ export async function listReleasesWithoutBlockMap(
     if (maps[i].value === null) releases.push(release);
   });
   return { releases, lastId: seen.at(-1)!.id };
+}
+
+/**
+ * `records` (KV entries, in any order) with each block map kept only whole:
+ * its record and every piece the record names. Pieces no record names (a
+ * writer between its pieces' commits and its record's, or one that crashed
+ * there) are left out, and so is a record whose pieces are not all there. A
+ * backup holds these (src/backup/backup.ts); a map left out is built again by
+ * the restored service.
+ */
+export function keepWholeBlockMaps<T extends { key: Deno.KvKey; value: unknown }>(
+  records: readonly T[],
+): T[] {
+  const [recordPrefix] = blockMapsPrefix();
+  const [piecePrefix] = blockMapPiecesPrefix();
+  const isRecord = (record: T) => record.key.length === 2 && record.key[0] === recordPrefix;
+  const isPiece = (record: T) => record.key.length === 4 && record.key[0] === piecePrefix;
+  const piecesOf = (releaseId: unknown, piecesId: unknown) => `${releaseId}\u0000${piecesId}`;
+  const pieceCounts = new Map<string, number>();
+  for (const record of records) {
+    if (!isPiece(record)) continue;
+    const [, releaseId, piecesId] = record.key;
+    const owner = piecesOf(releaseId, piecesId);
+    pieceCounts.set(owner, (pieceCounts.get(owner) ?? 0) + 1);
+  }
+  const whole = new Set<string>();
+  for (const record of records) {
+    if (!isRecord(record)) continue;
+    const map = record.value as BlockMapRecord;
+    const owner = piecesOf(record.key[1], map.pieces_id);
+    if (pieceCounts.get(owner) === map.pieces) whole.add(owner);
+  }
+  return records.filter((record) => {
+    if (isPiece(record)) return whole.has(piecesOf(record.key[1], record.key[2]));
+    if (isRecord(record)) {
+      return whole.has(piecesOf(record.key[1], (record.value as BlockMapRecord).pieces_id));
+    }
+    return true;
+  });
 }

@@ -1,4 +1,11 @@
-/** Records as stored in Deno KV. Field names follow the client API where they overlap. */
+/**
+ * Records as stored in Deno KV that every floor above reads: projects,
+ * releases and API keys. They sit at the lowest floor that reads them: the
+ * aggregates beside them, the webhooks' outbox (src/webhooks/outbox.ts) and
+ * the records of a release's files (src/artifact_records/block_maps.ts and its kin) read
+ * releases and keys below the releases' and credentials' folders. Field names
+ * follow the client API where they overlap.
+ */
 
 export type ProjectState = "active" | "archived";
 /** A `draft` is stored and listed in the admin UI but invisible to clients until published. */
@@ -93,57 +100,4 @@ export interface ApiKey extends Credential {
    * it was made without one.
    */
   feed_mac_sha256?: string;
-}
-
-/**
- * A project's retention policy: keep the newest `keep_active` active releases
- * and/or delete archived releases older than `archived_max_days` days (null:
- * that rule is off). The latest release and drafts are never deleted.
- */
-export interface RetentionPolicy {
-  keep_active: number | null;
-  archived_max_days: number | null;
-}
-
-/** A step of a rollout's schedule: from `at` on, at least `percentage` of clients. */
-export interface RolloutStep {
-  at: string;
-  percentage: number;
-}
-
-/**
- * A staged rollout (src/releases/rollouts.ts): the newer active `release_id`
- * reaches `percentage` % of clients (and keys tagged `tester_tag`); every
- * other client keeps `previous_id`, which stays the latest pointer until the
- * rollout completes. Halted: everyone gets `previous_id`.
- */
-export interface Rollout {
-  project_id: number;
-  release_id: number;
-  previous_id: number;
-  percentage: number;
-  schedule: RolloutStep[];
-  halted: boolean;
-  tester_tag: string | null;
-  started_at: string;
-  updated_at: string;
-}
-
-/** The last rollback of a project. */
-export interface Rollback {
-  /** The release rolled back. */
-  release_id: number;
-  version: string;
-  /** The release its clients are offered instead. */
-  to_id: number;
-  at: string;
-}
-
-/** A project's release policy (src/releases/release_policy.ts). */
-export interface ReleasePolicy {
-  /** Releases marked critical. */
-  critical_ids: number[];
-  /** The oldest version still supported, or null. */
-  minimum_version: string | null;
-  rolled_back: Rollback | null;
 }

@@ -1,0 +1,113 @@
+/** A backup holds each block map whole or not at all, even one taken while a map is written. */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { createBackup } from "../src/backup/backup.ts";
+import { restoreBackup } from "../src/backup/restore.ts";
+import {
+  BLOCK_MAP_PIECE_BYTES,
+  createBlockMap,
+  getBlockMapByRelease,
+  getBlockMapBytes,
+  keepWholeBlockMaps,
+} from "../src/artifact_records/block_maps.ts";
+import { blockMapKey, blockMapPieceKey, blockMapPiecesPrefix, projectKey } from "../src/kv/keys.ts";
+import { createStore } from "../src/kv/store.ts";
+import { dataLocation, openDataDir } from "./data_dir_fixtures.ts";
+
+/** `kv` whose first getMany waits for `gate` after telling `reached`. */
+function pausedAtFirstGetMany(kv: Deno.Kv, reached: () => void, gate: Promise<void>): Deno.Kv {
+  let paused = false;
+  return new Proxy(kv, {
+    get(target, prop) {
+      if (prop === "getMany" && !paused) {
+        paused = true;
+        return async (...args: Parameters<Deno.Kv["getMany"]>) => {
+          reached();
+          await gate;
+          return target.getMany(...args);
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+Deno.test("a backup holds each block map whole or not at all", async (t) => {
+  const root = await Deno.makeTempDir({ prefix: "uds-backup-block-maps-" });
+  const source = join(root, "source");
+  const fx = await openDataDir(source);
+  const project = await fx.project({ name: "Desktop", slug: "desktop" });
+  const done = await fx.release(project.id, "1.0.0", new TextEncoder().encode("first"));
+  const writing = await fx.release(project.id, "2.0.0", new TextEncoder().encode("second"));
+  // Two pieces each: more than one KV value per map.
+  const doneBytes = crypto.getRandomValues(new Uint8Array(BLOCK_MAP_PIECE_BYTES + 1_000));
+  const writingBytes = crypto.getRandomValues(new Uint8Array(BLOCK_MAP_PIECE_BYTES + 2_000));
+  assert.equal(
+    await createBlockMap(fx.store, { releaseId: done.id, madeBy: "vendor", bytes: doneBytes }),
+    true,
+  );
+
+  await t.step("taken between a map's pieces and its record, it holds neither", async () => {
+    // createBlockMap commits the pieces, then reads before committing the record: held there.
+    const reached = Promise.withResolvers<void>();
+    const gate = Promise.withResolvers<void>();
+    const paused = createStore(pausedAtFirstGetMany(fx.kv, reached.resolve, gate.promise));
+    const created = createBlockMap(paused, {
+      releaseId: writing.id,
+      madeBy: "service",
+      bytes: writingBytes,
+    });
+    await reached.promise;
+    const pieces = [];
+    for await (const entry of fx.kv.list({ prefix: blockMapPiecesPrefix(writing.id) })) {
+      pieces.push(entry.key);
+    }
+    assert.equal(pieces.length, 2, "the pieces are in the KV, the record not yet");
+    const backup = join(root, "backup");
+    try {
+      await createBackup(dataLocation(source), backup);
+    } finally {
+      gate.resolve();
+    }
+    assert.equal(await created, true);
+    assert.deepEqual(await getBlockMapBytes(fx.store, writing.id), writingBytes);
+
+    const restoredDir = join(root, "restored");
+    await restoreBackup(backup, dataLocation(restoredDir));
+    const kv = await Deno.openKv(join(restoredDir, "kv.sqlite3"));
+    try {
+      const restored = createStore(kv);
+      assert.deepEqual(await getBlockMapBytes(restored, done.id), doneBytes);
+      assert.equal(await getBlockMapByRelease(restored, writing.id), null);
+      const left = [];
+      for await (const entry of kv.list({ prefix: blockMapPiecesPrefix(writing.id) })) {
+        left.push(entry.key);
+      }
+      assert.deepEqual(left, [], "no piece of the map being written");
+    } finally {
+      kv.close();
+    }
+  });
+
+  await t.step("a record whose pieces are not all there is left out with them", () => {
+    const record = (releaseId: number, piecesId: string, pieces: number) => ({
+      key: blockMapKey(releaseId),
+      value: { release_id: releaseId, pieces_id: piecesId, pieces },
+    });
+    const piece = (releaseId: number, piecesId: string, i: number) => ({
+      key: blockMapPieceKey(releaseId, piecesId, i),
+      value: new Uint8Array([i]),
+    });
+    const other = { key: projectKey(1), value: { id: 1 } };
+    const whole = [piece(1, "a", 0), piece(1, "a", 1), record(1, "a", 2)];
+    const newer = [piece(3, "c", 0), record(3, "c", 1)];
+    // Release 2's record names two pieces, one is there; release 3 has pieces no record names.
+    const partial = [piece(2, "b", 0), record(2, "b", 2), piece(3, "old", 0)];
+    const kept = keepWholeBlockMaps([...partial, ...whole, other, ...newer]);
+    assert.deepEqual(kept, [...whole, other, ...newer]);
+  });
+
+  fx.close();
+  await Deno.remove(root, { recursive: true });
+});

@@ -1,0 +1,259 @@
+/**
+ * The batching writer's failure policy (src/kv/batch_writer.ts; docs/reports.md
+ * "Storage and bounds", docs/rollouts.md "Adoption"): a batch that could not
+ * be written is tried again with the next batches while its items are younger
+ * than a minute, unless the same item was queued again meanwhile or there is
+ * no room. Shown on the writer itself, then on both of its kinds (client
+ * sightings, install reports), with an injected clock.
+ */
+import assert from "node:assert/strict";
+import { createBatchWriter, RETRY_MS } from "../src/kv/batch_writer.ts";
+import { createStore } from "../src/kv/store.ts";
+import { adoptionClientHash, type AdoptionMarker } from "../src/reports/adoption.ts";
+import { createAdoptionRecorder } from "../src/reports/adoption_recorder.ts";
+import { createReportRecorder, type IncomingReport } from "../src/reports/report_recorder.ts";
+import { getReportCounts, getReportReasons } from "../src/reports/reports.ts";
+import { createTestApp, seedProject, seedRelease, withKv } from "./helpers.ts";
+import { captureErrors, faultyKv } from "./faults.ts";
+
+interface Thing {
+  name: string;
+  value: number;
+}
+
+/** A writer of things whose write fails while `failures` says so; what it wrote, in order. */
+function thingWriter(failures: (batch: Thing[]) => boolean, clock: { ms: number }) {
+  const written: Thing[] = [];
+  let failed = 0;
+  const writer = createBatchWriter<Thing, never>({
+    what: "things",
+    keyOf: (thing) => thing.name,
+    overflow: () => {},
+    batchMs: 5,
+    now: () => clock.ms,
+    onKvError: () => failed++,
+    write({ items }) {
+      const batch = items.map((queued) => queued.item);
+      if (failures(batch)) return Promise.reject(new Error("write failed (test fault)"));
+      written.push(...batch);
+      return Promise.resolve();
+    },
+  });
+  return { writer, written, failed: () => failed };
+}
+
+Deno.test("the batching writer's failure policy", async (t) => {
+  await t.step("a batch that could not be written is written by a later one", async () => {
+    const clock = { ms: 0 };
+    let failures = 3;
+    const { writer, written, failed } = thingWriter(() => failures-- > 0, clock);
+    const { logged } = await captureErrors(async () => {
+      writer.add({ name: "a", value: 1 });
+      await writer.flush();
+    });
+    assert.deepEqual(written, [{ name: "a", value: 1 }]);
+    assert.equal(failed(), 3);
+    assert.match(logged, /could not record things \(tried once more\): Error: write failed/);
+  });
+
+  await t.step("an item older than a minute is dropped", async () => {
+    const clock = { ms: 0 };
+    // Every failed try takes 25 s: tried at 0, 25 and 50 s, dropped at 75 s (a write would
+    // go through from the tenth try on).
+    let tries = 0;
+    const { writer, written, failed } = thingWriter(() => {
+      clock.ms += 25_000;
+      return tries++ < 10;
+    }, clock);
+    await captureErrors(async () => {
+      writer.add({ name: "old", value: 1 });
+      await writer.flush();
+    });
+    assert.deepEqual(written, []);
+    assert.equal(failed(), Math.ceil(RETRY_MS / 25_000));
+  });
+
+  await t.step("an item queued again meanwhile wins", async () => {
+    const clock = { ms: 0 };
+    let first = true;
+    const { writer, written } = thingWriter(() => {
+      if (!first) return false;
+      first = false;
+      // Queued while the failing batch is being written.
+      writer.add({ name: "a", value: 2 });
+      return true;
+    }, clock);
+    await captureErrors(async () => {
+      writer.add({ name: "a", value: 1 });
+      writer.add({ name: "b", value: 1 });
+      await writer.flush();
+    });
+    assert.deepEqual(written, [{ name: "a", value: 2 }, { name: "b", value: 1 }]);
+  });
+});
+
+Deno.test("client sightings: the batching writer's failure policy", async (t) => {
+  const sighting = (releaseId: number) => ({
+    projectId: 1,
+    releaseId,
+    identity: "install:late",
+    address: "192.0.2.1",
+    offered: true,
+  });
+  const markerOf = async (kv: Deno.Kv) =>
+    (await kv.get<AdoptionMarker>(["adoption_client", 1, adoptionClientHash("install:late")]))
+      .value;
+
+  await t.step("a batch that failed twice is written by a later one", async () => {
+    await withKv(async (kv) => {
+      let failures = 2;
+      const faulty = createStore(faultyKv(kv, {
+        failGet: (key) => key[0] === "adoption_client" && failures > 0,
+      }));
+      const recorder = createAdoptionRecorder(faulty, { batchMs: 5, onKvError: () => failures-- });
+      const { logged } = await captureErrors(async () => {
+        recorder.record(sighting(2));
+        await recorder.flush();
+      });
+      assert.match(logged, /could not record client sightings \(tried once more\)/);
+      assert.equal((await markerOf(kv))?.release_id, 2);
+    });
+  });
+
+  await t.step("a sighting older than a minute is dropped", async () => {
+    await withKv(async (kv) => {
+      const clock = { ms: Date.now() };
+      const start = clock.ms;
+      // Failing for ten minutes: a sighting kept that long would be written then.
+      const faulty = createStore(faultyKv(kv, {
+        failGet: (key) => key[0] === "adoption_client" && clock.ms < start + 600_000,
+      }));
+      const recorder = createAdoptionRecorder(faulty, {
+        batchMs: 5,
+        now: () => clock.ms,
+        onKvError: () => clock.ms += 25_000,
+      });
+      await captureErrors(async () => {
+        recorder.record(sighting(2));
+        await recorder.flush();
+      });
+      assert.equal(await markerOf(kv), null);
+    });
+  });
+
+  await t.step("a sighting of the client queued meanwhile wins", async () => {
+    await withKv(async (kv) => {
+      let failing = true;
+      const faulty = createStore(faultyKv(kv, {
+        failGet: (key) => {
+          if (!failing || key[0] !== "adoption_client") return false;
+          failing = false;
+          recorder.record({ ...sighting(3), offered: false }); // a download of release 3 meanwhile
+          return true;
+        },
+      }));
+      const recorder = createAdoptionRecorder(faulty, { batchMs: 5 });
+      await captureErrors(async () => {
+        recorder.record(sighting(2));
+        await recorder.flush();
+      });
+      const marker = await markerOf(kv);
+      assert.equal(marker?.release_id, 3);
+      assert.deepEqual(marker?.offered ?? [], []);
+    });
+  });
+});
+
+Deno.test("install reports: the batching writer's failure policy", async (t) => {
+  await using app = await createTestApp();
+  const project = await seedProject(app, { slug: "app" });
+  const release = await seedRelease(app, project.id, "1.0.0");
+  // Three installs the service offered the release (their reports are trusted).
+  for (const installId of ["one", "two", "three"]) {
+    app.adoption.record({
+      projectId: project.id,
+      releaseId: release.id,
+      identity: `install:${installId}`,
+      address: "192.0.2.1",
+      offered: true,
+    });
+  }
+  await app.adoption.flush();
+  const crash = (installId: string, reason: string): IncomingReport => ({
+    projectId: project.id,
+    installId,
+    address: "192.0.2.1",
+    version: "1.0.0",
+    kind: "crash",
+    reason,
+  });
+  const failingReports = (faults: { failures: () => boolean; onKvError?: () => void }) => {
+    const clock = { ms: Date.now() };
+    const store = createStore(faultyKv(app.kv, {
+      failGet: (key) => key[0] === "report_new_ids" && faults.failures(),
+    }));
+    const recorder = createReportRecorder(store, {
+      batchMs: 5,
+      now: () => clock.ms,
+      onKvError: faults.onKvError,
+    });
+    return { recorder, clock };
+  };
+
+  await t.step("a batch that could not be written is written by a later one", async () => {
+    let failures = 2;
+    const { recorder } = failingReports({ failures: () => failures-- > 0 });
+    const { logged } = await captureErrors(async () => {
+      recorder.record(crash("one", "first"));
+      await recorder.flush();
+    });
+    assert.match(logged, /could not record install reports \(tried once more\)/);
+    assert.equal((await getReportCounts(app.store, release.id)).crash, 1);
+  });
+
+  await t.step("a batch of reports all counted before writes without a failure", async () => {
+    const { recorder, clock } = failingReports({
+      failures: () => false,
+      onKvError: () => clock.ms += 25_000,
+    });
+    const { logged } = await captureErrors(async () => {
+      recorder.record(crash("one", "again"));
+      await recorder.flush();
+    });
+    assert.equal(logged, "");
+    assert.equal((await getReportCounts(app.store, release.id)).crash, 1);
+  });
+
+  await t.step("a report older than a minute is dropped", async () => {
+    const start = Date.now();
+    // Failing for ten minutes: a report kept that long would be written then.
+    const { recorder, clock } = failingReports({
+      failures: () => clock.ms < start + 600_000,
+      onKvError: () => clock.ms += 25_000,
+    });
+    await captureErrors(async () => {
+      recorder.record(crash("two", "dropped"));
+      await recorder.flush();
+    });
+    assert.equal((await getReportCounts(app.store, release.id)).crash, 1);
+  });
+
+  await t.step("the same report queued again meanwhile wins", async () => {
+    let failing = true;
+    const { recorder } = failingReports({
+      failures: () => {
+        if (!failing) return false;
+        failing = false;
+        recorder.record(crash("three", "second"));
+        return true;
+      },
+    });
+    await captureErrors(async () => {
+      recorder.record(crash("three", "first"));
+      await recorder.flush();
+    });
+    assert.equal((await getReportCounts(app.store, release.id)).crash, 2);
+    const reasons = (await getReportReasons(app.store, release.id)).get("crash")!;
+    assert.deepEqual(reasons.map((r) => r.reason), ["second", "first"]);
+  });
+});
