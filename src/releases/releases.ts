@@ -323,6 +323,22 @@ export function getLatestRelease(store: Store, projectId: number): MaybeAsync<Re
   return thenRead(getLatestView(store, projectId), (view) => view.release);
 }
 
+/** Up to `limit` releases of any project with ids above `afterId`, by id. */
+export async function listReleasesAfter(
+  store: Store,
+  afterId: number,
+  limit: number,
+): Promise<Release[]> {
+  const releases: Release[] = [];
+  for await (
+    const entry of store.kv.list<Release>({
+      start: releaseKey(afterId + 1),
+      end: [...releasesPrefix(), Number.MAX_SAFE_INTEGER],
+    }, { limit })
+  ) releases.push(entry.value);
+  return releases;
+}
+
 /** Every release of a project in every state, newest first. */
 export async function listReleasesByProject(
   store: Store,
