@@ -9,7 +9,7 @@
  * are); a deleted key leaves its id, name and prefix under `deleted_api_keys`
  * and its download total under `key_downloads`.
  */
-import { addReleaseEvents } from "../webhooks/outbox.ts";
+import { addReleaseEvents } from "../releases/release_events.ts";
 import { apiKeyAggregates, projectAggregates, releaseAggregates } from "../projects/aggregates.ts";
 import { serializedProjectWrite } from "../kv/atomic.ts";
 import { changeOp, commitChange } from "../kv/cache.ts";

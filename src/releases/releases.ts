@@ -23,7 +23,7 @@ import {
 } from "../kv/keys.ts";
 import type { Project, Release, ReleaseState } from "../projects/types.ts";
 import { requireText, requireTime, safeContentType, safeFilename } from "../projects/validate.ts";
-import { addReleaseEvents } from "../webhooks/outbox.ts";
+import { addReleaseEvents } from "./release_events.ts";
 import type { Store } from "../kv/store.ts";
 
 export interface ReleaseInput {
