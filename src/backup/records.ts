@@ -11,7 +11,7 @@ import {
   webhookEndpointsPrefix,
 } from "../kv/keys.ts";
 import type { KvRecord } from "../kv/entries.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import { type WebhookEndpoint, withoutWebhookSecrets } from "../webhooks/outbox.ts";
 
 /** How many projects, releases and API keys the records hold. */

@@ -18,7 +18,7 @@ import {
   removeOrphanBlockMaps,
 } from "../artifact_records/block_maps.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import { buildBlockMap } from "./build.ts";
 
 /** How often an instance looks for new releases (an upload is picked up within this). */

@@ -13,7 +13,7 @@ import {
 import { NotFoundError, ValidationError } from "../kv/errors.ts";
 import { type CursorPage, cursorPage, type PageRequest } from "../kv/paging.ts";
 import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "../kv/keys.ts";
-import { type ApiKey, SCOPE_MODES, type ScopeMode } from "../projects/types.ts";
+import { type ApiKey, SCOPE_MODES, type ScopeMode } from "./types.ts";
 import { parseExpiresAt, requireTags, requireText } from "../projects/validate.ts";
 import { addWebhookEvent } from "../webhooks/outbox.ts";
 import type { Store } from "../kv/store.ts";

@@ -17,7 +17,7 @@ import { lastArtifactPatchReleaseId } from "../artifact_records/artifact_patches
 import { claimLease, releaseLease } from "../kv/leases.ts";
 import { listReleasesAfter, listReleasesByProject } from "../releases/releases.ts";
 import type { Store } from "../kv/store.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import {
   getVelopackPackage,
   getVelopackPackages,

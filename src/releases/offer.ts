@@ -8,7 +8,7 @@
  * request and every instance; widening a rollout only adds clients.
  */
 import type { LatestView, LiveRollout } from "./latest_view.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "./types.ts";
 
 /** What the offer reads of a client's API key (an `ApiKey` passes). */
 export interface OfferKey {

@@ -4,7 +4,7 @@
  * events' bodies into the change's commit.
  */
 import { addWebhookEvent, releaseEventData } from "../webhooks/outbox.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "./types.ts";
 
 /**
  * The events of a release write, added to its commit: `release.published` when

@@ -21,7 +21,8 @@ import {
   releasesByTimePrefix,
   releasesPrefix,
 } from "../kv/keys.ts";
-import type { Project, Release, ReleaseState } from "../projects/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { Release, ReleaseState } from "./types.ts";
 import { requireText, requireTime, safeContentType, safeFilename } from "../projects/validate.ts";
 import { addReleaseEvents } from "./release_events.ts";
 import type { Store } from "../kv/store.ts";
