@@ -23,6 +23,7 @@ import {
   signedInClient,
 } from "./admin_helpers.ts";
 import { testConfig, withStore } from "./helpers.ts";
+import { makeDataTempDir, startServer } from "./server_process.ts";
 
 Deno.test("admin sign-in", async (t) => {
   await using app = await createAdminTestApp();
@@ -342,6 +343,33 @@ Deno.test("the provider's tokens an older layout kept apart leave the KV", async
       });
     },
   );
+});
+
+Deno.test({
+  name: "the service's start deletes the provider's tokens an older layout kept apart",
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async () => {
+  const dataDir = await makeDataTempDir("legacy-sso");
+  try {
+    const kv = await Deno.openKv(`${dataDir}/kv.sqlite3`);
+    for (let i = 0; i < 3; i++) {
+      await kv.set(legacySsoSessionKey(sha256Hex(`old ${i}`)), LEGACY_PART, {
+        expireIn: LEGACY_POLICY.maxMs,
+      });
+    }
+    kv.close();
+    {
+      await using server = await startServer(dataDir, { APP_ADMIN_PASSWORD: ADMIN_PASSWORD });
+      assert.match(server.output(), /old SSO session entries deleted.*"deleted":3/);
+    }
+    const after = await Deno.openKv(`${dataDir}/kv.sqlite3`);
+    const left = await Array.fromAsync(after.list({ prefix: legacySsoSessionsPrefix() }));
+    after.close();
+    assert.deepEqual(left, []);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
 });
 
 Deno.test("admin password change", async (t) => {
