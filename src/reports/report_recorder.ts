@@ -42,7 +42,7 @@ import {
   type ReportSketchPart,
   reportSketchPartOf,
 } from "./reports.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import { sketchPart, sketchPartName } from "./stored_sketch.ts";
 import type { Store } from "../kv/store.ts";
 
