@@ -9,6 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { createBatchWriter, RETRY_MS } from "../src/kv/batch_writer.ts";
+import { createBatchRunner } from "../src/lib/batch_runner.ts";
 import { createStore } from "../src/kv/store.ts";
 import {
   adoptionClientHash,
@@ -267,6 +268,25 @@ Deno.test("client sightings: the batching writer's failure policy", async (t) =>
       assert.deepEqual(marker?.offered ?? [], []);
     });
   });
+});
+
+Deno.test("after a failed batch the next starts a batch time later, under flush and settle too", async (t) => {
+  const batchMs = 200;
+  for (const wait of ["flush", "settle"] as const) {
+    await t.step(wait, async () => {
+      const starts: number[] = [];
+      const runner = createBatchRunner(() => {
+        starts.push(performance.now());
+        return Promise.resolve(starts.length === 1 ? "failed" : undefined);
+      }, { batchMs, pending: () => starts.length < 2 });
+      runner.request();
+      // settle: the first batch, then the one that waits.
+      while (starts.length < 2) await runner[wait]();
+      assert.equal(starts.length, 2);
+      const gap = starts[1] - starts[0];
+      assert.ok(gap >= batchMs - 10, `the next batch started ${gap} ms after the failed one`);
+    });
+  }
 });
 
 Deno.test("a KV that fails at once: flush tries a batch time apart and leaves the event loop free", async () => {
