@@ -16,7 +16,7 @@ import {
   type AdoptionMarker,
   offeredReleases,
 } from "../src/reports/adoption.ts";
-import { createAdoptionRecorder } from "../src/reports/adoption_recorder.ts";
+import { createAdoptionRecorder, type PendingSighting } from "../src/reports/adoption_recorder.ts";
 import { createReportRecorder, type IncomingReport } from "../src/reports/report_recorder.ts";
 import { getReportCounts, getReportReasons } from "../src/reports/reports.ts";
 import { createTestApp, seedProject, seedRelease, withKv } from "./helpers.ts";
@@ -225,14 +225,15 @@ Deno.test("client sightings: the batching writer's failure policy", async (t) =>
     });
   });
 
-  await t.step("a download of the release a failed sighting offered keeps it offered", async () => {
-    await withKv(async (kv) => {
+  /** The marker once sighting(2) failed while `meanwhile` was recorded. */
+  const markerAfterFailedSighting = (meanwhile: PendingSighting) =>
+    withKv(async (kv) => {
       let failing = true;
       const faulty = createStore(faultyKv(kv, {
         failGet: (key) => {
           if (!failing || key[0] !== "adoption_client") return false;
           failing = false;
-          recorder.record({ ...sighting(2), offered: false }); // a download of release 2 meanwhile
+          recorder.record(meanwhile);
           return true;
         },
       }));
@@ -241,32 +242,20 @@ Deno.test("client sightings: the batching writer's failure policy", async (t) =>
         recorder.record(sighting(2));
         await recorder.flush();
       });
-      const marker = await markerOf(kv);
-      assert.equal(marker?.release_id, 2);
-      assert.deepEqual(marker === null ? [] : offeredReleases(marker), [2]);
+      return await markerOf(kv);
     });
+
+  await t.step("a download of the release a failed sighting offered keeps it offered", async () => {
+    const marker = await markerAfterFailedSighting({ ...sighting(2), offered: false });
+    assert.equal(marker?.release_id, 2);
+    assert.deepEqual(marker === null ? [] : offeredReleases(marker), [2]);
   });
 
   await t.step("a sighting of the client queued meanwhile wins", async () => {
-    await withKv(async (kv) => {
-      let failing = true;
-      const faulty = createStore(faultyKv(kv, {
-        failGet: (key) => {
-          if (!failing || key[0] !== "adoption_client") return false;
-          failing = false;
-          recorder.record({ ...sighting(3), offered: false }); // a download of release 3 meanwhile
-          return true;
-        },
-      }));
-      const recorder = createAdoptionRecorder(faulty, { batchMs: 5 });
-      await captureErrors(async () => {
-        recorder.record(sighting(2));
-        await recorder.flush();
-      });
-      const marker = await markerOf(kv);
-      assert.equal(marker?.release_id, 3);
-      assert.deepEqual(marker?.offered ?? [], []);
-    });
+    // A download of release 3 meanwhile.
+    const marker = await markerAfterFailedSighting({ ...sighting(3), offered: false });
+    assert.equal(marker?.release_id, 3);
+    assert.deepEqual(marker?.offered ?? [], []);
   });
 });
 
