@@ -4,10 +4,12 @@
  * scenario "differential"): an uncompressed tar of a changed part (two
  * consecutive versions of npm `yaml`'s JavaScript) before a large unchanged
  * part (npm app-builder-bin's Linux binary), which the changed part's new
- * size moves. npm caches the packages.
+ * size moves. npm caches the packages; app-builder-bin is installed once per
+ * machine.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { npmInstallOnce } from "./process.ts";
 
 /** The changed part: two consecutive versions of one package's JavaScript. */
 export const CHANGED = ["yaml@2.8.0", "yaml@2.8.1"];
@@ -53,20 +55,15 @@ export async function buildArtifacts(
   return [artifacts[0], artifacts[1]];
 }
 
-/** The version of electron-builder's block map tool the test compares with (npm caches it). */
+/** The version of electron-builder's block map tool the test compares with. */
 const APP_BUILDER_BIN = "app-builder-bin@4.2.0";
 
-/** Installs app-builder-bin under `root`; the path of its Linux x64 binary. */
-export async function installAppBuilder(root: string): Promise<string> {
-  const dir = join(root, "app-builder");
-  await Deno.mkdir(dir, { recursive: true });
-  const out = await new Deno.Command("npm", {
-    args: ["install", "--no-audit", "--no-fund", "--prefix", dir, APP_BUILDER_BIN],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-  const binary = join(dir, "node_modules", "app-builder-bin", "linux", "x64", "app-builder");
-  await Deno.chmod(binary, 0o755);
-  return binary;
+/** The path of app-builder-bin's Linux x64 binary, installed once per machine (`npmInstallOnce`). */
+export async function installAppBuilder(): Promise<string> {
+  const binary = (dir: string) =>
+    join(dir, "node_modules", "app-builder-bin", "linux", "x64", "app-builder");
+  const dir = await npmInstallOnce(APP_BUILDER_BIN, {
+    prepare: (fresh) => Deno.chmod(binary(fresh), 0o755),
+  });
+  return binary(dir);
 }

@@ -130,7 +130,7 @@ export const differential: Scenario = {
     const dir = scratch(ctx, "differential");
     await Deno.mkdir(dir, { recursive: true });
     ctx.log("differential: building the realistic pair (npm yaml, app-builder-bin)");
-    const [installed, next] = await buildArtifacts(dir, await installAppBuilder(dir));
+    const [installed, next] = await buildArtifacts(dir, await installAppBuilder());
     const before = await blockMapOf(installed);
     const after = await blockMapOf(next);
     const maps = encodeBlockMap(before.map).byteLength + encodeBlockMap(after.map).byteLength;

@@ -46,7 +46,7 @@ function sample(length: number, seed: number): Uint8Array {
 Deno.test("block maps are app-builder's, block for block", async (t) => {
   const root = await Deno.makeTempDir({ prefix: "uds-blockmap-" });
   try {
-    const appBuilder = await installAppBuilder(root);
+    const appBuilder = await installAppBuilder();
     for (const [name, length] of [["small", 20_000], ["odd", 3_333_333], ["tiny", 100]] as const) {
       await t.step(`${name}: ${length} bytes`, async () => {
         const bytes = sample(length, length);

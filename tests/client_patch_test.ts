@@ -28,7 +28,7 @@ async function series(name: string): Promise<number> {
 Deno.test("the reference client takes the service's patch from its installed version", async (t) => {
   const dir = await Deno.makeTempDir({ prefix: "uds-client-patch-" });
   await using app = await createAdminTestApp();
-  const [v0, v1] = await buildArtifacts(dir, await installAppBuilder(dir));
+  const [v0, v1] = await buildArtifacts(dir, await installAppBuilder());
   const project = await seedProject(app, { slug: "desktop" });
   await seedRelease(app, project.id, "1.0.0", v0, { filename: "App 1.0.0.tar" });
   const next = await seedRelease(app, project.id, "1.0.1", v1, { filename: "App 1.0.1.tar" });

@@ -14,11 +14,11 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { Cleanup, startNginx, which, xAccelServer } from "../bench/process.ts";
+import { Cleanup, npmInstallOnce, startNginx, which, xAccelServer } from "../bench/process.ts";
 import { runBlockMapBuild } from "../src/blockmap/background.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
 import { appBuilderBlockMap, installAppBuilder } from "./app_builder.ts";
-import { buildArtifacts, runChecked } from "../bench/differential_pair.ts";
+import { buildArtifacts } from "../bench/differential_pair.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, waitFor } from "./helpers.ts";
 import { cephMissing, startRgw } from "./rgw.ts";
@@ -112,10 +112,13 @@ function countingTcpProxy(port: number) {
   let bytes = 0;
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const pipes: Promise<unknown>[] = [];
+  const conns = new Set<Deno.Conn>();
   (async () => {
     for await (const client of listener) {
+      conns.add(client);
       pipes.push((async () => {
         const upstream = await Deno.connect({ hostname: "127.0.0.1", port });
+        conns.add(upstream);
         const back = upstream.readable.pipeThrough(
           new TransformStream<Uint8Array, Uint8Array>({
             transform(chunk, controller) {
@@ -136,6 +139,12 @@ function countingTcpProxy(port: number) {
     bytes: () => bytes,
     close: async () => {
       listener.close();
+      // Idle keep-alive connections would stay open until the store's own timeout.
+      for (const conn of conns) {
+        try {
+          conn.close();
+        } catch { /* already closed */ }
+      }
       await Promise.allSettled(pipes);
     },
   };
@@ -197,18 +206,8 @@ Deno.test({
     await using _removed = removedAtEnd(root);
     const cleanup = new Cleanup();
     try {
-      const npm = join(root, "npm");
-      await Deno.mkdir(npm, { recursive: true });
-      await runChecked("npm", [
-        "install",
-        "--no-audit",
-        "--no-fund",
-        "--prefix",
-        npm,
-        ELECTRON_UPDATER,
-      ]);
-      const modules = join(npm, "node_modules");
-      const appBuilder = await installAppBuilder(root);
+      const modules = join(await npmInstallOnce(ELECTRON_UPDATER), "node_modules");
+      const appBuilder = await installAppBuilder();
       const [v0, v1] = await buildArtifacts(root, appBuilder);
       const names = ["App-Setup-1.0.0.exe", "App-Setup-1.0.1.exe"];
 

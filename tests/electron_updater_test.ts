@@ -9,28 +9,15 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { npmInstallOnce } from "../bench/process.ts";
 import { rollBack } from "../src/releases/release_policy.ts";
 import { changeRollout, endRollout, startRollout } from "../src/releases/rollouts.ts";
 import { openDataDir } from "./data_dir_fixtures.ts";
 import { makeDataTempDir, PROJECT_ROOT, removedAtEnd, startServer } from "./server_process.ts";
 
-/** The version the test runs, installed from npm into the test's temporary dir (npm caches it). */
+/** The version the test runs, installed once per machine (`npmInstallOnce` of bench/process.ts). */
 const ELECTRON_UPDATER = "electron-updater@6.8.10";
 const CLIENT = join(PROJECT_ROOT, "tests", "fixtures", "electron_updater_client.cjs");
-
-/** Installs the updater under `root` and returns its node_modules. */
-async function installUpdater(root: string): Promise<string> {
-  const dir = join(root, "npm");
-  const modules = join(dir, "node_modules");
-  await Deno.mkdir(dir, { recursive: true });
-  const out = await new Deno.Command("npm", {
-    args: ["install", "--no-audit", "--no-fund", "--prefix", dir, ELECTRON_UPDATER],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-  return modules;
-}
 
 interface UpdaterResult {
   available: boolean;
@@ -42,7 +29,7 @@ interface UpdaterResult {
 Deno.test("electron-updater updates from the feed with the key", async (t) => {
   const root = await makeDataTempDir("test-electron-updater");
   await using _removed = removedAtEnd(root);
-  const modules = await installUpdater(root);
+  const modules = join(await npmInstallOnce(ELECTRON_UPDATER), "node_modules");
   const dataDir = join(root, "service");
   const fx = await openDataDir(dataDir);
   const app = await fx.project({ name: "Desktop", slug: "desktop" });

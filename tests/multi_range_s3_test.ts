@@ -11,8 +11,11 @@ import assert from "node:assert/strict";
 import { S3_SPAN_BOUNDS } from "../src/storage/s3_read.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
 import { createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
-import { rgwTest } from "./rgw.ts";
+import { rgwOfFile, rgwTest } from "./rgw.ts";
 import { assertRangeParts } from "./multipart_ranges.ts";
+
+/** Both tests take buckets of one radosgw. */
+const rgwOfThisFile = rgwOfFile();
 
 rgwTest("multi-range downloads from s3", async (t, rgw) => {
   for (const downloadMode of ["stream", "redirect"] as const) {
@@ -46,7 +49,7 @@ rgwTest("multi-range downloads from s3", async (t, rgw) => {
       );
     });
   }
-});
+}, rgwOfThisFile);
 
 /** A TCP proxy to the store at `endpoint` counting the GET requests sent through it. */
 function countingGets(endpoint: string) {
@@ -54,13 +57,16 @@ function countingGets(endpoint: string) {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   let gets = 0;
   const pipes: Promise<unknown>[] = [];
+  const conns = new Set<Deno.Conn>();
   (async () => {
     for await (const client of listener) {
+      conns.add(client);
       pipes.push((async () => {
         const server = await Deno.connect({
           hostname: upstream.hostname,
           port: Number(upstream.port),
         });
+        conns.add(server);
         let tail = "";
         const counted = client.readable.pipeThrough(
           new TransformStream<Uint8Array, Uint8Array>({
@@ -86,6 +92,12 @@ function countingGets(endpoint: string) {
     reset: () => gets = 0,
     async [Symbol.asyncDispose]() {
       listener.close();
+      // Idle keep-alive connections would stay open until the store's own timeout.
+      for (const conn of conns) {
+        try {
+          conn.close();
+        } catch { /* already closed */ }
+      }
       await Promise.allSettled(pipes);
     },
   };
@@ -153,4 +165,4 @@ rgwTest("multi-range downloads from s3 make a bounded number of GETs", async (t,
     assert.ok(body.every((byte, i) => byte === file[i]));
     assert.equal(proxy.gets(), 1);
   });
-});
+}, rgwOfThisFile);

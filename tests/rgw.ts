@@ -83,6 +83,8 @@ export interface Rgw {
   /** The APP_S3_* environment for a bucket. */
   env: (s3: S3Config) => Record<string, string>;
   stop: () => Promise<void>;
+  /** The same, blocking (for the module's unload, which does not wait for promises). */
+  stopSync: () => void;
 }
 
 function freePorts(count: number): number[] {
@@ -120,14 +122,21 @@ export async function startRgw(): Promise<Rgw> {
   }).output();
   const stdout = await Deno.readTextFile(logPath).catch(() => "");
   const ready = /READY endpoint=(\S+) key=(\S+) secret=(\S+) pids: \d+ \d+ (\d+)/.exec(stdout);
+  const stopCommand = new Deno.Command(join(PROJECT_ROOT, "tools/stop_rgw.sh"), {
+    args: [clusterDir],
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  });
   const stop = async () => {
-    await new Deno.Command(join(PROJECT_ROOT, "tools/stop_rgw.sh"), {
-      args: [clusterDir],
-      stdin: "null",
-      stdout: "null",
-      stderr: "null",
-    }).output();
+    await stopCommand.output();
     await Deno.remove(dir, { recursive: true }).catch(() => {});
+  };
+  const stopSync = () => {
+    stopCommand.outputSync();
+    try {
+      Deno.removeSync(dir, { recursive: true });
+    } catch { /* already gone */ }
   };
   if (!output.success || ready === null) {
     await stop();
@@ -169,16 +178,36 @@ export async function startRgw(): Promise<Rgw> {
       APP_S3_TIMEOUT_SECONDS: String(s3.timeoutSeconds),
     }),
     stop,
+    stopSync,
   };
 }
 
 /**
- * A test with a radosgw of its own: started before `fn`, stopped after it
- * (pass or fail), skipped when Ceph is not installed.
+ * One radosgw for the tests of a file: the first call starts it, later calls get the same one,
+ * and it stops when the file's tests are done (the module unloads), failed ones included. Each
+ * test takes a fresh bucket of it (`rgw.bucket()`), so they share the daemons, not the data.
+ */
+export function rgwOfFile(): () => Promise<Rgw> {
+  let started: Promise<Rgw> | undefined;
+  let running: Rgw | undefined;
+  return () => {
+    if (started === undefined) {
+      started = startRgw().then((rgw) => running = rgw);
+      globalThis.addEventListener("unload", () => running?.stopSync());
+    }
+    return started;
+  };
+}
+
+/**
+ * A test with a radosgw of its own, started before `fn` and stopped after it (pass or fail), or
+ * with the file's shared one; skipped when Ceph is not installed.
  */
 export function rgwTest(
   name: string,
   fn: (t: Deno.TestContext, rgw: Rgw) => Promise<void>,
+  /** A radosgw shared with the file's other tests (`rgwOfFile()`) instead of one of its own. */
+  shared?: () => Promise<Rgw>,
 ): void {
   Deno.test({
     name,
@@ -186,6 +215,7 @@ export function rgwTest(
     sanitizeResources: false,
     sanitizeOps: false,
     async fn(t) {
+      if (shared !== undefined) return await fn(t, await shared());
       const rgw = await startRgw();
       try {
         await fn(t, rgw);

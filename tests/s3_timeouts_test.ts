@@ -13,10 +13,12 @@ import { releaseKey } from "../src/kv/keys.ts";
 import type { Release } from "../src/projects/types.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import { createClientKey } from "./data_dir_fixtures.ts";
-import { cephMissing, type Rgw, startRgw } from "./rgw.ts";
+import { cephMissing, type Rgw, rgwOfFile } from "./rgw.ts";
 import { makeDataTempDir, type ServerProcess, startServer } from "./server_process.ts";
 
 const METRICS_TOKEN = "metrics-token-0123456789";
+/** Both tests take buckets of one radosgw; the first stops and resumes it. */
+const rgwOfThisFile = rgwOfFile();
 /** APP_S3_TIMEOUT_SECONDS=1: three attempts and the SDK's backoff stay well under this. */
 const BOUND_MS = 8_000;
 
@@ -67,7 +69,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
 }, async (t) => {
-  const rgw: Rgw = await startRgw();
+  const rgw: Rgw = await rgwOfThisFile();
   const dataDir = await makeDataTempDir("s3-timeouts");
   let stopped = false;
   const resume = () => {
@@ -197,7 +199,6 @@ Deno.test({
   } finally {
     resume();
     await server?.stop();
-    await rgw.stop();
     await Deno.remove(dataDir, { recursive: true });
   }
 });
@@ -208,7 +209,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
 }, async () => {
-  const rgw = await startRgw();
+  const rgw = await rgwOfThisFile();
   const dataDir = await makeDataTempDir("s3-metadata");
   let server: ServerProcess | undefined;
   try {
@@ -247,7 +248,6 @@ Deno.test({
     assert.equal(await object.text(), "artifact bytes");
   } finally {
     await server?.stop();
-    await rgw.stop();
     await Deno.remove(dataDir, { recursive: true });
   }
 });

@@ -13,6 +13,7 @@
  * weak references, and changes nothing else.
  */
 import { join } from "node:path";
+import { npmInstallOnce } from "../bench/process.ts";
 
 export const VELOPACK_NPM = "velopack@0.0.1298";
 /** The last build before deltas, whose addon loads as published: the feed serves it too. */
@@ -66,15 +67,6 @@ export function loadableOnThisGlibc(elf: Uint8Array, version = "GLIBC_2.39"): nu
   return marked;
 }
 
-async function run(program: string, args: string[], cwd?: string) {
-  const out = await new Deno.Command(program, { args, cwd, stdout: "piped", stderr: "piped" })
-    .output();
-  if (!out.success) {
-    throw new Error(`${program} ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
-  }
-  return new TextDecoder().decode(out.stdout);
-}
-
 /**
  * Throws, saying what is missing, unless `node` and `npm` run from `path` (the
  * process's PATH unless given). The client tests need both; CI's machine has
@@ -106,52 +98,21 @@ export async function requireNode(path = Deno.env.get("PATH") ?? ""): Promise<vo
 }
 
 /**
- * The directory of the installed `velopack` package (`spec`, VELOPACK_NPM unless given):
- * installed once per machine (npm) under the temp dir and kept for the next run. It is installed into a fresh directory beside its place and renamed into place
- * whole, so a concurrent run sees it complete or not at all; when two runs install at once,
- * the first rename wins and the other run's copy is removed.
+ * The directory of the installed `velopack` package (`spec`, VELOPACK_NPM unless given),
+ * installed once per machine under the temp dir (`npmInstallOnce` of bench/process.ts), its addon
+ * made loadable on this glibc before it is put in place.
  */
 export async function installVelopack(spec = VELOPACK_NPM): Promise<string> {
-  const root = Deno.env.get("TMPDIR") ?? "/tmp";
-  const name = `uds-${spec.replace("@", "-")}`;
-  const dir = join(root, name);
-  const moduleDir = join(dir, "node_modules", "velopack");
-  const installed = () => Deno.stat(join(dir, "ready")).then(() => true, () => false);
-  if (await installed()) return moduleDir;
-  await requireNode();
-  const fresh = await Deno.makeTempDir({ dir: root, prefix: `${name}.partial-` });
-  try {
-    await run("npm", [
-      "install",
-      "--no-audit",
-      "--no-fund",
-      "--ignore-scripts",
-      "--prefix",
-      fresh,
-      spec,
-    ]);
-    const addon = join(fresh, "node_modules", "velopack", ADDON);
-    const elf = await Deno.readFile(addon);
-    if (loadableOnThisGlibc(elf) > 0) await Deno.writeFile(addon, elf);
-    await Deno.writeTextFile(join(fresh, "ready"), spec);
-    for (let attempt = 0; attempt < 2; attempt++) {
-      if (await installed()) break;
-      try {
-        await Deno.rename(fresh, dir);
-        break;
-      } catch {
-        // Taken: by a complete install (used as it is) or by a half one left by a run that
-        // died, moved aside and removed here.
-        if (await installed()) break;
-        const stale = `${fresh}.stale`;
-        await Deno.rename(dir, stale).then(() => Deno.remove(stale, { recursive: true }), () => {});
-      }
-    }
-  } finally {
-    await Deno.remove(fresh, { recursive: true }).catch(() => {});
-  }
-  if (!await installed()) throw new Error(`${spec} could not be put in place at ${dir}`);
-  return moduleDir;
+  const dir = await npmInstallOnce(spec, {
+    npmArgs: ["--ignore-scripts"],
+    before: () => requireNode(),
+    async prepare(fresh) {
+      const addon = join(fresh, "node_modules", "velopack", ADDON);
+      const elf = await Deno.readFile(addon);
+      if (loadableOnThisGlibc(elf) > 0) await Deno.writeFile(addon, elf);
+    },
+  });
+  return join(dir, "node_modules", "velopack");
 }
 
 export interface ClientRun {

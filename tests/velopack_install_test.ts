@@ -1,5 +1,6 @@
 /**
- * The Velopack client's npm install for the tests (tests/velopack_client.ts):
+ * The Velopack client's npm install for the tests (tests/velopack_client.ts, through
+ * `npmInstallOnce` of bench/process.ts):
  * it needs node and npm and says so when they are missing, and a run never
  * sees another run's half-made install: the package appears in its place
  * whole, with its `ready` mark, or not at all.
