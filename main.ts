@@ -10,6 +10,7 @@ import { createAdoptionRecorder } from "./src/reports/adoption_recorder.ts";
 import { buildAggregates } from "./src/projects/aggregates.ts";
 import { followOtherWriters } from "./src/kv/cache.ts";
 import { getApiKey } from "./src/credentials/api_keys.ts";
+import { deleteLegacySsoSessions } from "./src/accounts/sessions.ts";
 import { createKeyUsageRecorder } from "./src/credentials/key_usage.ts";
 import { createReportRecorder } from "./src/reports/report_recorder.ts";
 import { keepServing, type KeptServer } from "./src/lib/keep_serving.ts";
@@ -164,6 +165,16 @@ async function start() {
   if (breakGlass !== null) logger.event("warn", breakGlass);
   // The "listening" lines wait for that account, so whoever waits for them can sign in.
   const adminReady = Promise.withResolvers<void>();
+  // The provider's tokens an older layout kept apart from the admin session (docs/sso.md).
+  await deleteLegacySsoSessions(store).then(
+    (deleted) => {
+      if (deleted > 0) logger.event("info", "old SSO session entries deleted", { deleted });
+    },
+    (error) =>
+      logger.event("warn", "old SSO session entries could not be deleted", {
+        error: String(error),
+      }),
+  );
   // Once, for data written before the admin pages' aggregates existed (src/projects/aggregates.ts).
   // A KV that refuses writes still serves reads (the pages fall back to scans where they must).
   const builtAt = performance.now();

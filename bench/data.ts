@@ -12,7 +12,7 @@ import { createApiKey } from "../src/credentials/api_keys.ts";
 import { createApiKeysBulk, createReleasesBulk } from "../src/seeding/bulk.ts";
 import { createProject } from "../src/projects/projects.ts";
 import { startRollout } from "../src/releases/rollouts.ts";
-import type { Release } from "../src/projects/types.ts";
+import type { Release } from "../src/releases/types.ts";
 import { createStore, type Store } from "../src/kv/store.ts";
 
 /** Where the service keeps its KV file and artifacts for a data dir (src/lib/config.ts decides). */

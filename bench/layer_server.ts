@@ -15,7 +15,7 @@ import { noMetrics } from "../src/lib/metrics.ts";
 import { openArtifactStore } from "../src/storage/mod.ts";
 import { followOtherWriters } from "../src/kv/cache.ts";
 import type { KeyLookup } from "../src/credentials/key_lookup.ts";
-import type { ApiKey } from "../src/projects/types.ts";
+import type { ApiKey } from "../src/credentials/types.ts";
 import { createKeyUsageRecorder } from "../src/credentials/key_usage.ts";
 import { BENCH_LAYERS, type BenchLayer } from "./layers.ts";
 import { createStore } from "../src/kv/store.ts";

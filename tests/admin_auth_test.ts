@@ -7,9 +7,13 @@ import { listAuditEntries } from "../src/kv/audit.ts";
 import {
   type AdminSession,
   createAdminSession,
+  deleteAdminSession,
+  deleteAdminSessionsOfUser,
+  deleteLegacySsoSessions,
   getAdminSession,
 } from "../src/accounts/sessions.ts";
-import { adminSessionKey } from "../src/kv/keys.ts";
+import { adminSessionKey, legacySsoSessionKey, legacySsoSessionsPrefix } from "../src/kv/keys.ts";
+import type { Store } from "../src/kv/store.ts";
 import { sha256Hex } from "../src/lib/secrets.ts";
 import {
   ADMIN_PASSWORD,
@@ -19,6 +23,7 @@ import {
   signedInClient,
 } from "./admin_helpers.ts";
 import { testConfig, withStore } from "./helpers.ts";
+import { makeDataTempDir, startServer } from "./server_process.ts";
 
 Deno.test("admin sign-in", async (t) => {
   await using app = await createAdminTestApp();
@@ -269,6 +274,102 @@ Deno.test("admin sessions", async (t) => {
     const cookie = res.headers.getSetCookie().find((c) => c.startsWith("uds_session="))!;
     assert.match(cookie, /; Secure/);
   });
+});
+
+const LEGACY_POLICY = { idleMs: 600_000, maxMs: 3_600_000 };
+const LEGACY_PART = { subject: "s", refresh_token: "a refresh token", access_token: "a token" };
+
+/** A session of the older shape (no `sso`) with its provider side kept apart. */
+async function olderSession(store: Store, username: string): Promise<string> {
+  const { id } = await createAdminSession(store, { username, address: "127.0.0.1" }, {
+    policy: LEGACY_POLICY,
+  });
+  const key = adminSessionKey(sha256Hex(id));
+  const { sso: _, ...older } = (await store.kv.get<AdminSession>(key)).value!;
+  await store.kv.set(key, older, { expireIn: LEGACY_POLICY.idleMs });
+  await store.kv.set(legacySsoSessionKey(sha256Hex(id)), LEGACY_PART, {
+    expireIn: LEGACY_POLICY.maxMs,
+  });
+  return id;
+}
+
+/** The provider side kept apart for session `id`, or null. */
+async function legacyLeft(store: Store, id: string): Promise<unknown> {
+  return (await store.kv.get(legacySsoSessionKey(sha256Hex(id)))).value;
+}
+
+Deno.test("the provider's tokens an older layout kept apart leave the KV", async (t) => {
+  await t.step("ended at its next request", async () => {
+    await withStore(async (store) => {
+      const id = await olderSession(store, "admin");
+      assert.deepEqual(await legacyLeft(store, id), LEGACY_PART);
+      assert.equal(await getAdminSession(store, id, { policy: LEGACY_POLICY }), null);
+      assert.equal(await legacyLeft(store, id), null);
+    });
+  });
+
+  await t.step("ended by sign-out and by ending a user's sessions", async () => {
+    await withStore(async (store) => {
+      const signedOut = await olderSession(store, "admin");
+      await deleteAdminSession(store, signedOut, "admin");
+      assert.equal(await legacyLeft(store, signedOut), null);
+      const ids = [await olderSession(store, "admin"), await olderSession(store, "admin")];
+      assert.equal(await deleteAdminSessionsOfUser(store, "admin"), 2);
+      for (const id of ids) assert.equal(await legacyLeft(store, id), null);
+    });
+  });
+
+  await t.step(
+    "every one deleted at start (more than a commit holds), other entries kept",
+    async () => {
+      await withStore(async (store) => {
+        const { id } = await createAdminSession(
+          store,
+          { username: "admin", address: "127.0.0.1" },
+          {
+            policy: LEGACY_POLICY,
+          },
+        );
+        for (let i = 0; i < 250; i++) {
+          await store.kv.set(legacySsoSessionKey(sha256Hex(`old ${i}`)), LEGACY_PART, {
+            expireIn: LEGACY_POLICY.maxMs,
+          });
+        }
+        assert.equal(await deleteLegacySsoSessions(store), 250);
+        const left = await Array.fromAsync(store.kv.list({ prefix: legacySsoSessionsPrefix() }));
+        assert.deepEqual(left, []);
+        assert.notEqual(await getAdminSession(store, id, { policy: LEGACY_POLICY }), null);
+        assert.equal(await deleteLegacySsoSessions(store), 0);
+      });
+    },
+  );
+});
+
+Deno.test({
+  name: "the service's start deletes the provider's tokens an older layout kept apart",
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async () => {
+  const dataDir = await makeDataTempDir("legacy-sso");
+  try {
+    const kv = await Deno.openKv(`${dataDir}/kv.sqlite3`);
+    for (let i = 0; i < 3; i++) {
+      await kv.set(legacySsoSessionKey(sha256Hex(`old ${i}`)), LEGACY_PART, {
+        expireIn: LEGACY_POLICY.maxMs,
+      });
+    }
+    kv.close();
+    {
+      await using server = await startServer(dataDir, { APP_ADMIN_PASSWORD: ADMIN_PASSWORD });
+      assert.match(server.output(), /old SSO session entries deleted.*"deleted":3/);
+    }
+    const after = await Deno.openKv(`${dataDir}/kv.sqlite3`);
+    const left = await Array.fromAsync(after.list({ prefix: legacySsoSessionsPrefix() }));
+    after.close();
+    assert.deepEqual(left, []);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
 });
 
 Deno.test("admin password change", async (t) => {

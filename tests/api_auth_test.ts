@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { judgeApiKey } from "../src/credentials/access.ts";
 import { setApiKeyActive } from "../src/credentials/api_keys.ts";
 import { setProjectState, updateProject } from "../src/projects/projects.ts";
-import type { ApiKey } from "../src/projects/types.ts";
+import type { ApiKey } from "../src/credentials/types.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";
 import { captureErrors, faultyKv } from "./faults.ts";
 import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";

@@ -14,7 +14,7 @@ import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { DEFAULT_DELTA_LIMITS } from "../src/deltas/tools.ts";
 import { listArtifactPatches } from "../src/artifact_records/artifact_patches.ts";
 import { listStorageKeys } from "../src/releases/releases.ts";
-import type { Release } from "../src/projects/types.ts";
+import type { Release } from "../src/releases/types.ts";
 import { setVelopackSettings } from "../src/velopack/settings.ts";
 import {
   concatBytes,

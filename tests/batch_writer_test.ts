@@ -1,16 +1,22 @@
 /**
  * The batching writer's failure policy (src/kv/batch_writer.ts; docs/reports.md
  * "Storage and bounds", docs/rollouts.md "Adoption"): a batch that could not
- * be written is tried again with the next batches while its items are younger
- * than a minute, unless the same item was queued again meanwhile or there is
- * no room. Shown on the writer itself, then on both of its kinds (client
- * sightings, install reports), with an injected clock.
+ * be written is tried again, no sooner than a batch time later, while its
+ * items are younger than a minute and there is room (an item queued again
+ * meanwhile is merged with the newer one); what is dropped is logged apart.
+ * Shown on the writer itself, then on both of its kinds (client sightings,
+ * install reports), with an injected clock.
  */
 import assert from "node:assert/strict";
 import { createBatchWriter, RETRY_MS } from "../src/kv/batch_writer.ts";
+import { createBatchRunner } from "../src/lib/batch_runner.ts";
 import { createStore } from "../src/kv/store.ts";
-import { adoptionClientHash, type AdoptionMarker } from "../src/reports/adoption.ts";
-import { createAdoptionRecorder } from "../src/reports/adoption_recorder.ts";
+import {
+  adoptionClientHash,
+  type AdoptionMarker,
+  offeredReleases,
+} from "../src/reports/adoption.ts";
+import { createAdoptionRecorder, type PendingSighting } from "../src/reports/adoption_recorder.ts";
 import { createReportRecorder, type IncomingReport } from "../src/reports/report_recorder.ts";
 import { getReportCounts, getReportReasons } from "../src/reports/reports.ts";
 import { createTestApp, seedProject, seedRelease, withKv } from "./helpers.ts";
@@ -22,13 +28,18 @@ interface Thing {
 }
 
 /** A writer of things whose write fails while `failures` says so; what it wrote, in order. */
-function thingWriter(failures: (batch: Thing[]) => boolean, clock: { ms: number }) {
+function thingWriter(
+  failures: (batch: Thing[]) => boolean,
+  clock: { ms: number },
+  maxPending?: number,
+) {
   const written: Thing[] = [];
   let failed = 0;
   const writer = createBatchWriter<Thing, never>({
     what: "things",
     keyOf: (thing) => thing.name,
     overflow: () => {},
+    maxPending,
     batchMs: 5,
     now: () => clock.ms,
     onKvError: () => failed++,
@@ -71,6 +82,79 @@ Deno.test("the batching writer's failure policy", async (t) => {
     });
     assert.deepEqual(written, []);
     assert.equal(failed(), Math.ceil(RETRY_MS / 25_000));
+  });
+
+  await t.step("dropped items are logged as dropped, not as tried once more", async () => {
+    const clock = { ms: 0 };
+    // Tried at 0, 25 and 50 s: put back twice, dropped at 75 s.
+    const { writer } = thingWriter(() => {
+      clock.ms += 25_000;
+      return true;
+    }, clock);
+    const { logged } = await captureErrors(async () => {
+      writer.add({ name: "old", value: 1 });
+      await writer.flush();
+    });
+    assert.equal(logged.match(/could not record things \(tried once more\)/g)?.length, 2);
+    assert.match(
+      logged,
+      /^dropped 1 things that could not be written for a minute: Error: write failed/m,
+    );
+  });
+
+  await t.step("an item with no room to wait is logged as dropped", async () => {
+    const clock = { ms: 0 };
+    let first = true;
+    const { writer, written } = thingWriter(
+      () => {
+        if (!first) return false;
+        first = false;
+        writer.add({ name: "b", value: 1 }); // takes the one place while "a" is being written
+        return true;
+      },
+      clock,
+      1,
+    );
+    const { logged } = await captureErrors(async () => {
+      writer.add({ name: "a", value: 1 });
+      await writer.flush();
+    });
+    assert.deepEqual(written, [{ name: "b", value: 1 }]);
+    assert.doesNotMatch(logged, /tried once more/);
+    assert.match(logged, /^dropped 1 things that could not be written \(no room to wait\)/m);
+  });
+
+  await t.step("a failed item queued again meanwhile is merged into the newer one", async () => {
+    const clock = { ms: 0 };
+    let first = true;
+    const merged: Array<[Thing, Thing]> = [];
+    const written: Thing[] = [];
+    const writer = createBatchWriter<Thing, never>({
+      what: "things",
+      keyOf: (thing) => thing.name,
+      overflow: () => {},
+      merge(waiting, thing) {
+        merged.push([{ ...waiting }, { ...thing }]);
+        return { name: thing.name, value: waiting.value + thing.value };
+      },
+      batchMs: 5,
+      now: () => clock.ms,
+      write({ items }) {
+        if (first) {
+          first = false;
+          writer.add({ name: "a", value: 2 }); // queued while the failing batch is written
+          return Promise.reject(new Error("write failed (test fault)"));
+        }
+        written.push(...items.map((queued) => queued.item));
+        return Promise.resolve();
+      },
+    });
+    await captureErrors(async () => {
+      writer.add({ name: "a", value: 1 });
+      await writer.flush();
+    });
+    assert.deepEqual(merged, [[{ name: "a", value: 1 }, { name: "a", value: 2 }]]);
+    assert.deepEqual(written, [{ name: "a", value: 3 }]);
   });
 
   await t.step("an item queued again meanwhile wins", async () => {
@@ -141,14 +225,15 @@ Deno.test("client sightings: the batching writer's failure policy", async (t) =>
     });
   });
 
-  await t.step("a sighting of the client queued meanwhile wins", async () => {
-    await withKv(async (kv) => {
+  /** The marker once sighting(2) failed while `meanwhile` was recorded. */
+  const markerAfterFailedSighting = (meanwhile: PendingSighting) =>
+    withKv(async (kv) => {
       let failing = true;
       const faulty = createStore(faultyKv(kv, {
         failGet: (key) => {
           if (!failing || key[0] !== "adoption_client") return false;
           failing = false;
-          recorder.record({ ...sighting(3), offered: false }); // a download of release 3 meanwhile
+          recorder.record(meanwhile);
           return true;
         },
       }));
@@ -157,11 +242,82 @@ Deno.test("client sightings: the batching writer's failure policy", async (t) =>
         recorder.record(sighting(2));
         await recorder.flush();
       });
-      const marker = await markerOf(kv);
-      assert.equal(marker?.release_id, 3);
-      assert.deepEqual(marker?.offered ?? [], []);
+      return await markerOf(kv);
     });
+
+  await t.step("a download of the release a failed sighting offered keeps it offered", async () => {
+    const marker = await markerAfterFailedSighting({ ...sighting(2), offered: false });
+    assert.equal(marker?.release_id, 2);
+    assert.deepEqual(marker === null ? [] : offeredReleases(marker), [2]);
   });
+
+  await t.step("a sighting of the client queued meanwhile wins", async () => {
+    // A download of release 3 meanwhile.
+    const marker = await markerAfterFailedSighting({ ...sighting(3), offered: false });
+    assert.equal(marker?.release_id, 3);
+    assert.deepEqual(marker?.offered ?? [], []);
+  });
+});
+
+Deno.test("after a failed batch the next starts a batch time later, under flush and settle too", async (t) => {
+  const batchMs = 200;
+  for (const wait of ["flush", "settle"] as const) {
+    await t.step(wait, async () => {
+      const starts: number[] = [];
+      const runner = createBatchRunner(() => {
+        starts.push(performance.now());
+        return Promise.resolve(starts.length === 1 ? "failed" : undefined);
+      }, { batchMs, pending: () => starts.length < 2 });
+      runner.request();
+      // settle: the first batch, then the one that waits.
+      while (starts.length < 2) await runner[wait]();
+      assert.equal(starts.length, 2);
+      const gap = starts[1] - starts[0];
+      assert.ok(gap >= batchMs - 10, `the next batch started ${gap} ms after the failed one`);
+    });
+  }
+});
+
+Deno.test("a KV that fails at once: flush tries a batch time apart and leaves the event loop free", async () => {
+  const kv = await Deno.openKv(":memory:");
+  kv.close();
+  // The writer's clock runs 30 times faster: its minute passes in 2 s.
+  const speed = 30;
+  const start = performance.now();
+  const base = Date.now();
+  const batchMs = 20;
+  let tries = 0;
+  const recorder = createAdoptionRecorder(createStore(kv), {
+    batchMs,
+    now: () => base + (performance.now() - start) * speed,
+    onKvError: () => tries++,
+  });
+  const { logged, value } = await captureErrors(async () => {
+    recorder.record({
+      projectId: 1,
+      releaseId: 2,
+      identity: "install:dead-kv",
+      address: "192.0.2.1",
+      offered: true,
+    });
+    let flushedAt = -1;
+    const flushed = recorder.flush().then(() => flushedAt = performance.now() - start);
+    const timerAt = await new Promise<number>((resolve) =>
+      setTimeout(() => resolve(performance.now() - start), 500)
+    );
+    await flushed;
+    return { timerAt, flushedAt };
+  });
+  const minuteMs = RETRY_MS / speed;
+  assert.ok(value.timerAt < 500 + 400, `a 500 ms timer fired after ${value.timerAt} ms`);
+  assert.ok(value.flushedAt > value.timerAt, "flush settles after the timer");
+  assert.ok(value.flushedAt < minuteMs + 2_000, `flush settled after ${value.flushedAt} ms`);
+  assert.ok(tries >= 2, `${tries} tries`);
+  assert.ok(tries <= minuteMs / batchMs + 2, `${tries} tries in ${value.flushedAt} ms`);
+  assert.match(
+    logged,
+    /^dropped 1 client sightings that could not be written for a minute/m,
+  );
 });
 
 Deno.test("install reports: the batching writer's failure policy", async (t) => {

@@ -15,7 +15,7 @@ import { createProject, type ProjectInput } from "../src/projects/projects.ts";
 import { getDownloadCounts } from "../src/releases/releases.ts";
 import { createReportRecorder, type ReportRecorder } from "../src/reports/report_recorder.ts";
 import { createSigningKey, setSigningKeyStatus } from "../src/signing/signing_keys.ts";
-import type { Release } from "../src/projects/types.ts";
+import type { Release } from "../src/releases/types.ts";
 import { createStore, type Store } from "../src/kv/store.ts";
 import { createKeyFiles } from "../src/signing/key_files.ts";
 import { rolloutBucket } from "../src/releases/offer.ts";

@@ -26,9 +26,10 @@ async function production(): Promise<Array<{ file: string; source: string }>> {
 }
 
 /**
- * The stored records (src/projects/types.ts) that are never changed in place: a
- * changed one is a new object. A module-level `WeakMap` or `WeakSet` keyed by
- * one of them is a memo of what that record determines.
+ * The stored records (src/releases/types.ts, src/credentials/types.ts) that
+ * are never changed in place: a changed one is a new object. A module-level
+ * `WeakMap` or `WeakSet` keyed by one of them is a memo of what that record
+ * determines.
  */
 const IMMUTABLE_RECORDS: ReadonlySet<string> = new Set(["ApiKey", "Release"]);
 

@@ -44,8 +44,8 @@ const LAYERS: Array<{ name: string; rank: number; owns: (path: string) => boolea
     rank: 2.25,
     owns: (p) => p.startsWith("src/artifact_records/"),
   },
-  // Projects, the counts kept with them (aggregates) and the records every
-  // floor above reads (Project, Release, ApiKey): the lowest floor of a rule.
+  // Projects (their record, Project), the counts kept with them
+  // (aggregates) and the contract's field rules: the lowest floor of a rule.
   { name: "src/projects", rank: 2, owns: (p) => p.startsWith("src/projects/") },
   // The ground floor of the KV: its plumbing (key registry, checked atomic
   // writes, read cache, id blocks, paging, leases), with no rule of a feature.

@@ -32,7 +32,7 @@ import {
   seedRelease,
   type TestApp,
 } from "./helpers.ts";
-import type { Release } from "../src/projects/types.ts";
+import type { Release } from "../src/releases/types.ts";
 
 /** The overview's full height at 1366×900 at most: two screens. */
 const OVERVIEW_MAX_HEIGHT = 1_800;

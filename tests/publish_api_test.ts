@@ -4,7 +4,7 @@ import { releaseJson } from "../src/client_api/serialize.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
 import { listPublishTokens, setPublishTokenActive } from "../src/credentials/publish_tokens.ts";
 import { getRelease, listReleasesByProject } from "../src/releases/releases.ts";
-import type { Release } from "../src/projects/types.ts";
+import type { Release } from "../src/releases/types.ts";
 import {
   createTestApp,
   dumpKvText,

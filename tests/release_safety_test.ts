@@ -20,7 +20,7 @@ import { getLatestRelease, makeReleaseLatest } from "../src/releases/releases.ts
 import { getReportCounts } from "../src/reports/reports.ts";
 import { getRolloutGates, setRolloutGates } from "../src/rollouts/gate_records.ts";
 import { getRollout, startRollout } from "../src/releases/rollouts.ts";
-import type { Release } from "../src/projects/types.ts";
+import type { Release } from "../src/releases/types.ts";
 import {
   createTestApp,
   seedKey,

@@ -17,7 +17,7 @@ import { getReportCounts, getReportEstimates } from "../src/reports/reports.ts";
 import { setRolloutGates } from "../src/rollouts/gate_records.ts";
 import { getRollout, startRollout } from "../src/releases/rollouts.ts";
 import type { Config } from "../src/lib/config.ts";
-import type { Release } from "../src/projects/types.ts";
+import type { Release } from "../src/releases/types.ts";
 import { createBatchRunner } from "../src/lib/batch_runner.ts";
 import { createAdoptionRecorder } from "../src/reports/adoption_recorder.ts";
 import { createReportRecorder } from "../src/reports/report_recorder.ts";

@@ -22,7 +22,7 @@ import {
   setReleaseState,
 } from "../src/releases/releases.ts";
 import { getRetentionPolicy, setRetentionPolicy } from "../src/lifecycle/retention_records.ts";
-import type { Release } from "../src/projects/types.ts";
+import type { Release } from "../src/releases/types.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
 import { ConfigError, loadConfig } from "../src/lib/config.ts";
 import { seedProject, seedRelease, type TestApp } from "./helpers.ts";

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { releaseKey } from "../src/kv/keys.ts";
-import type { Release } from "../src/projects/types.ts";
+import type { Release } from "../src/releases/types.ts";
 import { AdminClient, httpSender } from "./admin_helpers.ts";
 import { createClientKey } from "./data_dir_fixtures.ts";
 import { cephMissing, type Rgw, rgwOfFile } from "./rgw.ts";

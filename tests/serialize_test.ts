@@ -7,7 +7,9 @@ import {
   releaseEnvelope,
   releaseEnvelopeBody,
 } from "../src/client_api/serialize.ts";
-import type { ApiKey, Project, Release } from "../src/projects/types.ts";
+import type { Project } from "../src/projects/types.ts";
+import type { ApiKey } from "../src/credentials/types.ts";
+import type { Release } from "../src/releases/types.ts";
 
 const project = (id: number, tags: string[] = []): Project => ({
   id,

@@ -17,9 +17,11 @@ import {
   type TestProvider,
 } from "./oidc_provider.ts";
 import { ConfigError, loadConfig, type OidcConfig } from "../src/lib/config.ts";
-import { fromBase64Url } from "../src/lib/secrets.ts";
+import { fromBase64Url, sha256Hex } from "../src/lib/secrets.ts";
 import { createSso, type ProviderFetch } from "../src/sso/mod.ts";
 import { createAdminAccount, getAdminUser, roleOf } from "../src/accounts/admin_users.ts";
+import type { AdminSession } from "../src/accounts/sessions.ts";
+import { adminSessionKey } from "../src/kv/keys.ts";
 
 const BASE_URL = "http://localhost:8000";
 
@@ -387,6 +389,28 @@ Deno.test("without a refresh token the session check reads userinfo", async () =
   provider.users.set("alice", []);
   await sleep(1_100);
   assert.equal((await client.fetch("/admin")).status, 303);
+});
+
+Deno.test("no refresh token and the access token expired: the audit entry says so", async () => {
+  await using provider = await startTestProvider([BASE_URL], { refreshTokens: false });
+  provider.users.set("alice", ["uds-admins"]);
+  await using app = await appWith(provider);
+  const client = new AdminClient(app);
+  assert.equal((await ssoSignIn(client, "alice")).status, 303);
+  const key = adminSessionKey(sha256Hex(client.cookies.get("uds_session")!));
+  const session = (await app.store.kv.get<AdminSession>(key)).value!;
+  const sso = { ...session.sso!, checked_at: 0, access_expires_at: Date.now() - 1 };
+  await app.store.kv.set(key, { ...session, sso });
+  const res = await client.fetch("/admin");
+  assert.equal(res.status, 303);
+  assert.equal(res.headers.get("location"), "/admin/login");
+  const entry = await lastAudit(app);
+  assert.equal(entry.action, "auth.session_ended");
+  assert.equal(
+    entry.details,
+    "OpenID Connect provider Test IdP: your groups are due to be checked and Test IdP gave no " +
+      "refresh token: sign in again",
+  );
 });
 
 Deno.test("local passwords off: no password form, the break-glass sign-in works", async (t) => {

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { releaseKey } from "../src/kv/keys.ts";
-import type { Release } from "../src/projects/types.ts";
+import type { Release } from "../src/releases/types.ts";
 import { contentDisposition, downloadContentType } from "../src/http/content_disposition.ts";
 import { cutToCodePoints, isMediaType } from "../src/lib/header_text.ts";
 import { safeFilename } from "../src/projects/validate.ts";

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { listVelopackDeltas } from "../src/artifact_records/velopack.ts";
 import { feedCredential } from "../src/feeds/url_credential.ts";
-import type { Release } from "../src/projects/types.ts";
+import type { Release } from "../src/releases/types.ts";
 import { createTestApp, noise, seedKey, seedProject, seedRelease } from "./helpers.ts";
 import {
   installVelopack,

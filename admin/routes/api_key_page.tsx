@@ -9,7 +9,8 @@ import { deleteApiKey, getKeyDownloads } from "../../src/lifecycle/delete_record
 import { editApiKey, getApiKeyVersioned } from "../../src/edits/edits.ts";
 import { NotFoundError } from "../../src/kv/errors.ts";
 import { getProjectsByIds } from "../../src/projects/projects.ts";
-import type { ApiKey, Project } from "../../src/projects/types.ts";
+import type { Project } from "../../src/projects/types.ts";
+import type { ApiKey } from "../../src/credentials/types.ts";
 import { describeChanges } from "../audit_changes.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { reshowRefusedEdit } from "../edit_refusal.ts";

@@ -15,7 +15,8 @@ import {
   searchProjectsBySlug,
 } from "../../src/projects/projects.ts";
 import type { Store } from "../../src/kv/store.ts";
-import type { ApiKey, Project } from "../../src/projects/types.ts";
+import type { Project } from "../../src/projects/types.ts";
+import type { ApiKey } from "../../src/credentials/types.ts";
 import { type AdminContext, audit, pageContext } from "../context.ts";
 import { formErrorOf } from "../forms.ts";
 import {

@@ -12,7 +12,7 @@ import {
   NotActiveError,
   publishDraft,
 } from "../../src/releases/releases.ts";
-import type { Release } from "../../src/projects/types.ts";
+import type { Release } from "../../src/releases/types.ts";
 import { audit, redirectWithFlash } from "../context.ts";
 import { field } from "../forms.ts";
 import type { Store } from "../../src/kv/store.ts";

@@ -23,7 +23,7 @@ import {
   getLatestRelease,
   listReleasesByProject,
 } from "../../src/releases/releases.ts";
-import type { Release } from "../../src/projects/types.ts";
+import type { Release } from "../../src/releases/types.ts";
 import { describeChanges } from "../audit_changes.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { reshowRefusedEdit } from "../edit_refusal.ts";

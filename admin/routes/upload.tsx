@@ -27,7 +27,8 @@ import {
 import type { UploadFailureReason } from "../../src/lib/metrics.ts";
 import type { ValidationError } from "../../src/kv/errors.ts";
 import { getProjectBySlug, listProjectsPage } from "../../src/projects/projects.ts";
-import type { Project, Release } from "../../src/projects/types.ts";
+import type { Project } from "../../src/projects/types.ts";
+import type { Release } from "../../src/releases/types.ts";
 import { type AdminContext, audit, pageContext, redirectWithFlash } from "../context.ts";
 import { isSlug } from "../../src/lib/limits.ts";
 import { UploadPage } from "../views/upload_page.tsx";

@@ -1,5 +1,5 @@
 import { keyRolloutTags } from "../../src/credentials/access.ts";
-import type { ApiKey } from "../../src/projects/types.ts";
+import type { ApiKey } from "../../src/credentials/types.ts";
 import { SecretCopyRow, SecretCreatedLayout, TagList, Time } from "./components.tsx";
 import type { PageContext } from "./layout.tsx";
 import { ReachesNothingWarning, SCOPE_LABELS } from "./api_keys.tsx";

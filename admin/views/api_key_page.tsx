@@ -1,6 +1,6 @@
 /** One API key: what it is, the edit form and the delete form. */
 import type { KeyState } from "../../src/credentials/access.ts";
-import type { ApiKey } from "../../src/projects/types.ts";
+import type { ApiKey } from "../../src/credentials/types.ts";
 import type { ApiKeyFormValues } from "../forms_api_key.ts";
 import type { FormError } from "../types.ts";
 import { keyRolloutTags } from "../../src/credentials/access.ts";

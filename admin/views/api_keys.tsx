@@ -1,5 +1,5 @@
 import { keyRolloutTags, type KeyState } from "../../src/credentials/access.ts";
-import { type ApiKey, SCOPE_MODES, type ScopeMode } from "../../src/projects/types.ts";
+import { type ApiKey, SCOPE_MODES, type ScopeMode } from "../../src/credentials/types.ts";
 import type { ApiKeyFormValues } from "../forms_api_key.ts";
 import type { FormError } from "../types.ts";
 import type { ListPage } from "../listing.ts";

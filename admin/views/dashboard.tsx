@@ -1,7 +1,9 @@
 import type { AttentionItem } from "../attention.ts";
 import { can } from "../roles.ts";
 import type { DailyDownloads } from "../../src/stats/downloads.ts";
-import type { ApiKey, Project, Release } from "../../src/projects/types.ts";
+import type { Project } from "../../src/projects/types.ts";
+import type { ApiKey } from "../../src/credentials/types.ts";
+import type { Release } from "../../src/releases/types.ts";
 import { type ChartRange, DownloadChart } from "./chart.tsx";
 import { humanBytes } from "../format.ts";
 import { DataTable } from "./components.tsx";

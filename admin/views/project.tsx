@@ -1,6 +1,7 @@
 import type { DeliveryTotals } from "../../src/stats/delivery.ts";
 import type { DailyDownloads } from "../../src/stats/downloads.ts";
-import type { Project, Release } from "../../src/projects/types.ts";
+import type { Project } from "../../src/projects/types.ts";
+import type { Release } from "../../src/releases/types.ts";
 import type { LatestNotes } from "../../src/releases/latest_notes.ts";
 import type { ListPage } from "../listing.ts";
 import type { ProjectEditValues } from "../forms_project.ts";

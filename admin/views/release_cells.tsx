@@ -1,5 +1,5 @@
 /** The cells that describe a release, the same on the dashboard and on a project page. */
-import type { Release } from "../../src/projects/types.ts";
+import type { Release } from "../../src/releases/types.ts";
 import { humanBytes } from "../format.ts";
 import { Breakable, StateBadge, Time } from "./components.tsx";
 

@@ -1,6 +1,7 @@
 /** One release: its facts, a download link, the edit form and the delete form. */
 import type { DeliveryTotals } from "../../src/stats/delivery.ts";
-import type { Project, Release } from "../../src/projects/types.ts";
+import type { Project } from "../../src/projects/types.ts";
+import type { Release } from "../../src/releases/types.ts";
 import { humanBytes } from "../format.ts";
 import type { ReleaseEditValues } from "../forms_upload.ts";
 import type { FormError } from "../types.ts";

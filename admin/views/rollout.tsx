@@ -4,8 +4,7 @@
  * starts one for an active release that is not the latest.
  */
 import type { Child } from "hono/jsx";
-import type { Release } from "../../src/projects/types.ts";
-import type { Rollout } from "../../src/releases/types.ts";
+import type { Release, Rollout } from "../../src/releases/types.ts";
 import { ROLLOUT_STEPS_MAX } from "../../src/releases/rollouts.ts";
 import { type RolloutValues, scheduleRows } from "../forms_rollout.ts";
 import type { FormError } from "../types.ts";

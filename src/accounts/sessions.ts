@@ -6,11 +6,19 @@
  * `touchEveryMs` (a minute; a quarter of the idle limit when that is shorter),
  * so page views do not each cost a durable write. A session signed in through an
  * OpenID Connect provider carries the provider's side in the same record (`sso`, docs/sso.md),
- * so one write starts it and one delete ends it.
+ * so one write starts it and one delete ends it. That delete also takes the provider's tokens an
+ * older layout kept apart (`legacySsoSessionKey`); `deleteLegacySsoSessions` takes all of them at
+ * start.
  */
 import { ADDRESS_MAX_LENGTH, TOKEN_PATTERN } from "../lib/limits.ts";
 import { randomToken, sha256Hex } from "../lib/secrets.ts";
-import { adminSessionByUserKey, adminSessionKey, adminSessionsByUserPrefix } from "../kv/keys.ts";
+import {
+  adminSessionByUserKey,
+  adminSessionKey,
+  adminSessionsByUserPrefix,
+  legacySsoSessionKey,
+  legacySsoSessionsPrefix,
+} from "../kv/keys.ts";
 import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
 import type { Store } from "../kv/store.ts";
 
@@ -182,7 +190,10 @@ async function changeSsoPart(
   });
 }
 
-/** Ends a session: its record, with the provider's side when it has one. */
+/**
+ * Ends a session: its record, with the provider's side when it has one (and the one an older
+ * layout kept apart).
+ */
 export async function deleteAdminSession(
   store: Store,
   id: string,
@@ -190,7 +201,7 @@ export async function deleteAdminSession(
 ): Promise<void> {
   if (!TOKEN_PATTERN.test(id)) return;
   const idHash = sha256Hex(id);
-  const op = store.kv.atomic().delete(adminSessionKey(idHash));
+  const op = store.kv.atomic().delete(adminSessionKey(idHash)).delete(legacySsoSessionKey(idHash));
   if (username !== undefined) op.delete(adminSessionByUserKey(username, idHash));
   await op.commit();
 }
@@ -206,8 +217,43 @@ export async function deleteAdminSessionsOfUser(
   for await (const entry of store.kv.list({ prefix: adminSessionsByUserPrefix(username) })) {
     const idHash = entry.key[entry.key.length - 1] as string;
     if (idHash === keepHash) continue;
-    await store.kv.atomic().delete(adminSessionKey(idHash)).delete(entry.key).commit();
+    await store.kv.atomic().delete(adminSessionKey(idHash)).delete(legacySsoSessionKey(idHash))
+      .delete(entry.key).commit();
     ended++;
   }
   return ended;
+}
+
+/** At most this many entries (each checked) go in one commit of `deleteLegacySsoSessions`. */
+const LEGACY_DELETES_PER_COMMIT = 100;
+/** At most this many commits in one run of `deleteLegacySsoSessions`. */
+const LEGACY_COMMITS_PER_RUN = 1_000;
+
+/**
+ * Deletes the entries an older layout kept the provider's tokens of a session in
+ * (`legacySsoSessionKey`), in checked commits of at most `LEGACY_DELETES_PER_COMMIT` entries; run
+ * once at start. It stops when a listing finds fewer than that, or after `LEGACY_COMMITS_PER_RUN`
+ * commits (an instance of the older version still writing them cannot keep it going; what is
+ * left expires with its session). How many entries it deleted.
+ */
+export async function deleteLegacySsoSessions(store: Store): Promise<number> {
+  let deleted = 0;
+  for (let run = 0; run < LEGACY_COMMITS_PER_RUN; run++) {
+    const count = await commitWithRetry(async () => {
+      const op = store.kv.atomic();
+      let listed = 0;
+      const entries = store.kv.list(
+        { prefix: legacySsoSessionsPrefix() },
+        { limit: LEGACY_DELETES_PER_COMMIT },
+      );
+      for await (const entry of entries) {
+        op.check(entry).delete(entry.key);
+        listed++;
+      }
+      return { commit: listed === 0 ? NOTHING_TO_WRITE : await op.commit(), value: listed };
+    });
+    deleted += count;
+    if (count < LEGACY_DELETES_PER_COMMIT) break;
+  }
+  return deleted;
 }

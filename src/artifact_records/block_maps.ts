@@ -17,7 +17,6 @@ import {
   releaseKey,
   releasesPrefix,
 } from "../kv/keys.ts";
-import type { Release } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
 
 export interface BlockMapRecord {
@@ -98,7 +97,7 @@ export async function createBlockMap(
     created_at: new Date().toISOString(),
   };
   const created = await commitWithRetry(async () => {
-    const [release, existing] = await store.kv.getMany<[Release, BlockMapRecord]>([
+    const [release, existing] = await store.kv.getMany<[unknown, BlockMapRecord]>([
       releaseKey(releaseId),
       blockMapKey(releaseId),
     ]);
@@ -139,7 +138,7 @@ export async function removeOrphanBlockMaps(store: Store): Promise<number> {
     pieceOwners.get(releaseId)!.add(piecesId);
   }
   const ids = [...new Set([...recorded.keys(), ...pieceOwners.keys()])];
-  const entries = await getManyEntries<Release>(store.kv, ids.map(releaseKey));
+  const entries = await getManyEntries(store.kv, ids.map(releaseKey));
   entries.forEach((entry, i) => {
     if (entry.value !== null) releaseIds.add(ids[i]);
   });
@@ -162,16 +161,18 @@ export async function removeOrphanBlockMaps(store: Store): Promise<number> {
 /**
  * Releases (any state) with an id above `afterId` that have no block map,
  * at most `limit` looked at, by id; `lastId` is the highest id looked at
- * (the next call starts there), `afterId` when there were none.
+ * (the next call starts there), `afterId` when there were none. The records
+ * are read as `R`, the caller's record of a release (`Release`); this reads
+ * only their ids.
  */
-export async function listReleasesWithoutBlockMap(
+export async function listReleasesWithoutBlockMap<R extends { id: number }>(
   store: Store,
   { afterId, limit }: { afterId: number; limit: number },
-): Promise<{ releases: Release[]; lastId: number }> {
-  const releases: Release[] = [];
-  const seen: Release[] = [];
+): Promise<{ releases: R[]; lastId: number }> {
+  const releases: R[] = [];
+  const seen: R[] = [];
   for await (
-    const entry of store.kv.list<Release>({
+    const entry of store.kv.list<R>({
       prefix: releasesPrefix(),
       start: releaseKey(afterId + 1),
     }, {

@@ -7,14 +7,11 @@
  * existing releases (`listStorageKeys` in releases.ts).
  */
 import {
-  releaseKey,
-  releasesPrefix,
   velopackDeltaKey,
   velopackDeltasPrefix,
   velopackPackageKey,
   velopackPackagesPrefix,
 } from "../kv/keys.ts";
-import type { Release } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
 import {
   eachRecord,
@@ -102,22 +99,6 @@ export async function listVelopackDeltas(
 /** Every delta of every release (the storage sweep keeps those whose release exists). */
 export function listAllVelopackDeltas(store: Store): AsyncGenerator<VelopackDelta> {
   return eachRecord(store, velopackDeltasPrefix());
-}
-
-/** Up to `limit` releases of any project with ids above `afterId`, by id. */
-export async function listReleasesAfter(
-  store: Store,
-  afterId: number,
-  limit: number,
-): Promise<Release[]> {
-  const releases: Release[] = [];
-  for await (
-    const entry of store.kv.list<Release>({
-      start: releaseKey(afterId + 1),
-      end: [...releasesPrefix(), Number.MAX_SAFE_INTEGER],
-    }, { limit })
-  ) releases.push(entry.value);
-  return releases;
 }
 
 /** The highest release id that has a package record (where the next build run starts). */

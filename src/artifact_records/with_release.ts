@@ -6,7 +6,6 @@
  */
 import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
 import { releaseKey } from "../kv/keys.ts";
-import type { Release } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
 
 /**
@@ -19,7 +18,7 @@ export async function setWhileReleaseExists(
   entries: ReadonlyArray<readonly [Deno.KvKey, unknown]>,
 ): Promise<boolean> {
   return await commitWithRetry(async () => {
-    const release = await store.kv.get<Release>(releaseKey(releaseId));
+    const release = await store.kv.get(releaseKey(releaseId));
     if (release.value === null) return { commit: NOTHING_TO_WRITE, value: false };
     const op = store.kv.atomic().check(release);
     for (const [key, value] of entries) op.set(key, value);

@@ -20,8 +20,8 @@
 import { createPrivateFile, makePrivateDir, PRIVATE_DIR_MODE } from "../lib/private_files.ts";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { leaveOutWebhookSecrets, releasesIn } from "./records.ts";
-import { countRecords, type KvRecord, snapshotEntries } from "../kv/entries.ts";
+import { countRecords, leaveOutWebhookSecrets, releasesIn } from "./records.ts";
+import { type KvRecord, snapshotEntries } from "../kv/entries.ts";
 import { keepWholeBlockMaps } from "../artifact_records/block_maps.ts";
 import { BACKUP_SKIPPED_PREFIXES } from "../kv/keys.ts";
 import { encodeRecord } from "./codec.ts";

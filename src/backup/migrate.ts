@@ -10,7 +10,7 @@
  */
 import { type ArtifactStore } from "../storage/mod.ts";
 import { listAllReleases } from "../releases/releases.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import { BackupError } from "./format.ts";
 import { createHash } from "node:crypto";
 import type { Store } from "../kv/store.ts";

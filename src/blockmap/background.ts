@@ -18,7 +18,7 @@ import {
   removeOrphanBlockMaps,
 } from "../artifact_records/block_maps.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import { buildBlockMap } from "./build.ts";
 
 /** How often an instance looks for new releases (an upload is picked up within this). */
@@ -46,7 +46,10 @@ export async function runBlockMapBuild(
     // Under the lease: the only writer of block maps is its holder, so no map is half-written.
     if (afterId === 0) await removeOrphanBlockMaps(store);
     while (true) {
-      const page = await listReleasesWithoutBlockMap(store, { afterId: run.lastId, limit: PAGE });
+      const page = await listReleasesWithoutBlockMap<Release>(store, {
+        afterId: run.lastId,
+        limit: PAGE,
+      });
       for (const release of page.releases) {
         if (!await claimLease(store, "block_map_build", lease)) return { ...run, outcome: "busy" };
         if (await buildFor(release, { store, artifacts })) run.built++;

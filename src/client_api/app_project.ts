@@ -10,7 +10,8 @@ import { isSlug } from "../lib/limits.ts";
 import { projectVisible } from "../credentials/access.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { getProjectBySlug } from "../projects/projects.ts";
-import type { ApiKey, Project } from "../projects/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { ApiKey } from "../credentials/types.ts";
 import type { Store } from "../kv/store.ts";
 
 /** The project `key` sees for `app` on `platforms` (most specific first); else the spec's 404. */

@@ -20,7 +20,7 @@ import type { TakeResult } from "../rate_limit/rate_limit.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { createUrlCredentialLookup } from "../feeds/url_credential.ts";
 import type { KeyLookup } from "../credentials/key_lookup.ts";
-import type { ApiKey } from "../projects/types.ts";
+import type { ApiKey } from "../credentials/types.ts";
 
 const BEARER = /^Bearer[ \t]+([^\s]+)[ \t]*$/i;
 const ALLOWED: TakeResult = { allowed: true };

@@ -20,7 +20,7 @@ import {
   downloadContentType,
 } from "../http/content_disposition.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import type { DownloadMode } from "../lib/config.ts";
 import {
   type ByteRange,

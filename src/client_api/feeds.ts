@@ -19,7 +19,9 @@ import { getActiveReleaseByVersion } from "../releases/release_versions.ts";
 import { getLatestRelease } from "../releases/releases.ts";
 import { listSparkleDeltasByRelease } from "../artifact_records/sparkle_deltas.ts";
 import { listArtifactPatches } from "../artifact_records/artifact_patches.ts";
-import type { ApiKey, Project, Release } from "../projects/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { ApiKey } from "../credentials/types.ts";
+import type { Release } from "../releases/types.ts";
 import { electronFeedYaml, isElectronFeedFile } from "../feeds/electron.ts";
 import {
   BLOCK_MAP_SUFFIX,

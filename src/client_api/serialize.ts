@@ -1,6 +1,8 @@
 /** The client API's JSON shapes (../shared/spec/client-api.md "2. Resources and their fields"). */
 import { projectJson, releaseJson } from "../http/resource_json.ts";
-import type { ApiKey, Project, Release } from "../projects/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { ApiKey } from "../credentials/types.ts";
+import type { Release } from "../releases/types.ts";
 
 export { projectJson, releaseJson };
 

@@ -15,7 +15,9 @@ import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../releases/offer.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { getActiveReleaseByVersion } from "../releases/release_versions.ts";
 import { getRelease } from "../releases/releases.ts";
-import type { ApiKey, Project, Release } from "../projects/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { ApiKey } from "../credentials/types.ts";
+import type { Release } from "../releases/types.ts";
 import { FEEDS_PREFIX } from "../feeds/paths.ts";
 import { squirrelPlatforms, squirrelSystem } from "../feeds/platforms.ts";
 import {

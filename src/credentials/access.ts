@@ -2,7 +2,8 @@
  * The access rules of an API key: acceptance (../shared/spec/client-api.md "5. Authentication"),
  * state, and scope (../shared/spec/admin-contract.md "Scope modes").
  */
-import type { ApiKey, Credential, Project } from "../projects/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { ApiKey, Credential } from "./types.ts";
 
 export type KeyVerdict = "ok" | "invalid" | "forbidden";
 

@@ -13,9 +13,9 @@ import {
 import { NotFoundError, ValidationError } from "../kv/errors.ts";
 import { type CursorPage, cursorPage, type PageRequest } from "../kv/paging.ts";
 import { apiKeyByHashKey, apiKeyKey, apiKeyLastUsedKey, apiKeysPrefix } from "../kv/keys.ts";
-import { type ApiKey, SCOPE_MODES, type ScopeMode } from "../projects/types.ts";
+import { type ApiKey, SCOPE_MODES, type ScopeMode } from "./types.ts";
 import { parseExpiresAt, requireTags, requireText } from "../projects/validate.ts";
-import { addApiKeyEvents } from "../webhooks/outbox.ts";
+import { addWebhookEvent } from "../webhooks/outbox.ts";
 import type { Store } from "../kv/store.ts";
 
 /**
@@ -229,4 +229,16 @@ export async function keepApiKeyFeedMac(
  */
 export async function recordApiKeyUse(store: Store, id: number, at: string): Promise<void> {
   await store.kv.set(apiKeyLastUsedKey(id), at);
+}
+
+/** The events of an API key write, added to its commit: `key.created`, `key.disabled`. */
+function addApiKeyEvents(
+  op: Deno.AtomicOperation,
+  before: ApiKey | null,
+  after: ApiKey,
+): Deno.AtomicOperation {
+  const data = { key: { id: after.id, name: after.name, expires_at: after.expires_at } };
+  if (before === null) addWebhookEvent(op, "key.created", data);
+  else if (before.active && !after.active) addWebhookEvent(op, "key.disabled", data);
+  return op;
 }

@@ -6,7 +6,7 @@
  */
 import { randomToken, sha256Hex } from "../lib/secrets.ts";
 import { getManyEntries } from "../kv/get_many.ts";
-import type { Credential } from "../projects/types.ts";
+import type { Credential } from "./types.ts";
 import { parseExpiresAt } from "../projects/validate.ts";
 import type { Store } from "../kv/store.ts";
 

@@ -1,6 +1,6 @@
 /** Finding the stored key that a bearer token presents, for the client API's key check. */
 import { getApiKeyByHash, hashApiKeySecret } from "./api_keys.ts";
-import type { ApiKey } from "../projects/types.ts";
+import type { ApiKey } from "./types.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import type { Store } from "../kv/store.ts";
 

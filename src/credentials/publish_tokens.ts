@@ -15,7 +15,7 @@ import {
   publishTokenLastUsedKey,
   publishTokensPrefix,
 } from "../kv/keys.ts";
-import type { Credential } from "../projects/types.ts";
+import type { Credential } from "./types.ts";
 import { requireText } from "../projects/validate.ts";
 import type { Store } from "../kv/store.ts";
 

@@ -14,7 +14,7 @@ import type { ArtifactStore } from "../storage/types.ts";
 import { listArtifactPatches, putArtifactPatch } from "../artifact_records/artifact_patches.ts";
 import { listReleasesByProject } from "../releases/releases.ts";
 import type { Store } from "../kv/store.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import { getVelopackSettings } from "../velopack/settings.ts";
 import { DEFAULT_DELTA_LIMITS, type DeltaLimits, zstdPatch } from "./tools.ts";
 import { type BuildCounts, buildFromBases, copyArtifact } from "./work.ts";

@@ -15,15 +15,14 @@ import { JOB_LEASE_MS, type JobReport, scheduleJob } from "../lib/background_job
 import type { ArtifactStore } from "../storage/types.ts";
 import { lastArtifactPatchReleaseId } from "../artifact_records/artifact_patches.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
-import { listReleasesByProject } from "../releases/releases.ts";
+import { listReleasesAfter, listReleasesByProject } from "../releases/releases.ts";
 import type { Store } from "../kv/store.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import {
   getVelopackPackage,
   getVelopackPackages,
   isVelopackFile,
   lastVelopackPackageId,
-  listReleasesAfter,
   listVelopackDeltas,
   putVelopackDelta,
   putVelopackPackage,

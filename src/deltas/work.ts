@@ -10,7 +10,7 @@ import { readRecordedArtifact } from "../storage/artifact_work.ts";
 import type { ArtifactStore } from "../storage/types.ts";
 import { claimLease } from "../kv/leases.ts";
 import type { Store } from "../kv/store.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import { DeltaToolMissingError } from "./tools.ts";
 
 /** The builder's lease: one build at a time across instances. */

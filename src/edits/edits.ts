@@ -14,7 +14,9 @@ import { projectListPatch } from "../projects/projects.ts";
 import { NotFoundError } from "../kv/errors.ts";
 import { apiKeyKey, projectKey, releaseKey } from "../kv/keys.ts";
 import { validateGivenReleaseFields } from "../releases/releases.ts";
-import type { ApiKey, Project, Release } from "../projects/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { ApiKey } from "../credentials/types.ts";
+import type { Release } from "../releases/types.ts";
 import { requireTags, requireText } from "../projects/validate.ts";
 import type { Store } from "../kv/store.ts";
 

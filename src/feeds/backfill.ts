@@ -16,7 +16,7 @@ import {
 } from "./backfill_records.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
 import { setReleaseSha512 } from "../releases/releases.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 
 /** How often an instance that found the lease taken (or failed) looks again. */
 const RETRY_MS = 60_000;

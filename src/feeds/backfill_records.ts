@@ -6,7 +6,7 @@
  */
 import { retryWhileLocked } from "../kv/atomic.ts";
 import { releasesPrefix, sha512BackfillDoneKey } from "../kv/keys.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import type { Store } from "../kv/store.ts";
 
 export async function isSha512BackfillDone(store: Store): Promise<boolean> {

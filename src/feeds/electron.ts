@@ -3,7 +3,7 @@
  * electron-builder's `UpdateInfo` of one release, in YAML.
  */
 import { stringify } from "yaml";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 
 /**
  * The file names electron-updater asks for: `{channel}{suffix}` and `.yml`,

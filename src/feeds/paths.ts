@@ -2,7 +2,7 @@
  * Where the updater feeds live (docs/feeds.md): every feed and file under
  * `/feeds`, apart from the client API under /api/v1.
  */
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 
 export const FEEDS_PREFIX = "/feeds";
 

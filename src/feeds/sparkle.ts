@@ -2,7 +2,8 @@
  * Sparkle's appcast: an RSS 2.0 document with one item, the latest release,
  * its enclosure signed with the vendor's EdDSA key. Every value is escaped.
  */
-import type { Project, Release } from "../projects/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 
 const SPARKLE_NS = "http://www.andymatuschak.org/xml-namespaces/sparkle";
 

@@ -12,7 +12,7 @@ import { setReleaseSha1 } from "../releases/releases.ts";
 import { getActiveReleaseByVersion } from "../releases/release_versions.ts";
 import { getSquirrelDelta, type SquirrelDelta } from "../artifact_records/squirrel_deltas.ts";
 import type { Store } from "../kv/store.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 
 /** A version segment of the Squirrel URL (the client's, or a file's release's). */
 const VERSION_SEGMENT = /^[\x21-\x7e]{1,100}$/;

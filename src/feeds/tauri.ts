@@ -3,7 +3,7 @@
  * `{ version, notes, pub_date, url, signature }`. The client compares the
  * versions itself; the service always answers the latest release.
  */
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 
 /** A path segment of the Tauri endpoint (`{{target}}`, `{{arch}}`, `{{current_version}}`). */
 const SEGMENT = /^[A-Za-z0-9._+-]{1,64}$/;

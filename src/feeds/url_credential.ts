@@ -20,7 +20,7 @@ import { constantTimeEqual, sha256Hex } from "../lib/secrets.ts";
 import { getApiKey, getApiKeyByHash } from "../credentials/api_keys.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import type { KeyLookup } from "../credentials/key_lookup.ts";
-import type { ApiKey } from "../projects/types.ts";
+import type { ApiKey } from "../credentials/types.ts";
 import type { Store } from "../kv/store.ts";
 
 const CREDENTIAL = /^vk_([1-9][0-9]{0,14})_([0-9a-f]{32})$/;

@@ -7,7 +7,7 @@ import type { KeyLookup } from "../credentials/key_lookup.ts";
 import type { RateLimiter } from "../rate_limit/rate_limit.ts";
 import type { ReportRecorder } from "../reports/report_recorder.ts";
 import type { AnswerSigner } from "../signing/signing_keys.ts";
-import type { ApiKey } from "../projects/types.ts";
+import type { ApiKey } from "../credentials/types.ts";
 import type { Store } from "../kv/store.ts";
 import type { OpenResponses } from "./open_responses.ts";
 import type { ResponseHeaders } from "./response_headers.ts";

@@ -5,7 +5,8 @@
  * answers releases in the same shape.
  */
 import { downloadContentType } from "./content_disposition.ts";
-import type { Project, Release } from "../projects/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 
 export function projectJson(project: Project) {
   return {

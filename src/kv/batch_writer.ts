@@ -9,13 +9,18 @@
  * `write`, at most one batch a `batchMs` (src/lib/batch_runner.ts); what
  * arrives meanwhile waits for the next.
  *
- * The failure policy: a batch that could not be written is tried again with
- * the next batches while its items are younger than `RETRY_MS` (a minute),
- * unless the same key was queued again meanwhile (the newer item wins) or
- * there is no room (`maxPending`); each failure is logged as `could not
- * record <what> (tried once more)` with the error. Its overflow is not
- * tried again (a sketch is an estimate). `write` gets the same `requeue` to
- * keep an item for one more batch itself.
+ * The failure policy: a batch that could not be written is tried again
+ * while its items are younger than `RETRY_MS` (a minute), no sooner than
+ * `batchMs` after the failure, also under `flush` and `settle`; an item
+ * whose key was queued again meanwhile is merged with the newer one (as
+ * `merge` would merge them on `add`), and one of a new key is kept while
+ * there is room (`maxPending`). A failure whose items go back in the queue
+ * is logged as `could not record <what> (tried once more)` with the error;
+ * items dropped (older than a minute, or no room) are logged as `dropped N
+ * <what> that could not be written for a minute` (or `(no room to wait)`).
+ * Its overflow is not tried again (a sketch is an estimate; logged as
+ * dropped). `write` gets the same `requeue` to keep an item for one more
+ * batch itself.
  */
 import { createBatchRunner } from "../lib/batch_runner.ts";
 
@@ -32,17 +37,22 @@ export interface Batch<T, Overflow> {
   overflow: Map<string, Overflow>;
   /**
    * Takes `queued` into the next batch: false when there is no room; true
-   * when it is taken or its key waits already (the newer item wins).
+   * when it is taken or merged into the item of its key that waits already
+   * (`merge(queued, waiting)`: the waiting one is the newer).
    */
   requeue(queued: Queued<T>): boolean;
 }
 
 export interface BatchWriterOptions<T, Overflow> {
-  /** What the items are, in the log: `could not record <what> (tried once more)`. */
+  /** What the items are, in the log: `could not record <what> (tried once more)`, `dropped N <what> ...`. */
   what: string;
   /** The pending map's key of an item: one item a key waits. */
   keyOf(item: T): string;
-  /** The item kept when `item` is added while `waiting` has its key (default: `item`, which it may change). */
+  /**
+   * The item kept when `item` is added while `waiting` has its key, or when
+   * `waiting` failed to be written and the newer `item` has been queued since
+   * (default: `item`, which it may change).
+   */
   merge?(waiting: T, item: T): T;
   /** Takes `item`, past `maxPending`, into `overflow` (or drops it). */
   overflow(overflow: Map<string, Overflow>, item: T, at: number): void;
@@ -61,7 +71,11 @@ export interface BatchWriterOptions<T, Overflow> {
 export interface BatchWriter<T> {
   /** Queues `item`; returns at once. */
   add(item: T): void;
-  /** Resolves once every item added so far is written or given up (tests, shutdown). */
+  /**
+   * Resolves once every item added so far is written or given up (tests,
+   * shutdown); with a store that keeps failing, once the policy drops them
+   * (a minute, one try a `batchMs`).
+   */
   flush(): Promise<void>;
   /** Resolves once the items waiting now are written (at most two batches, however busy). */
   settle(): Promise<void>;
@@ -87,9 +101,14 @@ export function createBatchWriter<T, Overflow>(
   let pending = new Map<string, Queued<T>>();
   let overflow = new Map<string, Overflow>();
 
+  /** Puts `queued` back: merged into the item of its key that waits, else kept while there is room. */
   function requeue(queued: Queued<T>): boolean {
     const key = keyOf(queued.item);
-    if (pending.has(key)) return true;
+    const waiting = pending.get(key);
+    if (waiting !== undefined) {
+      pending.set(key, { item: merge(queued.item, waiting.item), at: waiting.at });
+      return true;
+    }
     if (pending.size >= maxPending) return false;
     pending.set(key, queued);
     return true;
@@ -100,14 +119,35 @@ export function createBatchWriter<T, Overflow>(
     const parts = overflow;
     pending = new Map();
     overflow = new Map();
-    await write({ items, overflow: parts, requeue }).catch((error) => {
+    try {
+      await write({ items, overflow: parts, requeue });
+    } catch (error) {
       onKvError();
-      console.error(`could not record ${what} (tried once more):`, error);
       // A write that went through before the failure is not repeated: the
       // write skips what is already recorded.
       const since = now() - RETRY_MS;
-      for (const queued of items) if (queued.at > since) requeue(queued);
-    });
+      let old = 0;
+      let full = 0;
+      for (const queued of items) {
+        if (queued.at <= since) old++;
+        else if (!requeue(queued)) full++;
+      }
+      const kept = items.length - old - full;
+      if (kept > 0) console.error(`could not record ${what} (tried once more):`, error);
+      if (old > 0) {
+        console.error(`dropped ${old} ${what} that could not be written for a minute:`, error);
+      }
+      if (full > 0) {
+        console.error(
+          `dropped ${full} ${what} that could not be written (no room to wait):`,
+          error,
+        );
+      }
+      if (parts.size > 0) {
+        console.error(`dropped the estimate of ${what} past the queue (not tried again):`, error);
+      }
+      return "failed";
+    }
   }, { batchMs, pending: () => pending.size > 0 || overflow.size > 0 });
 
   return {

@@ -11,13 +11,7 @@
  * of keys: single-key writes) are not required to hold still.
  */
 import { commitWithRetry } from "./atomic.ts";
-import {
-  apiKeysPrefix,
-  BACKUP_SKIPPED_PREFIXES,
-  BACKUP_VOLATILE_PREFIXES,
-  projectsPrefix,
-  releasesPrefix,
-} from "./keys.ts";
+import { BACKUP_SKIPPED_PREFIXES, BACKUP_VOLATILE_PREFIXES } from "./keys.ts";
 import type { Store } from "./store.ts";
 
 export interface KvRecord {
@@ -85,19 +79,6 @@ export async function snapshotEntries(
 
 function sameList(a: string[], b: string[]): boolean {
   return a.length === b.length && a.every((item, i) => item === b[i]);
-}
-
-/** How many projects, releases and API keys the records hold. */
-export function countRecords(
-  records: readonly KvRecord[],
-): { projects: number; releases: number; api_keys: number } {
-  const count = ([name]: Deno.KvKey) =>
-    records.filter((record) => record.key.length === 2 && record.key[0] === name).length;
-  return {
-    projects: count(projectsPrefix()),
-    releases: count(releasesPrefix()),
-    api_keys: count(apiKeysPrefix()),
-  };
 }
 
 /** True when the KV holds no entry at all. */

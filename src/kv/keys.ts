@@ -88,7 +88,7 @@
  * | ["rollout_gate_changes", projectId, action]  | Deno.KvU64 stages advanced, halted or completed by the gates |
  * | ["release_policy", projectId]                | ReleasePolicy: critical releases, the minimum version, the last rollback |
  * | ["sso_pending", sha256Hex(state)]            | SsoPending: a sign-in on its way through the provider (expireIn; src/sso/records.ts) |
- * | ["sso_sessions", sha256Hex(sessionId)]       | not written: the provider's tokens of sessions kept apart by an older layout, gone with those sessions (expireIn) |
+ * | ["sso_sessions", sha256Hex(sessionId)]       | legacy, never written: the provider's tokens (in clear) of sessions of an older layout that kept two records; deleted at start and with their session (legacySsoSessionKey; src/accounts/sessions.ts) |
  * | ["sso_accounts", username]                   | SsoAccount: the provider identity an account belongs to |
  * | ["tuf_roots", version]                       | TufRoot: one uploaded version of the TUF root (tuf.ts) |
  * | ["tuf_state", projectId]                     | TufState: versions and expiry of a project's TUF metadata |
@@ -309,6 +309,19 @@ export function adminSessionByUserKey(username: string, idHash: string): Deno.Kv
 
 export function adminSessionsByUserPrefix(username: string): Deno.KvKey {
   return ["admin_sessions_by_user", username];
+}
+
+/**
+ * Legacy: the provider's side of a session under an older layout that kept it apart from the
+ * admin session. Never written; only deleted (src/accounts/sessions.ts).
+ */
+export function legacySsoSessionKey(idHash: string): Deno.KvKey {
+  return ["sso_sessions", idHash];
+}
+
+/** Legacy: every entry of `legacySsoSessionKey`. */
+export function legacySsoSessionsPrefix(): Deno.KvKey {
+  return ["sso_sessions"];
 }
 
 export function loginFailuresKey(kind: "pair" | "user" | "addr", subject: string): Deno.KvKey {

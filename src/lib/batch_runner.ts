@@ -2,9 +2,14 @@
  * Runs background batches at most one a `batchMs`: `request()` asks for a
  * batch (the first one after a quiet spell starts at once, the next waits
  * for the rest of `batchMs` since the last one began); while one runs,
- * another is asked for by `pending()` when it ends. The timer never keeps
- * the process alive (a stop calls `flush`). The batching writer
- * (src/kv/batch_writer.ts) runs its batches this way.
+ * another is asked for by `pending()` when it ends. `flush` and `settle`
+ * start a waiting batch at once, except after a failed one (a `run` that
+ * resolves `"failed"`): the next batch then starts no sooner than `batchMs`
+ * after the failure, on a timer, whoever waits for it, so a store that fails
+ * at once is not tried in a loop that holds the event loop. The timer never
+ * keeps the process alive (a stop calls `flush`, which waits on a timer of
+ * its own). The batching writer (src/kv/batch_writer.ts) runs its batches
+ * this way.
  */
 
 export interface BatchRunner {
@@ -20,8 +25,11 @@ export interface BatchRunner {
   settle(): Promise<void>;
 }
 
+/** What a batch ends as: `"failed"` holds the next one back for `batchMs`. */
+export type BatchOutcome = void | "failed";
+
 export function createBatchRunner(
-  run: () => Promise<void>,
+  run: () => Promise<BatchOutcome>,
   { batchMs, pending }: {
     batchMs: number;
     /** Whether work is still waiting when a batch ends. */
@@ -30,11 +38,14 @@ export function createBatchRunner(
 ): BatchRunner {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let writing: Promise<void> | null = null;
-  let lastBatchAt = -Infinity;
+  /** When the next batch may start (Date.now() ms). */
+  let nextAt = -Infinity;
+  /** Whether the last batch failed: the next one waits for `nextAt` whoever asks. */
+  let failed = false;
 
   function request(): void {
     if (timer !== undefined || writing !== null) return;
-    const id = setTimeout(start, Math.max(0, lastBatchAt + batchMs - Date.now()));
+    const id = setTimeout(start, Math.max(0, nextAt - Date.now()));
     Deno.unrefTimer(id);
     timer = id;
   }
@@ -42,26 +53,39 @@ export function createBatchRunner(
   function start(): void {
     clearTimeout(timer);
     timer = undefined;
-    lastBatchAt = Date.now();
-    writing = run().finally(() => {
+    failed = false;
+    nextAt = Date.now() + batchMs;
+    writing = run().then((outcome) => {
+      if (outcome !== "failed") return;
+      failed = true;
+      nextAt = Date.now() + batchMs;
+    }).finally(() => {
       writing = null;
       if (pending()) request();
     });
+  }
+
+  /** Starts the batch that waits: at once, or at `nextAt` after a failed one. */
+  async function startWaiting(): Promise<void> {
+    while (failed && writing === null && timer !== undefined && Date.now() < nextAt) {
+      await new Promise((resolve) => setTimeout(resolve, nextAt - Date.now()));
+    }
+    if (writing === null && timer !== undefined) start();
   }
 
   return {
     request,
     async flush() {
       while (writing !== null || timer !== undefined) {
-        if (writing === null) start();
-        await writing;
+        if (writing === null) await startWaiting();
+        if (writing !== null) await writing;
       }
     },
     async settle() {
       if (writing !== null) await writing;
       if (writing === null && timer === undefined) return;
-      if (writing === null) start();
-      await writing;
+      if (writing === null) await startWaiting();
+      if (writing !== null) await writing;
     },
   };
 }

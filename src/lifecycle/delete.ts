@@ -17,7 +17,8 @@ import {
   deleteProjectRecords,
   deleteReleaseRecord,
 } from "./delete_records.ts";
-import type { Project, Release, ReleaseState } from "../projects/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { Release, ReleaseState } from "../releases/types.ts";
 import type { Store } from "../kv/store.ts";
 
 /** The artifacts a delete could not remove now (the storage sweep removes them later). */

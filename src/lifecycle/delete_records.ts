@@ -9,7 +9,7 @@
  * are); a deleted key leaves its id, name and prefix under `deleted_api_keys`
  * and its download total under `key_downloads`.
  */
-import { addReleaseEvents } from "../webhooks/outbox.ts";
+import { addReleaseEvents } from "../releases/release_events.ts";
 import { apiKeyAggregates, projectAggregates, releaseAggregates } from "../projects/aggregates.ts";
 import { serializedProjectWrite } from "../kv/atomic.ts";
 import { changeOp, commitChange } from "../kv/cache.ts";
@@ -51,7 +51,9 @@ import {
 } from "../kv/keys.ts";
 import { findNewestActiveRelease, listReleasesByProject } from "../releases/releases.ts";
 import { retentionRunLease } from "./retention_records.ts";
-import type { ApiKey, Project, Release, ReleaseState } from "../projects/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { ApiKey } from "../credentials/types.ts";
+import type { Release, ReleaseState } from "../releases/types.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import type { Store } from "../kv/store.ts";
 import { MAX_DELTAS_KEPT } from "../velopack/settings.ts";

@@ -29,7 +29,8 @@ import {
   getRetentionPolicy,
   listRetentionPolicies,
 } from "./retention_records.ts";
-import type { Project, Release } from "../projects/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import { deleteRelease } from "./delete.ts";
 import type { Store } from "../kv/store.ts";
 

@@ -36,8 +36,27 @@ import {
 } from "../kv/keys.ts";
 import { getManyEntries } from "../kv/get_many.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
-import type { ApiKey, Project, Release } from "./types.ts";
+import type { Project } from "./types.ts";
 import type { Store } from "../kv/store.ts";
+
+/**
+ * What the counts read of a release (a `Release` passes): its state, its
+ * project, its size and the upload time the time index orders it by.
+ */
+export interface CountedRelease {
+  id: number;
+  project_id: number;
+  state: string;
+  size_bytes: number;
+  created_at: string;
+}
+
+/** What the counts read of an API key (an `ApiKey` passes): enabled, and its expiry. */
+export interface CountedKey {
+  id: number;
+  active: boolean;
+  expires_at: string | null;
+}
 
 /** Bumped when a new aggregate needs a build over existing data. */
 export const AGGREGATES_VERSION = 2;
@@ -105,8 +124,8 @@ export function projectAggregates(
 /** The aggregate changes of a release write (created: `before` null; deleted: `after` null). */
 export function releaseAggregates(
   op: Deno.AtomicOperation,
-  before: Release | null,
-  after: Release | null,
+  before: CountedRelease | null,
+  after: CountedRelease | null,
 ): Deno.AtomicOperation {
   stateChange(op, "releases", [before?.state, after?.state]);
   if (before === null && after !== null) {
@@ -123,15 +142,15 @@ export function releaseAggregates(
 }
 
 /** The state a key is counted under (`["counts", "api_keys", state]`): enabled or disabled. */
-function countedKeyState(key: ApiKey | null): string | undefined {
+function countedKeyState(key: CountedKey | null): string | undefined {
   return key === null ? undefined : key.active ? "enabled" : "disabled";
 }
 
 /** The aggregate changes of a key write (created: `before` null; deleted: `after` null). */
 export function apiKeyAggregates(
   op: Deno.AtomicOperation,
-  before: ApiKey | null,
-  after: ApiKey | null,
+  before: CountedKey | null,
+  after: CountedKey | null,
 ): Deno.AtomicOperation {
   stateChange(op, "api_keys", [countedKeyState(before), countedKeyState(after)]);
   if (before?.expires_at && before.expires_at !== after?.expires_at) {
@@ -290,7 +309,9 @@ async function writeAggregates(store: Store): Promise<void> {
     for (const tag of new Set(project.tags)) count(projectTagKey(tag));
     await flush();
   }
-  for await (const { value: release } of store.kv.list<Release>({ prefix: releasesPrefix() })) {
+  for await (
+    const { value: release } of store.kv.list<CountedRelease>({ prefix: releasesPrefix() })
+  ) {
     op.set(releaseByTimeKey(release), release.id);
     pending++;
     count(countKey("releases", release.state));
@@ -298,7 +319,7 @@ async function writeAggregates(store: Store): Promise<void> {
     count(projectBytesKey(release.project_id), BigInt(release.size_bytes));
     await flush();
   }
-  for await (const { value: key } of store.kv.list<ApiKey>({ prefix: apiKeysPrefix() })) {
+  for await (const { value: key } of store.kv.list<CountedKey>({ prefix: apiKeysPrefix() })) {
     if (key.expires_at) {
       op.set(apiKeyExpiryKey(key.expires_at, key.id), key.active);
       pending++;

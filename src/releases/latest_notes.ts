@@ -9,7 +9,7 @@
  * (../shared/spec/client-api.md "1. What the service does"): that is a hint
  * for the admin only.
  */
-import type { Release } from "../projects/types.ts";
+import type { Release } from "./types.ts";
 import type { Rollback } from "./release_policy.ts";
 import type { Offer } from "./offer.ts";
 

@@ -9,8 +9,7 @@
  */
 import { cachedRead, type MaybeAsync } from "../kv/cache.ts";
 import { latestReleaseKey, releaseKey, releasePolicyKey, rolloutKey } from "../kv/keys.ts";
-import type { Release } from "../projects/types.ts";
-import type { ReleasePolicy, Rollout } from "./types.ts";
+import type { Release, ReleasePolicy, Rollout } from "./types.ts";
 import type { Store } from "../kv/store.ts";
 
 /** A rollout in force, with what the hot path needs at hand. */

@@ -8,14 +8,21 @@
  * request and every instance; widening a rollout only adds clients.
  */
 import type { LatestView, LiveRollout } from "./latest_view.ts";
-import type { ApiKey, Release } from "../projects/types.ts";
+import type { Release } from "./types.ts";
+
+/** What the offer reads of a client's API key (an `ApiKey` passes). */
+export interface OfferKey {
+  id: number;
+  tags: readonly string[];
+  rollout_tags?: readonly string[];
+}
 
 /**
  * The rollout tags of a key (docs/rollouts.md "Who gets the release"). A
  * record without the field keeps the rule it was made under: its `tags` make
  * it a tester, whatever its mode.
  */
-export function keyRolloutTags(key: Pick<ApiKey, "tags" | "rollout_tags">): readonly string[] {
+export function keyRolloutTags(key: Pick<OfferKey, "tags" | "rollout_tags">): readonly string[] {
   return key.rollout_tags ?? key.tags;
 }
 
@@ -28,7 +35,7 @@ export const STAGING_ID_HEADER = "x-user-staging-id";
 const INSTALL_ID = /^[\x21-\x7e]{1,128}$/;
 
 /** The identity rollouts use: `install:<id>` when a usable install id is sent, else `key:<id>`. */
-export function clientIdentity(installId: string | null | undefined, key: ApiKey): string {
+export function clientIdentity(installId: string | null | undefined, key: OfferKey): string {
   return installId != null && INSTALL_ID.test(installId) ? `install:${installId}` : `key:${key.id}`;
 }
 
@@ -95,7 +102,7 @@ export function offerAt(view: LatestView, nowMs: number): Offer {
  */
 export function releaseFor(
   view: LatestView,
-  client: { key: ApiKey; installId: () => string | null | undefined; nowMs: number },
+  client: { key: OfferKey; installId: () => string | null | undefined; nowMs: number },
 ): Release | null {
   // The common case answers without building an offer.
   if (view.rollout === null) return view.release;

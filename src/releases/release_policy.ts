@@ -18,8 +18,7 @@ import {
 } from "../kv/keys.ts";
 import { changeRollout } from "./rollouts.ts";
 import { isNewerRelease, listReleasesByProject, makeReleaseLatest } from "./releases.ts";
-import type { Release } from "../projects/types.ts";
-import type { ReleasePolicy, Rollback, Rollout } from "./types.ts";
+import type { Release, ReleasePolicy, Rollback, Rollout } from "./types.ts";
 
 export type { ReleasePolicy, Rollback } from "./types.ts";
 import type { Store } from "../kv/store.ts";

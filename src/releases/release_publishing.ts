@@ -12,7 +12,7 @@ import {
   releasesByProjectPrefix,
 } from "../kv/keys.ts";
 import { scanPage } from "../kv/paging.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "./types.ts";
 import type { Store } from "../kv/store.ts";
 
 /** Largest page of releases. */

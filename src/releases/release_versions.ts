@@ -1,7 +1,7 @@
 /** Finding a project's release by its version (the electron feed's file URLs name releases so). */
 import { releasesByProjectPrefix } from "../kv/keys.ts";
 import { findInReleaseIndex } from "./releases.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "./types.ts";
 import type { Store } from "../kv/store.ts";
 
 /** How many releases are read at a time, newest first. */

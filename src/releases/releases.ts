@@ -21,9 +21,10 @@ import {
   releasesByTimePrefix,
   releasesPrefix,
 } from "../kv/keys.ts";
-import type { Project, Release, ReleaseState } from "../projects/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { Release, ReleaseState } from "./types.ts";
 import { requireText, requireTime, safeContentType, safeFilename } from "../projects/validate.ts";
-import { addReleaseEvents } from "../webhooks/outbox.ts";
+import { addReleaseEvents } from "./release_events.ts";
 import type { Store } from "../kv/store.ts";
 
 export interface ReleaseInput {
@@ -321,6 +322,22 @@ export function getRelease(store: Store, id: number): MaybeAsync<Release | null>
  */
 export function getLatestRelease(store: Store, projectId: number): MaybeAsync<Release | null> {
   return thenRead(getLatestView(store, projectId), (view) => view.release);
+}
+
+/** Up to `limit` releases of any project with ids above `afterId`, by id. */
+export async function listReleasesAfter(
+  store: Store,
+  afterId: number,
+  limit: number,
+): Promise<Release[]> {
+  const releases: Release[] = [];
+  for await (
+    const entry of store.kv.list<Release>({
+      start: releaseKey(afterId + 1),
+      end: [...releasesPrefix(), Number.MAX_SAFE_INTEGER],
+    }, { limit })
+  ) releases.push(entry.value);
+  return releases;
 }
 
 /** Every release of a project in every state, newest first. */

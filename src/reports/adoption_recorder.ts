@@ -5,9 +5,10 @@
  * the whole map is taken as one batch and written (adoption_batch.ts), at
  * most one batch a `batchMs`, and what arrives meanwhile waits for the next.
  * The batching writer (src/kv/batch_writer.ts) does the queueing and its
- * failure policy: a batch that could not be written is tried again with the
- * next ones while its sightings are younger than a minute, unless the client
- * was seen again meanwhile or there is no room.
+ * failure policy: a batch that could not be written is tried again a
+ * `batchMs` later while its sightings are younger than a minute and there is
+ * room; a client seen again meanwhile keeps one sighting, the two merged as
+ * on `record`.
  * Nothing here decides that a sighting needs no write: the KV's marker
  * does, so instances never disagree about a client.
  */

@@ -4,9 +4,9 @@
  * (the same report of an install, version and kind is kept once); in the
  * background the map is written as one batch (reports.ts), at most
  * one batch a `batchMs`, by the batching writer (src/kv/batch_writer.ts)
- * and its failure policy: a batch that could not be written is tried again
- * with the next ones while its reports are younger than a minute, unless the
- * same report was queued again meanwhile or there is no room. Versions are
+ * and its failure policy: a batch that could not be written is tried again a
+ * `batchMs` later while its reports are younger than a minute and there is
+ * room; the same report queued again meanwhile takes its place. Versions are
  * resolved to releases in the batch (one list of the project's releases per
  * batch); a report of a version the project does not have is dropped. Past
  * `maxPending` reports waiting, a new one goes straight into the sketch of
@@ -42,7 +42,7 @@ import {
   type ReportSketchPart,
   reportSketchPartOf,
 } from "./reports.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import { sketchPart, sketchPartName } from "./stored_sketch.ts";
 import type { Store } from "../kv/store.ts";
 

@@ -7,9 +7,12 @@ import { DAY_MS } from "./adoption.ts";
 import { commitWithRetry, NOTHING_TO_WRITE } from "../kv/atomic.ts";
 import type { Store } from "../kv/store.ts";
 
-/** The name of the sketch part counting what `fields` name: their values, in their order. */
+/**
+ * The name of the sketch part counting what `fields` name: each field's name
+ * and value, by name (the same fields in any order name one part).
+ */
 export function sketchPartName(fields: Record<string, string | number>): string {
-  return Object.values(fields).join(" ");
+  return JSON.stringify(Object.keys(fields).sort().map((name) => [name, fields[name]]));
 }
 
 /** The part of `parts` that counts what `fields` name: a sketch, made when missing. */

@@ -31,8 +31,8 @@ import {
 import { planReleaseChange, type ReleaseChangeWrite } from "../releases/releases.ts";
 import { failuresOf, getReportCounts, type ReportCounts } from "../reports/reports.ts";
 import { rolloutEventFields } from "../releases/rollouts.ts";
-import type { Project, Release } from "../projects/types.ts";
-import type { Rollout } from "../releases/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { Release, Rollout } from "../releases/types.ts";
 import { addWebhookEvent } from "../webhooks/outbox.ts";
 import type { Store } from "../kv/store.ts";
 

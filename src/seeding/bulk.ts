@@ -27,7 +27,9 @@ import {
   releaseKey,
 } from "../kv/keys.ts";
 import { isNewerRelease, prepareRelease, type ReleaseInput } from "../releases/releases.ts";
-import type { ApiKey, Project, Release } from "../projects/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { ApiKey } from "../credentials/types.ts";
+import type { Release } from "../releases/types.ts";
 import type { Store } from "../kv/store.ts";
 
 /**

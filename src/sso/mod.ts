@@ -332,8 +332,8 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
         } else {
           return {
             ended: true,
-            reason: `the groups were due to be checked, ${settings.providerName} gave no ` +
-              `refresh token and the access token has expired`,
+            reason: `your groups are due to be checked and ${settings.providerName} gave no ` +
+              `refresh token: sign in again`,
             said: { why: "no_refresh_token" },
           };
         }
@@ -354,7 +354,7 @@ export function createSso({ store, settings, redirectUri, fetch }: SsoOptions): 
       if (checked.username !== username) {
         return {
           ended: true,
-          reason: `the provider now names the user "${checked.username}"`,
+          reason: "the provider now names you differently: sign in again",
           said: { why: "renamed" },
         };
       }

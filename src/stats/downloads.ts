@@ -10,7 +10,7 @@ import {
   topKeysKey,
 } from "../kv/keys.ts";
 import { claimLease, releaseLease } from "../kv/leases.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import type { Store } from "../kv/store.ts";
 
 /** The most recently created releases of all projects (ids grow with creation time). */

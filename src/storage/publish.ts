@@ -1,6 +1,6 @@
 /** Ties a stored artifact to its release record: the record is written only once the bytes are complete. */
 import type { ReleaseInput } from "../releases/releases.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import type { ArtifactStore, ByteSource, StoredArtifact } from "./types.ts";
 import { recordUpload } from "./upload.ts";
 import type { Store } from "../kv/store.ts";

@@ -16,7 +16,7 @@ import { createSparkleDeltas } from "../artifact_records/sparkle_deltas.ts";
 import { createSquirrelDelta } from "../artifact_records/squirrel_deltas.ts";
 import { releasesByProjectPrefix } from "../kv/keys.ts";
 import { findInReleaseIndex } from "../releases/releases.ts";
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import { readSmallPart } from "./block_map_part.ts";
 import {
   type ArtifactStore,

@@ -11,8 +11,7 @@ import { createBlockMap } from "../artifact_records/block_maps.ts";
 import { ConflictError, ValidationError } from "../kv/errors.ts";
 import { createRelease, createStagedRelease, type ReleaseInput } from "../releases/releases.ts";
 import { type RolloutInput, startRollout } from "../releases/rollouts.ts";
-import type { Release } from "../projects/types.ts";
-import type { Rollout } from "../releases/types.ts";
+import type { Release, Rollout } from "../releases/types.ts";
 import {
   type ArtifactStore,
   EmptyUploadError,

@@ -23,7 +23,8 @@ import {
   type TufOnlineRole,
   type TufState,
 } from "./records.ts";
-import type { Project, Release } from "../projects/types.ts";
+import type { Project } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import { readPrivateKey } from "../signing/key_files.ts";
 import {
   buildSnapshot,

@@ -7,7 +7,7 @@
  * resolves, and end as Velopack's own do (`-full.nupkg`, `-delta.nupkg`;
  * the client finds its installed package by that suffix).
  */
-import type { Release } from "../projects/types.ts";
+import type { Release } from "../releases/types.ts";
 import type { VelopackDelta, VelopackPackage } from "../artifact_records/velopack.ts";
 
 /** The file name of Velopack's feed: `releases.{channel}.json`. */

@@ -31,7 +31,6 @@ import {
   webhookOutboxKey,
   webhookOutboxPrefix,
 } from "../kv/keys.ts";
-import type { ApiKey, Release } from "../projects/types.ts";
 import type { Store } from "../kv/store.ts";
 
 export const WEBHOOK_EVENT_KINDS = [
@@ -654,10 +653,10 @@ export async function announceDownloads(store: Store): Promise<number> {
     const op = store.kv.atomic().check(mark ?? { key: markKey, versionstamp: null })
       .set(markKey, new Deno.KvU64(total));
     if (!silent) {
-      const release = (await store.kv.get<Release>(releaseKey(releaseId))).value;
+      const release = (await store.kv.get<ReleaseEventFields>(releaseKey(releaseId))).value;
       if (release === null) continue;
       addWebhookEvent(op, "download.completed", {
-        ...releaseData(release),
+        ...releaseEventData(release),
         downloads: Number(total - previous),
         total_downloads: Number(total),
       });
@@ -673,7 +672,16 @@ export async function announceDownloads(store: Store): Promise<number> {
   return added;
 }
 
-function releaseData(release: Release): Record<string, unknown> {
+/** What an event of a release carries of it (a `Release` passes). */
+export interface ReleaseEventFields {
+  id: number;
+  project_id: number;
+  version: string;
+  state: string;
+}
+
+/** The `release` member of a release's event. */
+export function releaseEventData(release: ReleaseEventFields): Record<string, unknown> {
   return {
     release: {
       id: release.id,
@@ -682,37 +690,4 @@ function releaseData(release: Release): Record<string, unknown> {
       state: release.state,
     },
   };
-}
-
-/**
- * The events of a release write, added to its commit: `release.published` when
- * an active release appears or a draft becomes active, `release.archived`,
- * `release.deleted` (`after` null).
- */
-export function addReleaseEvents(
-  op: Deno.AtomicOperation,
-  before: Release | null,
-  after: Release | null,
-): Deno.AtomicOperation {
-  if (after === null) {
-    return before === null ? op : addWebhookEvent(op, "release.deleted", releaseData(before));
-  }
-  if (after.state === "active" && (before === null || before.state === "draft")) {
-    addWebhookEvent(op, "release.published", releaseData(after));
-  } else if (after.state === "archived" && before !== null && before.state !== "archived") {
-    addWebhookEvent(op, "release.archived", releaseData(after));
-  }
-  return op;
-}
-
-/** The events of an API key write, added to its commit: `key.created`, `key.disabled`. */
-export function addApiKeyEvents(
-  op: Deno.AtomicOperation,
-  before: ApiKey | null,
-  after: ApiKey,
-): Deno.AtomicOperation {
-  const data = { key: { id: after.id, name: after.name, expires_at: after.expires_at } };
-  if (before === null) addWebhookEvent(op, "key.created", data);
-  else if (before.active && !after.active) addWebhookEvent(op, "key.disabled", data);
-  return op;
 }

@@ -30,8 +30,8 @@ import {
   getRollout,
   startRollout,
 } from "../../releases/rollouts.ts";
-import type { Project, Release } from "../../projects/types.ts";
-import type { Rollout, RolloutStep } from "../../releases/types.ts";
+import type { Project } from "../../projects/types.ts";
+import type { Release, Rollout, RolloutStep } from "../../releases/types.ts";
 import { auditedStore } from "../../kv/audit.ts";
 import type { ServiceDeps } from "../../http/app_env.ts";
 import { publishTokenAuth } from "./auth.ts";

@@ -5,7 +5,8 @@
  */
 import { releaseJson } from "../../http/resource_json.ts";
 import type { PublishToken } from "../../credentials/publish_tokens.ts";
-import type { Project, Release } from "../../projects/types.ts";
+import type { Project } from "../../projects/types.ts";
+import type { Release } from "../../releases/types.ts";
 
 export function publishedRelease(release: Release, latestId: number | null) {
   return { ...releaseJson(release), state: release.state, is_latest: release.id === latestId };

@@ -1,6 +1,7 @@
 /** The environment of the publishing API's handlers (mod.ts). */
 import type { PublishToken } from "../../credentials/publish_tokens.ts";
-import type { Project, Release } from "../../projects/types.ts";
+import type { Project } from "../../projects/types.ts";
+import type { Release } from "../../releases/types.ts";
 import type { Store } from "../../kv/store.ts";
 
 export interface PublishEnv {
