@@ -71,6 +71,29 @@ Deno.test("access log", async (t) => {
     assert.ok(Math.abs(Date.parse(entry.time) - Date.now()) < 60_000);
   });
 
+  await t.step(
+    "the peer's address is read once a request: rate limit, adoption and log share it",
+    async () => {
+      const { lines, app: logging } = loggingApp(app, "json");
+      let reads = 0;
+      const env = {
+        get remoteAddr() {
+          reads++;
+          return REMOTE.remoteAddr;
+        },
+      };
+      const res = await logging.fetch(
+        new Request("http://localhost/api/v1/projects/desktop/releases/latest", { headers: auth }),
+        env,
+      );
+      assert.equal(res.status, 200);
+      await res.arrayBuffer();
+      assert.equal(lines.length, 1);
+      assert.equal((JSON.parse(lines[0]) as AccessLogRecord).client, "192.0.2.7");
+      assert.equal(reads, 1);
+    },
+  );
+
   await t.step("a download is logged once its body is sent, with its release id", async () => {
     const { lines, request } = loggingApp(app, "json");
     const res = await request(`/api/v1/releases/${release.id}/download`, auth);

@@ -78,6 +78,8 @@ export interface AppEnv {
      */
     observed?: boolean;
     presentedKey: PresentedKey;
+    /** The TCP peer's address, once read (src/http/client_address.ts). */
+    peerAddress?: string;
     /** Id of the presented key once it is found, accepted or not (for the access log). */
     keyId?: number;
     /**
