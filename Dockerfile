@@ -26,10 +26,11 @@ COPY docs/openapi.json docs/
 ENV DENO_DIR=/deps
 RUN ["deno", "cache", "--frozen", "main.ts", "tools/healthcheck.ts", "tools/data_paths.ts", "tools/backup.ts", "tools/restore.ts", "tools/migrate_artifacts.ts"]
 # Deno fetches every package of the lockfile at start: keep only those these entry points reach
-# (no test or benchmark packages), in deno.json, deno.lock and the cache alike.
-RUN ["deno", "run", "--allow-read", "--allow-write=deno.json,deno.lock,/deps", "--allow-run=deno", "--allow-env=DENO_DIR", "tools/runtime_deps.ts", "main.ts", "tools/healthcheck.ts", "tools/data_paths.ts", "tools/backup.ts", "tools/restore.ts", "tools/migrate_artifacts.ts"]
+# (no test or benchmark packages), in deno.json, deno.lock and the cache alike. The build's own runs
+# keep no V8 code cache: it would ship in /deps as megabytes of SQLite the service never reads.
+RUN ["deno", "run", "--no-code-cache", "--allow-read", "--allow-write=deno.json,deno.lock,/deps", "--allow-run=deno", "--allow-env=DENO_DIR", "tools/runtime_deps.ts", "main.ts", "tools/healthcheck.ts", "tools/data_paths.ts", "tools/backup.ts", "tools/restore.ts", "tools/migrate_artifacts.ts"]
 # Check: `deno run` loads every package of the (trimmed) lockfile; --cached-only fails on any missing.
-RUN ["deno", "run", "--cached-only", "--frozen", "--allow-env=APP_*", "tools/data_paths.ts"]
+RUN ["deno", "run", "--no-code-cache", "--cached-only", "--frozen", "--allow-env=APP_*", "tools/data_paths.ts"]
 
 # Stage 2: the image. Code and dependencies belong to root and are read-only to the service;
 # only /app/data (0700, uid 1993 = the base image's `deno` user) is writable.
