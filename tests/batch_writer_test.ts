@@ -278,6 +278,34 @@ Deno.test("after a failed batch the next starts a batch time later, under flush 
   }
 });
 
+Deno.test("a wall clock stepped back does not hold the batch after a failed one", async () => {
+  const batchMs = 50;
+  const stepMs = 5_000;
+  const realNow = Date.now;
+  try {
+    const starts: number[] = [];
+    const runner = createBatchRunner(() => {
+      starts.push(performance.now());
+      return Promise.resolve(starts.length === 1 ? "failed" : undefined);
+    }, {
+      batchMs,
+      pending: () => {
+        // The failed batch has ended: the wall clock steps back before the next is asked for.
+        if (starts.length === 1) Date.now = () => realNow() - stepMs;
+        return starts.length < 2;
+      },
+    });
+    runner.request();
+    await runner.flush();
+    assert.equal(starts.length, 2);
+    const gap = starts[1] - starts[0];
+    assert.ok(gap >= batchMs - 10, `the next batch started ${gap} ms after the failed one`);
+    assert.ok(gap < stepMs / 2, `the next batch started ${gap} ms after the failed one`);
+  } finally {
+    Date.now = realNow;
+  }
+});
+
 Deno.test("a KV that fails at once: flush tries a batch time apart and leaves the event loop free", async () => {
   const kv = await Deno.openKv(":memory:");
   kv.close();
