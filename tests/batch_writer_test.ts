@@ -25,6 +25,7 @@ import { captureErrors, faultyKv } from "./faults.ts";
 interface Thing {
   name: string;
   value: number;
+  flag?: boolean;
 }
 
 /** A writer of things whose write fails while `failures` says so; what it wrote, in order. */
@@ -133,9 +134,10 @@ Deno.test("the batching writer's failure policy", async (t) => {
       what: "things",
       keyOf: (thing) => thing.name,
       overflow: () => {},
+      // The newer value, and the flag only the failed item has.
       merge(waiting, thing) {
         merged.push([{ ...waiting }, { ...thing }]);
-        return { name: thing.name, value: waiting.value + thing.value };
+        return { ...thing, flag: waiting.flag === true || thing.flag === true };
       },
       batchMs: 5,
       now: () => clock.ms,
@@ -150,11 +152,11 @@ Deno.test("the batching writer's failure policy", async (t) => {
       },
     });
     await captureErrors(async () => {
-      writer.add({ name: "a", value: 1 });
+      writer.add({ name: "a", value: 1, flag: true });
       await writer.flush();
     });
-    assert.deepEqual(merged, [[{ name: "a", value: 1 }, { name: "a", value: 2 }]]);
-    assert.deepEqual(written, [{ name: "a", value: 3 }]);
+    assert.deepEqual(merged, [[{ name: "a", value: 1, flag: true }, { name: "a", value: 2 }]]);
+    assert.deepEqual(written, [{ name: "a", value: 2, flag: true }]);
   });
 
   await t.step("an item queued again meanwhile wins", async () => {
