@@ -25,6 +25,7 @@ import { captureErrors, faultyKv } from "./faults.ts";
 interface Thing {
   name: string;
   value: number;
+  flag?: boolean;
 }
 
 /** A writer of things whose write fails while `failures` says so; what it wrote, in order. */
@@ -133,9 +134,10 @@ Deno.test("the batching writer's failure policy", async (t) => {
       what: "things",
       keyOf: (thing) => thing.name,
       overflow: () => {},
+      // The newer value, and the flag only the failed item has.
       merge(waiting, thing) {
         merged.push([{ ...waiting }, { ...thing }]);
-        return { name: thing.name, value: waiting.value + thing.value };
+        return { ...thing, flag: waiting.flag === true || thing.flag === true };
       },
       batchMs: 5,
       now: () => clock.ms,
@@ -150,11 +152,11 @@ Deno.test("the batching writer's failure policy", async (t) => {
       },
     });
     await captureErrors(async () => {
-      writer.add({ name: "a", value: 1 });
+      writer.add({ name: "a", value: 1, flag: true });
       await writer.flush();
     });
-    assert.deepEqual(merged, [[{ name: "a", value: 1 }, { name: "a", value: 2 }]]);
-    assert.deepEqual(written, [{ name: "a", value: 3 }]);
+    assert.deepEqual(merged, [[{ name: "a", value: 1, flag: true }, { name: "a", value: 2 }]]);
+    assert.deepEqual(written, [{ name: "a", value: 2, flag: true }]);
   });
 
   await t.step("an item queued again meanwhile wins", async () => {
@@ -275,6 +277,34 @@ Deno.test("after a failed batch the next starts a batch time later, under flush 
       const gap = starts[1] - starts[0];
       assert.ok(gap >= batchMs - 10, `the next batch started ${gap} ms after the failed one`);
     });
+  }
+});
+
+Deno.test("a wall clock stepped back does not hold the batch after a failed one", async () => {
+  const batchMs = 50;
+  const stepMs = 5_000;
+  const realNow = Date.now;
+  try {
+    const starts: number[] = [];
+    const runner = createBatchRunner(() => {
+      starts.push(performance.now());
+      return Promise.resolve(starts.length === 1 ? "failed" : undefined);
+    }, {
+      batchMs,
+      pending: () => {
+        // The failed batch has ended: the wall clock steps back before the next is asked for.
+        if (starts.length === 1) Date.now = () => realNow() - stepMs;
+        return starts.length < 2;
+      },
+    });
+    runner.request();
+    await runner.flush();
+    assert.equal(starts.length, 2);
+    const gap = starts[1] - starts[0];
+    assert.ok(gap >= batchMs - 10, `the next batch started ${gap} ms after the failed one`);
+    assert.ok(gap < stepMs / 2, `the next batch started ${gap} ms after the failed one`);
+  } finally {
+    Date.now = realNow;
   }
 });
 

@@ -89,8 +89,10 @@ export interface KeySurface {
   /** The answer to a path of the surface no route knows: a token drawn, then the spec's 404. */
   notFound: (c: Context<AppEnv>) => MaybeAsync<Response>;
   /**
-   * The project the path's `slug` names, when `key` (by default the request's,
-   * checked here: the spec's 503, 401 or 403) may see it; else the spec's 404.
+   * The project the path's `slug` names, when `key` (by default the request's)
+   * may see it; else the spec's 404, the lookup's only answer (the spec's 503,
+   * 401 or 403 come from the key check, which must have run first: here for
+   * the default key, by the caller for a `key` passed in).
    */
   visibleProject(c: Context<AppEnv>, key?: ApiKey): MaybeAsync<Project>;
   /** The download of `release`'s artifact by `key`, counted like the API's. */

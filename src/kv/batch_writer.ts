@@ -13,14 +13,15 @@
  * while its items are younger than `RETRY_MS` (a minute), no sooner than
  * `batchMs` after the failure, also under `flush` and `settle`; an item
  * whose key was queued again meanwhile is merged with the newer one (as
- * `merge` would merge them on `add`), and one of a new key is kept while
- * there is room (`maxPending`). A failure whose items go back in the queue
- * is logged as `could not record <what> (tried once more)` with the error;
- * items dropped (older than a minute, or no room) are logged as `dropped N
- * <what> that could not be written for a minute` (or `(no room to wait)`).
- * Its overflow is not tried again (a sketch is an estimate; logged as
- * dropped). `write` gets the same `requeue` to keep an item for one more
- * batch itself.
+ * `merge` would merge them on `add`) and keeps the newer one's time, so a
+ * key queued again restarts its minute (a client still asking restarts it);
+ * one of a new key is kept while there is room (`maxPending`). A failure
+ * whose items go back in the queue is logged as `could not record <what>
+ * (tried once more)` with the error; items dropped (older than a minute, or
+ * no room) are logged as `dropped N <what> that could not be written for a
+ * minute` (or `(no room to wait)`). Its overflow is not tried again (a
+ * sketch is an estimate; logged as dropped). `write` gets the same
+ * `requeue` to keep an item for one more batch itself.
  */
 import { createBatchRunner } from "../lib/batch_runner.ts";
 
@@ -51,7 +52,10 @@ export interface BatchWriterOptions<T, Overflow> {
   /**
    * The item kept when `item` is added while `waiting` has its key, or when
    * `waiting` failed to be written and the newer `item` has been queued since
-   * (default: `item`, which it may change).
+   * (default: `item`, which it may change). It must not add `waiting`'s
+   * values to `item`'s: a failed batch may have been written in part, and a
+   * write skips what is already recorded, so it may only keep what `item`
+   * lacks (such as a flag).
    */
   merge?(waiting: T, item: T): T;
   /** Takes `item`, past `maxPending`, into `overflow` (or drops it). */

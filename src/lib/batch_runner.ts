@@ -8,8 +8,9 @@
  * after the failure, on a timer, whoever waits for it, so a store that fails
  * at once is not tried in a loop that holds the event loop. The timer never
  * keeps the process alive (a stop calls `flush`, which waits on a timer of
- * its own). The batching writer (src/kv/batch_writer.ts) runs its batches
- * this way.
+ * its own). The pacing is timed with the monotonic clock (`performance.now()`),
+ * so a wall clock stepped back does not hold a batch. The batching writer
+ * (src/kv/batch_writer.ts) runs its batches this way.
  */
 
 export interface BatchRunner {
@@ -38,14 +39,14 @@ export function createBatchRunner(
 ): BatchRunner {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let writing: Promise<void> | null = null;
-  /** When the next batch may start (Date.now() ms). */
+  /** When the next batch may start (performance.now() ms). */
   let nextAt = -Infinity;
   /** Whether the last batch failed: the next one waits for `nextAt` whoever asks. */
   let failed = false;
 
   function request(): void {
     if (timer !== undefined || writing !== null) return;
-    const id = setTimeout(start, Math.max(0, nextAt - Date.now()));
+    const id = setTimeout(start, Math.max(0, nextAt - performance.now()));
     Deno.unrefTimer(id);
     timer = id;
   }
@@ -54,11 +55,11 @@ export function createBatchRunner(
     clearTimeout(timer);
     timer = undefined;
     failed = false;
-    nextAt = Date.now() + batchMs;
+    nextAt = performance.now() + batchMs;
     writing = run().then((outcome) => {
       if (outcome !== "failed") return;
       failed = true;
-      nextAt = Date.now() + batchMs;
+      nextAt = performance.now() + batchMs;
     }).finally(() => {
       writing = null;
       if (pending()) request();
@@ -67,8 +68,8 @@ export function createBatchRunner(
 
   /** Starts the batch that waits: at once, or at `nextAt` after a failed one. */
   async function startWaiting(): Promise<void> {
-    while (failed && writing === null && timer !== undefined && Date.now() < nextAt) {
-      await new Promise((resolve) => setTimeout(resolve, nextAt - Date.now()));
+    while (failed && writing === null && timer !== undefined && performance.now() < nextAt) {
+      await new Promise((resolve) => setTimeout(resolve, nextAt - performance.now()));
     }
     if (writing === null && timer !== undefined) start();
   }
