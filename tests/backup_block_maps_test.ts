@@ -3,6 +3,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createBackup } from "../src/backup/backup.ts";
 import { restoreBackup } from "../src/backup/restore.ts";
+import { decodeRecord } from "../src/backup/codec.ts";
+import { hashFile, KV_FILE, MANIFEST_FILE } from "../src/backup/format.ts";
 import {
   BLOCK_MAP_PIECE_BYTES,
   createBlockMap,
@@ -85,6 +87,41 @@ Deno.test("a backup holds each block map whole or not at all", async (t) => {
         left.push(entry.key);
       }
       assert.deepEqual(left, [], "no piece of the map being written");
+    } finally {
+      kv.close();
+    }
+  });
+
+  await t.step("a backup holding part of a map restores without it", async () => {
+    const backup = join(root, "backup-half");
+    await createBackup(dataLocation(source), backup);
+    // A backup made before backups kept maps whole: one piece of the first map is missing.
+    const kvFile = join(backup, KV_FILE);
+    const lines = (await Deno.readTextFile(kvFile)).split("\n").filter((line) => line !== "");
+    const kept = lines.filter((line) => {
+      const { key } = decodeRecord(line);
+      return String(key) !== String(blockMapPieceKey(done.id, String(key[2]), 1));
+    });
+    assert.equal(kept.length, lines.length - 1);
+    await Deno.writeTextFile(kvFile, kept.join("\n") + "\n");
+    const manifestFile = join(backup, MANIFEST_FILE);
+    const manifest = JSON.parse(await Deno.readTextFile(manifestFile));
+    manifest.kv.entries = kept.length;
+    manifest.kv.sha256 = (await hashFile(kvFile)).sha256;
+    await Deno.writeTextFile(manifestFile, JSON.stringify(manifest));
+
+    const restoredDir = join(root, "restored-half");
+    await restoreBackup(backup, dataLocation(restoredDir));
+    const kv = await Deno.openKv(join(restoredDir, "kv.sqlite3"));
+    try {
+      const restored = createStore(kv);
+      assert.equal(await getBlockMapByRelease(restored, done.id), null);
+      const left = [];
+      for await (const entry of kv.list({ prefix: blockMapPiecesPrefix(done.id) })) {
+        left.push(entry.key);
+      }
+      assert.deepEqual(left, [], "no piece of the half map");
+      assert.deepEqual(await getBlockMapBytes(restored, writing.id), writingBytes);
     } finally {
       kv.close();
     }
