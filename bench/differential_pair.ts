@@ -63,7 +63,7 @@ export async function installAppBuilder(): Promise<string> {
   const binary = (dir: string) =>
     join(dir, "node_modules", "app-builder-bin", "linux", "x64", "app-builder");
   const dir = await npmInstallOnce(APP_BUILDER_BIN, {
-    prepare: (fresh) => Deno.chmod(binary(fresh), 0o755),
+    prepare: { version: "1", run: (fresh) => Deno.chmod(binary(fresh), 0o755) },
   });
   return binary(dir);
 }

@@ -68,54 +68,57 @@ export async function run(
 
 /**
  * The directory `npm install <spec>` went to (its packages in `node_modules/` inside), installed
- * once per machine under the temp dir and kept for the next run. It is installed into a fresh
- * directory beside its place, `prepare`d there, and renamed into place whole, so a concurrent run
- * sees it complete or not at all; when two runs install at once, the first rename wins and the
- * other run's copy is removed. `before` runs only when it is not installed yet.
+ * once per machine under the temp dir and kept for the next run. Its name holds the spec and
+ * `prepare.version`, so a changed prepare step makes a fresh install. Runs take turns through a
+ * lock file beside it (`<dir>.lock`, kept): the first installs into a fresh directory beside its
+ * place, `prepare`s it there, marks it `ready` and renames it into place whole, so a reader sees it
+ * complete or not at all; the others then find it and use it. `before` runs only when it is not
+ * installed yet.
  */
 export async function npmInstallOnce(
   spec: string,
   options: {
     npmArgs?: string[];
     before?: () => Promise<void>;
-    prepare?: (fresh: string) => Promise<void>;
+    /** Run on the fresh install before it is put in place; `version` names this step. */
+    prepare?: { version: string; run: (fresh: string) => Promise<void> };
   } = {},
 ): Promise<string> {
   const root = Deno.env.get("TMPDIR") ?? "/tmp";
-  const name = `uds-${spec.replace(/^@/, "").replace(/[@/]/g, "-")}`;
+  const prepared = options.prepare === undefined ? "" : `-prepared-${options.prepare.version}`;
+  const name = `uds-${spec.replace(/^@/, "").replace(/[@/]/g, "-")}${prepared}`;
   const dir = join(root, name);
   const installed = () => Deno.stat(join(dir, "ready")).then(() => true, () => false);
   if (await installed()) return dir;
-  await options.before?.();
-  const fresh = await Deno.makeTempDir({ dir: root, prefix: `${name}.partial-` });
+  const lock = await Deno.open(`${dir}.lock`, { create: true, write: true });
   try {
-    const out = await run("npm", [
-      "install",
-      "--no-audit",
-      "--no-fund",
-      ...options.npmArgs ?? [],
-      "--prefix",
-      fresh,
-      spec,
-    ]);
-    if (out.code !== 0) throw new Error(`npm install ${spec}: ${out.stderr}`);
-    await options.prepare?.(fresh);
-    await Deno.writeTextFile(join(fresh, "ready"), spec);
-    for (let attempt = 0; attempt < 2; attempt++) {
-      if (await installed()) break;
-      try {
-        await Deno.rename(fresh, dir);
-        break;
-      } catch {
-        // Taken: by a complete install (used as it is) or by a half one left by a run that
-        // died, moved aside and removed here.
-        if (await installed()) break;
-        const stale = `${fresh}.stale`;
-        await Deno.rename(dir, stale).then(() => Deno.remove(stale, { recursive: true }), () => {});
-      }
+    await lock.lock(true);
+    if (await installed()) return dir;
+    await options.before?.();
+    const fresh = await Deno.makeTempDir({ dir: root, prefix: `${name}.partial-` });
+    try {
+      const out = await run("npm", [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        ...options.npmArgs ?? [],
+        "--prefix",
+        fresh,
+        spec,
+      ]);
+      if (out.code !== 0) throw new Error(`npm install ${spec}: ${out.stderr}`);
+      await options.prepare?.run(fresh);
+      await Deno.writeTextFile(join(fresh, "ready"), spec);
+      // Only the lock's holder puts a copy in place, and whole: a folder there without `ready` is
+      // a half one from an older layout (or one a temp cleaner emptied), moved aside and removed.
+      const stale = `${fresh}.stale`;
+      await Deno.rename(dir, stale).then(() => Deno.remove(stale, { recursive: true }), () => {});
+      await Deno.rename(fresh, dir);
+    } finally {
+      await Deno.remove(fresh, { recursive: true }).catch(() => {});
     }
   } finally {
-    await Deno.remove(fresh, { recursive: true }).catch(() => {});
+    lock.close();
   }
   if (!await installed()) throw new Error(`${spec} could not be put in place at ${dir}`);
   return dir;

@@ -3,6 +3,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createBackup } from "../src/backup/backup.ts";
 import { restoreBackup } from "../src/backup/restore.ts";
+import { decodeRecord } from "../src/backup/codec.ts";
+import { hashFile, KV_FILE, MANIFEST_FILE } from "../src/backup/format.ts";
 import {
   BLOCK_MAP_PIECE_BYTES,
   createBlockMap,
@@ -11,7 +13,7 @@ import {
   keepWholeBlockMaps,
 } from "../src/artifact_records/block_maps.ts";
 import { blockMapKey, blockMapPieceKey, blockMapPiecesPrefix, projectKey } from "../src/kv/keys.ts";
-import { createStore } from "../src/kv/store.ts";
+import { createStore, type Store } from "../src/kv/store.ts";
 import { dataLocation, openDataDir } from "./data_dir_fixtures.ts";
 
 /** `kv` whose first getMany waits for `gate` after telling `reached`. */
@@ -31,6 +33,30 @@ function pausedAtFirstGetMany(kv: Deno.Kv, reached: () => void, gate: Promise<vo
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
+}
+
+/** Restores `backup` into `dir` and runs `check` on its KV. */
+async function restoredInto(
+  backup: string,
+  dir: string,
+  check: (kv: Deno.Kv, store: Store) => Promise<void>,
+) {
+  await restoreBackup(backup, dataLocation(dir));
+  const kv = await Deno.openKv(join(dir, "kv.sqlite3"));
+  try {
+    await check(kv, createStore(kv));
+  } finally {
+    kv.close();
+  }
+}
+
+/** The keys of the block map pieces `kv` holds for a release. */
+async function piecesOf(kv: Deno.Kv, releaseId: number): Promise<Deno.KvKey[]> {
+  const keys = [];
+  for await (const entry of kv.list({ prefix: blockMapPiecesPrefix(releaseId) })) {
+    keys.push(entry.key);
+  }
+  return keys;
 }
 
 Deno.test("a backup holds each block map whole or not at all", async (t) => {
@@ -73,21 +99,36 @@ Deno.test("a backup holds each block map whole or not at all", async (t) => {
     assert.equal(await created, true);
     assert.deepEqual(await getBlockMapBytes(fx.store, writing.id), writingBytes);
 
-    const restoredDir = join(root, "restored");
-    await restoreBackup(backup, dataLocation(restoredDir));
-    const kv = await Deno.openKv(join(restoredDir, "kv.sqlite3"));
-    try {
-      const restored = createStore(kv);
+    await restoredInto(backup, join(root, "restored"), async (kv, restored) => {
       assert.deepEqual(await getBlockMapBytes(restored, done.id), doneBytes);
       assert.equal(await getBlockMapByRelease(restored, writing.id), null);
-      const left = [];
-      for await (const entry of kv.list({ prefix: blockMapPiecesPrefix(writing.id) })) {
-        left.push(entry.key);
-      }
-      assert.deepEqual(left, [], "no piece of the map being written");
-    } finally {
-      kv.close();
-    }
+      assert.deepEqual(await piecesOf(kv, writing.id), [], "no piece of the map being written");
+    });
+  });
+
+  await t.step("a backup holding part of a map restores without it", async () => {
+    const backup = join(root, "backup-half");
+    await createBackup(dataLocation(source), backup);
+    // A backup made before backups kept maps whole: one piece of the first map is missing.
+    const kvFile = join(backup, KV_FILE);
+    const lines = (await Deno.readTextFile(kvFile)).split("\n").filter((line) => line !== "");
+    const kept = lines.filter((line) => {
+      const { key } = decodeRecord(line);
+      return String(key) !== String(blockMapPieceKey(done.id, String(key[2]), 1));
+    });
+    assert.equal(kept.length, lines.length - 1);
+    await Deno.writeTextFile(kvFile, kept.join("\n") + "\n");
+    const manifestFile = join(backup, MANIFEST_FILE);
+    const manifest = JSON.parse(await Deno.readTextFile(manifestFile));
+    manifest.kv.entries = kept.length;
+    manifest.kv.sha256 = (await hashFile(kvFile)).sha256;
+    await Deno.writeTextFile(manifestFile, JSON.stringify(manifest));
+
+    await restoredInto(backup, join(root, "restored-half"), async (kv, restored) => {
+      assert.equal(await getBlockMapByRelease(restored, done.id), null);
+      assert.deepEqual(await piecesOf(kv, done.id), [], "no piece of the half map");
+      assert.deepEqual(await getBlockMapBytes(restored, writing.id), writingBytes);
+    });
   });
 
   await t.step("a record whose pieces are not all there is left out with them", () => {

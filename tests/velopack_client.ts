@@ -19,6 +19,8 @@ export const VELOPACK_NPM = "velopack@0.0.1298";
 /** The last build before deltas, whose addon loads as published: the feed serves it too. */
 export const VELOPACK_NPM_BEFORE_DELTAS = "velopack@0.0.1053";
 const ADDON = "lib/native/velopack_nodeffi_linux_x64_gnu.node";
+/** The version of the install's prepare step (the addon made loadable): changed with it. */
+export const VELOPACK_PREPARE = "1";
 const SHT_GNU_VERNEED = 0x6ffffffe;
 const VER_FLG_WEAK = 0x2;
 
@@ -106,10 +108,13 @@ export async function installVelopack(spec = VELOPACK_NPM): Promise<string> {
   const dir = await npmInstallOnce(spec, {
     npmArgs: ["--ignore-scripts"],
     before: () => requireNode(),
-    async prepare(fresh) {
-      const addon = join(fresh, "node_modules", "velopack", ADDON);
-      const elf = await Deno.readFile(addon);
-      if (loadableOnThisGlibc(elf) > 0) await Deno.writeFile(addon, elf);
+    prepare: {
+      version: VELOPACK_PREPARE,
+      async run(fresh) {
+        const addon = join(fresh, "node_modules", "velopack", ADDON);
+        const elf = await Deno.readFile(addon);
+        if (loadableOnThisGlibc(elf) > 0) await Deno.writeFile(addon, elf);
+      },
     },
   });
   return join(dir, "node_modules", "velopack");

@@ -5,7 +5,7 @@
  * artifact's block map is about 1.5 MB), and one record per release naming
  * them and who made the map. A release gets its block map once and keeps it:
  * clients cache the installed version's, so it is never replaced. Backups
- * carry each one whole or not at all (keepWholeBlockMaps).
+ * carry and restores import each one whole or not at all (keepWholeBlockMaps).
  */
 import { commitWithRetry, NOTHING_TO_WRITE, retryWhileLocked } from "../kv/atomic.ts";
 import { getManyEntries } from "../kv/get_many.ts";
@@ -197,8 +197,8 @@ export async function listReleasesWithoutBlockMap<R extends { id: number }>(
  * its record and every piece the record names. Pieces no record names (a
  * writer between its pieces' commits and its record's, or one that crashed
  * there) are left out, and so is a record whose pieces are not all there. A
- * backup holds these (src/backup/backup.ts); a map left out is built again by
- * the restored service.
+ * backup holds these (src/backup/backup.ts) and a restore imports these
+ * (src/backup/restore.ts); a map left out is built again by the restored service.
  */
 export function keepWholeBlockMaps<T extends { key: Deno.KvKey; value: unknown }>(
   records: readonly T[],

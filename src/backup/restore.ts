@@ -6,7 +6,8 @@
  * dir or the s3 bucket) and keeps it only when its SHA-256 and size match the
  * manifest, puts back the signing and Sparkle keys' files when the backup
  * holds them (signing_keys.ts), then imports the KV entries in batched atomic
- * commits, and tells which key files the restored records name but the data
+ * commits, each block map only whole (keepWholeBlockMaps: a backup made by an
+ * older version may hold part of one; the restored service builds it again), and tells which key files the restored records name but the data
  * dir lacks (src/signing/key_file_check.ts). On any failure it removes what it created, so the
  * data dir is empty again and the restore can simply be rerun.
  */
@@ -32,6 +33,7 @@ import {
 import { pathExists } from "../lib/files.ts";
 import { requireNoSigningKeys, restoreSigningKeys } from "./signing_keys.ts";
 import { createStore } from "../kv/store.ts";
+import { keepWholeBlockMaps } from "../artifact_records/block_maps.ts";
 import { findMissingKeyFiles, type MissingKeyFiles } from "../signing/key_file_check.ts";
 
 /** The manifest of a restored backup, and what the restored data lacks. */
@@ -86,12 +88,13 @@ export async function restoreBackup(
     const records = createStore(kv);
     try {
       if (!(await isKvEmpty(records))) throw new BackupError(`${target.kvPath} is not empty`);
-      const written = await importEntries(records, readRecords(kvFile));
-      if (written !== manifest.kv.entries) {
+      const read = await Array.fromAsync(readRecords(kvFile));
+      if (read.length !== manifest.kv.entries) {
         throw new BackupError(
-          `kv.jsonl holds ${written} entries, the manifest says ${manifest.kv.entries}`,
+          `kv.jsonl holds ${read.length} entries, the manifest says ${manifest.kv.entries}`,
         );
       }
+      await importEntries(records, keepWholeBlockMaps(read));
       const endpoints = await listWebhookEndpoints(records);
       return {
         ...manifest,
