@@ -343,7 +343,8 @@ Deno.test("a KV that fails at once: flush tries a batch time apart and leaves th
   assert.ok(value.flushedAt > value.timerAt, "flush settles after the timer");
   assert.ok(value.flushedAt < minuteMs + 2_000, `flush settled after ${value.flushedAt} ms`);
   assert.ok(tries >= 2, `${tries} tries`);
-  assert.ok(tries <= minuteMs / batchMs + 2, `${tries} tries in ${value.flushedAt} ms`);
+  // Paced a batch time apart: about minuteMs / batchMs tries (a spin made hundreds of thousands).
+  assert.ok(tries <= minuteMs / batchMs * 1.5, `${tries} tries in ${value.flushedAt} ms`);
   assert.match(
     logged,
     /^dropped 1 client sightings that could not be written for a minute/m,

@@ -46,7 +46,8 @@ export function createBatchRunner(
 
   function request(): void {
     if (timer !== undefined || writing !== null) return;
-    const id = setTimeout(start, Math.max(0, nextAt - performance.now()));
+    // Rounded up: a timer of a fraction of a ms less would start a retry before its batch time.
+    const id = setTimeout(start, Math.ceil(Math.max(0, nextAt - performance.now())));
     Deno.unrefTimer(id);
     timer = id;
   }
@@ -69,7 +70,7 @@ export function createBatchRunner(
   /** Starts the batch that waits: at once, or at `nextAt` after a failed one. */
   async function startWaiting(): Promise<void> {
     while (failed && writing === null && timer !== undefined && performance.now() < nextAt) {
-      await new Promise((resolve) => setTimeout(resolve, nextAt - performance.now()));
+      await new Promise((resolve) => setTimeout(resolve, Math.ceil(nextAt - performance.now())));
     }
     if (writing === null && timer !== undefined) start();
   }
