@@ -62,7 +62,7 @@ export async function releaseSafetyOf(
   const [gates, policy, releases, plan, history] = await Promise.all([
     getRolloutGates(store, project.id),
     getReleasePolicy(store, project.id),
-    listReleasesByProject(store, project.id, SCANNED_RELEASES),
+    detail ? listReleasesByProject(store, project.id, SCANNED_RELEASES) : [],
     detail ? planRollBack(store, project.id, SCANNED_RELEASES) : null,
     detail ? rolloutHistory(store, project.id) : [],
   ]);
