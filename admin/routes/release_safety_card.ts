@@ -76,17 +76,22 @@ export async function releaseSafetyOf(
   const haltReason = rollout?.halted
     ? (gated && gates!.halt_reason !== null ? gates!.halt_reason : "halted by hand")
     : null;
-  const reports: ReleaseReports[] = [];
-  for (const release of detail ? active.slice(0, REPORTED_RELEASES) : []) {
-    const [counts, estimated, reasons] = await Promise.all([
-      getReportCounts(store, release.id),
-      getReportEstimates(store, release.id),
-      getReportReasons(store, release.id),
-    ]);
-    if (Object.values(counts).some((n) => n > 0) || Object.values(estimated).some((n) => n > 0)) {
-      reports.push({ id: release.id, version: release.version, counts, estimated, reasons });
-    }
-  }
+  const read = await Promise.all(
+    active.slice(0, REPORTED_RELEASES).map(async (release) => {
+      // The gated rollout's release: its counts are the ones the stage was read from.
+      const [counts, estimated, reasons] = await Promise.all([
+        reading !== null && release.id === rollout!.release_id
+          ? reading.counts
+          : getReportCounts(store, release.id),
+        getReportEstimates(store, release.id),
+        getReportReasons(store, release.id),
+      ]);
+      return { id: release.id, version: release.version, counts, estimated, reasons };
+    }),
+  );
+  const reports: ReleaseReports[] = read.filter(({ counts, estimated }) =>
+    Object.values(counts).some((n) => n > 0) || Object.values(estimated).some((n) => n > 0)
+  );
   const charted = rollout === null
     ? active[0]
     : releases.find((release) => release.id === rollout.release_id);
