@@ -5,7 +5,8 @@
  */
 import type { Store } from "../../src/kv/store.ts";
 import { readStage } from "../../src/rollouts/gates.ts";
-import { getReleasePolicy, planRollBack } from "../../src/releases/release_policy.ts";
+import { getReleasePolicy, rollBackPlanOf } from "../../src/releases/release_policy.ts";
+import { getLatestReleaseId } from "../../src/releases/release_publishing.ts";
 import { type AuditEntry, listAuditEntries } from "../../src/kv/audit.ts";
 import { listReleasesByProject } from "../../src/releases/releases.ts";
 import {
@@ -59,13 +60,15 @@ export async function releaseSafetyOf(
   },
 ): Promise<Omit<ReleaseSafetyCardProps, "csrfToken" | "slug">> {
   const nowMs = Date.now();
-  const [gates, policy, releases, plan, history] = await Promise.all([
+  const [gates, policy, releases, latestId, history] = await Promise.all([
     getRolloutGates(store, project.id),
     getReleasePolicy(store, project.id),
     detail ? listReleasesByProject(store, project.id, SCANNED_RELEASES) : [],
-    detail ? planRollBack(store, project.id, SCANNED_RELEASES) : null,
+    // The pointer itself: the page's latest view may come from the read cache.
+    detail ? getLatestReleaseId(store, project.id) : null,
     detail ? rolloutHistory(store, project.id) : [],
   ]);
+  const plan = detail ? rollBackPlanOf({ rollout, latestId, policy, releases }) : null;
   const active = releases.filter((release) => release.state === "active");
   const reading = await readStage(store, { state: gates, rollout, nowMs });
   const gated = reading !== null;
