@@ -5,30 +5,20 @@
  * failure rate over time against the gates' thresholds (an hourly axis for up to three days
  * of data, a daily one beyond), and the rollout's history from the audit log.
  */
+import type { AuditEntry } from "../../src/kv/audit.ts";
 import type { ReportHour } from "../../src/reports/reports.ts";
+import type { GateStage } from "../../src/rollouts/gate_records.ts";
 import { ChartSvg } from "./chart.tsx";
 import { Breakable, DataTable, Time } from "./components.tsx";
 
-/** One stage of the gated rollout, as the page shows it. */
-export interface StageRow {
-  percentage: number;
-  started_at: string;
-  ended_at: string | null;
-  installed: number;
-  failed: number;
-  /** `running`, `advanced`, `halted`, `completed`, `changed`, or null. */
-  outcome: string | null;
-  /** Who ended it and why: the gates' reason, or the person and what they did. */
-  why: string | null;
-}
+/**
+ * One stage of the gated rollout, as the page shows it: a running one's outcome is `running`;
+ * `why` is who ended it and why (the gates' reason, or the person and what they did).
+ */
+export type StageRow = GateStage & { why: string | null };
 
 /** One rollout change from the audit log. */
-export interface HistoryRow {
-  at: string;
-  actor: string;
-  action: string;
-  details: string;
-}
+export type HistoryRow = Pick<AuditEntry, "at" | "actor" | "action" | "details">;
 
 export interface HealthProps {
   /** The release the charts are of: the rollout's, or the newest active one. */
