@@ -129,7 +129,7 @@ export async function releaseSafetyOf(
       nowMs,
       thresholds: gated ? gates!.gates : null,
       stages,
-      history: history.slice(0, HISTORY_ROWS),
+      history: history.slice(0, HISTORY_ROWS).map(historyRowOf),
     },
     values: form?.values ?? (gates === null ? EMPTY_SAFETY_FORM : {
       stages: gates.gates.stages.join(", "),
@@ -161,8 +161,19 @@ function whyEnded(history: readonly AuditEntry[], endedAt: string): string | nul
     if (best === null || distance < Math.abs(Date.parse(best.at) - end)) best = entry;
   }
   if (best === null) return null;
-  const details = best.details.replace(/^project [^;]*; ?/, "");
-  return best.actor === "rollout gates"
-    ? `by the gates: ${details}`
-    : `by ${best.actor} (${best.action.replace(/^rollout\./, "")})`;
+  const { actor, action, details } = historyRowOf(best);
+  return actor === "rollout gates" ? `by the gates: ${details}` : `by ${actor} (${action})`;
+}
+
+/**
+ * A rollout change as the history shows it: the change without `rollout.`, the details without
+ * the project they name.
+ */
+function historyRowOf({ at, actor, action, details }: AuditEntry) {
+  return {
+    at,
+    actor,
+    action: action.replace(/^rollout\./, ""),
+    details: details.replace(/^project [^;]*; ?/, ""),
+  };
 }

@@ -17,7 +17,7 @@ import { Breakable, DataTable, Time } from "./components.tsx";
  */
 export type StageRow = GateStage & { why: string | null };
 
-/** One rollout change from the audit log. */
+/** One rollout change from the audit log, as the history table prints it. */
 export type HistoryRow = Pick<AuditEntry, "at" | "actor" | "action" | "details">;
 
 export interface HealthProps {
@@ -274,8 +274,8 @@ function HistoryTable({ history }: { history: readonly HistoryRow[] }) {
               <Time iso={row.at} />
             </td>
             <td data-label="Who">{row.actor}</td>
-            <td data-label="Change" class="nowrap">{row.action.replace(/^rollout\./, "")}</td>
-            <td data-label="Why" class="wrap">{row.details.replace(/^project [^;]*; ?/, "")}</td>
+            <td data-label="Change" class="nowrap">{row.action}</td>
+            <td data-label="Why" class="wrap">{row.details}</td>
           </tr>
         ))}
       </DataTable>
