@@ -56,7 +56,7 @@ export async function loadProject(store: Store, slug: string): Promise<Project> 
  * The marks of a project's releases (rolling out, rolled back, critical, minimum version),
  * from its latest view and release policy: the rollback is marked while it is in force.
  */
-export function releaseMarksOf(
+function releaseMarksOf(
   view: LatestView,
   policy: ReleasePolicy,
   rolledBack: LatestNotes["rolledBack"],

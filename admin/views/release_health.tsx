@@ -18,7 +18,7 @@ import { Breakable, DataTable, Time } from "./components.tsx";
 export type StageRow = GateStage & { why: string | null };
 
 /** One rollout change from the audit log, as the history table prints it. */
-export type HistoryRow = Pick<AuditEntry, "at" | "actor" | "action" | "details">;
+type HistoryRow = Pick<AuditEntry, "at" | "actor" | "action" | "details">;
 
 export interface HealthProps {
   /** The release the charts are of: the rollout's, or the newest active one. */
@@ -48,7 +48,7 @@ interface Bucket {
 }
 
 /** The report hours in equal buckets ending now: hours, or days past three days of data. */
-export function healthBuckets(
+function healthBuckets(
   hours: readonly ReportHour[],
   nowMs: number,
 ): { size: "hour" | "day"; buckets: Bucket[] } {
