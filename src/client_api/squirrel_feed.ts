@@ -11,7 +11,6 @@
 import type { Context, Handler, Hono } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
-import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../releases/offer.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { getActiveReleaseByVersion } from "../releases/release_versions.ts";
 import { getRelease } from "../releases/releases.ts";
@@ -119,13 +118,8 @@ export function addSquirrelRoutes(feeds: Hono<AppEnv>, { deps, surface, origin }
     project: Project,
     version: string,
   ): MaybeAsync<{ release: Release; update: boolean }> => {
-    const headers = c.req.raw.headers;
-    const asker = {
-      installId: () => headers.get(INSTALL_ID_HEADER) ?? headers.get(STAGING_ID_HEADER),
-      address: surface.askerOf(c).address,
-    };
     return thenRead(
-      surface.latestFor(key, project, asker),
+      surface.latestFor(key, project, surface.feedAskerOf(c)),
       (release) =>
         thenRead(surface.policyOf(project.id), (policy) => ({
           release,
