@@ -32,7 +32,7 @@ import { sha256Hex } from "../lib/secrets.ts";
 import { URL_CREDENTIAL_PREFIX } from "../lib/url_credential_path.ts";
 import { findAppProject } from "./app_project.ts";
 import { acceptedKey } from "./auth.ts";
-import type { KeySurface } from "./surface.ts";
+import { getWithCredential, type KeySurface } from "./surface.ts";
 
 const encoder = new TextEncoder();
 const RELEASES = "RELEASES";
@@ -196,10 +196,6 @@ export function addSquirrelRoutes(feeds: Hono<AppEnv>, { deps, surface, origin }
     );
   };
 
-  const get = (path: string, handler: Handler<AppEnv>) => {
-    feeds.get(path, surface.endpoint(handler));
-    feeds.get(`/c/:credential${path}`, surface.endpoint(handler));
-  };
-  get(SQUIRREL_ROUTES[0], macFeed);
-  get(SQUIRREL_ROUTES[1], fileOrReleases);
+  getWithCredential({ routes: feeds, surface }, SQUIRREL_ROUTES[0], macFeed);
+  getWithCredential({ routes: feeds, surface }, SQUIRREL_ROUTES[1], fileOrReleases);
 }

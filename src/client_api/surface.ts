@@ -75,6 +75,20 @@ export interface DeltaFile {
   filename: string;
 }
 
+/**
+ * Registers `handler` for GET at `path` of `routes` and at `/c/:credential${path}`
+ * (for clients that send no headers: the key in the URL), each route its own
+ * endpoint of `surface`, observed under its own route label.
+ */
+export function getWithCredential(
+  { routes, surface }: { routes: Hono<AppEnv>; surface: KeySurface },
+  path: string,
+  handler: Handler<AppEnv>,
+): void {
+  routes.get(path, surface.endpoint(handler));
+  routes.get(`/c/:credential${path}`, surface.endpoint(handler));
+}
+
 /** The shared parts of a key-protected surface. */
 export interface KeySurface {
   respond: ApiResponder;
