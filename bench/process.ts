@@ -67,6 +67,22 @@ export async function run(
 }
 
 /**
+ * Runs a command to completion under `/usr/bin/time -f %M`: its answer (stderr without the time's
+ * last line), its wall time in ms and its peak resident memory in KiB.
+ */
+export async function timedPeak(
+  cmd: string,
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string; ms: number; peakKiB: number }> {
+  const started = performance.now();
+  const out = await run("/usr/bin/time", ["-f", "%M", cmd, ...args]);
+  const ms = performance.now() - started;
+  const lines = out.stderr.trimEnd().split("\n");
+  const peakKiB = Number(lines.pop());
+  return { code: out.code, stdout: out.stdout, stderr: lines.join("\n"), ms, peakKiB };
+}
+
+/**
  * The directory `npm install <spec>` went to (its packages in `node_modules/` inside), installed
  * once per machine under the temp dir and kept for the next run. Its name holds the spec and
  * `prepare.version`, so a changed prepare step makes a fresh install. Runs take turns through a

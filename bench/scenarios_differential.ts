@@ -12,6 +12,7 @@ import { MB, type Scenario, scratch } from "./context.ts";
 import { buildArtifacts, installAppBuilder } from "./differential_pair.ts";
 import { type BlockMap, createBlockMapBuilder, encodeBlockMap } from "../src/blockmap/build.ts";
 import { zstdPatchArgs } from "../src/deltas/tools.ts";
+import { timedPeak } from "./process.ts";
 import { makeRow } from "./table.ts";
 
 const SCENARIO = "differential download";
@@ -40,17 +41,9 @@ async function patchOf(
   await Deno.writeFile(oldPath, installed);
   await Deno.writeFile(newPath, next);
   const largest = Math.max(installed.byteLength, next.byteLength);
-  const started = performance.now();
-  const out = await new Deno.Command("/usr/bin/time", {
-    args: ["-f", "%M", "zstd", ...zstdPatchArgs({ oldPath, newPath, outPath, largest })],
-    stdout: "null",
-    stderr: "piped",
-  }).output();
-  const ms = performance.now() - started;
-  const stderr = new TextDecoder().decode(out.stderr).trim();
-  if (!out.success) throw new Error(`zstd --patch-from: ${stderr}`);
-  const peakKiB = Number(stderr.split("\n").at(-1));
-  return { bytes: (await Deno.stat(outPath)).size, ms, peakBytes: peakKiB * 1024 };
+  const out = await timedPeak("zstd", zstdPatchArgs({ oldPath, newPath, outPath, largest }));
+  if (out.code !== 0) throw new Error(`zstd --patch-from: ${out.stderr.trim()}`);
+  return { bytes: (await Deno.stat(outPath)).size, ms: out.ms, peakBytes: out.peakKiB * 1024 };
 }
 
 /** MB/s of one pass over `bytes`: the upload's hashes, and the block map too when asked. */

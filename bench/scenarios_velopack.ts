@@ -10,7 +10,7 @@
  */
 import { join } from "node:path";
 import { MB, type Scenario, scratch } from "./context.ts";
-import { PROJECT_ROOT } from "./process.ts";
+import { PROJECT_ROOT, timedPeak } from "./process.ts";
 import { makeRow } from "./table.ts";
 
 const SCENARIO = "velopack server-made delta";
@@ -107,25 +107,17 @@ export const velopackDeltas: Scenario = {
     await pack({ dir: join(dir, "new"), version: "1.0.1", out: newPackage, unpackedBytes });
     const work = join(dir, "work");
     await Deno.mkdir(work, { recursive: true });
-    const out = await new Deno.Command("/usr/bin/time", {
-      args: [
-        "-f",
-        "maxrss_kb=%M",
-        Deno.execPath(),
-        "run",
-        "-A",
-        join(PROJECT_ROOT, "bench", "velopack_delta_build.ts"),
-        oldPackage,
-        newPackage,
-        work,
-      ],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stderr = new TextDecoder().decode(out.stderr);
-    if (!out.success) throw new Error(`delta build failed: ${stderr}`);
-    const result = JSON.parse(new TextDecoder().decode(out.stdout).trim().split("\n").at(-1)!);
-    const peakMb = Number(/maxrss_kb=(\d+)/.exec(stderr)![1]) * 1024 / MB;
+    const out = await timedPeak(Deno.execPath(), [
+      "run",
+      "-A",
+      join(PROJECT_ROOT, "bench", "velopack_delta_build.ts"),
+      oldPackage,
+      newPackage,
+      work,
+    ]);
+    if (out.code !== 0) throw new Error(`delta build failed: ${out.stderr}`);
+    const result = JSON.parse(out.stdout.trim().split("\n").at(-1)!);
+    const peakMb = out.peakKiB * 1024 / MB;
     const full = (await Deno.stat(newPackage)).size;
     const gb = full / 1e9;
     const [fullRow, deltaRow, ratio, time, timePerGb, memory, memoryPerGb] = this.template(

@@ -12,7 +12,12 @@
  */
 import { createHash } from "node:crypto";
 import { gunzipSync } from "node:zlib";
-import { type DownloadOptions, downloadRelease, type DownloadResult } from "./download.ts";
+import {
+  type DownloadOptions,
+  downloadRelease,
+  type DownloadResult,
+  writeAll,
+} from "./download.ts";
 import { type Release, send, UpdateClientError } from "./http.ts";
 import { applyServerPatch } from "./patch.ts";
 
@@ -165,9 +170,7 @@ async function assemble(options: DifferentialOptions): Promise<number> {
         }
       }
       hash.update(bytes);
-      for (let written = 0; written < bytes.byteLength;) {
-        written += await out.write(bytes.subarray(written));
-      }
+      await writeAll(out, bytes, `${target}.delta`);
     }
   } finally {
     installed.close();

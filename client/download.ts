@@ -182,7 +182,8 @@ async function readPartState(
   return null;
 }
 
-async function hashFile(path: string, hash: Hash): Promise<number> {
+/** Feeds the file at `path` to `hash`; its size in bytes. */
+export async function hashFile(path: string, hash: Hash): Promise<number> {
   const file = await openFile(path, { read: true });
   let size = 0;
   for await (const chunk of file.readable) {
@@ -220,7 +221,12 @@ async function writeJson(path: string, value: unknown): Promise<void> {
   await fileStep(() => Deno.writeTextFile(path, JSON.stringify(value)), path);
 }
 
-async function writeAll(file: Deno.FsFile, bytes: Uint8Array, path: string): Promise<void> {
+/** Writes all of `bytes` to `file` (at `path`, named in its error). */
+export async function writeAll(
+  file: Deno.FsFile,
+  bytes: Uint8Array,
+  path: string,
+): Promise<void> {
   for (let written = 0; written < bytes.byteLength;) {
     written += await fileStep(() => file.write(bytes.subarray(written)), path);
   }

@@ -12,7 +12,7 @@
  * the whole file.
  */
 import { createHash } from "node:crypto";
-import type { DownloadOptions } from "./download.ts";
+import { type DownloadOptions, hashFile, writeAll } from "./download.ts";
 import { asClientError, send, USER_AGENT } from "./http.ts";
 
 export interface PatchOptions extends DownloadOptions {
@@ -28,13 +28,6 @@ function highBit(n: number): number {
     count++;
   }
   return count;
-}
-
-async function sha256OfFile(path: string): Promise<string> {
-  const hash = createHash("sha256");
-  using file = await Deno.open(path, { read: true });
-  for await (const chunk of file.readable) hash.update(chunk);
-  return hash.digest("hex");
 }
 
 /** Most redirects followed to the patch's bytes. */
@@ -87,18 +80,17 @@ export async function applyServerPatch(options: PatchOptions): Promise<number> {
         received += chunk.byteLength;
         if (received >= release.size_bytes) throw new Error("the patch is larger than the file");
         hash.update(chunk);
-        for (let written = 0; written < chunk.byteLength;) {
-          written += await file.write(chunk.subarray(written));
-        }
+        await writeAll(file, chunk, patchPath);
       }
     }
     if (hash.digest("hex") !== announced.patch) {
       throw new Error("the patch's SHA-256 is not the one announced");
     }
-    if (announced.base !== await sha256OfFile(options.installedFile)) {
+    const baseHash = createHash("sha256");
+    const installedSize = await hashFile(options.installedFile, baseHash);
+    if (announced.base !== baseHash.digest("hex")) {
       throw new Error("the installed file is not the one the patch applies to");
     }
-    const installedSize = (await Deno.stat(options.installedFile)).size;
     const windowLog = highBit(Math.max(installedSize, release.size_bytes)) + 1;
     const args = ["-d", "-q", "-f", `--patch-from=${options.installedFile}`, "-o", outPath];
     if (windowLog >= 27) args.push(`--long=${windowLog}`);
@@ -111,8 +103,9 @@ export async function applyServerPatch(options: PatchOptions): Promise<number> {
     if (!out.success) {
       throw new Error(`zstd: ${new TextDecoder().decode(out.stderr).trim().slice(0, 200)}`);
     }
-    const { size } = await Deno.stat(outPath);
-    if (size !== release.size_bytes || await sha256OfFile(outPath) !== release.checksum_sha256) {
+    const outHash = createHash("sha256");
+    const size = await hashFile(outPath, outHash);
+    if (size !== release.size_bytes || outHash.digest("hex") !== release.checksum_sha256) {
       throw new Error("SHA-256 mismatch after applying the patch");
     }
     await Deno.rename(outPath, target);

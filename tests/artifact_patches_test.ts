@@ -17,6 +17,7 @@ import { listStorageKeys } from "../src/releases/releases.ts";
 import type { Release } from "../src/releases/types.ts";
 import { setVelopackSettings } from "../src/velopack/settings.ts";
 import {
+  buildDeltas,
   concatBytes,
   createTestApp,
   noise,
@@ -165,12 +166,7 @@ Deno.test("server-made patches: a version uploaded twice is patched from its new
     const next = await seedRelease(app, project.id, "1.1.0", concatBytes(noise(5_000, 3), body), {
       filename: "App.bin",
     });
-    const run = await runVelopackDeltas({
-      store: app.store,
-      artifacts: app.artifacts,
-      report: () => {},
-      workDir: join(work, "deltas"),
-    });
+    const run = await buildDeltas(app, join(work, "deltas"));
     assert.equal(run.patches, 2);
     const { secret } = await seedKey(app);
     const res = await app.request(`/feeds/patches/${next.id}/1.0.0`, secret);

@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { Cleanup, startNginx, which, xAccelServer } from "../bench/process.ts";
 import { applyServerPatch } from "../client/patch.ts";
-import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { createS3Store } from "../src/storage/s3_store.ts";
 import { listArtifactPatches } from "../src/artifact_records/artifact_patches.ts";
-import { createTestApp, seedKey, seedProject, seedRelease, type TestApp } from "./helpers.ts";
+import { buildDeltas, createTestApp, seedKey, seedProject, seedRelease } from "./helpers.ts";
+import type { TestApp } from "./helpers.ts";
 import { rgwTest } from "./rgw.ts";
 
 const nginx = which("nginx");
@@ -25,18 +25,16 @@ function versions(): [Uint8Array, Uint8Array] {
   return [old, next];
 }
 
-/** Seeds both versions, builds the patch; what the client needs to ask for it. */
+/**
+ * Seeds both versions, builds the patch; what the client needs to ask for it, and `patch`: the
+ * client's patch from the installed 1.0.0 through the server at `baseUrl` into `target`.
+ */
 async function seeded(app: TestApp, dir: string) {
   const [old, next] = versions();
   const project = await seedProject(app, { slug: "desk" });
   await seedRelease(app, project.id, "1.0.0", old, { filename: "Desk 1.0.0.tar" });
   const latest = await seedRelease(app, project.id, "1.0.1", next, { filename: "Desk 1.0.1.tar" });
-  const run = await runVelopackDeltas({
-    store: app.store,
-    artifacts: app.artifacts,
-    report: () => {},
-    workDir: join(dir, "work"),
-  });
+  const run = await buildDeltas(app, join(dir, "work"));
   assert.equal(run.patches, 1);
   assert.equal((await listArtifactPatches(app.store, latest.id)).length, 1);
   const { secret } = await seedKey(app);
@@ -44,7 +42,16 @@ async function seeded(app: TestApp, dir: string) {
   await Deno.writeFile(installedFile, old);
   const release = (await (await app.request(`/api/v1/releases/${latest.id}`, secret)).json())
     .release;
-  return { secret, installedFile, release, next };
+  const patch = (baseUrl: string, target: string) =>
+    applyServerPatch({
+      baseUrl,
+      apiKey: secret,
+      release,
+      target,
+      installedFile,
+      installedVersion: "1.0.0",
+    });
+  return { secret, release, next, patch };
 }
 
 Deno.test({
@@ -67,16 +74,9 @@ Deno.test({
         cleanup,
         xAccelServer(served.addr.port, app.config.artifactsDir, xAccelSecret),
       );
-      const { secret, installedFile, release, next } = await seeded(app, dir);
+      const { next, patch } = await seeded(app, dir);
       const target = join(dir, "new.tar");
-      const received = await applyServerPatch({
-        baseUrl: proxy.baseUrl,
-        apiKey: secret,
-        release,
-        target,
-        installedFile,
-        installedVersion: "1.0.0",
-      });
+      const received = await patch(proxy.baseUrl, target);
       assert.ok(received > 0 && received < next.byteLength / 10, `${received} B`);
       assert.deepEqual(await Deno.readFile(target), next);
     } finally {
@@ -101,7 +101,7 @@ rgwTest(
     );
     const dir = await Deno.makeTempDir({ prefix: "uds-patch-s3-" });
     try {
-      const { secret, installedFile, release, next } = await seeded(app, dir);
+      const { secret, release, next, patch } = await seeded(app, dir);
       const baseUrl = `http://127.0.0.1:${served.addr.port}`;
       const answer = await fetch(`${baseUrl}/feeds/patches/${release.id}/1.0.0`, {
         headers: { authorization: `Bearer ${secret}` },
@@ -111,14 +111,7 @@ rgwTest(
       assert.equal(answer.status, 302);
       assert.match(answer.headers.get("x-patch-sha256") ?? "", /^[0-9a-f]{64}$/);
       const target = join(dir, "new.tar");
-      const received = await applyServerPatch({
-        baseUrl,
-        apiKey: secret,
-        release,
-        target,
-        installedFile,
-        installedVersion: "1.0.0",
-      });
+      const received = await patch(baseUrl, target);
       assert.ok(received > 0 && received < next.byteLength / 10, `${received} B`);
       assert.deepEqual(await Deno.readFile(target), next);
     } finally {

@@ -13,11 +13,18 @@ import { join } from "node:path";
 import { buildArtifacts, installAppBuilder } from "../bench/differential_pair.ts";
 import { downloadDifferentially } from "../client/differential.ts";
 import { runBlockMapBuild } from "../src/blockmap/background.ts";
-import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { listArtifactPatches } from "../src/artifact_records/artifact_patches.ts";
 import { getReleaseDelivery } from "../src/stats/delivery.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
-import { seedKey, seedProject, seedRelease, sha256, testMetrics, waitFor } from "./helpers.ts";
+import {
+  buildDeltas,
+  seedKey,
+  seedProject,
+  seedRelease,
+  sha256,
+  testMetrics,
+  waitFor,
+} from "./helpers.ts";
 
 /** The value of an unlabelled series in the metrics text. */
 async function series(name: string): Promise<number> {
@@ -83,12 +90,7 @@ Deno.test("the reference client takes the service's patch from its installed ver
       assert.equal(sha256(await Deno.readFile(join(dir, "early.tar"))), next.checksum_sha256);
     });
 
-    const run = await runVelopackDeltas({
-      store: app.store,
-      artifacts: app.artifacts,
-      report: () => {},
-      workDir: join(dir, "work"),
-    });
+    const run = await buildDeltas(app, join(dir, "work"));
     assert.equal(run.patches, 1);
     const [patch] = await listArtifactPatches(app.store, next.id);
 

@@ -8,7 +8,6 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { readNuspec } from "../src/deltas/nupkg.ts";
 import { DEFAULT_DELTA_LIMITS } from "../src/deltas/tools.ts";
 import { buildVelopackDelta } from "../src/deltas/velopack_delta.ts";
@@ -20,7 +19,7 @@ import {
   listVelopackDeltas,
   putVelopackDelta,
 } from "../src/artifact_records/velopack.ts";
-import { createTestApp, seedProject, seedRelease } from "./helpers.ts";
+import { buildDeltas, createTestApp, seedProject, seedRelease, writeNupkgTree } from "./helpers.ts";
 
 async function zipDir(dir: string, out: string, args: string[] = []): Promise<Uint8Array> {
   const zipped = await new Deno.Command("zip", {
@@ -32,13 +31,7 @@ async function zipDir(dir: string, out: string, args: string[] = []): Promise<Ui
 }
 
 async function nupkg(work: string, version: string): Promise<Uint8Array> {
-  const dir = join(work, `pkg-${version}`);
-  await Deno.mkdir(join(dir, "lib", "app"), { recursive: true });
-  await Deno.writeTextFile(
-    join(dir, "DeskApp.nuspec"),
-    `<package><metadata><id>DeskApp</id><version>${version}</version></metadata></package>`,
-  );
-  await Deno.writeTextFile(join(dir, "lib", "app", "main.js"), `// ${version}\n`.repeat(500));
+  const dir = await writeNupkgTree(work, version);
   return await zipDir(dir, join(work, `DeskApp-${version}-full.nupkg`));
 }
 
@@ -140,13 +133,7 @@ Deno.test("a missing program skips the builds, not the package records, until a 
     const w1 = await seedRelease(app, second.id, "2.0.0", await nupkg(work, "2.0.0"), {
       filename: "Other-2.0.0-full.nupkg",
     });
-    const run = () =>
-      runVelopackDeltas({
-        store: app.store,
-        artifacts: app.artifacts,
-        report: () => {},
-        workDir: join(work, "deltas"),
-      });
+    const run = () => buildDeltas(app, join(work, "deltas"));
 
     await t.step("no program at all: every package recorded, no build failed", async () => {
       const empty = join(work, "empty");

@@ -9,11 +9,10 @@ import { join } from "node:path";
 import { downloadRelease, type Release as ClientRelease } from "../client/update_client.ts";
 import { parseRange } from "../src/client_api/download.ts";
 import { CHUNK_SIZE, fileSliceStream } from "../src/storage/fs_store.ts";
-import { createApp } from "../app.ts";
-import { createLogger } from "../src/lib/log.ts";
 import { assertError, assertProtectedHeaders, assertSecurityHeaders, readJson } from "./asserts.ts";
 import {
   concatBytes,
+  createLoggingApp,
   createTestApp,
   downloadCount,
   patternBytes,
@@ -324,15 +323,7 @@ Deno.test("download ranges", async (t) => {
 
   await t.step("access log and metrics: a 206 sent whole is a complete download", async () => {
     const lines: string[] = [];
-    const logging = createApp({
-      config: app.config,
-      store: app.store,
-      artifacts: app.artifacts,
-      rateLimitKv: app.rateLimitKv,
-      recordKeyUse: () => {},
-      logger: createLogger("json", (line) => lines.push(line)),
-      metrics: testMetrics,
-    });
+    const logging = createLoggingApp(app, lines);
     const request = (headers: Record<string, string>) =>
       logging.fetch(
         new Request(`http://localhost${path}`, {

@@ -19,6 +19,8 @@ import type { Release } from "../src/releases/types.ts";
 import { createStore, type Store } from "../src/kv/store.ts";
 import { createKeyFiles } from "../src/signing/key_files.ts";
 import { rolloutBucket } from "../src/releases/offer.ts";
+import { runVelopackDeltas } from "../src/deltas/background.ts";
+import { createLogger } from "../src/lib/log.ts";
 
 /**
  * A config for tests: the defaults, with a data dir under ./data/test, and
@@ -397,4 +399,49 @@ export function noise(length: number, seed: number): Uint8Array<ArrayBuffer> {
     bytes[i] = x & 0xff;
   }
   return bytes;
+}
+
+/**
+ * Another app over `t`'s config, store, artifacts and rate limits, whose access log goes (as JSON
+ * lines) into `lines` and whose metrics into `metrics`.
+ */
+export function createLoggingApp(
+  t: TestApp,
+  lines: string[],
+  metrics = testMetrics,
+): ReturnType<typeof createApp> {
+  return createApp({
+    config: t.config,
+    store: t.store,
+    artifacts: t.artifacts,
+    rateLimitKv: t.rateLimitKv,
+    recordKeyUse: () => {},
+    logger: createLogger("json", (line) => lines.push(line)),
+    metrics,
+  });
+}
+
+/** One run of the delta builder (src/deltas/background.ts) over `t`'s releases, working in `workDir`. */
+export function buildDeltas(t: TestApp, workDir: string): ReturnType<typeof runVelopackDeltas> {
+  return runVelopackDeltas({
+    store: t.store,
+    artifacts: t.artifacts,
+    report: () => {},
+    workDir,
+  });
+}
+
+/**
+ * The files of a Velopack package `DeskApp` at `version` (its `.nuspec` and `lib/app/main.js` of
+ * `lines` lines), written into `pkg-{version}` under `work`: that directory, to zip.
+ */
+export async function writeNupkgTree(work: string, version: string, lines = 500): Promise<string> {
+  const dir = join(work, `pkg-${version}`);
+  await Deno.mkdir(join(dir, "lib", "app"), { recursive: true });
+  await Deno.writeTextFile(
+    join(dir, "DeskApp.nuspec"),
+    `<package><metadata><id>DeskApp</id><version>${version}</version></metadata></package>`,
+  );
+  await Deno.writeTextFile(join(dir, "lib", "app", "main.js"), `// ${version}\n`.repeat(lines));
+  return dir;
 }

@@ -6,14 +6,19 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { createApp } from "../app.ts";
 import { countingStream } from "../src/http/observe.ts";
 import { createOpenResponses } from "../src/http/open_responses.ts";
-import { createLogger } from "../src/lib/log.ts";
 import { createMetrics } from "../src/lib/metrics.ts";
 import { attachMeter, meteredStream } from "../src/lib/metered_stream.ts";
 import { CHUNK_SIZE, fileSliceStream } from "../src/storage/fs_store.ts";
-import { createTestApp, patternBytes, seedKey, seedProject, seedRelease } from "./helpers.ts";
+import {
+  createLoggingApp,
+  createTestApp,
+  patternBytes,
+  seedKey,
+  seedProject,
+  seedRelease,
+} from "./helpers.ts";
 
 /** What `countingStream` reported, and the stream it returned. */
 function counted(body: ReadableStream<Uint8Array>, open = createOpenResponses()) {
@@ -111,15 +116,7 @@ Deno.test("metered downloads: the access log and metrics count the bytes taken",
   const { secret } = await seedKey(app);
   const lines: string[] = [];
   const metrics = createMetrics();
-  const logged = createApp({
-    config: app.config,
-    store: app.store,
-    artifacts: app.artifacts,
-    rateLimitKv: app.rateLimitKv,
-    recordKeyUse: () => {},
-    logger: createLogger("json", (line) => lines.push(line)),
-    metrics,
-  });
+  const logged = createLoggingApp(app, lines, metrics);
   const download = (headers: Record<string, string> = {}) =>
     logged.fetch(
       new Request(`http://localhost/api/v1/releases/${release.id}/download`, {

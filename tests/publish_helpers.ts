@@ -35,6 +35,17 @@ export function uploadForm(
   return form;
 }
 
+/** A form part: a text field, or a file part with its file name. */
+export type FormPart = [name: string, value: string | Blob, filename?: string];
+
+/** Appends `parts` to `form`, in order. */
+export function appendParts(form: FormData, parts: readonly FormPart[]): void {
+  for (const [name, value, filename] of parts) {
+    if (typeof value === "string") form.append(name, value);
+    else form.append(name, value, filename);
+  }
+}
+
 export interface PublishPipeline {
   /** The publish token's secret. */
   token: string;

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { createFsStore, sweepStore } from "../src/storage/mod.ts";
 import { assertError } from "./asserts.ts";
 import { createTestApp, listDir, seedKey, seedProject } from "./helpers.ts";
-import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
+import { appendParts, PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
 
 const signature = (fill: number) => btoa(String.fromCharCode(...new Uint8Array(64).fill(fill)));
 
@@ -26,10 +26,7 @@ Deno.test("sparkle deltas: uploaded with the release, listed in the appcast", as
       { version: "3.0", build: "3", sparkle_signature: signature(9) },
       { bytes: app3, name: "App.zip" },
     );
-    for (const [name, value, filename] of fields) {
-      if (typeof value === "string") form.append(name, value);
-      else form.append(name, value, filename);
-    }
+    appendParts(form, fields);
     return app.request(`${PUBLISH_PREFIX}/projects/mac-app/releases`, token, {
       method: "POST",
       body: form,

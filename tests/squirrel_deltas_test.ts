@@ -14,7 +14,7 @@ import { feedCredential } from "../src/feeds/url_credential.ts";
 import { assertError } from "./asserts.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 import { createTestApp, listDir, seedKey, seedProject } from "./helpers.ts";
-import { PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
+import { appendParts, PUBLISH_PREFIX, seedPublishToken, uploadForm } from "./publish_helpers.ts";
 
 const sha1 = (bytes: Uint8Array) => createHash("sha1").update(bytes).digest("hex");
 const blob = (bytes: Uint8Array) => new Blob([bytes as Uint8Array<ArrayBuffer>]);
@@ -63,10 +63,7 @@ Deno.test("Squirrel.Windows deltas: uploaded with a release, listed as a complet
       bytes: full(n),
       name: `Desk-${version}-full.nupkg`,
     });
-    for (const [name, value, filename] of fields) {
-      if (typeof value === "string") form.append(name, value);
-      else form.append(name, value, filename);
-    }
+    appendParts(form, fields);
     return app.request(`${PUBLISH_PREFIX}/projects/desk-win/releases`, token, {
       method: "POST",
       body: form,

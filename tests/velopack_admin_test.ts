@@ -5,21 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { listAuditEntries } from "../src/kv/audit.ts";
 import { listVelopackDeltas } from "../src/artifact_records/velopack.ts";
 import { getVelopackSettings } from "../src/velopack/settings.ts";
-import { seedProject, seedRelease } from "./helpers.ts";
+import { buildDeltas, seedProject, seedRelease, writeNupkgTree } from "./helpers.ts";
 import { createAdminTestApp, signedInClient } from "./admin_helpers.ts";
 
 async function nupkg(work: string, version: string): Promise<Uint8Array> {
-  const dir = join(work, `pkg-${version}`);
-  await Deno.mkdir(join(dir, "lib", "app"), { recursive: true });
-  await Deno.writeTextFile(
-    join(dir, "DeskApp.nuspec"),
-    `<package><metadata><id>DeskApp</id><version>${version}</version></metadata></package>`,
-  );
-  await Deno.writeTextFile(join(dir, "lib", "app", "main.js"), `// ${version}\n`.repeat(200));
+  const dir = await writeNupkgTree(work, version, 200);
   const out = join(work, `${version}.nupkg`);
   const zipped = await new Deno.Command("zip", { args: ["-q", "-r", "-X", out, "."], cwd: dir })
     .output();
@@ -67,12 +60,7 @@ Deno.test("the server-made deltas and patches card", async (t) => {
           filename: `DeskApp-${version}-full.nupkg`,
         });
       }
-      await runVelopackDeltas({
-        store: app.store,
-        artifacts: app.artifacts,
-        report: () => {},
-        workDir: join(work, "deltas"),
-      });
+      await buildDeltas(app, join(work, "deltas"));
       const deltas = await listVelopackDeltas(app.store, last!.id);
       assert.deepEqual(deltas.map((d) => d.from_version), ["1.0.1"]);
     });

@@ -11,11 +11,10 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { listVelopackDeltas } from "../src/artifact_records/velopack.ts";
 import { feedCredential } from "../src/feeds/url_credential.ts";
 import type { Release } from "../src/releases/types.ts";
-import { createTestApp, noise, seedKey, seedProject, seedRelease } from "./helpers.ts";
+import { buildDeltas, createTestApp, noise, seedKey, seedProject, seedRelease } from "./helpers.ts";
 import {
   installVelopack,
   runVelopackClient,
@@ -133,12 +132,7 @@ Deno.test("the real Velopack client takes full packages and one-hop server-made 
       );
     }
     const latest = releases.at(-1)!;
-    const run = await runVelopackDeltas({
-      store: app.store,
-      artifacts: app.artifacts,
-      report: () => {},
-      workDir: join(work, "deltas"),
-    });
+    const run = await buildDeltas(app, join(work, "deltas"));
     assert.deepEqual(run.failed, 0);
     const deltas = await listVelopackDeltas(app.store, latest.id);
     // One delta to the latest from each of the 6 older releases (10 kept by default).

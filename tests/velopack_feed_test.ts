@@ -8,7 +8,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { runVelopackDeltas } from "../src/deltas/background.ts";
 import { accessLogRecord, rawPath } from "../src/lib/log.ts";
 import { redactUrlCredential } from "../src/lib/url_credential_path.ts";
 import { setApiKeyActive } from "../src/credentials/api_keys.ts";
@@ -18,22 +17,18 @@ import { changeRollout, startRollout } from "../src/releases/rollouts.ts";
 import { listVelopackDeltas } from "../src/artifact_records/velopack.ts";
 import { feedCredential } from "../src/feeds/url_credential.ts";
 import {
+  buildDeltas,
   createTestApp,
   seedKey,
   seedProject,
   seedRelease,
   type TestApp,
   waitFor,
+  writeNupkgTree,
 } from "./helpers.ts";
 
 async function nupkg(work: string, version: string): Promise<Uint8Array> {
-  const dir = join(work, `pkg-${version}`);
-  await Deno.mkdir(join(dir, "lib", "app"), { recursive: true });
-  await Deno.writeTextFile(
-    join(dir, "DeskApp.nuspec"),
-    `<package><metadata><id>DeskApp</id><version>${version}</version></metadata></package>`,
-  );
-  await Deno.writeTextFile(join(dir, "lib", "app", "main.js"), `// ${version}\n`.repeat(500));
+  const dir = await writeNupkgTree(work, version);
   const out = join(work, `DeskApp-${version}-full.nupkg`);
   const zipped = await new Deno.Command("zip", { args: ["-q", "-r", "-X", out, "."], cwd: dir })
     .output();
@@ -82,12 +77,7 @@ Deno.test("the Velopack feed", async (t) => {
         const path = Deno.env.get("PATH")!;
         Deno.env.set("PATH", work);
         try {
-          const run = await runVelopackDeltas({
-            store: app.store,
-            artifacts: app.artifacts,
-            report: () => {},
-            workDir: join(work, "deltas"),
-          });
+          const run = await buildDeltas(app, join(work, "deltas"));
           assert.equal(run.packages, 1);
         } finally {
           Deno.env.set("PATH", path);
@@ -95,12 +85,7 @@ Deno.test("the Velopack feed", async (t) => {
       },
     );
 
-    await runVelopackDeltas({
-      store: app.store,
-      artifacts: app.artifacts,
-      report: () => {},
-      workDir: join(work, "deltas"),
-    });
+    await buildDeltas(app, join(work, "deltas"));
 
     await t.step("the feed: the latest release as Velopack's Full asset", async () => {
       const res = await feed(app, credential, "?localVersion=0.9.0&id=DeskApp&stagingId=a");
@@ -177,12 +162,7 @@ Deno.test("the Velopack feed", async (t) => {
     const v2 = await seedRelease(app, project.id, "1.0.1", bytes[1], {
       filename: "DeskApp-1.0.1-full.nupkg",
     });
-    await runVelopackDeltas({
-      store: app.store,
-      artifacts: app.artifacts,
-      report: () => {},
-      workDir: join(work, "deltas"),
-    });
+    await buildDeltas(app, join(work, "deltas"));
 
     await t.step("the one delta that fits localVersion, and its download", async () => {
       assert.deepEqual(await versions(await feed(app, credential, "?localVersion=1.0.0")), [
@@ -221,12 +201,7 @@ Deno.test("the Velopack feed", async (t) => {
       const v1b = await seedRelease(app, project.id, "1.0.0", bytes[0], {
         filename: "DeskApp-1.0.0-full.nupkg",
       });
-      await runVelopackDeltas({
-        store: app.store,
-        artifacts: app.artifacts,
-        report: () => {},
-        workDir: join(work, "deltas"),
-      });
+      await buildDeltas(app, join(work, "deltas"));
       await startRollout(app.store, v2.id, { percentage: 50 });
       const seen = new Set<string>();
       for (let i = 0; i < 40; i++) {

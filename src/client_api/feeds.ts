@@ -11,7 +11,6 @@ import type { Context } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import type { Observer } from "../http/observe.ts";
-import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../releases/offer.ts";
 import { getBlockMapBytes } from "../artifact_records/block_maps.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import type { ReleasePolicy } from "../releases/release_policy.ts";
@@ -94,12 +93,7 @@ export function createFeedRoutes(deps: ServiceDeps, observer: Observer): Surface
       (project) =>
         thenRead(
           // electron-updater sends its install id as x-user-staging-id.
-          surface.latestFor(key, project, {
-            installId: () =>
-              c.req.raw.headers.get(INSTALL_ID_HEADER) ??
-                c.req.raw.headers.get(STAGING_ID_HEADER),
-            address: surface.askerOf(c).address,
-          }),
+          surface.latestFor(key, project, surface.feedAskerOf(c)),
           (release) => answer(project, release),
         ),
     );

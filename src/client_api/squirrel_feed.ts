@@ -11,7 +11,6 @@
 import type { Context, Handler, Hono } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
-import { INSTALL_ID_HEADER, STAGING_ID_HEADER } from "../releases/offer.ts";
 import { type MaybeAsync, thenRead } from "../kv/cache.ts";
 import { getActiveReleaseByVersion } from "../releases/release_versions.ts";
 import { getRelease } from "../releases/releases.ts";
@@ -33,7 +32,7 @@ import { sha256Hex } from "../lib/secrets.ts";
 import { URL_CREDENTIAL_PREFIX } from "../lib/url_credential_path.ts";
 import { findAppProject } from "./app_project.ts";
 import { acceptedKey } from "./auth.ts";
-import type { KeySurface } from "./surface.ts";
+import { getWithCredential, type KeySurface } from "./surface.ts";
 
 const encoder = new TextEncoder();
 const RELEASES = "RELEASES";
@@ -119,13 +118,8 @@ export function addSquirrelRoutes(feeds: Hono<AppEnv>, { deps, surface, origin }
     project: Project,
     version: string,
   ): MaybeAsync<{ release: Release; update: boolean }> => {
-    const headers = c.req.raw.headers;
-    const asker = {
-      installId: () => headers.get(INSTALL_ID_HEADER) ?? headers.get(STAGING_ID_HEADER),
-      address: surface.askerOf(c).address,
-    };
     return thenRead(
-      surface.latestFor(key, project, asker),
+      surface.latestFor(key, project, surface.feedAskerOf(c)),
       (release) =>
         thenRead(surface.policyOf(project.id), (policy) => ({
           release,
@@ -202,10 +196,6 @@ export function addSquirrelRoutes(feeds: Hono<AppEnv>, { deps, surface, origin }
     );
   };
 
-  const get = (path: string, handler: Handler<AppEnv>) => {
-    feeds.get(path, surface.endpoint(handler));
-    feeds.get(`/c/:credential${path}`, surface.endpoint(handler));
-  };
-  get(SQUIRREL_ROUTES[0], macFeed);
-  get(SQUIRREL_ROUTES[1], fileOrReleases);
+  getWithCredential({ routes: feeds, surface }, SQUIRREL_ROUTES[0], macFeed);
+  getWithCredential({ routes: feeds, surface }, SQUIRREL_ROUTES[1], fileOrReleases);
 }

@@ -75,6 +75,20 @@ export interface DeltaFile {
   filename: string;
 }
 
+/**
+ * Registers `handler` for GET at `path` of `routes` and at `/c/:credential${path}`
+ * (for clients that send no headers: the key in the URL), each route its own
+ * endpoint of `surface`, observed under its own route label.
+ */
+export function getWithCredential(
+  { routes, surface }: { routes: Hono<AppEnv>; surface: KeySurface },
+  path: string,
+  handler: Handler<AppEnv>,
+): void {
+  routes.get(path, surface.endpoint(handler));
+  routes.get(`/c/:credential${path}`, surface.endpoint(handler));
+}
+
 /** The shared parts of a key-protected surface. */
 export interface KeySurface {
   respond: ApiResponder;
@@ -121,6 +135,11 @@ export interface KeySurface {
   seen(key: ApiKey, release: Release, asker: Asker): MaybeAsync<void>;
   /** The asker of request `c`: its `X-Install-Id` and its address. */
   askerOf(c: Context<AppEnv>): Asker;
+  /**
+   * The asker of feed request `c`: its `X-Install-Id`, else electron-updater's
+   * `x-user-staging-id`, and its address.
+   */
+  feedAskerOf(c: Context<AppEnv>): Asker;
   /** The project's release policy (critical releases, minimum version, rollback), or null. */
   policyOf(projectId: number): MaybeAsync<ReleasePolicy | null>;
   /**
@@ -219,12 +238,20 @@ function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurface {
     return response;
   };
 
+  const askerOf = (c: Context<AppEnv>): Asker => ({
+    installId: () => c.req.raw.headers.get(INSTALL_ID_HEADER),
+    address: () => rateLimitAddress(clientAddress(c, config.trustProxy)),
+  });
+  /** A feed client's install id: `X-Install-Id`, else electron-updater's `x-user-staging-id`. */
+  const feedInstallId = (c: Context<AppEnv>) =>
+    c.req.raw.headers.get(INSTALL_ID_HEADER) ?? c.req.raw.headers.get(STAGING_ID_HEADER);
+  const feedAskerOf = (c: Context<AppEnv>): Asker => ({
+    installId: () => feedInstallId(c),
+    address: askerOf(c).address,
+  });
+
   const delivered = (c: Context<AppEnv>, { key, release, served, full, attempt }: Delivered) => {
-    const headers = c.req.raw.headers;
-    const identity = clientIdentity(
-      headers.get(INSTALL_ID_HEADER) ?? headers.get(STAGING_ID_HEADER),
-      key,
-    );
+    const identity = clientIdentity(feedInstallId(c), key);
     const client = identity.startsWith("key:")
       ? `${identity}@${clientAddress(c, config.trustProxy)}`
       : identity;
@@ -288,10 +315,8 @@ function createKeySurface(deps: ServiceDeps, observer: Observer): KeySurface {
     respond,
     mapError,
     seen,
-    askerOf: (c) => ({
-      installId: () => c.req.raw.headers.get(INSTALL_ID_HEADER),
-      address: () => rateLimitAddress(clientAddress(c, config.trustProxy)),
-    }),
+    askerOf,
+    feedAskerOf,
     policyOf,
     withPolicy(response, release) {
       const policy = policyOf(release.project_id);

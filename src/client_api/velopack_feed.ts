@@ -10,7 +10,7 @@
  * delta's bytes count against the release's whole size, like a block-map
  * download (docs/feeds.md "What it saves").
  */
-import type { Hono } from "hono";
+import type { Handler, Hono } from "hono";
 import type { AppEnv, ServiceDeps } from "../http/app_env.ts";
 import { API_ERRORS, ApiError } from "../http/errors.ts";
 import { FEED_ERRORS, SHA512_RETRY_AFTER_SECONDS } from "../feeds/paths.ts";
@@ -23,7 +23,7 @@ import {
 import { isVelopackFeedName, parseAssetName, velopackFeedJson } from "../velopack/feed.ts";
 import { findAppProject } from "./app_project.ts";
 import { acceptedKey } from "./auth.ts";
-import { findVisibleRelease, type KeySurface } from "./surface.ts";
+import { findVisibleRelease, getWithCredential, type KeySurface } from "./surface.ts";
 
 const encoder = new TextEncoder();
 
@@ -34,7 +34,7 @@ export function addVelopackRoutes(
   { deps, surface }: { deps: ServiceDeps; surface: KeySurface },
 ) {
   const { store } = deps;
-  const handler = surface.endpoint(async (c) => {
+  const handler: Handler<AppEnv> = async (c) => {
     const key = acceptedKey(c, deps);
     const app = c.req.param("app") ?? "";
     const file = c.req.param("file") ?? "";
@@ -84,9 +84,6 @@ export function addVelopackRoutes(
         filename: file,
       },
     });
-  });
-  for (const path of VELOPACK_ROUTES) {
-    feeds.get(path, handler);
-    feeds.get(`/c/:credential${path}`, handler);
-  }
+  };
+  for (const path of VELOPACK_ROUTES) getWithCredential({ routes: feeds, surface }, path, handler);
 }

@@ -33,7 +33,7 @@ import { buildArtifactPatches } from "./artifact_patches.ts";
 import { readNuspec } from "./nupkg.ts";
 import { DEFAULT_DELTA_LIMITS, type DeltaLimits } from "./tools.ts";
 import { buildVelopackDelta } from "./velopack_delta.ts";
-import { buildFromBases, clearStaleWork, copyArtifact } from "./work.ts";
+import { BUILD_LEASE, buildFromBases, clearStaleWork, copyArtifact } from "./work.ts";
 
 const POLL_MS = 3_000;
 const RETRY_MS = 60_000;
@@ -226,7 +226,7 @@ export async function runVelopackDeltas(
     retryAfterId: null,
   };
   const lease = { holder, ttlMs: JOB_LEASE_MS };
-  if (!await claimLease(options.store, "velopack_deltas", lease)) {
+  if (!await claimLease(options.store, BUILD_LEASE, lease)) {
     return { ...run, outcome: "busy" };
   }
   try {
@@ -242,7 +242,7 @@ export async function runVelopackDeltas(
       if (page.length < PAGE) return run;
     }
   } finally {
-    await releaseLease(options.store, "velopack_deltas", { holder }).catch(() => {});
+    await releaseLease(options.store, BUILD_LEASE, { holder }).catch(() => {});
   }
 }
 

@@ -14,7 +14,7 @@ import type { Release } from "../releases/types.ts";
 import { DeltaToolMissingError } from "./tools.ts";
 
 /** The builder's lease: one build at a time across instances. */
-const LEASE = "velopack_deltas";
+export const BUILD_LEASE = "velopack_deltas";
 
 /**
  * Copies `release`'s artifact to `path`, its SHA-256 checked, each chunk also given to `hash`
@@ -43,15 +43,15 @@ export async function copyArtifact(
  * the build ends (copies, programs and the upload of the result included); "busy" when another
  * instance holds it.
  */
-export async function withBuildLease<T>(
+async function withBuildLease<T>(
   store: Store,
   holder: string,
   build: () => Promise<T>,
 ): Promise<T | "busy"> {
   const lease = { holder, ttlMs: JOB_LEASE_MS };
-  if (!await claimLease(store, LEASE, lease)) return "busy";
+  if (!await claimLease(store, BUILD_LEASE, lease)) return "busy";
   const timer = setInterval(() => {
-    claimLease(store, LEASE, lease).catch(() => {});
+    claimLease(store, BUILD_LEASE, lease).catch(() => {});
   }, JOB_LEASE_MS / 3);
   try {
     return await build();
@@ -71,7 +71,7 @@ export interface BuildCounts {
 }
 
 /** One build to `release` from each of `bases`, each under the builder's lease. */
-export interface BaseBuilds {
+interface BaseBuilds {
   store: Store;
   holder: string;
   artifacts: ArtifactStore;

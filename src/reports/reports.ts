@@ -25,6 +25,7 @@ import {
   reportSketchKey,
   reportSketchPrefix,
 } from "../kv/keys.ts";
+import { adoptionDay, DAY_MS } from "./adoption.ts";
 import { sketchPart } from "./stored_sketch.ts";
 import { writeCapped } from "./capped_write.ts";
 import type { Store } from "../kv/store.ts";
@@ -48,17 +49,11 @@ const FAILURE_KINDS: readonly ReportKind[] = [
   "crash",
 ];
 
-const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 /** How long a marker (and a sketch) lives: an install reporting again later is still counted once. */
 const REPORT_MARKER_DAYS = 90;
 /** Failure reasons kept per release and kind (the newest). */
 const REPORT_REASONS_KEPT = 20;
-/** The UTC day of a report, in days since the epoch. */
-function dayOf({ at }: { at: number }): number {
-  return Math.floor(at / DAY_MS);
-}
-
 /** One report of a batch, its install id already hashed. */
 export interface ReportItem {
   releaseId: number;
@@ -99,7 +94,7 @@ export function reportSketchPartOf(
 function reportSketchOf(
   { releaseId, kind, at }: { releaseId: number; kind: ReportKind; at: number },
 ): Omit<ReportSketchPart, "sketch"> {
-  return { releaseId, kind, day: dayOf({ at }) };
+  return { releaseId, kind, day: adoptionDay(at) };
 }
 
 /**
@@ -115,13 +110,15 @@ export async function recordReports(
   batch: { items: ReportItem[]; overflow: Map<string, ReportSketchPart>; newIdsPerDay: number },
 ): Promise<void> {
   const { items, overflow, newIdsPerDay } = batch;
-  const byAddressDay = Map.groupBy(items, (item) => `${item.address} ${dayOf(item)}`);
+  const byAddressDay = Map.groupBy(items, (item) => `${item.address} ${adoptionDay(item.at)}`);
   // An address already at its cap that day: its reports go to the sketches unread (a flood
   // costs one read per batch, not one per report).
   const groups: ReportItem[][] = [];
   const counts = await getManyEntries<number>(
     store.kv,
-    [...byAddressDay.values()].map((group) => reportNewIdsKey(group[0].address, dayOf(group[0]))),
+    [...byAddressDay.values()].map((group) =>
+      reportNewIdsKey(group[0].address, adoptionDay(group[0].at))
+    ),
   );
   for (const [i, group] of [...byAddressDay.values()].entries()) {
     if ((counts[i].value ?? 0) >= newIdsPerDay) {
@@ -137,7 +134,7 @@ export async function recordReports(
   const { admitted } = await writeCapped(store, {
     groups,
     cap: newIdsPerDay,
-    countKey: (first) => reportNewIdsKey(first.address, dayOf(first)),
+    countKey: (first) => reportNewIdsKey(first.address, adoptionDay(first.at)),
     markerKey: (item) => reportMarkerKey(item.releaseId, item.kind, item.client),
     marker: (item) => ({
       value: 1,

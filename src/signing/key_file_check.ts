@@ -54,10 +54,6 @@ export async function findMissingKeyFiles(
   };
 }
 
-export function nothingMissing(missing: MissingKeyFiles): boolean {
-  return missing.signingKeys.length === 0 && missing.sparkleKeys.length === 0;
-}
-
 /** One missing file: whose it is, where it belongs, what does not work, how to bring it back. */
 export interface MissingKeyNotice {
   /** "Signing key k… (active)", "Sparkle key of project …". */
