@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 
-export interface Asset {
+interface Asset {
   body: string;
   type: string;
   version: string;

@@ -56,7 +56,7 @@ export async function loadProject(store: Store, slug: string): Promise<Project> 
  * The marks of a project's releases (rolling out, rolled back, critical, minimum version),
  * from its latest view and release policy: the rollback is marked while it is in force.
  */
-export function releaseMarksOf(
+function releaseMarksOf(
   view: LatestView,
   policy: ReleasePolicy,
   rolledBack: LatestNotes["rolledBack"],
@@ -174,7 +174,7 @@ export async function renderProjectPage(
     getProjectReleaseCount(c.var.store, project.id),
     tab === "releases" ? getDailyDownloads(c.var.store, ["project", project.id], { days }) : [],
     getProjectVersioned(c.var.store, project.id),
-    getDeletedDownloads(c.var.store, project.id),
+    tab === "releases" ? getDeletedDownloads(c.var.store, project.id) : undefined,
     getLatestChoice(c.var.store, project.id),
     tab === "settings" ? retentionOf(c.var.store, project.id, form.retention) : null,
     rolloutOf(c.var.store, { rollout: rolloutRecord, view }),
@@ -185,8 +185,10 @@ export async function renderProjectPage(
       form: form.safety,
       detail: tab === "rollout",
     }),
-    getProjectDeliveryMonth(c.var.store, project.id, utcMonth(new Date())),
-    form.velopack ?? getVelopackSettings(c.var.store, project.id)
+    tab === "releases"
+      ? getProjectDeliveryMonth(c.var.store, project.id, utcMonth(new Date()))
+      : undefined,
+    tab !== "feeds" ? undefined : form.velopack ?? getVelopackSettings(c.var.store, project.id)
       .then((settings) => ({ value: String(settings.deltas_kept), error: undefined })),
   ]);
   const sparkle = tab === "feeds"
@@ -255,9 +257,9 @@ export async function renderProjectPage(
       deletedDownloads={deletedDownloads}
       upload={form.upload ?? EMPTY_UPLOAD_FORM}
       uploadError={form.uploadError}
-      // Read for the settings page, the only one that shows it.
+      // Read for the settings and feeds pages, the only ones that show them.
       retention={retention!}
-      velopack={velopack}
+      velopack={velopack!}
       adoption={{
         figures: adoption,
         today,

@@ -5,7 +5,8 @@
  */
 import type { Store } from "../../src/kv/store.ts";
 import { readStage } from "../../src/rollouts/gates.ts";
-import { getReleasePolicy, planRollBack } from "../../src/releases/release_policy.ts";
+import { getReleasePolicy, rollBackPlanOf } from "../../src/releases/release_policy.ts";
+import { getLatestReleaseId } from "../../src/releases/release_publishing.ts";
 import { type AuditEntry, listAuditEntries } from "../../src/kv/audit.ts";
 import { listReleasesByProject } from "../../src/releases/releases.ts";
 import {
@@ -59,13 +60,15 @@ export async function releaseSafetyOf(
   },
 ): Promise<Omit<ReleaseSafetyCardProps, "csrfToken" | "slug">> {
   const nowMs = Date.now();
-  const [gates, policy, releases, plan, history] = await Promise.all([
+  const [gates, policy, releases, latestId, history] = await Promise.all([
     getRolloutGates(store, project.id),
     getReleasePolicy(store, project.id),
-    listReleasesByProject(store, project.id, SCANNED_RELEASES),
-    detail ? planRollBack(store, project.id, SCANNED_RELEASES) : null,
+    detail ? listReleasesByProject(store, project.id, SCANNED_RELEASES) : [],
+    // The pointer itself: the page's latest view may come from the read cache.
+    detail ? getLatestReleaseId(store, project.id) : null,
     detail ? rolloutHistory(store, project.id) : [],
   ]);
+  const plan = detail ? rollBackPlanOf({ rollout, latestId, policy, releases }) : null;
   const active = releases.filter((release) => release.state === "active");
   const reading = await readStage(store, { state: gates, rollout, nowMs });
   const gated = reading !== null;
@@ -76,17 +79,22 @@ export async function releaseSafetyOf(
   const haltReason = rollout?.halted
     ? (gated && gates!.halt_reason !== null ? gates!.halt_reason : "halted by hand")
     : null;
-  const reports: ReleaseReports[] = [];
-  for (const release of detail ? active.slice(0, REPORTED_RELEASES) : []) {
-    const [counts, estimated, reasons] = await Promise.all([
-      getReportCounts(store, release.id),
-      getReportEstimates(store, release.id),
-      getReportReasons(store, release.id),
-    ]);
-    if (Object.values(counts).some((n) => n > 0) || Object.values(estimated).some((n) => n > 0)) {
-      reports.push({ id: release.id, version: release.version, counts, estimated, reasons });
-    }
-  }
+  const read = await Promise.all(
+    active.slice(0, REPORTED_RELEASES).map(async (release) => {
+      // The gated rollout's release: its counts are the ones the stage was read from.
+      const [counts, estimated, reasons] = await Promise.all([
+        reading !== null && release.id === rollout!.release_id
+          ? reading.counts
+          : getReportCounts(store, release.id),
+        getReportEstimates(store, release.id),
+        getReportReasons(store, release.id),
+      ]);
+      return { id: release.id, version: release.version, counts, estimated, reasons };
+    }),
+  );
+  const reports: ReleaseReports[] = read.filter(({ counts, estimated }) =>
+    Object.values(counts).some((n) => n > 0) || Object.values(estimated).some((n) => n > 0)
+  );
   const charted = rollout === null
     ? active[0]
     : releases.find((release) => release.id === rollout.release_id);
@@ -121,7 +129,7 @@ export async function releaseSafetyOf(
       nowMs,
       thresholds: gated ? gates!.gates : null,
       stages,
-      history: history.slice(0, HISTORY_ROWS),
+      history: history.slice(0, HISTORY_ROWS).map(historyRowOf),
     },
     values: form?.values ?? (gates === null ? EMPTY_SAFETY_FORM : {
       stages: gates.gates.stages.join(", "),
@@ -153,8 +161,19 @@ function whyEnded(history: readonly AuditEntry[], endedAt: string): string | nul
     if (best === null || distance < Math.abs(Date.parse(best.at) - end)) best = entry;
   }
   if (best === null) return null;
-  const details = best.details.replace(/^project [^;]*; ?/, "");
-  return best.actor === "rollout gates"
-    ? `by the gates: ${details}`
-    : `by ${best.actor} (${best.action.replace(/^rollout\./, "")})`;
+  const { actor, action, details } = historyRowOf(best);
+  return actor === "rollout gates" ? `by the gates: ${details}` : `by ${actor} (${action})`;
+}
+
+/**
+ * A rollout change as the history shows it: the change without `rollout.`, the details without
+ * the project they name.
+ */
+function historyRowOf({ at, actor, action, details }: AuditEntry) {
+  return {
+    at,
+    actor,
+    action: action.replace(/^rollout\./, ""),
+    details: details.replace(/^project [^;]*; ?/, ""),
+  };
 }

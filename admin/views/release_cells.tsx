@@ -20,50 +20,51 @@ export interface ReleaseMarks {
 /** The badges of a release's marks, after "latest". */
 export function ReleaseMarkBadges({ release, marks }: { release: Release; marks?: ReleaseMarks }) {
   if (marks === undefined) return null;
+  const badges: ReadonlyArray<
+    { on: boolean; kind: string; mark: string; label: string; title?: string }
+  > = [
+    {
+      on: marks.rolloutId === release.id,
+      kind: "rollout",
+      mark: "rolling-out",
+      label: "rolling out",
+    },
+    {
+      on: marks.rolledBackId === release.id,
+      kind: "rolled-back",
+      mark: "rolled-back",
+      label: "rolled back",
+      title: "Rolled back: its clients are offered the release before it",
+    },
+    {
+      on: marks.criticalIds.includes(release.id),
+      kind: "critical",
+      mark: "critical",
+      label: "critical",
+      title: "Critical update: clients are told to install it (X-Update-Critical)",
+    },
+    {
+      on: marks.minimumVersion !== null && marks.minimumVersion === release.version,
+      kind: "minimum",
+      mark: "minimum",
+      label: "minimum",
+      title: "The minimum supported version: clients below it are told to update",
+    },
+  ];
   return (
     <>
-      {marks.rolloutId === release.id && (
-        <>
-          {" "}
-          <span class="badge badge-rollout" data-mark="rolling-out">rolling out</span>
-        </>
-      )}
-      {marks.rolledBackId === release.id && (
+      {badges.filter((badge) => badge.on).map(({ kind, mark, label, title }) => (
         <>
           {" "}
           <span
-            class="badge badge-rolled-back"
-            data-mark="rolled-back"
-            title="Rolled back: its clients are offered the release before it"
+            class={`badge badge-${kind}`}
+            data-mark={mark}
+            {...(title === undefined ? {} : { title })}
           >
-            rolled back
+            {label}
           </span>
         </>
-      )}
-      {marks.criticalIds.includes(release.id) && (
-        <>
-          {" "}
-          <span
-            class="badge badge-critical"
-            data-mark="critical"
-            title="Critical update: clients are told to install it (X-Update-Critical)"
-          >
-            critical
-          </span>
-        </>
-      )}
-      {marks.minimumVersion !== null && marks.minimumVersion === release.version && (
-        <>
-          {" "}
-          <span
-            class="badge badge-minimum"
-            data-mark="minimum"
-            title="The minimum supported version: clients below it are told to update"
-          >
-            minimum
-          </span>
-        </>
-      )}
+      ))}
     </>
   );
 }

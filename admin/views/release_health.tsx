@@ -5,30 +5,20 @@
  * failure rate over time against the gates' thresholds (an hourly axis for up to three days
  * of data, a daily one beyond), and the rollout's history from the audit log.
  */
+import type { AuditEntry } from "../../src/kv/audit.ts";
 import type { ReportHour } from "../../src/reports/reports.ts";
+import type { GateStage } from "../../src/rollouts/gate_records.ts";
 import { ChartSvg } from "./chart.tsx";
 import { Breakable, DataTable, Time } from "./components.tsx";
 
-/** One stage of the gated rollout, as the page shows it. */
-export interface StageRow {
-  percentage: number;
-  started_at: string;
-  ended_at: string | null;
-  installed: number;
-  failed: number;
-  /** `running`, `advanced`, `halted`, `completed`, `changed`, or null. */
-  outcome: string | null;
-  /** Who ended it and why: the gates' reason, or the person and what they did. */
-  why: string | null;
-}
+/**
+ * One stage of the gated rollout, as the page shows it: a running one's outcome is `running`;
+ * `why` is who ended it and why (the gates' reason, or the person and what they did).
+ */
+export type StageRow = GateStage & { why: string | null };
 
-/** One rollout change from the audit log. */
-export interface HistoryRow {
-  at: string;
-  actor: string;
-  action: string;
-  details: string;
-}
+/** One rollout change from the audit log, as the history table prints it. */
+type HistoryRow = Pick<AuditEntry, "at" | "actor" | "action" | "details">;
 
 export interface HealthProps {
   /** The release the charts are of: the rollout's, or the newest active one. */
@@ -58,7 +48,7 @@ interface Bucket {
 }
 
 /** The report hours in equal buckets ending now: hours, or days past three days of data. */
-export function healthBuckets(
+function healthBuckets(
   hours: readonly ReportHour[],
   nowMs: number,
 ): { size: "hour" | "day"; buckets: Bucket[] } {
@@ -284,8 +274,8 @@ function HistoryTable({ history }: { history: readonly HistoryRow[] }) {
               <Time iso={row.at} />
             </td>
             <td data-label="Who">{row.actor}</td>
-            <td data-label="Change" class="nowrap">{row.action.replace(/^rollout\./, "")}</td>
-            <td data-label="Why" class="wrap">{row.details.replace(/^project [^;]*; ?/, "")}</td>
+            <td data-label="Change" class="nowrap">{row.action}</td>
+            <td data-label="Why" class="wrap">{row.details}</td>
           </tr>
         ))}
       </DataTable>

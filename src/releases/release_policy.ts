@@ -105,20 +105,32 @@ export interface RollbackPlan {
 /**
  * The rollback the project's state calls for (the rule `rollBack` follows): a rollout's
  * release back to its previous release, else the latest back to the newest active release
- * before it; null when there is nothing to go back to. A page passes `scan`, the newest
- * releases it looks among (a rollback takes the whole list).
+ * before it; null when there is nothing to go back to. It reads the project's whole release
+ * list; the rule itself is `rollBackPlanOf`.
  */
-export async function planRollBack(
-  store: Store,
-  projectId: number,
-  scan?: number,
-): Promise<RollbackPlan | null> {
+export async function planRollBack(store: Store, projectId: number): Promise<RollbackPlan | null> {
   const [rollout, latestId, policy, releases] = await Promise.all([
     store.kv.get<Rollout>(rolloutKey(projectId)).then((entry) => entry.value),
     store.kv.get<number | null>(latestReleaseKey(projectId)).then((entry) => entry.value),
     getReleasePolicy(store, projectId),
-    listReleasesByProject(store, projectId, scan),
+    listReleasesByProject(store, projectId),
   ]);
+  return rollBackPlanOf({ rollout, latestId, policy, releases });
+}
+
+/**
+ * The rollback the project's state calls for (see `planRollBack`), from the project's rollout,
+ * its latest pointer, its release policy and its releases: all of them for a rollback, the
+ * newest few a page looks among.
+ */
+export function rollBackPlanOf(
+  { rollout, latestId, policy, releases }: {
+    rollout: Rollout | null;
+    latestId: number | null;
+    policy: ReleasePolicy;
+    releases: readonly Release[];
+  },
+): RollbackPlan | null {
   const active = releases.filter((release) => release.state === "active")
     .sort((x, y) => isNewerRelease(x, y) ? -1 : 1);
   const byId = (id: number | null | undefined) =>
