@@ -432,8 +432,8 @@ export function buildDeltas(t: TestApp, workDir: string): ReturnType<typeof runV
 }
 
 /**
- * The files of a Velopack package `DeskApp` at `version` (its `.nuspec` and `lib/app/main.js` of
- * `lines` lines), written into `pkg-{version}` under `work`: that directory, to zip.
+ * The files of a Velopack package `DeskApp` at `version` (its `.nuspec`, and a `main.js` of `lines`
+ * lines under lib, app), written into `pkg-{version}` under `work`: that directory, to zip.
  */
 export async function writeNupkgTree(work: string, version: string, lines = 500): Promise<string> {
   const dir = join(work, `pkg-${version}`);
