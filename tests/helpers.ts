@@ -432,7 +432,7 @@ export function buildDeltas(t: TestApp, workDir: string): ReturnType<typeof runV
 }
 
 /**
- * The files of a Velopack package `DeskApp` at `version` (its `.nuspec`, and a `main.js` of `lines`
+ * The files of a Velopack package `DeskApp` at `version` (its nuspec, and an app script of `lines`
  * lines under lib, app), written into `pkg-{version}` under `work`: that directory, to zip.
  */
 export async function writeNupkgTree(work: string, version: string, lines = 500): Promise<string> {
